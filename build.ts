@@ -1,0 +1,19 @@
+// Builds dist/broker: one self-contained executable (bun build --compile) with every dependency,
+// the migrations and the pages embedded. Run with `bun run build`.
+
+import { mkdirSync } from "node:fs";
+
+const outfile = process.argv[2] ?? "dist/broker";
+mkdirSync(outfile.slice(0, outfile.lastIndexOf("/")) || ".", { recursive: true });
+const result = await Bun.build({
+  entrypoints: ["src/index.ts"],
+  compile: { outfile },
+  minify: { syntax: true, whitespace: true },
+  sourcemap: "linked",
+  target: "bun",
+});
+if (!result.success) {
+  for (const log of result.logs) console.error(log);
+  process.exit(1);
+}
+console.log(`built ${outfile}`);

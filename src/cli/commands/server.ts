@@ -1,0 +1,48 @@
+// `broker server`: runs the broker in the foreground until SIGINT or SIGTERM.
+
+import { defineCommand } from "citty";
+import { loadConfig, SETTINGS, takeMasterPassword } from "../../config.ts";
+import { KeyringError } from "../../errors.ts";
+import { createLogger } from "../../log.ts";
+import { openStore } from "../../store/index.ts";
+import { startServer } from "../../server/index.ts";
+import { keyringMode } from "../../vault/index.ts";
+import { CliFailure } from "../fail.ts";
+import { addHelpFooter } from "../help.ts";
+import { promptHidden, stdinIsTerminal } from "../prompt.ts";
+
+const serverCommand = defineCommand({
+  meta: { name: "server", description: "Run the broker server (API and proxy) in the foreground" },
+  async run() {
+    const masterPassword = takeMasterPassword(process.env); // first: no later child may inherit it
+    const config = loadConfig(process.env);
+    const log = createLogger({ level: config.logLevel });
+    for (const warning of config.warnings) log.warn("config_warning", { detail: warning });
+
+    let password = masterPassword;
+    if (!password && stdinIsTerminal()) {
+      using store = await openStore(config.dataDir);
+      if ((await keyringMode(store)) === "password") password = await promptHidden("Master password: ");
+    }
+    const server = await startServer({ config, log, masterPassword: password }).catch((err) => {
+      if (err instanceof KeyringError) throw new CliFailure(`cannot start: ${err.message}`, err.hint);
+      throw err;
+    });
+    await new Promise<void>((resolve) => {
+      const shutdown = (signal: string) => {
+        log.info("shutting_down", { signal });
+        void server.stop().then(resolve);
+      };
+      process.once("SIGINT", () => shutdown("SIGINT"));
+      process.once("SIGTERM", () => shutdown("SIGTERM"));
+    });
+  },
+});
+
+addHelpFooter(serverCommand, () => {
+  const width = Math.max(...SETTINGS.map((s) => s.name.length));
+  const lines = SETTINGS.map((s) => `  ${s.name.padEnd(width)}  ${s.description} (default: ${s.default})`);
+  return `ENVIRONMENT\n\n${lines.join("\n")}`;
+});
+
+export default serverCommand;

@@ -1,0 +1,34 @@
+// Help output: citty's usage text, plus per-command footers (the server's settings table).
+
+import { type CommandDef, renderUsage } from "citty";
+
+const footers = new WeakMap<object, () => string>();
+
+export function addHelpFooter(cmd: CommandDef<any>, footer: () => string): void {
+  footers.set(cmd, footer);
+}
+
+export async function renderHelp(cmd: CommandDef<any>, parent?: CommandDef<any>): Promise<string> {
+  const usage = await renderUsage(cmd, parent);
+  const footer = footers.get(cmd);
+  return footer ? `${usage}\n${footer()}\n` : usage;
+}
+
+/** Finds the command that `args` name (stopping at the first flag-looking word or `--`). */
+export async function resolveCommand(root: CommandDef<any>, args: string[]): Promise<[CommandDef<any>, CommandDef<any> | undefined]> {
+  let cmd = root;
+  let parent: CommandDef<any> | undefined;
+  for (const word of args) {
+    if (word === "--" || word.startsWith("-")) break;
+    const subs = await resolve(cmd.subCommands);
+    const next = subs?.[word];
+    if (!next) break;
+    parent = cmd;
+    cmd = await resolve(next);
+  }
+  return [cmd, parent];
+}
+
+async function resolve<T>(v: T | Promise<T> | (() => T | Promise<T>)): Promise<T> {
+  return typeof v === "function" ? await (v as () => T | Promise<T>)() : await v;
+}

@@ -1,0 +1,71 @@
+// The `broker` command line: citty commands, help that stops at `--`, and one place where
+// failures become a message, a hint and a non-zero exit code.
+
+import { type CommandDef, defineCommand, runCommand } from "citty";
+import { ConfigError } from "../config.ts";
+import { KeyringError } from "../errors.ts";
+import { VERSION } from "../version.ts";
+import { CliFailure } from "./fail.ts";
+import { renderHelp, resolveCommand } from "./help.ts";
+
+export const rootCommand = defineCommand({
+  meta: { name: "broker", version: VERSION, description: "Credential broker for AI agents: agents call APIs, the broker holds the keys" },
+  subCommands: {
+    server: () => import("./commands/server.ts").then((m) => m.default),
+    "master-password": () => import("./commands/master-password.ts").then((m) => m.default),
+  },
+});
+
+export interface Io {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+const stdio: Io = { out: (t) => process.stdout.write(t), err: (t) => process.stderr.write(t) };
+
+/** Runs the CLI and returns the exit code (the caller exits). */
+export async function main(argv: string[], io: Io = stdio, root: CommandDef<any> = rootCommand): Promise<number> {
+  const ownArgs = argv.includes("--") ? argv.slice(0, argv.indexOf("--")) : argv;
+  if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-v")) {
+    io.out(`${VERSION}\n`);
+    return 0;
+  }
+  if (ownArgs.includes("--help") || ownArgs.includes("-h") || argv.length === 0) {
+    const [cmd, parent] = await resolveCommand(root, ownArgs);
+    const help = await renderHelp(cmd, parent);
+    io.out(process.stdout.isTTY && io === stdio ? help : stripAnsi(help));
+    return 0;
+  }
+  try {
+    await runCommand(root, { rawArgs: argv });
+    return 0;
+  } catch (err) {
+    return reportFailure(err, io, root, ownArgs);
+  }
+}
+
+async function reportFailure(err: unknown, io: Io, root: CommandDef<any>, args: string[]): Promise<number> {
+  if (err instanceof CliFailure) {
+    io.err(`error: ${err.message}\n${err.hint ? `hint: ${err.hint}\n` : ""}`);
+    return err.exitCode;
+  }
+  if (err instanceof ConfigError) {
+    io.err(`error: ${err.message}\nhint: fix the variables above; \`broker server --help\` lists every setting\n`);
+    return 2;
+  }
+  if (err instanceof KeyringError) {
+    io.err(`error: ${err.message}\nhint: ${err.hint}\n`);
+    return 1;
+  }
+  if (err instanceof Error && err.name === "CLIError") {
+    const [cmd, parent] = await resolveCommand(root, args);
+    io.err(`${stripAnsi(await renderHelp(cmd, parent))}\nerror: ${stripAnsi(err.message)}\n`);
+    return 2;
+  }
+  io.err(`error: ${err instanceof Error ? err.message : String(err)}\nhint: this is unexpected; rerun with BROKER_LOG_LEVEL=debug and report it\n`);
+  return 1;
+}
+
+function stripAnsi(s: string): string {
+  return s.replace(/\u001b\[[0-9;]*m/g, "");
+}

@@ -1,0 +1,64 @@
+// Reading secrets from a person or a pipe: a prompt without echo on a terminal, or stdin lines
+// (`--password-stdin`, piped credential values). Values come back inside Secret.
+
+import { Secret } from "../secret.ts";
+import { CliFailure } from "./fail.ts";
+
+export function stdinIsTerminal(): boolean {
+  return Boolean(process.stdin.isTTY);
+}
+
+/** Prompts on the terminal with echo off; Ctrl-C aborts. */
+export async function promptHidden(question: string): Promise<Secret> {
+  if (!stdinIsTerminal()) throw new CliFailure("cannot prompt: standard input is not a terminal", "pass --password-stdin and pipe the value in");
+  process.stderr.write(question);
+  const stdin = process.stdin;
+  stdin.setRawMode(true);
+  stdin.resume();
+  let value = "";
+  try {
+    return await new Promise<Secret>((resolve, reject) => {
+      const onData = (chunk: Buffer) => {
+        for (const ch of chunk.toString("utf8")) {
+          if (ch === "\r" || ch === "\n") {
+            stdin.off("data", onData);
+            return resolve(new Secret(value));
+          }
+          if (ch === "\u0003") {
+            stdin.off("data", onData);
+            return reject(new CliFailure("cancelled", undefined, 130));
+          }
+          if (ch === "\u007f" || ch === "\b") value = value.slice(0, -1);
+          else if (ch >= " ") value += ch;
+        }
+      };
+      stdin.on("data", onData);
+    });
+  } finally {
+    stdin.setRawMode(false);
+    stdin.pause();
+    process.stderr.write("\n");
+  }
+}
+
+/** Prompts twice and insists both entries match. */
+export async function promptNewPassword(what: string): Promise<Secret> {
+  const first = await promptHidden(`New ${what}: `);
+  const second = await promptHidden(`Repeat the new ${what}: `);
+  if (first.reveal() !== second.reveal()) throw new CliFailure(`the two ${what} entries differ`, "run the command again");
+  return first;
+}
+
+let stdinLines: string[] | undefined;
+
+/** Reads standard input once and hands out its lines in order (trailing CR/LF removed). */
+export async function readStdinLine(what: string): Promise<Secret> {
+  if (!stdinLines) {
+    const text = await Bun.stdin.text();
+    stdinLines = text.split(/\r?\n/);
+    if (stdinLines.at(-1) === "") stdinLines.pop();
+  }
+  const line = stdinLines.shift();
+  if (line === undefined || line === "") throw new CliFailure(`expected the ${what} on standard input, found nothing`, "pipe it in, one value per line");
+  return new Secret(line);
+}

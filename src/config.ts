@@ -1,0 +1,190 @@
+// The only reader of BROKER_* settings. `loadConfig` is pure: it takes an environment, validates
+// every setting, reports all problems at once (each naming its variable) and returns a frozen Config.
+// `takeMasterPassword` reads BROKER_MASTER_PASSWORD and deletes it so no child process inherits it.
+
+import ipaddr from "ipaddr.js";
+import { LOG_LEVELS, type LogLevel } from "./log.ts";
+import { Secret } from "./secret.ts";
+
+export type Env = Record<string, string | undefined>;
+export type RateProfile = "default" | "strict" | "loose" | "off";
+export const RATE_PROFILES: readonly RateProfile[] = ["default", "strict", "loose", "off"];
+
+export interface Config {
+  readonly dataDir: string;
+  readonly bindHost: string;
+  readonly apiPort: number;
+  readonly proxyPort: number;
+  readonly publicUrl: string;
+  readonly allowPrivateRanges: boolean;
+  readonly networkAllowlist: readonly string[];
+  readonly upstreamCaFile: string | undefined;
+  readonly rateLimit: { readonly profile: RateProfile; readonly locked: boolean };
+  readonly logLevel: LogLevel;
+  /** Unknown BROKER_* names: likely typos, shown as warnings rather than ignored silently. */
+  readonly warnings: readonly string[];
+}
+
+export interface SettingDoc {
+  readonly name: string;
+  readonly default: string;
+  readonly description: string;
+}
+
+/** Every server setting, in the order `broker server --help` and the README list them. */
+export const SETTINGS: readonly SettingDoc[] = [
+  { name: "BROKER_DATA_DIR", default: "~/.broker", description: "Directory for the database and key material (created 0700)" },
+  { name: "BROKER_HOST", default: "127.0.0.1", description: "Address both listeners bind to" },
+  { name: "BROKER_PORT", default: "14321", description: "API port (REST API, /proxy, /discover, /approve)" },
+  { name: "BROKER_PROXY_PORT", default: "14322", description: "Transparent proxy (CONNECT) port" },
+  { name: "BROKER_PUBLIC_URL", default: "http://<BROKER_HOST>:<BROKER_PORT>", description: "Base URL written into invite and approval links" },
+  { name: "BROKER_MASTER_PASSWORD", default: "(none: passwordless)", description: "Unlocks the data key; removed from the environment once read" },
+  { name: "BROKER_ALLOW_PRIVATE_RANGES", default: "false", description: "Lift the default block on private, loopback and link-local ranges (metadata addresses stay blocked)" },
+  { name: "BROKER_NETWORK_ALLOWLIST", default: "(empty)", description: "Comma-separated CIDRs or IPs exempted from the default block" },
+  { name: "BROKER_UPSTREAM_CA_FILE", default: "(none)", description: "Extra PEM CA bundle trusted for upstreams, beside the system roots" },
+  { name: "BROKER_RATELIMIT_PROFILE", default: "default", description: "Rate-limit profile: default, strict, loose or off" },
+  { name: "BROKER_RATELIMIT_LOCK", default: "false", description: "Pin rate limits to the environment; settings API becomes read-only" },
+  { name: "BROKER_LOG_LEVEL", default: "info", description: "Log level: debug, info, warn or error" },
+];
+
+/** BROKER_* names that belong to the CLI or to `broker vault run` children, not to the server. */
+const CLIENT_SETTINGS = ["BROKER_ADDR", "BROKER_SESSION_TOKEN", "BROKER_VAULT", "BROKER_CONFIG_DIR"];
+
+export class ConfigError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+  }
+}
+
+export interface LoadOptions {
+  /** Home directory for the default data directory; taken from HOME when absent. */
+  readonly homeDir?: string;
+}
+
+export function loadConfig(env: Env, opts: LoadOptions = {}): Config {
+  const problems: string[] = [];
+  const home = opts.homeDir ?? env.HOME;
+  const dataDir = readDataDir(env.BROKER_DATA_DIR, home, problems);
+  const bindHost = readHost(env.BROKER_HOST, problems);
+  const apiPort = readPort("BROKER_PORT", env.BROKER_PORT, 14321, problems);
+  const proxyPort = readPort("BROKER_PROXY_PORT", env.BROKER_PROXY_PORT, 14322, problems);
+  if (apiPort === proxyPort && apiPort !== 0) problems.push(`BROKER_PROXY_PORT: must differ from BROKER_PORT (both ${apiPort})`);
+  const publicUrl = readPublicUrl(env.BROKER_PUBLIC_URL, bindHost, apiPort, problems);
+  const config: Config = {
+    dataDir,
+    bindHost,
+    apiPort,
+    proxyPort,
+    publicUrl,
+    allowPrivateRanges: readBool("BROKER_ALLOW_PRIVATE_RANGES", env.BROKER_ALLOW_PRIVATE_RANGES, false, problems),
+    networkAllowlist: readCidrList("BROKER_NETWORK_ALLOWLIST", env.BROKER_NETWORK_ALLOWLIST, problems),
+    upstreamCaFile: readOptionalPath("BROKER_UPSTREAM_CA_FILE", env.BROKER_UPSTREAM_CA_FILE, problems),
+    rateLimit: Object.freeze({
+      profile: readOneOf("BROKER_RATELIMIT_PROFILE", env.BROKER_RATELIMIT_PROFILE, RATE_PROFILES, "default", problems),
+      locked: readBool("BROKER_RATELIMIT_LOCK", env.BROKER_RATELIMIT_LOCK, false, problems),
+    }),
+    logLevel: readOneOf("BROKER_LOG_LEVEL", env.BROKER_LOG_LEVEL, LOG_LEVELS, "info", problems),
+    warnings: findUnknownSettings(env),
+  };
+  if (problems.length) throw new ConfigError(problems);
+  return Object.freeze(config);
+}
+
+export function takeMasterPassword(env: Env = process.env): Secret | undefined {
+  const raw = env.BROKER_MASTER_PASSWORD;
+  // Contract: removed from the process environment after reading, so no child process inherits it.
+  delete env.BROKER_MASTER_PASSWORD;
+  return raw ? new Secret(raw) : undefined;
+}
+
+function findUnknownSettings(env: Env): string[] {
+  const known = new Set([...SETTINGS.map((s) => s.name), ...CLIENT_SETTINGS]);
+  return Object.keys(env)
+    .filter((k) => k.startsWith("BROKER_") && !known.has(k))
+    .map((k) => `${k} is not a broker setting and is ignored`);
+}
+
+function readDataDir(raw: string | undefined, home: string | undefined, problems: string[]): string {
+  if (raw !== undefined && raw.trim() !== "") {
+    if (!raw.startsWith("/")) problems.push(`BROKER_DATA_DIR: must be an absolute path, got a relative one`);
+    return raw.replace(/\/+$/, "") || "/";
+  }
+  if (!home) {
+    problems.push("BROKER_DATA_DIR: not set and HOME is unknown; set BROKER_DATA_DIR to an absolute path");
+    return "";
+  }
+  return `${home.replace(/\/+$/, "")}/.broker`;
+}
+
+function readHost(raw: string | undefined, problems: string[]): string {
+  const value = raw?.trim() || "127.0.0.1";
+  const hostname = /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+  if (!ipaddr.isValid(value) && !hostname.test(value)) problems.push(`BROKER_HOST: "${value}" is not an IP address or host name`);
+  return value;
+}
+
+function readPort(name: string, raw: string | undefined, fallback: number, problems: string[]): number {
+  if (raw === undefined || raw.trim() === "") return fallback;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw.trim()) || n > 65535) {
+    problems.push(`${name}: must be a port number 0-65535`);
+    return fallback;
+  }
+  return n;
+}
+
+function readPublicUrl(raw: string | undefined, host: string, port: number, problems: string[]): string {
+  const hostPart = host.includes(":") ? `[${host}]` : host;
+  if (raw === undefined || raw.trim() === "") return `http://${hostPart}:${port}`;
+  try {
+    const url = new URL(raw.trim());
+    if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error("scheme");
+    if (url.search || url.hash || url.username || url.password) throw new Error("extras");
+    return url.href.replace(/\/+$/, "");
+  } catch {
+    problems.push("BROKER_PUBLIC_URL: must be an http(s) URL without credentials, query or fragment");
+    return "";
+  }
+}
+
+function readBool(name: string, raw: string | undefined, fallback: boolean, problems: string[]): boolean {
+  if (raw === undefined || raw.trim() === "") return fallback;
+  const v = raw.trim().toLowerCase();
+  if (["true", "1", "yes", "on"].includes(v)) return true;
+  if (["false", "0", "no", "off"].includes(v)) return false;
+  problems.push(`${name}: must be true or false`);
+  return fallback;
+}
+
+function readOneOf<T extends string>(name: string, raw: string | undefined, allowed: readonly T[], fallback: T, problems: string[]): T {
+  if (raw === undefined || raw.trim() === "") return fallback;
+  const v = raw.trim().toLowerCase();
+  if ((allowed as readonly string[]).includes(v)) return v as T;
+  problems.push(`${name}: must be one of ${allowed.join(", ")}`);
+  return fallback;
+}
+
+function readCidrList(name: string, raw: string | undefined, problems: string[]): string[] {
+  if (raw === undefined || raw.trim() === "") return [];
+  const out: string[] = [];
+  for (const item of raw.split(",").map((s) => s.trim()).filter(Boolean)) {
+    try {
+      if (item.includes("/")) {
+        const [addr, bits] = ipaddr.parseCIDR(item);
+        out.push(`${addr.toString()}/${bits}`);
+      } else {
+        const addr = ipaddr.parse(item);
+        out.push(`${addr.toString()}/${addr.kind() === "ipv4" ? 32 : 128}`);
+      }
+    } catch {
+      problems.push(`${name}: "${item}" is not a CIDR or IP address`);
+    }
+  }
+  return out;
+}
+
+function readOptionalPath(name: string, raw: string | undefined, problems: string[]): string | undefined {
+  if (raw === undefined || raw.trim() === "") return undefined;
+  if (!raw.startsWith("/")) problems.push(`${name}: must be an absolute path`);
+  return raw;
+}

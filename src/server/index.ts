@@ -1,0 +1,4 @@
+// The API server: Hono routes over Bun.serve. Never imports the tunnel.
+
+export { createApi, type ApiDeps } from "./app.ts";
+export { startServer, type RunningServer, type StartOptions } from "./serve.ts";

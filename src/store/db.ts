@@ -1,0 +1,26 @@
+// The backend-neutral SQL surface every store module is written against. SQL is portable
+// (`?` placeholders, RETURNING, no dialect functions); backends translate what little differs.
+// Values are parameters only: never build SQL text from data.
+
+export type SqlValue = string | number | bigint | boolean | null | Uint8Array;
+
+export interface Sql {
+  all<T>(sql: string, params?: readonly SqlValue[]): Promise<T[]>;
+  get<T>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined>;
+  /** Runs a statement and returns how many rows it changed. */
+  run(sql: string, params?: readonly SqlValue[]): Promise<number>;
+}
+
+export type Dialect = "sqlite" | "postgres";
+
+export interface Db extends Sql {
+  readonly dialect: Dialect;
+  /**
+   * Runs `fn` in one transaction, committed when it resolves and rolled back when it throws.
+   * Inside `fn`, use only `tx`: other statements wait until the transaction ends.
+   */
+  transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T>;
+  /** Runs a multi-statement script (migrations only). */
+  exec(script: string): Promise<void>;
+  close(): void;
+}

@@ -1,0 +1,67 @@
+// The store: async repositories over a backend-neutral Db. Modules outside store/ import from here only.
+
+import type { Db, Sql } from "./db.ts";
+import { credentialRepo } from "./credentials.ts";
+import { keyringRepo } from "./keyring.ts";
+import { migrate } from "./migrations.ts";
+import { sessionRepo } from "./sessions.ts";
+import { openSqliteFile, openSqliteMemory } from "./sqlite.ts";
+import { userRepo } from "./users.ts";
+import { vaultRepo } from "./vaults.ts";
+
+export type { Db, Sql, SqlValue, Dialect } from "./db.ts";
+export type { CredentialRow } from "./credentials.ts";
+export type { KeyringRow } from "./keyring.ts";
+export type { SessionRow, SessionKind } from "./sessions.ts";
+export type { UserRow, InstanceRole } from "./users.ts";
+export type { VaultRow } from "./vaults.ts";
+export { MIGRATIONS, migrate } from "./migrations.ts";
+export { DB_FILE, ensurePrivateDir } from "./sqlite.ts";
+
+function createRepos(sql: Sql) {
+  return {
+    keyring: keyringRepo(sql),
+    vaults: vaultRepo(sql),
+    credentials: credentialRepo(sql),
+    users: userRepo(sql),
+    sessions: sessionRepo(sql),
+  };
+}
+
+export type Repos = ReturnType<typeof createRepos>;
+
+export interface Store extends Repos {
+  readonly db: Db;
+  /** One atomic unit of work; inside `fn` use only the repositories it is given. */
+  transaction<T>(fn: (tx: Repos) => Promise<T>): Promise<T>;
+  close(): void;
+  [Symbol.dispose](): void;
+}
+
+export function createStore(db: Db): Store {
+  return {
+    db,
+    ...createRepos(db),
+    transaction: (fn) => db.transaction((tx) => fn(createRepos(tx))),
+    close: () => db.close(),
+    [Symbol.dispose]: () => db.close(),
+  };
+}
+
+/** Opens (creating if needed) the SQLite store in `dataDir` and brings its schema up to date. */
+export async function openStore(dataDir: string): Promise<Store> {
+  const db = openSqliteFile(dataDir);
+  try {
+    await migrate(db);
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  return createStore(db);
+}
+
+export async function openMemoryStore(): Promise<Store> {
+  const db = openSqliteMemory();
+  await migrate(db);
+  return createStore(db);
+}

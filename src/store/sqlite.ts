@@ -1,0 +1,119 @@
+// The embedded SQLite backend (bun:sqlite). Owns file permissions and PRAGMAs: the data directory
+// is 0700 and the database, -wal and -shm files 0600 from creation; busy timeout before WAL, then
+// foreign keys and secure_delete (so a removed plaintext data key does not linger in free pages).
+
+import { Database } from "bun:sqlite";
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from "node:fs";
+import type { Db, Sql, SqlValue } from "./db.ts";
+
+export const DB_FILE = "broker.db";
+
+export interface SqliteOptions {
+  /** Milliseconds a writer waits for another process's lock before failing. */
+  readonly busyTimeoutMs?: number;
+}
+
+/** Creates the data directory (0700) and the database file (0600) and opens it. */
+export function openSqliteFile(dataDir: string, opts: SqliteOptions = {}): Db {
+  ensurePrivateDir(dataDir);
+  const path = `${dataDir}/${DB_FILE}`;
+  // Create the file ourselves so it is 0600 before SQLite ever writes a byte to it.
+  closeSync(openSync(path, "a", 0o600));
+  chmodSync(path, 0o600);
+  const db = new Database(path, { create: true, strict: true });
+  applyPragmas(db, opts);
+  tightenSidecars(path);
+  return wrapDatabase(db, () => tightenSidecars(path));
+}
+
+/** An in-memory database for unit tests. */
+export function openSqliteMemory(opts: SqliteOptions = {}): Db {
+  const db = new Database(":memory:", { strict: true });
+  applyPragmas(db, opts);
+  return wrapDatabase(db);
+}
+
+export function ensurePrivateDir(dir: string): void {
+  if (!existsSync(dir)) mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if (!statSync(dir).isDirectory()) throw new Error(`${dir} exists and is not a directory`);
+  chmodSync(dir, 0o700);
+}
+
+function applyPragmas(db: Database, opts: SqliteOptions): void {
+  // Order matters: busy_timeout first so switching to WAL waits for other processes.
+  db.run(`PRAGMA busy_timeout = ${Math.trunc(opts.busyTimeoutMs ?? 5000)}`);
+  db.run("PRAGMA journal_mode = WAL");
+  db.run("PRAGMA synchronous = NORMAL");
+  db.run("PRAGMA foreign_keys = ON");
+  db.run("PRAGMA secure_delete = ON");
+}
+
+function tightenSidecars(path: string): void {
+  for (const suffix of ["-wal", "-shm"]) {
+    const f = path + suffix;
+    if (existsSync(f)) chmodSync(f, 0o600);
+  }
+}
+
+function wrapDatabase(db: Database, afterWrite?: () => void): Db {
+  const exec: Sql = {
+    async all<T>(sql: string, params: readonly SqlValue[] = []) {
+      return db.query(sql).all(...(params as SqlValue[] as never[])) as T[];
+    },
+    async get<T>(sql: string, params: readonly SqlValue[] = []) {
+      return (db.query(sql).get(...(params as never[])) ?? undefined) as T | undefined;
+    },
+    async run(sql: string, params: readonly SqlValue[] = []) {
+      return db.query(sql).run(...(params as never[])).changes;
+    },
+  };
+
+  // bun:sqlite is synchronous, but a transaction's callback may await; statements from other
+  // callers must not slip into an open transaction, so they wait for it to end.
+  let open: Promise<void> | undefined;
+  const waitForTransaction = async () => {
+    while (open) await open;
+  };
+  const outside: Sql = {
+    all: async (sql, params) => (await waitForTransaction(), exec.all(sql, params)),
+    get: async (sql, params) => (await waitForTransaction(), exec.get(sql, params)),
+    run: async (sql, params) => (await waitForTransaction(), exec.run(sql, params)),
+  };
+  let sidecarsChecked = false;
+
+  return {
+    dialect: "sqlite",
+    ...outside,
+    async transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T> {
+      await waitForTransaction();
+      let release!: () => void;
+      open = new Promise<void>((r) => (release = r));
+      try {
+        db.run("BEGIN IMMEDIATE");
+        try {
+          const result = await fn(exec);
+          db.run("COMMIT");
+          return result;
+        } catch (err) {
+          db.run("ROLLBACK");
+          throw err;
+        }
+      } finally {
+        open = undefined;
+        release();
+        if (!sidecarsChecked && afterWrite) {
+          sidecarsChecked = true;
+          afterWrite();
+        }
+      }
+    },
+    async exec(script: string) {
+      await waitForTransaction();
+      db.run(script);
+      afterWrite?.();
+    },
+    close() {
+      db.close();
+    },
+  };
+}

@@ -1,0 +1,16 @@
+// The vault domain: key material, tokens, passwords and credentials. Knows nothing about HTTP.
+
+export { DecryptError, encodeAad, importAesKey, open, randomBytes, seal, type Sealed } from "./aead.ts";
+export { KDF_DEFAULTS, deriveKey, type KdfParams } from "./kdf.ts";
+export {
+  changeMasterPassword,
+  keyringMode,
+  removeMasterPassword,
+  setMasterPassword,
+  unlockKeyring,
+  type KeyringMode,
+  type UnlockedKeyring,
+} from "./keyring.ts";
+export { hashToken, mintPublicId, mintToken, tokenKindOf, TOKEN_PREFIXES, TOKEN_RANDOM_BYTES, type TokenKind } from "./tokens.ts";
+export { hashPassword, verifyAgainstNothing, verifyPassword, type PasswordHash } from "./passwords.ts";
+export { CREDENTIAL_KEY_PATTERN, decryptCredential, encryptCredential, loadCredential, storeCredential } from "./credentials.ts";

@@ -1,0 +1,35 @@
+// User password hashing: Argon2id with the contract's parameters and a per-user salt; the
+// parameters are stored with each hash. Verification is constant-time, and unknown users pay
+// the same hashing cost (verifyAgainstNothing) so timing does not reveal who is registered.
+
+import { timingSafeEqual } from "node:crypto";
+import type { Secret } from "../secret.ts";
+import { randomBytes } from "./aead.ts";
+import { decodeParams, deriveKey, encodeParams, KDF_DEFAULTS, type KdfParams, SALT_BYTES } from "./kdf.ts";
+
+export interface PasswordHash {
+  readonly hash: Uint8Array;
+  readonly salt: Uint8Array;
+  readonly params: string;
+}
+
+export const MIN_PASSWORD_LENGTH = 8;
+export const MAX_PASSWORD_LENGTH = 1024;
+
+export async function hashPassword(password: Secret, params: KdfParams = KDF_DEFAULTS): Promise<PasswordHash> {
+  const salt = randomBytes(SALT_BYTES);
+  return { hash: await deriveKey(password, salt, params), salt, params: encodeParams(params) };
+}
+
+export async function verifyPassword(password: Secret, stored: PasswordHash): Promise<boolean> {
+  const candidate = await deriveKey(password, stored.salt, decodeParams(stored.params));
+  return candidate.byteLength === stored.hash.byteLength && timingSafeEqual(candidate, stored.hash);
+}
+
+const DUMMY_SALT = new Uint8Array(SALT_BYTES);
+
+/** Spends the same Argon2id work as a real verification and always fails. */
+export async function verifyAgainstNothing(password: Secret, params: KdfParams = KDF_DEFAULTS): Promise<false> {
+  await deriveKey(password, DUMMY_SALT, params);
+  return false;
+}
