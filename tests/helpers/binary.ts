@@ -65,7 +65,8 @@ export async function startBinaryServer(bin: string, env: Record<string, string>
   let logs = "";
   const decoder = new TextDecoder();
   const collect = async (stream: ReadableStream<Uint8Array>) => {
-    for await (const chunk of stream) logs += decoder.decode(chunk, { stream: true });
+    const reader = stream.getReader();
+    for (let r = await reader.read(); !r.done; r = await reader.read()) logs += decoder.decode(r.value, { stream: true });
   };
   void collect(proc.stdout);
   void collect(proc.stderr);
