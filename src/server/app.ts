@@ -5,20 +5,23 @@ import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { InvalidRequest, NotFound, toErrorResponse } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import type { Store } from "../store/index.ts";
+import type { Domain } from "../vault/context.ts";
 import { VERSION } from "../version.ts";
+import type { ApiEnv } from "./env.ts";
+import { agentRoutes, inviteRedemptionRoutes } from "./routes/agents.ts";
+import { authRoutes } from "./routes/auth.ts";
+import { ownerRoutes } from "./routes/owner.ts";
+import { sessionRoutes } from "./routes/sessions.ts";
+import { vaultInviteRoutes } from "./routes/vault-invites.ts";
+import { vaultRoutes } from "./routes/vaults.ts";
 
 export interface ApiDeps {
-  readonly store: Store;
-  readonly dataKey: CryptoKey;
+  readonly domain: Domain;
   readonly log: Logger;
-  readonly now: () => number;
-  readonly publicUrl: string;
 }
 
-export type ApiEnv = { Variables: Record<string, never> };
-
 export function createApi(deps: ApiDeps): Hono<ApiEnv> {
+  const d = deps.domain;
   const api = new Hono<ApiEnv>();
   api.onError((err) => {
     if (err instanceof HTTPException && err.status < 500) return toErrorResponse(new InvalidRequest(err.message || "invalid request"), deps.log);
@@ -33,9 +36,16 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
   });
 
   api.get("/health", async (c) => {
-    await deps.store.db.get("SELECT 1"); // a health check that cannot reach its store is not healthy
+    await d.store.db.get("SELECT 1"); // a health check that cannot reach its store is not healthy
     return c.json({ status: "ok", version: VERSION });
   });
 
+  api.route("/v1/auth", authRoutes(d));
+  api.route("/v1/vaults", vaultRoutes(d));
+  api.route("/v1/vault-invites", vaultInviteRoutes(d));
+  api.route("/v1/agents", agentRoutes(d));
+  api.route("/v1/sessions", sessionRoutes(d));
+  api.route("/v1/owner", ownerRoutes(d));
+  api.route("/invite", inviteRedemptionRoutes(d));
   return api;
 }

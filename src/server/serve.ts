@@ -4,7 +4,7 @@ import type { Config } from "../config.ts";
 import type { Logger } from "../log.ts";
 import type { Secret } from "../secret.ts";
 import { openStore, type Store } from "../store/index.ts";
-import { unlockKeyring } from "../vault/index.ts";
+import { createAuthenticator, createHashGate, unlockKeyring } from "../vault/index.ts";
 import { createApi } from "./app.ts";
 
 export interface RunningServer {
@@ -30,9 +30,18 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     if (keyring.passwordUnused) {
       log.warn("master_password_unused", { hint: "the store has no master password; run `broker master-password set` to add one" });
     }
-    const api = createApi({ store, dataKey: keyring.dataKey, log, now, publicUrl: config.publicUrl });
-    const server = Bun.serve({ hostname: config.bindHost, port: config.apiPort, fetch: api.fetch, error: () => new Response("internal error", { status: 500 }) });
     const hostPart = config.bindHost.includes(":") ? `[${config.bindHost}]` : config.bindHost;
+    const domain = {
+      store,
+      dataKey: keyring.dataKey,
+      auth: createAuthenticator(store, { now }),
+      hashing: createHashGate({ concurrency: 2, queue: 64 }),
+      now,
+      publicUrl: config.publicUrl,
+      proxyUrl: `http://${hostPart}:${config.proxyPort}`,
+    };
+    const api = createApi({ domain, log });
+    const server = Bun.serve({ hostname: config.bindHost, port: config.apiPort, fetch: api.fetch, error: () => new Response("internal error", { status: 500 }) });
     const apiUrl = `http://${hostPart}:${server.port}`;
     log.info("listening", { api: apiUrl, data_dir: config.dataDir, keyring: keyring.mode });
     return {

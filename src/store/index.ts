@@ -1,7 +1,12 @@
 // The store: async repositories over a backend-neutral Db. Modules outside store/ import from here only.
 
 import type { Db, Sql } from "./db.ts";
+import { accessRepo } from "./access.ts";
+import { agentRepo } from "./agents.ts";
 import { credentialRepo } from "./credentials.ts";
+import { inviteRepo } from "./invites.ts";
+import { serviceRepo } from "./services.ts";
+import { settingRepo } from "./settings.ts";
 import { keyringRepo } from "./keyring.ts";
 import { migrate } from "./migrations.ts";
 import { sessionRepo } from "./sessions.ts";
@@ -14,7 +19,11 @@ export type { CredentialRow } from "./credentials.ts";
 export type { KeyringRow } from "./keyring.ts";
 export type { SessionRow, SessionKind } from "./sessions.ts";
 export type { UserRow, InstanceRole } from "./users.ts";
-export type { VaultRow } from "./vaults.ts";
+export type { VaultRow, UnmatchedHosts } from "./vaults.ts";
+export type { AgentRow } from "./agents.ts";
+export type { AccessRow, GrantRow, MemberRow, VaultRole } from "./access.ts";
+export type { InviteKind, InviteRow } from "./invites.ts";
+export type { AuthType, ServiceRow } from "./services.ts";
 export { MIGRATIONS, migrate } from "./migrations.ts";
 export { DB_FILE, ensurePrivateDir } from "./sqlite.ts";
 
@@ -25,6 +34,11 @@ function createRepos(sql: Sql) {
     credentials: credentialRepo(sql),
     users: userRepo(sql),
     sessions: sessionRepo(sql),
+    agents: agentRepo(sql),
+    access: accessRepo(sql),
+    invites: inviteRepo(sql),
+    services: serviceRepo(sql),
+    settings: settingRepo(sql),
   };
 }
 

@@ -76,6 +76,83 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX sessions_vault ON sessions (vault_id);
     `,
   },
+  {
+    version: 2,
+    name: "identity",
+    sql: `
+      CREATE TABLE agents (
+        id {{id}},
+        name TEXT NOT NULL UNIQUE,
+        role TEXT NOT NULL CHECK (role IN ('owner', 'member')),
+        created_by BIGINT REFERENCES users (id) ON DELETE SET NULL,
+        created_at BIGINT NOT NULL
+      );
+
+      -- Sessions minted by or for an agent end with it.
+      ALTER TABLE sessions ADD COLUMN agent_id BIGINT REFERENCES agents (id) ON DELETE CASCADE;
+      CREATE INDEX sessions_agent ON sessions (agent_id);
+
+      ALTER TABLE vaults ADD COLUMN unmatched_hosts TEXT NOT NULL DEFAULT 'tunnel';
+
+      CREATE TABLE vault_members (
+        vault_id BIGINT NOT NULL REFERENCES vaults (id) ON DELETE CASCADE,
+        user_id BIGINT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+        role TEXT NOT NULL CHECK (role IN ('admin', 'member', 'proxy')),
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (vault_id, user_id)
+      );
+      CREATE INDEX vault_members_user ON vault_members (user_id);
+
+      CREATE TABLE agent_grants (
+        agent_id BIGINT NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+        vault_id BIGINT NOT NULL REFERENCES vaults (id) ON DELETE CASCADE,
+        role TEXT NOT NULL CHECK (role IN ('admin', 'member', 'proxy')),
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (agent_id, vault_id)
+      );
+      CREATE INDEX agent_grants_vault ON agent_grants (vault_id);
+
+      -- Agent invites (av_inv_) and vault invites for humans (av_uinv_); token kept as SHA-256 only.
+      CREATE TABLE invites (
+        id {{id}},
+        public_id TEXT NOT NULL UNIQUE,
+        token_hash TEXT NOT NULL UNIQUE,
+        kind TEXT NOT NULL CHECK (kind IN ('agent', 'vault')),
+        vault_id BIGINT NOT NULL REFERENCES vaults (id) ON DELETE CASCADE,
+        role TEXT NOT NULL CHECK (role IN ('admin', 'member', 'proxy')),
+        email TEXT,
+        agent_name TEXT,
+        agent_token_ttl_ms BIGINT,
+        created_by BIGINT REFERENCES users (id) ON DELETE CASCADE,
+        created_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        used_at BIGINT
+      );
+      CREATE INDEX invites_vault ON invites (vault_id, kind);
+
+      CREATE TABLE services (
+        id {{id}},
+        vault_id BIGINT NOT NULL REFERENCES vaults (id) ON DELETE CASCADE,
+        host TEXT NOT NULL,
+        description TEXT NOT NULL DEFAULT '',
+        auth_type TEXT NOT NULL CHECK (auth_type IN ('bearer', 'basic', 'header', 'passthrough')),
+        auth_key TEXT,
+        auth_header TEXT,
+        auth_prefix TEXT,
+        auth_username TEXT,
+        enabled INTEGER NOT NULL DEFAULT 1,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        UNIQUE (vault_id, host)
+      );
+
+      CREATE TABLE settings (
+        name TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        updated_at BIGINT NOT NULL
+      );
+    `,
+  },
 ];
 
 const SPELLINGS: Record<Dialect, Record<string, string>> = {

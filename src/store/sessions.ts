@@ -1,5 +1,6 @@
 // Session rows for every bearer token that authenticates a principal. Only the token's SHA-256
 // is stored; `public_id` is what listings and revocation use, so a token never has to be shown again.
+// user_id / agent_id name the human or agent a session belongs to (for scoped sessions: who minted it).
 
 import type { Sql } from "./db.ts";
 
@@ -11,6 +12,7 @@ export interface SessionRow {
   tokenHash: string;
   kind: SessionKind;
   userId: number | null;
+  agentId: number | null;
   vaultId: number | null;
   role: string | null;
   createdAt: number;
@@ -19,16 +21,18 @@ export interface SessionRow {
   revokedAt: number | null;
 }
 
-const COLUMNS = `id, public_id AS publicId, token_hash AS tokenHash, kind, user_id AS userId, vault_id AS vaultId, role,
-  created_at AS createdAt, expires_at AS expiresAt, last_seen_at AS lastSeenAt, revoked_at AS revokedAt`;
+const COLUMNS = `id, public_id AS publicId, token_hash AS tokenHash, kind, user_id AS userId, agent_id AS agentId, vault_id AS vaultId,
+  role, created_at AS createdAt, expires_at AS expiresAt, last_seen_at AS lastSeenAt, revoked_at AS revokedAt`;
+
+const ACTIVE = "revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)";
 
 export function sessionRepo(sql: Sql) {
   return {
     async create(s: Omit<SessionRow, "id" | "revokedAt">): Promise<SessionRow> {
       const row = await sql.get<SessionRow>(
-        `INSERT INTO sessions (public_id, token_hash, kind, user_id, vault_id, role, created_at, expires_at, last_seen_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
-        [s.publicId, s.tokenHash, s.kind, s.userId, s.vaultId, s.role, s.createdAt, s.expiresAt, s.lastSeenAt],
+        `INSERT INTO sessions (public_id, token_hash, kind, user_id, agent_id, vault_id, role, created_at, expires_at, last_seen_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
+        [s.publicId, s.tokenHash, s.kind, s.userId, s.agentId, s.vaultId, s.role, s.createdAt, s.expiresAt, s.lastSeenAt],
       );
       return normalise(row!);
     },
@@ -36,17 +40,35 @@ export function sessionRepo(sql: Sql) {
       const row = await sql.get<SessionRow>(`SELECT ${COLUMNS} FROM sessions WHERE token_hash = ?`, [hash]);
       return row && normalise(row);
     },
-    async listForUser(userId: number): Promise<SessionRow[]> {
-      return (await sql.all<SessionRow>(`SELECT ${COLUMNS} FROM sessions WHERE user_id = ? AND revoked_at IS NULL ORDER BY created_at`, [userId])).map(normalise);
+    async byPublicId(publicId: string): Promise<SessionRow | undefined> {
+      const row = await sql.get<SessionRow>(`SELECT ${COLUMNS} FROM sessions WHERE public_id = ?`, [publicId]);
+      return row && normalise(row);
+    },
+    async activeForUser(userId: number, now: number): Promise<SessionRow[]> {
+      return (await sql.all<SessionRow>(`SELECT ${COLUMNS} FROM sessions WHERE user_id = ? AND ${ACTIVE} ORDER BY created_at, id`, [userId, now])).map(normalise);
+    },
+    async activeScopedForVault(vaultId: number, now: number): Promise<SessionRow[]> {
+      return (await sql.all<SessionRow>(`SELECT ${COLUMNS} FROM sessions WHERE kind = 'scoped' AND vault_id = ? AND ${ACTIVE} ORDER BY created_at, id`, [vaultId, now])).map(normalise);
+    },
+    async countActiveForAgent(agentId: number, now: number): Promise<number> {
+      const row = await sql.get<{ n: number }>(`SELECT COUNT(*) AS n FROM sessions WHERE agent_id = ? AND ${ACTIVE}`, [agentId, now]);
+      return Number(row?.n ?? 0);
     },
     async touch(id: number, at: number): Promise<void> {
       await sql.run("UPDATE sessions SET last_seen_at = ? WHERE id = ? AND last_seen_at < ?", [at, id, at]);
     },
-    async revoke(publicId: string, at: number): Promise<boolean> {
-      return (await sql.run("UPDATE sessions SET revoked_at = ? WHERE public_id = ? AND revoked_at IS NULL", [at, publicId])) === 1;
+    async revoke(id: number, at: number): Promise<boolean> {
+      return (await sql.run("UPDATE sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", [at, id])) === 1;
     },
-    async revokeAllForUser(userId: number, at: number): Promise<number> {
-      return sql.run("UPDATE sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", [at, userId]);
+    /** Ends every session of a user, scoped sessions they minted included; returns the revoked token hashes. */
+    async revokeAllForUser(userId: number, at: number): Promise<string[]> {
+      const rows = await sql.all<{ tokenHash: string }>("SELECT token_hash AS tokenHash FROM sessions WHERE user_id = ? AND revoked_at IS NULL", [userId]);
+      await sql.run("UPDATE sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", [at, userId]);
+      return rows.map((r) => r.tokenHash);
+    },
+    /** Removes sessions long past expiry or revocation, so the table does not grow without bound. */
+    async prune(before: number): Promise<number> {
+      return sql.run("DELETE FROM sessions WHERE (revoked_at IS NOT NULL AND revoked_at < ?) OR (expires_at IS NOT NULL AND expires_at < ?)", [before, before]);
     },
   };
 }
@@ -55,5 +77,15 @@ export type SessionRepo = ReturnType<typeof sessionRepo>;
 
 function normalise(r: SessionRow): SessionRow {
   const n = (v: number | null) => (v === null ? null : Number(v));
-  return { ...r, id: Number(r.id), userId: n(r.userId), vaultId: n(r.vaultId), createdAt: Number(r.createdAt), expiresAt: n(r.expiresAt), lastSeenAt: Number(r.lastSeenAt), revokedAt: n(r.revokedAt) };
+  return {
+    ...r,
+    id: Number(r.id),
+    userId: n(r.userId),
+    agentId: n(r.agentId),
+    vaultId: n(r.vaultId),
+    createdAt: Number(r.createdAt),
+    expiresAt: n(r.expiresAt),
+    lastSeenAt: Number(r.lastSeenAt),
+    revokedAt: n(r.revokedAt),
+  };
 }

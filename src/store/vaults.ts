@@ -2,13 +2,16 @@
 
 import type { Sql } from "./db.ts";
 
+export type UnmatchedHosts = "tunnel" | "deny";
+
 export interface VaultRow {
   id: number;
   name: string;
+  unmatchedHosts: UnmatchedHosts;
   createdAt: number;
 }
 
-const COLUMNS = "id, name, created_at AS createdAt";
+const COLUMNS = "id, name, unmatched_hosts AS unmatchedHosts, created_at AS createdAt";
 
 export function vaultRepo(sql: Sql) {
   return {
@@ -27,6 +30,9 @@ export function vaultRepo(sql: Sql) {
     async list(): Promise<VaultRow[]> {
       return (await sql.all<VaultRow>(`SELECT ${COLUMNS} FROM vaults ORDER BY name`)).map(normalise);
     },
+    async setUnmatchedHosts(id: number, mode: UnmatchedHosts): Promise<void> {
+      await sql.run("UPDATE vaults SET unmatched_hosts = ? WHERE id = ?", [mode, id]);
+    },
     async remove(id: number): Promise<boolean> {
       return (await sql.run("DELETE FROM vaults WHERE id = ?", [id])) === 1;
     },
@@ -36,5 +42,5 @@ export function vaultRepo(sql: Sql) {
 export type VaultRepo = ReturnType<typeof vaultRepo>;
 
 function normalise(r: VaultRow): VaultRow {
-  return { id: Number(r.id), name: r.name, createdAt: Number(r.createdAt) };
+  return { id: Number(r.id), name: r.name, unmatchedHosts: r.unmatchedHosts, createdAt: Number(r.createdAt) };
 }

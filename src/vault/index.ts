@@ -14,3 +14,7 @@ export {
 export { hashToken, mintPublicId, mintToken, tokenKindOf, TOKEN_PREFIXES, TOKEN_RANDOM_BYTES, type TokenKind } from "./tokens.ts";
 export { hashPassword, verifyAgainstNothing, verifyPassword, type PasswordHash } from "./passwords.ts";
 export { CREDENTIAL_KEY_PATTERN, decryptCredential, encryptCredential, loadCredential, storeCredential } from "./credentials.ts";
+export { createAuthenticator, type Authenticator } from "./sessions.ts";
+export { createHashGate, type HashGate } from "./hash-gate.ts";
+export type { Domain } from "./context.ts";
+export type { Principal, VaultRole, InstanceRole } from "./principal.ts";

@@ -1,0 +1,5 @@
+// Hono typing shared by routes and middleware.
+
+import type { Principal } from "../vault/principal.ts";
+
+export type ApiEnv = { Variables: { principal: Principal } };

@@ -1,0 +1,35 @@
+// Request helpers: the bearer token, a size-capped JSON body, and the vault a route addresses.
+
+import type { Context } from "hono";
+import { InvalidRequest, PayloadTooLarge } from "../errors.ts";
+import type { Domain } from "../vault/context.ts";
+import type { VaultAction } from "../vault/principal.ts";
+import { openVault, type OpenVault } from "../vault/vaults.ts";
+import type { ApiEnv } from "./env.ts";
+
+export const MAX_JSON_BYTES = 256 * 1024;
+
+export function bearerToken(c: Context): string | undefined {
+  const header = c.req.header("authorization");
+  if (!header) return undefined;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return m?.[1];
+}
+
+/** Parses a JSON body (empty body → undefined). Never echoes the body in an error. */
+export async function readJson(c: Context): Promise<unknown> {
+  const declared = Number(c.req.header("content-length") ?? "0");
+  if (declared > MAX_JSON_BYTES) throw new PayloadTooLarge(`request body is larger than ${MAX_JSON_BYTES} bytes`);
+  const text = await c.req.text();
+  if (Buffer.byteLength(text) > MAX_JSON_BYTES) throw new PayloadTooLarge(`request body is larger than ${MAX_JSON_BYTES} bytes`);
+  if (text.trim() === "") return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new InvalidRequest("request body is not valid JSON");
+  }
+}
+
+export function openVaultFor(d: Domain, c: Context<ApiEnv>, action: VaultAction): Promise<OpenVault> {
+  return openVault(d, c.get("principal"), c.req.param("vault") ?? "", action, c.req.header("x-vault"));
+}

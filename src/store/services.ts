@@ -1,0 +1,53 @@
+// Service rows: which hosts a vault serves and how the credential is injected.
+
+import type { Sql } from "./db.ts";
+
+export type AuthType = "bearer" | "basic" | "header" | "passthrough";
+
+export interface ServiceRow {
+  vaultId: number;
+  host: string;
+  description: string;
+  authType: AuthType;
+  authKey: string | null;
+  authHeader: string | null;
+  authPrefix: string | null;
+  authUsername: string | null;
+  enabled: boolean;
+  updatedAt: number;
+}
+
+const COLUMNS = `vault_id AS vaultId, host, description, auth_type AS authType, auth_key AS authKey, auth_header AS authHeader,
+  auth_prefix AS authPrefix, auth_username AS authUsername, enabled, updated_at AS updatedAt`;
+
+export function serviceRepo(sql: Sql) {
+  return {
+    async list(vaultId: number): Promise<ServiceRow[]> {
+      return (await sql.all<ServiceRow>(`SELECT ${COLUMNS} FROM services WHERE vault_id = ? ORDER BY host`, [vaultId])).map(normalise);
+    },
+    async get(vaultId: number, host: string): Promise<ServiceRow | undefined> {
+      const row = await sql.get<ServiceRow>(`SELECT ${COLUMNS} FROM services WHERE vault_id = ? AND host = ?`, [vaultId, host]);
+      return row && normalise(row);
+    },
+    /** Inserts or replaces the service for (vault, host). */
+    async put(s: Omit<ServiceRow, "updatedAt">, now: number): Promise<void> {
+      await sql.run(
+        `INSERT INTO services (vault_id, host, description, auth_type, auth_key, auth_header, auth_prefix, auth_username, enabled, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (vault_id, host) DO UPDATE SET description = excluded.description, auth_type = excluded.auth_type, auth_key = excluded.auth_key,
+           auth_header = excluded.auth_header, auth_prefix = excluded.auth_prefix, auth_username = excluded.auth_username,
+           enabled = excluded.enabled, updated_at = excluded.updated_at`,
+        [s.vaultId, s.host, s.description, s.authType, s.authKey, s.authHeader, s.authPrefix, s.authUsername, s.enabled ? 1 : 0, now, now],
+      );
+    },
+    async remove(vaultId: number, host: string): Promise<boolean> {
+      return (await sql.run("DELETE FROM services WHERE vault_id = ? AND host = ?", [vaultId, host])) === 1;
+    },
+  };
+}
+
+export type ServiceRepo = ReturnType<typeof serviceRepo>;
+
+function normalise(r: ServiceRow): ServiceRow {
+  return { ...r, vaultId: Number(r.vaultId), enabled: Boolean(Number(r.enabled)), updatedAt: Number(r.updatedAt) };
+}

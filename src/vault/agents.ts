@@ -1,0 +1,77 @@
+// Agents: redeeming an agent invite (atomic: a failed redemption does not burn it), listing and
+// revoking. An agent holds an instance role (member unless made otherwise) and per-vault grants.
+
+import { NotFound, PermissionDenied } from "../errors.ts";
+import type { Domain } from "./context.ts";
+import type { Principal } from "./principal.ts";
+import { mintAgentSession } from "./sessions.ts";
+import { findLiveInvite } from "./invites.ts";
+import { roleIn } from "./vaults.ts";
+import { iso } from "./users.ts";
+
+export async function redeemAgentInvite(d: Domain, rawToken: string) {
+  const result = await d.store.transaction(async (tx) => {
+    const now = d.now();
+    const invite = await findLiveInvite(tx, rawToken, "agent", now);
+    const name = invite.agentName!;
+    if (await tx.agents.byName(name)) throw new NotFound("invite not found, already used or expired");
+    const agent = await tx.agents.create({ name, role: "member", createdBy: invite.createdBy, createdAt: now });
+    await tx.access.setGrant(invite.vaultId, agent.id, invite.role, now);
+    const session = await mintAgentSession(tx, agent.id, invite.agentTokenTtlMs, now);
+    // Burn last: any failure above rolls the whole redemption back and leaves the invite usable.
+    if (!(await tx.invites.burn(invite.id, now))) throw new NotFound("invite not found, already used or expired");
+    const vaults = await tx.access.grantsOfAgent(agent.id);
+    return { agent, session, vaults };
+  });
+  return {
+    token: result.session.token.reveal(), // reveal: the agent's token, returned once to the redeemer
+    agent: { name: result.agent.name, role: result.agent.role },
+    broker_url: d.publicUrl,
+    proxy_url: `${d.publicUrl}/proxy`,
+    https_proxy: d.proxyUrl,
+    vaults: result.vaults.map((v) => ({ name: v.vaultName, role: v.role })),
+    expires_at: result.session.row.expiresAt === null ? null : iso(result.session.row.expiresAt),
+  };
+}
+
+/** Vault names the principal administers (owner: all). */
+async function administeredVaults(d: Domain, p: Principal): Promise<Set<number> | "all"> {
+  if (p.kind === "user" && p.instanceRole === "owner") return "all";
+  if (p.kind === "scoped") return new Set();
+  const out = new Set<number>();
+  for (const v of await d.store.vaults.list()) if ((await roleIn(d.store, p, v)) === "admin") out.add(v.id);
+  return out;
+}
+
+export async function listAgents(d: Domain, p: Principal) {
+  const admin = await administeredVaults(d, p);
+  const grants = await d.store.access.allGrants();
+  const now = d.now();
+  const out = [];
+  for (const agent of await d.store.agents.list()) {
+    const mine = grants.filter((g) => g.agentId === agent.id);
+    if (admin !== "all" && !mine.some((g) => admin.has(g.vaultId))) continue;
+    out.push({
+      name: agent.name,
+      role: agent.role,
+      created_at: iso(agent.createdAt),
+      vaults: mine.map((g) => ({ name: g.vaultName, role: g.role })),
+      sessions: await d.store.sessions.countActiveForAgent(agent.id, now),
+    });
+  }
+  return out;
+}
+
+export async function revokeAgent(d: Domain, p: Principal, name: string): Promise<void> {
+  const agent = await d.store.agents.byName(name);
+  if (!agent) throw new NotFound("no such agent");
+  const admin = await administeredVaults(d, p);
+  if (admin !== "all") {
+    const grants = await d.store.access.grantsOfAgent(agent.id);
+    if (grants.length === 0 || !grants.every((g) => admin.has(g.vaultId))) {
+      throw new PermissionDenied("revoking an agent needs admin on every vault it can use (or the instance owner)");
+    }
+  }
+  await d.store.agents.remove(agent.id); // cascades to its grants and every session it holds or minted
+  d.auth.forget();
+}

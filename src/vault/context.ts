@@ -1,0 +1,21 @@
+// What every domain operation needs, passed in one object (no module-level singletons).
+
+import type { Store } from "../store/index.ts";
+import type { HashGate } from "./hash-gate.ts";
+import type { Authenticator } from "./sessions.ts";
+
+export interface Domain {
+  readonly store: Store;
+  /** Non-extractable AES-GCM data key. */
+  readonly dataKey: CryptoKey;
+  readonly auth: Authenticator;
+  /** Bounds concurrent Argon2id work (64 MiB each). */
+  readonly hashing: HashGate;
+  readonly now: () => number;
+  /** Base URL written into invite and approval links. */
+  readonly publicUrl: string;
+  /** The transparent proxy's address as agents should use it, e.g. http://127.0.0.1:14322. */
+  readonly proxyUrl: string;
+  /** Called after any write that changes what the proxy hot path caches for a vault. */
+  readonly onVaultChange?: (vaultId: number) => void;
+}

@@ -1,0 +1,49 @@
+// Credential operations with their permission rules: set and delete need write access; key names
+// are visible to every role; values are revealed only to human user sessions of admins and members.
+
+import { InvalidRequest, NotFound } from "../errors.ts";
+import { Secret } from "../secret.ts";
+import type { Domain } from "./context.ts";
+import { decryptCredential, encryptCredential } from "./credentials.ts";
+import { LIMITS } from "./limits.ts";
+import { readKey } from "./services.ts";
+import { iso } from "./users.ts";
+import type { OpenVault } from "./vaults.ts";
+
+export function readValue(v: unknown): Secret {
+  if (typeof v !== "string" || v.length === 0) throw new InvalidRequest("value must be a non-empty string", "value");
+  if (Buffer.byteLength(v) > LIMITS.credentialValueMaxBytes) throw new InvalidRequest(`value must be at most ${LIMITS.credentialValueMaxBytes} bytes`, "value");
+  if (/[\r\n\0]/.test(v)) throw new InvalidRequest("value must not contain line breaks or NUL (it is sent in an HTTP header)", "value");
+  return new Secret(v);
+}
+
+export async function setCredential(d: Domain, open: OpenVault, rawKey: string, input: unknown) {
+  const key = readKey(rawKey, "key");
+  const value = readValue((input as { value?: unknown } | null)?.value);
+  const sealed = await encryptCredential(d.dataKey, open.vault.id, key, value);
+  const now = d.now();
+  await d.store.credentials.put({ vaultId: open.vault.id, key, ...sealed }, now);
+  d.onVaultChange?.(open.vault.id);
+  return { key, updated_at: iso(now) };
+}
+
+export async function listCredentials(d: Domain, open: OpenVault, reveal: boolean): Promise<{ key: string; value?: Secret; updated_at: string }[]> {
+  const rows = await d.store.credentials.list(open.vault.id);
+  if (!reveal) return rows.map((r) => ({ key: r.key, updated_at: iso(r.updatedAt) }));
+  const out = [];
+  for (const r of rows) out.push({ key: r.key, value: await decryptCredential(d.dataKey, r), updated_at: iso(r.updatedAt) });
+  return out;
+}
+
+export async function revealCredential(d: Domain, open: OpenVault, rawKey: string) {
+  const key = readKey(rawKey, "key");
+  const row = await d.store.credentials.get(open.vault.id, key);
+  if (!row) throw new NotFound(`no credential ${key} in this vault`);
+  return { key, value: await decryptCredential(d.dataKey, row), updated_at: iso(row.updatedAt) };
+}
+
+export async function deleteCredential(d: Domain, open: OpenVault, rawKey: string): Promise<void> {
+  const key = readKey(rawKey, "key");
+  if (!(await d.store.credentials.remove(open.vault.id, key))) throw new NotFound(`no credential ${key} in this vault`);
+  d.onVaultChange?.(open.vault.id);
+}

@@ -1,0 +1,79 @@
+// Host names of services (DESIGN.md §3.14): exact `name` or `name:port` (443 when absent), or
+// `*.domain` matching exactly one extra label and never the bare domain; `*` and `*.<tld>` are
+// rejected. Names compare lower-cased, without a trailing dot, in punycode.
+
+import ipaddr from "ipaddr.js";
+import { InvalidRequest } from "../errors.ts";
+
+export interface HostPattern {
+  /** Canonical text: what is stored and shown. */
+  readonly text: string;
+  readonly wildcard: boolean;
+  /** Host name (punycode) or IP literal, without `*.` and without brackets. */
+  readonly name: string;
+  readonly port: number;
+}
+
+export interface HostRules {
+  /** Services set by humans may name IP literals; proposals from agents may not. */
+  readonly allowIp: boolean;
+}
+
+const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
+
+export function parseHostPattern(input: unknown, rules: HostRules, field = "host"): HostPattern {
+  const bad = (why: string) => new InvalidRequest(`${field}: ${why}`, field);
+  if (typeof input !== "string" || input.length === 0 || input.length > 300) throw bad("must be a host name");
+  let rest = input.trim().toLowerCase();
+  let port = 443;
+  const portMatch = /^(.*?)(?::(\d{1,5}))$/.exec(rest);
+  const colons = rest.split(":").length - 1;
+  // A port follows the last ':' only in `name:port` or `[v6]:port`; a bare IPv6 literal has no port.
+  if (portMatch && (colons === 1 || rest.startsWith("["))) {
+    port = Number(portMatch[2]);
+    rest = portMatch[1]!;
+    if (port < 1 || port > 65535) throw bad("port must be 1-65535");
+  }
+  if (rest.startsWith("[") && rest.endsWith("]")) rest = rest.slice(1, -1);
+  rest = rest.replace(/\.$/, "");
+  const wildcard = rest.startsWith("*.");
+  const body = wildcard ? rest.slice(2) : rest;
+  if (body.includes("*")) throw bad("a wildcard is allowed only as a leading '*.' label");
+
+  let name: string;
+  if (ipaddr.isValid(body)) {
+    if (wildcard) throw bad("a wildcard cannot prefix an IP address");
+    if (!rules.allowIp) throw bad("IP addresses are not allowed here; use a host name");
+    if (ipaddr.IPv4.isValid(body) && !ipaddr.IPv4.isValidFourPartDecimal(body)) throw bad("IPv4 addresses must be written as four decimal parts");
+    name = ipaddr.parse(body).toString();
+  } else {
+    name = toPunycode(body, bad);
+    const labels = name.split(".");
+    if (!labels.every((l) => LABEL.test(l))) throw bad("must be a valid host name");
+    if (wildcard && labels.length < 2) throw bad("'*.' must be followed by a domain with at least two labels (not a bare TLD)");
+    if (/^\d+$/.test(labels.at(-1)!)) throw bad("must be a valid host name");
+  }
+  const hostText = name.includes(":") ? `[${name}]` : name;
+  const text = `${wildcard ? "*." : ""}${hostText}${port === 443 ? "" : `:${port}`}`;
+  return { text, wildcard, name, port };
+}
+
+function toPunycode(name: string, bad: (why: string) => Error): string {
+  if (name.length === 0) throw bad("must be a host name");
+  if (/^[a-z0-9.-]+$/.test(name)) return name;
+  try {
+    const converted = new URL(`https://${name}/`).hostname;
+    if (!converted || converted.includes("%")) throw new Error("bad");
+    return converted;
+  } catch {
+    throw bad("must be a valid host name");
+  }
+}
+
+/** Does `pattern` cover a request to `host` (canonical, lower-case, no trailing dot) on `port`? */
+export function hostMatches(pattern: HostPattern, host: string, port: number): boolean {
+  if (pattern.port !== port) return false;
+  if (!pattern.wildcard) return pattern.name === host;
+  const dot = host.indexOf(".");
+  return dot > 0 && host.slice(dot + 1) === pattern.name;
+}

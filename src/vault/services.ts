@@ -1,0 +1,138 @@
+// Services of a vault: which hosts it serves and how the credential is injected (bearer, basic,
+// a named header with optional prefix, or passthrough with no credential).
+
+import { Conflict, InvalidRequest, NotFound } from "../errors.ts";
+import type { AuthType, ServiceRow } from "../store/index.ts";
+import type { Domain } from "./context.ts";
+import { CREDENTIAL_KEY_PATTERN } from "./credentials.ts";
+import { parseHostPattern } from "./hosts.ts";
+import type { OpenVault } from "./vaults.ts";
+
+export interface ServiceAuth {
+  type: AuthType;
+  token?: string;
+  header?: string;
+  prefix?: string;
+  username?: string;
+}
+
+export interface ServiceView {
+  host: string;
+  description: string;
+  auth: ServiceAuth;
+  enabled: boolean;
+}
+
+const AUTH_TYPES: readonly AuthType[] = ["bearer", "basic", "header", "passthrough"];
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/;
+/** Headers the broker owns or that frame the message: never a credential slot. */
+const RESERVED_HEADERS = new Set(["host", "content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "te", "trailer", "proxy-authorization", "proxy-authenticate", "proxy-connection", "x-vault", "cookie", "set-cookie"]);
+
+export function readAuth(v: unknown, field = "auth"): ServiceAuth {
+  const a = (v ?? {}) as Record<string, unknown>;
+  if (!AUTH_TYPES.includes(a.type as AuthType)) throw new InvalidRequest(`${field}.type must be one of ${AUTH_TYPES.join(", ")}`, `${field}.type`);
+  const type = a.type as AuthType;
+  if (type === "passthrough") return { type };
+  const token = readKey(a.token, `${field}.token`);
+  if (type === "bearer") return { type, token };
+  if (type === "basic") {
+    if (a.username === undefined || a.username === null) return { type, token };
+    if (typeof a.username !== "string" || a.username.length > 256 || /[:\r\n]/.test(a.username)) {
+      throw new InvalidRequest(`${field}.username must be text without ':' or line breaks`, `${field}.username`);
+    }
+    return { type, token, username: a.username };
+  }
+  if (typeof a.header !== "string" || !HEADER_NAME.test(a.header) || RESERVED_HEADERS.has(a.header.toLowerCase())) {
+    throw new InvalidRequest(`${field}.header must be a header name the broker does not reserve`, `${field}.header`);
+  }
+  const auth: ServiceAuth = { type, token, header: a.header.toLowerCase() };
+  if (a.prefix !== undefined && a.prefix !== null && a.prefix !== "") {
+    if (typeof a.prefix !== "string" || a.prefix.length > 64 || /[\r\n\0]/.test(a.prefix)) throw new InvalidRequest(`${field}.prefix must be short text without line breaks`, `${field}.prefix`);
+    auth.prefix = a.prefix;
+  }
+  return auth;
+}
+
+export function readKey(v: unknown, field: string): string {
+  if (typeof v !== "string" || v.length > 128 || !CREDENTIAL_KEY_PATTERN.test(v)) {
+    throw new InvalidRequest(`${field} must be a credential key name (A-Z, 0-9, _; starting with a letter)`, field);
+  }
+  return v;
+}
+
+function readDescription(v: unknown): string {
+  if (v === undefined || v === null) return "";
+  if (typeof v !== "string" || v.length > 500) throw new InvalidRequest("description must be text of at most 500 characters", "description");
+  return v;
+}
+
+export function viewService(r: ServiceRow): ServiceView {
+  const auth: ServiceAuth = { type: r.authType };
+  if (r.authKey) auth.token = r.authKey;
+  if (r.authHeader) auth.header = r.authHeader;
+  if (r.authPrefix) auth.prefix = r.authPrefix;
+  if (r.authUsername) auth.username = r.authUsername;
+  return { host: r.host, description: r.description, auth, enabled: r.enabled };
+}
+
+export function toRow(vaultId: number, host: string, description: string, auth: ServiceAuth, enabled: boolean): Omit<ServiceRow, "updatedAt"> {
+  return {
+    vaultId,
+    host,
+    description,
+    authType: auth.type,
+    authKey: auth.token ?? null,
+    authHeader: auth.header ?? null,
+    authPrefix: auth.prefix ?? null,
+    authUsername: auth.username ?? null,
+    enabled,
+  };
+}
+
+export async function listServices(d: Domain, open: OpenVault): Promise<ServiceView[]> {
+  return (await d.store.services.list(open.vault.id)).map(viewService);
+}
+
+export async function addService(d: Domain, open: OpenVault, input: unknown): Promise<ServiceView> {
+  const body = (input ?? {}) as Record<string, unknown>;
+  const host = parseHostPattern(body.host, { allowIp: true }).text;
+  const row = toRow(open.vault.id, host, readDescription(body.description), readAuth(body.auth), body.enabled === undefined ? true : readEnabled(body.enabled));
+  await d.store.transaction(async (tx) => {
+    if (await tx.services.get(open.vault.id, host)) throw new Conflict(`a service for ${host} already exists; update it instead`);
+    await tx.services.put(row, d.now());
+  });
+  d.onVaultChange?.(open.vault.id);
+  return viewService({ ...row, updatedAt: d.now() });
+}
+
+export async function updateService(d: Domain, open: OpenVault, rawHost: string, input: unknown): Promise<ServiceView> {
+  const host = parseHostPattern(rawHost, { allowIp: true }).text;
+  const body = (input ?? {}) as Record<string, unknown>;
+  const updated = await d.store.transaction(async (tx) => {
+    const current = await tx.services.get(open.vault.id, host);
+    if (!current) throw new NotFound(`no service for ${host} in this vault`);
+    const view = viewService(current);
+    const row = toRow(
+      open.vault.id,
+      host,
+      body.description === undefined ? view.description : readDescription(body.description),
+      body.auth === undefined ? view.auth : readAuth(body.auth),
+      body.enabled === undefined ? view.enabled : readEnabled(body.enabled),
+    );
+    await tx.services.put(row, d.now());
+    return row;
+  });
+  d.onVaultChange?.(open.vault.id);
+  return viewService({ ...updated, updatedAt: d.now() });
+}
+
+export async function removeService(d: Domain, open: OpenVault, rawHost: string): Promise<void> {
+  const host = parseHostPattern(rawHost, { allowIp: true }).text;
+  if (!(await d.store.services.remove(open.vault.id, host))) throw new NotFound(`no service for ${host} in this vault`);
+  d.onVaultChange?.(open.vault.id);
+}
+
+function readEnabled(v: unknown): boolean {
+  if (typeof v !== "boolean") throw new InvalidRequest("enabled must be true or false", "enabled");
+  return v;
+}

@@ -1,0 +1,61 @@
+// An in-process API over an in-memory store with a movable clock, for fast unit tests.
+// Argon2id runs with cheap parameters here only through the KDF override below.
+
+import { createApi } from "../../src/server/app.ts";
+import { createMemoryLogger } from "../../src/log.ts";
+import { openMemoryStore, type Store } from "../../src/store/index.ts";
+import { createAuthenticator, createHashGate, unlockKeyring, type Domain } from "../../src/vault/index.ts";
+
+export interface Clock {
+  now(): number;
+  advance(ms: number): void;
+}
+
+export function createClock(start = Date.UTC(2026, 0, 1)): Clock {
+  let t = start;
+  return { now: () => t, advance: (ms) => void (t += ms) };
+}
+
+export interface TestApi {
+  readonly store: Store;
+  readonly domain: Domain;
+  readonly clock: Clock;
+  readonly logs: string[];
+  /** Sends a JSON request; `token` becomes the bearer. */
+  call(method: string, path: string, opts?: { token?: string; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
+}
+
+export async function createTestApi(): Promise<TestApi> {
+  const store = await openMemoryStore();
+  const clock = createClock();
+  const keyring = await unlockKeyring(store, undefined, { now: clock.now });
+  const log = createMemoryLogger();
+  const domain: Domain = {
+    store,
+    dataKey: keyring.dataKey,
+    auth: createAuthenticator(store, { now: clock.now, cacheTtlMs: 0 }),
+    hashing: createHashGate({ concurrency: 2, queue: 64 }),
+    now: clock.now,
+    publicUrl: "http://broker.test",
+    proxyUrl: "http://broker.test:14322",
+  };
+  const api = createApi({ domain, log });
+  return {
+    store,
+    domain,
+    clock,
+    logs: log.lines,
+    async call(method, path, opts = {}) {
+      const headers: Record<string, string> = { ...opts.headers };
+      if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+      if (opts.body !== undefined) headers["content-type"] = "application/json";
+      const res = await api.request(path, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
+      const text = await res.text();
+      let body: any = text;
+      try {
+        body = text ? JSON.parse(text) : undefined;
+      } catch {}
+      return { status: res.status, body, headers: res.headers };
+    },
+  };
+}
