@@ -16,9 +16,17 @@ export async function renderHelp(cmd: CommandDef<any>, parent?: CommandDef<any>)
 
 /** Finds the command that `args` name (stopping at the first flag-looking word or `--`). */
 export async function resolveCommand(root: CommandDef<any>, args: string[]): Promise<[CommandDef<any>, CommandDef<any> | undefined]> {
+  const { cmd, parent } = await splitCommand(root, args);
+  return [cmd, parent];
+}
+
+/** Like resolveCommand, and also returns the words left for that command's own arguments. */
+export async function splitCommand(root: CommandDef<any>, args: string[]): Promise<{ cmd: CommandDef<any>; parent?: CommandDef<any>; rest: string[] }> {
   let cmd = root;
   let parent: CommandDef<any> | undefined;
-  for (const word of args) {
+  let i = 0;
+  for (; i < args.length; i++) {
+    const word = args[i] as string;
     if (word === "--" || word.startsWith("-")) break;
     const subs = await resolve(cmd.subCommands);
     const next = subs?.[word];
@@ -26,9 +34,9 @@ export async function resolveCommand(root: CommandDef<any>, args: string[]): Pro
     parent = cmd;
     cmd = await resolve(next);
   }
-  return [cmd, parent];
+  return { cmd, parent, rest: args.slice(i) };
 }
 
-async function resolve<T>(v: T | Promise<T> | (() => T | Promise<T>)): Promise<T> {
+export async function resolve<T>(v: T | Promise<T> | (() => T | Promise<T>)): Promise<T> {
   return typeof v === "function" ? await (v as () => T | Promise<T>)() : await v;
 }

@@ -6,13 +6,21 @@ import { ConfigError } from "../config.ts";
 import { KeyringError } from "../errors.ts";
 import { VERSION } from "../version.ts";
 import { CliFailure } from "./fail.ts";
-import { renderHelp, resolveCommand } from "./help.ts";
+import { assertArgs } from "./args.ts";
+import { renderHelp, resolve, resolveCommand, splitCommand } from "./help.ts";
 
 export const rootCommand = defineCommand({
   meta: { name: "broker", version: VERSION, description: "Credential broker for AI agents: agents call APIs, the broker holds the keys" },
   subCommands: {
     server: () => import("./commands/server.ts").then((m) => m.default),
     "master-password": () => import("./commands/master-password.ts").then((m) => m.default),
+    auth: () => import("./commands/auth.ts").then((m) => m.default),
+    account: () => import("./commands/account.ts").then((m) => m.default),
+    vault: () => import("./commands/vault.ts").then((m) => m.default),
+    agent: () => import("./commands/agent.ts").then((m) => m.default),
+    credential: () => import("./commands/credential.ts").then((m) => m.default),
+    service: () => import("./commands/service.ts").then((m) => m.default),
+    owner: () => import("./commands/owner.ts").then((m) => m.default),
   },
 });
 
@@ -37,6 +45,9 @@ export async function main(argv: string[], io: Io = stdio, root: CommandDef<any>
     return 0;
   }
   try {
+    const { cmd, rest } = await splitCommand(root, argv);
+    // citty ignores unknown flags; a leaf command refuses them (and thus any `--value <secret>`).
+    if (!cmd.subCommands) assertArgs(rest, await resolve(cmd.args ?? {}));
     await runCommand(root, { rawArgs: argv });
     return 0;
   } catch (err) {
@@ -50,7 +61,7 @@ async function reportFailure(err: unknown, io: Io, root: CommandDef<any>, args: 
     return err.exitCode;
   }
   if (err instanceof ConfigError) {
-    io.err(`error: ${err.message}\nhint: fix the variables above; \`broker server --help\` lists every setting\n`);
+    io.err(`error: ${err.message}\nhint: fix the variables above; \`broker server --help\` lists the server's settings, \`broker auth --help\` the CLI's\n`);
     return 2;
   }
   if (err instanceof KeyringError) {

@@ -62,3 +62,26 @@ export async function readStdinLine(what: string): Promise<Secret> {
   if (line === undefined || line === "") throw new CliFailure(`expected the ${what} on standard input, found nothing`, "pipe it in, one value per line");
   return new Secret(line);
 }
+
+/**
+ * Reads ALL of standard input as one secret (like `printf %s "$V" | gh secret set`): values may
+ * hold newlines, so only a single trailing newline (LF or CRLF, as `echo` adds) is removed.
+ */
+export async function readStdinValue(what: string): Promise<Secret> {
+  const text = await Bun.stdin.text();
+  const value = text.endsWith("\r\n") ? text.slice(0, -2) : text.endsWith("\n") ? text.slice(0, -1) : text;
+  if (value === "") throw new CliFailure(`expected the ${what} on standard input, found nothing`, "pipe it in, e.g. printf %s \"$VALUE\" | broker credential set KEY");
+  return new Secret(value);
+}
+
+/** Asks a yes/no-style question on the terminal (with echo) and returns the answer line. */
+export async function promptLine(question: string): Promise<string> {
+  if (!stdinIsTerminal()) throw new CliFailure("cannot ask for confirmation: standard input is not a terminal", "pass --yes to confirm");
+  const { createInterface } = await import("node:readline/promises");
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    return (await rl.question(question)).trim();
+  } finally {
+    rl.close();
+  }
+}

@@ -1,0 +1,145 @@
+// A small HTTP client for the broker API (docs/api.md) over fetch. It turns the JSON error
+// envelope into a CliFailure carrying the server's message and a hint for the person at the
+// terminal. Secrets in request bodies are revealed only while serialising onto the wire.
+
+import { Secret } from "../secret.ts";
+import { CliFailure } from "./fail.ts";
+
+export const AGENT_TOKEN_PREFIX = "av_agt_";
+
+export interface ClientOptions {
+  readonly addr: string;
+  readonly token?: Secret; // SECRET: never log
+  /** Where the token came from, so a 401 hint can say what to fix. */
+  readonly tokenSource?: "env" | "file";
+  readonly fetch?: (req: Request) => Promise<Response>;
+}
+
+export interface RequestOptions {
+  readonly body?: unknown;
+  /** The vault a vault-scoped call addresses: agent tokens must repeat it in X-Vault. */
+  readonly vault?: string;
+  /** Send no Authorization header even when a token is known. */
+  readonly anonymous?: boolean;
+}
+
+export interface Client {
+  readonly addr: string;
+  readonly hasToken: boolean;
+  request<T = unknown>(method: string, path: string, opts?: RequestOptions): Promise<T>;
+}
+
+/** A failed API call: the envelope's code and message, plus the HTTP status. */
+export class ApiFailure extends CliFailure {
+  constructor(message: string, hint: string | undefined, readonly status: number, readonly code: string, readonly field?: string) {
+    super(message, hint);
+  }
+}
+
+export function createClient(opts: ClientOptions): Client {
+  const send = opts.fetch ?? ((req: Request) => fetch(req));
+  return {
+    addr: opts.addr,
+    hasToken: opts.token !== undefined,
+    async request<T>(method: string, path: string, ro: RequestOptions = {}): Promise<T> {
+      const headers = new Headers({ accept: "application/json" });
+      const token = ro.anonymous ? undefined : opts.token;
+      if (token) headers.set("authorization", `Bearer ${token.reveal()}`);
+      if (token && ro.vault && isAgentToken(token)) headers.set("x-vault", ro.vault);
+      let body: string | undefined;
+      if (ro.body !== undefined) {
+        headers.set("content-type", "application/json");
+        body = serialiseBody(ro.body);
+      }
+      let res: Response;
+      try {
+        res = await send(new Request(`${opts.addr}${path}`, { method, headers, body, redirect: "manual" }));
+      } catch (err) {
+        throw unreachable(opts.addr, err);
+      }
+      if (res.ok) return (res.status === 204 ? undefined : await readJson(res)) as T;
+      throw await toFailure(res, { addr: opts.addr, hadToken: token !== undefined, tokenSource: opts.tokenSource, vault: ro.vault });
+    },
+  };
+}
+
+export function isAgentToken(token: Secret): boolean {
+  return token.reveal().startsWith(AGENT_TOKEN_PREFIX);
+}
+
+/** Encodes each segment, so names and hosts (`*.example.com`, `host:8443`) cannot alter the path. */
+export function apiPath(...segments: string[]): string {
+  return `/${segments.map((s) => encodeURIComponent(s)).join("/")}`;
+}
+
+export function vaultPath(vault: string, ...segments: string[]): string {
+  return apiPath("v1", "vaults", vault, ...segments);
+}
+
+/** JSON.stringify calls toJSON (which redacts) before a replacer, so the replacer reads the holder's raw value. */
+export function serialiseBody(body: unknown): string {
+  return JSON.stringify(body, function (this: Record<string, unknown>, key, value) {
+    const raw = this[key];
+    return raw instanceof Secret ? raw.reveal() : value;
+  });
+}
+
+async function readJson(res: Response): Promise<unknown> {
+  const text = await res.text();
+  if (text === "") return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new CliFailure(`the server answered ${res.status} with a body that is not JSON`, "check that the address points at a broker");
+  }
+}
+
+function unreachable(addr: string, err: unknown): CliFailure {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  const why = code === "ConnectionRefused" || code === "ECONNREFUSED" ? "connection refused" : err instanceof Error ? err.message : String(err);
+  return new CliFailure(`cannot reach the broker at ${addr}: ${why}`, `is the server running at ${addr}? start it with \`broker server\`, or pass --address / set BROKER_ADDR`);
+}
+
+interface FailureContext {
+  readonly addr: string;
+  readonly hadToken: boolean;
+  readonly tokenSource: "env" | "file" | undefined;
+  readonly vault: string | undefined;
+}
+
+async function toFailure(res: Response, ctx: FailureContext): Promise<ApiFailure> {
+  let envelope: { error?: unknown; message?: unknown; field?: unknown; retry_after?: unknown } = {};
+  try {
+    envelope = (await res.json()) as typeof envelope;
+  } catch {
+    // Not the broker's envelope (a proxy in between, or not a broker at all): fall back to the status.
+  }
+  const code = typeof envelope.error === "string" ? envelope.error : `http_${res.status}`;
+  const field = typeof envelope.field === "string" ? envelope.field : undefined;
+  const text = typeof envelope.message === "string" ? envelope.message : res.statusText || "request failed";
+  const message = `${text} (${res.status} ${code}${field ? `, field ${field}` : ""})`;
+  return new ApiFailure(message, hintFor(res, ctx, envelope.retry_after), res.status, code, field);
+}
+
+function hintFor(res: Response, ctx: FailureContext, retryAfter: unknown): string | undefined {
+  switch (res.status) {
+    case 401:
+      if (!ctx.hadToken) return "you are not logged in: run `broker auth login --email <you>` (or `broker auth register` on a new broker)";
+      if (ctx.tokenSource === "env") return "BROKER_SESSION_TOKEN is invalid, expired or revoked: unset it, or log in again with `broker auth login`";
+      return "your session is invalid, expired or revoked: log in again with `broker auth login`";
+    case 403:
+      return ctx.vault ? `your role in vault "${ctx.vault}" does not allow this; a vault admin can change it` : "your account or role does not allow this";
+    case 404:
+      return ctx.vault ? "check the names: `broker vault list` shows your vaults" : undefined;
+    case 409:
+      return "it already exists: pick another name, or remove the existing one first";
+    case 429: {
+      const after = typeof retryAfter === "number" ? retryAfter : Number(res.headers.get("retry-after"));
+      return Number.isFinite(after) && after > 0 ? `wait ${after} s and try again` : "wait a moment and try again";
+    }
+    case 503:
+      return "the broker is locked or busy: check the server's log";
+    default:
+      return res.status >= 500 ? `the server failed; its log at ${ctx.addr} has details` : undefined;
+  }
+}

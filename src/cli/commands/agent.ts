@@ -1,0 +1,92 @@
+// `broker agent invite|list|revoke`: instance-level agents. An invite is a single-use link the
+// agent redeems itself (`curl -X POST <link>`), so no agent token ever passes through the CLI.
+
+import { defineCommand } from "citty";
+import { jsonArg, parseTokenTtl, vaultArg } from "../args.ts";
+import { apiPath, vaultPath } from "../client.ts";
+import { openContext, pickVault } from "../context.ts";
+import { formatTime, printJson, printLine, printTable } from "../output.ts";
+
+interface AgentInvite {
+  readonly id: string;
+  readonly invite_url: string;
+  readonly name: string;
+  readonly role: string;
+  readonly expires_at: string;
+}
+
+interface AgentView {
+  readonly name: string;
+  readonly role: string;
+  readonly created_at: string;
+  readonly vaults: { name: string; role: string }[];
+  readonly sessions: number;
+}
+
+/** 2592000 → "30d"; a whole unit when one fits, else seconds. */
+export function formatDuration(seconds: number | null | undefined): string {
+  if (seconds === null || seconds === undefined) return "never expires";
+  for (const [unit, size] of [["w", 604800], ["d", 86400], ["h", 3600], ["m", 60]] as const) {
+    if (seconds % size === 0) return `expires ${seconds / size}${unit} after redemption`;
+  }
+  return `expires ${seconds}s after redemption`;
+}
+
+const invite = defineCommand({
+  meta: { name: "invite", description: "Create a single-use agent invite (valid 15 minutes) and print its link (admin)" },
+  args: {
+    name: { type: "string", description: "Agent name (lower-case letters, digits and dashes; generated when absent)" },
+    role: { type: "enum", options: ["proxy", "member", "admin"], default: "proxy", description: "The agent's role in the vault" },
+    "token-ttl": { type: "string", description: "Lifetime of the agent's token: 90m, 12h, 30d, 2w, seconds, or never (default: never)" },
+    ...vaultArg,
+    ...jsonArg,
+  },
+  async run({ args }) {
+    const ttl = parseTokenTtl(args["token-ttl"]);
+    const ctx = openContext();
+    const vault = pickVault(ctx, args.vault);
+    const body = { name: args.name || undefined, role: args.role, token_ttl_seconds: ttl };
+    const inv = await ctx.client.request<AgentInvite>("POST", vaultPath(vault, "agent-invites"), { body, vault });
+    if (args.json) return printJson(inv);
+    printLine(`Agent invite for ${inv.name} (role ${inv.role} in vault ${vault}); single use, expires ${formatTime(inv.expires_at)}.`);
+    printLine(`Its token ${formatDuration(ttl)}.`);
+    printLine(`  ${inv.invite_url}`);
+    printLine(`The agent redeems it with: curl -X POST ${inv.invite_url}`);
+  },
+});
+
+const list = defineCommand({
+  meta: { name: "list", description: "List agents (the owner sees all; vault admins see those granted on their vaults)" },
+  args: jsonArg,
+  async run({ args }) {
+    const ctx = openContext();
+    const { agents } = await ctx.client.request<{ agents: AgentView[] }>("GET", "/v1/agents");
+    if (args.json) return printJson(agents);
+    printTable(
+      agents,
+      [
+        { title: "NAME", value: (a) => a.name },
+        { title: "ROLE", value: (a) => a.role },
+        { title: "VAULTS", value: (a) => a.vaults.map((v) => `${v.name}:${v.role}`).join(", ") || "-" },
+        { title: "SESSIONS", value: (a) => String(a.sessions) },
+        { title: "CREATED", value: (a) => formatTime(a.created_at) },
+      ],
+      "No agents. Invite one with: broker agent invite",
+    );
+  },
+});
+
+const revoke = defineCommand({
+  meta: { name: "revoke", description: "Remove an agent and revoke all its tokens at once" },
+  args: { name: { type: "positional", description: "Agent name (see `broker agent list`)", required: true } },
+  async run({ args }) {
+    const ctx = openContext();
+    await ctx.client.request("DELETE", apiPath("v1", "agents", args.name));
+    printLine(`Revoked agent ${args.name}: its tokens no longer work.`);
+  },
+});
+
+export default defineCommand({
+  meta: { name: "agent", description: "Invite, list and revoke agents" },
+  subCommands: { invite, list, revoke },
+});

@@ -1,0 +1,152 @@
+// `broker auth register|login|logout|sessions`: a person's session with the broker. The token is
+// saved in cli.json (0600) and printed only with --print-token; passwords come from a prompt
+// without echo or from --password-stdin, never from the command line.
+
+import { defineCommand } from "citty";
+import { Secret } from "../../secret.ts";
+import { addressArg, jsonArg, passwordStdinArg } from "../args.ts";
+import { ApiFailure, apiPath } from "../client.ts";
+import { forgetLogin, openContext, saveLogin, type CliContext } from "../context.ts";
+import { addHelpFooter } from "../help.ts";
+import { formatTime, printJson, printLine, printNote, printSecret, printTable } from "../output.ts";
+import { promptHidden, promptNewPassword, readStdinLine } from "../prompt.ts";
+
+export interface UserView {
+  readonly id: string;
+  readonly email: string;
+  readonly role: string;
+}
+
+export interface LoginResponse {
+  readonly token: string; // SECRET: wrapped in Secret as soon as it arrives
+  readonly user: UserView;
+}
+
+interface SessionView {
+  readonly id: string;
+  readonly kind: string;
+  readonly vault: string | null;
+  readonly role: string | null;
+  readonly created_at: string;
+  readonly last_seen_at: string | null;
+  readonly expires_at: string | null;
+  readonly current: boolean;
+}
+
+const loginArgs = {
+  email: { type: "string", description: "Your email address", required: true },
+  ...passwordStdinArg,
+  ...addressArg,
+  "print-token": { type: "boolean", description: "Also print the session token (alone on stdout; the message goes to stderr)" },
+} as const;
+
+/** Saves the new session and says who is logged in; the token is shown only on request. */
+export function finishLogin(ctx: CliContext, res: LoginResponse, message: string, printToken: boolean): void {
+  const token = new Secret(res.token);
+  saveLogin(ctx, { token, email: res.user.email });
+  if (printToken) {
+    printNote(message);
+    printSecret(token);
+  } else printLine(message);
+}
+
+const register = defineCommand({
+  meta: { name: "register", description: "Create an account (the first account on a broker becomes its owner) and log in" },
+  args: loginArgs,
+  async run({ args }) {
+    const ctx = openContext({ address: args.address });
+    const password = args["password-stdin"] ? await readStdinLine("password") : await promptNewPassword("password");
+    const res = await ctx.client.request<LoginResponse>("POST", "/v1/auth/register", { body: { email: args.email, password }, anonymous: true });
+    const owner = res.user.role === "owner" ? " as the instance owner" : "";
+    finishLogin(ctx, res, `Registered ${res.user.email}${owner} at ${ctx.addr}. Logged in as ${res.user.email}`, Boolean(args["print-token"]));
+  },
+});
+
+const login = defineCommand({
+  meta: { name: "login", description: "Log in and remember the session for later commands" },
+  args: loginArgs,
+  async run({ args }) {
+    const ctx = openContext({ address: args.address });
+    const password = args["password-stdin"] ? await readStdinLine("password") : await promptHidden("Password: ");
+    const res = await ctx.client.request<LoginResponse>("POST", "/v1/auth/login", { body: { email: args.email, password }, anonymous: true });
+    finishLogin(ctx, res, `Logged in as ${res.user.email}`, Boolean(args["print-token"]));
+  },
+});
+
+const logout = defineCommand({
+  meta: { name: "logout", description: "End the current session on the broker and forget it locally" },
+  async run() {
+    const ctx = openContext();
+    if (!ctx.client.hasToken) {
+      forgetLogin(ctx);
+      return printLine("Not logged in.");
+    }
+    await ctx.client.request("POST", "/v1/auth/logout").catch((err: unknown) => {
+      // An already-dead session is the outcome we wanted; anything else is worth reporting.
+      if (!(err instanceof ApiFailure && err.status === 401)) throw err;
+    });
+    forgetLogin(ctx);
+    if (ctx.config.sessionToken) printNote("The session in BROKER_SESSION_TOKEN is revoked: unset the variable.");
+    printLine("Logged out.");
+  },
+});
+
+const sessionsList = defineCommand({
+  meta: { name: "list", description: "List your active sessions (logins and scoped sessions you minted)" },
+  args: jsonArg,
+  async run({ args }) {
+    const ctx = openContext();
+    const { sessions } = await ctx.client.request<{ sessions: SessionView[] }>("GET", "/v1/auth/sessions");
+    if (args.json) return printJson(sessions);
+    printTable(
+      sessions,
+      [
+        { title: "ID", value: (s) => s.id },
+        { title: "KIND", value: (s) => s.kind },
+        { title: "VAULT", value: (s) => s.vault ?? "-" },
+        { title: "ROLE", value: (s) => s.role ?? "-" },
+        { title: "CREATED", value: (s) => formatTime(s.created_at) },
+        { title: "LAST SEEN", value: (s) => formatTime(s.last_seen_at ?? undefined) },
+        { title: "EXPIRES", value: (s) => formatTime(s.expires_at) },
+        { title: "", value: (s) => (s.current ? "(this session)" : "") },
+      ],
+      "No active sessions.",
+    );
+  },
+});
+
+const sessionsRevoke = defineCommand({
+  meta: { name: "revoke", description: "Revoke one of your sessions by id (see `broker auth sessions list`)" },
+  args: { id: { type: "positional", description: "Session id", required: true } },
+  async run({ args }) {
+    const ctx = openContext();
+    await ctx.client.request("DELETE", apiPath("v1", "auth", "sessions", args.id));
+    printLine(`Revoked session ${args.id}.`);
+  },
+});
+
+const authCommand = defineCommand({
+  meta: { name: "auth", description: "Register, log in and out, and manage your sessions" },
+  subCommands: {
+    register,
+    login,
+    logout,
+    sessions: defineCommand({
+      meta: { name: "sessions", description: "List or revoke your sessions" },
+      subCommands: { list: sessionsList, revoke: sessionsRevoke },
+    }),
+  },
+});
+
+addHelpFooter(authCommand, () =>
+  [
+    "ENVIRONMENT (all CLI commands)",
+    "",
+    "  BROKER_ADDR           Broker address; overrides the saved one (default http://127.0.0.1:14321)",
+    "  BROKER_SESSION_TOKEN  Session or agent token; overrides the saved login",
+    "  BROKER_VAULT          Vault used when neither --vault nor `broker vault use` names one",
+    "  BROKER_CONFIG_DIR     Where cli.json lives (default $XDG_CONFIG_HOME/broker or ~/.config/broker)",
+  ].join("\n"),
+);
+
+export default authCommand;

@@ -1,0 +1,141 @@
+// `broker service add|list|enable|disable|remove`: which hosts a vault's agents may reach and
+// which credential key is injected for each. Services name keys, never values.
+
+import { defineCommand } from "citty";
+import { jsonArg, vaultArg } from "../args.ts";
+import { vaultPath } from "../client.ts";
+import { openContext, pickVault } from "../context.ts";
+import { CliFailure } from "../fail.ts";
+import { printJson, printLine, printTable } from "../output.ts";
+
+export type ServiceAuth =
+  | { type: "bearer"; token: string }
+  | { type: "basic"; token: string; username?: string }
+  | { type: "header"; header: string; token: string; prefix?: string }
+  | { type: "passthrough" };
+
+interface ServiceView {
+  readonly host: string;
+  readonly description: string | null;
+  readonly auth: ServiceAuth;
+  readonly enabled: boolean;
+}
+
+export interface AuthFlags {
+  readonly auth: string;
+  readonly token?: string;
+  readonly header?: string;
+  readonly prefix?: string;
+  readonly username?: string;
+}
+
+const AUTH_FLAGS: Record<ServiceAuth["type"], { needs: (keyof AuthFlags)[]; allows: (keyof AuthFlags)[] }> = {
+  bearer: { needs: ["token"], allows: [] },
+  basic: { needs: ["token"], allows: ["username"] },
+  header: { needs: ["header", "token"], allows: ["prefix"] },
+  passthrough: { needs: [], allows: [] },
+};
+
+/** Turns --auth and its companion flags into the API's auth object, naming any flag missing or out of place. */
+export function buildAuth(flags: AuthFlags): ServiceAuth {
+  const rule = AUTH_FLAGS[flags.auth as ServiceAuth["type"]];
+  if (!rule) throw new CliFailure(`--auth must be one of ${Object.keys(AUTH_FLAGS).join(", ")}`, undefined, 2);
+  const given = (["token", "header", "prefix", "username"] as const).filter((f) => flags[f] !== undefined && flags[f] !== "");
+  const missing = rule.needs.filter((f) => !given.includes(f as (typeof given)[number]));
+  if (missing.length) throw new CliFailure(`--auth ${flags.auth} needs ${missing.map((f) => `--${f}`).join(" and ")}`, "--token names the credential KEY to inject (see `broker credential list`)", 2);
+  const extra = given.filter((f) => !rule.needs.includes(f) && !rule.allows.includes(f));
+  if (extra.length) throw new CliFailure(`--auth ${flags.auth} does not take ${extra.map((f) => `--${f}`).join(" or ")}`, undefined, 2);
+  const pick = Object.fromEntries(given.map((f) => [f, flags[f]]));
+  return { type: flags.auth, ...pick } as ServiceAuth;
+}
+
+/** One-line summary for tables: `bearer OPENAI_API_KEY`, `header X-Api-Key: Token <KEY>`. */
+export function describeAuth(auth: ServiceAuth): string {
+  switch (auth.type) {
+    case "bearer":
+      return `bearer ${auth.token}`;
+    case "basic":
+      return `basic ${auth.username ? `${auth.username}:` : ""}${auth.token}`;
+    case "header":
+      return `header ${auth.header}: ${auth.prefix ?? ""}<${auth.token}>`;
+    default:
+      return auth.type;
+  }
+}
+
+const hostArg = { host: { type: "positional", description: "Host, host:port, or *.domain", required: true } } as const;
+
+const add = defineCommand({
+  meta: { name: "add", description: "Allow a host and say how its credential is injected" },
+  args: {
+    ...hostArg,
+    auth: { type: "enum", options: ["bearer", "basic", "header", "passthrough"], required: true, description: "How the credential is injected" },
+    token: { type: "string", description: "Credential KEY to inject (bearer, basic, header)" },
+    header: { type: "string", description: "Header name (header auth), e.g. X-Api-Key" },
+    prefix: { type: "string", description: "Text put before the value (header auth), e.g. 'Token '" },
+    username: { type: "string", description: "User name (basic auth; the credential is the password)" },
+    description: { type: "string", description: "What the service is, for people reading the list" },
+    disabled: { type: "boolean", description: "Add it disabled" },
+    ...vaultArg,
+    ...jsonArg,
+  },
+  async run({ args }) {
+    const auth = buildAuth(args);
+    const ctx = openContext();
+    const vault = pickVault(ctx, args.vault);
+    const body = { host: args.host, description: args.description, auth, enabled: !args.disabled };
+    const svc = await ctx.client.request<ServiceView>("POST", vaultPath(vault, "services"), { body, vault });
+    if (args.json) return printJson(svc);
+    printLine(`Added ${svc?.host ?? args.host} to vault ${vault} (${describeAuth(auth)}${args.disabled ? ", disabled" : ""}).`);
+  },
+});
+
+const list = defineCommand({
+  meta: { name: "list", description: "List the vault's services" },
+  args: { ...vaultArg, ...jsonArg },
+  async run({ args }) {
+    const ctx = openContext();
+    const vault = pickVault(ctx, args.vault);
+    const { services } = await ctx.client.request<{ services: ServiceView[] }>("GET", vaultPath(vault, "services"), { vault });
+    if (args.json) return printJson(services);
+    printTable(
+      services,
+      [
+        { title: "HOST", value: (s) => s.host },
+        { title: "AUTH", value: (s) => describeAuth(s.auth) },
+        { title: "ENABLED", value: (s) => (s.enabled ? "yes" : "no") },
+        { title: "DESCRIPTION", value: (s) => s.description ?? "" },
+      ],
+      `No services in vault ${vault}. Add one with: broker service add <host> --auth bearer --token <KEY>`,
+    );
+  },
+});
+
+function toggle(enabled: boolean) {
+  return defineCommand({
+    meta: { name: enabled ? "enable" : "disable", description: enabled ? "Let agents use the service again" : "Stop injecting for a host without removing it" },
+    args: { ...hostArg, ...vaultArg },
+    async run({ args }) {
+      const ctx = openContext();
+      const vault = pickVault(ctx, args.vault);
+      await ctx.client.request("PATCH", vaultPath(vault, "services", args.host), { body: { enabled }, vault });
+      printLine(`${enabled ? "Enabled" : "Disabled"} ${args.host} in vault ${vault}.`);
+    },
+  });
+}
+
+const remove = defineCommand({
+  meta: { name: "remove", description: "Remove a service from the vault" },
+  args: { ...hostArg, ...vaultArg },
+  async run({ args }) {
+    const ctx = openContext();
+    const vault = pickVault(ctx, args.vault);
+    await ctx.client.request("DELETE", vaultPath(vault, "services", args.host), { vault });
+    printLine(`Removed ${args.host} from vault ${vault}.`);
+  },
+});
+
+export default defineCommand({
+  meta: { name: "service", description: "Add, list, enable, disable and remove a vault's services" },
+  subCommands: { add, list, enable: toggle(true), disable: toggle(false), remove },
+});

@@ -1,0 +1,58 @@
+// Printing for people and for scripts: aligned tables, JSON, short times. Commands print
+// only through here (or `printSecret`), so what reaches the terminal is easy to audit.
+
+import type { Secret } from "../secret.ts";
+
+export interface Column<T> {
+  readonly title: string;
+  readonly value: (row: T) => string;
+}
+
+export function printLine(text = ""): void {
+  process.stdout.write(`${text}\n`);
+}
+
+/** Notes for the person (hints, warnings) go to stderr, so stdout stays clean for pipes. */
+export function printNote(text: string): void {
+  process.stderr.write(`${text}\n`);
+}
+
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+/** The CLI's deliberate way to show a secret value: `credential get` and `--reveal` only. */
+export function printSecret(value: Secret): void {
+  process.stdout.write(`${value.reveal()}\n`);
+}
+
+export function formatTable<T>(rows: readonly T[], columns: readonly Column<T>[]): string {
+  const cells = rows.map((r) => columns.map((c) => oneLine(c.value(r))));
+  const widths = columns.map((c, i) => Math.max(c.title.length, ...cells.map((row) => (row[i] ?? "").length)));
+  const render = (row: readonly string[]) =>
+    row
+      .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
+      .join("  ")
+      .trimEnd();
+  return [render(columns.map((c) => c.title)), ...cells.map(render)].join("\n");
+}
+
+/** Prints rows as a table, or `empty` when there are none. */
+export function printTable<T>(rows: readonly T[], columns: readonly Column<T>[], empty: string): void {
+  if (rows.length === 0) printLine(empty);
+  else printLine(formatTable(rows, columns));
+}
+
+/** `2026-11-21T08:14:06.123Z` → `2026-11-21 08:14 UTC`; null → `never`. */
+export function formatTime(iso: string | null | undefined): string {
+  if (iso === null) return "never";
+  if (!iso) return "-";
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return iso;
+  return `${d.toISOString().slice(0, 16).replace("T", " ")} UTC`;
+}
+
+// A value with a newline (a multi-line secret shown with --reveal) must not break the table's rows.
+function oneLine(s: string): string {
+  return s.replace(/\r?\n/g, "\\n");
+}
