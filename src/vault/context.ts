@@ -2,6 +2,7 @@
 
 import type { Store } from "../store/index.ts";
 import type { HashGate } from "./hash-gate.ts";
+import type { KdfParams } from "./kdf.ts";
 import type { Authenticator } from "./sessions.ts";
 
 export interface Domain {
@@ -16,6 +17,8 @@ export interface Domain {
   readonly publicUrl: string;
   /** The transparent proxy's address as agents should use it, e.g. http://127.0.0.1:14322. */
   readonly proxyUrl: string;
+  /** Argon2id parameters for new user passwords (tests pass cheap ones); production uses KDF_DEFAULTS. */
+  readonly passwordKdf?: KdfParams;
   /** Called after any write that changes what the proxy hot path caches for a vault. */
   readonly onVaultChange?: (vaultId: number) => void;
 }

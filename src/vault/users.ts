@@ -47,7 +47,7 @@ export function readPassword(v: unknown, field: string): Secret {
 
 /** Creates a user and a first session; `inTx` lets invite acceptance add its own writes atomically. */
 export async function registerUser(d: Domain, creds: Credentials, inTx?: (tx: Repos, user: UserRow) => Promise<void>) {
-  const hashed = await d.hashing.run(() => hashPassword(creds.password));
+  const hashed = await d.hashing.run(() => hashPassword(creds.password, d.passwordKdf));
   return d.store.transaction(async (tx) => {
     const now = d.now();
     const first = (await tx.users.count()) === 0;
@@ -71,7 +71,7 @@ export async function registerUser(d: Domain, creds: Credentials, inTx?: (tx: Re
 export async function authenticateUser(d: Domain, creds: Credentials): Promise<UserRow> {
   const user = await d.store.users.byEmail(creds.email);
   const ok = await d.hashing.run(() =>
-    user ? verifyPassword(creds.password, { hash: user.passwordHash, salt: user.passwordSalt, params: user.passwordParams }) : verifyAgainstNothing(creds.password),
+    user ? verifyPassword(creds.password, { hash: user.passwordHash, salt: user.passwordSalt, params: user.passwordParams }) : verifyAgainstNothing(creds.password, d.passwordKdf),
   );
   if (!user || !ok) throw new Unauthorized(LOGIN_FAILED);
   return user;
@@ -95,7 +95,7 @@ export async function changePassword(d: Domain, p: Principal, input: unknown): P
   const current = readPassword(body.current_password, "current_password");
   const next = readPassword(body.new_password, "new_password");
   const row = await authenticateUser(d, { email: user.email, password: current });
-  const hashed = await d.hashing.run(() => hashPassword(next));
+  const hashed = await d.hashing.run(() => hashPassword(next, d.passwordKdf));
   const { token, revoked } = await d.store.transaction(async (tx) => {
     const now = d.now();
     await tx.users.setPassword(row.id, hashed.hash, hashed.salt, hashed.params);

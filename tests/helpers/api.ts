@@ -6,6 +6,9 @@ import { createMemoryLogger } from "../../src/log.ts";
 import { openMemoryStore, type Store } from "../../src/store/index.ts";
 import { createAuthenticator, createHashGate, unlockKeyring, type Domain } from "../../src/vault/index.ts";
 
+/** Cheap Argon2id for tests that are not about hashing; tests of the real parameters live in tests/unit/vault. */
+export const CHEAP_KDF = { alg: "argon2id", iterations: 1, memoryKiB: 64, parallelism: 1, hashLength: 32 } as const;
+
 export interface Clock {
   now(): number;
   advance(ms: number): void;
@@ -38,6 +41,7 @@ export async function createTestApi(): Promise<TestApi> {
     now: clock.now,
     publicUrl: "http://broker.test",
     proxyUrl: "http://broker.test:14322",
+    passwordKdf: CHEAP_KDF,
   };
   const api = createApi({ domain, log });
   return {
