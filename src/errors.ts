@@ -82,6 +82,60 @@ export class RateLimited extends BrokerError {
   }
 }
 
+/** Contract: 403 forbidden when the host is not among the vault's services; the hint lets the agent file a proposal. */
+export class HostNotAllowed extends BrokerError {
+  readonly status = 403;
+  readonly code = "forbidden";
+  constructor(readonly host: string, readonly vault: string, readonly hint: Record<string, unknown>) {
+    super(`${host} is not among the services of vault ${vault}; file a proposal to request access`);
+  }
+  override extra() {
+    return { proposal_hint: this.hint };
+  }
+}
+
+export class ServiceDisabled extends BrokerError {
+  readonly status = 403;
+  readonly code = "service_disabled";
+  constructor(readonly host: string) {
+    super(`the service for ${host} is disabled in this vault; ask a human to enable it (do not file a duplicate proposal)`);
+  }
+}
+
+/** Names the key (key names are not secret), never a value. */
+export class CredentialNotFound extends BrokerError {
+  readonly status = 502;
+  readonly code = "credential_not_found";
+  constructor(readonly key: string, reason = "is missing") {
+    super(`credential ${key} ${reason}; ask a human to set it`);
+  }
+  override extra() {
+    return { key: this.key };
+  }
+}
+
+/** The network guard refused the destination: names the host, never the credential. */
+export class EgressBlocked extends BrokerError {
+  readonly status = 403;
+  readonly code = "egress_blocked";
+  constructor(readonly host: string, reason: string) {
+    super(`egress to ${host} is blocked: ${reason}`);
+  }
+  override extra() {
+    return { host: this.host };
+  }
+}
+
+export class UpstreamUnreachable extends BrokerError {
+  readonly status = 502;
+  readonly code = "upstream_unreachable";
+}
+
+export class UpstreamTimeout extends BrokerError {
+  readonly status = 504;
+  readonly code = "upstream_timeout";
+}
+
 /** The store is locked (master password not supplied) or a bounded resource is saturated. */
 export class Unavailable extends BrokerError {
   readonly status = 503;
