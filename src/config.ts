@@ -77,14 +77,14 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): Config {
     proxyPort,
     publicUrl,
     allowPrivateRanges: readBool("BROKER_ALLOW_PRIVATE_RANGES", env.BROKER_ALLOW_PRIVATE_RANGES, false, problems),
-    networkAllowlist: readCidrList("BROKER_NETWORK_ALLOWLIST", env.BROKER_NETWORK_ALLOWLIST, problems),
+    networkAllowlist: Object.freeze(readCidrList("BROKER_NETWORK_ALLOWLIST", env.BROKER_NETWORK_ALLOWLIST, problems)),
     upstreamCaFile: readOptionalPath("BROKER_UPSTREAM_CA_FILE", env.BROKER_UPSTREAM_CA_FILE, problems),
     rateLimit: Object.freeze({
       profile: readOneOf("BROKER_RATELIMIT_PROFILE", env.BROKER_RATELIMIT_PROFILE, RATE_PROFILES, "default", problems),
       locked: readBool("BROKER_RATELIMIT_LOCK", env.BROKER_RATELIMIT_LOCK, false, problems),
     }),
     logLevel: readOneOf("BROKER_LOG_LEVEL", env.BROKER_LOG_LEVEL, LOG_LEVELS, "info", problems),
-    warnings: findUnknownSettings(env),
+    warnings: Object.freeze(findUnknownSettings(env)),
   };
   if (problems.length) throw new ConfigError(problems);
   return Object.freeze(config);
@@ -119,7 +119,8 @@ function readDataDir(raw: string | undefined, home: string | undefined, problems
 function readHost(raw: string | undefined, problems: string[]): string {
   const value = raw?.trim() || "127.0.0.1";
   const hostname = /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
-  if (!ipaddr.isValid(value) && !hostname.test(value)) problems.push(`BROKER_HOST: "${value}" is not an IP address or host name`);
+  const ambiguousV4 = /^[0-9.x]+$/i.test(value) && !ipaddr.IPv4.isValidFourPartDecimal(value);
+  if (ambiguousV4 || (!ipaddr.isValid(value) && !hostname.test(value))) problems.push(`BROKER_HOST: "${value}" is not an IP address or host name`);
   return value;
 }
 
@@ -168,6 +169,12 @@ function readCidrList(name: string, raw: string | undefined, problems: string[])
   if (raw === undefined || raw.trim() === "") return [];
   const out: string[] = [];
   for (const item of raw.split(",").map((s) => s.trim()).filter(Boolean)) {
+    const addressPart = item.split("/")[0]!;
+    // inet_aton spellings (010.0.0.0, 10.1, 167772161) would silently allowlist a different range.
+    if (!addressPart.includes(":") && !ipaddr.IPv4.isValidFourPartDecimal(addressPart)) {
+      problems.push(`${name}: "${item}" is not a CIDR or IP address (write IPv4 as four decimal parts)`);
+      continue;
+    }
     try {
       if (item.includes("/")) {
         const [addr, bits] = ipaddr.parseCIDR(item);

@@ -70,14 +70,22 @@ function wrapDatabase(db: Database, afterWrite?: () => void): Db {
 
   // bun:sqlite is synchronous, but a transaction's callback may await; statements from other
   // callers must not slip into an open transaction, so they wait for it to end.
+  // The `while (open) await open` loops are inline on purpose: checking and acting with no await
+  // in between is what stops a statement (or a second transaction) slipping into an open one.
   let open: Promise<void> | undefined;
-  const waitForTransaction = async () => {
-    while (open) await open;
-  };
   const outside: Sql = {
-    all: async (sql, params) => (await waitForTransaction(), exec.all(sql, params)),
-    get: async (sql, params) => (await waitForTransaction(), exec.get(sql, params)),
-    run: async (sql, params) => (await waitForTransaction(), exec.run(sql, params)),
+    async all(sql, params) {
+      while (open) await open;
+      return exec.all(sql, params);
+    },
+    async get(sql, params) {
+      while (open) await open;
+      return exec.get(sql, params);
+    },
+    async run(sql, params) {
+      while (open) await open;
+      return exec.run(sql, params);
+    },
   };
   let sidecarsChecked = false;
 
@@ -85,7 +93,7 @@ function wrapDatabase(db: Database, afterWrite?: () => void): Db {
     dialect: "sqlite",
     ...outside,
     async transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T> {
-      await waitForTransaction();
+      while (open) await open;
       let release!: () => void;
       open = new Promise<void>((r) => (release = r));
       try {
@@ -108,7 +116,7 @@ function wrapDatabase(db: Database, afterWrite?: () => void): Db {
       }
     },
     async exec(script: string) {
-      await waitForTransaction();
+      while (open) await open;
       db.run(script);
       afterWrite?.();
     },

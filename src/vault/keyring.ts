@@ -100,6 +100,7 @@ async function readDataKey(row: KeyringRow, password: Secret | undefined): Promi
       "set BROKER_MASTER_PASSWORD, run on a terminal to be prompted, or pass --password-stdin",
     );
   }
+  if (password.reveal().length === 0) throw new KeyringError("wrong master password", "check the password and try again");
   const kek = await deriveKek(password, row.kdfSalt, decodeParams(row.kdfParams));
   try {
     return await open(kek, { nonce: row.wrapNonce, ciphertext: row.wrappedKey }, WRAP_AAD);

@@ -3,7 +3,7 @@
 // the same hashing cost (verifyAgainstNothing) so timing does not reveal who is registered.
 
 import { timingSafeEqual } from "node:crypto";
-import type { Secret } from "../secret.ts";
+import { Secret } from "../secret.ts";
 import { randomBytes } from "./aead.ts";
 import { decodeParams, deriveKey, encodeParams, KDF_DEFAULTS, type KdfParams, SALT_BYTES } from "./kdf.ts";
 
@@ -22,6 +22,7 @@ export async function hashPassword(password: Secret, params: KdfParams = KDF_DEF
 }
 
 export async function verifyPassword(password: Secret, stored: PasswordHash): Promise<boolean> {
+  if (password.reveal().length === 0) return verifyAgainstNothing(password, decodeParams(stored.params));
   const candidate = await deriveKey(password, stored.salt, decodeParams(stored.params));
   return candidate.byteLength === stored.hash.byteLength && timingSafeEqual(candidate, stored.hash);
 }
@@ -30,6 +31,7 @@ const DUMMY_SALT = new Uint8Array(SALT_BYTES);
 
 /** Spends the same Argon2id work as a real verification and always fails. */
 export async function verifyAgainstNothing(password: Secret, params: KdfParams = KDF_DEFAULTS): Promise<false> {
-  await deriveKey(password, DUMMY_SALT, params);
+  // hash-wasm refuses an empty password; spend the same work on a stand-in so timing stays flat.
+  await deriveKey(password.reveal().length === 0 ? new Secret("\u0000") : password, DUMMY_SALT, params);
   return false;
 }
