@@ -66,8 +66,8 @@ const list = defineCommand({
       agents,
       [
         { title: "NAME", value: (a) => a.name },
-        { title: "ROLE", value: (a) => a.role },
-        { title: "VAULTS", value: (a) => a.vaults.map((v) => `${v.name}:${v.role}`).join(", ") || "-" },
+        { title: "INSTANCE ROLE", value: (a) => a.role },
+        { title: "VAULTS (ROLE)", value: (a) => a.vaults.map((v) => `${v.name} (${v.role})`).join(", ") || "-" },
         { title: "SESSIONS", value: (a) => String(a.sessions) },
         { title: "CREATED", value: (a) => formatTime(a.created_at) },
       ],
