@@ -12,7 +12,7 @@ export interface ClientOptions {
   readonly token?: Secret; // SECRET: never log
   /** Where the token came from, so a 401 hint can say what to fix. */
   readonly tokenSource?: "env" | "file";
-  readonly fetch?: (req: Request) => Promise<Response>;
+  readonly fetch?: (req: Request) => Response | Promise<Response>;
 }
 
 export interface RequestOptions {

@@ -1,0 +1,24 @@
+// Tables and times as people read them.
+
+import { describe, expect, test } from "bun:test";
+import { formatTable, formatTime } from "../../../src/cli/output.ts";
+
+describe("formatTable", () => {
+  test("aligns columns and trims trailing blanks", () => {
+    const rows = [{ a: "x", b: "long value" }, { a: "longer", b: "" }];
+    const text = formatTable(rows, [{ title: "A", value: (r) => r.a }, { title: "B", value: (r) => r.b }]);
+    expect(text).toBe("A       B\nx       long value\nlonger");
+  });
+  test("a multi-line cell cannot break the table into extra rows", () => {
+    expect(formatTable([{ v: "a\nb" }], [{ title: "V", value: (r) => r.v }])).toBe("V\na\\nb");
+  });
+});
+
+describe("formatTime", () => {
+  test("minutes in UTC; null is never", () => {
+    expect(formatTime("2026-11-21T08:14:06.123Z")).toBe("2026-11-21 08:14 UTC");
+    expect(formatTime(null)).toBe("never");
+    expect(formatTime(undefined)).toBe("-");
+    expect(formatTime("not a time")).toBe("not a time");
+  });
+});
