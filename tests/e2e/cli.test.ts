@@ -32,6 +32,24 @@ async function cli(env: Record<string, string>, args: string[], stdin?: string, 
   return r;
 }
 
+/** Runs the CLI on a pseudo-terminal, typing each answer once its prompt appears. */
+async function cliOnTerminal(env: Record<string, string>, args: string[], answers: [prompt: string, reply: string][]): Promise<RunResult> {
+  let screen = "";
+  const proc = Bun.spawn([bin, ...args], { env, cwd: dir, terminal: { cols: 200, rows: 40, data: (_t, d) => void (screen += new TextDecoder().decode(d)) } });
+  let from = 0;
+  for (const [prompt, reply] of answers) {
+    const deadline = Date.now() + 10_000;
+    while (screen.indexOf(prompt, from) < 0 && Date.now() < deadline && proc.exitCode === null) await Bun.sleep(10);
+    from = screen.indexOf(prompt, from) + prompt.length;
+    proc.terminal?.write(reply);
+  }
+  const exitCode = await proc.exited;
+  await Bun.sleep(50); // let the last output arrive
+  proc.terminal?.close();
+  outputs.push(screen);
+  return { exitCode, stdout: screen, stderr: "" };
+}
+
 function expectOk(r: RunResult): RunResult {
   if (r.exitCode !== 0) throw new Error(`exit ${r.exitCode}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
   return r;
@@ -231,16 +249,30 @@ describe("broker CLI against a real server", () => {
     expect(missing.stderr).toContain("broker vault list");
     expectOk(await cli(owner, ["vault", "use", "demo"]));
   });
+});
 
-  // Runs last (bun runs a file's tests in order): covers every command above.
-  test("no CLI output but the reveals, and no server log line, holds the secret or a password", () => {
-    expect(outputs.length).toBeGreaterThan(50);
-    expect(server.logs()).toContain('"event":"listening"');
-    for (const text of [...outputs, ...server.logs().split("\n")]) {
-      expect(text).not.toContain(SECRET);
-      expect(text).not.toContain(OWNER_PASSWORD);
-      expect(text).not.toContain("member password");
-    }
+describe("broker CLI on a terminal", () => {
+  test("prompts hide passwords and credential values; confirmation is typed", async () => {
+    const person = newUser({ BROKER_ADDR: server.url });
+    const mismatch = await cliOnTerminal(person, ["auth", "register", "--email", "tty@example.com"], [["New password: ", "terminal pw 1\r"], ["Repeat the new password: ", "terminal pw 2\r"]]);
+    expect(mismatch.exitCode).toBe(1);
+    expect(mismatch.stdout).toContain("entries differ");
+    const reg = await cliOnTerminal(person, ["auth", "register", "--email", "tty@example.com"], [["New password: ", "terminal pw 1\r"], ["Repeat the new password: ", "terminal pw 1\r"]]);
+    expect(reg.stdout).toContain("Logged in as tty@example.com");
+    expect(reg.stdout).not.toContain("terminal pw");
+    expect((await cliOnTerminal(person, ["auth", "login", "--email", "tty@example.com"], [["Password: ", "terminal pw 1\r"]])).exitCode).toBe(0);
+
+    expectOk(await cli(person, ["vault", "create", "tty-vault"]));
+    expectOk(await cli(person, ["vault", "use", "tty-vault"]));
+    const set = await cliOnTerminal(person, ["credential", "set", "TTY_KEY"], [["Value for TTY_KEY (input hidden): ", `${SECRET}\r`]]);
+    expect(set.exitCode).toBe(0);
+    expect(set.stdout).toContain("Set TTY_KEY in vault tty-vault");
+    expect(expectOk(await cli(person, ["credential", "get", "TTY_KEY"], undefined, { reveals: true })).stdout).toBe(`${SECRET}\n`);
+
+    const refused = await cliOnTerminal(person, ["vault", "delete", "tty-vault"], [["Type its name to confirm: ", "wrong\r"]]);
+    expect(refused.exitCode).toBe(1);
+    const deleted = await cliOnTerminal(person, ["vault", "delete", "tty-vault"], [["Type its name to confirm: ", "tty-vault\r"]]);
+    expect(deleted.stdout).toContain("Deleted vault tty-vault.");
   });
 });
 
@@ -266,6 +298,20 @@ describe("broker CLI without a server", () => {
       const r = await cli(newUser(), [...path, "--help"]);
       expect({ path, exitCode: r.exitCode }).toEqual({ path, exitCode: 0 });
       expect(r.stdout).toContain(`USAGE ${path.at(-2) ?? "broker"} ${path.at(-1)}`);
+    }
+  });
+});
+
+describe("leaks", () => {
+  // Runs last (bun runs a file's tests in order): covers every command in this file.
+  test("no CLI output but the reveals, and no server log line, holds the secret or a password", () => {
+    expect(outputs.length).toBeGreaterThan(50);
+    expect(server.logs()).toContain('"event":"listening"');
+    for (const text of [...outputs, ...server.logs().split("\n")]) {
+      expect(text).not.toContain(SECRET);
+      expect(text).not.toContain(OWNER_PASSWORD);
+      expect(text).not.toContain("member password");
+      expect(text).not.toContain("terminal pw");
     }
   });
 });
