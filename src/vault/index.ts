@@ -18,3 +18,4 @@ export { createAuthenticator, type Authenticator } from "./sessions.ts";
 export { createHashGate, type HashGate } from "./hash-gate.ts";
 export type { Domain } from "./context.ts";
 export type { Principal, VaultRole, InstanceRole } from "./principal.ts";
+export { hostMatches, parseHostPattern, type HostPattern } from "./hosts.ts";

@@ -1,0 +1,48 @@
+// Header rules for both directions. Upstream: the agent's own Authorization (explicit path),
+// hop-by-hop headers, headers named in Connection and broker-scoped headers are dropped; the
+// injected credential always wins; everything else passes unchanged and in order. Downstream:
+// Set-Cookie and hop-by-hop headers are dropped. Never logs header values.
+
+import type { HeaderList } from "./http1.ts";
+
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "host", "content-length"]);
+const BROKER_SCOPED = new Set(["x-vault", "proxy-authorization"]);
+
+export interface Injection {
+  /** Lower-case header name to set, e.g. "authorization". */
+  readonly header: string;
+  /** SECRET: the full header value; revealed only while writing the request. */
+  readonly value: { reveal(): string };
+}
+
+export function buildUpstreamHeaders(src: Iterable<[string, string]>, injection: Injection | undefined, stripAuthorization: boolean): HeaderList {
+  const list = [...src];
+  const drop = new Set<string>();
+  for (const [k, v] of list) {
+    if (k.toLowerCase() !== "connection") continue;
+    for (const token of v.split(",")) if (token.trim()) drop.add(token.trim().toLowerCase());
+  }
+  if (stripAuthorization) drop.add("authorization");
+  if (injection) drop.add(injection.header);
+  const out: HeaderList = [];
+  for (const [k, v] of list) {
+    const lower = k.toLowerCase();
+    if (HOP_BY_HOP.has(lower) || BROKER_SCOPED.has(lower) || drop.has(lower)) continue;
+    out.push([k, v]);
+  }
+  // Injection always wins: any client value for the slot was dropped above, so exactly one remains.
+  if (injection) out.push([injection.header, injection.value.reveal()]); // reveal: into the upstream request only
+  return out;
+}
+
+const RESPONSE_DROP = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "set-cookie", "set-cookie2"]);
+
+export function cleanResponseHeaders(src: Headers): Headers {
+  const drop = new Set(RESPONSE_DROP);
+  for (const token of (src.get("connection") ?? "").split(",")) if (token.trim()) drop.add(token.trim().toLowerCase());
+  const out = new Headers();
+  src.forEach((v, k) => {
+    if (!drop.has(k)) out.append(k, v);
+  });
+  return out;
+}

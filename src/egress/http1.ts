@@ -1,0 +1,155 @@
+// HTTP/1.1 wire format, shared by the upstream client and (later) the tunnel: finding and parsing
+// message heads, serialising request heads, and chunked transfer coding. Pure functions over bytes;
+// strict on purpose, because lenient parsing is where request smuggling starts.
+
+export type HeaderList = [name: string, value: string][];
+
+export interface ResponseHead {
+  readonly status: number;
+  readonly statusText: string;
+  readonly version: "1.0" | "1.1";
+  readonly headers: HeaderList;
+}
+
+export class WireError extends Error {}
+
+const CRLFCRLF = [13, 10, 13, 10];
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
+/** Index just past the blank line ending a head, or -1 when it has not arrived yet. */
+export function findHeadEnd(buf: Uint8Array, from = 0): number {
+  for (let i = Math.max(0, from - 3); i + 3 < buf.length; i++) {
+    if (buf[i] === 13 && buf[i + 1] === 10 && buf[i + 2] === 13 && buf[i + 3] === 10) return i + 4;
+  }
+  return -1;
+}
+
+function decodeLatin1(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1");
+}
+
+/** Parses header lines (after the start line); rejects obsolete folding and malformed names. */
+export function parseHeaderLines(lines: string[]): HeaderList {
+  const headers: HeaderList = [];
+  for (const line of lines) {
+    if (line === "") continue;
+    if (line[0] === " " || line[0] === "\t") throw new WireError("obsolete header line folding");
+    const colon = line.indexOf(":");
+    if (colon <= 0) throw new WireError("malformed header line");
+    const name = line.slice(0, colon);
+    if (!TOKEN.test(name)) throw new WireError("malformed header name");
+    const value = line.slice(colon + 1).trim();
+    if (!FIELD_VALUE.test(value)) throw new WireError("malformed header value");
+    headers.push([name, value]);
+  }
+  return headers;
+}
+
+export function parseResponseHead(head: Uint8Array): ResponseHead {
+  const lines = decodeLatin1(head).split("\r\n");
+  const m = /^HTTP\/1\.([01]) (\d{3})(?: (.*))?$/.exec(lines[0] ?? "");
+  if (!m) throw new WireError("malformed status line");
+  return { version: m[1] === "1" ? "1.1" : "1.0", status: Number(m[2]), statusText: m[3] ?? "", headers: parseHeaderLines(lines.slice(1)) };
+}
+
+export function serializeHead(startLine: string, headers: HeaderList): Uint8Array {
+  let text = `${startLine}\r\n`;
+  for (const [name, value] of headers) {
+    // Headers objects already refuse CR/LF; this guards every other path into the wire.
+    if (!TOKEN.test(name) || /[\r\n\0]/.test(value)) throw new WireError("header not representable on the wire");
+    text += `${name}: ${value}\r\n`;
+  }
+  return Buffer.from(`${text}\r\n`, "latin1");
+}
+
+export function headerValues(headers: HeaderList, name: string): string[] {
+  const lower = name.toLowerCase();
+  return headers.filter(([n]) => n.toLowerCase() === lower).map(([, v]) => v);
+}
+
+export type BodyFraming = { kind: "none" } | { kind: "length"; length: number } | { kind: "chunked" } | { kind: "close" };
+
+/** How a response body is delimited (RFC 9112 §6.3). Conflicting or invalid framing is an error. */
+export function responseFraming(head: ResponseHead, requestMethod: string): BodyFraming {
+  if (requestMethod === "HEAD" || head.status === 204 || head.status === 304 || (head.status >= 100 && head.status < 200)) return { kind: "none" };
+  const te = headerValues(head.headers, "transfer-encoding");
+  const cl = headerValues(head.headers, "content-length");
+  if (te.length > 0) {
+    if (cl.length > 0) throw new WireError("both Transfer-Encoding and Content-Length");
+    const codings = te.join(",").split(",").map((s) => s.trim().toLowerCase()).filter(Boolean);
+    return codings.at(-1) === "chunked" ? { kind: "chunked" } : { kind: "close" };
+  }
+  if (cl.length > 0) return { kind: "length", length: parseContentLength(cl) };
+  return { kind: "close" };
+}
+
+/** One Content-Length, or repeats of the same digits; anything else is ambiguous framing. */
+export function parseContentLength(values: string[]): number {
+  const parts = values.join(",").split(",").map((s) => s.trim());
+  const first = parts[0] ?? "";
+  if (!/^\d{1,15}$/.test(first) || parts.some((p) => p !== first)) throw new WireError("invalid Content-Length");
+  return Number(first);
+}
+
+export function encodeChunk(data: Uint8Array): Uint8Array {
+  const head = Buffer.from(`${data.byteLength.toString(16)}\r\n`, "latin1");
+  const out = new Uint8Array(head.byteLength + data.byteLength + 2);
+  out.set(head, 0);
+  out.set(data, head.byteLength);
+  out[out.length - 2] = 13;
+  out[out.length - 1] = 10;
+  return out;
+}
+
+export const LAST_CHUNK = Buffer.from("0\r\n\r\n", "latin1");
+
+/**
+ * Incremental chunked decoder. `push` returns body bytes decoded so far; `done` turns true after the
+ * last chunk and its trailers, and `rest` holds bytes that belong to the next message.
+ */
+export function createChunkedDecoder(maxLineBytes = 4096) {
+  let state: "size" | "data" | "data-crlf" | "trailers" | "done" = "size";
+  let remaining = 0;
+  let line = "";
+  return {
+    get done() {
+      return state === "done";
+    },
+    push(chunk: Uint8Array): { data: Uint8Array[]; rest: Uint8Array } {
+      const data: Uint8Array[] = [];
+      let i = 0;
+      while (i < chunk.length && state !== "done") {
+        if (state === "data") {
+          const n = Math.min(remaining, chunk.length - i);
+          data.push(chunk.subarray(i, i + n));
+          i += n;
+          remaining -= n;
+          if (remaining === 0) state = "data-crlf";
+          continue;
+        }
+        const byte = chunk[i++]!;
+        if (byte !== 10) {
+          line += String.fromCharCode(byte);
+          if (line.length > maxLineBytes) throw new WireError("chunk line too long");
+          continue;
+        }
+        if (!line.endsWith("\r")) throw new WireError("bare LF in chunked body");
+        const text = line.slice(0, -1);
+        line = "";
+        if (state === "size") {
+          const m = /^([0-9a-fA-F]{1,12})(;.*)?$/.exec(text);
+          if (!m) throw new WireError("invalid chunk size");
+          remaining = parseInt(m[1]!, 16);
+          state = remaining === 0 ? "trailers" : "data";
+        } else if (state === "data-crlf") {
+          if (text !== "") throw new WireError("chunk data not followed by CRLF");
+          state = "size";
+        } else if (text === "") {
+          state = "done";
+        }
+      }
+      return { data, rest: chunk.subarray(i) };
+    },
+  };
+}

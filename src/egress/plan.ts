@@ -1,0 +1,125 @@
+// Turns (vault, host, port) into an egress plan: the matching enabled service and the header to
+// inject. Per vault, the compiled service table and decrypted credentials (as Secrets) live in
+// memory and are dropped on every write to that vault, so the hot path does not touch the store
+// and a credential changed by a human is used on the very next request (DESIGN.md §3.11).
+
+import { CredentialNotFound, HostNotAllowed, ServiceDisabled } from "../errors.ts";
+import { Secret } from "../secret.ts";
+import type { ServiceRow, Store } from "../store/index.ts";
+import { decryptCredential, hostMatches, parseHostPattern, type HostPattern } from "../vault/index.ts";
+import type { Injection } from "./headers.ts";
+
+export interface EgressPlan {
+  readonly service: { readonly host: string; readonly authType: ServiceRow["authType"] };
+  readonly injection: Injection | undefined;
+  /** Key names involved (for audit); never values. */
+  readonly credentialKeys: readonly string[];
+  /** SECRET: raw values to scrub from responses (no reveal by echo). */
+  readonly scrub: readonly { reveal(): string }[];
+}
+
+interface CompiledService {
+  readonly row: ServiceRow;
+  readonly pattern: HostPattern;
+}
+
+interface VaultTable {
+  readonly exact: Map<string, CompiledService>;
+  readonly wildcard: Map<string, CompiledService>;
+  readonly credentials: Map<string, Promise<Secret | undefined>>;
+}
+
+export interface PlanCache {
+  plan(vault: { id: number; name: string }, host: string, port: number): Promise<EgressPlan>;
+  /** Forget everything cached for a vault (call after any write to it). */
+  invalidate(vaultId: number): void;
+  /** Whether a host has a service in the vault (for the tunnel's unmatched-host decision). */
+  has(vault: { id: number }, host: string, port: number): Promise<boolean>;
+}
+
+export function createPlanCache(store: Store, dataKey: CryptoKey, proposalHint: (host: string, port: number) => Record<string, unknown>): PlanCache {
+  const tables = new Map<number, Promise<VaultTable>>();
+
+  function table(vaultId: number): Promise<VaultTable> {
+    let t = tables.get(vaultId);
+    if (!t) {
+      t = compile(store, vaultId);
+      t.catch(() => tables.delete(vaultId));
+      tables.set(vaultId, t);
+    }
+    return t;
+  }
+
+  async function find(vaultId: number, host: string, port: number): Promise<CompiledService | undefined> {
+    const t = await table(vaultId);
+    const exact = t.exact.get(`${host}:${port}`);
+    if (exact) return exact;
+    const dot = host.indexOf(".");
+    const wild = dot > 0 ? t.wildcard.get(`${host.slice(dot + 1)}:${port}`) : undefined;
+    return wild && hostMatches(wild.pattern, host, port) ? wild : undefined;
+  }
+
+  async function credential(vaultId: number, key: string): Promise<Secret | undefined> {
+    const t = await table(vaultId);
+    let c = t.credentials.get(key);
+    if (!c) {
+      c = (async () => {
+        const row = await store.credentials.get(vaultId, key);
+        return row ? decryptCredential(dataKey, row) : undefined;
+      })();
+      t.credentials.set(key, c);
+      c.catch(() => t.credentials.delete(key));
+    }
+    return c;
+  }
+
+  return {
+    async plan(vault, host, port) {
+      const svc = await find(vault.id, host, port);
+      if (!svc) throw new HostNotAllowed(port === 443 ? host : `${host}:${port}`, vault.name, proposalHint(host, port));
+      if (!svc.row.enabled) throw new ServiceDisabled(svc.row.host);
+      const service = { host: svc.row.host, authType: svc.row.authType };
+      if (svc.row.authType === "passthrough" || !svc.row.authKey) return { service, injection: undefined, credentialKeys: [], scrub: [] };
+      const key = svc.row.authKey;
+      let secret: Secret | undefined;
+      try {
+        secret = await credential(vault.id, key);
+      } catch {
+        throw new CredentialNotFound(key, "cannot be decrypted");
+      }
+      if (!secret) throw new CredentialNotFound(key);
+      const injection = injectionFor(svc.row, secret);
+      // Scrub the raw value and the header form (a Basic header echoed back carries it base64-encoded).
+      return { service, injection, credentialKeys: [key], scrub: [secret, injection.value] };
+    },
+    invalidate(vaultId) {
+      tables.delete(vaultId);
+    },
+    async has(vault, host, port) {
+      return (await find(vault.id, host, port)) !== undefined;
+    },
+  };
+}
+
+async function compile(store: Store, vaultId: number): Promise<VaultTable> {
+  const exact = new Map<string, CompiledService>();
+  const wildcard = new Map<string, CompiledService>();
+  for (const row of await store.services.list(vaultId)) {
+    const pattern = parseHostPattern(row.host, { allowIp: true });
+    (pattern.wildcard ? wildcard : exact).set(`${pattern.name}:${pattern.port}`, { row, pattern });
+  }
+  return { exact, wildcard, credentials: new Map() };
+}
+
+function injectionFor(row: ServiceRow, secret: Secret): Injection {
+  // reveal: composing the auth header value; the result stays wrapped until the request is written.
+  const v = secret.reveal();
+  switch (row.authType) {
+    case "bearer":
+      return { header: "authorization", value: new Secret(`Bearer ${v}`) };
+    case "basic":
+      return { header: "authorization", value: new Secret(`Basic ${Buffer.from(row.authUsername ? `${row.authUsername}:${v}` : v).toString("base64")}`) };
+    default:
+      return { header: row.authHeader ?? "authorization", value: new Secret(`${row.authPrefix ?? ""}${v}`) };
+  }
+}

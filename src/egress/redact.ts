@@ -1,0 +1,67 @@
+// No reveal by echo (DESIGN.md §3.15): replaces every occurrence of injected secret values with
+// "[redacted]" in response headers and in uncompressed response bodies, streaming, including
+// occurrences split across chunk boundaries (the last needle-length - 1 bytes are held back).
+
+import { REDACTED } from "../secret.ts";
+
+const REPLACEMENT = new TextEncoder().encode(REDACTED);
+
+export function redactHeaders(headers: Headers, needles: readonly string[]): Headers {
+  if (needles.length === 0) return headers;
+  const out = new Headers();
+  headers.forEach((v, k) => {
+    let value = v;
+    for (const n of needles) if (n && value.includes(n)) value = value.split(n).join(REDACTED);
+    out.append(k, value);
+  });
+  return out;
+}
+
+function indexOf(hay: Uint8Array, needle: Uint8Array, from: number): number {
+  const first = needle[0]!;
+  for (let i = hay.indexOf(first, from); i !== -1 && i + needle.length <= hay.length; i = hay.indexOf(first, i + 1)) {
+    let j = 1;
+    while (j < needle.length && hay[i + j] === needle[j]) j++;
+    if (j === needle.length) return i;
+  }
+  return -1;
+}
+
+function replaceAll(buf: Uint8Array, needles: readonly Uint8Array[]): Uint8Array {
+  let out = buf;
+  for (const needle of needles) {
+    let at = indexOf(out, needle, 0);
+    if (at === -1) continue;
+    const parts: Uint8Array[] = [];
+    let start = 0;
+    while (at !== -1) {
+      parts.push(out.subarray(start, at), REPLACEMENT);
+      start = at + needle.length;
+      at = indexOf(out, needle, start);
+    }
+    parts.push(out.subarray(start));
+    out = Buffer.concat(parts);
+  }
+  return out;
+}
+
+/** A stream transform replacing each needle; needles must be non-empty. */
+export function createRedactingStream(needles: readonly string[]): TransformStream<Uint8Array, Uint8Array> {
+  const encoded = needles.filter(Boolean).map((n) => new TextEncoder().encode(n));
+  const keep = Math.max(0, ...encoded.map((n) => n.length - 1));
+  let carry: Uint8Array = new Uint8Array(0);
+  return new TransformStream({
+    transform(chunk, ctrl) {
+      const joined = carry.length ? Buffer.concat([carry, chunk]) : chunk;
+      const replaced = replaceAll(joined, encoded);
+      // Hold back a tail that could be the start of a needle completed by the next chunk. The tail is
+      // taken after replacement, so it never contains a whole needle (those were replaced already).
+      const cut = Math.max(0, replaced.length - keep);
+      if (cut > 0) ctrl.enqueue(replaced.subarray(0, cut));
+      carry = replaced.slice(cut);
+    },
+    flush(ctrl) {
+      if (carry.length) ctrl.enqueue(replaceAll(carry, encoded));
+    },
+  });
+}

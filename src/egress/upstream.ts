@@ -1,0 +1,276 @@
+// The upstream HTTP/1.1 client: sends exactly the headers it is given (nothing added but Host
+// and body framing) over a pooled, keep-alive connection to a checked IP, streams both bodies,
+// never decompresses, never follows redirects, and fails loudly on timeouts or bad framing.
+
+import { UpstreamTimeout, UpstreamUnreachable } from "../errors.ts";
+import { ConnectError, ConnectionTimeout, dial, type Connection } from "./connection.ts";
+import {
+  createChunkedDecoder,
+  encodeChunk,
+  findHeadEnd,
+  headerValues,
+  LAST_CHUNK,
+  parseResponseHead,
+  responseFraming,
+  serializeHead,
+  WireError,
+  type BodyFraming,
+  type HeaderList,
+  type ResponseHead,
+} from "./http1.ts";
+
+export interface UpstreamOptions {
+  /** Trusted roots for upstream TLS; undefined means the runtime defaults (system/Mozilla roots). */
+  readonly ca?: string[];
+  readonly connectTimeoutMs?: number;
+  /** Time allowed from the end of the request to the response head. */
+  readonly headersTimeoutMs?: number;
+  /** Longest silence tolerated while a body streams. */
+  readonly idleTimeoutSeconds?: number;
+  readonly maxIdlePerOrigin?: number;
+  readonly maxHeadBytes?: number;
+}
+
+export interface Destination {
+  /** Host name for SNI, certificate verification and the Host header. */
+  readonly host: string;
+  readonly port: number;
+  /** Addresses already checked by the network guard, tried in order. */
+  readonly addresses: readonly string[];
+}
+
+export interface OutboundRequest {
+  readonly method: string;
+  /** Origin-form target: path and query, exactly as the agent sent them. */
+  readonly target: string;
+  /** Headers in order, without Host, Content-Length or Transfer-Encoding (framing is ours). */
+  readonly headers: HeaderList;
+  readonly body: ReadableStream<Uint8Array> | null;
+  /** Known body length, or null to send it chunked. */
+  readonly bodyLength: number | null;
+}
+
+export interface Upstream {
+  send(dest: Destination, req: OutboundRequest): Promise<Response>;
+  close(): void;
+}
+
+const NO_BODY_METHODS = new Set(["GET", "HEAD", "DELETE", "OPTIONS"]);
+
+export function createUpstream(opts: UpstreamOptions = {}): Upstream {
+  const idle = new Map<string, Connection[]>();
+  const maxIdle = opts.maxIdlePerOrigin ?? 32;
+  const isIp = (h: string) => /^[\d.]+$/.test(h) || h.includes(":");
+
+  async function connect(dest: Destination, fresh: boolean): Promise<{ conn: Connection; reused: boolean }> {
+    if (!fresh) {
+      for (const ip of dest.addresses) {
+        const key = `${ip}|${dest.port}|${dest.host}`;
+        const list = idle.get(key);
+        while (list?.length) {
+          const conn = list.pop()!;
+          if (!conn.closed) return { conn, reused: true };
+        }
+      }
+    }
+    let last: Error | undefined;
+    for (const ip of dest.addresses) {
+      try {
+        const key = `${ip}|${dest.port}|${dest.host}`;
+        const serverName = isIp(dest.host) ? undefined : dest.host;
+        const conn = await dial({ ip, port: dest.port, serverName, ca: opts.ca, connectTimeoutMs: opts.connectTimeoutMs ?? 10_000 }, key);
+        return { conn, reused: false };
+      } catch (err) {
+        last = err as Error;
+        if (err instanceof ConnectError && err.tls) break; // a certificate problem will not improve on the next address
+      }
+    }
+    if (last instanceof ConnectionTimeout) throw new UpstreamTimeout(`connecting to ${dest.host} timed out`);
+    if (last instanceof ConnectError && last.tls) throw new UpstreamUnreachable(`TLS verification of ${dest.host} failed`);
+    throw new UpstreamUnreachable(`cannot connect to ${dest.host}:${dest.port}`);
+  }
+
+  function release(conn: Connection) {
+    if (conn.closed) return;
+    conn.idleTimeout(30);
+    const list = idle.get(conn.key) ?? [];
+    if (list.length >= maxIdle) return conn.close();
+    list.push(conn);
+    idle.set(conn.key, list);
+  }
+
+  async function send(dest: Destination, req: OutboundRequest): Promise<Response> {
+    // A reused keep-alive connection may have been closed by the upstream meanwhile; a request
+    // without a body is safe to replay once on a fresh connection.
+    const replayable = req.body === null;
+    const first = await connect(dest, false);
+    try {
+      return await exchange(first.conn, dest, req);
+    } catch (err) {
+      if (!(first.reused && replayable && err instanceof StaleConnection)) throw err;
+      const second = await connect(dest, true);
+      return exchange(second.conn, dest, req);
+    }
+  }
+
+  async function exchange(conn: Connection, dest: Destination, req: OutboundRequest): Promise<Response> {
+    const hostHeader = dest.port === 443 ? hostForHeader(dest.host) : `${hostForHeader(dest.host)}:${dest.port}`;
+    const framing: HeaderList = [];
+    const chunked = req.body !== null && req.bodyLength === null;
+    if (chunked) framing.push(["Transfer-Encoding", "chunked"]);
+    else if (req.bodyLength !== null) framing.push(["Content-Length", String(req.bodyLength)]);
+    else if (!NO_BODY_METHODS.has(req.method)) framing.push(["Content-Length", "0"]);
+    const head = serializeHead(`${req.method} ${req.target} HTTP/1.1`, [["Host", hostHeader], ...req.headers, ...framing]);
+
+    conn.idleTimeout(opts.idleTimeoutSeconds ?? 120);
+    let gotBytes = false;
+    const sending = (async () => {
+      await conn.write(head);
+      if (req.body) await pumpBody(conn, req.body, chunked);
+    })();
+    sending.catch(() => conn.close());
+    let response: { head: ResponseHead; framing: BodyFraming };
+    try {
+      response = await readHead(conn, req.method, () => (gotBytes = true));
+    } catch (err) {
+      conn.close();
+      if (!gotBytes && !(err instanceof WireError) && !(err instanceof ConnectionTimeout)) throw new StaleConnection();
+      if (err instanceof ConnectionTimeout) throw new UpstreamTimeout(`${dest.host} did not answer in time`);
+      throw new UpstreamUnreachable(`${dest.host} sent an invalid response`);
+    }
+    const keepAlive = response.head.version === "1.1" && !headerValues(response.head.headers, "connection").some((v) => /\bclose\b/i.test(v));
+    const reusable = keepAlive && response.framing.kind !== "close";
+    const body = bodyStream(conn, response.framing, async (complete) => {
+      const sent = await sending.then(() => true, () => false);
+      if (complete && reusable && sent) release(conn);
+      else conn.close();
+    });
+    return new Response(body, { status: response.head.status, statusText: response.head.statusText, headers: toHeaders(response.head.headers, response.framing) });
+  }
+
+  async function readHead(conn: Connection, method: string, onBytes: () => void): Promise<{ head: ResponseHead; framing: BodyFraming }> {
+    const max = opts.maxHeadBytes ?? 64 * 1024;
+    let buf: Uint8Array = new Uint8Array(0);
+    for (;;) {
+      const chunk = await conn.read();
+      if (chunk === null) throw new Error("connection closed before a response");
+      onBytes();
+      buf = concat(buf, chunk);
+      const end = findHeadEnd(buf);
+      if (end < 0) {
+        if (buf.byteLength > max) throw new WireError("response head too large");
+        continue;
+      }
+      const head = parseResponseHead(buf.subarray(0, end));
+      conn.unread(buf.subarray(end));
+      buf = new Uint8Array(0);
+      if (head.status >= 100 && head.status < 200 && head.status !== 101) continue; // interim responses (100, 103)
+      if (head.status === 101 || head.status > 599) throw new WireError("unsupported status");
+      return { head, framing: responseFraming(head, method) };
+    }
+  }
+
+  return {
+    send,
+    close() {
+      for (const list of idle.values()) for (const c of list) c.close();
+      idle.clear();
+    },
+  };
+}
+
+class StaleConnection extends Error {}
+
+async function pumpBody(conn: Connection, body: ReadableStream<Uint8Array>, chunked: boolean): Promise<void> {
+  const reader = body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (value.byteLength === 0) continue;
+    await conn.write(chunked ? encodeChunk(value) : value);
+  }
+  if (chunked) await conn.write(LAST_CHUNK);
+}
+
+/** The response body as a stream; `finish(true)` runs once after a complete body, `finish(false)` on error or cancel. */
+function bodyStream(conn: Connection, framing: BodyFraming, finish: (complete: boolean) => Promise<void>): ReadableStream<Uint8Array> | null {
+  if (framing.kind === "none" || (framing.kind === "length" && framing.length === 0)) {
+    void finish(true);
+    return null;
+  }
+  let remaining = framing.kind === "length" ? framing.length : Infinity;
+  const decoder = framing.kind === "chunked" ? createChunkedDecoder() : undefined;
+  let finished = false;
+  const end = (complete: boolean) => {
+    if (finished) return;
+    finished = true;
+    void finish(complete);
+  };
+  return new ReadableStream<Uint8Array>({
+    async pull(ctrl) {
+      try {
+        for (;;) {
+          const chunk = await conn.read();
+          if (chunk === null) {
+            if (framing.kind === "close") {
+              ctrl.close();
+              return end(false);
+            }
+            throw new WireError("upstream closed the connection mid-body");
+          }
+          if (decoder) {
+            const { data, rest } = decoder.push(chunk);
+            for (const d of data) ctrl.enqueue(d.slice());
+            if (decoder.done) {
+              conn.unread(rest);
+              ctrl.close();
+              return end(rest.byteLength === 0);
+            }
+            if (data.length) return;
+            continue;
+          }
+          if (framing.kind === "length") {
+            const take = Math.min(remaining, chunk.byteLength);
+            ctrl.enqueue(chunk.subarray(0, take));
+            remaining -= take;
+            if (remaining === 0) {
+              if (take < chunk.byteLength) conn.unread(chunk.subarray(take));
+              ctrl.close();
+              return end(take === chunk.byteLength);
+            }
+            return;
+          }
+          ctrl.enqueue(chunk);
+          return;
+        }
+      } catch (err) {
+        ctrl.error(err);
+        end(false);
+      }
+    },
+    cancel() {
+      end(false);
+    },
+  });
+}
+
+function toHeaders(list: HeaderList, framing: BodyFraming): Headers {
+  const h = new Headers();
+  for (const [name, value] of list) h.append(name, value);
+  // Framing is re-done by whoever writes this response to the agent.
+  h.delete("transfer-encoding");
+  if (framing.kind !== "length") h.delete("content-length");
+  return h;
+}
+
+function hostForHeader(host: string): string {
+  return host.includes(":") ? `[${host}]` : host;
+}
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  if (a.byteLength === 0) return b;
+  const out = new Uint8Array(a.byteLength + b.byteLength);
+  out.set(a, 0);
+  out.set(b, a.byteLength);
+  return out;
+}
