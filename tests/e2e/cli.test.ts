@@ -110,6 +110,7 @@ describe("broker CLI against a real server", () => {
 
     // The CLI with an agent token sends X-Vault by itself; the raw API without it refuses.
     const agent = newUser({ BROKER_ADDR: server.url, BROKER_SESSION_TOKEN: agentToken, BROKER_VAULT: "demo" });
+    expect(expectOk(await cli(agent, ["account", "whoami"])).stdout).toContain("agent bot");
     const agentList = expectOk(await cli(agent, ["credential", "list"]));
     expect(agentList.stdout).toContain("API_KEY");
     const bare = await fetch(`${server.url}/v1/vaults/demo/credentials`, { headers: { authorization: `Bearer ${agentToken}` } });
