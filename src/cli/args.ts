@@ -6,7 +6,7 @@
 import type { ArgsDef } from "citty";
 import { CliFailure } from "./fail.ts";
 
-export const jsonArg = { json: { type: "boolean", description: "Print JSON instead of a table" } } as const;
+export const jsonArg = { json: { type: "boolean", description: "Print JSON (for scripts) instead of text" } } as const;
 
 export const vaultArg = {
   vault: { type: "string", description: "Vault name (default: the one chosen with `broker vault use`, then BROKER_VAULT)" },

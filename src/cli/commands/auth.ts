@@ -140,6 +140,7 @@ const authCommand = defineCommand({
 
 addHelpFooter(authCommand, () =>
   [
+    "",
     "ENVIRONMENT (all CLI commands)",
     "",
     "  BROKER_ADDR           Broker address; overrides the saved one (default http://127.0.0.1:14321)",

@@ -69,7 +69,7 @@ const list = defineCommand({
     const query = args.reveal ? "?reveal=true" : "";
     const res = await ctx.client.request<{ credentials: CredentialView[] }>("GET", `${vaultPath(vault, "credentials")}${query}`, { vault });
     const rows = res.credentials.map((c) => ({ key: c.key, updated_at: c.updated_at, value: c.value === undefined ? undefined : new Secret(c.value) }));
-    // Without --reveal, never show a value even if a server sent one.
+    // Without --reveal, never show a value even if a server sent one; with it, showing is the point.
     const shown = (s: Secret | undefined) => (args.reveal && s ? s.reveal() : undefined);
     if (args.json) return printJson(rows.map((r) => ({ key: r.key, updated_at: r.updated_at, ...(args.reveal ? { value: shown(r.value) } : {}) })));
     const columns = [
