@@ -85,8 +85,9 @@ const logout = defineCommand({
       // An already-dead session is the outcome we wanted; anything else is worth reporting.
       if (!(err instanceof ApiFailure && err.status === 401)) throw err;
     });
-    forgetLogin(ctx);
+    // With BROKER_SESSION_TOKEN, that session is the one revoked: the saved login is a different one and stays.
     if (ctx.config.sessionToken) printNote("The session in BROKER_SESSION_TOKEN is revoked: unset the variable.");
+    else forgetLogin(ctx);
     printLine("Logged out.");
   },
 });
