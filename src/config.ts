@@ -21,6 +21,12 @@ export interface Config {
   readonly upstreamCaFile: string | undefined;
   readonly rateLimit: { readonly profile: RateProfile; readonly locked: boolean };
   readonly logLevel: LogLevel;
+  /** Body caps in bytes for proxied traffic; 0 means no cap. */
+  readonly maxRequestBytes: number;
+  readonly maxResponseBytes: number;
+  readonly upstreamTimeoutMs: number;
+  readonly auditRetentionDays: number;
+  readonly auditMaxRows: number;
   /** Unknown BROKER_* names: likely typos, shown as warnings rather than ignored silently. */
   readonly warnings: readonly string[];
 }
@@ -45,6 +51,11 @@ export const SETTINGS: readonly SettingDoc[] = [
   { name: "BROKER_RATELIMIT_PROFILE", default: "default", description: "Rate-limit profile: default, strict, loose or off" },
   { name: "BROKER_RATELIMIT_LOCK", default: "false", description: "Pin rate limits to the environment; settings API becomes read-only" },
   { name: "BROKER_LOG_LEVEL", default: "info", description: "Log level: debug, info, warn or error" },
+  { name: "BROKER_MAX_REQUEST_BYTES", default: "4294967296 (4 GiB)", description: "Largest proxied request body; larger ones get 413 (0: no cap)" },
+  { name: "BROKER_MAX_RESPONSE_BYTES", default: "0 (no cap)", description: "Largest proxied response body; beyond it the stream is broken, never truncated silently" },
+  { name: "BROKER_UPSTREAM_TIMEOUT_MS", default: "60000", description: "Connect and response-head timeout for upstreams; also the idle limit while a body streams" },
+  { name: "BROKER_AUDIT_RETENTION_DAYS", default: "30", description: "Audit records older than this are pruned" },
+  { name: "BROKER_AUDIT_MAX_ROWS", default: "1000000", description: "Audit records beyond this count are pruned, oldest first" },
 ];
 
 /** BROKER_* names that belong to the CLI or to `broker vault run` children, not to the server. */
@@ -84,6 +95,11 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): Config {
       locked: readBool("BROKER_RATELIMIT_LOCK", env.BROKER_RATELIMIT_LOCK, false, problems),
     }),
     logLevel: readOneOf("BROKER_LOG_LEVEL", env.BROKER_LOG_LEVEL, LOG_LEVELS, "info", problems),
+    maxRequestBytes: readInt("BROKER_MAX_REQUEST_BYTES", env.BROKER_MAX_REQUEST_BYTES, 4 * 1024 ** 3, 0, Number.MAX_SAFE_INTEGER, problems),
+    maxResponseBytes: readInt("BROKER_MAX_RESPONSE_BYTES", env.BROKER_MAX_RESPONSE_BYTES, 0, 0, Number.MAX_SAFE_INTEGER, problems),
+    upstreamTimeoutMs: readInt("BROKER_UPSTREAM_TIMEOUT_MS", env.BROKER_UPSTREAM_TIMEOUT_MS, 60_000, 100, 3_600_000, problems),
+    auditRetentionDays: readInt("BROKER_AUDIT_RETENTION_DAYS", env.BROKER_AUDIT_RETENTION_DAYS, 30, 1, 3650, problems),
+    auditMaxRows: readInt("BROKER_AUDIT_MAX_ROWS", env.BROKER_AUDIT_MAX_ROWS, 1_000_000, 1000, 1_000_000_000, problems),
     warnings: Object.freeze(findUnknownSettings(env)),
   };
   if (problems.length) throw new ConfigError(problems);
@@ -146,6 +162,16 @@ function readPublicUrl(raw: string | undefined, host: string, port: number, prob
     problems.push("BROKER_PUBLIC_URL: must be an http(s) URL without credentials, query or fragment");
     return "";
   }
+}
+
+function readInt(name: string, raw: string | undefined, fallback: number, min: number, max: number, problems: string[]): number {
+  if (raw === undefined || raw.trim() === "") return fallback;
+  const n = Number(raw.trim());
+  if (!/^\d+$/.test(raw.trim()) || n < min || n > max) {
+    problems.push(`${name}: must be an integer from ${min} to ${max}`);
+    return fallback;
+  }
+  return n;
 }
 
 function readBool(name: string, raw: string | undefined, fallback: boolean, problems: string[]): boolean {

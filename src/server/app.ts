@@ -5,12 +5,15 @@ import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { InvalidRequest, NotFound, toErrorResponse } from "../errors.ts";
 import type { Logger } from "../log.ts";
+import type { EgressDeps } from "../egress/index.ts";
 import type { Domain } from "../vault/context.ts";
 import { VERSION } from "../version.ts";
 import type { ApiEnv } from "./env.ts";
 import { agentRoutes, inviteRedemptionRoutes } from "./routes/agents.ts";
 import { authRoutes } from "./routes/auth.ts";
 import { ownerRoutes } from "./routes/owner.ts";
+import { proxyRoutes } from "./routes/proxy.ts";
+import { logRoutes } from "./routes/logs.ts";
 import { sessionRoutes } from "./routes/sessions.ts";
 import { vaultInviteRoutes } from "./routes/vault-invites.ts";
 import { vaultRoutes } from "./routes/vaults.ts";
@@ -18,6 +21,8 @@ import { vaultRoutes } from "./routes/vaults.ts";
 export interface ApiDeps {
   readonly domain: Domain;
   readonly log: Logger;
+  /** The egress core's dependencies; without them /proxy answers 404 (unit tests of the API alone). */
+  readonly egress?: EgressDeps;
 }
 
 export function createApi(deps: ApiDeps): Hono<ApiEnv> {
@@ -47,5 +52,7 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
   api.route("/v1/sessions", sessionRoutes(d));
   api.route("/v1/owner", ownerRoutes(d));
   api.route("/invite", inviteRedemptionRoutes(d));
+  api.route("/v1/vaults", logRoutes(d));
+  if (deps.egress) api.route("/proxy", proxyRoutes(d, deps.egress));
   return api;
 }

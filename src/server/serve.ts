@@ -1,10 +1,14 @@
-// Starts the API listener: opens the store, unlocks the keyring, binds Bun.serve to the Hono app.
+// Starts the API listener: opens the store, unlocks the keyring, wires the domain and the egress
+// core, and binds Bun.serve to the Hono app.
 
+import { readFileSync } from "node:fs";
+import { rootCertificates } from "node:tls";
 import type { Config } from "../config.ts";
+import { buildProposalHint, compileNetPolicy, createAuditLog, createPlanCache, createUpstream, systemResolver, type EgressDeps, type Resolver } from "../egress/index.ts";
 import type { Logger } from "../log.ts";
 import type { Secret } from "../secret.ts";
 import { openStore, type Store } from "../store/index.ts";
-import { createAuthenticator, createHashGate, unlockKeyring } from "../vault/index.ts";
+import { createAuthenticator, createHashGate, unlockKeyring, type Domain } from "../vault/index.ts";
 import { createApi } from "./app.ts";
 
 export interface RunningServer {
@@ -18,11 +22,27 @@ export interface StartOptions {
   readonly log: Logger;
   readonly masterPassword: Secret | undefined;
   readonly now?: () => number;
+  /** Tests replay DNS answers (rebinding) through this; production uses the system resolver. */
+  readonly resolver?: Resolver;
+}
+
+export function upstreamRoots(config: Config): string[] | undefined {
+  if (!config.upstreamCaFile) return undefined;
+  let pem: string;
+  try {
+    pem = readFileSync(config.upstreamCaFile, "utf8");
+  } catch {
+    throw new Error(`BROKER_UPSTREAM_CA_FILE: cannot read ${config.upstreamCaFile}`);
+  }
+  if (!pem.includes("-----BEGIN CERTIFICATE-----")) throw new Error(`BROKER_UPSTREAM_CA_FILE: ${config.upstreamCaFile} holds no PEM certificate`);
+  // Extra roots are added to, never substituted for, the default ones.
+  return [...rootCertificates, pem];
 }
 
 export async function startServer(opts: StartOptions): Promise<RunningServer> {
   const { config, log } = opts;
   const now = opts.now ?? Date.now;
+  const ca = upstreamRoots(config);
   const store = await openStore(config.dataDir);
   try {
     const keyring = await unlockKeyring(store, opts.masterPassword, { now });
@@ -30,8 +50,21 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     if (keyring.passwordUnused) {
       log.warn("master_password_unused", { hint: "the store has no master password; run `broker master-password set` to add one" });
     }
+    let handler: (req: Request, server: unknown) => Response | Promise<Response> = () => new Response("starting", { status: 503 });
+    const server = Bun.serve({
+      hostname: config.bindHost,
+      port: config.apiPort,
+      maxRequestBodySize: Number.MAX_SAFE_INTEGER,
+      idleTimeout: 120,
+      fetch: (req, srv) => handler(req, srv),
+      error: () => new Response("internal error", { status: 500 }),
+    });
     const hostPart = config.bindHost.includes(":") ? `[${config.bindHost}]` : config.bindHost;
-    const domain = {
+    const apiUrl = `http://${hostPart}:${server.port}`;
+    const plans = createPlanCache(store, keyring.dataKey, (host, port) => buildProposalHint(config.publicUrl, host, port));
+    const audit = createAuditLog(store, { now, log, retentionMs: config.auditRetentionDays * 86_400_000, retentionRows: config.auditMaxRows });
+    const upstream = createUpstream({ ca, connectTimeoutMs: config.upstreamTimeoutMs, headersTimeoutMs: config.upstreamTimeoutMs, idleTimeoutSeconds: Math.ceil(config.upstreamTimeoutMs / 1000) });
+    const domain: Domain = {
       store,
       dataKey: keyring.dataKey,
       auth: createAuthenticator(store, { now }),
@@ -39,16 +72,33 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       now,
       publicUrl: config.publicUrl,
       proxyUrl: `http://${hostPart}:${config.proxyPort}`,
+      onVaultChange: (id) => plans.invalidate(id),
     };
-    const api = createApi({ domain, log });
-    const server = Bun.serve({ hostname: config.bindHost, port: config.apiPort, fetch: api.fetch, error: () => new Response("internal error", { status: 500 }) });
-    const apiUrl = `http://${hostPart}:${server.port}`;
+    const egress: EgressDeps = {
+      plans,
+      policy: compileNetPolicy({
+        allowPrivateRanges: config.allowPrivateRanges,
+        allowlist: config.networkAllowlist,
+        ownListeners: [{ host: config.bindHost, port: Number(server.port) }, { host: config.bindHost, port: config.proxyPort }],
+      }),
+      resolver: opts.resolver ?? systemResolver,
+      upstream,
+      audit,
+      log,
+      now,
+      maxRequestBytes: config.maxRequestBytes,
+      maxResponseBytes: config.maxResponseBytes,
+    };
+    const api = createApi({ domain, log, egress });
+    handler = (req, srv) => api.fetch(req, srv);
     log.info("listening", { api: apiUrl, data_dir: config.dataDir, keyring: keyring.mode });
     return {
       apiUrl,
       store,
       async stop() {
         await server.stop(true);
+        upstream.close();
+        await audit.stop();
         store.close();
       },
     };

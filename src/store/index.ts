@@ -3,6 +3,7 @@
 import type { Db, Sql } from "./db.ts";
 import { accessRepo } from "./access.ts";
 import { agentRepo } from "./agents.ts";
+import { auditRepo } from "./audit.ts";
 import { credentialRepo } from "./credentials.ts";
 import { inviteRepo } from "./invites.ts";
 import { serviceRepo } from "./services.ts";
@@ -24,6 +25,7 @@ export type { AgentRow } from "./agents.ts";
 export type { AccessRow, GrantRow, MemberRow, VaultRole } from "./access.ts";
 export type { InviteKind, InviteRow } from "./invites.ts";
 export type { AuthType, ServiceRow } from "./services.ts";
+export type { AuditFilter, AuditRow } from "./audit.ts";
 export { MIGRATIONS, migrate } from "./migrations.ts";
 export { DB_FILE, ensurePrivateDir } from "./sqlite.ts";
 
@@ -39,6 +41,7 @@ function createRepos(sql: Sql) {
     invites: inviteRepo(sql),
     services: serviceRepo(sql),
     settings: settingRepo(sql),
+    audit: auditRepo(sql),
   };
 }
 

@@ -153,6 +153,34 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 3,
+    name: "audit",
+    sql: `
+      -- One row per proxied request. Never header values, bodies, query strings or tokens.
+      -- No foreign key: the record outlives the vault it describes (retention prunes it).
+      CREATE TABLE audit_logs (
+        id {{id}},
+        at BIGINT NOT NULL,
+        principal TEXT NOT NULL,
+        vault_id BIGINT NOT NULL,
+        vault TEXT NOT NULL,
+        ingress TEXT NOT NULL,
+        method TEXT NOT NULL,
+        host TEXT NOT NULL,
+        path TEXT NOT NULL,
+        service TEXT,
+        credential_keys TEXT NOT NULL,
+        status INTEGER NOT NULL,
+        bytes_in BIGINT NOT NULL,
+        bytes_out BIGINT NOT NULL,
+        duration_ms INTEGER NOT NULL,
+        error TEXT
+      );
+      CREATE INDEX audit_logs_vault ON audit_logs (vault_id, id);
+      CREATE INDEX audit_logs_at ON audit_logs (at);
+    `,
+  },
 ];
 
 const SPELLINGS: Record<Dialect, Record<string, string>> = {

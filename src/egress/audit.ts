@@ -1,0 +1,83 @@
+// Audit records of proxied requests, queued in memory and written in batches off the request
+// path, with retention by age and row count. A record holds names and numbers only: never
+// header values, bodies, query strings or tokens.
+
+import type { Logger } from "../log.ts";
+import type { AuditRow, Store } from "../store/index.ts";
+
+export type AuditEntry = Omit<AuditRow, "id">;
+
+export interface AuditLog {
+  record(entry: AuditEntry): void;
+  /** Writes everything queued (tests and shutdown). */
+  flush(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface AuditOptions {
+  readonly flushIntervalMs?: number;
+  readonly maxBatch?: number;
+  /** Queue bound: beyond it records are dropped (and counted) rather than growing memory. */
+  readonly maxQueued?: number;
+  readonly retentionMs?: number;
+  readonly retentionRows?: number;
+  readonly now: () => number;
+  readonly log: Logger;
+}
+
+export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
+  let queue: AuditEntry[] = [];
+  let dropped = 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let writing: Promise<void> = Promise.resolve();
+  let lastPrune = 0;
+  const maxBatch = opts.maxBatch ?? 500;
+
+  async function write(): Promise<void> {
+    timer = undefined;
+    while (queue.length) {
+      const batch = queue.slice(0, maxBatch);
+      queue = queue.slice(batch.length);
+      try {
+        await store.transaction((tx) => tx.audit.insert(batch));
+      } catch (err) {
+        opts.log.error("audit_write_failed", { err, records: batch.length });
+      }
+    }
+    if (dropped) {
+      opts.log.warn("audit_records_dropped", { count: dropped });
+      dropped = 0;
+    }
+    const now = opts.now();
+    if (now - lastPrune > 3_600_000) {
+      lastPrune = now;
+      await store.audit.prune(now - (opts.retentionMs ?? 30 * 86_400_000), opts.retentionRows ?? 1_000_000).catch((err) => opts.log.error("audit_prune_failed", { err }));
+    }
+  }
+
+  function schedule() {
+    timer ??= setTimeout(() => {
+      writing = writing.then(write);
+    }, opts.flushIntervalMs ?? 250);
+  }
+
+  return {
+    record(entry) {
+      if (queue.length >= (opts.maxQueued ?? 100_000)) {
+        dropped++;
+        return;
+      }
+      queue.push(entry);
+      schedule();
+    },
+    async flush() {
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      writing = writing.then(write);
+      await writing;
+    },
+    async stop() {
+      await this.flush();
+    },
+  };
+}

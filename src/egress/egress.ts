@@ -1,0 +1,146 @@
+// The egress core shared by both ingress paths: plan (service match + credential), header
+// rules, network guard, forward over a pinned connection, response clean-up (hop-by-hop,
+// Set-Cookie, echo redaction), size caps and one audit record per request.
+// Takes plain values and streams; never imports Hono or listens on sockets.
+
+import { BrokerError, MethodNotAllowed, PayloadTooLarge } from "../errors.ts";
+import type { Logger } from "../log.ts";
+import type { AuditLog } from "./audit.ts";
+import { buildUpstreamHeaders, cleanResponseHeaders } from "./headers.ts";
+import { resolveChecked, type NetPolicy, type Resolver } from "./netguard.ts";
+import type { EgressPlan, PlanCache } from "./plan.ts";
+import { createRedactingStream, redactHeaders } from "./redact.ts";
+import type { Upstream } from "./upstream.ts";
+
+export interface EgressInput {
+  /** Stable principal id (rate limits and audit). */
+  readonly principal: string;
+  readonly vault: { readonly id: number; readonly name: string };
+  /** Canonical lower-case host (or IP literal) and port the agent addressed. */
+  readonly host: string;
+  readonly port: number;
+  readonly method: string;
+  /** Path and query exactly as sent. */
+  readonly target: string;
+  readonly headers: Iterable<[string, string]>;
+  readonly body: ReadableStream<Uint8Array> | null;
+  readonly bodyLength: number | null;
+  readonly ingress: "explicit" | "transparent";
+}
+
+export interface EgressDeps {
+  readonly plans: PlanCache;
+  readonly policy: NetPolicy;
+  readonly resolver: Resolver;
+  readonly upstream: Upstream;
+  readonly audit: AuditLog;
+  readonly log: Logger;
+  readonly now: () => number;
+  /** 0 = unlimited. */
+  readonly maxRequestBytes: number;
+  readonly maxResponseBytes: number;
+}
+
+const REFUSED_METHODS = new Set(["TRACE", "TRACK", "CONNECT"]);
+
+export async function egress(input: EgressInput, deps: EgressDeps): Promise<Response> {
+  const started = deps.now();
+  let plan: EgressPlan | undefined;
+  let bytesIn = 0;
+  const audit = (status: number, bytesOut: number, error: string | null) =>
+    deps.audit.record({
+      at: started,
+      principal: input.principal,
+      vaultId: input.vault.id,
+      vault: input.vault.name,
+      ingress: input.ingress,
+      method: input.method,
+      host: input.port === 443 ? input.host : `${input.host}:${input.port}`,
+      path: input.target.split("?")[0] ?? "/",
+      service: plan?.service.host ?? null,
+      credentialKeys: (plan?.credentialKeys ?? []).join(","),
+      status,
+      bytesIn,
+      bytesOut,
+      durationMs: deps.now() - started,
+      error,
+    });
+
+  try {
+    if (REFUSED_METHODS.has(input.method)) throw new MethodNotAllowed(`${input.method} is not allowed through the broker`);
+    if (deps.maxRequestBytes && input.bodyLength !== null && input.bodyLength > deps.maxRequestBytes) {
+      throw new PayloadTooLarge(`request body is larger than the broker's limit of ${deps.maxRequestBytes} bytes`);
+    }
+    plan = await deps.plans.plan(input.vault, input.host, input.port);
+    const headers = buildUpstreamHeaders(input.headers, plan.injection, input.ingress === "explicit");
+    const addresses = await resolveChecked(input.host, input.port, deps.policy, deps.resolver);
+    const body = input.body && input.body.pipeThrough(countAndCap(deps.maxRequestBytes, (n) => (bytesIn = n), "request"));
+    const upstream = await deps.upstream.send(
+      { host: input.host, port: input.port, addresses },
+      { method: input.method, target: input.target, headers, body, bodyLength: input.bodyLength },
+    );
+    return shapeResponse(upstream, plan, deps, (bytesOut, error) => audit(upstream.status, bytesOut, error));
+  } catch (err) {
+    const e = err instanceof BrokerError ? err : undefined;
+    if (!e) deps.log.error("egress_failed", { err, host: input.host });
+    audit(e?.status ?? 502, 0, e?.code ?? "upstream_unreachable");
+    if (!e && bytesIn > 0 && deps.maxRequestBytes && bytesIn > deps.maxRequestBytes) throw new PayloadTooLarge("request body exceeded the broker's limit");
+    throw err;
+  }
+}
+
+function shapeResponse(res: Response, plan: EgressPlan, deps: EgressDeps, done: (bytesOut: number, error: string | null) => void): Response {
+  const needles = plan.scrub.map((s) => s.reveal()); // reveal: used only as search patterns for redaction
+  let headers = redactHeaders(cleanResponseHeaders(res.headers), needles);
+  let body: ReadableStream<Uint8Array> | null = res.body as ReadableStream<Uint8Array> | null;
+  const encoding = (headers.get("content-encoding") ?? "identity").toLowerCase();
+  if (body && needles.length && encoding === "identity") {
+    // Redaction may change the length: the ingress re-frames the body.
+    headers.delete("content-length");
+    body = body.pipeThrough(createRedactingStream(needles));
+  }
+  if (!body) {
+    done(0, null);
+    return new Response(null, { status: res.status, statusText: res.statusText, headers });
+  }
+  let bytesOut = 0;
+  const counted = body.pipeThrough(countAndCap(deps.maxResponseBytes, (n) => (bytesOut = n), "response"));
+  const reader = counted.getReader();
+  let reported = false;
+  const report = (error: string | null) => {
+    if (!reported) (reported = true), done(bytesOut, error);
+  };
+  const out = new ReadableStream<Uint8Array>({
+    async pull(ctrl) {
+      try {
+        const { done: end, value } = await reader.read();
+        if (end) {
+          ctrl.close();
+          report(null);
+        } else ctrl.enqueue(value);
+      } catch (err) {
+        report(err instanceof PayloadTooLarge ? "payload_too_large" : "upstream_stream_error");
+        ctrl.error(err);
+      }
+    },
+    cancel(reason) {
+      report("client_cancelled");
+      return reader.cancel(reason);
+    },
+  });
+  headers = new Headers(headers);
+  return new Response(out, { status: res.status, statusText: res.statusText, headers });
+}
+
+/** Counts bytes through a stream and fails it loudly (never truncates) beyond `max` (0 = no cap). */
+function countAndCap(max: number, onCount: (n: number) => void, what: string): TransformStream<Uint8Array, Uint8Array> {
+  let n = 0;
+  return new TransformStream({
+    transform(chunk, ctrl) {
+      n += chunk.byteLength;
+      onCount(n);
+      if (max && n > max) ctrl.error(new PayloadTooLarge(`${what} body exceeded the broker's limit of ${max} bytes`));
+      else ctrl.enqueue(chunk);
+    },
+  });
+}

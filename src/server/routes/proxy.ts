@@ -1,0 +1,61 @@
+// The explicit proxy: {base_url}/proxy/<target_host>/<path>[?query], every method but TRACE.
+// A thin adapter: authenticate, find the vault, rebuild the target exactly as sent (no path
+// normalisation), hand off to the egress core, return its Response.
+
+import { Hono } from "hono";
+import { InvalidRequest } from "../../errors.ts";
+import { egress, type EgressDeps } from "../../egress/index.ts";
+import type { Domain } from "../../vault/context.ts";
+import { parseHostPattern } from "../../vault/index.ts";
+import { openVault } from "../../vault/vaults.ts";
+import { requirePrincipal } from "../auth.ts";
+import type { ApiEnv } from "../env.ts";
+
+export function proxyRoutes(d: Domain, deps: EgressDeps) {
+  const r = new Hono<ApiEnv>();
+  r.use("*", requirePrincipal(d));
+  r.all("/*", async (c) => {
+    const p = c.get("principal");
+    const { authority, target } = splitProxyUrl(c.req.raw.url);
+    const pattern = parseHostPattern(decodeURIComponent(authority), { allowIp: true }, "target_host");
+    if (pattern.wildcard) throw new InvalidRequest("target_host must be a concrete host", "target_host");
+    const vaultName = p.kind === "scoped" ? (await d.store.vaults.byId(p.vaultId))?.name : c.req.header("x-vault");
+    if (!vaultName) throw new InvalidRequest("send X-Vault naming the vault (agent and user tokens)", "x-vault");
+    const open = await openVault(d, p, vaultName, "read", c.req.header("x-vault"));
+    const length = c.req.header("content-length");
+    const req = c.req.raw;
+    return egress(
+      {
+        principal: p.id,
+        vault: { id: open.vault.id, name: open.vault.name },
+        host: pattern.name,
+        port: pattern.port,
+        method: req.method,
+        target,
+        headers: headerPairs(req.headers),
+        body: req.body,
+        bodyLength: length !== undefined && /^\d+$/.test(length) ? Number(length) : req.body ? null : null,
+        ingress: "explicit",
+      },
+      deps,
+    );
+  });
+  return r;
+}
+
+/** Splits ".../proxy/<authority>/<rest>?q" from the raw URL, keeping <rest>?q byte for byte. */
+export function splitProxyUrl(url: string): { authority: string; target: string } {
+  const pathStart = url.indexOf("/", url.indexOf("://") + 3);
+  const path = url.slice(pathStart);
+  const m = /^\/proxy\/([^/?#]+)(.*)$/.exec(path);
+  if (!m) throw new InvalidRequest("use /proxy/<target_host>/<path>", "target_host");
+  let target = m[2] ?? "";
+  if (target === "" || target.startsWith("?")) target = `/${target}`;
+  return { authority: m[1]!, target };
+}
+
+function headerPairs(h: Headers): [string, string][] {
+  const out: [string, string][] = [];
+  h.forEach((v, k) => out.push([k, v]));
+  return out;
+}

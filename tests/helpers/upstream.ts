@@ -1,0 +1,55 @@
+// A local HTTPS upstream on 127.0.0.1 that records exactly what reached it (raw header lines
+// included), for end-to-end proxy tests.
+
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { createServer } from "node:https";
+import type { AddressInfo } from "node:net";
+import { createTestPki, type TestPki } from "./pki.ts";
+
+export interface Received {
+  method: string;
+  url: string;
+  /** Raw header pairs in arrival order, names as sent. */
+  rawHeaders: [string, string][];
+  body: Buffer;
+}
+
+export interface TestUpstream {
+  readonly port: number;
+  readonly pki: TestPki;
+  readonly received: Received[];
+  [Symbol.asyncDispose](): Promise<void>;
+  close(): Promise<void>;
+}
+
+export type UpstreamHandler = (req: IncomingMessage, res: ServerResponse, body: Buffer) => void;
+
+const echo: UpstreamHandler = (req, res, body) => {
+  res.setHeader("content-type", "application/json");
+  res.end(JSON.stringify({ method: req.method, url: req.url, headers: req.headers, body: body.toString("utf8") }));
+};
+
+/** Starts the upstream; `handler` answers (default: JSON echo). `stream` handlers can skip body buffering. */
+export async function startUpstream(handler: UpstreamHandler = echo, opts: { bufferBody?: boolean } = {}): Promise<TestUpstream> {
+  const pki = await createTestPki();
+  const received: Received[] = [];
+  const server = createServer({ cert: pki.certPem, key: pki.keyPem }, (req, res) => {
+    const pairs: [string, string][] = [];
+    for (let i = 0; i < req.rawHeaders.length; i += 2) pairs.push([req.rawHeaders[i]!, req.rawHeaders[i + 1]!]);
+    if (opts.bufferBody === false) {
+      received.push({ method: req.method ?? "", url: req.url ?? "", rawHeaders: pairs, body: Buffer.alloc(0) });
+      return handler(req, res, Buffer.alloc(0));
+    }
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks);
+      received.push({ method: req.method ?? "", url: req.url ?? "", rawHeaders: pairs, body });
+      handler(req, res, body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+  const close = () => new Promise<void>((resolve) => server.close(() => resolve()));
+  return { port, pki, received, close, [Symbol.asyncDispose]: close };
+}
