@@ -15,7 +15,8 @@ export interface Config {
   readonly bindHost: string;
   readonly apiPort: number;
   readonly proxyPort: number;
-  readonly publicUrl: string;
+  /** Explicit BROKER_PUBLIC_URL, or undefined: the server then uses the address it actually bound. */
+  readonly publicUrl: string | undefined;
   readonly allowPrivateRanges: boolean;
   readonly networkAllowlist: readonly string[];
   readonly upstreamCaFile: string | undefined;
@@ -80,7 +81,7 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): Config {
   const apiPort = readPort("BROKER_PORT", env.BROKER_PORT, 14321, problems);
   const proxyPort = readPort("BROKER_PROXY_PORT", env.BROKER_PROXY_PORT, 14322, problems);
   if (apiPort === proxyPort && apiPort !== 0) problems.push(`BROKER_PROXY_PORT: must differ from BROKER_PORT (both ${apiPort})`);
-  const publicUrl = readPublicUrl(env.BROKER_PUBLIC_URL, bindHost, apiPort, problems);
+  const publicUrl = readPublicUrl(env.BROKER_PUBLIC_URL, problems);
   const config: Config = {
     dataDir,
     bindHost,
@@ -150,9 +151,8 @@ function readPort(name: string, raw: string | undefined, fallback: number, probl
   return n;
 }
 
-function readPublicUrl(raw: string | undefined, host: string, port: number, problems: string[]): string {
-  const hostPart = host.includes(":") ? `[${host}]` : host;
-  if (raw === undefined || raw.trim() === "") return `http://${hostPart}:${port}`;
+function readPublicUrl(raw: string | undefined, problems: string[]): string | undefined {
+  if (raw === undefined || raw.trim() === "") return undefined;
   try {
     const url = new URL(raw.trim());
     if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error("scheme");

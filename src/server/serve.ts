@@ -61,7 +61,8 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     });
     const hostPart = config.bindHost.includes(":") ? `[${config.bindHost}]` : config.bindHost;
     const apiUrl = `http://${hostPart}:${server.port}`;
-    const plans = createPlanCache(store, keyring.dataKey, (host, port) => buildProposalHint(config.publicUrl, host, port));
+    const publicUrl = config.publicUrl ?? apiUrl; // the bound port, so BROKER_PORT=0 still yields working links
+    const plans = createPlanCache(store, keyring.dataKey, (host, port) => buildProposalHint(publicUrl, host, port));
     const audit = createAuditLog(store, { now, log, retentionMs: config.auditRetentionDays * 86_400_000, retentionRows: config.auditMaxRows });
     const upstream = createUpstream({ ca, connectTimeoutMs: config.upstreamTimeoutMs, headersTimeoutMs: config.upstreamTimeoutMs, idleTimeoutSeconds: Math.ceil(config.upstreamTimeoutMs / 1000) });
     const domain: Domain = {
@@ -70,7 +71,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       auth: createAuthenticator(store, { now }),
       hashing: createHashGate({ concurrency: 2, queue: 64 }),
       now,
-      publicUrl: config.publicUrl,
+      publicUrl,
       proxyUrl: `http://${hostPart}:${config.proxyPort}`,
       onVaultChange: (id) => plans.invalidate(id),
     };

@@ -34,6 +34,11 @@ export interface AuditFilter {
 const COLUMNS = `id, at, principal, vault_id AS vaultId, vault, ingress, method, host, path, service, credential_keys AS credentialKeys,
   status, bytes_in AS bytesIn, bytes_out AS bytesOut, duration_ms AS durationMs, error`;
 
+const FILTERED = `SELECT ${COLUMNS} FROM audit_logs WHERE vault_id = ? AND (? IS NULL OR id < ?) AND (? IS NULL OR id > ?)
+  AND (? IS NULL OR host = ?) AND (? IS NULL OR status = ?) AND (? IS NULL OR principal = ?)`;
+const LIST_DESC = `${FILTERED} ORDER BY id DESC LIMIT ?`;
+const LIST_ASC = `${FILTERED} ORDER BY id ASC LIMIT ?`;
+
 export function auditRepo(sql: Sql) {
   return {
     async insert(rows: readonly Omit<AuditRow, "id">[]): Promise<void> {
@@ -45,19 +50,11 @@ export function auditRepo(sql: Sql) {
         );
       }
     },
-    /** Newest first below `before`, or oldest first above `after` (for following). */
+    /** Newest first below `before`, or oldest first above `after` (for following). Fixed SQL; absent filters are NULL. */
     async list(f: AuditFilter): Promise<AuditRow[]> {
-      const where = ["vault_id = ?"];
-      const params: (string | number)[] = [f.vaultId];
-      if (f.before !== undefined) (where.push("id < ?"), params.push(f.before));
-      if (f.after !== undefined) (where.push("id > ?"), params.push(f.after));
-      if (f.host !== undefined) (where.push("host = ?"), params.push(f.host));
-      if (f.status !== undefined) (where.push("status = ?"), params.push(f.status));
-      if (f.principal !== undefined) (where.push("principal = ?"), params.push(f.principal));
-      const order = f.after !== undefined ? "ASC" : "DESC";
-      params.push(f.limit);
-      // Only fixed clause text is joined here; every value is a parameter.
-      const rows = await sql.all<AuditRow>(`SELECT ${COLUMNS} FROM audit_logs WHERE ${where.join(" AND ")} ORDER BY id ${order} LIMIT ?`, params);
+      const params = [f.vaultId, f.before ?? null, f.before ?? null, f.after ?? null, f.after ?? null, f.host ?? null, f.host ?? null,
+        f.status ?? null, f.status ?? null, f.principal ?? null, f.principal ?? null, f.limit];
+      const rows = await sql.all<AuditRow>(f.after !== undefined ? LIST_ASC : LIST_DESC, params);
       return rows.map((r) => ({ ...r, id: Number(r.id), at: Number(r.at), vaultId: Number(r.vaultId), bytesIn: Number(r.bytesIn), bytesOut: Number(r.bytesOut) }));
     },
     async prune(olderThan: number, keepRows: number): Promise<number> {

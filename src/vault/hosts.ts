@@ -60,6 +60,9 @@ export function parseHostPattern(input: unknown, rules: HostRules, field = "host
 
 function toPunycode(name: string, bad: (why: string) => Error): string {
   if (name.length === 0) throw bad("must be a host name");
+  // Only letters, digits, '-' and '.': URL-shaped input (user@, /path, ?q, #f, %xx, '\\', ':') is
+  // refused outright rather than "fixed" by a URL parser into some other host.
+  if (!/^[\p{L}\p{M}\p{N}.-]+$/u.test(name)) throw bad("must be a valid host name");
   if (/^[a-z0-9.-]+$/.test(name)) return name;
   try {
     const converted = new URL(`https://${name}/`).hostname;

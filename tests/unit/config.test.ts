@@ -24,7 +24,7 @@ describe("defaults", () => {
     expect(c.bindHost).toBe("127.0.0.1");
     expect(c.apiPort).toBe(14321);
     expect(c.proxyPort).toBe(14322);
-    expect(c.publicUrl).toBe("http://127.0.0.1:14321");
+    expect(c.publicUrl).toBeUndefined(); // the server uses the address it actually bound
     expect(c.rateLimit).toEqual({ profile: "default", locked: false });
     expect(c.allowPrivateRanges).toBe(false);
     expect(c.networkAllowlist).toEqual([]);
@@ -47,7 +47,7 @@ describe("defaults", () => {
       BROKER_ALLOW_PRIVATE_RANGES: "YES", BROKER_RATELIMIT_PROFILE: "Strict", BROKER_RATELIMIT_LOCK: "1", BROKER_LOG_LEVEL: "debug",
       BROKER_UPSTREAM_CA_FILE: "/etc/ssl/extra.pem",
     });
-    expect(c).toMatchObject({ dataDir: "/var/lib/broker", bindHost: "::1", apiPort: 8080, proxyPort: 8081, publicUrl: "http://[::1]:8080" });
+    expect(c).toMatchObject({ dataDir: "/var/lib/broker", bindHost: "::1", apiPort: 8080, proxyPort: 8081 });
     expect(c).toMatchObject({ allowPrivateRanges: true, rateLimit: { profile: "strict", locked: true }, logLevel: "debug", upstreamCaFile: "/etc/ssl/extra.pem" });
   });
 

@@ -9,6 +9,9 @@ import { bearerToken, readJson } from "../request.ts";
 
 export function vaultInviteRoutes(d: Domain) {
   const r = new Hono<ApiEnv>();
+  r.get("/:token/accept", (c) =>
+    c.json({ message: "This is a vault invite. Accept it with `broker vault join <this link>`, or POST here with your session (or with email and password to register)." }),
+  );
   r.post("/:token/accept", async (c) => {
     const bearer = bearerToken(c);
     const principal = bearer ? await d.auth.authenticate(bearer) : undefined;
