@@ -21,6 +21,7 @@ export const rootCommand = defineCommand({
     credential: () => import("./commands/credential.ts").then((m) => m.default),
     service: () => import("./commands/service.ts").then((m) => m.default),
     owner: () => import("./commands/owner.ts").then((m) => m.default),
+    logs: () => import("./commands/logs.ts").then((m) => m.default),
   },
 });
 

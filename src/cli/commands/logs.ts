@@ -1,0 +1,73 @@
+// `broker logs [--follow]`: the vault's audit records (one per proxied request), newest last.
+// Records hold names and numbers only; there is nothing secret to print.
+
+import { defineCommand } from "citty";
+import { jsonArg, vaultArg } from "../args.ts";
+import { vaultPath } from "../client.ts";
+import { openContext, pickVault } from "../context.ts";
+import { CliFailure } from "../fail.ts";
+import { formatTable, printJson, printLine } from "../output.ts";
+
+interface LogRecord {
+  id: number;
+  time: string;
+  principal: string;
+  ingress: string;
+  method: string;
+  host: string;
+  path: string;
+  status: number;
+  duration_ms: number;
+  credential_keys: string[];
+  error: string | null;
+}
+
+const COLUMNS = [
+  { title: "TIME", value: (r: LogRecord) => r.time },
+  { title: "WHO", value: (r: LogRecord) => r.principal },
+  { title: "VIA", value: (r: LogRecord) => r.ingress },
+  { title: "REQUEST", value: (r: LogRecord) => `${r.method} ${r.host}${r.path}` },
+  { title: "STATUS", value: (r: LogRecord) => String(r.status) },
+  { title: "MS", value: (r: LogRecord) => String(r.duration_ms) },
+  { title: "KEYS", value: (r: LogRecord) => r.credential_keys.join(",") },
+  { title: "ERROR", value: (r: LogRecord) => r.error ?? "" },
+];
+
+export default defineCommand({
+  meta: { name: "logs", description: "Show the vault's audit log of proxied requests (--follow to keep watching)" },
+  args: {
+    follow: { type: "boolean", alias: "f", description: "Keep printing new records as they arrive (Ctrl-C to stop)" },
+    limit: { type: "string", description: "How many recent records to show first (default 50, at most 1000)" },
+    host: { type: "string", description: "Only records for this host (as shown in the HOST column)" },
+    ...vaultArg,
+    ...jsonArg,
+  },
+  async run({ args }) {
+    const limit = args.limit === undefined ? 50 : Number(args.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new CliFailure("--limit must be a whole number from 1 to 1000", undefined, 2);
+    const ctx = openContext();
+    const vault = pickVault(ctx, args.vault);
+    const filter = args.host ? `&host=${encodeURIComponent(args.host)}` : "";
+    const first = await ctx.client.request<{ logs: LogRecord[] }>("GET", `${vaultPath(vault, "logs")}?limit=${limit}${filter}`, { vault });
+    const shown = first.logs.reverse();
+    const print = (rows: LogRecord[], header: boolean) => {
+      if (args.json) return rows.forEach((r) => printLine(JSON.stringify(r)));
+      const table = formatTable(rows, COLUMNS).split("\n");
+      for (const line of header ? table : table.slice(1)) printLine(line);
+    };
+    if (!args.follow) {
+      if (args.json) return printJson(shown);
+      if (shown.length === 0) return printLine(`No audit records in vault ${vault} yet.`);
+      return print(shown, true);
+    }
+    print(shown, true);
+    let after = shown.at(-1)?.id ?? 0;
+    for (;;) {
+      await Bun.sleep(1000);
+      const next = await ctx.client.request<{ logs: LogRecord[] }>("GET", `${vaultPath(vault, "logs")}?after=${after}&limit=1000${filter}`, { vault });
+      if (next.logs.length === 0) continue;
+      print(next.logs, false);
+      after = next.logs.at(-1)!.id;
+    }
+  },
+});
