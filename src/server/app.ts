@@ -13,6 +13,7 @@ import { agentRoutes, inviteRedemptionRoutes } from "./routes/agents.ts";
 import { authRoutes } from "./routes/auth.ts";
 import { ownerRoutes } from "./routes/owner.ts";
 import { proxyRoutes } from "./routes/proxy.ts";
+import { discoverRoutes, proposalRoutes } from "./routes/proposals.ts";
 import { logRoutes } from "./routes/logs.ts";
 import { sessionRoutes } from "./routes/sessions.ts";
 import { vaultInviteRoutes } from "./routes/vault-invites.ts";
@@ -53,6 +54,8 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
   api.route("/v1/owner", ownerRoutes(d));
   api.route("/invite", inviteRedemptionRoutes(d));
   api.route("/v1/vaults", logRoutes(d));
+  api.route("/", discoverRoutes(d));
+  api.route("/v1/proposals", proposalRoutes(d));
   if (deps.egress) api.route("/proxy", proxyRoutes(d, deps.egress));
   return api;
 }

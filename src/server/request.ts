@@ -33,3 +33,15 @@ export async function readJson(c: Context): Promise<unknown> {
 export function openVaultFor(d: Domain, c: Context<ApiEnv>, action: VaultAction): Promise<OpenVault> {
   return openVault(d, c.get("principal"), c.req.param("vault") ?? "", action, c.req.header("x-vault"));
 }
+
+/**
+ * The vault of a header-scoped call (discover, proposals, /proxy): a scoped session's own vault,
+ * otherwise the X-Vault header (required for agent tokens and user sessions).
+ */
+export async function openHeaderVault(d: Domain, c: Context<ApiEnv>, action: VaultAction): Promise<OpenVault> {
+  const p = c.get("principal");
+  const xVault = c.req.header("x-vault");
+  const name = p.kind === "scoped" ? (await d.store.vaults.byId(p.vaultId))?.name : xVault;
+  if (!name) throw new InvalidRequest("send X-Vault naming the vault (agent tokens and user sessions)", "x-vault");
+  return openVault(d, p, name, action, xVault);
+}

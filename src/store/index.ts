@@ -6,6 +6,7 @@ import { agentRepo } from "./agents.ts";
 import { auditRepo } from "./audit.ts";
 import { credentialRepo } from "./credentials.ts";
 import { inviteRepo } from "./invites.ts";
+import { proposalRepo } from "./proposals.ts";
 import { serviceRepo } from "./services.ts";
 import { settingRepo } from "./settings.ts";
 import { keyringRepo } from "./keyring.ts";
@@ -26,6 +27,7 @@ export type { AccessRow, GrantRow, MemberRow, VaultRole } from "./access.ts";
 export type { InviteKind, InviteRow } from "./invites.ts";
 export type { AuthType, ServiceRow } from "./services.ts";
 export type { AuditFilter, AuditRow } from "./audit.ts";
+export type { ProposalRow, ProposalStatus } from "./proposals.ts";
 export { MIGRATIONS, migrate } from "./migrations.ts";
 export { DB_FILE, ensurePrivateDir } from "./sqlite.ts";
 
@@ -42,6 +44,7 @@ function createRepos(sql: Sql) {
     services: serviceRepo(sql),
     settings: settingRepo(sql),
     audit: auditRepo(sql),
+    proposals: proposalRepo(sql),
   };
 }
 

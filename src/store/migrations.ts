@@ -181,6 +181,32 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX audit_logs_at ON audit_logs (at);
     `,
   },
+  {
+    version: 4,
+    name: "proposals",
+    sql: `
+      -- Agent requests for access, approved (applied) or rejected by a human; pending ones expire after 7 days.
+      -- services and credentials hold the validated request as JSON (never a credential value).
+      CREATE TABLE proposals (
+        id {{id}},
+        vault_id BIGINT NOT NULL REFERENCES vaults (id) ON DELETE CASCADE,
+        status TEXT NOT NULL CHECK (status IN ('pending', 'applied', 'rejected', 'expired')),
+        message TEXT NOT NULL,
+        user_message TEXT NOT NULL,
+        services TEXT NOT NULL,
+        credentials TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        approval_token_hash TEXT NOT NULL UNIQUE,
+        approval_expires_at BIGINT NOT NULL,
+        decided_at BIGINT,
+        decided_by BIGINT REFERENCES users (id) ON DELETE SET NULL
+      );
+      CREATE INDEX proposals_vault_status ON proposals (vault_id, status);
+      CREATE INDEX proposals_pending_expiry ON proposals (status, expires_at);
+    `,
+  },
 ];
 
 const SPELLINGS: Record<Dialect, Record<string, string>> = {

@@ -68,7 +68,9 @@ export async function revokeAgent(d: Domain, p: Principal, name: string): Promis
   const admin = await administeredVaults(d, p);
   if (admin !== "all") {
     const grants = await d.store.access.grantsOfAgent(agent.id);
-    if (grants.length === 0 || !grants.every((g) => admin.has(g.vaultId))) {
+    // Someone who administers none of the agent's vaults learns nothing, not even that it exists.
+    if (!grants.some((g) => admin.has(g.vaultId))) throw new NotFound("no such agent");
+    if (!grants.every((g) => admin.has(g.vaultId))) {
       throw new PermissionDenied("revoking an agent needs admin on every vault it can use (or the instance owner)");
     }
   }

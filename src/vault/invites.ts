@@ -120,17 +120,20 @@ export async function acceptVaultInvite(d: Domain, rawToken: string, p: Principa
   const now = d.now();
   const invite = await findLiveInvite(d.store, rawToken, "vault", now);
   const vault = (await d.store.vaults.byId(invite.vaultId))!;
+  let role = invite.role;
   const join = async (tx: Repos, userId: number) => {
     if (!(await tx.invites.burn(invite.id, d.now()))) throw new NotFound("invite not found, already used or expired");
     const existing = await tx.access.memberRole(invite.vaultId, userId);
+    // An invite never lowers a role someone already holds; report the role they end up with.
     if (!existing || roleRank(invite.role) > roleRank(existing)) await tx.access.setMember(invite.vaultId, userId, invite.role, d.now());
+    else role = existing;
   };
   if (p) {
     if (p.kind !== "user") throw new PermissionDenied("vault invites are for humans; agents use agent invites");
     if (invite.email && invite.email !== p.email) throw new PermissionDenied("this invite was issued for a different email address");
     if (p.instanceRole !== "owner") await assertEmailDomainAllowed(d.store, p.email);
     await d.store.transaction((tx) => join(tx, p.userId));
-    return { vault: vault.name, role: invite.role };
+    return { vault: vault.name, role };
   }
   if (!creds) throw new InvalidRequest("log in first, or send email and password to register through this invite");
   if (invite.email && invite.email !== creds.email) throw new PermissionDenied("this invite was issued for a different email address");

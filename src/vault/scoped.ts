@@ -31,6 +31,8 @@ export async function createScopedSession(d: Domain, p: Principal, input: unknow
     ttlMs = s * 1000;
   }
   const owner = p.kind === "user" ? { userId: p.userId, agentId: null } : { userId: null, agentId: p.agentId };
+  // A scoped session never outlives the token that minted it (no extending an expiring agent token).
+  if (p.expiresAt !== null) ttlMs = Math.min(ttlMs, p.expiresAt - d.now());
   const minted = await d.store.transaction((tx) => mintScopedSession(tx, owner, open.vault.id, role, ttlMs, d.now()));
   return {
     id: minted.row.publicId,

@@ -111,7 +111,7 @@ export function createAuthenticator(store: Store, opts: AuthenticatorOptions): A
   };
 }
 
-function isLive(row: SessionRow, lastSeen: number, now: number): boolean {
+export function isLive(row: SessionRow, lastSeen: number, now: number): boolean {
   if (row.revokedAt !== null) return false;
   if (row.expiresAt !== null && now >= row.expiresAt) return false;
   if (row.kind === "user" && now - lastSeen >= LIMITS.userSessionIdleMs) return false;

@@ -8,7 +8,7 @@ import type { Repos, SessionRow, UserRow } from "../store/index.ts";
 import type { Domain } from "./context.ts";
 import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, verifyAgainstNothing, verifyPassword } from "./passwords.ts";
 import type { Principal, UserPrincipal } from "./principal.ts";
-import { mintUserSession } from "./sessions.ts";
+import { isLive, mintUserSession } from "./sessions.ts";
 import { assertEmailDomainAllowed } from "./settings.ts";
 
 const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]+$/;
@@ -120,7 +120,8 @@ export interface SessionView {
 
 export async function listOwnSessions(d: Domain, p: Principal): Promise<SessionView[]> {
   const user = requireUser(p);
-  const rows = await d.store.sessions.activeForUser(user.userId, d.now());
+  const now = d.now();
+  const rows = (await d.store.sessions.activeForUser(user.userId, now)).filter((r) => isLive(r, r.id === p.sessionId ? now : r.lastSeenAt, now));
   const vaultNames = new Map((await d.store.vaults.list()).map((v) => [v.id, v.name]));
   return rows.map((r) => viewSession(r, r.vaultId === null ? null : (vaultNames.get(r.vaultId) ?? null), r.id === p.sessionId));
 }

@@ -7,9 +7,9 @@ import { InvalidRequest } from "../../errors.ts";
 import { egress, type EgressDeps } from "../../egress/index.ts";
 import type { Domain } from "../../vault/context.ts";
 import { parseHostPattern } from "../../vault/index.ts";
-import { openVault } from "../../vault/vaults.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
+import { openHeaderVault } from "../request.ts";
 
 export function proxyRoutes(d: Domain, deps: EgressDeps) {
   const r = new Hono<ApiEnv>();
@@ -19,9 +19,7 @@ export function proxyRoutes(d: Domain, deps: EgressDeps) {
     const { authority, target } = splitProxyUrl(c.req.raw.url);
     const pattern = parseHostPattern(decodeURIComponent(authority), { allowIp: true }, "target_host");
     if (pattern.wildcard) throw new InvalidRequest("target_host must be a concrete host", "target_host");
-    const vaultName = p.kind === "scoped" ? (await d.store.vaults.byId(p.vaultId))?.name : c.req.header("x-vault");
-    if (!vaultName) throw new InvalidRequest("send X-Vault naming the vault (agent and user tokens)", "x-vault");
-    const open = await openVault(d, p, vaultName, "read", c.req.header("x-vault"));
+    const open = await openHeaderVault(d, c, "read");
     const length = c.req.header("content-length");
     const req = c.req.raw;
     return egress(

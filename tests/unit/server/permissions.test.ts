@@ -79,7 +79,8 @@ const MATRIX: [string, Op, number[], { reveals?: boolean }?][] = [
   ["mint proxy scoped session", mint("proxy"), [201, 201, 201, 201, 404, 201, 201, 201, 403, 403, 403]],
   ["mint member scoped session", mint("member"), [201, 201, 201, 403, 404, 403, 201, 201, 403, 403, 403]],
   ["mint admin scoped session", mint("admin"), [201, 201, 403, 403, 404, 403, 403, 201, 403, 403, 403]],
-  ["revoke an agent", on("DELETE", "/v1/agents/agent-proxy"), [204, 204, 403, 403, 403, 403, 403, 204, 403, 403, 403]],
+  // Principals administering none of the agent's vaults learn nothing about it: 404, not 403.
+  ["revoke an agent", on("DELETE", "/v1/agents/agent-proxy"), [204, 204, 404, 404, 404, 404, 404, 204, 404, 404, 404]],
   ["create vault", on("POST", "/v1/vaults", { name: "fresh" }), [201, 201, 201, 201, 201, 403, 403, 403, 403, 403, 403]],
   ["get owner settings", on("GET", "/v1/owner/settings"), [200, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403]],
   ["patch owner settings", on("PATCH", "/v1/owner/settings", { allowed_domains: ["example.com"] }), [200, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403]],

@@ -1,0 +1,41 @@
+// The short guide served to agents at GET /v1/skills/agent ({base_url} is filled in).
+
+export const AGENT_GUIDE = `# Using the credential broker
+
+You never hold credentials. The broker adds them to your requests. Refer to credentials by key name only;
+never print, log or ask for their values.
+
+Your token is in \`BROKER_SESSION_TOKEN\` (send it as \`Authorization: Bearer <token>\`). If you hold an agent
+token (\`av_agt_…\`) instead of a session, also send \`X-Vault: <vault>\` on every call below.
+
+## 1. Discover what you can reach
+
+    GET {base_url}/discover
+
+returns \`vault\`, \`proxy_url\`, \`services\` (hosts reachable through the broker) and \`available_credentials\`
+(key names only). Hosts not listed are reached directly, not through the broker.
+
+## 2. Call an API through the broker
+
+- If \`HTTPS_PROXY\` is set (as \`broker vault run\` does), call the real URL, e.g. \`https://api.github.com/user\`,
+  with no Authorization header.
+- Otherwise use the explicit proxy: \`{base_url}/proxy/<host>/<path>?<query>\` with your bearer token.
+
+## 3. When you get 403 \`forbidden\`
+
+The host is not among the vault's services. The response carries a \`proposal_hint\`: edit its \`proposal\`
+(services you need, credential slots a human must fill, a \`message\` and a \`user_message\`) and send it:
+
+    POST {base_url}/v1/proposals
+
+Never put credential values in a proposal. The 201 response holds an \`approval_url\`: give it to your human.
+Other errors: 403 \`service_disabled\` (tell the human; do not file a duplicate), 502 \`credential_not_found\`
+(tell the human which key is missing), 403 \`egress_blocked\` (the address is not allowed), 429 (wait for
+\`Retry-After\`).
+
+## 4. Wait for the decision
+
+Poll \`GET {base_url}/v1/proposals/<id>\` every 3 seconds for the first 30 seconds, then every 10 seconds, until
+\`status\` is no longer \`pending\`. On \`applied\`, retry your original request. On \`rejected\` or \`expired\`, tell
+your human and do not retry.
+`;

@@ -1,0 +1,71 @@
+// The agent protocol: GET /discover, proposals (/v1/proposals) and the agent guide
+// (/v1/skills/agent). Approval by humans happens here (CLI) or on the /approve page.
+
+import { Hono } from "hono";
+import { InvalidRequest } from "../../errors.ts";
+import type { Domain } from "../../vault/context.ts";
+import {
+  approveProposal,
+  createProposal,
+  listProposals,
+  readProposalFor,
+  readProposalId,
+  rejectProposal,
+  viewProposal,
+} from "../../vault/proposals.ts";
+import { requirePrincipal } from "../auth.ts";
+import type { ApiEnv } from "../env.ts";
+import { openHeaderVault, readJson } from "../request.ts";
+import { AGENT_GUIDE } from "../agent-guide.ts";
+
+export function discoverRoutes(d: Domain) {
+  const r = new Hono<ApiEnv>();
+  r.use("/discover", requirePrincipal(d));
+  r.get("/discover", async (c) => {
+    const open = await openHeaderVault(d, c, "read");
+    const services = await d.store.services.list(open.vault.id);
+    return c.json({
+      vault: open.vault.name,
+      proxy_url: `${d.publicUrl}/proxy`,
+      services: services.filter((s) => s.enabled).map((s) => ({ host: s.host, description: s.description })),
+      available_credentials: await d.store.credentials.keys(open.vault.id),
+    });
+  });
+  r.get("/v1/skills/agent", (c) => c.body(AGENT_GUIDE.replaceAll("{base_url}", d.publicUrl), 200, { "content-type": "text/markdown; charset=utf-8" }));
+  return r;
+}
+
+export function proposalRoutes(d: Domain) {
+  const r = new Hono<ApiEnv>();
+  r.use("*", requirePrincipal(d));
+
+  r.post("/", async (c) => c.json(await createProposal(d, c.get("principal"), await openHeaderVault(d, c, "read"), await readJson(c)), 201));
+
+  r.get("/", async (c) => {
+    const open = await openHeaderVault(d, c, "read");
+    return c.json({ proposals: await listProposals(d, open, c.req.query("status")) });
+  });
+
+  r.get("/:id", async (c) => {
+    const { row, open } = await readProposalFor(d, c.get("principal"), readProposalId(c.req.param("id")), c.req.header("x-vault"), "read");
+    return c.json(viewProposal(row, open.vault.name));
+  });
+
+  r.post("/:id/approve", async (c) => {
+    const p = c.get("principal");
+    const { row, open } = await readProposalFor(d, p, readProposalId(c.req.param("id")), c.req.header("x-vault"), "approve");
+    const body = ((await readJson(c)) ?? {}) as { credentials?: unknown };
+    const values = body.credentials ?? {};
+    if (typeof values !== "object" || values === null || Array.isArray(values)) throw new InvalidRequest("credentials must map each key to its value", "credentials");
+    await approveProposal(d, p, row, values as Record<string, unknown>);
+    return c.json(viewProposal((await d.store.proposals.byId(row.id))!, open.vault.name));
+  });
+
+  r.post("/:id/reject", async (c) => {
+    const p = c.get("principal");
+    const { row, open } = await readProposalFor(d, p, readProposalId(c.req.param("id")), c.req.header("x-vault"), "approve");
+    await rejectProposal(d, p, row);
+    return c.json(viewProposal((await d.store.proposals.byId(row.id))!, open.vault.name));
+  });
+  return r;
+}

@@ -1,0 +1,168 @@
+// Proposals: an agent asks for host access and credential slots; a human approves (supplying
+// the values) or rejects. Applying is one transaction (services and credentials written, status
+// applied) guarded by the pending status, so approving twice or concurrently applies once.
+
+import { Conflict, InvalidRequest, NotFound, PermissionDenied } from "../errors.ts";
+import type { ProposalRow, ProposalStatus } from "../store/index.ts";
+import { Secret } from "../secret.ts";
+import type { Domain } from "./context.ts";
+import { encryptCredential } from "./credentials.ts";
+import { readValue } from "./credential-ops.ts";
+import { LIMITS } from "./limits.ts";
+import type { Principal } from "./principal.ts";
+import { assertKeysResolve, readProposal, type ProposedService, type ProposedSlot } from "./proposal-input.ts";
+import { toRow } from "./services.ts";
+import { hashToken, mintToken } from "./tokens.ts";
+import { iso } from "./users.ts";
+import { openVault, type OpenVault } from "./vaults.ts";
+
+const PROPOSAL_TTL_MS = 7 * 86_400_000;
+
+export interface ProposalView {
+  id: number;
+  status: ProposalStatus;
+  vault: string;
+  message: string;
+  user_message: string;
+  services: ProposedService[];
+  credentials: ProposedSlot[];
+  created_at: string;
+  expires_at: string;
+  decided_at: string | null;
+}
+
+export function viewProposal(row: ProposalRow, vault: string): ProposalView {
+  return {
+    id: row.id,
+    status: row.status,
+    vault,
+    message: row.message,
+    user_message: row.userMessage,
+    services: JSON.parse(row.services) as ProposedService[],
+    credentials: JSON.parse(row.credentials) as ProposedSlot[],
+    created_at: iso(row.createdAt),
+    expires_at: iso(row.expiresAt),
+    decided_at: row.decidedAt === null ? null : iso(row.decidedAt),
+  };
+}
+
+export async function createProposal(d: Domain, p: Principal, open: OpenVault, input: unknown) {
+  const proposal = readProposal(input);
+  const minted = mintToken("approval");
+  const row = await d.store.transaction(async (tx) => {
+    assertKeysResolve(proposal, await tx.credentials.keys(open.vault.id));
+    if ((await tx.proposals.countPending(open.vault.id)) >= LIMITS.pendingProposalsPerVault) {
+      throw new Conflict(`vault ${open.vault.name} already has ${LIMITS.pendingProposalsPerVault} pending proposals; wait for a human to decide some`);
+    }
+    const now = d.now();
+    return tx.proposals.create({
+      vaultId: open.vault.id,
+      message: proposal.message,
+      userMessage: proposal.user_message,
+      services: JSON.stringify(proposal.services),
+      credentials: JSON.stringify(proposal.credentials),
+      createdBy: p.id,
+      createdAt: now,
+      expiresAt: now + PROPOSAL_TTL_MS,
+      approvalTokenHash: minted.hash,
+      approvalExpiresAt: now + LIMITS.approvalTokenTtlMs,
+    });
+  });
+  // reveal: the read-only approval token goes into the link the agent hands to a human
+  const approvalUrl = `${d.publicUrl}/approve/${row.id}?token=${minted.token.reveal()}`;
+  return {
+    id: row.id,
+    status: row.status,
+    vault: open.vault.name,
+    approval_url: approvalUrl,
+    message: `Proposal ${row.id} is pending. Ask a human to open ${approvalUrl} to approve it, then poll GET ${d.publicUrl}/v1/proposals/${row.id} until its status is no longer pending.`,
+  };
+}
+
+/** A proposal the principal may see (its vault, with X-Vault for agent tokens). */
+export async function readProposalFor(d: Domain, p: Principal, id: number, xVault: string | undefined, action: "read" | "approve") {
+  const row = await d.store.proposals.byId(id);
+  const vault = row && (await d.store.vaults.byId(row.vaultId));
+  if (!row || !vault) throw new NotFound("no such proposal");
+  const open = await openVault(d, p, vault.name, action, p.kind === "agent" ? xVault : undefined).catch((err) => {
+    throw err instanceof PermissionDenied && action === "approve" ? err : new NotFound("no such proposal");
+  });
+  return { row, open };
+}
+
+export async function listProposals(d: Domain, open: OpenVault, status: string | undefined) {
+  if (status !== undefined && !["pending", "applied", "rejected", "expired"].includes(status)) {
+    throw new InvalidRequest("status must be pending, applied, rejected or expired", "status");
+  }
+  const rows = await d.store.proposals.list(open.vault.id, (status as ProposalStatus) ?? null, 200);
+  return rows.map((r) => viewProposal(r, open.vault.name));
+}
+
+/** Checks a read-only approval token (24 hours) for proposal `id`. */
+export async function proposalByApprovalToken(d: Domain, id: number, rawToken: string) {
+  const row = await d.store.proposals.byId(id);
+  if (!row || row.approvalTokenHash !== hashToken(rawToken) || row.approvalExpiresAt <= d.now()) return undefined;
+  const vault = await d.store.vaults.byId(row.vaultId);
+  return vault && { row, vault };
+}
+
+/** Plain warnings for the approver: existing credentials sent to hosts they do not go to today. */
+export async function approvalWarnings(d: Domain, row: ProposalRow): Promise<string[]> {
+  const services = JSON.parse(row.services) as ProposedService[];
+  const existingKeys = new Set(await d.store.credentials.keys(row.vaultId));
+  const current = await d.store.services.list(row.vaultId);
+  const warnings: string[] = [];
+  for (const s of services) {
+    const key = s.auth.token;
+    if (!key || !existingKeys.has(key)) continue;
+    if (!current.some((c) => c.host === s.host && c.authKey === key)) {
+      warnings.push(`This proposal sends your existing credential ${key} to a new host, ${s.host}.`);
+    }
+  }
+  for (const s of services) {
+    const replaced = current.find((c) => c.host === s.host);
+    if (replaced && replaced.authKey !== (s.auth.token ?? null)) warnings.push(`This proposal replaces the existing service for ${s.host}.`);
+  }
+  return warnings;
+}
+
+/**
+ * Applies a pending proposal: a value for every slot (optional for keys that already exist),
+ * services and credentials written and the status set in one transaction.
+ */
+export async function approveProposal(d: Domain, p: Principal, row: ProposalRow, values: Record<string, unknown>): Promise<void> {
+  if (p.kind !== "user") throw new PermissionDenied("only a human with a user session can approve proposals");
+  const slots = JSON.parse(row.credentials) as ProposedSlot[];
+  const services = JSON.parse(row.services) as ProposedService[];
+  const existing = new Set(await d.store.credentials.keys(row.vaultId));
+  const sealed: { key: string; nonce: Uint8Array; ciphertext: Uint8Array }[] = [];
+  for (const slot of slots) {
+    const raw = values[slot.key];
+    if ((raw === undefined || raw === "") && existing.has(slot.key)) continue; // keep the stored value
+    if (raw === undefined || raw === "") throw new InvalidRequest(`a value for ${slot.key} is required`, slot.key);
+    const value: Secret = raw instanceof Secret ? raw : readValue(raw);
+    sealed.push({ key: slot.key, ...(await encryptCredential(d.dataKey, row.vaultId, slot.key, value)) });
+  }
+  await d.store.transaction(async (tx) => {
+    const now = d.now();
+    if (!(await tx.proposals.decide(row.id, "applied", p.userId, now))) throw new Conflict("this proposal was already decided");
+    for (const c of sealed) await tx.credentials.put({ vaultId: row.vaultId, ...c }, now);
+    for (const s of services) await tx.services.put(toRow(row.vaultId, s.host, s.description, s.auth, true), now);
+  });
+  d.onVaultChange?.(row.vaultId);
+}
+
+export async function rejectProposal(d: Domain, p: Principal, row: ProposalRow): Promise<void> {
+  if (p.kind !== "user") throw new PermissionDenied("only a human with a user session can reject proposals");
+  if (!(await d.store.proposals.decide(row.id, "rejected", p.userId, d.now()))) throw new Conflict("this proposal was already decided");
+}
+
+/** Expires pending proposals past their 7 days (run on a timer, so expiry does not wait for a read). */
+export function expireProposals(d: Domain): Promise<number> {
+  return d.store.proposals.expire(d.now());
+}
+
+export function readProposalId(raw: string): number {
+  if (!/^\d{1,15}$/.test(raw)) throw new NotFound("no such proposal");
+  return Number(raw);
+}
