@@ -155,7 +155,7 @@ export async function rawRequest(apiUrl: string, bytes: Uint8Array, waitMs = 150
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     const sock = connect({ host: hostname, port: Number(port) }, () => sock.write(bytes));
-    sock.on("data", (d) => chunks.push(d));
+    sock.on("data", (d: Buffer) => chunks.push(d));
     sock.on("error", reject);
     sock.on("close", () => resolve(Buffer.concat(chunks)));
     setTimeout(() => sock.end(), waitMs);
