@@ -124,6 +124,16 @@ describe("createRedactingStream", () => {
     expect((await run([""], [enc("abc")])).toString()).toBe("abc");
   });
 
+  test("a chunk whose tail cannot start a needle is emitted at once (SSE must not wait for the next event)", async () => {
+    const t = createRedactingStream([SECRET]);
+    const writer = t.writable.getWriter();
+    const reader = t.readable.getReader();
+    void writer.write(enc("data: event-0\n\n"));
+    const got = await Promise.race([reader.read().then((r) => Buffer.from(r.value ?? []).toString()), Bun.sleep(100).then(() => "<held back>")]);
+    expect(got).toBe("data: event-0\n\n");
+    void writer.close();
+  });
+
   test("a needle at the very end of the stream is replaced on flush", async () => {
     expect((await run([SECRET], [enc("tail:"), enc(SECRET.slice(0, 5)), enc(SECRET.slice(5))])).toString()).toBe("tail:[redacted]");
   });
