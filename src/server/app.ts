@@ -14,6 +14,7 @@ import { authRoutes } from "./routes/auth.ts";
 import { ownerRoutes } from "./routes/owner.ts";
 import { proxyRoutes } from "./routes/proxy.ts";
 import { discoverRoutes, proposalRoutes } from "./routes/proposals.ts";
+import { approveRoutes, assetRoutes } from "./routes/approve.tsx";
 import { logRoutes } from "./routes/logs.ts";
 import { sessionRoutes } from "./routes/sessions.ts";
 import { vaultInviteRoutes } from "./routes/vault-invites.ts";
@@ -56,6 +57,8 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
   api.route("/v1/vaults", logRoutes(d));
   api.route("/", discoverRoutes(d));
   api.route("/v1/proposals", proposalRoutes(d));
+  api.route("/approve", approveRoutes(d, deps.log));
+  api.route("/assets", assetRoutes());
   if (deps.egress) api.route("/proxy", proxyRoutes(d, deps.egress));
   return api;
 }

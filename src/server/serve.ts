@@ -9,6 +9,7 @@ import type { Logger } from "../log.ts";
 import type { Secret } from "../secret.ts";
 import { openStore, type Store } from "../store/index.ts";
 import { createAuthenticator, createHashGate, unlockKeyring, type Domain } from "../vault/index.ts";
+import { expireProposals } from "../vault/proposals.ts";
 import { createApi } from "./app.ts";
 
 export interface RunningServer {
@@ -92,11 +93,16 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     };
     const api = createApi({ domain, log, egress });
     handler = (req, srv) => api.fetch(req, srv);
+    // Pending proposals expire by time, not when someone happens to read them.
+    const sweep = () => void expireProposals(domain).catch((err) => log.error("proposal_expiry_failed", { err }));
+    sweep();
+    const sweeper = setInterval(sweep, 60_000);
     log.info("listening", { api: apiUrl, data_dir: config.dataDir, keyring: keyring.mode });
     return {
       apiUrl,
       store,
       async stop() {
+        clearInterval(sweeper);
         await server.stop(true);
         upstream.close();
         await audit.stop();

@@ -1,0 +1,188 @@
+/** @jsxImportSource hono/jsx */
+// The approval page: a read-only view of a proposal for anyone holding the approval link, a
+// sign-in form, and, for a signed-in admin or member of the vault, one password field per slot
+// and Allow / Deny. All agent-written text is rendered as escaped text (hono/jsx escapes), links
+// only for https URLs; no inline script or style exists (the CSP forbids them).
+
+import { raw } from "hono/html";
+import type { ProposalView } from "../../vault/proposals.ts";
+
+export type Viewer =
+  | { kind: "anonymous" }
+  | { kind: "not-allowed"; email: string }
+  | { kind: "approver"; email: string };
+
+export interface ApprovePageProps {
+  readonly proposal: ProposalView;
+  readonly warnings: readonly string[];
+  readonly viewer: Viewer;
+  readonly token: string;
+  readonly csrf: string;
+  readonly existingKeys: readonly string[];
+  readonly notice?: string;
+}
+
+function Layout(props: { title: string; children: unknown }) {
+  return (
+    <>
+      {raw("<!DOCTYPE html>")}
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <meta name="referrer" content="no-referrer" />
+        <title>{props.title}</title>
+        <link rel="stylesheet" href="/assets/broker.css" />
+      </head>
+      <body>{props.children as never}</body>
+    </html>
+    </>
+  );
+}
+
+function ObtainLink(props: { url: string }) {
+  if (!props.url.startsWith("https://")) return <span class="muted">none given</span>;
+  return (
+    <a href={props.url} target="_blank" rel="noopener noreferrer nofollow">
+      {props.url}
+    </a>
+  );
+}
+
+function Services(props: { proposal: ProposalView }) {
+  if (props.proposal.services.length === 0) return null;
+  return (
+    <section>
+      <h2>Hosts the agent wants to reach</h2>
+      <table>
+        <thead>
+          <tr>
+            <th>Host</th>
+            <th>Description</th>
+            <th>Credential</th>
+          </tr>
+        </thead>
+        <tbody>
+          {props.proposal.services.map((s) => (
+            <tr>
+              <td>
+                <code>{s.host}</code>
+              </td>
+              <td>{s.description}</td>
+              <td>{s.auth.type === "passthrough" ? "none (passthrough)" : `${s.auth.type} ${s.auth.token ?? ""}`}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
+function Slot(props: { slot: ProposalView["credentials"][number]; editable: boolean; exists: boolean }) {
+  const { slot } = props;
+  return (
+    <fieldset>
+      <legend>
+        <code>{slot.key}</code>
+        {props.exists ? <span class="badge">already stored</span> : null}
+      </legend>
+      <p>{slot.description}</p>
+      <p>
+        Where to get it: <ObtainLink url={slot.obtain} />
+      </p>
+      {slot.obtain_instructions ? <div class="instructions">{slot.obtain_instructions}</div> : null}
+      {props.editable ? (
+        <>
+          <label for={`value_${slot.key}`}>Value for {slot.key}{props.exists ? " (leave empty to keep the stored value)" : ""}</label>
+          <input type="password" id={`value_${slot.key}`} name={`value_${slot.key}`} autocomplete="off" required={!props.exists} />
+        </>
+      ) : null}
+    </fieldset>
+  );
+}
+
+function SignIn(props: { id: number; token: string; csrf: string }) {
+  return (
+    <form method="post" action={`/approve/${props.id}/login`}>
+      <h2>Sign in to decide</h2>
+      <p class="muted">Only a human who is an admin or member of this vault can approve or deny.</p>
+      <input type="hidden" name="token" value={props.token} />
+      <input type="hidden" name="csrf" value={props.csrf} />
+      <label for="email">Email</label>
+      <input type="email" id="email" name="email" autocomplete="username" required />
+      <label for="password">Password</label>
+      <input type="password" id="password" name="password" autocomplete="current-password" required />
+      <div class="actions">
+        <button type="submit">Sign in</button>
+      </div>
+    </form>
+  );
+}
+
+export function ApprovePage(props: ApprovePageProps) {
+  const p = props.proposal;
+  const pending = p.status === "pending";
+  const editable = pending && props.viewer.kind === "approver";
+  const body = (
+    <>
+      <h1>
+        Access request #{p.id} for vault <code>{p.vault}</code>
+      </h1>
+      <p>
+        Status: <span class="badge" id="status">{p.status}</span> <span class="muted">expires {p.expires_at}</span>
+      </p>
+      {props.notice ? <p class="warning" id="notice">{props.notice}</p> : null}
+      {p.message ? (
+        <>
+          <h2>The agent's note</h2>
+          <div class="note">{p.message}</div>
+        </>
+      ) : null}
+      {p.user_message ? (
+        <>
+          <h2>Message for you</h2>
+          <div class="note">{p.user_message}</div>
+        </>
+      ) : null}
+      {props.warnings.map((w) => (
+        <p class="warning">{w}</p>
+      ))}
+      <Services proposal={p} />
+      {p.credentials.length ? <h2>Credentials to supply</h2> : null}
+      {editable ? (
+        <form method="post" action={`/approve/${p.id}/decide`} autocomplete="off">
+          <input type="hidden" name="token" value={props.token} />
+          <input type="hidden" name="csrf" value={props.csrf} />
+          {p.credentials.map((s) => (
+            <Slot slot={s} editable exists={props.existingKeys.includes(s.key)} />
+          ))}
+          <p class="muted">Signed in as {props.viewer.kind === "approver" ? props.viewer.email : ""}.</p>
+          <div class="actions">
+            <button type="submit" name="decision" value="allow" class="allow">
+              Allow
+            </button>
+            <button type="submit" name="decision" value="deny" class="deny" formnovalidate>
+              Deny
+            </button>
+          </div>
+        </form>
+      ) : (
+        p.credentials.map((s) => <Slot slot={s} editable={false} exists={props.existingKeys.includes(s.key)} />)
+      )}
+      {pending && props.viewer.kind === "anonymous" ? <SignIn id={p.id} token={props.token} csrf={props.csrf} /> : null}
+      {pending && props.viewer.kind === "not-allowed" ? (
+        <p class="warning">You are signed in as {props.viewer.email}, who is not an admin or member of this vault and cannot decide.</p>
+      ) : null}
+    </>
+  );
+  return <Layout title={`Access request #${p.id}`}>{body}</Layout>;
+}
+
+export function MessagePage(props: { title: string; message: string }) {
+  return (
+    <Layout title={props.title}>
+      <h1>{props.title}</h1>
+      <p id="message">{props.message}</p>
+    </Layout>
+  );
+}

@@ -1,0 +1,164 @@
+/** @jsxImportSource hono/jsx */
+// The human approval flow in the browser: GET /approve/:id?token= (read-only with the token),
+// POST /approve/:id/login (sign in, returning to the page) and POST /approve/:id/decide (Allow or
+// Deny). Forms carry a CSRF token matched against a SameSite=Strict cookie, and cross-site posts
+// are refused by Origin / Sec-Fetch-Site. Only a user session of a vault admin or member decides.
+
+import { timingSafeEqual } from "node:crypto";
+import type { Context } from "hono";
+import { Hono } from "hono";
+import { getCookie, setCookie } from "hono/cookie";
+import { BrokerError } from "../../errors.ts";
+import type { Logger } from "../../log.ts";
+import { Secret } from "../../secret.ts";
+import type { Domain } from "../../vault/context.ts";
+import { randomBytes } from "../../vault/index.ts";
+import { mayInVault, type Principal } from "../../vault/principal.ts";
+import { approvalWarnings, approveProposal, proposalByApprovalToken, rejectProposal, viewProposal } from "../../vault/proposals.ts";
+import { loginUser, readCredentials } from "../../vault/users.ts";
+import { roleIn } from "../../vault/vaults.ts";
+import type { ApiEnv } from "../env.ts";
+import { ApprovePage, MessagePage, type Viewer } from "../pages/approve.tsx";
+import { STYLESHEET } from "../pages/style.ts";
+
+const SESSION_COOKIE = "broker_session";
+const CSRF_COOKIE = "broker_csrf";
+const PAGE_CSP = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+function pageHeaders(c: Context) {
+  c.header("content-security-policy", PAGE_CSP);
+  c.header("x-frame-options", "DENY");
+  c.header("referrer-policy", "no-referrer");
+  c.header("cache-control", "no-store");
+}
+
+function secureCookies(d: Domain): boolean {
+  return d.publicUrl.startsWith("https://");
+}
+
+function csrfToken(c: Context, d: Domain): string {
+  const existing = getCookie(c, CSRF_COOKIE);
+  if (existing && /^[A-Za-z0-9_-]{43}$/.test(existing)) return existing;
+  const fresh = Buffer.from(randomBytes(32)).toString("base64url");
+  setCookie(c, CSRF_COOKIE, fresh, { httpOnly: true, sameSite: "Strict", path: "/approve", secure: secureCookies(d) });
+  return fresh;
+}
+
+/** A form post is ours only if it is same-origin and echoes the CSRF cookie. */
+function assertSameOrigin(c: Context, form: Record<string, unknown>): void {
+  const origin = c.req.header("origin");
+  const site = c.req.header("sec-fetch-site");
+  const own = new URL(c.req.url).origin;
+  const cookie = getCookie(c, CSRF_COOKIE) ?? "";
+  const sent = typeof form.csrf === "string" ? form.csrf : "";
+  const tokensMatch = cookie.length > 0 && cookie.length === sent.length && timingSafeEqual(Buffer.from(cookie), Buffer.from(sent));
+  if ((origin && origin !== own) || (site && site !== "same-origin" && site !== "none") || !tokensMatch) {
+    throw new CsrfRejected();
+  }
+}
+
+class CsrfRejected extends Error {}
+
+async function viewerOf(c: Context, d: Domain, vaultId: number): Promise<{ viewer: Viewer; principal?: Principal }> {
+  const token = getCookie(c, SESSION_COOKIE);
+  if (!token) return { viewer: { kind: "anonymous" } };
+  const principal = await d.auth.authenticate(token).catch(() => undefined);
+  if (!principal || principal.kind !== "user") return { viewer: { kind: "anonymous" } };
+  const vault = await d.store.vaults.byId(vaultId);
+  const role = vault && (await roleIn(d.store, principal, vault));
+  if (!role || !mayInVault(principal, role, "approve")) return { viewer: { kind: "not-allowed", email: principal.email }, principal };
+  return { viewer: { kind: "approver", email: principal.email }, principal };
+}
+
+export function approveRoutes(d: Domain, log: Logger) {
+  const r = new Hono<ApiEnv>();
+
+  const invalidLink = (c: Context) => {
+    pageHeaders(c);
+    return c.html(<MessagePage title="Link not valid" message="This approval link is invalid or has expired. Ask the agent for a new one." />, 404);
+  };
+
+  async function render(c: Context, id: number, token: string, notice?: string, status: 200 | 400 | 403 | 409 = 200) {
+    const found = await proposalByApprovalToken(d, id, token);
+    if (!found) return invalidLink(c);
+    const { viewer } = await viewerOf(c, d, found.row.vaultId);
+    const csrf = csrfToken(c, d);
+    pageHeaders(c);
+    const props = {
+      proposal: viewProposal(found.row, found.vault.name),
+      warnings: await approvalWarnings(d, found.row),
+      viewer,
+      token,
+      csrf,
+      existingKeys: await d.store.credentials.keys(found.row.vaultId),
+      notice,
+    };
+    return c.html(<ApprovePage {...props} />, status);
+  }
+
+  const idOf = (c: Context) => (/^\d{1,15}$/.test(c.req.param("id") ?? "") ? Number(c.req.param("id")) : -1);
+
+  r.get("/:id", async (c) => render(c, idOf(c), c.req.query("token") ?? ""));
+
+  r.post("/:id/login", async (c) => {
+    const form = await c.req.parseBody();
+    const token = String(form.token ?? "");
+    try {
+      assertSameOrigin(c, form);
+    } catch {
+      return render(c, idOf(c), token, "The form was not submitted from this page; please try again.", 403);
+    }
+    if (!(await proposalByApprovalToken(d, idOf(c), token))) return invalidLink(c);
+    try {
+      const { token: session } = await loginUser(d, readCredentials({ email: form.email, password: form.password }));
+      // reveal: the session token goes only into an HttpOnly, SameSite=Strict cookie
+      setCookie(c, SESSION_COOKIE, session.reveal(), { httpOnly: true, sameSite: "Strict", path: "/", secure: secureCookies(d), maxAge: 30 * 86_400 });
+    } catch (err) {
+      if (!(err instanceof BrokerError)) throw err;
+      return render(c, idOf(c), token, "Sign-in failed: invalid email or password.", 403);
+    }
+    return c.redirect(`/approve/${idOf(c)}?token=${encodeURIComponent(token)}`, 303);
+  });
+
+  r.post("/:id/decide", async (c) => {
+    const form = await c.req.parseBody();
+    const token = String(form.token ?? "");
+    const id = idOf(c);
+    try {
+      assertSameOrigin(c, form);
+    } catch {
+      return render(c, id, token, "The form was not submitted from this page; nothing was changed.", 403);
+    }
+    const found = await proposalByApprovalToken(d, id, token);
+    if (!found) return invalidLink(c);
+    const { principal, viewer } = await viewerOf(c, d, found.row.vaultId);
+    if (!principal || viewer.kind !== "approver") return render(c, id, token, "Only a signed-in admin or member of this vault can decide.", 403);
+    try {
+      if (form.decision === "allow") {
+        const values: Record<string, Secret> = {};
+        for (const [name, value] of Object.entries(form)) {
+          if (name.startsWith("value_") && typeof value === "string" && value !== "") values[name.slice(6)] = new Secret(value);
+        }
+        await approveProposal(d, principal, found.row, values);
+        log.info("proposal_applied", { proposal: id, vault: found.vault.name, by: principal.id });
+        return render(c, id, token, "Approved. The agent will see the change on its next poll.");
+      }
+      if (form.decision === "deny") {
+        await rejectProposal(d, principal, found.row);
+        log.info("proposal_rejected", { proposal: id, vault: found.vault.name, by: principal.id });
+        return render(c, id, token, "Denied. The agent will be told on its next poll.");
+      }
+      return render(c, id, token, "Choose Allow or Deny.", 400);
+    } catch (err) {
+      if (!(err instanceof BrokerError)) throw err;
+      return render(c, id, token, err.message, err.status === 409 ? 409 : 400);
+    }
+  });
+  return r;
+}
+
+export function assetRoutes() {
+  const r = new Hono();
+  r.get("/broker.css", (c) => c.body(STYLESHEET, 200, { "content-type": "text/css; charset=utf-8", "cache-control": "public, max-age=3600" }));
+  return r;
+}
