@@ -45,18 +45,34 @@ function replaceAll(buf: Uint8Array, needles: readonly Uint8Array[]): Uint8Array
   return out;
 }
 
+/** Length of the longest tail of `buf` that is the start of some needle (what the next chunk may complete). */
+function partialNeedleTail(buf: Uint8Array, needles: readonly Uint8Array[]): number {
+  let best = 0;
+  for (const n of needles) {
+    for (let len = Math.min(n.length - 1, buf.length); len > best; len--) {
+      let j = 0;
+      const start = buf.length - len;
+      while (j < len && buf[start + j] === n[j]) j++;
+      if (j === len) {
+        best = len;
+        break;
+      }
+    }
+  }
+  return best;
+}
+
 /** A stream transform replacing each needle; needles must be non-empty. */
 export function createRedactingStream(needles: readonly string[]): TransformStream<Uint8Array, Uint8Array> {
   const encoded = needles.filter(Boolean).map((n) => new TextEncoder().encode(n));
-  const keep = Math.max(0, ...encoded.map((n) => n.length - 1));
   let carry: Uint8Array = new Uint8Array(0);
   return new TransformStream({
     transform(chunk, ctrl) {
       const joined = carry.length ? Buffer.concat([carry, chunk]) : chunk;
       const replaced = replaceAll(joined, encoded);
-      // Hold back a tail that could be the start of a needle completed by the next chunk. The tail is
-      // taken after replacement, so it never contains a whole needle (those were replaced already).
-      const cut = Math.max(0, replaced.length - keep);
+      // Hold back only a tail that could be the start of a needle completed by the next chunk, so
+      // streams (server-sent events) are not delayed. Whole needles were replaced already.
+      const cut = replaced.length - partialNeedleTail(replaced, encoded);
       if (cut > 0) ctrl.enqueue(replaced.subarray(0, cut));
       carry = replaced.slice(cut);
     },
