@@ -21,6 +21,8 @@ export interface RequestOptions {
   readonly vault?: string;
   /** Send no Authorization header even when a token is known. */
   readonly anonymous?: boolean;
+  /** Send X-Vault with any token (the agent protocol endpoints read the vault from it for user sessions too). */
+  readonly headerVault?: boolean;
 }
 
 export interface Client {
@@ -45,7 +47,7 @@ export function createClient(opts: ClientOptions): Client {
       const headers = new Headers({ accept: "application/json" });
       const token = ro.anonymous ? undefined : opts.token;
       if (token) headers.set("authorization", `Bearer ${token.reveal()}`);
-      if (token && ro.vault && isAgentToken(token)) headers.set("x-vault", ro.vault);
+      if (token && ro.vault && (ro.headerVault || isAgentToken(token))) headers.set("x-vault", ro.vault);
       let body: string | undefined;
       if (ro.body !== undefined) {
         headers.set("content-type", "application/json");

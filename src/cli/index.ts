@@ -22,6 +22,7 @@ export const rootCommand = defineCommand({
     service: () => import("./commands/service.ts").then((m) => m.default),
     owner: () => import("./commands/owner.ts").then((m) => m.default),
     logs: () => import("./commands/logs.ts").then((m) => m.default),
+    proposal: () => import("./commands/proposal.ts").then((m) => m.default),
   },
 });
 

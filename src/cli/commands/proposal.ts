@@ -1,0 +1,182 @@
+// `broker proposal list|show|approve|reject`: the human side of the agent protocol. An agent
+// files a proposal (hosts, credential slots); a person reviews it here and approves it, typing
+// each slot's value at a hidden prompt or piping the values on stdin, one line per slot in order.
+// Values travel inside Secret until the request body is serialised; they are never printed.
+
+import { defineCommand } from "citty";
+import { Secret } from "../../secret.ts";
+import { jsonArg, vaultArg } from "../args.ts";
+import { apiPath, type Client, vaultPath } from "../client.ts";
+import { type CliContext, openContext, pickVault } from "../context.ts";
+import { CliFailure } from "../fail.ts";
+import { formatTime, printJson, printLine, printTable } from "../output.ts";
+import { promptHidden, stdinIsTerminal } from "../prompt.ts";
+import { type ServiceAuth, describeAuth } from "./service.ts";
+
+interface SlotView {
+  readonly key: string;
+  readonly description: string;
+  readonly obtain: string;
+  readonly obtain_instructions: string;
+}
+
+interface ProposalView {
+  readonly id: number;
+  readonly status: string;
+  readonly vault: string;
+  readonly message: string;
+  readonly user_message: string;
+  readonly services: { host: string; description: string; auth: ServiceAuth }[];
+  readonly credentials: SlotView[];
+  readonly created_at: string;
+  readonly expires_at: string;
+  readonly decided_at: string | null;
+}
+
+const STATUSES = ["pending", "applied", "rejected", "expired"];
+const idArg = { id: { type: "positional", description: "Proposal id (a number, as `broker proposal list` shows)", required: true } } as const;
+
+function checkId(raw: string): string {
+  if (!/^\d{1,15}$/.test(raw)) throw new CliFailure(`"${raw}" is not a proposal id`, "ids are numbers; `broker proposal list` shows them", 2);
+  return raw;
+}
+
+/** The vault named by --vault, `vault use` or BROKER_VAULT, or undefined (a user session may read any of its vaults' proposals). */
+function optionalVault(ctx: CliContext, flag: string | undefined): string | undefined {
+  return flag?.trim() || ctx.state.vault || ctx.config.vault || undefined;
+}
+
+function fetchProposal(client: Client, id: string, vault: string | undefined): Promise<ProposalView> {
+  return client.request<ProposalView>("GET", apiPath("v1", "proposals", id), { vault, headerVault: true });
+}
+
+const list = defineCommand({
+  meta: { name: "list", description: "List a vault's proposals (newest first)" },
+  args: {
+    status: { type: "string", description: "Only proposals in this state: pending, applied, rejected or expired" },
+    ...vaultArg,
+    ...jsonArg,
+  },
+  async run({ args }) {
+    if (args.status !== undefined && !STATUSES.includes(args.status)) {
+      throw new CliFailure(`--status: "${args.status}" is not a proposal state`, `use one of ${STATUSES.join(", ")}`, 2);
+    }
+    const ctx = openContext();
+    const vault = pickVault(ctx, args.vault);
+    const query = args.status ? `?status=${encodeURIComponent(args.status)}` : "";
+    const res = await ctx.client.request<{ proposals: ProposalView[] }>("GET", `/v1/proposals${query}`, { vault, headerVault: true });
+    if (args.json) return printJson(res.proposals);
+    const empty = `No ${args.status ?? ""}${args.status ? " " : ""}proposals in vault ${vault}.`;
+    printTable(
+      res.proposals,
+      [
+        { title: "ID", value: (p) => String(p.id) },
+        { title: "STATUS", value: (p) => p.status },
+        { title: "HOSTS", value: (p) => p.services.map((s) => s.host).join(", ") || "-" },
+        { title: "KEYS", value: (p) => p.credentials.map((c) => c.key).join(", ") || "-" },
+        { title: "CREATED", value: (p) => formatTime(p.created_at) },
+      ],
+      empty,
+    );
+  },
+});
+
+const show = defineCommand({
+  meta: { name: "show", description: "Show a proposal: the agent's messages, hosts, credential slots (with where to get them) and status" },
+  args: { ...idArg, ...vaultArg, ...jsonArg },
+  async run({ args }) {
+    const id = checkId(args.id);
+    const ctx = openContext();
+    const p = await fetchProposal(ctx.client, id, optionalVault(ctx, args.vault));
+    if (args.json) return printJson(p);
+    printLine(`Proposal ${p.id} in vault ${p.vault}: ${p.status}`);
+    printLine(`Created ${formatTime(p.created_at)}; ${p.status === "pending" ? `expires ${formatTime(p.expires_at)}` : `decided ${formatTime(p.decided_at)}`}`);
+    if (p.message) printLine(`\nAgent's note:\n${indent(p.message)}`);
+    if (p.user_message) printLine(`\nMessage for you:\n${indent(p.user_message)}`);
+    if (p.services.length) {
+      printLine("\nHosts:");
+      for (const s of p.services) printLine(`  ${s.host}  ${describeAuth(s.auth)}${s.description ? `  ${oneLine(s.description)}` : ""}`);
+    }
+    if (p.credentials.length) {
+      printLine("\nCredentials to supply:");
+      for (const c of p.credentials) {
+        printLine(`  ${c.key}${c.description ? `  ${oneLine(c.description)}` : ""}`);
+        printLine(`    get it at: ${clean(c.obtain) || "(no link given)"}`);
+        if (c.obtain_instructions) printLine(indent(c.obtain_instructions, "    "));
+      }
+    }
+    if (p.status === "pending") printLine(`\nApprove with: broker proposal approve ${p.id}   Reject with: broker proposal reject ${p.id}`);
+  },
+});
+
+/** Reads every line of stdin once; a value per slot, in slot order (CR/LF removed). */
+async function stdinLines(): Promise<string[]> {
+  const lines = (await Bun.stdin.text()).split(/\r?\n/);
+  if (lines.at(-1) === "") lines.pop();
+  return lines;
+}
+
+const approve = defineCommand({
+  meta: {
+    name: "approve",
+    description: "Approve a proposal, supplying each credential: typed at hidden prompts, or piped one line per slot in order (an empty line keeps a stored value)",
+  },
+  args: { ...idArg, ...vaultArg },
+  async run({ args }) {
+    const id = checkId(args.id);
+    const ctx = openContext();
+    const vault = optionalVault(ctx, args.vault);
+    const p = await fetchProposal(ctx.client, id, vault);
+    if (p.status !== "pending") throw new CliFailure(`proposal ${p.id} is ${p.status}, not pending`, "only pending proposals can be approved");
+    const stored = p.credentials.length
+      ? (await ctx.client.request<{ credentials: { key: string }[] }>("GET", vaultPath(p.vault, "credentials"), { vault: p.vault })).credentials.map((c) => c.key)
+      : [];
+    const terminal = stdinIsTerminal();
+    const piped = terminal || p.credentials.length === 0 ? [] : await stdinLines();
+    const values: Record<string, Secret> = {};
+    for (const [i, slot] of p.credentials.entries()) {
+      const exists = stored.includes(slot.key);
+      const value = terminal
+        ? await promptHidden(`Value for ${slot.key}${exists ? " (empty keeps the stored value)" : ""} (input hidden): `)
+        : new Secret(piped[i] ?? "");
+      if (value.reveal() !== "") values[slot.key] = value;
+      else if (!exists) {
+        throw new CliFailure(`no value for ${slot.key}: nothing was approved`, terminal ? "type the value at the prompt" : `pipe ${p.credentials.length} line(s), one value per slot in the order \`broker proposal show ${p.id}\` lists them`);
+      }
+    }
+    await ctx.client.request("POST", apiPath("v1", "proposals", id, "approve"), { body: { credentials: values }, vault: vault ?? p.vault, headerVault: true });
+    printLine(`Approved proposal ${p.id}`);
+  },
+});
+
+const reject = defineCommand({
+  meta: { name: "reject", description: "Reject a pending proposal" },
+  args: { ...idArg, ...vaultArg },
+  async run({ args }) {
+    const id = checkId(args.id);
+    const ctx = openContext();
+    const res = await ctx.client.request<ProposalView>("POST", apiPath("v1", "proposals", id, "reject"), { vault: optionalVault(ctx, args.vault), headerVault: true });
+    printLine(`Rejected proposal ${res.id}`);
+  },
+});
+
+/** Agent-written text: control characters (terminal escapes) shown as `?`, so it cannot rewrite the screen. */
+function clean(text: string): string {
+  return text.replace(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g, "?");
+}
+
+function indent(text: string, pad = "  "): string {
+  return text
+    .split(/\r?\n/)
+    .map((l) => `${pad}${clean(l)}`)
+    .join("\n");
+}
+
+function oneLine(s: string): string {
+  return clean(s.replace(/\r?\n/g, " "));
+}
+
+export default defineCommand({
+  meta: { name: "proposal", description: "Review, approve and reject agents' proposals (access to hosts and credentials)" },
+  subCommands: { list, show, approve, reject },
+});
