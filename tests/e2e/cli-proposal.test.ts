@@ -174,3 +174,25 @@ describe("leaks", () => {
     }
   });
 });
+
+describe("an applied proposal's service uses its credential through the proxy", () => {
+  test("agent proposes upstream.test with a slot; once approved, the proxy injects the value", async () => {
+    const { startUpstream } = await import("../helpers/upstream.ts");
+    const { startBroker, expectNoLeak } = await import("./proxy-fixture.ts");
+    await using upstream = await startUpstream();
+    await using broker = await startBroker({ caPem: upstream.pki.caPem });
+    broker.dns.set("upstream.test", ["127.0.0.1"]);
+    const host = `upstream.test:${upstream.port}`;
+    const value = "sk-proposal-proxy-e2e-4q9w";
+    const filed = await broker.api("POST", "/v1/proposals", { services: [{ host, auth: { type: "bearer", token: "UP_KEY" } }], credentials: [{ key: "UP_KEY" }] }, broker.sessionToken);
+    expect(filed.status).toBe(201);
+    expect((await broker.proxy(host, "/before")).status).toBe(403);
+    const approved = await broker.api("POST", `/v1/proposals/${filed.body.id}/approve`, { credentials: { UP_KEY: value } }, broker.userToken);
+    expect(approved.status).toBe(200);
+    const res = await broker.proxy(host, "/after");
+    const text = await res.text();
+    expect(res.status).toBe(200);
+    expect(upstream.received.at(-1)?.rawHeaders.find(([k]) => k.toLowerCase() === "authorization")?.[1]).toBe(`Bearer ${value}`);
+    await expectNoLeak(broker, value, [JSON.stringify(filed.body), JSON.stringify(approved.body), res.status === 200 ? "" : text]);
+  });
+});
