@@ -191,7 +191,7 @@ describe("the approval page", () => {
     expect(session).toBeDefined();
     const cookies = { broker_session: session!, broker_csrf: csrf };
     const form = { token, csrf, decision: "allow", value_NEW_KEY: sentinel("csrf") };
-    const attempts = [
+    const attempts: { form: Record<string, string>; cookies: Record<string, string>; headers: Record<string, string> }[] = [
       { form, cookies, headers: { origin: "http://evil.example" } },
       { form, cookies, headers: { "sec-fetch-site": "cross-site" } },
       { form: { ...form, csrf: "" }, cookies, headers: SAME_ORIGIN },
