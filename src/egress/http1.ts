@@ -153,3 +153,40 @@ export function createChunkedDecoder(maxLineBytes = 4096) {
     },
   };
 }
+
+export interface RequestHead {
+  readonly method: string;
+  /** As sent: origin-form (/path?q), absolute-form (https://h/p), or authority-form (CONNECT). */
+  readonly target: string;
+  readonly version: "1.0" | "1.1";
+  readonly headers: HeaderList;
+}
+
+export function parseRequestHead(head: Uint8Array): RequestHead {
+  const lines = decodeLatin1(head).split("\r\n");
+  const m = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+) (\S+) HTTP\/1\.([01])$/.exec(lines[0] ?? "");
+  if (!m) throw new WireError("malformed request line");
+  return { method: m[1]!, target: m[2]!, version: m[3] === "1" ? "1.1" : "1.0", headers: parseHeaderLines(lines.slice(1)) };
+}
+
+/**
+ * How a request body is delimited. Strict (RFC 9112 §6.1-6.3): Content-Length together with
+ * Transfer-Encoding, differing lengths, or a coding other than a final `chunked` are refused,
+ * since they are how request smuggling works.
+ */
+export function requestFraming(head: RequestHead): BodyFraming {
+  const te = headerValues(head.headers, "transfer-encoding");
+  const cl = headerValues(head.headers, "content-length");
+  if (te.length > 0) {
+    if (cl.length > 0) throw new WireError("both Transfer-Encoding and Content-Length");
+    if (head.version === "1.0") throw new WireError("Transfer-Encoding in an HTTP/1.0 request");
+    const codings = te.join(",").split(",").map((s) => s.trim().toLowerCase());
+    if (codings.length !== 1 || codings[0] !== "chunked") throw new WireError("unsupported Transfer-Encoding");
+    return { kind: "chunked" };
+  }
+  if (cl.length > 0) {
+    const length = parseContentLength(cl);
+    return length === 0 ? { kind: "none" } : { kind: "length", length };
+  }
+  return { kind: "none" };
+}

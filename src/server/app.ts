@@ -9,6 +9,8 @@ import type { EgressDeps } from "../egress/index.ts";
 import type { Domain } from "../vault/context.ts";
 import { VERSION } from "../version.ts";
 import type { ApiEnv } from "./env.ts";
+import { caRoutes } from "./routes/ca.ts";
+import type { CaHolder } from "./serve.ts";
 import { agentRoutes, inviteRedemptionRoutes } from "./routes/agents.ts";
 import { authRoutes } from "./routes/auth.ts";
 import { ownerRoutes } from "./routes/owner.ts";
@@ -25,6 +27,8 @@ export interface ApiDeps {
   readonly log: Logger;
   /** The egress core's dependencies; without them /proxy answers 404 (unit tests of the API alone). */
   readonly egress?: EgressDeps;
+  /** The root CA (GET /v1/ca.pem, POST /v1/ca/rotate); absent in API-only unit tests. */
+  readonly ca?: CaHolder;
 }
 
 export function createApi(deps: ApiDeps): Hono<ApiEnv> {
@@ -60,5 +64,10 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
   api.route("/approve", approveRoutes(d, deps.log));
   api.route("/assets", assetRoutes());
   if (deps.egress) api.route("/proxy", proxyRoutes(d, deps.egress));
+  if (deps.ca) {
+    const ca = caRoutes(d, deps.ca, deps.log);
+    api.route("/v1/ca", ca);
+    api.get("/v1/ca.pem", (c) => c.body(deps.ca!.current.certPem, 200, { "content-type": "application/x-pem-file", "cache-control": "no-cache" }));
+  }
   return api;
 }

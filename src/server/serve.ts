@@ -8,14 +8,32 @@ import { buildProposalHint, compileNetPolicy, createAuditLog, createPlanCache, c
 import type { Logger } from "../log.ts";
 import type { Secret } from "../secret.ts";
 import { openStore, type Store } from "../store/index.ts";
-import { createAuthenticator, createHashGate, unlockKeyring, type Domain } from "../vault/index.ts";
+import { createAuthenticator, createHashGate, createLeafCache, loadRootCa, mintLeaf, rotateRootCa, unlockKeyring, type Domain, type LeafCache, type RootCa } from "../vault/index.ts";
 import { expireProposals } from "../vault/proposals.ts";
 import { createApi } from "./app.ts";
 
 export interface RunningServer {
   readonly apiUrl: string;
+  /** host:port of the transparent proxy, when a tunnel starter was given. */
+  readonly proxyAddress: string | undefined;
   readonly store: Store;
   stop(): Promise<void>;
+}
+
+/** What the transparent proxy needs; the CLI passes a starter so the server never imports the tunnel. */
+export interface TunnelContext {
+  readonly domain: Domain;
+  readonly egress: EgressDeps;
+  readonly leaves: LeafCache;
+  readonly listenerContext: () => Promise<import("node:tls").SecureContext>;
+  readonly log: Logger;
+}
+export type TunnelStarter = (ctx: TunnelContext, host: string, port: number) => Promise<{ port: number; stop(): Promise<void> }>;
+
+/** The active root CA; rotation swaps it and empties the leaf cache. */
+export interface CaHolder {
+  current: RootCa;
+  rotate(): Promise<RootCa>;
 }
 
 export interface StartOptions {
@@ -25,6 +43,8 @@ export interface StartOptions {
   readonly now?: () => number;
   /** Tests replay DNS answers (rebinding) through this; production uses the system resolver. */
   readonly resolver?: Resolver;
+  /** Starts the transparent proxy listener (tunnel/); omitted, only the API runs. */
+  readonly startTunnel?: TunnelStarter;
 }
 
 export function upstreamRoots(config: Config): string[] | undefined {
@@ -43,7 +63,7 @@ export function upstreamRoots(config: Config): string[] | undefined {
 export async function startServer(opts: StartOptions): Promise<RunningServer> {
   const { config, log } = opts;
   const now = opts.now ?? Date.now;
-  const ca = upstreamRoots(config);
+  const upstreamCa = upstreamRoots(config);
   const store = await openStore(config.dataDir);
   try {
     const keyring = await unlockKeyring(store, opts.masterPassword, { now });
@@ -63,10 +83,24 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     const hostPart = config.bindHost.includes(":") ? `[${config.bindHost}]` : config.bindHost;
     const apiUrl = `http://${hostPart}:${server.port}`;
     const publicUrl = config.publicUrl ?? apiUrl; // the bound port, so BROKER_PORT=0 still yields working links
+    let rootCa = await loadRootCa(store, keyring.dataKey, now());
+    const leaves = createLeafCache((host) => mintLeaf(rootCa, host, now()), { max: 10_000, now });
+    const ca: CaHolder = {
+      get current() {
+        return rootCa;
+      },
+      async rotate() {
+        rootCa = await rotateRootCa(store, keyring.dataKey, now());
+        leaves.clear();
+        return rootCa;
+      },
+    };
     const plans = createPlanCache(store, keyring.dataKey, (host, port) => buildProposalHint(publicUrl, host, port));
     const audit = createAuditLog(store, { now, log, retentionMs: config.auditRetentionDays * 86_400_000, retentionRows: config.auditMaxRows });
-    const upstream = createUpstream({ ca, connectTimeoutMs: config.upstreamTimeoutMs, headersTimeoutMs: config.upstreamTimeoutMs, idleTimeoutSeconds: Math.ceil(config.upstreamTimeoutMs / 1000) });
-    const domain: Domain = {
+    const upstream = createUpstream({ ca: upstreamCa, connectTimeoutMs: config.upstreamTimeoutMs, headersTimeoutMs: config.upstreamTimeoutMs, idleTimeoutSeconds: Math.ceil(config.upstreamTimeoutMs / 1000) });
+    // The tunnel's own port joins the guard's never-dial list once it is bound (it may be ephemeral).
+    const tunnelPorts: { host: string; port: number }[] = [];
+    const domain: { -readonly [K in keyof Domain]: Domain[K] } = {
       store,
       dataKey: keyring.dataKey,
       auth: createAuthenticator(store, { now }),
@@ -76,12 +110,12 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       proxyUrl: `http://${hostPart}:${config.proxyPort}`,
       onVaultChange: (id) => plans.invalidate(id),
     };
-    const egress: EgressDeps = {
+    const egress: { -readonly [K in keyof EgressDeps]: EgressDeps[K] } = {
       plans,
       policy: compileNetPolicy({
         allowPrivateRanges: config.allowPrivateRanges,
         allowlist: config.networkAllowlist,
-        ownListeners: [{ host: config.bindHost, port: Number(server.port) }, { host: config.bindHost, port: config.proxyPort }],
+        ownListeners: [{ host: config.bindHost, port: Number(server.port) }, { host: config.bindHost, port: config.proxyPort }, ...tunnelPorts],
       }),
       resolver: opts.resolver ?? systemResolver,
       upstream,
@@ -91,18 +125,31 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       maxRequestBytes: config.maxRequestBytes,
       maxResponseBytes: config.maxResponseBytes,
     };
-    const api = createApi({ domain, log, egress });
+    const api = createApi({ domain, log, egress, ca });
+    let tunnel: { port: number; stop(): Promise<void> } | undefined;
+    if (opts.startTunnel) {
+      const listenerName = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? "127.0.0.1" : config.bindHost;
+      tunnel = await opts.startTunnel({ domain, egress, leaves, log, listenerContext: async () => (await leaves.get(listenerName)).context }, config.bindHost, config.proxyPort);
+    }
     handler = (req, srv) => api.fetch(req, srv);
     // Pending proposals expire by time, not when someone happens to read them.
     const sweep = () => void expireProposals(domain).catch((err) => log.error("proposal_expiry_failed", { err }));
     sweep();
     const sweeper = setInterval(sweep, 60_000);
-    log.info("listening", { api: apiUrl, data_dir: config.dataDir, keyring: keyring.mode });
+    if (tunnel) {
+      tunnelPorts.push({ host: config.bindHost, port: tunnel.port });
+      egress.policy = compileNetPolicy({ allowPrivateRanges: config.allowPrivateRanges, allowlist: config.networkAllowlist, ownListeners: [{ host: config.bindHost, port: Number(server.port) }, ...tunnelPorts] });
+    }
+    const proxyAddress = tunnel ? `${hostPart}:${tunnel.port}` : undefined;
+    domain.proxyUrl = proxyAddress ? `http://${proxyAddress}` : domain.proxyUrl;
+    log.info("listening", { api: apiUrl, proxy: proxyAddress ?? null, data_dir: config.dataDir, keyring: keyring.mode });
     return {
       apiUrl,
+      proxyAddress,
       store,
       async stop() {
         clearInterval(sweeper);
+        await tunnel?.stop();
         await server.stop(true);
         upstream.close();
         await audit.stop();

@@ -4,6 +4,7 @@ import type { Db, Sql } from "./db.ts";
 import { accessRepo } from "./access.ts";
 import { agentRepo } from "./agents.ts";
 import { auditRepo } from "./audit.ts";
+import { caRepo } from "./ca.ts";
 import { credentialRepo } from "./credentials.ts";
 import { inviteRepo } from "./invites.ts";
 import { proposalRepo } from "./proposals.ts";
@@ -28,6 +29,7 @@ export type { InviteKind, InviteRow } from "./invites.ts";
 export type { AuthType, ServiceRow } from "./services.ts";
 export type { AuditFilter, AuditRow } from "./audit.ts";
 export type { ProposalRow, ProposalStatus } from "./proposals.ts";
+export type { CaRow } from "./ca.ts";
 export { MIGRATIONS, migrate } from "./migrations.ts";
 export { DB_FILE, ensurePrivateDir } from "./sqlite.ts";
 
@@ -45,6 +47,7 @@ function createRepos(sql: Sql) {
     settings: settingRepo(sql),
     audit: auditRepo(sql),
     proposals: proposalRepo(sql),
+    ca: caRepo(sql),
   };
 }
 

@@ -207,6 +207,22 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX proposals_pending_expiry ON proposals (status, expires_at);
     `,
   },
+  {
+    version: 5,
+    name: "root-ca",
+    sql: `
+      -- The broker's root CA for TLS interception. The private key is sealed with the data key;
+      -- the newest row is the active CA (rotation inserts a new one).
+      CREATE TABLE ca_certs (
+        id {{id}},
+        cert_pem TEXT NOT NULL,
+        key_nonce {{bytes}} NOT NULL,
+        key_ciphertext {{bytes}} NOT NULL,
+        created_at BIGINT NOT NULL,
+        not_after BIGINT NOT NULL
+      );
+    `,
+  },
 ];
 
 const SPELLINGS: Record<Dialect, Record<string, string>> = {

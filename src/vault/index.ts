@@ -19,3 +19,5 @@ export { createHashGate, type HashGate } from "./hash-gate.ts";
 export type { Domain } from "./context.ts";
 export type { Principal, VaultRole, InstanceRole } from "./principal.ts";
 export { hostMatches, parseHostPattern, type HostPattern } from "./hosts.ts";
+export { EC_ALG, loadRootCa, randomSerial, rotateRootCa, type RootCa } from "./ca.ts";
+export { createLeafCache, mintLeaf, type Leaf, type LeafCache } from "./leaf.ts";

@@ -81,6 +81,7 @@ export async function createProposal(d: Domain, p: Principal, open: OpenVault, i
 
 /** A proposal the principal may see (its vault, with X-Vault for agent tokens). */
 export async function readProposalFor(d: Domain, p: Principal, id: number, xVault: string | undefined, action: "read" | "approve") {
+  if (p.kind === "agent" && !xVault) throw new InvalidRequest("agent tokens must send the X-Vault header naming the vault", "x-vault");
   const row = await d.store.proposals.byId(id);
   const vault = row && (await d.store.vaults.byId(row.vaultId));
   if (!row || !vault) throw new NotFound("no such proposal");

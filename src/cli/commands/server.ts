@@ -5,7 +5,8 @@ import { loadConfig, SETTINGS, takeMasterPassword } from "../../config.ts";
 import { KeyringError } from "../../errors.ts";
 import { createLogger } from "../../log.ts";
 import { openStore } from "../../store/index.ts";
-import { startServer } from "../../server/index.ts";
+import { startServer, type TunnelStarter } from "../../server/index.ts";
+import { startTunnelListener } from "../../tunnel/index.ts";
 import { keyringMode } from "../../vault/index.ts";
 import { CliFailure } from "../fail.ts";
 import { addHelpFooter } from "../help.ts";
@@ -24,7 +25,7 @@ const serverCommand = defineCommand({
       using store = await openStore(config.dataDir);
       if ((await keyringMode(store)) === "password") password = await promptHidden("Master password: ");
     }
-    const server = await startServer({ config, log, masterPassword: password }).catch((err) => {
+    const server = await startServer({ config, log, masterPassword: password, startTunnel }).catch((err) => {
       if (err instanceof KeyringError) throw new CliFailure(`cannot start: ${err.message}`, err.hint);
       throw err;
     });
@@ -38,6 +39,9 @@ const serverCommand = defineCommand({
     });
   },
 });
+
+/** The CLI composes the two listeners: the server never imports the tunnel (DESIGN.md §2). */
+export const startTunnel: TunnelStarter = (ctx, host, port) => startTunnelListener({ ...ctx, maxHeadBytes: 64 * 1024, idleTimeoutMs: 120_000 }, host, port);
 
 addHelpFooter(serverCommand, () => {
   const width = Math.max(...SETTINGS.map((s) => s.name.length));

@@ -52,7 +52,10 @@ function assertSameOrigin(c: Context, form: Record<string, unknown>): void {
   const cookie = getCookie(c, CSRF_COOKIE) ?? "";
   const sent = typeof form.csrf === "string" ? form.csrf : "";
   const tokensMatch = cookie.length > 0 && cookie.length === sent.length && timingSafeEqual(Buffer.from(cookie), Buffer.from(sent));
-  if ((origin && origin !== own) || (site && site !== "same-origin" && site !== "none") || !tokensMatch) {
+  // Under Referrer-Policy: no-referrer, Chromium sends `Origin: null` even for same-origin posts;
+  // accept that only when the browser itself vouches for the same origin (Sec-Fetch-Site).
+  const originOk = !origin || origin === own || (origin === "null" && site === "same-origin");
+  if (!originOk || (site && site !== "same-origin" && site !== "none") || !tokensMatch) {
     throw new CsrfRejected();
   }
 }

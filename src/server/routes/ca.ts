@@ -1,0 +1,22 @@
+// The broker's root CA: GET /v1/ca.pem (public: clients must trust it for the transparent proxy)
+// and POST /v1/ca/rotate (owner only; existing tunnels keep their leaves until reconnect).
+
+import { Hono } from "hono";
+import type { Logger } from "../../log.ts";
+import type { Domain } from "../../vault/context.ts";
+import { requireOwner } from "../../vault/settings.ts";
+import { requirePrincipal } from "../auth.ts";
+import type { ApiEnv } from "../env.ts";
+import type { CaHolder } from "../serve.ts";
+
+export function caRoutes(d: Domain, ca: CaHolder, log: Logger) {
+  const r = new Hono<ApiEnv>();
+  r.get("/", (c) => c.body(ca.current.certPem, 200, { "content-type": "application/x-pem-file", "cache-control": "no-cache" }));
+  r.post("/rotate", requirePrincipal(d), async (c) => {
+    requireOwner(c.get("principal"));
+    const fresh = await ca.rotate();
+    log.info("ca_rotated", { by: c.get("principal").id });
+    return c.json({ certificate: fresh.certPem, not_after: new Date(fresh.notAfter).toISOString() });
+  });
+  return r;
+}

@@ -1,0 +1,26 @@
+// What the tunnel needs from the rest of the broker, passed in one object.
+
+import type { EgressDeps } from "../egress/index.ts";
+import type { Logger } from "../log.ts";
+import type { Domain, LeafCache, Principal } from "../vault/index.ts";
+import type { OpenVault } from "../vault/vaults.ts";
+
+export interface TunnelDeps {
+  readonly domain: Domain;
+  readonly egress: EgressDeps;
+  readonly leaves: LeafCache;
+  /** Certificate for the listener itself when clients speak TLS to the proxy (--proxy-tls). */
+  readonly listenerContext: () => Promise<import("node:tls").SecureContext>;
+  readonly log: Logger;
+  readonly maxHeadBytes: number;
+  /** Idle limit on a client connection (seconds): slow or silent clients are closed. */
+  readonly idleTimeoutMs: number;
+}
+
+/** Who is on the other end of a tunnel: re-checked on every request inside it. */
+export interface TunnelSession {
+  readonly token: string;
+  readonly vaultName: string | undefined;
+  principal: Principal;
+  open: OpenVault;
+}

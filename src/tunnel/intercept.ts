@@ -1,0 +1,152 @@
+// Serving requests inside an intercepted tunnel: HTTP/1.1 with keep-alive, strict framing (no
+// ambiguous Content-Length / Transfer-Encoding), chunked bodies, Expect: 100-continue, each request
+// sent through the egress core. Routing is bound to the CONNECT authority, never the inner Host.
+
+import type { Duplex } from "node:stream";
+import { egress } from "../egress/index.ts";
+import { createChunkedDecoder, findHeadEnd, headerValues, parseRequestHead, requestFraming, WireError, type BodyFraming, type RequestHead } from "../egress/http1.ts";
+import type { TunnelDeps, TunnelSession } from "./context.ts";
+import { createChunkReader, HeadError, readHead, writeAll, type ChunkReader } from "./reader.ts";
+import { errorResponse, writeResponse } from "./respond.ts";
+import { refreshSession } from "./session.ts";
+
+export interface Authority {
+  readonly host: string;
+  readonly port: number;
+}
+
+export async function serveIntercepted(stream: Duplex, target: Authority, session: TunnelSession, deps: TunnelDeps): Promise<void> {
+  const reader = createChunkReader(stream);
+  for (;;) {
+    let head: RequestHead;
+    let framing: BodyFraming;
+    try {
+      const bytes = await readHead(reader, deps.maxHeadBytes, findHeadEnd);
+      if (!bytes) return void stream.end();
+      head = parseRequestHead(bytes);
+      framing = requestFraming(head);
+    } catch (err) {
+      const status = err instanceof HeadError ? err.status : 400;
+      const message = err instanceof WireError || err instanceof HeadError ? err.message : "malformed request";
+      await writeResponse(stream, plainError(status, message), { close: true }).catch(() => {});
+      return void stream.end();
+    }
+    const keepAlive = head.version === "1.1" && !headerValues(head.headers, "connection").some((v) => /\bclose\b/i.test(v));
+    const { response, complete } = await forwardRequest(stream, reader, head, framing, target, session, deps);
+    try {
+      await writeResponse(stream, response, { headOnly: head.method === "HEAD", close: !keepAlive || !complete });
+    } catch {
+      return void stream.destroy();
+    }
+    if (!keepAlive || !complete) return void stream.end();
+  }
+}
+
+/**
+ * Sends one request (head already parsed, body still on the reader) through the egress core.
+ * `complete` says whether the body was read to its end, so the next request can be parsed.
+ */
+export async function forwardRequest(
+  stream: Duplex,
+  reader: ChunkReader,
+  head: RequestHead,
+  framing: BodyFraming,
+  target: Authority,
+  session: TunnelSession,
+  deps: TunnelDeps,
+): Promise<{ response: Response; complete: boolean }> {
+  const body = bodyStream(reader, framing);
+  if (body && headerValues(head.headers, "expect").some((v) => v.toLowerCase() === "100-continue")) {
+    await writeAll(stream, "HTTP/1.1 100 Continue\r\n\r\n");
+  }
+  let response: Response;
+  try {
+    await refreshSession(deps, session); // a revoked token stops working at its next request
+    response = await egress(
+      {
+        principal: session.principal.id,
+        vault: { id: session.open.vault.id, name: session.open.vault.name },
+        host: target.host,
+        port: target.port,
+        method: head.method,
+        target: originForm(head.target),
+        headers: head.headers,
+        body: body?.stream ?? null,
+        bodyLength: framing.kind === "length" ? framing.length : null,
+        ingress: "transparent",
+      },
+      deps.egress,
+    );
+  } catch (err) {
+    response = errorResponse(err, deps.log);
+  }
+  return { response, complete: body ? await body.drained() : true };
+}
+
+/** Absolute-form targets inside a tunnel keep only their path: the authority is the CONNECT's. */
+function originForm(target: string): string {
+  if (target.startsWith("/")) return target;
+  const m = /^https?:\/\/[^/?#]*(.*)$/i.exec(target);
+  const rest = m ? m[1]! : "/";
+  return rest.startsWith("/") ? rest : `/${rest}`;
+}
+
+function plainError(status: number, message: string): Response {
+  const code = status === 431 ? "request_header_too_large" : "invalid_request";
+  return new Response(JSON.stringify({ error: code, message }), { status, headers: { "content-type": "application/json; charset=utf-8", "x-broker-error": code } });
+}
+
+/**
+ * The request body as a stream over the connection's reader. `drained()` resolves true once the
+ * body was read to its end (so the next request can be parsed), false if it was abandoned.
+ */
+function bodyStream(reader: ChunkReader, framing: BodyFraming): { stream: ReadableStream<Uint8Array>; drained(): Promise<boolean> } | undefined {
+  if (framing.kind === "none" || framing.kind === "close") return undefined;
+  let remaining = framing.kind === "length" ? framing.length : 0;
+  const decoder = framing.kind === "chunked" ? createChunkedDecoder() : undefined;
+  let finished = false;
+  let failed = false;
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(ctrl) {
+      try {
+        for (;;) {
+          const chunk = await reader.read();
+          if (chunk === null) throw new WireError("client closed the connection mid-body");
+          if (decoder) {
+            const { data, rest } = decoder.push(chunk);
+            for (const d of data) ctrl.enqueue(d.slice());
+            if (decoder.done) {
+              reader.unread(rest);
+              finished = true;
+              return ctrl.close();
+            }
+            if (data.length) return;
+            continue;
+          }
+          const take = Math.min(remaining, chunk.byteLength);
+          ctrl.enqueue(chunk.slice(0, take));
+          remaining -= take;
+          if (take < chunk.byteLength) reader.unread(chunk.subarray(take));
+          if (remaining === 0) {
+            finished = true;
+            ctrl.close();
+          }
+          return;
+        }
+      } catch (err) {
+        failed = true;
+        ctrl.error(err);
+      }
+    },
+  });
+  return {
+    stream,
+    async drained() {
+      if (finished) return true;
+      if (failed) return false;
+      // The egress core did not read the body (an early error): we cannot find the next request's
+      // start without consuming it, so the connection is closed after this response.
+      return false;
+    },
+  };
+}

@@ -1,0 +1,173 @@
+// The transparent proxy listener (HTTPS_PROXY). One port takes plain and TLS-wrapped connections
+// (the first byte tells: 0x16 starts a TLS handshake). A client then sends CONNECT host:port with
+// Proxy-Authorization; matched hosts are intercepted under a leaf certificate for the CONNECT
+// authority, unmatched ones follow the vault's unmatched_hosts setting. Plain http:// requests get
+// 405; absolute-form https:// requests (axios) go through the egress core like /proxy.
+// Built on node:net/node:tls streams: TLS inside TLS (the --proxy-tls form) needs a stream to
+// wrap, and sniffing must be able to push the first bytes back (DESIGN.md §3.6).
+
+import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
+import { TLSSocket } from "node:tls";
+import type { Duplex } from "node:stream";
+import { BrokerError, InvalidRequest, MethodNotAllowed } from "../errors.ts";
+import { findHeadEnd, headerValues, parseRequestHead, requestFraming, WireError, type RequestHead } from "../egress/http1.ts";
+import { parseHostPattern } from "../vault/index.ts";
+import { openBlindTunnel } from "./blind.ts";
+import type { TunnelDeps, TunnelSession } from "./context.ts";
+import { forwardRequest, serveIntercepted, type Authority } from "./intercept.ts";
+import { createChunkReader, HeadError, readHead, type ChunkReader } from "./reader.ts";
+import { errorResponse, ProxyAuthRequired, writeResponse } from "./respond.ts";
+import { authenticateProxy } from "./session.ts";
+
+export interface TunnelListener {
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+export async function startTunnelListener(deps: TunnelDeps, host: string, port: number): Promise<TunnelListener> {
+  const sockets = new Set<Socket>();
+  const server: Server = createServer({ noDelay: true }, (socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+    socket.on("error", () => {});
+    socket.setTimeout(deps.idleTimeoutMs, () => socket.destroy());
+    void acceptConnection(socket, deps).catch((err) => {
+      deps.log.debug("tunnel_connection_failed", { err });
+      socket.destroy();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => resolve());
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    async stop() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const s of sockets) s.destroy();
+      });
+    },
+  };
+}
+
+async function acceptConnection(socket: Socket, deps: TunnelDeps): Promise<void> {
+  const first = await new Promise<Buffer | null>((resolve) => {
+    socket.once("data", resolve);
+    socket.once("end", () => resolve(null));
+  });
+  if (!first) return void socket.destroy();
+  socket.pause();
+  socket.unshift(first);
+  if (first[0] === 0x16) {
+    // The client speaks TLS to the proxy itself (https:// proxy URL).
+    const tls = new TLSSocket(socket, { isServer: true, secureContext: await deps.listenerContext(), ALPNProtocols: ["http/1.1"] });
+    tls.on("error", () => socket.destroy());
+    return serveProxyRequests(tls, deps);
+  }
+  return serveProxyRequests(socket, deps);
+}
+
+/** Reads proxy-level requests (CONNECT, absolute-form) until one turns the connection into a tunnel. */
+async function serveProxyRequests(stream: Duplex, deps: TunnelDeps): Promise<void> {
+  const reader = createChunkReader(stream);
+  for (;;) {
+    let head: RequestHead;
+    try {
+      const bytes = await readHead(reader, deps.maxHeadBytes, findHeadEnd);
+      if (!bytes) return void stream.end();
+      head = parseRequestHead(bytes);
+    } catch (err) {
+      const status = err instanceof HeadError ? err.status : 400;
+      const message = err instanceof WireError || err instanceof HeadError ? err.message : "malformed request";
+      await writeResponse(stream, errorResponse(new InvalidRequest(message), deps.log), { close: true }).catch(() => {});
+      if (status !== 400) deps.log.debug("proxy_head_rejected", { status });
+      return void stream.end();
+    }
+    const proxyAuth = headerValues(head.headers, "proxy-authorization")[0];
+    if (head.method === "CONNECT") return handleConnect(stream, reader, head, proxyAuth, deps);
+    if (/^http:\/\//i.test(head.target)) {
+      // Contract: the listener handles only HTTPS; a plain http:// request gets 405.
+      await writeResponse(stream, errorResponse(new MethodNotAllowed("this proxy handles only HTTPS; use an https:// URL"), deps.log), { close: true });
+      return void stream.end();
+    }
+    if (/^https:\/\//i.test(head.target)) {
+      const keep = await handleAbsoluteHttps(stream, reader, head, proxyAuth, deps);
+      if (!keep) return void stream.end();
+      continue;
+    }
+    await writeResponse(stream, errorResponse(new InvalidRequest("send CONNECT host:port (this is an HTTPS proxy)"), deps.log), { close: true });
+    return void stream.end();
+  }
+}
+
+function parseAuthority(text: string, field: string): Authority {
+  const m = /^(\[[^\]]+\]|[^:[\]]+):(\d{1,5})$/.exec(text);
+  if (!m) throw new InvalidRequest(`${field} must be host:port`, field);
+  const pattern = parseHostPattern(`${m[1]}:${m[2]}`, { allowIp: true }, field);
+  if (pattern.wildcard) throw new InvalidRequest(`${field} must be a concrete host`, field);
+  return { host: pattern.name, port: pattern.port };
+}
+
+async function handleConnect(stream: Duplex, reader: ChunkReader, head: RequestHead, proxyAuth: string | undefined, deps: TunnelDeps): Promise<void> {
+  let target: Authority;
+  let session: TunnelSession;
+  try {
+    target = parseAuthority(head.target, "connect_target");
+    session = await authenticateProxy(deps, proxyAuth);
+  } catch (err) {
+    // 407 keeps the connection open: git and curl --proxy-anyauth retry on the same connection.
+    const keep = err instanceof ProxyAuthRequired;
+    await writeResponse(stream, errorResponse(err, deps.log), { close: !keep });
+    if (!keep) return void stream.end();
+    return serveProxyRequests(reattach(stream, reader), deps);
+  }
+  const matched = await deps.egress.plans.has(session.open.vault, target.host, target.port);
+  if (!matched) {
+    if (session.open.vault.unmatchedHosts === "deny") {
+      const hint = (await deps.egress.plans.plan(session.open.vault, target.host, target.port).catch((e) => e)) as unknown;
+      await writeResponse(stream, errorResponse(hint instanceof BrokerError ? hint : new InvalidRequest("host not allowed"), deps.log), { close: true });
+      return void stream.end();
+    }
+    try {
+      return await openBlindTunnel(stream, reader.detach(), target, session, deps);
+    } catch (err) {
+      await writeResponse(stream, errorResponse(err, deps.log), { close: true }).catch(() => {});
+      return void stream.end();
+    }
+  }
+  const leaf = await deps.leaves.get(target.host);
+  const leftover = reader.detach();
+  stream.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+  for (const chunk of leftover.reverse()) stream.unshift(Buffer.from(chunk));
+  // The certificate is always for the CONNECT authority, whatever SNI the client sends.
+  const tls = new TLSSocket(stream as Socket, { isServer: true, secureContext: leaf.context, ALPNProtocols: ["http/1.1"] });
+  tls.on("error", () => stream.destroy());
+  return serveIntercepted(tls, target, session, deps);
+}
+
+/** After a 407 the same connection carries the retry: continue reading it. */
+function reattach(stream: Duplex, reader: ChunkReader): Duplex {
+  const left = reader.detach();
+  for (const chunk of left.reverse()) stream.unshift(Buffer.from(chunk));
+  stream.resume();
+  return stream;
+}
+
+/** `GET https://host/path HTTP/1.1` sent to the proxy (how axios uses one): served like /proxy. */
+async function handleAbsoluteHttps(stream: Duplex, reader: ChunkReader, head: RequestHead, proxyAuth: string | undefined, deps: TunnelDeps): Promise<boolean> {
+  let res: Response;
+  let complete = false;
+  try {
+    const framing = requestFraming(head);
+    const url = new URL(head.target);
+    const target = parseAuthority(`${url.hostname}:${url.port || "443"}`, "target");
+    const session = await authenticateProxy(deps, proxyAuth);
+    ({ response: res, complete } = await forwardRequest(stream, reader, head, framing, target, session, deps));
+  } catch (err) {
+    res = errorResponse(err, deps.log);
+  }
+  const keepAlive = complete && head.version === "1.1" && !headerValues(head.headers, "connection").some((v) => /\bclose\b/i.test(v));
+  await writeResponse(stream, res, { headOnly: head.method === "HEAD", close: !keepAlive });
+  return keepAlive;
+}

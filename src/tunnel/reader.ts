@@ -1,0 +1,114 @@
+// Pull-style reading from a Node stream (plain or TLS socket): read() resolves with the next
+// chunk or null at end; unread() puts bytes back for the next message. The stream is paused while
+// unread data piles up, so a slow consumer applies backpressure to the client.
+
+import type { Duplex } from "node:stream";
+
+const HIGH_WATER = 1 << 20;
+
+export interface ChunkReader {
+  read(): Promise<Uint8Array | null>;
+  unread(chunk: Uint8Array): void;
+  /** Stops reading and hands back unread bytes (before another layer, such as TLS, takes over the stream). */
+  detach(): Uint8Array[];
+  readonly ended: boolean;
+}
+
+export function createChunkReader(stream: Duplex): ChunkReader {
+  const queue: Uint8Array[] = [];
+  let queued = 0;
+  let ended = false;
+  let failure: Error | undefined;
+  let wake: (() => void) | undefined;
+  const notify = () => {
+    const w = wake;
+    wake = undefined;
+    w?.();
+  };
+  const onData = (chunk: Buffer) => {
+    queue.push(chunk);
+    queued += chunk.byteLength;
+    if (queued > HIGH_WATER) stream.pause();
+    notify();
+  };
+  const onEnd = () => {
+    ended = true;
+    notify();
+  };
+  const onError = (err: Error) => {
+    failure = err;
+    notify();
+  };
+  stream.on("data", onData);
+  stream.on("end", onEnd);
+  stream.on("close", onEnd);
+  stream.on("error", onError);
+  stream.resume(); // a stream paused by whoever handed it over would otherwise never flow
+  return {
+    async read() {
+      while (queue.length === 0) {
+        if (failure) throw failure;
+        if (ended) return null;
+        await new Promise<void>((r) => (wake = r));
+      }
+      const chunk = queue.shift()!;
+      queued -= chunk.byteLength;
+      if (queued <= HIGH_WATER && stream.isPaused()) stream.resume();
+      return chunk;
+    },
+    unread(chunk) {
+      if (chunk.byteLength === 0) return;
+      queue.unshift(chunk);
+      queued += chunk.byteLength;
+    },
+    detach() {
+      stream.pause();
+      stream.off("data", onData);
+      stream.off("end", onEnd);
+      stream.off("close", onEnd);
+      stream.off("error", onError);
+      return queue.splice(0);
+    },
+    get ended() {
+      return ended && queue.length === 0;
+    },
+  };
+}
+
+/** Reads one message head (up to and including the blank line); null on a clean end before any byte. */
+export async function readHead(reader: ChunkReader, maxBytes: number, findEnd: (b: Uint8Array) => number): Promise<Uint8Array | null> {
+  let buf: Uint8Array = new Uint8Array(0);
+  for (;;) {
+    const chunk = await reader.read();
+    if (chunk === null) {
+      if (buf.byteLength === 0) return null;
+      throw new HeadError(400, "connection closed mid-request");
+    }
+    buf = buf.byteLength === 0 ? chunk : Buffer.concat([buf, chunk]);
+    const end = findEnd(buf);
+    if (end >= 0) {
+      reader.unread(buf.subarray(end));
+      return buf.subarray(0, end);
+    }
+    if (buf.byteLength > maxBytes) throw new HeadError(431, "request header fields too large");
+  }
+}
+
+export class HeadError extends Error {
+  constructor(readonly status: number, message: string) {
+    super(message);
+  }
+}
+
+/** Writes with backpressure: waits for 'drain' when the stream's buffer is full. */
+export async function writeAll(stream: Duplex, bytes: Uint8Array | string): Promise<void> {
+  if (stream.destroyed) throw new Error("stream closed");
+  if (!stream.write(bytes)) {
+    await new Promise<void>((resolve, reject) => {
+      const done = () => (stream.off("close", closed), resolve());
+      const closed = () => (stream.off("drain", done), reject(new Error("stream closed")));
+      stream.once("drain", done);
+      stream.once("close", closed);
+    });
+  }
+}

@@ -1,0 +1,81 @@
+// Writing HTTP/1.1 responses onto a tunnel stream: a Web Response (from the egress core) or a
+// broker error envelope. Streams the body with backpressure; chunked unless the length is known.
+
+import type { Duplex } from "node:stream";
+import { BrokerError, toErrorResponse } from "../errors.ts";
+import type { Logger } from "../log.ts";
+import { encodeChunk, LAST_CHUNK, serializeHead, type HeaderList } from "../egress/http1.ts";
+import { writeAll } from "./reader.ts";
+
+const STATUS_TEXT: Record<number, string> = {
+  200: "OK",
+  400: "Bad Request",
+  403: "Forbidden",
+  404: "Not Found",
+  405: "Method Not Allowed",
+  407: "Proxy Authentication Required",
+  413: "Payload Too Large",
+  414: "URI Too Long",
+  429: "Too Many Requests",
+  431: "Request Header Fields Too Large",
+  500: "Internal Server Error",
+  502: "Bad Gateway",
+  503: "Service Unavailable",
+  504: "Gateway Timeout",
+};
+
+export interface WriteOptions {
+  /** HEAD requests get the head only. */
+  readonly headOnly?: boolean;
+  /** Adds `Connection: close`. */
+  readonly close?: boolean;
+}
+
+export async function writeResponse(stream: Duplex, res: Response, opts: WriteOptions = {}): Promise<void> {
+  const headers: HeaderList = [];
+  res.headers.forEach((value, name) => {
+    if (name !== "content-length" && name !== "transfer-encoding" && name !== "connection") headers.push([name, value]);
+  });
+  const length = res.headers.get("content-length");
+  const bodyless = opts.headOnly || res.status === 204 || res.status === 304;
+  const chunked = !bodyless && res.body !== null && length === null;
+  if (length !== null) headers.push(["content-length", length]);
+  else if (chunked) headers.push(["transfer-encoding", "chunked"]);
+  else if (!bodyless) headers.push(["content-length", "0"]);
+  if (opts.close) headers.push(["connection", "close"]);
+  const text = res.statusText || STATUS_TEXT[res.status] || "Status";
+  await writeAll(stream, serializeHead(`HTTP/1.1 ${res.status} ${text}`, headers));
+  if (bodyless || !res.body) {
+    await res.body?.cancel().catch(() => {});
+    return;
+  }
+  const reader = res.body.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (value.byteLength) await writeAll(stream, chunked ? encodeChunk(value) : value);
+    }
+    if (chunked) await writeAll(stream, LAST_CHUNK);
+  } catch (err) {
+    // A body that fails mid-way must not look complete: break the connection instead.
+    await reader.cancel().catch(() => {});
+    stream.destroy();
+    throw err;
+  }
+}
+
+/** The envelope for an error raised by the broker itself, with extra headers if needed. */
+export function errorResponse(err: unknown, log: Logger, extraHeaders: Record<string, string> = {}): Response {
+  const res = toErrorResponse(err, log);
+  for (const [k, v] of Object.entries(extraHeaders)) res.headers.set(k, v);
+  return res;
+}
+
+export class ProxyAuthRequired extends BrokerError {
+  readonly status = 407;
+  readonly code = "unauthorized";
+  override headers(): Record<string, string> {
+    return { "proxy-authenticate": 'Basic realm="broker"' };
+  }
+}

@@ -1,0 +1,29 @@
+// Authenticating a proxy client: the token from Proxy-Authorization resolves to a principal, the
+// vault comes from the proxy URL's password (Basic token:vault) or from a scoped session, and the
+// pair is re-checked on every request so a revoked token fails at once, even in an open tunnel.
+
+import { InvalidRequest, Unauthorized } from "../errors.ts";
+import { openVault } from "../vault/vaults.ts";
+import type { TunnelDeps, TunnelSession } from "./context.ts";
+import { parseProxyAuthorization } from "./proxy-auth.ts";
+import { ProxyAuthRequired } from "./respond.ts";
+
+export async function authenticateProxy(deps: TunnelDeps, header: string | undefined): Promise<TunnelSession> {
+  const creds = parseProxyAuthorization(header);
+  if (!creds) throw new ProxyAuthRequired("proxy authentication required: use http://<session_token>:<vault>@host:port");
+  const session = { token: creds.token, vaultName: creds.vault } as TunnelSession;
+  await refreshSession(deps, session);
+  return session;
+}
+
+export async function refreshSession(deps: TunnelDeps, session: TunnelSession): Promise<void> {
+  const d = deps.domain;
+  const principal = await d.auth.authenticate(session.token).catch((err) => {
+    throw err instanceof Unauthorized ? new ProxyAuthRequired(err.message) : err;
+  });
+  const vaultName = session.vaultName ?? (principal.kind === "scoped" ? (await d.store.vaults.byId(principal.vaultId))?.name : undefined);
+  if (!vaultName) throw new InvalidRequest("name the vault in the proxy URL: http://<token>:<vault>@host:port");
+  // The vault in the proxy URL plays the role of X-Vault for agent tokens.
+  session.principal = principal;
+  session.open = await openVault(d, principal, vaultName, "read", principal.kind === "agent" ? vaultName : undefined);
+}
