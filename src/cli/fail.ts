@@ -5,3 +5,10 @@ export class CliFailure extends Error {
     super(message);
   }
 }
+
+/** Ends the CLI with an exit code and no message (e.g. `vault run` passing back its child's code). */
+export class CliExit extends Error {
+  constructor(readonly code: number) {
+    super(`exit ${code}`);
+  }
+}

@@ -5,7 +5,7 @@ import { type CommandDef, defineCommand, runCommand } from "citty";
 import { ConfigError } from "../config.ts";
 import { KeyringError } from "../errors.ts";
 import { VERSION } from "../version.ts";
-import { CliFailure } from "./fail.ts";
+import { CliExit, CliFailure } from "./fail.ts";
 import { assertArgs } from "./args.ts";
 import { renderHelp, resolve, resolveCommand, splitCommand } from "./help.ts";
 
@@ -22,6 +22,7 @@ export const rootCommand = defineCommand({
     service: () => import("./commands/service.ts").then((m) => m.default),
     owner: () => import("./commands/owner.ts").then((m) => m.default),
     logs: () => import("./commands/logs.ts").then((m) => m.default),
+    ca: () => import("./commands/ca.ts").then((m) => m.default),
     proposal: () => import("./commands/proposal.ts").then((m) => m.default),
   },
 });
@@ -58,6 +59,7 @@ export async function main(argv: string[], io: Io = stdio, root: CommandDef<any>
 }
 
 async function reportFailure(err: unknown, io: Io, root: CommandDef<any>, args: string[]): Promise<number> {
+  if (err instanceof CliExit) return err.code;
   if (err instanceof CliFailure) {
     io.err(`error: ${err.message}\n${err.hint ? `hint: ${err.hint}\n` : ""}`);
     return err.exitCode;

@@ -40,6 +40,8 @@ export async function createScopedSession(d: Domain, p: Principal, input: unknow
     vault: open.vault.name,
     role,
     expires_at: iso(minted.row.expiresAt!),
+    /** Port of the transparent proxy listener (for HTTPS_PROXY, on the host the client already uses). */
+    proxy_port: Number(new URL(d.proxyUrl).port) || null,
   };
 }
 

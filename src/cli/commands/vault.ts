@@ -111,5 +111,5 @@ const invite = defineCommand({
 
 export default defineCommand({
   meta: { name: "vault", description: "Create, list, choose and delete vaults; invite people to them" },
-  subCommands: { create, list, delete: remove, use, invite, join: joinCommand },
+  subCommands: { create, list, delete: remove, use, invite, join: joinCommand, run: () => import("./vault-run.ts").then((m) => m.default) },
 });

@@ -1,0 +1,100 @@
+// `broker vault run [--vault V] [--ttl 1h] [--role proxy] [--proxy-tls] -- cmd args…`: runs a
+// command as an agent. Mints a scoped session, writes the broker CA (plus the system roots, so
+// blind-tunnelled hosts still verify) to a 0600 file, sets exactly the contract's variables
+// (replacing inherited copies; never HTTP_PROXY), supervises the child (stdio inherited, signals
+// forwarded, exit code passed back) and revokes the session when the child exits.
+
+import { defineCommand } from "citty";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { rootCertificates } from "node:tls";
+import { vaultArg } from "../args.ts";
+import { apiPath } from "../client.ts";
+import { openContext, pickVault } from "../context.ts";
+import { CliExit, CliFailure } from "../fail.ts";
+
+const CA_VARIABLES = ["SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "DENO_CERT"];
+/** Inherited proxy settings that would send the child's traffic elsewhere (or bypass the broker). */
+const REPLACED = ["HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "BROKER_VAULT"];
+const SYSTEM_BUNDLES = ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"];
+
+export function parseTtl(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const m = /^(\d+)([smhd]?)$/.exec(raw.trim());
+  if (!m) throw new CliFailure(`--ttl "${raw}" is not a duration`, "use e.g. 30m, 1h, 7d (5 minutes to 7 days)", 2);
+  const unit = { "": 1, s: 1, m: 60, h: 3600, d: 86400 }[m[2] as "" | "s" | "m" | "h" | "d"];
+  return Number(m[1]) * unit;
+}
+
+function systemRoots(): string {
+  for (const path of SYSTEM_BUNDLES) if (existsSync(path)) return readFileSync(path, "utf8");
+  return rootCertificates.join("\n");
+}
+
+interface ScopedSession {
+  id: string;
+  token: string; // SECRET: handed to the child only
+  vault: string;
+  role: string;
+  proxy_port: number | null;
+}
+
+export function childEnvironment(base: Record<string, string | undefined>, s: { addr: string; token: string; vault: string; proxyPort: number; caFile: string; tls: boolean }) {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(base)) if (v !== undefined && !REPLACED.includes(k) && !CA_VARIABLES.includes(k)) env[k] = v;
+  const host = new URL(s.addr).hostname;
+  env.BROKER_ADDR = s.addr;
+  env.BROKER_SESSION_TOKEN = s.token;
+  env.HTTPS_PROXY = `${s.tls ? "https" : "http"}://${encodeURIComponent(s.token)}:${encodeURIComponent(s.vault)}@${host}:${s.proxyPort}`;
+  env.NO_PROXY = "localhost,127.0.0.1";
+  env.NODE_USE_ENV_PROXY = "1";
+  for (const name of CA_VARIABLES) env[name] = s.caFile;
+  return env;
+}
+
+export default defineCommand({
+  meta: { name: "run", description: "Run a command as an agent: its HTTPS traffic goes through the broker (HTTPS_PROXY), holding no credential" },
+  args: {
+    ...vaultArg,
+    ttl: { type: "string", description: "Session lifetime, 5m to 7d (default 24h); the session is revoked when the command exits anyway" },
+    role: { type: "string", description: "Role of the session: proxy (default), member or admin; never above your own" },
+    "proxy-tls": { type: "boolean", description: "Use https:// to reach the proxy itself (HTTPS_PROXY=https://…)" },
+  },
+  async run({ rawArgs, args }) {
+    const dash = rawArgs.indexOf("--");
+    const command = dash >= 0 ? rawArgs.slice(dash + 1) : [];
+    if (command.length === 0) throw new CliFailure("no command to run", "put it after --, e.g. broker vault run -- curl https://api.github.com/user", 2);
+    const ctx = openContext();
+    const vault = pickVault(ctx, args.vault);
+    const body = { vault, role: args.role ?? "proxy", ttl_seconds: parseTtl(args.ttl) };
+    const session = await ctx.client.request<ScopedSession>("POST", apiPath("v1", "sessions"), { body, vault });
+    const dir = mkdtempSync(join(tmpdir(), "broker-run-")); // 0700
+    const revoke = () => ctx.client.request("DELETE", apiPath("v1", "sessions", session.id)).catch(() => undefined);
+    try {
+      const ca = await fetch(`${ctx.addr}/v1/ca.pem`).then((r) => (r.ok ? r.text() : Promise.reject(new Error(`HTTP ${r.status}`))));
+      const caFile = join(dir, "broker-ca.pem");
+      writeFileSync(caFile, `${ca}\n${systemRoots()}`, { mode: 0o600 });
+      if (!session.proxy_port) throw new CliFailure("the server did not report its proxy port", "upgrade the broker server");
+      const env = childEnvironment(process.env, { addr: ctx.addr, token: session.token, vault, proxyPort: session.proxy_port, caFile, tls: Boolean(args["proxy-tls"]) });
+      const child = Bun.spawn(command, { env, stdio: ["inherit", "inherit", "inherit"] });
+      const forward = (signal: NodeJS.Signals) => () => child.kill(signal);
+      const handlers = (["SIGINT", "SIGTERM", "SIGHUP"] as const).map((s) => [s, forward(s)] as const);
+      for (const [s, h] of handlers) process.on(s, h);
+      const code = await child.exited;
+      for (const [s, h] of handlers) process.off(s, h);
+      throw new CliExit(child.signalCode ? 128 + (signalNumber(String(child.signalCode)) ?? 0) : code);
+    } catch (err) {
+      if (err instanceof CliExit) throw err;
+      if (err instanceof Error && /ENOENT|not found/i.test(err.message)) throw new CliFailure(`cannot run ${command[0]}: command not found`, "check the command after --", 127);
+      throw err;
+    } finally {
+      await revoke();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+});
+
+function signalNumber(name: string): number | undefined {
+  return ({ SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15 } as Record<string, number>)[name];
+}
