@@ -8,11 +8,13 @@ import { join } from "node:path";
 import { connect } from "node:net";
 import { loadConfig } from "../../src/config.ts";
 import { createMemoryLogger } from "../../src/log.ts";
-import { startServer, type RunningServer } from "../../src/server/serve.ts";
+import { startServer, type RunningServer, type TunnelStarter } from "../../src/server/serve.ts";
 
 export interface Broker {
   readonly apiUrl: string;
   readonly server: RunningServer;
+  /** host:port of the transparent proxy listener, when started with `startTunnel`. */
+  readonly proxyAddress: string | undefined;
   readonly logLines: string[];
   readonly vault: string;
   /** User session of the instance owner (admin of the vault). */
@@ -31,7 +33,7 @@ export interface Broker {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-export async function startBroker(opts: { caPem: string; env?: Record<string, string> }): Promise<Broker> {
+export async function startBroker(opts: { caPem: string; env?: Record<string, string>; startTunnel?: TunnelStarter }): Promise<Broker> {
   const dir = mkdtempSync(join(tmpdir(), "broker-proxy-e2e-"));
   const caFile = join(dir, "upstream-ca.pem");
   writeFileSync(caFile, opts.caPem);
@@ -52,6 +54,7 @@ export async function startBroker(opts: { caPem: string; env?: Record<string, st
     config,
     log,
     masterPassword: undefined,
+    startTunnel: opts.startTunnel,
     resolver: async (host) => {
       lookups.push(host);
       const a = dns.get(host);
@@ -89,6 +92,7 @@ export async function startBroker(opts: { caPem: string; env?: Record<string, st
   const broker: Broker = {
     apiUrl,
     server,
+    proxyAddress: server.proxyAddress,
     logLines: log.lines,
     vault,
     userToken,

@@ -30,8 +30,11 @@ const echo: UpstreamHandler = (req, res, body) => {
 };
 
 /** Starts the upstream; `handler` answers (default: JSON echo). `stream` handlers can skip body buffering. */
-export async function startUpstream(handler: UpstreamHandler = echo, opts: { bufferBody?: boolean } = {}): Promise<TestUpstream> {
-  const pki = await createTestPki();
+export async function startUpstream(
+  handler: UpstreamHandler = echo,
+  opts: { bufferBody?: boolean; /** listen address (default 127.0.0.1) */ host?: string; /** certificate names */ names?: { dns?: string[]; ips?: string[] } } = {},
+): Promise<TestUpstream> {
+  const pki = await createTestPki(opts.names);
   const received: Received[] = [];
   const server = createServer({ cert: pki.certPem, key: pki.keyPem }, (req, res) => {
     const pairs: [string, string][] = [];
@@ -48,7 +51,7 @@ export async function startUpstream(handler: UpstreamHandler = echo, opts: { buf
       handler(req, res, body);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => server.listen(0, opts.host ?? "127.0.0.1", resolve));
   const port = (server.address() as AddressInfo).port;
   const close = () => new Promise<void>((resolve) => server.close(() => resolve()));
   return { port, pki, received, close, [Symbol.asyncDispose]: close };

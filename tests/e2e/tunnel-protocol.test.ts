@@ -1,0 +1,215 @@
+// The CONNECT listener at the wire level, with raw sockets: 407 and the retry on the same
+// connection, 405 for plain http://, absolute-form https://, malformed requests, and HTTP/1.1 inside
+// an intercepted tunnel (smuggling attempts rejected, keep-alive, pipelining, chunked bodies,
+// Expect: 100-continue, inner Host ignored).
+
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { Received } from "../helpers/upstream.ts";
+import { Conn, dialProxy, openTunnel, startTls, startTunnelEnv, UPSTREAM_NAME, type TunnelEnv } from "./tunnel-fixture.ts";
+
+let env: TunnelEnv;
+
+beforeAll(async () => {
+  env = await startTunnelEnv();
+});
+afterAll(async () => {
+  await env?.stop();
+});
+
+const authLines = (r: Received) => r.rawHeaders.filter(([k]) => k.toLowerCase() === "authorization");
+const json = (b: Buffer) => JSON.parse(b.toString("utf8"));
+
+async function rawConn(): Promise<Conn> {
+  return new Conn(await dialProxy(env.proxyPort));
+}
+
+function expectEnvelope(res: { status: number; headers: Record<string, string>; body: Buffer }, status: number, code: string) {
+  expect(res.status).toBe(status);
+  expect(res.headers["x-broker-error"]).toBe(code);
+  const body = json(res.body);
+  expect(body.error).toBe(code);
+  expect(typeof body.message).toBe("string");
+  return body;
+}
+
+async function tunnel(opts: { servername?: string; anyName?: boolean } = {}) {
+  return openTunnel(env.proxyPort, env.authority, env.proxyAuth, { ca: env.caPem, ...opts });
+}
+
+const get = (path: string, extra = "") => `GET ${path} HTTP/1.1\r\nHost: ${env.authority}\r\n${extra}\r\n`;
+
+describe("proxy-level requests", () => {
+  test("CONNECT without Proxy-Authorization → 407 Basic realm, envelope; the retry on the same connection succeeds", async () => {
+    const conn = await rawConn();
+    conn.write(`CONNECT ${env.authority} HTTP/1.1\r\nHost: ${env.authority}\r\n\r\n`);
+    const res = await conn.readResponse();
+    expectEnvelope(res, 407, "unauthorized");
+    expect(res.headers["proxy-authenticate"]).toBe('Basic realm="broker"');
+    expect(conn.closed).toBe(false);
+
+    conn.write(`CONNECT ${env.authority} HTTP/1.1\r\nHost: ${env.authority}\r\nProxy-Authorization: ${env.proxyAuth}\r\n\r\n`);
+    const ok = await conn.readResponse({ noBody: true });
+    expect(ok.status).toBe(200);
+    conn.detach();
+    const tls = await startTls(conn.stream as import("node:net").Socket, { ca: env.caPem, servername: UPSTREAM_NAME });
+    const inner = new Conn(tls);
+    inner.write(get("/after-407"));
+    const r = await inner.readResponse();
+    expect(r.status).toBe(200);
+    expect(authLines(env.upstream.received.at(-1)!)).toEqual([["authorization", `Bearer ${env.secret}`]]);
+    inner.close();
+  });
+
+  test("CONNECT with a wrong token → 407; the same connection then authenticates", async () => {
+    const conn = await rawConn();
+    const bad = `Basic ${Buffer.from(`brk_not-a-token:${env.broker.vault}`).toString("base64")}`;
+    conn.write(`CONNECT ${env.authority} HTTP/1.1\r\nHost: ${env.authority}\r\nProxy-Authorization: ${bad}\r\n\r\n`);
+    const res = await conn.readResponse();
+    expectEnvelope(res, 407, "unauthorized");
+    expect(res.headers["proxy-authenticate"]).toBe('Basic realm="broker"');
+    conn.write(`CONNECT ${env.authority} HTTP/1.1\r\nHost: ${env.authority}\r\nProxy-Authorization: ${env.proxyAuth}\r\n\r\n`);
+    expect((await conn.readResponse({ noBody: true })).status).toBe(200);
+    conn.close();
+  });
+
+  test("plain GET http://… → 405 and close", async () => {
+    const conn = await rawConn();
+    conn.write(`GET http://${env.authority}/ HTTP/1.1\r\nHost: ${env.authority}\r\nProxy-Authorization: ${env.proxyAuth}\r\n\r\n`);
+    const res = await conn.readResponse();
+    expectEnvelope(res, 405, "method_not_allowed");
+    expect(await conn.closesWithin()).toBe(true);
+  });
+
+  test("absolute-form GET https://… with Proxy-Authorization is served with injection", async () => {
+    const before = env.upstream.received.length;
+    const conn = await rawConn();
+    conn.write(`GET https://${env.authority}/absolute?q=1 HTTP/1.1\r\nHost: ${env.authority}\r\nProxy-Authorization: ${env.proxyAuth}\r\n\r\n`);
+    const res = await conn.readResponse();
+    expect(res.status).toBe(200);
+    expect(json(res.body).url).toBe("/absolute?q=1");
+    const seen = env.upstream.received.at(-1)!;
+    expect(env.upstream.received.length).toBe(before + 1);
+    expect(authLines(seen)).toEqual([["authorization", `Bearer ${env.secret}`]]);
+    expect(seen.rawHeaders.some(([k]) => k.toLowerCase() === "proxy-authorization")).toBe(false);
+    expect(res.head + res.body.toString()).not.toContain(env.secret);
+    conn.close();
+  });
+
+  test("absolute-form https:// without credentials → 407", async () => {
+    const conn = await rawConn();
+    conn.write(`GET https://${env.authority}/x HTTP/1.1\r\nHost: ${env.authority}\r\n\r\n`);
+    expectEnvelope(await conn.readResponse(), 407, "unauthorized");
+    conn.close();
+  });
+
+  test("malformed request line → 400 and close", async () => {
+    const conn = await rawConn();
+    conn.write("THIS IS NOT HTTP\r\n\r\n");
+    const res = await conn.readResponse();
+    expect(res.status).toBe(400);
+    expect(await conn.closesWithin()).toBe(true);
+  });
+});
+
+describe("inside an intercepted tunnel", () => {
+  /** Sends `bytes` in a fresh tunnel; expects 400, the connection closed, and nothing smuggled upstream. */
+  async function expectRejected(bytes: string) {
+    const before = env.upstream.received.length;
+    const { conn } = await tunnel();
+    conn.write(bytes);
+    const res = await conn.readResponse();
+    expect(res.status).toBe(400);
+    expect(await conn.closesWithin()).toBe(true);
+    await Bun.sleep(200);
+    const urls = env.upstream.received.slice(before).map((r) => r.url);
+    expect(urls).not.toContain("/smuggled");
+    return urls;
+  }
+  const smuggled = `GET /smuggled HTTP/1.1\r\nHost: ${UPSTREAM_NAME}\r\n\r\n`;
+
+  test("Content-Length with Transfer-Encoding → 400", async () => {
+    const urls = await expectRejected(`POST /cl-te HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n${smuggled}`);
+    expect(urls).toEqual([]);
+  });
+
+  test("two differing Content-Length headers → 400", async () => {
+    const urls = await expectRejected(`POST /cl-cl HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 40\r\n\r\nabc${smuggled}`);
+    expect(urls).toEqual([]);
+  });
+
+  test("bad chunk terminator → 400 and close", async () => {
+    await expectRejected(`POST /bad-term HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcXY0\r\n\r\n${smuggled}`);
+  });
+
+  test("invalid chunk size → 400 and close", async () => {
+    await expectRejected(`POST /bad-size HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n${smuggled}`);
+  });
+
+  test("keep-alive: two requests on one tunnel", async () => {
+    const { conn } = await tunnel();
+    conn.write(get("/one"));
+    const a = await conn.readResponse();
+    conn.write(get("/two"));
+    const b = await conn.readResponse();
+    expect([a.status, b.status]).toEqual([200, 200]);
+    expect([json(a.body).url, json(b.body).url]).toEqual(["/one", "/two"]);
+    expect(authLines(env.upstream.received.at(-1)!)).toEqual([["authorization", `Bearer ${env.secret}`]]);
+    // The echo reflects the credential; the broker redacts it before the client sees it.
+    expect(json(b.body).headers.authorization).toBe("Bearer [redacted]");
+    expect(a.head + a.body.toString() + b.head + b.body.toString()).not.toContain(env.secret);
+    conn.close();
+  });
+
+  test("pipelined: two requests written at once are answered in order", async () => {
+    const { conn } = await tunnel();
+    conn.write(get("/p1") + get("/p2"));
+    const a = await conn.readResponse();
+    const b = await conn.readResponse();
+    expect([json(a.body).url, json(b.body).url]).toEqual(["/p1", "/p2"]);
+    conn.close();
+  });
+
+  test("chunked request body is forwarded", async () => {
+    const { conn } = await tunnel();
+    conn.write(`POST /chunked HTTP/1.1\r\nHost: ${env.authority}\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n`);
+    const res = await conn.readResponse();
+    expect(res.status).toBe(200);
+    expect(json(res.body).body).toBe("hello world");
+    expect(env.upstream.received.at(-1)!.body.toString()).toBe("hello world");
+    conn.close();
+  });
+
+  test("Expect: 100-continue gets 100 Continue, then the final response", async () => {
+    const { conn } = await tunnel();
+    conn.write(`POST /expect HTTP/1.1\r\nHost: ${env.authority}\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n`);
+    const interim = await conn.readResponse();
+    expect(interim.status).toBe(100);
+    conn.write("12345");
+    const res = await conn.readResponse();
+    expect(res.status).toBe(200);
+    expect(json(res.body).body).toBe("12345");
+    conn.close();
+  });
+
+  test("an inner Host pointing elsewhere is ignored: routed to the CONNECT authority", async () => {
+    const { conn } = await tunnel();
+    conn.write(`GET /inner-host HTTP/1.1\r\nHost: evil.example\r\n\r\n`);
+    const res = await conn.readResponse();
+    expect(res.status).toBe(200);
+    const seen = env.upstream.received.at(-1)!;
+    expect(seen.url).toBe("/inner-host");
+    const hosts = seen.rawHeaders.filter(([k]) => k.toLowerCase() === "host").map(([, v]) => v);
+    expect(hosts).toEqual([env.authority]);
+    expect(env.broker.lookups).not.toContain("evil.example");
+    conn.close();
+  });
+
+  test("the leaf certificate is for the CONNECT authority whatever the SNI", async () => {
+    const { conn, tls } = await tunnel({ servername: "other.example", anyName: true });
+    expect(tls.authorized).toBe(true); // chain verified against the broker CA
+    const cert = tls.getPeerX509Certificate()!;
+    expect(cert.subjectAltName).toBe(`DNS:${UPSTREAM_NAME}`);
+    expect(tls.alpnProtocol).toBe("http/1.1");
+    conn.close();
+  });
+});
