@@ -8,3 +8,4 @@ export { createUpstream, type Upstream } from "./upstream.ts";
 export { compileNetPolicy, resolveChecked, systemResolver, type NetPolicy, type Resolver } from "./netguard.ts";
 export { buildProposalHint } from "./hint.ts";
 export { createRedactingStream } from "./redact.ts";
+export { egressUpgrade, isWebSocketUpgrade, type Upgraded } from "./upgrade.ts";

@@ -4,6 +4,8 @@
 
 import { UpstreamTimeout, UpstreamUnreachable } from "../errors.ts";
 import { ConnectError, ConnectionTimeout, dial, type Connection } from "./connection.ts";
+
+export type { Connection } from "./connection.ts";
 import {
   createChunkedDecoder,
   encodeChunk,
@@ -52,6 +54,8 @@ export interface OutboundRequest {
 
 export interface Upstream {
   send(dest: Destination, req: OutboundRequest): Promise<Response>;
+  /** A fresh, unpooled, verified connection (WebSocket upgrades take it over). */
+  open(dest: Destination): Promise<Connection>;
   close(): void;
 }
 
@@ -172,6 +176,7 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
 
   return {
     send,
+    open: async (dest) => (await connect(dest, true)).conn,
     close() {
       for (const list of idle.values()) for (const c of list) c.close();
       idle.clear();

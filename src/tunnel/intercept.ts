@@ -3,12 +3,13 @@
 // sent through the egress core. Routing is bound to the CONNECT authority, never the inner Host.
 
 import type { Duplex } from "node:stream";
-import { egress } from "../egress/index.ts";
+import { egress, isWebSocketUpgrade } from "../egress/index.ts";
 import { createChunkedDecoder, findHeadEnd, headerValues, parseRequestHead, requestFraming, WireError, type BodyFraming, type RequestHead } from "../egress/http1.ts";
 import type { TunnelDeps, TunnelSession } from "./context.ts";
 import { createChunkReader, HeadError, readHead, writeAll, type ChunkReader } from "./reader.ts";
 import { errorResponse, writeResponse } from "./respond.ts";
 import { refreshSession } from "./session.ts";
+import { relayWebSocket } from "./websocket.ts";
 
 export interface Authority {
   readonly host: string;
@@ -31,6 +32,7 @@ export async function serveIntercepted(stream: Duplex, target: Authority, sessio
       await writeResponse(stream, plainError(status, message), { close: true }).catch(() => {});
       return void stream.end();
     }
+    if (isWebSocketUpgrade(head.method, head.headers)) return relayWebSocket(stream, reader, head, target, session, deps);
     const keepAlive = head.version === "1.1" && !headerValues(head.headers, "connection").some((v) => /\bclose\b/i.test(v));
     const { response, complete } = await forwardRequest(stream, reader, head, framing, target, session, deps);
     try {
