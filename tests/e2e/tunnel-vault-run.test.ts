@@ -1,0 +1,148 @@
+// `broker vault run` with the compiled binary against a compiled server: the child gets exactly the
+// contract's environment (one 0600 CA file for every CA variable, HTTPS_PROXY to the listener,
+// inherited proxy settings replaced, no HTTP_PROXY), its curl reaches an HTTPS upstream through the
+// listener with the credential injected, its exit code comes back, the scoped session is revoked
+// and the CA file removed afterwards.
+// The upstream listens on 127.0.0.2: NO_PROXY=localhost,127.0.0.1 would make curl bypass the proxy.
+
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { builtBinary, cleanEnv, runBinary, startBinaryServer, tempDir, type RunResult, type ServerProcess } from "../helpers/binary.ts";
+import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
+import { requireBinary } from "./tunnel-fixture.ts";
+
+const bin = builtBinary();
+const SECRET = `sk-vault-run-${crypto.randomUUID()}`;
+const PASSWORD = "correct horse battery staple";
+let upstream: TestUpstream;
+let server: ServerProcess;
+let proxyAddress: string;
+let owner: Record<string, string>;
+let hostPort: string;
+const outputs: string[] = [];
+
+async function cli(args: string[], stdin?: string, extraEnv: Record<string, string> = {}): Promise<RunResult> {
+  const r = await runBinary(bin, args, { env: { ...owner, ...extraEnv }, stdin });
+  outputs.push(r.stdout, r.stderr);
+  return r;
+}
+
+function ok(r: RunResult): RunResult {
+  if (r.exitCode !== 0) throw new Error(`exit ${r.exitCode}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
+  return r;
+}
+
+beforeAll(async () => {
+  upstream = await startUpstream(undefined, { host: "127.0.0.2", names: { dns: [], ips: ["127.0.0.2"] } });
+  hostPort = `127.0.0.2:${upstream.port}`;
+  const dir = tempDir("broker-vault-run-");
+  const caFile = join(dir, "upstream-ca.pem");
+  writeFileSync(caFile, upstream.pki.caPem);
+  server = await startBinaryServer(
+    bin,
+    cleanEnv({ BROKER_DATA_DIR: join(dir, "data"), BROKER_NETWORK_ALLOWLIST: "127.0.0.2", BROKER_UPSTREAM_CA_FILE: caFile, BROKER_RATELIMIT_PROFILE: "off" }),
+    dir,
+  );
+  const m = /"proxy":"([^"]+)"/.exec(server.logs());
+  if (!m) throw new Error(`no proxy address in the listening line:\n${server.logs()}`);
+  proxyAddress = m[1]!;
+  owner = cleanEnv({ BROKER_CONFIG_DIR: join(tempDir("broker-cli-"), "config") });
+  ok(await cli(["auth", "register", "--email", "owner@example.com", "--password-stdin", "--address", server.url], `${PASSWORD}\n`));
+  ok(await cli(["vault", "create", "demo"]));
+  ok(await cli(["vault", "use", "demo"]));
+  ok(await cli(["credential", "set", "API_KEY"], `${SECRET}\n`));
+  ok(await cli(["service", "add", hostPort, "--auth", "bearer", "--token", "API_KEY"]));
+}, 60_000);
+
+afterAll(async () => {
+  await server?.stop();
+  await upstream?.close();
+});
+
+const CA_VARS = ["SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "DENO_CERT"];
+
+function parseEnv(text: string): Map<string, string> {
+  const env = new Map<string, string>();
+  for (const line of text.split("\n")) {
+    const m = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(line);
+    if (m) env.set(m[1]!, m[2]!);
+  }
+  return env;
+}
+
+describe("broker vault run (compiled binary)", () => {
+  test("exact environment, injected request through the listener, exit code, revocation, CA file removed", async () => {
+    if (!requireBinary("curl", "curl")) return;
+    const script = [
+      "env",
+      'echo "__CA_MODE__=$(stat -c %a "$SSL_CERT_FILE")"',
+      "echo __BODY__",
+      `curl -sS https://${hostPort}/from-vault-run`,
+      "echo",
+      "exit 7",
+    ].join("; ");
+    const inherited = {
+      HTTPS_PROXY: "http://inherited.invalid:1",
+      https_proxy: "http://inherited-lower.invalid:1",
+      HTTP_PROXY: "http://inherited-http.invalid:1",
+      http_proxy: "http://inherited-http-lower.invalid:1",
+      NO_PROXY: "*",
+      SSL_CERT_FILE: "/nonexistent/inherited.pem",
+    };
+    const before = upstream.received.length;
+    const r = await cli(["vault", "run", "--", "sh", "-c", script], undefined, inherited);
+    expect(r.exitCode).toBe(7);
+
+    const [envText, rest] = r.stdout.split("__BODY__\n");
+    const env = parseEnv(envText!);
+    const token = env.get("BROKER_SESSION_TOKEN")!;
+    expect(token).toBeTruthy();
+    expect(env.get("BROKER_ADDR")).toBe(server.url);
+    const proxyPort = proxyAddress.split(":").at(-1);
+    expect(env.get("HTTPS_PROXY")).toBe(`http://${encodeURIComponent(token)}:demo@127.0.0.1:${proxyPort}`);
+    expect(env.get("NO_PROXY")).toBe("localhost,127.0.0.1");
+    expect(env.get("NODE_USE_ENV_PROXY")).toBe("1");
+    const caFile = env.get("SSL_CERT_FILE")!;
+    expect(caFile).not.toBe("/nonexistent/inherited.pem");
+    for (const v of CA_VARS) expect(env.get(v)).toBe(caFile);
+    expect(env.get("__CA_MODE__")).toBe("600");
+    for (const v of ["HTTP_PROXY", "http_proxy", "https_proxy", "no_proxy", "ALL_PROXY", "all_proxy"]) expect(env.has(v)).toBe(false);
+    // The contract's variables and nothing else of the kind (BROKER_CONFIG_DIR is the caller's own).
+    const kind = [...env.keys()].filter((k) => /proxy|^BROKER_|CERT|CA_BUNDLE|CAINFO/i.test(k) && k !== "BROKER_CONFIG_DIR").sort();
+    expect(kind).toEqual(["BROKER_ADDR", "BROKER_SESSION_TOKEN", "HTTPS_PROXY", "NODE_USE_ENV_PROXY", "NO_PROXY", ...CA_VARS].sort());
+
+    // The request went through the listener with the credential injected; curl saw no secret.
+    expect(rest).toContain('"url":"/from-vault-run"');
+    expect(upstream.received.length).toBe(before + 1);
+    const seen = upstream.received.at(-1)!;
+    expect(seen.rawHeaders.filter(([k]) => /^(proxy-)?authorization$/i.test(k))).toEqual([["authorization", `Bearer ${SECRET}`]]);
+    expect(JSON.stringify(seen.rawHeaders)).not.toContain(token);
+
+    // Afterwards: the scoped session is revoked and the CA file is gone.
+    const who = await fetch(`${server.url}/v1/auth/whoami`, { headers: { authorization: `Bearer ${token}` } });
+    expect(who.status).toBe(401);
+    expect(existsSync(caFile)).toBe(false);
+
+    for (const o of [...outputs, server.logs()]) expect(o).not.toContain(SECRET);
+    expect(server.logs()).not.toContain(token);
+  });
+
+  test("the child's exit code comes back (0 and 1), and each run's session is revoked", async () => {
+    const t = await cli(["vault", "run", "--", "sh", "-c", 'printf %s "$BROKER_SESSION_TOKEN"']);
+    expect(t.exitCode).toBe(0);
+    expect((await fetch(`${server.url}/v1/auth/whoami`, { headers: { authorization: `Bearer ${t.stdout}` } })).status).toBe(401);
+    expect((await cli(["vault", "run", "--", "false"])).exitCode).toBe(1);
+  });
+
+  test("--proxy-tls: HTTPS_PROXY=https://… and curl reaches the upstream through the TLS-wrapped listener", async () => {
+    if (!requireBinary("curl", "curl")) return;
+    const script = `printf '%s\\n' "$HTTPS_PROXY"; curl -sS --proxy-cacert "$SSL_CERT_FILE" https://${hostPort}/proxy-tls`;
+    const r = await cli(["vault", "run", "--proxy-tls", "--", "sh", "-c", script]);
+    expect(r.stderr).toBe("");
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout.split("\n")[0]).toStartWith("https://");
+    expect(r.stdout).toContain('"url":"/proxy-tls"');
+    expect(upstream.received.at(-1)!.rawHeaders).toContainEqual(["authorization", `Bearer ${SECRET}`]);
+  });
+});
