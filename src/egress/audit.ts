@@ -81,3 +81,44 @@ export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
     },
   };
 }
+
+/** The outcome of one proxied exchange, turned into its audit record (names and numbers only). */
+export interface AuditOutcome {
+  readonly status: number;
+  readonly bytesIn: number;
+  readonly bytesOut: number;
+  readonly error: string | null;
+  readonly service: string | null;
+  readonly credentialKeys: readonly string[];
+}
+
+export interface AuditedRequest {
+  readonly principal: string;
+  readonly vault: { readonly id: number; readonly name: string };
+  readonly ingress: string;
+  readonly method: string;
+  readonly host: string;
+  readonly port: number;
+  /** Path and query as sent; the query is dropped here (it may carry secrets). */
+  readonly target: string;
+}
+
+export function auditEntry(req: AuditedRequest, startedAt: number, now: number, o: AuditOutcome): AuditEntry {
+  return {
+    at: startedAt,
+    principal: req.principal,
+    vaultId: req.vault.id,
+    vault: req.vault.name,
+    ingress: req.ingress,
+    method: req.method,
+    host: req.port === 443 ? req.host : `${req.host}:${req.port}`,
+    path: req.target.split("?")[0] ?? "/",
+    service: o.service,
+    credentialKeys: o.credentialKeys.join(","),
+    status: o.status,
+    bytesIn: o.bytesIn,
+    bytesOut: o.bytesOut,
+    durationMs: now - startedAt,
+    error: o.error,
+  };
+}

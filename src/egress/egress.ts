@@ -5,7 +5,7 @@
 
 import { BrokerError, MethodNotAllowed, PayloadTooLarge } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import type { AuditLog } from "./audit.ts";
+import { auditEntry, type AuditLog } from "./audit.ts";
 import { buildUpstreamHeaders, cleanResponseHeaders } from "./headers.ts";
 import { resolveChecked, type NetPolicy, type Resolver } from "./netguard.ts";
 import type { EgressPlan, PlanCache } from "./plan.ts";
@@ -48,23 +48,9 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Resp
   let plan: EgressPlan | undefined;
   let bytesIn = 0;
   const audit = (status: number, bytesOut: number, error: string | null) =>
-    deps.audit.record({
-      at: started,
-      principal: input.principal,
-      vaultId: input.vault.id,
-      vault: input.vault.name,
-      ingress: input.ingress,
-      method: input.method,
-      host: input.port === 443 ? input.host : `${input.host}:${input.port}`,
-      path: input.target.split("?")[0] ?? "/",
-      service: plan?.service.host ?? null,
-      credentialKeys: (plan?.credentialKeys ?? []).join(","),
-      status,
-      bytesIn,
-      bytesOut,
-      durationMs: deps.now() - started,
-      error,
-    });
+    deps.audit.record(
+      auditEntry(input, started, deps.now(), { status, bytesIn, bytesOut, error, service: plan?.service.host ?? null, credentialKeys: plan?.credentialKeys ?? [] }),
+    );
 
   try {
     if (REFUSED_METHODS.has(input.method)) throw new MethodNotAllowed(`${input.method} is not allowed through the broker`);

@@ -3,6 +3,7 @@
 // relays raw bytes both ways; frames are not inspected (no echo redaction inside WebSocket frames).
 
 import { BrokerError, UpstreamUnreachable } from "../errors.ts";
+import { auditEntry } from "./audit.ts";
 import type { Connection } from "./connection.ts";
 import type { EgressDeps, EgressInput } from "./egress.ts";
 import { buildUpstreamHeaders } from "./headers.ts";
@@ -33,23 +34,7 @@ export function isWebSocketUpgrade(method: string, headers: Iterable<[string, st
 export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promise<Upgraded> {
   const started = deps.now();
   const record = (status: number, bytesIn: number, bytesOut: number, error: string | null, keys: readonly string[], service: string | null) =>
-    deps.audit.record({
-      at: started,
-      principal: input.principal,
-      vaultId: input.vault.id,
-      vault: input.vault.name,
-      ingress: input.ingress,
-      method: "GET",
-      host: input.port === 443 ? input.host : `${input.host}:${input.port}`,
-      path: input.target.split("?")[0] ?? "/",
-      service,
-      credentialKeys: keys.join(","),
-      status,
-      bytesIn,
-      bytesOut,
-      durationMs: deps.now() - started,
-      error,
-    });
+    deps.audit.record(auditEntry({ ...input, method: "GET" }, started, deps.now(), { status, bytesIn, bytesOut, error, service, credentialKeys: keys }));
   let keys: readonly string[] = [];
   let service: string | null = null;
   try {

@@ -3,7 +3,7 @@
 // sent through the egress core. Routing is bound to the CONNECT authority, never the inner Host.
 
 import type { Duplex } from "node:stream";
-import { egress, isWebSocketUpgrade } from "../egress/index.ts";
+import { egress, isWebSocketUpgrade, type EgressInput } from "../egress/index.ts";
 import { createChunkedDecoder, findHeadEnd, headerValues, parseRequestHead, requestFraming, WireError, type BodyFraming, type RequestHead } from "../egress/http1.ts";
 import type { TunnelDeps, TunnelSession } from "./context.ts";
 import { createChunkReader, HeadError, readHead, writeAll, type ChunkReader } from "./reader.ts";
@@ -64,25 +64,27 @@ export async function forwardRequest(
   let response: Response;
   try {
     await refreshSession(deps, session); // a revoked token stops working at its next request
-    response = await egress(
-      {
-        principal: session.principal.id,
-        vault: { id: session.open.vault.id, name: session.open.vault.name },
-        host: target.host,
-        port: target.port,
-        method: head.method,
-        target: originForm(head.target),
-        headers: head.headers,
-        body: body?.stream ?? null,
-        bodyLength: framing.kind === "length" ? framing.length : null,
-        ingress: "transparent",
-      },
-      deps.egress,
-    );
+    response = await egress(tunnelEgressInput(head, target, session, body?.stream ?? null, framing.kind === "length" ? framing.length : null), deps.egress);
   } catch (err) {
     response = errorResponse(err, deps.log);
   }
   return { response, complete: body ? await body.drained() : true };
+}
+
+/** The egress core's view of a request read from a tunnel: routed to the CONNECT authority. */
+export function tunnelEgressInput(head: RequestHead, target: Authority, session: TunnelSession, body: ReadableStream<Uint8Array> | null, bodyLength: number | null): EgressInput {
+  return {
+    principal: session.principal.id,
+    vault: { id: session.open.vault.id, name: session.open.vault.name },
+    host: target.host,
+    port: target.port,
+    method: head.method,
+    target: originForm(head.target),
+    headers: head.headers,
+    body,
+    bodyLength,
+    ingress: "transparent",
+  };
 }
 
 /** Absolute-form targets inside a tunnel keep only their path: the authority is the CONNECT's. */

@@ -6,7 +6,7 @@ import type { Duplex } from "node:stream";
 import { egressUpgrade } from "../egress/index.ts";
 import { serializeHead, type RequestHead } from "../egress/http1.ts";
 import type { TunnelDeps, TunnelSession } from "./context.ts";
-import type { Authority } from "./intercept.ts";
+import { tunnelEgressInput, type Authority } from "./intercept.ts";
 import { writeAll, type ChunkReader } from "./reader.ts";
 import { errorResponse, writeResponse } from "./respond.ts";
 import { refreshSession } from "./session.ts";
@@ -15,21 +15,7 @@ export async function relayWebSocket(stream: Duplex, reader: ChunkReader, head: 
   let upgraded;
   try {
     await refreshSession(deps, session);
-    upgraded = await egressUpgrade(
-      {
-        principal: session.principal.id,
-        vault: { id: session.open.vault.id, name: session.open.vault.name },
-        host: target.host,
-        port: target.port,
-        method: head.method,
-        target: head.target.startsWith("/") ? head.target : "/",
-        headers: head.headers,
-        body: null,
-        bodyLength: null,
-        ingress: "transparent",
-      },
-      deps.egress,
-    );
+    upgraded = await egressUpgrade(tunnelEgressInput(head, target, session, null, null), deps.egress);
   } catch (err) {
     await writeResponse(stream, errorResponse(err, deps.log), { close: true }).catch(() => {});
     return void stream.end();
