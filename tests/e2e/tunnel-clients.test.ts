@@ -71,7 +71,9 @@ describe("real clients through HTTPS_PROXY", () => {
     expect(res.status).toBe(200);
     expect(JSON.parse(text).url).toBe("/bun-fetch");
     expect(authOf("/bun-fetch")).toEqual([`authorization: Bearer ${env.secret}`]);
-    const headers = [...res.headers].map(([k, v]) => `${k}: ${v}`).join("\n");
+    const lines: string[] = [];
+    res.headers.forEach((v, k) => lines.push(`${k}: ${v}`));
+    const headers = lines.join("\n");
     await expectNoLeak(env.broker, env.secret, [text, headers]);
   });
 
