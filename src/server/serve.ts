@@ -8,7 +8,7 @@ import { buildProposalHint, compileNetPolicy, createAuditLog, createPlanCache, c
 import type { Logger } from "../log.ts";
 import type { Secret } from "../secret.ts";
 import { openStore, type Store } from "../store/index.ts";
-import { createAuthenticator, createHashGate, createLeafCache, loadRootCa, mintLeaf, rotateRootCa, unlockKeyring, type Domain, type LeafCache, type RootCa } from "../vault/index.ts";
+import { createAuthenticator, createHashGate, createVaultAccessCache, createLeafCache, loadRootCa, mintLeaf, rotateRootCa, unlockKeyring, type Domain, type LeafCache, type RootCa } from "../vault/index.ts";
 import { expireProposals } from "../vault/proposals.ts";
 import { createApi } from "./app.ts";
 
@@ -95,6 +95,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
         return rootCa;
       },
     };
+    const vaultAccess = createVaultAccessCache({ now });
     const plans = createPlanCache(store, keyring.dataKey, (host, port) => buildProposalHint(publicUrl, host, port));
     const audit = createAuditLog(store, { now, log, retentionMs: config.auditRetentionDays * 86_400_000, retentionRows: config.auditMaxRows });
     const upstream = createUpstream({ ca: upstreamCa, connectTimeoutMs: config.upstreamTimeoutMs, headersTimeoutMs: config.upstreamTimeoutMs, idleTimeoutSeconds: Math.ceil(config.upstreamTimeoutMs / 1000) });
@@ -108,7 +109,11 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       now,
       publicUrl,
       proxyUrl: `http://${hostPart}:${config.proxyPort}`,
-      onVaultChange: (id) => plans.invalidate(id),
+      vaultAccess,
+      onVaultChange: (id) => {
+        plans.invalidate(id);
+        vaultAccess.clear();
+      },
     };
     const egress: { -readonly [K in keyof EgressDeps]: EgressDeps[K] } = {
       plans,

@@ -4,6 +4,7 @@ import type { Store } from "../store/index.ts";
 import type { HashGate } from "./hash-gate.ts";
 import type { KdfParams } from "./kdf.ts";
 import type { Authenticator } from "./sessions.ts";
+import type { VaultAccessCache } from "./vaults.ts";
 
 export interface Domain {
   readonly store: Store;
@@ -19,6 +20,8 @@ export interface Domain {
   readonly proxyUrl: string;
   /** Argon2id parameters for new user passwords (tests pass cheap ones); production uses KDF_DEFAULTS. */
   readonly passwordKdf?: KdfParams;
+  /** Short-lived cache of vault look-ups for the hot path (absent in tests that want every read). */
+  readonly vaultAccess?: VaultAccessCache;
   /** Called after any write that changes what the proxy hot path caches for a vault. */
   readonly onVaultChange?: (vaultId: number) => void;
 }

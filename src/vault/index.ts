@@ -21,3 +21,4 @@ export type { Principal, VaultRole, InstanceRole } from "./principal.ts";
 export { hostMatches, parseHostPattern, type HostPattern } from "./hosts.ts";
 export { EC_ALG, loadRootCa, randomSerial, rotateRootCa, type RootCa } from "./ca.ts";
 export { createLeafCache, mintLeaf, type Leaf, type LeafCache } from "./leaf.ts";
+export { createVaultAccessCache, type VaultAccessCache } from "./vaults.ts";

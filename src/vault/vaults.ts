@@ -46,13 +46,50 @@ export async function openVault(d: Domain, p: Principal, name: string, action: V
     if (!xVault) throw new InvalidRequest("agent tokens must send the X-Vault header naming the vault", "x-vault");
     if (xVault !== name) throw new InvalidRequest("X-Vault does not match the vault being addressed", "x-vault");
   }
+  const open = d.vaultAccess?.get(p.sessionId, name) ?? (await resolveAccess(d, p, name));
+  if (!mayInVault(p, open.role, action)) throw new PermissionDenied(deniedMessage(p, open.role, action));
+  return open;
+}
+
+async function resolveAccess(d: Domain, p: Principal, name: string): Promise<OpenVault> {
   const vault = await d.store.vaults.byName(name);
   if (!vault) throw new NotFound(NO_VAULT);
   if (p.kind === "scoped" && vault.id !== p.vaultId) throw new PermissionDenied("this session is bound to another vault");
   const role = await roleIn(d.store, p, vault);
   if (!role) throw new NotFound(NO_VAULT);
-  if (!mayInVault(p, role, action)) throw new PermissionDenied(deniedMessage(p, role, action));
-  return { vault, role };
+  const open = { vault, role };
+  d.vaultAccess?.set(p.sessionId, name, open);
+  return open;
+}
+
+export interface VaultAccessCache {
+  get(sessionId: number, vault: string): OpenVault | undefined;
+  set(sessionId: number, vault: string, open: OpenVault): void;
+  clear(): void;
+}
+
+/**
+ * Remembers successful vault look-ups per session for a few seconds, so proxied requests do not
+ * read the store (DESIGN.md §3.11). Only grants are cached, never refusals; every write that
+ * could narrow access (vault changes, deletions, revocations) clears it.
+ */
+export function createVaultAccessCache(opts: { now: () => number; ttlMs?: number; max?: number }): VaultAccessCache {
+  const entries = new Map<string, { open: OpenVault; at: number }>();
+  const ttl = opts.ttlMs ?? 5_000;
+  const max = opts.max ?? 10_000;
+  return {
+    get(sessionId, vault) {
+      const e = entries.get(`${sessionId}|${vault}`);
+      return e && opts.now() - e.at < ttl ? e.open : undefined;
+    },
+    set(sessionId, vault, open) {
+      entries.set(`${sessionId}|${vault}`, { open, at: opts.now() });
+      if (entries.size > max) entries.delete(entries.keys().next().value!);
+    },
+    clear() {
+      entries.clear();
+    },
+  };
 }
 
 function deniedMessage(p: Principal, role: VaultRole, action: VaultAction): string {
