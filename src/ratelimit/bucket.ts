@@ -62,6 +62,8 @@ export function createKeyedBucket(opts: KeyedBucketOptions): KeyedBucket {
   const refill = (s: State, now: number): number =>
     // A clock that steps backwards refills nothing rather than draining the bucket.
     Math.min(burst, s.tokens + (Math.max(0, now - s.at) * rps) / 1000);
+  // Whole seconds until `tokens` more have refilled (the epsilon keeps 4.0000000001 from becoming 5).
+  const secondsUntil = (tokens: number): number => Math.max(0, Math.ceil(tokens / rps - 1e-9));
 
   function take(key: string, cost = 1): RateDecision {
     if (!(cost > 0) || !Number.isFinite(cost)) throw new RangeError("rate-limit cost must be a positive finite number");
@@ -84,8 +86,6 @@ export function createKeyedBucket(opts: KeyedBucketOptions): KeyedBucket {
     return { ok: false, limit: burst, remaining: 0, resetSec: secondsUntil(burst - state.tokens), retryAfterSec, reason: "rate" };
   }
 
-  const secondsUntil = (tokens: number): number => Math.ceil(tokens / rps - 1e-9);
-
   /**
    * Frees room for a new key. Invariant: eviction only ever forgets, and a forgotten key comes back as a fresh
    * full bucket, so it can never be granted more than `burst`. Full buckets carry no state worth keeping, so they
@@ -104,6 +104,12 @@ export function createKeyedBucket(opts: KeyedBucketOptions): KeyedBucket {
   return {
     take,
     setLimits(limits) {
+      // Settle what was earned at the old rate before switching, then clamp to the new burst.
+      const now = opts.now();
+      for (const s of states.values()) {
+        s.tokens = refill(s, now);
+        s.at = now;
+      }
       ({ rps, burst } = limits);
       for (const s of states.values()) s.tokens = Math.min(s.tokens, burst);
     },
