@@ -47,6 +47,7 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Resp
   const started = deps.now();
   let plan: EgressPlan | undefined;
   let bytesIn = 0;
+  let bodyFailure: unknown;
   const audit = (status: number, bytesOut: number, error: string | null) =>
     deps.audit.record(
       auditEntry(input, started, deps.now(), { status, bytesIn, bytesOut, error, service: plan?.service.host ?? null, credentialKeys: plan?.credentialKeys ?? [] }),
@@ -60,13 +61,15 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Resp
     plan = await deps.plans.plan(input.vault, input.host, input.port);
     const headers = buildUpstreamHeaders(input.headers, plan.injection, input.ingress === "explicit");
     const addresses = await resolveChecked(input.host, input.port, deps.policy, deps.resolver);
-    const body = input.body && input.body.pipeThrough(countAndCap(deps.maxRequestBytes, (n) => (bytesIn = n), "request"));
+    const body = input.body && watchErrors(input.body, (e) => (bodyFailure = e)).pipeThrough(countAndCap(deps.maxRequestBytes, (n) => (bytesIn = n), "request"));
     const upstream = await deps.upstream.send(
       { host: input.host, port: input.port, addresses },
       { method: input.method, target: input.target, headers, body, bodyLength: input.bodyLength },
     );
     return shapeResponse(upstream, plan, deps, (bytesOut, error) => audit(upstream.status, bytesOut, error));
-  } catch (err) {
+  } catch (caught) {
+    // A request body that failed (malformed chunking, client gone) is the client's fault, not the upstream's.
+    const err = bodyFailure instanceof BrokerError ? bodyFailure : caught;
     const e = err instanceof BrokerError ? err : undefined;
     if (!e) deps.log.error("egress_failed", { err, host: input.host });
     audit(e?.status ?? 502, 0, e?.code ?? "upstream_unreachable");
@@ -116,6 +119,24 @@ function shapeResponse(res: Response, plan: EgressPlan, deps: EgressDeps, done: 
   });
   headers = new Headers(headers);
   return new Response(out, { status: res.status, statusText: res.statusText, headers });
+}
+
+/** Passes a stream through unchanged, reporting the error if its source fails. */
+function watchErrors(src: ReadableStream<Uint8Array>, onError: (err: unknown) => void): ReadableStream<Uint8Array> {
+  const reader = src.getReader();
+  return new ReadableStream<Uint8Array>({
+    async pull(ctrl) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) ctrl.close();
+        else ctrl.enqueue(value);
+      } catch (err) {
+        onError(err);
+        ctrl.error(err);
+      }
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
 }
 
 /** Counts bytes through a stream and fails it loudly (never truncates) beyond `max` (0 = no cap). */

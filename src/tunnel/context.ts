@@ -13,8 +13,10 @@ export interface TunnelDeps {
   readonly listenerContext: () => Promise<import("node:tls").SecureContext>;
   readonly log: Logger;
   readonly maxHeadBytes: number;
-  /** Idle limit on a client connection (seconds): slow or silent clients are closed. */
+  /** Idle limit on a client connection: silent clients are closed. */
   readonly idleTimeoutMs: number;
+  /** Time allowed for a request head or a TLS handshake: slow clients are closed (slowloris). */
+  readonly headerTimeoutMs?: number;
 }
 
 /** Who is on the other end of a tunnel: re-checked on every request inside it. */

@@ -5,8 +5,9 @@
 import type { Duplex } from "node:stream";
 import { egress, isWebSocketUpgrade, type EgressInput } from "../egress/index.ts";
 import { createChunkedDecoder, findHeadEnd, headerValues, parseRequestHead, requestFraming, WireError, type BodyFraming, type RequestHead } from "../egress/http1.ts";
+import { InvalidRequest } from "../errors.ts";
 import type { TunnelDeps, TunnelSession } from "./context.ts";
-import { createChunkReader, HeadError, readHead, writeAll, type ChunkReader } from "./reader.ts";
+import { createChunkReader, HeadError, readHead, withDeadline, writeAll, type ChunkReader } from "./reader.ts";
 import { errorResponse, writeResponse } from "./respond.ts";
 import { refreshSession } from "./session.ts";
 import { relayWebSocket } from "./websocket.ts";
@@ -22,7 +23,7 @@ export async function serveIntercepted(stream: Duplex, target: Authority, sessio
     let head: RequestHead;
     let framing: BodyFraming;
     try {
-      const bytes = await readHead(reader, deps.maxHeadBytes, findHeadEnd);
+      const bytes = await withDeadline(readHead(reader, deps.maxHeadBytes, findHeadEnd), deps.headerTimeoutMs ?? 10_000, stream);
       if (!bytes) return void stream.end();
       head = parseRequestHead(bytes);
       framing = requestFraming(head);
@@ -139,7 +140,8 @@ function bodyStream(reader: ChunkReader, framing: BodyFraming): { stream: Readab
         }
       } catch (err) {
         failed = true;
-        ctrl.error(err);
+        // Malformed framing is the client's error (400), whatever the upstream made of the cut-off body.
+        ctrl.error(err instanceof WireError ? new InvalidRequest(err.message) : err);
       }
     },
   });

@@ -15,7 +15,7 @@ import { parseHostPattern } from "../vault/index.ts";
 import { openBlindTunnel } from "./blind.ts";
 import type { TunnelDeps, TunnelSession } from "./context.ts";
 import { forwardRequest, serveIntercepted, type Authority } from "./intercept.ts";
-import { createChunkReader, HeadError, readHead, type ChunkReader } from "./reader.ts";
+import { createChunkReader, HeadError, readHead, withDeadline, type ChunkReader } from "./reader.ts";
 import { errorResponse, ProxyAuthRequired, writeResponse } from "./respond.ts";
 import { authenticateProxy } from "./session.ts";
 
@@ -63,6 +63,7 @@ async function acceptConnection(socket: Socket, deps: TunnelDeps): Promise<void>
     // The client speaks TLS to the proxy itself (https:// proxy URL).
     const tls = new TLSSocket(socket, { isServer: true, secureContext: await deps.listenerContext(), ALPNProtocols: ["http/1.1"] });
     tls.on("error", () => socket.destroy());
+    armHandshakeDeadline(tls, socket, deps);
     return serveProxyRequests(tls, deps);
   }
   return serveProxyRequests(socket, deps);
@@ -74,7 +75,7 @@ async function serveProxyRequests(stream: Duplex, deps: TunnelDeps): Promise<voi
   for (;;) {
     let head: RequestHead;
     try {
-      const bytes = await readHead(reader, deps.maxHeadBytes, findHeadEnd);
+      const bytes = await withDeadline(readHead(reader, deps.maxHeadBytes, findHeadEnd), deps.headerTimeoutMs ?? 10_000, stream);
       if (!bytes) return void stream.end();
       head = parseRequestHead(bytes);
     } catch (err) {
@@ -143,7 +144,15 @@ async function handleConnect(stream: Duplex, reader: ChunkReader, head: RequestH
   // The certificate is always for the CONNECT authority, whatever SNI the client sends.
   const tls = new TLSSocket(stream as Socket, { isServer: true, secureContext: leaf.context, ALPNProtocols: ["http/1.1"] });
   tls.on("error", () => stream.destroy());
+  armHandshakeDeadline(tls, stream, deps);
   return serveIntercepted(tls, target, session, deps);
+}
+
+/** A client that stalls its TLS handshake is closed without hurting anyone else. */
+function armHandshakeDeadline(tls: TLSSocket, outer: Duplex, deps: TunnelDeps): void {
+  const timer = setTimeout(() => (tls.destroy(), outer.destroy()), deps.headerTimeoutMs ?? 10_000);
+  tls.once("secure", () => clearTimeout(timer));
+  tls.once("close", () => clearTimeout(timer));
 }
 
 /** After a 407 the same connection carries the retry: continue reading it. */

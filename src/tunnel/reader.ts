@@ -75,10 +75,13 @@ export function createChunkReader(stream: Duplex): ChunkReader {
   };
 }
 
+export const MAX_REQUEST_LINE = 8 * 1024;
+
 /** Reads one message head (up to and including the blank line); null on a clean end before any byte. */
 export async function readHead(reader: ChunkReader, maxBytes: number, findEnd: (b: Uint8Array) => number): Promise<Uint8Array | null> {
   let buf: Uint8Array = new Uint8Array(0);
   for (;;) {
+    if (buf.byteLength > MAX_REQUEST_LINE && buf.indexOf(10) < 0) throw new HeadError(414, "request line too long");
     const chunk = await reader.read();
     if (chunk === null) {
       if (buf.byteLength === 0) return null;
@@ -110,5 +113,18 @@ export async function writeAll(stream: Duplex, bytes: Uint8Array | string): Prom
       stream.once("drain", done);
       stream.once("close", closed);
     });
+  }
+}
+
+/**
+ * Bounds how long a peer may take to send a head or finish a handshake (slowloris): when the time
+ * runs out the stream is destroyed, which ends any pending read.
+ */
+export async function withDeadline<T>(work: Promise<T>, ms: number, stream: Duplex): Promise<T> {
+  const timer = setTimeout(() => stream.destroy(), ms);
+  try {
+    return await work;
+  } finally {
+    clearTimeout(timer);
   }
 }
