@@ -76,7 +76,8 @@ export function createKeyedBucket(opts: KeyedBucketOptions): KeyedBucket {
       state = { tokens: burst, at: now };
     }
     state.tokens = refill(state, now);
-    state.at = now;
+    // Never move `at` backwards: a clock that steps back and then forward again must not earn the gap twice.
+    state.at = Math.max(state.at, now);
     states.set(key, state);
     if (state.tokens >= need) {
       state.tokens -= need;
@@ -108,7 +109,7 @@ export function createKeyedBucket(opts: KeyedBucketOptions): KeyedBucket {
       const now = opts.now();
       for (const s of states.values()) {
         s.tokens = refill(s, now);
-        s.at = now;
+        s.at = Math.max(s.at, now);
       }
       ({ rps, burst } = limits);
       for (const s of states.values()) s.tokens = Math.min(s.tokens, burst);
