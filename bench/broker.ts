@@ -1,0 +1,163 @@
+// Runs the compiled dist/broker as a subprocess (as users do), sets it up through the HTTP API
+// (owner, vault, credential, bearer service for the upstream, scoped session), and reads its CPU
+// time and memory from /proc so the bench measures the broker from outside.
+
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const ROOT = join(import.meta.dir, "..");
+const DIST = join(ROOT, "dist", "broker");
+
+function newestSource(dir: string): number {
+  let newest = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    newest = Math.max(newest, e.isDirectory() ? newestSource(p) : statSync(p).mtimeMs);
+  }
+  return newest;
+}
+
+/** dist/broker, built when missing (or older than src/, when the build succeeds). */
+export function ensureBinary(log: (s: string) => void): string {
+  const stale = existsSync(DIST) && newestSource(join(ROOT, "src")) > statSync(DIST).mtimeMs;
+  if (existsSync(DIST) && !stale) return DIST;
+  log(existsSync(DIST) ? "dist/broker is older than src/: rebuilding (bun build.ts)" : "building dist/broker (bun build.ts)");
+  const r = Bun.spawnSync([process.execPath, "build.ts"], { cwd: ROOT, stdout: "ignore", stderr: "pipe" });
+  if (r.exitCode !== 0) {
+    if (!existsSync(DIST)) throw new Error(`bun build.ts failed:\n${r.stderr.toString()}`);
+    log("warning: rebuild failed, using the existing dist/broker");
+  }
+  return DIST;
+}
+
+export interface BrokerProc {
+  readonly pid: number;
+  readonly apiUrl: string;
+  readonly proxyPort: number;
+  readonly caPem: string;
+  readonly token: string;
+  readonly vault: string;
+  /** http://<token>:<vault>@127.0.0.1:<proxyPort> */
+  readonly proxyUrl: string;
+  logs(): string;
+  stop(): Promise<void>;
+}
+
+export async function startBroker(bin: string, upstreamCaPem: string, upstreamPort: number): Promise<BrokerProc> {
+  const dir = mkdtempSync(join(tmpdir(), "broker-bench-"));
+  const caFile = join(dir, "upstream-ca.pem");
+  writeFileSync(caFile, upstreamCaPem);
+  const env = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: dir,
+    BROKER_DATA_DIR: join(dir, "data"),
+    BROKER_PORT: "0",
+    BROKER_PROXY_PORT: "0",
+    BROKER_NETWORK_ALLOWLIST: "127.0.0.1/32",
+    BROKER_UPSTREAM_CA_FILE: caFile,
+    BROKER_RATELIMIT_PROFILE: "off",
+    BROKER_LOG_LEVEL: "warn",
+  };
+  // BROKER_LOG_LEVEL=warn keeps per-request logging out of the measurement, but it also hides the
+  // info-level "listening" line: so the bench picks two free ports itself and waits for /health.
+  const [apiPort, proxyPort] = [freePort(), freePort()];
+  const proc = Bun.spawn([bin, "server"], { env: { ...env, BROKER_PORT: String(apiPort), BROKER_PROXY_PORT: String(proxyPort) }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  let logs = "";
+  const decoder = new TextDecoder();
+  const collect = async (s: ReadableStream<Uint8Array>) => {
+    for await (const c of s) logs += decoder.decode(c, { stream: true });
+  };
+  void collect(proc.stdout);
+  void collect(proc.stderr);
+  const apiUrl = `http://127.0.0.1:${apiPort}`;
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`broker exited with ${proc.exitCode}:\n${logs}`);
+    if (Date.now() > deadline) throw new Error(`broker did not start:\n${logs}`);
+    const up = await fetch(`${apiUrl}/health`).then((r) => r.ok, () => false);
+    if (up && (await proxyAccepts(proxyPort))) break;
+    await Bun.sleep(25);
+  }
+  const stop = async () => {
+    proc.kill("SIGTERM");
+    await proc.exited;
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const setup = await setUp(apiUrl, upstreamPort);
+    const caPem = await fetch(`${apiUrl}/v1/ca.pem`).then((r) => (r.ok ? r.text() : Promise.reject(new Error(`GET /v1/ca.pem: ${r.status}`))));
+    const proxyUrl = `http://${encodeURIComponent(setup.token)}:${encodeURIComponent(setup.vault)}@127.0.0.1:${proxyPort}`;
+    return { pid: proc.pid, apiUrl, proxyPort, caPem, ...setup, proxyUrl, logs: () => logs, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+function freePort(): number {
+  const l = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const port = l.port;
+  l.stop(true);
+  return port;
+}
+
+function proxyAccepts(port: number): Promise<boolean> {
+  return Bun.connect({ hostname: "127.0.0.1", port, socket: { data() {} } }).then(
+    (s) => (s.end(), true),
+    () => false,
+  );
+}
+
+async function api(apiUrl: string, method: string, path: string, body: unknown, token?: string): Promise<any> {
+  const res = await fetch(`${apiUrl}${path}`, {
+    method,
+    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : undefined;
+}
+
+export async function setUp(apiUrl: string, upstreamPort: number): Promise<{ token: string; vault: string }> {
+  const vault = "bench";
+  const owner = await api(apiUrl, "POST", "/v1/auth/register", { email: "bench@example.com", password: `pw-${crypto.randomUUID()}` });
+  await api(apiUrl, "POST", "/v1/vaults", { name: vault }, owner.token);
+  await api(apiUrl, "PUT", `/v1/vaults/${vault}/credentials/BENCH_TOKEN`, { value: `sk-bench-${crypto.randomUUID()}` }, owner.token);
+  await api(apiUrl, "POST", `/v1/vaults/${vault}/services`, { host: `localhost:${upstreamPort}`, auth: { type: "bearer", token: "BENCH_TOKEN" }, description: "bench upstream" }, owner.token);
+  const session = await api(apiUrl, "POST", "/v1/sessions", { vault, role: "proxy", ttl_seconds: 3600 }, owner.token);
+  return { token: session.token, vault };
+}
+
+// ---- /proc sampling ----
+
+export const CLK_TCK = Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString().trim()) || 100;
+
+/** utime + stime of the process, in milliseconds. */
+export function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  // after "pid (comm) ": state is field 3, so utime (14) and stime (15) are at indexes 11 and 12
+  return ((Number(f[11]) + Number(f[12])) * 1000) / CLK_TCK;
+}
+
+/** VmRSS in bytes. */
+export function rssBytes(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return m ? Number(m[1]) * 1024 : 0;
+}
+
+/** Samples VmRSS every `intervalMs` until stopped; returns the start and the peak. */
+export function sampleRss(pid: number, intervalMs = 50): { stop(): { start: number; peak: number; end: number } } {
+  const start = rssBytes(pid);
+  let peak = start;
+  const timer = setInterval(() => (peak = Math.max(peak, rssBytes(pid))), intervalMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      const end = rssBytes(pid);
+      return { start, peak: Math.max(peak, end), end };
+    },
+  };
+}

@@ -1,0 +1,110 @@
+// The report: a Markdown table of every scenario (ratio to direct, added latency, CPU per request,
+// RSS), the machine it ran on, issue-8 targets met or not, and a dependency-free SVG bar chart.
+
+import { cpus, release } from "node:os";
+import type { Row } from "./scenarios.ts";
+
+const f = (x: number | undefined, d = 2) => (x === undefined || !Number.isFinite(x) ? "–" : x.toFixed(d));
+const pct = (x: number) => (Number.isFinite(x) ? `${(x * 100).toFixed(0)}%` : "–");
+
+export function machine(): string {
+  const c = cpus();
+  return `${c.length} cores (${c[0]?.model?.trim() ?? "unknown CPU"}), Bun ${Bun.version}, Linux ${release()}`;
+}
+
+export function table(rows: Row[]): string {
+  const head = "| scenario | requests | errors / non-2xx | direct req/s | broker req/s | throughput ratio | added p50 (ms) | added p99 (ms) | broker p50 / p99 (ms) | broker CPU ms/req | peak RSS (MB) | notes |";
+  const sep = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|";
+  const lines = rows.map((r) =>
+    [
+      r.name,
+      r.requests,
+      `${r.errors} / ${r.non2xx}`,
+      f(r.directRps, 0),
+      f(r.brokerRps, 0),
+      pct(r.ratio),
+      f(r.addedP50, 3),
+      f(r.addedP99, 3),
+      Number.isFinite(r.brokerP50) ? `${f(r.brokerP50, 3)} / ${f(r.brokerP99, 3)}` : "–",
+      f(r.cpuMsPerReq, 3),
+      `${f(r.peakRssMb, 0)}${r.rssGrowthMb !== undefined ? ` (+${f(r.rssGrowthMb, 0)})` : ""}`,
+      [r.note, r.firstError ? `first error: ${r.firstError.slice(0, 120)}` : undefined].filter(Boolean).join("; ").replace(/\|/g, "\\|"),
+    ].join(" | "),
+  );
+  return [head, sep, ...lines.map((l) => `| ${l} |`)].join("\n");
+}
+
+export interface Target {
+  readonly what: string;
+  readonly value: string;
+  readonly met: boolean | undefined;
+}
+
+export function checkTargets(rows: Row[], micro: Record<string, number>, dbReads: number | undefined): Target[] {
+  const by = (prefix: string) => rows.find((r) => r.name.startsWith(prefix));
+  const t16 = by("tunnel, 16 keep-alive, /small");
+  const t1 = by("tunnel, 1 keep-alive");
+  const cold = by("cold connection");
+  const blind = by("blind tunnel, 16");
+  const proxy = by("/proxy, 16");
+  const idle = rows.find((r) => r.name.includes("idle tunnels"));
+  const bulk = rows.filter((r) => r.mbps);
+  const out: Target[] = [];
+  const add = (what: string, value: number | undefined, fmt: (v: number) => string, ok: (v: number) => boolean) =>
+    out.push({ what, value: value === undefined || !Number.isFinite(value) ? "not measured" : fmt(value), met: value === undefined || !Number.isFinite(value) ? undefined : ok(value) });
+  add("tunnel 16 keep-alive throughput ≥ 45% of direct", t16?.ratio, pct, (v) => v >= 0.45);
+  add("tunnel 16 keep-alive broker CPU ≤ 0.12 ms/request", t16?.cpuMsPerReq, (v) => `${f(v, 3)} ms`, (v) => v <= 0.12);
+  add("tunnel 1 keep-alive added p50 ≤ 0.2 ms", t1?.addedP50, (v) => `${f(v, 3)} ms`, (v) => v <= 0.2);
+  add("cold connection added p50 ≤ 1.5 ms", cold?.addedP50, (v) => `${f(v, 3)} ms`, (v) => v <= 1.5);
+  add("first leaf for a new host ≤ 5 ms (micro)", micro["leaf mint (first)"] === undefined ? undefined : micro["leaf mint (first)"]! / 1000, (v) => `${f(v, 2)} ms`, (v) => v <= 5);
+  add("blind tunnel 16 keep-alive ≥ 70% of direct", blind?.ratio, pct, (v) => v >= 0.7);
+  add("/proxy 16 keep-alive ≥ 50% of direct", proxy?.ratio, pct, (v) => v >= 0.5);
+  add(`${idle?.requests ?? 1000} idle tunnels ≤ 150 MB RSS`, idle?.peakRssMb, (v) => `${f(v, 0)} MB`, (v) => v <= 150);
+  add("bulk bodies peak RSS growth ≤ 64 MB", bulk.length ? Math.max(...bulk.map((r) => r.rssGrowthMb ?? NaN)) : undefined, (v) => `${f(v, 0)} MB (worst)`, (v) => v <= 64);
+  const errs = rows.reduce((a, r) => a + r.errors + r.non2xx, 0);
+  add("zero errors and non-2xx in every scenario", errs, (v) => `${v}`, (v) => v === 0);
+  add("zero DB reads per proxied request", dbReads, (v) => `${f(v, 3)} reads/request`, (v) => v === 0);
+  return out;
+}
+
+export function targetTable(ts: Target[]): string {
+  return ["| target | measured | met |", "|---|---|---|", ...ts.map((t) => `| ${t.what} | ${t.value} | ${t.met === undefined ? "–" : t.met ? "yes" : "**no**"} |`)].join("\n");
+}
+
+const esc = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+
+/** Two horizontal bar panels: throughput ratio to direct (%) and added p50 (ms). */
+export function chart(rows: Row[], title: string): string {
+  const ratioRows = rows.filter((r) => Number.isFinite(r.ratio));
+  const latRows = rows.filter((r) => Number.isFinite(r.addedP50));
+  const rowH = 22;
+  const labelW = 330;
+  const barW = 360;
+  const panel = (y0: number, heading: string, items: Row[], value: (r: Row) => number, fmt: (v: number) => string, color: string, mark?: number) => {
+    const max = Math.max(mark ?? 0, ...items.map((r) => Math.max(0, value(r)))) || 1;
+    let s = `<text x="10" y="${y0}" font-weight="bold">${esc(heading)}</text>`;
+    items.forEach((r, i) => {
+      const y = y0 + 12 + i * rowH;
+      const w = Math.max(1, (Math.max(0, value(r)) / max) * barW);
+      s += `<text x="${labelW - 6}" y="${y + 14}" text-anchor="end">${esc(r.name)}</text>`;
+      s += `<rect x="${labelW}" y="${y + 3}" width="${w.toFixed(1)}" height="${rowH - 6}" fill="${color}"/>`;
+      s += `<text x="${labelW + w + 4}" y="${y + 14}">${esc(fmt(value(r)))}</text>`;
+    });
+    if (mark !== undefined) {
+      const x = labelW + (mark / max) * barW;
+      s += `<line x1="${x}" y1="${y0 + 8}" x2="${x}" y2="${y0 + 12 + items.length * rowH}" stroke="#444" stroke-dasharray="4 3"/>`;
+    }
+    return { svg: s, height: 24 + items.length * rowH };
+  };
+  const a = panel(50, "Throughput, % of direct (dashed: 100%)", ratioRows, (r) => r.ratio * 100, (v) => `${v.toFixed(0)}%`, "#3b7dd8", 100);
+  const b = panel(50 + a.height + 30, "Added p50 latency vs direct (ms)", latRows, (r) => r.addedP50, (v) => `${v.toFixed(3)} ms`, "#d8783b");
+  const height = 50 + a.height + 30 + b.height + 20;
+  const width = labelW + barW + 110;
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="12">
+<rect width="100%" height="100%" fill="white"/>
+<text x="10" y="22" font-size="15" font-weight="bold">${esc(title)}</text>
+${a.svg}
+${b.svg}
+</svg>
+`;
+}

@@ -1,0 +1,121 @@
+// `bun run bench` [--quick] [--micro] [--no-micro]: the one-command benchmark of the broker.
+// Starts a local HTTPS upstream and the compiled broker, runs every scenario through the broker and
+// directly (same run, repetitions, medians), then the micro-benchmarks and the DB-read count, and
+// writes bench/results/<date>.md and .svg. --quick: a smoke run that fails on errors, never on timing.
+
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ensureBinary, startBroker } from "./broker.ts";
+import { heyScenario } from "./hey.ts";
+import { createBenchPki } from "./pki.ts";
+import { chart, checkTargets, machine, table, targetTable } from "./report.ts";
+import { bulkScenario, coldScenario, fetchScenario, FULL, idleScenario, QUICK, targets, type Env, type Row } from "./scenarios.ts";
+import { startUpstream } from "./upstream.ts";
+
+const args = new Set(process.argv.slice(2));
+const quick = args.has("--quick");
+const microOnly = args.has("--micro");
+const size = quick ? QUICK : FULL;
+const log = (s: string) => console.error(`[bench] ${s}`);
+const started = performance.now();
+
+/** Runs a bench script in its own process (in-process broker or micro-benchmarks); returns its JSON. */
+async function runScript(file: string, extra: string[] = []): Promise<any> {
+  const p = Bun.spawn([process.execPath, join(import.meta.dir, file), "--json", ...extra], { stdout: "pipe", stderr: "inherit" });
+  const [out, code] = await Promise.all([new Response(p.stdout).text(), p.exited]);
+  if (code !== 0) throw new Error(`${file} exited with ${code}`);
+  return JSON.parse(out.trim().split("\n").at(-1)!);
+}
+
+function microTable(micro: Record<string, number>): string {
+  const fmt = (ns: number) => (ns >= 1e6 ? `${(ns / 1e6).toFixed(2)} ms` : ns >= 1e3 ? `${(ns / 1e3).toFixed(2)} µs` : `${ns.toFixed(0)} ns`);
+  return ["| micro-benchmark | per op |", "|---|---:|", ...Object.entries(micro).map(([k, v]) => (k.endsWith("/s") ? `| ${k} | ${v.toFixed(0)} |` : `| ${k} | ${fmt(v)} |`))].join("\n");
+}
+
+if (microOnly) {
+  const micro = await runScript("micro.ts", quick ? ["--quick"] : []);
+  console.log(microTable(micro));
+  process.exit(0);
+}
+
+const pki = await createBenchPki();
+const upstream = startUpstream(pki);
+const bin = ensureBinary(log);
+const broker = await startBroker(bin, pki.caPem, upstream.port);
+const env: Env = { broker, upstreamPort: upstream.port, upstreamCa: pki.caPem };
+const rows: Row[] = [];
+const notes: string[] = [];
+const t = targets(env);
+const step = async (name: string, fn: () => Promise<Row | string>) => {
+  log(`${name}…`);
+  const r = await fn();
+  if (typeof r === "string") notes.push(r);
+  else rows.push(r);
+};
+
+try {
+  const { reps } = size;
+  // first, while the broker's heap is small: the RSS the idle tunnels add is then easy to read
+  await step("idle tunnels", () => idleScenario(env, size.idle));
+  await step("tunnel 1 keep-alive", () => fetchScenario(env, "tunnel, 1 keep-alive, /small", { direct: t.direct("/small"), broker: t.viaTunnel("/small") }, { requests: size.seq, concurrency: 1, reps }));
+  await step("tunnel 16 keep-alive", () => fetchScenario(env, "tunnel, 16 keep-alive, /small", { direct: t.direct("/small"), broker: t.viaTunnel("/small") }, { requests: size.conc, concurrency: 16, reps }));
+  await step("tunnel 1 MiB", () => fetchScenario(env, "tunnel, 16 keep-alive, /1mib", { direct: t.direct("/1mib"), broker: t.viaTunnel("/1mib") }, { requests: size.big, concurrency: 16, reps, expectBytes: 1 << 20 }));
+  await step("tunnel stream", () => fetchScenario(env, "tunnel, 16 keep-alive, /stream (8 chunks)", { direct: t.direct("/stream"), broker: t.viaTunnel("/stream") }, { requests: size.big * 2, concurrency: 16, reps, expectBytes: 8 * 16 * 1024 }));
+  await step("cold connections", () => coldScenario(env, size.cold, reps));
+  await step("/proxy 1 keep-alive", () => fetchScenario(env, "/proxy, 1 keep-alive, /small", { direct: t.direct("/small"), broker: t.viaProxy("/small") }, { requests: size.seq, concurrency: 1, reps }));
+  await step("/proxy 16 keep-alive", () => fetchScenario(env, "/proxy, 16 keep-alive, /small", { direct: t.direct("/small"), broker: t.viaProxy("/small") }, { requests: size.conc, concurrency: 16, reps }));
+  await step("blind 1 keep-alive", () => fetchScenario(env, "blind tunnel, 1 keep-alive, /small", { direct: t.direct("/small", "127.0.0.1"), broker: t.viaBlind("/small") }, { requests: size.seq, concurrency: 1, reps }));
+  await step("blind 16 keep-alive", () => fetchScenario(env, "blind tunnel, 16 keep-alive, /small", { direct: t.direct("/small", "127.0.0.1"), broker: t.viaBlind("/small") }, { requests: size.conc, concurrency: 16, reps }));
+  await step("hey", () => heyScenario(env, size.conc, reps));
+  await step("bulk upload", () => bulkScenario(env, "upload", size.bulkBytes, reps));
+  await step("bulk download", () => bulkScenario(env, "download", size.bulkBytes, reps));
+} finally {
+  await broker.stop();
+  upstream.stop();
+}
+
+let micro: Record<string, number> = {};
+let db: { readsPerRequest: number; reads: number; writes: number; requests: number } | undefined;
+if (!args.has("--no-micro")) {
+  log("micro-benchmarks…");
+  micro = await runScript("micro.ts", quick ? ["--quick"] : []);
+}
+log("database reads per proxied request (in-process broker)…");
+db = await runScript("db-reads.ts", quick ? ["--quick"] : []);
+
+const date = new Date().toISOString().slice(0, 10);
+const ts = checkTargets(rows, micro, db?.readsPerRequest);
+const title = `broker bench ${date}${quick ? " (quick)" : ""}`;
+const md = `# ${title}
+
+Machine: ${machine()}. Repetitions: ${size.reps} per scenario, medians quoted. Wall time: ${((performance.now() - started) / 1000).toFixed(0)} s.
+Broker: dist/broker as a subprocess, BROKER_LOG_LEVEL=warn, BROKER_RATELIMIT_PROFILE=off; client: Bun fetch (keep-alive, certificates verified) unless noted.
+"added" = broker percentile − direct percentile in the same repetition; CPU = broker utime+stime (/proc/<pid>/stat) / requests; peak RSS sampled every 50 ms (bulk and idle rows: growth in parentheses).
+
+${table(rows)}
+${notes.length ? `\n${notes.map((n) => `- ${n}`).join("\n")}\n` : ""}
+## Targets (issue 8)
+
+${targetTable(ts)}
+
+## Micro-benchmarks
+
+${Object.keys(micro).length ? microTable(micro) : "skipped (--no-micro)"}
+
+## Database access per proxied request (steady state, in-process broker)
+
+${db ? `${db.requests} proxied requests (tunnel and /proxy) after warm-up: ${db.reads} reads (${db.readsPerRequest.toFixed(3)} per request), ${db.writes} writes (audit batches).` : "not measured"}
+`;
+console.log(md);
+const dir = join(import.meta.dir, "results");
+mkdirSync(dir, { recursive: true });
+const base = quick ? `${date}-quick` : date;
+writeFileSync(join(dir, `${base}.md`), md);
+writeFileSync(join(dir, `${base}.svg`), chart(rows, `${title}: ${machine()}`));
+log(`wrote bench/results/${base}.md and .svg in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+
+const failed = rows.filter((r) => r.errors || r.non2xx);
+if (failed.length) {
+  for (const r of failed) log(`FAILED: ${r.name}: ${r.errors} errors, ${r.non2xx} non-2xx${r.firstError ? ` (${r.firstError})` : ""}`);
+  process.exit(1);
+}

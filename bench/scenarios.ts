@@ -1,0 +1,237 @@
+// The scenarios: each runs through the broker and, in the same repetition, directly against the
+// upstream (the baseline). Broker CPU comes from /proc/<pid>/stat around the broker run; RSS is
+// sampled every 50 ms during it.
+
+import type { BrokerProc } from "./broker.ts";
+import { cpuMs, rssBytes, sampleRss } from "./broker.ts";
+import { download, median, runLoad, statsOf, upload, type Target } from "./load.ts";
+import { basicAuth, coldGet, openIdle, type Hop } from "./raw.ts";
+
+export interface Env {
+  readonly broker: BrokerProc;
+  readonly upstreamPort: number;
+  readonly upstreamCa: string;
+}
+
+export interface Size {
+  readonly seq: number;
+  readonly conc: number;
+  readonly big: number;
+  readonly cold: number;
+  readonly idle: number;
+  readonly bulkBytes: number;
+  readonly reps: number;
+}
+
+export const FULL: Size = { seq: 1000, conc: 4000, big: 400, cold: 300, idle: 1000, bulkBytes: 1 << 30, reps: 3 };
+export const QUICK: Size = { seq: 200, conc: 500, big: 40, cold: 50, idle: 100, bulkBytes: 64 << 20, reps: 1 };
+
+export interface Row {
+  readonly name: string;
+  readonly requests: number;
+  readonly errors: number;
+  readonly non2xx: number;
+  readonly directRps: number;
+  readonly brokerRps: number;
+  /** broker throughput / direct throughput */
+  readonly ratio: number;
+  readonly addedP50: number;
+  readonly addedP99: number;
+  readonly brokerP50: number;
+  readonly brokerP99: number;
+  readonly cpuMsPerReq: number;
+  readonly peakRssMb: number;
+  readonly rssGrowthMb?: number;
+  readonly mbps?: { direct: number; broker: number };
+  readonly note?: string;
+  readonly firstError?: string;
+}
+
+interface Rep {
+  direct: { rps: number; p50: number; p99: number };
+  broker: { rps: number; p50: number; p99: number };
+  errors: number;
+  non2xx: number;
+  requests: number;
+  cpuMs: number;
+  peakRss: number;
+  growth: number;
+  firstError?: string;
+}
+
+const MB = 1024 * 1024;
+
+/** Runs `measure` for the broker with CPU and RSS sampling. */
+async function metered<T>(pid: number, fn: () => Promise<T>): Promise<{ value: T; cpu: number; peak: number; growth: number }> {
+  const c0 = cpuMs(pid);
+  const s = sampleRss(pid);
+  const value = await fn();
+  const r = s.stop();
+  return { value, cpu: cpuMs(pid) - c0, peak: r.peak, growth: r.peak - r.start };
+}
+
+function summarise(name: string, reps: Rep[], note?: string): Row {
+  const m = (f: (r: Rep) => number) => median(reps.map(f));
+  const requests = reps.reduce((a, r) => a + r.requests, 0);
+  return {
+    name,
+    requests,
+    errors: reps.reduce((a, r) => a + r.errors, 0),
+    non2xx: reps.reduce((a, r) => a + r.non2xx, 0),
+    directRps: m((r) => r.direct.rps),
+    brokerRps: m((r) => r.broker.rps),
+    ratio: m((r) => r.broker.rps / r.direct.rps),
+    addedP50: m((r) => r.broker.p50 - r.direct.p50),
+    addedP99: m((r) => r.broker.p99 - r.direct.p99),
+    brokerP50: m((r) => r.broker.p50),
+    brokerP99: m((r) => r.broker.p99),
+    cpuMsPerReq: m((r) => r.cpuMs / r.requests),
+    peakRssMb: m((r) => r.peakRss) / MB,
+    note,
+    firstError: reps.find((r) => r.firstError)?.firstError,
+  };
+}
+
+export function targets(env: Env) {
+  const { broker, upstreamPort: port, upstreamCa } = env;
+  const viaTunnel = (path: string): Target => ({ url: `https://localhost:${port}${path}`, init: { proxy: broker.proxyUrl, tls: { ca: broker.caPem } } });
+  const direct = (path: string, host = "localhost"): Target => ({ url: `https://${host}:${port}${path}`, init: { tls: { ca: upstreamCa } } });
+  const viaBlind = (path: string): Target => ({ url: `https://127.0.0.1:${port}${path}`, init: { proxy: broker.proxyUrl, tls: { ca: upstreamCa } } });
+  const viaProxy = (path: string): Target => ({ url: `${broker.apiUrl}/proxy/localhost:${port}${path}`, init: { headers: { authorization: `Bearer ${broker.token}` } } });
+  return { viaTunnel, direct, viaBlind, viaProxy };
+}
+
+/** A fetch-driven scenario: direct then broker, `reps` times. */
+export async function fetchScenario(env: Env, name: string, pair: { direct: Target; broker: Target }, o: { requests: number; concurrency: number; reps: number; expectBytes?: number }): Promise<Row> {
+  const reps: Rep[] = [];
+  const warm = Math.min(200, o.requests);
+  await runLoad(pair.direct, { requests: warm, concurrency: o.concurrency });
+  await runLoad(pair.broker, { requests: warm, concurrency: o.concurrency });
+  for (let i = 0; i < o.reps; i++) {
+    const d = await runLoad(pair.direct, o);
+    const b = await metered(env.broker.pid, () => runLoad(pair.broker, o));
+    const ds = statsOf(d);
+    const bs = statsOf(b.value);
+    reps.push({
+      direct: ds,
+      broker: bs,
+      errors: b.value.errors + d.errors,
+      non2xx: b.value.non2xx + d.non2xx,
+      requests: o.requests,
+      cpuMs: b.cpu,
+      peakRss: b.peak,
+      growth: b.growth,
+      firstError: b.value.firstError ?? d.firstError,
+    });
+  }
+  return summarise(name, reps, `${o.concurrency} conn`);
+}
+
+/** Cold connections: new TCP connection + CONNECT + two TLS handshakes per request (raw sockets). */
+export async function coldScenario(env: Env, n: number, repsN: number): Promise<Row> {
+  const { broker, upstreamPort: port, upstreamCa } = env;
+  const authority = `localhost:${port}`;
+  const viaBroker: Hop = { port: broker.proxyPort, connect: { authority, proxyAuth: basicAuth(broker.token, broker.vault) }, servername: "localhost", ca: broker.caPem };
+  const direct: Hop = { port, servername: "localhost", ca: upstreamCa };
+  const run = async (hop: Hop) => {
+    const lat: number[] = [];
+    const ports = new Set<number>();
+    let errors = 0;
+    let non2xx = 0;
+    let firstError: string | undefined;
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) {
+      const s = performance.now();
+      try {
+        const r = await coldGet(hop, authority, "/small");
+        ports.add(r.localPort);
+        if (r.status < 200 || r.status > 299) non2xx++;
+      } catch (err) {
+        errors++;
+        firstError ??= String(err);
+      }
+      lat.push(performance.now() - s);
+    }
+    const elapsed = performance.now() - t0;
+    const sorted = Float64Array.from(lat).sort();
+    return { rps: (n * 1000) / elapsed, p50: sorted[Math.floor(n * 0.5)]!, p99: sorted[Math.min(n - 1, Math.ceil(n * 0.99) - 1)]!, errors, non2xx, fresh: ports.size, firstError };
+  };
+  await run(direct);
+  const reps: Rep[] = [];
+  let fresh = 0;
+  for (let i = 0; i < repsN; i++) {
+    const d = await run(direct);
+    const b = await metered(broker.pid, () => run(viaBroker));
+    fresh = Math.min(fresh || Infinity, b.value.fresh);
+    reps.push({ direct: d, broker: b.value, errors: d.errors + b.value.errors, non2xx: d.non2xx + b.value.non2xx, requests: n, cpuMs: b.cpu, peakRss: b.peak, growth: b.growth, firstError: b.value.firstError ?? d.firstError });
+  }
+  return summarise("cold connection (CONNECT + 2 TLS handshakes)", reps, `${fresh}/${n} distinct client sockets`);
+}
+
+/** `count` idle intercepted tunnels held open: broker RSS. */
+export async function idleScenario(env: Env, count: number): Promise<Row> {
+  const { broker, upstreamPort: port } = env;
+  const hop: Hop = { port: broker.proxyPort, connect: { authority: `localhost:${port}`, proxyAuth: basicAuth(broker.token, broker.vault) }, servername: "localhost", ca: broker.caPem };
+  const before = rssBytes(broker.pid);
+  const m = await metered(broker.pid, async () => {
+    const r = await openIdle(hop, count);
+    await Bun.sleep(1500); // held idle
+    const alive = r.sockets.filter((s) => !s.destroyed).length;
+    return { ...r, alive };
+  });
+  const held = rssBytes(broker.pid);
+  for (const s of m.value.sockets) s.destroy();
+  const lost = count - m.value.alive;
+  return {
+    name: `${count} idle tunnels held open`,
+    requests: count,
+    errors: m.value.errors + lost,
+    non2xx: 0,
+    directRps: NaN,
+    brokerRps: NaN,
+    ratio: NaN,
+    addedP50: NaN,
+    addedP99: NaN,
+    brokerP50: NaN,
+    brokerP99: NaN,
+    cpuMsPerReq: m.cpu / count,
+    peakRssMb: m.peak / MB,
+    rssGrowthMb: (held - before) / MB,
+    note: `${m.value.alive} alive after 1.5 s; RSS ${(before / MB).toFixed(0)} → ${(held / MB).toFixed(0)} MB (${((held - before) / count / 1024).toFixed(1)} KiB/tunnel)`,
+    firstError: m.value.firstError,
+  };
+}
+
+/** Streamed upload or download of `bytes` through the tunnel vs direct: MB/s and peak RSS growth. */
+export async function bulkScenario(env: Env, dir: "upload" | "download", bytes: number, repsN: number): Promise<Row> {
+  const t = targets(env);
+  const path = dir === "upload" ? "/upload" : `/download?bytes=${bytes}`;
+  const op = dir === "upload" ? upload : download;
+  const rows: { d: number; b: number; growth: number; peak: number; cpu: number; ok: boolean; err?: string }[] = [];
+  for (let i = 0; i < repsN; i++) {
+    const d = await op(t.direct(path), bytes);
+    const b = await metered(env.broker.pid, () => op(t.viaTunnel(path), bytes));
+    rows.push({ d: bytes / MB / (d.ms / 1000), b: bytes / MB / (b.value.ms / 1000), growth: b.growth, peak: b.peak, cpu: b.cpu, ok: d.ok && b.value.ok, err: d.error ?? b.value.error });
+  }
+  const m = (f: (r: (typeof rows)[number]) => number) => median(rows.map(f));
+  const gib = bytes >= 1 << 30 ? `${bytes / (1 << 30)} GiB` : `${bytes / MB} MiB`;
+  return {
+    name: `${gib} ${dir} through the tunnel`,
+    requests: repsN,
+    errors: rows.filter((r) => !r.ok).length,
+    non2xx: 0,
+    directRps: NaN,
+    brokerRps: NaN,
+    ratio: m((r) => r.b / r.d),
+    addedP50: NaN,
+    addedP99: NaN,
+    brokerP50: NaN,
+    brokerP99: NaN,
+    cpuMsPerReq: m((r) => r.cpu),
+    peakRssMb: m((r) => r.peak) / MB,
+    rssGrowthMb: m((r) => r.growth) / MB,
+    mbps: { direct: m((r) => r.d), broker: m((r) => r.b) },
+    note: `direct ${m((r) => r.d).toFixed(0)} MB/s, broker ${m((r) => r.b).toFixed(0)} MB/s`,
+    firstError: rows.find((r) => r.err)?.err,
+  };
+}
