@@ -4,11 +4,13 @@
 
 import ipaddr from "ipaddr.js";
 import { LOG_LEVELS, type LogLevel } from "./log.ts";
+import { RATE_LIMIT_SETTINGS, readRateLimitEnv, type RateLimitOverrides } from "./ratelimit/index.ts";
 import { Secret } from "./secret.ts";
 
 export type Env = Record<string, string | undefined>;
-export type RateProfile = "default" | "strict" | "loose" | "off";
-export const RATE_PROFILES: readonly RateProfile[] = ["default", "strict", "loose", "off"];
+import { RATE_PROFILES, type RateProfile } from "./ratelimit/index.ts";
+
+export { RATE_PROFILES, type RateProfile };
 
 export interface Config {
   readonly dataDir: string;
@@ -20,7 +22,7 @@ export interface Config {
   readonly allowPrivateRanges: boolean;
   readonly networkAllowlist: readonly string[];
   readonly upstreamCaFile: string | undefined;
-  readonly rateLimit: { readonly profile: RateProfile; readonly locked: boolean };
+  readonly rateLimit: { readonly profile: RateProfile; readonly locked: boolean; readonly overrides: RateLimitOverrides };
   readonly logLevel: LogLevel;
   /** Body caps in bytes for proxied traffic; 0 means no cap. */
   readonly maxRequestBytes: number;
@@ -94,6 +96,7 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): Config {
     rateLimit: Object.freeze({
       profile: readOneOf("BROKER_RATELIMIT_PROFILE", env.BROKER_RATELIMIT_PROFILE, RATE_PROFILES, "default", problems),
       locked: readBool("BROKER_RATELIMIT_LOCK", env.BROKER_RATELIMIT_LOCK, false, problems),
+      overrides: readRateLimitEnv(env, problems),
     }),
     logLevel: readOneOf("BROKER_LOG_LEVEL", env.BROKER_LOG_LEVEL, LOG_LEVELS, "info", problems),
     maxRequestBytes: readInt("BROKER_MAX_REQUEST_BYTES", env.BROKER_MAX_REQUEST_BYTES, 4 * 1024 ** 3, 0, Number.MAX_SAFE_INTEGER, problems),
@@ -115,7 +118,7 @@ export function takeMasterPassword(env: Env = process.env): Secret | undefined {
 }
 
 function findUnknownSettings(env: Env): string[] {
-  const known = new Set([...SETTINGS.map((s) => s.name), ...CLIENT_SETTINGS]);
+  const known = new Set([...SETTINGS.map((s) => s.name), ...RATE_LIMIT_SETTINGS.map((s) => s.name), ...CLIENT_SETTINGS]);
   return Object.keys(env)
     .filter((k) => k.startsWith("BROKER_") && !known.has(k))
     .map((k) => `${k} is not a broker setting and is ignored`);

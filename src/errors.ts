@@ -71,14 +71,17 @@ export class PayloadTooLarge extends BrokerError {
 export class RateLimited extends BrokerError {
   readonly status = 429;
   readonly code = "rate_limited";
-  constructor(readonly retryAfterSec: number, message = "rate limit exceeded") {
+  constructor(readonly retryAfterSec: number, message = "rate limit exceeded", readonly rateHeaders: Record<string, string> = {}) {
     super(message);
   }
   override extra() {
     return { retry_after: this.retryAfterSec };
   }
   override headers(): Record<string, string> {
-    return { "retry-after": String(this.retryAfterSec) };
+    // Retry-After is ours alone; the RateLimit-* fields come from the limiter's decision.
+    const out: Record<string, string> = {};
+    for (const [k, v] of Object.entries(this.rateHeaders)) if (k.toLowerCase() !== "retry-after") out[k.toLowerCase()] = v;
+    return { ...out, "retry-after": String(this.retryAfterSec) };
   }
 }
 

@@ -9,6 +9,7 @@ import type { EgressDeps } from "../egress/index.ts";
 import type { Domain } from "../vault/context.ts";
 import { VERSION } from "../version.ts";
 import type { ApiEnv } from "./env.ts";
+import { authTier, globalGate } from "./limits.ts";
 import { caRoutes } from "./routes/ca.ts";
 import type { CaHolder } from "./serve.ts";
 import { agentRoutes, inviteRedemptionRoutes } from "./routes/agents.ts";
@@ -45,6 +46,10 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
     c.header("referrer-policy", "no-referrer");
     if (!c.res.headers.has("cache-control")) c.header("cache-control", "no-store");
   });
+
+  // GLOBAL covers everything; AUTH (per client IP) covers the anonymous, expensive or token-guessable endpoints.
+  api.use("*", globalGate(d.rateLimiter));
+  for (const path of ["/v1/auth/register", "/v1/auth/login", "/v1/vault-invites/*", "/invite/*", "/approve/*"]) api.use(path, authTier(d.rateLimiter));
 
   api.get("/health", async (c) => {
     await d.store.db.get("SELECT 1"); // a health check that cannot reach its store is not healthy

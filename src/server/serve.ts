@@ -9,7 +9,9 @@ import type { Logger } from "../log.ts";
 import type { Secret } from "../secret.ts";
 import { openStore, type Store } from "../store/index.ts";
 import { createAuthenticator, createHashGate, createVaultAccessCache, createLeafCache, loadRootCa, mintLeaf, rotateRootCa, unlockKeyring, type Domain, type LeafCache, type RootCa } from "../vault/index.ts";
+import { createRateLimiter, resolveSettings } from "../ratelimit/index.ts";
 import { expireProposals } from "../vault/proposals.ts";
+import { restoreRateLimits } from "../vault/settings.ts";
 import { createApi } from "./app.ts";
 
 export interface RunningServer {
@@ -96,6 +98,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       },
     };
     const vaultAccess = createVaultAccessCache({ now });
+    const rateLimiter = createRateLimiter(resolveSettings(config.rateLimit.profile, config.rateLimit.overrides, config.rateLimit.locked), now);
     const plans = createPlanCache(store, keyring.dataKey, (host, port) => buildProposalHint(publicUrl, host, port));
     const audit = createAuditLog(store, { now, log, retentionMs: config.auditRetentionDays * 86_400_000, retentionRows: config.auditMaxRows });
     const upstream = createUpstream({ ca: upstreamCa, connectTimeoutMs: config.upstreamTimeoutMs, headersTimeoutMs: config.upstreamTimeoutMs, idleTimeoutSeconds: Math.ceil(config.upstreamTimeoutMs / 1000) });
@@ -110,6 +113,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       publicUrl,
       proxyUrl: `http://${hostPart}:${config.proxyPort}`,
       vaultAccess,
+      rateLimiter,
       onVaultChange: (id) => {
         plans.invalidate(id);
         vaultAccess.clear();
@@ -130,6 +134,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       maxRequestBytes: config.maxRequestBytes,
       maxResponseBytes: config.maxResponseBytes,
     };
+    await restoreRateLimits(domain).catch((err) => log.warn("saved_rate_limits_ignored", { err }));
     const api = createApi({ domain, log, egress, ca });
     let tunnel: { port: number; stop(): Promise<void> } | undefined;
     if (opts.startTunnel) {

@@ -5,7 +5,8 @@
 import type { Duplex } from "node:stream";
 import { egress, isWebSocketUpgrade, type EgressInput } from "../egress/index.ts";
 import { createChunkedDecoder, findHeadEnd, headerValues, parseRequestHead, requestFraming, WireError, type BodyFraming, type RequestHead } from "../egress/http1.ts";
-import { InvalidRequest } from "../errors.ts";
+import { InvalidRequest, RateLimited } from "../errors.ts";
+import { rateLimitHeaders, type RateDenied } from "../ratelimit/index.ts";
 import type { TunnelDeps, TunnelSession } from "./context.ts";
 import { createChunkReader, HeadError, readHead, withDeadline, writeAll, type ChunkReader } from "./reader.ts";
 import { errorResponse, writeResponse } from "./respond.ts";
@@ -63,13 +64,24 @@ export async function forwardRequest(
     await writeAll(stream, "HTTP/1.1 100 Continue\r\n\r\n");
   }
   let response: Response;
+  const limiter = deps.domain.rateLimiter;
+  const entry = limiter?.enterGlobal();
   try {
+    if (entry && !entry.ok) throw rateLimited(entry);
     await refreshSession(deps, session); // a revoked token stops working at its next request
+    const budget = limiter?.checkProxy(session.principal.id, session.open.vault.id);
+    if (budget && !budget.ok) throw rateLimited(budget);
     response = await egress(tunnelEgressInput(head, target, session, body?.stream ?? null, framing.kind === "length" ? framing.length : null), deps.egress);
   } catch (err) {
     response = errorResponse(err, deps.log);
+  } finally {
+    if (entry?.ok) entry.release();
   }
   return { response, complete: body ? await body.drained() : true };
+}
+
+export function rateLimited(d: RateDenied): RateLimited {
+  return new RateLimited(d.retryAfterSec, d.reason === "inflight" ? "too many requests in flight; retry shortly" : "rate limit exceeded", rateLimitHeaders(d));
 }
 
 /** The egress core's view of a request read from a tunnel: routed to the CONNECT authority. */

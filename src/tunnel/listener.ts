@@ -14,7 +14,7 @@ import { findHeadEnd, headerValues, parseRequestHead, requestFraming, WireError,
 import { parseHostPattern } from "../vault/index.ts";
 import { openBlindTunnel } from "./blind.ts";
 import type { TunnelDeps, TunnelSession } from "./context.ts";
-import { forwardRequest, serveIntercepted, type Authority } from "./intercept.ts";
+import { forwardRequest, rateLimited, serveIntercepted, type Authority } from "./intercept.ts";
 import { createChunkReader, HeadError, readHead, withDeadline, type ChunkReader } from "./reader.ts";
 import { errorResponse, ProxyAuthRequired, writeResponse } from "./respond.ts";
 import { authenticateProxy } from "./session.ts";
@@ -116,6 +116,9 @@ async function handleConnect(stream: Duplex, reader: ChunkReader, head: RequestH
   try {
     target = parseAuthority(head.target, "connect_target");
     session = await authenticateProxy(deps, proxyAuth);
+    // Each CONNECT spends from the same PROXY budget as the requests (blind tunnels included).
+    const budget = deps.domain.rateLimiter?.checkProxy(session.principal.id, session.open.vault.id);
+    if (budget && !budget.ok) throw rateLimited(budget);
   } catch (err) {
     // 407 keeps the connection open: git and curl --proxy-anyauth retry on the same connection.
     const keep = err instanceof ProxyAuthRequired;

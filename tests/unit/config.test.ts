@@ -25,7 +25,7 @@ describe("defaults", () => {
     expect(c.apiPort).toBe(14321);
     expect(c.proxyPort).toBe(14322);
     expect(c.publicUrl).toBeUndefined(); // the server uses the address it actually bound
-    expect(c.rateLimit).toEqual({ profile: "default", locked: false });
+    expect(c.rateLimit).toEqual({ profile: "default", locked: false, overrides: {} });
     expect(c.allowPrivateRanges).toBe(false);
     expect(c.networkAllowlist).toEqual([]);
     expect(c.upstreamCaFile).toBeUndefined();

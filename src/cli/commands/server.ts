@@ -2,6 +2,7 @@
 
 import { defineCommand } from "citty";
 import { loadConfig, SETTINGS, takeMasterPassword } from "../../config.ts";
+import { RATE_LIMIT_SETTINGS } from "../../ratelimit/index.ts";
 import { KeyringError } from "../../errors.ts";
 import { createLogger } from "../../log.ts";
 import { openStore } from "../../store/index.ts";
@@ -44,8 +45,9 @@ const serverCommand = defineCommand({
 export const startTunnel: TunnelStarter = (ctx, host, port) => startTunnelListener({ ...ctx, maxHeadBytes: 64 * 1024, idleTimeoutMs: 120_000 }, host, port);
 
 addHelpFooter(serverCommand, () => {
-  const width = Math.max(...SETTINGS.map((s) => s.name.length));
-  const lines = SETTINGS.map((s) => `  ${s.name.padEnd(width)}  ${s.description} (default: ${s.default})`);
+  const all = [...SETTINGS, ...RATE_LIMIT_SETTINGS];
+  const width = Math.max(...all.map((s) => s.name.length));
+  const lines = all.map((s) => `  ${s.name.padEnd(width)}  ${s.description} (default: ${s.default})`);
   return `ENVIRONMENT\n\n${lines.join("\n")}`;
 });
 

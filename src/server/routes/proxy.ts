@@ -10,16 +10,18 @@ import { parseHostPattern } from "../../vault/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
 import { openHeaderVault } from "../request.ts";
+import { enforce } from "../limits.ts";
 
 export function proxyRoutes(d: Domain, deps: EgressDeps) {
   const r = new Hono<ApiEnv>();
-  r.use("*", requirePrincipal(d));
+  r.use("*", requirePrincipal(d, "none")); // charged to PROXY below, shared with the tunnel
   r.all("/*", async (c) => {
     const p = c.get("principal");
     const { authority, target } = splitProxyUrl(c.req.raw.url);
     const pattern = parseHostPattern(decodeURIComponent(authority), { allowIp: true }, "target_host");
     if (pattern.wildcard) throw new InvalidRequest("target_host must be a concrete host", "target_host");
     const open = await openHeaderVault(d, c, "read");
+    if (d.rateLimiter) enforce(d.rateLimiter.checkProxy(p.id, open.vault.id));
     const length = c.req.header("content-length");
     const req = c.req.raw;
     return egress(

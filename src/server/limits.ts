@@ -1,0 +1,42 @@
+// Rate-limit middleware for the API: the GLOBAL gate (in-flight ceiling and requests-per-second
+// backstop, shared with the tunnel) on every request, and the AUTH tier keyed on the client IP for
+// anonymous endpoints (login, registration, invite and approval-token pages). AUTHED and PROXY are
+// charged where the principal and vault are known (auth.ts, routes/proxy.ts).
+
+import type { Context, MiddlewareHandler } from "hono";
+import { getConnInfo } from "hono/bun";
+import { RateLimited } from "../errors.ts";
+import { rateLimitHeaders, type RateDecision, type RateLimiter } from "../ratelimit/index.ts";
+
+/** Throws 429 (envelope, integer Retry-After, RateLimit-* headers) for a denied decision. */
+export function enforce(d: RateDecision): void {
+  if (!d.ok) throw new RateLimited(d.retryAfterSec, d.reason === "inflight" ? "too many requests in flight; retry shortly" : "rate limit exceeded", rateLimitHeaders(d));
+}
+
+export function globalGate(limiter: RateLimiter | undefined): MiddlewareHandler {
+  return async (_c, next) => {
+    if (!limiter) return next();
+    const entry = limiter.enterGlobal();
+    if (!entry.ok) return enforce(entry);
+    try {
+      await next();
+    } finally {
+      entry.release();
+    }
+  };
+}
+
+export function clientIp(c: Context): string {
+  try {
+    return getConnInfo(c).remote.address ?? "unknown";
+  } catch {
+    return "unknown"; // in-process requests (tests) have no socket
+  }
+}
+
+export function authTier(limiter: RateLimiter | undefined): MiddlewareHandler {
+  return async (c, next) => {
+    if (limiter) enforce(limiter.check("AUTH", clientIp(c)));
+    await next();
+  };
+}
