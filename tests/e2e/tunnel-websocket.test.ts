@@ -20,7 +20,7 @@ beforeAll(async () => {
     tls: { cert: pki.certPem, key: pki.keyPem },
     fetch(req, srv) {
       seenAuth.push(req.headers.get("authorization"));
-      return srv.upgrade(req) ? undefined : new Response("upgrade required", { status: 426 });
+      return srv.upgrade(req, { data: undefined }) ? undefined : new Response("upgrade required", { status: 426 });
     },
     websocket: {
       message(ws, msg) {
