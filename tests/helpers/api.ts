@@ -4,6 +4,8 @@
 import { createApi } from "../../src/server/app.ts";
 import { createMemoryLogger } from "../../src/log.ts";
 import { openMemoryStore, type Store } from "../../src/store/index.ts";
+import type { RateLimiter } from "../../src/ratelimit/index.ts";
+import type { KdfParams } from "../../src/vault/kdf.ts";
 import { createAuthenticator, createHashGate, unlockKeyring, type Domain } from "../../src/vault/index.ts";
 
 /** Cheap Argon2id for tests that are not about hashing; tests of the real parameters live in tests/unit/vault. */
@@ -24,11 +26,18 @@ export interface TestApi {
   readonly domain: Domain;
   readonly clock: Clock;
   readonly logs: string[];
-  /** Sends a JSON request; `token` becomes the bearer. */
-  call(method: string, path: string, opts?: { token?: string; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
+  /** Sends a JSON request; `token` becomes the bearer; `ip` is the client address the server sees (default: none). */
+  call(method: string, path: string, opts?: { token?: string; body?: unknown; headers?: Record<string, string>; ip?: string }): Promise<{ status: number; body: any; headers: Headers }>;
 }
 
-export async function createTestApi(): Promise<TestApi> {
+export interface TestApiOptions {
+  /** Builds the rate limiter on the harness clock (absent: no rate limiting, as before). */
+  readonly rateLimiter?: (now: () => number) => RateLimiter;
+  /** Password KDF parameters; `null` means the real (production) Argon2id parameters. Default CHEAP_KDF. */
+  readonly passwordKdf?: KdfParams | null;
+}
+
+export async function createTestApi(opts: TestApiOptions = {}): Promise<TestApi> {
   const store = await openMemoryStore();
   const clock = createClock();
   const keyring = await unlockKeyring(store, undefined, { now: clock.now });
@@ -41,7 +50,8 @@ export async function createTestApi(): Promise<TestApi> {
     now: clock.now,
     publicUrl: "http://broker.test",
     proxyUrl: "http://broker.test:14322",
-    passwordKdf: CHEAP_KDF,
+    passwordKdf: opts.passwordKdf === null ? undefined : (opts.passwordKdf ?? CHEAP_KDF),
+    rateLimiter: opts.rateLimiter?.(clock.now),
   };
   const api = createApi({ domain, log });
   return {
@@ -53,7 +63,9 @@ export async function createTestApi(): Promise<TestApi> {
       const headers: Record<string, string> = { ...opts.headers };
       if (opts.token) headers.authorization = `Bearer ${opts.token}`;
       if (opts.body !== undefined) headers["content-type"] = "application/json";
-      const res = await api.request(path, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
+      // Hono's getConnInfo asks the Bun server for the peer address: stand one in when an ip is given.
+      const env = opts.ip ? { requestIP: () => ({ address: opts.ip, family: opts.ip!.includes(":") ? "IPv6" : "IPv4", port: 40000 }) } : undefined;
+      const res = await api.request(path, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) }, env);
       const text = await res.text();
       let body: any = text;
       try {
