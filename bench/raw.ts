@@ -27,7 +27,7 @@ function dial(port: number): Promise<Socket> {
 
 function readHead(s: Socket | TLSSocket): Promise<{ status: number; rest: Buffer; head: string }> {
   return new Promise((resolve, reject) => {
-    let buf = Buffer.alloc(0);
+    let buf: Buffer = Buffer.alloc(0);
     const onData = (d: Buffer) => {
       buf = buf.length ? Buffer.concat([buf, d]) : d;
       const end = buf.indexOf("\r\n\r\n");
