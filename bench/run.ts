@@ -75,7 +75,7 @@ try {
 }
 
 let micro: Record<string, number> = {};
-let db: { readsPerRequest: number; reads: number; writes: number; requests: number } | undefined;
+let db: { readsPerRequest: number; readsPerRequestByPath: Record<string, number>; reads: number; writes: number; requests: number; statements: Record<string, number>; readStacks: string[] } | undefined;
 if (!args.has("--no-micro")) {
   log("micro-benchmarks…");
   micro = await runScript("micro.ts", quick ? ["--quick"] : []);
@@ -104,7 +104,7 @@ ${Object.keys(micro).length ? microTable(micro) : "skipped (--no-micro)"}
 
 ## Database access per proxied request (steady state, in-process broker)
 
-${db ? `${db.requests} proxied requests (tunnel and /proxy) after warm-up: ${db.reads} reads (${db.readsPerRequest.toFixed(3)} per request), ${db.writes} writes (audit batches).` : "not measured"}
+${db ? `${db.requests} proxied requests (tunnel and /proxy) after warm-up: ${db.reads} reads (${db.readsPerRequest.toFixed(3)} per request), ${db.writes} writes (audit batches). Reads per request by path: ${Object.entries(db.readsPerRequestByPath).map(([k, v]) => `${k} ${v}`).join(", ")}.\n\nStatements counted: ${Object.entries(db.statements).map(([k, v]) => `\`${k}\` × ${v}`).join("; ")}.${db.readStacks.length ? `\n\nWhere the first read came from: \`${db.readStacks[0]}\`` : ""}` : "not measured"}
 `;
 console.log(md);
 const dir = join(import.meta.dir, "results");
