@@ -33,7 +33,7 @@ export interface Broker {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-export async function startBroker(opts: { caPem: string; env?: Record<string, string>; startTunnel?: TunnelStarter }): Promise<Broker> {
+export async function startBroker(opts: { caPem: string; env?: Record<string, string>; startTunnel?: TunnelStarter; /** the server's clock (default Date.now) */ now?: () => number }): Promise<Broker> {
   const dir = mkdtempSync(join(tmpdir(), "broker-proxy-e2e-"));
   const caFile = join(dir, "upstream-ca.pem");
   writeFileSync(caFile, opts.caPem);
@@ -54,6 +54,7 @@ export async function startBroker(opts: { caPem: string; env?: Record<string, st
     config,
     log,
     masterPassword: undefined,
+    now: opts.now,
     startTunnel: opts.startTunnel,
     resolver: async (host) => {
       lookups.push(host);

@@ -10,6 +10,8 @@ import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import { connect as tlsConnect, type TLSSocket } from "node:tls";
 import { startTunnel } from "../../src/cli/commands/server.ts";
+import type { TunnelStarter } from "../../src/server/serve.ts";
+import { startTunnelListener, type TunnelDeps } from "../../src/tunnel/index.ts";
 import { startUpstream, type TestUpstream, type UpstreamHandler } from "../helpers/upstream.ts";
 import { startBroker, type Broker } from "./proxy-fixture.ts";
 
@@ -34,9 +36,22 @@ export interface TunnelEnv {
   stop(): Promise<void>;
 }
 
-export async function startTunnelEnv(opts: { handler?: UpstreamHandler; env?: Record<string, string> } = {}): Promise<TunnelEnv> {
+export interface TunnelEnvOptions {
+  handler?: UpstreamHandler;
+  env?: Record<string, string>;
+  /** The server's clock (default Date.now). */
+  now?: () => number;
+  /** Listener limits replacing the production ones (maxHeadBytes 64 KiB, idle 120 s, head/handshake 10 s). */
+  tunnel?: Partial<Pick<TunnelDeps, "maxHeadBytes" | "idleTimeoutMs" | "headerTimeoutMs">>;
+}
+
+export async function startTunnelEnv(opts: TunnelEnvOptions = {}): Promise<TunnelEnv> {
   const upstream = await startUpstream(opts.handler);
-  const broker = await startBroker({ caPem: upstream.pki.caPem, startTunnel, env: opts.env });
+  const limits = opts.tunnel;
+  const starter: TunnelStarter = limits
+    ? (ctx, host, port) => startTunnelListener({ ...ctx, maxHeadBytes: 64 * 1024, idleTimeoutMs: 120_000, ...limits }, host, port)
+    : startTunnel;
+  const broker = await startBroker({ caPem: upstream.pki.caPem, startTunnel: starter, env: opts.env, now: opts.now });
   if (!broker.proxyAddress) throw new Error("the tunnel listener did not start");
   broker.dns.set(UPSTREAM_NAME, ["127.0.0.1"]);
   const authority = `${UPSTREAM_NAME}:${upstream.port}`;
