@@ -60,7 +60,7 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Resp
     }
     plan = await deps.plans.plan(input.vault, input.host, input.port);
     const headers = buildUpstreamHeaders(input.headers, plan.injection, input.ingress === "explicit");
-    const addresses = await resolveChecked(input.host, input.port, deps.policy, deps.resolver);
+    const addresses = () => resolveChecked(input.host, input.port, deps.policy, deps.resolver);
     const body = input.body && watchErrors(input.body, (e) => (bodyFailure = e)).pipeThrough(countAndCap(deps.maxRequestBytes, (n) => (bytesIn = n), "request"));
     const upstream = await deps.upstream.send(
       { host: input.host, port: input.port, addresses },

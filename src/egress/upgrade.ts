@@ -46,9 +46,9 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
     const headers = buildUpstreamHeaders(pairs, plan.injection, input.ingress === "explicit");
     headers.push(["Connection", "Upgrade"], ["Upgrade", "websocket"]);
     for (const [k, v] of pairs) if (WEBSOCKET_HEADERS.has(k.toLowerCase()) && !headers.some(([n]) => n.toLowerCase() === k.toLowerCase())) headers.push([k, v]);
-    const addresses = await resolveChecked(input.host, input.port, deps.policy, deps.resolver);
+    const addresses = await resolveChecked(input.host, input.port, deps.policy, deps.resolver); // before any byte is sent
     const hostHeader = input.port === 443 ? input.host : `${input.host}:${input.port}`;
-    const conn = await deps.upstream.open({ host: input.host, port: input.port, addresses });
+    const conn = await deps.upstream.open({ host: input.host, port: input.port, addresses: async () => addresses });
     await conn.write(serializeHead(`GET ${input.target} HTTP/1.1`, [["Host", hostHeader], ...headers]));
     const head = await readResponseHead(conn);
     return { head, conn, finish: (bytesIn, bytesOut) => record(head.status, bytesIn, bytesOut, null, keys, service) };

@@ -37,8 +37,11 @@ export interface Destination {
   /** Host name for SNI, certificate verification and the Host header. */
   readonly host: string;
   readonly port: number;
-  /** Addresses already checked by the network guard, tried in order. */
-  readonly addresses: readonly string[];
+  /**
+   * Resolves and checks the addresses (the network guard), tried in order. Called only when a new
+   * connection is needed: a pooled keep-alive connection already goes to a checked address.
+   */
+  readonly addresses: () => Promise<readonly string[]>;
 }
 
 export interface OutboundRequest {
@@ -67,20 +70,18 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
   const isIp = (h: string) => /^[\d.]+$/.test(h) || h.includes(":");
 
   async function connect(dest: Destination, fresh: boolean): Promise<{ conn: Connection; reused: boolean }> {
+    // Pooled by host name and port: every pooled connection went to an address the guard checked.
+    const key = `${dest.port}|${dest.host}`;
     if (!fresh) {
-      for (const ip of dest.addresses) {
-        const key = `${ip}|${dest.port}|${dest.host}`;
-        const list = idle.get(key);
-        while (list?.length) {
-          const conn = list.pop()!;
-          if (!conn.closed) return { conn, reused: true };
-        }
+      const list = idle.get(key);
+      while (list?.length) {
+        const conn = list.pop()!;
+        if (!conn.closed) return { conn, reused: true };
       }
     }
     let last: Error | undefined;
-    for (const ip of dest.addresses) {
+    for (const ip of await dest.addresses()) {
       try {
-        const key = `${ip}|${dest.port}|${dest.host}`;
         const serverName = isIp(dest.host) ? undefined : dest.host;
         const conn = await dial({ ip, port: dest.port, serverName, ca: opts.ca, connectTimeoutMs: opts.connectTimeoutMs ?? 10_000 }, key);
         return { conn, reused: false };

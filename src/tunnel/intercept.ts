@@ -31,7 +31,7 @@ export async function serveIntercepted(stream: Duplex, target: Authority, sessio
     } catch (err) {
       const status = err instanceof HeadError ? err.status : 400;
       const message = err instanceof WireError || err instanceof HeadError ? err.message : "malformed request";
-      await writeResponse(stream, plainError(status, message), { close: true }).catch(() => {});
+      await writeResponse(stream, headErrorResponse(status, message), { close: true }).catch(() => {});
       return void stream.end();
     }
     if (isWebSocketUpgrade(head.method, head.headers)) return relayWebSocket(stream, reader, head, target, session, deps);
@@ -108,7 +108,7 @@ function originForm(target: string): string {
   return rest.startsWith("/") ? rest : `/${rest}`;
 }
 
-function plainError(status: number, message: string): Response {
+export function headErrorResponse(status: number, message: string): Response {
   const code = status === 431 ? "request_header_too_large" : "invalid_request";
   return new Response(JSON.stringify({ error: code, message }), { status, headers: { "content-type": "application/json; charset=utf-8", "x-broker-error": code } });
 }

@@ -14,7 +14,7 @@ import { findHeadEnd, headerValues, parseRequestHead, requestFraming, WireError,
 import { parseHostPattern } from "../vault/index.ts";
 import { openBlindTunnel } from "./blind.ts";
 import type { TunnelDeps, TunnelSession } from "./context.ts";
-import { forwardRequest, rateLimited, serveIntercepted, type Authority } from "./intercept.ts";
+import { forwardRequest, headErrorResponse, rateLimited, serveIntercepted, type Authority } from "./intercept.ts";
 import { createChunkReader, HeadError, readHead, withDeadline, type ChunkReader } from "./reader.ts";
 import { errorResponse, ProxyAuthRequired, writeResponse } from "./respond.ts";
 import { authenticateProxy } from "./session.ts";
@@ -52,10 +52,16 @@ export async function startTunnelListener(deps: TunnelDeps, host: string, port: 
 }
 
 async function acceptConnection(socket: Socket, deps: TunnelDeps): Promise<void> {
-  const first = await new Promise<Buffer | null>((resolve) => {
-    socket.once("data", resolve);
-    socket.once("end", () => resolve(null));
-  });
+  // A client that connects and stays silent is closed at the head deadline, not the idle one.
+  const first = await withDeadline(
+    new Promise<Buffer | null>((resolve) => {
+      socket.once("data", resolve);
+      socket.once("end", () => resolve(null));
+      socket.once("close", () => resolve(null));
+    }),
+    deps.headerTimeoutMs ?? 10_000,
+    socket,
+  );
   if (!first) return void socket.destroy();
   socket.pause();
   socket.unshift(first);
@@ -81,8 +87,7 @@ async function serveProxyRequests(stream: Duplex, deps: TunnelDeps): Promise<voi
     } catch (err) {
       const status = err instanceof HeadError ? err.status : 400;
       const message = err instanceof WireError || err instanceof HeadError ? err.message : "malformed request";
-      await writeResponse(stream, errorResponse(new InvalidRequest(message), deps.log), { close: true }).catch(() => {});
-      if (status !== 400) deps.log.debug("proxy_head_rejected", { status });
+      await writeResponse(stream, headErrorResponse(status, message), { close: true }).catch(() => {});
       return void stream.end();
     }
     const proxyAuth = headerValues(head.headers, "proxy-authorization")[0];

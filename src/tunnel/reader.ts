@@ -88,12 +88,14 @@ export async function readHead(reader: ChunkReader, maxBytes: number, findEnd: (
       throw new HeadError(400, "connection closed mid-request");
     }
     buf = buf.byteLength === 0 ? chunk : Buffer.concat([buf, chunk]);
+    const lineEnd = buf.indexOf(10);
+    if (lineEnd > MAX_REQUEST_LINE) throw new HeadError(414, "request line too long");
     const end = findEnd(buf);
+    if (end > maxBytes || (end < 0 && buf.byteLength > maxBytes)) throw new HeadError(431, "request header fields too large");
     if (end >= 0) {
       reader.unread(buf.subarray(end));
       return buf.subarray(0, end);
     }
-    if (buf.byteLength > maxBytes) throw new HeadError(431, "request header fields too large");
   }
 }
 

@@ -44,19 +44,32 @@ export async function writeResponse(stream: Duplex, res: Response, opts: WriteOp
   else if (!bodyless) headers.push(["content-length", "0"]);
   if (opts.close) headers.push(["connection", "close"]);
   const text = res.statusText || STATUS_TEXT[res.status] || "Status";
-  await writeAll(stream, serializeHead(`HTTP/1.1 ${res.status} ${text}`, headers));
+  const head = serializeHead(`HTTP/1.1 ${res.status} ${text}`, headers);
   if (bodyless || !res.body) {
+    await writeAll(stream, head);
     await res.body?.cancel().catch(() => {});
     return;
   }
   const reader = res.body.getReader();
   try {
+    // With a known length, the head travels with the first piece of body: on a TLS stream every
+    // write is a record, so fewer writes cost less. A streamed body (SSE) gets its head at once.
+    let pending: Uint8Array[] = [head];
+    if (chunked) {
+      await writeAll(stream, head);
+      pending = [];
+    }
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
-      if (value.byteLength) await writeAll(stream, chunked ? encodeChunk(value) : value);
+      if (value.byteLength) pending.push(chunked ? encodeChunk(value) : value);
+      if (pending.length > 1 || pending[0] !== head) {
+        await writeAll(stream, pending.length === 1 ? pending[0]! : Buffer.concat(pending));
+        pending = [];
+      }
     }
-    if (chunked) await writeAll(stream, LAST_CHUNK);
+    if (chunked) pending.push(LAST_CHUNK);
+    if (pending.length) await writeAll(stream, pending.length === 1 ? pending[0]! : Buffer.concat(pending));
   } catch (err) {
     // A body that fails mid-way must not look complete: break the connection instead.
     await reader.cancel().catch(() => {});

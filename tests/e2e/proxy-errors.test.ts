@@ -129,19 +129,43 @@ describe("error envelope rows", () => {
 });
 
 describe("DNS rebinding", () => {
+  // A fresh broker per test: its connection pool must hold nothing checked under earlier answers.
+  async function rebindingBroker(answers: () => string[]): Promise<{ b: Broker; host: string }> {
+    const b = await startBroker({ caPem: upstream.pki.caPem });
+    await b.setCredential("API_KEY", SECRET);
+    const host = `upstream.test:${upstream.port}`;
+    b.dns.set("upstream.test", answers);
+    await b.addService(host, { type: "bearer", token: "API_KEY" });
+    return { b, host };
+  }
+
   test("second lookup answers a private address → 403, the upstream saw one request only", async () => {
     let calls = 0;
-    const host = await useNamedService({ type: "bearer", token: "API_KEY" }, () => (++calls === 1 ? ["127.0.0.1"] : ["10.0.0.1"]));
+    const { b, host } = await rebindingBroker(() => (++calls === 1 ? ["127.0.0.1"] : ["10.0.0.1"]));
+    await using _ = b;
     const before = upstream.received.length;
-    const first = await broker.proxy(host, "/first");
+    // The upstream closes this connection, so nothing checked at the first lookup stays pooled.
+    const first = await b.proxy(host, "/first", { headers: { "x-test-close": "1" } });
     expect(first.status).toBe(200);
     await first.arrayBuffer();
-    // The pooled keep-alive connection to 127.0.0.1 must not be reused once DNS says otherwise.
-    await expectEnvelope(await broker.proxy(host, "/second"), 403, "egress_blocked");
-    await expectEnvelope(await broker.proxy(host, "/third"), 403, "egress_blocked");
-    expect(calls).toBe(3); // never cached
+    // Every new connection resolves again (answers are never cached) and the rebound answer is refused.
+    await expectEnvelope(await b.proxy(host, "/second"), 403, "egress_blocked");
+    await expectEnvelope(await b.proxy(host, "/third"), 403, "egress_blocked");
+    expect(calls).toBe(3);
     expect(upstream.received.length).toBe(before + 1);
     expect(upstream.received.at(-1)!.url).toBe("/first");
+  });
+
+  test("a pooled keep-alive connection (to an address checked when it was opened) is reused without a lookup", async () => {
+    let calls = 0;
+    const { b, host } = await rebindingBroker(() => (++calls === 1 ? ["127.0.0.1"] : ["10.0.0.1"]));
+    await using _ = b;
+    for (const path of ["/a", "/b", "/c"]) {
+      const res = await b.proxy(host, path);
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+    }
+    expect(calls).toBe(1); // the rebound answer was never needed, and 10.0.0.1 was never dialled
   });
 });
 

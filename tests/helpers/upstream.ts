@@ -26,6 +26,8 @@ export type UpstreamHandler = (req: IncomingMessage, res: ServerResponse, body: 
 
 const echo: UpstreamHandler = (req, res, body) => {
   res.setHeader("content-type", "application/json");
+  // Lets a test end the broker's pooled keep-alive connection after this response.
+  if (req.headers["x-test-close"]) res.setHeader("connection", "close");
   res.end(JSON.stringify({ method: req.method, url: req.url, headers: req.headers, body: body.toString("utf8") }));
 };
 
