@@ -4,7 +4,7 @@ import type { Context } from "hono";
 import { InvalidRequest, PayloadTooLarge } from "../errors.ts";
 import type { Domain } from "../vault/context.ts";
 import type { VaultAction } from "../vault/principal.ts";
-import { openVault, type OpenVault } from "../vault/vaults.ts";
+import { openVault, vaultNameById, type OpenVault } from "../vault/vaults.ts";
 import type { ApiEnv } from "./env.ts";
 
 export const MAX_JSON_BYTES = 256 * 1024;
@@ -41,7 +41,7 @@ export function openVaultFor(d: Domain, c: Context<ApiEnv>, action: VaultAction)
 export async function openHeaderVault(d: Domain, c: Context<ApiEnv>, action: VaultAction): Promise<OpenVault> {
   const p = c.get("principal");
   const xVault = c.req.header("x-vault");
-  const name = p.kind === "scoped" ? (await d.store.vaults.byId(p.vaultId))?.name : xVault;
+  const name = p.kind === "scoped" ? await vaultNameById(d, p.vaultId) : xVault;
   if (!name) throw new InvalidRequest("send X-Vault naming the vault (agent tokens and user sessions)", "x-vault");
   return openVault(d, p, name, action, xVault);
 }

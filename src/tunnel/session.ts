@@ -3,7 +3,7 @@
 // pair is re-checked on every request so a revoked token fails at once, even in an open tunnel.
 
 import { InvalidRequest, Unauthorized } from "../errors.ts";
-import { openVault } from "../vault/vaults.ts";
+import { openVault, vaultNameById } from "../vault/vaults.ts";
 import type { TunnelDeps, TunnelSession } from "./context.ts";
 import { parseProxyAuthorization } from "./proxy-auth.ts";
 import { ProxyAuthRequired } from "./respond.ts";
@@ -21,7 +21,7 @@ export async function refreshSession(deps: TunnelDeps, session: TunnelSession): 
   const principal = await d.auth.authenticate(session.token).catch((err) => {
     throw err instanceof Unauthorized ? new ProxyAuthRequired(err.message) : err;
   });
-  const vaultName = session.vaultName ?? (principal.kind === "scoped" ? (await d.store.vaults.byId(principal.vaultId))?.name : undefined);
+  const vaultName = session.vaultName ?? (principal.kind === "scoped" ? await vaultNameById(d, principal.vaultId) : undefined);
   if (!vaultName) throw new InvalidRequest("name the vault in the proxy URL: http://<token>:<vault>@host:port");
   // The vault in the proxy URL plays the role of X-Vault for agent tokens.
   session.principal = principal;

@@ -65,7 +65,14 @@ async function resolveAccess(d: Domain, p: Principal, name: string): Promise<Ope
 export interface VaultAccessCache {
   get(sessionId: number, vault: string): OpenVault | undefined;
   set(sessionId: number, vault: string, open: OpenVault): void;
+  /** The name of a vault by id, for scoped sessions that carry only the id. */
+  nameOf(vaultId: number): string | undefined;
   clear(): void;
+}
+
+/** The name of vault `id`, from the cache when possible (scoped sessions know only the id). */
+export async function vaultNameById(d: Domain, id: number): Promise<string | undefined> {
+  return d.vaultAccess?.nameOf(id) ?? (await d.store.vaults.byId(id))?.name;
 }
 
 /**
@@ -75,6 +82,7 @@ export interface VaultAccessCache {
  */
 export function createVaultAccessCache(opts: { now: () => number; ttlMs?: number; max?: number }): VaultAccessCache {
   const entries = new Map<string, { open: OpenVault; at: number }>();
+  const names = new Map<number, string>();
   const ttl = opts.ttlMs ?? 5_000;
   const max = opts.max ?? 10_000;
   return {
@@ -84,10 +92,16 @@ export function createVaultAccessCache(opts: { now: () => number; ttlMs?: number
     },
     set(sessionId, vault, open) {
       entries.set(`${sessionId}|${vault}`, { open, at: opts.now() });
+      names.set(open.vault.id, open.vault.name);
       if (entries.size > max) entries.delete(entries.keys().next().value!);
+      if (names.size > max) names.delete(names.keys().next().value!);
+    },
+    nameOf(vaultId) {
+      return names.get(vaultId);
     },
     clear() {
       entries.clear();
+      names.clear();
     },
   };
 }
