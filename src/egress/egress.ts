@@ -9,7 +9,7 @@ import { auditEntry, type AuditLog } from "./audit.ts";
 import { buildUpstreamHeaders, cleanResponseHeaders } from "./headers.ts";
 import { resolveChecked, type NetPolicy, type Resolver } from "./netguard.ts";
 import type { EgressPlan, PlanCache } from "./plan.ts";
-import { createRedactingStream, redactHeaders } from "./redact.ts";
+import { createRedactor, redactHeaders } from "./redact.ts";
 import type { Upstream } from "./upstream.ts";
 
 export interface EgressInput {
@@ -80,35 +80,43 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Resp
 
 function shapeResponse(res: Response, plan: EgressPlan, deps: EgressDeps, done: (bytesOut: number, error: string | null) => void): Response {
   const needles = plan.scrub.map((s) => s.reveal()); // reveal: used only as search patterns for redaction
-  let headers = redactHeaders(cleanResponseHeaders(res.headers), needles);
-  let body: ReadableStream<Uint8Array> | null = res.body as ReadableStream<Uint8Array> | null;
-  const encoding = (headers.get("content-encoding") ?? "identity").toLowerCase();
-  if (body && needles.length && encoding === "identity") {
-    // Redaction may change the length: the ingress re-frames the body.
-    headers.delete("content-length");
-    body = body.pipeThrough(createRedactingStream(needles));
-  }
+  const headers = redactHeaders(cleanResponseHeaders(res.headers), needles);
+  const body = res.body as ReadableStream<Uint8Array> | null;
   if (!body) {
     done(0, null);
     return new Response(null, { status: res.status, statusText: res.statusText, headers });
   }
+  const encoding = (headers.get("content-encoding") ?? "identity").toLowerCase();
+  // Compressed bodies pass untouched (no transparent decompression); plain ones are scrubbed.
+  const redactor = needles.length && encoding === "identity" ? createRedactor(needles) : undefined;
+  if (redactor) headers.delete("content-length"); // redaction may change the length: the ingress re-frames
+  const max = deps.maxResponseBytes;
+  const reader = body.getReader();
   let bytesOut = 0;
-  const counted = body.pipeThrough(countAndCap(deps.maxResponseBytes, (n) => (bytesOut = n), "response"));
-  const reader = counted.getReader();
   let reported = false;
   const report = (error: string | null) => {
     if (!reported) (reported = true), done(bytesOut, error);
   };
+  // One stream layer doing redaction, counting and the size cap: fewer stream objects per request.
   const out = new ReadableStream<Uint8Array>({
     async pull(ctrl) {
       try {
-        const { done: end, value } = await reader.read();
-        if (end) {
-          ctrl.close();
-          report(null);
-        } else ctrl.enqueue(value);
+        for (;;) {
+          const { done: end, value } = await reader.read();
+          if (end) {
+            const rest = redactor?.flush();
+            if (rest?.length) ctrl.enqueue(rest);
+            ctrl.close();
+            return report(null);
+          }
+          bytesOut += value.byteLength;
+          if (max && bytesOut > max) throw new PayloadTooLarge(`response body exceeded the broker's limit of ${max} bytes`);
+          const chunk = redactor ? redactor.push(value) : value;
+          if (chunk.length) return ctrl.enqueue(chunk);
+        }
       } catch (err) {
         report(err instanceof PayloadTooLarge ? "payload_too_large" : "upstream_stream_error");
+        await reader.cancel().catch(() => {});
         ctrl.error(err);
       }
     },
@@ -117,7 +125,6 @@ function shapeResponse(res: Response, plan: EgressPlan, deps: EgressDeps, done: 
       return reader.cancel(reason);
     },
   });
-  headers = new Headers(headers);
   return new Response(out, { status: res.status, statusText: res.statusText, headers });
 }
 

@@ -62,22 +62,46 @@ function partialNeedleTail(buf: Uint8Array, needles: readonly Uint8Array[]): num
   return best;
 }
 
-/** A stream transform replacing each needle; needles must be non-empty. */
-export function createRedactingStream(needles: readonly string[]): TransformStream<Uint8Array, Uint8Array> {
+export interface Redactor {
+  /** Bytes safe to emit now (a possible needle prefix at the end is held back). */
+  push(chunk: Uint8Array): Uint8Array;
+  /** What was held back, at the end of the body. */
+  flush(): Uint8Array;
+}
+
+/** Stateful replacement of each needle across chunk boundaries; needles must be non-empty. */
+export function createRedactor(needles: readonly string[]): Redactor {
   const encoded = needles.filter(Boolean).map((n) => new TextEncoder().encode(n));
   let carry: Uint8Array = new Uint8Array(0);
-  return new TransformStream({
-    transform(chunk, ctrl) {
+  return {
+    push(chunk) {
       const joined = carry.length ? Buffer.concat([carry, chunk]) : chunk;
       const replaced = replaceAll(joined, encoded);
       // Hold back only a tail that could be the start of a needle completed by the next chunk, so
       // streams (server-sent events) are not delayed. Whole needles were replaced already.
       const cut = replaced.length - partialNeedleTail(replaced, encoded);
-      if (cut > 0) ctrl.enqueue(replaced.subarray(0, cut));
       carry = replaced.slice(cut);
+      return replaced.subarray(0, cut);
+    },
+    flush() {
+      const rest = carry.length ? replaceAll(carry, encoded) : carry;
+      carry = new Uint8Array(0);
+      return rest;
+    },
+  };
+}
+
+/** A stream transform replacing each needle; needles must be non-empty. */
+export function createRedactingStream(needles: readonly string[]): TransformStream<Uint8Array, Uint8Array> {
+  const redactor = createRedactor(needles);
+  return new TransformStream({
+    transform(chunk, ctrl) {
+      const out = redactor.push(chunk);
+      if (out.length) ctrl.enqueue(out);
     },
     flush(ctrl) {
-      if (carry.length) ctrl.enqueue(replaceAll(carry, encoded));
+      const rest = redactor.flush();
+      if (rest.length) ctrl.enqueue(rest);
     },
   });
 }
