@@ -9,8 +9,8 @@ import { auditEntry, type AuditLog } from "./audit.ts";
 import { buildUpstreamHeaders, cleanResponseHeaders } from "./headers.ts";
 import { resolveChecked, type NetPolicy, type Resolver } from "./netguard.ts";
 import type { EgressPlan, PlanCache } from "./plan.ts";
-import { createRedactor, redactHeaders } from "./redact.ts";
-import type { Upstream } from "./upstream.ts";
+import { createRedactor, redactHeaders, type Redactor } from "./redact.ts";
+import { SMALL_BODY_BYTES, type Upstream } from "./upstream.ts";
 
 export interface EgressInput {
   /** Stable principal id (rate limits and audit). */
@@ -66,7 +66,7 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Resp
       { host: input.host, port: input.port, addresses },
       { method: input.method, target: input.target, headers, body, bodyLength: input.bodyLength },
     );
-    return shapeResponse(upstream, plan, deps, (bytesOut, error) => audit(upstream.status, bytesOut, error));
+    return await shapeResponse(upstream, plan, deps, (bytesOut, error) => audit(upstream.status, bytesOut, error));
   } catch (caught) {
     // A request body that failed (malformed chunking, client gone) is the client's fault, not the upstream's.
     const err = bodyFailure instanceof BrokerError ? bodyFailure : caught;
@@ -78,7 +78,7 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Resp
   }
 }
 
-function shapeResponse(res: Response, plan: EgressPlan, deps: EgressDeps, done: (bytesOut: number, error: string | null) => void): Response {
+async function shapeResponse(res: Response, plan: EgressPlan, deps: EgressDeps, done: (bytesOut: number, error: string | null) => void): Promise<Response> {
   const needles = plan.scrub.map((s) => s.reveal()); // reveal: used only as search patterns for redaction
   const headers = redactHeaders(cleanResponseHeaders(res.headers), needles);
   const body = res.body as ReadableStream<Uint8Array> | null;
@@ -89,6 +89,8 @@ function shapeResponse(res: Response, plan: EgressPlan, deps: EgressDeps, done: 
   const encoding = (headers.get("content-encoding") ?? "identity").toLowerCase();
   // Compressed bodies pass untouched (no transparent decompression); plain ones are scrubbed.
   const redactor = needles.length && encoding === "identity" ? createRedactor(needles) : undefined;
+  const declared = Number(headers.get("content-length") ?? NaN);
+  if (declared <= SMALL_BODY_BYTES) return shapeSmallResponse(res, headers, redactor, deps, done);
   if (redactor) headers.delete("content-length"); // redaction may change the length: the ingress re-frames
   const max = deps.maxResponseBytes;
   const reader = body.getReader();
@@ -126,6 +128,24 @@ function shapeResponse(res: Response, plan: EgressPlan, deps: EgressDeps, done: 
     },
   });
   return new Response(out, { status: res.status, statusText: res.statusText, headers });
+}
+
+/** A small fixed-length body, handled whole: one buffer instead of a chain of streams. */
+async function shapeSmallResponse(res: Response, headers: Headers, redactor: Redactor | undefined, deps: EgressDeps, done: (bytesOut: number, error: string | null) => void) {
+  let bytes: Uint8Array;
+  // Failures throw to egress(), which writes the audit record for them.
+  bytes = new Uint8Array(await res.arrayBuffer());
+  if (deps.maxResponseBytes && bytes.byteLength > deps.maxResponseBytes) {
+    throw new PayloadTooLarge(`response body exceeded the broker's limit of ${deps.maxResponseBytes} bytes`);
+  }
+  if (redactor) {
+    const head = redactor.push(bytes);
+    const tail = redactor.flush();
+    bytes = tail.length ? Buffer.concat([head, tail]) : head;
+    headers.set("content-length", String(bytes.byteLength));
+  }
+  done(bytes.byteLength, null);
+  return new Response(bytes as Uint8Array<ArrayBuffer>, { status: res.status, statusText: res.statusText, headers });
 }
 
 /** Passes a stream through unchanged, reporting the error if its source fails. */

@@ -9,3 +9,19 @@ export { compileNetPolicy, resolveChecked, systemResolver, type NetPolicy, type 
 export { buildProposalHint } from "./hint.ts";
 export { createRedactingStream } from "./redact.ts";
 export { egressUpgrade, isWebSocketUpgrade, type Upgraded } from "./upgrade.ts";
+export { SMALL_BODY_BYTES } from "./upstream.ts";
+// HTTP/1.1 wire format, shared with the tunnel (which speaks HTTP/1.1 to agents).
+export {
+  createChunkedDecoder,
+  encodeChunk,
+  findHeadEnd,
+  headerValues,
+  LAST_CHUNK,
+  parseRequestHead,
+  requestFraming,
+  serializeHead,
+  WireError,
+  type BodyFraming,
+  type HeaderList,
+  type RequestHead,
+} from "./http1.ts";

@@ -145,12 +145,22 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
     }
     const keepAlive = response.head.version === "1.1" && !headerValues(response.head.headers, "connection").some((v) => /\bclose\b/i.test(v));
     const reusable = keepAlive && response.framing.kind !== "close";
-    const body = bodyStream(conn, response.framing, async (complete) => {
+    const finish = async (complete: boolean) => {
       const sent = await sending.then(() => true, () => false);
       if (complete && reusable && sent) release(conn);
       else conn.close();
-    });
-    return new Response(body, { status: response.head.status, statusText: response.head.statusText, headers: toHeaders(response.head.headers, response.framing) });
+    };
+    const init = { status: response.head.status, statusText: response.head.statusText, headers: toHeaders(response.head.headers, response.framing) };
+    if (response.framing.kind === "length" && response.framing.length > 0 && response.framing.length <= SMALL_BODY_BYTES) {
+      // Small bodies (most API answers) are read whole: no stream machinery per request.
+      const bytes = await readExactly(conn, response.framing.length).catch(async (err) => {
+        await finish(false);
+        throw new UpstreamUnreachable(`${dest.host} closed the connection mid-body`, { cause: err });
+      });
+      await finish(true);
+      return new Response(bytes as Uint8Array<ArrayBuffer>, init);
+    }
+    return new Response(bodyStream(conn, response.framing, finish), init);
   }
 
   async function readHead(conn: Connection, method: string, onBytes: () => void): Promise<{ head: ResponseHead; framing: BodyFraming }> {
@@ -186,6 +196,23 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
 }
 
 class StaleConnection extends Error {}
+
+/** Bodies up to this size with a Content-Length are read whole instead of streamed. */
+export const SMALL_BODY_BYTES = 64 * 1024;
+
+async function readExactly(conn: Connection, length: number): Promise<Uint8Array> {
+  const out = new Uint8Array(length);
+  let at = 0;
+  while (at < length) {
+    const chunk = await conn.read();
+    if (chunk === null) throw new WireError("upstream closed the connection mid-body");
+    const take = Math.min(length - at, chunk.byteLength);
+    out.set(chunk.subarray(0, take), at);
+    at += take;
+    if (take < chunk.byteLength) conn.unread(chunk.subarray(take));
+  }
+  return out;
+}
 
 async function pumpBody(conn: Connection, body: ReadableStream<Uint8Array>, chunked: boolean): Promise<void> {
   const reader = body.getReader();

@@ -4,7 +4,7 @@
 
 import type { Duplex } from "node:stream";
 import { egress, isWebSocketUpgrade, type EgressInput } from "../egress/index.ts";
-import { createChunkedDecoder, findHeadEnd, headerValues, parseRequestHead, requestFraming, WireError, type BodyFraming, type RequestHead } from "../egress/http1.ts";
+import { createChunkedDecoder, findHeadEnd, headerValues, parseRequestHead, requestFraming, WireError, type BodyFraming, type RequestHead } from "../egress/index.ts";
 import { InvalidRequest, RateLimited } from "../errors.ts";
 import { rateLimitHeaders, type RateDenied } from "../ratelimit/index.ts";
 import type { TunnelDeps, TunnelSession } from "./context.ts";

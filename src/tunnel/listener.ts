@@ -10,7 +10,7 @@ import { createServer, type AddressInfo, type Server, type Socket } from "node:n
 import { TLSSocket } from "node:tls";
 import type { Duplex } from "node:stream";
 import { BrokerError, InvalidRequest, MethodNotAllowed } from "../errors.ts";
-import { findHeadEnd, headerValues, parseRequestHead, requestFraming, WireError, type RequestHead } from "../egress/http1.ts";
+import { findHeadEnd, headerValues, parseRequestHead, requestFraming, WireError, type RequestHead } from "../egress/index.ts";
 import { parseHostPattern } from "../vault/index.ts";
 import { openBlindTunnel } from "./blind.ts";
 import type { TunnelDeps, TunnelSession } from "./context.ts";

@@ -4,7 +4,8 @@
 import type { Duplex } from "node:stream";
 import { BrokerError, toErrorResponse } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import { encodeChunk, LAST_CHUNK, serializeHead, type HeaderList } from "../egress/http1.ts";
+import { encodeChunk, LAST_CHUNK, serializeHead, type HeaderList } from "../egress/index.ts";
+import { SMALL_BODY_BYTES } from "../egress/index.ts";
 import { writeAll } from "./reader.ts";
 
 const STATUS_TEXT: Record<number, string> = {
@@ -48,6 +49,12 @@ export async function writeResponse(stream: Duplex, res: Response, opts: WriteOp
   if (bodyless || !res.body) {
     await writeAll(stream, head);
     await res.body?.cancel().catch(() => {});
+    return;
+  }
+  if (length !== null && Number(length) <= SMALL_BODY_BYTES) {
+    // A small body is already in memory (see egress/upstream.ts): one write for head and body.
+    const body = new Uint8Array(await res.arrayBuffer());
+    await writeAll(stream, Buffer.concat([head, body]));
     return;
   }
   const reader = res.body.getReader();

@@ -4,7 +4,7 @@
 
 import type { Duplex } from "node:stream";
 import { egressUpgrade } from "../egress/index.ts";
-import { serializeHead, type RequestHead } from "../egress/http1.ts";
+import { serializeHead, type RequestHead } from "../egress/index.ts";
 import type { TunnelDeps, TunnelSession } from "./context.ts";
 import { tunnelEgressInput, type Authority } from "./intercept.ts";
 import { writeAll, type ChunkReader } from "./reader.ts";
