@@ -14,8 +14,8 @@ export interface DialOptions {
   readonly connectTimeoutMs: number;
 }
 
-const HIGH_WATER = 1 << 20;
-const LOW_WATER = 256 << 10;
+const HIGH_WATER = 256 << 10;
+const LOW_WATER = 64 << 10;
 
 export interface Connection {
   read(): Promise<Uint8Array | null>;

@@ -4,7 +4,7 @@
 
 import type { Duplex } from "node:stream";
 
-const HIGH_WATER = 1 << 20;
+const HIGH_WATER = 256 << 10;
 
 export interface ChunkReader {
   read(): Promise<Uint8Array | null>;
