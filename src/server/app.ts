@@ -6,7 +6,7 @@ import { HTTPException } from "hono/http-exception";
 import { InvalidRequest, NotFound, toErrorResponse } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { EgressDeps } from "../egress/index.ts";
-import type { Domain } from "../vault/context.ts";
+import type { Domain } from "../vault/index.ts";
 import { VERSION } from "../version.ts";
 import type { ApiEnv } from "./env.ts";
 import { authTier, globalGate } from "./limits.ts";

@@ -1,5 +1,5 @@
 // Hono typing shared by routes and middleware.
 
-import type { Principal } from "../vault/principal.ts";
+import type { Principal } from "../vault/index.ts";
 
 export type ApiEnv = { Variables: { principal: Principal } };

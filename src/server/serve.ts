@@ -10,8 +10,8 @@ import type { Secret } from "../secret.ts";
 import { openStore, type Store } from "../store/index.ts";
 import { createAuthenticator, createHashGate, createVaultAccessCache, createLeafCache, loadRootCa, mintLeaf, rotateRootCa, unlockKeyring, type Domain, type LeafCache, type RootCa } from "../vault/index.ts";
 import { createRateLimiter, resolveSettings } from "../ratelimit/index.ts";
-import { expireProposals } from "../vault/proposals.ts";
-import { restoreRateLimits } from "../vault/settings.ts";
+import { expireProposals } from "../vault/index.ts";
+import { restoreRateLimits } from "../vault/index.ts";
 import { createApi } from "./app.ts";
 
 export interface RunningServer {

@@ -3,7 +3,7 @@
 import type { EgressDeps } from "../egress/index.ts";
 import type { Logger } from "../log.ts";
 import type { Domain, LeafCache, Principal } from "../vault/index.ts";
-import type { OpenVault } from "../vault/vaults.ts";
+import type { OpenVault } from "../vault/index.ts";
 
 export interface TunnelDeps {
   readonly domain: Domain;

@@ -22,3 +22,15 @@ export { hostMatches, parseHostPattern, type HostPattern } from "./hosts.ts";
 export { EC_ALG, loadRootCa, randomSerial, rotateRootCa, type RootCa } from "./ca.ts";
 export { createLeafCache, mintLeaf, type Leaf, type LeafCache } from "./leaf.ts";
 export { createVaultAccessCache, type VaultAccessCache } from "./vaults.ts";
+// Domain operations used by the server and the tunnel.
+export * from "./agents.ts";
+export * from "./credential-ops.ts";
+export * from "./invites.ts";
+export * from "./principal.ts";
+export * from "./proposals.ts";
+export * from "./scoped.ts";
+export * from "./services.ts";
+export * from "./settings.ts";
+export * from "./users.ts";
+export * from "./vaults.ts";
+export * from "./limits.ts";

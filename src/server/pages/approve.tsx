@@ -5,7 +5,7 @@
 // only for https URLs; no inline script or style exists (the CSP forbids them).
 
 import { raw } from "hono/html";
-import type { ProposalView } from "../../vault/proposals.ts";
+import type { ProposalView } from "../../vault/index.ts";
 
 export type Viewer =
   | { kind: "anonymous" }

@@ -1,8 +1,8 @@
 // Agents: listing and revocation (/v1/agents), and redemption of an agent invite (POST {invite_url}).
 
 import { Hono } from "hono";
-import { listAgents, redeemAgentInvite, revokeAgent } from "../../vault/agents.ts";
-import type { Domain } from "../../vault/context.ts";
+import { listAgents, redeemAgentInvite, revokeAgent } from "../../vault/index.ts";
+import type { Domain } from "../../vault/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
 

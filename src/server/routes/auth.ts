@@ -1,8 +1,8 @@
 // /v1/auth: registration, login, logout, whoami, change-password, session listing and revocation.
 
 import { Hono } from "hono";
-import type { Domain } from "../../vault/context.ts";
-import { changePassword, iso, listOwnSessions, loginUser, logout, publicUser, readCredentials, registerUser, revokeOwnSession } from "../../vault/users.ts";
+import type { Domain } from "../../vault/index.ts";
+import { changePassword, iso, listOwnSessions, loginUser, logout, publicUser, readCredentials, registerUser, revokeOwnSession } from "../../vault/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
 import { readJson } from "../request.ts";

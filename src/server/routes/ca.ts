@@ -3,8 +3,8 @@
 
 import { Hono } from "hono";
 import type { Logger } from "../../log.ts";
-import type { Domain } from "../../vault/context.ts";
-import { requireOwner } from "../../vault/settings.ts";
+import type { Domain } from "../../vault/index.ts";
+import { requireOwner } from "../../vault/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
 import type { CaHolder } from "../serve.ts";

@@ -3,8 +3,8 @@
 
 import { Hono } from "hono";
 import { InvalidRequest } from "../../errors.ts";
-import type { Domain } from "../../vault/context.ts";
-import { iso } from "../../vault/users.ts";
+import type { Domain } from "../../vault/index.ts";
+import { iso } from "../../vault/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
 import { openVaultFor } from "../request.ts";

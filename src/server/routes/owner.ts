@@ -1,8 +1,8 @@
 // /v1/owner/settings: instance settings for the owner (allowed signup domains).
 
 import { Hono } from "hono";
-import type { Domain } from "../../vault/context.ts";
-import { getOwnerSettings, updateOwnerSettings } from "../../vault/settings.ts";
+import type { Domain } from "../../vault/index.ts";
+import { getOwnerSettings, updateOwnerSettings } from "../../vault/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
 import { readJson } from "../request.ts";

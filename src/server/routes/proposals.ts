@@ -3,7 +3,7 @@
 
 import { Hono } from "hono";
 import { InvalidRequest } from "../../errors.ts";
-import type { Domain } from "../../vault/context.ts";
+import type { Domain } from "../../vault/index.ts";
 import {
   approveProposal,
   createProposal,
@@ -12,7 +12,7 @@ import {
   readProposalId,
   rejectProposal,
   viewProposal,
-} from "../../vault/proposals.ts";
+} from "../../vault/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
 import { openHeaderVault, readJson } from "../request.ts";

@@ -5,7 +5,7 @@
 import { Hono } from "hono";
 import { InvalidRequest } from "../../errors.ts";
 import { egress, type EgressDeps } from "../../egress/index.ts";
-import type { Domain } from "../../vault/context.ts";
+import type { Domain } from "../../vault/index.ts";
 import { parseHostPattern } from "../../vault/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";

@@ -2,8 +2,8 @@
 
 import { Hono } from "hono";
 import { InvalidRequest } from "../../errors.ts";
-import type { Domain } from "../../vault/context.ts";
-import { createScopedSession, listScopedSessions, revokeScopedSession } from "../../vault/scoped.ts";
+import type { Domain } from "../../vault/index.ts";
+import { createScopedSession, listScopedSessions, revokeScopedSession } from "../../vault/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
 import { readJson } from "../request.ts";

@@ -1,9 +1,9 @@
 // POST /v1/vault-invites/:token/accept: a human joins a vault, logged in or registering on the way.
 
 import { Hono } from "hono";
-import type { Domain } from "../../vault/context.ts";
-import { acceptVaultInvite } from "../../vault/invites.ts";
-import { readCredentials } from "../../vault/users.ts";
+import type { Domain } from "../../vault/index.ts";
+import { acceptVaultInvite } from "../../vault/index.ts";
+import { readCredentials } from "../../vault/index.ts";
 import type { ApiEnv } from "../env.ts";
 import { bearerToken, readJson } from "../request.ts";
 

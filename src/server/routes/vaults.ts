@@ -2,11 +2,11 @@
 // credentials and services. Each handler opens the vault for the action it needs.
 
 import { Hono } from "hono";
-import { revealCredential, deleteCredential, listCredentials, setCredential } from "../../vault/credential-ops.ts";
-import type { Domain } from "../../vault/context.ts";
-import { createAgentInvite, createVaultInvite, listInvites, revokeInvite } from "../../vault/invites.ts";
-import { addService, listServices, removeService, updateService } from "../../vault/services.ts";
-import { createVault, deleteVault, describeVault, listMembers, listVaults, updateVault } from "../../vault/vaults.ts";
+import { revealCredential, deleteCredential, listCredentials, setCredential } from "../../vault/index.ts";
+import type { Domain } from "../../vault/index.ts";
+import { createAgentInvite, createVaultInvite, listInvites, revokeInvite } from "../../vault/index.ts";
+import { addService, listServices, removeService, updateService } from "../../vault/index.ts";
+import { createVault, deleteVault, describeVault, listMembers, listVaults, updateVault } from "../../vault/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
 import { openVaultFor, readJson } from "../request.ts";
