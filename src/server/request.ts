@@ -16,12 +16,32 @@ export function bearerToken(c: Context): string | undefined {
   return m?.[1];
 }
 
+/**
+ * Reads a request body up to `max` bytes, streaming, so an oversized body (declared or chunked) is
+ * refused without ever being held in memory: the server accepts large bodies for /proxy uploads.
+ */
+export async function readCappedText(c: Context, max: number): Promise<string> {
+  const declared = Number(c.req.header("content-length") ?? "0");
+  if (declared > max) throw new PayloadTooLarge(`request body is larger than ${max} bytes`);
+  const body = c.req.raw.body;
+  if (!body) return "";
+  const reader = body.getReader();
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  for (let r = await reader.read(); !r.done; r = await reader.read()) {
+    size += r.value.byteLength;
+    if (size > max) {
+      await reader.cancel().catch(() => {});
+      throw new PayloadTooLarge(`request body is larger than ${max} bytes`);
+    }
+    parts.push(r.value);
+  }
+  return Buffer.concat(parts).toString("utf8");
+}
+
 /** Parses a JSON body (empty body → undefined). Never echoes the body in an error. */
 export async function readJson(c: Context): Promise<unknown> {
-  const declared = Number(c.req.header("content-length") ?? "0");
-  if (declared > MAX_JSON_BYTES) throw new PayloadTooLarge(`request body is larger than ${MAX_JSON_BYTES} bytes`);
-  const text = await c.req.text();
-  if (Buffer.byteLength(text) > MAX_JSON_BYTES) throw new PayloadTooLarge(`request body is larger than ${MAX_JSON_BYTES} bytes`);
+  const text = await readCappedText(c, MAX_JSON_BYTES);
   if (text.trim() === "") return undefined;
   try {
     return JSON.parse(text);

@@ -19,6 +19,7 @@ import { loginUser, readCredentials } from "../../vault/index.ts";
 import { roleIn } from "../../vault/index.ts";
 import type { ApiEnv } from "../env.ts";
 import { ApprovePage, MessagePage, type Viewer } from "../pages/approve.tsx";
+import { readCappedText } from "../request.ts";
 import { STYLESHEET } from "../pages/style.ts";
 
 const SESSION_COOKIE = "broker_session";
@@ -99,12 +100,18 @@ export function approveRoutes(d: Domain, log: Logger) {
     return c.html(<ApprovePage {...props} />, status);
   }
 
+  /** Form posts are small: read them capped, never whole whatever their size. */
+  const readForm = async (c: Context): Promise<Record<string, string>> => {
+    const text = await readCappedText(c, 64 * 1024);
+    return Object.fromEntries(new URLSearchParams(text));
+  };
+
   const idOf = (c: Context) => (/^\d{1,15}$/.test(c.req.param("id") ?? "") ? Number(c.req.param("id")) : -1);
 
   r.get("/:id", async (c) => render(c, idOf(c), c.req.query("token") ?? ""));
 
   r.post("/:id/login", async (c) => {
-    const form = await c.req.parseBody();
+    const form = await readForm(c);
     const token = String(form.token ?? "");
     try {
       assertSameOrigin(c, form);
@@ -124,7 +131,7 @@ export function approveRoutes(d: Domain, log: Logger) {
   });
 
   r.post("/:id/decide", async (c) => {
-    const form = await c.req.parseBody();
+    const form = await readForm(c);
     const token = String(form.token ?? "");
     const id = idOf(c);
     try {
