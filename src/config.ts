@@ -56,7 +56,7 @@ export const SETTINGS: readonly SettingDoc[] = [
   { name: "BROKER_LOG_LEVEL", default: "info", description: "Log level: debug, info, warn or error" },
   { name: "BROKER_MAX_REQUEST_BYTES", default: "4294967296 (4 GiB)", description: "Largest proxied request body; larger ones get 413 (0: no cap)" },
   { name: "BROKER_MAX_RESPONSE_BYTES", default: "0 (no cap)", description: "Largest proxied response body; beyond it the stream is broken, never truncated silently" },
-  { name: "BROKER_UPSTREAM_TIMEOUT_MS", default: "60000", description: "Connect and response-head timeout for upstreams; also the idle limit while a body streams" },
+  { name: "BROKER_UPSTREAM_TIMEOUT_MS", default: "300000", description: "Connect and response-head timeout for upstreams; also the idle limit while a body streams" },
   { name: "BROKER_AUDIT_RETENTION_DAYS", default: "30", description: "Audit records older than this are pruned" },
   { name: "BROKER_AUDIT_MAX_ROWS", default: "1000000", description: "Audit records beyond this count are pruned, oldest first" },
 ];
@@ -101,7 +101,8 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): Config {
     logLevel: readOneOf("BROKER_LOG_LEVEL", env.BROKER_LOG_LEVEL, LOG_LEVELS, "info", problems),
     maxRequestBytes: readInt("BROKER_MAX_REQUEST_BYTES", env.BROKER_MAX_REQUEST_BYTES, 4 * 1024 ** 3, 0, Number.MAX_SAFE_INTEGER, problems),
     maxResponseBytes: readInt("BROKER_MAX_RESPONSE_BYTES", env.BROKER_MAX_RESPONSE_BYTES, 0, 0, Number.MAX_SAFE_INTEGER, problems),
-    upstreamTimeoutMs: readInt("BROKER_UPSTREAM_TIMEOUT_MS", env.BROKER_UPSTREAM_TIMEOUT_MS, 60_000, 100, 3_600_000, problems),
+    // Generous by default: a model API can think for minutes before its first byte.
+    upstreamTimeoutMs: readInt("BROKER_UPSTREAM_TIMEOUT_MS", env.BROKER_UPSTREAM_TIMEOUT_MS, 300_000, 100, 3_600_000, problems),
     auditRetentionDays: readInt("BROKER_AUDIT_RETENTION_DAYS", env.BROKER_AUDIT_RETENTION_DAYS, 30, 1, 3650, problems),
     auditMaxRows: readInt("BROKER_AUDIT_MAX_ROWS", env.BROKER_AUDIT_MAX_ROWS, 1_000_000, 1000, 1_000_000_000, problems),
     warnings: Object.freeze(findUnknownSettings(env)),

@@ -45,6 +45,7 @@ export function dial(opts: DialOptions, key: string): Promise<Connection> {
   let wake: (() => void) | undefined;
   let drained: (() => void) | undefined;
   let socket: Socket<undefined> | undefined;
+  let armedTimeout = -1;
 
   const notify = () => {
     const w = wake;
@@ -90,6 +91,8 @@ export function dial(opts: DialOptions, key: string): Promise<Connection> {
       }
     },
     idleTimeout(seconds) {
+      if (seconds === armedTimeout) return; // a native call per request otherwise
+      armedTimeout = seconds;
       socket?.timeout(seconds);
     },
     close() {
@@ -118,6 +121,7 @@ export function dial(opts: DialOptions, key: string): Promise<Connection> {
       socket: {
         open(s) {
           socket = s;
+          s.setNoDelay(true); // request heads are small: do not let Nagle hold them back
         },
         handshake(_s, success, authError) {
           // Bytes written before the handshake completes can be lost: resolve only now.

@@ -25,9 +25,7 @@ export interface UpstreamOptions {
   /** Trusted roots for upstream TLS; undefined means the runtime defaults (system/Mozilla roots). */
   readonly ca?: string[];
   readonly connectTimeoutMs?: number;
-  /** Time allowed from the end of the request to the response head. */
-  readonly headersTimeoutMs?: number;
-  /** Longest silence tolerated while a body streams. */
+  /** Longest silence tolerated while waiting for the response head or while a body streams. */
   readonly idleTimeoutSeconds?: number;
   readonly maxIdlePerOrigin?: number;
   readonly maxHeadBytes?: number;
@@ -62,6 +60,7 @@ export interface Upstream {
   close(): void;
 }
 
+const POOL_IDLE_SECONDS = 4;
 const NO_BODY_METHODS = new Set(["GET", "HEAD", "DELETE", "OPTIONS"]);
 
 export function createUpstream(opts: UpstreamOptions = {}): Upstream {
@@ -97,7 +96,9 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
 
   function release(conn: Connection) {
     if (conn.closed) return;
-    conn.idleTimeout(30);
+    // Shorter than the 5 s keep-alive many servers use (Node's default), so we close an idle
+    // connection before the upstream does and a request with a body never lands on a dead one.
+    conn.idleTimeout(POOL_IDLE_SECONDS);
     const list = idle.get(conn.key) ?? [];
     if (list.length >= maxIdle) return conn.close();
     list.push(conn);

@@ -101,7 +101,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     const rateLimiter = createRateLimiter(resolveSettings(config.rateLimit.profile, config.rateLimit.overrides, config.rateLimit.locked), now);
     const plans = createPlanCache(store, keyring.dataKey, (host, port) => buildProposalHint(publicUrl, host, port));
     const audit = createAuditLog(store, { now, log, retentionMs: config.auditRetentionDays * 86_400_000, retentionRows: config.auditMaxRows });
-    const upstream = createUpstream({ ca: upstreamCa, connectTimeoutMs: config.upstreamTimeoutMs, headersTimeoutMs: config.upstreamTimeoutMs, idleTimeoutSeconds: Math.ceil(config.upstreamTimeoutMs / 1000) });
+    const upstream = createUpstream({ ca: upstreamCa, connectTimeoutMs: Math.min(10_000, config.upstreamTimeoutMs), idleTimeoutSeconds: Math.ceil(config.upstreamTimeoutMs / 1000) });
     // The tunnel's own port joins the guard's never-dial list once it is bound (it may be ephemeral).
     const tunnelPorts: { host: string; port: number }[] = [];
     const domain: { -readonly [K in keyof Domain]: Domain[K] } = {
