@@ -2,7 +2,7 @@
 // and body framing) over a pooled, keep-alive connection to a checked IP, streams both bodies,
 // never decompresses, never follows redirects, and fails loudly on timeouts or bad framing.
 
-import { UpstreamTimeout, UpstreamUnreachable } from "../errors.ts";
+import { InvalidRequest, UpstreamTimeout, UpstreamUnreachable } from "../errors.ts";
 import { ConnectError, ConnectionTimeout, dial, type Connection } from "./connection.ts";
 
 export type { Connection } from "./connection.ts";
@@ -105,10 +105,12 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
     idle.set(conn.key, list);
   }
 
-  async function send(dest: Destination, req: OutboundRequest): Promise<Response> {
-    // A reused keep-alive connection may have been closed by the upstream meanwhile; a request
-    // without a body is safe to replay once on a fresh connection.
-    const replayable = req.body === null;
+  async function send(dest: Destination, original: OutboundRequest): Promise<Response> {
+    // A reused keep-alive connection may have been closed by the upstream meanwhile. A request is
+    // replayed once on a fresh connection when nothing came back and its body can be sent again:
+    // no body, or a small one held in memory (most API calls), which also sends in one write.
+    const req = await holdSmallBody(original);
+    const replayable = req.body === null || req.bodyBytes !== undefined;
     const first = await connect(dest, false);
     try {
       return await exchange(first.conn, dest, req);
@@ -119,7 +121,7 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
     }
   }
 
-  async function exchange(conn: Connection, dest: Destination, req: OutboundRequest): Promise<Response> {
+  async function exchange(conn: Connection, dest: Destination, req: HeldRequest): Promise<Response> {
     const hostHeader = dest.port === 443 ? hostForHeader(dest.host) : `${hostForHeader(dest.host)}:${dest.port}`;
     const framing: HeaderList = [];
     const chunked = req.body !== null && req.bodyLength === null;
@@ -131,6 +133,8 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
     conn.idleTimeout(opts.idleTimeoutSeconds ?? 120);
     let gotBytes = false;
     const sending = (async () => {
+      // A held body goes out with the head: one write, one TLS record for a small API call.
+      if (req.bodyBytes) return conn.write(Buffer.concat([head, req.bodyBytes]));
       await conn.write(head);
       if (req.body) await pumpBody(conn, req.body, chunked);
     })();
@@ -213,6 +217,16 @@ async function readExactly(conn: Connection, length: number): Promise<Uint8Array
     if (take < chunk.byteLength) conn.unread(chunk.subarray(take));
   }
   return out;
+}
+
+type HeldRequest = OutboundRequest & { readonly bodyBytes?: Uint8Array };
+
+async function holdSmallBody(req: OutboundRequest): Promise<HeldRequest> {
+  if (!req.body || req.bodyLength === null || req.bodyLength > SMALL_BODY_BYTES) return req;
+  const bytes = new Uint8Array(await new Response(req.body).arrayBuffer());
+  // A body shorter or longer than declared must not be sent under that Content-Length.
+  if (bytes.byteLength !== req.bodyLength) throw new InvalidRequest("the request body does not match its Content-Length");
+  return { ...req, bodyBytes: bytes };
 }
 
 async function pumpBody(conn: Connection, body: ReadableStream<Uint8Array>, chunked: boolean): Promise<void> {

@@ -34,7 +34,12 @@ const echo: UpstreamHandler = (req, res, body) => {
 /** Starts the upstream; `handler` answers (default: JSON echo). `stream` handlers can skip body buffering. */
 export async function startUpstream(
   handler: UpstreamHandler = echo,
-  opts: { bufferBody?: boolean; /** listen address (default 127.0.0.1) */ host?: string; /** certificate names */ names?: { dns?: string[]; ips?: string[] } } = {},
+  opts: {
+    bufferBody?: boolean;
+    /** listen address (default 127.0.0.1) */ host?: string;
+    /** certificate names */ names?: { dns?: string[]; ips?: string[] };
+    /** how long the upstream keeps an idle keep-alive connection (Node's default: 5 s) */ keepAliveTimeoutMs?: number;
+  } = {},
 ): Promise<TestUpstream> {
   const pki = await createTestPki(opts.names);
   const received: Received[] = [];
@@ -53,6 +58,7 @@ export async function startUpstream(
       handler(req, res, body);
     });
   });
+  if (opts.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = opts.keepAliveTimeoutMs;
   await new Promise<void>((resolve) => server.listen(0, opts.host ?? "127.0.0.1", resolve));
   const port = (server.address() as AddressInfo).port;
   const close = () => new Promise<void>((resolve) => server.close(() => resolve()));
