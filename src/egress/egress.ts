@@ -69,11 +69,13 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Resp
     return await shapeResponse(upstream, plan, deps, (bytesOut, error) => audit(upstream.status, bytesOut, error));
   } catch (caught) {
     // A request body that failed (malformed chunking, client gone) is the client's fault, not the upstream's.
-    const err = bodyFailure instanceof BrokerError ? bodyFailure : caught;
+    // A body cut off at the size cap, or one that failed on the client's side, explains whatever the
+    // upstream exchange then reported.
+    const overCap = deps.maxRequestBytes > 0 && bytesIn > deps.maxRequestBytes;
+    const err = bodyFailure instanceof BrokerError ? bodyFailure : overCap ? new PayloadTooLarge("request body exceeded the broker's limit") : caught;
     const e = err instanceof BrokerError ? err : undefined;
     if (!e) deps.log.error("egress_failed", { err, host: input.host });
     audit(e?.status ?? 502, 0, e?.code ?? "upstream_unreachable");
-    if (!e && bytesIn > 0 && deps.maxRequestBytes && bytesIn > deps.maxRequestBytes) throw new PayloadTooLarge("request body exceeded the broker's limit");
     throw err;
   }
 }

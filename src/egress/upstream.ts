@@ -61,6 +61,7 @@ export interface Upstream {
 }
 
 const POOL_IDLE_SECONDS = 4;
+const IDEMPOTENT_METHODS = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE"]);
 const NO_BODY_METHODS = new Set(["GET", "HEAD", "DELETE", "OPTIONS"]);
 
 export function createUpstream(opts: UpstreamOptions = {}): Upstream {
@@ -107,17 +108,22 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
 
   async function send(dest: Destination, original: OutboundRequest): Promise<Response> {
     // A reused keep-alive connection may have been closed by the upstream meanwhile. A request is
-    // replayed once on a fresh connection when nothing came back and its body can be sent again:
-    // no body, or a small one held in memory (most API calls), which also sends in one write.
+    // replayed once on a fresh connection when nothing came back, its body can be sent again (none,
+    // or a small one held in memory) and replaying cannot double an effect: an idempotent method, or
+    // one the agent marked with an Idempotency-Key (a lost POST to a payment API must not run twice).
     const req = await holdSmallBody(original);
-    const replayable = req.body === null || req.bodyBytes !== undefined;
+    const safe = IDEMPOTENT_METHODS.has(req.method) || req.headers.some(([name]) => name.toLowerCase() === "idempotency-key");
+    const replayable = safe && (req.body === null || req.bodyBytes !== undefined);
     const first = await connect(dest, false);
     try {
       return await exchange(first.conn, dest, req);
     } catch (err) {
-      if (!(first.reused && replayable && err instanceof StaleConnection)) throw err;
+      if (!(err instanceof StaleConnection)) throw err;
+      if (!(first.reused && replayable)) throw new UpstreamUnreachable(`${dest.host} closed the connection before answering`);
       const second = await connect(dest, true);
-      return exchange(second.conn, dest, req);
+      return exchange(second.conn, dest, req).catch((again) => {
+        throw again instanceof StaleConnection ? new UpstreamUnreachable(`${dest.host} closed the connection before answering`) : again;
+      });
     }
   }
 
