@@ -78,7 +78,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       hostname: config.bindHost,
       port: config.apiPort,
       maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-      idleTimeout: 120,
+      idleTimeout: 255, // Bun's maximum: a model API may think for minutes before its first byte
       fetch: (req, srv) => handler(req, srv),
       error: () => new Response("internal error", { status: 500 }),
     });

@@ -41,8 +41,15 @@ const serverCommand = defineCommand({
   },
 });
 
+/**
+ * A silent tunnel is closed after 10 minutes: longer than the default upstream timeout (a model API
+ * may think for minutes while the agent's connection carries nothing); slow clients are bounded by
+ * the head and handshake deadlines instead.
+ */
+const TUNNEL_IDLE_MS = 10 * 60_000;
+
 /** The CLI composes the two listeners: the server never imports the tunnel (DESIGN.md §2). */
-export const startTunnel: TunnelStarter = (ctx, host, port) => startTunnelListener({ ...ctx, maxHeadBytes: 64 * 1024, idleTimeoutMs: 120_000 }, host, port);
+export const startTunnel: TunnelStarter = (ctx, host, port) => startTunnelListener({ ...ctx, maxHeadBytes: 64 * 1024, idleTimeoutMs: TUNNEL_IDLE_MS }, host, port);
 
 addHelpFooter(serverCommand, () => {
   const all = [...SETTINGS, ...RATE_LIMIT_SETTINGS];
