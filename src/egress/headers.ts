@@ -40,6 +40,11 @@ const RESPONSE_DROP = new Set(["connection", "keep-alive", "proxy-authenticate",
 export function cleanResponseHeaders(src: Headers): Headers {
   const drop = new Set(RESPONSE_DROP);
   for (const token of (src.get("connection") ?? "").split(",")) if (token.trim()) drop.add(token.trim().toLowerCase());
+  let dirty = false;
+  src.forEach((_v, k) => {
+    if (!dirty) dirty = drop.has(k);
+  });
+  if (!dirty) return src; // the usual case for a Response our own client built: nothing to drop
   const out = new Headers();
   src.forEach((v, k) => {
     if (!drop.has(k)) out.append(k, v);

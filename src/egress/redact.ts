@@ -8,6 +8,11 @@ const REPLACEMENT = new TextEncoder().encode(REDACTED);
 
 export function redactHeaders(headers: Headers, needles: readonly string[]): Headers {
   if (needles.length === 0) return headers;
+  let echoed = false;
+  headers.forEach((v) => {
+    if (!echoed) echoed = needles.some((n) => n && v.includes(n));
+  });
+  if (!echoed) return headers; // the usual case: nothing to copy
   const out = new Headers();
   headers.forEach((v, k) => {
     let value = v;
