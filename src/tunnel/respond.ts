@@ -69,6 +69,13 @@ export async function writeResponse(stream: Duplex, res: Response, opts: WriteOp
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
+      if (chunked && value.byteLength >= 16 * 1024) {
+        // A large piece goes out as size line, data, CRLF: no copy of the data (bulk bodies stay flat).
+        await writeAll(stream, `${value.byteLength.toString(16)}\r\n`);
+        await writeAll(stream, value);
+        await writeAll(stream, "\r\n");
+        continue;
+      }
       if (value.byteLength) pending.push(chunked ? encodeChunk(value) : value);
       if (pending.length > 1 || pending[0] !== head) {
         await writeAll(stream, pending.length === 1 ? pending[0]! : Buffer.concat(pending));
