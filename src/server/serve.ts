@@ -10,7 +10,7 @@ import type { Secret } from "../secret.ts";
 import { openStore, type Store } from "../store/index.ts";
 import { createAuthenticator, createHashGate, createVaultAccessCache, createLeafCache, loadRootCa, mintLeaf, rotateRootCa, unlockKeyring, type Domain, type LeafCache, type RootCa } from "../vault/index.ts";
 import { createRateLimiter, resolveSettings } from "../ratelimit/index.ts";
-import { expireProposals } from "../vault/index.ts";
+import { expireProposals, pruneEndedRows } from "../vault/index.ts";
 import { restoreRateLimits } from "../vault/index.ts";
 import { createApi } from "./app.ts";
 
@@ -143,7 +143,11 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     }
     handler = (req, srv) => api.fetch(req, srv);
     // Pending proposals expire by time, not when someone happens to read them.
-    const sweep = () => void expireProposals(domain).catch((err) => log.error("proposal_expiry_failed", { err }));
+    let sweeps = 0;
+    const sweep = () => {
+      void expireProposals(domain).catch((err) => log.error("proposal_expiry_failed", { err }));
+      if (sweeps++ % 60 === 0) void pruneEndedRows(domain).catch((err) => log.error("prune_failed", { err })); // hourly
+    };
     sweep();
     const sweeper = setInterval(sweep, 60_000);
     if (tunnel) {

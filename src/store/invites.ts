@@ -59,6 +59,10 @@ export function inviteRepo(sql: Sql) {
     async burn(id: number, now: number): Promise<boolean> {
       return (await sql.run("UPDATE invites SET used_at = ? WHERE id = ? AND used_at IS NULL AND expires_at > ?", [now, id, now])) === 1;
     },
+    /** Forgets invites used or expired before `before` (they can never be redeemed again). */
+    async prune(before: number): Promise<number> {
+      return sql.run("DELETE FROM invites WHERE (used_at IS NOT NULL AND used_at < ?) OR expires_at < ?", [before, before]);
+    },
     async remove(vaultId: number, kind: InviteKind, publicId: string): Promise<boolean> {
       return (await sql.run("DELETE FROM invites WHERE vault_id = ? AND kind = ? AND public_id = ? AND used_at IS NULL", [vaultId, kind, publicId])) === 1;
     },

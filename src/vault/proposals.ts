@@ -163,6 +163,17 @@ export function expireProposals(d: Domain): Promise<number> {
   return d.store.proposals.expire(d.now());
 }
 
+const KEEP_DEAD_ROWS_MS = 30 * 86_400_000;
+
+/**
+ * Housekeeping on the same timer: sessions and invites that ended more than 30 days ago are deleted,
+ * so those tables do not grow without bound (they hold only hashes; the audit log keeps the history).
+ */
+export async function pruneEndedRows(d: Domain): Promise<number> {
+  const before = d.now() - KEEP_DEAD_ROWS_MS;
+  return (await d.store.sessions.prune(before)) + (await d.store.invites.prune(before));
+}
+
 export function readProposalId(raw: string): number {
   if (!/^\d{1,15}$/.test(raw)) throw new NotFound("no such proposal");
   return Number(raw);
