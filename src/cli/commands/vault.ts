@@ -2,6 +2,7 @@
 // `use` remembers a vault in cli.json for every vault-scoped command that follows.
 
 import { defineCommand } from "citty";
+import { vaultAccessCommands } from "./vault-access.ts";
 import { jsonArg, vaultArg } from "../args.ts";
 import { vaultPath } from "../client.ts";
 import { openContext, pickVault, rememberVault } from "../context.ts";
@@ -111,5 +112,14 @@ const invite = defineCommand({
 
 export default defineCommand({
   meta: { name: "vault", description: "Create, list, choose and delete vaults; invite people to them" },
-  subCommands: { create, list, delete: remove, use, invite, join: joinCommand, run: () => import("./vault-run.ts").then((m) => m.default) },
+  subCommands: {
+    create,
+    list,
+    delete: remove,
+    use,
+    invite,
+    join: joinCommand,
+    run: () => import("./vault-run.ts").then((m) => m.default),
+    ...vaultAccessCommands,
+  },
 });

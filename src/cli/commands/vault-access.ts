@@ -1,0 +1,94 @@
+// Who can reach a vault, and how it treats unknown hosts: `broker vault members`,
+// `broker vault invites list|revoke`, `broker vault agent-invites list|revoke`, and
+// `broker vault set --unmatched-hosts tunnel|deny` (admin).
+
+import { defineCommand } from "citty";
+import { jsonArg, vaultArg } from "../args.ts";
+import { vaultPath } from "../client.ts";
+import { openContext, pickVault } from "../context.ts";
+import { formatTime, printJson, printLine, printTable } from "../output.ts";
+
+interface Member {
+  email: string;
+  role: string;
+}
+
+interface PendingInvite {
+  id: string;
+  email?: string | null;
+  name?: string | null;
+  role: string;
+  expires_at: string;
+}
+
+const members = defineCommand({
+  meta: { name: "members", description: "List the people who can use a vault and their roles (admin)" },
+  args: { ...vaultArg, ...jsonArg },
+  async run({ args }) {
+    const ctx = openContext();
+    const vault = pickVault(ctx, args.vault);
+    const res = await ctx.client.request<{ members: Member[] }>("GET", vaultPath(vault, "members"), { vault });
+    if (args.json) return printJson(res.members);
+    printTable(res.members, [
+      { title: "EMAIL", value: (m: Member) => m.email },
+      { title: "ROLE", value: (m: Member) => m.role },
+    ], `No members in vault ${vault}.`);
+  },
+});
+
+/** list|revoke for one kind of pending invite ("invites" for people, "agent-invites" for agents). */
+function inviteCommands(path: "invites" | "agent-invites", who: string) {
+  const list = defineCommand({
+    meta: { name: "list", description: `List pending ${who} invites (admin)` },
+    args: { ...vaultArg, ...jsonArg },
+    async run({ args }) {
+      const ctx = openContext();
+      const vault = pickVault(ctx, args.vault);
+      const res = await ctx.client.request<{ invites: PendingInvite[] }>("GET", vaultPath(vault, path), { vault });
+      if (args.json) return printJson(res.invites);
+      printTable(res.invites, [
+        { title: "ID", value: (i: PendingInvite) => i.id },
+        { title: path === "invites" ? "EMAIL" : "AGENT", value: (i: PendingInvite) => (path === "invites" ? (i.email ?? "(anyone with the link)") : (i.name ?? "")) },
+        { title: "ROLE", value: (i: PendingInvite) => i.role },
+        { title: "EXPIRES", value: (i: PendingInvite) => formatTime(i.expires_at) },
+      ], `No pending ${who} invites in vault ${vault}.`);
+    },
+  });
+  const revoke = defineCommand({
+    meta: { name: "revoke", description: `Cancel a pending ${who} invite so its link stops working (admin)` },
+    args: { id: { type: "positional", description: "Invite id (from the list)", required: true }, ...vaultArg },
+    async run({ args }) {
+      const ctx = openContext();
+      const vault = pickVault(ctx, args.vault);
+      await ctx.client.request("DELETE", vaultPath(vault, path, args.id), { vault });
+      printLine(`Revoked invite ${args.id}.`);
+    },
+  });
+  return defineCommand({ meta: { name: path, description: `Pending ${who} invites: list or revoke` }, subCommands: { list, revoke } });
+}
+
+const set = defineCommand({
+  meta: { name: "set", description: "Change vault settings (admin)" },
+  args: {
+    "unmatched-hosts": {
+      type: "enum",
+      options: ["tunnel", "deny"],
+      required: true,
+      description: "Hosts without a service: tunnel (relay blind, no credential; the default) or deny (403 with a proposal hint)",
+    },
+    ...vaultArg,
+  },
+  async run({ args }) {
+    const ctx = openContext();
+    const vault = pickVault(ctx, args.vault);
+    const res = await ctx.client.request<{ unmatched_hosts: string }>("PATCH", vaultPath(vault), { body: { unmatched_hosts: args["unmatched-hosts"] }, vault });
+    printLine(`Vault ${vault}: hosts without a service are now ${res.unmatched_hosts === "deny" ? "refused (403 with a proposal hint)" : "relayed as blind tunnels"}.`);
+  },
+});
+
+export const vaultAccessCommands = {
+  members,
+  invites: inviteCommands("invites", "people"),
+  "agent-invites": inviteCommands("agent-invites", "agent"),
+  set,
+};
