@@ -13,7 +13,6 @@ export interface ResponseHead {
 
 export class WireError extends Error {}
 
-const CRLFCRLF = [13, 10, 13, 10];
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 

@@ -2,16 +2,15 @@
 // and body framing) over a pooled, keep-alive connection to a checked IP, streams both bodies,
 // never decompresses, never follows redirects, and fails loudly on timeouts or bad framing.
 
-import { InvalidRequest, UpstreamTimeout, UpstreamUnreachable } from "../errors.ts";
+import { UpstreamTimeout, UpstreamUnreachable } from "../errors.ts";
 import { ConnectError, ConnectionTimeout, dial, type Connection } from "./connection.ts";
+import { bodyStream, holdSmallBody, pumpBody, readExactly, SMALL_BODY_BYTES, type HeldRequest } from "./upstream-body.ts";
 
 export type { Connection } from "./connection.ts";
+export { SMALL_BODY_BYTES } from "./upstream-body.ts";
 import {
-  createChunkedDecoder,
-  encodeChunk,
   findHeadEnd,
   headerValues,
-  LAST_CHUNK,
   parseResponseHead,
   responseFraming,
   serializeHead,
@@ -207,106 +206,6 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
 }
 
 class StaleConnection extends Error {}
-
-/** Bodies up to this size with a Content-Length are read whole instead of streamed. */
-export const SMALL_BODY_BYTES = 64 * 1024;
-
-async function readExactly(conn: Connection, length: number): Promise<Uint8Array> {
-  const out = new Uint8Array(length);
-  let at = 0;
-  while (at < length) {
-    const chunk = await conn.read();
-    if (chunk === null) throw new WireError("upstream closed the connection mid-body");
-    const take = Math.min(length - at, chunk.byteLength);
-    out.set(chunk.subarray(0, take), at);
-    at += take;
-    if (take < chunk.byteLength) conn.unread(chunk.subarray(take));
-  }
-  return out;
-}
-
-type HeldRequest = OutboundRequest & { readonly bodyBytes?: Uint8Array };
-
-async function holdSmallBody(req: OutboundRequest): Promise<HeldRequest> {
-  if (!req.body || req.bodyLength === null || req.bodyLength > SMALL_BODY_BYTES) return req;
-  const bytes = new Uint8Array(await new Response(req.body).arrayBuffer());
-  // A body shorter or longer than declared must not be sent under that Content-Length.
-  if (bytes.byteLength !== req.bodyLength) throw new InvalidRequest("the request body does not match its Content-Length");
-  return { ...req, bodyBytes: bytes };
-}
-
-async function pumpBody(conn: Connection, body: ReadableStream<Uint8Array>, chunked: boolean): Promise<void> {
-  const reader = body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    if (value.byteLength === 0) continue;
-    await conn.write(chunked ? encodeChunk(value) : value);
-  }
-  if (chunked) await conn.write(LAST_CHUNK);
-}
-
-/** The response body as a stream; `finish(true)` runs once after a complete body, `finish(false)` on error or cancel. */
-function bodyStream(conn: Connection, framing: BodyFraming, finish: (complete: boolean) => Promise<void>): ReadableStream<Uint8Array> | null {
-  if (framing.kind === "none" || (framing.kind === "length" && framing.length === 0)) {
-    void finish(true);
-    return null;
-  }
-  let remaining = framing.kind === "length" ? framing.length : Infinity;
-  const decoder = framing.kind === "chunked" ? createChunkedDecoder() : undefined;
-  let finished = false;
-  const end = (complete: boolean) => {
-    if (finished) return;
-    finished = true;
-    void finish(complete);
-  };
-  return new ReadableStream<Uint8Array>({
-    async pull(ctrl) {
-      try {
-        for (;;) {
-          const chunk = await conn.read();
-          if (chunk === null) {
-            if (framing.kind === "close") {
-              ctrl.close();
-              return end(false);
-            }
-            throw new WireError("upstream closed the connection mid-body");
-          }
-          if (decoder) {
-            const { data, rest } = decoder.push(chunk);
-            for (const d of data) ctrl.enqueue(d.slice());
-            if (decoder.done) {
-              conn.unread(rest);
-              ctrl.close();
-              return end(rest.byteLength === 0);
-            }
-            if (data.length) return;
-            continue;
-          }
-          if (framing.kind === "length") {
-            const take = Math.min(remaining, chunk.byteLength);
-            ctrl.enqueue(chunk.subarray(0, take));
-            remaining -= take;
-            if (remaining === 0) {
-              if (take < chunk.byteLength) conn.unread(chunk.subarray(take));
-              ctrl.close();
-              return end(take === chunk.byteLength);
-            }
-            return;
-          }
-          ctrl.enqueue(chunk);
-          return;
-        }
-      } catch (err) {
-        ctrl.error(err);
-        end(false);
-      }
-    },
-    cancel() {
-      end(false);
-    },
-  });
-}
 
 function toHeaders(list: HeaderList, framing: BodyFraming): Headers {
   const h = new Headers();
