@@ -20,6 +20,12 @@ const serverCommand = defineCommand({
     const config = loadConfig(process.env);
     const log = createLogger({ level: config.logLevel });
     for (const warning of config.warnings) log.warn("config_warning", { detail: warning });
+    if (!isLoopback(config.bindHost) && !config.publicUrl?.startsWith("https://")) {
+      // Session tokens and, on the approval page, passwords and credential values cross this listener.
+      log.warn("api_exposed_without_tls", {
+        detail: `the API listens on ${config.bindHost} over plain HTTP; put it behind a TLS-terminating proxy and set BROKER_PUBLIC_URL to its https:// address`,
+      });
+    }
 
     let password = masterPassword;
     if (!password && stdinIsTerminal()) {
@@ -40,6 +46,10 @@ const serverCommand = defineCommand({
     });
   },
 });
+
+function isLoopback(host: string): boolean {
+  return host === "localhost" || host === "::1" || /^127\./.test(host);
+}
 
 /**
  * A silent tunnel is closed after 10 minutes: longer than the default upstream timeout (a model API
