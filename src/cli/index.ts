@@ -44,7 +44,8 @@ export async function main(argv: string[], io: Io = stdio, root: CommandDef<any>
   if (ownArgs.includes("--help") || ownArgs.includes("-h") || argv.length === 0) {
     const [cmd, parent] = await resolveCommand(root, ownArgs);
     const help = await renderHelp(cmd, parent);
-    io.out(process.stdout.isTTY && io === stdio ? help : stripAnsi(help));
+    const text = process.stdout.isTTY && io === stdio ? help : stripAnsi(help);
+    io.out(text.endsWith("\n") ? text : `${text}\n`);
     return 0;
   }
   try {

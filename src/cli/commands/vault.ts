@@ -111,7 +111,7 @@ const invite = defineCommand({
 });
 
 export default defineCommand({
-  meta: { name: "vault", description: "Create, list, choose and delete vaults; invite people to them" },
+  meta: { name: "vault", description: "Vaults: create, choose and delete them, invite people, run a command as an agent" },
   subCommands: {
     create,
     list,
