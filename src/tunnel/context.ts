@@ -15,8 +15,10 @@ export interface TunnelDeps {
   readonly maxHeadBytes: number;
   /** Idle limit on a client connection: silent clients are closed. */
   readonly idleTimeoutMs: number;
-  /** Time allowed for a request head or a TLS handshake: slow clients are closed (slowloris). */
+  /** Time allowed for a request head (from its first byte) or a TLS handshake: slow clients are closed (slowloris). */
   readonly headerTimeoutMs?: number;
+  /** How long a kept-alive connection may wait for its next request (default 60 s). */
+  readonly keepAliveTimeoutMs?: number;
 }
 
 /** Who is on the other end of a tunnel: re-checked on every request inside it. */

@@ -8,7 +8,7 @@ import { createChunkedDecoder, findHeadEnd, headerValues, parseRequestHead, requ
 import { InvalidRequest, RateLimited } from "../errors.ts";
 import { rateLimitHeaders, type RateDenied } from "../ratelimit/index.ts";
 import type { TunnelDeps, TunnelSession } from "./context.ts";
-import { createChunkReader, HeadError, readHead, withDeadline, writeAll, type ChunkReader } from "./reader.ts";
+import { createChunkReader, HeadError, readNextHead, writeAll, type ChunkReader } from "./reader.ts";
 import { errorResponse, writeResponse } from "./respond.ts";
 import { refreshSession } from "./session.ts";
 import { relayWebSocket } from "./websocket.ts";
@@ -24,7 +24,7 @@ export async function serveIntercepted(stream: Duplex, target: Authority, sessio
     let head: RequestHead;
     let framing: BodyFraming;
     try {
-      const bytes = await withDeadline(readHead(reader, deps.maxHeadBytes, findHeadEnd), deps.headerTimeoutMs ?? 10_000, stream);
+      const bytes = await readNextHead(stream, reader, headLimits(deps), findHeadEnd);
       if (!bytes) return void stream.end();
       head = parseRequestHead(bytes);
       framing = requestFraming(head);
@@ -44,6 +44,11 @@ export async function serveIntercepted(stream: Duplex, target: Authority, sessio
     }
     if (!keepAlive || !complete) return void stream.end();
   }
+}
+
+/** Idle keep-alive connections wait up to a minute for their next request; a started head gets the head deadline. */
+export function headLimits(deps: TunnelDeps) {
+  return { idleMs: deps.keepAliveTimeoutMs ?? 60_000, headMs: deps.headerTimeoutMs ?? 10_000, maxBytes: deps.maxHeadBytes };
 }
 
 /**

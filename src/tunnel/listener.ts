@@ -14,8 +14,8 @@ import { findHeadEnd, headerValues, parseRequestHead, requestFraming, WireError,
 import { parseHostPattern } from "../vault/index.ts";
 import { openBlindTunnel } from "./blind.ts";
 import type { TunnelDeps, TunnelSession } from "./context.ts";
-import { forwardRequest, headErrorResponse, rateLimited, serveIntercepted, type Authority } from "./intercept.ts";
-import { createChunkReader, HeadError, readHead, withDeadline, type ChunkReader } from "./reader.ts";
+import { forwardRequest, headErrorResponse, headLimits, rateLimited, serveIntercepted, type Authority } from "./intercept.ts";
+import { createChunkReader, HeadError, readNextHead, withDeadline, type ChunkReader } from "./reader.ts";
 import { errorResponse, ProxyAuthRequired, writeResponse } from "./respond.ts";
 import { authenticateProxy } from "./session.ts";
 
@@ -81,7 +81,7 @@ async function serveProxyRequests(stream: Duplex, deps: TunnelDeps): Promise<voi
   for (;;) {
     let head: RequestHead;
     try {
-      const bytes = await withDeadline(readHead(reader, deps.maxHeadBytes, findHeadEnd), deps.headerTimeoutMs ?? 10_000, stream);
+      const bytes = await readNextHead(stream, reader, headLimits(deps), findHeadEnd);
       if (!bytes) return void stream.end();
       head = parseRequestHead(bytes);
     } catch (err) {

@@ -130,3 +130,15 @@ export async function withDeadline<T>(work: Promise<T>, ms: number, stream: Dupl
     clearTimeout(timer);
   }
 }
+
+/**
+ * Waits for the next request on a kept-alive connection: up to `idleMs` for its first byte (an idle
+ * pooled connection is normal), then up to `headMs` for the rest of the head (slowloris bound).
+ * Null when the peer closed cleanly in between.
+ */
+export async function readNextHead(stream: Duplex, reader: ChunkReader, opts: { idleMs: number; headMs: number; maxBytes: number }, findEnd: (b: Uint8Array) => number): Promise<Uint8Array | null> {
+  const first = await withDeadline(reader.read(), opts.idleMs, stream);
+  if (first === null) return null;
+  reader.unread(first);
+  return withDeadline(readHead(reader, opts.maxBytes, findEnd), opts.headMs, stream);
+}

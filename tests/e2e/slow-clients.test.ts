@@ -105,6 +105,16 @@ describe("slow clients on the proxy listener", () => {
       for (const s of stalled) s.close();
     }
   });
+
+  test("an idle kept-alive tunnel outlives the head deadline: only a started head is timed", async () => {
+    const { conn } = await openTunnel(t.proxyPort, t.authority, t.proxyAuth, { ca: t.caPem });
+    conn.write(`GET /first HTTP/1.1\r\nHost: ${t.authority}\r\n\r\n`);
+    expect((await conn.readResponse()).status).toBe(200);
+    await Bun.sleep(HEAD_TIMEOUT_MS * 3); // idle between requests, as a client's connection pool is
+    conn.write(`GET /second HTTP/1.1\r\nHost: ${t.authority}\r\n\r\n`);
+    expect((await conn.readResponse()).status).toBe(200);
+    conn.close();
+  });
 });
 
 /** Sends `bytes` on a raw proxy connection and reads one response. */
