@@ -19,6 +19,8 @@ export interface TunnelDeps {
   readonly headerTimeoutMs?: number;
   /** How long a kept-alive connection may wait for its next request (default 60 s). */
   readonly keepAliveTimeoutMs?: number;
+  /** Open tunnels one principal may hold at once (default 2,000). */
+  readonly maxTunnelsPerPrincipal?: number;
 }
 
 /** Who is on the other end of a tunnel: re-checked on every request inside it. */

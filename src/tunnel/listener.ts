@@ -9,7 +9,7 @@
 import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { TLSSocket } from "node:tls";
 import type { Duplex } from "node:stream";
-import { BrokerError, InvalidRequest, MethodNotAllowed } from "../errors.ts";
+import { BrokerError, InvalidRequest, MethodNotAllowed, RateLimited } from "../errors.ts";
 import { findHeadEnd, headerValues, parseRequestHead, requestFraming, WireError, type RequestHead } from "../egress/index.ts";
 import { parseHostPattern } from "../vault/index.ts";
 import { openBlindTunnel } from "./blind.ts";
@@ -19,12 +19,35 @@ import { createChunkReader, HeadError, readNextHead, withDeadline, type ChunkRea
 import { errorResponse, ProxyAuthRequired, writeResponse } from "./respond.ts";
 import { authenticateProxy } from "./session.ts";
 
+/** The listener's own state travels with the deps: no module-level singletons. */
+interface ListenerDeps extends TunnelDeps {
+  readonly openTunnels: Map<string, number>;
+}
+
 export interface TunnelListener {
   readonly port: number;
   stop(): Promise<void>;
 }
 
-export async function startTunnelListener(deps: TunnelDeps, host: string, port: number): Promise<TunnelListener> {
+/** Connections the listener holds at once (idle tunnels cost ~23 KiB each); beyond it new ones are refused. */
+export const MAX_CONNECTIONS = 20_000;
+/** Open tunnels one principal may hold at once, so one agent cannot take every connection. */
+export const MAX_TUNNELS_PER_PRINCIPAL = 2_000;
+
+/** Counts an open tunnel against its principal until the connection closes; 429 beyond the cap. */
+function holdTunnelSlot(openTunnels: Map<string, number>, max: number, principal: string, stream: Duplex): void {
+  const held = openTunnels.get(principal) ?? 0;
+  if (held >= max) throw new RateLimited(1, `at most ${max} open tunnels per principal; close some first`);
+  openTunnels.set(principal, held + 1);
+  stream.once("close", () => {
+    const left = (openTunnels.get(principal) ?? 1) - 1;
+    if (left > 0) openTunnels.set(principal, left);
+    else openTunnels.delete(principal);
+  });
+}
+
+export async function startTunnelListener(base: TunnelDeps, host: string, port: number): Promise<TunnelListener> {
+  const deps: ListenerDeps = { ...base, openTunnels: new Map() };
   const sockets = new Set<Socket>();
   const server: Server = createServer({ noDelay: true }, (socket) => {
     sockets.add(socket);
@@ -36,6 +59,7 @@ export async function startTunnelListener(deps: TunnelDeps, host: string, port: 
       socket.destroy();
     });
   });
+  server.maxConnections = MAX_CONNECTIONS;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, host, () => resolve());
@@ -51,7 +75,7 @@ export async function startTunnelListener(deps: TunnelDeps, host: string, port: 
   };
 }
 
-async function acceptConnection(socket: Socket, deps: TunnelDeps): Promise<void> {
+async function acceptConnection(socket: Socket, deps: ListenerDeps): Promise<void> {
   // A client that connects and stays silent is closed at the head deadline, not the idle one.
   const first = await withDeadline(
     new Promise<Buffer | null>((resolve) => {
@@ -76,7 +100,7 @@ async function acceptConnection(socket: Socket, deps: TunnelDeps): Promise<void>
 }
 
 /** Reads proxy-level requests (CONNECT, absolute-form) until one turns the connection into a tunnel. */
-async function serveProxyRequests(stream: Duplex, deps: TunnelDeps): Promise<void> {
+async function serveProxyRequests(stream: Duplex, deps: ListenerDeps): Promise<void> {
   const reader = createChunkReader(stream);
   for (;;) {
     let head: RequestHead;
@@ -115,7 +139,7 @@ function parseAuthority(text: string, field: string): Authority {
   return { host: pattern.name, port: pattern.port };
 }
 
-async function handleConnect(stream: Duplex, reader: ChunkReader, head: RequestHead, proxyAuth: string | undefined, deps: TunnelDeps): Promise<void> {
+async function handleConnect(stream: Duplex, reader: ChunkReader, head: RequestHead, proxyAuth: string | undefined, deps: ListenerDeps): Promise<void> {
   let target: Authority;
   let session: TunnelSession;
   try {
@@ -124,6 +148,7 @@ async function handleConnect(stream: Duplex, reader: ChunkReader, head: RequestH
     // Each CONNECT spends from the same PROXY budget as the requests (blind tunnels included).
     const budget = deps.domain.rateLimiter?.checkProxy(session.principal.id, session.open.vault.id);
     if (budget && !budget.ok) throw rateLimited(budget);
+    holdTunnelSlot(deps.openTunnels, deps.maxTunnelsPerPrincipal ?? MAX_TUNNELS_PER_PRINCIPAL, session.principal.id, stream);
   } catch (err) {
     // 407 keeps the connection open: git and curl --proxy-anyauth retry on the same connection.
     const keep = err instanceof ProxyAuthRequired;
@@ -172,7 +197,7 @@ function reattach(stream: Duplex, reader: ChunkReader): Duplex {
 }
 
 /** `GET https://host/path HTTP/1.1` sent to the proxy (how axios uses one): served like /proxy. */
-async function handleAbsoluteHttps(stream: Duplex, reader: ChunkReader, head: RequestHead, proxyAuth: string | undefined, deps: TunnelDeps): Promise<boolean> {
+async function handleAbsoluteHttps(stream: Duplex, reader: ChunkReader, head: RequestHead, proxyAuth: string | undefined, deps: ListenerDeps): Promise<boolean> {
   let res: Response;
   let complete = false;
   try {

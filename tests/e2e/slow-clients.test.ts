@@ -106,6 +106,23 @@ describe("slow clients on the proxy listener", () => {
     }
   });
 
+  test("one principal's open tunnels are capped (429), and a closed tunnel frees its slot", async () => {
+    await using capped = await startTunnelEnv({ tunnel: { maxTunnelsPerPrincipal: 2 } }).then((e) => Object.assign(e, { [Symbol.asyncDispose]: () => e.stop() }));
+    const a = await openTunnel(capped.proxyPort, capped.authority, capped.proxyAuth, { ca: capped.caPem });
+    const b = await openTunnel(capped.proxyPort, capped.authority, capped.proxyAuth, { ca: capped.caPem });
+    const sock = await dialProxy(capped.proxyPort);
+    const third = await sendConnect(sock, capped.authority, capped.proxyAuth);
+    expect(third.status).toBe(429);
+    sock.destroy();
+    a.conn.close();
+    await Bun.sleep(200);
+    const fourth = await openTunnel(capped.proxyPort, capped.authority, capped.proxyAuth, { ca: capped.caPem });
+    fourth.conn.write(`GET /ok HTTP/1.1\r\nHost: ${capped.authority}\r\n\r\n`);
+    expect((await fourth.conn.readResponse()).status).toBe(200);
+    b.conn.close();
+    fourth.conn.close();
+  });
+
   test("an idle kept-alive tunnel outlives the head deadline: only a started head is timed", async () => {
     const { conn } = await openTunnel(t.proxyPort, t.authority, t.proxyAuth, { ca: t.caPem });
     conn.write(`GET /first HTTP/1.1\r\nHost: ${t.authority}\r\n\r\n`);

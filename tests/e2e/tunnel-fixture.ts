@@ -42,7 +42,7 @@ export interface TunnelEnvOptions {
   /** The server's clock (default Date.now). */
   now?: () => number;
   /** Listener limits replacing the production ones (maxHeadBytes 64 KiB, idle 120 s, head/handshake 10 s). */
-  tunnel?: Partial<Pick<TunnelDeps, "maxHeadBytes" | "idleTimeoutMs" | "headerTimeoutMs">>;
+  tunnel?: Partial<Pick<TunnelDeps, "maxHeadBytes" | "idleTimeoutMs" | "headerTimeoutMs" | "maxTunnelsPerPrincipal">>;
 }
 
 export async function startTunnelEnv(opts: TunnelEnvOptions = {}): Promise<TunnelEnv> {
