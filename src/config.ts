@@ -155,17 +155,23 @@ function readPort(name: string, raw: string | undefined, fallback: number, probl
   return n;
 }
 
-function readPublicUrl(raw: string | undefined, problems: string[]): string | undefined {
-  if (raw === undefined || raw.trim() === "") return undefined;
+/** An http(s) URL without credentials, query or fragment, trailing slashes dropped; undefined if not one. */
+function normaliseHttpUrl(raw: string): string | undefined {
   try {
     const url = new URL(raw.trim());
-    if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error("scheme");
-    if (url.search || url.hash || url.username || url.password) throw new Error("extras");
+    if (url.protocol !== "http:" && url.protocol !== "https:") return undefined;
+    if (url.search || url.hash || url.username || url.password) return undefined;
     return url.href.replace(/\/+$/, "");
   } catch {
-    problems.push("BROKER_PUBLIC_URL: must be an http(s) URL without credentials, query or fragment");
-    return "";
+    return undefined;
   }
+}
+
+function readPublicUrl(raw: string | undefined, problems: string[]): string | undefined {
+  if (raw === undefined || raw.trim() === "") return undefined;
+  const url = normaliseHttpUrl(raw);
+  if (url === undefined) problems.push("BROKER_PUBLIC_URL: must be an http(s) URL without credentials, query or fragment");
+  return url ?? "";
 }
 
 function readInt(name: string, raw: string | undefined, fallback: number, min: number, max: number, problems: string[]): number {
@@ -254,15 +260,9 @@ export function loadClientConfig(env: Env, opts: LoadOptions = {}): ClientConfig
 
 /** Validates a broker address (http or https, no credentials, query or fragment) and drops trailing slashes. */
 export function readClientAddr(name: string, raw: string, problems: string[]): string {
-  try {
-    const url = new URL(raw.trim());
-    if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error("scheme");
-    if (url.search || url.hash || url.username || url.password) throw new Error("extras");
-    return url.href.replace(/\/+$/, "");
-  } catch {
-    problems.push(`${name}: must be an http(s) URL without credentials, query or fragment, like ${DEFAULT_CLIENT_ADDR}`);
-    return "";
-  }
+  const url = normaliseHttpUrl(raw);
+  if (url === undefined) problems.push(`${name}: must be an http(s) URL without credentials, query or fragment, like ${DEFAULT_CLIENT_ADDR}`);
+  return url ?? "";
 }
 
 function readClientConfigDir(env: Env, home: string | undefined, problems: string[]): string {

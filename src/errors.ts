@@ -139,6 +139,24 @@ export class UpstreamTimeout extends BrokerError {
   readonly code = "upstream_timeout";
 }
 
+/** The transparent proxy wants Proxy-Authorization (407 keeps the connection open for the retry). */
+export class ProxyAuthRequired extends BrokerError {
+  readonly status = 407;
+  readonly code = "unauthorized";
+  override headers(): Record<string, string> {
+    return { "proxy-authenticate": 'Basic realm="broker"' };
+  }
+}
+
+/** A request head the tunnel refuses before parsing it: too large (431), line too long (414), malformed (400). */
+export class HeadRejected extends BrokerError {
+  readonly code: string;
+  constructor(readonly status: 400 | 414 | 431, message: string) {
+    super(message);
+    this.code = status === 431 ? "request_header_too_large" : "invalid_request";
+  }
+}
+
 /** The store is locked (master password not supplied) or a bounded resource is saturated. */
 export class Unavailable extends BrokerError {
   readonly status = 503;

@@ -4,6 +4,7 @@
 // Takes plain values and streams; never imports Hono or listens on sockets.
 
 import { BrokerError, MethodNotAllowed, PayloadTooLarge } from "../errors.ts";
+import { REDACTED } from "../secret.ts";
 import type { Logger } from "../log.ts";
 import { auditEntry, type AuditLog } from "./audit.ts";
 import { buildUpstreamHeaders, cleanResponseHeaders } from "./headers.ts";
@@ -74,7 +75,13 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Resp
     const overCap = deps.maxRequestBytes > 0 && bytesIn > deps.maxRequestBytes;
     const err = bodyFailure instanceof BrokerError ? bodyFailure : overCap ? new PayloadTooLarge("request body exceeded the broker's limit") : caught;
     const e = err instanceof BrokerError ? err : undefined;
-    if (!e) deps.log.error("egress_failed", { err, host: input.host });
+    if (!e) {
+      // An unexpected error's message may quote what the upstream sent (which can echo the injected value).
+      const needles = plan?.scrub.map((v) => v.reveal()) ?? []; // reveal: search patterns for scrubbing only
+      const text = err instanceof Error ? err.message : String(err);
+      const message = needles.reduce((m, n) => (n ? m.split(n).join(REDACTED) : m), text);
+      deps.log.error("egress_failed", { error: err instanceof Error ? err.name : "error", message, host: input.host });
+    }
     audit(e?.status ?? 502, 0, e?.code ?? "upstream_unreachable");
     throw err;
   }

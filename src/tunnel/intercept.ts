@@ -5,7 +5,7 @@
 import type { Duplex } from "node:stream";
 import { egress, isWebSocketUpgrade, type EgressInput } from "../egress/index.ts";
 import { createChunkedDecoder, findHeadEnd, headerValues, parseRequestHead, requestFraming, WireError, type BodyFraming, type RequestHead } from "../egress/index.ts";
-import { InvalidRequest, RateLimited } from "../errors.ts";
+import { HeadRejected, InvalidRequest, RateLimited, toErrorResponse } from "../errors.ts";
 import { rateLimitHeaders, type RateDenied } from "../ratelimit/index.ts";
 import type { TunnelDeps, TunnelSession } from "./context.ts";
 import { createChunkReader, HeadError, readNextHead, writeAll, type ChunkReader } from "./reader.ts";
@@ -114,8 +114,7 @@ function originForm(target: string): string {
 }
 
 export function headErrorResponse(status: number, message: string): Response {
-  const code = status === 431 ? "request_header_too_large" : "invalid_request";
-  return new Response(JSON.stringify({ error: code, message }), { status, headers: { "content-type": "application/json; charset=utf-8", "x-broker-error": code } });
+  return toErrorResponse(new HeadRejected(status === 414 || status === 431 ? status : 400, message));
 }
 
 /**

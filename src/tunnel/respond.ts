@@ -2,7 +2,7 @@
 // broker error envelope. Streams the body with backpressure; chunked unless the length is known.
 
 import type { Duplex } from "node:stream";
-import { BrokerError, toErrorResponse } from "../errors.ts";
+import { toErrorResponse } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { encodeChunk, LAST_CHUNK, serializeHead, type HeaderList } from "../egress/index.ts";
 import { SMALL_BODY_BYTES } from "../egress/index.ts";
@@ -99,10 +99,4 @@ export function errorResponse(err: unknown, log: Logger, extraHeaders: Record<st
   return res;
 }
 
-export class ProxyAuthRequired extends BrokerError {
-  readonly status = 407;
-  readonly code = "unauthorized";
-  override headers(): Record<string, string> {
-    return { "proxy-authenticate": 'Basic realm="broker"' };
-  }
-}
+export { ProxyAuthRequired } from "../errors.ts";
