@@ -134,6 +134,15 @@ export class UpstreamUnreachable extends BrokerError {
   readonly code = "upstream_unreachable";
 }
 
+/**
+ * A response to an injected request that the broker cannot decode to scan for echoed credentials
+ * (an unknown Content-Encoding, or a corrupt or oversized compressed body): it fails closed.
+ */
+export class UndecodableResponse extends BrokerError {
+  readonly status = 502;
+  readonly code = "undecodable_response";
+}
+
 export class UpstreamTimeout extends BrokerError {
   readonly status = 504;
   readonly code = "upstream_timeout";

@@ -1,16 +1,18 @@
 // The egress core shared by both ingress paths: plan (service match + credential), header
 // rules, network guard, forward over a pinned connection, response clean-up (hop-by-hop,
-// Set-Cookie, echo redaction), size caps and one audit record per request.
+// Set-Cookie on /proxy, echo redaction whatever the Content-Encoding), size caps and one audit
+// record per request.
 // Takes plain values and streams; never imports Hono or listens on sockets.
 
-import { BrokerError, MethodNotAllowed, PayloadTooLarge } from "../errors.ts";
+import { BrokerError, Internal, MethodNotAllowed, PayloadTooLarge } from "../errors.ts";
 import { REDACTED } from "../secret.ts";
 import type { Logger } from "../log.ts";
 import { auditEntry, type AuditLog } from "./audit.ts";
+import { createBodyRecoder, decodeWhole, encodeWhole, parseCodings, type Coding } from "./content-coding.ts";
 import { buildUpstreamHeaders, cleanResponseHeaders } from "./headers.ts";
 import { resolveChecked, type NetPolicy, type Resolver } from "./netguard.ts";
 import type { EgressPlan, PlanCache } from "./plan.ts";
-import { createRedactor, redactHeaders, type Redactor } from "./redact.ts";
+import { createRedactor, redactHeaders, redactWhole } from "./redact.ts";
 import { SMALL_BODY_BYTES, type Upstream } from "./upstream.ts";
 
 export interface EgressInput {
@@ -67,39 +69,54 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Resp
       { host: input.host, port: input.port, addresses },
       { method: input.method, target: input.target, headers, body, bodyLength: input.bodyLength },
     );
-    return await shapeResponse(upstream, plan, deps, (bytesOut, error) => audit(upstream.status, bytesOut, error));
+    return await shapeResponse(upstream, plan, input.ingress, deps, (bytesOut, error) => audit(upstream.status, bytesOut, error));
   } catch (caught) {
     // A request body that failed (malformed chunking, client gone) is the client's fault, not the upstream's.
     // A body cut off at the size cap, or one that failed on the client's side, explains whatever the
     // upstream exchange then reported.
     const overCap = deps.maxRequestBytes > 0 && bytesIn > deps.maxRequestBytes;
     const err = bodyFailure instanceof BrokerError ? bodyFailure : overCap ? new PayloadTooLarge("request body exceeded the broker's limit") : caught;
-    const e = err instanceof BrokerError ? err : undefined;
-    if (!e) {
-      // An unexpected error's message may quote what the upstream sent (which can echo the injected value).
-      const needles = plan?.scrub.map((v) => v.reveal()) ?? []; // reveal: search patterns for scrubbing only
-      const text = err instanceof Error ? err.message : String(err);
-      const message = needles.reduce((m, n) => (n ? m.split(n).join(REDACTED) : m), text);
-      deps.log.error("egress_failed", { error: err instanceof Error ? err.name : "error", message, host: input.host });
+    if (err instanceof BrokerError) {
+      audit(err.status, 0, err.code);
+      throw err;
     }
-    audit(e?.status ?? 502, 0, e?.code ?? "upstream_unreachable");
-    throw err;
+    // An unexpected error's message may quote what the upstream sent (which can echo the injected
+    // value): it is logged here once, scrubbed, and never rethrown, so no later handler logs it raw.
+    const needles = plan?.scrub.map((v) => v.reveal()) ?? []; // reveal: search patterns for scrubbing only
+    const text = err instanceof Error ? err.message : String(err);
+    const message = needles.reduce((m, n) => (n ? m.split(n).join(REDACTED) : m), text);
+    deps.log.error("egress_failed", { error: err instanceof Error ? err.name : "error", message, host: input.host });
+    audit(500, 0, "internal");
+    throw new Internal();
   }
 }
 
-async function shapeResponse(res: Response, plan: EgressPlan, deps: EgressDeps, done: (bytesOut: number, error: string | null) => void): Promise<Response> {
+type Done = (bytesOut: number, error: string | null) => void;
+
+async function shapeResponse(res: Response, plan: EgressPlan, ingress: EgressInput["ingress"], deps: EgressDeps, done: Done): Promise<Response> {
   const needles = plan.scrub.map((s) => s.reveal()); // reveal: used only as search patterns for redaction
-  const headers = redactHeaders(cleanResponseHeaders(res.headers), needles);
+  // Inside a tunnel the agent talks to the real origin, so its cookies are forwarded; on /proxy they
+  // would land on the broker's own origin, where the console's session cookie lives (DESIGN.md §3.19).
+  const headers = redactHeaders(cleanResponseHeaders(res.headers, { keepCookies: ingress === "transparent" }), needles);
   const body = res.body as ReadableStream<Uint8Array> | null;
   if (!body) {
     done(0, null);
     return new Response(null, { status: res.status, statusText: res.statusText, headers });
   }
-  const encoding = (headers.get("content-encoding") ?? "identity").toLowerCase();
-  // Compressed bodies pass untouched (no transparent decompression); plain ones are scrubbed.
-  const redactor = needles.length && encoding === "identity" ? createRedactor(needles) : undefined;
+  let codings: Coding[] = [];
+  if (needles.length) {
+    // An injected response is scanned whatever its encoding; one the broker cannot decode fails closed.
+    try {
+      codings = parseCodings(headers.get("content-encoding"));
+    } catch (err) {
+      await body.cancel().catch(() => {});
+      throw err;
+    }
+  }
   const declared = Number(headers.get("content-length") ?? NaN);
-  if (declared <= SMALL_BODY_BYTES) return shapeSmallResponse(res, headers, redactor, deps, done);
+  if (declared <= SMALL_BODY_BYTES) return shapeSmallResponse(res, headers, needles, codings, deps, done);
+  const redactor = needles.length ? createRedactor(needles) : undefined;
+  const recoder = redactor && codings.length ? createBodyRecoder(codings, redactor) : undefined;
   if (redactor) headers.delete("content-length"); // redaction may change the length: the ingress re-frames
   const max = deps.maxResponseBytes;
   const reader = body.getReader();
@@ -108,49 +125,58 @@ async function shapeResponse(res: Response, plan: EgressPlan, deps: EgressDeps, 
   const report = (error: string | null) => {
     if (!reported) (reported = true), done(bytesOut, error);
   };
-  // One stream layer doing redaction, counting and the size cap: fewer stream objects per request.
+  // One stream layer doing decoding, redaction, counting and the size cap: fewer stream objects per request.
   const out = new ReadableStream<Uint8Array>({
     async pull(ctrl) {
       try {
         for (;;) {
           const { done: end, value } = await reader.read();
           if (end) {
-            const rest = redactor?.flush();
+            const rest = recoder ? await recoder.end() : redactor?.flush();
             if (rest?.length) ctrl.enqueue(rest);
             ctrl.close();
             return report(null);
           }
           bytesOut += value.byteLength;
           if (max && bytesOut > max) throw new PayloadTooLarge(`response body exceeded the broker's limit of ${max} bytes`);
-          const chunk = redactor ? redactor.push(value) : value;
+          const chunk = recoder ? await recoder.push(value) : redactor ? redactor.push(value) : value;
           if (chunk.length) return ctrl.enqueue(chunk);
         }
       } catch (err) {
-        report(err instanceof PayloadTooLarge ? "payload_too_large" : "upstream_stream_error");
+        report(err instanceof BrokerError ? err.code : "upstream_stream_error");
+        recoder?.destroy();
         await reader.cancel().catch(() => {});
         ctrl.error(err);
       }
     },
     cancel(reason) {
       report("client_cancelled");
+      recoder?.destroy();
       return reader.cancel(reason);
     },
   });
   return new Response(out, { status: res.status, statusText: res.statusText, headers });
 }
 
-/** A small fixed-length body, handled whole: one buffer instead of a chain of streams. */
-async function shapeSmallResponse(res: Response, headers: Headers, redactor: Redactor | undefined, deps: EgressDeps, done: (bytesOut: number, error: string | null) => void) {
-  let bytes: Uint8Array;
+/**
+ * A small fixed-length body, handled whole: one buffer instead of a chain of streams. A compressed
+ * one is decoded to be scanned and, only when something was redacted, encoded again: a clean body
+ * goes out byte for byte as the upstream sent it.
+ */
+async function shapeSmallResponse(res: Response, headers: Headers, needles: readonly string[], codings: readonly Coding[], deps: EgressDeps, done: Done) {
   // Failures throw to egress(), which writes the audit record for them.
-  bytes = new Uint8Array(await res.arrayBuffer());
+  let bytes = new Uint8Array(await res.arrayBuffer());
   if (deps.maxResponseBytes && bytes.byteLength > deps.maxResponseBytes) {
     throw new PayloadTooLarge(`response body exceeded the broker's limit of ${deps.maxResponseBytes} bytes`);
   }
-  if (redactor) {
-    const head = redactor.push(bytes);
-    const tail = redactor.flush();
-    bytes = tail.length ? Buffer.concat([head, tail]) : head;
+  if (needles.length) {
+    if (codings.length) {
+      const { plain, forms } = decodeWhole(bytes, codings);
+      const clean = redactWhole(plain, needles);
+      if (clean !== plain) bytes = encodeWhole(clean, codings, forms) as Uint8Array<ArrayBuffer>;
+    } else {
+      bytes = redactWhole(bytes, needles) as Uint8Array<ArrayBuffer>;
+    }
     headers.set("content-length", String(bytes.byteLength));
   }
   done(bytes.byteLength, null);

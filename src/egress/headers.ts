@@ -1,7 +1,8 @@
 // Header rules for both directions. Upstream: the agent's own Authorization (explicit path),
 // hop-by-hop headers, headers named in Connection and broker-scoped headers are dropped; the
 // injected credential always wins; everything else passes unchanged and in order. Downstream:
-// Set-Cookie and hop-by-hop headers are dropped. Never logs header values.
+// hop-by-hop headers and any upstream X-Broker-Error are dropped, Set-Cookie too unless the caller
+// keeps cookies (the tunnel). Never logs header values.
 
 import type { HeaderList } from "./http1.ts";
 
@@ -35,10 +36,13 @@ export function buildUpstreamHeaders(src: Iterable<[string, string]>, injection:
   return out;
 }
 
-const RESPONSE_DROP = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "set-cookie", "set-cookie2"]);
+// X-Broker-Error is the broker's own: an upstream must not be able to dress its answer as a broker refusal.
+const RESPONSE_DROP = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "x-broker-error"]);
+const COOKIES = ["set-cookie", "set-cookie2"];
 
-export function cleanResponseHeaders(src: Headers): Headers {
+export function cleanResponseHeaders(src: Headers, opts: { keepCookies: boolean }): Headers {
   const drop = new Set(RESPONSE_DROP);
+  if (!opts.keepCookies) for (const name of COOKIES) drop.add(name);
   for (const token of (src.get("connection") ?? "").split(",")) if (token.trim()) drop.add(token.trim().toLowerCase());
   let dirty = false;
   src.forEach((_v, k) => {

@@ -1,6 +1,7 @@
 // No reveal by echo (DESIGN.md §3.15): replaces every occurrence of injected secret values with
-// "[redacted]" in response headers and in uncompressed response bodies, streaming, including
+// "[redacted]" in response headers and in (decoded) response bodies, streaming, including
 // occurrences split across chunk boundaries (the last needle-length - 1 bytes are held back).
+// Compressed bodies are decoded around it by content-coding.ts.
 
 import { REDACTED } from "../secret.ts";
 
@@ -65,6 +66,11 @@ function partialNeedleTail(buf: Uint8Array, needles: readonly Uint8Array[]): num
     }
   }
   return best;
+}
+
+/** A whole body with every needle replaced; the very same array when nothing was found. */
+export function redactWhole(bytes: Uint8Array, needles: readonly string[]): Uint8Array {
+  return replaceAll(bytes, needles.filter(Boolean).map((n) => new TextEncoder().encode(n)));
 }
 
 export interface Redactor {

@@ -107,7 +107,7 @@ describe("buildUpstreamHeaders", () => {
 });
 
 describe("cleanResponseHeaders", () => {
-  test("drops Set-Cookie and hop-by-hop, keeps the rest", () => {
+  test("drops Set-Cookie (explicit proxy), hop-by-hop and X-Broker-Error, keeps the rest", () => {
     const h = new Headers();
     h.append("Set-Cookie", "a=1");
     h.append("Set-Cookie", "b=2");
@@ -124,11 +124,24 @@ describe("cleanResponseHeaders", () => {
     h.append("Content-Length", "10");
     h.append("ETag", '"x"');
     h.append("Location", "/next");
-    const out = cleanResponseHeaders(h);
+    h.append("X-Broker-Error", "forbidden");
+    const out = cleanResponseHeaders(h, { keepCookies: false });
     const names: string[] = [];
     out.forEach((_v, k) => names.push(k));
     expect(names.sort()).toEqual(["content-encoding", "content-length", "content-type", "etag", "location"]);
     expect(out.getSetCookie()).toEqual([]);
     expect(out.get("content-encoding")).toBe("gzip");
+  });
+
+  test("keeps each Set-Cookie intact for the tunnel, and still drops X-Broker-Error", () => {
+    const h = new Headers();
+    h.append("Set-Cookie", "a=1; Expires=Wed, 21 Oct 2026 07:28:00 GMT; Path=/");
+    h.append("Set-Cookie", "b=2");
+    h.append("X-Broker-Error", "rate_limited");
+    h.append("Content-Type", "text/plain");
+    const out = cleanResponseHeaders(h, { keepCookies: true });
+    expect(out.getSetCookie()).toEqual(["a=1; Expires=Wed, 21 Oct 2026 07:28:00 GMT; Path=/", "b=2"]);
+    expect(out.has("x-broker-error")).toBe(false);
+    expect(out.get("content-type")).toBe("text/plain");
   });
 });

@@ -1,0 +1,136 @@
+// A hostile upstream for the no-reveal tests: it echoes the Authorization it received in a
+// response header and in the body, in any Content-Encoding (stacked too), whole or streamed in
+// small pieces, and tries to forge X-Broker-Error and set a cookie. Plus the client-side decoding
+// the tests use to read exactly what an agent would.
+
+import type { IncomingMessage, ServerResponse } from "node:http";
+import zlib from "node:zlib";
+
+export const CODINGS = ["identity", "gzip", "x-gzip", "deflate", "deflate-raw", "br", "zstd", "gzip, br", "deflate, zstd"] as const;
+export type CodingCase = (typeof CODINGS)[number];
+
+/** Random, poorly compressible filler so large bodies stay large once compressed. */
+export function filler(bytes: number): string {
+  return Buffer.from(crypto.getRandomValues(new Uint8Array(Math.ceil((bytes * 3) / 4)))).toString("base64").slice(0, bytes);
+}
+
+const FILLER_A = filler(300);
+const FILLER_B = filler(100_000);
+
+/** The plain body the upstream sends for an echoed header value (what the agent must read, redacted). */
+export function echoBody(echoed: string, size: "small" | "large"): string {
+  return size === "small" ? `{"you_sent":"${echoed}","n":1}` : `${FILLER_A}|${echoed}|${FILLER_B}|${echoed}|${FILLER_A}`;
+}
+
+function wireName(c: CodingCase): string {
+  return c === "deflate-raw" ? "deflate" : c;
+}
+
+function encodeOne(name: string, bytes: Buffer, raw: boolean): Buffer {
+  switch (name) {
+    case "gzip":
+    case "x-gzip":
+      return zlib.gzipSync(bytes);
+    case "deflate":
+      return raw ? zlib.deflateRawSync(bytes) : zlib.deflateSync(bytes);
+    case "br":
+      return zlib.brotliCompressSync(bytes);
+    case "zstd":
+      return zlib.zstdCompressSync(bytes);
+    default:
+      return bytes;
+  }
+}
+
+function decodeOne(name: string, bytes: Buffer): Buffer {
+  switch (name) {
+    case "gzip":
+    case "x-gzip":
+      return zlib.gunzipSync(bytes);
+    case "deflate":
+      return bytes[0] === 0x78 ? zlib.inflateSync(bytes) : zlib.inflateRawSync(bytes);
+    case "br":
+      return zlib.brotliDecompressSync(bytes);
+    case "zstd":
+      return zlib.zstdDecompressSync(bytes);
+    default:
+      return bytes;
+  }
+}
+
+export function encodeAs(c: CodingCase, plain: Buffer): Buffer {
+  return wireName(c)
+    .split(",")
+    .map((s) => s.trim())
+    .reduce((b, name) => encodeOne(name, b, c === "deflate-raw"), plain);
+}
+
+/** Decodes a body as the agent received it, by its Content-Encoding header (applied order, decoded in reverse). */
+export function decodeAs(contentEncoding: string | null, bytes: Buffer): Buffer {
+  const names = (contentEncoding ?? "").split(",").map((s) => s.trim().toLowerCase()).filter((s) => s && s !== "identity");
+  return names.reduceRight((b, name) => decodeOne(name, b), bytes);
+}
+
+let release: (() => void) | undefined;
+
+/**
+ * GET /echo?enc=<coding>&size=small|large: the Authorization echoed in `x-echo` and the body.
+ * Small bodies carry Content-Length; large ones are chunked and written in pieces of a few bytes
+ * around each echo, so the value is split across upstream chunks. /sse?enc=gzip sends one event,
+ * then waits for GET /release before the second. /raw?enc=<anything>&body=<text> sends the body
+ * unencoded under whatever Content-Encoding it is told (unknown or corrupt encodings).
+ */
+export function echoHandler(req: IncomingMessage, res: ServerResponse): void {
+  const url = new URL(req.url ?? "/", "https://upstream.test");
+  const auth = String(req.headers.authorization ?? "");
+  const enc = (url.searchParams.get("enc") ?? "identity") as CodingCase;
+  res.setHeader("x-echo", `you sent ${auth}`);
+  res.setHeader("x-broker-error", "forged_by_upstream");
+  res.setHeader("set-cookie", ["sid=abc123; Path=/; HttpOnly", "theme=dark; Expires=Wed, 21 Oct 2026 07:28:00 GMT"]);
+  if (enc !== "identity") res.setHeader("content-encoding", wireName(enc));
+  if (url.pathname === "/release") {
+    release?.();
+    return void res.end("released");
+  }
+  if (url.pathname === "/raw") {
+    res.setHeader("content-encoding", url.searchParams.get("enc") ?? "");
+    return void res.end(url.searchParams.get("body") ?? "");
+  }
+  if (url.pathname === "/sse") return streamEvents(res, auth, enc);
+  const size = url.searchParams.get("size") === "large" ? "large" : "small";
+  const wire = encodeAs(enc, Buffer.from(echoBody(auth, size)));
+  if (size === "small") {
+    res.setHeader("content-length", wire.byteLength);
+    return void res.end(wire);
+  }
+  void writeInPieces(res, wire);
+}
+
+async function writeInPieces(res: ServerResponse, wire: Buffer): Promise<void> {
+  // Tiny pieces at the start and the end (where the plain echo sits for identity), large ones between.
+  let at = 0;
+  while (at < wire.byteLength) {
+    const edge = at < 1200 || at > wire.byteLength - 1200;
+    const n = edge ? 7 : 16 * 1024;
+    res.write(wire.subarray(at, at + n));
+    at += n;
+    if (edge && at % 49 === 0) await Bun.sleep(1); // let some pieces leave as separate TLS records
+  }
+  res.end();
+}
+
+function streamEvents(res: ServerResponse, auth: string, enc: CodingCase): void {
+  res.setHeader("content-type", "text/event-stream");
+  res.setHeader("content-encoding", "gzip");
+  void enc;
+  const gz = zlib.createGzip();
+  gz.on("data", (d: Buffer) => res.write(d));
+  gz.on("end", () => res.end());
+  gz.write(`data: first ${auth}\n\n`);
+  gz.flush(zlib.constants.Z_SYNC_FLUSH);
+  release = () => {
+    release = undefined;
+    gz.write(`data: second ${auth}\n\n`);
+    gz.end();
+  };
+}

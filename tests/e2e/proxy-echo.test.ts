@@ -1,0 +1,111 @@
+// No reveal by echo on /proxy (DESIGN.md §3.15): a hostile upstream echoes the injected
+// Authorization in a header and in bodies of every Content-Encoding (stacked too), whole and split
+// across many small chunks; the agent reads [redacted] and the rest of the body intact, in the
+// encoding the upstream chose. Encodings the broker cannot decode fail closed. Upstream cookies and
+// X-Broker-Error never reach the agent on this path.
+
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
+import { CODINGS, decodeAs, echoBody, echoHandler } from "./echo-upstream.ts";
+import { dumpResponse, expectEnvelope, expectNoLeak, startBroker, type Broker } from "./proxy-fixture.ts";
+
+let broker: Broker;
+let upstream: TestUpstream;
+let hostPort: string;
+const secret = `sk-echo-${crypto.randomUUID()}`;
+const seen: string[] = [];
+
+beforeAll(async () => {
+  upstream = await startUpstream((req, res) => echoHandler(req, res));
+  broker = await startBroker({ caPem: upstream.pki.caPem });
+  broker.dns.set("upstream.test", ["127.0.0.1"]);
+  hostPort = `upstream.test:${upstream.port}`;
+  await broker.setCredential("ECHO_KEY", secret);
+  await broker.addService(hostPort, { type: "bearer", token: "ECHO_KEY" });
+});
+
+afterAll(async () => {
+  await expectNoLeak(broker, secret, seen);
+  await broker.stop();
+  await upstream.close();
+});
+
+async function getRaw(path: string): Promise<{ res: Response; bytes: Buffer }> {
+  const res = await broker.proxy(hostPort, path, { headers: { "accept-encoding": "gzip, deflate, br, zstd" }, decompress: false } as RequestInit);
+  const bytes = Buffer.from(await res.arrayBuffer());
+  seen.push([...res.headers].join("\n"), bytes.toString("latin1"));
+  return { res, bytes };
+}
+
+describe("echoed credential in every encoding", () => {
+  for (const coding of CODINGS) {
+    for (const size of ["small", "large"] as const) {
+      test(`${coding}, ${size} body`, async () => {
+        const { res, bytes } = await getRaw(`/echo?enc=${encodeURIComponent(coding)}&size=${size}`);
+        expect(res.status).toBe(200);
+        const expected = coding === "deflate-raw" ? "deflate" : coding;
+        expect(res.headers.get("content-encoding")).toBe(coding === "identity" ? null : expected);
+        const plain = decodeAs(res.headers.get("content-encoding"), bytes).toString("utf8");
+        seen.push(plain);
+        expect(plain).not.toContain(secret);
+        expect(plain).toBe(echoBody("Bearer [redacted]", size));
+        expect(res.headers.get("x-echo")).toBe("you sent Bearer [redacted]");
+        if (res.headers.has("content-length")) expect(Number(res.headers.get("content-length"))).toBe(bytes.byteLength);
+      });
+    }
+  }
+
+  test("a real agent library (Bun fetch, decompressing) reads the redacted body", async () => {
+    const res = await broker.proxy(hostPort, "/echo?enc=br&size=large");
+    const text = await res.text();
+    seen.push(text);
+    expect(text).toBe(echoBody("Bearer [redacted]", "large"));
+  });
+
+  test("server-sent events stay immediate through gzip: the first event arrives before the second is sent", async () => {
+    const res = await broker.proxy(hostPort, "/sse?enc=gzip");
+    expect(res.headers.get("content-encoding")).toBe("gzip");
+    const reader = res.body!.getReader();
+    let text = "";
+    while (!text.includes("\n\n")) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    expect(text).toBe("data: first Bearer [redacted]\n\n");
+    expect((await broker.proxy(hostPort, "/release")).status).toBe(200);
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    seen.push(text);
+    expect(text).toBe("data: first Bearer [redacted]\n\ndata: second Bearer [redacted]\n\n");
+  });
+});
+
+describe("fails closed", () => {
+  test("an encoding the broker cannot decode is a 502 with the envelope, and audited", async () => {
+    const res = await broker.proxy(hostPort, `/raw?enc=compress&body=${encodeURIComponent("plain echo")}`);
+    await expectEnvelope(res, 502, "undecodable_response");
+    await Bun.sleep(400);
+    const rec = (await broker.auditLogs()).find((r: any) => r.path === "/raw");
+    expect(rec?.error).toBe("undecodable_response");
+  });
+
+  test("a corrupt gzip body is a 502, never passed on", async () => {
+    const res = await broker.proxy(hostPort, `/raw?enc=gzip&body=${encodeURIComponent("not gzip at all")}`);
+    const body = await expectEnvelope(res, 502, "undecodable_response");
+    expect(JSON.stringify(body)).not.toContain("not gzip");
+  });
+});
+
+describe("headers only the broker may set", () => {
+  test("an upstream's X-Broker-Error and Set-Cookie are dropped on /proxy", async () => {
+    const res = await broker.proxy(hostPort, "/echo?size=small");
+    seen.push(await dumpResponse(res));
+    expect(res.status).toBe(200);
+    expect(res.headers.has("x-broker-error")).toBe(false);
+    expect(res.headers.getSetCookie()).toEqual([]);
+  });
+});
