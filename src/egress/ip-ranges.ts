@@ -123,8 +123,26 @@ function labelled(kind: string, cidrs: readonly string[]): LabelledCidr[] {
   });
 }
 
-/** Contract: blocked even when allowlisted or private ranges are allowed. */
-export const ALWAYS_BLOCKED: readonly LabelledCidr[] = labelled("cloud metadata", ["169.254.169.254/32", "fd00:ec2::254/128"]);
+/** An endpoint that hands out instance or workload credentials, labelled with whose it is. */
+function endpoint(cidr: string, whose: string): LabelledCidr {
+  return { ...parseCidr(cidr), label: `cloud metadata endpoint (${whose})` };
+}
+
+/**
+ * Contract: blocked even when allowlisted or private ranges are allowed. Each of these answers an unauthenticated
+ * request from the machine with credentials of the machine or the workload, so a broker that dialled one would hand
+ * an agent a cloud role. They are matched before the allowlist, so no CIDR covering them (169.254.0.0/16, fd00::/8,
+ * 0.0.0.0/0) can unblock them.
+ */
+export const ALWAYS_BLOCKED: readonly LabelledCidr[] = [
+  endpoint("169.254.169.254/32", "AWS, GCP, Azure and OCI instance metadata"),
+  endpoint("fd00:ec2::254/128", "AWS instance metadata over IPv6"),
+  endpoint("169.254.170.2/32", "ECS task credentials"),
+  endpoint("169.254.170.23/32", "EKS pod identity"),
+  endpoint("fd00:ec2::23/128", "EKS pod identity over IPv6"),
+  endpoint("100.100.100.200/32", "Alibaba Cloud instance metadata"),
+  endpoint("192.0.0.192/32", "Oracle Cloud instance metadata"),
+];
 
 /** Blocked unless private ranges are allowed or the allowlist covers the address. The contract's list plus (design
  *  §3.13) the rest of 0.0.0.0/8, ::, multicast, broadcast, reserved 240/4 and the deprecated site-local fec0::/10. */

@@ -25,6 +25,24 @@ const ROWS: readonly Row[] = [
   ["fd00:ec2::254", "always", ["fd00:ec2::254/128", ...EVERYTHING]],
   ["FD00:0EC2:0:0:0:0:0:0254", "always", EVERYTHING],
   ["[fd00:ec2::254]", "always", EVERYTHING],
+  ["169.254.170.2", "always", ["169.254.170.2/32", "169.254.0.0/16", ...EVERYTHING]],
+  ["::ffff:169.254.170.2", "always", ["169.254.0.0/16", "::ffff:0:0/96", ...EVERYTHING]],
+  ["64:ff9b::a9fe:aa02", "always", ["169.254.0.0/16", "64:ff9b::/96", ...EVERYTHING]],
+  ["2002:a9fe:aa02::1", "always", ["169.254.0.0/16", "2002::/16", ...EVERYTHING]],
+  ["169.254.170.23", "always", ["169.254.170.23/32", "169.254.0.0/16", ...EVERYTHING]],
+  ["::ffff:a9fe:aa17", "always", ["169.254.0.0/16", ...EVERYTHING]],
+  ["64:ff9b:1::a9fe:aa17", "always", ["169.254.0.0/16", ...EVERYTHING]],
+  ["fd00:ec2::23", "always", ["fd00:ec2::23/128", "fd00::/8", "fc00::/7", ...EVERYTHING]],
+  ["fd00:ec2:0:0:0:0:0:23", "always", ["fd00::/8", ...EVERYTHING]],
+  ["fd00:ec2:0::254", "always", ["fd00::/8", "fc00::/7"]],
+  ["100.100.100.200", "always", ["100.100.100.200/32", "100.64.0.0/10", ...EVERYTHING]],
+  ["::ffff:100.100.100.200", "always", ["100.64.0.0/10", ...EVERYTHING]],
+  ["64:ff9b::6464:64c8", "always", ["100.64.0.0/10", ...EVERYTHING]],
+  ["2002:6464:64c8::", "always", ["100.64.0.0/10", ...EVERYTHING]],
+  ["192.0.0.192", "always", ["192.0.0.192/32", "192.0.0.0/24", ...EVERYTHING]],
+  ["::ffff:c000:c0", "always", ["192.0.0.0/24", ...EVERYTHING]],
+  ["64:ff9b::192.0.0.192", "always", ["192.0.0.0/24", ...EVERYTHING]],
+  ["2002:c000:c0::", "always", ["192.0.0.0/24", ...EVERYTHING]],
 
   ["127.0.0.1", "private", ["127.0.0.1/32"]],
   ["127.0.0.2", "private", ["127.0.0.0/8"]],
@@ -135,6 +153,30 @@ describe("checkAddress: the address table", () => {
   test("the allowlist and private ranges together never allow the metadata address", () => {
     const policy = compileNetPolicy({ allowPrivateRanges: true, allowlist: ["169.254.169.254/32", "fd00:ec2::254/128", ...EVERYTHING] });
     for (const ip of ["169.254.169.254", "::ffff:a9fe:a9fe", "fd00:ec2::254"]) expect(checkAddress(ip, 80, policy).allowed).toBe(false);
+  });
+
+  test("each credential endpoint is refused by name, with the allowlist covering it and private ranges allowed", () => {
+    const policy = compileNetPolicy({ allowPrivateRanges: true, allowlist: ["169.254.0.0/16", "100.64.0.0/10", "192.0.0.0/24", "fd00::/8", ...EVERYTHING] });
+    const reasons = {
+      "169.254.169.254": "cloud metadata endpoint (AWS, GCP, Azure and OCI instance metadata) 169.254.169.254/32",
+      "fd00:ec2::254": "cloud metadata endpoint (AWS instance metadata over IPv6) fd00:ec2::254/128",
+      "169.254.170.2": "cloud metadata endpoint (ECS task credentials) 169.254.170.2/32",
+      "169.254.170.23": "cloud metadata endpoint (EKS pod identity) 169.254.170.23/32",
+      "fd00:ec2::23": "cloud metadata endpoint (EKS pod identity over IPv6) fd00:ec2::23/128",
+      "100.100.100.200": "cloud metadata endpoint (Alibaba Cloud instance metadata) 100.100.100.200/32",
+      "192.0.0.192": "cloud metadata endpoint (Oracle Cloud instance metadata) 192.0.0.192/32",
+    };
+    for (const [ip, reason] of Object.entries(reasons)) expect(checkAddress(ip, 80, policy)).toEqual({ allowed: false, reason });
+    expect(checkAddress("::ffff:169.254.170.2", 80, policy)).toEqual({
+      allowed: false,
+      reason: "cloud metadata endpoint (ECS task credentials) 169.254.170.2/32 (the IPv4 inside an IPv4-mapped address)",
+    });
+  });
+
+  test("the neighbours of the credential endpoints follow the ordinary rules", () => {
+    const policy = compileNetPolicy({ allowPrivateRanges: false, allowlist: ["169.254.0.0/16", "100.64.0.0/10", "fd00::/8"] });
+    for (const ip of ["169.254.170.3", "169.254.170.22", "100.100.100.201", "fd00:ec2::24"]) expect(checkAddress(ip, 80, policy)).toEqual({ allowed: true });
+    expect(checkAddress("192.0.0.193", 80, DEFAULT_POLICY)).toEqual({ allowed: true });
   });
 
   test("an allowlisted outer address does not excuse the IPv4 inside it", () => {
