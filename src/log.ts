@@ -1,6 +1,8 @@
 // Structured logger: one JSON line per event, with levels. It cannot print a secret:
 // Secret values serialise as "[redacted]", fields with secret-sounding names are dropped to
-// "[redacted]", and anything shaped like a broker token is masked wherever it appears.
+// "[redacted]", anything shaped like a broker token is masked wherever it appears, and (defence in
+// depth) every credential value the server currently holds in memory is replaced before a line is
+// written, whatever path put it there.
 
 import { REDACTED } from "./secret.ts";
 
@@ -15,12 +17,24 @@ export interface Logger {
   warn(event: string, fields?: LogFields): void;
   error(event: string, fields?: LogFields): void;
   child(fields: LogFields): Logger;
+  /** The same logger, also replacing every value `secrets` currently yields in each line it writes. */
+  scrubbing(secrets: LiveSecrets): Logger;
 }
+
+/** The credential values in memory right now (the egress plan cache). */
+export interface LiveSecrets {
+  /** SECRET: revealed values, used only as search patterns; never stored by the logger. */
+  values(): Iterable<string>;
+}
+
+/** Values shorter than this are not searched for (they would mangle every line without protecting anything). */
+const MIN_SCRUBBED_LENGTH = 4;
 
 export interface LoggerOptions {
   level?: LogLevel;
   write?: (line: string) => void;
   now?: () => number;
+  secrets?: readonly LiveSecrets[];
 }
 
 const SENSITIVE_FIELD = /pass(word)?|secret|token|authorization|cookie|credential_value|^value$|data_?key/i;
@@ -50,7 +64,8 @@ export function createLogger(opts: LoggerOptions = {}, base: LogFields = {}): Lo
   const emit = (level: LogLevel, event: string, fields?: LogFields) => {
     if (LOG_LEVELS.indexOf(level) < threshold) return;
     const record = sanitise({ ...base, ...fields }) as LogFields;
-    write(JSON.stringify({ time: new Date(now()).toISOString(), level, event: maskString(event), ...record }));
+    const line = JSON.stringify({ time: new Date(now()).toISOString(), level, event: maskString(event), ...record });
+    write(opts.secrets?.length ? scrubLine(line, opts.secrets) : line);
   };
   return {
     debug: (e, f) => emit("debug", e, f),
@@ -58,7 +73,22 @@ export function createLogger(opts: LoggerOptions = {}, base: LogFields = {}): Lo
     warn: (e, f) => emit("warn", e, f),
     error: (e, f) => emit("error", e, f),
     child: (fields) => createLogger(opts, { ...base, ...fields }),
+    scrubbing: (secrets) => createLogger({ ...opts, secrets: [...(opts.secrets ?? []), secrets] }, base),
   };
+}
+
+/** Replaces each live value, as written and as JSON escapes it, in a serialised line. */
+function scrubLine(line: string, sources: readonly LiveSecrets[]): string {
+  let out = line;
+  for (const source of sources) {
+    for (const value of source.values()) {
+      if (value.length < MIN_SCRUBBED_LENGTH) continue;
+      const escaped = JSON.stringify(value).slice(1, -1);
+      if (out.includes(value)) out = out.split(value).join(REDACTED);
+      if (escaped !== value && out.includes(escaped)) out = out.split(escaped).join(REDACTED);
+    }
+  }
+  return out;
 }
 
 /** A logger that keeps lines in memory: for tests that assert nothing secret was logged. */

@@ -7,6 +7,7 @@ import { CredentialNotFound, HostNotAllowed, ServiceDisabled } from "../errors.t
 import { Secret } from "../secret.ts";
 import type { ServiceRow, Store } from "../store/index.ts";
 import { decryptCredential, hostMatches, parseHostPattern, type HostPattern } from "../vault/index.ts";
+import type { LiveSecrets } from "../log.ts";
 import type { Injection } from "./headers.ts";
 
 export interface EgressPlan {
@@ -35,10 +36,14 @@ export interface PlanCache {
   invalidate(vaultId: number): void;
   /** Whether a host has a service in the vault (for the tunnel's unmatched-host decision). */
   has(vault: { id: number }, host: string, port: number): Promise<boolean>;
+  /** The values currently cached, for the logger's last-line scrub (defence in depth). */
+  readonly secrets: LiveSecrets;
 }
 
 export function createPlanCache(store: Store, dataKey: CryptoKey, proposalHint: (host: string, port: number) => Record<string, unknown>): PlanCache {
   const tables = new Map<number, Promise<VaultTable>>();
+  // SECRET: per vault, every value handed out for scrubbing (raw and header forms); dropped with the vault's table.
+  const live = new Map<number, Set<string>>();
 
   function table(vaultId: number): Promise<VaultTable> {
     let t = tables.get(vaultId);
@@ -90,10 +95,20 @@ export function createPlanCache(store: Store, dataKey: CryptoKey, proposalHint: 
       if (!secret) throw new CredentialNotFound(key);
       const injection = injectionFor(svc.row, secret);
       // Scrub the raw value and the header form (a Basic header echoed back carries it base64-encoded).
-      return { service, injection, credentialKeys: [key], scrub: [secret, injection.value] };
+      const scrub = [secret, injection.value];
+      let values = live.get(vault.id);
+      if (!values) live.set(vault.id, (values = new Set()));
+      for (const s of scrub) values.add(s.reveal()); // reveal: search patterns for the logger's scrub
+      return { service, injection, credentialKeys: [key], scrub };
     },
     invalidate(vaultId) {
       tables.delete(vaultId);
+      live.delete(vaultId);
+    },
+    secrets: {
+      *values() {
+        for (const set of live.values()) yield* set;
+      },
     },
     async has(vault, host, port) {
       return (await find(vault.id, host, port)) !== undefined;

@@ -5,7 +5,8 @@ import { readFileSync } from "node:fs";
 import { rootCertificates } from "node:tls";
 import type { Config } from "../config.ts";
 import { buildProposalHint, compileNetPolicy, createAuditLog, createPlanCache, createUpstream, systemResolver, type EgressDeps, type Resolver } from "../egress/index.ts";
-import type { Logger } from "../log.ts";
+import { toErrorResponse, Unavailable } from "../errors.ts";
+import type { LiveSecrets, Logger } from "../log.ts";
 import type { Secret } from "../secret.ts";
 import { openStore, type Store } from "../store/index.ts";
 import { createAuthenticator, createHashGate, createVaultAccessCache, createLeafCache, loadRootCa, mintLeaf, rotateRootCa, unlockKeyring, type Domain, type LeafCache, type RootCa } from "../vault/index.ts";
@@ -63,7 +64,15 @@ export function upstreamRoots(config: Config): string[] | undefined {
 }
 
 export async function startServer(opts: StartOptions): Promise<RunningServer> {
-  const { config, log } = opts;
+  const { config } = opts;
+  // Defence in depth: every line is scrubbed of the credential values held in memory (item 4 of the
+  // no-reveal rules); the plan cache that holds them joins once the keyring is open.
+  const cached: LiveSecrets[] = [];
+  const log = opts.log.scrubbing({
+    *values() {
+      for (const source of cached) yield* source.values();
+    },
+  });
   const now = opts.now ?? Date.now;
   const upstreamCa = upstreamRoots(config);
   const store = await openStore(config.dataDir);
@@ -73,14 +82,14 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     if (keyring.passwordUnused) {
       log.warn("master_password_unused", { hint: "the store has no master password; run `broker master-password set` to add one" });
     }
-    let handler: (req: Request, server: unknown) => Response | Promise<Response> = () => new Response("starting", { status: 503 });
+    let handler: (req: Request, server: unknown) => Response | Promise<Response> = () => toErrorResponse(new Unavailable("the broker is starting"));
     const server = Bun.serve({
       hostname: config.bindHost,
       port: config.apiPort,
       maxRequestBodySize: Number.MAX_SAFE_INTEGER,
       idleTimeout: 255, // Bun's maximum: a model API may think for minutes before its first byte
       fetch: (req, srv) => handler(req, srv),
-      error: () => new Response("internal error", { status: 500 }),
+      error: (err) => toErrorResponse(err, log),
     });
     const hostPart = config.bindHost.includes(":") ? `[${config.bindHost}]` : config.bindHost;
     const apiUrl = `http://${hostPart}:${server.port}`;
@@ -100,6 +109,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     const vaultAccess = createVaultAccessCache({ now });
     const rateLimiter = createRateLimiter(resolveSettings(config.rateLimit.profile, config.rateLimit.overrides, config.rateLimit.locked), now);
     const plans = createPlanCache(store, keyring.dataKey, (host, port) => buildProposalHint(publicUrl, host, port));
+    cached.push(plans.secrets);
     const audit = createAuditLog(store, { now, log, retentionMs: config.auditRetentionDays * 86_400_000, retentionRows: config.auditMaxRows });
     const upstream = createUpstream({ ca: upstreamCa, connectTimeoutMs: Math.min(10_000, config.upstreamTimeoutMs), idleTimeoutSeconds: Math.ceil(config.upstreamTimeoutMs / 1000) });
     // The tunnel's own port joins the guard's never-dial list once it is bound (it may be ephemeral).
