@@ -61,6 +61,10 @@ try {
   await step("tunnel 16 keep-alive", () => fetchScenario(env, "tunnel, 16 keep-alive, /small", { direct: t.direct("/small"), broker: t.viaTunnel("/small") }, { requests: size.conc, concurrency: 16, reps }));
   await step("tunnel 1 MiB", () => fetchScenario(env, "tunnel, 16 keep-alive, /1mib", { direct: t.direct("/1mib"), broker: t.viaTunnel("/1mib") }, { requests: size.big, concurrency: 16, reps, expectBytes: 1 << 20 }));
   await step("tunnel stream", () => fetchScenario(env, "tunnel, 16 keep-alive, /stream (8 chunks)", { direct: t.direct("/stream"), broker: t.viaTunnel("/stream") }, { requests: size.big * 2, concurrency: 16, reps, expectBytes: 8 * 16 * 1024 }));
+  // Echo redaction decodes, scans and (only when something matched, or when streamed) re-encodes compressed bodies.
+  await step("tunnel gzip JSON", () => fetchScenario(env, "tunnel, 16 keep-alive, /gzip-json (4 KiB JSON, gzip)", { direct: t.direct("/gzip-json"), broker: t.viaTunnel("/gzip-json") }, { requests: size.conc, concurrency: 16, reps }));
+  await step("tunnel gzip stream", () => fetchScenario(env, "tunnel, 16 keep-alive, /gzip-stream (256 KiB JSON, gzip, chunked)", { direct: t.direct("/gzip-stream"), broker: t.viaTunnel("/gzip-stream") }, { requests: size.big, concurrency: 16, reps }));
+  await step("/proxy gzip JSON", () => fetchScenario(env, "/proxy, 16 keep-alive, /gzip-json (4 KiB JSON, gzip)", { direct: t.direct("/gzip-json"), broker: t.viaProxy("/gzip-json") }, { requests: size.conc, concurrency: 16, reps }));
   await step("cold connections", () => coldScenario(env, size.cold, reps));
   await step("/proxy 1 keep-alive", () => fetchScenario(env, "/proxy, 1 keep-alive, /small", { direct: t.direct("/small"), broker: t.viaProxy("/small") }, { requests: size.seq, concurrency: 1, reps }));
   await step("/proxy 16 keep-alive", () => fetchScenario(env, "/proxy, 16 keep-alive, /small", { direct: t.direct("/small"), broker: t.viaProxy("/small") }, { requests: size.conc, concurrency: 16, reps }));

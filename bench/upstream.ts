@@ -1,7 +1,10 @@
 // The local HTTPS upstream the bench drives, directly (baseline) and through the broker:
 // GET /small (small JSON), GET /1mib (1 MiB), GET /stream (8 chunks, streamed),
-// GET /download?bytes=N (N bytes streamed, never held), POST /upload (counts the body as it streams).
+// GET /download?bytes=N (N bytes streamed, never held), POST /upload (counts the body as it streams),
+// GET /gzip-json (4 KiB of JSON, gzip, with Content-Length) and GET /gzip-stream (256 KiB of JSON,
+// gzip, chunked): what an API answers to an agent that sends Accept-Encoding.
 
+import { gzipSync } from "node:zlib";
 import type { BenchPki } from "./pki.ts";
 
 export interface Upstream {
@@ -14,13 +17,23 @@ const ONE_MIB = new Uint8Array(1 << 20).fill(0x61);
 const CHUNK = new Uint8Array(256 * 1024).fill(0x62);
 const STREAM_PART = new Uint8Array(16 * 1024).fill(0x63);
 
-function streamOf(total: number, part: Uint8Array): ReadableStream<Uint8Array> {
+function jsonOfSize(bytes: number): string {
+  const items = [];
+  for (let i = 0; JSON.stringify(items).length < bytes; i++) items.push({ id: i, name: `item-${i}`, created_at: new Date(1_700_000_000_000 + i * 60_000).toISOString(), tags: ["alpha", "beta", `t${i % 7}`], score: (i * 37) % 101 });
+  return JSON.stringify({ items });
+}
+const GZIP_JSON = gzipSync(jsonOfSize(4 * 1024));
+const GZIP_STREAM = gzipSync(jsonOfSize(256 * 1024));
+
+/** `total` bytes in pieces of `step`: repeating `part` (or walking through it when it is the whole body). */
+function streamOf(total: number, part: Uint8Array, step = part.length): ReadableStream<Uint8Array> {
   let sent = 0;
   return new ReadableStream({
     pull(ctrl) {
       if (sent >= total) return ctrl.close();
-      const n = Math.min(part.length, total - sent);
-      ctrl.enqueue(n === part.length ? part : part.subarray(0, n));
+      const n = Math.min(step, total - sent);
+      const at = step === part.length ? 0 : sent;
+      ctrl.enqueue(at === 0 && n === part.length ? part : part.subarray(at, at + n));
       sent += n;
     },
   });
@@ -53,6 +66,10 @@ export function startUpstream(pki: BenchPki): Upstream {
           const bytes = Number(url.searchParams.get("bytes") ?? 0);
           return new Response(streamOf(bytes, CHUNK), { headers: { "content-type": "application/octet-stream", "content-length": String(bytes) } });
         }
+        case "/gzip-json":
+          return new Response(GZIP_JSON, { headers: { "content-type": "application/json", "content-encoding": "gzip" } });
+        case "/gzip-stream":
+          return new Response(streamOf(GZIP_STREAM.length, GZIP_STREAM, 16 * 1024), { headers: { "content-type": "application/json", "content-encoding": "gzip" } });
         case "/upload":
           if (req.method !== "POST") return new Response("method", { status: 405 });
           return Response.json({ bytes: await countBody(req) });

@@ -25,6 +25,10 @@ export const MAX_DECODED_PIECE_BYTES = 64 * 1024 * 1024;
 const GZIP_OPTIONS = { level: 4 };
 const BROTLI_OPTIONS = { params: { [C.BROTLI_PARAM_QUALITY]: 4 } };
 const ZSTD_OPTIONS = { params: { [C.ZSTD_c_compressionLevel]: 3 } };
+// Streams flush on every write, so each upstream chunk comes out whole (server-sent events stay immediate).
+const Z_FLUSH = { flush: C.Z_SYNC_FLUSH };
+const BR_FLUSH = { flush: C.BROTLI_OPERATION_FLUSH };
+const ZSTD_FLUSH = { flush: C.ZSTD_e_flush };
 
 /**
  * The codings of a Content-Encoding header in the order they were applied ([] for none or
@@ -113,7 +117,7 @@ interface Stage {
 /** A zlib stream (compressor or decompressor); `flush` takes the coding's own flush kind. */
 type ZlibStream = zlib.Gzip | zlib.Gunzip | zlib.Deflate | zlib.Inflate | zlib.DeflateRaw | zlib.InflateRaw | zlib.BrotliCompress | zlib.BrotliDecompress | zlib.ZstdCompress | zlib.ZstdDecompress;
 
-function createStage(open: (first: Uint8Array) => ZlibStream, flushKind: number, maxOutput: number): Stage {
+function createStage(open: (first: Uint8Array) => ZlibStream, maxOutput: number): Stage {
   let z: ZlibStream | undefined;
   let out: Buffer[] = [];
   let outBytes = 0;
@@ -141,7 +145,7 @@ function createStage(open: (first: Uint8Array) => ZlibStream, flushKind: number,
     outBytes = 0;
     return r;
   };
-  // The flush callback runs after every byte the flush produced was emitted (flowing mode).
+  // The write callback runs after every byte the write produced was emitted (flowing mode).
   const settle = (drive: (done: () => void) => void) =>
     failure
       ? Promise.reject(failure)
@@ -156,10 +160,8 @@ function createStage(open: (first: Uint8Array) => ZlibStream, flushKind: number,
   return {
     push(chunk) {
       const s = (z ??= start(chunk));
-      return settle((done) => {
-        s.write(chunk);
-        s.flush(flushKind, done);
-      });
+      // Every write runs with the stream's flush kind (set at creation): one round trip per chunk.
+      return settle((done) => s.write(chunk, () => done()));
     },
     end() {
       const s = (z ??= start(EMPTY));
@@ -178,11 +180,11 @@ function createDecoder(coding: Coding, form: DeflateForm): Stage {
   const max = MAX_DECODED_PIECE_BYTES;
   switch (coding) {
     case "gzip":
-      return createStage(() => zlib.createGunzip(), C.Z_SYNC_FLUSH, max);
+      return createStage(() => zlib.createGunzip(Z_FLUSH), max);
     case "br":
-      return createStage(() => zlib.createBrotliDecompress(), C.BROTLI_OPERATION_FLUSH, max);
+      return createStage(() => zlib.createBrotliDecompress(BR_FLUSH), max);
     case "zstd":
-      return createStage(() => zlib.createZstdDecompress(), C.ZSTD_e_flush, max);
+      return createStage(() => zlib.createZstdDecompress(ZSTD_FLUSH), max);
     case "deflate":
       return createSniffingInflate(form);
   }
@@ -194,9 +196,8 @@ function createSniffingInflate(form: DeflateForm): Stage {
   const stage = createStage(
     (first) => {
       form.zlibWrapped = first.length >= 2 && isZlibHeader(first[0]!, first[1]!);
-      return form.zlibWrapped ? zlib.createInflate() : zlib.createInflateRaw();
+      return form.zlibWrapped ? zlib.createInflate(Z_FLUSH) : zlib.createInflateRaw(Z_FLUSH);
     },
-    C.Z_SYNC_FLUSH,
     MAX_DECODED_PIECE_BYTES,
   );
   let started = false;
@@ -223,13 +224,13 @@ function createSniffingInflate(form: DeflateForm): Stage {
 function createEncoder(coding: Coding, form: DeflateForm): Stage {
   switch (coding) {
     case "gzip":
-      return createStage(() => zlib.createGzip(GZIP_OPTIONS), C.Z_SYNC_FLUSH, 0);
+      return createStage(() => zlib.createGzip({ ...GZIP_OPTIONS, ...Z_FLUSH }), 0);
     case "br":
-      return createStage(() => zlib.createBrotliCompress(BROTLI_OPTIONS), C.BROTLI_OPERATION_FLUSH, 0);
+      return createStage(() => zlib.createBrotliCompress({ ...BROTLI_OPTIONS, ...BR_FLUSH }), 0);
     case "zstd":
-      return createStage(() => zlib.createZstdCompress(ZSTD_OPTIONS), C.ZSTD_e_flush, 0);
+      return createStage(() => zlib.createZstdCompress({ ...ZSTD_OPTIONS, ...ZSTD_FLUSH }), 0);
     case "deflate":
-      return createStage(() => (form.zlibWrapped === false ? zlib.createDeflateRaw(GZIP_OPTIONS) : zlib.createDeflate(GZIP_OPTIONS)), C.Z_SYNC_FLUSH, 0);
+      return createStage(() => (form.zlibWrapped === false ? zlib.createDeflateRaw({ ...GZIP_OPTIONS, ...Z_FLUSH }) : zlib.createDeflate({ ...GZIP_OPTIONS, ...Z_FLUSH })), 0);
   }
 }
 
