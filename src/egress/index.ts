@@ -8,7 +8,8 @@ export { createUpstream, type Upstream } from "./upstream.ts";
 export { compileNetPolicy, resolveChecked, systemResolver, type NetPolicy, type Resolver } from "./netguard.ts";
 export { buildProposalHint } from "./hint.ts";
 export { createRedactingStream } from "./redact.ts";
-export { egressUpgrade, isWebSocketUpgrade, type Upgraded } from "./upgrade.ts";
+export { egressUpgrade, isWebSocketUpgrade, type Refused, type Switched, type Upgraded } from "./upgrade.ts";
+export { encodeCloseFrame, WebSocketProtocolError, type FrameScanner } from "./websocket-frames.ts";
 export { SMALL_BODY_BYTES } from "./upstream.ts";
 // HTTP/1.1 wire format, shared with the tunnel (which speaks HTTP/1.1 to agents).
 export {

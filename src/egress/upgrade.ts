@@ -1,21 +1,39 @@
 // WebSocket upgrades through the egress core (wss:// for realtime APIs): the same plan, header
-// rules, injection and network guard as any request, then the upstream's answer. On 101 the caller
-// relays raw bytes both ways; frames are not inspected (no echo redaction inside WebSocket frames).
+// rules, injection and network guard as any request, then the upstream's answer, redacted. On an
+// injected upgrade no extension may be negotiated and every server frame is scanned (§3.15).
 
-import { BrokerError, UpstreamUnreachable } from "../errors.ts";
+import { BrokerError, UndecodableResponse, UpstreamUnreachable } from "../errors.ts";
 import { auditEntry } from "./audit.ts";
 import type { Connection } from "./connection.ts";
 import type { EgressDeps, EgressInput } from "./egress.ts";
 import { buildUpstreamHeaders } from "./headers.ts";
 import { findHeadEnd, parseResponseHead, serializeHead, type ResponseHead } from "./http1.ts";
 import { resolveChecked } from "./netguard.ts";
+import { createFrameScanner, type FrameScanner } from "./websocket-frames.ts";
+import { namesExtension, redactResponseHead, shapeRefusal, withoutExtensions } from "./websocket-head.ts";
 
-export interface Upgraded {
+export type Upgraded = Switched | Refused;
+
+/** The upstream answered 101: the caller relays frames. */
+export interface Switched {
+  readonly kind: "switched";
+  /** The 101 head, with injected values redacted. */
   readonly head: ResponseHead;
   /** The upstream connection, positioned after the response head. */
   readonly conn: Connection;
-  /** Call when the relay ends, with the bytes moved each way, to write the audit record. */
-  readonly finish: (bytesIn: number, bytesOut: number) => void;
+  /**
+   * Server-to-client bytes must go through this before reaching the agent; undefined when nothing
+   * was injected (a passthrough service), where bytes are relayed as they are.
+   */
+  readonly scanner: FrameScanner | undefined;
+  /** Call when the relay ends, with the bytes moved each way and an audit error code, to write the audit record. */
+  readonly finish: (bytesIn: number, bytesOut: number, error?: string | null) => void;
+}
+
+/** Any other answer: a Response (redacted, re-framed) to write before closing the connection. */
+export interface Refused {
+  readonly kind: "refused";
+  readonly response: Response;
 }
 
 const WEBSOCKET_HEADERS = new Set(["sec-websocket-key", "sec-websocket-version", "sec-websocket-protocol", "sec-websocket-extensions"]);
@@ -37,22 +55,40 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
     deps.audit.record(auditEntry({ ...input, method: "GET" }, started, deps.now(), { status, bytesIn, bytesOut, error, service, credentialKeys: keys }));
   let keys: readonly string[] = [];
   let service: string | null = null;
+  let conn: Connection | undefined;
   try {
     const plan = await deps.plans.plan(input.vault, input.host, input.port);
     keys = plan.credentialKeys;
     service = plan.service.host;
+    const needles = plan.scrub.map((s) => s.reveal()); // reveal: used only as search patterns for redaction
     const pairs = [...input.headers];
     // The Upgrade / Connection pair is hop-by-hop, so the generic rules drop it: put it back.
-    const headers = buildUpstreamHeaders(pairs, plan.injection, input.ingress === "explicit");
+    let headers = buildUpstreamHeaders(pairs, plan.injection, input.ingress === "explicit");
     headers.push(["Connection", "Upgrade"], ["Upgrade", "websocket"]);
     for (const [k, v] of pairs) if (WEBSOCKET_HEADERS.has(k.toLowerCase()) && !headers.some(([n]) => n.toLowerCase() === k.toLowerCase())) headers.push([k, v]);
+    // Compressed frames (permessage-deflate) would hide an echoed value from the scan: offer no extension.
+    if (needles.length) headers = withoutExtensions(headers);
     const addresses = await resolveChecked(input.host, input.port, deps.policy, deps.resolver); // before any byte is sent
     const hostHeader = input.port === 443 ? input.host : `${input.host}:${input.port}`;
-    const conn = await deps.upstream.open({ host: input.host, port: input.port, addresses: async () => addresses });
+    conn = await deps.upstream.open({ host: input.host, port: input.port, addresses: async () => addresses });
     await conn.write(serializeHead(`GET ${input.target} HTTP/1.1`, [["Host", hostHeader], ...headers]));
-    const head = await readResponseHead(conn);
-    return { head, conn, finish: (bytesIn, bytesOut) => record(head.status, bytesIn, bytesOut, null, keys, service) };
+    const head = redactResponseHead(await readResponseHead(conn), needles);
+    const upstream = conn;
+    if (head.status !== 101) {
+      const done = (bytesOut: number, error: string | null) => (upstream.close(), record(head.status, 0, bytesOut, error, keys, service));
+      return { kind: "refused", response: shapeRefusal(head, upstream, needles, done) };
+    }
+    // Unasked-for, but an upstream may still name one; the agent must not get frames we cannot read.
+    if (needles.length && namesExtension(head)) throw new UndecodableResponse("the upstream negotiated a WebSocket extension the broker cannot scan");
+    return {
+      kind: "switched",
+      head,
+      conn,
+      scanner: needles.length ? createFrameScanner(needles) : undefined,
+      finish: (bytesIn, bytesOut, error = null) => record(head.status, bytesIn, bytesOut, error, keys, service),
+    };
   } catch (err) {
+    conn?.close();
     const e = err instanceof BrokerError ? err : new UpstreamUnreachable(`WebSocket upgrade to ${input.host} failed`);
     record(e.status, 0, 0, e.code, keys, service);
     throw e;

@@ -1,15 +1,18 @@
 // WebSocket upgrades inside an intercepted tunnel (wss:// for realtime APIs): the upgrade request
 // goes through the egress core (injection, guard, audit); after the upstream's 101 the two
-// connections are joined and bytes relayed both ways until either side closes.
+// connections are joined. Client bytes pass as they are; upstream bytes reach the agent only
+// through the core's frame scanner when a credential was injected (no reveal by echo).
 
 import type { Duplex } from "node:stream";
-import { egressUpgrade } from "../egress/index.ts";
-import { serializeHead, type RequestHead } from "../egress/index.ts";
+import { egressUpgrade, encodeCloseFrame, serializeHead, WebSocketProtocolError, type RequestHead, type Switched } from "../egress/index.ts";
 import type { TunnelDeps, TunnelSession } from "./context.ts";
 import { tunnelEgressInput, type Authority } from "./intercept.ts";
 import { writeAll, type ChunkReader } from "./reader.ts";
 import { errorResponse, writeResponse } from "./respond.ts";
 import { refreshSession } from "./session.ts";
+
+/** RFC 6455 §7.4.1: the server hit a condition that prevents it from fulfilling the request. */
+const CLOSE_INTERNAL_ERROR = 1011;
 
 export async function relayWebSocket(stream: Duplex, reader: ChunkReader, head: RequestHead, target: Authority, session: TunnelSession, deps: TunnelDeps): Promise<void> {
   let upgraded;
@@ -20,34 +23,56 @@ export async function relayWebSocket(stream: Duplex, reader: ChunkReader, head: 
     await writeResponse(stream, errorResponse(err, deps.log), { close: true }).catch(() => {});
     return void stream.end();
   }
+  if (upgraded.kind === "refused") {
+    await writeResponse(stream, upgraded.response, { close: true }).catch(() => {});
+    return void stream.end();
+  }
   const { head: res, conn, finish } = upgraded;
-  const headers = res.headers.filter(([name]) => !/^set-cookie2?$/i.test(name));
-  await writeAll(stream, serializeHead(`HTTP/1.1 ${res.status} ${res.statusText || "Switching Protocols"}`, headers));
+  // Inside the tunnel the agent talks to the origin, so cookies pass (§3.19); X-Broker-Error is only ever the broker's.
+  const headers = res.headers.filter(([name]) => name.toLowerCase() !== "x-broker-error");
+  await writeAll(stream, serializeHead(`HTTP/1.1 101 ${res.statusText || "Switching Protocols"}`, headers));
 
   let bytesIn = 0;
   let bytesOut = 0;
+  let error: string | null = null;
   const leftover = reader.detach();
   for (const chunk of leftover) {
     bytesIn += chunk.byteLength;
     await conn.write(chunk);
   }
-  // A non-101 answer still carries a body; relaying until close keeps its framing intact.
   const clientToUpstream = (async () => {
-    if (res.status !== 101) return;
     stream.resume();
     for await (const chunk of stream as AsyncIterable<Buffer>) {
       bytesIn += chunk.byteLength;
       await conn.write(chunk);
     }
   })().catch(() => {});
-  const upstreamToClient = (async () => {
-    for (let chunk = await conn.read(); chunk !== null; chunk = await conn.read()) {
-      bytesOut += chunk.byteLength;
-      await writeAll(stream, chunk);
-    }
-  })().catch(() => {});
+  const upstreamToClient = relayDownstream(stream, upgraded, (n) => (bytesOut += n)).then(
+    (failure) => void (error = failure),
+    () => {},
+  );
   await Promise.race([clientToUpstream, upstreamToClient]);
   conn.close();
   stream.end();
-  finish(bytesIn, bytesOut);
+  finish(bytesIn, bytesOut, error);
+}
+
+/**
+ * Upstream to agent, through the scanner when there is one. A frame it cannot scan ends the relay
+ * with a close frame to the agent instead of the bytes; the audit error code is returned.
+ */
+async function relayDownstream(stream: Duplex, up: Switched, count: (n: number) => void): Promise<string | null> {
+  for (let chunk = await up.conn.read(); chunk !== null; chunk = await up.conn.read()) {
+    count(chunk.byteLength);
+    let out: Uint8Array;
+    try {
+      out = up.scanner ? up.scanner.push(chunk) : chunk;
+    } catch (err) {
+      if (!(err instanceof WebSocketProtocolError)) throw err;
+      await writeAll(stream, encodeCloseFrame(CLOSE_INTERNAL_ERROR, "upstream frame the broker cannot scan")).catch(() => {});
+      return "websocket_protocol_error";
+    }
+    if (out.byteLength) await writeAll(stream, out);
+  }
+  return null;
 }

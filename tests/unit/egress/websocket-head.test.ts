@@ -1,0 +1,31 @@
+// The head of an injected WebSocket upgrade's answer: redaction of the 101's reason and header
+// values, and the extension checks that keep compressed frames away from the scanner.
+
+import { expect, test } from "bun:test";
+import { namesExtension, redactResponseHead, withoutExtensions } from "../../../src/egress/websocket-head.ts";
+
+const SECRET = "sk-ws-head-42";
+
+test("needles are replaced in the reason phrase and every header value; names are kept", () => {
+  const head = redactResponseHead(
+    { status: 101, statusText: `Switching ${SECRET}`, version: "1.1", headers: [["Upgrade", "websocket"], ["X-Echo", `Bearer ${SECRET}`], ["X-Twice", `${SECRET},${SECRET}`]] },
+    [SECRET, `Bearer ${SECRET}`],
+  );
+  expect(head.statusText).toBe("Switching [redacted]");
+  expect(head.headers).toEqual([["Upgrade", "websocket"], ["X-Echo", "Bearer [redacted]"], ["X-Twice", "[redacted],[redacted]"]]);
+});
+
+test("a non-ASCII needle is matched in the latin1 form a head is parsed in", () => {
+  const secret = "clé-secrète";
+  const latin1 = Buffer.from(secret, "utf8").toString("latin1");
+  const head = redactResponseHead({ status: 101, statusText: "", version: "1.1", headers: [["X-Echo", latin1]] }, [secret]);
+  expect(head.headers).toEqual([["X-Echo", "[redacted]"]]);
+});
+
+test("extensions: any named one is refused, and the request offer is dropped", () => {
+  const h = (headers: [string, string][]) => ({ status: 101, statusText: "", version: "1.1" as const, headers });
+  expect(namesExtension(h([["Sec-WebSocket-Extensions", "permessage-deflate"]]))).toBe(true);
+  expect(namesExtension(h([["sec-websocket-extensions", " "]]))).toBe(false);
+  expect(namesExtension(h([["Upgrade", "websocket"]]))).toBe(false);
+  expect(withoutExtensions([["Sec-WebSocket-Key", "k"], ["Sec-WebSocket-Extensions", "permessage-deflate; client_max_window_bits"]])).toEqual([["Sec-WebSocket-Key", "k"]]);
+});
