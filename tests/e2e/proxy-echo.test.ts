@@ -6,7 +6,7 @@
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
-import { CODINGS, decodeAs, echoBody, echoHandler } from "./echo-upstream.ts";
+import { CODINGS, decodeAs, echoBody, echoHandler, encodeAs } from "./echo-upstream.ts";
 import { dumpResponse, expectEnvelope, expectNoLeak, startBroker, type Broker } from "./proxy-fixture.ts";
 
 let broker: Broker;
@@ -16,12 +16,14 @@ const secret = `sk-echo-${crypto.randomUUID()}`;
 const seen: string[] = [];
 
 beforeAll(async () => {
-  upstream = await startUpstream((req, res) => echoHandler(req, res));
+  upstream = await startUpstream((req, res) => echoHandler(req, res), { names: { dns: ["upstream.test", "passthrough.upstream.test"] } });
   broker = await startBroker({ caPem: upstream.pki.caPem });
   broker.dns.set("upstream.test", ["127.0.0.1"]);
   hostPort = `upstream.test:${upstream.port}`;
   await broker.setCredential("ECHO_KEY", secret);
   await broker.addService(hostPort, { type: "bearer", token: "ECHO_KEY" });
+  broker.dns.set("passthrough.upstream.test", ["127.0.0.1"]);
+  await broker.addService(`passthrough.upstream.test:${upstream.port}`, { type: "passthrough" });
 });
 
 afterAll(async () => {
@@ -107,5 +109,18 @@ describe("headers only the broker may set", () => {
     expect(res.status).toBe(200);
     expect(res.headers.has("x-broker-error")).toBe(false);
     expect(res.headers.getSetCookie()).toEqual([]);
+  });
+});
+
+describe("responses without an injected credential are untouched", () => {
+  test("a passthrough service's compressed bodies arrive byte for byte, unknown encodings included", async () => {
+    for (const [enc, size] of [["gzip", "small"], ["br", "large"]] as const) {
+      const res = await broker.proxy(`passthrough.upstream.test:${upstream.port}`, `/echo?enc=${enc}&size=${size}`, { decompress: false } as RequestInit);
+      expect(res.headers.get("content-encoding")).toBe(enc);
+      expect(Buffer.from(await res.arrayBuffer()).equals(encodeAs(enc, Buffer.from(echoBody("", size))))).toBe(true);
+    }
+    const odd = await broker.proxy(`passthrough.upstream.test:${upstream.port}`, "/raw?enc=compress&body=as-is", { decompress: false } as RequestInit);
+    expect(odd.status).toBe(200);
+    expect(await odd.text()).toBe("as-is");
   });
 });
