@@ -1,8 +1,10 @@
 // Host names of services (DESIGN.md §3.14): exact `name` or `name:port` (443 when absent), or
-// `*.domain` matching exactly one extra label and never the bare domain; `*` and `*.<tld>` are
-// rejected. Names compare lower-cased, without a trailing dot, in punycode.
+// `*.domain` matching exactly one extra label and never the bare domain; `*` and a wildcard over a
+// public suffix (`*.com`, `*.co.uk`, `*.github.io`) are rejected. Names compare lower-cased, without
+// a trailing dot, in punycode.
 
 import ipaddr from "ipaddr.js";
+import { getPublicSuffix } from "tldts";
 import { InvalidRequest } from "../errors.ts";
 
 export interface HostPattern {
@@ -17,6 +19,9 @@ export interface HostPattern {
 export interface HostRules {
   /** Services set by humans may name IP literals; proposals from agents may not. */
   readonly allowIp: boolean;
+  /** Only for naming a row already stored, to remove it: a wildcard over a public suffix saved before that
+   *  rule existed must stay removable. Never set where a pattern is created or changed. */
+  readonly acceptPublicSuffixWildcard?: boolean;
 }
 
 const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
@@ -50,8 +55,11 @@ export function parseHostPattern(input: unknown, rules: HostRules, field = "host
     name = toPunycode(body, bad);
     const labels = name.split(".");
     if (!labels.every((l) => LABEL.test(l))) throw bad("must be a valid host name");
-    if (wildcard && labels.length < 2) throw bad("'*.' must be followed by a domain with at least two labels (not a bare TLD)");
     if (/^\d+$/.test(labels.at(-1)!)) throw bad("must be a valid host name");
+    if (wildcard && !rules.acceptPublicSuffixWildcard && isPublicSuffix(name)) {
+      const what = name.includes(".") ? "public suffix" : "top-level domain";
+      throw bad(`*.${name} would match every site under the ${what} ${name}, whose names belong to different owners; name the host, e.g. you.${name}`);
+    }
   }
   const hostText = name.includes(":") ? `[${name}]` : name;
   const text = `${wildcard ? "*." : ""}${hostText}${port === 443 ? "" : `:${port}`}`;
@@ -71,6 +79,17 @@ function toPunycode(name: string, bad: (why: string) => Error): string {
   } catch {
     throw bad("must be a valid host name");
   }
+}
+
+/**
+ * Is `name` itself a public suffix (Public Suffix List, ICANN and private sections, e.g. `com`, `co.uk`,
+ * `github.io`)? Names under one are registered by unrelated parties, so a wildcard over it would send a
+ * credential to all of them. A name the list does not know is judged by its default rule: its last label is
+ * the suffix, so `*.internal` is refused too. An exact host that is a suffix (`github.io`) stays allowed: it
+ * names one site.
+ */
+function isPublicSuffix(name: string): boolean {
+  return getPublicSuffix(name, { allowPrivateDomains: true, extractHostname: false }) === name;
 }
 
 /** Does `pattern` cover a request to `host` (canonical, lower-case, no trailing dot) on `port`? */

@@ -127,7 +127,8 @@ export async function updateService(d: Domain, open: OpenVault, rawHost: string,
 }
 
 export async function removeService(d: Domain, open: OpenVault, rawHost: string): Promise<void> {
-  const host = parseHostPattern(rawHost, { allowIp: true }).text;
+  // A wildcard over a public suffix stored before that rule existed must stay removable.
+  const host = parseHostPattern(rawHost, { allowIp: true, acceptPublicSuffixWildcard: true }).text;
   if (!(await d.store.services.remove(open.vault.id, host))) throw new NotFound(`no service for ${host} in this vault`);
   d.onVaultChange?.(open.vault.id);
 }

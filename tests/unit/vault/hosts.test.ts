@@ -105,6 +105,61 @@ describe("parseHostPattern: rejected input", () => {
   );
 });
 
+describe("parseHostPattern: wildcards over a public suffix", () => {
+  // ICANN section (com, co.uk, a wildcard rule *.ck, an IDN suffix), private section (github.io, herokuapp.com,
+  // s3.amazonaws.com, a wildcard rule under compute.amazonaws.com), and names the list does not know (its default
+  // rule makes the last label the suffix).
+  const REFUSED: [input: string, suffix: string][] = [
+    ["*.com", "com"],
+    ["*.co.uk", "co.uk"],
+    ["*.CO.UK.", "co.uk"],
+    ["*.github.io", "github.io"],
+    ["*.herokuapp.com", "herokuapp.com"],
+    ["*.herokuapp.com:8443", "herokuapp.com"],
+    ["*.s3.amazonaws.com", "s3.amazonaws.com"],
+    ["*.eu-west-1.compute.amazonaws.com", "eu-west-1.compute.amazonaws.com"],
+    ["*.anything.ck", "anything.ck"],
+    ["*.公司.cn", "xn--55qx5d.cn"],
+    ["*.xn--55qx5d.cn", "xn--55qx5d.cn"],
+    ["*.internal", "internal"],
+  ];
+  test.each(REFUSED)("%p is refused, naming the suffix %p", (input, suffix) => {
+    for (const rules of [IP_OK, NO_IP]) {
+      let err: unknown;
+      try {
+        parseHostPattern(input, rules, "services[2].host");
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(InvalidRequest);
+      expect((err as InvalidRequest).field).toBe("services[2].host");
+      expect((err as InvalidRequest).message).toContain(`*.${suffix} would match every site under the`);
+      expect((err as InvalidRequest).message).toContain(`e.g. you.${suffix}`);
+    }
+  });
+
+  test("the message says why", () => {
+    expect(() => parseHostPattern("*.github.io", IP_OK)).toThrow(
+      "host: *.github.io would match every site under the public suffix github.io, whose names belong to different owners; name the host, e.g. you.github.io",
+    );
+  });
+
+  const ACCEPTED = ["*.you.github.io", "*.example.co.uk", "*.example.com", "*.www.ck", "*.myapp.herokuapp.com", "*.bucket.s3.amazonaws.com"];
+  test.each(ACCEPTED)("%p (one level below a suffix) is accepted", (input) => {
+    expect(parseHostPattern(input, NO_IP).wildcard).toBe(true);
+  });
+
+  // An exact host names one site, even when that name is itself a suffix: github.io is GitHub's own site.
+  test.each(["github.io", "co.uk", "herokuapp.com:8443"])("the exact host %p is accepted", (input) => {
+    expect(parseHostPattern(input, NO_IP).wildcard).toBe(false);
+  });
+
+  test("acceptPublicSuffixWildcard lets a row stored before the rule be named (for removal)", () => {
+    expect(parseHostPattern("*.github.io", { allowIp: true, acceptPublicSuffixWildcard: true }).text).toBe("*.github.io");
+    expect(() => parseHostPattern("*", { allowIp: true, acceptPublicSuffixWildcard: true })).toThrow(InvalidRequest);
+  });
+});
+
 describe("hostMatches", () => {
   const p = (s: string) => parseHostPattern(s, IP_OK);
   const CASES: [pattern: string, host: string, port: number, match: boolean][] = [
