@@ -12,7 +12,7 @@ import { createBodyRecoder, decodeWhole, encodeWhole, parseCodings, type Coding 
 import { buildUpstreamHeaders, cleanResponseHeaders } from "./headers.ts";
 import { resolveChecked, type NetPolicy, type Resolver } from "./netguard.ts";
 import type { EgressPlan, PlanCache } from "./plan.ts";
-import { createRedactor, redactHeaders, redactWhole } from "./redact.ts";
+import { createRedactor, redactHeaders, redactText, redactWhole } from "./redact.ts";
 import { SMALL_BODY_BYTES, type Upstream } from "./upstream.ts";
 
 export interface EgressInput {
@@ -98,10 +98,12 @@ async function shapeResponse(res: Response, plan: EgressPlan, ingress: EgressInp
   // Inside a tunnel the agent talks to the real origin, so its cookies are forwarded; on /proxy they
   // would land on the broker's own origin, where the console's session cookie lives (DESIGN.md §3.19).
   const headers = redactHeaders(cleanResponseHeaders(res.headers, { keepCookies: ingress === "transparent" }), needles);
+  // The reason phrase is upstream text too: an echo there would reach the agent in the status line.
+  const init = { status: res.status, statusText: redactText(res.statusText, needles), headers };
   const body = res.body as ReadableStream<Uint8Array> | null;
   if (!body) {
     done(0, null);
-    return new Response(null, { status: res.status, statusText: res.statusText, headers });
+    return new Response(null, init);
   }
   let codings: Coding[] = [];
   if (needles.length) {
@@ -114,7 +116,7 @@ async function shapeResponse(res: Response, plan: EgressPlan, ingress: EgressInp
     }
   }
   const declared = Number(headers.get("content-length") ?? NaN);
-  if (declared <= SMALL_BODY_BYTES) return shapeSmallResponse(res, headers, needles, codings, deps, done);
+  if (declared <= SMALL_BODY_BYTES) return shapeSmallResponse(res, init, needles, codings, deps, done);
   const redactor = needles.length ? createRedactor(needles) : undefined;
   const recoder = redactor && codings.length ? createBodyRecoder(codings, redactor) : undefined;
   if (redactor) headers.delete("content-length"); // redaction may change the length: the ingress re-frames
@@ -155,7 +157,7 @@ async function shapeResponse(res: Response, plan: EgressPlan, ingress: EgressInp
       return reader.cancel(reason);
     },
   });
-  return new Response(out, { status: res.status, statusText: res.statusText, headers });
+  return new Response(out, init);
 }
 
 /**
@@ -163,7 +165,7 @@ async function shapeResponse(res: Response, plan: EgressPlan, ingress: EgressInp
  * one is decoded to be scanned and, only when something was redacted, encoded again: a clean body
  * goes out byte for byte as the upstream sent it.
  */
-async function shapeSmallResponse(res: Response, headers: Headers, needles: readonly string[], codings: readonly Coding[], deps: EgressDeps, done: Done) {
+async function shapeSmallResponse(res: Response, init: ResponseInit & { headers: Headers }, needles: readonly string[], codings: readonly Coding[], deps: EgressDeps, done: Done) {
   // Failures throw to egress(), which writes the audit record for them.
   let bytes = new Uint8Array(await res.arrayBuffer());
   if (deps.maxResponseBytes && bytes.byteLength > deps.maxResponseBytes) {
@@ -177,10 +179,10 @@ async function shapeSmallResponse(res: Response, headers: Headers, needles: read
     } else {
       bytes = redactWhole(bytes, needles) as Uint8Array<ArrayBuffer>;
     }
-    headers.set("content-length", String(bytes.byteLength));
+    init.headers.set("content-length", String(bytes.byteLength));
   }
   done(bytes.byteLength, null);
-  return new Response(bytes as Uint8Array<ArrayBuffer>, { status: res.status, statusText: res.statusText, headers });
+  return new Response(bytes as Uint8Array<ArrayBuffer>, init);
 }
 
 /** Passes a stream through unchanged, reporting the error if its source fails. */

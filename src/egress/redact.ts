@@ -7,6 +7,13 @@ import { REDACTED } from "../secret.ts";
 
 const REPLACEMENT = new TextEncoder().encode(REDACTED);
 
+/** One line of text (a status line's reason phrase) with every needle replaced. */
+export function redactText(text: string, needles: readonly string[]): string {
+  let out = text;
+  for (const n of needles) if (n && out.includes(n)) out = out.split(n).join(REDACTED);
+  return out;
+}
+
 export function redactHeaders(headers: Headers, needles: readonly string[]): Headers {
   if (needles.length === 0) return headers;
   let echoed = false;

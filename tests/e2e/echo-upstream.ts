@@ -78,7 +78,8 @@ let release: (() => void) | undefined;
  * Small bodies carry Content-Length; large ones are chunked and written in pieces of a few bytes
  * around each echo, so the value is split across upstream chunks. /sse?enc=gzip sends one event,
  * then waits for GET /release before the second. /raw?enc=<anything>&body=<text> sends the body
- * unencoded under whatever Content-Encoding it is told (unknown or corrupt encodings).
+ * unencoded under whatever Content-Encoding it is told (unknown or corrupt encodings). /reason
+ * echoes it in the status line's reason phrase.
  */
 export function echoHandler(req: IncomingMessage, res: ServerResponse): void {
   const url = new URL(req.url ?? "/", "https://upstream.test");
@@ -91,6 +92,11 @@ export function echoHandler(req: IncomingMessage, res: ServerResponse): void {
   if (url.pathname === "/release") {
     release?.();
     return void res.end("released");
+  }
+  if (url.pathname === "/reason") {
+    res.statusCode = 418;
+    res.statusMessage = `Echo ${auth}`;
+    return void res.end("teapot");
   }
   if (url.pathname === "/raw") {
     res.setHeader("content-encoding", url.searchParams.get("enc") ?? "");

@@ -124,3 +124,11 @@ describe("responses without an injected credential are untouched", () => {
     expect(await odd.text()).toBe("as-is");
   });
 });
+
+test("an echo in the status line's reason phrase is redacted", async () => {
+  const res = await broker.proxy(hostPort, "/reason");
+  seen.push(res.statusText);
+  expect(res.status).toBe(418);
+  expect(res.statusText).not.toContain(secret); // Bun's server writes its own reason phrase here
+  expect(await res.text()).toBe("teapot");
+});

@@ -89,3 +89,11 @@ describe("headers", () => {
     expect(res.headers.has("x-broker-error")).toBe(false);
   });
 });
+
+test("an echo in the status line's reason phrase is redacted", async () => {
+  const res = await get("/reason");
+  seen.push(res.statusText);
+  expect(res.status).toBe(418);
+  expect(res.statusText).toBe("Echo Bearer [redacted]");
+  expect(await res.text()).toBe("teapot");
+});
