@@ -14,7 +14,29 @@ export interface ResponseHead {
 export class WireError extends Error {}
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+// RFC 9110 §5.5: visible characters, SP, HTAB and obs-text; no other control byte (NUL, CR, LF, \v, \f, DEL...).
 const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+// A token method, one SP, a target without control bytes or spaces, one SP, the version. Any other byte in the
+// target (NUL, CR, LF, HTAB, DEL) is refused, not passed on to an upstream that may read it differently.
+const REQUEST_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+) ([\x21-\x7e\x80-\xff]+) HTTP\/1\.([01])$/;
+const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?: ([\t\x20-\x7e\x80-\xff]*))?$/;
+
+/**
+ * Strips optional whitespace, which is SP and HTAB only (RFC 9110 §5.6.3). String.prototype.trim also strips
+ * \v, \f, NBSP and Unicode spaces that other parsers keep: with it, "Content-Length: \v5" would read as 5 here
+ * and as garbage elsewhere, which is how framing disagreements (request smuggling) start.
+ */
+export function trimOws(text: string): string {
+  let start = 0;
+  let end = text.length;
+  while (start < end && isOws(text.charCodeAt(start))) start++;
+  while (end > start && isOws(text.charCodeAt(end - 1))) end--;
+  return start === 0 && end === text.length ? text : text.slice(start, end);
+}
+
+function isOws(code: number): boolean {
+  return code === 0x20 || code === 0x09;
+}
 
 /** Index just past the blank line ending a head, or -1 when it has not arrived yet. */
 export function findHeadEnd(buf: Uint8Array, from = 0): number {
@@ -38,7 +60,7 @@ export function parseHeaderLines(lines: string[]): HeaderList {
     if (colon <= 0) throw new WireError("malformed header line");
     const name = line.slice(0, colon);
     if (!TOKEN.test(name)) throw new WireError("malformed header name");
-    const value = line.slice(colon + 1).trim();
+    const value = trimOws(line.slice(colon + 1));
     if (!FIELD_VALUE.test(value)) throw new WireError("malformed header value");
     headers.push([name, value]);
   }
@@ -47,7 +69,7 @@ export function parseHeaderLines(lines: string[]): HeaderList {
 
 export function parseResponseHead(head: Uint8Array): ResponseHead {
   const lines = decodeLatin1(head).split("\r\n");
-  const m = /^HTTP\/1\.([01]) (\d{3})(?: (.*))?$/.exec(lines[0] ?? "");
+  const m = STATUS_LINE.exec(lines[0] ?? "");
   if (!m) throw new WireError("malformed status line");
   return { version: m[1] === "1" ? "1.1" : "1.0", status: Number(m[2]), statusText: m[3] ?? "", headers: parseHeaderLines(lines.slice(1)) };
 }
@@ -76,7 +98,7 @@ export function responseFraming(head: ResponseHead, requestMethod: string): Body
   const cl = headerValues(head.headers, "content-length");
   if (te.length > 0) {
     if (cl.length > 0) throw new WireError("both Transfer-Encoding and Content-Length");
-    const codings = te.join(",").split(",").map((s) => s.trim().toLowerCase()).filter(Boolean);
+    const codings = te.join(",").split(",").map((s) => trimOws(s).toLowerCase()).filter(Boolean);
     return codings.at(-1) === "chunked" ? { kind: "chunked" } : { kind: "close" };
   }
   if (cl.length > 0) return { kind: "length", length: parseContentLength(cl) };
@@ -85,7 +107,7 @@ export function responseFraming(head: ResponseHead, requestMethod: string): Body
 
 /** One Content-Length, or repeats of the same digits; anything else is ambiguous framing. */
 export function parseContentLength(values: string[]): number {
-  const parts = values.join(",").split(",").map((s) => s.trim());
+  const parts = values.join(",").split(",").map(trimOws);
   const first = parts[0] ?? "";
   if (!/^\d{1,15}$/.test(first) || parts.some((p) => p !== first)) throw new WireError("invalid Content-Length");
   return Number(first);
@@ -163,7 +185,7 @@ export interface RequestHead {
 
 export function parseRequestHead(head: Uint8Array): RequestHead {
   const lines = decodeLatin1(head).split("\r\n");
-  const m = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+) (\S+) HTTP\/1\.([01])$/.exec(lines[0] ?? "");
+  const m = REQUEST_LINE.exec(lines[0] ?? "");
   if (!m) throw new WireError("malformed request line");
   return { method: m[1]!, target: m[2]!, version: m[3] === "1" ? "1.1" : "1.0", headers: parseHeaderLines(lines.slice(1)) };
 }
@@ -179,7 +201,7 @@ export function requestFraming(head: RequestHead): BodyFraming {
   if (te.length > 0) {
     if (cl.length > 0) throw new WireError("both Transfer-Encoding and Content-Length");
     if (head.version === "1.0") throw new WireError("Transfer-Encoding in an HTTP/1.0 request");
-    const codings = te.join(",").split(",").map((s) => s.trim().toLowerCase());
+    const codings = te.join(",").split(",").map((s) => trimOws(s).toLowerCase());
     if (codings.length !== 1 || codings[0] !== "chunked") throw new WireError("unsupported Transfer-Encoding");
     return { kind: "chunked" };
   }

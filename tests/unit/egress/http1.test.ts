@@ -7,9 +7,12 @@ import {
   findHeadEnd,
   LAST_CHUNK,
   parseContentLength,
+  parseRequestHead,
   parseResponseHead,
+  requestFraming,
   responseFraming,
   serializeHead,
+  trimOws,
   WireError,
   type HeaderList,
   type ResponseHead,
@@ -203,5 +206,128 @@ describe("serializeHead", () => {
     expect(() => serializeHead("GET / HTTP/1.1", [["X", "a\0b"]])).toThrow(WireError);
     expect(() => serializeHead("GET / HTTP/1.1", [["X\r\nY", "v"]])).toThrow(WireError);
     expect(() => serializeHead("GET / HTTP/1.1", [["X Y", "v"]])).toThrow(WireError);
+  });
+});
+
+/** Parses a request head and its framing, as the tunnel does; the WireError message, or the framing. */
+function readRequest(wire: string): string | ReturnType<typeof requestFraming> {
+  try {
+    return requestFraming(parseRequestHead(enc(wire)));
+  } catch (err) {
+    if (err instanceof WireError) return `refused: ${err.message}`;
+    throw err;
+  }
+}
+
+const CONTROL_BYTES = [...Array(32).keys()].filter((c) => c !== 9).concat(0x7f).map((c) => String.fromCharCode(c));
+
+describe("trimOws", () => {
+  test("strips SP and HTAB only", () => {
+    expect(trimOws(" \t a b \t ")).toBe("a b");
+    expect(trimOws("ab")).toBe("ab");
+    expect(trimOws(" \t ")).toBe("");
+    for (const ws of ["\v", "\f", "\xa0", "\u2028", "\ufeff", "\r", "\n", "\u3000"]) expect(trimOws(`${ws}5${ws}`)).toBe(`${ws}5${ws}`);
+  });
+});
+
+describe("parseRequestHead and requestFraming: strictness", () => {
+  test("a plain request parses", () => {
+    expect(parseRequestHead(enc("POST /a?b=1 HTTP/1.1\r\nHost: x\r\nContent-Length:\t 5 \t\r\n\r\n"))).toEqual({
+      method: "POST",
+      target: "/a?b=1",
+      version: "1.1",
+      headers: [["Host", "x"], ["Content-Length", "5"]],
+    });
+    expect(readRequest("POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\n")).toEqual({ kind: "length", length: 5 });
+  });
+
+  // String.prototype.trim would strip these and read 5; other parsers would not.
+  test.each(["\x0b5", "5\x0b", "\x0c5", "\xa05", "5\xa0", "\r5", "\x005"])("Content-Length %p is refused", (value) => {
+    expect(readRequest(`POST / HTTP/1.1\r\nHost: x\r\nContent-Length: ${value}\r\n\r\n`)).toMatch(/^refused: /);
+  });
+
+  test.each(["+5", "-5", "5 5", "5\t5", "0x5", "5.0", "", " ", "5,6", "5, 6", "1e3"])("Content-Length %p is refused", (value) => {
+    expect(readRequest(`POST / HTTP/1.1\r\nHost: x\r\nContent-Length: ${value}\r\n\r\n`)).toMatch(/^refused: /);
+  });
+
+  test("duplicate differing Content-Length is refused; identical repeats are one length", () => {
+    expect(readRequest("POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n")).toBe("refused: invalid Content-Length");
+    expect(readRequest("POST / HTTP/1.1\r\nContent-Length: 5\r\ncontent-length: 5\r\n\r\n")).toEqual({ kind: "length", length: 5 });
+  });
+
+  test("Transfer-Encoding with Content-Length is refused, in either order and any case", () => {
+    expect(readRequest("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n")).toBe("refused: both Transfer-Encoding and Content-Length");
+    expect(readRequest("POST / HTTP/1.1\r\ncontent-length: 5\r\nTRANSFER-ENCODING: chunked\r\n\r\n")).toBe("refused: both Transfer-Encoding and Content-Length");
+  });
+
+  test.each(["chunked\xa0", "\xa0chunked", "chunked\x0b", "\x0cchunked", "chunked, chunked", "gzip, chunked", "chunked,", "identity"])(
+    "Transfer-Encoding %p is refused",
+    (value) => {
+      expect(readRequest(`POST / HTTP/1.1\r\nTransfer-Encoding: ${value}\r\n\r\n`)).toMatch(/^refused: /);
+    },
+  );
+
+  test("Transfer-Encoding: chunked with SP/HTAB around it is chunked", () => {
+    expect(readRequest("POST / HTTP/1.1\r\nTransfer-Encoding: \t Chunked\t \r\n\r\n")).toEqual({ kind: "chunked" });
+  });
+
+  test.each(CONTROL_BYTES.map((c) => [c]))("control byte %p in the request target is refused", (c) => {
+    expect(readRequest(`GET /a${c}b HTTP/1.1\r\nHost: x\r\n\r\n`)).toMatch(/^refused: /);
+    expect(readRequest(`GET /ab${c} HTTP/1.1\r\nHost: x\r\n\r\n`)).toMatch(/^refused: /);
+  });
+
+  test("HTAB, SP and doubled spaces in the request line are refused", () => {
+    for (const line of ["GET /a\tb HTTP/1.1", "GET /a b HTTP/1.1", "GET  / HTTP/1.1", "GET / HTTP/1.1 ", "GET\t/ HTTP/1.1", " GET / HTTP/1.1", "GET / HTTP/1.2", "GET / http/1.1"]) {
+      expect(readRequest(`${line}\r\nHost: x\r\n\r\n`), JSON.stringify(line)).toMatch(/^refused: /);
+    }
+  });
+
+  test.each(["G(T", "GE T", "G\x00T", "GET\x7f", "G\u00e9T", "", "G:T"])("method %p (not a token) is refused", (method) => {
+    expect(readRequest(`${method} / HTTP/1.1\r\nHost: x\r\n\r\n`)).toMatch(/^refused: /);
+  });
+
+  test.each(CONTROL_BYTES.map((c) => [c]))("control byte %p in a header name is refused", (c) => {
+    expect(readRequest(`GET / HTTP/1.1\r\nX-A${c}b: v\r\n\r\n`)).toMatch(/^refused: /);
+  });
+
+  test.each(['X"A', "X(A", "X A", "X\xa0A", "X@A", "X/A", "X[A", "X{A"])("header name %p (not a token) is refused", (name) => {
+    expect(readRequest(`GET / HTTP/1.1\r\n${name}: v\r\n\r\n`)).toMatch(/^refused: /);
+  });
+
+  test("a space before the colon is refused (\"Content-Length : 5\")", () => {
+    expect(readRequest("POST / HTTP/1.1\r\nContent-Length : 5\r\n\r\n")).toMatch(/^refused: /);
+  });
+
+  test.each(CONTROL_BYTES.map((c) => [c]))("control byte %p in a header value is refused", (c) => {
+    expect(readRequest(`GET / HTTP/1.1\r\nX-A: a${c}b\r\n\r\n`)).toMatch(/^refused: /);
+  });
+
+  test("HTAB and obs-text inside a header value are kept", () => {
+    expect(parseRequestHead(enc("GET / HTTP/1.1\r\nX-A: a\tb\xe9\r\n\r\n")).headers).toEqual([["X-A", "a\tb\xe9"]]);
+  });
+
+  test("obsolete line folding is refused, including on the first header line", () => {
+    expect(readRequest("GET / HTTP/1.1\r\nX-A: one\r\n two\r\n\r\n")).toBe("refused: obsolete header line folding");
+    expect(readRequest("GET / HTTP/1.1\r\nX-A: one\r\n\ttwo\r\n\r\n")).toBe("refused: obsolete header line folding");
+    expect(readRequest("POST / HTTP/1.1\r\n Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n")).toBe("refused: obsolete header line folding");
+  });
+
+  test("a bare CR or LF inside the head is refused", () => {
+    expect(readRequest("GET / HTTP/1.1\nHost: x\r\n\r\n")).toMatch(/^refused: /);
+    expect(readRequest("GET / HTTP/1.1\r\nX-A: a\nTransfer-Encoding: chunked\r\n\r\n")).toMatch(/^refused: /);
+    expect(readRequest("GET / HTTP/1.1\r\nX-A: a\rB: c\r\n\r\n")).toMatch(/^refused: /);
+  });
+});
+
+describe("parseResponseHead: strictness", () => {
+  test("Content-Length padded with \\v, \\f or NBSP is refused", () => {
+    for (const v of ["\x0b5", "\x0c5", "\xa05", "5\xa0"]) {
+      expect(() => responseFraming(parseResponseHead(enc(`HTTP/1.1 200 OK\r\nContent-Length: ${v}\r\n\r\n`)), "GET"), JSON.stringify(v)).toThrow(WireError);
+    }
+  });
+
+  test("a reason phrase with a control byte is refused", () => {
+    for (const c of ["\x00", "\x0b", "\x7f", "\r"]) expect(() => parseResponseHead(enc(`HTTP/1.1 200 O${c}K\r\n\r\n`))).toThrow(WireError);
+    expect(parseResponseHead(enc("HTTP/1.1 200 OK\tfine \xe9\r\n\r\n")).statusText).toBe("OK\tfine \xe9");
   });
 });
