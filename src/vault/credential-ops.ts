@@ -1,5 +1,6 @@
-// Credential operations with their permission rules: set and delete need write access; key names
-// are visible to every role; values are revealed only to human user sessions of admins and members.
+// Credential operations with their permission rules (vault/principal.ts): key names are visible to
+// every role; setting, deleting and revealing values is for human user sessions of admins and
+// members only. Agents and scoped sessions never, whatever their role: each operation checks itself.
 
 import { InvalidRequest, NotFound } from "../errors.ts";
 import { Secret } from "../secret.ts";
@@ -8,7 +9,7 @@ import { decryptCredential, encryptCredential } from "./credentials.ts";
 import { LIMITS } from "./limits.ts";
 import { readKey } from "./services.ts";
 import { iso } from "./users.ts";
-import type { OpenVault } from "./vaults.ts";
+import { requireInVault, type OpenVault } from "./vaults.ts";
 
 export function readValue(v: unknown): Secret {
   if (typeof v !== "string" || v.length === 0) throw new InvalidRequest("value must be a non-empty string", "value");
@@ -18,6 +19,7 @@ export function readValue(v: unknown): Secret {
 }
 
 export async function setCredential(d: Domain, open: OpenVault, rawKey: string, input: unknown) {
+  requireInVault(open, "write_secrets");
   const key = readKey(rawKey, "key");
   const value = readValue((input as { value?: unknown } | null)?.value);
   const sealed = await encryptCredential(d.dataKey, open.vault.id, key, value);
@@ -28,6 +30,7 @@ export async function setCredential(d: Domain, open: OpenVault, rawKey: string, 
 }
 
 export async function listCredentials(d: Domain, open: OpenVault, reveal: boolean): Promise<{ key: string; value?: Secret; updated_at: string }[]> {
+  if (reveal) requireInVault(open, "reveal");
   const rows = await d.store.credentials.list(open.vault.id);
   if (!reveal) return rows.map((r) => ({ key: r.key, updated_at: iso(r.updatedAt) }));
   const out = [];
@@ -36,6 +39,7 @@ export async function listCredentials(d: Domain, open: OpenVault, reveal: boolea
 }
 
 export async function revealCredential(d: Domain, open: OpenVault, rawKey: string) {
+  requireInVault(open, "reveal");
   const key = readKey(rawKey, "key");
   const row = await d.store.credentials.get(open.vault.id, key);
   if (!row) throw new NotFound(`no credential ${key} in this vault`);
@@ -43,6 +47,7 @@ export async function revealCredential(d: Domain, open: OpenVault, rawKey: strin
 }
 
 export async function deleteCredential(d: Domain, open: OpenVault, rawKey: string): Promise<void> {
+  requireInVault(open, "write_secrets");
   const key = readKey(rawKey, "key");
   if (!(await d.store.credentials.remove(open.vault.id, key))) throw new NotFound(`no credential ${key} in this vault`);
   d.onVaultChange?.(open.vault.id);

@@ -1,6 +1,7 @@
 // Principals (who is asking) and the permission rules. Every token resolves to one principal with
 // a stable id, which rate limits key on. Machines (agents, scoped sessions) never read credential
-// values and never approve, whatever their role; only human user sessions can.
+// values, never write credentials or services and never approve, whatever their role; only human
+// user sessions can.
 
 import type { InstanceRole, VaultRole } from "../store/index.ts";
 
@@ -58,22 +59,55 @@ export function isVaultRole(v: unknown): v is VaultRole {
 /** What a principal may do inside a vault where it holds `role`. */
 export type VaultAction =
   | "read" // list services and credential key names, discover, use the proxy, file proposals
-  | "write" // set/delete credentials, add/change/remove services
+  | "read_logs" // the vault's audit log
+  | "write_secrets" // set/delete credentials; add, change, enable, disable or remove services
   | "reveal" // read credential values
   | "approve" // approve or reject proposals
-  | "manage"; // invites, members, agents, vault settings, delete the vault
+  | "manage" // invites, members, agents, vault settings
+  | "delete_vault"; // delete the vault, and with it every credential and service
 
+/**
+ * The one permission rule for everything inside a vault (API routes, the approval page, the future
+ * console all ask here). Machines (agent tokens, scoped sessions) never read or write secrets,
+ * whatever their vault or instance role (DESIGN.md §3.18): a service is where a credential is
+ * sent, so an agent able to add or repoint one could send a stored value to a host it controls.
+ * Such changes reach a vault only through a proposal a human approves.
+ */
 export function mayInVault(principal: Principal, role: VaultRole, action: VaultAction): boolean {
   const human = principal.kind === "user";
   switch (action) {
     case "read":
       return true;
-    case "write":
+    case "read_logs":
       return roleRank(role) >= roleRank("member");
+    case "write_secrets":
     case "reveal":
     case "approve":
       return human && roleRank(role) >= roleRank("member");
     case "manage":
       return principal.kind !== "scoped" && role === "admin";
+    case "delete_vault":
+      return human && role === "admin";
   }
+}
+
+const PROPOSE = "file a proposal instead (POST /v1/proposals, see GET /v1/skills/agent) and a human approves it";
+
+/** Why `mayInVault` said no, worded so the caller knows what to do next. Never names a value. */
+export function explainRefusal(principal: Principal, role: VaultRole, action: VaultAction): string {
+  if (principal.kind !== "user") {
+    switch (action) {
+      case "write_secrets":
+        return `agents never create, change or delete credentials or services, whatever their role: ${PROPOSE}`;
+      case "reveal":
+        return `agents never read credential values, whatever their role: the broker injects them into your requests through the proxy; if the vault lacks one, ${PROPOSE}`;
+      case "approve":
+        return "only a human with a user session can approve or reject proposals";
+      case "delete_vault":
+        return "agents never delete a vault (it holds credentials and services), whatever their role: ask a human admin of the vault";
+      case "manage":
+        if (principal.kind === "scoped") return "a scoped session cannot manage the vault (invites, members, settings); use the token that minted it";
+    }
+  }
+  return `your role in this vault (${role}) does not allow this`;
 }

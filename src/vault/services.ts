@@ -1,12 +1,13 @@
 // Services of a vault: which hosts it serves and how the credential is injected (bearer, basic,
-// a named header with optional prefix, or passthrough with no credential).
+// a named header with optional prefix, or passthrough with no credential). A service decides where
+// a stored value is sent, so every change is a secret write: human admins and members only.
 
 import { Conflict, InvalidRequest, NotFound } from "../errors.ts";
 import type { AuthType, ServiceRow } from "../store/index.ts";
 import type { Domain } from "./context.ts";
 import { CREDENTIAL_KEY_PATTERN } from "./credentials.ts";
 import { parseHostPattern } from "./hosts.ts";
-import type { OpenVault } from "./vaults.ts";
+import { requireInVault, type OpenVault } from "./vaults.ts";
 
 export interface ServiceAuth {
   type: AuthType;
@@ -94,6 +95,7 @@ export async function listServices(d: Domain, open: OpenVault): Promise<ServiceV
 }
 
 export async function addService(d: Domain, open: OpenVault, input: unknown): Promise<ServiceView> {
+  requireInVault(open, "write_secrets");
   const body = (input ?? {}) as Record<string, unknown>;
   const host = parseHostPattern(body.host, { allowIp: true }).text;
   const row = toRow(open.vault.id, host, readDescription(body.description), readAuth(body.auth), body.enabled === undefined ? true : readEnabled(body.enabled));
@@ -106,6 +108,7 @@ export async function addService(d: Domain, open: OpenVault, input: unknown): Pr
 }
 
 export async function updateService(d: Domain, open: OpenVault, rawHost: string, input: unknown): Promise<ServiceView> {
+  requireInVault(open, "write_secrets");
   const host = parseHostPattern(rawHost, { allowIp: true }).text;
   const body = (input ?? {}) as Record<string, unknown>;
   const updated = await d.store.transaction(async (tx) => {
@@ -127,6 +130,7 @@ export async function updateService(d: Domain, open: OpenVault, rawHost: string,
 }
 
 export async function removeService(d: Domain, open: OpenVault, rawHost: string): Promise<void> {
+  requireInVault(open, "write_secrets");
   // A wildcard over a public suffix stored before that rule existed must stay removable.
   const host = parseHostPattern(rawHost, { allowIp: true, acceptPublicSuffixWildcard: true }).text;
   if (!(await d.store.services.remove(open.vault.id, host))) throw new NotFound(`no service for ${host} in this vault`);

@@ -6,12 +6,18 @@ import { Conflict, InvalidRequest, NotFound, PermissionDenied } from "../errors.
 import type { Repos, VaultRole, VaultRow } from "../store/index.ts";
 import type { Domain } from "./context.ts";
 import { NAME_PATTERN } from "./limits.ts";
-import { lowerRole, mayInVault, type Principal, type VaultAction } from "./principal.ts";
+import { explainRefusal, lowerRole, mayInVault, type Principal, type VaultAction } from "./principal.ts";
 import { iso } from "./users.ts";
 
-export interface OpenVault {
+/** A vault and the role a principal holds in it (what the access cache keeps per session). */
+export interface VaultGrant {
   readonly vault: VaultRow;
   readonly role: VaultRole;
+}
+
+/** A vault opened by `openVault`: domain operations re-check their own action against `principal`. */
+export interface OpenVault extends VaultGrant {
+  readonly principal: Principal;
 }
 
 const NO_VAULT = "vault not found (or you have no access to it)";
@@ -46,25 +52,34 @@ export async function openVault(d: Domain, p: Principal, name: string, action: V
     if (!xVault) throw new InvalidRequest("agent tokens must send the X-Vault header naming the vault", "x-vault");
     if (xVault !== name) throw new InvalidRequest("X-Vault does not match the vault being addressed", "x-vault");
   }
-  const open = d.vaultAccess?.get(p.sessionId, name) ?? (await resolveAccess(d, p, name));
-  if (!mayInVault(p, open.role, action)) throw new PermissionDenied(deniedMessage(p, open.role, action));
+  const grant = d.vaultAccess?.get(p.sessionId, name) ?? (await resolveAccess(d, p, name));
+  const open = { vault: grant.vault, role: grant.role, principal: p };
+  requireInVault(open, action);
   return open;
 }
 
-async function resolveAccess(d: Domain, p: Principal, name: string): Promise<OpenVault> {
+/**
+ * Refuses `action` on an opened vault unless `mayInVault` allows it. Operations that touch secrets
+ * call this themselves, so no caller (route, page, console) can skip the rule by opening for less.
+ */
+export function requireInVault(open: OpenVault, action: VaultAction): void {
+  if (!mayInVault(open.principal, open.role, action)) throw new PermissionDenied(explainRefusal(open.principal, open.role, action));
+}
+
+async function resolveAccess(d: Domain, p: Principal, name: string): Promise<VaultGrant> {
   const vault = await d.store.vaults.byName(name);
   if (!vault) throw new NotFound(NO_VAULT);
   if (p.kind === "scoped" && vault.id !== p.vaultId) throw new PermissionDenied("this session is bound to another vault");
   const role = await roleIn(d.store, p, vault);
   if (!role) throw new NotFound(NO_VAULT);
-  const open = { vault, role };
-  d.vaultAccess?.set(p.sessionId, name, open);
-  return open;
+  const grant = { vault, role };
+  d.vaultAccess?.set(p.sessionId, name, grant);
+  return grant;
 }
 
 export interface VaultAccessCache {
-  get(sessionId: number, vault: string): OpenVault | undefined;
-  set(sessionId: number, vault: string, open: OpenVault): void;
+  get(sessionId: number, vault: string): VaultGrant | undefined;
+  set(sessionId: number, vault: string, grant: VaultGrant): void;
   /** The name of a vault by id, for scoped sessions that carry only the id. */
   nameOf(vaultId: number): string | undefined;
   clear(): void;
@@ -81,18 +96,18 @@ export async function vaultNameById(d: Domain, id: number): Promise<string | und
  * could narrow access (vault changes, deletions, revocations) clears it.
  */
 export function createVaultAccessCache(opts: { now: () => number; ttlMs?: number; max?: number }): VaultAccessCache {
-  const entries = new Map<string, { open: OpenVault; at: number }>();
+  const entries = new Map<string, { grant: VaultGrant; at: number }>();
   const names = new Map<number, string>();
   const ttl = opts.ttlMs ?? 5_000;
   const max = opts.max ?? 10_000;
   return {
     get(sessionId, vault) {
       const e = entries.get(`${sessionId}|${vault}`);
-      return e && opts.now() - e.at < ttl ? e.open : undefined;
+      return e && opts.now() - e.at < ttl ? e.grant : undefined;
     },
-    set(sessionId, vault, open) {
-      entries.set(`${sessionId}|${vault}`, { open, at: opts.now() });
-      names.set(open.vault.id, open.vault.name);
+    set(sessionId, vault, grant) {
+      entries.set(`${sessionId}|${vault}`, { grant, at: opts.now() });
+      names.set(grant.vault.id, grant.vault.name);
       if (entries.size > max) entries.delete(entries.keys().next().value!);
       if (names.size > max) names.delete(names.keys().next().value!);
     },
@@ -104,11 +119,6 @@ export function createVaultAccessCache(opts: { now: () => number; ttlMs?: number
       names.clear();
     },
   };
-}
-
-function deniedMessage(p: Principal, role: VaultRole, action: VaultAction): string {
-  if ((action === "reveal" || action === "approve") && p.kind !== "user") return "only a human with a user session can do this";
-  return `your role in this vault (${role}) does not allow this`;
 }
 
 export function readVaultName(v: unknown): string {
@@ -144,7 +154,7 @@ export async function listVaults(d: Domain, p: Principal) {
   return out;
 }
 
-export function describeVault(open: OpenVault) {
+export function describeVault(open: VaultGrant) {
   return { name: open.vault.name, role: open.role, created_at: iso(open.vault.createdAt), unmatched_hosts: open.vault.unmatchedHosts };
 }
 
@@ -160,6 +170,7 @@ export async function updateVault(d: Domain, open: OpenVault, input: unknown) {
 }
 
 export async function deleteVault(d: Domain, open: OpenVault): Promise<void> {
+  requireInVault(open, "delete_vault"); // it deletes every credential and service: humans only
   // Foreign-key cascades remove credentials, services, invites, grants, memberships and scoped sessions.
   await d.store.vaults.remove(open.vault.id);
   d.auth.forget();

@@ -19,7 +19,7 @@ export function logRoutes(d: Domain) {
   const r = new Hono<ApiEnv>();
   r.use("/:vault/logs", requirePrincipal(d));
   r.get("/:vault/logs", async (c) => {
-    const open = await openVaultFor(d, c, "write");
+    const open = await openVaultFor(d, c, "read_logs");
     const limit = readInt(c.req.query("limit"), "limit", 1000) ?? 100;
     const rows = await d.store.audit.list({
       vaultId: open.vault.id,

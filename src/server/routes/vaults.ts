@@ -1,5 +1,6 @@
 // /v1/vaults and everything addressed inside one vault: members, invites, agent invites,
-// credentials and services. Each handler opens the vault for the action it needs.
+// credentials and services. Each handler opens the vault for the action it needs; the rules live in
+// vault/principal.ts (agents and scoped sessions never read or write credentials and services).
 
 import { Hono } from "hono";
 import { revealCredential, deleteCredential, listCredentials, setCredential } from "../../vault/index.ts";
@@ -20,7 +21,7 @@ export function vaultRoutes(d: Domain) {
   r.get("/:vault", async (c) => c.json(describeVault(await openVaultFor(d, c, "read"))));
   r.patch("/:vault", async (c) => c.json(await updateVault(d, await openVaultFor(d, c, "manage"), await readJson(c))));
   r.delete("/:vault", async (c) => {
-    await deleteVault(d, await openVaultFor(d, c, "manage"));
+    await deleteVault(d, await openVaultFor(d, c, "delete_vault"));
     return c.body(null, 204);
   });
   r.get("/:vault/members", async (c) => c.json({ members: await listMembers(d, await openVaultFor(d, c, "manage")) }));
@@ -50,17 +51,17 @@ export function vaultRoutes(d: Domain) {
     const cred = await revealCredential(d, await openVaultFor(d, c, "reveal"), c.req.param("key"));
     return c.json({ ...cred, value: cred.value.reveal() }); // reveal: as above, a human admin/member asked for it
   });
-  r.put("/:vault/credentials/:key", async (c) => c.json(await setCredential(d, await openVaultFor(d, c, "write"), c.req.param("key"), await readJson(c))));
+  r.put("/:vault/credentials/:key", async (c) => c.json(await setCredential(d, await openVaultFor(d, c, "write_secrets"), c.req.param("key"), await readJson(c))));
   r.delete("/:vault/credentials/:key", async (c) => {
-    await deleteCredential(d, await openVaultFor(d, c, "write"), c.req.param("key"));
+    await deleteCredential(d, await openVaultFor(d, c, "write_secrets"), c.req.param("key"));
     return c.body(null, 204);
   });
 
   r.get("/:vault/services", async (c) => c.json({ services: await listServices(d, await openVaultFor(d, c, "read")) }));
-  r.post("/:vault/services", async (c) => c.json(await addService(d, await openVaultFor(d, c, "write"), await readJson(c)), 201));
-  r.patch("/:vault/services/:host", async (c) => c.json(await updateService(d, await openVaultFor(d, c, "write"), c.req.param("host"), await readJson(c))));
+  r.post("/:vault/services", async (c) => c.json(await addService(d, await openVaultFor(d, c, "write_secrets"), await readJson(c)), 201));
+  r.patch("/:vault/services/:host", async (c) => c.json(await updateService(d, await openVaultFor(d, c, "write_secrets"), c.req.param("host"), await readJson(c))));
   r.delete("/:vault/services/:host", async (c) => {
-    await removeService(d, await openVaultFor(d, c, "write"), c.req.param("host"));
+    await removeService(d, await openVaultFor(d, c, "write_secrets"), c.req.param("host"));
     return c.body(null, 204);
   });
 
