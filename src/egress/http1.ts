@@ -1,4 +1,4 @@
-// HTTP/1.1 wire format, shared by the upstream client and (later) the tunnel: finding and parsing
+// HTTP/1.1 wire format, shared by the upstream client and the tunnel: finding and parsing
 // message heads, serialising request heads, and chunked transfer coding. Pure functions over bytes;
 // strict on purpose, because lenient parsing is where request smuggling starts.
 
