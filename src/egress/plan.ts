@@ -94,8 +94,8 @@ export function createPlanCache(store: Store, dataKey: CryptoKey, proposalHint: 
       }
       if (!secret) throw new CredentialNotFound(key);
       const injection = injectionFor(svc.row, secret);
-      // Scrub the raw value and the header form (a Basic header echoed back carries it base64-encoded).
-      const scrub = [secret, injection.value];
+      // Scrub the raw value and, for Basic, its base64 form (echoed with or without the "Basic " prefix).
+      const scrub = svc.row.authType === "basic" ? [secret, new Secret(injection.value.reveal().slice("Basic ".length))] : [secret];
       let values = live.get(vault.id);
       if (!values) live.set(vault.id, (values = new Set()));
       for (const s of scrub) values.add(s.reveal()); // reveal: search patterns for the logger's scrub
