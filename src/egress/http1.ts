@@ -98,8 +98,11 @@ export function responseFraming(head: ResponseHead, requestMethod: string): Body
   const cl = headerValues(head.headers, "content-length");
   if (te.length > 0) {
     if (cl.length > 0) throw new WireError("both Transfer-Encoding and Content-Length");
+    // The broker never sends TE, so an upstream may use no transfer coding but chunked (RFC 9112 §6.1).
+    // Accepting `gzip, chunked` would hand the agent compressed bytes with nothing saying so, unscanned.
     const codings = te.join(",").split(",").map((s) => trimOws(s).toLowerCase()).filter(Boolean);
-    return codings.at(-1) === "chunked" ? { kind: "chunked" } : { kind: "close" };
+    if (codings.length !== 1 || codings[0] !== "chunked") throw new WireError("unsupported Transfer-Encoding");
+    return { kind: "chunked" };
   }
   if (cl.length > 0) return { kind: "length", length: parseContentLength(cl) };
   return { kind: "close" };
