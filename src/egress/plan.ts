@@ -120,7 +120,14 @@ async function compile(store: Store, vaultId: number): Promise<VaultTable> {
   const exact = new Map<string, CompiledService>();
   const wildcard = new Map<string, CompiledService>();
   for (const row of await store.services.list(vaultId)) {
-    const pattern = parseHostPattern(row.host, { allowIp: true });
+    // A row stored before a host rule tightened (e.g. `*.github.io`, a public-suffix wildcard) matches
+    // nothing: its hosts are refused like any host without a service, and the rest of the vault works.
+    let pattern: HostPattern;
+    try {
+      pattern = parseHostPattern(row.host, { allowIp: true });
+    } catch {
+      continue;
+    }
     (pattern.wildcard ? wildcard : exact).set(`${pattern.name}:${pattern.port}`, { row, pattern });
   }
   return { exact, wildcard, credentials: new Map() };

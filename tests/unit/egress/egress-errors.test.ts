@@ -1,9 +1,10 @@
 // Logs never carry an injected value (issue 11, item 4): an unexpected error whose message quotes
 // the injected header is logged once, scrubbed, and reaches the client as a plain 500 envelope;
 // and the logger itself replaces every credential value the plan cache holds, whatever logs it.
+// Also: a stored service row that today's host rules refuse fails closed for its hosts only.
 
 import { beforeAll, describe, expect, test } from "bun:test";
-import { toErrorResponse } from "../../../src/errors.ts";
+import { HostNotAllowed, toErrorResponse } from "../../../src/errors.ts";
 import { compileNetPolicy, createPlanCache, egress, type EgressDeps, type PlanCache, type Upstream } from "../../../src/egress/index.ts";
 import { createMemoryLogger } from "../../../src/log.ts";
 import { createTestApi, type TestApi } from "../../helpers/api.ts";
@@ -94,5 +95,15 @@ describe("the logger's own scrub", () => {
     expect([...plans.secrets.values()]).toContain(SECRET);
     plans.invalidate(vault.id);
     expect([...plans.secrets.values()]).toEqual([]);
+  });
+});
+
+describe("a service row that no longer passes the host rules", () => {
+  test("matches nothing, and the rest of the vault keeps working", async () => {
+    // Stored before public-suffix wildcards were refused: it would send the credential to every github.io site.
+    await api.store.services.put({ vaultId: vault.id, host: "*.github.io", description: "", authType: "bearer", authKey: "API_KEY", authHeader: null, authPrefix: null, authUsername: null, enabled: true }, Date.now());
+    plans.invalidate(vault.id);
+    await expect(plans.plan(vault, "attacker.github.io", 443)).rejects.toBeInstanceOf(HostNotAllowed);
+    expect((await plans.plan(vault, "api.example.com", 443)).credentialKeys).toEqual(["API_KEY"]);
   });
 });
