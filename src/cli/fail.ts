@@ -12,3 +12,29 @@ export class CliExit extends Error {
     super(`exit ${code}`);
   }
 }
+
+// No role lets an agent token or a scoped session (what `vault run` hands its child) touch secrets
+// (DESIGN.md §3.18), so "ask an admin for a bigger role" would send an agent the wrong way. The
+// broker's message says why; these say what to do next.
+const PEOPLE = "a person needs the member or admin role in the vault and their own login (`broker auth login`)";
+
+/** Next step after a 403 on `credential set|delete` and `service add|enable|disable|remove`. */
+export const SECRET_WRITE_HINT =
+  "an agent files a proposal (POST $BROKER_ADDR/v1/proposals; `curl $BROKER_ADDR/v1/skills/agent` shows the format) " +
+  `and a human approves it; ${PEOPLE}`;
+
+/** Next step after a 403 on `credential get` and `credential list --reveal`. */
+export const SECRET_READ_HINT =
+  "an agent calls the API through the broker (`broker vault run -- <command>`, or $BROKER_ADDR/proxy/<host>/…), " +
+  `which adds the credential itself; ${PEOPLE}`;
+
+/** Awaits an API call; a 403 from the broker keeps its message but gets `hint` as the next step. */
+export async function hintOnForbidden<T>(call: Promise<T>, hint: string): Promise<T> {
+  try {
+    return await call;
+  } catch (err) {
+    // ApiFailure (client.ts) carries the HTTP status; importing it here would make an import cycle.
+    if (err instanceof CliFailure && (err as { status?: unknown }).status === 403) throw new CliFailure(err.message, hint, err.exitCode);
+    throw err;
+  }
+}

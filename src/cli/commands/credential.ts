@@ -1,13 +1,14 @@
 // `broker credential set|get|list|delete`: secret values in a vault. A value is typed at a
 // prompt without echo, or piped on stdin; it is never a flag or argument (see args.ts). It is
-// shown only by `get` (the value alone, for pipes) and `list --reveal`.
+// shown only by `get` (the value alone, for pipes) and `list --reveal`. All but a plain `list` are
+// for people only: an agent is refused whatever its role and told to file a proposal.
 
 import { defineCommand } from "citty";
 import { Secret } from "../../secret.ts";
 import { jsonArg, vaultArg } from "../args.ts";
 import { vaultPath } from "../client.ts";
 import { openContext, pickVault } from "../context.ts";
-import { CliFailure } from "../fail.ts";
+import { CliFailure, hintOnForbidden, SECRET_READ_HINT, SECRET_WRITE_HINT } from "../fail.ts";
 import { formatTime, printJson, printLine, printSecret, printTable } from "../output.ts";
 import { promptHidden, readStdinValue, stdinIsTerminal } from "../prompt.ts";
 
@@ -38,19 +39,19 @@ const set = defineCommand({
     const vault = pickVault(ctx, args.vault);
     const value = stdinIsTerminal() ? await promptHidden(`Value for ${key} (input hidden): `) : await readStdinValue(`value for ${key}`);
     if (value.reveal() === "") throw new CliFailure("the value is empty: nothing was stored", "type or pipe a non-empty value");
-    await ctx.client.request("PUT", vaultPath(vault, "credentials", key), { body: { value }, vault });
+    await hintOnForbidden(ctx.client.request("PUT", vaultPath(vault, "credentials", key), { body: { value }, vault }), SECRET_WRITE_HINT);
     printLine(`Set ${key} in vault ${vault}.`);
   },
 });
 
 const get = defineCommand({
-  meta: { name: "get", description: "Print a credential's value alone (so it can be piped); user sessions of admins and members only" },
+  meta: { name: "get", description: "Print a credential's value alone (so it can be piped); people who are admins or members only, never agents" },
   args: { ...keyArg, ...vaultArg },
   async run({ args }) {
     const key = checkKey(args.key);
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
-    const res = await ctx.client.request<CredentialView>("GET", vaultPath(vault, "credentials", key), { vault });
+    const res = await hintOnForbidden(ctx.client.request<CredentialView>("GET", vaultPath(vault, "credentials", key), { vault }), SECRET_READ_HINT);
     if (typeof res.value !== "string") throw new CliFailure("the broker returned no value", "check the server version");
     printSecret(new Secret(res.value));
   },
@@ -59,7 +60,7 @@ const get = defineCommand({
 const list = defineCommand({
   meta: { name: "list", description: "List credential keys (values only with --reveal)" },
   args: {
-    reveal: { type: "boolean", description: "Also show the values (user sessions of admins and members only)" },
+    reveal: { type: "boolean", description: "Also show the values (people who are admins or members only, never agents)" },
     ...vaultArg,
     ...jsonArg,
   },
@@ -67,7 +68,8 @@ const list = defineCommand({
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
     const query = args.reveal ? "?reveal=true" : "";
-    const res = await ctx.client.request<{ credentials: CredentialView[] }>("GET", `${vaultPath(vault, "credentials")}${query}`, { vault });
+    const call = ctx.client.request<{ credentials: CredentialView[] }>("GET", `${vaultPath(vault, "credentials")}${query}`, { vault });
+    const res = args.reveal ? await hintOnForbidden(call, SECRET_READ_HINT) : await call;
     const rows = res.credentials.map((c) => ({ key: c.key, updated_at: c.updated_at, value: c.value === undefined ? undefined : new Secret(c.value) }));
     // Without --reveal, never show a value even if a server sent one; with it, showing is the point.
     const shown = (s: Secret | undefined) => (args.reveal && s ? s.reveal() : undefined);
@@ -88,7 +90,7 @@ const remove = defineCommand({
     const key = checkKey(args.key);
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
-    await ctx.client.request("DELETE", vaultPath(vault, "credentials", key), { vault });
+    await hintOnForbidden(ctx.client.request("DELETE", vaultPath(vault, "credentials", key), { vault }), SECRET_WRITE_HINT);
     printLine(`Deleted ${key} from vault ${vault}.`);
   },
 });

@@ -1,11 +1,12 @@
 // `broker service add|list|enable|disable|remove`: which hosts a vault's agents may reach and
-// which credential key is injected for each. Services name keys, never values.
+// which credential key is injected for each. Services name keys, never values. A service decides
+// where a stored value is sent, so only people change them; agents file proposals instead.
 
 import { defineCommand } from "citty";
 import { jsonArg, vaultArg } from "../args.ts";
 import { vaultPath } from "../client.ts";
 import { openContext, pickVault } from "../context.ts";
-import { CliFailure } from "../fail.ts";
+import { CliFailure, hintOnForbidden, SECRET_WRITE_HINT } from "../fail.ts";
 import { printJson, printLine, printTable } from "../output.ts";
 
 export type ServiceAuth =
@@ -84,7 +85,7 @@ const add = defineCommand({
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
     const body = { host: args.host, description: args.description, auth, enabled: !args.disabled };
-    const svc = await ctx.client.request<ServiceView>("POST", vaultPath(vault, "services"), { body, vault });
+    const svc = await hintOnForbidden(ctx.client.request<ServiceView>("POST", vaultPath(vault, "services"), { body, vault }), SECRET_WRITE_HINT);
     if (args.json) return printJson(svc);
     printLine(`Added ${svc?.host ?? args.host} to vault ${vault} (${describeAuth(auth)}${args.disabled ? ", disabled" : ""}).`);
   },
@@ -118,7 +119,7 @@ function toggle(enabled: boolean) {
     async run({ args }) {
       const ctx = openContext();
       const vault = pickVault(ctx, args.vault);
-      await ctx.client.request("PATCH", vaultPath(vault, "services", args.host), { body: { enabled }, vault });
+      await hintOnForbidden(ctx.client.request("PATCH", vaultPath(vault, "services", args.host), { body: { enabled }, vault }), SECRET_WRITE_HINT);
       printLine(`${enabled ? "Enabled" : "Disabled"} ${args.host} in vault ${vault}.`);
     },
   });
@@ -130,7 +131,7 @@ const remove = defineCommand({
   async run({ args }) {
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
-    await ctx.client.request("DELETE", vaultPath(vault, "services", args.host), { vault });
+    await hintOnForbidden(ctx.client.request("DELETE", vaultPath(vault, "services", args.host), { vault }), SECRET_WRITE_HINT);
     printLine(`Removed ${args.host} from vault ${vault}.`);
   },
 });
