@@ -5,6 +5,10 @@ export const AGENT_GUIDE = `# Using the credential broker
 You never hold credentials. The broker adds them to your requests. Refer to credentials by key name only;
 never print, log or ask for their values.
 
+Whatever your role, you cannot read a credential's value, set or delete a credential, or add, change, enable,
+disable or remove a service: those calls (and \`broker credential set|get|delete\`, \`broker service add|remove\`…)
+answer 403 \`forbidden\`. To get a new host or credential, file a proposal (step 3) and a human approves it.
+
 Your token is in \`BROKER_SESSION_TOKEN\` (send it as \`Authorization: Bearer <token>\`). If you hold an agent
 token (\`av_agt_…\`) instead of a session, also send \`X-Vault: <vault>\` on every call below.
 
@@ -21,10 +25,11 @@ returns \`vault\`, \`proxy_url\`, \`services\` (hosts reachable through the brok
   with no Authorization header.
 - Otherwise use the explicit proxy: \`{base_url}/proxy/<host>/<path>?<query>\` with your bearer token.
 
-## 3. When you get 403 \`forbidden\`
+## 3. When you get 403 \`forbidden\`, or need a host or credential the vault lacks
 
-The host is not among the vault's services. The response carries a \`proposal_hint\`: edit its \`proposal\`
-(services you need, credential slots a human must fill, a \`message\` and a \`user_message\`) and send it:
+On a proxied call, the host is not among the vault's services. The response carries a \`proposal_hint\`: edit its
+\`proposal\` (services you need, credential slots a human must fill, a \`message\` and a \`user_message\`) and send
+it (or write one in the same shape yourself, e.g. to change an existing service):
 
     POST {base_url}/v1/proposals
 
