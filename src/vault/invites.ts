@@ -1,6 +1,7 @@
 // Vault invites for humans (av_uinv_, 48 h, at most 50 pending per vault) and agent invites
 // (av_inv_, 15 min, single use, at most 10 pending per vault). Tokens are shown once; only their
-// hash is stored. Redemption happens in agents.ts (agents) and acceptVaultInvite (humans).
+// hash is stored. Redemption happens in agents.ts (agents) and acceptVaultInvite (humans). Only
+// people invite people: an agent could accept its own invite and hold a human login.
 
 import { Conflict, InvalidRequest, NotFound, PermissionDenied } from "../errors.ts";
 import type { InviteKind, InviteRow, Repos, VaultRole } from "../store/index.ts";
@@ -10,7 +11,7 @@ import { isVaultRole, roleRank, type Principal } from "./principal.ts";
 import { mintPublicId, mintToken, hashToken } from "./tokens.ts";
 import { assertEmailDomainAllowed } from "./settings.ts";
 import { type Credentials, iso, publicUser, registerUser } from "./users.ts";
-import type { OpenVault } from "./vaults.ts";
+import { requireInVault, type OpenVault } from "./vaults.ts";
 
 function readRole(v: unknown, fallback: VaultRole, ceiling: VaultRole): VaultRole {
   if (v === undefined || v === null) return fallback;
@@ -31,6 +32,7 @@ function creatorId(p: Principal): number | null {
 }
 
 export async function createVaultInvite(d: Domain, p: Principal, open: OpenVault, input: unknown) {
+  requireInVault(open, "invite_people");
   const body = (input ?? {}) as { email?: unknown; role?: unknown };
   let email: string | null = null;
   if (body.email !== undefined && body.email !== null) {

@@ -63,7 +63,8 @@ export type VaultAction =
   | "write_secrets" // set/delete credentials; add, change, enable, disable or remove services
   | "reveal" // read credential values
   | "approve" // approve or reject proposals
-  | "manage" // invites, members, agents, vault settings
+  | "manage" // agent invites, invite lists, members, agents, vault settings
+  | "invite_people" // invite a person: accepting creates or joins a human login
   | "delete_vault"; // delete the vault, and with it every credential and service
 
 /**
@@ -87,6 +88,9 @@ export function mayInVault(principal: Principal, role: VaultRole, action: VaultA
     case "manage":
       return principal.kind !== "scoped" && role === "admin";
     case "delete_vault":
+    case "invite_people":
+      // An agent able to invite a person could accept the invite itself with a new email and
+      // password, and so hold a human login with every secret right the rule above denies it.
       return human && role === "admin";
   }
 }
@@ -105,6 +109,8 @@ export function explainRefusal(principal: Principal, role: VaultRole, action: Va
         return "only a human with a user session can approve or reject proposals";
       case "delete_vault":
         return "agents never delete a vault (it holds credentials and services), whatever their role: ask a human admin of the vault";
+      case "invite_people":
+        return "agents never invite people, whatever their role (an invite makes a human login, which may read and change secrets): ask a human admin of the vault; agent invites are allowed";
       case "manage":
         if (principal.kind === "scoped") return "a scoped session cannot manage the vault (invites, members, settings); use the token that minted it";
     }

@@ -26,7 +26,7 @@ export function vaultRoutes(d: Domain) {
   });
   r.get("/:vault/members", async (c) => c.json({ members: await listMembers(d, await openVaultFor(d, c, "manage")) }));
 
-  r.post("/:vault/invites", async (c) => c.json(await createVaultInvite(d, c.get("principal"), await openVaultFor(d, c, "manage"), await readJson(c)), 201));
+  r.post("/:vault/invites", async (c) => c.json(await createVaultInvite(d, c.get("principal"), await openVaultFor(d, c, "invite_people"), await readJson(c)), 201));
   r.get("/:vault/invites", async (c) => c.json({ invites: await listInvites(d, await openVaultFor(d, c, "manage"), "vault") }));
   r.delete("/:vault/invites/:id", async (c) => {
     await revokeInvite(d, await openVaultFor(d, c, "manage"), "vault", c.req.param("id"));

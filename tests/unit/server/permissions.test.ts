@@ -7,7 +7,7 @@
 
 import { describe, expect, test } from "bun:test";
 import { PermissionDenied } from "../../../src/errors.ts";
-import { addService, deleteCredential, deleteVault, listCredentials, openVault, removeService, revealCredential, setCredential as setCredentialOp, updateService } from "../../../src/vault/index.ts";
+import { addService, createVaultInvite, deleteCredential, deleteVault, listCredentials, openVault, removeService, revealCredential, setCredential as setCredentialOp, updateService } from "../../../src/vault/index.ts";
 import { addAgent, addUser, createHarness, createVault, expectNoLeak, expectNoTokensInLogs, type As, type Harness, mintScoped, register, sentinel, setCredential } from "./fixtures.ts";
 
 const WHO = ["owner", "admin", "member", "proxy", "norole", "agentProxy", "agentMember", "agentAdmin", "agentOwner", "scopedProxy", "scopedMember", "scopedAdmin"] as const;
@@ -98,6 +98,7 @@ const SECRET: Flags = { machineHint: "POST /v1/proposals" };
 const REVEAL: Flags = { reveals: true, machineHint: "POST /v1/proposals" };
 
 const HUMANS_WRITE = (ok: number) => [ok, ok, ok, 403, 404, 403, 403, 403, 403, 403, 403, 403];
+const HUMANS_ADMIN = (ok: number) => [ok, ok, 403, 403, 404, 403, 403, 403, 403, 403, 403, 403];
 
 // Columns: owner, admin, member, proxy, norole, agentProxy, agentMember, agentAdmin, agentOwner, scopedProxy, scopedMember, scopedAdmin
 const MATRIX: [string, Op, number[], Flags?][] = [
@@ -124,12 +125,14 @@ const MATRIX: [string, Op, number[], Flags?][] = [
   ["approve a proposal", onVault("POST", (w) => `/v1/proposals/${w.proposalId}/approve`, { credentials: {} }), [200, 200, 200, 403, 404, 403, 403, 403, 403, 403, 403, 403]],
   ["create agent invite", on("POST", "/v1/vaults/v1/agent-invites", { role: "proxy" }), [201, 201, 403, 403, 404, 403, 403, 201, 201, 403, 403, 403]],
   ["list agent invites", on("GET", "/v1/vaults/v1/agent-invites"), [200, 200, 403, 403, 404, 403, 403, 200, 200, 403, 403, 403]],
-  ["create vault invite", on("POST", "/v1/vaults/v1/invites", { role: "member" }), [201, 201, 403, 403, 404, 403, 403, 201, 201, 403, 403, 403]],
+  // Inviting a person is human-only: an agent could accept its own invite and hold a human login.
+  ["create vault invite", on("POST", "/v1/vaults/v1/invites", { role: "member" }), HUMANS_ADMIN(201), { machineHint: "agents never invite people" }],
+  ["create proxy-role vault invite", on("POST", "/v1/vaults/v1/invites", { role: "proxy" }), HUMANS_ADMIN(201), { machineHint: "agents never invite people" }],
   ["list vault invites", on("GET", "/v1/vaults/v1/invites"), [200, 200, 403, 403, 404, 403, 403, 200, 200, 403, 403, 403]],
   ["list members", on("GET", "/v1/vaults/v1/members"), [200, 200, 403, 403, 404, 403, 403, 200, 200, 403, 403, 403]],
   ["update vault", on("PATCH", "/v1/vaults/v1", { unmatched_hosts: "deny" }), [200, 200, 403, 403, 404, 403, 403, 200, 200, 403, 403, 403]],
   // Deleting a vault deletes every credential and service in it: a secret write, humans only.
-  ["delete vault", on("DELETE", "/v1/vaults/v1"), [204, 204, 403, 403, 404, 403, 403, 403, 403, 403, 403, 403]],
+  ["delete vault", on("DELETE", "/v1/vaults/v1"), HUMANS_ADMIN(204), { machineHint: "ask a human admin" }],
   ["mint proxy scoped session", mint("proxy"), [201, 201, 201, 201, 404, 201, 201, 201, 201, 403, 403, 403]],
   ["mint member scoped session", mint("member"), [201, 201, 201, 403, 404, 403, 201, 201, 201, 403, 403, 403]],
   ["mint admin scoped session", mint("admin"), [201, 201, 403, 403, 404, 403, 403, 201, 201, 403, 403, 403]],
@@ -205,6 +208,21 @@ describe("effects of allowed operations", () => {
     expect(hosts.sort()).toEqual(["api.example.com", "new.example.com"]);
   });
 
+  test("an admin agent cannot mint itself a human login through a people invite", async () => {
+    const w = await buildWorld();
+    // A people invite is accepted without a session, with any fresh email and password: an agent
+    // holding one could become a human admin. So no machine gets one, whatever its role.
+    for (const who of MACHINES) {
+      const inv = await on("POST", "/v1/vaults/v1/invites", { role: "admin" })(w, w.as[who]);
+      expect({ who, status: inv.status }).toEqual({ who, status: 403 });
+      expect(inv.body.token).toBeUndefined();
+    }
+    const agentInvite = await on("POST", "/v1/vaults/v1/agent-invites", { role: "admin" })(w, w.as.agentAdmin);
+    expect(agentInvite.status).toBe(201); // agent invites stay role-decided: they make machines, not people
+    const pending = await on("GET", "/v1/vaults/v1/invites")(w, w.as.agentAdmin);
+    expect(pending.body.invites).toEqual([]);
+  });
+
   test("a scoped session never exceeds its minter's current role", async () => {
     const w = await buildWorld();
     // scopedMember was minted by admin@; demote admin@ to proxy: what the member role allowed is refused now.
@@ -245,6 +263,7 @@ describe("the rule lives in the domain, not in the routes", () => {
         ["repoint service", () => updateService(w.h.domain, open, "api.example.com", { auth: { type: "header", header: "X-Echo-Me", token: "API_KEY" } })],
         ["remove service", () => removeService(w.h.domain, open, "api.example.com")],
         ["delete vault", () => deleteVault(w.h.domain, open)],
+        ["invite a person", () => createVaultInvite(w.h.domain, p, open, { role: "admin" })],
       ];
       for (const [what, attempt] of attempts) {
         const err = await attempt().catch((e: unknown) => e);
