@@ -25,6 +25,8 @@ export interface Connection {
   idleTimeout(seconds: number): void;
   close(): void;
   readonly closed: boolean;
+  /** Bytes received but not read yet. */
+  readonly buffered: number;
   readonly key: string;
 }
 
@@ -60,6 +62,9 @@ export function dial(opts: DialOptions, key: string): Promise<Connection> {
     key,
     get closed() {
       return ended || failure !== undefined;
+    },
+    get buffered() {
+      return queued;
     },
     async read() {
       while (queue.length === 0) {

@@ -75,7 +75,10 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
       const list = idle.get(key);
       while (list?.length) {
         const conn = list.pop()!;
-        if (!conn.closed) return { conn, reused: true };
+        // Bytes that arrived while it sat idle were sent for no request: reading them as the next
+        // response would hand one caller's answer (maybe another vault's echo) to the next.
+        if (!conn.closed && conn.buffered === 0) return { conn, reused: true };
+        conn.close();
       }
     }
     let last: Error | undefined;
@@ -96,6 +99,8 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
 
   function release(conn: Connection) {
     if (conn.closed) return;
+    // Bytes beyond the response's framing are a broken (or hostile) upstream: never reuse the connection.
+    if (conn.buffered > 0) return conn.close();
     // Shorter than the 5 s keep-alive many servers use (Node's default), so we close an idle
     // connection before the upstream does and a request with a body never lands on a dead one.
     conn.idleTimeout(POOL_IDLE_SECONDS);
