@@ -11,9 +11,10 @@ export function stdinIsTerminal(): boolean {
 /** Prompts on the terminal with echo off; Ctrl-C aborts. */
 export async function promptHidden(question: string): Promise<Secret> {
   if (!stdinIsTerminal()) throw new CliFailure("cannot prompt: standard input is not a terminal", "pass --password-stdin and pipe the value in");
-  process.stderr.write(question);
   const stdin = process.stdin;
+  // Echo goes off before the prompt shows: whatever is typed as soon as it appears is never echoed.
   stdin.setRawMode(true);
+  process.stderr.write(question);
   stdin.resume();
   let value = "";
   try {
