@@ -16,3 +16,5 @@ export type { GlobalLimit, RateLimitOverrides, RateLimitPatch, RateLimitSettings
 export { RATE_LIMIT_ENV_NAMES, RATE_LIMIT_SETTINGS, readRateLimitEnv, type RateLimitSettingDoc } from "./env.ts";
 export { rateLimitHeaders } from "./headers.ts";
 export { RateLimitsLocked } from "./errors.ts";
+export { addressKey, createLoginThrottle, LOGIN_THROTTLE_DEFAULTS } from "./login-throttle.ts";
+export type { LoginAttempt, LoginLockEvent, LoginRefused, LoginThrottle, LoginThrottleOptions, LoginThrottleScope } from "./login-throttle.ts";

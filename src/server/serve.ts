@@ -10,7 +10,7 @@ import type { LiveSecrets, Logger } from "../log.ts";
 import type { Secret } from "../secret.ts";
 import { openStore, type Store } from "../store/index.ts";
 import { createAuthenticator, createHashGate, createVaultAccessCache, createLeafCache, loadRootCa, mintLeaf, rotateRootCa, unlockKeyring, type Domain, type LeafCache, type RootCa } from "../vault/index.ts";
-import { createRateLimiter, resolveSettings } from "../ratelimit/index.ts";
+import { createLoginThrottle, createRateLimiter, resolveSettings } from "../ratelimit/index.ts";
 import { expireProposals, pruneEndedRows } from "../vault/index.ts";
 import { restoreRateLimits } from "../vault/index.ts";
 import { createApi } from "./app.ts";
@@ -123,6 +123,8 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       publicUrl,
       proxyUrl: `http://${hostPart}:${config.proxyPort}`,
       vaultAccess,
+      // Not part of the rate-limit profile: password guessing is throttled even with BROKER_RATELIMIT_PROFILE=off.
+      loginThrottle: createLoginThrottle({ now, onLock: (e) => log.warn("login_throttled", { scope: e.scope, [e.scope === "account" ? "email" : "address"]: e.key, failures: e.failures, lock_s: e.lockSec }) }),
       rateLimiter,
       onVaultChange: (id) => {
         plans.invalidate(id);

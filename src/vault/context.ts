@@ -1,6 +1,6 @@
 // What every domain operation needs, passed in one object (no module-level singletons).
 
-import type { RateLimiter } from "../ratelimit/index.ts";
+import type { LoginThrottle, RateLimiter } from "../ratelimit/index.ts";
 import type { Store } from "../store/index.ts";
 import type { HashGate } from "./hash-gate.ts";
 import type { KdfParams } from "./kdf.ts";
@@ -23,6 +23,8 @@ export interface Domain {
   readonly passwordKdf?: KdfParams;
   /** Short-lived cache of vault look-ups for the hot path (absent in tests that want every read). */
   readonly vaultAccess?: VaultAccessCache;
+  /** Failed sign-ins per account and client address; always present, whatever the rate-limit profile. */
+  readonly loginThrottle: LoginThrottle;
   /** Tiered rate limits (absent: unlimited, as in most unit tests). */
   readonly rateLimiter?: RateLimiter;
   /** Called after any write that changes what the proxy hot path caches for a vault. */

@@ -1,8 +1,8 @@
 // Human accounts: registration (first user becomes owner), login, logout, change-password and
 // session listing. Login failures look the same whether or not the email exists, and unknown
-// emails pay the same Argon2id cost as known ones.
+// emails pay the same Argon2id cost as known ones; every password check passes the login throttle first.
 
-import { Conflict, InvalidRequest, NotFound, PermissionDenied, Unauthorized } from "../errors.ts";
+import { Conflict, InvalidRequest, NotFound, PermissionDenied, RateLimited, Unauthorized } from "../errors.ts";
 import { Secret } from "../secret.ts";
 import type { Repos, SessionRow, UserRow } from "../store/index.ts";
 import type { Domain } from "./context.ts";
@@ -67,18 +67,32 @@ export async function registerUser(d: Domain, creds: Credentials, inTx?: (tx: Re
   });
 }
 
-/** Checks email and password; throws the same Unauthorized for an unknown email and a wrong password. */
-export async function authenticateUser(d: Domain, creds: Credentials): Promise<UserRow> {
-  const user = await d.store.users.byEmail(creds.email);
-  const ok = await d.hashing.run(() =>
-    user ? verifyPassword(creds.password, { hash: user.passwordHash, salt: user.passwordSalt, params: user.passwordParams }) : verifyAgainstNothing(creds.password, d.passwordKdf),
-  );
-  if (!user || !ok) throw new Unauthorized(LOGIN_FAILED);
-  return user;
+/**
+ * Checks email and password; throws the same Unauthorized for an unknown email and a wrong password.
+ * The throttle is asked first, keyed on the email whether or not an account has it (so a 429 reveals
+ * nothing), and a refused attempt never reaches Argon2id. `clientAddress` is the peer IP.
+ */
+export async function authenticateUser(d: Domain, creds: Credentials, clientAddress: string): Promise<UserRow> {
+  const attempt = d.loginThrottle.admit(creds.email, clientAddress);
+  if (!attempt.ok) throw new RateLimited(attempt.retryAfterSec, "too many failed sign-in attempts; wait before trying again");
+  try {
+    const user = await d.store.users.byEmail(creds.email);
+    const ok = await d.hashing.run(() =>
+      user ? verifyPassword(creds.password, { hash: user.passwordHash, salt: user.passwordSalt, params: user.passwordParams }) : verifyAgainstNothing(creds.password, d.passwordKdf),
+    );
+    if (!user || !ok) {
+      attempt.fail();
+      throw new Unauthorized(LOGIN_FAILED);
+    }
+    attempt.succeed();
+    return user;
+  } finally {
+    attempt.abandon(); // no-op once settled; frees the slot when hashing was refused or the store failed
+  }
 }
 
-export async function loginUser(d: Domain, creds: Credentials) {
-  const user = await authenticateUser(d, creds);
+export async function loginUser(d: Domain, creds: Credentials, clientAddress: string) {
+  const user = await authenticateUser(d, creds, clientAddress);
   const session = await mintUserSession(d.store, user.id, d.now());
   return { user, token: session.token };
 }
@@ -89,12 +103,12 @@ export async function logout(d: Domain, p: Principal): Promise<void> {
   if (row) d.auth.forget([row.tokenHash]);
 }
 
-export async function changePassword(d: Domain, p: Principal, input: unknown): Promise<Secret> {
+export async function changePassword(d: Domain, p: Principal, input: unknown, clientAddress: string): Promise<Secret> {
   const user = requireUser(p);
   const body = (input ?? {}) as { current_password?: unknown; new_password?: unknown };
   const current = readPassword(body.current_password, "current_password");
   const next = readPassword(body.new_password, "new_password");
-  const row = await authenticateUser(d, { email: user.email, password: current });
+  const row = await authenticateUser(d, { email: user.email, password: current }, clientAddress);
   const hashed = await d.hashing.run(() => hashPassword(next, d.passwordKdf));
   const { token, revoked } = await d.store.transaction(async (tx) => {
     const now = d.now();

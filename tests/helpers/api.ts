@@ -4,7 +4,7 @@
 import { createApi } from "../../src/server/app.ts";
 import { createMemoryLogger } from "../../src/log.ts";
 import { openMemoryStore, type Store } from "../../src/store/index.ts";
-import type { RateLimiter } from "../../src/ratelimit/index.ts";
+import { createLoginThrottle, type LoginThrottle, type RateLimiter } from "../../src/ratelimit/index.ts";
 import type { KdfParams } from "../../src/vault/kdf.ts";
 import { createAuthenticator, createHashGate, unlockKeyring, type Domain } from "../../src/vault/index.ts";
 
@@ -33,6 +33,8 @@ export interface TestApi {
 export interface TestApiOptions {
   /** Builds the rate limiter on the harness clock (absent: no rate limiting, as before). */
   readonly rateLimiter?: (now: () => number) => RateLimiter;
+  /** Builds the login throttle on the harness clock (default: the production one, with its defaults). */
+  readonly loginThrottle?: (now: () => number) => LoginThrottle;
   /** Password KDF parameters; `null` means the real (production) Argon2id parameters. Default CHEAP_KDF. */
   readonly passwordKdf?: KdfParams | null;
 }
@@ -52,6 +54,7 @@ export async function createTestApi(opts: TestApiOptions = {}): Promise<TestApi>
     proxyUrl: "http://broker.test:14322",
     passwordKdf: opts.passwordKdf === null ? undefined : (opts.passwordKdf ?? CHEAP_KDF),
     rateLimiter: opts.rateLimiter?.(clock.now),
+    loginThrottle: opts.loginThrottle?.(clock.now) ?? createLoginThrottle({ now: clock.now }),
   };
   const api = createApi({ domain, log });
   return {

@@ -8,7 +8,7 @@ import { timingSafeEqual } from "node:crypto";
 import type { Context } from "hono";
 import { Hono } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
-import { BrokerError } from "../../errors.ts";
+import { BrokerError, RateLimited } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import { Secret } from "../../secret.ts";
 import type { Domain } from "../../vault/index.ts";
@@ -18,6 +18,7 @@ import { approvalWarnings, approveProposal, proposalByApprovalToken, rejectPropo
 import { loginUser, readCredentials } from "../../vault/index.ts";
 import { roleIn } from "../../vault/index.ts";
 import type { ApiEnv } from "../env.ts";
+import { clientIp } from "../limits.ts";
 import { ApprovePage, MessagePage, type Viewer } from "../pages/approve.tsx";
 import { readCappedText } from "../request.ts";
 import { STYLESHEET } from "../pages/style.ts";
@@ -82,7 +83,7 @@ export function approveRoutes(d: Domain, log: Logger) {
     return c.html(<MessagePage title="Link not valid" message="This approval link is invalid or has expired. Ask the agent for a new one." />, 404);
   };
 
-  async function render(c: Context, id: number, token: string, notice?: string, status: 200 | 400 | 403 | 409 = 200) {
+  async function render(c: Context, id: number, token: string, notice?: string, status: 200 | 400 | 403 | 409 | 429 = 200) {
     const found = await proposalByApprovalToken(d, id, token);
     if (!found) return invalidLink(c);
     const { viewer } = await viewerOf(c, d, found.row.vaultId);
@@ -120,11 +121,16 @@ export function approveRoutes(d: Domain, log: Logger) {
     }
     if (!(await proposalByApprovalToken(d, idOf(c), token))) return invalidLink(c);
     try {
-      const { token: session } = await loginUser(d, readCredentials({ email: form.email, password: form.password }));
+      const { token: session } = await loginUser(d, readCredentials({ email: form.email, password: form.password }), clientIp(c));
       // reveal: the session token goes only into an HttpOnly, SameSite=Strict cookie
       setCookie(c, SESSION_COOKIE, session.reveal(), { httpOnly: true, sameSite: "Strict", path: "/", secure: secureCookies(d), maxAge: 30 * 86_400 });
     } catch (err) {
       if (!(err instanceof BrokerError)) throw err;
+      if (err instanceof RateLimited) {
+        // The same login throttle as the API: the page says how long to wait, the header says it to machines.
+        c.header("retry-after", String(err.retryAfterSec));
+        return render(c, idOf(c), token, `Too many failed sign-in attempts. Try again in ${err.retryAfterSec} second${err.retryAfterSec === 1 ? "" : "s"}.`, 429);
+      }
       return render(c, idOf(c), token, "Sign-in failed: invalid email or password.", 403);
     }
     return c.redirect(`/approve/${idOf(c)}?token=${encodeURIComponent(token)}`, 303);

@@ -1,10 +1,12 @@
 // /v1/auth: registration, login, logout, whoami, change-password, session listing and revocation.
+// Password checks (login, change-password) pass the client address to the domain's login throttle.
 
 import { Hono } from "hono";
 import type { Domain } from "../../vault/index.ts";
 import { changePassword, iso, listOwnSessions, loginUser, logout, publicUser, readCredentials, registerUser, revokeOwnSession } from "../../vault/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
+import { clientIp } from "../limits.ts";
 import { readJson } from "../request.ts";
 
 export function authRoutes(d: Domain) {
@@ -16,7 +18,7 @@ export function authRoutes(d: Domain) {
   });
 
   r.post("/login", async (c) => {
-    const { user, token } = await loginUser(d, readCredentials(await readJson(c)));
+    const { user, token } = await loginUser(d, readCredentials(await readJson(c)), clientIp(c));
     return c.json({ token: token.reveal(), user: publicUser(user) }); // reveal: the caller's own new session token
   });
 
@@ -37,7 +39,7 @@ export function authRoutes(d: Domain) {
   });
 
   r.post("/change-password", async (c) => {
-    const token = await changePassword(d, c.get("principal"), await readJson(c));
+    const token = await changePassword(d, c.get("principal"), await readJson(c), clientIp(c));
     return c.json({ token: token.reveal() }); // reveal: the caller's fresh session token
   });
 

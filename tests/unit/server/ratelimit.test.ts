@@ -5,16 +5,24 @@
 
 import { describe, expect, test } from "bun:test";
 import { loadConfig } from "../../../src/config.ts";
-import { createRateLimiter, resolveSettings } from "../../../src/ratelimit/index.ts";
+import { createLoginThrottle, createRateLimiter, resolveSettings } from "../../../src/ratelimit/index.ts";
 import { createTestApi, type TestApi } from "../../helpers/api.ts";
 
 const PASSWORD = "correct horse battery";
 type Res = { status: number; body: any; headers: Headers };
 
-/** A harness whose limiter is built exactly as the server builds it: from BROKER_* variables through loadConfig. */
+/**
+ * A harness whose limiter is built exactly as the server builds it: from BROKER_* variables through loadConfig.
+ * These tests count the tiers with repeated bad logins, so the login throttle (which would step in after five
+ * failures per account; tests/unit/server/login-throttle.test.ts) is given thresholds it never reaches.
+ */
 function apiWith(env: Record<string, string>, opts: { realKdf?: boolean } = {}): Promise<TestApi> {
   const { rateLimit: r } = loadConfig({ BROKER_DATA_DIR: "/nonexistent/broker-ratelimit-unit", ...env });
-  return createTestApi({ rateLimiter: (now) => createRateLimiter(resolveSettings(r.profile, r.overrides, r.locked), now), passwordKdf: opts.realKdf ? null : undefined });
+  return createTestApi({
+    rateLimiter: (now) => createRateLimiter(resolveSettings(r.profile, r.overrides, r.locked), now),
+    loginThrottle: (now) => createLoginThrottle({ now, accountFailures: Number.POSITIVE_INFINITY, addressFailures: Number.POSITIVE_INFINITY }),
+    passwordKdf: opts.realKdf ? null : undefined,
+  });
 }
 
 const badLogin = (api: TestApi, ip = "203.0.113.7") => api.call("POST", "/v1/auth/login", { body: { email: "nobody@example.com", password: "wrong password" }, ip });
@@ -89,7 +97,7 @@ describe("AUTH tier (per client IP) on /v1/auth/login", () => {
     expectLimited(res, 3);
   });
 
-  test("off never limits and sends no RateLimit headers", async () => {
+  test("off never limits the AUTH tier and sends no RateLimit headers (the login throttle stays on: see its own tests)", async () => {
     const api = await apiWith({ BROKER_RATELIMIT_PROFILE: "off", BROKER_RATELIMIT_AUTH_BURST: "1" });
     for (let i = 0; i < 150; i++) {
       const res = await badLogin(api);
