@@ -8,11 +8,12 @@ import { BrokerError, Internal, MethodNotAllowed, PayloadTooLarge } from "../err
 import { REDACTED } from "../secret.ts";
 import type { Logger } from "../log.ts";
 import { auditEntry, type AuditLog } from "./audit.ts";
-import { createBodyRecoder, decodeWhole, encodeWhole, parseCodings, type Coding } from "./content-coding.ts";
+import { decodeWhole, encodeWhole, parseCodings, type Coding } from "./content-coding.ts";
 import { buildUpstreamHeaders, cleanResponseHeaders } from "./headers.ts";
 import { resolveChecked, type NetPolicy, type Resolver } from "./netguard.ts";
 import type { EgressPlan, PlanCache } from "./plan.ts";
-import { createRedactor, redactHeaders, redactText, redactWhole } from "./redact.ts";
+import { redactHeaders, redactText, redactWhole } from "./redact.ts";
+import { scanBodyStream, type BodyDone } from "./scan-body.ts";
 import { SMALL_BODY_BYTES, type Upstream } from "./upstream.ts";
 
 export interface EgressInput {
@@ -91,9 +92,7 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Resp
   }
 }
 
-type Done = (bytesOut: number, error: string | null) => void;
-
-async function shapeResponse(res: Response, plan: EgressPlan, ingress: EgressInput["ingress"], deps: EgressDeps, done: Done): Promise<Response> {
+async function shapeResponse(res: Response, plan: EgressPlan, ingress: EgressInput["ingress"], deps: EgressDeps, done: BodyDone): Promise<Response> {
   const needles = plan.scrub.map((s) => s.reveal()); // reveal: used only as search patterns for redaction
   // Inside a tunnel the agent talks to the real origin, so its cookies are forwarded; on /proxy they
   // would land on the broker's own origin, where the console's session cookie lives (DESIGN.md §3.19).
@@ -117,55 +116,16 @@ async function shapeResponse(res: Response, plan: EgressPlan, ingress: EgressInp
   }
   const declared = Number(headers.get("content-length") ?? NaN);
   if (declared <= SMALL_BODY_BYTES) return shapeSmallResponse(res, init, needles, codings, deps, done);
-  const redactor = needles.length ? createRedactor(needles) : undefined;
-  const recoder = redactor && codings.length ? createBodyRecoder(codings, redactor) : undefined;
-  if (redactor) headers.delete("content-length"); // redaction may change the length: the ingress re-frames
-  const max = deps.maxResponseBytes;
-  const reader = body.getReader();
-  let bytesOut = 0;
-  let reported = false;
-  const report = (error: string | null) => {
-    if (!reported) (reported = true), done(bytesOut, error);
-  };
-  // One stream layer doing decoding, redaction, counting and the size cap: fewer stream objects per request.
-  const out = new ReadableStream<Uint8Array>({
-    async pull(ctrl) {
-      try {
-        for (;;) {
-          const { done: end, value } = await reader.read();
-          if (end) {
-            const rest = recoder ? await recoder.end() : redactor?.flush();
-            if (rest?.length) ctrl.enqueue(rest);
-            ctrl.close();
-            return report(null);
-          }
-          bytesOut += value.byteLength;
-          if (max && bytesOut > max) throw new PayloadTooLarge(`response body exceeded the broker's limit of ${max} bytes`);
-          const chunk = recoder ? await recoder.push(value) : redactor ? redactor.push(value) : value;
-          if (chunk.length) return ctrl.enqueue(chunk);
-        }
-      } catch (err) {
-        report(err instanceof BrokerError ? err.code : "upstream_stream_error");
-        recoder?.destroy();
-        await reader.cancel().catch(() => {});
-        ctrl.error(err);
-      }
-    },
-    cancel(reason) {
-      report("client_cancelled");
-      recoder?.destroy();
-      return reader.cancel(reason);
-    },
-  });
-  return new Response(out, init);
+  if (needles.length) headers.delete("content-length"); // redaction may change the length: the ingress re-frames
+  return new Response(scanBodyStream(body, { needles, codings, maxBytes: deps.maxResponseBytes, done }), init);
 }
 
 /**
  * A small fixed-length body, handled whole: one buffer instead of a chain of streams. A compressed
- * one is decoded to be scanned and, only when something was redacted, encoded again: a clean body
- * goes out byte for byte as the upstream sent it.
+ * one is decoded, redacted and always encoded again, so bytes the decoder skips (a gzip file name,
+ * data after the end of the stream) can never carry an echo past the scan.
  */
-async function shapeSmallResponse(res: Response, init: ResponseInit & { headers: Headers }, needles: readonly string[], codings: readonly Coding[], deps: EgressDeps, done: Done) {
+async function shapeSmallResponse(res: Response, init: ResponseInit & { headers: Headers }, needles: readonly string[], codings: readonly Coding[], deps: EgressDeps, done: BodyDone) {
   // Failures throw to egress(), which writes the audit record for them.
   let bytes = new Uint8Array(await res.arrayBuffer());
   if (deps.maxResponseBytes && bytes.byteLength > deps.maxResponseBytes) {
@@ -174,8 +134,7 @@ async function shapeSmallResponse(res: Response, init: ResponseInit & { headers:
   if (needles.length) {
     if (codings.length) {
       const { plain, forms } = decodeWhole(bytes, codings);
-      const clean = redactWhole(plain, needles);
-      if (clean !== plain) bytes = encodeWhole(clean, codings, forms) as Uint8Array<ArrayBuffer>;
+      bytes = encodeWhole(redactWhole(plain, needles), codings, forms) as Uint8Array<ArrayBuffer>;
     } else {
       bytes = redactWhole(bytes, needles) as Uint8Array<ArrayBuffer>;
     }

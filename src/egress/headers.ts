@@ -39,11 +39,17 @@ export function buildUpstreamHeaders(src: Iterable<[string, string]>, injection:
 // X-Broker-Error is the broker's own: an upstream must not be able to dress its answer as a broker refusal.
 const RESPONSE_DROP = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "x-broker-error"]);
 const COOKIES = ["set-cookie", "set-cookie2"];
+const BODY_DESCRIBING = new Set(["content-encoding", "content-length", "content-type"]);
 
 export function cleanResponseHeaders(src: Headers, opts: { keepCookies: boolean }): Headers {
   const drop = new Set(RESPONSE_DROP);
   if (!opts.keepCookies) for (const name of COOKIES) drop.add(name);
-  for (const token of (src.get("connection") ?? "").split(",")) if (token.trim()) drop.add(token.trim().toLowerCase());
+  for (const token of (src.get("connection") ?? "").split(",")) {
+    const name = token.trim().toLowerCase();
+    // Connection may not take away what says how to read the body: dropping Content-Encoding would
+    // hand the agent compressed bytes with nothing saying so (and keep the broker from scanning them).
+    if (name && !BODY_DESCRIBING.has(name)) drop.add(name);
+  }
   let dirty = false;
   src.forEach((_v, k) => {
     if (!dirty) dirty = drop.has(k);

@@ -7,25 +7,71 @@ import { REDACTED } from "../secret.ts";
 
 const REPLACEMENT = new TextEncoder().encode(REDACTED);
 
-/** One line of text (a status line's reason phrase) with every needle replaced. */
-export function redactText(text: string, needles: readonly string[]): string {
+/**
+ * The forms an echoed value commonly takes: as sent, JSON-escaped (also with `\/`), URL-encoded.
+ * Longest first, so a form that contains another is replaced whole.
+ */
+function textForms(needles: readonly string[]): string[] {
+  const out = new Set<string>();
+  for (const n of needles) {
+    if (!n) continue;
+    const json = JSON.stringify(n).slice(1, -1);
+    out.add(n).add(json).add(json.replaceAll("/", "\\/"));
+    try {
+      out.add(encodeURIComponent(n));
+    } catch {} // a lone surrogate has no URL form
+  }
+  return [...out].sort((a, b) => b.length - a.length);
+}
+
+/** Header text is latin1 on the wire: a value echoed as UTF-8 bytes reads as its latin1 mis-decoding. */
+function headerForms(needles: readonly string[]): string[] {
+  const forms = textForms(needles);
+  return [...new Set(forms.flatMap((f) => [f, Buffer.from(f, "utf8").toString("latin1")]))];
+}
+
+/**
+ * Body bytes: each form in UTF-8 and, when it holds latin1 characters, also as the latin1 bytes
+ * the injected header carried (heads are written in latin1), which an upstream may echo as they came.
+ */
+function bodyForms(needles: readonly string[]): Uint8Array[] {
+  const out = new Map<string, Uint8Array>();
+  for (const f of textForms(needles)) {
+    for (const bytes of /[\x80-\xff]/.test(f) && !/[^\x00-\xff]/.test(f) ? [Buffer.from(f, "utf8"), Buffer.from(f, "latin1")] : [Buffer.from(f, "utf8")]) {
+      out.set(Buffer.from(bytes).toString("hex"), bytes);
+    }
+  }
+  return [...out.values()];
+}
+
+function replaceText(text: string, forms: readonly string[]): string {
   let out = text;
-  for (const n of needles) if (n && out.includes(n)) out = out.split(n).join(REDACTED);
+  for (const f of forms) if (out.includes(f)) out = out.split(f).join(REDACTED);
   return out;
 }
 
+/** One line of text (a status line's reason phrase) with every needle replaced. */
+export function redactText(text: string, needles: readonly string[]): string {
+  return needles.length ? replaceText(text, headerForms(needles)) : text;
+}
+
+/**
+ * Headers with every needle replaced in their values; a header whose name holds one is dropped
+ * (a name cannot carry "[redacted]", and names arrive lower-cased, so they are compared that way).
+ */
 export function redactHeaders(headers: Headers, needles: readonly string[]): Headers {
   if (needles.length === 0) return headers;
+  const forms = headerForms(needles);
+  const lowered = forms.map((f) => f.toLowerCase());
+  const nameEchoes = (k: string) => lowered.some((f) => k.toLowerCase().includes(f));
   let echoed = false;
-  headers.forEach((v) => {
-    if (!echoed) echoed = needles.some((n) => n && v.includes(n));
+  headers.forEach((v, k) => {
+    if (!echoed) echoed = forms.some((f) => v.includes(f)) || nameEchoes(k);
   });
   if (!echoed) return headers; // the usual case: nothing to copy
   const out = new Headers();
   headers.forEach((v, k) => {
-    let value = v;
-    for (const n of needles) if (n && value.includes(n)) value = value.split(n).join(REDACTED);
-    out.append(k, value);
+    if (!nameEchoes(k)) out.append(k, replaceText(v, forms));
   });
   return out;
 }
@@ -77,7 +123,7 @@ function partialNeedleTail(buf: Uint8Array, needles: readonly Uint8Array[]): num
 
 /** A whole body with every needle replaced; the very same array when nothing was found. */
 export function redactWhole(bytes: Uint8Array, needles: readonly string[]): Uint8Array {
-  return replaceAll(bytes, needles.filter(Boolean).map((n) => new TextEncoder().encode(n)));
+  return replaceAll(bytes, bodyForms(needles));
 }
 
 export interface Redactor {
@@ -89,7 +135,7 @@ export interface Redactor {
 
 /** Stateful replacement of each needle across chunk boundaries; needles must be non-empty. */
 export function createRedactor(needles: readonly string[]): Redactor {
-  const encoded = needles.filter(Boolean).map((n) => new TextEncoder().encode(n));
+  const encoded = bodyForms(needles);
   let carry: Uint8Array = new Uint8Array(0);
   return {
     push(chunk) {

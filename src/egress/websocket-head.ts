@@ -2,35 +2,29 @@
 // reveal by echo in a 101), and a refused upgrade's body decoded (framing, content coding) and
 // redacted. Never passes an upstream byte it could not scan to the agent.
 
-import { BrokerError } from "../errors.ts";
-import { REDACTED } from "../secret.ts";
 import type { Connection } from "./connection.ts";
-import { createBodyRecoder, parseCodings } from "./content-coding.ts";
+import { parseCodings } from "./content-coding.ts";
 import { headerValues, responseFraming, type HeaderList, type ResponseHead } from "./http1.ts";
-import { createRedactor } from "./redact.ts";
+import { redactHeaders, redactText } from "./redact.ts";
+import { scanBodyStream } from "./scan-body.ts";
 import { bodyStream } from "./upstream-body.ts";
 
 // Framing and connection management are ours on the agent's side (the refusal is re-framed).
 const REFUSAL_DROP = new Set(["connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "content-length", "x-broker-error"]);
 
-function redactText(text: string, needles: readonly string[]): string {
-  let out = text;
-  for (const n of needles) if (n && out.includes(n)) out = out.split(n).join(REDACTED);
-  return out;
-}
-
 /**
- * The head with every needle replaced in the reason phrase and header values. Heads are latin1
- * on the wire and needles are matched in that form too, so a non-ASCII value is still caught.
+ * The head with every needle replaced in the reason phrase and header values (in every form
+ * redact.ts knows, latin1 included); a header whose name holds one is dropped.
  */
 export function redactResponseHead(head: ResponseHead, needles: readonly string[]): ResponseHead {
   if (needles.length === 0) return head;
-  const forms = [...new Set(needles.flatMap((n) => [n, Buffer.from(n, "utf8").toString("latin1")]))];
-  return {
-    ...head,
-    statusText: redactText(head.statusText, forms),
-    headers: head.headers.map(([k, v]): [string, string] => [k, redactText(v, forms)]),
-  };
+  const kept: HeaderList = [];
+  for (const [k, v] of head.headers) {
+    // One header at a time through the shared rules, keeping the upstream's order and repeats.
+    const one = redactHeaders(new Headers([[k, v]]), needles);
+    if (one.has(k)) kept.push([k, one.get(k)!]);
+  }
+  return { ...head, statusText: redactText(head.statusText, needles), headers: kept };
 }
 
 /** Whether a 101 names any extension: on a scanned connection that means frames we could not read. */
@@ -59,42 +53,6 @@ export function shapeRefusal(head: ResponseHead, conn: Connection, needles: read
     done(0, null);
     return new Response(null, { status: head.status, statusText: head.statusText, headers });
   }
-  const redactor = needles.length ? createRedactor(needles) : undefined;
-  const recoder = redactor && codings.length ? createBodyRecoder(codings, redactor) : undefined;
-  const reader = upstream.getReader();
-  let bytesOut = 0;
-  let reported = false;
-  const report = (error: string | null) => {
-    if (!reported) (reported = true), done(bytesOut, error);
-  };
-  const body = new ReadableStream<Uint8Array>({
-    async pull(ctrl) {
-      try {
-        // Loop until something is enqueued: a pull that enqueues nothing is not called again.
-        for (;;) {
-          const { done: end, value } = await reader.read();
-          if (end) {
-            const rest = recoder ? await recoder.end() : redactor?.flush();
-            if (rest?.length) ctrl.enqueue(rest);
-            ctrl.close();
-            return report(null);
-          }
-          bytesOut += value.byteLength;
-          const out = recoder ? await recoder.push(value) : redactor ? redactor.push(value) : value;
-          if (out.length) return ctrl.enqueue(out);
-        }
-      } catch (err) {
-        report(err instanceof BrokerError ? err.code : "upstream_stream_error");
-        recoder?.destroy();
-        await reader.cancel().catch(() => {});
-        ctrl.error(err);
-      }
-    },
-    cancel(reason) {
-      report("client_cancelled");
-      recoder?.destroy();
-      return reader.cancel(reason);
-    },
-  });
+  const body = scanBodyStream(upstream, { needles, codings, maxBytes: 0, done });
   return new Response(body, { status: head.status, statusText: head.statusText, headers });
 }

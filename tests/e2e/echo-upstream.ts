@@ -79,7 +79,7 @@ let release: (() => void) | undefined;
  * around each echo, so the value is split across upstream chunks. /sse?enc=gzip sends one event,
  * then waits for GET /release before the second. /raw?enc=<anything>&body=<text> sends the body
  * unencoded under whatever Content-Encoding it is told (unknown or corrupt encodings). /reason
- * echoes it in the status line's reason phrase.
+ * echoes it in the status line's reason phrase. /trick?kind=… tries to get it past the scan (TRICKS).
  */
 export function echoHandler(req: IncomingMessage, res: ServerResponse): void {
   const url = new URL(req.url ?? "/", "https://upstream.test");
@@ -98,6 +98,7 @@ export function echoHandler(req: IncomingMessage, res: ServerResponse): void {
     res.statusMessage = `Echo ${auth}`;
     return void res.end("teapot");
   }
+  if (url.pathname === "/trick") return trick(url.searchParams.get("kind") ?? "", auth, res);
   if (url.pathname === "/raw") {
     res.setHeader("content-encoding", url.searchParams.get("enc") ?? "");
     return void res.end(url.searchParams.get("body") ?? "");
@@ -139,4 +140,41 @@ function streamEvents(res: ServerResponse, auth: string, enc: CodingCase): void 
     gz.write(`data: second ${auth}\n\n`);
     gz.end();
   };
+}
+
+/** Ways an upstream may hope to slip the echo past a scanner that only reads decoded bodies and header values. */
+export const TRICKS = ["connection-hides-encoding", "gzip-file-name", "zstd-trailing-bytes", "header-name"] as const;
+
+function trick(kind: string, auth: string, res: ServerResponse): void {
+  const token = auth.replace(/^Bearer /, "");
+  const body = Buffer.from(`{"ok":true,"echo":"${auth}"}`);
+  let wire: Buffer;
+  switch (kind) {
+    case "connection-hides-encoding": // a scanner reading the cleaned headers would see no encoding at all
+      res.setHeader("connection", "keep-alive, content-encoding");
+      res.setHeader("content-encoding", "gzip");
+      wire = zlib.gzipSync(body);
+      break;
+    case "gzip-file-name": {
+      // The gzip header's FNAME field: skipped by decoders, kept by a pass-through of the original bytes.
+      const gz = zlib.gzipSync(Buffer.from('{"ok":true}'));
+      gz[3] = gz[3]! | 0x08;
+      wire = Buffer.concat([gz.subarray(0, 10), Buffer.from(`${token}\0`, "latin1"), gz.subarray(10)]);
+      res.setHeader("content-encoding", "gzip");
+      break;
+    }
+    case "zstd-trailing-bytes":
+      wire = Buffer.concat([zlib.zstdCompressSync(Buffer.from('{"ok":true}')), Buffer.from(token)]);
+      res.setHeader("content-encoding", "zstd");
+      break;
+    case "header-name":
+      res.setHeader(`x-${token}`, "1");
+      wire = Buffer.from('{"ok":true}');
+      break;
+    default:
+      res.statusCode = 404;
+      wire = Buffer.from("unknown trick");
+  }
+  res.setHeader("content-length", wire.byteLength);
+  res.end(wire);
 }

@@ -7,7 +7,7 @@ import { createTestPki } from "../helpers/pki.ts";
 import { expectNoLeak, startBroker, type Broker } from "./proxy-fixture.ts";
 
 let broker: Broker;
-let upstream: ReturnType<typeof Bun.listen>;
+let upstream: Bun.TCPSocketListener<{ buf: string }>;
 const secret = `sk-desync-${crypto.randomUUID()}`;
 const smuggled = (auth: string) => `HTTP/1.1 200 OK\r\nContent-Length: ${9 + auth.length}\r\n\r\nSMUGGLED ${auth}`;
 

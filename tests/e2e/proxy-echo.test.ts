@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
 import { CODINGS, decodeAs, echoBody, echoHandler, encodeAs } from "./echo-upstream.ts";
+import { TRICKS } from "./echo-upstream.ts";
 import { dumpResponse, expectEnvelope, expectNoLeak, startBroker, type Broker } from "./proxy-fixture.ts";
 
 let broker: Broker;
@@ -131,4 +132,22 @@ test("an echo in the status line's reason phrase is redacted", async () => {
   expect(res.status).toBe(418);
   expect(res.statusText).not.toContain(secret); // Bun's server writes its own reason phrase here
   expect(await res.text()).toBe("teapot");
+});
+
+describe("tricks to slip the echo past the scan", () => {
+  for (const kind of TRICKS) {
+    test(kind, async () => {
+      const res = await broker.proxy(hostPort, `/trick?kind=${kind}`, { decompress: false } as RequestInit);
+      const bytes = Buffer.from(await res.arrayBuffer());
+      const headers = [...res.headers].join("\n");
+      seen.push(headers, bytes.toString("latin1"));
+      expect(res.status).toBe(200);
+      const encoding = res.headers.get("content-encoding");
+      if (kind !== "header-name") expect(encoding).not.toBeNull(); // the agent is told how to read the body
+      const plain = decodeAs(encoding, bytes).toString("latin1");
+      seen.push(plain);
+      expect(plain.startsWith('{"ok":true')).toBe(true);
+      for (const text of [headers, bytes.toString("latin1"), plain]) expect(text).not.toContain(secret);
+    });
+  }
 });

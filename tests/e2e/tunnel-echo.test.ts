@@ -6,6 +6,7 @@
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { CODINGS, decodeAs, echoBody, echoHandler } from "./echo-upstream.ts";
+import { TRICKS } from "./echo-upstream.ts";
 import { expectEnvelope, expectNoLeak } from "./proxy-fixture.ts";
 import { requireBinary, startTunnelEnv, type TunnelEnv } from "./tunnel-fixture.ts";
 
@@ -96,4 +97,22 @@ test("an echo in the status line's reason phrase is redacted", async () => {
   expect(res.status).toBe(418);
   expect(res.statusText).toBe("Echo Bearer [redacted]");
   expect(await res.text()).toBe("teapot");
+});
+
+describe("tricks to slip the echo past the scan", () => {
+  for (const kind of TRICKS) {
+    test(kind, async () => {
+      const res = await get(`/trick?kind=${kind}`, { decompress: false });
+      const bytes = Buffer.from(await res.arrayBuffer());
+      const headers = [...res.headers].join("\n");
+      seen.push(headers, bytes.toString("latin1"));
+      expect(res.status).toBe(200);
+      const encoding = res.headers.get("content-encoding");
+      if (kind !== "header-name") expect(encoding).not.toBeNull(); // the agent is told how to read the body
+      const plain = decodeAs(encoding, bytes).toString("latin1");
+      seen.push(plain);
+      expect(plain.startsWith('{"ok":true')).toBe(true);
+      for (const text of [headers, bytes.toString("latin1"), plain]) expect(text).not.toContain(env.secret);
+    });
+  }
 });

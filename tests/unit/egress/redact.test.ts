@@ -1,7 +1,7 @@
 // No reveal by echo: the streaming redactor and header redaction.
 
 import { describe, expect, test } from "bun:test";
-import { createRedactingStream, redactHeaders } from "../../../src/egress/redact.ts";
+import { createRedactingStream, redactHeaders, redactWhole } from "../../../src/egress/redact.ts";
 
 const enc = (s: string) => new Uint8Array(Buffer.from(s, "utf8"));
 
@@ -163,5 +163,31 @@ describe("redactHeaders", () => {
     h.append("set-cookie", "b=2");
     const out = redactHeaders(h, [SECRET]);
     expect(out.getSetCookie()).toEqual(["a=[redacted]", "b=2"]);
+  });
+});
+
+describe("the forms an echo takes", () => {
+  const secret = "p@ss/wörd+\"x\"=ÿ";
+  const body = (text: string | Buffer) => redactWhole(typeof text === "string" ? Buffer.from(text, "utf8") : text, [secret]);
+
+  test("JSON-escaped (with and without \\/) and URL-encoded copies are replaced", () => {
+    const json = JSON.stringify(secret).slice(1, -1);
+    for (const form of [secret, json, json.replaceAll("/", "\\/"), encodeURIComponent(secret)]) {
+      expect(Buffer.from(body(`a ${form} b`)).toString("utf8")).toBe("a [redacted] b");
+    }
+  });
+
+  test("the latin1 bytes a header carried are replaced in a body", () => {
+    const latin1 = Buffer.concat([Buffer.from("echo: "), Buffer.from(secret, "latin1")]);
+    expect(Buffer.from(body(latin1)).toString("latin1")).toBe("echo: [redacted]");
+  });
+
+  test("a header named after the value is dropped, whatever its case; values in either encoding are replaced", () => {
+    const token = "sk-AbC123xyz";
+    const h = new Headers([["x-sk-abc123xyz", "1"], ["x-echo", `t=${token}`], ["x-keep", "ok"]]);
+    const out = redactHeaders(h, [token]);
+    expect([...out]).toEqual([["x-echo", "t=[redacted]"], ["x-keep", "ok"]]);
+    const utf8AsLatin1 = Buffer.from(secret, "utf8").toString("latin1");
+    expect(redactHeaders(new Headers([["x-echo", utf8AsLatin1]]), [secret]).get("x-echo")).toBe("[redacted]");
   });
 });

@@ -1,0 +1,61 @@
+// A response body on its way to the agent, in one stream layer: decoded when compressed
+// (content-coding.ts), redacted, encoded again, counted and capped. Shared by ordinary responses
+// (egress.ts) and refused WebSocket upgrades (websocket-head.ts), so both scan the same way.
+
+import { BrokerError, PayloadTooLarge } from "../errors.ts";
+import { createBodyRecoder, type Coding } from "./content-coding.ts";
+import { createRedactor } from "./redact.ts";
+
+/** Runs once: the upstream body bytes read, and an audit error code (null when the body ended cleanly). */
+export type BodyDone = (bytesOut: number, error: string | null) => void;
+
+export interface ScanOptions {
+  /** Values to replace; none means the body passes unchanged (only counted and capped). */
+  readonly needles: readonly string[];
+  /** The body's content codings, outermost last (from parseCodings). */
+  readonly codings: readonly Coding[];
+  /** Upstream bytes allowed (0 = no cap); beyond it the stream breaks, never truncates in silence. */
+  readonly maxBytes: number;
+  readonly done: BodyDone;
+}
+
+export function scanBodyStream(source: ReadableStream<Uint8Array>, opts: ScanOptions): ReadableStream<Uint8Array> {
+  const redactor = opts.needles.length ? createRedactor(opts.needles) : undefined;
+  const recoder = redactor && opts.codings.length ? createBodyRecoder(opts.codings, redactor) : undefined;
+  const reader = source.getReader();
+  let bytesOut = 0;
+  let reported = false;
+  const report = (error: string | null) => {
+    if (!reported) (reported = true), opts.done(bytesOut, error);
+  };
+  return new ReadableStream<Uint8Array>({
+    async pull(ctrl) {
+      try {
+        // Loop until something is enqueued: a pull that enqueues nothing is not called again.
+        for (;;) {
+          const { done: end, value } = await reader.read();
+          if (end) {
+            const rest = recoder ? await recoder.end() : redactor?.flush();
+            if (rest?.length) ctrl.enqueue(rest);
+            ctrl.close();
+            return report(null);
+          }
+          bytesOut += value.byteLength;
+          if (opts.maxBytes && bytesOut > opts.maxBytes) throw new PayloadTooLarge(`response body exceeded the broker's limit of ${opts.maxBytes} bytes`);
+          const chunk = recoder ? await recoder.push(value) : redactor ? redactor.push(value) : value;
+          if (chunk.length) return ctrl.enqueue(chunk);
+        }
+      } catch (err) {
+        report(err instanceof BrokerError ? err.code : "upstream_stream_error");
+        recoder?.destroy();
+        await reader.cancel().catch(() => {});
+        ctrl.error(err);
+      }
+    },
+    cancel(reason) {
+      report("client_cancelled");
+      recoder?.destroy();
+      return reader.cancel(reason);
+    },
+  });
+}
