@@ -178,3 +178,29 @@ function trick(kind: string, auth: string, res: ServerResponse): void {
   res.setHeader("content-length", wire.byteLength);
   res.end(wire);
 }
+
+/** What an agent reads: the headers, the raw body bytes and the body decoded by its Content-Encoding. */
+export async function readAsAgent(res: Response): Promise<{ headers: string; raw: string; plain: string }> {
+  const bytes = Buffer.from(await res.arrayBuffer());
+  return { headers: [...res.headers].join("\n"), raw: bytes.toString("latin1"), plain: decodeAs(res.headers.get("content-encoding"), bytes).toString("latin1") };
+}
+
+/** Reads /sse to its first event, then asks the upstream (`release`) for the second, then reads to the end. */
+export async function readEventsAcrossRelease(res: Response, release: () => Promise<Response>): Promise<{ first: string; all: string }> {
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  while (!text.includes("\n\n")) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+  }
+  const first = text;
+  if ((await release()).status !== 200) throw new Error("the upstream did not release the second event");
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+  }
+  return { first, all: text };
+}
