@@ -2,6 +2,7 @@
 // every setting, reports all problems at once (each naming its variable) and returns a frozen Config.
 // `takeMasterPassword` reads BROKER_MASTER_PASSWORD and deletes it so no child process inherits it.
 
+import { domainToASCII } from "node:url";
 import ipaddr from "ipaddr.js";
 import { LOG_LEVELS, type LogLevel } from "./log.ts";
 import { RATE_LIMIT_SETTINGS, readRateLimitEnv, type RateLimitOverrides } from "./ratelimit/index.ts";
@@ -19,6 +20,8 @@ export interface Config {
   readonly proxyPort: number;
   /** Explicit BROKER_PUBLIC_URL, or undefined: the server then uses the address it actually bound. */
   readonly publicUrl: string | undefined;
+  /** BROKER_ALLOWED_HOSTS, normalised (see normaliseHostName): more names the API answers to. */
+  readonly allowedHosts: readonly string[];
   readonly allowPrivateRanges: boolean;
   readonly networkAllowlist: readonly string[];
   readonly upstreamCaFile: string | undefined;
@@ -47,6 +50,7 @@ export const SETTINGS: readonly SettingDoc[] = [
   { name: "BROKER_PORT", default: "14321", description: "API port (REST API, /proxy, /discover, /approve)" },
   { name: "BROKER_PROXY_PORT", default: "14322", description: "Transparent proxy (CONNECT) port" },
   { name: "BROKER_PUBLIC_URL", default: "http://<BROKER_HOST>:<BROKER_PORT>", description: "Base URL written into invite and approval links" },
+  { name: "BROKER_ALLOWED_HOSTS", default: "(empty)", description: "Comma-separated extra host names the API answers to, beside the BROKER_PUBLIC_URL host, BROKER_HOST (any IP when 0.0.0.0 or ::) and localhost; other Host headers get 421" },
   { name: "BROKER_MASTER_PASSWORD", default: "(none: passwordless)", description: "Unlocks the data key; removed from the environment once read" },
   { name: "BROKER_ALLOW_PRIVATE_RANGES", default: "false", description: "Lift the default block on private, loopback and link-local ranges (metadata addresses stay blocked)" },
   { name: "BROKER_NETWORK_ALLOWLIST", default: "(empty)", description: "Comma-separated CIDRs or IPs exempted from the default block" },
@@ -90,6 +94,7 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): Config {
     apiPort,
     proxyPort,
     publicUrl,
+    allowedHosts: Object.freeze(readHostList("BROKER_ALLOWED_HOSTS", env.BROKER_ALLOWED_HOSTS, problems)),
     allowPrivateRanges: readBool("BROKER_ALLOW_PRIVATE_RANGES", env.BROKER_ALLOW_PRIVATE_RANGES, false, problems),
     networkAllowlist: Object.freeze(readCidrList("BROKER_NETWORK_ALLOWLIST", env.BROKER_NETWORK_ALLOWLIST, problems)),
     upstreamCaFile: readOptionalPath("BROKER_UPSTREAM_CA_FILE", env.BROKER_UPSTREAM_CA_FILE, problems),
@@ -143,6 +148,34 @@ function readHost(raw: string | undefined, problems: string[]): string {
   const ambiguousV4 = /^[0-9.x]+$/i.test(value) && !ipaddr.IPv4.isValidFourPartDecimal(value);
   if (ambiguousV4 || (!ipaddr.isValid(value) && !hostname.test(value))) problems.push(`BROKER_HOST: "${value}" is not an IP address or host name`);
   return value;
+}
+
+/**
+ * A host name or IP literal as the API's host check compares it: lower case, one trailing dot dropped,
+ * international names in punycode, IPv6 without brackets in canonical form. Undefined if it is neither
+ * (a port, a path, a wildcard or user info makes it invalid).
+ */
+export function normaliseHostName(raw: string): string | undefined {
+  let host = raw.trim();
+  if (host.startsWith("[") && host.endsWith("]")) host = host.slice(1, -1);
+  if (host.includes(":")) return ipaddr.IPv6.isValid(host) && !host.includes("%") ? ipaddr.IPv6.parse(host).toString() : undefined;
+  host = host.toLowerCase().replace(/\.$/, "");
+  if (/[^\x00-\x7f]/.test(host)) host = domainToASCII(host);
+  return host.length <= 253 && HOST_NAME.test(host) ? host : undefined;
+}
+
+/** Dot-separated labels; `_` is tolerated because internal DNS names carry it. */
+const HOST_NAME = /^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
+
+function readHostList(name: string, raw: string | undefined, problems: string[]): string[] {
+  if (raw === undefined || raw.trim() === "") return [];
+  const out: string[] = [];
+  for (const item of raw.split(",").map((s) => s.trim()).filter(Boolean)) {
+    const host = normaliseHostName(item);
+    if (host === undefined) problems.push(`${name}: "${item}" is not a host name or IP address (no scheme, port, path or wildcard)`);
+    else if (!out.includes(host)) out.push(host);
+  }
+  return out;
 }
 
 function readPort(name: string, raw: string | undefined, fallback: number, problems: string[]): number {

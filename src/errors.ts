@@ -68,6 +68,18 @@ export class PayloadTooLarge extends BrokerError {
   readonly code = "payload_too_large";
 }
 
+/**
+ * The request names a host this broker is not configured to answer to (DNS rebinding from a browser page
+ * looks exactly like this). The message never repeats the Host header: request input is not echoed.
+ */
+export class MisdirectedRequest extends BrokerError {
+  readonly status = 421;
+  readonly code = "misdirected_request";
+  constructor() {
+    super("this broker does not answer to the host name in the request; use its configured address (the operator can add names with BROKER_ALLOWED_HOSTS)");
+  }
+}
+
 export class RateLimited extends BrokerError {
   readonly status = 429;
   readonly code = "rate_limited";

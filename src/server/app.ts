@@ -9,6 +9,7 @@ import type { EgressDeps } from "../egress/index.ts";
 import type { Domain } from "../vault/index.ts";
 import { VERSION } from "../version.ts";
 import type { ApiEnv } from "./env.ts";
+import { hostCheck, listApiHosts, type HostCheckOptions } from "./host-check.ts";
 import { authTier, globalGate } from "./limits.ts";
 import { caRoutes } from "./routes/ca.ts";
 import type { CaHolder } from "./serve.ts";
@@ -30,6 +31,8 @@ export interface ApiDeps {
   readonly egress?: EgressDeps;
   /** The root CA (GET /v1/ca.pem, POST /v1/ca/rotate); absent in API-only unit tests. */
   readonly ca?: CaHolder;
+  /** Host names the API answers to; absent: loopback names and the public URL's host. */
+  readonly hosts?: HostCheckOptions;
 }
 
 export function createApi(deps: ApiDeps): Hono<ApiEnv> {
@@ -46,6 +49,8 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
     c.header("referrer-policy", "no-referrer");
     if (!c.res.headers.has("cache-control")) c.header("cache-control", "no-store");
   });
+  // Before anything else runs or is counted: a Host this broker does not answer to gets 421 (DNS rebinding).
+  api.use("*", hostCheck(deps.hosts ?? { hosts: listApiHosts("127.0.0.1", d.publicUrl, []) }));
 
   // GLOBAL covers everything; AUTH (per client IP) covers the anonymous, expensive or token-guessable endpoints.
   api.use("*", globalGate(d.rateLimiter));

@@ -14,6 +14,7 @@ import { createLoginThrottle, createRateLimiter, resolveSettings } from "../rate
 import { expireProposals, pruneEndedRows } from "../vault/index.ts";
 import { restoreRateLimits } from "../vault/index.ts";
 import { createApi } from "./app.ts";
+import { isWildcardBind, listApiHosts } from "./host-check.ts";
 
 export interface RunningServer {
   readonly apiUrl: string;
@@ -147,7 +148,14 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       maxResponseBytes: config.maxResponseBytes,
     };
     await restoreRateLimits(domain).catch((err) => log.warn("saved_rate_limits_ignored", { err }));
-    const api = createApi({ domain, log, egress, ca });
+    const hosts = { hosts: listApiHosts(config.bindHost, publicUrl, config.allowedHosts), anyIpLiteral: isWildcardBind(config.bindHost) };
+    if (hosts.anyIpLiteral && !config.publicUrl && config.allowedHosts.length === 0) {
+      // Binding every interface usually means "reachable by name from elsewhere": say what that needs.
+      log.warn("api_host_names_unset", {
+        detail: `the API listens on every interface (${config.bindHost}) but answers only to localhost and IP addresses; a request naming it by a DNS name gets 421 misdirected_request. Set BROKER_PUBLIC_URL to the address clients use, or list the names in BROKER_ALLOWED_HOSTS`,
+      });
+    }
+    const api = createApi({ domain, log, egress, ca, hosts });
     let tunnel: { port: number; stop(): Promise<void> } | undefined;
     if (opts.startTunnel) {
       const listenerName = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? "127.0.0.1" : config.bindHost;

@@ -177,7 +177,7 @@ describe("fidelity", () => {
     }
     const before = upstream.received.length;
     // fetch refuses TRACE itself, so send it raw.
-    const raw = (await rawRequest(broker.apiUrl, Buffer.from(`TRACE /proxy/${hp}/t HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${broker.sessionToken}\r\nConnection: close\r\n\r\n`))).toString();
+    const raw = (await rawRequest(broker.apiUrl, Buffer.from(`TRACE /proxy/${hp}/t HTTP/1.1\r\nHost: ${new URL(broker.apiUrl).host}\r\nAuthorization: Bearer ${broker.sessionToken}\r\nConnection: close\r\n\r\n`))).toString();
     expect(raw.startsWith("HTTP/1.1 405")).toBe(true);
     expect(raw.toLowerCase()).toContain("x-broker-error: method_not_allowed");
     expect(raw).toContain('"error":"method_not_allowed"');

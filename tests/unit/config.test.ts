@@ -28,6 +28,7 @@ describe("defaults", () => {
     expect(c.rateLimit).toEqual({ profile: "default", locked: false, overrides: {} });
     expect(c.allowPrivateRanges).toBe(false);
     expect(c.networkAllowlist).toEqual([]);
+    expect(c.allowedHosts).toEqual([]);
     expect(c.upstreamCaFile).toBeUndefined();
     expect(c.logLevel).toBe("info");
     expect(c.warnings).toEqual([]);
@@ -127,6 +128,20 @@ describe("network allowlist", () => {
   // inet_aton-style spellings are how IP parsers get fooled (DESIGN.md §13, the `ip` package CVEs):
   // "0177.0.0.1" is read as 127.0.0.1 (octal) and "010.0.0.0/8" as 8.0.0.0/8, so an operator who
   // means one range silently allowlists another. Only four-part decimal IPv4 should be accepted.
+  test("BROKER_ALLOWED_HOSTS: names and IPs trimmed, lower-cased, trailing dot and brackets dropped, IDN in punycode, frozen", () => {
+    const c = loadConfig({ ...HOME, BROKER_ALLOWED_HOSTS: " Broker.Example.COM. , 10.0.0.5,[0:0:0:0:0:0:0:1], bücher.example,broker.example.com" });
+    expect(c.allowedHosts).toEqual(["broker.example.com", "10.0.0.5", "::1", "xn--bcher-kva.example"]);
+    expect(Object.isFrozen(c.allowedHosts)).toBe(true);
+  });
+
+  test("BROKER_ALLOWED_HOSTS: a port, scheme, path, wildcard or zone is a problem naming the variable and the item", () => {
+    const problems = problemsOf({ ...HOME, BROKER_ALLOWED_HOSTS: "ok.example,a.example:8080,https://b.example,c.example/x,*.d.example,fe80::1%eth0" });
+    expect(problems).toHaveLength(5);
+    for (const item of ["a.example:8080", "https://b.example", "c.example/x", "*.d.example", "fe80::1%eth0"]) {
+      expect(problems.some((p) => p.startsWith("BROKER_ALLOWED_HOSTS:") && p.includes(`"${item}"`))).toBe(true);
+    }
+  });
+
   test("ambiguous IPv4 spellings (octal, hex, short, integer) are rejected, not reinterpreted", () => {
     const accepted: string[] = [];
     for (const item of ["010.0.0.0/8", "0177.0.0.1", "0x7f.0.0.1", "10.1", "10.0.0", "167772161"]) {

@@ -2,7 +2,7 @@
 
 import { describe, expect, test } from "bun:test";
 import {
-  Conflict, Internal, InvalidRequest, MethodNotAllowed, NotFound, PayloadTooLarge, PermissionDenied,
+  Conflict, Internal, InvalidRequest, MethodNotAllowed, MisdirectedRequest, NotFound, PayloadTooLarge, PermissionDenied,
   RateLimited, toErrorResponse, Unauthorized, Unavailable, type BrokerError,
 } from "../../src/errors.ts";
 import { createMemoryLogger } from "../../src/log.ts";
@@ -20,6 +20,7 @@ describe("known errors", () => {
     [new MethodNotAllowed(), 405, "method_not_allowed"],
     [new Conflict("vault exists"), 409, "conflict"],
     [new PayloadTooLarge("body too large"), 413, "payload_too_large"],
+    [new MisdirectedRequest(), 421, "misdirected_request"],
     [new RateLimited(5), 429, "rate_limited"],
     [new Unavailable("store locked"), 503, "unavailable"],
     [new Internal(), 500, "internal"],
