@@ -1,5 +1,6 @@
 // Starts the API listener: opens the store, unlocks the keyring, wires the domain and the egress
-// core, and binds Bun.serve to the Hono app.
+// core, and binds Bun.serve to the Hono app. A listener that cannot bind undoes the whole start and
+// throws ListenFailed naming its variable and port.
 
 import { readFileSync } from "node:fs";
 import { rootCertificates } from "node:tls";
@@ -15,6 +16,7 @@ import { expireProposals, pruneEndedRows } from "../vault/index.ts";
 import { restoreRateLimits } from "../vault/index.ts";
 import { createApi } from "./app.ts";
 import { isWildcardBind, listApiHosts } from "./host-check.ts";
+import { listenOrExplain } from "./listen-error.ts";
 
 export interface RunningServer {
   readonly apiUrl: string;
@@ -77,6 +79,8 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
   const now = opts.now ?? Date.now;
   const upstreamCa = upstreamRoots(config);
   const store = await openStore(config.dataDir);
+  // What a failed start must undo, newest first: a bound API port must not outlive a busy proxy port.
+  const undo: (() => unknown)[] = [];
   try {
     const keyring = await unlockKeyring(store, opts.masterPassword, { now });
     if (keyring.created) log.info("keyring_created", { mode: keyring.mode });
@@ -84,14 +88,17 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       log.warn("master_password_unused", { hint: "the store has no master password; run `broker master-password set` to add one" });
     }
     let handler: (req: Request, server: unknown) => Response | Promise<Response> = () => toErrorResponse(new Unavailable("the broker is starting"));
-    const server = Bun.serve({
-      hostname: config.bindHost,
-      port: config.apiPort,
-      maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-      idleTimeout: 255, // Bun's maximum: a model API may think for minutes before its first byte
-      fetch: (req, srv) => handler(req, srv),
-      error: (err) => toErrorResponse(err, log),
-    });
+    const server = await listenOrExplain("BROKER_PORT", config.bindHost, config.apiPort, () =>
+      Bun.serve({
+        hostname: config.bindHost,
+        port: config.apiPort,
+        maxRequestBodySize: Number.MAX_SAFE_INTEGER,
+        idleTimeout: 255, // Bun's maximum: a model API may think for minutes before its first byte
+        fetch: (req, srv) => handler(req, srv),
+        error: (err) => toErrorResponse(err, log),
+      }),
+    );
+    undo.push(() => server.stop(true));
     const hostPart = config.bindHost.includes(":") ? `[${config.bindHost}]` : config.bindHost;
     const apiUrl = `http://${hostPart}:${server.port}`;
     const publicUrl = config.publicUrl ?? apiUrl; // the bound port, so BROKER_PORT=0 still yields working links
@@ -113,6 +120,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     cached.push(plans.secrets);
     const audit = createAuditLog(store, { now, log, retentionMs: config.auditRetentionDays * 86_400_000, retentionRows: config.auditMaxRows });
     const upstream = createUpstream({ ca: upstreamCa, connectTimeoutMs: Math.min(10_000, config.upstreamTimeoutMs), idleTimeoutSeconds: Math.ceil(config.upstreamTimeoutMs / 1000) });
+    undo.push(() => audit.stop(), () => upstream.close());
     // The tunnel's own port joins the guard's never-dial list once it is bound (it may be ephemeral).
     const tunnelPorts: { host: string; port: number }[] = [];
     const domain: { -readonly [K in keyof Domain]: Domain[K] } = {
@@ -159,7 +167,10 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     let tunnel: { port: number; stop(): Promise<void> } | undefined;
     if (opts.startTunnel) {
       const listenerName = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? "127.0.0.1" : config.bindHost;
-      tunnel = await opts.startTunnel({ domain, egress, leaves, log, listenerContext: async () => (await leaves.get(listenerName)).context }, config.bindHost, config.proxyPort);
+      const start = opts.startTunnel;
+      tunnel = await listenOrExplain("BROKER_PROXY_PORT", config.bindHost, config.proxyPort, () =>
+        start({ domain, egress, leaves, log, listenerContext: async () => (await leaves.get(listenerName)).context }, config.bindHost, config.proxyPort),
+      );
     }
     handler = (req, srv) => api.fetch(req, srv);
     // Pending proposals expire by time, not when someone happens to read them.
@@ -191,6 +202,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       },
     };
   } catch (err) {
+    for (const step of undo.reverse()) await Promise.resolve().then(step).catch(() => {}); // best effort: the first error is the one to report
     store.close();
     throw err;
   }

@@ -6,7 +6,7 @@ import { RATE_LIMIT_SETTINGS } from "../../ratelimit/index.ts";
 import { KeyringError } from "../../errors.ts";
 import { createLogger } from "../../log.ts";
 import { openStore } from "../../store/index.ts";
-import { startServer, type TunnelStarter } from "../../server/index.ts";
+import { ListenFailed, startServer, type TunnelStarter } from "../../server/index.ts";
 import { startTunnelListener } from "../../tunnel/index.ts";
 import { keyringMode } from "../../vault/index.ts";
 import { CliFailure } from "../fail.ts";
@@ -34,6 +34,8 @@ const serverCommand = defineCommand({
     }
     const server = await startServer({ config, log, masterPassword: password, startTunnel }).catch((err) => {
       if (err instanceof KeyringError) throw new CliFailure(`cannot start: ${err.message}`, err.hint);
+      // Nothing is left listening (startServer undid its start): the process can exit non-zero.
+      if (err instanceof ListenFailed) throw new CliFailure(`cannot start: ${err.message}`);
       throw err;
     });
     await new Promise<void>((resolve) => {

@@ -1,0 +1,77 @@
+// Start-up when a port is taken: the compiled binary exits non-zero within seconds, naming the variable and the
+// port, whichever listener (API or proxy) cannot bind; in process, a failed start leaves nothing listening.
+
+import { afterAll, describe, expect, test } from "bun:test";
+import { createServer, type Server } from "node:net";
+import { join } from "node:path";
+import { loadConfig } from "../../src/config.ts";
+import { startTunnel } from "../../src/cli/commands/server.ts";
+import { createMemoryLogger } from "../../src/log.ts";
+import { ListenFailed, startServer } from "../../src/server/index.ts";
+import { cleanEnv, isolatedBinary, tempDir } from "../helpers/binary.ts";
+
+const { bin, dir } = isolatedBinary();
+const held: Server[] = [];
+afterAll(() => Promise.all(held.map((s) => new Promise((resolve) => s.close(resolve)))));
+
+/** A port some other process holds: a plain TCP listener on 127.0.0.1. */
+async function occupiedPort(): Promise<number> {
+  const server = createServer(() => {});
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  held.push(server);
+  return (server.address() as { port: number }).port;
+}
+
+/** A port nobody holds right now (bound once, then released). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** Runs `broker server`; kills it if it has not exited within `boundMs` (the bug: it ran on forever). */
+async function runServer(env: Record<string, string>, boundMs = 15_000) {
+  const started = Date.now();
+  const proc = Bun.spawn([bin, "server"], { env: cleanEnv({ BROKER_DATA_DIR: join(tempDir(), "data"), ...env }), cwd: dir, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const killer = setTimeout(() => proc.kill("SIGKILL"), boundMs);
+  const [stdout, stderr, exitCode] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  clearTimeout(killer);
+  return { exitCode, signal: proc.signalCode, stdout, stderr, ms: Date.now() - started };
+}
+
+describe("compiled binary, a port already taken", () => {
+  test("BROKER_PROXY_PORT busy: exits non-zero naming the variable and the port (no API left answering 503)", async () => {
+    const busy = await occupiedPort();
+    const r = await runServer({ BROKER_PORT: "0", BROKER_PROXY_PORT: String(busy) });
+    expect(r.signal).toBeNull(); // exited by itself, not killed at the bound
+    expect(r.exitCode).not.toBe(0);
+    expect(r.stderr).toContain(`error: cannot start: BROKER_PROXY_PORT ${busy} is already in use on 127.0.0.1 (EADDRINUSE); choose another port or stop the other process`);
+    expect(r.stdout + r.stderr).not.toContain('"event":"listening"');
+  }, 30_000);
+
+  test("BROKER_PORT busy: exits non-zero naming the variable and the port", async () => {
+    const busy = await occupiedPort();
+    const r = await runServer({ BROKER_PORT: String(busy), BROKER_PROXY_PORT: "0" });
+    expect(r.signal).toBeNull();
+    expect(r.exitCode).not.toBe(0);
+    expect(r.stderr).toContain(`error: cannot start: BROKER_PORT ${busy} is already in use on 127.0.0.1 (EADDRINUSE); choose another port or stop the other process`);
+  }, 30_000);
+});
+
+describe("in process", () => {
+  test("a busy proxy port rejects with ListenFailed and releases the API port it had bound", async () => {
+    const busy = await occupiedPort();
+    const apiPort = await freePort();
+    const data = join(tempDir(), "data");
+    const config = loadConfig({ BROKER_DATA_DIR: data, BROKER_PORT: String(apiPort), BROKER_PROXY_PORT: String(busy) });
+    const failed = await startServer({ config, log: createMemoryLogger(), masterPassword: undefined, startTunnel }).catch((err: unknown) => err);
+    expect(failed).toBeInstanceOf(ListenFailed);
+    expect(failed).toMatchObject({ setting: "BROKER_PROXY_PORT", port: busy, code: "EADDRINUSE" });
+    // Nothing of the failed start is left: the same API port binds again, and so does a full start.
+    const again = await startServer({ config: loadConfig({ BROKER_DATA_DIR: data, BROKER_PORT: String(apiPort), BROKER_PROXY_PORT: "0" }), log: createMemoryLogger(), masterPassword: undefined, startTunnel });
+    expect((await fetch(`${again.apiUrl}/health`)).status).toBe(200);
+    await again.stop();
+  });
+});
