@@ -41,7 +41,8 @@ export function parseCodings(header: string | null): Coding[] {
     const name = raw.trim().toLowerCase();
     if (name === "" || name === "identity") continue;
     const coding = ALIASES[name];
-    if (!coding) throw new UndecodableResponse(`the upstream answered with a Content-Encoding the broker cannot decode (${name.slice(0, 32)}), so the response could not be checked for echoed credentials`);
+    // The coding's name is not quoted: it is upstream text, and the broker's own messages never echo it.
+    if (!coding) throw new UndecodableResponse("the upstream answered with a Content-Encoding the broker cannot decode, so the response could not be checked for echoed credentials");
     out.push(coding);
   }
   return out;

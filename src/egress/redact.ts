@@ -4,29 +4,13 @@
 // Compressed bodies are decoded around it by content-coding.ts.
 
 import { REDACTED } from "../secret.ts";
+import { echoForms } from "./echo-forms.ts";
 
 const REPLACEMENT = new TextEncoder().encode(REDACTED);
 
-/**
- * The forms an echoed value commonly takes: as sent, JSON-escaped (also with `\/`), URL-encoded.
- * Longest first, so a form that contains another is replaced whole.
- */
-function textForms(needles: readonly string[]): string[] {
-  const out = new Set<string>();
-  for (const n of needles) {
-    if (!n) continue;
-    const json = JSON.stringify(n).slice(1, -1);
-    out.add(n).add(json).add(json.replaceAll("/", "\\/"));
-    try {
-      out.add(encodeURIComponent(n));
-    } catch {} // a lone surrogate has no URL form
-  }
-  return [...out].sort((a, b) => b.length - a.length);
-}
-
 /** Header text is latin1 on the wire: a value echoed as UTF-8 bytes reads as its latin1 mis-decoding. */
 function headerForms(needles: readonly string[]): string[] {
-  const forms = textForms(needles);
+  const forms = echoForms(needles);
   return [...new Set(forms.flatMap((f) => [f, Buffer.from(f, "utf8").toString("latin1")]))];
 }
 
@@ -36,7 +20,7 @@ function headerForms(needles: readonly string[]): string[] {
  */
 function bodyForms(needles: readonly string[]): Uint8Array[] {
   const out = new Map<string, Uint8Array>();
-  for (const f of textForms(needles)) {
+  for (const f of echoForms(needles)) {
     for (const bytes of /[\x80-\xff]/.test(f) && !/[^\x00-\xff]/.test(f) ? [Buffer.from(f, "utf8"), Buffer.from(f, "latin1")] : [Buffer.from(f, "utf8")]) {
       out.set(Buffer.from(bytes).toString("hex"), bytes);
     }
