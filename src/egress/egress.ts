@@ -5,14 +5,13 @@
 // Takes plain values and streams; never imports Hono or listens on sockets.
 
 import { BrokerError, Internal, MethodNotAllowed, PayloadTooLarge } from "../errors.ts";
-import { REDACTED } from "../secret.ts";
 import type { Logger } from "../log.ts";
 import { auditEntry, type AuditLog } from "./audit.ts";
 import { decodeWhole, encodeWhole, parseCodings, type Coding } from "./content-coding.ts";
 import { buildUpstreamHeaders, cleanResponseHeaders } from "./headers.ts";
 import { resolveChecked, type NetPolicy, type Resolver } from "./netguard.ts";
 import type { EgressPlan, PlanCache } from "./plan.ts";
-import { redactHeaders, redactText, redactWhole } from "./redact.ts";
+import { redactHeaders, redactText, redactWhole, type Needles } from "./redact.ts";
 import { scanBodyStream, type BodyDone } from "./scan-body.ts";
 import { SMALL_BODY_BYTES, type Upstream } from "./upstream.ts";
 
@@ -83,9 +82,8 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Resp
     }
     // An unexpected error's message may quote what the upstream sent (which can echo the injected
     // value): it is logged here once, scrubbed, and never rethrown, so no later handler logs it raw.
-    const needles = plan?.scrub.map((v) => v.reveal()) ?? []; // reveal: search patterns for scrubbing only
     const text = err instanceof Error ? err.message : String(err);
-    const message = needles.reduce((m, n) => (n ? m.split(n).join(REDACTED) : m), text);
+    const message = plan ? redactText(text, plan.needles) : text;
     deps.log.error("egress_failed", { error: err instanceof Error ? err.name : "error", message, host: input.host });
     audit(500, 0, "internal");
     throw new Internal();
@@ -93,7 +91,7 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Resp
 }
 
 async function shapeResponse(res: Response, plan: EgressPlan, ingress: EgressInput["ingress"], deps: EgressDeps, done: BodyDone): Promise<Response> {
-  const needles = plan.scrub.map((s) => s.reveal()); // reveal: used only as search patterns for redaction
+  const needles = plan.needles;
   // Inside a tunnel the agent talks to the real origin, so its cookies are forwarded; on /proxy they
   // would land on the broker's own origin, where the console's session cookie lives (DESIGN.md §3.19).
   const headers = redactHeaders(cleanResponseHeaders(res.headers, { keepCookies: ingress === "transparent" }), needles);
@@ -105,7 +103,7 @@ async function shapeResponse(res: Response, plan: EgressPlan, ingress: EgressInp
     return new Response(null, init);
   }
   let codings: Coding[] = [];
-  if (needles.length) {
+  if (!needles.empty) {
     // An injected response is scanned whatever its encoding; one the broker cannot decode fails closed.
     try {
       codings = parseCodings(headers.get("content-encoding"));
@@ -116,7 +114,7 @@ async function shapeResponse(res: Response, plan: EgressPlan, ingress: EgressInp
   }
   const declared = Number(headers.get("content-length") ?? NaN);
   if (declared <= SMALL_BODY_BYTES) return shapeSmallResponse(res, init, needles, codings, deps, done);
-  if (needles.length) headers.delete("content-length"); // redaction may change the length: the ingress re-frames
+  if (!needles.empty) headers.delete("content-length"); // redaction may change the length: the ingress re-frames
   return new Response(scanBodyStream(body, { needles, codings, maxBytes: deps.maxResponseBytes, done }), init);
 }
 
@@ -125,13 +123,13 @@ async function shapeResponse(res: Response, plan: EgressPlan, ingress: EgressInp
  * one is decoded, redacted and always encoded again, so bytes the decoder skips (a gzip file name,
  * data after the end of the stream) can never carry an echo past the scan.
  */
-async function shapeSmallResponse(res: Response, init: ResponseInit & { headers: Headers }, needles: readonly string[], codings: readonly Coding[], deps: EgressDeps, done: BodyDone) {
+async function shapeSmallResponse(res: Response, init: ResponseInit & { headers: Headers }, needles: Needles, codings: readonly Coding[], deps: EgressDeps, done: BodyDone) {
   // Failures throw to egress(), which writes the audit record for them.
   let bytes = new Uint8Array(await res.arrayBuffer());
   if (deps.maxResponseBytes && bytes.byteLength > deps.maxResponseBytes) {
     throw new PayloadTooLarge(`response body exceeded the broker's limit of ${deps.maxResponseBytes} bytes`);
   }
-  if (needles.length) {
+  if (!needles.empty) {
     if (codings.length) {
       const { plain, forms } = decodeWhole(bytes, codings);
       bytes = encodeWhole(redactWhole(plain, needles), codings, forms) as Uint8Array<ArrayBuffer>;

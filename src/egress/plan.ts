@@ -9,19 +9,22 @@ import type { ServiceRow, Store } from "../store/index.ts";
 import { decryptCredential, hostMatches, parseHostPattern, type HostPattern } from "../vault/index.ts";
 import type { LiveSecrets } from "../log.ts";
 import type { Injection } from "./headers.ts";
+import { Needles, NO_NEEDLES } from "./redact.ts";
 
 export interface EgressPlan {
   readonly service: { readonly host: string; readonly authType: ServiceRow["authType"] };
   readonly injection: Injection | undefined;
   /** Key names involved (for audit); never values. */
   readonly credentialKeys: readonly string[];
-  /** SECRET: raw values to scrub from responses (no reveal by echo). */
-  readonly scrub: readonly { reveal(): string }[];
+  /** SECRET: the values to replace in responses (no reveal by echo), compiled once per service. */
+  readonly needles: Needles;
 }
 
 interface CompiledService {
   readonly row: ServiceRow;
   readonly pattern: HostPattern;
+  /** Built on first use; dropped with the vault's table on any write. */
+  planned?: EgressPlan;
 }
 
 interface VaultTable {
@@ -78,28 +81,33 @@ export function createPlanCache(store: Store, dataKey: CryptoKey, proposalHint: 
     return c;
   }
 
+  async function buildPlan(vaultId: number, row: ServiceRow): Promise<EgressPlan> {
+    const service = { host: row.host, authType: row.authType };
+    if (row.authType === "passthrough" || !row.authKey) return { service, injection: undefined, credentialKeys: [], needles: NO_NEEDLES };
+    const key = row.authKey;
+    let secret: Secret | undefined;
+    try {
+      secret = await credential(vaultId, key);
+    } catch {
+      throw new CredentialNotFound(key, "cannot be decrypted");
+    }
+    if (!secret) throw new CredentialNotFound(key);
+    const injection = injectionFor(row, secret);
+    // reveal: search patterns only. The raw value and, for Basic, its base64 form (echoed with or
+    // without the "Basic " prefix); the logger's last-line scrub gets the same values.
+    const values = row.authType === "basic" ? [secret.reveal(), injection.value.reveal().slice("Basic ".length)] : [secret.reveal()];
+    let held = live.get(vaultId);
+    if (!held) live.set(vaultId, (held = new Set()));
+    for (const v of values) held.add(v);
+    return { service, injection, credentialKeys: [key], needles: new Needles(values) };
+  }
+
   return {
     async plan(vault, host, port) {
       const svc = await find(vault.id, host, port);
       if (!svc) throw new HostNotAllowed(port === 443 ? host : `${host}:${port}`, vault.name, proposalHint(host, port));
       if (!svc.row.enabled) throw new ServiceDisabled(svc.row.host);
-      const service = { host: svc.row.host, authType: svc.row.authType };
-      if (svc.row.authType === "passthrough" || !svc.row.authKey) return { service, injection: undefined, credentialKeys: [], scrub: [] };
-      const key = svc.row.authKey;
-      let secret: Secret | undefined;
-      try {
-        secret = await credential(vault.id, key);
-      } catch {
-        throw new CredentialNotFound(key, "cannot be decrypted");
-      }
-      if (!secret) throw new CredentialNotFound(key);
-      const injection = injectionFor(svc.row, secret);
-      // Scrub the raw value and, for Basic, its base64 form (echoed with or without the "Basic " prefix).
-      const scrub = svc.row.authType === "basic" ? [secret, new Secret(injection.value.reveal().slice("Basic ".length))] : [secret];
-      let values = live.get(vault.id);
-      if (!values) live.set(vault.id, (values = new Set()));
-      for (const s of scrub) values.add(s.reveal()); // reveal: search patterns for the logger's scrub
-      return { service, injection, credentialKeys: [key], scrub };
+      return (svc.planned ??= await buildPlan(vault.id, svc.row));
     },
     invalidate(vaultId) {
       tables.delete(vaultId);

@@ -8,24 +8,50 @@ import { echoForms } from "./echo-forms.ts";
 
 const REPLACEMENT = new TextEncoder().encode(REDACTED);
 
-/** Header text is latin1 on the wire: a value echoed as UTF-8 bytes reads as its latin1 mis-decoding. */
-function headerForms(needles: readonly string[]): string[] {
-  const forms = echoForms(needles);
-  return [...new Set(forms.flatMap((f) => [f, Buffer.from(f, "utf8").toString("latin1")]))];
+/**
+ * SECRET: the search patterns for a set of credential values, built once (the plan cache keeps one
+ * per service) because deriving every echo form costs more than scanning a small response. Prints
+ * as "[redacted]". Functions below also take plain string arrays (compiled on the spot).
+ */
+export class Needles {
+  /** Header and status-line text: each echo form, also as its latin1 mis-decoding, longest first. */
+  readonly text: readonly string[];
+  /** `text` lower-cased, for header names (which arrive lower-cased). */
+  readonly lowered: readonly string[];
+  /** Body bytes: each form in UTF-8 and, with latin1 characters, as the latin1 bytes a header carried. */
+  readonly bytes: readonly Uint8Array[];
+  constructor(values: readonly string[]) {
+    const forms = echoForms(values);
+    this.text = [...new Set(forms.flatMap((f) => [f, Buffer.from(f, "utf8").toString("latin1")]))];
+    this.lowered = this.text.map((f) => f.toLowerCase());
+    const bytes = new Map<string, Uint8Array>();
+    for (const f of forms) {
+      const encodings = /[\x80-\xff]/.test(f) && !/[^\x00-\xff]/.test(f) ? [Buffer.from(f, "utf8"), Buffer.from(f, "latin1")] : [Buffer.from(f, "utf8")];
+      for (const b of encodings) bytes.set(b.toString("hex"), b);
+    }
+    this.bytes = [...bytes.values()];
+  }
+  get empty(): boolean {
+    return this.bytes.length === 0;
+  }
+  toString() {
+    return REDACTED;
+  }
+  toJSON() {
+    return REDACTED;
+  }
+  [Symbol.for("nodejs.util.inspect.custom")]() {
+    return REDACTED;
+  }
 }
 
-/**
- * Body bytes: each form in UTF-8 and, when it holds latin1 characters, also as the latin1 bytes
- * the injected header carried (heads are written in latin1), which an upstream may echo as they came.
- */
-function bodyForms(needles: readonly string[]): Uint8Array[] {
-  const out = new Map<string, Uint8Array>();
-  for (const f of echoForms(needles)) {
-    for (const bytes of /[\x80-\xff]/.test(f) && !/[^\x00-\xff]/.test(f) ? [Buffer.from(f, "utf8"), Buffer.from(f, "latin1")] : [Buffer.from(f, "utf8")]) {
-      out.set(Buffer.from(bytes).toString("hex"), bytes);
-    }
-  }
-  return [...out.values()];
+export const NO_NEEDLES = new Needles([]);
+
+export type NeedleSet = Needles | readonly string[];
+
+/** The compiled form (already compiled sets pass through). */
+export function compileNeedles(n: NeedleSet): Needles {
+  return n instanceof Needles ? n : new Needles(n);
 }
 
 function replaceText(text: string, forms: readonly string[]): string {
@@ -34,28 +60,28 @@ function replaceText(text: string, forms: readonly string[]): string {
   return out;
 }
 
-/** One line of text (a status line's reason phrase) with every needle replaced. */
-export function redactText(text: string, needles: readonly string[]): string {
-  return needles.length ? replaceText(text, headerForms(needles)) : text;
+/** One line of text (a status line's reason phrase, an error message) with every needle replaced. */
+export function redactText(text: string, needles: NeedleSet): string {
+  const n = compileNeedles(needles);
+  return n.empty ? text : replaceText(text, n.text);
 }
 
 /**
  * Headers with every needle replaced in their values; a header whose name holds one is dropped
  * (a name cannot carry "[redacted]", and names arrive lower-cased, so they are compared that way).
  */
-export function redactHeaders(headers: Headers, needles: readonly string[]): Headers {
-  if (needles.length === 0) return headers;
-  const forms = headerForms(needles);
-  const lowered = forms.map((f) => f.toLowerCase());
-  const nameEchoes = (k: string) => lowered.some((f) => k.toLowerCase().includes(f));
+export function redactHeaders(headers: Headers, needles: NeedleSet): Headers {
+  const n = compileNeedles(needles);
+  if (n.empty) return headers;
+  const nameEchoes = (k: string) => n.lowered.some((f) => k.toLowerCase().includes(f));
   let echoed = false;
   headers.forEach((v, k) => {
-    if (!echoed) echoed = forms.some((f) => v.includes(f)) || nameEchoes(k);
+    if (!echoed) echoed = n.text.some((f) => v.includes(f)) || nameEchoes(k);
   });
   if (!echoed) return headers; // the usual case: nothing to copy
   const out = new Headers();
   headers.forEach((v, k) => {
-    if (!nameEchoes(k)) out.append(k, replaceText(v, forms));
+    if (!nameEchoes(k)) out.append(k, replaceText(v, n.text));
   });
   return out;
 }
@@ -106,8 +132,8 @@ function partialNeedleTail(buf: Uint8Array, needles: readonly Uint8Array[]): num
 }
 
 /** A whole body with every needle replaced; the very same array when nothing was found. */
-export function redactWhole(bytes: Uint8Array, needles: readonly string[]): Uint8Array {
-  return replaceAll(bytes, bodyForms(needles));
+export function redactWhole(bytes: Uint8Array, needles: NeedleSet): Uint8Array {
+  return replaceAll(bytes, compileNeedles(needles).bytes);
 }
 
 export interface Redactor {
@@ -118,8 +144,8 @@ export interface Redactor {
 }
 
 /** Stateful replacement of each needle across chunk boundaries; needles must be non-empty. */
-export function createRedactor(needles: readonly string[]): Redactor {
-  const encoded = bodyForms(needles);
+export function createRedactor(needles: NeedleSet): Redactor {
+  const encoded = compileNeedles(needles).bytes;
   let carry: Uint8Array = new Uint8Array(0);
   return {
     push(chunk) {
@@ -140,7 +166,7 @@ export function createRedactor(needles: readonly string[]): Redactor {
 }
 
 /** A stream transform replacing each needle; needles must be non-empty. */
-export function createRedactingStream(needles: readonly string[]): TransformStream<Uint8Array, Uint8Array> {
+export function createRedactingStream(needles: NeedleSet): TransformStream<Uint8Array, Uint8Array> {
   const redactor = createRedactor(needles);
   return new TransformStream({
     transform(chunk, ctrl) {

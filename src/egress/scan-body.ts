@@ -4,14 +4,14 @@
 
 import { BrokerError, PayloadTooLarge } from "../errors.ts";
 import { createBodyRecoder, type Coding } from "./content-coding.ts";
-import { createRedactor } from "./redact.ts";
+import { compileNeedles, createRedactor, type NeedleSet } from "./redact.ts";
 
 /** Runs once: the upstream body bytes read, and an audit error code (null when the body ended cleanly). */
 export type BodyDone = (bytesOut: number, error: string | null) => void;
 
 export interface ScanOptions {
   /** Values to replace; none means the body passes unchanged (only counted and capped). */
-  readonly needles: readonly string[];
+  readonly needles: NeedleSet;
   /** The body's content codings, outermost last (from parseCodings). */
   readonly codings: readonly Coding[];
   /** Upstream bytes allowed (0 = no cap); beyond it the stream breaks, never truncates in silence. */
@@ -20,7 +20,8 @@ export interface ScanOptions {
 }
 
 export function scanBodyStream(source: ReadableStream<Uint8Array>, opts: ScanOptions): ReadableStream<Uint8Array> {
-  const redactor = opts.needles.length ? createRedactor(opts.needles) : undefined;
+  const needles = compileNeedles(opts.needles);
+  const redactor = needles.empty ? undefined : createRedactor(needles);
   const recoder = redactor && opts.codings.length ? createBodyRecoder(opts.codings, redactor) : undefined;
   const reader = source.getReader();
   let bytesOut = 0;

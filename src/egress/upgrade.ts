@@ -60,14 +60,14 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
     const plan = await deps.plans.plan(input.vault, input.host, input.port);
     keys = plan.credentialKeys;
     service = plan.service.host;
-    const needles = plan.scrub.map((s) => s.reveal()); // reveal: used only as search patterns for redaction
+    const needles = plan.needles;
     const pairs = [...input.headers];
     // The Upgrade / Connection pair is hop-by-hop, so the generic rules drop it: put it back.
     let headers = buildUpstreamHeaders(pairs, plan.injection, input.ingress === "explicit");
     headers.push(["Connection", "Upgrade"], ["Upgrade", "websocket"]);
     for (const [k, v] of pairs) if (WEBSOCKET_HEADERS.has(k.toLowerCase()) && !headers.some(([n]) => n.toLowerCase() === k.toLowerCase())) headers.push([k, v]);
     // Compressed frames (permessage-deflate) would hide an echoed value from the scan: offer no extension.
-    if (needles.length) headers = withoutExtensions(headers);
+    if (!needles.empty) headers = withoutExtensions(headers);
     const addresses = await resolveChecked(input.host, input.port, deps.policy, deps.resolver); // before any byte is sent
     const hostHeader = input.port === 443 ? input.host : `${input.host}:${input.port}`;
     conn = await deps.upstream.open({ host: input.host, port: input.port, addresses: async () => addresses });
@@ -79,12 +79,12 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
       return { kind: "refused", response: shapeRefusal(head, upstream, needles, done) };
     }
     // Unasked-for, but an upstream may still name one; the agent must not get frames we cannot read.
-    if (needles.length && namesExtension(head)) throw new UndecodableResponse("the upstream negotiated a WebSocket extension the broker cannot scan");
+    if (!needles.empty && namesExtension(head)) throw new UndecodableResponse("the upstream negotiated a WebSocket extension the broker cannot scan");
     return {
       kind: "switched",
       head,
       conn,
-      scanner: needles.length ? createFrameScanner(needles) : undefined,
+      scanner: needles.empty ? undefined : createFrameScanner(needles),
       finish: (bytesIn, bytesOut, error = null) => record(head.status, bytesIn, bytesOut, error, keys, service),
     };
   } catch (err) {

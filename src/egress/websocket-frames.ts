@@ -2,7 +2,7 @@
 // re-frames every message through a streaming redactor, so no injected value reaches the agent in
 // a frame. Pure (no sockets). Anything it cannot scan is an error, never bytes passed through.
 
-import { createRedactor, type Redactor } from "./redact.ts";
+import { compileNeedles, createRedactor, redactWhole, type NeedleSet, type Redactor } from "./redact.ts";
 
 export class WebSocketProtocolError extends Error {}
 
@@ -88,19 +88,12 @@ export function encodeCloseFrame(code: number, reason: string): Uint8Array {
   return encodeFrame(true, OP_CLOSE, payload);
 }
 
-function redactWhole(payload: Uint8Array, needles: readonly string[]): Uint8Array {
-  const r = createRedactor(needles);
-  const head = r.push(payload);
-  const tail = r.flush();
-  return tail.length ? Buffer.concat([head, tail]) : head;
-}
-
 /**
  * Redacts a control frame's payload and keeps it within 125 bytes ("[redacted]" can be longer than
  * what it replaced). A close reason that no longer fits is dropped rather than cut, since it must
  * stay valid UTF-8; ping and pong payloads are opaque bytes, so they are truncated.
  */
-export function redactControlPayload(opcode: number, payload: Uint8Array, needles: readonly string[]): Uint8Array {
+export function redactControlPayload(opcode: number, payload: Uint8Array, needles: NeedleSet): Uint8Array {
   if (opcode === OP_CLOSE && payload.length >= 2) {
     const reason = redactWhole(payload.subarray(2), needles);
     if (reason.length > MAX_CONTROL_PAYLOAD - 2) return payload.slice(0, 2);
@@ -123,7 +116,8 @@ interface Message {
  * frame keeps the opcode, later ones are continuations, and the held-back tail leaves with FIN.
  * Nothing is buffered beyond a frame head, a control payload and the redactor's tail.
  */
-export function createFrameScanner(needles: readonly string[]): FrameScanner {
+export function createFrameScanner(set: NeedleSet): FrameScanner {
+  const needles = compileNeedles(set);
   let pendingHead: Uint8Array = new Uint8Array(0);
   let frame: FrameHead | undefined;
   let remaining = 0;

@@ -5,7 +5,7 @@
 import type { Connection } from "./connection.ts";
 import { parseCodings } from "./content-coding.ts";
 import { headerValues, responseFraming, type HeaderList, type ResponseHead } from "./http1.ts";
-import { redactHeaders, redactText } from "./redact.ts";
+import { compileNeedles, redactHeaders, redactText, type NeedleSet } from "./redact.ts";
 import { scanBodyStream } from "./scan-body.ts";
 import { bodyStream } from "./upstream-body.ts";
 
@@ -16,8 +16,9 @@ const REFUSAL_DROP = new Set(["connection", "keep-alive", "proxy-connection", "t
  * The head with every needle replaced in the reason phrase and header values (in every form
  * redact.ts knows, latin1 included); a header whose name holds one is dropped.
  */
-export function redactResponseHead(head: ResponseHead, needles: readonly string[]): ResponseHead {
-  if (needles.length === 0) return head;
+export function redactResponseHead(head: ResponseHead, set: NeedleSet): ResponseHead {
+  const needles = compileNeedles(set);
+  if (needles.empty) return head;
   const kept: HeaderList = [];
   for (const [k, v] of head.headers) {
     // One header at a time through the shared rules, keeping the upstream's order and repeats.
@@ -43,9 +44,10 @@ export function withoutExtensions(headers: HeaderList): HeaderList {
  * broker cannot decode throws UndecodableResponse. `done` runs once with the upstream body bytes
  * read and an audit error code (null when clean).
  */
-export function shapeRefusal(head: ResponseHead, conn: Connection, needles: readonly string[], done: (bytesOut: number, error: string | null) => void): Response {
+export function shapeRefusal(head: ResponseHead, conn: Connection, set: NeedleSet, done: (bytesOut: number, error: string | null) => void): Response {
+  const needles = compileNeedles(set);
   const encoding = headerValues(head.headers, "content-encoding").join(",");
-  const codings = needles.length ? parseCodings(encoding || null) : [];
+  const codings = needles.empty ? [] : parseCodings(encoding || null);
   const headers = new Headers();
   for (const [k, v] of head.headers) if (!REFUSAL_DROP.has(k.toLowerCase())) headers.append(k, v);
   const upstream = bodyStream(conn, responseFraming(head, "GET"), async () => {});

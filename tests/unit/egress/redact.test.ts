@@ -1,7 +1,7 @@
 // No reveal by echo: the streaming redactor and header redaction.
 
 import { describe, expect, test } from "bun:test";
-import { createRedactingStream, redactHeaders, redactWhole } from "../../../src/egress/redact.ts";
+import { createRedactingStream, Needles, redactHeaders, redactText, redactWhole } from "../../../src/egress/redact.ts";
 
 const enc = (s: string) => new Uint8Array(Buffer.from(s, "utf8"));
 
@@ -190,4 +190,10 @@ describe("the forms an echo takes", () => {
     const utf8AsLatin1 = Buffer.from(secret, "utf8").toString("latin1");
     expect(redactHeaders(new Headers([["x-echo", utf8AsLatin1]]), [secret]).get("x-echo")).toBe("[redacted]");
   });
+});
+
+test("compiled needles never print their values", () => {
+  const n = new Needles(["sk-compiled-secret"]);
+  for (const text of [String(n), JSON.stringify({ n }), Bun.inspect(n), Bun.inspect({ n })]) expect(text).not.toContain("sk-compiled-secret");
+  expect(redactText("x sk-compiled-secret y", n)).toBe("x [redacted] y");
 });
