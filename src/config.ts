@@ -22,6 +22,8 @@ export interface Config {
   readonly publicUrl: string | undefined;
   /** BROKER_ALLOWED_HOSTS, normalised (see normaliseHostName): more names the API answers to. */
   readonly allowedHosts: readonly string[];
+  /** BROKER_TRUSTED_PROXIES, as CIDRs: reverse proxies whose X-Forwarded-For names the client address. */
+  readonly trustedProxies: readonly string[];
   readonly allowPrivateRanges: boolean;
   readonly networkAllowlist: readonly string[];
   readonly upstreamCaFile: string | undefined;
@@ -51,6 +53,7 @@ export const SETTINGS: readonly SettingDoc[] = [
   { name: "BROKER_PROXY_PORT", default: "14322", description: "Transparent proxy (CONNECT) port" },
   { name: "BROKER_PUBLIC_URL", default: "http://<BROKER_HOST>:<BROKER_PORT>", description: "Base URL written into invite and approval links" },
   { name: "BROKER_ALLOWED_HOSTS", default: "(empty)", description: "Comma-separated extra host names the API answers to, beside the BROKER_PUBLIC_URL host, BROKER_HOST (any IP when 0.0.0.0 or ::) and localhost; other Host headers get 421" },
+  { name: "BROKER_TRUSTED_PROXIES", default: "(empty)", description: "Comma-separated IPs or CIDRs of reverse proxies in front of the API; from them the client address (for the AUTH tier and the sign-in throttle) is the rightmost X-Forwarded-For entry that is not a trusted proxy" },
   { name: "BROKER_MASTER_PASSWORD", default: "(none: passwordless)", description: "Unlocks the data key; removed from the environment once read" },
   { name: "BROKER_ALLOW_PRIVATE_RANGES", default: "false", description: "Lift the default block on private, loopback and link-local ranges (metadata addresses stay blocked)" },
   { name: "BROKER_NETWORK_ALLOWLIST", default: "(empty)", description: "Comma-separated CIDRs or IPs exempted from the default block" },
@@ -95,6 +98,7 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): Config {
     proxyPort,
     publicUrl,
     allowedHosts: Object.freeze(readHostList("BROKER_ALLOWED_HOSTS", env.BROKER_ALLOWED_HOSTS, problems)),
+    trustedProxies: Object.freeze(readTrustedProxies(env.BROKER_TRUSTED_PROXIES, problems)),
     allowPrivateRanges: readBool("BROKER_ALLOW_PRIVATE_RANGES", env.BROKER_ALLOW_PRIVATE_RANGES, false, problems),
     networkAllowlist: Object.freeze(readCidrList("BROKER_NETWORK_ALLOWLIST", env.BROKER_NETWORK_ALLOWLIST, problems)),
     upstreamCaFile: readOptionalPath("BROKER_UPSTREAM_CA_FILE", env.BROKER_UPSTREAM_CA_FILE, problems),
@@ -257,6 +261,14 @@ function readCidrList(name: string, raw: string | undefined, problems: string[])
     }
   }
   return out;
+}
+
+function readTrustedProxies(raw: string | undefined, problems: string[]): string[] {
+  const cidrs = readCidrList("BROKER_TRUSTED_PROXIES", raw, problems);
+  // Trusting every address lets the walk reach the leftmost X-Forwarded-For entry, which the client writes.
+  const everything = cidrs.filter((c) => c.endsWith("/0"));
+  for (const c of everything) problems.push(`BROKER_TRUSTED_PROXIES: "${c}" trusts every address, so any client could name its own; list the proxies' addresses`);
+  return everything.length ? [] : cidrs;
 }
 
 function readOptionalPath(name: string, raw: string | undefined, problems: string[]): string | undefined {

@@ -11,6 +11,7 @@ import { VERSION } from "../version.ts";
 import type { ApiEnv } from "./env.ts";
 import { hostCheck, listApiHosts, type HostCheckOptions } from "./host-check.ts";
 import { authTier, globalGate } from "./limits.ts";
+import { resolveClientAddress } from "./client-address.ts";
 import { caRoutes } from "./routes/ca.ts";
 import type { CaHolder } from "./serve.ts";
 import { agentRoutes, inviteRedemptionRoutes } from "./routes/agents.ts";
@@ -33,6 +34,8 @@ export interface ApiDeps {
   readonly ca?: CaHolder;
   /** Host names the API answers to; absent: loopback names and the public URL's host. */
   readonly hosts?: HostCheckOptions;
+  /** BROKER_TRUSTED_PROXIES: peers whose X-Forwarded-For names the client; absent or empty: the peer is the client. */
+  readonly trustedProxies?: readonly string[];
 }
 
 export function createApi(deps: ApiDeps): Hono<ApiEnv> {
@@ -51,6 +54,9 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
   });
   // Before anything else runs or is counted: a Host this broker does not answer to gets 421 (DNS rebinding).
   api.use("*", hostCheck(deps.hosts ?? { hosts: listApiHosts("127.0.0.1", d.publicUrl, []) }));
+
+  // Once, before anything keys on it: behind a trusted reverse proxy the client is not the socket peer.
+  if (deps.trustedProxies?.length) api.use("*", resolveClientAddress(deps.trustedProxies));
 
   // GLOBAL covers everything; AUTH (per client IP) covers the anonymous, expensive or token-guessable endpoints.
   api.use("*", globalGate(d.rateLimiter));

@@ -2,4 +2,5 @@
 
 import type { Principal } from "../vault/index.ts";
 
-export type ApiEnv = { Variables: { principal: Principal } };
+/** `clientIp` is set only when BROKER_TRUSTED_PROXIES is non-empty (client-address.ts); read it through clientIp() in limits.ts. */
+export type ApiEnv = { Variables: { principal: Principal; clientIp?: string } };

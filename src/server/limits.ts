@@ -1,12 +1,13 @@
 // Rate-limit middleware for the API: the GLOBAL gate (in-flight ceiling and requests-per-second
 // backstop, shared with the tunnel) on every request, and the AUTH tier keyed on the client IP for
 // anonymous endpoints (login, registration, invite and approval-token pages). AUTHED and PROXY are
-// charged where the principal and vault are known (auth.ts, routes/proxy.ts).
+// charged where the principal and vault are known (auth.ts, routes/proxy.ts). The client IP is the one
+// client-address.ts resolved (X-Forwarded-For behind BROKER_TRUSTED_PROXIES), else the socket peer.
 
 import type { Context, MiddlewareHandler } from "hono";
-import { getConnInfo } from "hono/bun";
 import { RateLimited } from "../errors.ts";
 import { rateLimitHeaders, type RateDecision, type RateLimiter } from "../ratelimit/index.ts";
+import { readPeerAddress } from "./client-address.ts";
 
 /** Throws 429 (envelope, integer Retry-After, RateLimit-* headers) for a denied decision. */
 export function enforce(d: RateDecision): void {
@@ -27,11 +28,7 @@ export function globalGate(limiter: RateLimiter | undefined): MiddlewareHandler 
 }
 
 export function clientIp(c: Context): string {
-  try {
-    return getConnInfo(c).remote.address ?? "unknown";
-  } catch {
-    return "unknown"; // in-process requests (tests) have no socket
-  }
+  return (c.get("clientIp") as string | undefined) ?? readPeerAddress(c);
 }
 
 export function authTier(limiter: RateLimiter | undefined): MiddlewareHandler {

@@ -163,7 +163,13 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
         detail: `the API listens on every interface (${config.bindHost}) but answers only to localhost and IP addresses; a request naming it by a DNS name gets 421 misdirected_request. Set BROKER_PUBLIC_URL to the address clients use, or list the names in BROKER_ALLOWED_HOSTS`,
       });
     }
-    const api = createApi({ domain, log, egress, ca, hosts });
+    if (config.publicUrl?.startsWith("https://") && config.trustedProxies.length === 0) {
+      // An https:// public URL in front of a plain-HTTP listener means a TLS-terminating proxy is the peer of every request.
+      log.warn("trusted_proxies_unset", {
+        detail: "BROKER_PUBLIC_URL is https:// but BROKER_TRUSTED_PROXIES is empty: if a reverse proxy connects to the API, every client shares its address for the sign-in throttle and the AUTH rate-limit tier, so one client's failed sign-ins lock out everyone; set BROKER_TRUSTED_PROXIES to the proxy's address",
+      });
+    }
+    const api = createApi({ domain, log, egress, ca, hosts, trustedProxies: config.trustedProxies });
     let tunnel: { port: number; stop(): Promise<void> } | undefined;
     if (opts.startTunnel) {
       const listenerName = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? "127.0.0.1" : config.bindHost;

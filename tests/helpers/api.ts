@@ -37,6 +37,8 @@ export interface TestApiOptions {
   readonly loginThrottle?: (now: () => number) => LoginThrottle;
   /** Password KDF parameters; `null` means the real (production) Argon2id parameters. Default CHEAP_KDF. */
   readonly passwordKdf?: KdfParams | null;
+  /** BROKER_TRUSTED_PROXIES as config.ts normalises it (CIDRs); absent: the peer (`ip`) is the client. */
+  readonly trustedProxies?: readonly string[];
 }
 
 export async function createTestApi(opts: TestApiOptions = {}): Promise<TestApi> {
@@ -56,7 +58,7 @@ export async function createTestApi(opts: TestApiOptions = {}): Promise<TestApi>
     rateLimiter: opts.rateLimiter?.(clock.now),
     loginThrottle: opts.loginThrottle?.(clock.now) ?? createLoginThrottle({ now: clock.now }),
   };
-  const api = createApi({ domain, log });
+  const api = createApi({ domain, log, trustedProxies: opts.trustedProxies });
   return {
     store,
     domain,

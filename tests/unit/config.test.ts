@@ -29,6 +29,7 @@ describe("defaults", () => {
     expect(c.allowPrivateRanges).toBe(false);
     expect(c.networkAllowlist).toEqual([]);
     expect(c.allowedHosts).toEqual([]);
+    expect(c.trustedProxies).toEqual([]);
     expect(c.upstreamCaFile).toBeUndefined();
     expect(c.logLevel).toBe("info");
     expect(c.warnings).toEqual([]);
@@ -152,6 +153,32 @@ describe("network allowlist", () => {
       }
     }
     expect(accepted).toEqual([]);
+  });
+});
+
+describe("trusted proxies", () => {
+  test("BROKER_TRUSTED_PROXIES: IPv4 and IPv6 IPs and CIDRs, trimmed, canonical, with a prefix length, frozen", () => {
+    const c = loadConfig({ ...HOME, BROKER_TRUSTED_PROXIES: " 127.0.0.1 ,10.0.0.0/8,, ::1 , 2001:DB8:0:0::/32,fd00:0:0::1" });
+    expect(c.trustedProxies).toEqual(["127.0.0.1/32", "10.0.0.0/8", "::1/128", "2001:db8::/32", "fd00::1/128"]);
+    expect(Object.isFrozen(c.trustedProxies)).toBe(true);
+    expect(loadConfig({ ...HOME, BROKER_TRUSTED_PROXIES: "  " }).trustedProxies).toEqual([]);
+  });
+
+  test.each(["proxy.example", "10.0.0.0/33", "::1/129", "1.2.3.4:80", "010.0.0.1", "10.1", "[::1]"])("%p is a problem naming the variable and the item", (item) => {
+    const problems = problemsOf({ ...HOME, BROKER_TRUSTED_PROXIES: `127.0.0.1,${item}` });
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toStartWith("BROKER_TRUSTED_PROXIES: ");
+    expect(problems[0]).toContain(`"${item}"`);
+  });
+
+  test.each(["0.0.0.0/0", "::/0", "10.0.0.0/0"])("%p (every address) is refused: the client would choose its own address", (item) => {
+    const problems = problemsOf({ ...HOME, BROKER_TRUSTED_PROXIES: `127.0.0.1, ${item}` });
+    expect(problems).toEqual([expect.stringMatching(/^BROKER_TRUSTED_PROXIES: ".*\/0" trusts every address/)]);
+  });
+
+  test("reported with other problems, and known to the unknown-name check", () => {
+    expect(problemsOf({ ...HOME, BROKER_TRUSTED_PROXIES: "nope", BROKER_PORT: "x" })).toHaveLength(2);
+    expect(loadConfig({ ...HOME, BROKER_TRUSTED_PROXIES: "127.0.0.1" }).warnings).toEqual([]);
   });
 });
 

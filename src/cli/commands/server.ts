@@ -23,7 +23,7 @@ const serverCommand = defineCommand({
     if (!isLoopback(config.bindHost) && !config.publicUrl?.startsWith("https://")) {
       // Session tokens and, on the approval page, passwords and credential values cross this listener.
       log.warn("api_exposed_without_tls", {
-        detail: `the API listens on ${config.bindHost} over plain HTTP; put it behind a TLS-terminating proxy and set BROKER_PUBLIC_URL to its https:// address`,
+        detail: `the API listens on ${config.bindHost} over plain HTTP; put it behind a TLS-terminating proxy, set BROKER_PUBLIC_URL to its https:// address and BROKER_TRUSTED_PROXIES to the proxy's address`,
       });
     }
 
