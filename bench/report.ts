@@ -46,7 +46,7 @@ export function checkTargets(rows: Row[], micro: Record<string, number>, dbReads
   const t1 = by("tunnel, 1 keep-alive");
   const cold = by("cold connection");
   const blind = by("blind tunnel, 16");
-  const proxy = by("/proxy, 16");
+  const proxy = by("/proxy, 16 keep-alive, /small");
   const idle = rows.find((r) => r.name.includes("idle tunnels"));
   const bulk = rows.filter((r) => r.mbps);
   const out: Target[] = [];
