@@ -20,6 +20,7 @@ import { ownerRoutes } from "./routes/owner.ts";
 import { proxyRoutes } from "./routes/proxy.ts";
 import { discoverRoutes, proposalRoutes } from "./routes/proposals.ts";
 import { approveRoutes, assetRoutes } from "./routes/approve.tsx";
+import { consoleRoutes } from "./console/routes.tsx";
 import { logRoutes } from "./routes/logs.ts";
 import { sessionRoutes } from "./routes/sessions.ts";
 import { vaultInviteRoutes } from "./routes/vault-invites.ts";
@@ -79,6 +80,7 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
   api.route("/v1/proposals", proposalRoutes(d));
   api.route("/approve", approveRoutes(d, deps.log));
   api.route("/assets", assetRoutes());
+  api.route("/", consoleRoutes(d, deps.log)); // HTML pages at /, /account, /vaults/...; JSON clients keep JSON
   if (deps.egress) api.route("/proxy", proxyRoutes(d, deps.egress));
   if (deps.ca) {
     const ca = caRoutes(d, deps.ca, deps.log);

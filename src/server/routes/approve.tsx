@@ -4,15 +4,12 @@
 // Deny). Forms carry a CSRF token matched against a SameSite=Strict cookie, and cross-site posts
 // are refused by Origin / Sec-Fetch-Site. Only a user session of a vault admin or member decides.
 
-import { timingSafeEqual } from "node:crypto";
 import type { Context } from "hono";
 import { Hono } from "hono";
-import { getCookie, setCookie } from "hono/cookie";
 import { BrokerError, RateLimited } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import { Secret } from "../../secret.ts";
 import type { Domain } from "../../vault/index.ts";
-import { randomBytes } from "../../vault/index.ts";
 import { mayInVault, type Principal } from "../../vault/index.ts";
 import { approvalWarnings, approveProposal, proposalByApprovalToken, rejectProposal, viewProposal } from "../../vault/index.ts";
 import { loginUser, readCredentials } from "../../vault/index.ts";
@@ -20,52 +17,11 @@ import { roleIn } from "../../vault/index.ts";
 import type { ApiEnv } from "../env.ts";
 import { clientIp } from "../limits.ts";
 import { ApprovePage, MessagePage, type Viewer } from "../pages/approve.tsx";
-import { readCappedText } from "../request.ts";
+import { assertSameOrigin, csrfToken, readForm, readSessionCookie, setPageHeaders, setSessionCookie } from "../pages/security.ts";
 import { STYLESHEET } from "../pages/style.ts";
 
-const SESSION_COOKIE = "broker_session";
-const CSRF_COOKIE = "broker_csrf";
-const PAGE_CSP = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
-
-function pageHeaders(c: Context) {
-  c.header("content-security-policy", PAGE_CSP);
-  c.header("x-frame-options", "DENY");
-  c.header("referrer-policy", "no-referrer");
-  c.header("cache-control", "no-store");
-}
-
-function secureCookies(d: Domain): boolean {
-  return d.publicUrl.startsWith("https://");
-}
-
-function csrfToken(c: Context, d: Domain): string {
-  const existing = getCookie(c, CSRF_COOKIE);
-  if (existing && /^[A-Za-z0-9_-]{43}$/.test(existing)) return existing;
-  const fresh = Buffer.from(randomBytes(32)).toString("base64url");
-  setCookie(c, CSRF_COOKIE, fresh, { httpOnly: true, sameSite: "Strict", path: "/approve", secure: secureCookies(d) });
-  return fresh;
-}
-
-/** A form post is ours only if it is same-origin and echoes the CSRF cookie. */
-function assertSameOrigin(c: Context, form: Record<string, unknown>): void {
-  const origin = c.req.header("origin");
-  const site = c.req.header("sec-fetch-site");
-  const own = new URL(c.req.url).origin;
-  const cookie = getCookie(c, CSRF_COOKIE) ?? "";
-  const sent = typeof form.csrf === "string" ? form.csrf : "";
-  const tokensMatch = cookie.length > 0 && cookie.length === sent.length && timingSafeEqual(Buffer.from(cookie), Buffer.from(sent));
-  // Under Referrer-Policy: no-referrer, Chromium sends `Origin: null` even for same-origin posts;
-  // accept that only when the browser itself vouches for the same origin (Sec-Fetch-Site).
-  const originOk = !origin || origin === own || (origin === "null" && site === "same-origin");
-  if (!originOk || (site && site !== "same-origin" && site !== "none") || !tokensMatch) {
-    throw new CsrfRejected();
-  }
-}
-
-class CsrfRejected extends Error {}
-
 async function viewerOf(c: Context, d: Domain, vaultId: number): Promise<{ viewer: Viewer; principal?: Principal }> {
-  const token = getCookie(c, SESSION_COOKIE);
+  const token = readSessionCookie(c, d);
   if (!token) return { viewer: { kind: "anonymous" } };
   const principal = await d.auth.authenticate(token).catch(() => undefined);
   if (!principal || principal.kind !== "user") return { viewer: { kind: "anonymous" } };
@@ -79,7 +35,7 @@ export function approveRoutes(d: Domain, log: Logger) {
   const r = new Hono<ApiEnv>();
 
   const invalidLink = (c: Context) => {
-    pageHeaders(c);
+    setPageHeaders(c);
     return c.html(<MessagePage title="Link not valid" message="This approval link is invalid or has expired. Ask the agent for a new one." />, 404);
   };
 
@@ -88,7 +44,7 @@ export function approveRoutes(d: Domain, log: Logger) {
     if (!found) return invalidLink(c);
     const { viewer } = await viewerOf(c, d, found.row.vaultId);
     const csrf = csrfToken(c, d);
-    pageHeaders(c);
+    setPageHeaders(c);
     const props = {
       proposal: viewProposal(found.row, found.vault.name),
       warnings: await approvalWarnings(d, found.row),
@@ -101,12 +57,6 @@ export function approveRoutes(d: Domain, log: Logger) {
     return c.html(<ApprovePage {...props} />, status);
   }
 
-  /** Form posts are small: read them capped, never whole whatever their size. */
-  const readForm = async (c: Context): Promise<Record<string, string>> => {
-    const text = await readCappedText(c, 64 * 1024);
-    return Object.fromEntries(new URLSearchParams(text));
-  };
-
   const idOf = (c: Context) => (/^\d{1,15}$/.test(c.req.param("id") ?? "") ? Number(c.req.param("id")) : -1);
 
   r.get("/:id", async (c) => render(c, idOf(c), c.req.query("token") ?? ""));
@@ -115,15 +65,14 @@ export function approveRoutes(d: Domain, log: Logger) {
     const form = await readForm(c);
     const token = String(form.token ?? "");
     try {
-      assertSameOrigin(c, form);
+      assertSameOrigin(c, d, form);
     } catch {
       return render(c, idOf(c), token, "The form was not submitted from this page; please try again.", 403);
     }
     if (!(await proposalByApprovalToken(d, idOf(c), token))) return invalidLink(c);
     try {
       const { token: session } = await loginUser(d, readCredentials({ email: form.email, password: form.password }), clientIp(c));
-      // reveal: the session token goes only into an HttpOnly, SameSite=Strict cookie
-      setCookie(c, SESSION_COOKIE, session.reveal(), { httpOnly: true, sameSite: "Strict", path: "/", secure: secureCookies(d), maxAge: 30 * 86_400 });
+      setSessionCookie(c, d, session.reveal()); // reveal: only into the HttpOnly, SameSite=Strict session cookie
     } catch (err) {
       if (!(err instanceof BrokerError)) throw err;
       if (err instanceof RateLimited) {
@@ -141,7 +90,7 @@ export function approveRoutes(d: Domain, log: Logger) {
     const token = String(form.token ?? "");
     const id = idOf(c);
     try {
-      assertSameOrigin(c, form);
+      assertSameOrigin(c, d, form);
     } catch {
       return render(c, id, token, "The form was not submitted from this page; nothing was changed.", 403);
     }

@@ -1,0 +1,124 @@
+/** @jsxImportSource hono/jsx */
+// `/account`: the signed-in person's password and sessions, through the API's own calls
+// (changePassword, listOwnSessions, revokeOwnSession). Changing the password ends every session,
+// this browser's included (contract): the person signs in again with the new one.
+
+import { Hono } from "hono";
+import { BrokerError, InvalidRequest } from "../../errors.ts";
+import { changePassword, listOwnSessions, logout, revokeOwnSession, type SessionView } from "../../vault/index.ts";
+import { clientIp } from "../limits.ts";
+import { clearPageCookie } from "../pages/security.ts";
+import { Badge, Button, FormField, Name, PostForm, Section, Table, Time } from "./components.tsx";
+import { describeError, formOf, redirectWithFlash, renderPage, requireSignedIn, runAction, signedIn, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
+
+function SessionKind(props: { s: SessionView }) {
+  if (props.s.kind === "scoped") {
+    return (
+      <>
+        <span>vault run</span> <span class="muted small">({props.s.role} in <Name>{props.s.vault ?? "deleted vault"}</Name>)</span>
+      </>
+    );
+  }
+  return <span>Sign-in</span>;
+}
+
+function SessionsTable(props: { sessions: SessionView[] }) {
+  return (
+    <Table
+      id="sessions"
+      rows={props.sessions}
+      columns={[
+        { label: "Session", cell: (s) => <><SessionKind s={s} />{s.current ? <> <Badge tone="info">this browser</Badge></> : null}</> },
+        { label: "Started", cell: (s) => <Time iso={s.created_at} /> },
+        { label: "Last used", cell: (s) => <Time iso={s.last_seen_at} /> },
+        { label: "Expires", cell: (s) => <Time iso={s.expires_at} empty="never" /> },
+        {
+          label: "",
+          class: "actions-cell",
+          cell: (s) => (
+            <PostForm action={`/account/sessions/${encodeURIComponent(s.id)}/revoke`} class="inline-form">
+              <Button variant="danger" small>
+                {s.current ? "Sign out here" : "Revoke"}
+              </Button>
+            </PostForm>
+          ),
+        },
+      ]}
+    />
+  );
+}
+
+function ChangePasswordForm() {
+  return (
+    <PostForm action="/account/password" id="change-password" label="Change password">
+      <FormField label="Current password" name="current_password" type="password" autocomplete="current-password" required />
+      <FormField label="New password" name="new_password" type="password" autocomplete="new-password" required minlength={8} hint="At least 8 characters." />
+      <FormField label="Repeat the new password" name="new_password_again" type="password" autocomplete="new-password" required minlength={8} />
+      <div class="actions">
+        <Button variant="primary">Change password</Button>
+      </div>
+    </PostForm>
+  );
+}
+
+async function renderAccount(c: ConsoleContext) {
+  const user = signedIn(c);
+  const sessions = await listOwnSessions(c.get("kit").d, user);
+  const body = (
+    <>
+      <Section title="Password" description="Changing it signs you out everywhere: every browser, CLI login and vault run session ends. Then sign in with the new one.">
+        <ChangePasswordForm />
+      </Section>
+      <Section title="Sessions" description="Where your account is signed in. Revoke anything you do not recognise.">
+        <SessionsTable sessions={sessions} />
+      </Section>
+    </>
+  );
+  const lead = (
+    <>
+      {user.email} <Badge tone={user.instanceRole === "owner" ? "info" : "neutral"}>{user.instanceRole}</Badge>
+    </>
+  );
+  return renderPage(c, { title: "Account", nav: "account", lead }, body);
+}
+
+export function accountRoutes() {
+  const r = new Hono<ConsoleEnv>();
+  r.use("/account/*", requireSignedIn);
+
+  r.get("/account", renderAccount);
+
+  r.post("/account/password", async (c) => {
+    const { d } = c.get("kit");
+    const user = signedIn(c);
+    const form = formOf(c);
+    try {
+      if ((form.new_password ?? "") !== (form.new_password_again ?? "")) throw new InvalidRequest("the two new passwords differ; type the same one twice");
+      const fresh = await changePassword(d, user, { current_password: form.current_password, new_password: form.new_password }, clientIp(c));
+      // Every session ended, as the contract says; the fresh one too, so this browser signs in again like every other.
+      await logout(d, await d.auth.authenticate(fresh.reveal())); // reveal: only to look up and end the fresh session
+    } catch (err) {
+      if (!(err instanceof BrokerError)) throw err;
+      if (err.status === 401) return redirectWithFlash(c, "/account", "error", "The current password is not right. Nothing was changed.");
+      return redirectWithFlash(c, "/account", "error", describeError(err));
+    }
+    clearPageCookie(c, d, "session");
+    return redirectWithFlash(c, "/", "success", "Password changed. Every session has ended: sign in with your new password.");
+  });
+
+  r.post("/account/sessions/:id/revoke", async (c) => {
+    const user = signedIn(c);
+    const id = c.req.param("id");
+    const current = id === user.sessionPublicId;
+    return runAction(c, {
+      run: async () => {
+        await revokeOwnSession(c.get("kit").d, user, id);
+        if (current) clearPageCookie(c, c.get("kit").d, "session");
+      },
+      success: current ? "This browser's session was revoked. You are signed out." : "Session revoked. It stops working at once.",
+      redirect: current ? "/" : "/account",
+    });
+  });
+
+  return r;
+}

@@ -1,0 +1,168 @@
+/** @jsxImportSource hono/jsx */
+// The frame of every console page: document head (one stylesheet, no inline code), the header
+// with the product name and navigation, the flash message, an optional vault header with its
+// section tabs, and the main area. Sign-out is a POST form button, never a link.
+
+import { raw } from "hono/html";
+import type { Child } from "hono/jsx";
+import { VERSION } from "../../version.ts";
+import { Badge, Button, PageContext, PostForm } from "./components.tsx";
+import type { Flash } from "./flash.ts";
+
+export type NavItem = "vaults" | "account" | "settings";
+
+export interface LayoutUser {
+  readonly email: string;
+  readonly owner: boolean;
+}
+
+/** The sections of a vault, in tab order; a vault page names its own with `vault.section`. */
+export const VAULT_SECTIONS = [
+  { slug: "credentials", label: "Credentials" },
+  { slug: "services", label: "Services" },
+  { slug: "proposals", label: "Proposals" },
+  { slug: "agents", label: "Agents" },
+  { slug: "members", label: "Members" },
+  { slug: "logs", label: "Logs" },
+  { slug: "settings", label: "Settings" },
+] as const;
+
+export type VaultSection = (typeof VAULT_SECTIONS)[number]["slug"];
+
+export interface LayoutVault {
+  readonly name: string;
+  readonly role: string;
+  readonly section?: VaultSection;
+}
+
+export interface LayoutProps {
+  readonly title: string;
+  readonly csrf: string;
+  readonly user?: LayoutUser;
+  readonly flash?: Flash;
+  readonly nav?: NavItem;
+  readonly vault?: LayoutVault;
+  /** Shown under the heading. */
+  readonly lead?: Child;
+  /** Narrow single-column pages (sign-in). */
+  readonly narrow?: boolean;
+  /** Load /assets/<name>.js (the page must also be served with scripts allowed). */
+  readonly script?: string;
+  readonly children?: Child;
+}
+
+/** `/vaults/<name>` or one of its sections; names are validated by the domain, encoded anyway. */
+export function vaultPath(name: string, section?: VaultSection): string {
+  return `/vaults/${encodeURIComponent(name)}${section ? `/${section}` : ""}`;
+}
+
+function Header(props: { user?: LayoutUser; nav?: NavItem }) {
+  const link = (item: NavItem, href: string, label: string) => (
+    <li>
+      <a href={href} aria-current={props.nav === item ? "page" : undefined}>
+        {label}
+      </a>
+    </li>
+  );
+  return (
+    <header class="site-header">
+      <div class="site-header-inner">
+        <a class="brand" href="/">
+          <span class="brand-mark" aria-hidden="true" />
+          Broker
+        </a>
+        {props.user ? (
+          <nav class="site-nav" aria-label="Main">
+            <ul>
+              {link("vaults", "/", "Vaults")}
+              {link("account", "/account", "Account")}
+              {props.user.owner ? link("settings", "/settings", "Settings") : null}
+            </ul>
+            <div class="site-user">
+              <span class="site-email" title={props.user.email}>
+                {props.user.email}
+              </span>
+              <PostForm action="/logout" class="inline-form" id="sign-out">
+                <Button variant="link" small>
+                  Sign out
+                </Button>
+              </PostForm>
+            </div>
+          </nav>
+        ) : null}
+      </div>
+    </header>
+  );
+}
+
+export function FlashMessage(props: { flash?: Flash }) {
+  if (!props.flash) return null;
+  const { kind, text } = props.flash;
+  return (
+    <div class={`flash flash-${kind}`} role={kind === "error" ? "alert" : "status"} id="flash">
+      {text}
+    </div>
+  );
+}
+
+function VaultHeader(props: { vault: LayoutVault }) {
+  const v = props.vault;
+  return (
+    <div class="vault-header">
+      <p class="eyebrow">
+        <a href="/">Vaults</a> <span aria-hidden="true">/</span>
+      </p>
+      <div class="vault-title">
+        <span class="vault-name">{v.name}</span> <Badge tone="info">{v.role}</Badge>
+      </div>
+      <nav class="tabs" aria-label="Vault sections">
+        <ul>
+          {VAULT_SECTIONS.map((s) => (
+            <li>
+              <a href={vaultPath(v.name, s.slug)} aria-current={v.section === s.slug ? "page" : undefined}>
+                {s.label}
+              </a>
+            </li>
+          ))}
+        </ul>
+      </nav>
+    </div>
+  );
+}
+
+export function Layout(props: LayoutProps) {
+  return (
+    <>
+      {raw("<!DOCTYPE html>")}
+      <html lang="en">
+        <head>
+          <meta charset="utf-8" />
+          <meta name="viewport" content="width=device-width, initial-scale=1" />
+          <meta name="referrer" content="no-referrer" />
+          <meta name="color-scheme" content="light dark" />
+          <title>{`${props.title} · Broker`}</title>
+          <link rel="stylesheet" href="/assets/broker.css" />
+          {props.script ? <script src={`/assets/${props.script}.js`} defer /> : null}
+        </head>
+        <body class="console">
+          <a class="skip-link" href="#main">
+            Skip to content
+          </a>
+          <PageContext.Provider value={{ csrf: props.csrf }}>
+            <Header user={props.user} nav={props.nav} />
+            <main id="main" class={props.narrow ? "page page-narrow" : "page"}>
+              {props.vault ? <VaultHeader vault={props.vault} /> : null}
+              <FlashMessage flash={props.flash} />
+              <h1>{props.title}</h1>
+              {props.lead ? <p class="lead">{props.lead}</p> : null}
+              {props.children}
+            </main>
+            <footer class="site-footer">
+              <p>Broker {VERSION} · agents use credentials through the broker and never see their values.</p>
+            </footer>
+          </PageContext.Provider>
+        </body>
+      </html>
+    </>
+  );
+}

@@ -1,0 +1,28 @@
+/** @jsxImportSource hono/jsx */
+// The web console, mounted at `/` by app.ts. Its middleware runs only on CONSOLE_PATHS, so the
+// JSON API (/v1, /discover, /proxy, /approve, ...) is untouched; a JSON client asking a console
+// path still gets the API's JSON 404. To add pages: write a `xxxRoutes()` returning
+// Hono<ConsoleEnv> (see home.tsx, account.tsx) and mount it below, under one of CONSOLE_PATHS.
+
+import { Hono } from "hono";
+import type { Logger } from "../../log.ts";
+import type { Domain } from "../../vault/index.ts";
+import { accountRoutes } from "./account.tsx";
+import { consoleContext, renderError, type ConsoleEnv } from "./context.tsx";
+import { homeRoutes } from "./home.tsx";
+import { signInRoutes } from "./sign-in.tsx";
+
+/** Every path the console answers (`/x/*` also matches `/x`). A new top-level page adds its prefix here. */
+export const CONSOLE_PATHS = ["/", "/login", "/register", "/logout", "/account/*", "/vaults/*", "/settings/*"] as const;
+
+export function consoleRoutes(d: Domain, log: Logger): Hono<ConsoleEnv> {
+  const r = new Hono<ConsoleEnv>();
+  r.onError((err, c) => renderError(c, err));
+  const context = consoleContext(d, log);
+  for (const path of CONSOLE_PATHS) r.use(path, context);
+
+  r.route("/", signInRoutes());
+  r.route("/", homeRoutes());
+  r.route("/", accountRoutes());
+  return r;
+}
