@@ -63,7 +63,7 @@ function ChangePasswordForm() {
 
 async function renderAccount(c: ConsoleContext) {
   const user = signedIn(c);
-  const sessions = await listOwnSessions(c.get("kit").d, user);
+  const sessions = (await listOwnSessions(c.get("kit").d, user)).sort((a, b) => Number(b.current) - Number(a.current));
   const body = (
     <>
       <Section title="Password" description="Changing it signs you out everywhere: every browser, CLI login and vault run session ends. Then sign in with the new one.">

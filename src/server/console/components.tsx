@@ -153,7 +153,7 @@ export function Table<T>(props: { caption?: string; columns: readonly Column<T>[
             <tr>
               {props.columns.map((col) => (
                 <td class={col.class} data-label={col.label}>
-                  {col.cell(row)}
+                  <span class="cell">{col.cell(row)}</span>
                 </td>
               ))}
             </tr>

@@ -71,7 +71,7 @@ async function renderVaultList(c: ConsoleContext) {
       </Section>
     </>
   );
-  return renderPage(c, { title: "Vaults", nav: "vaults", lead: `Signed in as ${user.email}.` }, body);
+  return renderPage(c, { title: "Vaults", nav: "vaults", lead: "The vaults you can use, and your role in each." }, body);
 }
 
 const SECTION_HELP: readonly [VaultSection, string, string][] = [

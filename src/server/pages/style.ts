@@ -1,22 +1,238 @@
-// The one stylesheet of the server-rendered pages, served from /assets/broker.css so the pages'
-// Content-Security-Policy can forbid every inline style and script.
+// The one stylesheet of the server-rendered pages (console and approval page), served from
+// /assets/broker.css so the pages' Content-Security-Policy can forbid every inline style and script.
+// System fonts only, no external resource. Colours meet WCAG AA in both light and dark schemes.
 
 export const STYLESHEET = `
-:root { color-scheme: light dark; font-family: system-ui, sans-serif; line-height: 1.45; }
-body { max-width: 46rem; margin: 2rem auto; padding: 0 1rem; }
-h1 { font-size: 1.4rem; margin-bottom: .25rem; }
-.muted { color: #777; }
-.badge { display: inline-block; padding: .1rem .5rem; border-radius: .75rem; background: #8883; font-size: .85rem; }
-.warning { border-left: 4px solid #d97706; background: #d9770622; padding: .5rem .75rem; margin: 1rem 0; }
-.note { border-left: 4px solid #888; padding: .25rem .75rem; margin: .5rem 0; white-space: pre-wrap; overflow-wrap: anywhere; }
-table { border-collapse: collapse; width: 100%; margin: .5rem 0 1rem; }
-th, td { text-align: left; padding: .35rem .5rem; border-bottom: 1px solid #8884; vertical-align: top; overflow-wrap: anywhere; }
-fieldset { border: 1px solid #8886; border-radius: .5rem; margin: 1rem 0; padding: .75rem 1rem; }
-label { display: block; margin: .5rem 0 .2rem; font-weight: 600; }
-input[type=password], input[type=email] { width: 100%; padding: .4rem; box-sizing: border-box; }
-.actions { display: flex; gap: .75rem; margin-top: 1rem; }
-button { padding: .5rem 1.25rem; font-size: 1rem; border-radius: .4rem; border: 1px solid #8888; cursor: pointer; }
-button.allow { background: #15803d; color: white; border-color: #15803d; }
-button.deny { background: transparent; }
+:root {
+  color-scheme: light dark;
+  --bg: #f5f6f8;
+  --surface: #ffffff;
+  --surface-2: #f0f2f5;
+  --text: #18202b;
+  --muted: #556070;
+  --border: #d5dbe3;
+  --border-strong: #b5bfcc;
+  --accent: #1d4ed8;
+  --accent-hover: #1e40af;
+  --accent-text: #ffffff;
+  --accent-soft: #e6edfc;
+  --focus: #2563eb;
+  --success: #05603a;
+  --success-soft: #e3f4ea;
+  --warning: #8a4a03;
+  --warning-soft: #fdf1dc;
+  --danger: #b42318;
+  --danger-hover: #912018;
+  --danger-soft: #fde8e7;
+  --info: #1e4ea8;
+  --info-soft: #e6edfc;
+  --shadow: 0 1px 2px rgb(16 24 40 / 6%), 0 1px 3px rgb(16 24 40 / 8%);
+  --radius: 10px;
+  --radius-small: 6px;
+  --mono: ui-monospace, "SF Mono", "Cascadia Mono", "DejaVu Sans Mono", Menlo, Consolas, monospace;
+  font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans", "Helvetica Neue", Arial, sans-serif;
+  font-size: 100%;
+  line-height: 1.5;
+  color: var(--text);
+  background: var(--bg);
+  -webkit-text-size-adjust: 100%;
+}
+@media (prefers-color-scheme: dark) {
+  :root {
+    --bg: #0e1217;
+    --surface: #161b22;
+    --surface-2: #1d242d;
+    --text: #e6eaf0;
+    --muted: #9ba6b4;
+    --border: #2d3643;
+    --border-strong: #43505f;
+    --accent: #7aa7ff;
+    --accent-hover: #9dbdff;
+    --accent-text: #0a1222;
+    --accent-soft: #1a2740;
+    --focus: #8fb6ff;
+    --success: #6fd69b;
+    --success-soft: #12291d;
+    --warning: #f5b94f;
+    --warning-soft: #2d2212;
+    --danger: #ff8f85;
+    --danger-hover: #ffb0a8;
+    --danger-soft: #33171a;
+    --info: #9dbdff;
+    --info-soft: #1a2740;
+    --shadow: none;
+  }
+}
+
+*, *::before, *::after { box-sizing: border-box; }
+html { background: var(--bg); }
+body { margin: 0; min-height: 100vh; color: var(--text); background: var(--bg); }
+body:not(.console) { max-width: 46rem; margin: 0 auto; padding: 2rem 1rem 3rem; }
+img, svg { max-width: 100%; }
+
+/* Type scale: 14 / 16 / 18 / 22 / 28 px */
+h1 { font-size: 1.75rem; line-height: 1.25; margin: 0 0 .35rem; font-weight: 650; letter-spacing: -.01em; }
+h2 { font-size: 1.1rem; line-height: 1.3; margin: 1.5rem 0 .6rem; font-weight: 650; }
+h3 { font-size: 1rem; margin: 1.25rem 0 .5rem; font-weight: 650; }
+p { margin: .5rem 0; }
+a { color: var(--accent); text-underline-offset: .15em; }
+a:hover { color: var(--accent-hover); }
+strong { font-weight: 650; }
+code, .name { font-family: var(--mono); font-size: .9em; overflow-wrap: anywhere; }
+.name { background: var(--surface-2); border: 1px solid var(--border); border-radius: 4px; padding: .05rem .35rem; }
+.muted { color: var(--muted); }
+.small { font-size: .875rem; }
+.lead { color: var(--muted); margin: 0 0 1.5rem; font-size: 1.05rem; }
+.eyebrow { margin: 0 0 .25rem; font-size: .875rem; color: var(--muted); }
+.eyebrow a { color: var(--muted); }
+
+:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; border-radius: 3px; }
+.skip-link { position: absolute; left: -999px; top: .5rem; background: var(--surface); color: var(--text); padding: .5rem .75rem; border-radius: var(--radius-small); z-index: 10; }
+.skip-link:focus { left: .5rem; }
+
+/* Header and navigation */
+.site-header { background: var(--surface); border-bottom: 1px solid var(--border); }
+.site-header-inner { max-width: 68rem; margin: 0 auto; padding: .75rem 1.25rem; display: flex; align-items: center; gap: 1.5rem; flex-wrap: wrap; }
+.brand { display: inline-flex; align-items: center; gap: .55rem; font-weight: 700; font-size: 1.1rem; color: var(--text); text-decoration: none; letter-spacing: -.01em; }
+.brand:hover { color: var(--text); }
+.brand-mark { width: 1.35rem; height: 1.35rem; border-radius: 6px; background: var(--accent); position: relative; flex: none; }
+.brand-mark::after { content: ""; position: absolute; left: 32%; top: 22%; width: 36%; height: 44%; border: 2.5px solid var(--accent-text); border-radius: 50% 50% 3px 3px; border-bottom-width: 5px; }
+.site-nav { display: flex; align-items: center; gap: 1rem; flex: 1; flex-wrap: wrap; }
+.site-nav ul { display: flex; gap: .25rem; list-style: none; margin: 0; padding: 0; flex: 1; }
+.site-nav a { display: block; padding: .4rem .7rem; border-radius: var(--radius-small); color: var(--muted); text-decoration: none; font-weight: 550; }
+.site-nav a:hover { color: var(--text); background: var(--surface-2); }
+.site-nav a[aria-current="page"] { color: var(--text); background: var(--surface-2); box-shadow: inset 0 -2px 0 var(--accent); }
+.site-user { display: flex; align-items: center; gap: .75rem; min-width: 0; }
+.site-email { color: var(--muted); font-size: .875rem; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; max-width: 16rem; }
+.inline-form { display: inline; margin: 0; }
+
+/* Page */
+.page { max-width: 68rem; margin: 0 auto; padding: 2rem 1.25rem 3rem; }
+.page-narrow { max-width: 30rem; padding-top: 3.5rem; }
+.site-footer { max-width: 68rem; margin: 0 auto; padding: 1rem 1.25rem 2rem; color: var(--muted); font-size: .8125rem; border-top: 1px solid var(--border); }
+
+.card { background: var(--surface); border: 1px solid var(--border); border-radius: var(--radius); padding: 1.25rem 1.5rem; margin: 0 0 1.25rem; box-shadow: var(--shadow); }
+.card > h2:first-child { margin-top: 0; }
+.card table { margin-bottom: 0; }
+.card form:not(.form-inline) .field { max-width: 34rem; }
+.card-description { color: var(--muted); margin: -.2rem 0 1rem; }
+.card-danger { border-color: var(--danger); }
+.card-danger > h2 { color: var(--danger); }
+.disclosure > summary { cursor: pointer; font-weight: 600; color: var(--accent); }
+.disclosure[open] > summary { margin-bottom: .75rem; }
+
+/* Vault header and section tabs */
+.vault-header { margin-bottom: 1.5rem; }
+.vault-title { display: flex; align-items: center; gap: .6rem; flex-wrap: wrap; margin-bottom: 1rem; }
+.vault-name { font-family: var(--mono); font-size: 1.35rem; font-weight: 600; overflow-wrap: anywhere; }
+.tabs { border-bottom: 1px solid var(--border); overflow-x: auto; }
+.tabs ul { display: flex; gap: .25rem; list-style: none; margin: 0; padding: 0; }
+.tabs a { display: block; padding: .55rem .8rem; color: var(--muted); text-decoration: none; font-weight: 550; white-space: nowrap; border-bottom: 2px solid transparent; margin-bottom: -1px; }
+.tabs a:hover { color: var(--text); }
+.tabs a[aria-current="page"] { color: var(--text); border-bottom-color: var(--accent); }
+.overview { display: grid; grid-template-columns: max-content 1fr; gap: .6rem 1.5rem; margin: 0; }
+.overview dt { font-weight: 600; }
+.overview dd { margin: 0; color: var(--muted); }
+
+/* Flash messages and notices */
+.flash, .form-error, .warning { border-radius: var(--radius-small); padding: .75rem 1rem; margin: 0 0 1.25rem; border: 1px solid; border-left-width: 4px; }
+.flash-success { background: var(--success-soft); border-color: var(--success); color: var(--text); }
+.flash-error, .form-error { background: var(--danger-soft); border-color: var(--danger); color: var(--text); }
+.flash-info { background: var(--info-soft); border-color: var(--info); color: var(--text); }
+.warning { background: var(--warning-soft); border-color: var(--warning); color: var(--text); margin: 1rem 0; }
+.note { border-left: 4px solid var(--border-strong); background: var(--surface-2); border-radius: var(--radius-small); padding: .5rem .85rem; margin: .5rem 0; white-space: pre-wrap; overflow-wrap: anywhere; }
 .instructions { white-space: pre-wrap; overflow-wrap: anywhere; }
+
+/* Badges */
+.badge { display: inline-block; padding: .1rem .55rem; border-radius: 999px; font-size: .8125rem; font-weight: 600; line-height: 1.5; white-space: nowrap; background: var(--surface-2); color: var(--muted); border: 1px solid var(--border); vertical-align: .05em; }
+.badge-success { background: var(--success-soft); color: var(--success); border-color: transparent; }
+.badge-warning { background: var(--warning-soft); color: var(--warning); border-color: transparent; }
+.badge-danger { background: var(--danger-soft); color: var(--danger); border-color: transparent; }
+.badge-info { background: var(--info-soft); color: var(--info); border-color: transparent; }
+
+/* Forms */
+form { margin: 0; }
+.field { margin: 0 0 1rem; }
+label { display: block; margin: 0 0 .3rem; font-weight: 600; font-size: .9375rem; }
+input[type=text], input[type=email], input[type=password], input[type=url], input[type=number], input[type=search], input:not([type]), select, textarea {
+  display: block; width: 100%; padding: .55rem .7rem; font: inherit; color: var(--text); background: var(--surface);
+  border: 1px solid var(--border-strong); border-radius: var(--radius-small); min-height: 2.6rem;
+}
+textarea { min-height: 6rem; resize: vertical; }
+input:hover, select:hover, textarea:hover { border-color: var(--muted); }
+input:focus-visible, select:focus-visible, textarea:focus-visible { outline: 3px solid var(--focus); outline-offset: 1px; border-color: var(--focus); }
+.field-invalid input, input[aria-invalid="true"] { border-color: var(--danger); }
+.hint { color: var(--muted); font-size: .875rem; margin: .3rem 0 0; }
+.field-error { color: var(--danger); font-size: .875rem; margin: .3rem 0 0; font-weight: 550; }
+fieldset { border: 1px solid var(--border); border-radius: var(--radius); margin: 1rem 0; padding: .75rem 1.25rem 1rem; background: var(--surface); }
+legend { padding: 0 .4rem; font-weight: 600; }
+fieldset label { margin-top: .75rem; }
+.actions { display: flex; gap: .75rem; margin-top: 1.25rem; flex-wrap: wrap; align-items: center; }
+.form-inline { display: flex; gap: 1rem; align-items: flex-start; flex-wrap: wrap; }
+.form-inline .field { flex: 1 1 18rem; margin: 0; }
+.form-inline .actions { margin-top: 1.85rem; }
+
+/* Buttons (bare <button> is the approval page's secondary) */
+.btn, button {
+  display: inline-flex; align-items: center; justify-content: center; gap: .4rem; min-height: 2.5rem; padding: .5rem 1.1rem;
+  font: inherit; font-weight: 600; line-height: 1.2; text-decoration: none; cursor: pointer; white-space: nowrap;
+  border-radius: var(--radius-small); border: 1px solid var(--border-strong); background: var(--surface); color: var(--text);
+}
+.btn:hover, button:hover { background: var(--surface-2); color: var(--text); }
+.btn-primary, button.allow { background: var(--accent); border-color: var(--accent); color: var(--accent-text); }
+.btn-primary:hover, button.allow:hover { background: var(--accent-hover); border-color: var(--accent-hover); color: var(--accent-text); }
+.btn-danger { background: var(--surface); border-color: var(--danger); color: var(--danger); }
+.btn-danger:hover { background: var(--danger); border-color: var(--danger); color: var(--surface); }
+.confirm-form .btn-danger, .card-danger .btn-danger { background: var(--danger); color: #fff; }
+.confirm-form .btn-danger:hover, .card-danger .btn-danger:hover { background: var(--danger-hover); border-color: var(--danger-hover); }
+@media (prefers-color-scheme: dark) { .confirm-form .btn-danger, .card-danger .btn-danger { color: #1a0a09; } }
+.btn-link { background: none; border-color: transparent; color: var(--accent); padding-left: .4rem; padding-right: .4rem; }
+.btn-link:hover { background: var(--surface-2); color: var(--accent-hover); }
+.btn-small { min-height: 2rem; padding: .3rem .75rem; font-size: .875rem; }
+button.deny { background: var(--surface); }
+
+/* Tables */
+.table-wrap { overflow-x: auto; margin: 0 -.25rem; }
+table { border-collapse: collapse; width: 100%; margin: .5rem 0 1rem; font-size: .9375rem; }
+caption { text-align: left; color: var(--muted); padding-bottom: .4rem; }
+th, td { text-align: left; padding: .6rem .75rem; border-bottom: 1px solid var(--border); vertical-align: middle; overflow-wrap: anywhere; }
+th { font-size: .8125rem; font-weight: 600; color: var(--muted); text-transform: uppercase; letter-spacing: .04em; background: var(--surface-2); }
+tbody tr:hover { background: var(--surface-2); }
+tbody tr:last-child td { border-bottom: 0; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.actions-cell { text-align: right; white-space: nowrap; }
+.strong-link { font-weight: 600; text-decoration: none; }
+.strong-link:hover .name { border-color: var(--accent); }
+
+/* Empty states */
+.empty { text-align: center; padding: 2rem 1.25rem; border: 1px dashed var(--border-strong); border-radius: var(--radius); background: var(--surface-2); }
+.empty-title { font-weight: 650; font-size: 1.05rem; margin: 0 0 .35rem; }
+.empty-body { color: var(--muted); max-width: 34rem; margin: 0 auto; }
+.empty-action { margin-top: 1rem; }
+
+/* Phones: stack the header, tables become cards whose cells carry their column label */
+@media (max-width: 40rem) {
+  h1 { font-size: 1.5rem; }
+  .page { padding: 1.25rem 1rem 2rem; }
+  .page-narrow { padding-top: 1.5rem; }
+  .card { padding: 1rem; }
+  .site-header-inner { padding: .6rem 1rem; gap: .5rem 1rem; }
+  .site-nav { flex-basis: 100%; justify-content: space-between; }
+  .site-nav ul { flex: none; }
+  .site-email { max-width: 10rem; }
+  .table-wrap { margin: 0; }
+  .table thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
+  .table, .table tbody, .table tr, .table td { display: block; width: 100%; }
+  .table tr { border: 1px solid var(--border); border-radius: var(--radius-small); margin: 0 0 .75rem; padding: .35rem .75rem; background: var(--surface); }
+  .table td { border: 0; padding: .35rem 0; display: flex; gap: .75rem; justify-content: space-between; align-items: center; text-align: right; }
+  .table td > .cell { min-width: 0; }
+  .table td::before { content: attr(data-label); font-size: .8125rem; font-weight: 600; color: var(--muted); text-align: left; flex: none; }
+  .table td[data-label=""]::before { content: none; }
+  .table td.actions-cell { justify-content: flex-end; }
+  .overview { grid-template-columns: 1fr; gap: .2rem; }
+  .overview dd { margin-bottom: .6rem; }
+  .actions .btn, .actions button { flex: 1 1 auto; }
+  .form-inline .actions { margin-top: 0; flex-basis: 100%; }
+}
+@media (prefers-reduced-motion: no-preference) { .btn, button, .site-nav a, .tabs a { transition: background-color .12s, color .12s, border-color .12s; } }
 `;
