@@ -8,7 +8,7 @@ import { Hono } from "hono";
 import type { Logger } from "../../log.ts";
 import type { Domain } from "../../vault/index.ts";
 import { accountRoutes } from "./account.tsx";
-import { consoleContext, renderError, type ConsoleEnv } from "./context.tsx";
+import { consoleContext, renderError, renderMessage, requireSignedIn, type ConsoleEnv } from "./context.tsx";
 import { homeRoutes } from "./home.tsx";
 import { signInRoutes } from "./sign-in.tsx";
 
@@ -24,5 +24,9 @@ export function consoleRoutes(d: Domain, log: Logger): Hono<ConsoleEnv> {
   r.route("/", signInRoutes());
   r.route("/", homeRoutes());
   r.route("/", accountRoutes());
+  // New page groups go above this line: the catch-all below answers any console path left over.
+  for (const prefix of ["/account/*", "/vaults/*", "/settings/*"]) {
+    r.get(prefix, requireSignedIn, (c) => renderMessage(c, "Not found", "There is no page at this address. Use the navigation above.", 404));
+  }
   return r;
 }

@@ -186,6 +186,9 @@ describe("vaults and account", () => {
     expect(res.status).toBe(404);
     expect(res.headers.get("content-type")).toStartWith("text/html");
     expect(res.text).toContain("Vault not found (or you have no access to it).");
+    const none = await b.get("/settings/no-such-page");
+    expect(none.status).toBe(404);
+    expect(none.text).toContain("There is no page at this address.");
   });
 
   test("changing the password ends every session, this browser's too; the new one signs in", async () => {
