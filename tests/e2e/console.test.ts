@@ -1,15 +1,17 @@
 // The web console's foundation in a real browser: on a fresh broker a person registers as the owner,
 // creates a vault, signs out, fails to sign in with a wrong password (the email stays typed), signs
 // in, changes the password (every session ends) and signs in with the new one. Screenshots of the
-// main pages go to docs/screenshots/. A credential set through the API never shows in any page.
+// main pages go to docs/screenshots/ (with UPDATE_SCREENSHOTS=1). A credential set through the API never shows in any page.
 
 import { afterAll, beforeAll, describe, expect } from "bun:test";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { browserTestFor, openBrowser, startBlankBroker, type BlankBroker } from "./browser.ts";
 
-const SHOTS = join(import.meta.dir, "..", "..", "docs", "screenshots");
+// Screenshots land in docs/screenshots/ only when asked (UPDATE_SCREENSHOTS=1), so a test run leaves the tree clean.
+const SHOTS = process.env.UPDATE_SCREENSHOTS === "1" ? join(import.meta.dir, "..", "..", "docs", "screenshots") : mkdtempSync(join(tmpdir(), "broker-shots-"));
 const OWNER = { email: "owner@example.com", password: "correct horse battery", next: "battery staple horse" };
 const browserTest = browserTestFor("console");
 

@@ -114,6 +114,7 @@ code, .name { font-family: var(--mono); font-size: .9em; overflow-wrap: anywhere
 .card { background: var(--surface); border: 1px solid var(--border); border-radius: var(--radius); padding: 1.25rem 1.5rem; margin: 0 0 1.25rem; box-shadow: var(--shadow); }
 .card > h2:first-child { margin-top: 0; }
 .card table { margin-bottom: 0; }
+.card > p + form, .disclosure > p + form { margin-top: 1rem; }
 .card form:not(.form-inline) .field { max-width: 34rem; }
 .card-description { color: var(--muted); margin: -.2rem 0 1rem; }
 .card-danger { border-color: var(--danger); }
