@@ -107,19 +107,27 @@ export async function proposalByApprovalToken(d: Domain, id: number, rawToken: s
   return vault && { row, vault };
 }
 
-/** Plain warnings for the approver: existing credentials sent to hosts they do not go to today. */
-export async function approvalWarnings(d: Domain, row: ProposalRow): Promise<string[]> {
-  const services = JSON.parse(row.services) as ProposedService[];
-  const existingKeys = new Set(await d.store.credentials.keys(row.vaultId));
-  const current = await d.store.services.list(row.vaultId);
-  const warnings: string[] = [];
+/**
+ * Existing credentials that `services` would send to a host they do not go to today: the warning
+ * the approval page and the console's service forms show before a person confirms.
+ */
+export async function newHostUses(d: Domain, vaultId: number, services: readonly { host: string; auth: { token?: string } }[]): Promise<{ key: string; host: string }[]> {
+  const existingKeys = new Set(await d.store.credentials.keys(vaultId));
+  const current = await d.store.services.list(vaultId);
+  const uses: { key: string; host: string }[] = [];
   for (const s of services) {
     const key = s.auth.token;
     if (!key || !existingKeys.has(key)) continue;
-    if (!current.some((c) => c.host === s.host && c.authKey === key)) {
-      warnings.push(`This proposal sends your existing credential ${key} to a new host, ${s.host}.`);
-    }
+    if (!current.some((c) => c.host === s.host && c.authKey === key)) uses.push({ key, host: s.host });
   }
+  return uses;
+}
+
+/** Plain warnings for the approver: existing credentials sent to hosts they do not go to today. */
+export async function approvalWarnings(d: Domain, row: ProposalRow): Promise<string[]> {
+  const services = JSON.parse(row.services) as ProposedService[];
+  const current = await d.store.services.list(row.vaultId);
+  const warnings = (await newHostUses(d, row.vaultId, services)).map(({ key, host }) => `This proposal sends your existing credential ${key} to a new host, ${host}.`);
   for (const s of services) {
     const replaced = current.find((c) => c.host === s.host);
     if (replaced && replaced.authKey !== (s.auth.token ?? null)) warnings.push(`This proposal replaces the existing service for ${s.host}.`);

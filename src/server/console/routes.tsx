@@ -11,6 +11,8 @@ import { accountRoutes } from "./account.tsx";
 import { consoleContext, renderError, renderMessage, requireSignedIn, type ConsoleEnv } from "./context.tsx";
 import { homeRoutes } from "./home.tsx";
 import { signInRoutes } from "./sign-in.tsx";
+import { vaultCredentialRoutes } from "./vault-credentials.tsx";
+import { vaultServiceRoutes } from "./vault-services.tsx";
 
 /** Every path the console answers (`/x/*` also matches `/x`). A new top-level page adds its prefix here. */
 export const CONSOLE_PATHS = ["/", "/login", "/register", "/logout", "/account/*", "/vaults/*", "/settings/*"] as const;
@@ -24,6 +26,8 @@ export function consoleRoutes(d: Domain, log: Logger): Hono<ConsoleEnv> {
   r.route("/", signInRoutes());
   r.route("/", homeRoutes());
   r.route("/", accountRoutes());
+  r.route("/", vaultCredentialRoutes());
+  r.route("/", vaultServiceRoutes());
   // New page groups go above this line: the catch-all below answers any console path left over.
   for (const prefix of ["/account/*", "/vaults/*", "/settings/*"]) {
     r.get(prefix, requireSignedIn, (c) => renderMessage(c, "Not found", "There is no page at this address. Use the navigation above.", 404));

@@ -1,0 +1,111 @@
+/** @jsxImportSource hono/jsx */
+// The fields of the add/edit service form: host, how the credential is sent (every auth type),
+// which credential, the username or header name the type needs, description, enabled. Works
+// without JavaScript: every field is always there, each hint says which auth type uses it, and the
+// server reads only the fields of the chosen type. No field holds a secret value.
+
+import { FormField, Name } from "./components.tsx";
+
+export interface ServiceFormValues {
+  host: string;
+  auth_type: string;
+  credential_key: string;
+  username: string;
+  header_name: string;
+  header_prefix: string;
+  description: string;
+  enabled: boolean;
+}
+
+const EMPTY: ServiceFormValues = { host: "", auth_type: "bearer", credential_key: "", username: "", header_name: "", header_prefix: "", description: "", enabled: true };
+
+const AUTH_TYPES = [
+  { type: "bearer", label: "Bearer token", help: "Authorization: Bearer <value>" },
+  { type: "basic", label: "Basic auth", help: "Authorization: Basic, with the value as the password and an optional username" },
+  { type: "header", label: "Custom header", help: "The value in a header you name, after an optional prefix (e.g. X-Api-Key)" },
+  { type: "passthrough", label: "Passthrough", help: "No credential: the host is allowed and requests pass as the agent sent them" },
+] as const;
+
+function AuthTypeChoice(props: { value: string }) {
+  return (
+    <fieldset class="choices">
+      <legend>How the credential is sent</legend>
+      {AUTH_TYPES.map((a) => (
+        <label class="choice" for={`auth-${a.type}`}>
+          <input type="radio" name="auth_type" id={`auth-${a.type}`} value={a.type} checked={props.value === a.type} required />
+          <span>
+            <strong>{a.label}</strong> <span class="muted small">{a.help}</span>
+          </span>
+        </label>
+      ))}
+    </fieldset>
+  );
+}
+
+function KeyField(props: { value: string; keys: string[] }) {
+  return (
+    <div class="field">
+      <label for="f-credential_key">Credential key</label>
+      <input
+        type="text"
+        id="f-credential_key"
+        name="credential_key"
+        value={props.value}
+        list="credential-keys"
+        pattern="[A-Z][A-Z0-9_]*"
+        maxlength={128}
+        autocomplete="off"
+        spellcheck={false}
+        placeholder="e.g. STRIPE_API_KEY"
+        aria-describedby="f-credential_key-hint"
+      />
+      <datalist id="credential-keys">
+        {props.keys.map((k) => (
+          <option value={k} />
+        ))}
+      </datalist>
+      <p class="hint" id="f-credential_key-hint">
+        Which stored credential this host receives (not needed for passthrough).{" "}
+        {props.keys.length ? <>Stored now: {props.keys.map((k, i) => <>{i ? ", " : ""}<Name>{k}</Name></>)}.</> : "No credential is stored yet: set it on the Credentials tab."}
+      </p>
+    </div>
+  );
+}
+
+export function ServiceFields(props: { values?: ServiceFormValues; keys: string[]; fixedHost?: boolean }) {
+  const v = props.values ?? EMPTY;
+  return (
+    <>
+      {props.fixedHost ? (
+        <p class="field">
+          <span class="label-like">Host</span> <Name>{v.host}</Name> <span class="muted small">(to serve another host, add a new service)</span>
+        </p>
+      ) : (
+        <FormField
+          label="Host"
+          name="host"
+          value={v.host}
+          required
+          maxlength={300}
+          autocomplete="off"
+          placeholder="e.g. api.stripe.com"
+          hint="A host name, optionally with :port (port 443 otherwise). *.example.com matches one extra label; wildcards over a public suffix such as *.com are refused."
+        />
+      )}
+      <AuthTypeChoice value={v.auth_type} />
+      <KeyField value={v.credential_key} keys={props.keys} />
+      <div class="field-row">
+        <FormField label="Username (Basic auth, optional)" name="username" value={v.username} maxlength={256} autocomplete="off" hint="Sent as the Basic auth user name; leave empty for none." />
+        <FormField label="Header name (Custom header)" name="header_name" value={v.header_name} maxlength={64} autocomplete="off" placeholder="e.g. X-Api-Key" />
+        <FormField label="Header prefix (Custom header, optional)" name="header_prefix" value={v.header_prefix} maxlength={64} autocomplete="off" placeholder="e.g. Token " hint="Put before the value, spaces included." />
+      </div>
+      <FormField label="Description (optional)" name="description" value={v.description} maxlength={500} autocomplete="off" hint="What this service is for, for the people who read this list." />
+      <div class="field">
+        <label class="choice" for="f-enabled">
+          <input type="checkbox" name="enabled" id="f-enabled" checked={v.enabled} />
+          <span>Enabled: agents may use it now</span>
+        </label>
+      </div>
+    </>
+  );
+}
