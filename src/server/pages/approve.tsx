@@ -14,6 +14,8 @@ export type Viewer =
 
 export interface ApprovePageProps {
   readonly proposal: ProposalView;
+  /** The server's clock, for "expires in 6 days". */
+  readonly now: number;
   readonly warnings: readonly string[];
   readonly viewer: Viewer;
   readonly token: string;
@@ -37,6 +39,44 @@ function Layout(props: { title: string; children: unknown }) {
       <body>{props.children as never}</body>
     </html>
     </>
+  );
+}
+
+/** How the credential would be sent, in words: the header name for header auth, the user name for Basic. */
+function describeAuth(auth: ProposalView["services"][number]["auth"]): string {
+  switch (auth.type) {
+    case "passthrough":
+      return "none (passthrough)";
+    case "bearer":
+      return `${auth.token} as Authorization: Bearer …`;
+    case "basic":
+      return `${auth.token} as Authorization: Basic …${auth.username ? ` (user ${auth.username})` : ""}`;
+    case "header":
+      return `${auth.token} in the ${auth.header} header${auth.prefix ? ` after "${auth.prefix}"` : ""}`;
+  }
+}
+
+const UNITS: [number, string][] = [
+  [86_400_000, "day"],
+  [3_600_000, "hour"],
+  [60_000, "minute"],
+];
+
+/** "in 6 days", "3 hours ago": the largest whole unit, so a person reads it at a glance. */
+export function relativeTime(iso: string, now: number): string {
+  const delta = Date.parse(iso) - now;
+  const abs = Math.abs(delta);
+  const [size, unit] = UNITS.find(([ms]) => abs >= ms) ?? [60_000, "minute"];
+  const n = Math.max(1, Math.floor(abs / size));
+  const text = `${n} ${unit}${n === 1 ? "" : "s"}`;
+  return delta >= 0 ? `in ${text}` : `${text} ago`;
+}
+
+function When(props: { iso: string; now: number }) {
+  return (
+    <time datetime={props.iso} title={props.iso}>
+      {relativeTime(props.iso, props.now)}
+    </time>
   );
 }
 
@@ -69,7 +109,7 @@ function Services(props: { proposal: ProposalView }) {
                 <code>{s.host}</code>
               </td>
               <td>{s.description}</td>
-              <td>{s.auth.type === "passthrough" ? "none (passthrough)" : `${s.auth.type} ${s.auth.token ?? ""}`}</td>
+              <td>{describeAuth(s.auth)}</td>
             </tr>
           ))}
         </tbody>
@@ -119,6 +159,20 @@ function SignIn(props: { id: number; token: string; csrf: string }) {
   );
 }
 
+/** Who is signed in, with a way into the console and out of the session. */
+function Session(props: { viewer: Viewer; csrf: string }) {
+  if (props.viewer.kind === "anonymous") return null;
+  return (
+    <form method="post" action="/logout" class="session-bar" id="session">
+      <input type="hidden" name="csrf" value={props.csrf} />
+      <span class="muted">Signed in as {props.viewer.email}.</span> <a href="/">Open the console</a>{" "}
+      <button type="submit" class="btn btn-link btn-small">
+        Sign out
+      </button>
+    </form>
+  );
+}
+
 export function ApprovePage(props: ApprovePageProps) {
   const p = props.proposal;
   const pending = p.status === "pending";
@@ -129,8 +183,12 @@ export function ApprovePage(props: ApprovePageProps) {
         Access request #{p.id} for vault <code>{p.vault}</code>
       </h1>
       <p>
-        Status: <span class="badge" id="status">{p.status}</span> <span class="muted">expires {p.expires_at}</span>
+        Status: <span class="badge" id="status">{p.status}</span>{" "}
+        <span class="muted">
+          {pending ? "expires" : p.status === "expired" ? "expired" : "decided"} <When iso={pending || p.status === "expired" ? p.expires_at : (p.decided_at ?? p.expires_at)} now={props.now} />
+        </span>
       </p>
+      <Session viewer={props.viewer} csrf={props.csrf} />
       {props.notice ? <p class="warning" id="notice">{props.notice}</p> : null}
       {p.message ? (
         <>
@@ -156,7 +214,6 @@ export function ApprovePage(props: ApprovePageProps) {
           {p.credentials.map((s) => (
             <Slot slot={s} editable exists={props.existingKeys.includes(s.key)} />
           ))}
-          <p class="muted">Signed in as {props.viewer.kind === "approver" ? props.viewer.email : ""}.</p>
           <div class="actions">
             <button type="submit" name="decision" value="allow" class="allow">
               Allow

@@ -19,6 +19,7 @@ import { clientIp } from "../limits.ts";
 import { ApprovePage, MessagePage, type Viewer } from "../pages/approve.tsx";
 import { assertSameOrigin, csrfToken, readForm, readSessionCookie, setPageHeaders, setSessionCookie } from "../pages/security.ts";
 import { STYLESHEET } from "../pages/style.ts";
+import { COPY_SCRIPT } from "../console/copy-script.ts";
 
 async function viewerOf(c: Context, d: Domain, vaultId: number): Promise<{ viewer: Viewer; principal?: Principal }> {
   const token = readSessionCookie(c, d);
@@ -47,6 +48,7 @@ export function approveRoutes(d: Domain, log: Logger) {
     setPageHeaders(c);
     const props = {
       proposal: viewProposal(found.row, found.vault.name),
+      now: d.now(),
       warnings: await approvalWarnings(d, found.row),
       viewer,
       token,
@@ -59,7 +61,20 @@ export function approveRoutes(d: Domain, log: Logger) {
 
   const idOf = (c: Context) => (/^\d{1,15}$/.test(c.req.param("id") ?? "") ? Number(c.req.param("id")) : -1);
 
-  r.get("/:id", async (c) => render(c, idOf(c), c.req.query("token") ?? ""));
+  // Post-redirect-get: after a decision the browser lands on the page itself (a reload never re-posts),
+  // which then says what happened from the proposal's own status.
+  const decided = (c: Context, id: number, token: string) => c.redirect(`/approve/${id}?token=${encodeURIComponent(token)}&decided=1`, 303);
+  const RESULT: Record<string, string> = {
+    applied: "Approved. The agent will see the change on its next poll.",
+    rejected: "Denied. The agent will be told on its next poll.",
+  };
+
+  r.get("/:id", async (c) => {
+    const id = idOf(c);
+    const token = c.req.query("token") ?? "";
+    const found = c.req.query("decided") === "1" ? await proposalByApprovalToken(d, id, token) : undefined;
+    return render(c, id, token, found ? RESULT[found.row.status] : undefined);
+  });
 
   r.post("/:id/login", async (c) => {
     const form = await readForm(c);
@@ -106,12 +121,12 @@ export function approveRoutes(d: Domain, log: Logger) {
         }
         await approveProposal(d, principal, found.row, values);
         log.info("proposal_applied", { proposal: id, vault: found.vault.name, by: principal.id });
-        return render(c, id, token, "Approved. The agent will see the change on its next poll.");
+        return decided(c, id, token);
       }
       if (form.decision === "deny") {
         await rejectProposal(d, principal, found.row);
         log.info("proposal_rejected", { proposal: id, vault: found.vault.name, by: principal.id });
-        return render(c, id, token, "Denied. The agent will be told on its next poll.");
+        return decided(c, id, token);
       }
       return render(c, id, token, "Choose Allow or Deny.", 400);
     } catch (err) {
@@ -125,5 +140,6 @@ export function approveRoutes(d: Domain, log: Logger) {
 export function assetRoutes() {
   const r = new Hono();
   r.get("/broker.css", (c) => c.body(STYLESHEET, 200, { "content-type": "text/css; charset=utf-8", "cache-control": "public, max-age=3600" }));
+  r.get("/copy.js", (c) => c.body(COPY_SCRIPT, 200, { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=3600" }));
   return r;
 }

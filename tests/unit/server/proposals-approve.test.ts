@@ -220,11 +220,26 @@ describe("the approval page", () => {
     expect(signedIn.text).toContain('name="value_NEW_KEY"');
     const value = sentinel("page");
     const decided = await raw("POST", `/approve/${id}/decide`, { form: { token, csrf, decision: "allow", value_NEW_KEY: value }, cookies: { broker_session: session!, broker_csrf: csrf }, headers: SAME_ORIGIN });
-    expect(decided.status).toBe(200);
-    expect(decided.text).toContain("Approved.");
+    // Post-redirect-get: the decision answers 303 to the page itself, which then says what happened.
+    expect(decided.status).toBe(303);
+    const location = decided.headers.get("location")!;
+    expect(location).toBe(`/approve/${id}?token=${encodeURIComponent(token)}&decided=1`);
+    const result = await openPage(location, { broker_session: session!, broker_csrf: csrf });
+    expect(result.text).toContain("Approved.");
+    expect(result.text).toContain('action="/logout"'); // sign-out offered
+    expect(result.text).toContain('href="/"'); // a way into the console
     expect((await h.call("GET", `/v1/proposals/${id}`, agent)).body.status).toBe("applied");
     expect((await h.call("GET", "/v1/vaults/v1/credentials/NEW_KEY", { token: owner })).body.value).toBe(value);
     expectNoLeakAnywhere(value, (r) => r.path === "/v1/vaults/v1/credentials/NEW_KEY");
+  });
+
+  test("expiry reads as a relative time; header auth names its header", async () => {
+    const { pagePath } = await fileOne({
+      services: [{ action: "set", host: "api.example.com", description: "Example", auth: { type: "header", token: "NEW_KEY", header: "X-Api-Key", prefix: "Key " } }],
+    });
+    const page = await openPage(pagePath);
+    expect(page.text).toMatch(/expires <time datetime="[^"]+" title="[^"]+">in 7 days<\/time>/);
+    expect(page.text).toContain("NEW_KEY in the x-api-key header after &quot;Key &quot;");
   });
 
   test("a wrong password does not sign in; Deny rejects", async () => {
@@ -235,7 +250,8 @@ describe("the approval page", () => {
     expect(cookieValue(bad.cookies, "broker_session")).toBeUndefined();
     const { session } = await signIn(id, token, pagePath, "owner@example.com");
     const denied = await raw("POST", `/approve/${id}/decide`, { form: { token, csrf, decision: "deny" }, cookies: { broker_session: session!, broker_csrf: csrf }, headers: SAME_ORIGIN });
-    expect(denied.status).toBe(200);
+    expect(denied.status).toBe(303);
+    expect((await openPage(denied.headers.get("location")!, { broker_session: session!, broker_csrf: csrf })).text).toContain("Denied.");
     expect((await h.store.proposals.byId(id))?.status).toBe("rejected");
   });
 
