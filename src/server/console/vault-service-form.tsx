@@ -94,7 +94,7 @@ export function ServiceFields(props: { values?: ServiceFormValues; keys: string[
       )}
       <AuthTypeChoice value={v.auth_type} />
       <KeyField value={v.credential_key} keys={props.keys} />
-      <div class="field-row">
+      <div class="form-inline">
         <FormField label="Username (Basic auth, optional)" name="username" value={v.username} maxlength={256} autocomplete="off" hint="Sent as the Basic auth user name; leave empty for none." />
         <FormField label="Header name (Custom header)" name="header_name" value={v.header_name} maxlength={64} autocomplete="off" placeholder="e.g. X-Api-Key" />
         <FormField label="Header prefix (Custom header, optional)" name="header_prefix" value={v.header_prefix} maxlength={64} autocomplete="off" placeholder="e.g. Token " hint="Put before the value, spaces included." />
