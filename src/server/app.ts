@@ -35,6 +35,8 @@ export interface ApiDeps {
   readonly ca?: CaHolder;
   /** Host names the API answers to; absent: loopback names and the public URL's host. */
   readonly hosts?: HostCheckOptions;
+  /** BROKER_AUDIT_RETENTION_DAYS and BROKER_AUDIT_MAX_ROWS, shown read-only on the owner's settings page. */
+  readonly auditRetention?: { readonly days: number; readonly maxRows: number };
   /** BROKER_TRUSTED_PROXIES: peers whose X-Forwarded-For names the client; absent or empty: the peer is the client. */
   readonly trustedProxies?: readonly string[];
 }
@@ -80,7 +82,7 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
   api.route("/v1/proposals", proposalRoutes(d));
   api.route("/approve", approveRoutes(d, deps.log));
   api.route("/assets", assetRoutes());
-  api.route("/", consoleRoutes(d, deps.log)); // HTML pages at /, /account, /vaults/...; JSON clients keep JSON
+  api.route("/", consoleRoutes(d, deps.log, { ca: deps.ca, auditRetention: deps.auditRetention })); // HTML pages at /, /account, /vaults/...; JSON clients keep JSON
   if (deps.egress) api.route("/proxy", proxyRoutes(d, deps.egress));
   if (deps.ca) {
     const ca = caRoutes(d, deps.ca, deps.log);

@@ -169,7 +169,8 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
         detail: "BROKER_PUBLIC_URL is https:// but BROKER_TRUSTED_PROXIES is empty: if a reverse proxy connects to the API, every client shares its address for the sign-in throttle and the AUTH rate-limit tier, so one client's failed sign-ins lock out everyone; set BROKER_TRUSTED_PROXIES to the proxy's address",
       });
     }
-    const api = createApi({ domain, log, egress, ca, hosts, trustedProxies: config.trustedProxies });
+    const auditRetention = { days: config.auditRetentionDays, maxRows: config.auditMaxRows };
+    const api = createApi({ domain, log, egress, ca, hosts, trustedProxies: config.trustedProxies, auditRetention });
     let tunnel: { port: number; stop(): Promise<void> } | undefined;
     if (opts.startTunnel) {
       const listenerName = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? "127.0.0.1" : config.bindHost;

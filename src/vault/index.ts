@@ -24,6 +24,7 @@ export { createLeafCache, mintLeaf, type Leaf, type LeafCache } from "./leaf.ts"
 export { createVaultAccessCache, type VaultAccessCache } from "./vaults.ts";
 // Domain operations used by the server and the tunnel.
 export * from "./agents.ts";
+export * from "./audit-log.ts";
 export * from "./credential-ops.ts";
 export * from "./invites.ts";
 export * from "./principal.ts";

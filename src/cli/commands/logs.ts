@@ -12,6 +12,8 @@ interface LogRecord {
   id: number;
   time: string;
   principal: string;
+  /** The agent's name or the person's email (servers before this field: absent). */
+  principal_name?: string;
   ingress: string;
   method: string;
   host: string;
@@ -24,7 +26,7 @@ interface LogRecord {
 
 const COLUMNS = [
   { title: "TIME", value: (r: LogRecord) => r.time },
-  { title: "WHO", value: (r: LogRecord) => r.principal },
+  { title: "WHO", value: (r: LogRecord) => r.principal_name ?? r.principal },
   { title: "VIA", value: (r: LogRecord) => r.ingress },
   { title: "REQUEST", value: (r: LogRecord) => `${r.method} ${r.host}${r.path}` },
   { title: "STATUS", value: (r: LogRecord) => String(r.status) },
@@ -39,6 +41,7 @@ export default defineCommand({
     follow: { type: "boolean", alias: "f", description: "Keep printing new records as they arrive (Ctrl-C to stop)" },
     limit: { type: "string", description: "How many recent records to show first (default 50, at most 1000)" },
     host: { type: "string", description: "Only records for this host (as shown in the HOST column)" },
+    who: { type: "string", description: "Only records made by this agent (its name) or person (their email)" },
     ...vaultArg,
     ...jsonArg,
   },
@@ -47,7 +50,7 @@ export default defineCommand({
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new CliFailure("--limit must be a whole number from 1 to 1000", undefined, 2);
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
-    const filter = args.host ? `&host=${encodeURIComponent(args.host)}` : "";
+    const filter = (args.host ? `&host=${encodeURIComponent(args.host)}` : "") + (args.who ? `&principal=${encodeURIComponent(args.who)}` : "");
     const first = await ctx.client.request<{ logs: LogRecord[] }>("GET", `${vaultPath(vault, "logs")}?limit=${limit}${filter}`, { vault });
     const shown = first.logs.reverse();
     const print = (rows: LogRecord[], header: boolean) => {

@@ -11,13 +11,16 @@ import { accountRoutes } from "./account.tsx";
 import { consoleContext, renderError, renderMessage, requireSignedIn, type ConsoleEnv } from "./context.tsx";
 import { homeRoutes } from "./home.tsx";
 import { signInRoutes } from "./sign-in.tsx";
+import { instanceSettingsRoutes, type InstanceSettingsOptions } from "./instance-settings.tsx";
+import { logTailAsset, vaultLogRoutes } from "./vault-logs.tsx";
+import { vaultSettingsRoutes } from "./vault-settings.tsx";
 import { vaultCredentialRoutes } from "./vault-credentials.tsx";
 import { vaultServiceRoutes } from "./vault-services.tsx";
 
 /** Every path the console answers (`/x/*` also matches `/x`). A new top-level page adds its prefix here. */
 export const CONSOLE_PATHS = ["/", "/login", "/register", "/logout", "/account/*", "/vaults/*", "/settings/*"] as const;
 
-export function consoleRoutes(d: Domain, log: Logger): Hono<ConsoleEnv> {
+export function consoleRoutes(d: Domain, log: Logger, opts: InstanceSettingsOptions = {}): Hono<ConsoleEnv> {
   const r = new Hono<ConsoleEnv>();
   r.onError((err, c) => renderError(c, err));
   const context = consoleContext(d, log);
@@ -28,6 +31,10 @@ export function consoleRoutes(d: Domain, log: Logger): Hono<ConsoleEnv> {
   r.route("/", accountRoutes());
   r.route("/", vaultCredentialRoutes());
   r.route("/", vaultServiceRoutes());
+  r.route("/", vaultLogRoutes());
+  r.route("/", vaultSettingsRoutes());
+  r.route("/", instanceSettingsRoutes(opts));
+  r.route("/assets", logTailAsset()); // /assets/log-tail.js, beside the stylesheet
   // New page groups go above this line: the catch-all below answers any console path left over.
   for (const prefix of ["/account/*", "/vaults/*", "/settings/*"]) {
     r.get(prefix, requireSignedIn, (c) => renderMessage(c, "Not found", "There is no page at this address. Use the navigation above.", 404));

@@ -1,0 +1,119 @@
+/** @jsxImportSource hono/jsx */
+// `/vaults/:vault/settings`: what the tunnel does with hosts no service matches (updateVault, as
+// PATCH /v1/vaults/:vault) and deleting the vault behind a typed confirmation (deleteVault, as
+// DELETE /v1/vaults/:vault; human admins only, decided by the domain).
+
+import { Hono } from "hono";
+import { deleteVault, describeVault, mayInVault, updateVault, type OpenVault } from "../../vault/index.ts";
+import { Badge, Button, ConfirmForm, Name, PostForm, Section } from "./components.tsx";
+import { formOf, openConsoleVault, renderPage, requireConfirmation, requireSignedIn, runAction, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
+import { vaultPath } from "./layout.tsx";
+
+const CHOICES = [
+  {
+    value: "tunnel",
+    label: "Let agents reach them directly",
+    help: "A blind tunnel: the broker passes the encrypted connection through without reading it or adding any credential. The network guard and the audit log still apply.",
+  },
+  {
+    value: "deny",
+    label: "Refuse them",
+    help: "The agent gets 403 forbidden with a hint to file a proposal, so every host it uses is one a person approved.",
+  },
+] as const;
+
+function UnmatchedHostsForm(props: { action: string; current: string }) {
+  return (
+    <PostForm action={props.action} id="unmatched-hosts" label="Hosts that match no service">
+      <fieldset>
+        <legend>When an agent connects through HTTPS_PROXY to a host that matches no service</legend>
+        {CHOICES.map((ch) => (
+          <div class="choice">
+            <label for={`unmatched-${ch.value}`}>
+              <input type="radio" name="unmatched_hosts" id={`unmatched-${ch.value}`} value={ch.value} checked={props.current === ch.value} aria-describedby={`unmatched-${ch.value}-help`} /> {ch.label}
+            </label>
+            <p class="hint" id={`unmatched-${ch.value}-help`}>
+              {ch.help}
+            </p>
+          </div>
+        ))}
+      </fieldset>
+      <p class="hint">
+        Requests to <code>/proxy/&lt;host&gt;</code> for a host without a service are always refused, whatever this says.
+      </p>
+      <div class="actions">
+        <Button variant="primary">Save</Button>
+      </div>
+    </PostForm>
+  );
+}
+
+async function renderSettings(c: ConsoleContext, open: OpenVault) {
+  const view = describeVault(open);
+  const name = open.vault.name;
+  const manage = mayInVault(open.principal, open.role, "manage");
+  const remove = mayInVault(open.principal, open.role, "delete_vault");
+  const current = CHOICES.find((ch) => ch.value === view.unmatched_hosts) ?? CHOICES[0];
+  const body = (
+    <>
+      <Section
+        title="Hosts that match no service"
+        id="unmatched"
+        description="Agents reach the vault's services through the broker, which adds the credential. This decides what happens to every other host."
+      >
+        {manage ? (
+          <UnmatchedHostsForm action={`${vaultPath(name, "settings")}/unmatched-hosts`} current={current.value} />
+        ) : (
+          <>
+            <p id="unmatched-current">
+              <Badge tone={current.value === "deny" ? "warning" : "info"}>{current.value}</Badge> {current.label}. {current.help}
+            </p>
+            <p class="muted">Only an admin of the vault can change this.</p>
+          </>
+        )}
+      </Section>
+      <Section title="Delete this vault" id="delete" tone="danger" description="Deleting the vault removes its credentials, services, proposals, agent grants, members, invites and sessions. Agents using it stop working at once.">
+        {remove ? (
+          <ConfirmForm action={`${vaultPath(name, "settings")}/delete`} phrase={name} button="Delete this vault forever" />
+        ) : (
+          <p class="muted" id="delete-refused">
+            Only a human admin of the vault can delete it.
+          </p>
+        )}
+      </Section>
+    </>
+  );
+  const vault = { name, role: open.role, section: "settings" as const };
+  return renderPage(c, { title: "Vault settings", nav: "vaults", vault, lead: <>Settings of <Name>{name}</Name>.</> }, body);
+}
+
+export function vaultSettingsRoutes() {
+  const r = new Hono<ConsoleEnv>();
+
+  r.get("/vaults/:vault/settings", requireSignedIn, async (c) => renderSettings(c, await openConsoleVault(c, "read")));
+
+  r.post("/vaults/:vault/settings/unmatched-hosts", requireSignedIn, (c) => {
+    const back = vaultPath(c.req.param("vault"), "settings");
+    return runAction(c, {
+      run: async () => updateVault(c.get("kit").d, await openConsoleVault(c, "manage"), { unmatched_hosts: formOf(c).unmatched_hosts ?? "" }),
+      success: (v) => (v.unmatched_hosts === "deny" ? "Saved: hosts that match no service are now refused." : "Saved: agents reach hosts that match no service directly, through a blind tunnel."),
+      redirect: back,
+    });
+  });
+
+  r.post("/vaults/:vault/settings/delete", requireSignedIn, (c) => {
+    const name = c.req.param("vault");
+    return runAction(c, {
+      run: async () => {
+        const open = await openConsoleVault(c, "delete_vault");
+        requireConfirmation(c, open.vault.name);
+        await deleteVault(c.get("kit").d, open);
+      },
+      success: `Vault ${name} deleted, with its credentials, services and sessions.`,
+      redirect: "/",
+      failure: vaultPath(name, "settings"),
+    });
+  });
+
+  return r;
+}
