@@ -57,6 +57,10 @@ export function proposalRepo(sql: Sql) {
     async decide(id: number, status: "applied" | "rejected", userId: number, at: number): Promise<boolean> {
       return (await sql.run("UPDATE proposals SET status = ?, decided_at = ?, decided_by = ? WHERE id = ? AND status = 'pending'", [status, at, userId, id])) === 1;
     },
+    /** Replaces the approval token of a pending proposal (the old link stops working); false when no longer pending. */
+    async renewApprovalToken(id: number, hash: string, expiresAt: number): Promise<boolean> {
+      return (await sql.run("UPDATE proposals SET approval_token_hash = ?, approval_expires_at = ? WHERE id = ? AND status = 'pending'", [hash, expiresAt, id])) === 1;
+    },
     /** Expires every pending proposal past its time; returns how many. */
     async expire(now: number): Promise<number> {
       return sql.run("UPDATE proposals SET status = 'expired', decided_at = ? WHERE status = 'pending' AND expires_at <= ?", [now, now]);

@@ -29,6 +29,7 @@ export * from "./credential-ops.ts";
 export * from "./invites.ts";
 export * from "./principal.ts";
 export * from "./proposals.ts";
+export * from "./proposal-review.ts";
 export * from "./scoped.ts";
 export * from "./services.ts";
 export * from "./settings.ts";

@@ -69,7 +69,8 @@ export function consoleContext(d: Domain, log: Logger, flash: FlashSigner = crea
       c.set("form", form);
     }
     await next();
-    if ((c.res.headers.get("content-type") ?? "").startsWith("text/html")) setPageHeaders(c);
+    // A page rendered with renderPage already set its headers (maybe allowing its script): keep them.
+    if ((c.res.headers.get("content-type") ?? "").startsWith("text/html") && !c.res.headers.has("content-security-policy")) setPageHeaders(c);
   };
 }
 

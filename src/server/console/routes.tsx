@@ -16,6 +16,9 @@ import { logTailAsset, vaultLogRoutes } from "./vault-logs.tsx";
 import { vaultSettingsRoutes } from "./vault-settings.tsx";
 import { vaultCredentialRoutes } from "./vault-credentials.tsx";
 import { vaultServiceRoutes } from "./vault-services.tsx";
+import { agentPages } from "./vault-agents.tsx";
+import { memberPages } from "./vault-members.tsx";
+import { proposalPages } from "./vault-proposals.tsx";
 
 /** Every path the console answers (`/x/*` also matches `/x`). A new top-level page adds its prefix here. */
 export const CONSOLE_PATHS = ["/", "/login", "/register", "/logout", "/account/*", "/vaults/*", "/settings/*"] as const;
@@ -31,6 +34,9 @@ export function consoleRoutes(d: Domain, log: Logger, opts: InstanceSettingsOpti
   r.route("/", accountRoutes());
   r.route("/", vaultCredentialRoutes());
   r.route("/", vaultServiceRoutes());
+  r.route("/", proposalPages());
+  r.route("/", agentPages());
+  r.route("/", memberPages());
   r.route("/", vaultLogRoutes());
   r.route("/", vaultSettingsRoutes());
   r.route("/", instanceSettingsRoutes(opts));

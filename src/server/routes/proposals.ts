@@ -10,6 +10,7 @@ import {
   listProposals,
   readProposalFor,
   readProposalId,
+  reissueApprovalLink,
   rejectProposal,
   viewProposal,
 } from "../../vault/index.ts";
@@ -66,6 +67,12 @@ export function proposalRoutes(d: Domain) {
     const { row, open } = await readProposalFor(d, p, readProposalId(c.req.param("id")), c.req.header("x-vault"), "approve");
     await rejectProposal(d, p, row);
     return c.json(viewProposal((await d.store.proposals.byId(row.id))!, open.vault.name));
+  });
+
+  // A fresh approval link (the old one stops working), for a person who may decide the proposal.
+  r.post("/:id/approval-link", async (c) => {
+    const { row, open } = await readProposalFor(d, c.get("principal"), readProposalId(c.req.param("id")), c.req.header("x-vault"), "approve");
+    return c.json(await reissueApprovalLink(d, open, row), 201);
   });
   return r;
 }

@@ -1,0 +1,303 @@
+/** @jsxImportSource hono/jsx */
+// `/vaults/:vault/proposals`: agents' requests, pending first, with who asked (by name), its note,
+// hosts, the credentials asked for and the new-host warnings; approve (typing each value into a
+// password field) or deny, and a fresh approval link, through the API's domain functions
+// (readProposalFor, approveProposal, rejectProposal, reissueApprovalLink), so only human admins
+// and members decide. A typed value goes straight into a Secret; no page ever shows one.
+
+import { Hono } from "hono";
+import { BrokerError, NotFound } from "../../errors.ts";
+import { Secret } from "../../secret.ts";
+import { approveProposal, mayInVault, readProposalFor, readProposalId, rejectProposal, reissueApprovalLink, reviewProposals } from "../../vault/index.ts";
+import type { OpenVault, ProposalReview, VaultRole } from "../../vault/index.ts";
+import { Badge, Button, EmptyState, Name, PostForm, Section, Time, toneOf } from "./components.tsx";
+import { describeError, formOf, openConsoleVault, redirectWithFlash, renderPage, requireSignedIn, runAction, signedIn, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
+import { vaultPath } from "./layout.tsx";
+import { COPY_SCRIPT_NAME, CopyField } from "./one-time-link.tsx";
+
+const VALUE_PREFIX = "value_";
+
+function vaultOf(open: OpenVault) {
+  return { name: open.vault.name, role: open.role, section: "proposals" as const };
+}
+
+function proposalPath(vault: string, id: number, action: "approve" | "deny" | "approval-link"): string {
+  return `${vaultPath(vault, "proposals")}/${id}/${action}`;
+}
+
+/** An obtain URL as a link only when it is https (the domain accepts nothing else); otherwise plain text. */
+function ObtainLink(props: { url: string }) {
+  if (!props.url) return <span class="muted">none given</span>;
+  if (!props.url.startsWith("https://")) return <span>{props.url}</span>;
+  return (
+    <a href={props.url} target="_blank" rel="noopener noreferrer nofollow">
+      {props.url}
+    </a>
+  );
+}
+
+function authText(auth: ProposalReview["services"][number]["auth"]): string {
+  if (auth.type === "passthrough") return "none (passthrough)";
+  if (auth.type === "header") return `header ${auth.header ?? ""} from ${auth.token ?? ""}`;
+  return `${auth.type} from ${auth.token ?? ""}`;
+}
+
+function Hosts(props: { p: ProposalReview }) {
+  if (props.p.services.length === 0) return null;
+  return (
+    <>
+      <h3>Hosts</h3>
+      <ul class="plain-list">
+        {props.p.services.map((s) => (
+          <li>
+            <Name>{s.host}</Name> <span class="muted small">{authText(s.auth)}</span>
+            {s.description ? <span class="small"> · {s.description}</span> : null}
+          </li>
+        ))}
+      </ul>
+    </>
+  );
+}
+
+/** One requested credential: what it is, where to get it, and (for an approver) a password field. */
+function Slot(props: { p: ProposalReview; slot: ProposalReview["credentials"][number]; editable: boolean; exists: boolean }) {
+  const { slot, p } = props;
+  const id = `value-${p.id}-${slot.key}`;
+  return (
+    <fieldset class="slot">
+      <legend>
+        <Name>{slot.key}</Name> {props.exists ? <Badge tone="info">already stored</Badge> : null}
+      </legend>
+      {slot.description ? <p>{slot.description}</p> : null}
+      <p class="small">
+        Where to get it: <ObtainLink url={slot.obtain} />
+      </p>
+      {slot.obtain_instructions ? <div class="note instructions">{slot.obtain_instructions}</div> : null}
+      {props.editable ? (
+        <div class="field">
+          <label for={id}>
+            Value for {slot.key}
+            {props.exists ? " (leave empty to keep the stored value)" : ""}
+          </label>
+          <input type="password" id={id} name={`${VALUE_PREFIX}${slot.key}`} autocomplete="off" required={!props.exists} spellcheck={false} />
+        </div>
+      ) : null}
+    </fieldset>
+  );
+}
+
+function PendingProposal(props: { p: ProposalReview; vault: string; canDecide: boolean; role: VaultRole; existing: readonly string[] }) {
+  const { p, vault } = props;
+  const slots = p.credentials.map((s) => <Slot p={p} slot={s} editable={props.canDecide} exists={props.existing.includes(s.key)} />);
+  return (
+    <article class="card proposal" id={`proposal-${p.id}`} aria-labelledby={`proposal-${p.id}-title`}>
+      <h2 id={`proposal-${p.id}-title`}>
+        #{p.id} from <span class="who">{p.requested_by}</span> <Badge tone={toneOf(p.status)}>{p.status}</Badge>
+      </h2>
+      <p class="muted small">
+        {p.requested_by_kind === "agent" ? "Agent" : "Filed by"} · asked <Time iso={p.created_at} /> · expires <Time iso={p.expires_at} />
+      </p>
+      {p.message ? <div class="note" aria-label="The agent's note">{p.message}</div> : null}
+      {p.user_message ? (
+        <>
+          <h3>Message for you</h3>
+          <div class="note">{p.user_message}</div>
+        </>
+      ) : null}
+      {p.warnings.map((w) => (
+        <p class="warning" role="note">
+          {w}
+        </p>
+      ))}
+      <Hosts p={p} />
+      {p.credentials.length ? <h3>Credentials asked for</h3> : null}
+      {props.canDecide ? (
+        <>
+          <PostForm action={proposalPath(vault, p.id, "approve")} id={`approve-${p.id}`} label={`Approve proposal ${p.id}`}>
+            {slots}
+            <div class="actions">
+              <Button variant="primary">Approve</Button>
+            </div>
+          </PostForm>
+          <div class="actions">
+            <PostForm action={proposalPath(vault, p.id, "deny")} id={`deny-${p.id}`} class="inline-form">
+              <Button variant="danger">Deny</Button>
+            </PostForm>
+            <PostForm action={proposalPath(vault, p.id, "approval-link")} id={`link-${p.id}`} class="inline-form">
+              <Button variant="link">New approval link</Button>
+            </PostForm>
+          </div>
+        </>
+      ) : (
+        <>
+          {slots}
+          <p class="muted">Your role ({props.role}) can see proposals but not decide them: an admin or member of this vault approves or denies.</p>
+        </>
+      )}
+    </article>
+  );
+}
+
+function History(props: { rows: readonly ProposalReview[] }) {
+  if (props.rows.length === 0) return <p class="muted">No decided proposals yet.</p>;
+  return (
+    <div class="table-wrap">
+      <table class="table" id="proposal-history">
+        <thead>
+          <tr>
+            <th scope="col">Proposal</th>
+            <th scope="col">From</th>
+            <th scope="col">Hosts and credentials</th>
+            <th scope="col">Outcome</th>
+            <th scope="col">Decided</th>
+          </tr>
+        </thead>
+        <tbody>
+          {props.rows.map((p) => (
+            <tr>
+              <td data-label="Proposal">
+                <span class="cell">#{p.id}</span>
+              </td>
+              <td data-label="From">
+                <span class="cell">{p.requested_by}</span>
+              </td>
+              <td data-label="Hosts and credentials">
+                <span class="cell">
+                  {[...p.services.map((s) => s.host), ...p.credentials.map((s) => s.key)].map((n) => (
+                    <>
+                      <Name>{n}</Name>{" "}
+                    </>
+                  ))}
+                </span>
+              </td>
+              <td data-label="Outcome">
+                <span class="cell">
+                  <Badge tone={toneOf(p.status)}>{p.status}</Badge>
+                  {p.decided_by ? <span class="small"> by {p.decided_by}</span> : null}
+                </span>
+              </td>
+              <td data-label="Decided">
+                <span class="cell">
+                  <Time iso={p.decided_at} empty="—" />
+                </span>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+async function renderProposals(c: ConsoleContext) {
+  const open = await openConsoleVault(c, "read");
+  const d = c.get("kit").d;
+  const all = await reviewProposals(d, open);
+  const pending = all.filter((p) => p.status === "pending");
+  const canDecide = mayInVault(signedIn(c), open.role, "approve");
+  const existing = await d.store.credentials.keys(open.vault.id);
+  const body = (
+    <>
+      {pending.length === 0 ? (
+        <Section title="Waiting for a decision" id="pending">
+          <EmptyState title="Nothing to decide">
+            <p>
+              When an agent needs a host or a credential this vault does not have, it files a proposal (POST /v1/proposals). It shows up here for an admin or
+              member to approve, typing the values, or deny.
+            </p>
+          </EmptyState>
+        </Section>
+      ) : (
+        <div id="pending">
+          <h2 class="section-title">Waiting for a decision ({pending.length})</h2>
+          {pending.map((p) => (
+            <PendingProposal p={p} vault={open.vault.name} canDecide={canDecide} role={open.role} existing={existing} />
+          ))}
+        </div>
+      )}
+      <Section title="History" id="history" description="Applied, rejected and expired proposals, newest first.">
+        <History rows={all.filter((p) => p.status !== "pending")} />
+      </Section>
+    </>
+  );
+  const lead = "Agents ask here for hosts and credentials. Approving writes the services and the values you type; the agent never sees them.";
+  return renderPage(c, { title: "Proposals", nav: "vaults", vault: vaultOf(open), lead }, body);
+}
+
+/** The proposal of the path, opened for deciding exactly as POST /v1/proposals/:id/approve does. */
+async function openForDecision(c: ConsoleContext) {
+  const d = c.get("kit").d;
+  const open = await openConsoleVault(c, "read");
+  const found = await readProposalFor(d, signedIn(c), readProposalId(c.req.param("id") ?? ""), undefined, "approve");
+  if (found.open.vault.id !== open.vault.id) throw new NotFound("no such proposal");
+  return found;
+}
+
+/** The typed values, each wrapped in a Secret at once; empty fields mean "keep the stored value". */
+function typedValues(form: Record<string, string>): Record<string, Secret> {
+  const values: Record<string, Secret> = {};
+  for (const [name, value] of Object.entries(form)) {
+    if (name.startsWith(VALUE_PREFIX) && value !== "") values[name.slice(VALUE_PREFIX.length)] = new Secret(value);
+  }
+  return values;
+}
+
+export function proposalPages() {
+  const r = new Hono<ConsoleEnv>();
+  r.use("/vaults/:vault/proposals/*", requireSignedIn);
+  r.get("/vaults/:vault/proposals", requireSignedIn, renderProposals);
+
+  r.post("/vaults/:vault/proposals/:id/approve", (c) => {
+    const back = vaultPath(c.req.param("vault"), "proposals");
+    return runAction(c, {
+      run: async () => {
+        const { row } = await openForDecision(c);
+        await approveProposal(c.get("kit").d, signedIn(c), row, typedValues(formOf(c)));
+        c.get("kit").log.info("proposal_applied", { proposal: row.id, by: signedIn(c).id, via: "console" });
+        return row;
+      },
+      success: (row) => `Proposal #${row.id} approved. The agent sees the change on its next request.`,
+      redirect: back,
+    });
+  });
+
+  r.post("/vaults/:vault/proposals/:id/deny", (c) => {
+    const back = vaultPath(c.req.param("vault"), "proposals");
+    return runAction(c, {
+      run: async () => {
+        const { row } = await openForDecision(c);
+        await rejectProposal(c.get("kit").d, signedIn(c), row);
+        c.get("kit").log.info("proposal_rejected", { proposal: row.id, by: signedIn(c).id, via: "console" });
+        return row;
+      },
+      success: (row) => `Proposal #${row.id} denied. The agent is told on its next poll.`,
+      redirect: back,
+    });
+  });
+
+  // The link holds a token: it is shown once in this answer, never put in a flash or a URL.
+  r.post("/vaults/:vault/proposals/:id/approval-link", async (c) => {
+    const back = vaultPath(c.req.param("vault"), "proposals");
+    let link: Awaited<ReturnType<typeof reissueApprovalLink>>;
+    let open: OpenVault;
+    try {
+      const found = await openForDecision(c);
+      open = found.open;
+      link = await reissueApprovalLink(c.get("kit").d, open, found.row);
+    } catch (err) {
+      if (!(err instanceof BrokerError)) throw err;
+      return redirectWithFlash(c, back, "error", describeError(err));
+    }
+    const body = (
+      <Section title={`Approval link for proposal #${link.id}`} id="approval-link">
+        <p>Send this link to the person who should decide. It works until <Time iso={link.expires_at} />; the previous link no longer works.</p>
+        <CopyField id="approval-url" label="Approval link" value={link.approval_url} hint="Shown only once. Anyone with the link can read the proposal; only a signed-in admin or member can decide it." />
+        <p>
+          <a href={back}>Back to proposals</a>
+        </p>
+      </Section>
+    );
+    return renderPage(c, { title: "New approval link", nav: "vaults", vault: vaultOf(open), scripts: true, script: COPY_SCRIPT_NAME }, body);
+  });
+  return r;
+}

@@ -1,0 +1,74 @@
+// What a person reviewing a vault's proposals needs beyond the API's view: who asked and who
+// decided, by name (never `agent:1`), the new-host warnings of pending ones, and a fresh approval
+// link for a pending proposal. Never returns a credential value; the link's token is shown once.
+
+import { Conflict, NotFound } from "../errors.ts";
+import type { ProposalRow } from "../store/index.ts";
+import type { Domain } from "./context.ts";
+import { LIMITS } from "./limits.ts";
+import { approvalWarnings, viewProposal, type ProposalView } from "./proposals.ts";
+import { mintToken } from "./tokens.ts";
+import { iso } from "./users.ts";
+import { requireInVault, type OpenVault } from "./vaults.ts";
+
+export interface ProposalReview extends ProposalView {
+  /** The agent (or person) who filed it, by name; "a removed agent" once it is gone. */
+  requested_by: string;
+  requested_by_kind: "agent" | "user" | "unknown";
+  /** The person who approved or rejected it, by email; null while pending or when it expired. */
+  decided_by: string | null;
+  /** Plain warnings for the approver (pending proposals only). */
+  warnings: string[];
+}
+
+/** Names a stored principal id (`user:N`, `agent:N`) for people: an email or an agent's name. */
+export async function namePrincipal(d: Domain, id: string): Promise<{ name: string; kind: ProposalReview["requested_by_kind"] }> {
+  const m = /^(user|agent):(\d{1,15})$/.exec(id);
+  if (m?.[1] === "agent") return { name: (await d.store.agents.byId(Number(m[2])))?.name ?? "a removed agent", kind: "agent" };
+  if (m?.[1] === "user") return { name: (await d.store.users.byId(Number(m[2])))?.email ?? "a removed user", kind: "user" };
+  return { name: "unknown", kind: "unknown" };
+}
+
+/** The vault's proposals (newest 200), pending first, each with names and warnings. Any role may read them, as GET /v1/proposals. */
+export async function reviewProposals(d: Domain, open: OpenVault): Promise<ProposalReview[]> {
+  requireInVault(open, "read");
+  const rows = await d.store.proposals.list(open.vault.id, null, 200);
+  const names = new Map<string, Awaited<ReturnType<typeof namePrincipal>>>();
+  const emails = new Map<number, string>();
+  const out: ProposalReview[] = [];
+  for (const row of rows) {
+    if (!names.has(row.createdBy)) names.set(row.createdBy, await namePrincipal(d, row.createdBy));
+    if (row.decidedBy !== null && !emails.has(row.decidedBy)) emails.set(row.decidedBy, (await d.store.users.byId(row.decidedBy))?.email ?? "a removed user");
+    const who = names.get(row.createdBy)!;
+    out.push({
+      ...viewProposal(row, open.vault.name),
+      requested_by: who.name,
+      requested_by_kind: who.kind,
+      decided_by: row.decidedBy === null ? null : emails.get(row.decidedBy)!,
+      warnings: row.status === "pending" ? await approvalWarnings(d, row) : [],
+    });
+  }
+  const pendingFirst = (r: ProposalReview) => (r.status === "pending" ? 0 : 1);
+  return out.sort((a, b) => pendingFirst(a) - pendingFirst(b) || b.id - a.id);
+}
+
+/** A proposal of this vault (so a console path can never reach another vault's proposal). */
+export async function proposalInVault(d: Domain, open: OpenVault, id: number): Promise<ProposalRow> {
+  const row = await d.store.proposals.byId(id);
+  if (!row || row.vaultId !== open.vault.id) throw new NotFound("no such proposal");
+  return row;
+}
+
+/**
+ * A new 24-hour approval link for a pending proposal, for a person who may decide it (to hand to
+ * another approver, or when the agent's link expired). The previous link stops working.
+ */
+export async function reissueApprovalLink(d: Domain, open: OpenVault, row: ProposalRow) {
+  requireInVault(open, "approve"); // humans who may decide; agents never mint approval links
+  if (row.vaultId !== open.vault.id) throw new NotFound("no such proposal");
+  const minted = mintToken("approval");
+  const expiresAt = d.now() + LIMITS.approvalTokenTtlMs;
+  if (!(await d.store.proposals.renewApprovalToken(row.id, minted.hash, expiresAt))) throw new Conflict("this proposal was already decided; only a pending proposal has an approval link");
+  // reveal: the read-only approval token goes into the link shown once to the person who asked for it
+  return { id: row.id, approval_url: `${d.publicUrl}/approve/${row.id}?token=${minted.token.reveal()}`, expires_at: iso(expiresAt) };
+}
