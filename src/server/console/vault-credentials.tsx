@@ -178,15 +178,16 @@ async function renderManage(c: ConsoleContext) {
   return renderPage(c, { title: `Credential ${item.key}`, nav: "vaults", vault: vaultOf(open), lead }, body);
 }
 
-function PasswordForm(props: { vault: string; key: string }) {
+// `keyName`, not `key`: JSX strips a prop named key.
+function PasswordForm(props: { vault: string; keyName: string }) {
   return (
-    <PostForm action={credentialPath(props.vault, props.key, "reveal")} id="reveal-form" label={`Reveal ${props.key}`}>
+    <PostForm action={credentialPath(props.vault, props.keyName, "reveal")} id="reveal-form" label={`Reveal ${props.keyName}`}>
       <FormField label="Your password" name="password" type="password" autocomplete="current-password" required autofocus hint="The same password you sign in with. Wrong attempts count towards the sign-in limit." />
       <div class="actions">
         <Button variant="primary" id="reveal">
           Reveal value
         </Button>
-        <LinkButton href={credentialPath(props.vault, props.key)}>Cancel</LinkButton>
+        <LinkButton href={credentialPath(props.vault, props.keyName)}>Cancel</LinkButton>
       </div>
     </PostForm>
   );
@@ -197,7 +198,7 @@ async function renderRevealForm(c: ConsoleContext) {
   const item = await requireKey(c, open, c.req.param("key") ?? "");
   const body = (
     <Section title="Confirm it is you" description="The value is shown once on the next page. It is not stored in your browser's cache; nobody else is told.">
-      <PasswordForm vault={open.vault.name} key={item.key} />
+      <PasswordForm vault={open.vault.name} keyName={item.key} />
     </Section>
   );
   return renderPage(c, { title: `Reveal ${item.key}`, nav: "vaults", vault: vaultOf(open) }, body);

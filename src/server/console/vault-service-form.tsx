@@ -94,11 +94,14 @@ export function ServiceFields(props: { values?: ServiceFormValues; keys: string[
       )}
       <AuthTypeChoice value={v.auth_type} />
       <KeyField value={v.credential_key} keys={props.keys} />
-      <div class="form-inline">
-        <FormField label="Username (Basic auth, optional)" name="username" value={v.username} maxlength={256} autocomplete="off" hint="Sent as the Basic auth user name; leave empty for none." />
-        <FormField label="Header name (Custom header)" name="header_name" value={v.header_name} maxlength={64} autocomplete="off" placeholder="e.g. X-Api-Key" />
-        <FormField label="Header prefix (Custom header, optional)" name="header_prefix" value={v.header_prefix} maxlength={64} autocomplete="off" placeholder="e.g. Token " hint="Put before the value, spaces included." />
-      </div>
+      <fieldset>
+        <legend>Details for Basic auth and Custom header</legend>
+        <div class="form-inline">
+          <FormField label="Username (optional)" name="username" value={v.username} maxlength={256} autocomplete="off" hint="Basic auth only. Empty for none." />
+          <FormField label="Header name" name="header_name" value={v.header_name} maxlength={64} autocomplete="off" placeholder="e.g. X-Api-Key" hint="Custom header only." />
+          <FormField label="Header prefix (optional)" name="header_prefix" value={v.header_prefix} maxlength={64} autocomplete="off" placeholder="e.g. Token" hint="Custom header only; spaces count." />
+        </div>
+      </fieldset>
       <FormField label="Description (optional)" name="description" value={v.description} maxlength={500} autocomplete="off" hint="What this service is for, for the people who read this list." />
       <div class="field">
         <label class="choice" for="f-enabled">

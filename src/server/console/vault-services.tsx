@@ -44,8 +44,14 @@ function AuthSummary(props: { s: ServiceView }) {
 function ServicesTable(props: { vault: string; rows: ServiceView[]; canWrite: boolean; empty: any }) {
   const columns = [
     { label: "Host", cell: (s: ServiceView) => <Name>{s.host}</Name> },
-    { label: "Auth", cell: (s: ServiceView) => <Badge>{AUTH_LABEL[s.auth.type] ?? s.auth.type}</Badge> },
-    { label: "Credential", cell: (s: ServiceView) => <AuthSummary s={s} /> },
+    {
+      label: "Auth and credential",
+      cell: (s: ServiceView) => (
+        <>
+          <Badge>{AUTH_LABEL[s.auth.type] ?? s.auth.type}</Badge> <AuthSummary s={s} />
+        </>
+      ),
+    },
     { label: "Description", cell: (s: ServiceView) => (s.description ? s.description : <span class="muted">none</span>) },
     { label: "Status", cell: (s: ServiceView) => <Badge tone={s.enabled ? "success" : "danger"}>{s.enabled ? "enabled" : "disabled"}</Badge> },
   ];

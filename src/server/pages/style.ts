@@ -169,6 +169,11 @@ input:focus-visible, select:focus-visible, textarea:focus-visible { outline: 3px
 fieldset { border: 1px solid var(--border); border-radius: var(--radius); margin: 1rem 0; padding: .75rem 1.25rem 1rem; background: var(--surface); }
 legend { padding: 0 .4rem; font-weight: 600; }
 fieldset label { margin-top: .75rem; }
+/* Radio and checkbox choices: the label is the whole row, its help text stays light */
+.choice { display: flex; gap: .6rem; align-items: baseline; font-weight: 400; margin: .5rem 0 0; cursor: pointer; }
+.choice input { margin: 0; flex: none; }
+.choice strong { font-weight: 600; }
+.revealed { font-family: var(--mono); font-size: 1rem; padding: .75rem 1rem; user-select: all; }
 .actions { display: flex; gap: .75rem; margin-top: 1.25rem; flex-wrap: wrap; align-items: center; }
 .form-inline { display: flex; gap: 1rem; align-items: flex-start; flex-wrap: wrap; }
 .form-inline .field { flex: 1 1 18rem; margin: 0; }

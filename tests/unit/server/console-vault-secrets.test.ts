@@ -110,6 +110,7 @@ describe("credentials page", () => {
     for (const path of ["/vaults/v1", "/vaults/v1/credentials", "/vaults/v1/credentials/API_KEY", "/vaults/v1/credentials/API_KEY/reveal", "/vaults/v1/services"]) {
       expect((await b.get(path)).status).toBe(200);
     }
+    expect(b.pages.at(-2)!.html).toContain('action="/vaults/v1/credentials/API_KEY/reveal"');
     const wrong = await b.submit("/vaults/v1/credentials/API_KEY/reveal", { password: "not my password" });
     expect(wrong.text).toContain("That password is not right. Nothing was shown.");
     const short = await b.submit("/vaults/v1/credentials/API_KEY/reveal", { password: "x" });
