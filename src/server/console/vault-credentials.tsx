@@ -172,7 +172,7 @@ async function renderManage(c: ConsoleContext) {
   );
   const lead = (
     <>
-      <Name>{item.key}</Name> · updated <Time iso={item.updated_at} /> · used by <UsedBy hosts={item.usedBy} />
+      Updated <Time iso={item.updated_at} /> · used by <UsedBy hosts={item.usedBy} />
     </>
   );
   return renderPage(c, { title: `Credential ${item.key}`, nav: "vaults", vault: vaultOf(open), lead }, body);

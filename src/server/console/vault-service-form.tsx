@@ -78,7 +78,7 @@ export function ServiceFields(props: { values?: ServiceFormValues; keys: string[
     <>
       {props.fixedHost ? (
         <p class="field">
-          <span class="label-like">Host</span> <Name>{v.host}</Name> <span class="muted small">(to serve another host, add a new service)</span>
+          <strong>Host</strong> <Name>{v.host}</Name> <span class="muted small">(to serve another host, add a new service)</span>
         </p>
       ) : (
         <FormField
