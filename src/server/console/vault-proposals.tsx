@@ -95,7 +95,8 @@ function PendingProposal(props: { p: ProposalReview; vault: string; canDecide: b
         #{p.id} from <span class="who">{p.requested_by}</span> <Badge tone={toneOf(p.status)}>{p.status}</Badge>
       </h2>
       <p class="muted small">
-        {p.requested_by_kind === "agent" ? "Agent" : "Filed by"} · asked <Time iso={p.created_at} /> · expires <Time iso={p.expires_at} />
+        {p.requested_by_kind === "agent" ? "Filed by an agent" : p.requested_by_kind === "user" ? "Filed by a person" : "Filed"} <Time iso={p.created_at} /> · expires{" "}
+        <Time iso={p.expires_at} />
       </p>
       {p.message ? <div class="note" aria-label="The agent's note">{p.message}</div> : null}
       {p.user_message ? (
@@ -116,17 +117,20 @@ function PendingProposal(props: { p: ProposalReview; vault: string; canDecide: b
           <PostForm action={proposalPath(vault, p.id, "approve")} id={`approve-${p.id}`} label={`Approve proposal ${p.id}`}>
             {slots}
             <div class="actions">
-              <Button variant="primary">Approve</Button>
+              <Button variant="primary" id={`approve-${p.id}-button`}>
+                Approve
+              </Button>
+              {/* These two submit their own forms below (the `form` attribute), not the typed values. */}
+              <button type="submit" form={`deny-${p.id}`} class="btn btn-danger" id={`deny-${p.id}-button`}>
+                Deny
+              </button>
+              <button type="submit" form={`link-${p.id}`} class="btn btn-link" id={`link-${p.id}-button`}>
+                New approval link
+              </button>
             </div>
           </PostForm>
-          <div class="actions">
-            <PostForm action={proposalPath(vault, p.id, "deny")} id={`deny-${p.id}`} class="inline-form">
-              <Button variant="danger">Deny</Button>
-            </PostForm>
-            <PostForm action={proposalPath(vault, p.id, "approval-link")} id={`link-${p.id}`} class="inline-form">
-              <Button variant="link">New approval link</Button>
-            </PostForm>
-          </div>
+          <PostForm action={proposalPath(vault, p.id, "deny")} id={`deny-${p.id}`} class="inline-form" label={`Deny proposal ${p.id}`} />
+          <PostForm action={proposalPath(vault, p.id, "approval-link")} id={`link-${p.id}`} class="inline-form" label={`New approval link for proposal ${p.id}`} />
         </>
       ) : (
         <>
