@@ -20,7 +20,6 @@ import { ApprovePage, MessagePage, type Viewer } from "../pages/approve.tsx";
 import { assertSameOrigin, csrfToken, readForm, readSessionCookie, setPageHeaders, setSessionCookie } from "../pages/security.ts";
 import { STYLESHEET } from "../pages/style.ts";
 import { COPY_SCRIPT } from "../console/copy-script.ts";
-import { COPY_SCRIPT } from "../console/copy-script.ts";
 
 async function viewerOf(c: Context, d: Domain, vaultId: number): Promise<{ viewer: Viewer; principal?: Principal }> {
   const token = readSessionCookie(c, d);
@@ -141,7 +140,6 @@ export function approveRoutes(d: Domain, log: Logger) {
 export function assetRoutes() {
   const r = new Hono();
   r.get("/broker.css", (c) => c.body(STYLESHEET, 200, { "content-type": "text/css; charset=utf-8", "cache-control": "public, max-age=3600" }));
-  r.get("/copy.js", (c) => c.body(COPY_SCRIPT, 200, { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=3600" }));
   r.get("/copy.js", (c) => c.body(COPY_SCRIPT, 200, { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=3600" }));
   return r;
 }
