@@ -54,6 +54,8 @@ test("one record per proxied request, newest last, without query strings", async
   const table = (await cli(["logs"])).stdout;
   expect(table).toMatch(/GET 127\.0\.0\.1:\d+\/first\s+200/);
   expect(table.indexOf("/first")).toBeLessThan(table.indexOf("/second"));
+  expect(table).toContain("owner@example.com"); // who asked, by name (the session was minted by the owner)
+  expect(table).not.toMatch(/\buser:\d/);
   const json = JSON.parse((await cli(["logs", "--json"])).stdout) as { path: string; credential_keys: string[]; ingress: string }[];
   expect(json.map((r) => r.path)).toEqual(["/first", "/second"]);
   expect(json[0]).toMatchObject({ credential_keys: ["API_KEY"], ingress: "explicit" });

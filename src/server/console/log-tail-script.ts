@@ -11,7 +11,7 @@ export const LOG_TAIL_SCRIPT = `(function () {
   var after = Number(status.dataset.after || "0");
   var failures = 0;
   var MAX_ROWS = 200;
-  status.textContent = "Live: new requests appear at the top as they happen.";
+  status.textContent = "Live: new requests appear at the top.";
 
   function el(tag, cls, text) {
     var e = document.createElement(tag);
@@ -37,12 +37,17 @@ export const LOG_TAIL_SCRIPT = `(function () {
     who.appendChild(document.createTextNode(r.who + " "));
     who.appendChild(el("span", "muted small", r.who_kind === "user" ? "person" : r.who_kind === "agent" ? "agent" : ""));
     tr.appendChild(cell("Who", who));
-    tr.appendChild(cell("Request", el("code", "name", r.request)));
-    tr.appendChild(cell("Status", el("span", "badge badge-" + r.status_tone, String(r.status))));
-    tr.appendChild(cell("Time taken", document.createTextNode(r.duration_ms + " ms"), "num"));
-    tr.appendChild(cell("Via", el("span", "muted small", r.via === "explicit" ? "/proxy" : r.via)));
-    tr.appendChild(cell("Credentials", r.keys ? el("code", "name", r.keys) : muted("none")));
-    tr.appendChild(cell("Error", r.error ? el("span", "", r.error) : muted("none")));
+    var request = document.createDocumentFragment();
+    request.appendChild(el("code", "name", r.request));
+    request.appendChild(document.createTextNode(" "));
+    request.appendChild(el("span", "muted small", r.via));
+    tr.appendChild(cell("Request", request));
+    var outcome = document.createDocumentFragment();
+    outcome.appendChild(el("span", "badge badge-" + r.status_tone, String(r.status)));
+    if (r.error) outcome.appendChild(el("span", "small", " " + r.error));
+    tr.appendChild(cell("Status", outcome));
+    tr.appendChild(cell("Took", document.createTextNode(r.duration_ms + " ms"), "num"));
+    tr.appendChild(cell("Credential", r.keys ? el("code", "name", r.keys) : muted("none")));
     return tr;
   }
   function schedule(ms) { window.setTimeout(poll, ms); }

@@ -39,6 +39,11 @@ function query(filter: LogFilter, extra: Record<string, string | number | undefi
   return s ? `?${s}` : "";
 }
 
+/** How the request reached the broker, in a person's words. */
+export function viaText(ingress: string): string {
+  return ingress === "explicit" ? "via /proxy" : ingress === "transparent" ? "via HTTPS_PROXY" : ingress === "blind" ? "blind tunnel" : `via ${ingress}`;
+}
+
 export function statusTone(status: number): BadgeTone {
   if (status >= 500) return "danger";
   if (status >= 400) return "warning";
@@ -55,7 +60,7 @@ function feedRow(r: AuditRecord) {
     who: r.principal_name,
     who_kind: r.principal_kind,
     request: `${r.method} ${r.host}${r.path}`,
-    via: r.ingress,
+    via: viaText(r.ingress),
     status: r.status,
     status_tone: statusTone(r.status),
     duration_ms: r.duration_ms,
@@ -83,17 +88,14 @@ function LogTable(props: { rows: readonly AuditRecord[] }) {
   return (
     <Table
       id="logs"
-      caption="Newest first. Times are UTC."
       rows={props.rows}
       columns={[
         { label: "Time", cell: (r) => <Time iso={r.time} /> },
         { label: "Who", cell: (r) => <>{r.principal_name} <span class="muted small">{r.principal_kind === "unknown" ? "" : r.principal_kind === "user" ? "person" : "agent"}</span></> },
-        { label: "Request", cell: (r) => <Name>{`${r.method} ${r.host}${r.path}`}</Name> },
-        { label: "Status", cell: (r) => <Badge tone={statusTone(r.status)}>{String(r.status)}</Badge> },
-        { label: "Time taken", class: "num", cell: (r) => `${r.duration_ms} ms` },
-        { label: "Via", cell: (r) => <span class="muted small">{r.ingress === "explicit" ? "/proxy" : r.ingress}</span> },
-        { label: "Credentials", cell: (r) => (r.credential_keys.length ? <Name>{r.credential_keys.join(", ")}</Name> : <span class="muted">none</span>) },
-        { label: "Error", cell: (r) => (r.error ? <span>{r.error}</span> : <span class="muted">none</span>) },
+        { label: "Request", cell: (r) => <><Name>{`${r.method} ${r.host}${r.path}`}</Name> <span class="muted small">{viaText(r.ingress)}</span></> },
+        { label: "Status", cell: (r) => <><Badge tone={statusTone(r.status)}>{String(r.status)}</Badge>{r.error ? <span class="small"> {r.error}</span> : null}</> },
+        { label: "Took", class: "num", cell: (r) => `${r.duration_ms} ms` },
+        { label: "Credential", cell: (r) => (r.credential_keys.length ? <Name>{r.credential_keys.join(", ")}</Name> : <span class="muted">none</span>) },
       ]}
     />
   );
@@ -146,8 +148,11 @@ async function renderLogs(c: ConsoleContext, open: OpenVault) {
         <LogFilterForm filter={filter} action={base} />
       </Section>
       <Section title="Requests" id="requests">
-        <p class="muted small" id="live-status" role="status" aria-live="polite" data-feed={live ? `${base}/feed${query(filter)}` : undefined} data-after={String(newest)}>
-          {live ? <>Showing the newest requests. <a href={`${base}${query(filter)}`}>Refresh</a> to see new ones.</> : <>An older page of the log.</>}
+        <p class="muted small">
+          Newest first; times in UTC.{" "}
+          <span id="live-status" role="status" aria-live="polite" data-feed={live ? `${base}/feed${query(filter)}` : undefined} data-after={String(newest)}>
+            {live ? <><a href={`${base}${query(filter)}`}>Refresh</a> to see new requests.</> : <>An older page of the log.</>}
+          </span>
         </p>
         {shown.length ? <LogTable rows={shown} /> : empty}
         {hasOlder || hasNewer ? (

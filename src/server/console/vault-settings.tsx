@@ -28,14 +28,16 @@ function UnmatchedHostsForm(props: { action: string; current: string }) {
       <fieldset>
         <legend>When an agent connects through HTTPS_PROXY to a host that matches no service</legend>
         {CHOICES.map((ch) => (
-          <div class="choice">
-            <label for={`unmatched-${ch.value}`}>
-              <input type="radio" name="unmatched_hosts" id={`unmatched-${ch.value}`} value={ch.value} checked={props.current === ch.value} aria-describedby={`unmatched-${ch.value}-help`} /> {ch.label}
-            </label>
-            <p class="hint" id={`unmatched-${ch.value}-help`}>
-              {ch.help}
-            </p>
-          </div>
+          <label class="choice" for={`unmatched-${ch.value}`}>
+            <input type="radio" name="unmatched_hosts" id={`unmatched-${ch.value}`} value={ch.value} checked={props.current === ch.value} aria-describedby={`unmatched-${ch.value}-help`} />
+            <span>
+              <strong>{ch.label}</strong>
+              <br />
+              <span class="muted small" id={`unmatched-${ch.value}-help`}>
+                {ch.help}
+              </span>
+            </span>
+          </label>
         ))}
       </fieldset>
       <p class="hint">
