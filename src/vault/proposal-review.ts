@@ -3,7 +3,7 @@
 // link for a pending proposal. Never returns a credential value; the link's token is shown once.
 
 import { Conflict, NotFound } from "../errors.ts";
-import type { ProposalRow } from "../store/index.ts";
+import type { ProposalRow, VaultRole } from "../store/index.ts";
 import type { Domain } from "./context.ts";
 import { LIMITS } from "./limits.ts";
 import { approvalWarnings, viewProposal, type ProposalView } from "./proposals.ts";
@@ -27,6 +27,14 @@ export async function namePrincipal(d: Domain, id: string): Promise<{ name: stri
   if (m?.[1] === "agent") return { name: (await d.store.agents.byId(Number(m[2])))?.name ?? "a removed agent", kind: "agent" };
   if (m?.[1] === "user") return { name: (await d.store.users.byId(Number(m[2])))?.email ?? "a removed user", kind: "user" };
   return { name: "unknown", kind: "unknown" };
+}
+
+/** Who filed a proposal, for the approval page: by name, and with the role they hold in its vault today. */
+export async function requesterOf(d: Domain, row: ProposalRow): Promise<{ name: string; kind: ProposalReview["requested_by_kind"]; role: VaultRole | null }> {
+  const who = await namePrincipal(d, row.createdBy);
+  const id = Number(/:(\d{1,15})$/.exec(row.createdBy)?.[1] ?? NaN);
+  const role = who.kind === "agent" ? await d.store.access.grantRole(row.vaultId, id) : who.kind === "user" ? await d.store.access.memberRole(row.vaultId, id) : undefined;
+  return { ...who, role: role ?? null };
 }
 
 /** The vault's proposals (newest 200), pending first, each with names and warnings. Any role may read them, as GET /v1/proposals. */

@@ -14,6 +14,8 @@ export type Viewer =
 
 export interface ApprovePageProps {
   readonly proposal: ProposalView;
+  /** Who asked, by name, with their current role in the vault (null when they hold none). */
+  readonly requester: { readonly name: string; readonly kind: "agent" | "user" | "unknown"; readonly role: string | null };
   /** The server's clock, for "expires in 6 days". */
   readonly now: number;
   readonly warnings: readonly string[];
@@ -182,6 +184,11 @@ export function ApprovePage(props: ApprovePageProps) {
       <h1>
         Access request #{p.id} for vault <code>{p.vault}</code>
       </h1>
+      <p id="requester">
+        Requested by {props.requester.kind === "agent" ? "the agent " : props.requester.kind === "user" ? "" : "a session of "}
+        <strong>{props.requester.name}</strong>
+        {props.requester.role ? <span class="muted"> ({props.requester.role} in this vault)</span> : null}
+      </p>
       <p>
         Status: <span class="badge" id="status">{p.status}</span>{" "}
         <span class="muted">

@@ -11,7 +11,7 @@ import type { Logger } from "../../log.ts";
 import { Secret } from "../../secret.ts";
 import type { Domain } from "../../vault/index.ts";
 import { mayInVault, type Principal } from "../../vault/index.ts";
-import { approvalWarnings, approveProposal, proposalByApprovalToken, rejectProposal, viewProposal } from "../../vault/index.ts";
+import { approvalWarnings, approveProposal, proposalByApprovalToken, rejectProposal, requesterOf, viewProposal } from "../../vault/index.ts";
 import { loginUser, readCredentials } from "../../vault/index.ts";
 import { roleIn } from "../../vault/index.ts";
 import type { ApiEnv } from "../env.ts";
@@ -48,6 +48,7 @@ export function approveRoutes(d: Domain, log: Logger) {
     setPageHeaders(c);
     const props = {
       proposal: viewProposal(found.row, found.vault.name),
+      requester: await requesterOf(d, found.row),
       now: d.now(),
       warnings: await approvalWarnings(d, found.row),
       viewer,

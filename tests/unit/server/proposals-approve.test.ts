@@ -233,13 +233,15 @@ describe("the approval page", () => {
     expectNoLeakAnywhere(value, (r) => r.path === "/v1/vaults/v1/credentials/NEW_KEY");
   });
 
-  test("expiry reads as a relative time; header auth names its header", async () => {
+  test("the requester by name and role; expiry as a relative time; header auth names its header", async () => {
     const { pagePath } = await fileOne({
       services: [{ action: "set", host: "api.example.com", description: "Example", auth: { type: "header", token: "NEW_KEY", header: "X-Api-Key", prefix: "Key " } }],
     });
     const page = await openPage(pagePath);
     expect(page.text).toMatch(/expires <time datetime="[^"]+" title="[^"]+">in 7 days<\/time>/);
     expect(page.text).toContain("NEW_KEY in the x-api-key header after &quot;Key &quot;");
+    expect(page.text).toMatch(/Requested by the agent\s*<strong>bot<\/strong><span class="muted"> \(admin in this vault\)<\/span>/);
+    expect(page.text).not.toContain("agent:");
   });
 
   test("a wrong password does not sign in; Deny rejects", async () => {
