@@ -93,6 +93,8 @@ describe("broker proposal", () => {
 
     const show = expectOk(await cli(["proposal", "show", String(id)]));
     expect(show.stdout).toContain(`Proposal ${id} in vault props: pending`);
+    expect(show.stdout).toContain("Requested by the agent filer (proxy in this vault)");
+    expect(show.stdout).not.toContain("agent:");
     expect(show.stdout).toContain("I need the Example API to fetch reports.");
     expect(show.stdout).toContain("Please paste an Example API key.");
     expect(show.stdout).toContain("api.example.com");

@@ -31,6 +31,10 @@ interface ProposalView {
   readonly created_at: string;
   readonly expires_at: string;
   readonly decided_at: string | null;
+  /** Who asked, by name (shown to people only). */
+  readonly requested_by?: string;
+  readonly requested_by_kind?: "agent" | "user" | "unknown";
+  readonly requested_by_role?: string | null;
 }
 
 const STATUSES = ["pending", "applied", "rejected", "expired"];
@@ -90,6 +94,7 @@ const show = defineCommand({
     const p = await fetchProposal(ctx.client, id, optionalVault(ctx, args.vault));
     if (args.json) return printJson(p);
     printLine(`Proposal ${p.id} in vault ${p.vault}: ${p.status}`);
+    if (p.requested_by) printLine(`Requested by ${p.requested_by_kind === "agent" ? "the agent " : ""}${clean(p.requested_by)}${p.requested_by_role ? ` (${p.requested_by_role} in this vault)` : ""}`);
     printLine(`Created ${formatTime(p.created_at)}; ${p.status === "pending" ? `expires ${formatTime(p.expires_at)}` : `decided ${formatTime(p.decided_at)}`}`);
     if (p.message) printLine(`\nAgent's note:\n${indent(p.message)}`);
     if (p.user_message) printLine(`\nMessage for you:\n${indent(p.user_message)}`);

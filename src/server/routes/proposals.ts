@@ -9,6 +9,7 @@ import {
   createProposal,
   listProposals,
   readProposalFor,
+  requesterOf,
   readProposalId,
   reissueApprovalLink,
   rejectProposal,
@@ -48,8 +49,11 @@ export function proposalRoutes(d: Domain) {
   });
 
   r.get("/:id", async (c) => {
-    const { row, open } = await readProposalFor(d, c.get("principal"), readProposalId(c.req.param("id")), c.req.header("x-vault"), "read");
-    return c.json(viewProposal(row, open.vault.name));
+    const p = c.get("principal");
+    const { row, open } = await readProposalFor(d, p, readProposalId(c.req.param("id")), c.req.header("x-vault"), "read");
+    // People see who asked, by name (`broker proposal show`); agents polling their proposal need not.
+    const requester = p.kind === "user" ? await requesterOf(d, row) : undefined;
+    return c.json({ ...viewProposal(row, open.vault.name), ...(requester && { requested_by: requester.name, requested_by_kind: requester.kind, requested_by_role: requester.role }) });
   });
 
   r.post("/:id/approve", async (c) => {
