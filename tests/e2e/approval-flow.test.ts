@@ -178,10 +178,17 @@ describe("agent protocol with a human in a real browser", () => {
     try {
       const { page } = browser;
       await openAndSignIn(page, approvalUrl, note);
+      // Who asked, by name; the expiry in words (never `agent:N` or a raw timestamp).
+      expect(await page.locator("#requester").textContent()).toContain(OWNER.email); // a session the owner minted (vault run) files as its minter
+      expect(await page.locator("time").first().textContent()).toMatch(/^in \d+ (day|hour|minute)s?$/);
+      if (process.env.UPDATE_SCREENSHOTS === "1") await page.screenshot({ path: join(import.meta.dir, "..", "..", "docs", "screenshots", "approval.png"), fullPage: true });
       await page.fill("input[name=value_UPSTREAM_TOKEN]", secret);
       await page.getByRole("button", { name: "Allow" }).click();
       await page.locator("#notice").waitFor();
       expect(await page.locator("#notice").textContent()).toStartWith("Approved");
+      // Post-redirect-get: the result is the page itself, not the /decide URL, and a reload re-posts nothing.
+      expect(page.url()).not.toContain("/decide");
+      if (process.env.UPDATE_SCREENSHOTS === "1") await page.screenshot({ path: join(import.meta.dir, "..", "..", "docs", "screenshots", "approval-result.png"), fullPage: true });
       expect(await page.locator("#status").textContent()).toBe("applied");
       html = await page.content();
     } finally {
