@@ -4,66 +4,17 @@
 // people (the same domain rules as the API), CSRF refusals, and no sentinel value in any page.
 
 import { beforeEach, describe, expect, test } from "bun:test";
-import { createApi } from "../../../src/server/app.ts";
-import { createMemoryLogger } from "../../../src/log.ts";
-import type { Domain } from "../../../src/vault/index.ts";
-import { addAgent, addUser, createHarness, createVault, type Harness, PASSWORD, pathOf, register, sentinel, setCredential } from "./fixtures.ts";
-
-const SAME_ORIGIN = { origin: "http://broker.test", "sec-fetch-site": "same-origin" };
-
-/** A cookie-keeping client of the page app, recording every HTML page and Set-Cookie it receives. */
-function createBrowser(domain: Domain) {
-  const app = createApi({ domain, log: createMemoryLogger() });
-  const jar = new Map<string, string>();
-  const pages: { path: string; status: number; html: string; headers: Headers }[] = [];
-  const setCookies: string[] = [];
-  async function send(method: string, path: string, opts: { form?: Record<string, string>; headers?: Record<string, string>; csrf?: boolean } = {}) {
-    const headers: Record<string, string> = { accept: "text/html", ...opts.headers };
-    if (jar.size) headers.cookie = [...jar].map(([k, v]) => `${k}=${v}`).join("; ");
-    let body: string | undefined;
-    if (opts.form) {
-      headers["content-type"] = "application/x-www-form-urlencoded";
-      const csrf = [...jar].find(([k]) => k.endsWith("broker_csrf"))?.[1] ?? "";
-      body = new URLSearchParams({ ...(opts.csrf === false ? {} : { csrf }), ...opts.form }).toString();
-    }
-    const res = await app.request(`http://broker.test${path}`, { method, headers, body });
-    for (const sc of res.headers.getSetCookie()) {
-      setCookies.push(sc);
-      const [pair = ""] = sc.split(";");
-      const name = pair.slice(0, pair.indexOf("="));
-      const value = pair.slice(pair.indexOf("=") + 1);
-      if (/max-age=0/i.test(sc) || value === "") jar.delete(name);
-      else jar.set(name, value);
-    }
-    const text = await res.text();
-    if ((res.headers.get("content-type") ?? "").startsWith("text/html")) pages.push({ path, status: res.status, html: text, headers: res.headers });
-    return { status: res.status, text, headers: res.headers, location: res.headers.get("location") };
-  }
-  return {
-    pages,
-    setCookies,
-    get: (path: string) => send("GET", path),
-    post: (path: string, form: Record<string, string>, headers: Record<string, string> = SAME_ORIGIN, csrf = true) => send("POST", path, { form, headers, csrf }),
-  };
-}
-type Browser = ReturnType<typeof createBrowser>;
+import { addAgent, addUser, createVault, type Harness, pathOf, register, sentinel, setCredential } from "./fixtures.ts";
+import { type PageBrowser, SAME_ORIGIN, setUpOwnerConsole, signIn as signInAs } from "./console-fixtures.ts";
 
 let h: Harness;
 let owner: string;
-let b: Browser;
+let b: PageBrowser;
 
-async function signIn(email: string): Promise<Browser> {
-  const browser = createBrowser(h.domain);
-  await browser.get("/");
-  expect((await browser.post("/login", { email, password: PASSWORD })).status).toBe(303);
-  return browser;
-}
+const signIn = (email: string) => signInAs(h, email);
 
 beforeEach(async () => {
-  h = await createHarness();
-  owner = (await register(h, "owner@example.com")).token;
-  await createVault(h, owner, "v1");
-  b = await signIn("owner@example.com");
+  ({ h, owner, b } = await setUpOwnerConsole());
 });
 
 const slot = (key: string, extra: Record<string, unknown> = {}) => ({ action: "set", key, description: `${key} for the API`, obtain: "https://example.com/keys", ...extra });
@@ -76,7 +27,7 @@ async function fileProposal(agent: { token: string; headers: Record<string, stri
 }
 
 /** The flash shown on the page a 303 leads to. */
-async function follow(browser: Browser, res: { status: number; location: string | null }) {
+async function follow(browser: PageBrowser, res: { status: number; location: string | null }) {
   expect(res.status).toBe(303);
   return browser.get(res.location!);
 }

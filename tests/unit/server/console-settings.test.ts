@@ -9,20 +9,17 @@ import { createRateLimiter, resolveSettings } from "../../../src/ratelimit/index
 import { createApi } from "../../../src/server/app.ts";
 import type { CaHolder } from "../../../src/server/serve.ts";
 import { loadRootCa, rotateRootCa, type RootCa } from "../../../src/vault/index.ts";
-import { createTestApi, type TestApi } from "../../helpers/api.ts";
-import { addAgent, addUser, createVault, type Harness, register } from "./fixtures.ts";
-
-const BASE = "http://broker.test";
-const SAME_ORIGIN = { origin: BASE, "sec-fetch-site": "same-origin" };
+import { createBrowser, BASE, SAME_ORIGIN } from "./console-fixtures.ts";
+import { addAgent, addUser, createHarness, createVault, type Harness, register } from "./fixtures.ts";
 
 interface Setup {
-  h: TestApi;
+  h: Harness;
   app: ReturnType<typeof createApi>;
   ca: CaHolder;
 }
 
 async function setUp(locked = false): Promise<Setup> {
-  const h = await createTestApi({ rateLimiter: (now) => createRateLimiter(resolveSettings("default", {}, locked), now) });
+  const h = await createHarness({ rateLimiter: (now) => createRateLimiter(resolveSettings("default", {}, locked), now) });
   let root: RootCa = await loadRootCa(h.store, h.domain.dataKey, h.clock.now());
   const ca: CaHolder = {
     get current() {
@@ -37,42 +34,8 @@ async function setUp(locked = false): Promise<Setup> {
   return { h, app, ca };
 }
 
-/** A cookie-keeping page client signed in with `token` (the console shares the API's session). */
-function browserFor(s: Setup, token?: string) {
-  const jar = new Map<string, string>();
-  if (token) jar.set("broker_session", token);
-  async function send(method: string, path: string, form?: Record<string, string>, headers: Record<string, string> = SAME_ORIGIN, csrf = true) {
-    const h: Record<string, string> = { accept: "text/html", ...headers };
-    h.cookie = [...jar].map(([k, v]) => `${k}=${v}`).join("; ");
-    let body: string | undefined;
-    if (form) {
-      h["content-type"] = "application/x-www-form-urlencoded";
-      body = new URLSearchParams({ ...(csrf ? { csrf: jar.get("broker_csrf") ?? "" } : {}), ...form }).toString();
-    }
-    const res = await s.app.request(`${BASE}${path}`, { method, headers: h, body });
-    for (const sc of res.headers.getSetCookie()) {
-      const [pair = ""] = sc.split(";");
-      const name = pair.slice(0, pair.indexOf("="));
-      const value = pair.slice(pair.indexOf("=") + 1);
-      if (/max-age=0/i.test(sc) || value === "") jar.delete(name);
-      else jar.set(name, value);
-    }
-    return { status: res.status, text: await res.text(), headers: res.headers, location: res.headers.get("location") };
-  }
-  return {
-    get: (path: string, headers: Record<string, string> = {}) => send("GET", path, undefined, headers),
-    post: (path: string, form: Record<string, string>, headers?: Record<string, string>, csrf?: boolean) => send("POST", path, form, headers, csrf),
-    /** Posts, follows the 303 and returns the page shown with its flash. */
-    async submit(path: string, form: Record<string, string>) {
-      if (!jar.has("broker_csrf")) await send("GET", "/"); // a page first, as a person would, for the CSRF cookie
-      const res = await send("POST", path, form);
-      expect(res.status).toBe(303);
-      return { ...(await send("GET", res.location!)), location: res.location };
-    },
-  };
-}
-
-const harnessOf = (h: TestApi) => ({ ...h, responses: [], tokens: new Set<string>() }) as Harness;
+/** A page client of the set-up's app, signed in with `token` (the console shares the API's session). */
+const browserFor = (s: Setup, token?: string) => createBrowser(s.app, { session: token });
 
 async function auditRows(s: Setup, vault: string, principal: string, n: number, host = "api.example.com", status = 200) {
   const v = (await s.h.store.vaults.byName(vault))!;
@@ -100,13 +63,13 @@ let s: Setup;
 let owner: string;
 beforeEach(async () => {
   s = await setUp();
-  owner = (await register(harnessOf(s.h), "owner@example.com")).token;
-  await createVault(harnessOf(s.h), owner, "main");
+  owner = (await register(s.h, "owner@example.com")).token;
+  await createVault(s.h, owner, "main");
 });
 
 describe("Logs", () => {
   test("names agents and people, never agent:1; the JSON API keeps principal and adds principal_name", async () => {
-    const agent = await addAgent(harnessOf(s.h), owner, "main", "proxy", "deploy-bot");
+    const agent = await addAgent(s.h, owner, "main", "proxy", "deploy-bot");
     const agentId = (await s.h.store.agents.byName("deploy-bot"))!.id;
     const ownerId = (await s.h.store.users.byEmail("owner@example.com"))!.id;
     await auditRows(s, "main", `agent:${agentId}`, 2);
@@ -132,7 +95,7 @@ describe("Logs", () => {
   });
 
   test("filters by who, host and status; a bad status is explained", async () => {
-    await addAgent(harnessOf(s.h), owner, "main", "proxy", "deploy-bot");
+    await addAgent(s.h, owner, "main", "proxy", "deploy-bot");
     const agentId = (await s.h.store.agents.byName("deploy-bot"))!.id;
     await auditRows(s, "main", `agent:${agentId}`, 2, "api.example.com", 200);
     await auditRows(s, "main", "user:1", 1, "other.example.com", 502);
@@ -194,7 +157,7 @@ describe("Logs", () => {
   });
 
   test("a proxy-role person sees no log, on the page or in the feed", async () => {
-    const proxy = await addUser(harnessOf(s.h), owner, "main", "pat@example.com", "proxy");
+    const proxy = await addUser(s.h, owner, "main", "pat@example.com", "proxy");
     await auditRows(s, "main", "user:1", 1);
     const b = browserFor(s, proxy);
     const page = await b.get("/vaults/main/logs");
@@ -223,7 +186,7 @@ describe("Vault settings", () => {
   });
 
   test("a member sees the setting read-only and cannot change it or delete the vault", async () => {
-    const member = await addUser(harnessOf(s.h), owner, "main", "mia@example.com", "member");
+    const member = await addUser(s.h, owner, "main", "mia@example.com", "member");
     const b = browserFor(s, member);
     const page = await b.get("/vaults/main/settings");
     expect(page.text).not.toContain('id="unmatched-hosts"');
@@ -261,7 +224,7 @@ describe("Vault settings", () => {
 
 describe("Instance settings", () => {
   test("anyone but the owner gets a 403 page and cannot post", async () => {
-    const member = await addUser(harnessOf(s.h), owner, "main", "mia@example.com", "admin");
+    const member = await addUser(s.h, owner, "main", "mia@example.com", "admin");
     const b = browserFor(s, member);
     const page = await b.get("/settings");
     expect(page.status).toBe(403);
@@ -310,7 +273,7 @@ describe("Instance settings", () => {
 
   test("BROKER_RATELIMIT_LOCK: the values are shown read-only with the reason; a post is refused", async () => {
     s = await setUp(true);
-    const token = (await register(harnessOf(s.h), "owner@example.com")).token;
+    const token = (await register(s.h, "owner@example.com")).token;
     const b = browserFor(s, token);
     const page = await b.get("/settings");
     expect(page.status).toBe(200);

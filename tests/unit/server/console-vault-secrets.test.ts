@@ -4,67 +4,15 @@
 // warning, the public-suffix refusal as a flash, CSRF refusals.
 
 import { beforeEach, describe, expect, test } from "bun:test";
-import { createApi } from "../../../src/server/app.ts";
-import { createMemoryLogger } from "../../../src/log.ts";
-import type { Domain } from "../../../src/vault/index.ts";
-import { addUser, createHarness, createVault, type Harness, PASSWORD, register, sentinel, setCredential } from "./fixtures.ts";
-
-const SAME_ORIGIN = { origin: "http://broker.test", "sec-fetch-site": "same-origin" };
-
-/** A cookie-keeping client of the page app, recording every HTML page it receives. */
-function createBrowser(domain: Domain) {
-  const log = createMemoryLogger();
-  const app = createApi({ domain, log });
-  const jar = new Map<string, string>();
-  const pages: { method: string; path: string; status: number; html: string; headers: Headers }[] = [];
-  async function send(method: string, path: string, form?: Record<string, string>, headers: Record<string, string> = {}, csrf = true) {
-    const h: Record<string, string> = { accept: "text/html", ...headers };
-    if (jar.size) h.cookie = [...jar].map(([k, v]) => `${k}=${v}`).join("; ");
-    let body: string | undefined;
-    if (form) {
-      h["content-type"] = "application/x-www-form-urlencoded";
-      body = new URLSearchParams({ ...(csrf ? { csrf: jar.get("broker_csrf") ?? "" } : {}), ...form }).toString();
-    }
-    const res = await app.request(`http://broker.test${path}`, { method, headers: h, body });
-    for (const sc of res.headers.getSetCookie()) {
-      const [pair = ""] = sc.split(";");
-      const name = pair.slice(0, pair.indexOf("="));
-      const value = pair.slice(pair.indexOf("=") + 1);
-      if (/max-age=0/i.test(sc) || value === "") jar.delete(name);
-      else jar.set(name, value);
-    }
-    const text = await res.text();
-    if ((res.headers.get("content-type") ?? "").startsWith("text/html")) pages.push({ method, path, status: res.status, html: text, headers: res.headers });
-    return { status: res.status, text, headers: res.headers, location: res.headers.get("location") };
-  }
-  const get = (path: string) => send("GET", path);
-  const post = (path: string, form: Record<string, string>, headers: Record<string, string> = SAME_ORIGIN, csrf = true) => send("POST", path, form, headers, csrf);
-  /** Posts, then follows the 303 (as a browser does) and returns the page it lands on. */
-  async function submit(path: string, form: Record<string, string>) {
-    const res = await post(path, form);
-    if (res.status !== 303) return res;
-    return { ...(await get(res.location!)), redirectedTo: res.location };
-  }
-  return { jar, pages, logs: log.lines, get, post, submit };
-}
-type Browser = ReturnType<typeof createBrowser>;
+import { addUser, type Harness, PASSWORD, sentinel, setCredential } from "./fixtures.ts";
+import { type PageBrowser, SAME_ORIGIN, setUpOwnerConsole, signIn } from "./console-fixtures.ts";
 
 let h: Harness;
-let b: Browser;
+let b: PageBrowser;
 let owner: string;
 beforeEach(async () => {
-  h = await createHarness();
-  owner = (await register(h, "owner@example.com")).token;
-  await createVault(h, owner, "v1");
-  b = createBrowser(h.domain);
-  await signIn(b, "owner@example.com");
+  ({ h, owner, b } = await setUpOwnerConsole());
 });
-
-async function signIn(browser: Browser, email: string, password = PASSWORD) {
-  await browser.get("/");
-  const res = await browser.post("/login", { email, password });
-  expect(res.status).toBe(303);
-}
 
 const storedKeys = async () => (await h.call("GET", "/v1/vaults/v1/credentials", { token: owner })).body.credentials.map((c: { key: string }) => c.key);
 const storedServices = async () => (await h.call("GET", "/v1/vaults/v1/services", { token: owner })).body.services;
@@ -143,8 +91,7 @@ describe("credentials page", () => {
     const secret = sentinel("proxy");
     await setCredential(h, { token: owner }, "v1", "API_KEY", secret);
     await addUser(h, owner, "v1", "proxy@example.com", "proxy");
-    const p = createBrowser(h.domain);
-    await signIn(p, "proxy@example.com");
+    const p = await signIn(h, "proxy@example.com");
     const list = await p.get("/vaults/v1/credentials");
     expect(list.status).toBe(200);
     expect(list.text).toContain("API_KEY");

@@ -4,71 +4,15 @@
 // with the approval page, the password change, and a stored sentinel value never in any page.
 
 import { beforeEach, describe, expect, test } from "bun:test";
-import { createApi } from "../../../src/server/app.ts";
-import { createMemoryLogger } from "../../../src/log.ts";
-import type { Domain } from "../../../src/vault/index.ts";
 import { addAgent, createHarness, createVault, type Harness, PASSWORD, register, sentinel, setCredential } from "./fixtures.ts";
-
-const SAME_ORIGIN = { origin: "http://broker.test", "sec-fetch-site": "same-origin" };
-
-/** A cookie-keeping client of the page app, recording every HTML page it receives. */
-function createBrowser(domain: Domain, base = "http://broker.test") {
-  const log = createMemoryLogger();
-  const app = createApi({ domain, log });
-  const jar = new Map<string, string>();
-  const pages: { path: string; status: number; html: string; headers: Headers }[] = [];
-  const setCookies: string[] = [];
-  async function send(method: string, path: string, opts: { form?: Record<string, string>; headers?: Record<string, string>; csrf?: boolean } = {}) {
-    const headers: Record<string, string> = { accept: "text/html,application/xhtml+xml", ...opts.headers };
-    if (jar.size) headers.cookie = [...jar].map(([k, v]) => `${k}=${v}`).join("; ");
-    let body: string | undefined;
-    if (opts.form) {
-      headers["content-type"] = "application/x-www-form-urlencoded";
-      const csrf = [...jar].find(([k]) => k.endsWith("broker_csrf"))?.[1] ?? "";
-      body = new URLSearchParams({ ...(opts.csrf === false ? {} : { csrf }), ...opts.form }).toString();
-    }
-    const res = await app.request(`${base}${path}`, { method, headers, body });
-    for (const sc of res.headers.getSetCookie()) {
-      setCookies.push(sc);
-      const [pair = ""] = sc.split(";");
-      const name = pair.slice(0, pair.indexOf("="));
-      const value = pair.slice(pair.indexOf("=") + 1);
-      if (/max-age=0/i.test(sc) || value === "") jar.delete(name);
-      else jar.set(name, value);
-    }
-    const text = await res.text();
-    if ((res.headers.get("content-type") ?? "").startsWith("text/html")) pages.push({ path, status: res.status, html: text, headers: res.headers });
-    return { status: res.status, text, headers: res.headers, location: res.headers.get("location") };
-  }
-  return {
-    jar,
-    pages,
-    setCookies,
-    logs: log.lines,
-    get: (path: string, headers?: Record<string, string>) => send("GET", path, { headers }),
-    post: (path: string, form: Record<string, string>, headers: Record<string, string> = SAME_ORIGIN, csrf = true) => send("POST", path, { form, headers, csrf }),
-  };
-}
-type Browser = ReturnType<typeof createBrowser>;
+import { createPageBrowser, type PageBrowser, registerInPage, SAME_ORIGIN, sessionOf, signInPage } from "./console-fixtures.ts";
 
 let h: Harness;
-let b: Browser;
+let b: PageBrowser;
 beforeEach(async () => {
   h = await createHarness();
-  b = createBrowser(h.domain);
+  b = createPageBrowser(h.domain);
 });
-
-async function registerInPage(browser: Browser, email: string, password = PASSWORD) {
-  await browser.get("/");
-  return browser.post("/register", { email, password, password_again: password });
-}
-
-async function signInPage(browser: Browser, email: string, password = PASSWORD) {
-  await browser.get("/");
-  return browser.post("/login", { email, password });
-}
-
-const sessionOf = (browser: Browser) => browser.jar.get("broker_session");
 
 describe("sign-in, registration, sign-out", () => {
   test("a fresh instance offers the owner registration; it signs the browser in", async () => {
@@ -246,7 +190,7 @@ describe("page security", () => {
     expect((await b.post("/logout", {}, { origin: "http://evil.example" })).status).toBe(403);
     expect((await h.call("GET", "/v1/auth/whoami", { token })).status).toBe(200);
     // The sign-in form is checked the same way (no login CSRF).
-    const fresh = createBrowser(h.domain);
+    const fresh = createPageBrowser(h.domain);
     await fresh.get("/");
     expect((await fresh.post("/login", { email: "owner@example.com", password: PASSWORD }, { "sec-fetch-site": "cross-site" })).status).toBe(403);
     expect(sessionOf(fresh)).toBeUndefined();
@@ -289,7 +233,7 @@ describe("page security", () => {
   });
 
   test("under https the cookies are Secure with the __Host- prefix", async () => {
-    const tls = createBrowser({ ...h.domain, publicUrl: "https://broker.test" }, "https://broker.test");
+    const tls = createPageBrowser({ ...h.domain, publicUrl: "https://broker.test" }, "https://broker.test");
     await tls.get("/");
     await tls.post("/register", { email: "owner@example.com", password: PASSWORD, password_again: PASSWORD }, { origin: "https://broker.test", "sec-fetch-site": "same-origin" });
     const names = tls.setCookies.map((c) => c.slice(0, c.indexOf("=")));

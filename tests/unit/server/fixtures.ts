@@ -3,7 +3,7 @@
 // vaults, agents and scoped sessions through the public API only.
 
 import { expect } from "bun:test";
-import { createTestApi, type TestApi } from "../../helpers/api.ts";
+import { createTestApi, type TestApi, type TestApiOptions } from "../../helpers/api.ts";
 
 export const MINUTE = 60_000;
 export const HOUR = 60 * MINUTE;
@@ -34,8 +34,8 @@ export interface As {
   headers?: Record<string, string>;
 }
 
-export async function createHarness(): Promise<Harness> {
-  const api = await createTestApi();
+export async function createHarness(opts: TestApiOptions = {}): Promise<Harness> {
+  const api = await createTestApi(opts);
   const responses: Recorded[] = [];
   const tokens = new Set<string>();
   const call: TestApi["call"] = async (method, path, opts) => {
