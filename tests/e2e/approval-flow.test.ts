@@ -3,52 +3,25 @@
 // Chromium, the agent polls until the decision and retries; the upstream then receives the injected
 // credential. The credential value never reaches the agent, the broker's logs or the page.
 
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { afterAll, beforeAll, describe, expect } from "bun:test";
 import { join } from "node:path";
-import type { IncomingMessage, ServerResponse } from "node:http";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
-import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
-import { expectNoLeak, startBroker, type Broker } from "./proxy-fixture.ts";
+import type { Page } from "playwright-core";
+import type { TestUpstream } from "../helpers/upstream.ts";
+import { browserTestFor, openBrowser } from "./browser.ts";
+import { expectNoLeak, startNamedUpstream, type Broker } from "./proxy-fixture.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
-// The owner registered by startBroker().
+// The owner startBroker() registers.
 const OWNER = { email: "owner@example.com", password: "correct horse battery" };
 
-const haveChromium = existsSync(CHROMIUM);
-const inCi = process.env.CI === "true";
-const MISSING = `${CHROMIUM} not found: install the Debian package chromium (apt-get install -y chromium)`;
-if (!haveChromium && !inCi) console.warn(`skipping approval-flow browser tests: ${MISSING}`);
-// Locally a missing browser skips; under CI=true the tests run and fail in openBrowser().
-const browserTest = haveChromium || inCi ? test : test.skip;
+const browserTest = browserTestFor("approval-flow");
 
 let upstream: TestUpstream;
 let broker: Broker;
 let host: string; // "upstream.test:<port>"
 let vaultSeq = 0;
 
-function route(_req: IncomingMessage, res: ServerResponse) {
-  // Fixed answer: the upstream never reflects what it received (that is the redactor's business).
-  res.setHeader("content-type", "application/json");
-  res.end(JSON.stringify({ data: "upstream says hello" }));
-}
-
 beforeAll(async () => {
-  upstream = await startUpstream(route);
-  broker = await startBroker({ caPem: upstream.pki.caPem });
-  // Proposals refuse IP literals, so the agent uses a name; the test cert covers upstream.test.
-  broker.dns.set("upstream.test", ["127.0.0.1"]);
-  host = `upstream.test:${upstream.port}`;
+  ({ upstream, broker, host } = await startNamedUpstream());
 });
 afterAll(async () => {
   await broker?.stop();
@@ -115,23 +88,6 @@ async function pollUntilDecided(agent: Agent, id: number, stop: { done: boolean 
     await Bun.sleep(200);
   }
   throw new Error(`proposal ${id} still pending (polled ${deadlineMs} ms or the browser step failed)`);
-}
-
-/** A headless Chromium with a fresh profile; closed and removed by the returned dispose. */
-async function openBrowser(): Promise<{ context: BrowserContext; page: Page; close(): Promise<void> }> {
-  if (!haveChromium) throw new Error(MISSING);
-  const profile = mkdtempSync(join(tmpdir(), "broker-chromium-"));
-  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
-  context.setDefaultTimeout(10_000);
-  const page = context.pages()[0] ?? (await context.newPage());
-  return {
-    context,
-    page,
-    async close() {
-      await context.close();
-      rmSync(profile, { recursive: true, force: true });
-    },
-  };
 }
 
 /** Step (c) up to the decision form: open the link, check the note, sign in through the page. */

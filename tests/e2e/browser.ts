@@ -1,8 +1,8 @@
 // Shared set-up for browser tests: headless Debian Chromium driven by playwright-core (DESIGN.md §5),
-// and a blank in-process broker (no users yet) for tests that start from the first-run page.
-// Locally a missing browser skips the test; under CI=true it fails instead.
+// a recorder of the HTML pages it receives, and a blank in-process broker (no users yet) for tests
+// that start from the first-run page. Locally a missing browser skips the test; under CI=true it fails instead.
 
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "bun:test";
@@ -10,6 +10,7 @@ import { chromium, type BrowserContext, type BrowserContextOptions, type Page } 
 import { loadConfig } from "../../src/config.ts";
 import { createMemoryLogger } from "../../src/log.ts";
 import { startServer, type RunningServer } from "../../src/server/serve.ts";
+import { callApi } from "./proxy-fixture.ts";
 
 export const CHROMIUM = "/usr/bin/chromium";
 export const CHROMIUM_ARGS = [
@@ -55,6 +56,57 @@ export async function openBrowser(options: Omit<BrowserContextOptions, "executab
   };
 }
 
+/** One HTML response a page received. */
+export interface SeenPage {
+  readonly url: string;
+  readonly method: string;
+  readonly status: number;
+  readonly html: string;
+  readonly csp: string | null;
+}
+
+export interface PageRecorder {
+  /** The HTML responses whose bodies have arrived so far, in arrival order. */
+  readonly pages: SeenPage[];
+  /** Waits for the bodies of every HTML response seen so far. */
+  flushed(): Promise<unknown>;
+}
+
+/** Keeps every HTML response (body, CSP) `page` receives, from `origin` only when given, in `into` when given. */
+export function recordPages(page: Page, opts: { origin?: string; into?: SeenPage[] } = {}): PageRecorder {
+  const pages = opts.into ?? [];
+  const pending: Promise<unknown>[] = [];
+  page.on("response", (res) => {
+    if (opts.origin !== undefined && !res.url().startsWith(opts.origin)) return;
+    if (!(res.headers()["content-type"] ?? "").startsWith("text/html")) return;
+    pending.push(
+      res
+        .text()
+        .catch(() => "")
+        .then((html) => pages.push({ url: res.url(), method: res.request().method(), status: res.status(), html, csp: res.headers()["content-security-policy"] ?? null })),
+    );
+  });
+  return { pages, flushed: () => Promise.all(pending) };
+}
+
+/** `openBrowser` at desktop size, recording the HTML pages it receives (see `recordPages`). */
+export async function openRecordingBrowser(record: { origin?: string; into?: SeenPage[] } = {}): Promise<OpenBrowser & PageRecorder> {
+  const browser = await openBrowser({ viewport: { width: 1200, height: 800 } });
+  return { ...browser, ...recordPages(browser.page, record) };
+}
+
+/** Clicks `selector` (a form's submit button) and waits for the page it navigates to. */
+export async function submit(page: Page, selector: string): Promise<void> {
+  await Promise.all([page.waitForNavigation(), page.click(selector)]);
+}
+
+/** Fills the console's sign-in form on the current page, submits it and waits for the page it leads to. */
+export async function signInOnPage(page: Page, who: { email: string; password: string }): Promise<void> {
+  await page.fill("#f-email", who.email);
+  await page.fill("#f-password", who.password);
+  await submit(page, "#sign-in");
+}
+
 export interface BlankBroker {
   readonly apiUrl: string;
   readonly server: RunningServer;
@@ -64,28 +116,38 @@ export interface BlankBroker {
   stop(): Promise<void>;
 }
 
+export interface BlankBrokerOptions {
+  /** An extra CA the broker trusts upstream (BROKER_UPSTREAM_CA_FILE), with 127.0.0.1 allowlisted. */
+  readonly upstreamCaPem?: string;
+  /** A DNS table for test names; any other name fails to resolve. Absent: the system resolver. */
+  readonly dns?: Record<string, string[]>;
+}
+
 /** A broker on 127.0.0.1:0 over a fresh data directory, with no user yet (the first registration makes the owner). */
-export async function startBlankBroker(env: Record<string, string> = {}): Promise<BlankBroker> {
+export async function startBlankBroker(env: Record<string, string> = {}, opts: BlankBrokerOptions = {}): Promise<BlankBroker> {
   const dir = mkdtempSync(join(tmpdir(), "broker-browser-e2e-"));
+  const extra: Record<string, string> = {};
+  if (opts.upstreamCaPem) {
+    writeFileSync(join(dir, "upstream-ca.pem"), opts.upstreamCaPem);
+    extra.BROKER_UPSTREAM_CA_FILE = join(dir, "upstream-ca.pem");
+    extra.BROKER_NETWORK_ALLOWLIST = "127.0.0.1";
+  }
   const log = createMemoryLogger();
-  const config = loadConfig({ BROKER_DATA_DIR: join(dir, "data"), BROKER_PORT: "0", BROKER_PROXY_PORT: "0", BROKER_RATELIMIT_PROFILE: "off", ...env });
-  const server = await startServer({ config, log, masterPassword: undefined });
+  const config = loadConfig({ BROKER_DATA_DIR: join(dir, "data"), BROKER_PORT: "0", BROKER_PROXY_PORT: "0", BROKER_RATELIMIT_PROFILE: "off", ...extra, ...env });
+  const dns = opts.dns;
+  const resolver = dns
+    ? async (host: string) => {
+        const a = dns[host];
+        if (!a) throw new Error(`test resolver: no answer for ${host}`);
+        return a;
+      }
+    : undefined;
+  const server = await startServer({ config, log, masterPassword: undefined, resolver });
   return {
     apiUrl: server.apiUrl,
     server,
     logLines: log.lines,
-    async api(method, path, body, token) {
-      const headers: Record<string, string> = {};
-      if (token) headers.authorization = `Bearer ${token}`;
-      if (body !== undefined) headers["content-type"] = "application/json";
-      const res = await fetch(`${server.apiUrl}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-      const text = await res.text();
-      let parsed: any = text;
-      try {
-        parsed = text ? JSON.parse(text) : undefined;
-      } catch {}
-      return { status: res.status, body: parsed, headers: res.headers };
-    },
+    api: (method, path, body, token) => callApi(server.apiUrl, method, path, body, token),
     async stop() {
       await server.stop();
       rmSync(dir, { recursive: true, force: true });

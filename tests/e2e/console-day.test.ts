@@ -9,16 +9,10 @@
 // value; neither does any broker log line.
 
 import { afterAll, beforeAll, describe, expect } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Page } from "playwright-core";
-import { loadConfig } from "../../src/config.ts";
-import { createMemoryLogger } from "../../src/log.ts";
-import { startServer, type RunningServer } from "../../src/server/serve.ts";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
-import { browserTestFor, openBrowser } from "./browser.ts";
+import { type BlankBroker, type BlankBrokerOptions, browserTestFor, openRecordingBrowser, type SeenPage, signInOnPage, startBlankBroker, submit } from "./browser.ts";
 
 const browserTest = browserTestFor("console day");
 const OWNER = { email: "owner@example.com", password: "correct horse battery" };
@@ -32,65 +26,13 @@ const SECRETS = {
   evil: `SENTINEL-day-evil-${crypto.randomUUID()}`, // what the cross-site form tries to store
 };
 
-interface TestBroker {
-  readonly apiUrl: string;
-  readonly server: RunningServer;
-  readonly logLines: string[];
-  api(method: string, path: string, body?: unknown, token?: string): Promise<{ status: number; body: any }>;
-  stop(): Promise<void>;
-}
-
-/** A blank broker (no user yet) trusting the upstream's CA, with a DNS table for test names. */
-async function startDayBroker(env: Record<string, string>, caPem?: string, dns: Record<string, string[]> = {}): Promise<TestBroker> {
-  const dir = mkdtempSync(join(tmpdir(), "broker-day-e2e-"));
-  const extra: Record<string, string> = {};
-  if (caPem) {
-    writeFileSync(join(dir, "upstream-ca.pem"), caPem);
-    extra.BROKER_UPSTREAM_CA_FILE = join(dir, "upstream-ca.pem");
-    extra.BROKER_NETWORK_ALLOWLIST = "127.0.0.1";
-  }
-  const log = createMemoryLogger();
-  const config = loadConfig({ BROKER_DATA_DIR: join(dir, "data"), BROKER_PORT: "0", BROKER_PROXY_PORT: "0", BROKER_UPSTREAM_TIMEOUT_MS: "15000", ...extra, ...env });
-  const server = await startServer({
-    config,
-    log,
-    masterPassword: undefined,
-    resolver: async (host) => {
-      const a = dns[host];
-      if (!a) throw new Error(`test resolver: no answer for ${host}`);
-      return a;
-    },
-  });
-  return {
-    apiUrl: server.apiUrl,
-    server,
-    logLines: log.lines,
-    async api(method, path, body, token) {
-      const headers: Record<string, string> = {};
-      if (token) headers.authorization = `Bearer ${token}`;
-      if (body !== undefined) headers["content-type"] = "application/json";
-      const res = await fetch(`${server.apiUrl}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-      const text = await res.text();
-      let parsed: any = text;
-      try {
-        parsed = text ? JSON.parse(text) : undefined;
-      } catch {}
-      return { status: res.status, body: parsed };
-    },
-    async stop() {
-      await server.stop();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
-
 let upstream: TestUpstream;
-let broker: TestBroker;
-let locked: TestBroker | undefined;
+let broker: BlankBroker;
+let locked: BlankBroker | undefined;
 let mainHost: string; // the service the person adds: upstream.test:<port>
 let reportsHost: string; // the host the agent proposes: reports.test:<port>
 /** Every HTML response any browser of this file received from a broker. */
-const htmlSeen: { url: string; method: string; status: number; html: string; csp: string | null }[] = [];
+const htmlSeen: SeenPage[] = [];
 const agentSaw: string[] = [];
 
 function route(_req: IncomingMessage, res: ServerResponse) {
@@ -103,7 +45,7 @@ beforeAll(async () => {
   upstream = await startUpstream(route, { names: { dns: ["upstream.test", "reports.test"], ips: ["127.0.0.1"] } });
   mainHost = `upstream.test:${upstream.port}`;
   reportsHost = `reports.test:${upstream.port}`;
-  broker = await startDayBroker({ BROKER_RATELIMIT_PROFILE: "default" }, upstream.pki.caPem, { "upstream.test": ["127.0.0.1"], "reports.test": ["127.0.0.1"] });
+  broker = await startDayBroker({ BROKER_RATELIMIT_PROFILE: "default" }, { upstreamCaPem: upstream.pki.caPem, dns: { "upstream.test": ["127.0.0.1"], "reports.test": ["127.0.0.1"] } });
 });
 afterAll(async () => {
   await broker?.stop();
@@ -111,31 +53,8 @@ afterAll(async () => {
   await upstream?.close();
 });
 
-/** Keeps every HTML response (body, CSP) the page receives from `origin`. */
-function recordPages(page: Page, origin: string) {
-  const pending: Promise<unknown>[] = [];
-  page.on("response", (res) => {
-    if (!res.url().startsWith(origin) || !(res.headers()["content-type"] ?? "").startsWith("text/html")) return;
-    pending.push(
-      res
-        .text()
-        .catch(() => "")
-        .then((html) => htmlSeen.push({ url: res.url(), method: res.request().method(), status: res.status(), html, csp: res.headers()["content-security-policy"] ?? null })),
-    );
-  });
-  return () => Promise.all(pending);
-}
-
-/** Clicks `selector` and waits for the page it navigates to. */
-async function submit(page: Page, selector: string) {
-  await Promise.all([page.waitForNavigation(), page.click(selector)]);
-}
-
-async function signIn(page: Page, who: { email: string; password: string }) {
-  await page.fill("#f-email", who.email);
-  await page.fill("#f-password", who.password);
-  await submit(page, "#sign-in");
-}
+/** A blank broker (no user yet) with the upstream timeout this file's slow steps need. */
+const startDayBroker = (env: Record<string, string>, opts: BlankBrokerOptions) => startBlankBroker({ BROKER_UPSTREAM_TIMEOUT_MS: "15000", ...env }, opts);
 
 async function goSection(page: Page, name: string) {
   await submit(page, `nav[aria-label="Vault sections"] >> text=${name}`);
@@ -180,9 +99,8 @@ describe("a person's day in the console (Chromium)", () => {
   browserTest(
     "register, sign in, vault, credential, service, agent via curl, proposal approved from the list, log line by name, rate limit, cross-site post refused, sign out",
     async () => {
-      const browser = await openBrowser({ viewport: { width: 1200, height: 800 } });
-      const { page } = browser;
-      const flushed = recordPages(page, broker.apiUrl);
+      const browser = await openRecordingBrowser({ origin: broker.apiUrl, into: htmlSeen });
+      const { page, flushed } = browser;
       const base = broker.apiUrl;
       try {
         // First run: `/` offers the owner's registration.
@@ -199,7 +117,7 @@ describe("a person's day in the console (Chromium)", () => {
         // Sign out, then in again.
         await submit(page, "#sign-out button");
         expect(await page.textContent("h1")).toBe("Sign in");
-        await signIn(page, OWNER);
+        await signInOnPage(page, OWNER);
         expect(await page.textContent("h1")).toBe("Vaults");
 
         // A vault.
@@ -397,13 +315,12 @@ describe("a person's day in the console (Chromium)", () => {
       expect(accepted.status).toBe(200);
       expect(((await accepted.json()) as any).role).toBe("proxy");
 
-      const browser = await openBrowser({ viewport: { width: 1200, height: 800 } });
-      const { page } = browser;
-      const flushed = recordPages(page, broker.apiUrl);
+      const browser = await openRecordingBrowser({ origin: broker.apiUrl, into: htmlSeen });
+      const { page, flushed } = browser;
       const base = broker.apiUrl;
       try {
         await page.goto(`${base}/`);
-        await signIn(page, COLLEAGUE);
+        await signInOnPage(page, COLLEAGUE);
         expect(await page.textContent("h1")).toBe("Vaults");
         expect(await page.textContent("#vaults")).toContain("team");
         expect(await page.locator('nav[aria-label="Main"] >> text=Settings').count()).toBe(0);
@@ -454,18 +371,17 @@ describe("a person's day in the console (Chromium)", () => {
   browserTest(
     "BROKER_RATELIMIT_LOCK=true: the rate limits are shown read-only, with the reason, and a post changes nothing",
     async () => {
-      locked = await startDayBroker({ BROKER_RATELIMIT_PROFILE: "default", BROKER_RATELIMIT_LOCK: "true" });
+      locked = await startDayBroker({ BROKER_RATELIMIT_PROFILE: "default", BROKER_RATELIMIT_LOCK: "true" }, { dns: {} });
       const owner = await locked.api("POST", "/v1/auth/register", OWNER);
       expect(owner.status).toBe(201);
       const before = (await locked.api("GET", "/v1/owner/settings", undefined, owner.body.token)).body.rate_limits;
       expect(before.locked).toBe(true);
-      const browser = await openBrowser({ viewport: { width: 1200, height: 800 } });
-      const { page } = browser;
       const base = locked.apiUrl;
-      const flushed = recordPages(page, base);
+      const browser = await openRecordingBrowser({ origin: base, into: htmlSeen });
+      const { page, flushed } = browser;
       try {
         await page.goto(`${base}/`);
-        await signIn(page, OWNER);
+        await signInOnPage(page, OWNER);
         await submit(page, 'nav[aria-label="Main"] >> text=Settings');
         expect(await page.textContent("h1")).toBe("Instance settings");
         expect(await page.textContent("#rate-locked")).toContain("BROKER_RATELIMIT_LOCK=true");

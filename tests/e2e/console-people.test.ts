@@ -8,11 +8,9 @@ import { afterAll, beforeAll, describe, expect } from "bun:test";
 import { mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Page } from "playwright-core";
-import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
-import { browserTestFor, openBrowser } from "./browser.ts";
-import { startBroker, type Broker } from "./proxy-fixture.ts";
+import type { TestUpstream } from "../helpers/upstream.ts";
+import { browserTestFor, openRecordingBrowser, signInOnPage } from "./browser.ts";
+import { startNamedUpstream, type Broker } from "./proxy-fixture.ts";
 
 const SHOTS = process.env.UPDATE_SCREENSHOTS === "1" ? join(import.meta.dir, "..", "..", "docs", "screenshots") : mkdtempSync(join(tmpdir(), "broker-shots-"));
 const OWNER = { email: "owner@example.com", password: "correct horse battery" }; // registered by startBroker()
@@ -23,31 +21,14 @@ let upstream: TestUpstream;
 let broker: Broker;
 let host: string;
 
-function route(_req: IncomingMessage, res: ServerResponse) {
-  res.setHeader("content-type", "application/json");
-  res.end(JSON.stringify({ data: "upstream says hello" }));
-}
-
 beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
-  upstream = await startUpstream(route);
-  broker = await startBroker({ caPem: upstream.pki.caPem });
-  broker.dns.set("upstream.test", ["127.0.0.1"]);
-  host = `upstream.test:${upstream.port}`;
+  ({ upstream, broker, host } = await startNamedUpstream());
 });
 afterAll(async () => {
   await broker?.stop();
   await upstream?.close();
 });
-
-function recordPages(page: Page) {
-  const seen: { url: string; html: string; csp: string | null }[] = [];
-  page.on("response", async (res) => {
-    if (!(res.headers()["content-type"] ?? "").startsWith("text/html")) return;
-    seen.push({ url: res.url(), html: await res.text().catch(() => ""), csp: res.headers()["content-security-policy"] ?? null });
-  });
-  return seen;
-}
 
 /** A JSON call as the agent (bearer token, X-Vault); keeps every answer it saw for the leak check. */
 function agentClient(token: string, seen: string[]) {
@@ -74,14 +55,11 @@ describe("console: agents, proposals, members in Chromium", () => {
       const secret = `SENTINEL-people-${crypto.randomUUID()}`;
       const agentSaw: string[] = [];
       expect((await broker.api("POST", "/v1/vaults", { name: VAULT }, broker.userToken)).status).toBe(201);
-      const browser = await openBrowser({ viewport: { width: 1200, height: 800 } });
-      const { page } = browser;
-      const pages = recordPages(page);
+      const browser = await openRecordingBrowser();
+      const { page, pages } = browser;
       try {
         await page.goto(`${broker.apiUrl}/`);
-        await page.fill("#f-email", OWNER.email);
-        await page.fill("#f-password", OWNER.password);
-        await Promise.all([page.waitForLoadState("load"), page.click("#sign-in")]);
+        await signInOnPage(page, OWNER);
 
         // Agents: empty, then invite; the link is on the answer page only.
         await page.goto(`${broker.apiUrl}/vaults/${VAULT}/agents`);

@@ -4,11 +4,10 @@
 // hosts switch to deny. Screenshots: docs/screenshots/logs.png, vault-settings.png, instance-settings.png.
 
 import { afterAll, beforeAll, describe, expect } from "bun:test";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { tempDir } from "../helpers/binary.ts";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
-import { browserTestFor, openBrowser, startBlankBroker, type BlankBroker } from "./browser.ts";
+import { browserTestFor, openRecordingBrowser, signInOnPage, startBlankBroker, type BlankBroker } from "./browser.ts";
 
 const SHOTS = join(import.meta.dir, "..", "..", "docs", "screenshots");
 const OWNER = { email: "owner@example.com", password: "correct horse battery" };
@@ -22,9 +21,7 @@ let agentSession = "";
 
 beforeAll(async () => {
   upstream = await startUpstream();
-  const caFile = join(tempDir(), "upstream-ca.pem");
-  writeFileSync(caFile, upstream.pki.caPem);
-  broker = await startBlankBroker({ BROKER_NETWORK_ALLOWLIST: "127.0.0.1", BROKER_UPSTREAM_CA_FILE: caFile, BROKER_RATELIMIT_PROFILE: "default" });
+  broker = await startBlankBroker({ BROKER_RATELIMIT_PROFILE: "default" }, { upstreamCaPem: upstream.pki.caPem });
   mkdirSync(SHOTS, { recursive: true });
   owner = (await broker.api("POST", "/v1/auth/register", OWNER)).body.token;
   expect((await broker.api("POST", "/v1/vaults", { name: "payments-bot" }, owner)).status).toBe(201);
@@ -58,17 +55,11 @@ describe("console settings and logs in Chromium", () => {
   browserTest(
     "change a rate limit, read the log line of a proxied request (and a live one), deny unmatched hosts",
     async () => {
-      const browser = await openBrowser({ viewport: { width: 1200, height: 800 } });
-      const { page } = browser;
-      const htmls: string[] = [];
-      page.on("response", async (res) => {
-        if ((res.headers()["content-type"] ?? "").startsWith("text/html")) htmls.push(await res.text().catch(() => ""));
-      });
+      const browser = await openRecordingBrowser();
+      const { page, pages } = browser;
       try {
         await page.goto(`${broker.apiUrl}/`);
-        await page.fill("#f-email", OWNER.email);
-        await page.fill("#f-password", OWNER.password);
-        await Promise.all([page.waitForLoadState("load"), page.click("#sign-in")]);
+        await signInOnPage(page, OWNER);
         expect(await page.textContent("h1")).toBe("Vaults");
 
         // Instance settings: the PROXY tier's rate from 50 to 75 per second.
@@ -112,7 +103,7 @@ describe("console settings and logs in Chromium", () => {
         expect((await broker.api("GET", "/v1/vaults/payments-bot", undefined, owner)).body.unmatched_hosts).toBe("deny");
         await page.screenshot({ path: join(SHOTS, "vault-settings.png"), fullPage: true });
 
-        for (const html of htmls) expect(html.includes(SECRET)).toBe(false);
+        for (const { html } of pages) expect(html.includes(SECRET)).toBe(false);
         for (const line of broker.logLines) expect(line.includes(SECRET)).toBe(false);
       } finally {
         await browser.close();

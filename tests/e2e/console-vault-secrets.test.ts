@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
-import { browserTestFor, openBrowser, startBlankBroker, type BlankBroker } from "./browser.ts";
+import { browserTestFor, openRecordingBrowser, signInOnPage, startBlankBroker, submit, type BlankBroker } from "./browser.ts";
 
 const SHOTS = process.env.UPDATE_SCREENSHOTS === "1" ? join(import.meta.dir, "..", "..", "docs", "screenshots") : mkdtempSync(join(tmpdir(), "broker-shots-"));
 const OWNER = { email: "owner@example.com", password: "correct horse battery" };
@@ -26,19 +26,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await broker?.stop();
 });
-
-function recordPages(page: Page) {
-  const seen: { url: string; method: string; html: string }[] = [];
-  page.on("response", async (res) => {
-    if (!(res.headers()["content-type"] ?? "").startsWith("text/html")) return;
-    seen.push({ url: res.url(), method: res.request().method(), html: await res.text().catch(() => "") });
-  });
-  return seen;
-}
-
-async function submit(page: Page, button: string) {
-  await Promise.all([page.waitForNavigation(), page.click(button)]);
-}
 
 interface ServiceInput {
   host: string;
@@ -71,16 +58,13 @@ describe("console credentials and services in Chromium", () => {
   browserTest(
     "set credentials, add a service of each type, reveal with the password",
     async () => {
-      const browser = await openBrowser({ viewport: { width: 1200, height: 800 } });
-      const { page } = browser;
-      const pages = recordPages(page);
+      const browser = await openRecordingBrowser();
+      const { page, pages } = browser;
       const sentinel = "sk_live_SENTINEL-console-example-4242"; // fixed, so the committed screenshot stays stable
       const base = `${broker.apiUrl}/vaults/payments-bot`;
       try {
         await page.goto(`${broker.apiUrl}/`);
-        await page.fill("#f-email", OWNER.email);
-        await page.fill("#f-password", OWNER.password);
-        await submit(page, "#sign-in");
+        await signInOnPage(page, OWNER);
 
         await page.goto(`${base}/credentials`);
         expect(await page.textContent("main")).toContain("No credentials yet");

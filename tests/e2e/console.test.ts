@@ -7,8 +7,7 @@ import { afterAll, beforeAll, describe, expect } from "bun:test";
 import { mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Page } from "playwright-core";
-import { browserTestFor, openBrowser, startBlankBroker, type BlankBroker } from "./browser.ts";
+import { browserTestFor, openBrowser, openRecordingBrowser, signInOnPage, startBlankBroker, type BlankBroker } from "./browser.ts";
 
 // Screenshots land in docs/screenshots/ only when asked (UPDATE_SCREENSHOTS=1), so a test run leaves the tree clean.
 const SHOTS = process.env.UPDATE_SCREENSHOTS === "1" ? join(import.meta.dir, "..", "..", "docs", "screenshots") : mkdtempSync(join(tmpdir(), "broker-shots-"));
@@ -24,29 +23,12 @@ afterAll(async () => {
   await broker?.stop();
 });
 
-/** Every page's HTML and CSP, kept for the leak and header checks at the end. */
-function recordPages(page: Page) {
-  const seen: { url: string; html: string; csp: string | null }[] = [];
-  page.on("response", async (res) => {
-    if (!(res.headers()["content-type"] ?? "").startsWith("text/html")) return;
-    seen.push({ url: res.url(), html: await res.text().catch(() => ""), csp: res.headers()["content-security-policy"] ?? null });
-  });
-  return seen;
-}
-
-async function signIn(page: Page, email: string, password: string) {
-  await page.fill("#f-email", email);
-  await page.fill("#f-password", password);
-  await Promise.all([page.waitForLoadState("load"), page.click("#sign-in")]);
-}
-
 describe("web console in Chromium", () => {
   browserTest(
     "first run, a vault, sign-out, a wrong then right password, a password change",
     async () => {
-      const browser = await openBrowser({ viewport: { width: 1200, height: 800 } });
-      const { page } = browser;
-      const pages = recordPages(page);
+      const browser = await openRecordingBrowser(); // every page's HTML and CSP, for the leak and header checks at the end
+      const { page, pages } = browser;
       const sentinel = `SENTINEL-console-${crypto.randomUUID()}`;
       try {
         // First run: `/` offers the owner registration.
@@ -82,7 +64,7 @@ describe("web console in Chromium", () => {
         expect(await page.textContent("h1")).toBe("Sign in");
 
         // Wrong password: an error, the email kept, no session.
-        await signIn(page, OWNER.email, "not the password");
+        await signInOnPage(page, { email: OWNER.email, password: "not the password" });
         expect(await page.textContent("#sign-in-error")).toContain("do not match");
         expect(await page.inputValue("#f-email")).toBe(OWNER.email);
         expect(await page.inputValue("#f-password")).toBe("");
@@ -92,7 +74,7 @@ describe("web console in Chromium", () => {
         await page.screenshot({ path: join(SHOTS, "sign-in.png"), fullPage: true });
 
         // Right password.
-        await signIn(page, OWNER.email, OWNER.password);
+        await signInOnPage(page, OWNER);
         expect(await page.textContent("h1")).toBe("Vaults");
 
         // Account: sessions listed (this browser and the API login), then a password change.
@@ -108,9 +90,9 @@ describe("web console in Chromium", () => {
         // Every session ended, the API login's too.
         expect((await broker.api("GET", "/v1/auth/whoami", undefined, login.body.token)).status).toBe(401);
 
-        await signIn(page, OWNER.email, OWNER.password);
+        await signInOnPage(page, OWNER);
         expect(await page.textContent("#sign-in-error")).toContain("do not match");
-        await signIn(page, OWNER.email, OWNER.next);
+        await signInOnPage(page, { email: OWNER.email, password: OWNER.next });
         expect(await page.textContent("h1")).toBe("Vaults");
 
         // A phone-sized view of the vault list, for the look at narrow screens.
@@ -138,7 +120,7 @@ describe("web console in Chromium", () => {
       try {
         await browser.page.goto(`${broker.apiUrl}/`);
         await browser.page.screenshot({ path: join(SHOTS, "sign-in-dark.png"), fullPage: true });
-        await signIn(browser.page, OWNER.email, OWNER.next);
+        await signInOnPage(browser.page, { email: OWNER.email, password: OWNER.next });
         await browser.page.screenshot({ path: join(SHOTS, "vaults-dark.png"), fullPage: true });
       } finally {
         await browser.close();

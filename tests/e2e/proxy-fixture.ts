@@ -9,6 +9,7 @@ import { connect } from "node:net";
 import { loadConfig } from "../../src/config.ts";
 import { createMemoryLogger } from "../../src/log.ts";
 import { startServer, type RunningServer, type TunnelStarter } from "../../src/server/serve.ts";
+import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
 
 export interface Broker {
   readonly apiUrl: string;
@@ -31,6 +32,35 @@ export interface Broker {
   auditLogs(): Promise<any[]>;
   stop(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
+}
+
+/**
+ * A local HTTPS upstream with a fixed JSON answer (it never reflects what it received) and a broker
+ * trusting it, resolving upstream.test to it: proposals refuse IP literals, and the test cert covers
+ * that name. `host` is "upstream.test:<port>".
+ */
+export async function startNamedUpstream(): Promise<{ upstream: TestUpstream; broker: Broker; host: string }> {
+  const upstream = await startUpstream((_req, res) => {
+    res.setHeader("content-type", "application/json");
+    res.end(JSON.stringify({ data: "upstream says hello" }));
+  });
+  const broker = await startBroker({ caPem: upstream.pki.caPem });
+  broker.dns.set("upstream.test", ["127.0.0.1"]);
+  return { upstream, broker, host: `upstream.test:${upstream.port}` };
+}
+
+/** A JSON call to the broker's API at `apiUrl` (bearer `token` when given); a body that is not JSON stays text. */
+export async function callApi(apiUrl: string, method: string, path: string, body?: unknown, token?: string): Promise<{ status: number; body: any; headers: Headers }> {
+  const headers: Record<string, string> = {};
+  if (token) headers.authorization = `Bearer ${token}`;
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const res = await fetch(`${apiUrl}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  let parsed: any = text;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {}
+  return { status: res.status, body: parsed, headers: res.headers };
 }
 
 export async function startBroker(opts: { caPem: string; env?: Record<string, string>; startTunnel?: TunnelStarter; /** the server's clock (default Date.now) */ now?: () => number }): Promise<Broker> {
@@ -65,18 +95,7 @@ export async function startBroker(opts: { caPem: string; env?: Record<string, st
   });
   const apiUrl = server.apiUrl;
 
-  async function api(method: string, path: string, body?: unknown, token?: string) {
-    const headers: Record<string, string> = {};
-    if (token) headers.authorization = `Bearer ${token}`;
-    if (body !== undefined) headers["content-type"] = "application/json";
-    const res = await fetch(`${apiUrl}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-    const text = await res.text();
-    let parsed: any = text;
-    try {
-      parsed = text ? JSON.parse(text) : undefined;
-    } catch {}
-    return { status: res.status, body: parsed, headers: res.headers };
-  }
+  const api = (method: string, path: string, body?: unknown, token?: string) => callApi(apiUrl, method, path, body, token);
   async function must(method: string, path: string, body: unknown, token: string, status: number) {
     const r = await api(method, path, body, token);
     if (r.status !== status) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
