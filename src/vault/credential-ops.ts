@@ -11,10 +11,11 @@ import { readKey } from "./services.ts";
 import { iso } from "./users.ts";
 import { requireInVault, type OpenVault } from "./vaults.ts";
 
-export function readValue(v: unknown): Secret {
-  if (typeof v !== "string" || v.length === 0) throw new InvalidRequest("value must be a non-empty string", "value");
-  if (Buffer.byteLength(v) > LIMITS.credentialValueMaxBytes) throw new InvalidRequest(`value must be at most ${LIMITS.credentialValueMaxBytes} bytes`, "value");
-  if (/[\r\n\0]/.test(v)) throw new InvalidRequest("value must not contain line breaks or NUL (it is sent in an HTTP header)", "value");
+/** A credential value as every path must check it (API, CLI, console, approval page); `field` names it in errors. */
+export function readValue(v: unknown, field = "value"): Secret {
+  if (typeof v !== "string" || v.length === 0) throw new InvalidRequest(`${field} must be a non-empty string`, field);
+  if (Buffer.byteLength(v) > LIMITS.credentialValueMaxBytes) throw new InvalidRequest(`${field} must be at most ${LIMITS.credentialValueMaxBytes} bytes`, field);
+  if (/[\r\n\0]/.test(v)) throw new InvalidRequest(`${field} must not contain line breaks or NUL (it is sent in an HTTP header)`, field);
   return new Secret(v);
 }
 

@@ -149,7 +149,8 @@ export async function approveProposal(d: Domain, p: Principal, row: ProposalRow,
     const raw = values[slot.key];
     if ((raw === undefined || raw === "") && existing.has(slot.key)) continue; // keep the stored value
     if (raw === undefined || raw === "") throw new InvalidRequest(`a value for ${slot.key} is required`, slot.key);
-    const value: Secret = raw instanceof Secret ? raw : readValue(raw);
+    // A value typed in a page arrives already wrapped; it gets the same checks as one posted as JSON.
+    const value: Secret = readValue(raw instanceof Secret ? raw.reveal() : raw, slot.key); // reveal: validation only
     sealed.push({ key: slot.key, ...(await encryptCredential(d.dataKey, row.vaultId, slot.key, value)) });
   }
   await d.store.transaction(async (tx) => {

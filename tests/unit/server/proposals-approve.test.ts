@@ -244,6 +244,18 @@ describe("the approval page", () => {
     expect(page.text).not.toContain("agent:");
   });
 
+  test("a value typed in the page gets the API's checks (line breaks, NUL)", async () => {
+    const { id, token, pagePath } = await fileOne();
+    const { csrf } = await openPage(pagePath);
+    const { session } = await signIn(id, token, pagePath, "owner@example.com");
+    for (const bad of ["sk-1\r\nX-Injected: yes", "sk-2\nHost: evil.example", "sk-3\u0000"]) {
+      const res = await raw("POST", `/approve/${id}/decide`, { form: { token, csrf, decision: "allow", value_NEW_KEY: bad }, cookies: { broker_session: session!, broker_csrf: csrf }, headers: SAME_ORIGIN });
+      expect(res.status).toBe(400);
+      expect(res.text).toContain("NEW_KEY must");
+      expect((await h.store.proposals.byId(id))?.status).toBe("pending");
+    }
+  });
+
   test("a wrong password does not sign in; Deny rejects", async () => {
     const { id, token, pagePath } = await fileOne();
     const { csrf } = await openPage(pagePath);
