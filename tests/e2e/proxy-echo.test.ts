@@ -92,12 +92,14 @@ describe("fails closed", () => {
 });
 
 describe("headers only the broker may set", () => {
-  test("an upstream's X-Broker-Error and Set-Cookie are dropped on /proxy", async () => {
+  test("an upstream's X-Broker-Error and Set-Cookie are dropped on /proxy, and the page is sandboxed", async () => {
     const res = await broker.proxy(hostPort, "/echo?size=small");
     seen.push(await dumpResponse(res));
     expect(res.status).toBe(200);
     expect(res.headers.has("x-broker-error")).toBe(false);
     expect(res.headers.getSetCookie()).toEqual([]);
+    // Shown in a browser, an upstream page never runs on the broker's (the console's) origin.
+    expect(res.headers.get("content-security-policy")).toBe("sandbox");
   });
 });
 

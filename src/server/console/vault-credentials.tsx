@@ -143,7 +143,7 @@ async function renderList(c: ConsoleContext) {
 
 async function requireKey(c: ConsoleContext, open: OpenVault, key: string): Promise<CredentialItem> {
   const row = (await listCredentials(c.get("kit").d, open, false)).find((r) => r.key === key);
-  if (!row) throw new NotFound(`no credential ${key} in this vault`);
+  if (!row) throw new NotFound("this vault has no credential by that name"); // the name came from the URL: never quoted back
   return { ...row, usedBy: usersOf(await listServices(c.get("kit").d, open), key) };
 }
 

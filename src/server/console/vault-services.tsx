@@ -147,7 +147,7 @@ async function renderList(c: ConsoleContext, state: FormState = {}, status: 200 
 
 async function findService(c: ConsoleContext, open: OpenVault, host: string): Promise<ServiceView> {
   const s = (await listServices(c.get("kit").d, open)).find((x) => x.host === host);
-  if (!s) throw new NotFound(`no service for ${host} in this vault`);
+  if (!s) throw new NotFound("this vault has no service for that host"); // the host came from the URL: never quoted back
   return s;
 }
 

@@ -104,7 +104,8 @@ export function assertSameOrigin(c: Context, d: Domain, form: Record<string, unk
   const own = new URL(c.req.url).origin;
   const cookie = readPageCookie(c, d, "csrf") ?? "";
   const sent = typeof form.csrf === "string" ? form.csrf : "";
-  const tokensMatch = cookie.length > 0 && cookie.length === sent.length && timingSafeEqual(Buffer.from(cookie), Buffer.from(sent));
+  // Only a token this server could have minted counts: a cookie planted by a sibling origin (`x`) does not.
+  const tokensMatch = CSRF_SHAPE.test(cookie) && cookie.length === sent.length && timingSafeEqual(Buffer.from(cookie), Buffer.from(sent));
   // Under Referrer-Policy: no-referrer, Chromium sends `Origin: null` even for same-origin posts;
   // accept that only when the browser itself vouches for the same origin (Sec-Fetch-Site).
   const originOk = !origin || origin === own || origin === publicOrigin(d) || (origin === "null" && site === "same-origin");

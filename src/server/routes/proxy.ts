@@ -24,7 +24,7 @@ export function proxyRoutes(d: Domain, deps: EgressDeps) {
     if (d.rateLimiter) enforce(d.rateLimiter.checkProxy(p.id, open.vault.id));
     const length = c.req.header("content-length");
     const req = c.req.raw;
-    return egress(
+    const res = await egress(
       {
         principal: p.id,
         vault: { id: open.vault.id, name: open.vault.name },
@@ -39,6 +39,10 @@ export function proxyRoutes(d: Domain, deps: EgressDeps) {
       },
       deps,
     );
+    // An upstream page shown at /proxy would run on the console's origin: a browser gets it sandboxed
+    // (no scripts, an opaque origin), whatever the upstream sent. Agents' HTTP clients ignore this.
+    res.headers.append("content-security-policy", "sandbox");
+    return res;
   });
   return r;
 }
