@@ -1,11 +1,11 @@
 /** @jsxImportSource hono/jsx */
-// The frame of every console page: document head (one stylesheet, no inline code), the header
+// The frame of every console page: the document shell (pages/document.tsx), the header
 // with the product name and navigation, the flash message, an optional vault header with its
 // section tabs, and the main area. Sign-out is a POST form button, never a link.
 
-import { raw } from "hono/html";
 import type { Child } from "hono/jsx";
 import { VERSION } from "../../version.ts";
+import { Document } from "../pages/document.tsx";
 import { Badge, Button, PageContext, PostForm } from "./components.tsx";
 import type { Flash } from "./flash.ts";
 
@@ -132,37 +132,23 @@ function VaultHeader(props: { vault: LayoutVault }) {
 
 export function Layout(props: LayoutProps) {
   return (
-    <>
-      {raw("<!DOCTYPE html>")}
-      <html lang="en">
-        <head>
-          <meta charset="utf-8" />
-          <meta name="viewport" content="width=device-width, initial-scale=1" />
-          <meta name="referrer" content="no-referrer" />
-          <meta name="color-scheme" content="light dark" />
-          <title>{`${props.title} · Broker`}</title>
-          <link rel="stylesheet" href="/assets/broker.css" />
-          {props.script ? <script src={`/assets/${props.script}.js`} defer /> : null}
-        </head>
-        <body class="console">
-          <a class="skip-link" href="#main">
-            Skip to content
-          </a>
-          <PageContext.Provider value={{ csrf: props.csrf }}>
-            <Header user={props.user} nav={props.nav} />
-            <main id="main" class={props.narrow ? "page page-narrow" : "page"}>
-              {props.vault ? <VaultHeader vault={props.vault} /> : null}
-              <FlashMessage flash={props.flash} />
-              <h1>{props.title}</h1>
-              {props.lead ? <p class="lead">{props.lead}</p> : null}
-              {props.children}
-            </main>
-            <footer class="site-footer">
-              <p>Broker {VERSION} · agents use credentials through the broker and never see their values.</p>
-            </footer>
-          </PageContext.Provider>
-        </body>
-      </html>
-    </>
+    <Document title={`${props.title} · Broker`} colorScheme script={props.script} bodyClass="console">
+      <a class="skip-link" href="#main">
+        Skip to content
+      </a>
+      <PageContext.Provider value={{ csrf: props.csrf }}>
+        <Header user={props.user} nav={props.nav} />
+        <main id="main" class={props.narrow ? "page page-narrow" : "page"}>
+          {props.vault ? <VaultHeader vault={props.vault} /> : null}
+          <FlashMessage flash={props.flash} />
+          <h1>{props.title}</h1>
+          {props.lead ? <p class="lead">{props.lead}</p> : null}
+          {props.children}
+        </main>
+        <footer class="site-footer">
+          <p>Broker {VERSION} · agents use credentials through the broker and never see their values.</p>
+        </footer>
+      </PageContext.Provider>
+    </Document>
   );
 }

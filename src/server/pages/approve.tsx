@@ -4,8 +4,8 @@
 // and Allow / Deny. All agent-written text is rendered as escaped text (hono/jsx escapes), links
 // only for https URLs; no inline script or style exists (the CSP forbids them).
 
-import { raw } from "hono/html";
 import type { ProposalView } from "../../vault/index.ts";
+import { Document } from "./document.tsx";
 
 export type Viewer =
   | { kind: "anonymous" }
@@ -24,24 +24,6 @@ export interface ApprovePageProps {
   readonly csrf: string;
   readonly existingKeys: readonly string[];
   readonly notice?: string;
-}
-
-function Layout(props: { title: string; children: unknown }) {
-  return (
-    <>
-      {raw("<!DOCTYPE html>")}
-    <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <meta name="referrer" content="no-referrer" />
-        <title>{props.title}</title>
-        <link rel="stylesheet" href="/assets/broker.css" />
-      </head>
-      <body>{props.children as never}</body>
-    </html>
-    </>
-  );
 }
 
 /** How the credential would be sent, in words: the header name for header auth, the user name for Basic. */
@@ -239,14 +221,14 @@ export function ApprovePage(props: ApprovePageProps) {
       ) : null}
     </>
   );
-  return <Layout title={`Access request #${p.id}`}>{body}</Layout>;
+  return <Document title={`Access request #${p.id}`}>{body}</Document>;
 }
 
 export function MessagePage(props: { title: string; message: string }) {
   return (
-    <Layout title={props.title}>
+    <Document title={props.title}>
       <h1>{props.title}</h1>
       <p id="message">{props.message}</p>
-    </Layout>
+    </Document>
   );
 }
