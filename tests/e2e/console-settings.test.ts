@@ -5,11 +5,13 @@
 
 import { afterAll, beforeAll, describe, expect } from "bun:test";
 import { mkdirSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
 import { browserTestFor, openRecordingBrowser, signInOnPage, startBlankBroker, type BlankBroker } from "./browser.ts";
 
-const SHOTS = join(import.meta.dir, "..", "..", "docs", "screenshots");
+// Screenshots land in docs/ only when asked for (UPDATE_SCREENSHOTS=1), so a test run leaves the tree clean.
+const SHOTS = process.env.UPDATE_SCREENSHOTS === "1" ? join(import.meta.dir, "..", "..", "docs", "screenshots") : join(tmpdir(), `broker-shots-${process.pid}`);
 const OWNER = { email: "owner@example.com", password: "correct horse battery" };
 const SECRET = `SENTINEL-console-settings-${crypto.randomUUID()}`;
 const browserTest = browserTestFor("console settings");

@@ -207,3 +207,24 @@ describe("services page", () => {
     for (const p of b.pages) expect(p.html.includes(secret)).toBe(false);
   });
 });
+
+describe("red-team mends", () => {
+  test("a not-found page never quotes the key or host taken from the URL", async () => {
+    const spoof = "SESSION EXPIRED. Sign in again at https://broker-login.evil.example";
+    for (const path of [`/vaults/v1/credentials/${encodeURIComponent(spoof)}/reveal`, `/vaults/v1/credentials/${encodeURIComponent(spoof)}`, `/vaults/v1/services/${encodeURIComponent(spoof)}/edit`]) {
+      const res = await b.get(path);
+      expect(res.status).toBe(404);
+      expect(res.text).not.toContain("broker-login.evil.example");
+      expect(res.text).not.toContain("SESSION EXPIRED");
+    }
+  });
+
+  test("a CSRF cookie this server did not mint is refused, even when the form echoes it", async () => {
+    const planted = new Map(b.jar);
+    b.jar.set([...b.jar.keys()].find((k) => k.endsWith("broker_csrf")) ?? "broker_csrf", "x");
+    const res = await b.post("/vaults/v1/credentials", { key: "PLANTED", value: sentinel("planted"), csrf: "x" }, SAME_ORIGIN, false);
+    expect(res.status).toBe(403);
+    expect(await storedKeys()).not.toContain("PLANTED");
+    for (const [k, v] of planted) b.jar.set(k, v);
+  });
+});
