@@ -5,7 +5,7 @@
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { cleanEnv, isolatedBinary, type RunResult, runBinary, type ServerProcess, startBinaryServer, tempDir } from "../helpers/binary.ts";
+import { cleanEnv, expectOk, isolatedBinary, type RunResult, runBinary, type ServerProcess, startSelfAddressedServer, tempDir } from "../helpers/binary.ts";
 
 const { bin, dir } = isolatedBinary();
 const SECRET = "sk-live-agent-secrets-e2e-Qx7!";
@@ -16,32 +16,14 @@ let agentToken = "";
 const outputs: string[] = []; // everything printed, minus the owner's deliberate reveal
 const owner = cleanEnv({ BROKER_CONFIG_DIR: join(tempDir("broker-cli-"), "config") });
 
-function freePort(): number {
-  const s = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = s.port;
-  s.stop(true);
-  return port;
-}
-
 async function cli(env: Record<string, string>, args: string[], stdin?: string, opts: { reveals?: boolean } = {}): Promise<RunResult> {
   const r = await runBinary(bin, args, { env, stdin, cwd: dir });
   if (!opts.reveals) outputs.push(r.stdout, r.stderr);
   return r;
 }
 
-function expectOk(r: RunResult): RunResult {
-  if (r.exitCode !== 0) throw new Error(`exit ${r.exitCode}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
-  return r;
-}
-
 beforeAll(async () => {
-  const port = freePort();
-  // A fixed port, so the invite link (built from BROKER_PUBLIC_URL) points at this server.
-  server = await startBinaryServer(
-    bin,
-    cleanEnv({ BROKER_DATA_DIR: join(tempDir(), "data"), BROKER_PORT: String(port), BROKER_PUBLIC_URL: `http://127.0.0.1:${port}` }),
-    dir,
-  );
+  server = await startSelfAddressedServer(bin, dir);
   expectOk(await cli(owner, ["auth", "register", "--email", "owner@example.com", "--password-stdin", "--address", server.url], `${OWNER_PASSWORD}\n`));
   expectOk(await cli(owner, ["vault", "create", "demo"]));
   expectOk(await cli(owner, ["vault", "use", "demo"]));

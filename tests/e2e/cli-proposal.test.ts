@@ -4,7 +4,7 @@
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { cleanEnv, isolatedBinary, type RunResult, runBinary, type ServerProcess, startBinaryServer, tempDir } from "../helpers/binary.ts";
+import { cleanEnv, expectOk, isolatedBinary, type RunResult, runBinary, type ServerProcess, startSelfAddressedServer, tempDir } from "../helpers/binary.ts";
 
 const { bin, dir } = isolatedBinary();
 const VALUE_A = "sk-proposal-e2e-A-7f3k!q";
@@ -15,24 +15,12 @@ let server: ServerProcess;
 let agentToken = "";
 const outputs: string[] = [];
 
-function freePort(): number {
-  const s = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = s.port;
-  s.stop(true);
-  return port;
-}
-
 const owner = () => cleanEnv({ BROKER_CONFIG_DIR: ownerConfig, BROKER_ADDR: server.url });
 const ownerConfig = join(tempDir("broker-cli-"), "config");
 
 async function cli(args: string[], stdin?: string): Promise<RunResult> {
   const r = await runBinary(bin, args, { env: owner(), stdin, cwd: dir });
   outputs.push(r.stdout, r.stderr);
-  return r;
-}
-
-function expectOk(r: RunResult): RunResult {
-  if (r.exitCode !== 0) throw new Error(`exit ${r.exitCode}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
   return r;
 }
 
@@ -48,12 +36,7 @@ async function asAgent(method: string, path: string, body?: unknown): Promise<{ 
 }
 
 beforeAll(async () => {
-  const port = freePort();
-  server = await startBinaryServer(
-    bin,
-    cleanEnv({ BROKER_DATA_DIR: join(tempDir(), "data"), BROKER_PORT: String(port), BROKER_PUBLIC_URL: `http://127.0.0.1:${port}` }),
-    dir,
-  );
+  server = await startSelfAddressedServer(bin, dir);
   expectOk(await cli(["auth", "register", "--email", "owner@example.com", "--password-stdin"], `${OWNER_PASSWORD}\n`));
   expectOk(await cli(["vault", "create", "props"]));
   expectOk(await cli(["vault", "use", "props"]));

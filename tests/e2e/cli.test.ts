@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { statSync } from "node:fs";
 import { join } from "node:path";
-import { cleanEnv, isolatedBinary, type RunResult, runBinary, type ServerProcess, startBinaryServer, tempDir } from "../helpers/binary.ts";
+import { cleanEnv, expectOk, freePort, isolatedBinary, type RunResult, runBinary, type ServerProcess, startSelfAddressedServer, tempDir } from "../helpers/binary.ts";
 
 const { bin, dir } = isolatedBinary();
 const SECRET = "sk-live-Zq8w!-cli-e2e-value";
@@ -13,13 +13,6 @@ const OWNER_PASSWORD = "owner password 123";
 
 let server: ServerProcess;
 const outputs: string[] = []; // everything the CLI printed, minus the deliberate reveals
-
-function freePort(): number {
-  const s = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = s.port;
-  s.stop(true);
-  return port;
-}
 
 /** A person at their own machine: a config dir of their own, no BROKER_* leaking in. */
 function newUser(extra: Record<string, string> = {}): Record<string, string> {
@@ -50,19 +43,8 @@ async function cliOnTerminal(env: Record<string, string>, args: string[], answer
   return { exitCode, stdout: screen, stderr: "" };
 }
 
-function expectOk(r: RunResult): RunResult {
-  if (r.exitCode !== 0) throw new Error(`exit ${r.exitCode}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
-  return r;
-}
-
 beforeAll(async () => {
-  const port = freePort();
-  // A fixed port, so invite links (built from BROKER_PUBLIC_URL) point at this server.
-  server = await startBinaryServer(
-    bin,
-    cleanEnv({ BROKER_DATA_DIR: join(tempDir(), "data"), BROKER_PORT: String(port), BROKER_PUBLIC_URL: `http://127.0.0.1:${port}` }),
-    dir,
-  );
+  server = await startSelfAddressedServer(bin, dir);
 });
 
 afterAll(async () => {

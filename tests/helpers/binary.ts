@@ -87,3 +87,22 @@ export async function startBinaryServer(bin: string, env: Record<string, string>
   proc.kill("SIGKILL");
   throw new Error(`broker server did not start in time:\n${logs}`);
 }
+
+/** A port on 127.0.0.1 that was free a moment ago (bound, then released). */
+export function freePort(): number {
+  const s = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const port = s.port;
+  s.stop(true);
+  return port;
+}
+
+export function expectOk(r: RunResult): RunResult {
+  if (r.exitCode !== 0) throw new Error(`exit ${r.exitCode}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
+  return r;
+}
+
+/** The binary's server on a fixed port whose BROKER_PUBLIC_URL is itself, so invite and approval links reach it. */
+export function startSelfAddressedServer(bin: string, cwd: string): Promise<ServerProcess> {
+  const port = freePort();
+  return startBinaryServer(bin, cleanEnv({ BROKER_DATA_DIR: join(tempDir(), "data"), BROKER_PORT: String(port), BROKER_PUBLIC_URL: `http://127.0.0.1:${port}` }), cwd);
+}
