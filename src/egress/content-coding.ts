@@ -249,6 +249,9 @@ export function createBodyRecoder(codings: readonly Coding[], redactor: Redactor
   const encoders = codings.map((c, i) => createEncoder(c, forms[i]!));
   let sawInput = false;
   const decodeFailed = () => new UndecodableResponse("the upstream's compressed response could not be decoded");
+  const destroy = () => {
+    for (const s of [...decoders, ...encoders]) s.destroy();
+  };
   return {
     async push(chunk) {
       if (chunk.length === 0) return EMPTY;
@@ -259,13 +262,15 @@ export function createBodyRecoder(codings: readonly Coding[], redactor: Redactor
     },
     async end() {
       if (!sawInput) return EMPTY; // an empty body stays empty
-      const tail = await endThrough(decoders, EMPTY).catch((e) => Promise.reject(e instanceof UndecodableResponse ? e : decodeFailed()));
-      const cleanTail = concat(tail.length ? redactor.push(tail) : EMPTY, redactor.flush());
-      return endThrough(encoders, cleanTail);
+      try {
+        const tail = await endThrough(decoders, EMPTY).catch((e) => Promise.reject(e instanceof UndecodableResponse ? e : decodeFailed()));
+        const cleanTail = concat(tail.length ? redactor.push(tail) : EMPTY, redactor.flush());
+        return await endThrough(encoders, cleanTail);
+      } finally {
+        destroy(); // native zlib memory goes back now, not whenever the collector gets to it
+      }
     },
-    destroy() {
-      for (const s of [...decoders, ...encoders]) s.destroy();
-    },
+    destroy,
   };
 }
 
