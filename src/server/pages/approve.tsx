@@ -24,6 +24,8 @@ export interface ApprovePageProps {
   readonly csrf: string;
   readonly existingKeys: readonly string[];
   readonly notice?: string;
+  /** A decision's result reads as a success; anything else as a warning. */
+  readonly noticeKind?: "success" | "warning";
 }
 
 /** How the credential would be sent, in words: the header name for header auth, the user name for Basic. */
@@ -51,6 +53,7 @@ export function relativeTime(iso: string, now: number): string {
   const delta = Date.parse(iso) - now;
   const abs = Math.abs(delta);
   const [size, unit] = UNITS.find(([ms]) => abs >= ms) ?? [60_000, "minute"];
+  if (abs < 60_000) return delta >= 0 ? "in under a minute" : "just now";
   const n = Math.max(1, Math.round(abs / size));
   const text = `${n} ${unit}${n === 1 ? "" : "s"}`;
   return delta >= 0 ? `in ${text}` : `${text} ago`;
@@ -143,6 +146,18 @@ function SignIn(props: { id: number; token: string; csrf: string }) {
   );
 }
 
+/** The product's mark, as in the console's header, linking to the console. */
+function Brand() {
+  return (
+    <header class="page-brand">
+      <a class="brand" href="/">
+        <span class="brand-mark" aria-hidden="true" />
+        Broker
+      </a>
+    </header>
+  );
+}
+
 /** Who is signed in, with a way into the console and out of the session. */
 function Session(props: { viewer: Viewer; csrf: string }) {
   if (props.viewer.kind === "anonymous") return null;
@@ -178,7 +193,11 @@ export function ApprovePage(props: ApprovePageProps) {
         </span>
       </p>
       <Session viewer={props.viewer} csrf={props.csrf} />
-      {props.notice ? <p class="warning" id="notice">{props.notice}</p> : null}
+      {props.notice ? (
+        <p class={props.noticeKind === "success" ? "flash flash-success" : "warning"} id="notice" role="status">
+          {props.notice}
+        </p>
+      ) : null}
       {p.message ? (
         <>
           <h2>The agent's note</h2>
@@ -221,12 +240,18 @@ export function ApprovePage(props: ApprovePageProps) {
       ) : null}
     </>
   );
-  return <Document title={`Access request #${p.id}`}>{body}</Document>;
+  return (
+    <Document title={`Access request #${p.id}`}>
+      <Brand />
+      {body}
+    </Document>
+  );
 }
 
 export function MessagePage(props: { title: string; message: string }) {
   return (
     <Document title={props.title}>
+      <Brand />
       <h1>{props.title}</h1>
       <p id="message">{props.message}</p>
     </Document>

@@ -40,7 +40,7 @@ export function approveRoutes(d: Domain, log: Logger) {
     return c.html(<MessagePage title="Link not valid" message="This approval link is invalid or has expired. Ask the agent for a new one." />, 404);
   };
 
-  async function render(c: Context, id: number, token: string, notice?: string, status: 200 | 400 | 403 | 409 | 429 = 200) {
+  async function render(c: Context, id: number, token: string, notice?: string, status: 200 | 400 | 403 | 409 | 429 = 200, noticeKind: "success" | "warning" = "warning") {
     const found = await proposalByApprovalToken(d, id, token);
     if (!found) return invalidLink(c);
     const { viewer } = await viewerOf(c, d, found.row.vaultId);
@@ -56,6 +56,7 @@ export function approveRoutes(d: Domain, log: Logger) {
       csrf,
       existingKeys: await d.store.credentials.keys(found.row.vaultId),
       notice,
+      noticeKind,
     };
     return c.html(<ApprovePage {...props} />, status);
   }
@@ -74,7 +75,8 @@ export function approveRoutes(d: Domain, log: Logger) {
     const id = idOf(c);
     const token = c.req.query("token") ?? "";
     const found = c.req.query("decided") === "1" ? await proposalByApprovalToken(d, id, token) : undefined;
-    return render(c, id, token, found ? RESULT[found.row.status] : undefined);
+    const result = found ? RESULT[found.row.status] : undefined;
+    return render(c, id, token, result, 200, result ? "success" : "warning");
   });
 
   r.post("/:id/login", async (c) => {
