@@ -14,7 +14,7 @@ import { addHelpFooter } from "../help.ts";
 import { promptHidden, stdinIsTerminal } from "../prompt.ts";
 
 const serverCommand = defineCommand({
-  meta: { name: "server", description: "Run the broker server (API and proxy) in the foreground" },
+  meta: { name: "server", description: "Run the broker server (API, web console and proxy) in the foreground" },
   async run() {
     const masterPassword = takeMasterPassword(process.env); // first: no later child may inherit it
     const config = loadConfig(process.env);
