@@ -7,11 +7,13 @@ import ipaddr from "ipaddr.js";
 import { LOG_LEVELS, type LogLevel } from "./log.ts";
 import { RATE_LIMIT_SETTINGS, readRateLimitEnv, type RateLimitOverrides } from "./ratelimit/index.ts";
 import { Secret } from "./secret.ts";
+import { readOidcConfig, type OidcConfig } from "./config-oidc.ts";
 
 export type Env = Record<string, string | undefined>;
 import { RATE_PROFILES, type RateProfile } from "./ratelimit/index.ts";
 
 export { RATE_PROFILES, type RateProfile };
+export type { OidcConfig } from "./config-oidc.ts";
 
 export interface Config {
   readonly dataDir: string;
@@ -35,6 +37,8 @@ export interface Config {
   readonly upstreamTimeoutMs: number;
   readonly auditRetentionDays: number;
   readonly auditMaxRows: number;
+  /** Identity-provider sign-in; undefined when BROKER_OIDC_ISSUER is unset (the feature is off). */
+  readonly oidc: OidcConfig | undefined;
   /** Unknown BROKER_* names: likely typos, shown as warnings rather than ignored silently. */
   readonly warnings: readonly string[];
 }
@@ -58,6 +62,12 @@ export const SETTINGS: readonly SettingDoc[] = [
   { name: "BROKER_ALLOW_PRIVATE_RANGES", default: "false", description: "Lift the default block on private, loopback and link-local ranges (metadata addresses stay blocked)" },
   { name: "BROKER_NETWORK_ALLOWLIST", default: "(empty)", description: "Comma-separated CIDRs or IPs exempted from the default block" },
   { name: "BROKER_UPSTREAM_CA_FILE", default: "(none)", description: "Extra PEM CA bundle trusted for upstreams, beside the system roots" },
+  { name: "BROKER_OIDC_ISSUER", default: "(none: off)", description: "OpenID Connect issuer URL for sign-in with an identity provider (https; http only for localhost)" },
+  { name: "BROKER_OIDC_CLIENT_ID", default: "(none)", description: "Client id registered at the identity provider (required with BROKER_OIDC_ISSUER)" },
+  { name: "BROKER_OIDC_CLIENT_SECRET", default: "(none)", description: "Client secret at the identity provider (or BROKER_OIDC_CLIENT_SECRET_FILE; exactly one)" },
+  { name: "BROKER_OIDC_CLIENT_SECRET_FILE", default: "(none)", description: "Absolute path of a file holding the client secret" },
+  { name: "BROKER_OIDC_NAME", default: "your identity provider", description: "Provider name on the \"Sign in with ...\" button" },
+  { name: "BROKER_OIDC_SCOPES", default: "openid email profile", description: "Space-separated scopes asked of the provider (must include openid)" },
   { name: "BROKER_RATELIMIT_PROFILE", default: "default", description: "Rate-limit profile: default, strict, loose or off" },
   { name: "BROKER_RATELIMIT_LOCK", default: "false", description: "Pin rate limits to the environment; settings API becomes read-only" },
   { name: "BROKER_LOG_LEVEL", default: "info", description: "Log level: debug, info, warn or error" },
@@ -114,6 +124,7 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): Config {
     upstreamTimeoutMs: readInt("BROKER_UPSTREAM_TIMEOUT_MS", env.BROKER_UPSTREAM_TIMEOUT_MS, 300_000, 100, 3_600_000, problems),
     auditRetentionDays: readInt("BROKER_AUDIT_RETENTION_DAYS", env.BROKER_AUDIT_RETENTION_DAYS, 30, 1, 3650, problems),
     auditMaxRows: readInt("BROKER_AUDIT_MAX_ROWS", env.BROKER_AUDIT_MAX_ROWS, 1_000_000, 1000, 1_000_000_000, problems),
+    oidc: readOidcConfig(env, problems),
     warnings: Object.freeze(findUnknownSettings(env)),
   };
   if (problems.length) throw new ConfigError(problems);

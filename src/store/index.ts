@@ -6,6 +6,7 @@ import { agentRepo } from "./agents.ts";
 import { auditRepo } from "./audit.ts";
 import { caRepo } from "./ca.ts";
 import { credentialRepo } from "./credentials.ts";
+import { identityRepo } from "./identities.ts";
 import { inviteRepo } from "./invites.ts";
 import { proposalRepo } from "./proposals.ts";
 import { serviceRepo } from "./services.ts";
@@ -26,6 +27,7 @@ export type { VaultRow, UnmatchedHosts } from "./vaults.ts";
 export type { AgentRow } from "./agents.ts";
 export type { AccessRow, GrantRow, MemberRow, VaultRole } from "./access.ts";
 export type { InviteKind, InviteRow } from "./invites.ts";
+export type { IdentityRow, OidcCliCodeRow, OidcPurpose, OidcStateRow } from "./identities.ts";
 export type { AuthType, ServiceRow } from "./services.ts";
 export type { AuditFilter, AuditRow } from "./audit.ts";
 export type { ProposalRow, ProposalStatus } from "./proposals.ts";
@@ -48,6 +50,7 @@ function createRepos(sql: Sql) {
     audit: auditRepo(sql),
     proposals: proposalRepo(sql),
     ca: caRepo(sql),
+    identities: identityRepo(sql),
   };
 }
 

@@ -223,6 +223,43 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 6,
+    name: "oidc",
+    sql: `
+      -- Identity-provider accounts linked to users: one (issuer, subject) belongs to one user.
+      CREATE TABLE user_identities (
+        id {{id}},
+        user_id BIGINT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+        issuer TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        email TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        UNIQUE (issuer, subject)
+      );
+      CREATE INDEX user_identities_user ON user_identities (user_id);
+      -- Pending sign-ins: only the SHA-256 of the state is kept; a row is deleted when read (single use).
+      CREATE TABLE oidc_states (
+        state_hash TEXT PRIMARY KEY,
+        nonce TEXT NOT NULL,
+        code_verifier TEXT NOT NULL,
+        purpose TEXT NOT NULL CHECK (purpose IN ('login', 'link', 'cli')),
+        user_id BIGINT REFERENCES users (id) ON DELETE CASCADE,
+        return_to TEXT,
+        cli_port INTEGER,
+        cli_nonce TEXT,
+        expires_at BIGINT NOT NULL
+      );
+      CREATE INDEX oidc_states_expiry ON oidc_states (expires_at);
+      -- One-time codes handing a finished CLI sign-in to the loopback listener; hashed, single use.
+      CREATE TABLE oidc_cli_codes (
+        code_hash TEXT PRIMARY KEY,
+        user_id BIGINT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+        cli_nonce TEXT NOT NULL,
+        expires_at BIGINT NOT NULL
+      );
+    `,
+  },
 ];
 
 const SPELLINGS: Record<Dialect, Record<string, string>> = {
