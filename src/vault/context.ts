@@ -4,6 +4,7 @@ import type { LoginThrottle, RateLimiter } from "../ratelimit/index.ts";
 import type { Store } from "../store/index.ts";
 import type { HashGate } from "./hash-gate.ts";
 import type { KdfParams } from "./kdf.ts";
+import type { OidcClient } from "./oidc-client.ts";
 import type { Authenticator } from "./sessions.ts";
 import type { VaultAccessCache } from "./vaults.ts";
 
@@ -27,6 +28,8 @@ export interface Domain {
   readonly loginThrottle: LoginThrottle;
   /** Tiered rate limits (absent: unlimited, as in most unit tests). */
   readonly rateLimiter?: RateLimiter;
+  /** Identity-provider sign-in; absent when BROKER_OIDC_ISSUER is unset (the feature is off). */
+  readonly oidc?: OidcClient;
   /** Called after any write that changes what the proxy hot path caches for a vault. */
   readonly onVaultChange?: (vaultId: number) => void;
 }

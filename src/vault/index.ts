@@ -36,3 +36,5 @@ export * from "./settings.ts";
 export * from "./users.ts";
 export * from "./vaults.ts";
 export * from "./limits.ts";
+export * from "./oidc.ts";
+export { createOidcClient, createTrustingFetch, OidcDiscoveryError, type OidcClaims, type OidcClient, type OidcClientOptions } from "./oidc-client.ts";

@@ -14,6 +14,13 @@ export interface PasswordHash {
 }
 
 export const MIN_PASSWORD_LENGTH = 8;
+/** password_params of a user without a password (signed up through an identity provider). */
+export const PASSWORDLESS_PARAMS = '{"alg":"none"}';
+
+/** Such a user's stored hash is random and unusable; password sign-in runs the dummy hash instead. */
+export function isPasswordless(stored: { passwordParams: string }): boolean {
+  return stored.passwordParams === PASSWORDLESS_PARAMS;
+}
 export const MAX_PASSWORD_LENGTH = 1024;
 
 export async function hashPassword(password: Secret, params: KdfParams = KDF_DEFAULTS): Promise<PasswordHash> {

@@ -6,7 +6,7 @@ import { Conflict, InvalidRequest, NotFound, PermissionDenied, RateLimited, Unau
 import { Secret } from "../secret.ts";
 import type { Repos, SessionRow, UserRow } from "../store/index.ts";
 import type { Domain } from "./context.ts";
-import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, verifyAgainstNothing, verifyPassword } from "./passwords.ts";
+import { hashPassword, isPasswordless, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, verifyAgainstNothing, verifyPassword } from "./passwords.ts";
 import type { Principal, UserPrincipal } from "./principal.ts";
 import { isLive, mintUserSession } from "./sessions.ts";
 import { assertEmailDomainAllowed } from "./settings.ts";
@@ -78,7 +78,10 @@ export async function authenticateUser(d: Domain, creds: Credentials, clientAddr
   try {
     const user = await d.store.users.byEmail(creds.email);
     const ok = await d.hashing.run(() =>
-      user ? verifyPassword(creds.password, { hash: user.passwordHash, salt: user.passwordSalt, params: user.passwordParams }) : verifyAgainstNothing(creds.password, d.passwordKdf),
+      // A provider-only user has no password: the same dummy work as an unknown email, the same failure.
+      user && !isPasswordless(user)
+        ? verifyPassword(creds.password, { hash: user.passwordHash, salt: user.passwordSalt, params: user.passwordParams })
+        : verifyAgainstNothing(creds.password, d.passwordKdf),
     );
     if (!user || !ok) {
       attempt.fail();
