@@ -94,7 +94,8 @@ async function newKey(): Promise<SigningKey> {
   const { privateKey, publicKey } = await generateKeyPair("RS256", { extractable: true });
   const kid = randomBytes(8).toString("hex");
   const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: "RS256", use: "sig" };
-  return { kid, privateKey, publicJwk, spkiPem: await exportSPKI(publicKey) };
+  // The PEM as a file holds it (trailing newline): what a naive verifier would be handed as its "key".
+  return { kid, privateKey, publicJwk, spkiPem: `${(await exportSPKI(publicKey)).trim()}\n` };
 }
 
 const b64url = (b: Buffer | string) => Buffer.from(b).toString("base64url");
