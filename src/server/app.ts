@@ -16,6 +16,7 @@ import { caRoutes } from "./routes/ca.ts";
 import type { CaHolder } from "./serve.ts";
 import { agentRoutes, inviteRedemptionRoutes } from "./routes/agents.ts";
 import { authRoutes } from "./routes/auth.ts";
+import { identityRoutes, oidcRoutes } from "./routes/oidc.tsx";
 import { ownerRoutes } from "./routes/owner.ts";
 import { proxyRoutes } from "./routes/proxy.ts";
 import { discoverRoutes, proposalRoutes } from "./routes/proposals.ts";
@@ -70,6 +71,9 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
     return c.json({ status: "ok", version: VERSION });
   });
 
+  // Before /v1/auth: its sub-app asks every path for a bearer token, and these routes are anonymous.
+  api.route("/v1/auth/oidc", oidcRoutes(d, deps.log));
+  api.route("/v1/account/identities", identityRoutes(d));
   api.route("/v1/auth", authRoutes(d));
   api.route("/v1/vaults", vaultRoutes(d));
   api.route("/v1/vault-invites", vaultInviteRoutes(d));

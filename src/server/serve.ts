@@ -14,6 +14,7 @@ import { createAuthenticator, createHashGate, createVaultAccessCache, createLeaf
 import { createLoginThrottle, createRateLimiter, resolveSettings } from "../ratelimit/index.ts";
 import { expireProposals, pruneEndedRows } from "../vault/index.ts";
 import { restoreRateLimits } from "../vault/index.ts";
+import { createOidcClient } from "../vault/index.ts";
 import { createApi } from "./app.ts";
 import { isWildcardBind, listApiHosts } from "./host-check.ts";
 import { listenOrExplain } from "./listen-error.ts";
@@ -102,6 +103,8 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     const hostPart = config.bindHost.includes(":") ? `[${config.bindHost}]` : config.bindHost;
     const apiUrl = `http://${hostPart}:${server.port}`;
     const publicUrl = config.publicUrl ?? apiUrl; // the bound port, so BROKER_PORT=0 still yields working links
+    // Identity-provider sign-in: an unreachable or invalid provider stops the start (message names BROKER_OIDC_ISSUER).
+    const oidc = config.oidc && (await createOidcClient({ ...config.oidc, redirectUri: `${publicUrl}/v1/auth/oidc/callback`, ca: upstreamCa }));
     let rootCa = await loadRootCa(store, keyring.dataKey, now());
     const leaves = createLeafCache((host) => mintLeaf(rootCa, host, now()), { max: 10_000, now });
     const ca: CaHolder = {
@@ -135,6 +138,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       // Not part of the rate-limit profile: password guessing is throttled even with BROKER_RATELIMIT_PROFILE=off.
       loginThrottle: createLoginThrottle({ now, onLock: (e) => log.warn("login_throttled", { scope: e.scope, [e.scope === "account" ? "email" : "address"]: e.key, failures: e.failures, lock_s: e.lockSec }) }),
       rateLimiter,
+      oidc,
       onVaultChange: (id) => {
         plans.invalidate(id);
         vaultAccess.clear();

@@ -6,7 +6,7 @@ import { createMemoryLogger } from "../../src/log.ts";
 import { openMemoryStore, type Store } from "../../src/store/index.ts";
 import { createLoginThrottle, type LoginThrottle, type RateLimiter } from "../../src/ratelimit/index.ts";
 import type { KdfParams } from "../../src/vault/kdf.ts";
-import { createAuthenticator, createHashGate, unlockKeyring, type Domain } from "../../src/vault/index.ts";
+import { createAuthenticator, createHashGate, unlockKeyring, type Domain, type OidcClient } from "../../src/vault/index.ts";
 
 /** Cheap Argon2id for tests that are not about hashing; tests of the real parameters live in tests/unit/vault. */
 export const CHEAP_KDF = { alg: "argon2id", iterations: 1, memoryKiB: 64, parallelism: 1, hashLength: 32 } as const;
@@ -39,6 +39,8 @@ export interface TestApiOptions {
   readonly passwordKdf?: KdfParams | null;
   /** BROKER_TRUSTED_PROXIES as config.ts normalises it (CIDRs); absent: the peer (`ip`) is the client. */
   readonly trustedProxies?: readonly string[];
+  /** Identity-provider sign-in (absent: off, as without BROKER_OIDC_ISSUER). */
+  readonly oidc?: OidcClient;
 }
 
 export async function createTestApi(opts: TestApiOptions = {}): Promise<TestApi> {
@@ -57,6 +59,7 @@ export async function createTestApi(opts: TestApiOptions = {}): Promise<TestApi>
     passwordKdf: opts.passwordKdf === null ? undefined : (opts.passwordKdf ?? CHEAP_KDF),
     rateLimiter: opts.rateLimiter?.(clock.now),
     loginThrottle: opts.loginThrottle?.(clock.now) ?? createLoginThrottle({ now: clock.now }),
+    oidc: opts.oidc,
   };
   const api = createApi({ domain, log, trustedProxies: opts.trustedProxies });
   return {

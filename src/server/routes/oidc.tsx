@@ -1,0 +1,122 @@
+/** @jsxImportSource hono/jsx */
+// /v1/auth/oidc and /v1/account/identities: sign-in with an identity provider (contract Authentication §10).
+// Off (404 not_found) unless BROKER_OIDC_ISSUER is set, except GET /v1/auth/oidc which says so.
+// Never logs codes, states, tokens or ID tokens: only the internal reason of a refused callback.
+
+import { Hono, type Context } from "hono";
+import { InvalidRequest, NotFound, Unauthorized } from "../../errors.ts";
+import type { Logger } from "../../log.ts";
+import type { Domain, OidcClient } from "../../vault/index.ts";
+import { beginOidc, completeOidc, exchangeCliCode, isCliNonce, isSafeReturnTo, listIdentities, publicUser, requireUser, unlinkIdentity } from "../../vault/index.ts";
+import { requirePrincipal } from "../auth.ts";
+import type { ApiEnv } from "../env.ts";
+import { authTier } from "../limits.ts";
+import { Document } from "../pages/document.tsx";
+import { assertSameOrigin, readForm, readSessionCookie, setPageHeaders, setSessionCookie } from "../pages/security.ts";
+import { bearerToken, readJson } from "../request.ts";
+
+const OFF = "identity-provider sign-in is not configured";
+
+function requireOidc(d: Domain): OidcClient {
+  if (!d.oidc) throw new NotFound(OFF);
+  return d.oidc;
+}
+
+export function oidcRoutes(d: Domain, log: Logger) {
+  const r = new Hono<ApiEnv>();
+
+  r.get("/", (c) => c.json(d.oidc ? { enabled: true, name: d.oidc.name } : { enabled: false }));
+
+  r.get("/login", authTier(d.rateLimiter), async (c) => {
+    const o = requireOidc(d);
+    const port = c.req.query("cli_port");
+    const cliNonce = c.req.query("cli_nonce");
+    if (port !== undefined || cliNonce !== undefined) {
+      const cliPort = Number(port);
+      if (!/^\d{4,5}$/.test(port ?? "") || cliPort < 1024 || cliPort > 65535) throw new InvalidRequest("cli_port must be a port from 1024 to 65535", "cli_port");
+      if (!cliNonce || !isCliNonce(cliNonce)) throw new InvalidRequest("cli_nonce must be 43 base64url characters", "cli_nonce");
+      return c.redirect(await beginOidc(d, o, { purpose: "cli", cliPort, cliNonce }), 302);
+    }
+    const returnTo = c.req.query("return_to");
+    if (returnTo !== undefined && !isSafeReturnTo(returnTo)) throw new InvalidRequest("return_to must be a path on this site", "return_to");
+    return c.redirect(await beginOidc(d, o, { purpose: "login", returnTo }), 302);
+  });
+
+  r.post("/link", authTier(d.rateLimiter), async (c) => {
+    const o = requireOidc(d);
+    const user = requireUser(await linkingPrincipal(c, d));
+    return c.redirect(await beginOidc(d, o, { purpose: "link", userId: user.userId }), 303);
+  });
+
+  r.get("/callback", authTier(d.rateLimiter), async (c) => {
+    const o = requireOidc(d);
+    try {
+      const outcome = await completeOidc(d, o, new URL(c.req.url), (reason) => log.info("oidc_rejected", { reason }));
+      if (outcome.purpose === "login") {
+        setSessionCookie(c, d, outcome.token.reveal()); // reveal: the browser's own new session, cookie only
+        return c.redirect(outcome.returnTo, 303);
+      }
+      if (outcome.purpose === "link") return c.redirect("/account?linked=1", 303);
+      return c.redirect(`http://127.0.0.1:${outcome.cliPort}/callback?code=${encodeURIComponent(outcome.code)}`, 303);
+    } catch (err) {
+      if (!(err instanceof Unauthorized)) log.warn("oidc_callback_error", { error: err instanceof Error ? err.name : "error" });
+      return failurePage(c, o.name);
+    }
+  });
+
+  r.post("/cli-exchange", authTier(d.rateLimiter), async (c) => {
+    const o = requireOidc(d);
+    const { user, token } = await exchangeCliCode(d, o, await readJson(c));
+    return c.json({ token: token.reveal(), user: publicUser(user) }); // reveal: the CLI's own new session token
+  });
+
+  return r;
+}
+
+/** GET /v1/account/identities and DELETE /v1/account/identities/:id (a user session). */
+export function identityRoutes(d: Domain) {
+  const r = new Hono<ApiEnv>();
+  r.use("*", async (c, next) => {
+    requireOidc(d);
+    await next();
+  });
+  r.use("*", requirePrincipal(d));
+  r.get("/", async (c) => c.json({ identities: await listIdentities(d, c.get("principal")) }));
+  r.delete("/:id", async (c) => {
+    const id = Number(c.req.param("id"));
+    if (!Number.isSafeInteger(id) || id <= 0) throw new NotFound("no such linked identity");
+    await unlinkIdentity(d, c.get("principal"), id);
+    return c.body(null, 204);
+  });
+  return r;
+}
+
+/** A bearer user session (API), or the console cookie with a same-origin form carrying its CSRF token. */
+async function linkingPrincipal(c: Context<ApiEnv>, d: Domain) {
+  const bearer = bearerToken(c);
+  if (bearer) return d.auth.authenticate(bearer);
+  const cookie = readSessionCookie(c, d);
+  if (!cookie) throw new Unauthorized("sign in first");
+  try {
+    assertSameOrigin(c, d, await readForm(c));
+  } catch {
+    throw new Unauthorized("sign in first");
+  }
+  return d.auth.authenticate(cookie);
+}
+
+function failurePage(c: Context, name: string) {
+  setPageHeaders(c);
+  return c.html(
+    <Document title="Sign-in failed" colorScheme>
+      <main class="message">
+        <h1>Sign-in failed</h1>
+        <p>Sign-in with {name} failed. Try again, or sign in with your password.</p>
+        <p>
+          <a href="/">Back to sign-in</a>
+        </p>
+      </main>
+    </Document>,
+    401,
+  );
+}
