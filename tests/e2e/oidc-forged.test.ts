@@ -290,6 +290,31 @@ describe.skipIf(!implemented && !inCi)("OIDC sign-in against a hostile provider"
     await expectRefused(await callback(flow.callbackUrl, flow.jar), flow);
   });
 
+  // RFC 6749 §10.12 / RFC 9700 §4.7: the state must bind the flow to the browser that started it, or an
+  // attacker's finished flow (their code, their valid state) signs the victim in as the attacker (login
+  // CSRF) or links the victim's provider account to the attacker's broker account.
+  test("login CSRF: a callback arriving in a browser other than the one that started the flow is refused", async () => {
+    newUser();
+    const attackers = await begin(); // the attacker's own flow, completed at the provider as the attacker
+    const victimBrowser: Jar = new Map();
+    await expectRefused(await callback(attackers.callbackUrl, victimBrowser), attackers);
+  });
+
+  test("link CSRF: a link flow started by one account and completed in another person's browser links nothing", async () => {
+    const victim = newUser();
+    const start = await fetch(`${broker.apiUrl}/v1/auth/oidc/link`, { method: "POST", redirect: "manual", headers: { authorization: `Bearer ${broker.userToken}` } });
+    expect(start.status).toBe(303);
+    // The attacker (the owner here) sends the provider URL to the victim, whose browser is signed in at the provider.
+    const victimBrowser: Jar = new Map();
+    const atProvider = await fetch(start.headers.get("location")!, { redirect: "manual" });
+    const cbUrl = atProvider.headers.get("location")!;
+    const back = new URL(cbUrl);
+    const flow: Flow = { jar: victimBrowser, authorize: new URL(start.headers.get("location")!), callbackUrl: cbUrl, state: back.searchParams.get("state") ?? "", code: back.searchParams.get("code") ?? undefined };
+    await expectRefused(await callback(cbUrl, victimBrowser), flow);
+    const ids = await broker.api("GET", "/v1/account/identities", undefined, broker.userToken);
+    expect(JSON.stringify(ids.body)).not.toContain(victim.email);
+  });
+
   test("return_to off the broker's origin never becomes the post-sign-in redirect", async () => {
     for (const evil of ["//evil.example/x", "https://evil.example/", "/\\evil.example", "javascript:alert(1)"]) {
       const res = await fetch(`${broker.apiUrl}/v1/auth/oidc/login?return_to=${encodeURIComponent(evil)}`, { redirect: "manual" });
@@ -320,7 +345,9 @@ describe.skipIf(!implemented && !inCi)("OIDC sign-in against a hostile provider"
     await signsIn(await begin(), u2.email);
     expect(fake.counts.jwks).toBe(afterFirst); // cached
 
-    await fake.rotateKeys(); // the old key is gone from the JWKS; tokens carry the new kid
+    // The old key is gone from the JWKS; tokens carry the new kid. The provider may rotate at any moment,
+    // also seconds after the broker last fetched the set: the unknown kid must trigger the one refetch.
+    await fake.rotateKeys();
     offset += 2 * MIN;
     const u3 = newUser();
     await signsIn(await begin(), u3.email);
