@@ -59,9 +59,15 @@ export async function createOidcClient(opts: OidcClientOptions): Promise<OidcCli
     throw new OidcDiscoveryError(`BROKER_OIDC_ISSUER: the discovery document of ${opts.issuer} lacks authorization_endpoint, token_endpoint or jwks_uri`);
   }
   const client: oauth.Client = { client_id: opts.clientId, id_token_signed_response_alg: ID_TOKEN_ALG };
-  const clientAuth = oauth.ClientSecretPost(opts.clientSecret.reveal()); // reveal: sent only to the provider's token endpoint
+  // The method the provider lists; without a list the OAuth default (HTTP Basic) applies.
+  const methods = as.token_endpoint_auth_methods_supported;
+  const secret = opts.clientSecret.reveal(); // reveal: sent only to the provider's token endpoint
+  const clientAuth = !methods || methods.includes("client_secret_basic") ? oauth.ClientSecretBasic(secret) : oauth.ClientSecretPost(secret);
   const keys = jose.createRemoteJWKSet(new URL(as.jwks_uri), {
     cacheMaxAge: JWKS_CACHE_MS,
+    // An unknown kid refetches the key set at once (a provider may have just rotated). ID tokens only arrive
+    // on our own authenticated token request, so nobody outside can make the broker refetch at will.
+    cooldownDuration: 0,
     [jose.customFetch]: (url, init) => httpFetch(url, init as RequestInit),
   });
   const authorizationEndpoint = as.authorization_endpoint;

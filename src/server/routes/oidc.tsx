@@ -3,7 +3,9 @@
 // Off (404 not_found) unless BROKER_OIDC_ISSUER is set, except GET /v1/auth/oidc which says so.
 // Never logs codes, states, tokens or ID tokens: only the internal reason of a refused callback.
 
+import { timingSafeEqual } from "node:crypto";
 import { Hono, type Context } from "hono";
+import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { InvalidRequest, NotFound, Unauthorized } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import type { Domain, OidcClient } from "../../vault/index.ts";
@@ -16,6 +18,34 @@ import { assertSameOrigin, readForm, readSessionCookie, setPageHeaders, setSessi
 import { bearerToken, readJson } from "../request.ts";
 
 const OFF = "identity-provider sign-in is not configured";
+
+/**
+ * The browser that starts a flow must be the one that finishes it (RFC 6749 §10.12): the state also goes
+ * into a short-lived cookie only the callback path sees, and the callback refuses a state its browser
+ * does not hold. Without it, a callback URL (or a link flow) started by someone else could sign a victim
+ * into the attacker's account, or link the victim's provider identity to it. SameSite=Lax: the provider's
+ * redirect back is a cross-site top-level navigation, which Strict would strip the cookie from.
+ */
+const FLOW_COOKIE_PATH = "/v1/auth/oidc/callback";
+
+function flowCookieName(d: Domain): string {
+  return d.publicUrl.startsWith("https://") ? "__Secure-broker_oidc" : "broker_oidc";
+}
+
+/** Redirects to the provider, remembering the flow's state in this browser. */
+function redirectToProvider(c: Context, d: Domain, url: string, status: 302 | 303) {
+  const state = new URL(url).searchParams.get("state") ?? "";
+  setCookie(c, flowCookieName(d), state, { httpOnly: true, sameSite: "Lax", path: FLOW_COOKIE_PATH, maxAge: 600, secure: d.publicUrl.startsWith("https://") });
+  return c.redirect(url, status);
+}
+
+/** Whether this browser started the flow whose state the callback carries. */
+function startedHere(c: Context, d: Domain): boolean {
+  const held = getCookie(c, flowCookieName(d)) ?? "";
+  const sent = new URL(c.req.url).searchParams.get("state") ?? "";
+  deleteCookie(c, flowCookieName(d), { path: FLOW_COOKIE_PATH, secure: d.publicUrl.startsWith("https://") });
+  return held.length > 0 && held.length === sent.length && timingSafeEqual(Buffer.from(held), Buffer.from(sent));
+}
 
 function requireOidc(d: Domain): OidcClient {
   if (!d.oidc) throw new NotFound(OFF);
@@ -35,21 +65,25 @@ export function oidcRoutes(d: Domain, log: Logger) {
       const cliPort = Number(port);
       if (!/^\d{4,5}$/.test(port ?? "") || cliPort < 1024 || cliPort > 65535) throw new InvalidRequest("cli_port must be a port from 1024 to 65535", "cli_port");
       if (!cliNonce || !isCliNonce(cliNonce)) throw new InvalidRequest("cli_nonce must be 43 base64url characters", "cli_nonce");
-      return c.redirect(await beginOidc(d, o, { purpose: "cli", cliPort, cliNonce }), 302);
+      return redirectToProvider(c, d, await beginOidc(d, o, { purpose: "cli", cliPort, cliNonce }), 302);
     }
     const returnTo = c.req.query("return_to");
     if (returnTo !== undefined && !isSafeReturnTo(returnTo)) throw new InvalidRequest("return_to must be a path on this site", "return_to");
-    return c.redirect(await beginOidc(d, o, { purpose: "login", returnTo }), 302);
+    return redirectToProvider(c, d, await beginOidc(d, o, { purpose: "login", returnTo }), 302);
   });
 
   r.post("/link", authTier(d.rateLimiter), async (c) => {
     const o = requireOidc(d);
     const user = requireUser(await linkingPrincipal(c, d));
-    return c.redirect(await beginOidc(d, o, { purpose: "link", userId: user.userId }), 303);
+    return redirectToProvider(c, d, await beginOidc(d, o, { purpose: "link", userId: user.userId }), 303);
   });
 
   r.get("/callback", authTier(d.rateLimiter), async (c) => {
     const o = requireOidc(d);
+    if (!startedHere(c, d)) {
+      log.info("oidc_rejected", { reason: "flow_not_started_in_this_browser" });
+      return failurePage(c, o.name);
+    }
     try {
       const outcome = await completeOidc(d, o, new URL(c.req.url), (reason) => log.info("oidc_rejected", { reason }));
       if (outcome.purpose === "login") {
