@@ -2,7 +2,7 @@
 // started in-process. The broker accepts http issuers on loopback (src/config-oidc.ts), so no TLS.
 //
 // What it is configured as:
-//   - one confidential client: client_secret_post, response_type code, ID tokens RS256 (a fresh
+//   - one confidential client: client_secret_post (or _basic; discovery lists only that one), response_type code, ID tokens RS256 (a fresh
 //     2048-bit RSA key per provider), PKCE required for every request (S256 is the only method);
 //   - the accounts you pass in (`users`); `sub`, `email`, `email_verified` go INTO the ID token
 //     (conformIdTokenClaims: false, as Google, Entra, Keycloak do) so the broker needs no userinfo call;
@@ -42,6 +42,9 @@ export interface OidcProviderOptions {
   clientSecret?: string;
   /** Exact redirect URIs the client may use (replaceable later with setRedirectUris). */
   redirectUris: string[];
+  /** How the client authenticates at the token endpoint (default client_secret_post). Discovery lists only
+   *  this method, as a provider that enforces the registered method effectively offers only it. */
+  clientAuthMethod?: "client_secret_post" | "client_secret_basic";
   /** Seconds an ID token lives (default 3600). */
   idTokenTtl?: number;
 }
@@ -63,6 +66,8 @@ export interface TestOidcProvider {
   setRedirectUris(uris: string[]): void;
   /** Number of completed interactions (sign-ins) and of token-endpoint requests seen. */
   readonly stats: { logins: number; tokenRequests: number };
+  /** Every ID, access and refresh token the token endpoint handed out (for "never logged/stored" checks). */
+  readonly issued: readonly string[];
   /** The underlying oidc-provider instance, for anything else. */
   readonly provider: Provider;
   stop(): Promise<void>;
@@ -71,6 +76,7 @@ export interface TestOidcProvider {
 export async function startOidcProvider(opts: OidcProviderOptions): Promise<TestOidcProvider> {
   const clientId = opts.clientId ?? "broker-test";
   const clientSecret = opts.clientSecret ?? randomBytes(24).toString("base64url");
+  const authMethod = opts.clientAuthMethod ?? "client_secret_post";
   const users = new Map<string, OidcTestUser>(); // by sub
   for (const u of opts.users) users.set(u.sub, { ...u });
   if (users.size === 0) throw new Error("startOidcProvider: give at least one user");
@@ -78,6 +84,7 @@ export async function startOidcProvider(opts: OidcProviderOptions): Promise<Test
   let deny = false;
   let redirectUris = [...opts.redirectUris];
   const stats = { logins: 0, tokenRequests: 0 };
+  const issued: string[] = [];
 
   // Bind first: the issuer must name the port.
   let handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => {
@@ -108,12 +115,13 @@ export async function startOidcProvider(opts: OidcProviderOptions): Promise<Test
         client_id: clientId,
         client_secret: clientSecret,
         redirect_uris: redirectUris.length ? redirectUris : ["http://127.0.0.1/placeholder"],
-        token_endpoint_auth_method: "client_secret_post",
+        token_endpoint_auth_method: authMethod,
         grant_types: ["authorization_code"],
         response_types: ["code"],
         id_token_signed_response_alg: "RS256",
       },
     ],
+    clientAuthMethods: [authMethod],
     jwks: { keys: [jwk as any] },
     cookies: { keys: [randomBytes(32).toString("hex")] },
     pkce: { required: () => true },
@@ -148,7 +156,10 @@ export async function startOidcProvider(opts: OidcProviderOptions): Promise<Test
     return this.clientId === clientId && redirectUris.includes(uri);
   };
 
-  provider.on("grant.success", () => void stats.tokenRequests++);
+  provider.on("grant.success", (ctx: { body?: Record<string, unknown> }) => {
+    stats.tokenRequests++;
+    for (const k of ["id_token", "access_token", "refresh_token"]) if (typeof ctx.body?.[k] === "string") issued.push(ctx.body[k] as string);
+  });
   provider.on("grant.error", () => void stats.tokenRequests++);
 
   const callback = provider.callback();
@@ -203,6 +214,7 @@ export async function startOidcProvider(opts: OidcProviderOptions): Promise<Test
       redirectUris = [...uris];
     },
     stats,
+    issued,
     provider,
     async stop() {
       server.closeAllConnections?.();
