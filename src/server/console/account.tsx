@@ -1,15 +1,17 @@
 /** @jsxImportSource hono/jsx */
-// `/account`: the signed-in person's password and sessions, through the API's own calls
-// (changePassword, listOwnSessions, revokeOwnSession). Changing the password ends every session,
+// `/account`: the signed-in person's password, sessions and linked sign-in providers, through the
+// API's own calls (changePassword, listOwnSessions, revokeOwnSession, listIdentities,
+// unlinkIdentity; linking is the API's POST /v1/auth/oidc/link). Changing the password ends every session,
 // this browser's included (contract): the person signs in again with the new one.
 
 import { Hono } from "hono";
 import { BrokerError, InvalidRequest } from "../../errors.ts";
-import { changePassword, listOwnSessions, logout, revokeOwnSession, type SessionView } from "../../vault/index.ts";
+import { changePassword, listIdentities, listOwnSessions, logout, revokeOwnSession, unlinkIdentity, type SessionView } from "../../vault/index.ts";
 import { clientIp } from "../limits.ts";
 import { clearPageCookie } from "../pages/security.ts";
 import { Badge, Button, FormField, Name, PostForm, Section, Table, Time } from "./components.tsx";
 import { describeError, formOf, redirectWithFlash, renderPage, requireSignedIn, runAction, signedIn, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
+import { IdentitiesSection, issuerHost } from "./sign-in-provider.tsx";
 
 function SessionKind(props: { s: SessionView }) {
   if (props.s.kind === "scoped") {
@@ -63,12 +65,17 @@ function ChangePasswordForm() {
 
 async function renderAccount(c: ConsoleContext) {
   const user = signedIn(c);
-  const sessions = (await listOwnSessions(c.get("kit").d, user)).sort((a, b) => Number(b.current) - Number(a.current));
+  const { d } = c.get("kit");
+  // The provider's link flow ends here (the API's callback sends ?linked=1): say it worked, in our words only.
+  if (c.req.query("linked") === "1" && d.oidc && !c.get("flash")) c.set("flash", { kind: "success", text: `Linked ${d.oidc.name}. You can now sign in with it.` });
+  const sessions = (await listOwnSessions(d, user)).sort((a, b) => Number(b.current) - Number(a.current));
+  const identities = await listIdentities(d, user);
   const body = (
     <>
       <Section title="Password" description="Changing it signs you out everywhere: every browser, CLI login and vault run session ends. Then sign in with the new one.">
         <ChangePasswordForm />
       </Section>
+      <IdentitiesSection provider={d.oidc} identities={identities} />
       <Section title="Sessions" description="Where your account is signed in. Revoke anything you do not recognise.">
         <SessionsTable sessions={sessions} />
       </Section>
@@ -104,6 +111,22 @@ export function accountRoutes() {
     }
     clearPageCookie(c, d, "session");
     return redirectWithFlash(c, "/", "success", "Password changed. Every session has ended: sign in with your new password.");
+  });
+
+  r.post("/account/identities/:id/unlink", async (c) => {
+    const { d } = c.get("kit");
+    const user = signedIn(c);
+    const id = /^\d{1,15}$/.test(c.req.param("id")) ? Number(c.req.param("id")) : -1; // -1: the domain's "no such linked identity"
+    return runAction(c, {
+      run: async () => {
+        const issuer = (await listIdentities(d, user)).find((i) => i.id === id)?.issuer;
+        await unlinkIdentity(d, user, id);
+        return issuer;
+      },
+      success: (issuer) => `Unlinked ${issuer ? issuerHost(issuer) : "the provider"}. It no longer signs you in.`,
+      redirect: "/account#providers",
+      failure: "/account#providers",
+    });
   });
 
   r.post("/account/sessions/:id/revoke", async (c) => {

@@ -1,7 +1,8 @@
 /** @jsxImportSource hono/jsx */
 // Signing in, registering and signing out in the browser, through the API's own domain calls
 // (loginUser with the login throttle, registerUser with the first-user and allowed-domain rules,
-// logout). A failed attempt re-renders the form with the email kept; the password never is.
+// logout), plus "Sign in with <provider>" when one is configured. A failed attempt re-renders the
+// form with the email kept; the password never is.
 
 import { Hono } from "hono";
 import type { Child } from "hono/jsx";
@@ -11,6 +12,7 @@ import { authTier, clientIp } from "../limits.ts";
 import { clearPageCookie, setSessionCookie } from "../pages/security.ts";
 import { Button, FormField, PostForm } from "./components.tsx";
 import { describeError, formOf, plural, redirectWithFlash, renderPage, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
+import { ProviderSignIn } from "./sign-in-provider.tsx";
 
 export type SignInMode = "sign-in" | "first-user";
 
@@ -82,6 +84,8 @@ export function renderSignIn(c: ConsoleContext, mode: SignInMode, state: SignInS
       <>
         <div class="card">
           <SignInForm state={state} />
+          {/* Not on the first-user page: the owner registers with a password (contract §10). */}
+          <ProviderSignIn provider={c.get("kit").d.oidc} returnTo="/" />
         </div>
         <details class="card disclosure" open={state.form === "register"}>
           <summary>New here? Create an account</summary>

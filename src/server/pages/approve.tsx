@@ -1,10 +1,11 @@
 /** @jsxImportSource hono/jsx */
 // The approval page: a read-only view of a proposal for anyone holding the approval link, a
-// sign-in form, and, for a signed-in admin or member of the vault, one password field per slot
+// sign-in form (and "Sign in with <provider>" when one is configured), and, for a signed-in admin or member of the vault, one password field per slot
 // and Allow / Deny. All agent-written text is rendered as escaped text (hono/jsx escapes), links
 // only for https URLs; no inline script or style exists (the CSP forbids them).
 
 import type { ProposalView } from "../../vault/index.ts";
+import { ProviderSignIn, type SignInProvider } from "../console/sign-in-provider.tsx";
 import { Document } from "./document.tsx";
 
 export type Viewer =
@@ -26,6 +27,8 @@ export interface ApprovePageProps {
   readonly notice?: string;
   /** A decision's result reads as a success; anything else as a warning. */
   readonly noticeKind?: "success" | "warning";
+  /** The identity provider to offer beside the password form (absent: that sign-in is off). */
+  readonly provider?: SignInProvider;
 }
 
 /** How the credential would be sent, in words: the header name for header auth, the user name for Basic. */
@@ -128,21 +131,25 @@ function Slot(props: { slot: ProposalView["credentials"][number]; editable: bool
   );
 }
 
-function SignIn(props: { id: number; token: string; csrf: string }) {
+function SignIn(props: { id: number; token: string; csrf: string; provider?: SignInProvider }) {
   return (
-    <form method="post" action={`/approve/${props.id}/login`}>
-      <h2>Sign in to decide</h2>
-      <p class="muted">Only a human who is an admin or member of this vault can approve or deny.</p>
-      <input type="hidden" name="token" value={props.token} />
-      <input type="hidden" name="csrf" value={props.csrf} />
-      <label for="email">Email</label>
-      <input type="email" id="email" name="email" autocomplete="username" required />
-      <label for="password">Password</label>
-      <input type="password" id="password" name="password" autocomplete="current-password" required />
-      <div class="actions">
-        <button type="submit">Sign in</button>
-      </div>
-    </form>
+    <>
+      <form method="post" action={`/approve/${props.id}/login`}>
+        <h2>Sign in to decide</h2>
+        <p class="muted">Only a human who is an admin or member of this vault can approve or deny.</p>
+        <input type="hidden" name="token" value={props.token} />
+        <input type="hidden" name="csrf" value={props.csrf} />
+        <label for="email">Email</label>
+        <input type="email" id="email" name="email" autocomplete="username" required />
+        <label for="password">Password</label>
+        <input type="password" id="password" name="password" autocomplete="current-password" required />
+        <div class="actions">
+          <button type="submit">Sign in</button>
+        </div>
+      </form>
+      {/* Back to this very page (the token is in its query) once the provider has said who this is. */}
+      <ProviderSignIn provider={props.provider} returnTo={`/approve/${props.id}?token=${encodeURIComponent(props.token)}`} />
+    </>
   );
 }
 
@@ -234,7 +241,7 @@ export function ApprovePage(props: ApprovePageProps) {
       ) : (
         p.credentials.map((s) => <Slot slot={s} editable={false} exists={props.existingKeys.includes(s.key)} />)
       )}
-      {pending && props.viewer.kind === "anonymous" ? <SignIn id={p.id} token={props.token} csrf={props.csrf} /> : null}
+      {pending && props.viewer.kind === "anonymous" ? <SignIn id={p.id} token={props.token} csrf={props.csrf} provider={props.provider} /> : null}
       {pending && props.viewer.kind === "not-allowed" ? (
         <p class="warning">You are signed in as {props.viewer.email}, who is not an admin or member of this vault and cannot decide.</p>
       ) : null}

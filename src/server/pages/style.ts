@@ -105,6 +105,10 @@ code, .name { font-family: var(--mono); font-size: .9em; overflow-wrap: anywhere
 .site-user { display: flex; align-items: center; gap: .75rem; min-width: 0; }
 .site-email { color: var(--muted); font-size: .875rem; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; max-width: 16rem; }
 .inline-form { display: inline; margin: 0; }
+.provider-sign-in { margin-top: 1rem; max-width: 34rem; }
+.provider-sign-in .provider-or { margin: 0 0 .5rem; }
+.provider-sign-in .btn { width: 100%; }
+#link-provider { margin-top: 1rem; }
 .page-brand { margin: 0 0 1.5rem; padding-bottom: .75rem; border-bottom: 1px solid var(--border); }
 .session-bar { display: flex; flex-wrap: wrap; align-items: center; gap: .25rem .75rem; margin: .5rem 0 1rem; }
 

@@ -57,6 +57,7 @@ export function approveRoutes(d: Domain, log: Logger) {
       existingKeys: await d.store.credentials.keys(found.row.vaultId),
       notice,
       noticeKind,
+      provider: d.oidc,
     };
     return c.html(<ApprovePage {...props} />, status);
   }
