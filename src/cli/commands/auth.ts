@@ -1,6 +1,6 @@
 // `broker auth register|login|logout|sessions`: a person's session with the broker. The token is
 // saved in cli.json (0600) and printed only with --print-token; passwords come from a prompt
-// without echo or from --password-stdin, never from the command line.
+// without echo or from --password-stdin, never from the command line; `login --sso` uses sso.ts.
 
 import { defineCommand } from "citty";
 import { Secret } from "../../secret.ts";
@@ -10,6 +10,8 @@ import { forgetLogin, openContext, saveLogin, type CliContext } from "../context
 import { addHelpFooter } from "../help.ts";
 import { formatTime, printJson, printLine, printNote, printSecret, printTable } from "../output.ts";
 import { promptHidden, promptNewPassword, readStdinLine } from "../prompt.ts";
+import { CliFailure } from "../fail.ts";
+import { loginWithSso } from "../sso.ts";
 
 export interface UserView {
   readonly id: string;
@@ -63,15 +65,37 @@ const register = defineCommand({
 });
 
 const login = defineCommand({
-  meta: { name: "login", description: "Log in and remember the session for later commands" },
-  args: loginArgs,
+  meta: { name: "login", description: "Log in with your email and password, or with --sso through the identity provider, and remember the session" },
+  args: {
+    ...loginArgs,
+    email: { type: "string", description: "Your email address (not with --sso)" },
+    sso: { type: "boolean", description: "Sign in through the broker's identity provider in a browser: prints a link to open (no password)" },
+  },
   async run({ args }) {
     const ctx = openContext({ address: args.address });
+    if (args.sso) return loginInBrowser(ctx, args);
+    if (!args.email) throw new CliFailure("--email is required", "pass --email <you>, or sign in through the identity provider with --sso", 2);
     const password = args["password-stdin"] ? await readStdinLine("password") : await promptHidden("Password: ");
     const res = await ctx.client.request<LoginResponse>("POST", "/v1/auth/login", { body: { email: args.email, password }, anonymous: true });
     finishLogin(ctx, res, `Logged in as ${res.user.email}`, Boolean(args["print-token"]));
   },
 });
+
+async function loginInBrowser(ctx: CliContext, args: { email?: string; "password-stdin"?: boolean; "print-token"?: boolean }): Promise<void> {
+  if (args.email || args["password-stdin"]) throw new CliFailure("--sso takes no --email or --password-stdin: the identity provider checks who you are", undefined, 2);
+  const abort = new AbortController();
+  const onInterrupt = () => abort.abort();
+  process.once("SIGINT", onInterrupt); // Ctrl-C ends the wait and closes the listener
+  try {
+    const res = await loginWithSso(ctx.client, {
+      signal: abort.signal,
+      show: (link, name) => printNote(`To sign in with ${name}, open this link in your browser:\n\n  ${link}\n\nWaiting for the browser (Ctrl-C to cancel)...`),
+    });
+    finishLogin(ctx, res, `Logged in as ${res.user.email}`, Boolean(args["print-token"]));
+  } finally {
+    process.off("SIGINT", onInterrupt);
+  }
+}
 
 const logout = defineCommand({
   meta: { name: "logout", description: "End the current session on the broker and forget it locally" },
@@ -138,6 +162,17 @@ const authCommand = defineCommand({
     }),
   },
 });
+
+addHelpFooter(login, () =>
+  [
+    "",
+    "WITH --sso (a broker whose operator set up identity-provider sign-in)",
+    "",
+    "  The CLI listens on 127.0.0.1 (a random port) and prints a link. Open it in a browser on this machine,",
+    "  sign in with the provider, and the browser hands the CLI a one-time code it exchanges for a session.",
+    "  The CLI never sees the provider's tokens. It waits 5 minutes at most; Ctrl-C cancels.",
+  ].join("\n"),
+);
 
 addHelpFooter(authCommand, () =>
   [
