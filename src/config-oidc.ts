@@ -13,6 +13,8 @@ export interface OidcConfig {
   /** Label on the "Sign in with <name>" button and in error pages. */
   readonly name: string;
   readonly scopes: string;
+  /** How the broker authenticates to the token endpoint: as the client was registered at the provider. */
+  readonly clientAuthMethod: "client_secret_basic" | "client_secret_post";
 }
 
 type Env = Record<string, string | undefined>;
@@ -31,8 +33,10 @@ export function readOidcConfig(env: Env, problems: string[]): OidcConfig | undef
   if (name.length > 64) problems.push("BROKER_OIDC_NAME: must be at most 64 characters");
   const scopes = (env.BROKER_OIDC_SCOPES?.trim() || "openid email profile").split(/\s+/).join(" ");
   if (!scopes.split(" ").includes("openid")) problems.push("BROKER_OIDC_SCOPES: must include openid");
+  const method = env.BROKER_OIDC_CLIENT_AUTH_METHOD?.trim() || "client_secret_basic";
+  if (method !== "client_secret_basic" && method !== "client_secret_post") problems.push("BROKER_OIDC_CLIENT_AUTH_METHOD: must be client_secret_basic or client_secret_post");
   if (problems.length > before || clientSecret === undefined) return undefined;
-  return Object.freeze({ issuer, clientId, clientSecret, name, scopes });
+  return Object.freeze({ issuer, clientId, clientSecret, name, scopes, clientAuthMethod: method as OidcConfig["clientAuthMethod"] });
 }
 
 function readIssuer(raw: string, problems: string[]): string {

@@ -68,6 +68,7 @@ export const SETTINGS: readonly SettingDoc[] = [
   { name: "BROKER_OIDC_CLIENT_SECRET_FILE", default: "(none)", description: "Absolute path of a file holding the client secret" },
   { name: "BROKER_OIDC_NAME", default: "your identity provider", description: "Provider name on the \"Sign in with ...\" button" },
   { name: "BROKER_OIDC_SCOPES", default: "openid email profile", description: "Space-separated scopes asked of the provider (must include openid)" },
+  { name: "BROKER_OIDC_CLIENT_AUTH_METHOD", default: "client_secret_basic", description: "How the broker authenticates to the provider's token endpoint, as the client is registered there: client_secret_basic or client_secret_post" },
   { name: "BROKER_RATELIMIT_PROFILE", default: "default", description: "Rate-limit profile: default, strict, loose or off" },
   { name: "BROKER_RATELIMIT_LOCK", default: "false", description: "Pin rate limits to the environment; settings API becomes read-only" },
   { name: "BROKER_LOG_LEVEL", default: "info", description: "Log level: debug, info, warn or error" },

@@ -18,6 +18,8 @@ export interface OidcClientOptions {
   readonly clientSecret: Secret; // SECRET: never log
   readonly name: string;
   readonly scopes: string;
+  /** As registered at the provider (default client_secret_basic, the OAuth default). */
+  readonly clientAuthMethod?: "client_secret_basic" | "client_secret_post";
   readonly redirectUri: string;
   /** Trusted roots (system plus BROKER_UPSTREAM_CA_FILE); undefined: the system roots. */
   readonly ca?: readonly string[];
@@ -59,10 +61,10 @@ export async function createOidcClient(opts: OidcClientOptions): Promise<OidcCli
     throw new OidcDiscoveryError(`BROKER_OIDC_ISSUER: the discovery document of ${opts.issuer} lacks authorization_endpoint, token_endpoint or jwks_uri`);
   }
   const client: oauth.Client = { client_id: opts.clientId, id_token_signed_response_alg: ID_TOKEN_ALG };
-  // The method the provider lists; without a list the OAuth default (HTTP Basic) applies.
-  const methods = as.token_endpoint_auth_methods_supported;
+  // The method the client was registered with (BROKER_OIDC_CLIENT_AUTH_METHOD): providers such as Okta refuse
+  // any other, whatever their discovery document lists.
   const secret = opts.clientSecret.reveal(); // reveal: sent only to the provider's token endpoint
-  const clientAuth = !methods || methods.includes("client_secret_basic") ? oauth.ClientSecretBasic(secret) : oauth.ClientSecretPost(secret);
+  const clientAuth = opts.clientAuthMethod === "client_secret_post" ? oauth.ClientSecretPost(secret) : oauth.ClientSecretBasic(secret);
   const keys = jose.createRemoteJWKSet(new URL(as.jwks_uri), {
     cacheMaxAge: JWKS_CACHE_MS,
     // An unknown kid refetches the key set at once (a provider may have just rotated). ID tokens only arrive

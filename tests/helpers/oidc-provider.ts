@@ -196,7 +196,7 @@ export async function startOidcProvider(opts: OidcProviderOptions): Promise<Test
     clientId,
     clientSecret,
     env(extra = {}) {
-      return { BROKER_OIDC_ISSUER: issuer, BROKER_OIDC_CLIENT_ID: clientId, BROKER_OIDC_CLIENT_SECRET: clientSecret, ...extra };
+      return { BROKER_OIDC_ISSUER: issuer, BROKER_OIDC_CLIENT_ID: clientId, BROKER_OIDC_CLIENT_SECRET: clientSecret, BROKER_OIDC_CLIENT_AUTH_METHOD: authMethod, ...extra };
     },
     nextLogin(email) {
       const want = email.toLowerCase();

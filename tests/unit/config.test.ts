@@ -238,3 +238,27 @@ describe("takeMasterPassword", () => {
     expect("BROKER_MASTER_PASSWORD" in process.env).toBe(false);
   });
 });
+
+describe("identity-provider sign-in (BROKER_OIDC_*)", () => {
+  const base = { ...HOME, BROKER_OIDC_ISSUER: "https://idp.example.com", BROKER_OIDC_CLIENT_ID: "broker", BROKER_OIDC_CLIENT_SECRET: "s3cret-value" };
+
+  test("off unless an issuer is set; on, with defaults", () => {
+    expect(loadConfig(HOME).oidc).toBeUndefined();
+    const oidc = loadConfig(base).oidc!;
+    expect({ issuer: oidc.issuer, clientId: oidc.clientId, name: oidc.name, scopes: oidc.scopes, method: oidc.clientAuthMethod }).toEqual({
+      issuer: "https://idp.example.com",
+      clientId: "broker",
+      name: "your identity provider",
+      scopes: "openid email profile",
+      method: "client_secret_basic",
+    });
+    expect(String(oidc.clientSecret)).toBe("[redacted]");
+  });
+
+  test("every missing or invalid piece is reported, each naming its variable", () => {
+    const problems = problemsOf({ ...HOME, BROKER_OIDC_ISSUER: "http://idp.example.com", BROKER_OIDC_SCOPES: "email", BROKER_OIDC_CLIENT_AUTH_METHOD: "private_key_jwt" });
+    for (const name of ["BROKER_OIDC_ISSUER", "BROKER_OIDC_CLIENT_ID", "BROKER_OIDC_SCOPES", "BROKER_OIDC_CLIENT_AUTH_METHOD"]) {
+      expect(problems.some((p) => p.startsWith(`${name}:`))).toBe(true);
+    }
+  });
+});
