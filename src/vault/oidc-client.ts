@@ -101,11 +101,18 @@ export async function createOidcClient(opts: OidcClientOptions): Promise<OidcCli
         audience: opts.clientId,
       });
       if (protectedHeader.alg !== ID_TOKEN_ALG || typeof payload.sub !== "string" || payload.sub === "") throw new Error("ID token rejected");
+      let claims: Record<string, unknown> = payload;
+      if (typeof payload.email !== "string" && as.userinfo_endpoint && result.access_token) {
+        // Providers that follow OIDC's default put the email scope's claims in userinfo only. The access token
+        // is used for this one request and never stored; the answer must be about the same subject.
+        const info = await oauth.userInfoRequest(as, client, result.access_token, common);
+        claims = { ...payload, ...(await oauth.processUserInfoResponse(as, client, payload.sub, info)), sub: payload.sub };
+      }
       return {
         issuer: as.issuer,
         subject: payload.sub,
-        email: typeof payload.email === "string" ? payload.email.trim().toLowerCase() : undefined,
-        emailVerified: typeof payload.email_verified === "boolean" ? payload.email_verified : undefined,
+        email: typeof claims.email === "string" ? claims.email.trim().toLowerCase() : undefined,
+        emailVerified: typeof claims.email_verified === "boolean" ? claims.email_verified : undefined,
       };
     },
   };

@@ -313,3 +313,22 @@ function dataDirOf(b: Broker): string {
   if (!m?.[1]) throw new Error("data_dir not in the start-up log");
   return m[1];
 }
+
+test("a provider that puts the email only in userinfo (OIDC's default) still signs people up", async () => {
+  const [mainIdp, mainBroker] = [idp, broker];
+  const pki = await createTestPki();
+  idp = await startOidcProvider({ users: USERS, clientId: "broker-userinfo", clientSecret: randomBytes(24).toString("base64url"), redirectUris: [], emailInUserinfoOnly: true });
+  broker = await startBroker({ caPem: pki.caPem, env: idp.env({ BROKER_OIDC_NAME: "Userinfo IdP" }) });
+  try {
+    idp.setRedirectUris([`${broker.apiUrl}/v1/auth/oidc/callback`]);
+    await setAllowedDomains(["allowed.test"]);
+    const { res, token } = await signIn("alice@allowed.test");
+    expect(res.status).toBe(303);
+    expect((await whoami(token!)).body.user.email).toBe("alice@allowed.test");
+    for (const t of idp.issued.map((x) => String(x))) for (const line of broker.logLines) expect(line).not.toContain(t);
+  } finally {
+    await broker.stop();
+    await idp.stop();
+    [idp, broker] = [mainIdp, mainBroker];
+  }
+});

@@ -37,6 +37,8 @@ export interface OidcTestUser {
 }
 
 export interface OidcProviderOptions {
+  /** Follow OIDC's default: the email scope's claims only in userinfo, not in the ID token. */
+  emailInUserinfoOnly?: boolean;
   users: OidcTestUser[];
   clientId?: string;
   clientSecret?: string;
@@ -125,7 +127,7 @@ export async function startOidcProvider(opts: OidcProviderOptions): Promise<Test
     jwks: { keys: [jwk as any] },
     cookies: { keys: [randomBytes(32).toString("hex")] },
     pkce: { required: () => true },
-    conformIdTokenClaims: false,
+    conformIdTokenClaims: opts.emailInUserinfoOnly ?? false,
     claims: { openid: ["sub"], email: ["email", "email_verified"], profile: ["name"] },
     scopes: ["openid", "email", "profile"],
     features: { devInteractions: { enabled: false } },
