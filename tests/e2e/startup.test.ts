@@ -60,6 +60,18 @@ describe("compiled binary, a port already taken", () => {
   }, 30_000);
 });
 
+describe("compiled binary, an identity provider it cannot use", () => {
+  test("an unreachable BROKER_OIDC_ISSUER stops the start with a message naming it", async () => {
+    const closed = await freePort();
+    const r = await runServer({ BROKER_PORT: "0", BROKER_PROXY_PORT: "0", BROKER_OIDC_ISSUER: `http://127.0.0.1:${closed}`, BROKER_OIDC_CLIENT_ID: "broker", BROKER_OIDC_CLIENT_SECRET: "s3cret-value" });
+    expect(r.signal).toBeNull();
+    expect(r.exitCode).not.toBe(0);
+    expect(r.stderr).toContain("BROKER_OIDC_ISSUER");
+    expect(r.stdout + r.stderr).not.toContain("s3cret-value");
+    expect(r.stdout + r.stderr).not.toContain('"event":"listening"');
+  }, 30_000);
+});
+
 describe("in process", () => {
   test("a busy proxy port rejects with ListenFailed and releases the API port it had bound", async () => {
     const busy = await occupiedPort();
