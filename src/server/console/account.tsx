@@ -11,7 +11,7 @@ import { clientIp } from "../limits.ts";
 import { clearPageCookie } from "../pages/security.ts";
 import { Badge, Button, FormField, Name, PostForm, Section, Table, Time } from "./components.tsx";
 import { describeError, formOf, redirectWithFlash, renderPage, requireSignedIn, runAction, signedIn, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
-import { IdentitiesSection, issuerHost } from "./sign-in-provider.tsx";
+import { IdentitiesSection, issuerHost, providerOrigin } from "./sign-in-provider.tsx";
 
 function SessionKind(props: { s: SessionView }) {
   if (props.s.kind === "scoped") {
@@ -86,7 +86,7 @@ async function renderAccount(c: ConsoleContext) {
       {user.email} <Badge tone={user.instanceRole === "owner" ? "info" : "neutral"}>{user.instanceRole}</Badge>
     </>
   );
-  return renderPage(c, { title: "Account", nav: "account", lead }, body);
+  return renderPage(c, { title: "Account", nav: "account", lead, formTargets: d.oidc ? [providerOrigin(d.oidc)] : undefined }, body);
 }
 
 export function accountRoutes() {

@@ -107,13 +107,15 @@ export interface PageOptions extends Omit<LayoutProps, "csrf" | "user" | "flash"
   readonly status?: 200 | 400 | 401 | 403 | 404 | 409 | 413 | 429 | 500 | 503;
   /** Serve with `script-src 'self'` (for a page that sets `script`). */
   readonly scripts?: boolean;
+  /** Other origins this page's forms may be redirected to (see PageHeaderOptions.formTargets). */
+  readonly formTargets?: readonly string[];
 }
 
 /** Renders `body` inside the console layout with the user, CSRF token and flash of this request. */
 export function renderPage(c: ConsoleContext, opts: PageOptions, body: Child): Response | Promise<Response> {
   const user = c.get("user");
-  const { status = 200, scripts, ...layout } = opts;
-  setPageHeaders(c, { scripts });
+  const { status = 200, scripts, formTargets, ...layout } = opts;
+  setPageHeaders(c, { scripts, formTargets });
   const props = { ...layout, csrf: c.get("csrf") ?? "", flash: c.get("flash"), user: user && { email: user.email, owner: user.instanceRole === "owner" } };
   return c.html(<Layout {...props}>{body}</Layout>, status);
 }

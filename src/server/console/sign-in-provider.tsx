@@ -14,6 +14,14 @@ export interface SignInProvider {
 export const OIDC_LOGIN_PATH = "/v1/auth/oidc/login";
 export const OIDC_LINK_PATH = "/v1/auth/oidc/link";
 
+/**
+ * The origin the provider's sign-in page is on, for the account page's form-action (the Link form's
+ * 303 goes there). Read from an authorization URL built with throw-away values; nothing is stored.
+ */
+export function providerOrigin(o: { buildAuthorizationUrl(p: { state: string; nonce: string; codeChallenge: string }): string }): string {
+  return new URL(o.buildAuthorizationUrl({ state: "-", nonce: "-", codeChallenge: "-" })).origin;
+}
+
 /** Where "Sign in with …" goes: the provider, then back to `returnTo` if it is a path on this origin, else `/`. */
 export function providerLoginHref(returnTo: string): string {
   return `${OIDC_LOGIN_PATH}?return_to=${encodeURIComponent(isSafeReturnTo(returnTo) ? returnTo : "/")}`;

@@ -21,11 +21,18 @@ const SESSION_MAX_AGE_SEC = 30 * 86_400;
 export interface PageHeaderOptions {
   /** Allow `script-src 'self'` (and `connect-src 'self'`) for a page that loads a small external script. */
   readonly scripts?: boolean;
+  /**
+   * Origins a form on the page may end up at beside our own: form-action also covers the redirects after
+   * a post (the identity provider's link flow answers a same-origin post with a 303 to the provider).
+   */
+  readonly formTargets?: readonly string[];
 }
 
 /** The headers every HTML response carries (app.ts adds nosniff and the rest to every response too). */
 export function setPageHeaders(c: Context, opts: PageHeaderOptions = {}): void {
-  c.header("content-security-policy", opts.scripts ? SCRIPT_CSP : BASE_CSP);
+  const csp = opts.scripts ? SCRIPT_CSP : BASE_CSP;
+  const targets = (opts.formTargets ?? []).map((t) => new URL(t).origin).filter((o) => o !== "null"); // an origin only: no path, space or ';'
+  c.header("content-security-policy", targets.length ? csp.replace("form-action 'self'", `form-action 'self' ${targets.join(" ")}`) : csp);
   c.header("x-frame-options", "DENY");
   c.header("x-content-type-options", "nosniff");
   c.header("referrer-policy", "no-referrer");

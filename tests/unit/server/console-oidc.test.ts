@@ -199,6 +199,10 @@ describe("Sign-in providers on the account page", () => {
     const res = await b.post("/v1/auth/oidc/link", {});
     expect(res.status).toBe(303);
     expect(res.location).toBe(`${ISSUER}/auth`);
+    // form-action covers the redirect after the post: the account page lets its forms end at the provider, no other page does.
+    const account = await b.get("/account");
+    expect(account.headers.get("content-security-policy")).toContain("form-action 'self' https://id.example.com;");
+    expect((await b.get("/")).headers.get("content-security-policy")).toContain("form-action 'self';");
     const back = await b.get("/account?linked=1");
     expect(back.text).toContain('<div class="flash flash-success" role="status" id="flash">Linked Acme SSO. You can now sign in with it.</div>');
   });
