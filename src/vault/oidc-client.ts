@@ -111,7 +111,8 @@ export async function createOidcClient(opts: OidcClientOptions): Promise<OidcCli
       return {
         issuer: as.issuer,
         subject: payload.sub,
-        email: typeof claims.email === "string" ? claims.email.trim().toLowerCase() : undefined,
+        // As the provider sent it: oidc.ts decides whether it is usable before any case folding.
+        email: typeof claims.email === "string" ? claims.email.trim() : undefined,
         emailVerified: typeof claims.email_verified === "boolean" ? claims.email_verified : undefined,
       };
     },

@@ -40,7 +40,7 @@ export type OidcOutcome =
 
 /** A same-origin path: starts with "/", not "//" or "/\", no control characters. */
 export function isSafeReturnTo(v: string): boolean {
-  return v.length <= 2048 && v.startsWith("/") && !v.startsWith("//") && !v.startsWith("/\\") && !/[\u0000-\u001f\\]/.test(v);
+  return v.length <= 2048 && v.startsWith("/") && !v.startsWith("//") && !v.startsWith("/\\") && !/[\u0000-\u001f\u007f\\]/.test(v);
 }
 
 export function isCliNonce(v: string): boolean {
@@ -138,14 +138,24 @@ function viewIdentity(i: IdentityRow): IdentityView {
   return { id: i.id, issuer: i.issuer, email: i.email, created_at: new Date(i.createdAt).toISOString() };
 }
 
+/**
+ * The provider's address for a new account, only when it is plain ASCII of the usual shape (one `@`, a dotted
+ * domain). Anything else is refused rather than folded: a look-alike such as U+212A (Kelvin sign) lower-cases to
+ * "k" and would take someone else's address; `a@b@example.com` would slip past the allowed-domains rule.
+ */
+function signupEmail(raw: string | undefined): string | undefined {
+  if (!raw || !/^[\x21-\x7e]{3,254}$/.test(raw) || !/^[^@]{1,64}@[^@]+\.[^@]+$/.test(raw)) return undefined;
+  return raw.toLowerCase();
+}
+
 /** Finds the identity's user, or creates a member; undefined when a rule refuses (caller fails generically). */
 async function signInIdentity(d: Domain, claims: OidcClaims): Promise<UserRow | undefined> {
   const known = await d.store.identities.bySubject(claims.issuer, claims.subject);
   if (known) return d.store.users.byId(known.userId);
   // Signup: only with an email the provider vouches for. email_verified absent counts as verified
   // (some providers, e.g. Entra ID, never send it and only issue addresses they own).
-  if (!claims.email || claims.emailVerified === false) return undefined;
-  const email = claims.email;
+  const email = signupEmail(claims.email);
+  if (!email || claims.emailVerified === false) return undefined;
   return d.store.transaction(async (tx) => {
     if ((await tx.users.count()) === 0) return undefined; // the first user registers with a password
     if (await tx.users.byEmail(email)) return undefined; // never link from an unauthenticated callback
@@ -172,7 +182,7 @@ async function linkIdentity(d: Domain, claims: OidcClaims, userId: number | null
     if (!user) return undefined;
     const known = await tx.identities.bySubject(claims.issuer, claims.subject);
     if (known && known.userId !== userId) return undefined; // someone else's identity
-    if (!known) await tx.identities.create({ userId, issuer: claims.issuer, subject: claims.subject, email: claims.email ?? "", createdAt: d.now() });
+    if (!known) await tx.identities.create({ userId, issuer: claims.issuer, subject: claims.subject, email: (claims.email ?? "").toLowerCase(), createdAt: d.now() });
     return { purpose: "link" as const, user };
   });
 }

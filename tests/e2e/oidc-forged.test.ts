@@ -284,6 +284,22 @@ describe.skipIf(!implemented && !inCi)("OIDC sign-in against a hostile provider"
     expect(t[0]?.outcome).toBe("invalid_grant");
   });
 
+  test("an email that is not plain ASCII of the usual shape never makes an account (look-alikes, two @, no @)", async () => {
+    // U+212A (Kelvin sign) lower-cases to "k": folded, it would take kim@example.com's address.
+    for (const email of ["\u212Aim@example.com", "evil@attacker.net@example.com", "example.com"]) {
+      fake.setUser({ sub: `sub-shape-${randomBytes(4).toString("hex")}`, email });
+      const flow = await begin();
+      await expectRefused(await callback(flow.callbackUrl, flow.jar), flow);
+    }
+    expect((await broker.api("POST", "/v1/auth/register", { email: "kim@example.com", password: "correct horse battery" })).status).toBe(201);
+  });
+
+  test("a mixed-case ASCII email signs up under its lower-case form", async () => {
+    const tag = randomBytes(3).toString("hex");
+    fake.setUser({ sub: `sub-case-${tag}`, email: `Mixed.Case-${tag}@Example.COM` });
+    await signsIn(await begin(), `mixed.case-${tag}@example.com`);
+  });
+
   test("an existing password account with the same email is not linked: generic rejection", async () => {
     fake.setUser({ sub: `sub-owner-${randomBytes(4).toString("hex")}`, email: "owner@example.com" });
     const flow = await begin();
