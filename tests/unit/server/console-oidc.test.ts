@@ -10,7 +10,7 @@ import { mintUserSession } from "../../../src/vault/sessions.ts";
 import { PASSWORDLESS_PARAMS } from "../../../src/vault/passwords.ts";
 import { providerLoginHref } from "../../../src/server/console/sign-in-provider.tsx";
 import { createBrowser, SAME_ORIGIN, signInPage } from "./console-fixtures.ts";
-import { addAgent, createHarness, createVault, type Harness, register } from "./fixtures.ts";
+import { createHarness, createVault, fileAgentProposal, type Harness, register } from "./fixtures.ts";
 
 const ISSUER = "https://id.example.com/realms/acme";
 
@@ -64,15 +64,7 @@ describe("Sign in with <provider> on the approval page", () => {
   async function pendingProposal() {
     const { h, owner } = await withOwner();
     await createVault(h, owner.token, "v1");
-    const agent = await addAgent(h, owner.token, "v1", "admin", "bot");
-    const res = await h.call("POST", "/v1/proposals", {
-      token: agent.token,
-      headers: agent.headers,
-      body: { services: [{ action: "set", host: "api.example.com", description: "Example", auth: { type: "bearer", token: "K" } }], credentials: [{ action: "set", key: "K", description: "A key" }] },
-    });
-    expect(res.status).toBe(201);
-    const url = new URL(res.body.approval_url);
-    return { h, path: `${url.pathname}${url.search}`, token: url.searchParams.get("token")! };
+    return { h, ...(await fileAgentProposal(h, owner.token, "v1")) };
   }
 
   test("returns to the approval page itself, token and all, as a same-origin path", async () => {

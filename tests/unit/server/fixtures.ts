@@ -141,3 +141,16 @@ export function expectNoTokensInLogs(h: Harness): void {
     for (const t of h.tokens) expect(line.includes(t)).toBe(false);
   }
 }
+
+/** An agent (admin role) in `vault` files one bearer proposal for api.example.com with slot K; its approval page path. */
+export async function fileAgentProposal(h: Harness, ownerToken: string, vault: string) {
+  const agent = await addAgent(h, ownerToken, vault, "admin", "bot");
+  const res = await h.call("POST", "/v1/proposals", {
+    token: agent.token,
+    headers: agent.headers,
+    body: { services: [{ action: "set", host: "api.example.com", description: "Example", auth: { type: "bearer", token: "K" } }], credentials: [{ action: "set", key: "K", description: "A key" }] },
+  });
+  expect(res.status).toBe(201);
+  const url = new URL(res.body.approval_url);
+  return { id: res.body.id as number, path: `${url.pathname}${url.search}`, token: url.searchParams.get("token")! };
+}

@@ -9,7 +9,7 @@ import { createMemoryLogger } from "../../../src/log.ts";
 import { createRateLimiter, resolveSettings } from "../../../src/ratelimit/index.ts";
 import { createApi } from "../../../src/server/app.ts";
 import { createTestApi, type TestApi } from "../../helpers/api.ts";
-import { addAgent, createVault, headerPairs } from "./fixtures.ts";
+import { createVault, fileAgentProposal, headerPairs } from "./fixtures.ts";
 
 const PASSWORD = "correct horse battery";
 type Res = { status: number; body: any; headers: Headers };
@@ -143,20 +143,13 @@ describe("every password check", () => {
     const h = { ...api, responses: [], tokens: new Set<string>() };
     const owner = await register(api, "owner@example.com");
     await createVault(h, owner, "v1");
-    const agent = await addAgent(h, owner, "v1", "admin", "bot");
-    const proposal = await api.call("POST", "/v1/proposals", {
-      token: agent.token,
-      headers: agent.headers,
-      body: { services: [{ action: "set", host: "api.example.com", description: "d", auth: { type: "bearer", token: "K" } }], credentials: [{ action: "set", key: "K", description: "d" }] },
-    });
-    expect(proposal.status).toBe(201);
-    const url = new URL(proposal.body.approval_url);
-    const token = url.searchParams.get("token")!;
+    const proposal = await fileAgentProposal(h, owner, "v1");
+    const token = proposal.token;
     const page = createApi({ domain: api.domain, log: createMemoryLogger() });
-    const opened = await page.request(`${url.pathname}${url.search}`);
+    const opened = await page.request(proposal.path);
     const csrf = /broker_csrf=([^;]+)/.exec(opened.headers.get("set-cookie") ?? "")![1]!;
     const signIn = (password: string) =>
-      page.request(`/approve/${proposal.body.id}/login`, {
+      page.request(`/approve/${proposal.id}/login`, {
         method: "POST",
         headers: { "content-type": "application/x-www-form-urlencoded", cookie: `broker_csrf=${csrf}`, origin: "http://localhost", "sec-fetch-site": "same-origin" },
         body: new URLSearchParams({ token, csrf, email: "owner@example.com", password }).toString(),
