@@ -51,7 +51,7 @@ function ValueField(props: { label: string }) {
       required
       autocomplete="new-password"
       maxlength={8192}
-      hint="Write-only: the value is stored encrypted and never shown here again. Agents never see it; the broker injects it into their requests."
+      hint="Stored encrypted. Agents never see it: the broker injects it into their requests. A member or admin can reveal it only after typing their password again."
     />
   );
 }

@@ -6,7 +6,7 @@
 
 import type { ProposalView } from "../../vault/index.ts";
 import { ProviderSignIn, type SignInProvider } from "../console/sign-in-provider.tsx";
-import { Document } from "./document.tsx";
+import { Brand, Document } from "./document.tsx";
 
 export type Viewer =
   | { kind: "anonymous" }
@@ -37,9 +37,9 @@ function describeAuth(auth: ProposalView["services"][number]["auth"]): string {
     case "passthrough":
       return "none (passthrough)";
     case "bearer":
-      return `${auth.token} as Authorization: Bearer …`;
+      return `${auth.token}, sent as Authorization: Bearer <value>`;
     case "basic":
-      return `${auth.token} as Authorization: Basic …${auth.username ? ` (user ${auth.username})` : ""}`;
+      return `${auth.token}, sent as Authorization: Basic${auth.username ? ` (user ${auth.username}, the value as password)` : " (the value)"}`;
     case "header":
       return `${auth.token} in the ${auth.header} header${auth.prefix ? ` after "${auth.prefix}"` : ""}`;
   }
@@ -144,24 +144,12 @@ function SignIn(props: { id: number; token: string; csrf: string; provider?: Sig
         <label for="password">Password</label>
         <input type="password" id="password" name="password" autocomplete="current-password" required />
         <div class="actions">
-          <button type="submit">Sign in</button>
+          <button type="submit" class="btn btn-primary">Sign in</button>
         </div>
       </form>
       {/* Back to this very page (the token is in its query) once the provider has said who this is. */}
       <ProviderSignIn provider={props.provider} returnTo={`/approve/${props.id}?token=${encodeURIComponent(props.token)}`} />
     </>
-  );
-}
-
-/** The product's mark, as in the console's header, linking to the console. */
-function Brand() {
-  return (
-    <header class="page-brand">
-      <a class="brand" href="/">
-        <span class="brand-mark" aria-hidden="true" />
-        Broker
-      </a>
-    </header>
   );
 }
 
@@ -221,7 +209,7 @@ export function ApprovePage(props: ApprovePageProps) {
         <p class="warning">{w}</p>
       ))}
       <Services proposal={p} />
-      {p.credentials.length ? <h2>Credentials to supply</h2> : null}
+      {p.credentials.length ? <h2>{pending ? "Credentials to supply" : "Credentials asked for"}</h2> : null}
       {editable ? (
         <form method="post" action={`/approve/${p.id}/decide`} autocomplete="off">
           <input type="hidden" name="token" value={props.token} />

@@ -1,6 +1,7 @@
 /** @jsxImportSource hono/jsx */
 // The HTML document shell of every server-rendered page (console and approval page): doctype, lang,
-// meta tags, title and the one stylesheet. No inline script or style ever: the pages' CSP forbids them.
+// meta tags, title and the one stylesheet, and the product's mark for pages outside the console layout.
+// No inline script or style ever: the pages' CSP forbids them.
 
 import { raw } from "hono/html";
 import type { Child } from "hono/jsx";
@@ -32,5 +33,17 @@ export function Document(props: DocumentProps) {
         <body class={props.bodyClass}>{props.children}</body>
       </html>
     </>
+  );
+}
+
+/** The product's mark, as in the console's header, linking to the console. */
+export function Brand() {
+  return (
+    <header class="page-brand">
+      <a class="brand" href="/">
+        <span class="brand-mark" aria-hidden="true" />
+        Broker
+      </a>
+    </header>
   );
 }

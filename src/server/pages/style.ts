@@ -133,7 +133,7 @@ code, .name { font-family: var(--mono); font-size: .9em; overflow-wrap: anywhere
 .vault-title { display: flex; align-items: center; gap: .6rem; flex-wrap: wrap; margin-bottom: 1rem; }
 .vault-name { font-family: var(--mono); font-size: 1.35rem; font-weight: 600; overflow-wrap: anywhere; }
 .tabs { border-bottom: 1px solid var(--border); overflow-x: auto; }
-.tabs ul { display: flex; gap: .25rem; list-style: none; margin: 0; padding: 0; }
+.tabs ul { display: flex; flex-wrap: wrap; gap: .25rem; list-style: none; margin: 0; padding: 0; }
 .tabs a { display: block; padding: .55rem .8rem; color: var(--muted); text-decoration: none; font-weight: 550; white-space: nowrap; border-bottom: 2px solid transparent; margin-bottom: -1px; }
 .tabs a:hover { color: var(--text); }
 .tabs a[aria-current="page"] { color: var(--text); border-bottom-color: var(--accent); }
@@ -142,7 +142,7 @@ code, .name { font-family: var(--mono); font-size: .9em; overflow-wrap: anywhere
 .overview dd { margin: 0; color: var(--muted); }
 
 /* Flash messages and notices */
-.flash, .form-error, .warning { border-radius: var(--radius-small); padding: .75rem 1rem; margin: 0 0 1.25rem; border: 1px solid; border-left-width: 4px; }
+.flash, .form-error, .warning { overflow-wrap: anywhere; border-radius: var(--radius-small); padding: .75rem 1rem; margin: 0 0 1.25rem; border: 1px solid; border-left-width: 4px; }
 .flash-success { background: var(--success-soft); border-color: var(--success); color: var(--text); }
 .flash-error, .form-error { background: var(--danger-soft); border-color: var(--danger); color: var(--text); }
 .flash-info { background: var(--info-soft); border-color: var(--info); color: var(--text); }
@@ -187,7 +187,7 @@ fieldset label { margin-top: .75rem; }
 /* Buttons (bare <button> is the approval page's secondary) */
 .btn, button {
   display: inline-flex; align-items: center; justify-content: center; gap: .4rem; min-height: 2.5rem; padding: .5rem 1.1rem;
-  font: inherit; font-weight: 600; line-height: 1.2; text-decoration: none; cursor: pointer; white-space: nowrap;
+  font: inherit; font-weight: 600; line-height: 1.2; text-decoration: none; cursor: pointer; overflow-wrap: anywhere;
   border-radius: var(--radius-small); border: 1px solid var(--border-strong); background: var(--surface); color: var(--text);
 }
 .btn:hover, button:hover { background: var(--surface-2); color: var(--text); }
@@ -208,6 +208,8 @@ button.deny { background: var(--surface); }
 table { border-collapse: collapse; width: 100%; margin: .5rem 0 1rem; font-size: .9375rem; }
 caption { text-align: left; color: var(--muted); padding-bottom: .4rem; }
 th, td { text-align: left; padding: .6rem .75rem; border-bottom: 1px solid var(--border); vertical-align: middle; overflow-wrap: anywhere; }
+/* Headings and names break only where no room is left: a host or key cut mid-label is hard to check. */
+@media (min-width: 48rem) { th, td code, td .name { overflow-wrap: break-word; } }
 th { font-size: .8125rem; font-weight: 600; color: var(--muted); text-transform: uppercase; letter-spacing: .04em; background: var(--surface-2); }
 tbody tr:hover { background: var(--surface-2); }
 tbody tr:last-child td { border-bottom: 0; }

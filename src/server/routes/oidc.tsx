@@ -13,7 +13,7 @@ import { beginOidc, completeOidc, exchangeCliCode, isCliNonce, isSafeReturnTo, l
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
 import { authTier } from "../limits.ts";
-import { Document } from "../pages/document.tsx";
+import { Brand, Document } from "../pages/document.tsx";
 import { assertSameOrigin, readForm, readSessionCookie, setPageHeaders, setSessionCookie } from "../pages/security.ts";
 import { bearerToken, readJson } from "../request.ts";
 
@@ -143,6 +143,7 @@ function failurePage(c: Context, name: string) {
   setPageHeaders(c);
   return c.html(
     <Document title="Sign-in failed" colorScheme>
+      <Brand />
       <main class="message">
         <h1>Sign-in failed</h1>
         <p>Sign-in with {name} failed. Try again, or sign in with your password.</p>
