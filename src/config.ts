@@ -17,6 +17,8 @@ export type { OidcConfig } from "./config-oidc.ts";
 
 export interface Config {
   readonly dataDir: string;
+  /** BROKER_DATABASE_URL: PostgreSQL shared by several instances; undefined keeps the embedded SQLite file. */
+  readonly database: DatabaseConfig | undefined;
   readonly bindHost: string;
   readonly apiPort: number;
   readonly proxyPort: number;
@@ -43,6 +45,14 @@ export interface Config {
   readonly warnings: readonly string[];
 }
 
+export interface DatabaseConfig {
+  /** The URL holds the database password: kept wrapped so no log line or error can print it. */
+  readonly url: Secret;
+  readonly poolSize: number;
+  /** How long cached sessions and credentials keep serving proxied requests while the database is unreachable. */
+  readonly outageGraceMs: number;
+}
+
 export interface SettingDoc {
   readonly name: string;
   readonly default: string;
@@ -52,6 +62,9 @@ export interface SettingDoc {
 /** Every server setting, in the order `broker server --help` and the README list them. */
 export const SETTINGS: readonly SettingDoc[] = [
   { name: "BROKER_DATA_DIR", default: "~/.broker", description: "Directory for the database and key material (created 0700)" },
+  { name: "BROKER_DATABASE_URL", default: "(none: SQLite in BROKER_DATA_DIR)", description: "postgres://user:password@host:port/db to share one PostgreSQL among several instances (TLS via ?sslmode=require or verify-full)" },
+  { name: "BROKER_DATABASE_POOL_SIZE", default: "10", description: "Most PostgreSQL connections one instance opens" },
+  { name: "BROKER_DATABASE_OUTAGE_GRACE_SECONDS", default: "300", description: "While PostgreSQL is unreachable, sessions and credentials already cached keep serving proxied requests for this long (0: refuse at once)" },
   { name: "BROKER_HOST", default: "127.0.0.1", description: "Address both listeners bind to" },
   { name: "BROKER_PORT", default: "14321", description: "API port (REST API, /proxy, /discover, /approve)" },
   { name: "BROKER_PROXY_PORT", default: "14322", description: "Transparent proxy (CONNECT) port" },
@@ -104,6 +117,7 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): Config {
   const publicUrl = readPublicUrl(env.BROKER_PUBLIC_URL, problems);
   const config: Config = {
     dataDir,
+    database: readDatabase(env, problems),
     bindHost,
     apiPort,
     proxyPort,
@@ -144,6 +158,27 @@ function findUnknownSettings(env: Env): string[] {
   return Object.keys(env)
     .filter((k) => k.startsWith("BROKER_") && !known.has(k))
     .map((k) => `${k} is not a broker setting and is ignored`);
+}
+
+function readDatabase(env: Env, problems: string[]): DatabaseConfig | undefined {
+  const raw = env.BROKER_DATABASE_URL?.trim();
+  const poolSize = readInt("BROKER_DATABASE_POOL_SIZE", env.BROKER_DATABASE_POOL_SIZE, 10, 1, 500, problems);
+  const graceSec = readInt("BROKER_DATABASE_OUTAGE_GRACE_SECONDS", env.BROKER_DATABASE_OUTAGE_GRACE_SECONDS, 300, 0, 86_400, problems);
+  if (!raw) return undefined;
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    // The message never repeats the value: it carries a password.
+    problems.push("BROKER_DATABASE_URL: not a URL; expected postgres://user:password@host:5432/database");
+    return undefined;
+  }
+  if (url.protocol !== "postgres:" && url.protocol !== "postgresql:") {
+    problems.push(`BROKER_DATABASE_URL: only PostgreSQL is supported (postgres://…), got ${url.protocol}//…; leave it unset for the embedded SQLite store`);
+  } else if (!url.hostname && !url.searchParams.get("host")) {
+    problems.push("BROKER_DATABASE_URL: names no host; expected postgres://user:password@host:5432/database");
+  }
+  return { url: new Secret(raw), poolSize, outageGraceMs: graceSec * 1000 };
 }
 
 function readDataDir(raw: string | undefined, home: string | undefined, problems: string[]): string {

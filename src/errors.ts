@@ -184,6 +184,18 @@ export class Unavailable extends BrokerError {
   readonly code = "unavailable";
 }
 
+/** The shared database (PostgreSQL) cannot be reached; proxied requests already cached keep working. */
+export class DatabaseUnavailable extends BrokerError {
+  readonly status = 503;
+  readonly code = "database_unavailable";
+  constructor(readonly reason: string) {
+    super("the broker's database is unreachable; retry shortly");
+  }
+  override headers(): Record<string, string> {
+    return { "retry-after": "1" };
+  }
+}
+
 export class Internal extends BrokerError {
   readonly status = 500;
   readonly code = "internal";

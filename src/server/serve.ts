@@ -79,7 +79,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
   });
   const now = opts.now ?? Date.now;
   const upstreamCa = upstreamRoots(config);
-  const store = await openStore(config.dataDir);
+  const store = await openStore(config);
   // What a failed start must undo, newest first: a bound API port must not outlive a busy proxy port.
   const undo: (() => unknown)[] = [];
   try {

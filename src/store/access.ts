@@ -38,14 +38,14 @@ export function accessRepo(sql: Sql) {
     },
     async members(vaultId: number): Promise<MemberRow[]> {
       const rows = await sql.all<MemberRow>(
-        "SELECT m.user_id AS userId, u.email, m.role FROM vault_members m JOIN users u ON u.id = m.user_id WHERE m.vault_id = ? ORDER BY u.email",
+        `SELECT m.user_id AS "userId", u.email, m.role FROM vault_members m JOIN users u ON u.id = m.user_id WHERE m.vault_id = ? ORDER BY u.email`,
         [vaultId],
       );
       return rows.map((r) => ({ ...r, userId: Number(r.userId) }));
     },
     async vaultsOfUser(userId: number): Promise<AccessRow[]> {
       const rows = await sql.all<AccessRow>(
-        "SELECT v.id AS vaultId, v.name AS vaultName, m.role FROM vault_members m JOIN vaults v ON v.id = m.vault_id WHERE m.user_id = ? ORDER BY v.name",
+        `SELECT v.id AS "vaultId", v.name AS "vaultName", m.role FROM vault_members m JOIN vaults v ON v.id = m.vault_id WHERE m.user_id = ? ORDER BY v.name`,
         [userId],
       );
       return rows.map((r) => ({ ...r, vaultId: Number(r.vaultId) }));
@@ -62,14 +62,14 @@ export function accessRepo(sql: Sql) {
     },
     async grantsOfAgent(agentId: number): Promise<AccessRow[]> {
       const rows = await sql.all<AccessRow>(
-        "SELECT v.id AS vaultId, v.name AS vaultName, g.role FROM agent_grants g JOIN vaults v ON v.id = g.vault_id WHERE g.agent_id = ? ORDER BY v.name",
+        `SELECT v.id AS "vaultId", v.name AS "vaultName", g.role FROM agent_grants g JOIN vaults v ON v.id = g.vault_id WHERE g.agent_id = ? ORDER BY v.name`,
         [agentId],
       );
       return rows.map((r) => ({ ...r, vaultId: Number(r.vaultId) }));
     },
     async allGrants(): Promise<GrantRow[]> {
       const rows = await sql.all<GrantRow>(
-        `SELECT g.agent_id AS agentId, a.name AS agentName, g.vault_id AS vaultId, v.name AS vaultName, g.role
+        `SELECT g.agent_id AS "agentId", a.name AS "agentName", g.vault_id AS "vaultId", v.name AS "vaultName", g.role
          FROM agent_grants g JOIN agents a ON a.id = g.agent_id JOIN vaults v ON v.id = g.vault_id ORDER BY a.name, v.name`,
       );
       return rows.map((r) => ({ ...r, agentId: Number(r.agentId), vaultId: Number(r.vaultId) }));

@@ -12,7 +12,7 @@ export interface AgentRow {
   createdAt: number;
 }
 
-const COLUMNS = "id, name, role, created_by AS createdBy, created_at AS createdAt";
+const COLUMNS = `id, name, role, created_by AS "createdBy", created_at AS "createdAt"`;
 
 export function agentRepo(sql: Sql) {
   return {

@@ -31,11 +31,12 @@ export interface AuditFilter {
   limit: number;
 }
 
-const COLUMNS = `id, at, principal, vault_id AS vaultId, vault, ingress, method, host, path, service, credential_keys AS credentialKeys,
-  status, bytes_in AS bytesIn, bytes_out AS bytesOut, duration_ms AS durationMs, error`;
+const COLUMNS = `id, at, principal, vault_id AS "vaultId", vault, ingress, method, host, path, service, credential_keys AS "credentialKeys",
+  status, bytes_in AS "bytesIn", bytes_out AS "bytesOut", duration_ms AS "durationMs", error`;
 
-const FILTERED = `SELECT ${COLUMNS} FROM audit_logs WHERE vault_id = ? AND (? IS NULL OR id < ?) AND (? IS NULL OR id > ?)
-  AND (? IS NULL OR host = ?) AND (? IS NULL OR status = ?) AND (? IS NULL OR principal = ?)`;
+const FILTERED = `SELECT ${COLUMNS} FROM audit_logs WHERE vault_id = ?
+  AND (CAST(? AS BIGINT) IS NULL OR id < ?) AND (CAST(? AS BIGINT) IS NULL OR id > ?) AND (CAST(? AS TEXT) IS NULL OR host = ?)
+  AND (CAST(? AS INTEGER) IS NULL OR status = ?) AND (CAST(? AS TEXT) IS NULL OR principal = ?)`;
 const LIST_DESC = `${FILTERED} ORDER BY id DESC LIMIT ?`;
 const LIST_ASC = `${FILTERED} ORDER BY id ASC LIMIT ?`;
 
@@ -50,7 +51,7 @@ export function auditRepo(sql: Sql) {
         );
       }
     },
-    /** Newest first below `before`, or oldest first above `after` (for following). Fixed SQL; absent filters are NULL. */
+    /** Newest first below `before`, or oldest first above `after` (for following). Fixed SQL; absent filters are NULL (cast, so PostgreSQL knows their type). */
     async list(f: AuditFilter): Promise<AuditRow[]> {
       const params = [f.vaultId, f.before ?? null, f.before ?? null, f.after ?? null, f.after ?? null, f.host ?? null, f.host ?? null,
         f.status ?? null, f.status ?? null, f.principal ?? null, f.principal ?? null, f.limit];

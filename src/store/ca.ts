@@ -11,7 +11,7 @@ export interface CaRow {
   notAfter: number;
 }
 
-const COLUMNS = "id, cert_pem AS certPem, key_nonce AS keyNonce, key_ciphertext AS keyCiphertext, created_at AS createdAt, not_after AS notAfter";
+const COLUMNS = `id, cert_pem AS "certPem", key_nonce AS "keyNonce", key_ciphertext AS "keyCiphertext", created_at AS "createdAt", not_after AS "notAfter"`;
 
 export function caRepo(sql: Sql) {
   return {

@@ -10,7 +10,7 @@ export interface CredentialRow {
   updatedAt: number;
 }
 
-const COLUMNS = "vault_id AS vaultId, key, nonce, ciphertext, updated_at AS updatedAt";
+const COLUMNS = `vault_id AS "vaultId", key, nonce, ciphertext, updated_at AS "updatedAt"`;
 
 export function credentialRepo(sql: Sql) {
   return {

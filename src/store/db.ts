@@ -22,5 +22,19 @@ export interface Db extends Sql {
   transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T>;
   /** Runs a multi-statement script (migrations only). */
   exec(script: string): Promise<void>;
+  /** Inside a migration transaction: waits until no other instance is migrating (no-op where writers already serialize). */
+  lockMigrations(tx: Sql): Promise<void>;
+  /**
+   * Cross-instance messages (PostgreSQL LISTEN/NOTIFY). Absent on SQLite, whose file belongs to one
+   * instance. `listen` resolves once subscribed and returns the function that unsubscribes.
+   */
+  notify?(channel: string, payload: string): Promise<void>;
+  listen?(channel: string, listener: ChangeListener): Promise<() => Promise<void>>;
   close(): void;
+}
+
+export interface ChangeListener {
+  onMessage(payload: string): void;
+  /** Runs when the subscription is acknowledged, initially and after every reconnect. */
+  onListening(): void;
 }

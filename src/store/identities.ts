@@ -34,9 +34,9 @@ export interface OidcCliCodeRow {
   expiresAt: number;
 }
 
-const IDENTITY = "id, user_id AS userId, issuer, subject, email, created_at AS createdAt";
+const IDENTITY = `id, user_id AS "userId", issuer, subject, email, created_at AS "createdAt"`;
 const STATE =
-  "state_hash AS stateHash, nonce, code_verifier AS codeVerifier, purpose, user_id AS userId, return_to AS returnTo, cli_port AS cliPort, cli_nonce AS cliNonce, expires_at AS expiresAt";
+  `state_hash AS "stateHash", nonce, code_verifier AS "codeVerifier", purpose, user_id AS "userId", return_to AS "returnTo", cli_port AS "cliPort", cli_nonce AS "cliNonce", expires_at AS "expiresAt"`;
 
 export function identityRepo(sql: Sql) {
   return {
@@ -77,7 +77,7 @@ export function identityRepo(sql: Sql) {
     },
     async takeCliCode(codeHash: string): Promise<OidcCliCodeRow | undefined> {
       const row = await sql.get<OidcCliCodeRow>(
-        "DELETE FROM oidc_cli_codes WHERE code_hash = ? RETURNING code_hash AS codeHash, user_id AS userId, cli_nonce AS cliNonce, expires_at AS expiresAt",
+        `DELETE FROM oidc_cli_codes WHERE code_hash = ? RETURNING code_hash AS "codeHash", user_id AS "userId", cli_nonce AS "cliNonce", expires_at AS "expiresAt"`,
         [codeHash],
       );
       return row && { ...row, userId: Number(row.userId), expiresAt: Number(row.expiresAt) };

@@ -15,6 +15,8 @@ import { keyringRepo } from "./keyring.ts";
 import { migrate } from "./migrations.ts";
 import { sessionRepo } from "./sessions.ts";
 import { openSqliteFile, openSqliteMemory } from "./sqlite.ts";
+import { openPostgres } from "./postgres.ts";
+import type { Secret } from "../secret.ts";
 import { userRepo } from "./users.ts";
 import { vaultRepo } from "./vaults.ts";
 
@@ -34,6 +36,7 @@ export type { ProposalRow, ProposalStatus } from "./proposals.ts";
 export type { CaRow } from "./ca.ts";
 export { MIGRATIONS, migrate } from "./migrations.ts";
 export { DB_FILE, ensurePrivateDir } from "./sqlite.ts";
+export { openPostgres } from "./postgres.ts";
 
 function createRepos(sql: Sql) {
   return {
@@ -74,9 +77,16 @@ export function createStore(db: Db): Store {
   };
 }
 
-/** Opens (creating if needed) the SQLite store in `dataDir` and brings its schema up to date. */
-export async function openStore(dataDir: string): Promise<Store> {
-  const db = openSqliteFile(dataDir);
+/** Where the store lives: PostgreSQL when a URL is given, else the SQLite file in `dataDir`. */
+export interface StoreLocation {
+  readonly dataDir: string;
+  readonly database?: { readonly url: Secret; readonly poolSize: number } | undefined;
+}
+
+/** Opens (creating if needed) the store and brings its schema up to date. */
+export async function openStore(where: StoreLocation): Promise<Store> {
+  // The one place the database URL (and its password) leaves its wrapper: to open the pool.
+  const db = where.database ? openPostgres(where.database.url.reveal(), { max: where.database.poolSize }) : openSqliteFile(where.dataDir);
   try {
     await migrate(db);
   } catch (err) {

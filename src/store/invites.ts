@@ -22,8 +22,8 @@ export interface InviteRow {
   usedAt: number | null;
 }
 
-const COLUMNS = `id, public_id AS publicId, token_hash AS tokenHash, kind, vault_id AS vaultId, role, email, agent_name AS agentName,
-  agent_token_ttl_ms AS agentTokenTtlMs, created_by AS createdBy, created_at AS createdAt, expires_at AS expiresAt, used_at AS usedAt`;
+const COLUMNS = `id, public_id AS "publicId", token_hash AS "tokenHash", kind, vault_id AS "vaultId", role, email, agent_name AS "agentName",
+  agent_token_ttl_ms AS "agentTokenTtlMs", created_by AS "createdBy", created_at AS "createdAt", expires_at AS "expiresAt", used_at AS "usedAt"`;
 
 export function inviteRepo(sql: Sql) {
   return {

@@ -2,7 +2,7 @@
 // and is recorded in schema_migrations. The SQL is portable; the two spellings that differ between
 // SQLite and PostgreSQL are written as {{id}} (auto-increment primary key) and {{bytes}} (binary).
 
-import type { Db, Dialect } from "./db.ts";
+import type { Db, Dialect, Sql } from "./db.ts";
 
 export interface Migration {
   readonly version: number;
@@ -271,11 +271,17 @@ export function renderMigration(sql: string, dialect: Dialect): string {
   return sql.replace(/\{\{(id|bytes)\}\}/g, (token) => SPELLINGS[dialect][token] ?? token);
 }
 
-/** Applies every pending migration; refuses a database written by a newer broker. */
+/**
+ * Applies every pending migration; refuses a database written by a newer broker. Each migration runs
+ * in its own transaction under the backend's migration lock and re-checks that it is still pending,
+ * so two instances starting together apply it once between them.
+ */
 export async function migrate(db: Db, migrations: readonly Migration[] = MIGRATIONS, now = Date.now): Promise<number[]> {
-  await db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)");
-  const rows = await db.all<{ version: number }>("SELECT version FROM schema_migrations ORDER BY version");
-  const applied = new Set(rows.map((r) => Number(r.version)));
+  const applied = await db.transaction(async (tx) => {
+    await db.lockMigrations(tx);
+    await tx.run("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)");
+    return appliedVersions(tx);
+  });
   const newest = Math.max(0, ...applied);
   const known = Math.max(0, ...migrations.map((m) => m.version));
   if (newest > known) {
@@ -284,13 +290,21 @@ export async function migrate(db: Db, migrations: readonly Migration[] = MIGRATI
   const ran: number[] = [];
   for (const m of migrations) {
     if (applied.has(m.version)) continue;
-    await db.transaction(async (tx) => {
+    const didRun = await db.transaction(async (tx) => {
+      await db.lockMigrations(tx);
+      if ((await appliedVersions(tx)).has(m.version)) return false; // another instance got here first
       for (const statement of splitStatements(renderMigration(m.sql, db.dialect))) await tx.run(statement);
       await tx.run("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", [m.version, m.name, now()]);
+      return true;
     });
-    ran.push(m.version);
+    if (didRun) ran.push(m.version);
   }
   return ran;
+}
+
+async function appliedVersions(sql: Sql): Promise<Set<number>> {
+  const rows = await sql.all<{ version: number }>("SELECT version FROM schema_migrations ORDER BY version");
+  return new Set(rows.map((r) => Number(r.version)));
 }
 
 /** Splits a migration script on statement boundaries; migrations contain no semicolons in literals. */

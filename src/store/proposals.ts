@@ -22,9 +22,9 @@ export interface ProposalRow {
   decidedBy: number | null;
 }
 
-const COLUMNS = `id, vault_id AS vaultId, status, message, user_message AS userMessage, services, credentials, created_by AS createdBy,
-  created_at AS createdAt, expires_at AS expiresAt, approval_token_hash AS approvalTokenHash, approval_expires_at AS approvalExpiresAt,
-  decided_at AS decidedAt, decided_by AS decidedBy`;
+const COLUMNS = `id, vault_id AS "vaultId", status, message, user_message AS "userMessage", services, credentials, created_by AS "createdBy",
+  created_at AS "createdAt", expires_at AS "expiresAt", approval_token_hash AS "approvalTokenHash", approval_expires_at AS "approvalExpiresAt",
+  decided_at AS "decidedAt", decided_by AS "decidedBy"`;
 
 export function proposalRepo(sql: Sql) {
   return {
@@ -41,7 +41,7 @@ export function proposalRepo(sql: Sql) {
       return row && normalise(row);
     },
     async list(vaultId: number, status: ProposalStatus | null, limit: number): Promise<ProposalRow[]> {
-      const rows = await sql.all<ProposalRow>(`SELECT ${COLUMNS} FROM proposals WHERE vault_id = ? AND (? IS NULL OR status = ?) ORDER BY id DESC LIMIT ?`, [
+      const rows = await sql.all<ProposalRow>(`SELECT ${COLUMNS} FROM proposals WHERE vault_id = ? AND (CAST(? AS TEXT) IS NULL OR status = ?) ORDER BY id DESC LIMIT ?`, [
         vaultId,
         status,
         status,

@@ -17,8 +17,8 @@ export interface ServiceRow {
   updatedAt: number;
 }
 
-const COLUMNS = `vault_id AS vaultId, host, description, auth_type AS authType, auth_key AS authKey, auth_header AS authHeader,
-  auth_prefix AS authPrefix, auth_username AS authUsername, enabled, updated_at AS updatedAt`;
+const COLUMNS = `vault_id AS "vaultId", host, description, auth_type AS "authType", auth_key AS "authKey", auth_header AS "authHeader",
+  auth_prefix AS "authPrefix", auth_username AS "authUsername", enabled, updated_at AS "updatedAt"`;
 
 export function serviceRepo(sql: Sql) {
   return {

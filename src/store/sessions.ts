@@ -21,8 +21,8 @@ export interface SessionRow {
   revokedAt: number | null;
 }
 
-const COLUMNS = `id, public_id AS publicId, token_hash AS tokenHash, kind, user_id AS userId, agent_id AS agentId, vault_id AS vaultId,
-  role, created_at AS createdAt, expires_at AS expiresAt, last_seen_at AS lastSeenAt, revoked_at AS revokedAt`;
+const COLUMNS = `id, public_id AS "publicId", token_hash AS "tokenHash", kind, user_id AS "userId", agent_id AS "agentId", vault_id AS "vaultId",
+  role, created_at AS "createdAt", expires_at AS "expiresAt", last_seen_at AS "lastSeenAt", revoked_at AS "revokedAt"`;
 
 const ACTIVE = "revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)";
 
@@ -62,7 +62,7 @@ export function sessionRepo(sql: Sql) {
     },
     /** Ends every session of a user, scoped sessions they minted included; returns the revoked token hashes. */
     async revokeAllForUser(userId: number, at: number): Promise<string[]> {
-      const rows = await sql.all<{ tokenHash: string }>("SELECT token_hash AS tokenHash FROM sessions WHERE user_id = ? AND revoked_at IS NULL", [userId]);
+      const rows = await sql.all<{ tokenHash: string }>(`SELECT token_hash AS "tokenHash" FROM sessions WHERE user_id = ? AND revoked_at IS NULL`, [userId]);
       await sql.run("UPDATE sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", [at, userId]);
       return rows.map((r) => r.tokenHash);
     },

@@ -115,6 +115,8 @@ function wrapDatabase(db: Database, afterWrite?: () => void): Db {
         }
       }
     },
+    // BEGIN IMMEDIATE already makes migrating writers take turns.
+    async lockMigrations() {},
     async exec(script: string) {
       while (open) await open;
       db.run(script);

@@ -15,7 +15,7 @@ export interface UserRow {
 }
 
 const COLUMNS =
-  "id, email, password_hash AS passwordHash, password_salt AS passwordSalt, password_params AS passwordParams, role, created_at AS createdAt";
+  `id, email, password_hash AS "passwordHash", password_salt AS "passwordSalt", password_params AS "passwordParams", role, created_at AS "createdAt"`;
 
 export function userRepo(sql: Sql) {
   return {

@@ -11,7 +11,7 @@ export interface VaultRow {
   createdAt: number;
 }
 
-const COLUMNS = "id, name, unmatched_hosts AS unmatchedHosts, created_at AS createdAt";
+const COLUMNS = `id, name, unmatched_hosts AS "unmatchedHosts", created_at AS "createdAt"`;
 
 export function vaultRepo(sql: Sql) {
   return {

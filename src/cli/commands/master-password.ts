@@ -35,7 +35,7 @@ async function newPassword(src: Sources): Promise<Secret> {
 async function withStore(args: { "data-dir"?: string }, fn: (store: Store) => Promise<void>): Promise<void> {
   const env = args["data-dir"] ? { ...process.env, BROKER_DATA_DIR: args["data-dir"] } : process.env;
   const config = loadConfig(env);
-  using store = await openStore(config.dataDir);
+  using store = await openStore(config);
   try {
     await fn(store);
   } catch (err) {

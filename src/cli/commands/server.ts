@@ -29,7 +29,7 @@ const serverCommand = defineCommand({
 
     let password = masterPassword;
     if (!password && stdinIsTerminal()) {
-      using store = await openStore(config.dataDir);
+      using store = await openStore(config);
       if ((await keyringMode(store)) === "password") password = await promptHidden("Master password: ");
     }
     const server = await startServer({ config, log, masterPassword: password, startTunnel }).catch((err) => {

@@ -23,7 +23,7 @@ const versions = (db: { all<T>(sql: string): Promise<T[]> }) => db.all<Version>(
 
 describe("on a file store", () => {
   test("a fresh store records every migration, starting with version 1, and has the foundation tables", async () => {
-    using store = await openStore(tempDir());
+    using store = await openStore({ dataDir: tempDir() });
     const applied = await versions(store.db);
     expect(applied[0]).toEqual({ version: 1, name: "foundation" });
     expect(applied).toEqual(ALL_VERSIONS);
@@ -33,10 +33,10 @@ describe("on a file store", () => {
 
   test("re-opening is idempotent: nothing re-runs and data survives", async () => {
     const dir = tempDir();
-    const first = await openStore(dir);
+    const first = await openStore({ dataDir: dir });
     await first.vaults.create("survivor", 1);
     first.close();
-    using again = await openStore(dir);
+    using again = await openStore({ dataDir: dir });
     expect(await migrate(again.db)).toEqual([]);
     expect(await versions(again.db)).toEqual(ALL_VERSIONS);
     expect((await again.vaults.list()).map((v) => v.name)).toEqual(["survivor"]);
@@ -44,10 +44,10 @@ describe("on a file store", () => {
 
   test("a database with a newer schema version is refused", async () => {
     const dir = tempDir();
-    const store = await openStore(dir);
+    const store = await openStore({ dataDir: dir });
     await store.db.run("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", [NEWEST + 1, "from-the-future", 1]);
     store.close();
-    await expect(openStore(dir)).rejects.toThrow(new RegExp(`schema version ${NEWEST + 1}.*upgrade the broker`));
+    await expect(openStore({ dataDir: dir })).rejects.toThrow(new RegExp(`schema version ${NEWEST + 1}.*upgrade the broker`));
   });
 });
 

@@ -24,7 +24,7 @@ describe("file permissions", () => {
       const { statSync, existsSync } = require("node:fs");
       const { openStore } = await import(${JSON.stringify(STORE_MODULE)});
       const dir = ${JSON.stringify(dataDir)};
-      const store = await openStore(dir);
+      const store = await openStore({ dataDir: dir });
       await store.vaults.create("v1", 1);
       await store.transaction((tx) => tx.vaults.create("v2", 1));
       const out = {};
@@ -46,7 +46,7 @@ describe("file permissions", () => {
     chmodSync(dataDir, 0o755);
     writeFileSync(join(dataDir, "broker.db"), "");
     chmodSync(join(dataDir, "broker.db"), 0o644);
-    const store = await openStore(dataDir);
+    const store = await openStore({ dataDir: dataDir });
     try {
       expect(modeOf(dataDir)).toBe(0o700);
       expect(modeOf(join(dataDir, "broker.db"))).toBe(0o600);
@@ -62,13 +62,13 @@ describe("file permissions", () => {
   test("a data dir path that is a file is refused", async () => {
     const file = join(tempDir(), "not-a-dir");
     writeFileSync(file, "x");
-    await expect(openStore(file)).rejects.toThrow("not a directory");
+    await expect(openStore({ dataDir: file })).rejects.toThrow("not a directory");
   });
 });
 
 describe("pragmas", () => {
   test("a file store runs in WAL mode with foreign keys on", async () => {
-    using store = await openStore(tempDir());
+    using store = await openStore({ dataDir: tempDir() });
     expect(await store.db.get<{ journal_mode: string }>("PRAGMA journal_mode")).toEqual({ journal_mode: "wal" });
     expect(await store.db.get<{ foreign_keys: number }>("PRAGMA foreign_keys")).toEqual({ foreign_keys: 1 });
     expect(await store.db.get<{ secure_delete: number }>("PRAGMA secure_delete")).toEqual({ secure_delete: 1 });

@@ -96,7 +96,7 @@ describe("at rest", () => {
   test("a stored session keeps the hash; the raw token is nowhere in the database files", async () => {
     const dir = mkdtempSync(join(tmpdir(), "broker-tokens-"));
     dirs.push(dir);
-    const store = await openStore(dir);
+    const store = await openStore({ dataDir: dir });
     try {
       const { token, hash } = mintToken("session");
       const vault = await store.vaults.create("v1", 1);

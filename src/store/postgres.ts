@@ -1,0 +1,153 @@
+// The PostgreSQL backend (Bun.SQL), selected by BROKER_DATABASE_URL. Same Db surface as SQLite:
+// `?` placeholders become $1..$n, int8 columns come back as numbers (every id and timestamp fits
+// in 2^53), and a connection that cannot be had becomes 503 `database_unavailable` rather than a 500.
+// TLS, user, password and database travel in the URL (`?sslmode=verify-full` and so on).
+
+import { SQL } from "bun";
+import { DatabaseUnavailable } from "../errors.ts";
+import type { ChangeListener, Db, Sql, SqlValue } from "./db.ts";
+
+export interface PostgresOptions {
+  /** Connections in the pool (bounded: a flood of requests queues instead of opening more). */
+  readonly max?: number;
+  /** Seconds to wait for a new connection before a request fails with 503. */
+  readonly connectTimeoutSec?: number;
+}
+
+const INT8 = 20;
+/** One number the instances agree on for pg_advisory_xact_lock around migrations. */
+const MIGRATION_LOCK = 0x62726f6b; // "brok"
+
+/** Opens a pool; no connection is made until the first statement (see `ping` to check early). */
+export function openPostgres(url: string, opts: PostgresOptions = {}): Db {
+  const sql = new SQL({
+    url,
+    adapter: "postgres",
+    max: opts.max ?? 10,
+    connectionTimeout: opts.connectTimeoutSec ?? 3,
+    idleTimeout: 60,
+    // Statements are few and fixed: named prepared statements per connection save a parse per call.
+    prepare: true,
+    connection: { application_name: "broker" },
+  });
+  return wrapPool(sql);
+}
+
+function wrapPool(pool: SQL): Db {
+  const on = (handle: SQL): Sql => ({
+    async all<T>(text: string, params: readonly SqlValue[] = []) {
+      return rows<T>(await query(handle, text, params));
+    },
+    async get<T>(text: string, params: readonly SqlValue[] = []) {
+      return rows<T>(await query(handle, text, params))[0];
+    },
+    async run(text: string, params: readonly SqlValue[] = []) {
+      const result = await query(handle, text, params);
+      return result.affectedRows ?? result.count ?? 0;
+    },
+  });
+  return {
+    dialect: "postgres",
+    ...on(pool),
+    async transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T> {
+      try {
+        return (await pool.begin((tx) => fn(on(tx)))) as T;
+      } catch (err) {
+        throw translate(err);
+      }
+    },
+    async exec(script: string) {
+      try {
+        await pool.unsafe(script).simple();
+      } catch (err) {
+        throw translate(err);
+      }
+    },
+    async lockMigrations(tx: Sql) {
+      await tx.get("SELECT pg_advisory_xact_lock(?)", [MIGRATION_LOCK]);
+    },
+    async notify(channel: string, payload: string) {
+      try {
+        await pool.notify(channel, payload);
+      } catch (err) {
+        throw translate(err);
+      }
+    },
+    async listen(channel: string, listener: ChangeListener) {
+      const sub = await pool.listen(channel, listener.onMessage, listener.onListening);
+      return () => sub.unlisten();
+    },
+    close() {
+      void pool.close({ timeout: 1 });
+    },
+  };
+}
+
+type Result = unknown[] & { count?: number; affectedRows?: number; columns?: { name: string; type: number }[] | null };
+
+async function query(handle: SQL, text: string, params: readonly SqlValue[]): Promise<Result> {
+  try {
+    return (await handle.unsafe(numberPlaceholders(text), params as SqlValue[])) as Result;
+  } catch (err) {
+    throw translate(err);
+  }
+}
+
+/** int8 arrives as a string; every int8 this schema holds (ids, milliseconds, byte counts) fits a double. */
+function rows<T>(result: Result): T[] {
+  const big = (result.columns ?? []).filter((c) => c.type === INT8).map((c) => c.name);
+  if (big.length === 0) return result as T[];
+  for (const row of result as Record<string, unknown>[]) {
+    for (const name of big) {
+      const v = row[name];
+      if (typeof v === "string" || typeof v === "bigint") row[name] = Number(v);
+    }
+  }
+  return result as T[];
+}
+
+/** `?` → `$1, $2, …`, skipping quoted literals and identifiers (the store's SQL keeps `?` out of them anyway). */
+export function numberPlaceholders(text: string): string {
+  let out = "";
+  let n = 0;
+  let quote: string | undefined;
+  for (const ch of text) {
+    if (quote) {
+      if (ch === quote) quote = undefined;
+      out += ch;
+    } else if (ch === "'" || ch === '"') {
+      quote = ch;
+      out += ch;
+    } else if (ch === "?") {
+      out += `$${++n}`;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+/**
+ * A lost or refused connection is the database being away, which callers answer with 503; errors
+ * the server reports about a statement (constraints, syntax) pass through unchanged.
+ */
+function translate(err: unknown): unknown {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === "string" && CONNECTION_CODES.has(code)) return new DatabaseUnavailable(code);
+  if (typeof code === "string" && /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EHOSTUNREACH)$/.test(code)) return new DatabaseUnavailable(code);
+  // SQLSTATE class 08 (connection exception) and 57P01-03 (admin shutdown, crash, cannot connect now).
+  const state = (err as { errno?: unknown } | null)?.errno;
+  if (typeof state === "string" && (/^08/.test(state) || /^57P0[123]$/.test(state))) return new DatabaseUnavailable(state);
+  return err;
+}
+
+const CONNECTION_CODES = new Set([
+  "ERR_POSTGRES_CONNECTION_CLOSED",
+  "ERR_POSTGRES_CONNECTION_TIMEOUT",
+  "ERR_POSTGRES_CONNECTION_REFUSED",
+  "ERR_POSTGRES_IDLE_TIMEOUT",
+  "ERR_POSTGRES_LIFETIME_TIMEOUT",
+  "ERR_POSTGRES_TLS_NOT_AVAILABLE",
+  "ERR_POSTGRES_TLS_UPGRADE_FAILED",
+  "ERR_POSTGRES_UNKNOWN_AUTHENTICATION_METHOD",
+]);
