@@ -2,6 +2,7 @@
 // path, with retention by age and row count. A record holds names and numbers only: never
 // header values, bodies, query strings or tokens.
 
+import { DatabaseUnavailable } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { AuditRow, Store } from "../store/index.ts";
 
@@ -12,6 +13,8 @@ export interface AuditLog {
   /** Writes everything queued (tests and shutdown). */
   flush(): Promise<void>;
   stop(): Promise<void>;
+  /** Records waiting to be written (grows while the database is unreachable). */
+  readonly queued: number;
 }
 
 export interface AuditOptions {
@@ -31,25 +34,35 @@ export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
   let timer: ReturnType<typeof setTimeout> | undefined;
   let writing: Promise<void> = Promise.resolve();
   let lastPrune = 0;
+  let retryMs = 0;
   const maxBatch = opts.maxBatch ?? 500;
 
   async function write(): Promise<void> {
     timer = undefined;
     while (queue.length) {
       const batch = queue.slice(0, maxBatch);
-      queue = queue.slice(batch.length);
       try {
         await store.transaction((tx) => tx.audit.insert(batch));
+        queue = queue.slice(batch.length);
+        retryMs = 0;
       } catch (err) {
+        if (err instanceof DatabaseUnavailable) {
+          // Kept, in order, and written when the database answers again (the queue bound still holds).
+          if (retryMs === 0) opts.log.warn("audit_write_deferred", { reason: "database unreachable", queued: queue.length });
+          retryMs = Math.min(Math.max(retryMs * 2, 250), 5000);
+          timer ??= setTimeout(() => (writing = writing.then(write)), retryMs);
+          break;
+        }
+        queue = queue.slice(batch.length);
         opts.log.error("audit_write_failed", { err, records: batch.length });
       }
     }
     if (dropped) {
-      opts.log.warn("audit_records_dropped", { count: dropped });
+      opts.log.warn("audit_records_dropped", { count: dropped, reason: "audit queue full" });
       dropped = 0;
     }
     const now = opts.now();
-    if (now - lastPrune > 3_600_000) {
+    if (retryMs === 0 && now - lastPrune > 3_600_000) {
       lastPrune = now;
       await store.audit.prune(now - (opts.retentionMs ?? 30 * 86_400_000), opts.retentionRows ?? 1_000_000).catch((err) => opts.log.error("audit_prune_failed", { err }));
     }
@@ -78,6 +91,12 @@ export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
     },
     async stop() {
       await this.flush();
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      if (queue.length) opts.log.error("audit_records_lost", { count: queue.length, reason: "the database was unreachable at shutdown" });
+    },
+    get queued() {
+      return queue.length;
     },
   };
 }

@@ -3,13 +3,14 @@
 // memory and are dropped on every write to that vault, so the hot path does not touch the store
 // and a credential changed by a human is used on the very next request (DESIGN.md §3.11).
 
-import { CredentialNotFound, HostNotAllowed, ServiceDisabled } from "../errors.ts";
+import { CredentialNotFound, DatabaseUnavailable, HostNotAllowed, ServiceDisabled } from "../errors.ts";
 import { Secret } from "../secret.ts";
 import type { ServiceRow, Store } from "../store/index.ts";
 import { decryptCredential, hostMatches, parseHostPattern, type HostPattern } from "../vault/index.ts";
 import type { LiveSecrets } from "../log.ts";
 import type { Injection } from "./headers.ts";
 import { Needles, NO_NEEDLES } from "./redact.ts";
+import { ALWAYS_FRESH, type Freshness } from "../vault/index.ts";
 
 export interface EgressPlan {
   readonly service: { readonly host: string; readonly authType: ServiceRow["authType"] };
@@ -37,25 +38,62 @@ export interface PlanCache {
   plan(vault: { id: number; name: string }, host: string, port: number): Promise<EgressPlan>;
   /** Forget everything cached for a vault (call after any write to it). */
   invalidate(vaultId: number): void;
+  /** Forget every vault's table (announcements from other instances may have been missed). */
+  clear(): void;
   /** Whether a host has a service in the vault (for the tunnel's unmatched-host decision). */
   has(vault: { id: number }, host: string, port: number): Promise<boolean>;
   /** The values currently cached, for the logger's last-line scrub (defence in depth). */
   readonly secrets: LiveSecrets;
 }
 
-export function createPlanCache(store: Store, dataKey: CryptoKey, proposalHint: (host: string, port: number) => Record<string, unknown>): PlanCache {
-  const tables = new Map<number, Promise<VaultTable>>();
+export interface PlanCacheOptions {
+  readonly now?: () => number;
+  /** Several instances: a table is trusted only as long as announcements of changes arrive (vault/changes.ts). */
+  readonly freshness?: Freshness;
+  /** While the database is unreachable, a table loaded less than this long ago keeps serving. */
+  readonly outageGraceMs?: number;
+}
+
+interface LoadedTable {
+  readonly table: Promise<VaultTable>;
+  /** When the store last confirmed it (or was last asked, during an outage). */
+  readonly checkedAt: number;
+  /** When it was read from the store. */
+  readonly loadedAt: number;
+}
+
+export function createPlanCache(
+  store: Store,
+  dataKey: CryptoKey,
+  proposalHint: (host: string, port: number) => Record<string, unknown>,
+  opts: PlanCacheOptions = {},
+): PlanCache {
+  const now = opts.now ?? Date.now;
+  const freshness = opts.freshness ?? ALWAYS_FRESH;
+  const grace = opts.outageGraceMs ?? 0;
+  const tables = new Map<number, LoadedTable>();
   // SECRET: per vault, every value handed out for scrubbing (raw and header forms); dropped with the vault's table.
   const live = new Map<number, Set<string>>();
 
   function table(vaultId: number): Promise<VaultTable> {
-    let t = tables.get(vaultId);
-    if (!t) {
-      t = compile(store, vaultId);
-      t.catch(() => tables.delete(vaultId));
-      tables.set(vaultId, t);
-    }
-    return t;
+    const held = tables.get(vaultId);
+    const at = now();
+    // Trusted until a write drops it, unless announcements from other instances may be missed.
+    if (held && at - held.checkedAt < freshness.trustMs(Infinity)) return held.table;
+    // During a database outage the last table keeps serving within the grace period; the store is
+    // asked again once per re-validation interval.
+    const fallback = held && at - held.loadedAt < grace ? held : undefined;
+    const loading = compile(store, vaultId).catch((err) => {
+      if (!(fallback && err instanceof DatabaseUnavailable)) {
+        if (tables.get(vaultId) === entry) tables.delete(vaultId);
+        throw err;
+      }
+      if (tables.get(vaultId) === entry) tables.set(vaultId, { ...fallback, checkedAt: at });
+      return fallback.table;
+    });
+    const entry: LoadedTable = { table: loading, checkedAt: at, loadedAt: at };
+    tables.set(vaultId, entry);
+    return loading;
   }
 
   async function find(vaultId: number, host: string, port: number): Promise<CompiledService | undefined> {
@@ -112,6 +150,10 @@ export function createPlanCache(store: Store, dataKey: CryptoKey, proposalHint: 
     invalidate(vaultId) {
       tables.delete(vaultId);
       live.delete(vaultId);
+    },
+    clear() {
+      tables.clear();
+      live.clear();
     },
     secrets: {
       *values() {

@@ -40,6 +40,17 @@ export interface ApiDeps {
   readonly auditRetention?: { readonly days: number; readonly maxRows: number };
   /** BROKER_TRUSTED_PROXIES: peers whose X-Forwarded-For names the client; absent or empty: the peer is the client. */
   readonly trustedProxies?: readonly string[];
+  /** What /health reports about the database; absent: a bare check that the store answers. */
+  readonly databaseHealth?: () => Promise<DatabaseHealth>;
+}
+
+export interface DatabaseHealth {
+  readonly backend: "sqlite" | "postgres";
+  readonly reachable: boolean;
+  /** PostgreSQL: whether changes made by other instances are being announced to this one. */
+  readonly announcements?: "listening" | "lost";
+  /** Audit records waiting for the database. */
+  readonly audit_queued: number;
 }
 
 export function createApi(deps: ApiDeps): Hono<ApiEnv> {
@@ -66,9 +77,16 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
   api.use("*", globalGate(d.rateLimiter));
   for (const path of ["/v1/auth/register", "/v1/auth/login", "/v1/vault-invites/*", "/invite/*", "/approve/*"]) api.use(path, authTier(d.rateLimiter));
 
+  // 200 while the process serves: during a database outage it still proxies for cached sessions, and a
+  // liveness probe that restarted it would throw those caches (and queued audit records) away.
   api.get("/health", async (c) => {
-    await d.store.db.get("SELECT 1"); // a health check that cannot reach its store is not healthy
-    return c.json({ status: "ok", version: VERSION });
+    if (!deps.databaseHealth) {
+      await d.store.db.get("SELECT 1"); // a health check that cannot reach its store is not healthy
+      return c.json({ status: "ok", version: VERSION });
+    }
+    const database = await deps.databaseHealth();
+    const ok = database.reachable && database.announcements !== "lost";
+    return c.json({ status: ok ? "ok" : "degraded", version: VERSION, database });
   });
 
   // Before /v1/auth: its sub-app asks every path for a bearer token, and these routes are anonymous.

@@ -6,16 +6,17 @@ import { readFileSync } from "node:fs";
 import { rootCertificates } from "node:tls";
 import type { Config } from "../config.ts";
 import { buildProposalHint, compileNetPolicy, createAuditLog, createPlanCache, createUpstream, systemResolver, type EgressDeps, type Resolver } from "../egress/index.ts";
-import { toErrorResponse, Unavailable } from "../errors.ts";
+import { DatabaseUnavailable, toErrorResponse, Unavailable } from "../errors.ts";
 import type { LiveSecrets, Logger } from "../log.ts";
 import type { Secret } from "../secret.ts";
 import { openStore, type Store } from "../store/index.ts";
 import { createAuthenticator, createHashGate, createVaultAccessCache, createLeafCache, loadRootCa, mintLeaf, rotateRootCa, unlockKeyring, type Domain, type LeafCache, type RootCa } from "../vault/index.ts";
+import { REVALIDATE_MS, startChangeFeed, type ChangeFeed, type ChangeHandlers, type Freshness } from "../vault/index.ts";
 import { createLoginThrottle, createRateLimiter, resolveSettings } from "../ratelimit/index.ts";
 import { expireProposals, pruneEndedRows } from "../vault/index.ts";
 import { restoreRateLimits } from "../vault/index.ts";
 import { createOidcClient } from "../vault/index.ts";
-import { createApi } from "./app.ts";
+import { createApi, type DatabaseHealth } from "./app.ts";
 import { isWildcardBind, listApiHosts } from "./host-check.ts";
 import { listenOrExplain } from "./listen-error.ts";
 
@@ -117,9 +118,19 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
         return rootCa;
       },
     };
-    const vaultAccess = createVaultAccessCache({ now });
+    // Several instances on PostgreSQL: caches are dropped when another instance announces a change,
+    // and re-validated every second while announcements may be missed (vault/changes.ts).
+    const outageGraceMs = config.database?.outageGraceMs ?? 0;
+    let feed: ChangeFeed | undefined;
+    const freshness: Freshness = {
+      trustMs: (normal) => (feed ? feed.trustMs(normal) : config.database ? Math.min(normal, REVALIDATE_MS) : normal),
+      get listening() {
+        return feed?.listening ?? !config.database;
+      },
+    };
+    const vaultAccess = createVaultAccessCache({ now, freshness, outageGraceMs });
     const rateLimiter = createRateLimiter(resolveSettings(config.rateLimit.profile, config.rateLimit.overrides, config.rateLimit.locked), now);
-    const plans = createPlanCache(store, keyring.dataKey, (host, port) => buildProposalHint(publicUrl, host, port));
+    const plans = createPlanCache(store, keyring.dataKey, (host, port) => buildProposalHint(publicUrl, host, port), { now, freshness, outageGraceMs });
     cached.push(plans.secrets);
     const audit = createAuditLog(store, { now, log, retentionMs: config.auditRetentionDays * 86_400_000, retentionRows: config.auditMaxRows });
     const upstream = createUpstream({ ca: upstreamCa, connectTimeoutMs: Math.min(10_000, config.upstreamTimeoutMs), idleTimeoutSeconds: Math.ceil(config.upstreamTimeoutMs / 1000) });
@@ -129,7 +140,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     const domain: { -readonly [K in keyof Domain]: Domain[K] } = {
       store,
       dataKey: keyring.dataKey,
-      auth: createAuthenticator(store, { now }),
+      auth: createAuthenticator(store, { now, freshness, outageGraceMs }),
       hashing: createHashGate({ concurrency: 2, queue: 64 }),
       now,
       publicUrl,
@@ -160,6 +171,42 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       maxResponseBytes: config.maxResponseBytes,
     };
     await restoreRateLimits(domain).catch((err) => log.warn("saved_rate_limits_ignored", { err }));
+    const reloadCa = () =>
+      loadRootCa(store, keyring.dataKey, now()).then((fresh) => {
+        if (fresh.certPem === rootCa.certPem) return;
+        rootCa = fresh;
+        leaves.clear();
+        log.info("ca_reloaded", { not_after: new Date(fresh.notAfter).toISOString() });
+      });
+    const changes: ChangeHandlers = {
+      apply(change) {
+        if (change.t === "vault") {
+          plans.invalidate(change.id);
+          vaultAccess.clear();
+        } else if (change.t === "session") {
+          domain.auth.forget([change.tokenHash]);
+        } else if (change.t === "principal") {
+          domain.auth.forget();
+          vaultAccess.clear();
+        } else if (change.t === "ca") {
+          void reloadCa().catch((err) => log.error("ca_reload_failed", { err }));
+        } else {
+          void restoreRateLimits(domain).catch((err) => log.error("settings_reload_failed", { err }));
+        }
+      },
+      resync() {
+        plans.clear();
+        vaultAccess.clear();
+        domain.auth.forget();
+        void reloadCa().catch((err) => log.error("ca_reload_failed", { err }));
+        void restoreRateLimits(domain).catch((err) => log.error("settings_reload_failed", { err }));
+      },
+    };
+    feed = await startChangeFeed(store.db, changes, {
+      now,
+      onState: (listening) => (listening ? log.info("database_listening", {}) : log.warn("database_announcements_lost", { detail: "caches are re-validated every second until they arrive again" })),
+    });
+    undo.push(() => feed?.stop());
     const hosts = { hosts: listApiHosts(config.bindHost, publicUrl, config.allowedHosts), anyIpLiteral: isWildcardBind(config.bindHost) };
     if (hosts.anyIpLiteral && !config.publicUrl && config.allowedHosts.length === 0) {
       // Binding every interface usually means "reachable by name from elsewhere": say what that needs.
@@ -174,7 +221,18 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       });
     }
     const auditRetention = { days: config.auditRetentionDays, maxRows: config.auditMaxRows };
-    const api = createApi({ domain, log, egress, ca, hosts, trustedProxies: config.trustedProxies, auditRetention });
+    const databaseHealth = async (): Promise<DatabaseHealth> => {
+      const reachable = await store.db.get("SELECT 1").then(
+        () => true,
+        (err) => {
+          if (err instanceof DatabaseUnavailable) return false;
+          throw err;
+        },
+      );
+      const announcements = config.database ? (feed?.listening ? "listening" : "lost") : undefined;
+      return { backend: store.db.dialect, reachable, ...(announcements && { announcements }), audit_queued: audit.queued };
+    };
+    const api = createApi({ domain, log, egress, ca, hosts, trustedProxies: config.trustedProxies, auditRetention, databaseHealth });
     let tunnel: { port: number; stop(): Promise<void> } | undefined;
     if (opts.startTunnel) {
       const listenerName = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? "127.0.0.1" : config.bindHost;
@@ -205,6 +263,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       store,
       async stop() {
         clearInterval(sweeper);
+        await feed?.stop();
         await tunnel?.stop();
         await server.stop(true);
         upstream.close();

@@ -34,9 +34,10 @@ export type { AuthType, ServiceRow } from "./services.ts";
 export type { AuditFilter, AuditRow } from "./audit.ts";
 export type { ProposalRow, ProposalStatus } from "./proposals.ts";
 export type { CaRow } from "./ca.ts";
-export { MIGRATIONS, migrate } from "./migrations.ts";
+export { CHANGES_CHANNEL, MIGRATIONS, migrate } from "./migrations.ts";
 export { DB_FILE, ensurePrivateDir } from "./sqlite.ts";
 export { openPostgres } from "./postgres.ts";
+export { copyStore, CopyMismatch, SchemaMismatch, TargetNotEmpty, type CopyReport, type TableCopy } from "./copy.ts";
 
 function createRepos(sql: Sql) {
   return {

@@ -8,7 +8,12 @@ export interface Migration {
   readonly version: number;
   readonly name: string;
   readonly sql: string;
+  /** Whole statements run only on PostgreSQL (function bodies hold semicolons, so they are not split). */
+  readonly postgresOnly?: readonly string[];
 }
+
+/** The channel on which PostgreSQL announces committed changes to every instance (see vault/changes.ts). */
+export const CHANGES_CHANNEL = "broker_changes";
 
 export const MIGRATIONS: readonly Migration[] = [
   {
@@ -260,6 +265,34 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 7,
+    name: "change-notifications",
+    // SQLite belongs to one instance and needs nothing. On PostgreSQL, triggers announce every committed
+    // change that an instance may hold in memory, inside the writing transaction: a change cannot
+    // commit unannounced, whichever instance (or tool) made it. Payloads carry ids and token hashes, never values.
+    sql: "",
+    postgresOnly: [
+      `CREATE OR REPLACE FUNCTION broker_announce() RETURNS trigger LANGUAGE plpgsql AS $fn$
+       DECLARE r jsonb;
+       BEGIN
+         IF TG_OP = 'DELETE' THEN r := to_jsonb(OLD); ELSE r := to_jsonb(NEW); END IF;
+         PERFORM pg_notify('broker_changes', json_build_object('t', TG_ARGV[0], 'id', r ->> TG_ARGV[1])::text);
+         RETURN NULL;
+       END $fn$`,
+      "CREATE TRIGGER vaults_announce AFTER UPDATE OR DELETE ON vaults FOR EACH ROW EXECUTE FUNCTION broker_announce('vault', 'id')",
+      "CREATE TRIGGER credentials_announce AFTER INSERT OR UPDATE OR DELETE ON credentials FOR EACH ROW EXECUTE FUNCTION broker_announce('vault', 'vault_id')",
+      "CREATE TRIGGER services_announce AFTER INSERT OR UPDATE OR DELETE ON services FOR EACH ROW EXECUTE FUNCTION broker_announce('vault', 'vault_id')",
+      "CREATE TRIGGER vault_members_announce AFTER INSERT OR UPDATE OR DELETE ON vault_members FOR EACH ROW EXECUTE FUNCTION broker_announce('vault', 'vault_id')",
+      "CREATE TRIGGER agent_grants_announce AFTER INSERT OR UPDATE OR DELETE ON agent_grants FOR EACH ROW EXECUTE FUNCTION broker_announce('vault', 'vault_id')",
+      // Only what ends or changes a session, not the last-seen touches.
+      "CREATE TRIGGER sessions_announce AFTER UPDATE OF revoked_at, expires_at, role OR DELETE ON sessions FOR EACH ROW EXECUTE FUNCTION broker_announce('session', 'token_hash')",
+      "CREATE TRIGGER users_announce AFTER UPDATE OR DELETE ON users FOR EACH ROW EXECUTE FUNCTION broker_announce('principal', 'id')",
+      "CREATE TRIGGER agents_announce AFTER UPDATE OR DELETE ON agents FOR EACH ROW EXECUTE FUNCTION broker_announce('principal', 'id')",
+      "CREATE TRIGGER ca_certs_announce AFTER INSERT OR UPDATE OR DELETE ON ca_certs FOR EACH ROW EXECUTE FUNCTION broker_announce('ca', 'id')",
+      "CREATE TRIGGER settings_announce AFTER INSERT OR UPDATE OR DELETE ON settings FOR EACH ROW EXECUTE FUNCTION broker_announce('settings', 'name')",
+    ],
+  },
 ];
 
 const SPELLINGS: Record<Dialect, Record<string, string>> = {
@@ -294,6 +327,7 @@ export async function migrate(db: Db, migrations: readonly Migration[] = MIGRATI
       await db.lockMigrations(tx);
       if ((await appliedVersions(tx)).has(m.version)) return false; // another instance got here first
       for (const statement of splitStatements(renderMigration(m.sql, db.dialect))) await tx.run(statement);
+      if (db.dialect === "postgres") for (const statement of m.postgresOnly ?? []) await tx.run(statement);
       await tx.run("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", [m.version, m.name, now()]);
       return true;
     });

@@ -33,7 +33,29 @@ export function openPostgres(url: string, opts: PostgresOptions = {}): Db {
   return wrapPool(sql);
 }
 
+/** After a lost connection, statements fail at once for this long instead of each waiting on a dead server. */
+const BREAK_MS = 1000;
+
 function wrapPool(pool: SQL): Db {
+  // A circuit breaker: while the database is known to be away, callers get 503 immediately (fail
+  // fast), and one statement per interval probes whether it is back.
+  let downUntil = 0;
+  let downReason = "";
+  async function guarded<T>(run: () => Promise<T>): Promise<T> {
+    if (Date.now() < downUntil) throw new DatabaseUnavailable(downReason);
+    try {
+      return await run();
+    } catch (err) {
+      const e = translate(err);
+      if (e instanceof DatabaseUnavailable) {
+        downUntil = Date.now() + BREAK_MS;
+        downReason = e.reason;
+      }
+      throw e;
+    }
+  }
+  const query = (handle: SQL, text: string, params: readonly SqlValue[]) =>
+    guarded(() => handle.unsafe(numberPlaceholders(text), params as SqlValue[]) as Promise<Result>);
   const on = (handle: SQL): Sql => ({
     async all<T>(text: string, params: readonly SqlValue[] = []) {
       return rows<T>(await query(handle, text, params));
@@ -49,29 +71,17 @@ function wrapPool(pool: SQL): Db {
   return {
     dialect: "postgres",
     ...on(pool),
-    async transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T> {
-      try {
-        return (await pool.begin((tx) => fn(on(tx)))) as T;
-      } catch (err) {
-        throw translate(err);
-      }
+    transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T> {
+      return guarded(async () => (await pool.begin((tx) => fn(on(tx)))) as T);
     },
-    async exec(script: string) {
-      try {
-        await pool.unsafe(script).simple();
-      } catch (err) {
-        throw translate(err);
-      }
+    exec(script: string) {
+      return guarded(async () => void (await pool.unsafe(script).simple()));
     },
     async lockMigrations(tx: Sql) {
       await tx.get("SELECT pg_advisory_xact_lock(?)", [MIGRATION_LOCK]);
     },
-    async notify(channel: string, payload: string) {
-      try {
-        await pool.notify(channel, payload);
-      } catch (err) {
-        throw translate(err);
-      }
+    notify(channel: string, payload: string) {
+      return guarded(() => pool.notify(channel, payload));
     },
     async listen(channel: string, listener: ChangeListener) {
       const sub = await pool.listen(channel, listener.onMessage, listener.onListening);
@@ -84,14 +94,6 @@ function wrapPool(pool: SQL): Db {
 }
 
 type Result = unknown[] & { count?: number; affectedRows?: number; columns?: { name: string; type: number }[] | null };
-
-async function query(handle: SQL, text: string, params: readonly SqlValue[]): Promise<Result> {
-  try {
-    return (await handle.unsafe(numberPlaceholders(text), params as SqlValue[])) as Result;
-  } catch (err) {
-    throw translate(err);
-  }
-}
 
 /** int8 arrives as a string; every int8 this schema holds (ids, milliseconds, byte counts) fits a double. */
 function rows<T>(result: Result): T[] {

@@ -2,7 +2,8 @@
 // invalidation on revoke) and the idle timer is refreshed in memory, written to the store at most
 // once per LIMITS.lastSeenWriteIntervalMs, so an authenticated request costs no database write.
 
-import { Conflict, Unauthorized } from "../errors.ts";
+import { Conflict, DatabaseUnavailable, Unauthorized } from "../errors.ts";
+import { ALWAYS_FRESH, type Freshness } from "./changes.ts";
 import type { Secret } from "../secret.ts";
 import type { Repos, SessionRow, Store, VaultRole } from "../store/index.ts";
 import { LIMITS } from "./limits.ts";
@@ -68,12 +69,28 @@ export interface AuthenticatorOptions {
   /** How long a cached look-up is trusted before the store is asked again (other instances may revoke). */
   readonly cacheTtlMs?: number;
   readonly maxEntries?: number;
+  /** Shortens that trust while announcements from other instances may be missed (vault/changes.ts). */
+  readonly freshness?: Freshness;
+  /** While the database is unreachable, a session checked less than this long ago keeps working. */
+  readonly outageGraceMs?: number;
 }
 
 export function createAuthenticator(store: Store, opts: AuthenticatorOptions): Authenticator {
   const cache = new Map<string, CacheEntry>();
   const ttl = opts.cacheTtlMs ?? 5_000;
   const max = opts.maxEntries ?? 10_000;
+  const freshness = opts.freshness ?? ALWAYS_FRESH;
+  const grace = opts.outageGraceMs ?? 0;
+
+  /** A fresh look-up, or during a database outage the last one if it is recent enough. */
+  async function reload(hash: string, cached: CacheEntry | undefined, now: number): Promise<CacheEntry> {
+    try {
+      return await load(hash, now);
+    } catch (err) {
+      if (err instanceof DatabaseUnavailable && cached && now - cached.loadedAt < grace) return cached;
+      throw err;
+    }
+  }
 
   async function load(hash: string, now: number): Promise<CacheEntry> {
     const row = await store.sessions.byTokenHash(hash);
@@ -91,7 +108,7 @@ export function createAuthenticator(store: Store, opts: AuthenticatorOptions): A
       const now = opts.now();
       const hash = hashToken(rawToken);
       const cached = cache.get(hash);
-      const entry = cached && now - cached.loadedAt < ttl ? cached : await load(hash, now);
+      const entry = cached && now - cached.loadedAt < freshness.trustMs(ttl) ? cached : await reload(hash, cached, now);
       if (cached && entry !== cached) entry.lastSeen = Math.max(entry.lastSeen, cached.lastSeen);
       if (!isLive(entry.row, entry.lastSeen, now)) {
         cache.delete(hash);
@@ -100,7 +117,10 @@ export function createAuthenticator(store: Store, opts: AuthenticatorOptions): A
       entry.lastSeen = now;
       if (now - entry.storedLastSeen >= LIMITS.lastSeenWriteIntervalMs) {
         entry.storedLastSeen = now;
-        await store.sessions.touch(entry.row.id, now);
+        // The idle timer is a convenience; a database outage must not turn it into a refusal.
+        await store.sessions.touch(entry.row.id, now).catch((err) => {
+          if (!(err instanceof DatabaseUnavailable)) throw err;
+        });
       }
       return entry.principal;
     },

@@ -2,7 +2,8 @@
 // it resolves the principal's effective role (owner → admin; members; agent grants, which need
 // X-Vault; scoped sessions, bound to one vault and never above their minter's current role).
 
-import { Conflict, InvalidRequest, NotFound, PermissionDenied } from "../errors.ts";
+import { Conflict, DatabaseUnavailable, InvalidRequest, NotFound, PermissionDenied } from "../errors.ts";
+import { ALWAYS_FRESH, type Freshness } from "./changes.ts";
 import type { Repos, VaultRole, VaultRow } from "../store/index.ts";
 import type { Domain } from "./context.ts";
 import { NAME_PATTERN } from "./limits.ts";
@@ -52,7 +53,14 @@ export async function openVault(d: Domain, p: Principal, name: string, action: V
     if (!xVault) throw new InvalidRequest("agent tokens must send the X-Vault header naming the vault", "x-vault");
     if (xVault !== name) throw new InvalidRequest("X-Vault does not match the vault being addressed", "x-vault");
   }
-  const grant = d.vaultAccess?.get(p.sessionId, name) ?? (await resolveAccess(d, p, name));
+  const grant =
+    d.vaultAccess?.get(p.sessionId, name) ??
+    (await resolveAccess(d, p, name).catch((err) => {
+      // A database outage: a grant checked recently keeps proxied traffic flowing (bounded by the grace period).
+      const recent = err instanceof DatabaseUnavailable ? d.vaultAccess?.recent(p.sessionId, name) : undefined;
+      if (recent) return recent;
+      throw err;
+    }));
   const open = { vault: grant.vault, role: grant.role, principal: p };
   requireInVault(open, action);
   return open;
@@ -79,6 +87,8 @@ async function resolveAccess(d: Domain, p: Principal, name: string): Promise<Vau
 
 export interface VaultAccessCache {
   get(sessionId: number, vault: string): VaultGrant | undefined;
+  /** A grant past its trust but within the outage grace period, for when the database is unreachable. */
+  recent(sessionId: number, vault: string): VaultGrant | undefined;
   set(sessionId: number, vault: string, grant: VaultGrant): void;
   /** The name of a vault by id, for scoped sessions that carry only the id. */
   nameOf(vaultId: number): string | undefined;
@@ -95,16 +105,19 @@ export async function vaultNameById(d: Domain, id: number): Promise<string | und
  * read the store (DESIGN.md §3.11). Only grants are cached, never refusals; every write that
  * could narrow access (vault changes, deletions, revocations) clears it.
  */
-export function createVaultAccessCache(opts: { now: () => number; ttlMs?: number; max?: number }): VaultAccessCache {
+export function createVaultAccessCache(opts: { now: () => number; ttlMs?: number; max?: number; freshness?: Freshness; outageGraceMs?: number }): VaultAccessCache {
   const entries = new Map<string, { grant: VaultGrant; at: number }>();
   const names = new Map<number, string>();
   const ttl = opts.ttlMs ?? 5_000;
   const max = opts.max ?? 10_000;
+  const freshness = opts.freshness ?? ALWAYS_FRESH;
+  const within = (sessionId: number, vault: string, ms: number) => {
+    const e = entries.get(`${sessionId}|${vault}`);
+    return e && opts.now() - e.at < ms ? e.grant : undefined;
+  };
   return {
-    get(sessionId, vault) {
-      const e = entries.get(`${sessionId}|${vault}`);
-      return e && opts.now() - e.at < ttl ? e.grant : undefined;
-    },
+    get: (sessionId, vault) => within(sessionId, vault, freshness.trustMs(ttl)),
+    recent: (sessionId, vault) => within(sessionId, vault, opts.outageGraceMs ?? 0),
     set(sessionId, vault, grant) {
       entries.set(`${sessionId}|${vault}`, { grant, at: opts.now() });
       names.set(grant.vault.id, grant.vault.name);
