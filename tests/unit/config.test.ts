@@ -262,3 +262,27 @@ describe("identity-provider sign-in (BROKER_OIDC_*)", () => {
     }
   });
 });
+
+describe("BROKER_DATABASE_URL", () => {
+  test("unset keeps the embedded SQLite store", () => {
+    expect(loadConfig(HOME).database).toBeUndefined();
+  });
+
+  test("a postgres URL selects PostgreSQL, its password kept wrapped", () => {
+    const c = loadConfig({ ...HOME, BROKER_DATABASE_URL: "postgres://broker:pw-s3cret@db.internal:5432/broker?sslmode=verify-full", BROKER_DATABASE_POOL_SIZE: "20" });
+    expect(c.database?.url).toBeInstanceOf(Secret);
+    expect(c.database?.url.reveal()).toBe("postgres://broker:pw-s3cret@db.internal:5432/broker?sslmode=verify-full");
+    expect(c.database?.poolSize).toBe(20);
+    expect(c.database?.outageGraceMs).toBe(300_000);
+    expect(JSON.stringify(c)).not.toContain("pw-s3cret");
+  });
+
+  test("bad values are named without repeating the URL (it holds a password)", () => {
+    const problems = problemsOf({ ...HOME, BROKER_DATABASE_URL: "mysql://root:pw-s3cret@db/x", BROKER_DATABASE_POOL_SIZE: "0", BROKER_DATABASE_OUTAGE_GRACE_SECONDS: "-1" });
+    expect(problems.join("\n")).not.toContain("pw-s3cret");
+    expect(problems.some((p) => p.startsWith("BROKER_DATABASE_URL: only PostgreSQL"))).toBe(true);
+    expect(problems.some((p) => p.startsWith("BROKER_DATABASE_POOL_SIZE:"))).toBe(true);
+    expect(problems.some((p) => p.startsWith("BROKER_DATABASE_OUTAGE_GRACE_SECONDS:"))).toBe(true);
+    expect(problemsOf({ ...HOME, BROKER_DATABASE_URL: "not a url pw-s3cret" }).join()).not.toContain("pw-s3cret");
+  });
+});
