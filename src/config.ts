@@ -160,6 +160,23 @@ function findUnknownSettings(env: Env): string[] {
     .map((k) => `${k} is not a broker setting and is ignored`);
 }
 
+/** Where the store lives, for logs and messages: the PostgreSQL URL without its password, or the SQLite file. */
+export function describeStore(config: Pick<Config, "dataDir" | "database">): string {
+  if (!config.database) return `${config.dataDir}/broker.db (SQLite)`;
+  return maskDatabaseUrl(config.database.url.reveal()); // reveal: only to print it without the password
+}
+
+export function maskDatabaseUrl(raw: string): string {
+  try {
+    const u = new URL(raw);
+    if (u.password) u.password = "***";
+    for (const k of [...u.searchParams.keys()]) if (/pass|secret|key/i.test(k)) u.searchParams.set(k, "***");
+    return u.toString();
+  } catch {
+    return "(unparseable database URL)";
+  }
+}
+
 function readDatabase(env: Env, problems: string[]): DatabaseConfig | undefined {
   const raw = env.BROKER_DATABASE_URL?.trim();
   const poolSize = readInt("BROKER_DATABASE_POOL_SIZE", env.BROKER_DATABASE_POOL_SIZE, 10, 1, 500, problems);

@@ -4,7 +4,7 @@
 
 import { readFileSync } from "node:fs";
 import { rootCertificates } from "node:tls";
-import type { Config } from "../config.ts";
+import { describeStore, type Config } from "../config.ts";
 import { buildProposalHint, compileNetPolicy, createAuditLog, createPlanCache, createUpstream, systemResolver, type EgressDeps, type Resolver } from "../egress/index.ts";
 import { DatabaseUnavailable, toErrorResponse, Unavailable } from "../errors.ts";
 import type { LiveSecrets, Logger } from "../log.ts";
@@ -256,7 +256,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     }
     const proxyAddress = tunnel ? `${hostPart}:${tunnel.port}` : undefined;
     domain.proxyUrl = proxyAddress ? `http://${proxyAddress}` : domain.proxyUrl;
-    log.info("listening", { api: apiUrl, proxy: proxyAddress ?? null, data_dir: config.dataDir, keyring: keyring.mode });
+    log.info("listening", { api: apiUrl, proxy: proxyAddress ?? null, data_dir: config.dataDir, store: describeStore(config), keyring: keyring.mode });
     return {
       apiUrl,
       proxyAddress,
