@@ -4,6 +4,7 @@
 import { type CommandDef, defineCommand, runCommand } from "citty";
 import { ConfigError } from "../config.ts";
 import { KeyringError } from "../errors.ts";
+import { StoreOpenFailed } from "../store/index.ts";
 import { VERSION } from "../version.ts";
 import { CliExit, CliFailure } from "./fail.ts";
 import { assertArgs } from "./args.ts";
@@ -14,6 +15,7 @@ export const rootCommand = defineCommand({
   subCommands: {
     server: () => import("./commands/server.ts").then((m) => m.default),
     "master-password": () => import("./commands/master-password.ts").then((m) => m.default),
+    "migrate-db": () => import("./commands/migrate-db.ts").then((m) => m.default),
     auth: () => import("./commands/auth.ts").then((m) => m.default),
     account: () => import("./commands/account.ts").then((m) => m.default),
     vault: () => import("./commands/vault.ts").then((m) => m.default),
@@ -69,7 +71,7 @@ async function reportFailure(err: unknown, io: Io, root: CommandDef<any>, args: 
     io.err(`error: ${err.message}\nhint: fix the variables above; \`broker server --help\` lists the server's settings, \`broker auth --help\` the CLI's\n`);
     return 2;
   }
-  if (err instanceof KeyringError) {
+  if (err instanceof KeyringError || err instanceof StoreOpenFailed) {
     io.err(`error: ${err.message}\nhint: ${err.hint}\n`);
     return 1;
   }

@@ -17,6 +17,8 @@ import { sessionRepo } from "./sessions.ts";
 import { openSqliteFile, openSqliteMemory } from "./sqlite.ts";
 import { openPostgres } from "./postgres.ts";
 import type { Secret } from "../secret.ts";
+import { maskDatabaseUrl } from "../config.ts";
+import { DatabaseUnavailable } from "../errors.ts";
 import { userRepo } from "./users.ts";
 import { vaultRepo } from "./vaults.ts";
 
@@ -84,17 +86,49 @@ export interface StoreLocation {
   readonly database?: { readonly url: Secret; readonly poolSize: number } | undefined;
 }
 
+/** The store could not be opened: says which one and what to check (the CLI prints both and exits non-zero). */
+export class StoreOpenFailed extends Error {
+  constructor(message: string, readonly hint: string) {
+    super(message);
+  }
+}
+
 /** Opens (creating if needed) the store and brings its schema up to date. */
 export async function openStore(where: StoreLocation): Promise<Store> {
+  if (!where.database) {
+    const db = openSqliteFile(where.dataDir);
+    try {
+      await migrate(db);
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+    return createStore(db);
+  }
   // The one place the database URL (and its password) leaves its wrapper: to open the pool.
-  const db = where.database ? openPostgres(where.database.url.reveal(), { max: where.database.poolSize }) : openSqliteFile(where.dataDir);
+  const db = openPostgres(where.database.url.reveal(), { max: where.database.poolSize });
   try {
     await migrate(db);
   } catch (err) {
     db.close();
-    throw err;
+    throw explainOpenFailure(err, maskDatabaseUrl(where.database.url.reveal()));
   }
   return createStore(db);
+}
+
+function explainOpenFailure(err: unknown, label: string): unknown {
+  if (err instanceof DatabaseUnavailable) {
+    return new StoreOpenFailed(
+      `cannot reach the database ${label} (${err.reason})`,
+      "check that PostgreSQL is running and reachable from here, and the host, port and sslmode in BROKER_DATABASE_URL",
+    );
+  }
+  const state = (err as { errno?: unknown } | null)?.errno;
+  const detail = err instanceof Error ? err.message : String(err);
+  if (state === "28P01" || state === "28000") return new StoreOpenFailed(`PostgreSQL at ${label} refused the sign-in: ${detail}`, "check the user name and password in BROKER_DATABASE_URL");
+  if (state === "3D000") return new StoreOpenFailed(`${detail} (at ${label})`, "create it first (createdb) or fix the database name in BROKER_DATABASE_URL");
+  if (state === "42501") return new StoreOpenFailed(`PostgreSQL at ${label}: ${detail}`, "the broker's user must own the database (it creates its tables): ALTER DATABASE … OWNER TO …");
+  return err;
 }
 
 export async function openMemoryStore(): Promise<Store> {

@@ -9,6 +9,7 @@ import { startTunnel } from "../../src/cli/commands/server.ts";
 import { createMemoryLogger } from "../../src/log.ts";
 import { ListenFailed, startServer } from "../../src/server/index.ts";
 import { cleanEnv, isolatedBinary, tempDir } from "../helpers/binary.ts";
+import { pgMissing, startPgCluster, type PgCluster } from "../helpers/postgres.ts";
 
 const { bin, dir } = isolatedBinary();
 const held: Server[] = [];
@@ -86,4 +87,39 @@ describe("in process", () => {
     expect((await fetch(`${again.apiUrl}/health`)).status).toBe(200);
     await again.stop();
   });
+});
+
+describe("compiled binary, a database it cannot use", () => {
+  const PASSWORD = "pw-start-Zq81";
+  let cluster: PgCluster | undefined;
+  afterAll(() => cluster?.destroy());
+
+  test("PostgreSQL not listening: exits non-zero naming the database (without its password) and what to check", async () => {
+    const closed = await freePort();
+    const r = await runServer({ BROKER_PORT: "0", BROKER_PROXY_PORT: "0", BROKER_DATABASE_URL: `postgres://broker:${PASSWORD}@127.0.0.1:${closed}/broker` });
+    expect(r.signal).toBeNull();
+    expect(r.exitCode).not.toBe(0);
+    expect(r.stderr).toContain(`error: cannot reach the database postgres://broker:***@127.0.0.1:${closed}/broker (ERR_POSTGRES_CONNECTION_REFUSED)`);
+    expect(r.stderr).toContain("hint: check that PostgreSQL is running");
+    expect(r.stdout + r.stderr).not.toContain(PASSWORD);
+  }, 30_000);
+
+  test.skipIf(pgMissing)("a wrong password and a missing database are told apart", async () => {
+    cluster = await startPgCluster();
+    const url = new URL(await cluster.createDatabase());
+    url.password = PASSWORD;
+    const wrong = await runServer({ BROKER_PORT: "0", BROKER_PROXY_PORT: "0", BROKER_DATABASE_URL: url.toString() });
+    expect(wrong.exitCode).not.toBe(0);
+    expect(wrong.stderr).toContain("refused the sign-in: password authentication failed");
+    expect(wrong.stderr).toContain("hint: check the user name and password in BROKER_DATABASE_URL");
+    expect(wrong.stdout + wrong.stderr).not.toContain(PASSWORD);
+
+    const missing = new URL(await cluster.createDatabase());
+    missing.pathname = "/no_such_db";
+    const r = await runServer({ BROKER_PORT: "0", BROKER_PROXY_PORT: "0", BROKER_DATABASE_URL: missing.toString() });
+    expect(r.exitCode).not.toBe(0);
+    expect(r.stderr).toContain('database "no_such_db" does not exist');
+    expect(r.stderr).toContain("hint: create it first");
+    expect(r.stdout + r.stderr).not.toContain(decodeURIComponent(missing.password));
+  }, 60_000);
 });
