@@ -42,6 +42,15 @@ export function keyringRepo(sql: Sql) {
       return changed === 1;
     },
 
+    /**
+     * Inside a transaction: holds the keyring row's write lock until the transaction ends. It is the
+     * instance's one singleton row, so one-time decisions (who is the first user) take turns across
+     * connections and instances; SQLite's single writer already serializes them.
+     */
+    async lock(): Promise<void> {
+      await sql.run("UPDATE keyring SET updated_at = updated_at WHERE id = 1");
+    },
+
     async replace(row: KeyringRow, now: number): Promise<void> {
       const v = columns(row);
       await sql.run(

@@ -13,13 +13,15 @@ export async function redeemAgentInvite(d: Domain, rawToken: string) {
   const result = await d.store.transaction(async (tx) => {
     const now = d.now();
     const invite = await findLiveInvite(tx, rawToken, "agent", now);
+    // Burn first: the conditional update is what makes concurrent redemptions take turns. On PostgreSQL
+    // it locks the invite row, so a second redemption waits here and then finds it used, instead of
+    // racing on to create the same agent (a unique-key error). Any failure below rolls the burn back too.
+    if (!(await tx.invites.burn(invite.id, now))) throw new NotFound("invite not found, already used or expired");
     const name = invite.agentName!;
     if (await tx.agents.byName(name)) throw new NotFound("invite not found, already used or expired");
     const agent = await tx.agents.create({ name, role: "member", createdBy: invite.createdBy, createdAt: now });
     await tx.access.setGrant(invite.vaultId, agent.id, invite.role, now);
     const session = await mintAgentSession(tx, agent.id, invite.agentTokenTtlMs, now);
-    // Burn last: any failure above rolls the whole redemption back and leaves the invite usable.
-    if (!(await tx.invites.burn(invite.id, now))) throw new NotFound("invite not found, already used or expired");
     const vaults = await tx.access.grantsOfAgent(agent.id);
     return { agent, session, vaults };
   });

@@ -50,7 +50,13 @@ export async function registerUser(d: Domain, creds: Credentials, inTx?: (tx: Re
   const hashed = await d.hashing.run(() => hashPassword(creds.password, d.passwordKdf));
   return d.store.transaction(async (tx) => {
     const now = d.now();
-    const first = (await tx.users.count()) === 0;
+    let first = (await tx.users.count()) === 0;
+    if (first) {
+      // Under PostgreSQL's READ COMMITTED two first registrations would both count 0 and both become
+      // owner: wait for any other one to finish, then count again (a new statement sees what it committed).
+      await tx.keyring.lock();
+      first = (await tx.users.count()) === 0;
+    }
     if (!first) await assertEmailDomainAllowed(tx, creds.email);
     if (await tx.users.byEmail(creds.email)) throw new Conflict("an account with this email already exists; log in instead");
     const user = await tx.users.create({

@@ -1,9 +1,12 @@
 // SQL stays parameterized: inside any SQL template literal in src/store, the only interpolation
-// allowed is a module-level constant fragment such as `${COLUMNS}`, itself a fixed string.
+// allowed is a module-level constant fragment such as `${COLUMNS}`, itself a fixed string; and on
+// every backend, values that look like SQL (quotes, `?`, `$1`, comments) travel as data.
 
 import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { numberPlaceholders } from "../../../src/store/postgres.ts";
+import { forEachBackend } from "../../helpers/store-backends.ts";
 
 const STORE_DIR = join(import.meta.dir, "../../../src/store");
 const SQL_VERB = /\b(SELECT|INSERT|UPDATE|DELETE)\b/;
@@ -77,5 +80,31 @@ describe("src/store SQL", () => {
     const src = readFileSync(join(STORE_DIR, file), "utf8");
     const concatenated = src.match(/(["'`])[^"'`\n]*\b(SELECT|INSERT|UPDATE|DELETE|WHERE)\b[^"'`\n]*\1\s*\+/g) ?? [];
     expect(concatenated).toEqual([]);
+  });
+});
+
+describe("numberPlaceholders", () => {
+  test("numbers ? in order and leaves quoted literals and identifiers alone", () => {
+    expect(numberPlaceholders("SELECT a FROM t WHERE b = ? AND c = ?")).toEqual("SELECT a FROM t WHERE b = $1 AND c = $2");
+    expect(numberPlaceholders(`SELECT '?' AS "x?", ? AS y`)).toEqual(`SELECT '?' AS "x?", $1 AS y`);
+    expect(numberPlaceholders("SELECT 1")).toEqual("SELECT 1");
+  });
+});
+
+const HOSTILE = [`a'b"c`, "x?y ? $1 $2", "'); DROP TABLE vaults; --", "a;b /* c */ -- d", "naïve ☃ \\ %_"];
+
+forEachBackend((backend) => {
+  test("values that look like SQL are stored and matched verbatim", async () => {
+    const store = await backend.open();
+    for (const [i, name] of HOSTILE.entries()) await store.vaults.create(name, i);
+    expect((await store.vaults.list()).map((v) => v.name).sort()).toEqual([...HOSTILE].sort());
+    for (const name of HOSTILE) expect((await store.vaults.byName(name))?.name).toBe(name);
+    expect(await store.vaults.byName("%")).toBeUndefined(); // equality, not LIKE
+    const vault = (await store.vaults.byName(HOSTILE[2]!))!;
+    await store.credentials.put({ vaultId: vault.id, key: "K?", nonce: new Uint8Array(12), ciphertext: new Uint8Array(17) }, 1);
+    expect(await store.credentials.keys(vault.id)).toEqual(["K?"]);
+    expect(await store.settings.get("x")).toBeUndefined();
+    await store.settings.put("?", { v: HOSTILE }, 1);
+    expect(await store.settings.get("?")).toEqual({ v: HOSTILE });
   });
 });
