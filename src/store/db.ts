@@ -38,3 +38,9 @@ export interface ChangeListener {
   /** Runs when the subscription is acknowledged, initially and after every reconnect. */
   onListening(): void;
 }
+
+/**
+ * The domain checks for duplicates before it writes; a unique violation therefore means two requests
+ * raced (under PostgreSQL's READ COMMITTED both checks can pass). Both backends answer the loser 409.
+ */
+export const RACED = "this conflicts with a record created at the same moment; reload and try again";

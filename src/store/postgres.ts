@@ -4,8 +4,8 @@
 // TLS, user, password and database travel in the URL (`?sslmode=verify-full` and so on).
 
 import { SQL } from "bun";
-import { DatabaseUnavailable } from "../errors.ts";
-import type { ChangeListener, Db, Sql, SqlValue } from "./db.ts";
+import { Conflict, DatabaseUnavailable } from "../errors.ts";
+import { RACED, type ChangeListener, type Db, type Sql, type SqlValue } from "./db.ts";
 
 export interface PostgresOptions {
   /** Connections in the pool (bounded: a flood of requests queues instead of opening more). */
@@ -140,8 +140,12 @@ function translate(err: unknown): unknown {
   // SQLSTATE class 08 (connection exception) and 57P01-03 (admin shutdown, crash, cannot connect now).
   const state = (err as { errno?: unknown } | null)?.errno;
   if (typeof state === "string" && (/^08/.test(state) || /^57P0[123]$/.test(state))) return new DatabaseUnavailable(state);
+  if (state === UNIQUE_VIOLATION) return new Conflict(RACED);
   return err;
 }
+
+const UNIQUE_VIOLATION = "23505";
+
 
 const CONNECTION_CODES = new Set([
   "ERR_POSTGRES_CONNECTION_CLOSED",

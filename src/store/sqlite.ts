@@ -4,7 +4,8 @@
 
 import { Database } from "bun:sqlite";
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from "node:fs";
-import type { Db, Sql, SqlValue } from "./db.ts";
+import { Conflict } from "../errors.ts";
+import { RACED, type Db, type Sql, type SqlValue } from "./db.ts";
 
 export const DB_FILE = "broker.db";
 
@@ -55,16 +56,27 @@ function tightenSidecars(path: string): void {
   }
 }
 
+/** As on PostgreSQL: a unique violation the domain's own check did not foresee is a race, answered 409. */
+function raced<T>(run: () => T): T {
+  try {
+    return run();
+  } catch (err) {
+    const code = (err as { code?: unknown } | null)?.code;
+    if (code === "SQLITE_CONSTRAINT_UNIQUE" || code === "SQLITE_CONSTRAINT_PRIMARYKEY") throw new Conflict(RACED);
+    throw err;
+  }
+}
+
 function wrapDatabase(db: Database, afterWrite?: () => void): Db {
   const exec: Sql = {
     async all<T>(sql: string, params: readonly SqlValue[] = []) {
-      return db.query(sql).all(...(params as SqlValue[] as never[])) as T[];
+      return raced(() => db.query(sql).all(...(params as SqlValue[] as never[])) as T[]);
     },
     async get<T>(sql: string, params: readonly SqlValue[] = []) {
-      return (db.query(sql).get(...(params as never[])) ?? undefined) as T | undefined;
+      return raced(() => (db.query(sql).get(...(params as never[])) ?? undefined) as T | undefined);
     },
     async run(sql: string, params: readonly SqlValue[] = []) {
-      return db.query(sql).run(...(params as never[])).changes;
+      return raced(() => db.query(sql).run(...(params as never[])).changes);
     },
   };
 

@@ -3,6 +3,7 @@
 // src/store/migrations.ts declares; and that a transaction commits whole or not at all.
 
 import { expect, test } from "bun:test";
+import { Conflict } from "../../../src/errors.ts";
 import type { Store } from "../../../src/store/index.ts";
 import { forEachBackend } from "../../helpers/store-backends.ts";
 import { addUser, auditRow, bytes, newSession } from "./conformance-fixtures.ts";
@@ -195,5 +196,16 @@ forEachBackend((backend) => {
     await Promise.all([first, second]);
     expect(events).toEqual(["first ends", "second locked"]);
     expect((await store.keyring.get())?.mode).toBe("plain"); // the lock changes nothing
+  });
+});
+
+forEachBackend((backend) => {
+  test("a unique violation (two requests that raced past the domain's own check) is a 409 Conflict, not a raw database error", async () => {
+    const store = await backend.open();
+    await store.vaults.create("twin", 1);
+    const err = await store.vaults.create("twin", 2).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Conflict);
+    expect((err as Conflict).status).toBe(409);
+    expect((await store.vaults.list()).filter((v) => v.name === "twin")).toHaveLength(1);
   });
 });
