@@ -58,8 +58,12 @@ interface LoadedTable {
   readonly table: Promise<VaultTable>;
   /** When the store last confirmed it (or was last asked, during an outage). */
   readonly checkedAt: number;
-  /** When it was read from the store. */
-  readonly loadedAt: number;
+  /**
+   * When it was last known current: read from the store, or served while announcements vouched for
+   * it. The outage grace counts from here, not from the read: a table trusted for hours is as good
+   * as a fresh one up to the moment announcements stop.
+   */
+  confirmedAt: number;
 }
 
 export function createPlanCache(
@@ -79,10 +83,14 @@ export function createPlanCache(
     const held = tables.get(vaultId);
     const at = now();
     // Trusted until a write drops it, unless announcements from other instances may be missed.
-    if (held && at - held.checkedAt < freshness.trustMs(Infinity)) return held.table;
+    if (held && at - held.checkedAt < freshness.trustMs(Infinity)) {
+      // Only announcements vouch for it: a hit within a second of a failed re-check must not extend the grace.
+      if (freshness.listening) held.confirmedAt = at;
+      return held.table;
+    }
     // During a database outage the last table keeps serving within the grace period; the store is
     // asked again once per re-validation interval.
-    const fallback = held && at - held.loadedAt < grace ? held : undefined;
+    const fallback = held && at - held.confirmedAt < grace ? held : undefined;
     const loading = compile(store, vaultId).catch((err) => {
       if (!(fallback && err instanceof DatabaseUnavailable)) {
         if (tables.get(vaultId) === entry) tables.delete(vaultId);
@@ -91,7 +99,7 @@ export function createPlanCache(
       if (tables.get(vaultId) === entry) tables.set(vaultId, { ...fallback, checkedAt: at });
       return fallback.table;
     });
-    const entry: LoadedTable = { table: loading, checkedAt: at, loadedAt: at };
+    const entry: LoadedTable = { table: loading, checkedAt: at, confirmedAt: at };
     tables.set(vaultId, entry);
     return loading;
   }
