@@ -44,7 +44,8 @@ export interface BrokerProc {
   stop(): Promise<void>;
 }
 
-export async function startBroker(bin: string, upstreamCaPem: string, upstreamPort: number): Promise<BrokerProc> {
+/** `extraEnv` adds to (or overrides) the bench environment, e.g. BROKER_DATABASE_URL for the PostgreSQL store. */
+export async function startBroker(bin: string, upstreamCaPem: string, upstreamPort: number, extraEnv: Record<string, string> = {}): Promise<BrokerProc> {
   const dir = mkdtempSync(join(tmpdir(), "broker-bench-"));
   const caFile = join(dir, "upstream-ca.pem");
   writeFileSync(caFile, upstreamCaPem);
@@ -58,6 +59,7 @@ export async function startBroker(bin: string, upstreamCaPem: string, upstreamPo
     BROKER_UPSTREAM_CA_FILE: caFile,
     BROKER_RATELIMIT_PROFILE: "off",
     BROKER_LOG_LEVEL: "warn",
+    ...extraEnv,
   };
   // BROKER_LOG_LEVEL=warn keeps per-request logging out of the measurement, but it also hides the
   // info-level "listening" line: so the bench picks two free ports itself and waits for /health.

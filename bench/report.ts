@@ -2,6 +2,7 @@
 // RSS), the machine it ran on, issue-8 targets met or not, and a dependency-free SVG bar chart.
 
 import { cpus, release } from "node:os";
+import type { DbReads, ReadCount } from "./db-reads.ts";
 import type { Row } from "./scenarios.ts";
 
 const f = (x: number | undefined, d = 2) => (x === undefined || !Number.isFinite(x) ? "–" : x.toFixed(d));
@@ -40,7 +41,7 @@ export interface Target {
   readonly met: boolean | undefined;
 }
 
-export function checkTargets(rows: Row[], micro: Record<string, number>, dbReads: number | undefined): Target[] {
+export function checkTargets(rows: Row[], micro: Record<string, number>, db: DbReads | undefined): Target[] {
   const by = (prefix: string) => rows.find((r) => r.name.startsWith(prefix));
   const t16 = by("tunnel, 16 keep-alive, /small");
   const t1 = by("tunnel, 1 keep-alive");
@@ -63,7 +64,10 @@ export function checkTargets(rows: Row[], micro: Record<string, number>, dbReads
   add("bulk bodies peak RSS growth ≤ 64 MB", bulk.length ? Math.max(...bulk.map((r) => r.rssGrowthMb ?? NaN)) : undefined, (v) => `${f(v, 0)} MB (worst)`, (v) => v <= 64);
   const errs = rows.reduce((a, r) => a + r.errors + r.non2xx, 0);
   add("zero errors and non-2xx in every scenario", errs, (v) => `${v}`, (v) => v === 0);
-  add("zero DB reads per proxied request", dbReads, (v) => `${f(v, 3)} reads/request`, (v) => v === 0);
+  add("zero DB reads per proxied request, SQLite store", db?.sqlite.readsPerRequest, (v) => `${f(v, 3)} reads/request`, (v) => v === 0);
+  add("zero DB reads per proxied request, PostgreSQL store", db?.postgres?.readsPerRequest, (v) => `${f(v, 3)} reads/request`, (v) => v === 0);
+  const pg = rows.find((r) => r.vsSqlite);
+  add(`PostgreSQL store: ${pg?.name.replace(/, PostgreSQL store$/, "") ?? "tunnel 16 keep-alive"} throughput ≥ 90% of SQLite (same repetitions)`, pg?.vsSqlite?.ratio, pct, (v) => v >= 0.9);
   return out;
 }
 
@@ -107,4 +111,34 @@ ${a.svg}
 ${b.svg}
 </svg>
 `;
+}
+
+const statementList = (s: Record<string, number>) => Object.entries(s).map(([k, v]) => `\`${k}\` × ${v}`).join("; ");
+
+function backendSection(title: string, c: ReadCount): string {
+  const lines = [
+    `**${title}**: ${c.requests} proxied requests (tunnel and /proxy) after warm-up, counted over ${(c.windowMs / 1000).toFixed(2)} s: ${c.reads} reads (${f(c.readsPerRequest, 3)} per request), ${c.writes} writes in ${c.transactions} transaction(s) (audit batches). Reads per request by path: ${Object.entries(c.readsPerRequestByPath).map(([k, v]) => `${k} ${v}`).join(", ")}.`,
+    "",
+    `Statements counted: ${statementList(c.statements) || "none"}.${c.readStacks.length ? ` Where the first read came from: \`${c.readStacks[0]}\`` : ""}`,
+  ];
+  if (c.notify) {
+    lines.push("", `Change channel (a LISTEN connection of the bench's own): ${c.notify.beats} heartbeat NOTIFY(s) in the window (the change feed's \`{"t":"beat"}\`, every 400 ms whatever the traffic; it reads no table and is not counted above), ${c.notify.changes} change announcement(s).`);
+  }
+  const s = c.sustained;
+  if (s) {
+    const reads = Object.entries(s.statements).filter(([k]) => /^\s*(SELECT|WITH)\b/i.test(k));
+    lines.push(
+      "",
+      `Sustained ${(s.ms / 1000).toFixed(1)} s at 4 connections (${s.requests} requests): ${s.reads} reads (${f(s.reads / (s.ms / 1000), 2)}/s, ${f(s.reads / s.requests, 5)} per request)${reads.length ? `: ${statementList(Object.fromEntries(reads))}` : ""}; ${s.writes} writes${s.writes < s.requests ? ` (audit inserts; ${s.requests - s.writes} records were still queued when the window closed)` : ""}.${s.notify ? ` ${s.notify.beats} heartbeats, ${s.notify.changes} announcements.` : ""} Reads here follow the clock, not the requests: a cached session and vault grant are re-checked once they are 5 s old, by every request in flight at that moment.`,
+    );
+  }
+  return lines.join("\n");
+}
+
+/** The "Database access per proxied request" section: SQLite, then PostgreSQL or why it was skipped. */
+export function dbSection(db: DbReads | undefined): string {
+  if (!db) return "not measured";
+  const parts = [backendSection("SQLite store", db.sqlite)];
+  parts.push(db.postgres ? backendSection("PostgreSQL store", db.postgres) : (db.postgresNote ?? "PostgreSQL store: not measured"));
+  return parts.join("\n\n");
 }

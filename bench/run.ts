@@ -1,27 +1,35 @@
-// `bun run bench` [--quick] [--micro] [--no-micro]: the one-command benchmark of the broker.
-// Starts a local HTTPS upstream and the compiled broker, runs every scenario through the broker and
-// directly (same run, repetitions, medians), then the micro-benchmarks and the DB-read count, and
-// writes bench/results/<date>.md and .svg. --quick: a smoke run that fails on errors, never on timing.
+// `bun run bench` [--quick] [--micro] [--no-micro] [--no-postgres]: the one-command benchmark of the
+// broker. Starts a local HTTPS upstream and the compiled broker, runs every scenario through the
+// broker and directly (same run, repetitions, medians), then the micro-benchmarks and the DB-read
+// count, and writes bench/results/<date>.md and .svg. When PostgreSQL is installed (and not
+// --no-postgres), a second broker on a throwaway cluster runs the tunnel keep-alive scenario in the
+// same repetitions as the SQLite one, and the DB-read count runs on PostgreSQL too.
+// --quick: a smoke run that fails on errors, never on timing.
 
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ensureBinary, startBroker } from "./broker.ts";
 import { heyScenario } from "./hey.ts";
 import { createBenchPki } from "./pki.ts";
-import { chart, checkTargets, machine, table, targetTable } from "./report.ts";
-import { bulkScenario, coldScenario, fetchScenario, FULL, idleScenario, QUICK, targets, type Env, type Row } from "./scenarios.ts";
+import type { DbReads } from "./db-reads.ts";
+import { serverCpuMs, startBenchCluster, type PgCluster } from "./postgres.ts";
+import { chart, checkTargets, dbSection, machine, table, targetTable } from "./report.ts";
+import { bulkScenario, coldScenario, fetchScenario, FULL, idleScenario, QUICK, storeScenario, targets, type Env, type Row } from "./scenarios.ts";
 import { startUpstream } from "./upstream.ts";
 
 const args = new Set(process.argv.slice(2));
 const quick = args.has("--quick");
 const microOnly = args.has("--micro");
+const withPostgres = !args.has("--no-postgres");
 const size = quick ? QUICK : FULL;
+/** The PostgreSQL/SQLite ratio is what the row is for: a few more repetitions than the other rows. */
+const pgReps = quick ? 1 : Math.max(size.reps, 7);
 const log = (s: string) => console.error(`[bench] ${s}`);
 const started = performance.now();
 
 /** Runs a bench script in its own process (in-process broker or micro-benchmarks); returns its JSON. */
-async function runScript(file: string, extra: string[] = []): Promise<any> {
-  const p = Bun.spawn([process.execPath, join(import.meta.dir, file), "--json", ...extra], { stdout: "pipe", stderr: "inherit" });
+async function runScript(file: string, extra: string[] = [], env: Record<string, string> = {}): Promise<any> {
+  const p = Bun.spawn([process.execPath, join(import.meta.dir, file), "--json", ...extra], { stdout: "pipe", stderr: "inherit", env: { ...process.env, ...env } });
   const [out, code] = await Promise.all([new Response(p.stdout).text(), p.exited]);
   if (code !== 0) throw new Error(`${file} exited with ${code}`);
   return JSON.parse(out.trim().split("\n").at(-1)!);
@@ -53,12 +61,29 @@ const step = async (name: string, fn: () => Promise<Row | string>) => {
   else rows.push(r);
 };
 
+let cluster: PgCluster | undefined;
+/** The tunnel keep-alive row again, through a second broker whose store is PostgreSQL, alternating with the SQLite one. */
+async function postgresStep(env: Env, reps: number): Promise<Row | string> {
+  const pgCluster = await startBenchCluster();
+  if (typeof pgCluster === "string") return pgCluster;
+  cluster = pgCluster;
+  const pg = await startBroker(bin, pki.caPem, upstream.port, { BROKER_DATABASE_URL: await pgCluster.createDatabase() });
+  try {
+    const row = await storeScenario(env, pg, "tunnel, 16 keep-alive, /small", "/small", { requests: size.conc, concurrency: 16, reps, serverCpuMs: () => serverCpuMs(pgCluster) });
+    const lost = pg.logs().match(/"event":"database_announcements_lost"/g)?.length ?? 0;
+    return lost ? { ...row, note: `${row.note}; announcements lost ${lost}× during the row` } : row;
+  } finally {
+    await pg.stop();
+  }
+}
+
 try {
   const { reps } = size;
   // first, while the broker's heap is small: the RSS the idle tunnels add is then easy to read
   await step("idle tunnels", () => idleScenario(env, size.idle));
   await step("tunnel 1 keep-alive", () => fetchScenario(env, "tunnel, 1 keep-alive, /small", { direct: t.direct("/small"), broker: t.viaTunnel("/small") }, { requests: size.seq, concurrency: 1, reps }));
   await step("tunnel 16 keep-alive", () => fetchScenario(env, "tunnel, 16 keep-alive, /small", { direct: t.direct("/small"), broker: t.viaTunnel("/small") }, { requests: size.conc, concurrency: 16, reps }));
+  if (withPostgres) await step("tunnel 16 keep-alive, PostgreSQL store", () => postgresStep(env, pgReps));
   await step("tunnel 1 MiB", () => fetchScenario(env, "tunnel, 16 keep-alive, /1mib", { direct: t.direct("/1mib"), broker: t.viaTunnel("/1mib") }, { requests: size.big, concurrency: 16, reps, expectBytes: 1 << 20 }));
   await step("tunnel stream", () => fetchScenario(env, "tunnel, 16 keep-alive, /stream (8 chunks)", { direct: t.direct("/stream"), broker: t.viaTunnel("/stream") }, { requests: size.big * 2, concurrency: 16, reps, expectBytes: 8 * 16 * 1024 }));
   // Echo redaction decodes, scans and (only when something matched, or when streamed) re-encodes compressed bodies.
@@ -73,27 +98,36 @@ try {
   await step("hey", () => heyScenario(env, size.conc, reps));
   await step("bulk upload", () => bulkScenario(env, "upload", size.bulkBytes, reps));
   await step("bulk download", () => bulkScenario(env, "download", size.bulkBytes, reps));
+} catch (err) {
+  await cluster?.destroy();
+  throw err;
 } finally {
   await broker.stop();
   upstream.stop();
 }
 
 let micro: Record<string, number> = {};
-let db: { readsPerRequest: number; readsPerRequestByPath: Record<string, number>; reads: number; writes: number; requests: number; statements: Record<string, number>; readStacks: string[] } | undefined;
+let db: DbReads | undefined;
 if (!args.has("--no-micro")) {
   log("micro-benchmarks…");
   micro = await runScript("micro.ts", quick ? ["--quick"] : []);
 }
-log("database reads per proxied request (in-process broker)…");
-db = await runScript("db-reads.ts", quick ? ["--quick"] : []);
+log(`database reads per proxied request (in-process broker: SQLite${withPostgres ? ", then PostgreSQL" : ""})…`);
+try {
+  // The cluster started for the throughput row is reused: one database more, handed over in the environment.
+  const pgEnv: Record<string, string> = cluster ? { BENCH_POSTGRES_URL: await cluster.createDatabase() } : {};
+  db = await runScript("db-reads.ts", [...(quick ? ["--quick"] : []), ...(withPostgres ? [] : ["--no-postgres"])], pgEnv);
+} finally {
+  await cluster?.destroy();
+}
 
 const date = new Date().toISOString().slice(0, 10);
-const ts = checkTargets(rows, micro, db?.readsPerRequest);
+const ts = checkTargets(rows, micro, db);
 const title = `broker bench ${date}${quick ? " (quick)" : ""}`;
 const md = `# ${title}
 
 Machine: ${machine()}. Repetitions: ${size.reps} per scenario, medians quoted. Wall time: ${((performance.now() - started) / 1000).toFixed(0)} s.
-Broker: dist/broker as a subprocess, BROKER_LOG_LEVEL=warn, BROKER_RATELIMIT_PROFILE=off; client: Bun fetch (keep-alive, certificates verified) unless noted.
+Broker: dist/broker as a subprocess, BROKER_LOG_LEVEL=warn, BROKER_RATELIMIT_PROFILE=off; client: Bun fetch (keep-alive, certificates verified) unless noted.${rows.some((r) => r.vsSqlite) ? `\nPostgreSQL store row: a second dist/broker with BROKER_DATABASE_URL on a throwaway local cluster (tests/helpers/postgres.ts: loopback, fsync and synchronous_commit off), alternating with the SQLite broker in each of ${pgReps} repetitions; its CPU and RSS are the broker's only, not the PostgreSQL server's.` : ""}
 "added" = broker percentile − direct percentile in the same repetition; CPU = broker utime+stime (/proc/<pid>/stat) / requests; peak RSS sampled every 50 ms (bulk and idle rows: growth in parentheses).
 
 ${table(rows)}
@@ -108,7 +142,7 @@ ${Object.keys(micro).length ? microTable(micro) : "skipped (--no-micro)"}
 
 ## Database access per proxied request (steady state, in-process broker)
 
-${db ? `${db.requests} proxied requests (tunnel and /proxy) after warm-up: ${db.reads} reads (${db.readsPerRequest.toFixed(3)} per request), ${db.writes} writes (audit batches). Reads per request by path: ${Object.entries(db.readsPerRequestByPath).map(([k, v]) => `${k} ${v}`).join(", ")}.\n\nStatements counted: ${Object.entries(db.statements).map(([k, v]) => `\`${k}\` × ${v}`).join("; ")}.${db.readStacks.length ? `\n\nWhere the first read came from: \`${db.readStacks[0]}\`` : ""}` : "not measured"}
+${dbSection(db)}
 `;
 console.log(md);
 const dir = join(import.meta.dir, "results");

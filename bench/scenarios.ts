@@ -45,6 +45,8 @@ export interface Row {
   readonly mbps?: { direct: number; broker: number };
   readonly note?: string;
   readonly firstError?: string;
+  /** A PostgreSQL-store row: its throughput against the SQLite-store broker in the same repetitions. */
+  readonly vsSqlite?: { readonly ratio: number; readonly min: number; readonly max: number; readonly sqliteSpread: number };
 }
 
 interface Rep {
@@ -234,4 +236,87 @@ export async function bulkScenario(env: Env, dir: "upload" | "download", bytes: 
     note: `direct ${m((r) => r.d).toFixed(0)} MB/s, broker ${m((r) => r.b).toFixed(0)} MB/s`,
     firstError: rows.find((r) => r.err)?.err,
   };
+}
+
+/** Audit records the broker still holds (GET /health), 0 when it does not say. */
+async function auditQueued(b: BrokerProc): Promise<number> {
+  const h = (await fetch(`${b.apiUrl}/health`).then((r) => r.json())) as { database?: { audit_queued?: number } };
+  return h.database?.audit_queued ?? 0;
+}
+
+/** Waits until the broker has written every audit record it queued (at most 30 s); returns how long that took. */
+async function drainAudit(b: BrokerProc): Promise<number> {
+  const t0 = performance.now();
+  while ((await auditQueued(b)) > 0 && performance.now() - t0 < 30_000) await Bun.sleep(5);
+  return performance.now() - t0;
+}
+
+/**
+ * One fetch scenario through two brokers that differ only in their store (SQLite: `env.broker`;
+ * PostgreSQL: `pg`), alternating which goes first in each repetition so drift and warm-up favour
+ * neither. Audit records are written off the request path, so each run ends when its broker has
+ * written them: that work is in its CPU figure (not in its req/s) and never spills into the other
+ * broker's run. `serverCpuMs` (optional) reads the PostgreSQL server's own CPU time.
+ * Returns the PostgreSQL row; `vsSqlite` holds the per-repetition PostgreSQL/SQLite ratios.
+ */
+export async function storeScenario(
+  env: Env,
+  pg: BrokerProc,
+  name: string,
+  path: string,
+  o: { requests: number; concurrency: number; reps: number; serverCpuMs?: () => number },
+): Promise<Row> {
+  const t = targets(env);
+  const direct = t.direct(path);
+  const brokers = { sqlite: env.broker, postgres: pg };
+  const via = { sqlite: t.viaTunnel(path), postgres: targets({ ...env, broker: pg }).viaTunnel(path) };
+  // A full repetition's worth each: the PostgreSQL broker has just started, the SQLite one has served
+  // thousands of requests already, and a cold JIT would otherwise count against the store.
+  for (const target of [direct, via.sqlite, via.postgres]) await runLoad(target, { requests: o.requests, concurrency: o.concurrency });
+  await Promise.all([drainAudit(env.broker), drainAudit(pg)]);
+  const reps: Rep[] = [];
+  const lite = { rps: [] as number[], cpu: [] as number[], drain: [] as number[] };
+  const post = { drain: [] as number[], server: [] as number[] };
+  const run = async (which: "sqlite" | "postgres") => {
+    const s0 = which === "postgres" ? o.serverCpuMs?.() : undefined;
+    const m = await metered(brokers[which].pid, async () => {
+      const load = await runLoad(via[which], o);
+      return { load, drainMs: await drainAudit(brokers[which]) };
+    });
+    return { ...m, serverMs: s0 === undefined ? undefined : o.serverCpuMs!() - s0 };
+  };
+  for (let i = 0; i < o.reps; i++) {
+    const d = await runLoad(direct, o);
+    const first = i % 2 === 0 ? "sqlite" : "postgres";
+    const a = await run(first);
+    const b = await run(first === "sqlite" ? "postgres" : "sqlite");
+    const [l, p] = first === "sqlite" ? [a, b] : [b, a];
+    lite.rps.push(statsOf(l.value.load).rps);
+    lite.cpu.push(l.cpu / o.requests);
+    lite.drain.push(l.value.drainMs);
+    post.drain.push(p.value.drainMs);
+    if (p.serverMs !== undefined) post.server.push(p.serverMs / o.requests);
+    reps.push({
+      direct: statsOf(d),
+      broker: statsOf(p.value.load),
+      errors: d.errors + p.value.load.errors + l.value.load.errors,
+      non2xx: d.non2xx + p.value.load.non2xx + l.value.load.non2xx,
+      requests: o.requests,
+      cpuMs: p.cpu,
+      peakRss: p.peak,
+      growth: p.growth,
+      firstError: p.value.load.firstError ?? l.value.load.firstError ?? d.firstError,
+    });
+  }
+  const ratios = reps.map((r, i) => r.broker.rps / lite.rps[i]!);
+  const sqliteMedian = median(lite.rps);
+  const vsSqlite = { ratio: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios), sqliteSpread: (Math.max(...lite.rps) - Math.min(...lite.rps)) / sqliteMedian };
+  const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
+  const note = [
+    `${o.concurrency} conn; PostgreSQL/SQLite throughput ${pct(vsSqlite.ratio)} (per repetition ${pct(vsSqlite.min)}–${pct(vsSqlite.max)})`,
+    `SQLite broker in the same repetitions: ${sqliteMedian.toFixed(0)} req/s (spread ${pct(vsSqlite.sqliteSpread)}), CPU ${median(lite.cpu).toFixed(3)} ms/req`,
+    `CPU includes writing the run's audit records, which took ${median(post.drain).toFixed(0)} ms after the last response on PostgreSQL, ${median(lite.drain).toFixed(0)} ms on SQLite`,
+    ...(post.server.length ? [`PostgreSQL server CPU ${median(post.server).toFixed(3)} ms/req besides`] : []),
+  ].join("; ");
+  return { ...summarise(`${name}, PostgreSQL store`, reps, note), vsSqlite };
 }
