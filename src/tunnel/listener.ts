@@ -156,7 +156,14 @@ async function handleConnect(stream: Duplex, reader: ChunkReader, head: RequestH
     if (!keep) return void stream.end();
     return serveProxyRequests(reattach(stream, reader), deps);
   }
-  const matched = await deps.egress.plans.has(session.open.vault, target.host, target.port);
+  let matched: boolean;
+  try {
+    matched = await deps.egress.plans.has(session.open.vault, target.host, target.port);
+  } catch (err) {
+    // The vault's services cannot be read (the database is away and nothing usable is cached): say so.
+    await writeResponse(stream, errorResponse(err, deps.log), { close: true }).catch(() => {});
+    return void stream.end();
+  }
   if (!matched) {
     if (session.open.vault.unmatchedHosts === "deny") {
       const hint = (await deps.egress.plans.plan(session.open.vault, target.host, target.port).catch((e) => e)) as unknown;

@@ -82,10 +82,22 @@ export function createAuthenticator(store: Store, opts: AuthenticatorOptions): A
   const freshness = opts.freshness ?? ALWAYS_FRESH;
   const grace = opts.outageGraceMs ?? 0;
 
+  // Requests in flight when an entry goes stale share one look-up (an asynchronous store would
+  // otherwise read the same session once per concurrent request).
+  const loading = new Map<string, Promise<CacheEntry>>();
+  let forgotten = 0; // bumped by every forget(): a look-up started before it is not cached
+
   /** A fresh look-up, or during a database outage the last one if it is recent enough. */
   async function reload(hash: string, cached: CacheEntry | undefined, now: number): Promise<CacheEntry> {
+    let pending = loading.get(hash);
+    if (!pending) {
+      const started = load(hash, now).finally(() => {
+        if (loading.get(hash) === started) loading.delete(hash);
+      });
+      loading.set(hash, (pending = started));
+    }
     try {
-      return await load(hash, now);
+      return await pending;
     } catch (err) {
       if (err instanceof DatabaseUnavailable && cached && now - cached.loadedAt < grace) return cached;
       throw err;
@@ -93,11 +105,14 @@ export function createAuthenticator(store: Store, opts: AuthenticatorOptions): A
   }
 
   async function load(hash: string, now: number): Promise<CacheEntry> {
+    const asOf = forgotten;
     const row = await store.sessions.byTokenHash(hash);
     if (!row) throw new Unauthorized();
     const principal = await toPrincipal(store, row);
     const entry = { principal, row, loadedAt: now, lastSeen: row.lastSeenAt, storedLastSeen: row.lastSeenAt };
     cache.delete(hash);
+    // A revocation announced while this read was in flight may postdate it: use it once, do not keep it.
+    if (asOf !== forgotten) return entry;
     cache.set(hash, entry);
     if (cache.size > max) cache.delete(cache.keys().next().value!);
     return entry;
@@ -125,6 +140,8 @@ export function createAuthenticator(store: Store, opts: AuthenticatorOptions): A
       return entry.principal;
     },
     forget(hashes) {
+      forgotten++;
+      loading.clear();
       if (!hashes) return cache.clear();
       for (const h of hashes) cache.delete(h);
     },

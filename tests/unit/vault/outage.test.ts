@@ -70,6 +70,34 @@ describe("sessions during an outage", () => {
   });
 });
 
+describe("sessions on an asynchronous store", () => {
+  test("requests in flight when an entry goes stale share one look-up", async () => {
+    const { store, reads } = await switchableStore();
+    let clock = 1_000_000;
+    const user = await store.users.create({ email: "c@example.com", passwordHash: new Uint8Array(1), passwordSalt: new Uint8Array(1), passwordParams: "{}", role: "member", createdAt: clock });
+    const { token } = await mintUserSession(store, user.id, clock);
+    const auth = createAuthenticator(store, { now: () => clock });
+    await auth.authenticate(token.reveal());
+    clock += 5_001;
+    const before = reads();
+    await Promise.all(Array.from({ length: 10 }, () => auth.authenticate(token.reveal())));
+    expect(reads() - before).toBe(2); // the session row and its user, once
+  });
+
+  test("a look-up in flight when a revocation is announced is not cached", async () => {
+    const { store } = await switchableStore();
+    const clock = 1_000_000;
+    const user = await store.users.create({ email: "d@example.com", passwordHash: new Uint8Array(1), passwordSalt: new Uint8Array(1), passwordParams: "{}", role: "member", createdAt: clock });
+    const { token, row } = await mintUserSession(store, user.id, clock);
+    const auth = createAuthenticator(store, { now: () => clock });
+    const inFlight = auth.authenticate(token.reveal()); // reads the row as it was before the revocation
+    await store.sessions.revoke(row.id, clock);
+    auth.forget([row.tokenHash]);
+    await inFlight;
+    await expect(auth.authenticate(token.reveal())).rejects.toBeInstanceOf(Unauthorized);
+  });
+});
+
 describe("egress plans during an outage", () => {
   test("a vault's table keeps injecting within the grace period, is asked for again each second, and fails after it", async () => {
     const { store, down, reads } = await switchableStore();
