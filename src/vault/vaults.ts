@@ -55,7 +55,7 @@ export async function openVault(d: Domain, p: Principal, name: string, action: V
   }
   const grant =
     d.vaultAccess?.get(p.sessionId, name) ??
-    (await resolveAccess(d, p, name).catch((err) => {
+    (await (d.vaultAccess ? d.vaultAccess.load(p.sessionId, name, () => resolveAccess(d, p, name)) : resolveAccess(d, p, name)).catch((err) => {
       // A database outage: a grant checked recently keeps proxied traffic flowing (bounded by the grace period).
       const recent = err instanceof DatabaseUnavailable ? d.vaultAccess?.recent(p.sessionId, name) : undefined;
       if (recent) return recent;
@@ -80,13 +80,16 @@ async function resolveAccess(d: Domain, p: Principal, name: string): Promise<Vau
   if (p.kind === "scoped" && vault.id !== p.vaultId) throw new PermissionDenied("this session is bound to another vault");
   const role = await roleIn(d.store, p, vault);
   if (!role) throw new NotFound(NO_VAULT);
-  const grant = { vault, role };
-  d.vaultAccess?.set(p.sessionId, name, grant);
-  return grant;
+  return { vault, role };
 }
 
 export interface VaultAccessCache {
   get(sessionId: number, vault: string): VaultGrant | undefined;
+  /**
+   * Resolves and caches a grant; concurrent requests for the same one share the read, and a read in
+   * flight when the cache is cleared (a change was announced) is used once but not kept.
+   */
+  load(sessionId: number, vault: string, resolve: () => Promise<VaultGrant>): Promise<VaultGrant>;
   /** A grant past its trust but within the outage grace period, for when the database is unreachable. */
   recent(sessionId: number, vault: string): VaultGrant | undefined;
   set(sessionId: number, vault: string, grant: VaultGrant): void;
@@ -115,19 +118,40 @@ export function createVaultAccessCache(opts: { now: () => number; ttlMs?: number
     const e = entries.get(`${sessionId}|${vault}`);
     return e && opts.now() - e.at < ms ? e.grant : undefined;
   };
+  const loading = new Map<string, Promise<VaultGrant>>();
+  let generation = 0;
+  const set = (sessionId: number, vault: string, grant: VaultGrant) => {
+    entries.set(`${sessionId}|${vault}`, { grant, at: opts.now() });
+    names.set(grant.vault.id, grant.vault.name);
+    if (entries.size > max) entries.delete(entries.keys().next().value!);
+    if (names.size > max) names.delete(names.keys().next().value!);
+  };
   return {
     get: (sessionId, vault) => within(sessionId, vault, freshness.trustMs(ttl)),
-    recent: (sessionId, vault) => within(sessionId, vault, opts.outageGraceMs ?? 0),
-    set(sessionId, vault, grant) {
-      entries.set(`${sessionId}|${vault}`, { grant, at: opts.now() });
-      names.set(grant.vault.id, grant.vault.name);
-      if (entries.size > max) entries.delete(entries.keys().next().value!);
-      if (names.size > max) names.delete(names.keys().next().value!);
+    load(sessionId, vault, resolve) {
+      const key = `${sessionId}|${vault}`;
+      const pending = loading.get(key);
+      if (pending) return pending;
+      const asOf = generation;
+      const started = resolve()
+        .then((grant) => {
+          if (asOf === generation) set(sessionId, vault, grant);
+          return grant;
+        })
+        .finally(() => {
+          if (loading.get(key) === started) loading.delete(key);
+        });
+      loading.set(key, started);
+      return started;
     },
+    recent: (sessionId, vault) => within(sessionId, vault, opts.outageGraceMs ?? 0),
+    set,
     nameOf(vaultId) {
       return names.get(vaultId);
     },
     clear() {
+      generation++;
+      loading.clear();
       entries.clear();
       names.clear();
     },

@@ -12,6 +12,9 @@ import { openSqliteMemory } from "../../../src/store/sqlite.ts";
 import { importAesKey } from "../../../src/vault/aead.ts";
 import { createAuthenticator, storeCredential, type Freshness } from "../../../src/vault/index.ts";
 import { mintUserSession } from "../../../src/vault/sessions.ts";
+import { createVaultAccessCache, openVault } from "../../../src/vault/vaults.ts";
+import type { Domain } from "../../../src/vault/context.ts";
+import type { Principal } from "../../../src/vault/principal.ts";
 
 const GRACE = 60_000;
 
@@ -95,6 +98,32 @@ describe("sessions on an asynchronous store", () => {
     auth.forget([row.tokenHash]);
     await inFlight;
     await expect(auth.authenticate(token.reveal())).rejects.toBeInstanceOf(Unauthorized);
+  });
+});
+
+describe("vault grants on an asynchronous store", () => {
+  test("concurrent requests share one look-up, and one in flight when the cache is cleared is not kept", async () => {
+    const { store, reads } = await switchableStore();
+    let clock = 1_000_000;
+    const vault = await store.vaults.create("alpha", clock);
+    const user = await store.users.create({ email: "e@example.com", passwordHash: new Uint8Array(1), passwordSalt: new Uint8Array(1), passwordParams: "{}", role: "member", createdAt: clock });
+    await store.access.setMember(vault.id, user.id, "member", clock);
+    const vaultAccess = createVaultAccessCache({ now: () => clock });
+    const d = { store, vaultAccess, now: () => clock } as unknown as Domain;
+    const p = { kind: "user", id: `user:${user.id}`, userId: user.id, email: "e@example.com", instanceRole: "member", sessionId: 1, sessionPublicId: "ses_1", expiresAt: null } as Principal;
+    const before = reads();
+    await Promise.all(Array.from({ length: 10 }, () => openVault(d, p, "alpha", "read")));
+    expect(reads() - before).toBe(2); // the vault and the membership, once
+
+
+    // A read in flight when a change is announced (the cache cleared) is used once but not kept.
+    let release!: (g: { vault: typeof vault; role: "member" }) => void;
+    const slow = vaultAccess.load(9, "alpha", () => new Promise((r) => (release = r)));
+    expect(vaultAccess.load(9, "alpha", async () => ({ vault, role: "admin" as const }))).toBe(slow);
+    vaultAccess.clear();
+    release({ vault, role: "member" });
+    expect((await slow).role).toBe("member");
+    expect(vaultAccess.get(9, "alpha")).toBeUndefined();
   });
 });
 
