@@ -104,7 +104,7 @@ describe("sessions on an asynchronous store", () => {
 describe("vault grants on an asynchronous store", () => {
   test("concurrent requests share one look-up, and one in flight when the cache is cleared is not kept", async () => {
     const { store, reads } = await switchableStore();
-    let clock = 1_000_000;
+    const clock = 1_000_000;
     const vault = await store.vaults.create("alpha", clock);
     const user = await store.users.create({ email: "e@example.com", passwordHash: new Uint8Array(1), passwordSalt: new Uint8Array(1), passwordParams: "{}", role: "member", createdAt: clock });
     await store.access.setMember(vault.id, user.id, "member", clock);
