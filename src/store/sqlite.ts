@@ -43,10 +43,27 @@ export function ensurePrivateDir(dir: string): void {
 function applyPragmas(db: Database, opts: SqliteOptions): void {
   // Order matters: busy_timeout first so switching to WAL waits for other processes.
   db.run(`PRAGMA busy_timeout = ${Math.trunc(opts.busyTimeoutMs ?? 5000)}`);
-  db.run("PRAGMA journal_mode = WAL");
+  switchToWal(db, opts.busyTimeoutMs ?? 5000);
   db.run("PRAGMA synchronous = NORMAL");
   db.run("PRAGMA foreign_keys = ON");
   db.run("PRAGMA secure_delete = ON");
+}
+
+/**
+ * Two processes opening a new database at the same moment can both try to switch it to WAL; the loser
+ * gets SQLITE_BUSY at once (the busy timeout does not cover this switch), so it waits and tries again.
+ */
+function switchToWal(db: Database, timeoutMs: number): void {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      db.run("PRAGMA journal_mode = WAL");
+      return;
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== "SQLITE_BUSY" || Date.now() > deadline) throw err;
+      Bun.sleepSync(5);
+    }
+  }
 }
 
 function tightenSidecars(path: string): void {
