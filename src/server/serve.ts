@@ -207,6 +207,18 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       onState: (listening) => (listening ? log.info("database_listening", {}) : log.warn("database_announcements_lost", { detail: "caches are re-validated every second until they arrive again" })),
     });
     undo.push(() => feed?.stop());
+    // The root CA and saved rate limits have no trust period of their own: while announcements are
+    // lost they are re-read every second like every other cache (an outage is not worth a log line).
+    const quiet = (event: string) => (err: unknown) => {
+      if (!(err instanceof DatabaseUnavailable)) log.error(event, { err });
+    };
+    const revalidate = setInterval(() => {
+      if (feed?.listening !== false) return;
+      void reloadCa().catch(quiet("ca_reload_failed"));
+      void restoreRateLimits(domain).catch(quiet("settings_reload_failed"));
+    }, REVALIDATE_MS);
+    revalidate.unref?.();
+    undo.push(() => clearInterval(revalidate));
     const hosts = { hosts: listApiHosts(config.bindHost, publicUrl, config.allowedHosts), anyIpLiteral: isWildcardBind(config.bindHost) };
     if (hosts.anyIpLiteral && !config.publicUrl && config.allowedHosts.length === 0) {
       // Binding every interface usually means "reachable by name from elsewhere": say what that needs.
@@ -263,6 +275,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       store,
       async stop() {
         clearInterval(sweeper);
+        clearInterval(revalidate);
         await feed?.stop();
         await tunnel?.stop();
         await server.stop(true);

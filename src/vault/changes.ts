@@ -69,7 +69,16 @@ export async function startChangeFeed(db: Db, handlers: ChangeHandlers, opts: Fe
     if (change) handlers.apply(change);
     else if (!payload.includes('"beat"')) handlers.resync(); // an announcement we cannot read: be safe
   };
-  const unlisten = await db.listen(CHANGES_CHANNEL, { onMessage, onListening: () => void notify(CHANGES_CHANNEL, beat).catch(() => {}) });
+  let subscribed = false;
+  const onListening = () => {
+    // Called again after every reconnect, often sooner than a missed heartbeat would show the drop:
+    // what was announced while the connection was down reached nobody. Deaf, then, until our own
+    // heartbeat comes back through the new subscription, which drops every cache (setListening).
+    if (subscribed) setListening(false);
+    subscribed = true;
+    void notify(CHANGES_CHANNEL, beat).catch(() => {});
+  };
+  const unlisten = await db.listen(CHANGES_CHANNEL, { onMessage, onListening });
   const timer = setInterval(() => {
     if (listening && now() - lastBeat > beatEvery * 3) setListening(false);
     notify(CHANGES_CHANNEL, beat).catch((err) => opts.onError?.(err));

@@ -51,6 +51,9 @@ export function proposalRoutes(d: Domain) {
   r.get("/:id", async (c) => {
     const p = c.get("principal");
     const { row, open } = await readProposalFor(d, p, readProposalId(c.req.param("id")), c.req.header("x-vault"), "read");
+    // Another instance may have applied it a moment ago, its announcement still on the way: an agent
+    // that reads "applied" here must get the new service on its next request through this instance.
+    if (row.status === "applied") d.onVaultChange?.(row.vaultId);
     // People see who asked, by name (`broker proposal show`); agents polling their proposal need not.
     const requester = p.kind === "user" ? await requesterOf(d, row) : undefined;
     return c.json({ ...viewProposal(row, open.vault.name), ...(requester && { requested_by: requester.name, requested_by_kind: requester.kind, requested_by_role: requester.role }) });
