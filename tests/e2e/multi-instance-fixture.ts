@@ -4,15 +4,18 @@
 // took to show. Never prints a credential value or a token.
 
 import { SQL } from "bun";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { cleanEnv } from "../helpers/binary.ts";
 import type { TestUpstream } from "../helpers/upstream.ts";
 import { callApi } from "./proxy-fixture.ts";
 import type { Conn } from "./tunnel-fixture.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
+/** Instances still running, and directories to remove, for stopAllInstances. */
+const live = new Set<(signal: "SIGKILL" | "SIGTERM") => Promise<number>>();
+const cleanups: (() => void)[] = [];
 
 /**
  * The compiled binary of the source under test. dist/broker may predate the change being tested
@@ -20,6 +23,7 @@ const ROOT = join(import.meta.dir, "..", "..");
  */
 export function buildFreshBinary(): string {
   const out = join(mkdtempSync(join(tmpdir(), "broker-multi-bin-")), "broker");
+  cleanups.push(() => rmSync(dirname(out), { recursive: true, force: true })); // 100+ MB each
   const r = Bun.spawnSync(["bun", "build.ts", out], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
   if (r.exitCode !== 0) throw new Error(`bun build.ts failed:\n${r.stderr.toString()}${r.stdout.toString()}`);
   return out;
@@ -48,9 +52,11 @@ const LISTENING = /"event":"listening","api":"(http:\/\/[^"]+)","proxy":"[^"]*:(
 /** Spawns `broker server` (ports chosen by the OS, its own data dir) without waiting for it. */
 export function spawnInstance(name: string, opts: InstanceOptions): Promise<Instance> {
   const dir = mkdtempSync(join(tmpdir(), `broker-multi-${name}-`));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   const caFile = join(dir, "upstream-ca.pem");
   writeFileSync(caFile, opts.upstreamCaPem);
   const env = cleanEnv({
+    HOME: dir,
     BROKER_DATA_DIR: join(dir, "data"),
     BROKER_DATABASE_URL: opts.databaseUrl,
     BROKER_PORT: "0",
@@ -89,12 +95,11 @@ export function spawnInstance(name: string, opts: InstanceOptions): Promise<Inst
   })();
 }
 
-const live = new Set<(signal: "SIGKILL" | "SIGTERM") => Promise<number>>();
-
-/** Ends every instance this file started (for afterAll). */
+/** Ends every instance this file started and removes their directories and the built binary (for afterAll). */
 export async function stopAllInstances(): Promise<void> {
   await Promise.all([...live].map((kill) => kill("SIGTERM")));
   live.clear();
+  for (const clean of cleanups.splice(0)) clean();
 }
 
 /**
