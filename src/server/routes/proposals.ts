@@ -37,6 +37,9 @@ export function discoverRoutes(d: Domain) {
   return r;
 }
 
+/** Announcements arrive within milliseconds; a few seconds covers a slow one. */
+const FRESHLY_DECIDED_MS = 5_000;
+
 export function proposalRoutes(d: Domain) {
   const r = new Hono<ApiEnv>();
   r.use("*", requirePrincipal(d));
@@ -53,7 +56,8 @@ export function proposalRoutes(d: Domain) {
     const { row, open } = await readProposalFor(d, p, readProposalId(c.req.param("id")), c.req.header("x-vault"), "read");
     // Another instance may have applied it a moment ago, its announcement still on the way: an agent
     // that reads "applied" here must get the new service on its next request through this instance.
-    if (row.status === "applied") d.onVaultChange?.(row.vaultId);
+    // Only just after the decision, so polling an old proposal cannot keep flushing the caches.
+    if (row.status === "applied" && row.decidedAt !== null && d.now() - row.decidedAt < FRESHLY_DECIDED_MS) d.onVaultChange?.(row.vaultId);
     // People see who asked, by name (`broker proposal show`); agents polling their proposal need not.
     const requester = p.kind === "user" ? await requesterOf(d, row) : undefined;
     return c.json({ ...viewProposal(row, open.vault.name), ...(requester && { requested_by: requester.name, requested_by_kind: requester.kind, requested_by_role: requester.role }) });
