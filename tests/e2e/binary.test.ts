@@ -28,7 +28,7 @@ describe("compiled binary", () => {
     await using server = await startBinaryServer(bin, cleanEnv({ BROKER_DATA_DIR: data }), dir);
     const res = await fetch(`${server.url}/health`);
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ status: "ok", version: pkg.version });
+    expect(await res.json()).toEqual({ status: "ok", version: pkg.version, database: { backend: "sqlite", reachable: true, audit_queued: 0 } });
     expect(statSync(data).mode & 0o777).toBe(0o700);
     expect(statSync(join(data, "broker.db")).mode & 0o777).toBe(0o600);
   });
