@@ -44,23 +44,26 @@ export interface BrokerProc {
   stop(): Promise<void>;
 }
 
-/** `extraEnv` adds to (or overrides) the bench environment, e.g. BROKER_DATABASE_URL for the PostgreSQL store. */
-export async function startBroker(bin: string, upstreamCaPem: string, upstreamPort: number, extraEnv: Record<string, string> = {}): Promise<BrokerProc> {
-  const dir = mkdtempSync(join(tmpdir(), "broker-bench-"));
-  const caFile = join(dir, "upstream-ca.pem");
-  writeFileSync(caFile, upstreamCaPem);
-  const env = {
-    PATH: process.env.PATH ?? "/usr/bin:/bin",
+/** The broker's settings in every bench run: a private HOME, loopback upstreams allowed, no rate limits, quiet logs. */
+export function benchEnv(dir: string, upstreamCaFile: string): Record<string, string> {
+  return {
     HOME: dir,
     BROKER_DATA_DIR: join(dir, "data"),
     BROKER_PORT: "0",
     BROKER_PROXY_PORT: "0",
     BROKER_NETWORK_ALLOWLIST: "127.0.0.1/32",
-    BROKER_UPSTREAM_CA_FILE: caFile,
+    BROKER_UPSTREAM_CA_FILE: upstreamCaFile,
     BROKER_RATELIMIT_PROFILE: "off",
     BROKER_LOG_LEVEL: "warn",
-    ...extraEnv,
   };
+}
+
+/** `extraEnv` adds to (or overrides) the bench environment, e.g. BROKER_DATABASE_URL for the PostgreSQL store. */
+export async function startBroker(bin: string, upstreamCaPem: string, upstreamPort: number, extraEnv: Record<string, string> = {}): Promise<BrokerProc> {
+  const dir = mkdtempSync(join(tmpdir(), "broker-bench-"));
+  const caFile = join(dir, "upstream-ca.pem");
+  writeFileSync(caFile, upstreamCaPem);
+  const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", ...benchEnv(dir, caFile), ...extraEnv };
   // BROKER_LOG_LEVEL=warn keeps per-request logging out of the measurement, but it also hides the
   // info-level "listening" line: so the bench picks two free ports itself and waits for /health.
   const [apiPort, proxyPort] = [freePort(), freePort()];

@@ -15,7 +15,7 @@ import { loadConfig } from "../src/config.ts";
 import { createLogger } from "../src/log.ts";
 import { startServer } from "../src/server/serve.ts";
 import type { Sql } from "../src/store/index.ts";
-import { setUp } from "./broker.ts";
+import { benchEnv, setUp } from "./broker.ts";
 import { runLoad, type Target } from "./load.ts";
 import { createBenchPki, type BenchPki } from "./pki.ts";
 import { countChannel, startBenchCluster, type ChannelCounter } from "./postgres.ts";
@@ -101,17 +101,7 @@ async function countReads(pki: BenchPki, upstreamPort: number, database?: string
   const dir = mkdtempSync(join(tmpdir(), "broker-bench-db-"));
   const caFile = join(dir, "upstream-ca.pem");
   writeFileSync(caFile, pki.caPem);
-  const config = loadConfig({
-    HOME: dir,
-    BROKER_DATA_DIR: join(dir, "data"),
-    BROKER_PORT: "0",
-    BROKER_PROXY_PORT: "0",
-    BROKER_NETWORK_ALLOWLIST: "127.0.0.1/32",
-    BROKER_UPSTREAM_CA_FILE: caFile,
-    BROKER_RATELIMIT_PROFILE: "off",
-    BROKER_LOG_LEVEL: "warn",
-    ...(database && { BROKER_DATABASE_URL: database }),
-  });
+  const config = loadConfig({ ...benchEnv(dir, caFile), ...(database && { BROKER_DATABASE_URL: database }) });
   const server = await startServer({ config, log: createLogger({ level: "warn", write: (l) => console.error(l) }), masterPassword: undefined, startTunnel });
   const channel = database ? await countChannel(database) : undefined;
   let counting = false;

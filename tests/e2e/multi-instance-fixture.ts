@@ -7,7 +7,7 @@ import { SQL } from "bun";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { cleanEnv } from "../helpers/binary.ts";
+import { cleanEnv, collectOutput } from "../helpers/binary.ts";
 import type { TestUpstream } from "../helpers/upstream.ts";
 import { callApi } from "./proxy-fixture.ts";
 import type { Conn } from "./tunnel-fixture.ts";
@@ -69,14 +69,7 @@ export function spawnInstance(name: string, opts: InstanceOptions): Promise<Inst
     ...opts.env,
   });
   const proc = Bun.spawn([opts.bin, "server"], { env, cwd: dir, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-  let logs = "";
-  const decoder = new TextDecoder();
-  const collect = async (stream: ReadableStream<Uint8Array>) => {
-    const reader = stream.getReader();
-    for (let r = await reader.read(); !r.done; r = await reader.read()) logs += decoder.decode(r.value, { stream: true });
-  };
-  void collect(proc.stdout);
-  void collect(proc.stderr);
+  const output = collectOutput(proc);
   const kill = async (signal: "SIGKILL" | "SIGTERM") => {
     if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
     return proc.exited;
@@ -85,13 +78,13 @@ export function spawnInstance(name: string, opts: InstanceOptions): Promise<Inst
   return (async () => {
     const deadline = Date.now() + 30_000;
     while (Date.now() < deadline) {
-      const m = LISTENING.exec(logs);
-      if (m) return { name, url: m[1]!, proxyPort: Number(m[2]), pid: proc.pid, logs: () => logs, kill };
-      if (proc.exitCode !== null) throw new Error(`broker ${name} exited with ${proc.exitCode}:\n${logs}`);
+      const m = LISTENING.exec(output.text());
+      if (m) return { name, url: m[1]!, proxyPort: Number(m[2]), pid: proc.pid, logs: output.text, kill };
+      if (proc.exitCode !== null) throw new Error(`broker ${name} exited with ${proc.exitCode}:\n${output.text()}`);
       await Bun.sleep(20);
     }
     await kill("SIGKILL");
-    throw new Error(`broker ${name} did not start in time:\n${logs}`);
+    throw new Error(`broker ${name} did not start in time:\n${output.text()}`);
   })();
 }
 

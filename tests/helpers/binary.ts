@@ -62,16 +62,10 @@ export interface ServerProcess {
 /** Starts `broker server` on an ephemeral port and waits for its "listening" log line. */
 export async function startBinaryServer(bin: string, env: Record<string, string>, cwd?: string): Promise<ServerProcess> {
   const proc = Bun.spawn([bin, "server"], { env: { BROKER_PORT: "0", BROKER_PROXY_PORT: "0", ...env }, cwd, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-  let logs = "";
-  const decoder = new TextDecoder();
-  const collect = async (stream: ReadableStream<Uint8Array>) => {
-    const reader = stream.getReader();
-    for (let r = await reader.read(); !r.done; r = await reader.read()) logs += decoder.decode(r.value, { stream: true });
-  };
-  void collect(proc.stdout);
-  void collect(proc.stderr);
+  const output = collectOutput(proc);
   const deadline = Date.now() + 20_000;
   while (Date.now() < deadline) {
+    const logs = output.text();
     const m = /"event":"listening","api":"(http:\/\/[^"]+)"/.exec(logs);
     if (m?.[1]) {
       const url = m[1];
@@ -79,13 +73,26 @@ export async function startBinaryServer(bin: string, env: Record<string, string>
         proc.kill("SIGTERM");
         return proc.exited;
       };
-      return { url, logs: () => logs, stop, [Symbol.asyncDispose]: async () => void (await stop()) };
+      return { url, logs: output.text, stop, [Symbol.asyncDispose]: async () => void (await stop()) };
     }
     if (proc.exitCode !== null) throw new Error(`broker server exited with ${proc.exitCode}:\n${logs}`);
     await Bun.sleep(25);
   }
   proc.kill("SIGKILL");
-  throw new Error(`broker server did not start in time:\n${logs}`);
+  throw new Error(`broker server did not start in time:\n${output.text()}`);
+}
+
+/** Everything a process writes to stdout and stderr, kept as it arrives (and after it dies). */
+export function collectOutput(proc: { stdout: ReadableStream<Uint8Array>; stderr: ReadableStream<Uint8Array> }): { text(): string } {
+  let text = "";
+  const decoder = new TextDecoder();
+  const collect = async (stream: ReadableStream<Uint8Array>) => {
+    const reader = stream.getReader();
+    for (let r = await reader.read(); !r.done; r = await reader.read()) text += decoder.decode(r.value, { stream: true });
+  };
+  void collect(proc.stdout);
+  void collect(proc.stderr);
+  return { text: () => text };
 }
 
 /** A port on 127.0.0.1 that was free a moment ago (bound, then released). */

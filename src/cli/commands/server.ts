@@ -19,6 +19,9 @@ const serverCommand = defineCommand({
     const masterPassword = takeMasterPassword(process.env); // first: no later child may inherit it
     const config = loadConfig(process.env);
     const log = createLogger({ level: config.logLevel });
+    // The runtime prints a few warnings of its own (bun:sql retrying its LISTEN connection while the
+    // database is away): keep the log one JSON object per line, as log collectors expect.
+    console.warn = (...args: unknown[]) => log.warn("runtime_warning", { detail: args.map(String).join(" ").slice(0, 500) });
     for (const warning of config.warnings) log.warn("config_warning", { detail: warning });
     if (!isLoopback(config.bindHost) && !config.publicUrl?.startsWith("https://")) {
       // Session tokens and, on the approval page, passwords and credential values cross this listener.
