@@ -1,0 +1,167 @@
+// Service rules: which methods and paths an agent may use on a service. Matching runs on one
+// canonical form of the path, and that form is what is forwarded, so the upstream serves exactly
+// the path that was checked. Forms that servers read differently (dot segments, encoded slashes,
+// `;` parameters, backslashes, bad escapes, inner empty segments) are refused, not guessed at.
+
+import { InvalidRequest } from "../errors.ts";
+
+export interface ServiceRule {
+  readonly methods: readonly string[];
+  readonly paths: readonly string[];
+}
+export type Rules = readonly ServiceRule[];
+
+export const RULE_METHODS: readonly string[] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+const LIMITS = { rules: 32, perRule: 16, pathChars: 512 };
+
+export type CanonicalPath = { readonly ok: true; readonly path: string; readonly segments: readonly string[] } | { readonly ok: false; readonly reason: string };
+
+/** Characters a path segment keeps literally (RFC 3986 pchar minus `;`); everything else is %XX. */
+const LITERAL = /^[A-Za-z0-9\-._~!$&'()*+,=:@]$/;
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+const ENCODER = new TextEncoder();
+
+/** Decodes and checks a request path (without its query); see the module comment for what is refused. */
+export function canonicalPath(raw: string): CanonicalPath {
+  if (!raw.startsWith("/")) return refuse("the path must start with /");
+  const parts = raw.slice(1).split("/");
+  const segments: string[] = [];
+  for (let i = 0; i < parts.length; i++) {
+    const decoded = decodeSegment(parts[i]!);
+    if (typeof decoded !== "string") return decoded;
+    if (decoded === "" && i < parts.length - 1) return refuse("empty path segments (//) are ambiguous");
+    if (decoded === "." || decoded === "..") return refuse("dot segments (. and ..) are ambiguous");
+    segments.push(decoded);
+  }
+  return { ok: true, path: "/" + segments.map(encodeSegment).join("/"), segments };
+}
+
+function refuse(reason: string): { ok: false; reason: string } {
+  return { ok: false, reason };
+}
+
+function decodeSegment(part: string): string | { ok: false; reason: string } {
+  const bytes: number[] = [];
+  for (let i = 0; i < part.length; i++) {
+    const c = part.charCodeAt(i);
+    if (c === 0x25) {
+      const hex = part.slice(i + 1, i + 3);
+      if (!/^[0-9A-Fa-f]{2}$/.test(hex)) return refuse("malformed percent escape");
+      const b = parseInt(hex, 16);
+      if (b === 0x2f || b === 0x5c) return refuse("encoded / or \\ in a path segment is ambiguous");
+      if (b < 0x20 || b === 0x7f) return refuse("encoded control characters (such as %00) are not allowed");
+      if (b === 0x3b) return refuse("; path parameters are ambiguous");
+      bytes.push(b);
+      i += 2;
+    } else if (c === 0x5c) {
+      return refuse("backslashes in the path are ambiguous");
+    } else if (c === 0x3b) {
+      return refuse("; path parameters are ambiguous");
+    } else if (c === 0x23 || c === 0x3f) {
+      return refuse("# and ? do not belong in a path");
+    } else if (c < 0x21 || c > 0x7e) {
+      return refuse("the path must be printable ASCII (percent-encode the rest)");
+    } else {
+      bytes.push(c);
+    }
+  }
+  try {
+    return UTF8.decode(new Uint8Array(bytes));
+  } catch {
+    return refuse("percent escapes that are not UTF-8 are ambiguous");
+  }
+}
+
+function encodeSegment(segment: string): string {
+  let out = "";
+  for (const ch of segment) {
+    if (LITERAL.test(ch)) out += ch;
+    else for (const b of ENCODER.encode(ch)) out += `%${b.toString(16).toUpperCase().padStart(2, "0")}`;
+  }
+  return out;
+}
+
+/** A compiled path pattern: literal segments (decoded), `*` (one non-empty segment) or `**` (any number). */
+type PatternSegment = { readonly kind: "literal"; readonly value: string } | { readonly kind: "one" } | { readonly kind: "any" };
+
+const compiled = new WeakMap<ServiceRule, PatternSegment[][]>();
+
+function compilePattern(pattern: string, field: string): PatternSegment[] {
+  if (typeof pattern !== "string" || pattern.length === 0 || pattern.length > LIMITS.pathChars || !pattern.startsWith("/")) {
+    throw new InvalidRequest(`${field} must be a path pattern starting with / (at most ${LIMITS.pathChars} characters)`, field);
+  }
+  const parts = pattern.slice(1).split("/");
+  return parts.map((part, i) => {
+    if (part === "*") return { kind: "one" };
+    if (part === "**") return { kind: "any" };
+    if (part.includes("*")) throw new InvalidRequest(`${field}: * and ** stand for whole segments (between slashes), not parts of one`, field);
+    const decoded = decodeSegment(part);
+    if (typeof decoded !== "string") throw new InvalidRequest(`${field}: ${decoded.reason}`, field);
+    if (decoded === "" && i < parts.length - 1) throw new InvalidRequest(`${field}: empty segments (//) are not allowed`, field);
+    if (decoded === "." || decoded === "..") throw new InvalidRequest(`${field}: dot segments are not allowed`, field);
+    return { kind: "literal", value: decoded };
+  });
+}
+
+/** Whether `pattern` matches all of `segments` (dynamic programming: no backtracking blow-up). */
+function matches(pattern: readonly PatternSegment[], segments: readonly string[]): boolean {
+  // can[j] = pattern[0..i) matches segments[0..j)
+  let can = new Array<boolean>(segments.length + 1).fill(false);
+  can[0] = true;
+  for (const p of pattern) {
+    const next = new Array<boolean>(segments.length + 1).fill(false);
+    for (let j = 0; j <= segments.length; j++) {
+      if (p.kind === "any") next[j] = can[j]! || (j > 0 && next[j - 1]!);
+      else if (j > 0 && can[j - 1]) next[j] = p.kind === "one" ? segments[j - 1] !== "" : segments[j - 1] === p.value;
+    }
+    can = next;
+  }
+  return can[segments.length]!;
+}
+
+/** Validates and normalises rules from untrusted input; undefined or null means no rules (everything allowed). */
+export function parseRules(input: unknown, field = "rules"): Rules | undefined {
+  if (input === undefined || input === null) return undefined;
+  if (!Array.isArray(input)) throw new InvalidRequest(`${field} must be a list of {"methods": [...], "paths": [...]}`, field);
+  if (input.length === 0) throw new InvalidRequest(`${field} is empty, which would allow nothing; leave it out to allow every method and path`, field);
+  if (input.length > LIMITS.rules) throw new InvalidRequest(`${field} may hold at most ${LIMITS.rules} rules`, field);
+  return input.map((raw, i) => {
+    const at = `${field}[${i}]`;
+    const r = (raw ?? {}) as { methods?: unknown; paths?: unknown };
+    if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new InvalidRequest(`${at} must be {"methods": [...], "paths": [...]}`, at);
+    const unknown = Object.keys(raw).find((k) => k !== "methods" && k !== "paths");
+    if (unknown) throw new InvalidRequest(`${at}.${unknown} is not a rule field (methods, paths)`, `${at}.${unknown}`);
+    const methods = readList(r.methods, `${at}.methods`).map((m, j) => {
+      const upper = typeof m === "string" ? m.toUpperCase() : "";
+      if (!RULE_METHODS.includes(upper)) throw new InvalidRequest(`${at}.methods[${j}] must be one of ${RULE_METHODS.join(", ")}`, `${at}.methods[${j}]`);
+      return upper;
+    });
+    const paths = readList(r.paths, `${at}.paths`).map((p, j) => {
+      compilePattern(p as string, `${at}.paths[${j}]`);
+      return p as string;
+    });
+    return { methods: [...new Set(methods)], paths: [...new Set(paths)] };
+  });
+}
+
+function readList(v: unknown, field: string): unknown[] {
+  if (!Array.isArray(v) || v.length === 0) throw new InvalidRequest(`${field} must be a non-empty list`, field);
+  if (v.length > LIMITS.perRule) throw new InvalidRequest(`${field} may hold at most ${LIMITS.perRule} entries`, field);
+  return v;
+}
+
+/** Index of the first rule allowing (method, segments), or -1. */
+export function matchRule(rules: Rules, method: string, segments: readonly string[]): number {
+  return rules.findIndex((rule) => {
+    if (!rule.methods.includes(method)) return false;
+    let patterns = compiled.get(rule);
+    if (!patterns) compiled.set(rule, (patterns = rule.paths.map((p, j) => compilePattern(p, `paths[${j}]`))));
+    return patterns.some((p) => matches(p, segments));
+  });
+}
+
+/** In plain words: "GET and HEAD on /repos/*\/issues/**; POST on /a or /b". */
+export function describeRules(rules: Rules): string {
+  const words = (items: readonly string[], last: string) => (items.length <= 1 ? items.join("") : `${items.slice(0, -1).join(", ")} ${last} ${items.at(-1)}`);
+  return rules.map((r) => `${words(r.methods, "and")} on ${words(r.paths, "or")}`).join("; ");
+}
