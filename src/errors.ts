@@ -109,6 +109,21 @@ export class HostNotAllowed extends BrokerError {
   }
 }
 
+/**
+ * The service has rules and this request is outside them. The envelope lists what is allowed, and the
+ * hint is a proposal skeleton that would widen the rules to this request (a human decides).
+ */
+export class RequestNotAllowed extends BrokerError {
+  readonly status = 403;
+  readonly code = "request_not_allowed";
+  constructor(readonly host: string, readonly allowed: readonly { methods: readonly string[]; paths: readonly string[] }[], described: string, readonly hint: Record<string, unknown>) {
+    super(`the service for ${host} allows only: ${described}; file a proposal to widen its rules`);
+  }
+  override extra() {
+    return { host: this.host, allowed: this.allowed, proposal_hint: this.hint };
+  }
+}
+
 export class ServiceDisabled extends BrokerError {
   readonly status = 403;
   readonly code = "service_disabled";

@@ -12,6 +12,7 @@ import { buildUpstreamHeaders, cleanResponseHeaders } from "./headers.ts";
 import { resolveChecked, type NetPolicy, type Resolver } from "./netguard.ts";
 import type { EgressPlan, PlanCache } from "./plan.ts";
 import { redactHeaders, redactText, redactWhole, type Needles } from "./redact.ts";
+import { allowedTarget, widenRulesHint } from "./rules.ts";
 import { scanBodyStream, type BodyDone } from "./scan-body.ts";
 import { SMALL_BODY_BYTES, type Upstream } from "./upstream.ts";
 
@@ -62,12 +63,14 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Resp
       throw new PayloadTooLarge(`request body is larger than the broker's limit of ${deps.maxRequestBytes} bytes`);
     }
     plan = await deps.plans.plan(input.vault, input.host, input.port);
+    const ruled = plan;
+    const target = allowedTarget(plan, input.method, input.target, (m, path) => widenRulesHint(deps.plans.hintFor(input.host, input.port), ruled, m, path));
     const headers = buildUpstreamHeaders(input.headers, plan.injection, input.ingress === "explicit");
     const addresses = () => resolveChecked(input.host, input.port, deps.policy, deps.resolver);
     const body = input.body && watchErrors(input.body, (e) => (bodyFailure = e)).pipeThrough(countAndCap(deps.maxRequestBytes, (n) => (bytesIn = n), "request"));
     const upstream = await deps.upstream.send(
       { host: input.host, port: input.port, addresses },
-      { method: input.method, target: input.target, headers, body, bodyLength: input.bodyLength },
+      { method: input.method, target, headers, body, bodyLength: input.bodyLength },
     );
     return await shapeResponse(upstream, plan, input.ingress, deps, (bytesOut, error) => audit(upstream.status, bytesOut, error));
   } catch (caught) {

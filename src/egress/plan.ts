@@ -6,7 +6,7 @@
 import { CredentialNotFound, DatabaseUnavailable, HostNotAllowed, ServiceDisabled } from "../errors.ts";
 import { Secret } from "../secret.ts";
 import type { ServiceRow, Store } from "../store/index.ts";
-import { decryptCredential, hostMatches, parseHostPattern, type HostPattern } from "../vault/index.ts";
+import { decryptCredential, hostMatches, parseHostPattern, storedRules, viewService, type HostPattern, type Rules, type ServiceAuth } from "../vault/index.ts";
 import type { LiveSecrets } from "../log.ts";
 import type { Injection } from "./headers.ts";
 import { Needles, NO_NEEDLES } from "./redact.ts";
@@ -14,6 +14,10 @@ import { ALWAYS_FRESH, type Freshness } from "../vault/index.ts";
 
 export interface EgressPlan {
   readonly service: { readonly host: string; readonly authType: ServiceRow["authType"] };
+  /** The service's allowed methods and paths; absent: everything (see rules.ts for the check). */
+  readonly rules?: Rules;
+  /** How the service injects (names only), for a proposal hint that keeps it while widening the rules. */
+  readonly auth: ServiceAuth;
   readonly injection: Injection | undefined;
   /** Key names involved (for audit); never values. */
   readonly credentialKeys: readonly string[];
@@ -44,6 +48,8 @@ export interface PlanCache {
   has(vault: { id: number }, host: string, port: number): Promise<boolean>;
   /** The values currently cached, for the logger's last-line scrub (defence in depth). */
   readonly secrets: LiveSecrets;
+  /** The proposal_hint skeleton for a host (endpoint, auth types, a proposal to edit). */
+  hintFor(host: string, port: number): Record<string, unknown>;
 }
 
 export interface PlanCacheOptions {
@@ -129,7 +135,9 @@ export function createPlanCache(
 
   async function buildPlan(vaultId: number, row: ServiceRow): Promise<EgressPlan> {
     const service = { host: row.host, authType: row.authType };
-    if (row.authType === "passthrough" || !row.authKey) return { service, injection: undefined, credentialKeys: [], needles: NO_NEEDLES };
+    const rules = storedRules(row);
+    const ruled = { auth: viewService(row).auth, ...(rules && { rules }) };
+    if (row.authType === "passthrough" || !row.authKey) return { service, ...ruled, injection: undefined, credentialKeys: [], needles: NO_NEEDLES };
     const key = row.authKey;
     let secret: Secret | undefined;
     try {
@@ -145,7 +153,7 @@ export function createPlanCache(
     let held = live.get(vaultId);
     if (!held) live.set(vaultId, (held = new Set()));
     for (const v of values) held.add(v);
-    return { service, injection, credentialKeys: [key], needles: new Needles(values) };
+    return { service, ...ruled, injection, credentialKeys: [key], needles: new Needles(values) };
   }
 
   return {
@@ -163,6 +171,7 @@ export function createPlanCache(
       tables.clear();
       live.clear();
     },
+    hintFor: proposalHint,
     secrets: {
       *values() {
         for (const set of live.values()) yield* set;

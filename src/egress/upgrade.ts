@@ -11,6 +11,7 @@ import { findHeadEnd, parseResponseHead, serializeHead, type ResponseHead } from
 import { resolveChecked } from "./netguard.ts";
 import { createFrameScanner, type FrameScanner } from "./websocket-frames.ts";
 import { namesExtension, redactResponseHead, shapeRefusal, withoutExtensions } from "./websocket-head.ts";
+import { allowedTarget, widenRulesHint } from "./rules.ts";
 
 export type Upgraded = Switched | Refused;
 
@@ -61,6 +62,8 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
     keys = plan.credentialKeys;
     service = plan.service.host;
     const needles = plan.needles;
+    // A WebSocket upgrade is a GET on the wire: the service's rules decide on that.
+    const target = allowedTarget(plan, "GET", input.target, (m, path) => widenRulesHint(deps.plans.hintFor(input.host, input.port), plan, m, path));
     const pairs = [...input.headers];
     // The Upgrade / Connection pair is hop-by-hop, so the generic rules drop it: put it back.
     let headers = buildUpstreamHeaders(pairs, plan.injection, input.ingress === "explicit");
@@ -71,7 +74,7 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
     const addresses = await resolveChecked(input.host, input.port, deps.policy, deps.resolver); // before any byte is sent
     const hostHeader = input.port === 443 ? input.host : `${input.host}:${input.port}`;
     conn = await deps.upstream.open({ host: input.host, port: input.port, addresses: async () => addresses });
-    await conn.write(serializeHead(`GET ${input.target} HTTP/1.1`, [["Host", hostHeader], ...headers]));
+    await conn.write(serializeHead(`GET ${target} HTTP/1.1`, [["Host", hostHeader], ...headers]));
     const head = redactResponseHead(await readResponseHead(conn), needles);
     const upstream = conn;
     if (head.status !== 101) {

@@ -17,7 +17,8 @@ token (\`av_agt_…\`) instead of a session, also send \`X-Vault: <vault>\` on e
     GET {base_url}/discover
 
 returns \`vault\`, \`proxy_url\`, \`services\` (hosts reachable through the broker) and \`available_credentials\`
-(key names only). Hosts not listed are reached directly, not through the broker.
+(key names only). Hosts not listed are reached directly, not through the broker. A service with \`rules\` allows
+only those methods and paths (\`allows\` says it in words; \`*\` is one path segment, \`**\` any number).
 
 ## 2. Call an API through the broker
 
@@ -34,7 +35,10 @@ it (or write one in the same shape yourself, e.g. to change an existing service)
     POST {base_url}/v1/proposals
 
 Never put credential values in a proposal. The 201 response holds an \`approval_url\`: give it to your human.
-Other errors: 403 \`service_disabled\` (tell the human; do not file a duplicate), 502 \`credential_not_found\`
+A 403 \`request_not_allowed\` means the method or path is outside the service's rules: its \`allowed\` lists them and
+its \`proposal_hint\` proposes the same service with one more rule, for this request (widen the path to a pattern if
+you will need more). A 400 on a service with rules means the path itself is ambiguous (\`..\`, \`//\`, \`%2F\`,
+\`;\`, a backslash): send the plain path. Other errors: 403 \`service_disabled\` (tell the human; do not file a duplicate), 502 \`credential_not_found\`
 (tell the human which key is missing), 403 \`egress_blocked\` (the address is not allowed), 429 (wait for
 \`Retry-After\`).
 

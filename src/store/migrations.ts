@@ -293,6 +293,15 @@ export const MIGRATIONS: readonly Migration[] = [
       "CREATE TRIGGER settings_announce AFTER INSERT OR UPDATE OR DELETE ON settings FOR EACH ROW EXECUTE FUNCTION broker_announce('settings', 'name')",
     ],
   },
+  {
+    version: 8,
+    name: "service-rules",
+    sql: `
+      -- An optional allow list of methods and paths for a service, as JSON (vault/services.ts validates it);
+      -- NULL allows every method and path.
+      ALTER TABLE services ADD COLUMN rules TEXT;
+    `,
+  },
 ];
 
 const SPELLINGS: Record<Dialect, Record<string, string>> = {

@@ -14,11 +14,13 @@ export interface ServiceRow {
   authPrefix: string | null;
   authUsername: string | null;
   enabled: boolean;
+  /** JSON list of {methods, paths}, or null for no rules (everything allowed). */
+  rules: string | null;
   updatedAt: number;
 }
 
 const COLUMNS = `vault_id AS "vaultId", host, description, auth_type AS "authType", auth_key AS "authKey", auth_header AS "authHeader",
-  auth_prefix AS "authPrefix", auth_username AS "authUsername", enabled, updated_at AS "updatedAt"`;
+  auth_prefix AS "authPrefix", auth_username AS "authUsername", enabled, rules, updated_at AS "updatedAt"`;
 
 export function serviceRepo(sql: Sql) {
   return {
@@ -30,14 +32,14 @@ export function serviceRepo(sql: Sql) {
       return row && normalise(row);
     },
     /** Inserts or replaces the service for (vault, host). */
-    async put(s: Omit<ServiceRow, "updatedAt">, now: number): Promise<void> {
+    async put(s: Omit<ServiceRow, "updatedAt" | "rules"> & { rules?: string | null }, now: number): Promise<void> {
       await sql.run(
-        `INSERT INTO services (vault_id, host, description, auth_type, auth_key, auth_header, auth_prefix, auth_username, enabled, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        `INSERT INTO services (vault_id, host, description, auth_type, auth_key, auth_header, auth_prefix, auth_username, enabled, rules, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (vault_id, host) DO UPDATE SET description = excluded.description, auth_type = excluded.auth_type, auth_key = excluded.auth_key,
            auth_header = excluded.auth_header, auth_prefix = excluded.auth_prefix, auth_username = excluded.auth_username,
-           enabled = excluded.enabled, updated_at = excluded.updated_at`,
-        [s.vaultId, s.host, s.description, s.authType, s.authKey, s.authHeader, s.authPrefix, s.authUsername, s.enabled ? 1 : 0, now, now],
+           enabled = excluded.enabled, rules = excluded.rules, updated_at = excluded.updated_at`,
+        [s.vaultId, s.host, s.description, s.authType, s.authKey, s.authHeader, s.authPrefix, s.authUsername, s.enabled ? 1 : 0, s.rules ?? null, now, now],
       );
     },
     async remove(vaultId: number, host: string): Promise<boolean> {

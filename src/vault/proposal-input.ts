@@ -5,6 +5,7 @@
 import { InvalidRequest } from "../errors.ts";
 import { parseHostPattern } from "./hosts.ts";
 import { LIMITS } from "./limits.ts";
+import { parseRules, type Rules } from "./path-rules.ts";
 import { readAuth, readKey, type ServiceAuth } from "./services.ts";
 
 export interface ProposedService {
@@ -12,6 +13,8 @@ export interface ProposedService {
   host: string;
   description: string;
   auth: ServiceAuth;
+  /** Allowed methods and paths asked for; absent: everything on the host. */
+  rules?: Rules;
 }
 
 export interface ProposedSlot {
@@ -69,11 +72,13 @@ export function readProposal(input: unknown): ProposalInput {
   const services = rawServices.map((raw, i): ProposedService => {
     const s = (raw ?? {}) as Record<string, unknown>;
     const f = `services[${i}]`;
+    const rules = parseRules(s.rules, `${f}.rules`);
     return {
       action: readAction(s.action, `${f}.action`),
       host: parseHostPattern(s.host, { allowIp: false }, `${f}.host`).text,
       description: readText(s.description, `${f}.description`, TEXT_LIMITS.description),
       auth: readAuth(s.auth, `${f}.auth`),
+      ...(rules && { rules }),
     };
   });
   const credentials = rawSlots.map((raw, i): ProposedSlot => {

@@ -12,6 +12,7 @@ import { LIMITS } from "./limits.ts";
 import type { Principal } from "./principal.ts";
 import { assertKeysResolve, readProposal, type ProposedService, type ProposedSlot } from "./proposal-input.ts";
 import { toRow } from "./services.ts";
+import { parseRules } from "./path-rules.ts";
 import { hashToken, mintToken } from "./tokens.ts";
 import { iso } from "./users.ts";
 import { openVault, type OpenVault } from "./vaults.ts";
@@ -139,10 +140,10 @@ export async function approvalWarnings(d: Domain, row: ProposalRow): Promise<str
  * Applies a pending proposal: a value for every slot (optional for keys that already exist),
  * services and credentials written and the status set in one transaction.
  */
-export async function approveProposal(d: Domain, p: Principal, row: ProposalRow, values: Record<string, unknown>): Promise<void> {
+export async function approveProposal(d: Domain, p: Principal, row: ProposalRow, values: Record<string, unknown>, decided: ApprovalChoices = {}): Promise<void> {
   if (p.kind !== "user") throw new PermissionDenied("only a human with a user session can approve proposals");
   const slots = JSON.parse(row.credentials) as ProposedSlot[];
-  const services = JSON.parse(row.services) as ProposedService[];
+  const services = withChosenRules(JSON.parse(row.services) as ProposedService[], decided.rules);
   const existing = new Set(await d.store.credentials.keys(row.vaultId));
   const sealed: { key: string; nonce: Uint8Array; ciphertext: Uint8Array }[] = [];
   for (const slot of slots) {
@@ -157,9 +158,33 @@ export async function approveProposal(d: Domain, p: Principal, row: ProposalRow,
     const now = d.now();
     if (!(await tx.proposals.decide(row.id, "applied", p.userId, now))) throw new Conflict("this proposal was already decided");
     for (const c of sealed) await tx.credentials.put({ vaultId: row.vaultId, ...c }, now);
-    for (const s of services) await tx.services.put(toRow(row.vaultId, s.host, s.description, s.auth, true), now);
+    for (const s of services) await tx.services.put(toRow(row.vaultId, s.host, s.description, s.auth, true, s.rules), now);
   });
   d.onVaultChange?.(row.vaultId);
+}
+
+/** What the approving human decides beside the values: rules per host, replacing the ones asked for (to narrow them). */
+export interface ApprovalChoices {
+  readonly rules?: unknown;
+}
+
+/**
+ * The human's rules win over the agent's for each host they name (null: no rules, everything allowed).
+ * Naming a host the proposal does not carry is refused, so a typo cannot pass silently.
+ */
+function withChosenRules(services: ProposedService[], chosen: unknown): ProposedService[] {
+  if (chosen === undefined || chosen === null) return services;
+  if (typeof chosen !== "object" || Array.isArray(chosen)) throw new InvalidRequest("rules must map each host of the proposal to its rules", "rules");
+  const byHost = chosen as Record<string, unknown>;
+  for (const host of Object.keys(byHost)) {
+    if (!services.some((s) => s.host === host)) throw new InvalidRequest(`rules names ${host}, which this proposal does not ask for`, `rules.${host}`);
+  }
+  return services.map((s) => {
+    if (!(s.host in byHost)) return s;
+    const rules = parseRules(byHost[s.host], `rules.${s.host}`);
+    const { rules: _asked, ...rest } = s;
+    return rules ? { ...rest, rules } : rest;
+  });
 }
 
 export async function rejectProposal(d: Domain, p: Principal, row: ProposalRow): Promise<void> {

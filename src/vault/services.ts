@@ -8,6 +8,7 @@ import type { Domain } from "./context.ts";
 import { CREDENTIAL_KEY_PATTERN } from "./credentials.ts";
 import { parseHostPattern } from "./hosts.ts";
 import { requireInVault, type OpenVault } from "./vaults.ts";
+import { parseRules, type Rules } from "./path-rules.ts";
 
 export interface ServiceAuth {
   type: AuthType;
@@ -22,6 +23,8 @@ export interface ServiceView {
   description: string;
   auth: ServiceAuth;
   enabled: boolean;
+  /** Allowed methods and paths; absent: everything on the host. */
+  rules?: Rules;
 }
 
 const AUTH_TYPES: readonly AuthType[] = ["bearer", "basic", "header", "passthrough"];
@@ -73,11 +76,23 @@ export function viewService(r: ServiceRow): ServiceView {
   if (r.authHeader) auth.header = r.authHeader;
   if (r.authPrefix) auth.prefix = r.authPrefix;
   if (r.authUsername) auth.username = r.authUsername;
-  return { host: r.host, description: r.description, auth, enabled: r.enabled };
+  const rules = storedRules(r);
+  return { host: r.host, description: r.description, auth, enabled: r.enabled, ...(rules && { rules }) };
 }
 
-export function toRow(vaultId: number, host: string, description: string, auth: ServiceAuth, enabled: boolean): Omit<ServiceRow, "updatedAt"> {
+/** The rules kept with a service row; a row that no longer parses allows nothing rather than everything. */
+export function storedRules(r: Pick<ServiceRow, "rules">): Rules | undefined {
+  if (r.rules === null) return undefined;
+  try {
+    return parseRules(JSON.parse(r.rules)) ?? [];
+  } catch {
+    return [];
+  }
+}
+
+export function toRow(vaultId: number, host: string, description: string, auth: ServiceAuth, enabled: boolean, rules?: Rules): Omit<ServiceRow, "updatedAt"> {
   return {
+    rules: rules ? JSON.stringify(rules) : null,
     vaultId,
     host,
     description,
@@ -98,7 +113,7 @@ export async function addService(d: Domain, open: OpenVault, input: unknown): Pr
   requireInVault(open, "write_secrets");
   const body = (input ?? {}) as Record<string, unknown>;
   const host = parseHostPattern(body.host, { allowIp: true }).text;
-  const row = toRow(open.vault.id, host, readDescription(body.description), readAuth(body.auth), body.enabled === undefined ? true : readEnabled(body.enabled));
+  const row = toRow(open.vault.id, host, readDescription(body.description), readAuth(body.auth), body.enabled === undefined ? true : readEnabled(body.enabled), parseRules(body.rules));
   await d.store.transaction(async (tx) => {
     if (await tx.services.get(open.vault.id, host)) throw new Conflict(`a service for ${host} already exists; update it instead`);
     await tx.services.put(row, d.now());
@@ -121,6 +136,8 @@ export async function updateService(d: Domain, open: OpenVault, rawHost: string,
       body.description === undefined ? view.description : readDescription(body.description),
       body.auth === undefined ? view.auth : readAuth(body.auth),
       body.enabled === undefined ? view.enabled : readEnabled(body.enabled),
+      // Absent keeps the current rules; null removes them (everything allowed again).
+      body.rules === undefined ? view.rules : parseRules(body.rules),
     );
     await tx.services.put(row, d.now());
     return row;

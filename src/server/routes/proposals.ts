@@ -4,6 +4,7 @@
 import { Hono } from "hono";
 import { InvalidRequest } from "../../errors.ts";
 import type { Domain } from "../../vault/index.ts";
+import { describeRules, storedRules } from "../../vault/index.ts";
 import {
   approveProposal,
   createProposal,
@@ -29,7 +30,13 @@ export function discoverRoutes(d: Domain) {
     return c.json({
       vault: open.vault.name,
       proxy_url: `${d.publicUrl}/proxy`,
-      services: services.filter((s) => s.enabled).map((s) => ({ host: s.host, description: s.description })),
+      services: services
+        .filter((s) => s.enabled)
+        .map((s) => {
+          // An agent learns what a service allows before it tries (absent: every method and path).
+          const rules = storedRules(s);
+          return { host: s.host, description: s.description, ...(rules && { rules, allows: describeRules(rules) }) };
+        }),
       available_credentials: await d.store.credentials.keys(open.vault.id),
     });
   });
@@ -66,10 +73,10 @@ export function proposalRoutes(d: Domain) {
   r.post("/:id/approve", async (c) => {
     const p = c.get("principal");
     const { row, open } = await readProposalFor(d, p, readProposalId(c.req.param("id")), c.req.header("x-vault"), "approve");
-    const body = ((await readJson(c)) ?? {}) as { credentials?: unknown };
+    const body = ((await readJson(c)) ?? {}) as { credentials?: unknown; rules?: unknown };
     const values = body.credentials ?? {};
     if (typeof values !== "object" || values === null || Array.isArray(values)) throw new InvalidRequest("credentials must map each key to its value", "credentials");
-    await approveProposal(d, p, row, values as Record<string, unknown>);
+    await approveProposal(d, p, row, values as Record<string, unknown>, { rules: body.rules });
     return c.json(viewProposal((await d.store.proposals.byId(row.id))!, open.vault.name));
   });
 

@@ -1,6 +1,8 @@
 // The explicit proxy: {base_url}/proxy/<target_host>/<path>[?query], every method but TRACE.
-// A thin adapter: authenticate, find the vault, rebuild the target exactly as sent (no path
-// normalisation), hand off to the egress core, return its Response.
+// A thin adapter: authenticate, find the vault, rebuild the target as the URL carries it, hand off
+// to the egress core, return its Response. Bun's server has already resolved dot segments (also
+// %2e-encoded) and turned backslashes into slashes; the broker adds no normalisation of its own, and
+// a service's rules check that resolved path, which is also the one sent.
 
 import { Hono } from "hono";
 import { InvalidRequest } from "../../errors.ts";

@@ -248,7 +248,7 @@ forEachBackend((backend) => {
   test("services: put is an upsert per (vault, host); nullable auth fields and enabled round-trip", async () => {
     await open();
     const v = await store.vaults.create("v", 1);
-    const base = { vaultId: v.id, description: "", authKey: null, authHeader: null, authPrefix: null, authUsername: null, enabled: true } as const;
+    const base = { vaultId: v.id, description: "", authKey: null, authHeader: null, authPrefix: null, authUsername: null, enabled: true, rules: null } as const;
     await store.services.put({ ...base, host: "b.example.com", authType: "bearer", authKey: "K" }, 10);
     await store.services.put({ ...base, host: "a.example.com", authType: "header", authKey: "H", authHeader: "x-api-key", authPrefix: "Key ", enabled: false }, 11);
     expect(await store.services.list(v.id)).toEqual([
@@ -258,6 +258,9 @@ forEachBackend((backend) => {
     await store.services.put({ ...base, host: "b.example.com", description: "now basic", authType: "basic", authKey: "P", authUsername: "me" }, 20);
     expect(await store.services.get(v.id, "b.example.com")).toEqual({ ...base, host: "b.example.com", description: "now basic", authType: "basic", authKey: "P", authUsername: "me", updatedAt: 20 });
     expect((await store.services.list(v.id)).length).toBe(2);
+    const rules = '[{"methods":["GET"],"paths":["/x/**"]}]';
+    await store.services.put({ ...base, host: "b.example.com", authType: "bearer", authKey: "K", rules }, 21);
+    expect((await store.services.get(v.id, "b.example.com"))?.rules).toBe(rules);
     expect(await store.services.get(v.id, "c.example.com")).toBeUndefined();
     expect(await store.services.remove(v.id, "a.example.com")).toBe(true);
     expect(await store.services.remove(v.id, "a.example.com")).toBe(false);

@@ -1,0 +1,33 @@
+// Applies a service's rules to one request, on both ingress paths and for WebSocket upgrades:
+// an ambiguous path is 400, a method or path outside the rules 403 request_not_allowed, and what
+// goes upstream is the canonical path that was matched (the query travels unchanged).
+
+import { InvalidRequest, RequestNotAllowed } from "../errors.ts";
+import { canonicalPath, describeRules, matchRule } from "../vault/index.ts";
+import type { EgressPlan } from "./plan.ts";
+
+/** The target to forward: `target` itself without rules, else its canonical path plus the query. */
+export function allowedTarget(plan: EgressPlan, method: string, target: string, hint: (method: string, path: string) => Record<string, unknown>): string {
+  if (!plan.rules) return target;
+  const q = target.indexOf("?");
+  const path = q < 0 ? target : target.slice(0, q);
+  const canon = canonicalPath(path);
+  if (!canon.ok) throw new InvalidRequest(`the service for ${plan.service.host} has rules, so ambiguous paths are refused: ${canon.reason}`, "path");
+  if (matchRule(plan.rules, method, canon.segments) < 0) throw new RequestNotAllowed(plan.service.host, plan.rules, describeRules(plan.rules), hint(method, canon.path));
+  return canon.path + (q < 0 ? "" : target.slice(q));
+}
+
+/** A proposal_hint that keeps the service as it is and adds one rule for exactly this request. */
+export function widenRulesHint(base: Record<string, unknown>, plan: EgressPlan, method: string, path: string): Record<string, unknown> {
+  const host = plan.service.host;
+  return {
+    ...base,
+    host,
+    proposal: {
+      services: [{ action: "set", host, description: `Access to ${host}`, auth: plan.auth, rules: [...(plan.rules ?? []), { methods: [method], paths: [path] }] }],
+      credentials: [],
+      message: `Needs ${method} ${path} on ${host}, which its rules do not allow.`,
+      user_message: `Please allow ${method} on ${path} for ${host} (replace the path with a pattern such as /repos/*/issues/** if more is needed).`,
+    },
+  };
+}
