@@ -11,8 +11,8 @@ import { readValue } from "./credential-ops.ts";
 import { LIMITS } from "./limits.ts";
 import type { Principal } from "./principal.ts";
 import { assertKeysResolve, readProposal, type ProposedService, type ProposedSlot } from "./proposal-input.ts";
-import { toRow } from "./services.ts";
-import { parseRules } from "./path-rules.ts";
+import { storedRules, toRow } from "./services.ts";
+import { describeRules, parseRules } from "./path-rules.ts";
 import { hashToken, mintToken } from "./tokens.ts";
 import { iso } from "./users.ts";
 import { openVault, type OpenVault } from "./vaults.ts";
@@ -132,6 +132,13 @@ export async function approvalWarnings(d: Domain, row: ProposalRow): Promise<str
   for (const s of services) {
     const replaced = current.find((c) => c.host === s.host);
     if (replaced && replaced.authKey !== (s.auth.token ?? null)) warnings.push(`This proposal replaces the existing service for ${s.host}.`);
+    if (!replaced) continue;
+    const now = storedRules(replaced);
+    const after = s.rules;
+    if (now && !after) warnings.push(`This proposal removes the rules of ${s.host}: every method and path would be allowed (today: ${describeRules(now)}).`);
+    else if (after && JSON.stringify(now ?? null) !== JSON.stringify(after)) {
+      warnings.push(`This proposal changes what ${s.host} allows: today ${now ? describeRules(now) : "every method and path"}; after approval ${describeRules(after)}.`);
+    }
   }
   return warnings;
 }
