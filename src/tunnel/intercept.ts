@@ -105,12 +105,17 @@ export function tunnelEgressInput(head: RequestHead, target: Authority, session:
   };
 }
 
-/** Absolute-form targets inside a tunnel keep only their path: the authority is the CONNECT's. */
+/**
+ * Absolute-form targets inside a tunnel keep only their path: the authority is the CONNECT's. Any
+ * other form (`*`, a path without its leading /, a backslash or `#` straight after the authority) is
+ * refused, never rewritten: the path the rules check and the upstream gets is the one the agent sent.
+ */
 function originForm(target: string): string {
   if (target.startsWith("/")) return target;
-  const m = /^https?:\/\/[^/?#]*(.*)$/i.exec(target);
-  const rest = m ? m[1]! : "/";
-  return rest.startsWith("/") ? rest : `/${rest}`;
+  const rest = /^https?:\/\/[^/?#\\]*(.*)$/i.exec(target)?.[1];
+  if (rest === "" || rest?.startsWith("?")) return `/${rest}`; // an empty path is "/" (RFC 9110 §4.2.3)
+  if (rest?.startsWith("/")) return rest;
+  throw new InvalidRequest("the request target must be a path starting with / or an https:// URL", "path");
 }
 
 export function headErrorResponse(status: number, message: string): Response {
