@@ -1,13 +1,17 @@
-// `broker service add|list|enable|disable|remove`: which hosts a vault's agents may reach and
-// which credential key is injected for each. Services name keys, never values. A service decides
-// where a stored value is sent, so only people change them; agents file proposals instead.
+// `broker service add|list|update|enable|disable|remove`: which hosts a vault's agents may reach,
+// which credential key is injected for each, and optionally which methods and paths (rules).
+// Services name keys, never values. A service decides where a stored value is sent, so only
+// people change them; agents file proposals instead.
 
 import { defineCommand } from "citty";
+import type { Rules } from "../../vault/index.ts";
 import { jsonArg, vaultArg } from "../args.ts";
 import { vaultPath } from "../client.ts";
 import { openContext, pickVault } from "../context.ts";
 import { CliFailure, hintOnForbidden, SECRET_WRITE_HINT } from "../fail.ts";
+import { addHelpFooter } from "../help.ts";
 import { printJson, printLine, printTable } from "../output.ts";
+import { ADD_EXAMPLES, ALLOW_EXAMPLE, allowArg, collectFlagValues, describeAllowed, parseAllowFlags, UPDATE_EXAMPLES } from "../service-rules.ts";
 
 export type ServiceAuth =
   | { type: "bearer"; token: string }
@@ -20,6 +24,7 @@ interface ServiceView {
   readonly description: string | null;
   readonly auth: ServiceAuth;
   readonly enabled: boolean;
+  readonly rules?: Rules;
 }
 
 export interface AuthFlags {
@@ -77,19 +82,55 @@ const add = defineCommand({
     username: { type: "string", description: "User name (basic auth; the credential is the password)" },
     description: { type: "string", description: "What the service is, for people reading the list" },
     disabled: { type: "boolean", description: "Add it disabled" },
+    ...allowArg,
     ...vaultArg,
     ...jsonArg,
   },
-  async run({ args }) {
+  async run({ args, rawArgs }) {
     const auth = buildAuth(args);
+    const allow = collectFlagValues(rawArgs, "allow");
+    const rules = allow.length ? parseAllowFlags(allow) : undefined;
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
-    const body = { host: args.host, description: args.description, auth, enabled: !args.disabled };
+    const body = { host: args.host, description: args.description, auth, enabled: !args.disabled, rules };
     const svc = await hintOnForbidden(ctx.client.request<ServiceView>("POST", vaultPath(vault, "services"), { body, vault }), SECRET_WRITE_HINT);
     if (args.json) return printJson(svc);
     printLine(`Added ${svc?.host ?? args.host} to vault ${vault} (${describeAuth(auth)}${args.disabled ? ", disabled" : ""}).`);
+    printLine(`Agents may use ${describeAllowed(svc?.rules ?? rules)}.`);
   },
 });
+addHelpFooter(add, () => ADD_EXAMPLES);
+
+const update = defineCommand({
+  meta: { name: "update", description: "Change a service's rules (allowed methods and paths) or description" },
+  args: {
+    ...hostArg,
+    ...allowArg,
+    "no-rules": { type: "boolean", description: "Remove the rules: every method and path allowed again" },
+    description: { type: "string", description: "New description" },
+    ...vaultArg,
+    ...jsonArg,
+  },
+  async run({ args, rawArgs }) {
+    const allow = collectFlagValues(rawArgs, "allow");
+    // citty reads --no-rules as rules=false.
+    const clear = (args as { rules?: boolean }).rules === false;
+    if (clear && allow.length) throw new CliFailure("--allow and --no-rules contradict each other", "give --allow to replace the rules, or --no-rules to remove them", 2);
+    if (!clear && !allow.length && args.description === undefined) {
+      throw new CliFailure("nothing to change", `give --allow to replace the rules (${ALLOW_EXAMPLE}), --no-rules to remove them, or --description`, 2);
+    }
+    const body: Record<string, unknown> = {};
+    if (clear) body.rules = null;
+    if (allow.length) body.rules = parseAllowFlags(allow);
+    if (args.description !== undefined) body.description = args.description;
+    const ctx = openContext();
+    const vault = pickVault(ctx, args.vault);
+    const svc = await hintOnForbidden(ctx.client.request<ServiceView>("PATCH", vaultPath(vault, "services", args.host), { body, vault }), SECRET_WRITE_HINT);
+    if (args.json) return printJson(svc);
+    printLine(`Updated ${svc.host} in vault ${vault}: agents may use ${describeAllowed(svc.rules)}.`);
+  },
+});
+addHelpFooter(update, () => UPDATE_EXAMPLES);
 
 const list = defineCommand({
   meta: { name: "list", description: "List the vault's services" },
@@ -106,6 +147,7 @@ const list = defineCommand({
         { title: "AUTH", value: (s) => describeAuth(s.auth) },
         { title: "ENABLED", value: (s) => (s.enabled ? "yes" : "no") },
         { title: "DESCRIPTION", value: (s) => s.description ?? "" },
+        { title: "ALLOWS", value: (s) => describeAllowed(s.rules) },
       ],
       `No services in vault ${vault}. Add one with: broker service add <host> --auth bearer --token <KEY>`,
     );
@@ -137,6 +179,6 @@ const remove = defineCommand({
 });
 
 export default defineCommand({
-  meta: { name: "service", description: "Add, list, enable, disable and remove a vault's services" },
-  subCommands: { add, list, enable: toggle(true), disable: toggle(false), remove },
+  meta: { name: "service", description: "Add, list, update, enable, disable and remove a vault's services" },
+  subCommands: { add, list, update, enable: toggle(true), disable: toggle(false), remove },
 });

@@ -1,0 +1,114 @@
+// `--allow` for `broker service add|update`: repeated flags collected in order, each value split into
+// methods then paths, every mistake named against the value typed (exit 2, with a hint), the rules
+// described in words; and the command refusing contradictory or empty updates before any request.
+
+import { describe, expect, test } from "bun:test";
+import { main } from "../../../src/cli/index.ts";
+import { CliFailure } from "../../../src/cli/fail.ts";
+import { collectFlagValues, describeAllowed, parseAllowFlags } from "../../../src/cli/service-rules.ts";
+
+function failure(fn: () => unknown): CliFailure {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof CliFailure) return err;
+    throw err;
+  }
+  throw new Error("expected a CliFailure");
+}
+
+describe("collectFlagValues", () => {
+  test("every --allow, spaced or with =, in order; nothing after --", () => {
+    const raw = ["h", "--allow", "GET /a", "--auth", "bearer", "--allow=POST /b", "--allow", "", "--", "--allow", "PUT /c"];
+    expect(collectFlagValues(raw, "allow")).toEqual(["GET /a", "POST /b", ""]);
+    expect(collectFlagValues(["h", "--allowed", "x", "--allow"], "allow")).toEqual([""]);
+    expect(collectFlagValues(["h"], "allow")).toEqual([]);
+  });
+});
+
+describe("parseAllowFlags", () => {
+  test("methods then one or more paths per flag; methods upper-cased, duplicates dropped", () => {
+    expect(parseAllowFlags(["GET HEAD /repos/*/issues/**", " post   /repos/*/issues /repos/*/pulls ", "get Get /"])).toEqual([
+      { methods: ["GET", "HEAD"], paths: ["/repos/*/issues/**"] },
+      { methods: ["POST"], paths: ["/repos/*/issues", "/repos/*/pulls"] },
+      { methods: ["GET"], paths: ["/"] },
+    ]);
+  });
+
+  test.each([
+    ["", "--allow needs methods then paths", "--allow \"GET HEAD"],
+    ["GET HEAD", '--allow "GET HEAD": no path given', '--allow "GET HEAD /repos/**"'],
+    ["/repos/**", '--allow "/repos/**": no method given', '--allow "GET HEAD /repos/**"'],
+    ["GET /a POST /b", '--allow "GET /a POST /b": "POST" comes after a path; methods go first, and each --allow is one rule', "--allow \"POST"],
+    ["FETCH /a", '--allow "FETCH /a": FETCH is not a method a rule can allow', "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"],
+    ["TRACE /a", '--allow "TRACE /a": TRACE is not a method a rule can allow', "OPTIONS"],
+    ["GET /a/../b", '--allow "GET /a/../b": in path /a/../b, dot segments are not allowed', "refused"],
+    ["GET /ok /a*b", '--allow "GET /ok /a*b": in path /a*b, * and ** stand for whole segments (between slashes), not parts of one', "* matches one segment"],
+    ["GET /a;x", '--allow "GET /a;x": in path /a;x, ; path parameters are ambiguous', ";"],
+    ["GET /a%2Fb", '--allow "GET /a%2Fb": in path /a%2Fb, encoded / or \\ in a path segment is ambiguous', "%2F"],
+    ["GET /a//b", '--allow "GET /a//b": in path /a//b, empty segments (//) are not allowed', "//"],
+  ])("%j is refused with a message naming it", (value, message, hint) => {
+    const f = failure(() => parseAllowFlags(["GET /fine", value]));
+    expect(f.message).toBe(message);
+    expect(f.hint).toContain(hint);
+    expect(f.exitCode).toBe(2);
+  });
+
+  test("limits are told in flag terms, not the API's field names", () => {
+    const many = failure(() => parseAllowFlags(Array.from({ length: 33 }, (_, i) => `GET /p${i}`)));
+    expect(many.message).toBe("--allow was given 33 times: there may be at most 32 rules");
+    const paths = failure(() => parseAllowFlags([`GET ${Array.from({ length: 17 }, (_, i) => `/p${i}`).join(" ")}`]));
+    expect(paths.message).toEndWith(": paths may hold at most 16 entries");
+    expect(`${many.message} ${paths.message}`).not.toContain("rules[");
+  });
+});
+
+test("describeAllowed: the rules in words, or everything", () => {
+  expect(describeAllowed(undefined)).toBe("every method and path");
+  expect(describeAllowed([{ methods: ["GET", "HEAD"], paths: ["/repos/*/issues/**"] }, { methods: ["POST"], paths: ["/a", "/b"] }])).toBe(
+    "GET and HEAD on /repos/*/issues/**; POST on /a or /b",
+  );
+});
+
+describe("broker service add|update refuse bad rule flags before any request", () => {
+  async function run(args: string[]) {
+    let out = "";
+    let err = "";
+    // BROKER_ADDR points nowhere: reaching the network would fail with a different message.
+    const saved = { addr: process.env.BROKER_ADDR, dir: process.env.BROKER_CONFIG_DIR };
+    process.env.BROKER_ADDR = "http://127.0.0.1:9";
+    process.env.BROKER_CONFIG_DIR = "/nonexistent/broker-cli-test";
+    try {
+      const code = await main(args, { out: (t) => void (out += t), err: (t) => void (err += t) });
+      return { code, out, err };
+    } finally {
+      for (const [k, v] of [["BROKER_ADDR", saved.addr], ["BROKER_CONFIG_DIR", saved.dir]] as const) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
+  }
+
+  test.each([
+    [["service", "update", "api.example.com"], "error: nothing to change", "--no-rules to remove them"],
+    [["service", "update", "api.example.com", "--no-rules", "--allow", "GET /a"], "error: --allow and --no-rules contradict each other", "hint: give --allow"],
+    [["service", "update", "api.example.com", "--allow", "GET"], 'error: --allow "GET": no path given', "hint: add one or more paths"],
+    [["service", "add", "api.example.com", "--auth", "bearer", "--token", "K", "--allow", "GET /a", "--allow", "DELETE"], 'error: --allow "DELETE": no path given', "hint:"],
+    [["service", "update", "api.example.com", "--rules"], "error: unknown option --rules", "--help"],
+  ])("%j", async (args, message, hint) => {
+    const r = await run(args);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain(message);
+    expect(r.err).toContain(hint);
+    expect(r.out).toBe("");
+  });
+
+  test("help shows --allow, --no-rules and an example", async () => {
+    const add = await run(["service", "add", "--help"]);
+    expect(add.out).toContain("--allow=<METHODS PATHS>");
+    expect(add.out).toContain('--allow "GET HEAD /repos/*/issues/**" --allow "POST /repos/*/issues"');
+    const update = await run(["service", "update", "--help"]);
+    expect(update.out).toContain("--no-rules");
+    expect(update.out).toContain('broker service update api.github.com --allow "GET HEAD /repos/**"');
+  });
+});
