@@ -1,16 +1,27 @@
 // Runs the compiled dist/broker as users do: a subprocess with its own environment and data dir.
-// Builds the binary first when it is missing (npm test builds it before running the suite).
+// Builds the binary first when it is missing or stale (npm test builds it before running the suite).
 
-import { copyFileSync, existsSync, mkdtempSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const DIST = join(ROOT, "dist", "broker");
 
+/** The newest modification time of any file under src/ (a binary older than it is stale). */
+function newestSource(dir = join(ROOT, "src")): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestSource(path) : statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
 export function builtBinary(): string {
-  if (!existsSync(DIST)) {
-    const r = Bun.spawnSync(["bun", "build.ts"], { cwd: ROOT, stdout: "inherit", stderr: "inherit" });
+  // Rebuilt when missing or older than the sources, so a test run alone never exercises yesterday's binary.
+  if (!existsSync(DIST) || statSync(DIST).mtimeMs < newestSource()) {
+    const r = Bun.spawnSync([process.execPath, "build.ts"], { cwd: ROOT, stdout: "inherit", stderr: "inherit" });
     if (r.exitCode !== 0) throw new Error("bun build.ts failed");
   }
   return DIST;
