@@ -15,6 +15,7 @@ import { redactHeaders, redactText, redactWhole, type Needles } from "./redact.t
 import { allowedTarget, widenRulesHint } from "./rules.ts";
 import { scanBodyStream, type BodyDone } from "./scan-body.ts";
 import { SMALL_BODY_BYTES, type Upstream } from "./upstream.ts";
+import { placeCredential } from "./url-credential.ts";
 
 export interface EgressInput {
   /** Stable principal id (rate limits and audit). */
@@ -64,7 +65,9 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Resp
     }
     plan = await deps.plans.plan(input.vault, input.host, input.port);
     const ruled = plan;
-    const target = allowedTarget(plan, input.method, input.target, (m, path) => widenRulesHint(deps.plans.hintFor(input.host, input.port), ruled, m, path));
+    const allowed = allowedTarget(plan, input.method, input.target, (m, path) => widenRulesHint(deps.plans.hintFor(input.host, input.port), ruled, m, path));
+    // A URL credential goes in only now: the rules saw the agent's path, and the audit record keeps it.
+    const target = plan.placement ? placeCredential(allowed, plan.placement) : allowed;
     const headers = buildUpstreamHeaders(input.headers, plan.injection, input.ingress === "explicit");
     const addresses = () => resolveChecked(input.host, input.port, deps.policy, deps.resolver);
     const body = input.body && watchErrors(input.body, (e) => (bodyFailure = e)).pipeThrough(countAndCap(deps.maxRequestBytes, (n) => (bytesIn = n), "request"));

@@ -1,15 +1,17 @@
 // Turns (vault, host, port) into an egress plan: the matching enabled service and the header to
-// inject. Per vault, the compiled service table and decrypted credentials (as Secrets) live in
-// memory and are dropped on every write to that vault, so the hot path does not touch the store
-// and a credential changed by a human is used on the very next request (DESIGN.md §3.11).
+// inject (or, for 'query' and 'path' auth, where the value goes in the URL). Per vault, the compiled
+// service table and decrypted credentials (as Secrets) live in memory and are dropped on every
+// write to that vault, so the hot path does not touch the store and a credential changed by a
+// human is used on the very next request (DESIGN.md §3.11).
 
 import { CredentialNotFound, DatabaseUnavailable, HostNotAllowed, ServiceDisabled } from "../errors.ts";
 import { Secret } from "../secret.ts";
 import type { ServiceRow, Store } from "../store/index.ts";
-import { decryptCredential, hostMatches, parseHostPattern, storedRules, viewService, type HostPattern, type Rules, type ServiceAuth } from "../vault/index.ts";
+import { decryptCredential, hostMatches, parseHostPattern, splitPathTemplate, storedRules, viewService, type HostPattern, type Rules, type ServiceAuth } from "../vault/index.ts";
 import type { LiveSecrets } from "../log.ts";
 import type { Injection } from "./headers.ts";
 import { Needles, NO_NEEDLES } from "./redact.ts";
+import { pathPlacement, queryPlacement, type UrlPlacement } from "./url-credential.ts";
 import { ALWAYS_FRESH, type Freshness } from "../vault/index.ts";
 
 export interface EgressPlan {
@@ -19,6 +21,8 @@ export interface EgressPlan {
   /** How the service injects (names only), for a proposal hint that keeps it while widening the rules. */
   readonly auth: ServiceAuth;
   readonly injection: Injection | undefined;
+  /** SECRET: for 'query' and 'path' auth, the value's place in the URL (applied after the rules check). */
+  readonly placement?: UrlPlacement;
   /** Key names involved (for audit); never values. */
   readonly credentialKeys: readonly string[];
   /** SECRET: the values to replace in responses (no reveal by echo), compiled once per service. */
@@ -146,14 +150,18 @@ export function createPlanCache(
       throw new CredentialNotFound(key, "cannot be decrypted");
     }
     if (!secret) throw new CredentialNotFound(key);
-    const injection = injectionFor(row, secret);
-    // reveal: search patterns only. The raw value and, for Basic, its base64 form (echoed with or
-    // without the "Basic " prefix); the logger's last-line scrub gets the same values.
-    const values = row.authType === "basic" ? [secret.reveal(), injection.value.reveal().slice("Basic ".length)] : [secret.reveal()];
+    const placement = placementFor(row, secret);
+    const injection = placement ? undefined : injectionFor(row, secret);
+    // reveal: search patterns only. The raw value; for Basic its base64 form (echoed with or without
+    // the "Basic " prefix); for a URL credential the percent-encoded form it travels in (an echoed
+    // URL carries it so); the logger's last-line scrub gets the same values.
+    const values = [secret.reveal()];
+    if (injection && row.authType === "basic") values.push(injection.value.reveal().slice("Basic ".length));
+    if (placement && placement.value.reveal() !== values[0]) values.push(placement.value.reveal());
     let held = live.get(vaultId);
     if (!held) live.set(vaultId, (held = new Set()));
     for (const v of values) held.add(v);
-    return { service, ...ruled, injection, credentialKeys: [key], needles: new Needles(values) };
+    return { service, ...ruled, injection, ...(placement && { placement }), credentialKeys: [key], needles: new Needles(values) };
   }
 
   return {
@@ -198,6 +206,19 @@ async function compile(store: Store, vaultId: number): Promise<VaultTable> {
     (pattern.wildcard ? wildcard : exact).set(`${pattern.name}:${pattern.port}`, { row, pattern });
   }
   return { exact, wildcard, credentials: new Map() };
+}
+
+function placementFor(row: ServiceRow, secret: Secret): UrlPlacement | undefined {
+  // The domain never stores one without the other; a row that does fails closed (500), never sends the value elsewhere.
+  if (row.authType === "query") return queryPlacement(required(row.authParam, "parameter name"), secret);
+  if (row.authType !== "path") return undefined;
+  const { before, after } = splitPathTemplate(required(row.authTemplate, "path template"));
+  return pathPlacement(before, after, secret);
+}
+
+function required(v: string | null, what: string): string {
+  if (!v) throw new Error(`the service row has no ${what}`);
+  return v;
 }
 
 function injectionFor(row: ServiceRow, secret: Secret): Injection {

@@ -12,6 +12,7 @@ import { resolveChecked } from "./netguard.ts";
 import { createFrameScanner, type FrameScanner } from "./websocket-frames.ts";
 import { namesExtension, redactResponseHead, shapeRefusal, withoutExtensions } from "./websocket-head.ts";
 import { allowedTarget, widenRulesHint } from "./rules.ts";
+import { placeCredential } from "./url-credential.ts";
 
 export type Upgraded = Switched | Refused;
 
@@ -63,7 +64,9 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
     service = plan.service.host;
     const needles = plan.needles;
     // A WebSocket upgrade is a GET on the wire: the service's rules decide on that.
-    const target = allowedTarget(plan, "GET", input.target, (m, path) => widenRulesHint(deps.plans.hintFor(input.host, input.port), plan, m, path));
+    const allowed = allowedTarget(plan, "GET", input.target, (m, path) => widenRulesHint(deps.plans.hintFor(input.host, input.port), plan, m, path));
+    // A URL credential goes in after the rules check, as in egress().
+    const target = plan.placement ? placeCredential(allowed, plan.placement) : allowed;
     const pairs = [...input.headers];
     // The Upgrade / Connection pair is hop-by-hop, so the generic rules drop it: put it back.
     let headers = buildUpstreamHeaders(pairs, plan.injection, input.ingress === "explicit");

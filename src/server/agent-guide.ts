@@ -19,6 +19,9 @@ token (\`av_agt_…\`) instead of a session, also send \`X-Vault: <vault>\` on e
 returns \`vault\`, \`proxy_url\`, \`services\` (hosts reachable through the broker) and \`available_credentials\`
 (key names only). Hosts not listed are reached directly, not through the broker. A service with \`rules\` allows
 only those methods and paths (\`allows\` says it in words; \`*\` is one path segment, \`**\` any number).
+Each service's \`auth\` says how the broker adds the credential. For \`query\` it sets the \`param\` query parameter
+(leave it out; any value you send is replaced). For \`path\` it puts the \`template\` (e.g. \`/bot{value}\`) before
+your path: send \`/getMe\`, and the upstream gets \`/bot<value>/getMe\`.
 
 ## 2. Call an API through the broker
 
@@ -34,6 +37,9 @@ it (or write one in the same shape yourself, e.g. to change an existing service)
 
     POST {base_url}/v1/proposals
 
+A service's \`auth\` is one of \`{"type": "bearer", "token": "KEY"}\`, \`{"type": "basic", "token": "KEY", "username": "u"}\`,
+\`{"type": "header", "header": "X-Api-Key", "token": "KEY"}\`, \`{"type": "query", "param": "key", "token": "KEY"}\`,
+\`{"type": "path", "template": "/bot{value}", "token": "KEY"}\` or \`{"type": "passthrough"}\`.
 Never put credential values in a proposal. The 201 response holds an \`approval_url\`: give it to your human.
 A 403 \`request_not_allowed\` means the method or path is outside the service's rules: its \`allowed\` lists them and
 its \`proposal_hint\` proposes the same service with one more rule, for this request (widen the path to a pattern if

@@ -10,6 +10,8 @@ export interface Migration {
   readonly sql: string;
   /** Whole statements run only on PostgreSQL (function bodies hold semicolons, so they are not split). */
   readonly postgresOnly?: readonly string[];
+  /** Whole statements run only on SQLite, after `sql` (e.g. a table rebuild where PostgreSQL alters in place). */
+  readonly sqliteOnly?: readonly string[];
 }
 
 /** The channel on which PostgreSQL announces committed changes to every instance (see vault/changes.ts). */
@@ -302,6 +304,46 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE services ADD COLUMN rules TEXT;
     `,
   },
+  {
+    version: 9,
+    name: "url-credentials",
+    // Credentials that travel in the URL: 'query' (auth_param names the query parameter) and 'path'
+    // (auth_template, e.g. /bot{value}, is placed before the agent's path). Widening auth_type's CHECK
+    // needs a table rebuild on SQLite (nothing references services, so no foreign key is involved);
+    // PostgreSQL swaps the constraint in place and keeps migration 7's services_announce trigger.
+    sql: `
+      ALTER TABLE services ADD COLUMN auth_param TEXT;
+      ALTER TABLE services ADD COLUMN auth_template TEXT;
+    `,
+    sqliteOnly: [
+      `CREATE TABLE services_v9 (
+        id INTEGER PRIMARY KEY,
+        vault_id BIGINT NOT NULL REFERENCES vaults (id) ON DELETE CASCADE,
+        host TEXT NOT NULL,
+        description TEXT NOT NULL DEFAULT '',
+        auth_type TEXT NOT NULL CHECK (auth_type IN ('bearer', 'basic', 'header', 'passthrough', 'query', 'path')),
+        auth_key TEXT,
+        auth_header TEXT,
+        auth_prefix TEXT,
+        auth_username TEXT,
+        enabled INTEGER NOT NULL DEFAULT 1,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        rules TEXT,
+        auth_param TEXT,
+        auth_template TEXT,
+        UNIQUE (vault_id, host)
+      )`,
+      `INSERT INTO services_v9 (id, vault_id, host, description, auth_type, auth_key, auth_header, auth_prefix, auth_username, enabled, created_at, updated_at, rules, auth_param, auth_template)
+       SELECT id, vault_id, host, description, auth_type, auth_key, auth_header, auth_prefix, auth_username, enabled, created_at, updated_at, rules, auth_param, auth_template FROM services`,
+      "DROP TABLE services",
+      "ALTER TABLE services_v9 RENAME TO services",
+    ],
+    postgresOnly: [
+      `ALTER TABLE services DROP CONSTRAINT services_auth_type_check,
+         ADD CONSTRAINT services_auth_type_check CHECK (auth_type IN ('bearer', 'basic', 'header', 'passthrough', 'query', 'path'))`,
+    ],
+  },
 ];
 
 const SPELLINGS: Record<Dialect, Record<string, string>> = {
@@ -336,7 +378,7 @@ export async function migrate(db: Db, migrations: readonly Migration[] = MIGRATI
       await db.lockMigrations(tx);
       if ((await appliedVersions(tx)).has(m.version)) return false; // another instance got here first
       for (const statement of splitStatements(renderMigration(m.sql, db.dialect))) await tx.run(statement);
-      if (db.dialect === "postgres") for (const statement of m.postgresOnly ?? []) await tx.run(statement);
+      for (const statement of (db.dialect === "postgres" ? m.postgresOnly : m.sqliteOnly) ?? []) await tx.run(statement);
       await tx.run("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", [m.version, m.name, now()]);
       return true;
     });

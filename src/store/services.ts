@@ -2,7 +2,7 @@
 
 import type { Sql } from "./db.ts";
 
-export type AuthType = "bearer" | "basic" | "header" | "passthrough";
+export type AuthType = "bearer" | "basic" | "header" | "passthrough" | "query" | "path";
 
 export interface ServiceRow {
   vaultId: number;
@@ -13,14 +13,21 @@ export interface ServiceRow {
   authHeader: string | null;
   authPrefix: string | null;
   authUsername: string | null;
+  /** 'query': the query parameter that carries the value. */
+  authParam: string | null;
+  /** 'path': where the value goes, e.g. /bot{value}, placed before the agent's path. */
+  authTemplate: string | null;
   enabled: boolean;
   /** JSON list of {methods, paths}, or null for no rules (everything allowed). */
   rules: string | null;
   updatedAt: number;
 }
 
+/** Columns added after the first release: a put without them stores NULL. */
+type OptionalColumns = "rules" | "authParam" | "authTemplate";
+
 const COLUMNS = `vault_id AS "vaultId", host, description, auth_type AS "authType", auth_key AS "authKey", auth_header AS "authHeader",
-  auth_prefix AS "authPrefix", auth_username AS "authUsername", enabled, rules, updated_at AS "updatedAt"`;
+  auth_prefix AS "authPrefix", auth_username AS "authUsername", auth_param AS "authParam", auth_template AS "authTemplate", enabled, rules, updated_at AS "updatedAt"`;
 
 export function serviceRepo(sql: Sql) {
   return {
@@ -32,14 +39,15 @@ export function serviceRepo(sql: Sql) {
       return row && normalise(row);
     },
     /** Inserts or replaces the service for (vault, host). */
-    async put(s: Omit<ServiceRow, "updatedAt" | "rules"> & { rules?: string | null }, now: number): Promise<void> {
+    async put(s: Omit<ServiceRow, "updatedAt" | OptionalColumns> & Partial<Pick<ServiceRow, OptionalColumns>>, now: number): Promise<void> {
       await sql.run(
-        `INSERT INTO services (vault_id, host, description, auth_type, auth_key, auth_header, auth_prefix, auth_username, enabled, rules, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        `INSERT INTO services (vault_id, host, description, auth_type, auth_key, auth_header, auth_prefix, auth_username, auth_param, auth_template, enabled, rules, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (vault_id, host) DO UPDATE SET description = excluded.description, auth_type = excluded.auth_type, auth_key = excluded.auth_key,
            auth_header = excluded.auth_header, auth_prefix = excluded.auth_prefix, auth_username = excluded.auth_username,
+           auth_param = excluded.auth_param, auth_template = excluded.auth_template,
            enabled = excluded.enabled, rules = excluded.rules, updated_at = excluded.updated_at`,
-        [s.vaultId, s.host, s.description, s.authType, s.authKey, s.authHeader, s.authPrefix, s.authUsername, s.enabled ? 1 : 0, s.rules ?? null, now, now],
+        [s.vaultId, s.host, s.description, s.authType, s.authKey, s.authHeader, s.authPrefix, s.authUsername, s.authParam ?? null, s.authTemplate ?? null, s.enabled ? 1 : 0, s.rules ?? null, now, now],
       );
     },
     async remove(vaultId: number, host: string): Promise<boolean> {

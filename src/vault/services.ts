@@ -1,6 +1,7 @@
 // Services of a vault: which hosts it serves and how the credential is injected (bearer, basic,
-// a named header with optional prefix, or passthrough with no credential). A service decides where
-// a stored value is sent, so every change is a secret write: human admins and members only.
+// a named header with optional prefix, a query parameter, a path template, or passthrough with no
+// credential). A service decides where a stored value is sent, so every change is a secret write:
+// human admins and members only.
 
 import { Conflict, InvalidRequest, NotFound } from "../errors.ts";
 import type { AuthType, ServiceRow } from "../store/index.ts";
@@ -9,6 +10,7 @@ import { CREDENTIAL_KEY_PATTERN } from "./credentials.ts";
 import { parseHostPattern } from "./hosts.ts";
 import { requireInVault, type OpenVault } from "./vaults.ts";
 import { parseRules, type Rules } from "./path-rules.ts";
+import { readPathTemplate, readQueryParam } from "./url-auth.ts";
 
 export interface ServiceAuth {
   type: AuthType;
@@ -16,6 +18,10 @@ export interface ServiceAuth {
   header?: string;
   prefix?: string;
   username?: string;
+  /** 'query': the parameter name, e.g. "key" for ?key=<value>. */
+  param?: string;
+  /** 'path': e.g. "/bot{value}", placed before the agent's path. */
+  template?: string;
 }
 
 export interface ServiceView {
@@ -27,7 +33,7 @@ export interface ServiceView {
   rules?: Rules;
 }
 
-const AUTH_TYPES: readonly AuthType[] = ["bearer", "basic", "header", "passthrough"];
+const AUTH_TYPES: readonly AuthType[] = ["bearer", "basic", "header", "query", "path", "passthrough"];
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/;
 /** Headers the broker owns or that frame the message: never a credential slot. */
 const RESERVED_HEADERS = new Set(["host", "content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "te", "trailer", "proxy-authorization", "proxy-authenticate", "proxy-connection", "x-vault", "cookie", "set-cookie"]);
@@ -39,6 +45,8 @@ export function readAuth(v: unknown, field = "auth"): ServiceAuth {
   if (type === "passthrough") return { type };
   const token = readKey(a.token, `${field}.token`);
   if (type === "bearer") return { type, token };
+  if (type === "query") return { type, token, param: readQueryParam(a.param, `${field}.param`) };
+  if (type === "path") return { type, token, template: readPathTemplate(a.template, `${field}.template`) };
   if (type === "basic") {
     if (a.username === undefined || a.username === null) return { type, token };
     if (typeof a.username !== "string" || a.username.length > 256 || /[:\r\n]/.test(a.username)) {
@@ -76,6 +84,8 @@ export function viewService(r: ServiceRow): ServiceView {
   if (r.authHeader) auth.header = r.authHeader;
   if (r.authPrefix) auth.prefix = r.authPrefix;
   if (r.authUsername) auth.username = r.authUsername;
+  if (r.authParam) auth.param = r.authParam;
+  if (r.authTemplate) auth.template = r.authTemplate;
   const rules = storedRules(r);
   return { host: r.host, description: r.description, auth, enabled: r.enabled, ...(rules && { rules }) };
 }
@@ -101,6 +111,8 @@ export function toRow(vaultId: number, host: string, description: string, auth: 
     authHeader: auth.header ?? null,
     authPrefix: auth.prefix ?? null,
     authUsername: auth.username ?? null,
+    authParam: auth.param ?? null,
+    authTemplate: auth.template ?? null,
     enabled,
   };
 }

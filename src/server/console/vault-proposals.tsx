@@ -8,7 +8,7 @@
 import { Hono } from "hono";
 import { BrokerError, NotFound } from "../../errors.ts";
 import { Secret } from "../../secret.ts";
-import { approveProposal, mayInVault, readProposalFor, readProposalId, rejectProposal, reissueApprovalLink, reviewProposals } from "../../vault/index.ts";
+import { approveProposal, describeUrlAuth, mayInVault, readProposalFor, readProposalId, rejectProposal, reissueApprovalLink, reviewProposals } from "../../vault/index.ts";
 import type { OpenVault, ProposalReview, VaultRole } from "../../vault/index.ts";
 import { Badge, Button, EmptyState, Name, PostForm, Section, Time, toneOf } from "./components.tsx";
 import { describeError, formOf, openConsoleVault, redirectWithFlash, renderPage, requireSignedIn, runAction, signedIn, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
@@ -39,6 +39,7 @@ function ObtainLink(props: { url: string }) {
 function authText(auth: ProposalReview["services"][number]["auth"]): string {
   if (auth.type === "passthrough") return "none (passthrough)";
   if (auth.type === "header") return `header ${auth.header ?? ""} from ${auth.token ?? ""}`;
+  if (auth.type === "query" || auth.type === "path") return `${auth.token ?? ""}, ${describeUrlAuth(auth)}`;
   return `${auth.type} from ${auth.token ?? ""}`;
 }
 

@@ -13,16 +13,20 @@ export interface ServiceFormValues {
   username: string;
   header_name: string;
   header_prefix: string;
+  query_param: string;
+  path_template: string;
   description: string;
   enabled: boolean;
 }
 
-const EMPTY: ServiceFormValues = { host: "", auth_type: "bearer", credential_key: "", username: "", header_name: "", header_prefix: "", description: "", enabled: true };
+const EMPTY: ServiceFormValues = { host: "", auth_type: "bearer", credential_key: "", username: "", header_name: "", header_prefix: "", query_param: "", path_template: "", description: "", enabled: true };
 
 const AUTH_TYPES = [
   { type: "bearer", label: "Bearer token", help: "Authorization: Bearer <value>" },
   { type: "basic", label: "Basic auth", help: "Authorization: Basic, with the value as the password and an optional username" },
   { type: "header", label: "Custom header", help: "The value in a header you name, after an optional prefix (e.g. X-Api-Key)" },
+  { type: "query", label: "Query parameter", help: "The value in a query parameter you name, e.g. ?key=<value>; any the agent sends is replaced" },
+  { type: "path", label: "In the path", help: "The value in a path template before the agent's path, e.g. /bot{value}: /getMe goes as /bot<value>/getMe" },
   { type: "passthrough", label: "Passthrough", help: "No credential: the host is allowed and requests pass as the agent sent them" },
 ] as const;
 
@@ -100,6 +104,13 @@ export function ServiceFields(props: { values?: ServiceFormValues; keys: string[
           <FormField label="Username (optional)" name="username" value={v.username} maxlength={256} autocomplete="off" hint="Basic auth only. Empty for none." />
           <FormField label="Header name" name="header_name" value={v.header_name} maxlength={64} autocomplete="off" placeholder="e.g. X-Api-Key" hint="Custom header only." />
           <FormField label="Header prefix (optional)" name="header_prefix" value={v.header_prefix} maxlength={64} autocomplete="off" placeholder="e.g. Token" hint="Custom header only; spaces count." />
+        </div>
+      </fieldset>
+      <fieldset>
+        <legend>Details for a credential in the URL</legend>
+        <div class="form-inline">
+          <FormField label="Query parameter" name="query_param" value={v.query_param} maxlength={64} autocomplete="off" placeholder="e.g. key" hint="Query parameter only." />
+          <FormField label="Path template" name="path_template" value={v.path_template} maxlength={128} autocomplete="off" placeholder="e.g. /bot{value}" hint="In the path only: holds {value} once." />
         </div>
       </fieldset>
       <FormField label="Description (optional)" name="description" value={v.description} maxlength={500} autocomplete="off" hint="What this service is for, for the people who read this list." />

@@ -7,7 +7,7 @@
 
 import { Hono } from "hono";
 import { BrokerError, NotFound } from "../../errors.ts";
-import { addService, listCredentials, listServices, mayInVault, newHostUses, parseHostPattern, readAuth, removeService, updateService, type OpenVault, type ServiceView } from "../../vault/index.ts";
+import { addService, describeUrlAuth, listCredentials, listServices, mayInVault, newHostUses, parseHostPattern, readAuth, removeService, updateService, type OpenVault, type ServiceView } from "../../vault/index.ts";
 import { Badge, Button, ConfirmForm, EmptyState, LinkButton, Name, PostForm, Section, Table } from "./components.tsx";
 import { describeError, formOf, openConsoleVault, renderPage, requireConfirmation, requireSignedIn, runAction, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
 import { vaultPath } from "./layout.tsx";
@@ -21,7 +21,7 @@ function vaultOf(open: OpenVault) {
   return { name: open.vault.name, role: open.role, section: "services" as const };
 }
 
-const AUTH_LABEL: Record<string, string> = { bearer: "Bearer", basic: "Basic", header: "Header", passthrough: "Passthrough" };
+const AUTH_LABEL: Record<string, string> = { bearer: "Bearer", basic: "Basic", header: "Header", query: "Query", path: "Path", passthrough: "Passthrough" };
 
 function AuthSummary(props: { s: ServiceView }) {
   const a = props.s.auth;
@@ -37,6 +37,7 @@ function AuthSummary(props: { s: ServiceView }) {
           {a.prefix ? <> after “{a.prefix}”</> : null}
         </span>
       ) : null}
+      {a.type === "query" || a.type === "path" ? <span class="muted small"> {describeUrlAuth(a)}</span> : null}
     </>
   );
 }
@@ -85,6 +86,8 @@ function readValues(form: Record<string, string>, host?: string): ServiceFormVal
     username: form.username ?? "",
     header_name: (form.header_name ?? "").trim(),
     header_prefix: form.header_prefix ?? "",
+    query_param: (form.query_param ?? "").trim(),
+    path_template: (form.path_template ?? "").trim(),
     description: form.description ?? "",
     enabled: form.enabled === "on" || form.enabled === "true",
   };
@@ -99,6 +102,8 @@ function toBody(v: ServiceFormValues): Record<string, unknown> {
     auth.header = v.header_name;
     if (v.header_prefix !== "") auth.prefix = v.header_prefix;
   }
+  if (v.auth_type === "query") auth.param = v.query_param;
+  if (v.auth_type === "path") auth.template = v.path_template;
   return { host: v.host, description: v.description, auth, enabled: v.enabled };
 }
 
@@ -159,6 +164,8 @@ function valuesOf(s: ServiceView): ServiceFormValues {
     username: s.auth.username ?? "",
     header_name: s.auth.header ?? "",
     header_prefix: s.auth.prefix ?? "",
+    query_param: s.auth.param ?? "",
+    path_template: s.auth.template ?? "",
     description: s.description,
     enabled: s.enabled,
   };

@@ -4,7 +4,7 @@
 // and Allow / Deny. All agent-written text is rendered as escaped text (hono/jsx escapes), links
 // only for https URLs; no inline script or style exists (the CSP forbids them).
 
-import type { ProposalView } from "../../vault/index.ts";
+import { describeUrlAuth, type ProposalView } from "../../vault/index.ts";
 import { ProviderSignIn, type SignInProvider } from "../console/sign-in-provider.tsx";
 import { Brand, Document } from "./document.tsx";
 
@@ -42,6 +42,9 @@ function describeAuth(auth: ProposalView["services"][number]["auth"]): string {
       return `${auth.token}, sent as Authorization: Basic${auth.username ? ` (user ${auth.username}, the value as password)` : " (the value)"}`;
     case "header":
       return `${auth.token} in the ${auth.header} header${auth.prefix ? ` after "${auth.prefix}"` : ""}`;
+    case "query":
+    case "path":
+      return `${auth.token}, ${describeUrlAuth(auth)}`;
   }
 }
 

@@ -4,7 +4,8 @@
 import { Hono } from "hono";
 import { InvalidRequest } from "../../errors.ts";
 import type { Domain } from "../../vault/index.ts";
-import { describeRules, storedRules } from "../../vault/index.ts";
+import { describeRules, describeUrlAuth, storedRules } from "../../vault/index.ts";
+import type { ServiceRow } from "../../store/index.ts";
 import {
   approveProposal,
   createProposal,
@@ -35,13 +36,24 @@ export function discoverRoutes(d: Domain) {
         .map((s) => {
           // An agent learns what a service allows before it tries (absent: every method and path).
           const rules = storedRules(s);
-          return { host: s.host, description: s.description, ...(rules && { rules, allows: describeRules(rules) }) };
+          return { host: s.host, description: s.description, auth: discoveredAuth(s), ...(rules && { rules, allows: describeRules(rules) }) };
         }),
       available_credentials: await d.store.credentials.keys(open.vault.id),
     });
   });
   r.get("/v1/skills/agent", (c) => c.body(AGENT_GUIDE.replaceAll("{base_url}", d.publicUrl), 200, { "content-type": "text/markdown; charset=utf-8" }));
   return r;
+}
+
+/**
+ * How a service's credential travels, for the agent: the type, and where a URL credential goes (its
+ * query parameter or path template, so the agent leaves it out and sends only its own path). Never
+ * the key name or a value.
+ */
+function discoveredAuth(s: ServiceRow): Record<string, string> {
+  if (s.authType === "query" && s.authParam) return { type: s.authType, param: s.authParam, sent: describeUrlAuth({ type: s.authType, param: s.authParam })! };
+  if (s.authType === "path" && s.authTemplate) return { type: s.authType, template: s.authTemplate, sent: describeUrlAuth({ type: s.authType, template: s.authTemplate })! };
+  return { type: s.authType };
 }
 
 /** Announcements arrive within milliseconds; a few seconds covers a slow one. */

@@ -100,7 +100,7 @@ describe("approval through the API", () => {
     expect((await approve(id, owner, { NEW_KEY: value })).status).toBe(409);
 
     const discover = await h.call("GET", "/discover", agent);
-    expect(discover.body.services).toEqual([{ host: "api.example.com", description: "Example" }]);
+    expect(discover.body.services).toEqual([{ host: "api.example.com", description: "Example", auth: { type: "bearer" } }]);
     expect(discover.body.available_credentials).toEqual(["NEW_KEY"]);
     const services = await h.call("GET", "/v1/vaults/v1/services", { token: owner });
     expect(services.body.services).toEqual([{ host: "api.example.com", description: "Example", auth: { type: "bearer", token: "NEW_KEY" }, enabled: true }]);

@@ -105,6 +105,8 @@ describe("auth shapes", () => {
     ["basic without username", { type: "basic", token: "API_KEY" }, { type: "basic", token: "API_KEY" }],
     ["header", { type: "header", header: "X-Api-Key", token: "API_KEY" }, { type: "header", header: "x-api-key", token: "API_KEY" }],
     ["passthrough", { type: "passthrough", token: "API_KEY" }, { type: "passthrough" }],
+    ["query", { type: "query", param: "key", token: "API_KEY", header: "ignored" }, { type: "query", param: "key", token: "API_KEY" }],
+    ["path", { type: "path", template: "/bot{value}", token: "API_KEY" }, { type: "path", template: "/bot{value}", token: "API_KEY" }],
   ])("%s is accepted", async (_name, auth, shown) => {
     const res = await add({ host: "api.example.com", auth });
     expect(res.status).toBe(201);
@@ -125,6 +127,12 @@ describe("auth shapes", () => {
     ["auth.header", "a space in the name", { type: "header", header: "Bad Header", token: "API_KEY" }],
     ["auth.prefix", "CRLF in prefix", { type: "header", header: "X-Key", token: "API_KEY", prefix: "a\r\nb" }],
     ["auth.username", "':' in username", { type: "basic", token: "API_KEY", username: "a:b" }],
+    ["auth.param", "query without param", { type: "query", token: "API_KEY" }],
+    ["auth.param", "'&' in param", { type: "query", param: "a&b", token: "API_KEY" }],
+    ["auth.token", "query without key", { type: "query", param: "key" }],
+    ["auth.template", "path without template", { type: "path", token: "API_KEY" }],
+    ["auth.template", "template without {value}", { type: "path", template: "/bot", token: "API_KEY" }],
+    ["auth.template", "template with ../", { type: "path", template: "/../{value}", token: "API_KEY" }],
   ])("%s: %s is refused", async (field, _why, auth) => {
     const res = await h.call("POST", "/v1/vaults/v1/services", { token: owner, body: { host: "api.example.com", auth } });
     expect(res.status).toBe(400);

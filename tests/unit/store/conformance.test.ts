@@ -248,7 +248,7 @@ forEachBackend((backend) => {
   test("services: put is an upsert per (vault, host); nullable auth fields and enabled round-trip", async () => {
     await open();
     const v = await store.vaults.create("v", 1);
-    const base = { vaultId: v.id, description: "", authKey: null, authHeader: null, authPrefix: null, authUsername: null, enabled: true, rules: null } as const;
+    const base = { vaultId: v.id, description: "", authKey: null, authHeader: null, authPrefix: null, authUsername: null, authParam: null, authTemplate: null, enabled: true, rules: null } as const;
     await store.services.put({ ...base, host: "b.example.com", authType: "bearer", authKey: "K" }, 10);
     await store.services.put({ ...base, host: "a.example.com", authType: "header", authKey: "H", authHeader: "x-api-key", authPrefix: "Key ", enabled: false }, 11);
     expect(await store.services.list(v.id)).toEqual([
@@ -265,6 +265,15 @@ forEachBackend((backend) => {
     expect(await store.services.remove(v.id, "a.example.com")).toBe(true);
     expect(await store.services.remove(v.id, "a.example.com")).toBe(false);
     expect((await store.services.list(v.id)).map((s) => s.host)).toEqual(["b.example.com"]);
+    // URL credentials (migration 9): the query parameter and path template round-trip and are cleared by a put without them.
+    await store.services.put({ ...base, host: "q.example.com", authType: "query", authKey: "G", authParam: "key" }, 30);
+    await store.services.put({ ...base, host: "p.example.com", authType: "path", authKey: "T", authTemplate: "/bot{value}" }, 31);
+    expect(await store.services.get(v.id, "q.example.com")).toEqual({ ...base, host: "q.example.com", authType: "query", authKey: "G", authParam: "key", updatedAt: 30 });
+    expect(await store.services.get(v.id, "p.example.com")).toEqual({ ...base, host: "p.example.com", authType: "path", authKey: "T", authTemplate: "/bot{value}", updatedAt: 31 });
+    await store.services.put({ ...base, host: "q.example.com", authType: "bearer", authKey: "G" }, 32);
+    expect(await store.services.get(v.id, "q.example.com")).toEqual({ ...base, host: "q.example.com", authType: "bearer", authKey: "G", updatedAt: 32 });
+    // The widened CHECK still refuses anything else.
+    await expect(store.services.put({ ...base, host: "x.example.com", authType: "cookie" as never, authKey: "K" }, 33)).rejects.toThrow();
   });
 
   test("settings: JSON values, put is an upsert", async () => {

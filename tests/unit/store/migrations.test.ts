@@ -73,6 +73,47 @@ forEachBackend((backend) => {
     await expect(rowCount(db, "half_done")).rejects.toThrow(/half_done/);
   });
 
+  test("migration 9 widens auth types in place: rows, ids, uniqueness and the vault cascade survive (and on PostgreSQL the announce trigger)", async () => {
+    const db = (await backend.freshDatabase())();
+    await migrate(db, MIGRATIONS.filter((m) => m.version < 9));
+    await db.run("INSERT INTO vaults (name, created_at) VALUES (?, ?)", ["v", 1]);
+    const vaultId = Number((await db.get<{ id: number }>("SELECT id FROM vaults"))!.id);
+    await db.run(
+      "INSERT INTO services (id, vault_id, host, description, auth_type, auth_key, auth_header, auth_prefix, enabled, rules, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      [41, vaultId, "api.example.com", "kept", "header", "K", "x-api-key", "Key ", 0, '[{"methods":["GET"],"paths":["/**"]}]', 2, 3],
+    );
+    await expect(db.run("INSERT INTO services (vault_id, host, auth_type, created_at, updated_at) VALUES (?, ?, ?, ?, ?)", [vaultId, "q.example.com", "query", 1, 1])).rejects.toThrow();
+    expect(await migrate(db)).toEqual([9]);
+    const row = await db.get<Record<string, unknown>>("SELECT id, host, description, auth_type, auth_key, auth_header, auth_prefix, auth_username, auth_param, auth_template, enabled, rules, created_at, updated_at FROM services");
+    expect({ ...row, id: Number(row!.id), enabled: Number(row!.enabled), created_at: Number(row!.created_at), updated_at: Number(row!.updated_at) } as Record<string, unknown>).toEqual({
+      id: 41,
+      host: "api.example.com",
+      description: "kept",
+      auth_type: "header",
+      auth_key: "K",
+      auth_header: "x-api-key",
+      auth_prefix: "Key ",
+      auth_username: null,
+      auth_param: null,
+      auth_template: null,
+      enabled: 0,
+      rules: '[{"methods":["GET"],"paths":["/**"]}]',
+      created_at: 2,
+      updated_at: 3,
+    });
+    const insert = "INSERT INTO services (vault_id, host, auth_type, auth_key, auth_param, auth_template, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)";
+    await db.run(insert, [vaultId, "q.example.com", "query", "G", "key", null, 4, 4]);
+    await db.run(insert, [vaultId, "p.example.com", "path", "T", null, "/bot{value}", 4, 4]);
+    await expect(db.run(insert, [vaultId, "x.example.com", "cookie", "K", null, null, 4, 4])).rejects.toThrow();
+    await expect(db.run(insert, [vaultId, "q.example.com", "bearer", "K", null, null, 4, 4])).rejects.toThrow(); // UNIQUE (vault_id, host)
+    if (backend.name === "postgres") {
+      const triggers = await db.all<{ tgname: string }>("SELECT tgname FROM pg_trigger WHERE tgrelid = 'services'::regclass AND NOT tgisinternal");
+      expect(triggers.map((t) => t.tgname)).toEqual(["services_announce"]);
+    }
+    await db.run("DELETE FROM vaults WHERE id = ?", [vaultId]);
+    expect(await rowCount(db, "services")).toBe(0);
+  });
+
   // What the advisory lock is for: two instances starting together on an empty database. (SQLite's
   // file belongs to one process, and bun:sqlite's busy wait blocks the thread, so two connections in
   // one process would deadlock until the busy timeout; its two-process case is tested below.)

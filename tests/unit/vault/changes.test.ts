@@ -136,6 +136,12 @@ describe.skipIf(pgMissing)("PostgreSQL announces committed changes", () => {
         store.services.put({ vaultId: vault.id, host: "api.example.com", description: "", authType: "bearer", authKey: "K", authHeader: null, authPrefix: null, authUsername: null, enabled: true }, now),
       ),
     ).toEqual([{ t: "vault", id: vault.id }]);
+    // Still announced after migration 9 widened the auth types (PostgreSQL altered the table in place, trigger and all).
+    expect(
+      await announced(() =>
+        store.services.put({ vaultId: vault.id, host: "maps.example.com", description: "", authType: "query", authKey: "K", authParam: "key", authHeader: null, authPrefix: null, authUsername: null, enabled: true }, now),
+      ),
+    ).toEqual([{ t: "vault", id: vault.id }]);
     const user = await store.users.create({ email: "a@example.com", passwordHash: key, passwordSalt: key, passwordParams: "{}", role: "member", createdAt: now });
     expect(await announced(() => store.access.setMember(vault.id, user.id, "member", now))).toEqual([{ t: "vault", id: vault.id }]);
     // The cascade touches credentials, services and members: PostgreSQL folds identical payloads of one transaction.
