@@ -1,0 +1,166 @@
+// Service rules for people: the one-rule-per-line text of the approval page's and the console's
+// rules boxes ("GET HEAD /repos/*/issues/** /repos/*/pulls": methods first, then paths), and what a
+// change of rules adds to what is allowed today. Parsing ends in the domain's parseRules, so typed
+// rules get exactly the API's checks; its errors are reworded to name the line. Nothing here is secret.
+
+import { InvalidRequest } from "../../errors.ts";
+import { parseRules, RULE_METHODS, type Rules, type ServiceRule } from "../../vault/index.ts";
+
+/** The rules as editable text, one rule per line; no rules is the empty text. */
+export function formatRulesText(rules: Rules | undefined): string {
+  return (rules ?? []).map((r) => [...r.methods, ...r.paths].join(" ")).join("\n");
+}
+
+/**
+ * Reads a rules box: blank lines and `#` comments are skipped; each other line is methods (spaces
+ * or commas between them) then paths starting with /. Empty text is undefined: no rules, every
+ * method and path allowed. Throws InvalidRequest naming `label` and the line.
+ */
+export function parseRulesText(text: string, label = "Rules"): Rules | undefined {
+  const lines: number[] = [];
+  const raw: ServiceRule[] = [];
+  text.split(/\r\n|\r|\n/).forEach((line, i) => {
+    const body = line.trim();
+    if (body === "" || body.startsWith("#")) return;
+    raw.push(readLine(body, `${label}, line ${i + 1}`));
+    lines.push(i + 1);
+  });
+  if (raw.length === 0) return undefined;
+  try {
+    return parseRules(raw, "rules");
+  } catch (err) {
+    if (!(err instanceof InvalidRequest) || !err.field) throw err;
+    throw new InvalidRequest(reword(err, raw, lines, label), "rules");
+  }
+}
+
+/** One line's tokens: methods, then paths (a path may hold commas, so only methods split on them). */
+function readLine(body: string, where: string): ServiceRule {
+  const methods: string[] = [];
+  const paths: string[] = [];
+  for (const token of body.split(/\s+/)) {
+    if (token.startsWith("/")) {
+      paths.push(token);
+      continue;
+    }
+    for (const m of token.split(",").filter(Boolean)) {
+      const method = m.toUpperCase();
+      if (paths.length) throw new InvalidRequest(`${where}: write the methods first, then the paths (${m} comes after a path); put each rule on its own line`, "rules");
+      if (!RULE_METHODS.includes(method)) throw new InvalidRequest(`${where}: ${clip(m)} is not a method (${RULE_METHODS.join(", ")}), and paths start with /`, "rules");
+      methods.push(method);
+    }
+  }
+  if (methods.length === 0) throw new InvalidRequest(`${where}: start with the methods, e.g. GET HEAD ${clip(paths[0] ?? "/path")}`, "rules");
+  if (paths.length === 0) throw new InvalidRequest(`${where}: add at least one path after the methods, e.g. ${methods.join(" ")} /repos/**`, "rules");
+  return { methods, paths };
+}
+
+/** The form field of a service's rules box (a host holds no character a form name must avoid). */
+export function rulesFieldName(host: string): string {
+  return `rules:${host}`;
+}
+
+/**
+ * The approving person's rules, by host, for approveProposal: only hosts whose box was posted
+ * (a form without boxes keeps what was asked). Emptying the box of a service that asked for rules
+ * is refused: read as "nothing" by a person, it would mean "everything".
+ */
+export function readChosenRules(form: Readonly<Record<string, string>>, services: readonly { host: string; rules?: Rules }[]): Record<string, Rules | null> {
+  const chosen: Record<string, Rules | null> = {};
+  for (const s of services) {
+    const text = form[rulesFieldName(s.host)];
+    if (text === undefined) continue;
+    const label = `Rules for ${s.host}`;
+    const rules = parseRulesText(text, label);
+    if (!rules && s.rules) throw new InvalidRequest(`${label}: the box is empty, which would allow every method and path, more than was asked. Keep at least one rule, or Deny the request`, "rules");
+    chosen[s.host] = rules ?? null;
+  }
+  return chosen;
+}
+
+/** The posted rules boxes as typed, by host, to show them again after a refusal. */
+export function typedRules(form: Readonly<Record<string, string>>, services: readonly { host: string }[]): Record<string, string> {
+  const typed: Record<string, string> = {};
+  for (const s of services) {
+    const text = form[rulesFieldName(s.host)];
+    if (text !== undefined) typed[s.host] = text;
+  }
+  return typed;
+}
+
+/** parseRules names fields (rules[2].paths[0]); a person reads lines and the path they typed. */
+function reword(err: InvalidRequest, raw: readonly ServiceRule[], lines: readonly number[], label: string): string {
+  const m = /^rules\[(\d+)\](?:\.(methods|paths)(?:\[(\d+)\])?)?/.exec(err.field!);
+  if (!m) return `${label}${err.message.replace(/^rules\b/, "")}`; // "… may hold at most 32 rules"
+  const i = Number(m[1]);
+  const rest = err.message.slice(m[0].length).replace(/^[:\s]+/, "");
+  const where = `${label}, line ${lines[i]}`;
+  if (m[2] === "paths" && m[3] !== undefined) return `${where} (${clip(raw[i]?.paths[Number(m[3])] ?? "")}): ${rest}`;
+  return `${where}: ${m[2] ? `${m[2]} ` : ""}${rest}`;
+}
+
+function clip(s: string): string {
+  return s.length > 80 ? `${s.slice(0, 77)}...` : s;
+}
+
+/**
+ * What `next` allows that `current` does not: "everything" when the rules would be removed, the
+ * added (method, path) rules otherwise, undefined when nothing is added. Conservative: a pattern
+ * counts as covered only when one current pattern with that method covers it on its own.
+ */
+export function widening(current: Rules | undefined, next: Rules | undefined): Rules | "everything" | undefined {
+  if (current === undefined) return undefined; // today every method and path is allowed already
+  if (next === undefined) return "everything";
+  const added = new Map<string, string[]>(); // methods (joined) -> paths
+  for (const rule of next) {
+    for (const path of rule.paths) {
+      const methods = rule.methods.filter((m) => !current.some((c) => c.methods.includes(m) && c.paths.some((p) => covers(p, path))));
+      if (methods.length === 0) continue;
+      const key = methods.join(" ");
+      added.set(key, [...(added.get(key) ?? []), path]);
+    }
+  }
+  if (added.size === 0) return undefined;
+  return [...added].map(([methods, paths]) => ({ methods: methods.split(" "), paths: [...new Set(paths)] }));
+}
+
+type Token = { kind: "literal"; value: string } | { kind: "one" } | { kind: "any" };
+
+function tokens(pattern: string): Token[] {
+  return pattern
+    .slice(1)
+    .split("/")
+    .map((part): Token => {
+      if (part === "*") return { kind: "one" };
+      if (part === "**") return { kind: "any" };
+      try {
+        return { kind: "literal", value: decodeURIComponent(part) };
+      } catch {
+        return { kind: "literal", value: part };
+      }
+    });
+}
+
+/** Whether every path `inner` matches is matched by `outer` (`*` one non-empty segment, `**` any number). */
+export function covers(outer: string, inner: string): boolean {
+  const q = tokens(outer);
+  const p = tokens(inner);
+  // can[j]: q[0..i) covers p[0..j)
+  let can = new Array<boolean>(p.length + 1).fill(false);
+  can[0] = true;
+  for (const t of q) {
+    const next = new Array<boolean>(p.length + 1).fill(false);
+    for (let j = 0; j <= p.length; j++) {
+      if (t.kind === "any") {
+        next[j] = can[j]! || (j > 0 && next[j - 1]!);
+        continue;
+      }
+      const s = p[j - 1];
+      if (j === 0 || !can[j - 1] || !s) continue;
+      if (t.kind === "one") next[j] = s.kind === "one" || (s.kind === "literal" && s.value !== "");
+      else next[j] = s.kind === "literal" && s.value === t.value;
+    }
+    can = next;
+  }
+  return can[p.length]!;
+}
