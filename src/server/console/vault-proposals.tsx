@@ -1,7 +1,8 @@
 /** @jsxImportSource hono/jsx */
 // `/vaults/:vault/proposals`: agents' requests, pending first, with who asked (by name), its note,
-// hosts, the credentials asked for and the new-host warnings; approve (typing each value into a
-// password field) or deny, and a fresh approval link, through the API's domain functions
+// hosts with their rules in words beside today's, the credentials asked for and the new-host
+// warnings; approve (typing each value into a password field, narrowing each host's rules in its
+// box) or deny, and a fresh approval link, through the API's domain functions
 // (readProposalFor, approveProposal, rejectProposal, reissueApprovalLink), so only human admins
 // and members decide. A typed value goes straight into a Secret; no page ever shows one.
 
@@ -9,7 +10,10 @@ import { Hono } from "hono";
 import { BrokerError, NotFound } from "../../errors.ts";
 import { Secret } from "../../secret.ts";
 import { approveProposal, describeUrlAuth, mayInVault, readProposalFor, readProposalId, rejectProposal, reissueApprovalLink, reviewProposals } from "../../vault/index.ts";
-import type { OpenVault, ProposalReview, VaultRole } from "../../vault/index.ts";
+import { listServices, viewProposal } from "../../vault/index.ts";
+import type { OpenVault, ProposalReview, Rules, VaultRole } from "../../vault/index.ts";
+import { RulesBox, RulesReview } from "../pages/rules-field.tsx";
+import { formatRulesText, readChosenRules, rulesFieldName, typedRules } from "../pages/rules-text.ts";
 import { Badge, Button, EmptyState, Name, PostForm, Section, Time, toneOf } from "./components.tsx";
 import { describeError, formOf, openConsoleVault, redirectWithFlash, renderPage, requireSignedIn, runAction, signedIn, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
 import { vaultPath } from "./layout.tsx";
@@ -43,18 +47,43 @@ function authText(auth: ProposalReview["services"][number]["auth"]): string {
   return `${auth.type} from ${auth.token ?? ""}`;
 }
 
-function Hosts(props: { p: ProposalReview }) {
+/** The vault's services today, by host: what "Allowed now" and "wider than now" compare against. */
+type CurrentServices = Readonly<Record<string, { readonly rules?: Rules }>>;
+
+/** A refused approval's rules boxes, as typed, to show them again. */
+interface TypedRules {
+  readonly id: number;
+  readonly rules: Readonly<Record<string, string>>;
+}
+
+function Hosts(props: { p: ProposalReview; current: CurrentServices; editable: boolean; typed?: Readonly<Record<string, string>> }) {
   if (props.p.services.length === 0) return null;
   return (
     <>
       <h3>Hosts</h3>
       <ul class="plain-list">
-        {props.p.services.map((s) => (
-          <li>
-            <Name>{s.host}</Name> <span class="muted small">{authText(s.auth)}</span>
-            {s.description ? <span class="small"> · {s.description}</span> : null}
-          </li>
-        ))}
+        {props.p.services.map((s, i) => {
+          const id = `rules-${props.p.id}-${i}`;
+          return (
+            <li class="proposed-host">
+              <Name>{s.host}</Name> <span class="muted small">{authText(s.auth)}</span>
+              {s.description ? <span class="small"> · {s.description}</span> : null}
+              <dl class="overview rules-review">
+                <RulesReview asked={s.rules} current={props.current[s.host]} pending={props.p.status === "pending"} id={id} />
+              </dl>
+              {props.editable ? (
+                <RulesBox
+                  id={`${id}-box`}
+                  name={rulesFieldName(s.host)}
+                  value={props.typed?.[s.host] ?? formatRulesText(s.rules)}
+                  label={`Allowed requests to ${s.host} after approval`}
+                  intro={s.rules ? "Delete lines or paths to narrow what was asked for." : "Every method and path was asked for; write rules to narrow that."}
+                  empty={s.rules ? "To allow nothing, deny the proposal." : undefined}
+                />
+              ) : null}
+            </li>
+          );
+        })}
       </ul>
     </>
   );
@@ -87,7 +116,7 @@ function Slot(props: { p: ProposalReview; slot: ProposalReview["credentials"][nu
   );
 }
 
-function PendingProposal(props: { p: ProposalReview; vault: string; canDecide: boolean; role: VaultRole; existing: readonly string[] }) {
+function PendingProposal(props: { p: ProposalReview; vault: string; canDecide: boolean; role: VaultRole; existing: readonly string[]; current: CurrentServices; typed?: TypedRules }) {
   const { p, vault } = props;
   const slots = p.credentials.map((s) => <Slot p={p} slot={s} editable={props.canDecide} exists={props.existing.includes(s.key)} />);
   return (
@@ -111,11 +140,11 @@ function PendingProposal(props: { p: ProposalReview; vault: string; canDecide: b
           {w}
         </p>
       ))}
-      <Hosts p={p} />
-      {p.credentials.length ? <h3>Credentials asked for</h3> : null}
       {props.canDecide ? (
         <>
           <PostForm action={proposalPath(vault, p.id, "approve")} id={`approve-${p.id}`} label={`Approve proposal ${p.id}`}>
+            <Hosts p={p} current={props.current} editable typed={props.typed?.id === p.id ? props.typed.rules : undefined} />
+            {p.credentials.length ? <h3>Credentials asked for</h3> : null}
             {slots}
             <div class="actions">
               <Button variant="primary" id={`approve-${p.id}-button`}>
@@ -135,6 +164,8 @@ function PendingProposal(props: { p: ProposalReview; vault: string; canDecide: b
         </>
       ) : (
         <>
+          <Hosts p={p} current={props.current} editable={false} />
+          {p.credentials.length ? <h3>Credentials asked for</h3> : null}
           {slots}
           <p class="muted">Your role ({props.role}) can see proposals but not decide them: an admin or member of this vault approves or denies.</p>
         </>
@@ -194,13 +225,14 @@ function History(props: { rows: readonly ProposalReview[] }) {
   );
 }
 
-async function renderProposals(c: ConsoleContext) {
+async function renderProposals(c: ConsoleContext, typed?: TypedRules, status: 200 | 400 | 404 | 409 = 200) {
   const open = await openConsoleVault(c, "read");
   const d = c.get("kit").d;
   const all = await reviewProposals(d, open);
   const pending = all.filter((p) => p.status === "pending");
   const canDecide = mayInVault(signedIn(c), open.role, "approve");
   const existing = await d.store.credentials.keys(open.vault.id);
+  const current: CurrentServices = Object.fromEntries((await listServices(d, open)).map((s) => [s.host, s]));
   const body = (
     <>
       {pending.length === 0 ? (
@@ -216,7 +248,7 @@ async function renderProposals(c: ConsoleContext) {
         <div id="pending">
           <h2 class="section-title">Waiting for a decision ({pending.length})</h2>
           {pending.map((p) => (
-            <PendingProposal p={p} vault={open.vault.name} canDecide={canDecide} role={open.role} existing={existing} />
+            <PendingProposal p={p} vault={open.vault.name} canDecide={canDecide} role={open.role} existing={existing} current={current} typed={typed} />
           ))}
         </div>
       )}
@@ -226,7 +258,7 @@ async function renderProposals(c: ConsoleContext) {
     </>
   );
   const lead = "Agents ask here for hosts and credentials. Approving writes the services and the values you type; the agent never sees them.";
-  return renderPage(c, { title: "Proposals", nav: "vaults", vault: vaultOf(open), lead }, body);
+  return renderPage(c, { title: "Proposals", nav: "vaults", vault: vaultOf(open), lead, status }, body);
 }
 
 /** The proposal of the path, opened for deciding exactly as POST /v1/proposals/:id/approve does. */
@@ -250,20 +282,25 @@ function typedValues(form: Record<string, string>): Record<string, Secret> {
 export function proposalPages() {
   const r = new Hono<ConsoleEnv>();
   r.use("/vaults/:vault/proposals/*", requireSignedIn);
-  r.get("/vaults/:vault/proposals", requireSignedIn, renderProposals);
+  r.get("/vaults/:vault/proposals", requireSignedIn, (c) => renderProposals(c));
 
-  r.post("/vaults/:vault/proposals/:id/approve", (c) => {
+  r.post("/vaults/:vault/proposals/:id/approve", async (c) => {
     const back = vaultPath(c.req.param("vault"), "proposals");
-    return runAction(c, {
-      run: async () => {
-        const { row } = await openForDecision(c);
-        await approveProposal(c.get("kit").d, signedIn(c), row, typedValues(formOf(c)));
-        c.get("kit").log.info("proposal_applied", { proposal: row.id, by: signedIn(c).id, via: "console" });
-        return row;
-      },
-      success: (row) => `Proposal #${row.id} approved. The agent sees the change on its next request.`,
-      redirect: back,
-    });
+    let typed: TypedRules | undefined;
+    try {
+      const { row, open } = await openForDecision(c);
+      const services = viewProposal(row, open.vault.name).services;
+      typed = { id: row.id, rules: typedRules(formOf(c), services) };
+      await approveProposal(c.get("kit").d, signedIn(c), row, typedValues(formOf(c)), { rules: readChosenRules(formOf(c), services) });
+      c.get("kit").log.info("proposal_applied", { proposal: row.id, by: signedIn(c).id, via: "console" });
+      return redirectWithFlash(c, back, "success", `Proposal #${row.id} approved. The agent sees the change on its next request.`);
+    } catch (err) {
+      if (!(err instanceof BrokerError)) throw err;
+      if (!typed || Object.keys(typed.rules).length === 0) return redirectWithFlash(c, back, "error", describeError(err));
+      // Shown now on the same page, so the rules as typed stay in their boxes (values are never echoed).
+      c.set("flash", { kind: "error", text: describeError(err) });
+      return renderProposals(c, typed, err.status === 409 ? 409 : err.status === 404 ? 404 : 400);
+    }
   });
 
   r.post("/vaults/:vault/proposals/:id/deny", (c) => {

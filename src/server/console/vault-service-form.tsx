@@ -2,8 +2,10 @@
 // The fields of the add/edit service form: host, how the credential is sent (every auth type),
 // which credential, the username or header name the type needs, description, enabled. Works
 // without JavaScript: every field is always there, each hint says which auth type uses it, and the
-// server reads only the fields of the chosen type. No field holds a secret value.
+// server reads only the fields of the chosen type. The rules box takes one rule per line
+// (rules-text.ts); empty allows every method and path. No field holds a secret value.
 
+import { RulesBox } from "../pages/rules-field.tsx";
 import { FormField, Name } from "./components.tsx";
 
 export interface ServiceFormValues {
@@ -17,6 +19,8 @@ export interface ServiceFormValues {
   path_template: string;
   description: string;
   enabled: boolean;
+  /** The rules box as text, one rule per line (absent: empty, no rules). */
+  rules?: string;
 }
 
 const EMPTY: ServiceFormValues = { host: "", auth_type: "bearer", credential_key: "", username: "", header_name: "", header_prefix: "", query_param: "", path_template: "", description: "", enabled: true };
@@ -114,6 +118,7 @@ export function ServiceFields(props: { values?: ServiceFormValues; keys: string[
         </div>
       </fieldset>
       <FormField label="Description (optional)" name="description" value={v.description} maxlength={500} autocomplete="off" hint="What this service is for, for the people who read this list." />
+      <RulesBox id="f-rules" name="rules" value={v.rules ?? ""} label="Allowed requests (optional)" intro="Limit what agents may do on this host." />
       <div class="field">
         <label class="choice" for="f-enabled">
           <input type="checkbox" name="enabled" id="f-enabled" checked={v.enabled} />

@@ -3,7 +3,8 @@
 // editing, enabling, disabling and removing go through the API's own calls (addService,
 // updateService, removeService), so the permission rule and the host rules (no public-suffix
 // wildcards) are decided in one place. Before a service sends an existing credential to a host it
-// does not go to today, the person confirms the same warning the approval page shows.
+// does not go to today, the person confirms the same warning the approval page shows. Each
+// service's rules are listed in words and edited as text, one rule per line (rules-text.ts).
 
 import { Hono } from "hono";
 import { BrokerError, NotFound } from "../../errors.ts";
@@ -11,6 +12,8 @@ import { addService, describeUrlAuth, listCredentials, listServices, mayInVault,
 import { Badge, Button, ConfirmForm, EmptyState, LinkButton, Name, PostForm, Section, Table } from "./components.tsx";
 import { describeError, formOf, openConsoleVault, renderPage, requireConfirmation, requireSignedIn, runAction, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
 import { vaultPath } from "./layout.tsx";
+import { rulesInWords } from "../pages/rules-field.tsx";
+import { formatRulesText, parseRulesText } from "../pages/rules-text.ts";
 import { ServiceFields, type ServiceFormValues } from "./vault-service-form.tsx";
 
 function servicePath(vault: string, host?: string, action?: "edit" | "enable" | "disable" | "remove"): string {
@@ -53,6 +56,7 @@ function ServicesTable(props: { vault: string; rows: ServiceView[]; canWrite: bo
         </>
       ),
     },
+    { label: "Allowed requests", cell: (s: ServiceView) => (s.rules ? rulesInWords(s.rules) : <span class="muted">{rulesInWords(undefined)}</span>) },
     { label: "Description", cell: (s: ServiceView) => (s.description ? s.description : <span class="muted">none</span>) },
     { label: "Status", cell: (s: ServiceView) => <Badge tone={s.enabled ? "success" : "danger"}>{s.enabled ? "enabled" : "disabled"}</Badge> },
   ];
@@ -90,6 +94,7 @@ function readValues(form: Record<string, string>, host?: string): ServiceFormVal
     path_template: (form.path_template ?? "").trim(),
     description: form.description ?? "",
     enabled: form.enabled === "on" || form.enabled === "true",
+    rules: form.rules, // absent (a form without the box) keeps the current rules
   };
 }
 
@@ -104,7 +109,9 @@ function toBody(v: ServiceFormValues): Record<string, unknown> {
   }
   if (v.auth_type === "query") auth.param = v.query_param;
   if (v.auth_type === "path") auth.template = v.path_template;
-  return { host: v.host, description: v.description, auth, enabled: v.enabled };
+  // An empty box is null: on an edit it removes the rules (every method and path allowed again).
+  const rules = v.rules === undefined ? undefined : (parseRulesText(v.rules) ?? null);
+  return { host: v.host, description: v.description, auth, enabled: v.enabled, rules };
 }
 
 interface FormState {
@@ -168,6 +175,7 @@ function valuesOf(s: ServiceView): ServiceFormValues {
     path_template: s.auth.template ?? "",
     description: s.description,
     enabled: s.enabled,
+    rules: formatRulesText(s.rules),
   };
 }
 
@@ -207,7 +215,7 @@ function renderWarning(c: ConsoleContext, open: OpenVault, values: ServiceFormVa
         </p>
       ))}
       <PostForm action={action} id="confirm-new-host" label="Confirm the new host">
-        {Object.entries(hidden).map(([name, value]) => (
+        {Object.entries(hidden).filter(([, value]) => value !== undefined).map(([name, value]) => (
           <input type="hidden" name={name} value={String(value)} />
         ))}
         <div class="actions">

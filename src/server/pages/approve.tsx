@@ -1,12 +1,16 @@
 /** @jsxImportSource hono/jsx */
 // The approval page: a read-only view of a proposal for anyone holding the approval link, a
-// sign-in form (and "Sign in with <provider>" when one is configured), and, for a signed-in admin or member of the vault, one password field per slot
+// sign-in form (and "Sign in with <provider>" when one is configured), and, for a signed-in admin or member of the vault, one password field per slot,
+// a rules box per service (to narrow what was asked; each host's rules are shown in words beside today's)
 // and Allow / Deny. All agent-written text is rendered as escaped text (hono/jsx escapes), links
 // only for https URLs; no inline script or style exists (the CSP forbids them).
 
 import { describeUrlAuth, type ProposalView } from "../../vault/index.ts";
+import type { Rules } from "../../vault/index.ts";
 import { ProviderSignIn, type SignInProvider } from "../console/sign-in-provider.tsx";
 import { Brand, Document } from "./document.tsx";
+import { RulesBox, RulesReview } from "./rules-field.tsx";
+import { formatRulesText, rulesFieldName } from "./rules-text.ts";
 
 export type Viewer =
   | { kind: "anonymous" }
@@ -24,6 +28,10 @@ export interface ApprovePageProps {
   readonly token: string;
   readonly csrf: string;
   readonly existingKeys: readonly string[];
+  /** The vault's services today, by host (for "Allowed now" and what a proposal widens). */
+  readonly currentServices: Readonly<Record<string, { readonly rules?: Rules }>>;
+  /** The rules boxes as the person typed them (a refused decision shows them again), by host. */
+  readonly typedRules?: Readonly<Record<string, string>>;
   readonly notice?: string;
   /** A decision's result reads as a success; anything else as a warning. */
   readonly noticeKind?: "success" | "warning";
@@ -82,31 +90,38 @@ function ObtainLink(props: { url: string }) {
   );
 }
 
-function Services(props: { proposal: ProposalView }) {
+function Services(props: { proposal: ProposalView; current: ApprovePageProps["currentServices"]; typed?: ApprovePageProps["typedRules"]; editable: boolean }) {
   if (props.proposal.services.length === 0) return null;
+  const pending = props.proposal.status === "pending";
   return (
-    <section>
+    <section id="services">
       <h2>Hosts the agent wants to reach</h2>
-      <table>
-        <thead>
-          <tr>
-            <th>Host</th>
-            <th>Description</th>
-            <th>Credential</th>
-          </tr>
-        </thead>
-        <tbody>
-          {props.proposal.services.map((s) => (
-            <tr>
-              <td>
-                <code>{s.host}</code>
-              </td>
-              <td>{s.description}</td>
-              <td>{describeAuth(s.auth)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      {props.proposal.services.map((s, i) => {
+        const current = props.current[s.host];
+        return (
+          <fieldset class="service" id={`service-${i}`}>
+            <legend>
+              <code>{s.host}</code> {pending ? <span class="badge">{current ? "changes a current service" : "new host"}</span> : null}
+            </legend>
+            {s.description ? <p>{s.description}</p> : null}
+            <dl class="overview">
+              <dt>Credential</dt>
+              <dd>{describeAuth(s.auth)}</dd>
+              <RulesReview asked={s.rules} current={current} pending={pending} id={`service-${i}-rules`} />
+            </dl>
+            {props.editable ? (
+              <RulesBox
+                id={`rules-${i}`}
+                name={rulesFieldName(s.host)}
+                value={props.typed?.[s.host] ?? formatRulesText(s.rules)}
+                label={`Allowed requests to ${s.host} after approval`}
+                intro={s.rules ? "Delete lines or paths to narrow what the agent asked for." : "The agent asked for every method and path; write rules to narrow that."}
+                empty={s.rules ? "To allow nothing, Deny the request." : undefined}
+              />
+            ) : null}
+          </fieldset>
+        );
+      })}
     </section>
   );
 }
@@ -211,12 +226,12 @@ export function ApprovePage(props: ApprovePageProps) {
       {props.warnings.map((w) => (
         <p class="warning">{w}</p>
       ))}
-      <Services proposal={p} />
-      {p.credentials.length ? <h2>{pending ? "Credentials to supply" : "Credentials asked for"}</h2> : null}
       {editable ? (
         <form method="post" action={`/approve/${p.id}/decide`} autocomplete="off">
           <input type="hidden" name="token" value={props.token} />
           <input type="hidden" name="csrf" value={props.csrf} />
+          <Services proposal={p} current={props.currentServices} typed={props.typedRules} editable />
+          {p.credentials.length ? <h2>Credentials to supply</h2> : null}
           {p.credentials.map((s) => (
             <Slot slot={s} editable exists={props.existingKeys.includes(s.key)} />
           ))}
@@ -230,7 +245,13 @@ export function ApprovePage(props: ApprovePageProps) {
           </div>
         </form>
       ) : (
-        p.credentials.map((s) => <Slot slot={s} editable={false} exists={props.existingKeys.includes(s.key)} />)
+        <>
+          <Services proposal={p} current={props.currentServices} editable={false} />
+          {p.credentials.length ? <h2>{pending ? "Credentials to supply" : "Credentials asked for"}</h2> : null}
+          {p.credentials.map((s) => (
+            <Slot slot={s} editable={false} exists={props.existingKeys.includes(s.key)} />
+          ))}
+        </>
       )}
       {pending && props.viewer.kind === "anonymous" ? <SignIn id={p.id} token={props.token} csrf={props.csrf} provider={props.provider} /> : null}
       {pending && props.viewer.kind === "not-allowed" ? (

@@ -141,6 +141,15 @@ code, .name { font-family: var(--mono); font-size: .9em; overflow-wrap: anywhere
 .overview dt { font-weight: 600; }
 .overview dd { margin: 0; color: var(--muted); }
 
+/* Service rules: plain words beside today's, the line-per-rule box */
+.service .overview, .rules-review { margin: .5rem 0 .75rem; }
+.service .overview dd, .rules-review dd { color: var(--text); overflow-wrap: anywhere; }
+.overview dd.rules-wider { grid-column: 1 / -1; }
+.rules-box { font-family: var(--mono); font-size: .9rem; line-height: 1.45; }
+.card form:not(.form-inline) .rules-field { max-width: 44rem; }
+.plain-list { list-style: none; padding: 0; margin: .5rem 0 1rem; }
+.plain-list > li + li { margin-top: 1rem; padding-top: 1rem; border-top: 1px solid var(--border); }
+
 /* Flash messages and notices */
 .flash, .form-error, .warning { overflow-wrap: anywhere; border-radius: var(--radius-small); padding: .75rem 1rem; margin: 0 0 1.25rem; border: 1px solid; border-left-width: 4px; }
 .flash-success { background: var(--success-soft); border-color: var(--success); color: var(--text); }

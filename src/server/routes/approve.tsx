@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 // The human approval flow in the browser: GET /approve/:id?token= (read-only with the token),
 // POST /approve/:id/login (sign in, returning to the page) and POST /approve/:id/decide (Allow or
-// Deny). Forms carry a CSRF token matched against a SameSite=Strict cookie, and cross-site posts
+// Deny, with the rules boxes narrowing what each service asked for). Forms carry a CSRF token matched against a SameSite=Strict cookie, and cross-site posts
 // are refused by Origin / Sec-Fetch-Site. Only a user session of a vault admin or member decides.
 
 import type { Context } from "hono";
@@ -11,12 +11,13 @@ import type { Logger } from "../../log.ts";
 import { Secret } from "../../secret.ts";
 import type { Domain } from "../../vault/index.ts";
 import { mayInVault, type Principal } from "../../vault/index.ts";
-import { approvalWarnings, approveProposal, proposalByApprovalToken, rejectProposal, requesterOf, viewProposal } from "../../vault/index.ts";
+import { approvalWarnings, approveProposal, proposalByApprovalToken, rejectProposal, requesterOf, viewProposal, viewService } from "../../vault/index.ts";
 import { loginUser, readCredentials } from "../../vault/index.ts";
 import { roleIn } from "../../vault/index.ts";
 import type { ApiEnv } from "../env.ts";
 import { clientIp } from "../limits.ts";
 import { ApprovePage, MessagePage, type Viewer } from "../pages/approve.tsx";
+import { readChosenRules, typedRules } from "../pages/rules-text.ts";
 import { assertSameOrigin, csrfToken, readForm, readSessionCookie, setPageHeaders, setSessionCookie } from "../pages/security.ts";
 import { STYLESHEET } from "../pages/style.ts";
 import { COPY_SCRIPT } from "../console/copy-script.ts";
@@ -40,7 +41,15 @@ export function approveRoutes(d: Domain, log: Logger) {
     return c.html(<MessagePage title="Link not valid" message="This approval link is invalid or has expired. Ask the agent for a new one." />, 404);
   };
 
-  async function render(c: Context, id: number, token: string, notice?: string, status: 200 | 400 | 403 | 409 | 429 = 200, noticeKind: "success" | "warning" = "warning") {
+  async function render(
+    c: Context,
+    id: number,
+    token: string,
+    notice?: string,
+    status: 200 | 400 | 403 | 409 | 429 = 200,
+    noticeKind: "success" | "warning" = "warning",
+    typed?: Record<string, string>,
+  ) {
     const found = await proposalByApprovalToken(d, id, token);
     if (!found) return invalidLink(c);
     const { viewer } = await viewerOf(c, d, found.row.vaultId);
@@ -50,11 +59,14 @@ export function approveRoutes(d: Domain, log: Logger) {
       proposal: viewProposal(found.row, found.vault.name),
       requester: await requesterOf(d, found.row),
       now: d.now(),
-      warnings: await approvalWarnings(d, found.row),
+      // Warnings compare with the vault as it is: once decided, "today" would be the proposal's own result.
+      warnings: found.row.status === "pending" ? await approvalWarnings(d, found.row) : [],
       viewer,
       token,
       csrf,
       existingKeys: await d.store.credentials.keys(found.row.vaultId),
+      currentServices: Object.fromEntries((await d.store.services.list(found.row.vaultId)).map((row) => [row.host, viewService(row)])),
+      typedRules: typed,
       notice,
       noticeKind,
       provider: d.oidc,
@@ -117,13 +129,14 @@ export function approveRoutes(d: Domain, log: Logger) {
     if (!found) return invalidLink(c);
     const { principal, viewer } = await viewerOf(c, d, found.row.vaultId);
     if (!principal || viewer.kind !== "approver") return render(c, id, token, "Only a signed-in admin or member of this vault can decide.", 403);
+    const services = viewProposal(found.row, found.vault.name).services;
     try {
       if (form.decision === "allow") {
         const values: Record<string, Secret> = {};
         for (const [name, value] of Object.entries(form)) {
           if (name.startsWith("value_") && typeof value === "string" && value !== "") values[name.slice(6)] = new Secret(value);
         }
-        await approveProposal(d, principal, found.row, values);
+        await approveProposal(d, principal, found.row, values, { rules: readChosenRules(form, services) });
         log.info("proposal_applied", { proposal: id, vault: found.vault.name, by: principal.id });
         return decided(c, id, token);
       }
@@ -135,7 +148,8 @@ export function approveRoutes(d: Domain, log: Logger) {
       return render(c, id, token, "Choose Allow or Deny.", 400);
     } catch (err) {
       if (!(err instanceof BrokerError)) throw err;
-      return render(c, id, token, err.message, err.status === 409 ? 409 : 400);
+      // What was typed in the rules boxes comes back as typed; credential values never do.
+      return render(c, id, token, err.message, err.status === 409 ? 409 : 400, "warning", typedRules(form, services));
     }
   });
   return r;
