@@ -133,12 +133,9 @@ export async function approvalWarnings(d: Domain, row: ProposalRow): Promise<str
     const replaced = current.find((c) => c.host === s.host);
     if (replaced && replaced.authKey !== (s.auth.token ?? null)) warnings.push(`This proposal replaces the existing service for ${s.host}.`);
     if (!replaced) continue;
+    // Narrower or wider rules are shown beside each host; dropping them all is worth a warning of its own.
     const now = storedRules(replaced);
-    const after = s.rules;
-    if (now && !after) warnings.push(`This proposal removes the rules of ${s.host}: every method and path would be allowed (today: ${describeRules(now)}).`);
-    else if (after && JSON.stringify(now ?? null) !== JSON.stringify(after)) {
-      warnings.push(`This proposal changes what ${s.host} allows: today ${now ? describeRules(now) : "every method and path"}; after approval ${describeRules(after)}.`);
-    }
+    if (now && !s.rules) warnings.push(`This proposal removes the rules of ${s.host}: every method and path would be allowed (today: ${describeRules(now)}).`);
   }
   return warnings;
 }
