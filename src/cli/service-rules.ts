@@ -18,13 +18,11 @@ export const allowArg = {
   },
 } as const;
 
-export const ADD_EXAMPLES = `EXAMPLES
+/** The `service add` example with rules, and what --allow does (the help puts the auth examples first). */
+export const ADD_RULES_EXAMPLE = `  broker service add api.github.com --auth bearer --token GITHUB_TOKEN \\
+    --allow "GET HEAD /repos/*/issues/**" --allow "POST /repos/*/issues"`;
 
-  broker service add api.openai.com --auth bearer --token OPENAI_API_KEY
-  broker service add api.github.com --auth bearer --token GITHUB_TOKEN \\
-    --allow "GET HEAD /repos/*/issues/**" --allow "POST /repos/*/issues"
-
-Each --allow is one rule: methods first, then paths; * matches one path segment, ** any number.
+export const ADD_RULES_NOTES = `Each --allow is one rule: methods first, then paths; * matches one path segment, ** any number.
 Without --allow every method and path is allowed. A request outside the rules gets 403
 request_not_allowed; paths that servers read differently (.., %2F, ;, \\) get 400.`;
 

@@ -11,7 +11,7 @@ import { type CliContext, openContext, pickVault } from "../context.ts";
 import { CliFailure } from "../fail.ts";
 import { formatTime, printJson, printLine, printTable } from "../output.ts";
 import { promptHidden, stdinIsTerminal } from "../prompt.ts";
-import { type ServiceAuth, describeAuth } from "./service.ts";
+import { describeAuth, type ServiceAuth } from "../service-auth.ts";
 
 interface SlotView {
   readonly key: string;

@@ -11,13 +11,8 @@ import { openContext, pickVault } from "../context.ts";
 import { CliFailure, hintOnForbidden, SECRET_WRITE_HINT } from "../fail.ts";
 import { addHelpFooter } from "../help.ts";
 import { printJson, printLine, printTable } from "../output.ts";
-import { ADD_EXAMPLES, ALLOW_EXAMPLE, allowArg, collectFlagValues, describeAllowed, parseAllowFlags, UPDATE_EXAMPLES } from "../service-rules.ts";
-
-export type ServiceAuth =
-  | { type: "bearer"; token: string }
-  | { type: "basic"; token: string; username?: string }
-  | { type: "header"; header: string; token: string; prefix?: string }
-  | { type: "passthrough" };
+import { AUTH_EXAMPLES, AUTH_NOTES, AUTH_TYPES, buildAuth, describeAuth, nameAuthFlag, type ServiceAuth } from "../service-auth.ts";
+import { ADD_RULES_EXAMPLE, ADD_RULES_NOTES, ALLOW_EXAMPLE, allowArg, collectFlagValues, describeAllowed, parseAllowFlags, UPDATE_EXAMPLES } from "../service-rules.ts";
 
 interface ServiceView {
   readonly host: string;
@@ -27,59 +22,19 @@ interface ServiceView {
   readonly rules?: Rules;
 }
 
-export interface AuthFlags {
-  readonly auth: string;
-  readonly token?: string;
-  readonly header?: string;
-  readonly prefix?: string;
-  readonly username?: string;
-}
-
-const AUTH_FLAGS: Record<ServiceAuth["type"], { needs: (keyof AuthFlags)[]; allows: (keyof AuthFlags)[] }> = {
-  bearer: { needs: ["token"], allows: [] },
-  basic: { needs: ["token"], allows: ["username"] },
-  header: { needs: ["header", "token"], allows: ["prefix"] },
-  passthrough: { needs: [], allows: [] },
-};
-
-/** Turns --auth and its companion flags into the API's auth object, naming any flag missing or out of place. */
-export function buildAuth(flags: AuthFlags): ServiceAuth {
-  const rule = AUTH_FLAGS[flags.auth as ServiceAuth["type"]];
-  if (!rule) throw new CliFailure(`--auth must be one of ${Object.keys(AUTH_FLAGS).join(", ")}`, undefined, 2);
-  const given = (["token", "header", "prefix", "username"] as const).filter((f) => flags[f] !== undefined && flags[f] !== "");
-  const missing = rule.needs.filter((f) => !given.includes(f as (typeof given)[number]));
-  if (missing.length) throw new CliFailure(`--auth ${flags.auth} needs ${missing.map((f) => `--${f}`).join(" and ")}`, "--token names the credential KEY to inject (see `broker credential list`)", 2);
-  const extra = given.filter((f) => !rule.needs.includes(f) && !rule.allows.includes(f));
-  if (extra.length) throw new CliFailure(`--auth ${flags.auth} does not take ${extra.map((f) => `--${f}`).join(" or ")}`, undefined, 2);
-  const pick = Object.fromEntries(given.map((f) => [f, flags[f]]));
-  return { type: flags.auth, ...pick } as ServiceAuth;
-}
-
-/** One-line summary for tables: `bearer OPENAI_API_KEY`, `header X-Api-Key: Token <KEY>`. */
-export function describeAuth(auth: ServiceAuth): string {
-  switch (auth.type) {
-    case "bearer":
-      return `bearer ${auth.token}`;
-    case "basic":
-      return `basic ${auth.username ? `${auth.username}:` : ""}${auth.token}`;
-    case "header":
-      return `header ${auth.header}: ${auth.prefix ?? ""}<${auth.token}>`;
-    default:
-      return auth.type;
-  }
-}
-
 const hostArg = { host: { type: "positional", description: "Host, host:port, or *.domain", required: true } } as const;
 
 const add = defineCommand({
   meta: { name: "add", description: "Allow a host and say how its credential is injected" },
   args: {
     ...hostArg,
-    auth: { type: "enum", options: ["bearer", "basic", "header", "passthrough"], required: true, description: "How the credential is injected" },
-    token: { type: "string", description: "Credential KEY to inject (bearer, basic, header)" },
+    auth: { type: "enum", options: AUTH_TYPES, required: true, description: "How the credential is injected" },
+    token: { type: "string", description: "Credential KEY to inject (every type but passthrough)" },
     header: { type: "string", description: "Header name (header auth), e.g. X-Api-Key" },
     prefix: { type: "string", description: "Text put before the value (header auth), e.g. 'Token '" },
     username: { type: "string", description: "User name (basic auth; the credential is the password)" },
+    param: { type: "string", description: "Query parameter that carries the credential (query auth), e.g. key" },
+    template: { type: "string", description: "Path before the agent's path, {value} for the credential (path auth), e.g. /bot{value}" },
     description: { type: "string", description: "What the service is, for people reading the list" },
     disabled: { type: "boolean", description: "Add it disabled" },
     ...allowArg,
@@ -93,13 +48,13 @@ const add = defineCommand({
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
     const body = { host: args.host, description: args.description, auth, enabled: !args.disabled, rules };
-    const svc = await hintOnForbidden(ctx.client.request<ServiceView>("POST", vaultPath(vault, "services"), { body, vault }), SECRET_WRITE_HINT);
+    const svc = await hintOnForbidden(nameAuthFlag(ctx.client.request<ServiceView>("POST", vaultPath(vault, "services"), { body, vault }), args), SECRET_WRITE_HINT);
     if (args.json) return printJson(svc);
     printLine(`Added ${svc?.host ?? args.host} to vault ${vault} (${describeAuth(auth)}${args.disabled ? ", disabled" : ""}).`);
     printLine(`Agents may use ${describeAllowed(svc?.rules ?? rules)}.`);
   },
 });
-addHelpFooter(add, () => ADD_EXAMPLES);
+addHelpFooter(add, () => `EXAMPLES\n\n${AUTH_EXAMPLES}\n${ADD_RULES_EXAMPLE}\n\n${AUTH_NOTES}\n\n${ADD_RULES_NOTES}`);
 
 const update = defineCommand({
   meta: { name: "update", description: "Change a service's rules (allowed methods and paths) or description" },

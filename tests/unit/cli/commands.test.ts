@@ -1,4 +1,4 @@
-// Pure pieces of the commands: service auth flags, invite links, credential keys, durations,
+// Pure pieces of the commands: invite links, credential keys, durations,
 // and the size budget every CLI file keeps.
 
 import { describe, expect, test } from "bun:test";
@@ -6,29 +6,8 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { formatDuration } from "../../../src/cli/commands/agent.ts";
 import { checkKey } from "../../../src/cli/commands/credential.ts";
-import { buildAuth, describeAuth } from "../../../src/cli/commands/service.ts";
 import { parseInviteRef } from "../../../src/cli/commands/vault-join.ts";
 import { CliFailure } from "../../../src/cli/fail.ts";
-
-describe("buildAuth", () => {
-  test("builds each auth type from its flags", () => {
-    expect(buildAuth({ auth: "bearer", token: "K" })).toEqual({ type: "bearer", token: "K" });
-    expect(buildAuth({ auth: "basic", token: "K", username: "u" })).toEqual({ type: "basic", token: "K", username: "u" });
-    expect(buildAuth({ auth: "header", header: "X-Api-Key", token: "K", prefix: "Token " })).toEqual({ type: "header", header: "X-Api-Key", token: "K", prefix: "Token " });
-    expect(buildAuth({ auth: "passthrough" })).toEqual({ type: "passthrough" });
-  });
-  test("names missing and misplaced flags", () => {
-    expect(() => buildAuth({ auth: "bearer" })).toThrow("--auth bearer needs --token");
-    expect(() => buildAuth({ auth: "header", token: "K" })).toThrow("needs --header");
-    expect(() => buildAuth({ auth: "passthrough", token: "K" })).toThrow("does not take --token");
-    expect(() => buildAuth({ auth: "bearer", token: "K", prefix: "x" })).toThrow("does not take --prefix");
-    expect(() => buildAuth({ auth: "oauth" })).toThrow(CliFailure);
-  });
-  test("describes auth without any value (services hold key names only)", () => {
-    expect(describeAuth({ type: "header", header: "X-Api-Key", token: "K", prefix: "Token " })).toBe("header X-Api-Key: Token <K>");
-    expect(describeAuth({ type: "basic", token: "K", username: "u" })).toBe("basic u:K");
-  });
-});
 
 describe("parseInviteRef", () => {
   test("takes the token from a link (with or without /accept) or a bare token", () => {

@@ -1,0 +1,115 @@
+// `--auth` and its companion flags for `broker service add`: the API's auth object built from them,
+// auth in words for tables (key names and where they go, never a value), and the broker's 400 on an
+// auth field told against the flag that set it. The broker validates; this only names flags.
+
+import { ApiFailure } from "./client.ts";
+import { CliFailure } from "./fail.ts";
+
+export type ServiceAuth =
+  | { type: "bearer"; token: string }
+  | { type: "basic"; token: string; username?: string }
+  | { type: "header"; header: string; token: string; prefix?: string }
+  | { type: "query"; param: string; token: string }
+  | { type: "path"; template: string; token: string }
+  | { type: "passthrough" };
+
+export interface AuthFlags {
+  readonly auth: string;
+  readonly token?: string;
+  readonly header?: string;
+  readonly prefix?: string;
+  readonly username?: string;
+  readonly param?: string;
+  readonly template?: string;
+}
+
+type CompanionFlag = Exclude<keyof AuthFlags, "auth">;
+
+const COMPANIONS: readonly CompanionFlag[] = ["token", "header", "prefix", "username", "param", "template"];
+
+const AUTH_FLAGS: Record<ServiceAuth["type"], { needs: CompanionFlag[]; allows: CompanionFlag[] }> = {
+  bearer: { needs: ["token"], allows: [] },
+  basic: { needs: ["token"], allows: ["username"] },
+  header: { needs: ["header", "token"], allows: ["prefix"] },
+  query: { needs: ["param", "token"], allows: [] },
+  path: { needs: ["template", "token"], allows: [] },
+  passthrough: { needs: [], allows: [] },
+};
+
+export const AUTH_TYPES = Object.keys(AUTH_FLAGS) as ServiceAuth["type"][];
+
+/** What each companion flag is for, when one is missing. */
+const NEEDS_HINT: Record<CompanionFlag, string> = {
+  token: "--token names the credential KEY to inject (see `broker credential list`)",
+  header: "--header names the header that carries the credential, e.g. --header X-Api-Key",
+  prefix: "",
+  username: "",
+  param: "--param names the query parameter that carries the credential, e.g. --param key",
+  template: 'the credential goes where {value} is and the agent\'s path follows, e.g. --template "/bot{value}"',
+};
+
+/** Turns --auth and its companion flags into the API's auth object, naming any flag missing or out of place. */
+export function buildAuth(flags: AuthFlags): ServiceAuth {
+  const rule = AUTH_FLAGS[flags.auth as ServiceAuth["type"]];
+  if (!rule) throw new CliFailure(`--auth must be one of ${AUTH_TYPES.join(", ")}`, undefined, 2);
+  const given = COMPANIONS.filter((f) => flags[f] !== undefined && flags[f] !== "");
+  const missing = rule.needs.filter((f) => !given.includes(f));
+  if (missing.length) throw new CliFailure(`--auth ${flags.auth} needs ${missing.map((f) => `--${f}`).join(" and ")}`, NEEDS_HINT[missing[0]!], 2);
+  const extra = given.filter((f) => !rule.needs.includes(f) && !rule.allows.includes(f));
+  if (extra.length) throw new CliFailure(`--auth ${flags.auth} does not take ${extra.map((f) => `--${f}`).join(" or ")}`, undefined, 2);
+  const pick = Object.fromEntries(given.map((f) => [f, flags[f]]));
+  return { type: flags.auth, ...pick } as ServiceAuth;
+}
+
+/** One-line summary for tables: `bearer OPENAI_API_KEY`, `header X-Api-Key: Token <KEY>`, `query ?key= from KEY`. */
+export function describeAuth(auth: ServiceAuth): string {
+  switch (auth.type) {
+    case "bearer":
+      return `bearer ${auth.token}`;
+    case "basic":
+      return `basic ${auth.username ? `${auth.username}:` : ""}${auth.token}`;
+    case "header":
+      return `header ${auth.header}: ${auth.prefix ?? ""}<${auth.token}>`;
+    case "query":
+      return `query ?${auth.param}= from ${auth.token}`;
+    case "path":
+      return `path ${auth.template} from ${auth.token}`;
+    default:
+      return auth.type;
+  }
+}
+
+export const AUTH_EXAMPLES = `  broker service add api.openai.com --auth bearer --token OPENAI_API_KEY
+  broker service add api.example.com --auth header --header X-Api-Key --token EXAMPLE_KEY
+  broker service add maps.googleapis.com --auth query --param key --token GOOGLE_API_KEY
+  broker service add api.telegram.org --auth path --template "/bot{value}" --token TELEGRAM_TOKEN`;
+
+export const AUTH_NOTES = `--auth query sets the query parameter --param to the credential, replacing any the agent sent.
+--auth path puts --template, with the credential where {value} is, before the agent's path: the
+agent asks for /getMe and the upstream gets /bot<value>/getMe. Rules and logs see the agent's path.`;
+
+/** Next steps for a refused auth field, by flag. */
+const FIELD_HINTS: Partial<Record<string, string>> = {
+  auth: "this broker does not know that type: it may be older than this CLI (`broker service add --help` lists the types)",
+  token: "`broker credential list` shows the vault's keys",
+  param: "give the parameter's name only, e.g. --param key (not ?key= or key=…)",
+  template: 'it starts with /, holds {value} once and does not end with /, e.g. --template "/bot{value}"',
+};
+
+/**
+ * Awaits an API call; a 400 on `auth.<field>` is told against the flag that set it (`--template must
+ * start with /`) with a next step. Flag values are not repeated: a pasted credential must not echo.
+ */
+export async function nameAuthFlag<T>(call: Promise<T>, flags: AuthFlags): Promise<T> {
+  try {
+    return await call;
+  } catch (err) {
+    if (!(err instanceof ApiFailure) || err.status !== 400) throw err;
+    const field = /^auth\.(\w+)$/.exec(err.field ?? "")?.[1];
+    if (!field) throw err;
+    const flag = field === "type" ? "auth" : field;
+    const said = err.message.replace(/ \(400 [^)]*\)$/, "").replace(new RegExp(`^auth\\.${field}\\s*`), "");
+    const hint = flag === "template" && /^[A-Za-z]:[\\/]/.test(flags.template ?? "") ? `${FIELD_HINTS.template}; Git Bash rewrote the leading /, set MSYS_NO_PATHCONV=1` : FIELD_HINTS[flag];
+    throw new CliFailure(`--${flag} ${said}`, hint, 2);
+  }
+}

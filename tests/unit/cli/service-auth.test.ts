@@ -1,0 +1,160 @@
+// `--auth` for `broker service add`: each type built from its flags, missing and misplaced flags named
+// before any request, auth in words (key names, never values), and the broker's 400 on an auth field
+// (its own validator's message) told against the flag, without repeating the value typed.
+
+import { describe, expect, test } from "bun:test";
+import { createClient } from "../../../src/cli/client.ts";
+import { CliFailure } from "../../../src/cli/fail.ts";
+import { main } from "../../../src/cli/index.ts";
+import { type AuthFlags, buildAuth, describeAuth, nameAuthFlag } from "../../../src/cli/service-auth.ts";
+import { InvalidRequest } from "../../../src/errors.ts";
+import { readAuth } from "../../../src/vault/services.ts";
+
+describe("buildAuth", () => {
+  test("builds each auth type from its flags", () => {
+    expect(buildAuth({ auth: "bearer", token: "K" })).toEqual({ type: "bearer", token: "K" });
+    expect(buildAuth({ auth: "basic", token: "K", username: "u" })).toEqual({ type: "basic", token: "K", username: "u" });
+    expect(buildAuth({ auth: "header", header: "X-Api-Key", token: "K", prefix: "Token " })).toEqual({ type: "header", header: "X-Api-Key", token: "K", prefix: "Token " });
+    expect(buildAuth({ auth: "query", param: "key", token: "GOOGLE_API_KEY" })).toEqual({ type: "query", param: "key", token: "GOOGLE_API_KEY" });
+    expect(buildAuth({ auth: "path", template: "/bot{value}", token: "TELEGRAM_TOKEN" })).toEqual({ type: "path", template: "/bot{value}", token: "TELEGRAM_TOKEN" });
+    expect(buildAuth({ auth: "passthrough" })).toEqual({ type: "passthrough" });
+  });
+
+  test("names missing and misplaced flags", () => {
+    expect(() => buildAuth({ auth: "bearer" })).toThrow("--auth bearer needs --token");
+    expect(() => buildAuth({ auth: "header", token: "K" })).toThrow("needs --header");
+    expect(() => buildAuth({ auth: "passthrough", token: "K" })).toThrow("does not take --token");
+    expect(() => buildAuth({ auth: "bearer", token: "K", prefix: "x" })).toThrow("does not take --prefix");
+    expect(() => buildAuth({ auth: "oauth" })).toThrow(CliFailure);
+    expect(() => buildAuth({ auth: "query", token: "K" })).toThrow("--auth query needs --param");
+    expect(() => buildAuth({ auth: "query", param: "key" })).toThrow("--auth query needs --token");
+    expect(() => buildAuth({ auth: "path", token: "K", template: "" })).toThrow("--auth path needs --template");
+    expect(() => buildAuth({ auth: "path" })).toThrow("--auth path needs --template and --token");
+    expect(() => buildAuth({ auth: "query", param: "key", token: "K", template: "/b{value}" })).toThrow("--auth query does not take --template");
+    expect(() => buildAuth({ auth: "bearer", token: "K", param: "key" })).toThrow("--auth bearer does not take --param");
+  });
+
+  test("a missing flag's hint says what it is for", () => {
+    const hint = (flags: AuthFlags) => {
+      try {
+        buildAuth(flags);
+      } catch (err) {
+        return (err as CliFailure).hint;
+      }
+    };
+    expect(hint({ auth: "query", token: "K" })).toContain("--param key");
+    expect(hint({ auth: "path", token: "K" })).toContain('--template "/bot{value}"');
+    expect(hint({ auth: "bearer" })).toContain("broker credential list");
+  });
+
+  test("describes auth without any value (services hold key names only)", () => {
+    expect(describeAuth({ type: "header", header: "X-Api-Key", token: "K", prefix: "Token " })).toBe("header X-Api-Key: Token <K>");
+    expect(describeAuth({ type: "basic", token: "K", username: "u" })).toBe("basic u:K");
+    expect(describeAuth({ type: "query", param: "key", token: "GOOGLE_API_KEY" })).toBe("query ?key= from GOOGLE_API_KEY");
+    expect(describeAuth({ type: "path", template: "/bot{value}", token: "TELEGRAM_TOKEN" })).toBe("path /bot{value} from TELEGRAM_TOKEN");
+  });
+});
+
+/** A client whose broker answers the way the real one would: readAuth's own 400 for the auth sent. */
+function refusingClient() {
+  return createClient({
+    addr: "http://broker.test",
+    fetch: async (req) => {
+      try {
+        readAuth((await req.json()).auth);
+        return Response.json({ ok: true });
+      } catch (err) {
+        if (!(err instanceof InvalidRequest)) throw err;
+        return Response.json({ error: err.code, message: err.message, field: err.field }, { status: 400 });
+      }
+    },
+  });
+}
+
+async function refusal(flags: AuthFlags, auth: unknown = buildAuth(flags)): Promise<CliFailure> {
+  try {
+    await nameAuthFlag(refusingClient().request("POST", "/v1/vaults/v/services", { body: { auth } }), flags);
+  } catch (err) {
+    if (err instanceof CliFailure) return err;
+    throw err;
+  }
+  throw new Error("expected a refusal");
+}
+
+describe("nameAuthFlag: the broker's 400 on an auth field, told against the flag", () => {
+  test.each([
+    [{ auth: "query", param: "?key=", token: "K" }, "--param must be a query parameter name of letters, digits, _ . ~ or - (at most 64)", "--param key"],
+    [{ auth: "path", template: "bot{value}", token: "K" }, "--template must start with /", '--template "/bot{value}"'],
+    [{ auth: "path", template: "/bot", token: "K" }, "--template must hold {value} exactly once", "holds {value} once"],
+    [{ auth: "path", template: "/bot{value}/", token: "K" }, "--template must not end with / (the agent's path, which starts with /, follows it)", "does not end with /"],
+    [{ auth: "path", template: "/a/../bot{value}", token: "K" }, "--template must not hold dot segments (. or ..)", "/bot{value}"],
+    [{ auth: "query", param: "key", token: "lower" }, "--token must be a credential key name (A-Z, 0-9, _; starting with a letter)", "broker credential list"],
+  ] as [AuthFlags, string, string][])("%j", async (flags, message, hint) => {
+    const f = await refusal(flags);
+    expect(f.message).toBe(message);
+    expect(f.hint).toContain(hint);
+    expect(f.exitCode).toBe(2);
+  });
+
+  test("a template Git Bash turned into a Windows path gets a hint about it", async () => {
+    const f = await refusal({ auth: "path", template: "C:/Program Files/Git/bot{value}", token: "K" });
+    expect(f.message).toBe("--template must start with /");
+    expect(f.hint).toContain("MSYS_NO_PATHCONV=1");
+  });
+
+  test("a broker that does not know the type says so against --auth", async () => {
+    const f = await refusal({ auth: "query", param: "key", token: "K" }, { type: "querystring" });
+    expect(f.message).toStartWith("--auth must be one of ");
+    expect(f.hint).toContain("older than this CLI");
+  });
+
+  test("the value typed is never repeated (a pasted credential must not echo)", async () => {
+    const pasted = "/bot123456:AAE-pasted-secret";
+    const f = await refusal({ auth: "path", template: pasted, token: "K" });
+    expect(`${f.message}\n${f.hint}`).not.toContain("pasted-secret");
+  });
+
+  test("other failures pass through unchanged", async () => {
+    const client = createClient({ addr: "http://broker.test", fetch: () => Response.json({ error: "conflict", message: "exists" }, { status: 409 }) });
+    const err = (await nameAuthFlag(client.request("POST", "/x"), { auth: "bearer" }).catch((e: unknown) => e)) as Error;
+    expect(err.message).toBe("exists (409 conflict)");
+  });
+});
+
+describe("broker service add with query and path auth, before any request", () => {
+  async function run(args: string[]) {
+    let out = "";
+    let err = "";
+    // BROKER_ADDR points nowhere: reaching the network would fail with a different message.
+    const saved = { addr: process.env.BROKER_ADDR, dir: process.env.BROKER_CONFIG_DIR };
+    process.env.BROKER_ADDR = "http://127.0.0.1:9";
+    process.env.BROKER_CONFIG_DIR = "/nonexistent/broker-cli-test";
+    try {
+      const code = await main(args, { out: (t) => void (out += t), err: (t) => void (err += t) });
+      return { code, out, err };
+    } finally {
+      for (const [k, v] of [["BROKER_ADDR", saved.addr], ["BROKER_CONFIG_DIR", saved.dir]] as const) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
+  }
+
+  test("a missing companion flag is named, with what it is for", async () => {
+    const q = await run(["service", "add", "maps.googleapis.com", "--auth", "query", "--token", "GOOGLE_API_KEY"]);
+    expect(q).toEqual({ code: 2, out: "", err: "error: --auth query needs --param\nhint: --param names the query parameter that carries the credential, e.g. --param key\n" });
+    const p = await run(["service", "add", "api.telegram.org", "--auth", "path", "--token", "TELEGRAM_TOKEN", "--param", "key"]);
+    expect(p.code).toBe(2);
+    expect(p.err).toStartWith("error: --auth path needs --template\n");
+  });
+
+  test("help lists both types with an example of each", async () => {
+    const help = await run(["service", "add", "--help"]);
+    expect(help.out).toContain("--auth=<bearer|basic|header|query|path|passthrough>");
+    expect(help.out).toContain("--param=<param>");
+    expect(help.out).toContain("--template=<template>");
+    expect(help.out).toContain("broker service add maps.googleapis.com --auth query --param key --token GOOGLE_API_KEY");
+    expect(help.out).toContain('broker service add api.telegram.org --auth path --template "/bot{value}" --token TELEGRAM_TOKEN');
+    expect(help.out).toContain("the upstream gets /bot<value>/getMe");
+  });
+});
