@@ -98,7 +98,7 @@ describe("broker proposal", () => {
     const polled = await asAgent("GET", `/v1/proposals/${id}`);
     expect(polled.body).toMatchObject({ status: "applied", decided_at: expect.any(String) });
     const discover = await asAgent("GET", "/discover");
-    expect(discover.body.services).toEqual([{ host: "api.example.com", description: "Example API" }]);
+    expect(discover.body.services).toEqual([{ host: "api.example.com", description: "Example API", auth: { type: "bearer" } }]);
     expect(discover.body.available_credentials.sort()).toEqual(["NEW_KEY", "OLD_KEY", "OTHER_KEY"]);
     const got = await runBinary(bin, ["credential", "get", "NEW_KEY"], { env: owner(), cwd: dir }); // a deliberate reveal: not recorded
     expect(got.stdout).toBe(`${VALUE_A}\n`);
