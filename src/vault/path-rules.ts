@@ -18,7 +18,8 @@ export type CanonicalPath = { readonly ok: true; readonly path: string; readonly
 
 /** Characters a path segment keeps literally (RFC 3986 pchar minus `;`); everything else is %XX. */
 const LITERAL = /^[A-Za-z0-9\-._~!$&'()*+,=:@]$/;
-const UTF8 = new TextDecoder("utf-8", { fatal: true });
+// ignoreBOM keeps a leading U+FEFF as a character: stripped, "/%EF%BB%BFa" would be sent as "/a".
+const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 const ENCODER = new TextEncoder();
 
 /** Decodes and checks a request path (without its query); see the module comment for what is refused. */
