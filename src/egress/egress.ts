@@ -27,7 +27,8 @@ export interface EgressInput {
   readonly method: string;
   /** Path and query exactly as sent. */
   readonly target: string;
-  readonly headers: Iterable<[string, string]>;
+  /** An array, not a one-shot iterator: the rules check and the header builder both read it. */
+  readonly headers: readonly [string, string][];
   readonly body: ReadableStream<Uint8Array> | null;
   readonly bodyLength: number | null;
   readonly ingress: "explicit" | "transparent";
@@ -65,7 +66,7 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Resp
     }
     plan = await deps.plans.plan(input.vault, input.host, input.port);
     const ruled = plan;
-    const allowed = allowedTarget(plan, input.method, input.target, (m, path) => widenRulesHint(deps.plans.hintFor(input.host, input.port), ruled, m, path));
+    const allowed = allowedTarget(plan, input.method, input.target, (m, path) => widenRulesHint(deps.plans.hintFor(input.host, input.port), ruled, m, path), input.headers);
     // A URL credential goes in only now: the rules saw the agent's path, and the audit record keeps it.
     const target = plan.placement ? placeCredential(allowed, plan.placement) : allowed;
     const headers = buildUpstreamHeaders(input.headers, plan.injection, input.ingress === "explicit");

@@ -6,14 +6,30 @@ import { InvalidRequest, RequestNotAllowed } from "../errors.ts";
 import { canonicalPath, describeRules, matchRule } from "../vault/index.ts";
 import type { EgressPlan } from "./plan.ts";
 
+/**
+ * Headers by which many frameworks (Google APIs, Rails, Laravel, Express's method-override) let a POST
+ * act as another method: a rule allowing POST must not become a way to DELETE.
+ */
+const METHOD_OVERRIDES = new Set(["x-http-method-override", "x-http-method", "x-method-override"]);
+
 /** The target to forward: `target` itself without rules, else its canonical path plus the query. */
-export function allowedTarget(plan: EgressPlan, method: string, target: string, hint: (method: string, path: string) => Record<string, unknown>): string {
+export function allowedTarget(
+  plan: EgressPlan,
+  method: string,
+  target: string,
+  hint: (method: string, path: string) => Record<string, unknown>,
+  headers: Iterable<[string, string]> = [],
+): string {
   if (!plan.rules) return target;
   const q = target.indexOf("?");
   const path = q < 0 ? target : target.slice(0, q);
   const canon = canonicalPath(path);
   if (!canon.ok) throw new InvalidRequest(`the service for ${plan.service.host} has rules, so ambiguous paths are refused: ${canon.reason}`, "path");
-  if (matchRule(plan.rules, method, canon.segments) < 0) throw new RequestNotAllowed(plan.service.host, plan.rules, describeRules(plan.rules), hint(method, canon.path));
+  const methods = [method];
+  for (const [name, value] of headers) if (METHOD_OVERRIDES.has(name.toLowerCase())) methods.push(value.trim().toUpperCase());
+  for (const m of methods) {
+    if (matchRule(plan.rules, m, canon.segments) < 0) throw new RequestNotAllowed(plan.service.host, plan.rules, describeRules(plan.rules), hint(m, canon.path));
+  }
   return canon.path + (q < 0 ? "" : target.slice(q));
 }
 

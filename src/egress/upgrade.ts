@@ -64,7 +64,7 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
     service = plan.service.host;
     const needles = plan.needles;
     // A WebSocket upgrade is a GET on the wire: the service's rules decide on that.
-    const allowed = allowedTarget(plan, "GET", input.target, (m, path) => widenRulesHint(deps.plans.hintFor(input.host, input.port), plan, m, path));
+    const allowed = allowedTarget(plan, "GET", input.target, (m, path) => widenRulesHint(deps.plans.hintFor(input.host, input.port), plan, m, path), input.headers);
     // A URL credential goes in after the rules check, as in egress().
     const target = plan.placement ? placeCredential(allowed, plan.placement) : allowed;
     const pairs = [...input.headers];

@@ -78,6 +78,20 @@ describe("rules on /proxy", () => {
     expect(upstream.received.length).toBe(before);
   });
 
+  test("a method-override header cannot turn an allowed POST into a refused method", async () => {
+    const before = upstream.received.length;
+    for (const header of ["X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override"]) {
+      const res = await broker.proxy(hp, "/repos/acme/issues", { method: "POST", headers: { [header]: "delete" } });
+      outputs.push(await dumpResponse(res.clone()));
+      const body = await expectEnvelope(res, 403, "request_not_allowed");
+      expect(body.proposal_hint.proposal.services[0].rules.at(-1)).toEqual({ methods: ["DELETE"], paths: ["/repos/acme/issues"] });
+    }
+    expect(upstream.received.length).toBe(before);
+    // Overriding to a method the rules allow on that path is fine.
+    const res = await broker.proxy(hp, "/repos/acme/issues", { method: "POST", headers: { "X-HTTP-Method-Override": "GET" } });
+    expect(res.status).toBe(200);
+  });
+
   test("ambiguous paths are refused with 400 and never reach the upstream", async () => {
     const before = upstream.received.length;
     for (const path of ["/repos/acme%2Fother/issues", "/repos/acme%5Cother/issues", "/repos/acme/issues/%00", "/repos/acme;x=1/issues", "/repos/acme/issues/%C3", "/repos//issues", "/repos/acme/issues/%zz"]) {
