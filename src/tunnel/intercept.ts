@@ -18,7 +18,8 @@ export interface Authority {
   readonly port: number;
 }
 
-export async function serveIntercepted(stream: Duplex, target: Authority, session: TunnelSession, deps: TunnelDeps): Promise<void> {
+/** `once`: the connection closes after its first response (a tunnel to a host the vault refuses). */
+export async function serveIntercepted(stream: Duplex, target: Authority, session: TunnelSession, deps: TunnelDeps, opts: { once?: boolean } = {}): Promise<void> {
   const reader = createChunkReader(stream);
   for (;;) {
     let head: RequestHead;
@@ -35,7 +36,7 @@ export async function serveIntercepted(stream: Duplex, target: Authority, sessio
       return void stream.end();
     }
     if (isWebSocketUpgrade(head.method, head.headers)) return relayWebSocket(stream, reader, head, target, session, deps);
-    const keepAlive = head.version === "1.1" && !headerValues(head.headers, "connection").some((v) => /\bclose\b/i.test(v));
+    const keepAlive = !opts.once && head.version === "1.1" && !headerValues(head.headers, "connection").some((v) => /\bclose\b/i.test(v));
     const { response, complete } = await forwardRequest(stream, reader, head, framing, target, session, deps);
     try {
       await writeResponse(stream, response, { headOnly: head.method === "HEAD", close: !keepAlive || !complete });

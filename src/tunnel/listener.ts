@@ -9,7 +9,7 @@
 import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { TLSSocket } from "node:tls";
 import type { Duplex } from "node:stream";
-import { BrokerError, InvalidRequest, MethodNotAllowed, RateLimited } from "../errors.ts";
+import { InvalidRequest, MethodNotAllowed, RateLimited } from "../errors.ts";
 import { findHeadEnd, headerValues, parseRequestHead, requestFraming, WireError, type RequestHead } from "../egress/index.ts";
 import { parseHostPattern } from "../vault/index.ts";
 import { openBlindTunnel } from "./blind.ts";
@@ -164,12 +164,11 @@ async function handleConnect(stream: Duplex, reader: ChunkReader, head: RequestH
     await writeResponse(stream, errorResponse(err, deps.log), { close: true }).catch(() => {});
     return void stream.end();
   }
-  if (!matched) {
-    if (session.open.vault.unmatchedHosts === "deny") {
-      const hint = (await deps.egress.plans.plan(session.open.vault, target.host, target.port).catch((e) => e)) as unknown;
-      await writeResponse(stream, errorResponse(hint instanceof BrokerError ? hint : new InvalidRequest("host not allowed"), deps.log), { close: true });
-      return void stream.end();
-    }
+  // Under deny the tunnel is still intercepted: a client shows only "CONNECT tunnel failed" for a
+  // refused CONNECT, while the agent's own request can carry the 403 envelope and its proposal_hint.
+  // The egress core refuses it at the plan step, before any body byte is read or any upstream dialled.
+  const refuse = !matched && session.open.vault.unmatchedHosts === "deny";
+  if (!matched && !refuse) {
     try {
       return await openBlindTunnel(stream, reader.detach(), target, session, deps);
     } catch (err) {
@@ -185,7 +184,7 @@ async function handleConnect(stream: Duplex, reader: ChunkReader, head: RequestH
   const tls = new TLSSocket(stream as Socket, { isServer: true, secureContext: leaf.context, ALPNProtocols: ["http/1.1"] });
   tls.on("error", () => stream.destroy());
   armHandshakeDeadline(tls, stream, deps);
-  return serveIntercepted(tls, target, session, deps);
+  return serveIntercepted(tls, target, session, deps, { once: refuse });
 }
 
 /** A client that stalls its TLS handshake is closed without hurting anyone else. */

@@ -1,7 +1,7 @@
 // The CONNECT listener's session and host modes: a revoked session fails on its next request inside
 // an open tunnel; hosts that are not services get a blind tunnel (end-to-end TLS with the host's own
-// certificate, no injection, audited as "blind") or, with unmatched_hosts = deny, 403 forbidden
-// with a proposal hint.
+// certificate, no injection, audited as "blind") or, with unmatched_hosts = deny, an intercepted
+// tunnel whose request gets 403 forbidden with a proposal hint.
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
@@ -77,21 +77,24 @@ describe("unmatched hosts", () => {
     await expect(openTunnel(env.proxyPort, blindAuthority, env.proxyAuth, { ca: env.caPem })).rejects.toThrow();
   });
 
-  test("unmatched_hosts = deny: CONNECT gets 403 forbidden with proposal_hint", async () => {
+  test("unmatched_hosts = deny: the CONNECT is intercepted and the request gets 403 forbidden with proposal_hint", async () => {
     const b = env.broker;
     const patch = await b.api("PATCH", `/v1/vaults/${b.vault}`, { unmatched_hosts: "deny" }, b.userToken);
     expect(patch.status).toBe(200);
     try {
       const before = blind.received.length;
-      const conn = new Conn(await dialProxy(env.proxyPort));
-      conn.write(`CONNECT ${blindAuthority} HTTP/1.1\r\nHost: ${blindAuthority}\r\nProxy-Authorization: ${env.proxyAuth}\r\n\r\n`);
+      // The broker CA's leaf, not the host's own certificate: no upstream connection is made.
+      const { conn, tls } = await openTunnel(env.proxyPort, blindAuthority, env.proxyAuth, { ca: env.caPem });
+      expect(tls.authorized).toBe(true);
+      const body = "never-forwarded";
+      conn.write(`POST /denied HTTP/1.1\r\nHost: ${blindAuthority}\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
       const res = await conn.readResponse();
       expect(res.status).toBe(403);
       expect(res.headers["x-broker-error"]).toBe("forbidden");
-      const body = json(res.body);
-      expect(body.error).toBe("forbidden");
-      expect(body.proposal_hint).toBeDefined();
-      expect(JSON.stringify(body.proposal_hint)).toContain("blind.test");
+      const refusal = json(res.body);
+      expect(refusal.error).toBe("forbidden");
+      expect(refusal.proposal_hint).toBeDefined();
+      expect(JSON.stringify(refusal.proposal_hint)).toContain("blind.test");
       expect(await conn.closesWithin()).toBe(true);
       expect(blind.received.length).toBe(before);
 
