@@ -8,6 +8,7 @@ import { LOG_LEVELS, type LogLevel } from "./log.ts";
 import { RATE_LIMIT_SETTINGS, readRateLimitEnv, type RateLimitOverrides } from "./ratelimit/index.ts";
 import { Secret } from "./secret.ts";
 import { readOidcConfig, type OidcConfig } from "./config-oidc.ts";
+import { readMasterPassword } from "./config-master-password.ts";
 
 export type Env = Record<string, string | undefined>;
 import { RATE_PROFILES, type RateProfile } from "./ratelimit/index.ts";
@@ -72,6 +73,7 @@ export const SETTINGS: readonly SettingDoc[] = [
   { name: "BROKER_ALLOWED_HOSTS", default: "(empty)", description: "Comma-separated extra host names the API answers to, beside the BROKER_PUBLIC_URL host, BROKER_HOST (any IP when 0.0.0.0 or ::) and localhost; other Host headers get 421" },
   { name: "BROKER_TRUSTED_PROXIES", default: "(empty)", description: "Comma-separated IPs or CIDRs of reverse proxies in front of the API; from them the client address (for the AUTH tier and the sign-in throttle) is the rightmost X-Forwarded-For entry that is not a trusted proxy" },
   { name: "BROKER_MASTER_PASSWORD", default: "(none: passwordless)", description: "Unlocks the data key; removed from the environment once read" },
+  { name: "BROKER_MASTER_PASSWORD_FILE", default: "(none)", description: "Absolute path of a file holding the master password (one trailing newline dropped); instead of BROKER_MASTER_PASSWORD" },
   { name: "BROKER_ALLOW_PRIVATE_RANGES", default: "false", description: "Lift the default block on private, loopback and link-local ranges (metadata addresses stay blocked)" },
   { name: "BROKER_NETWORK_ALLOWLIST", default: "(empty)", description: "Comma-separated CIDRs or IPs exempted from the default block" },
   { name: "BROKER_UPSTREAM_CA_FILE", default: "(none)", description: "Extra PEM CA bundle trusted for upstreams, beside the system roots" },
@@ -146,11 +148,12 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): Config {
   return Object.freeze(config);
 }
 
+/** BROKER_MASTER_PASSWORD (deleted once read) or BROKER_MASTER_PASSWORD_FILE; a bad file is a ConfigError. */
 export function takeMasterPassword(env: Env = process.env): Secret | undefined {
-  const raw = env.BROKER_MASTER_PASSWORD;
-  // Contract: removed from the process environment after reading, so no child process inherits it.
-  delete env.BROKER_MASTER_PASSWORD;
-  return raw ? new Secret(raw) : undefined;
+  const problems: string[] = [];
+  const password = readMasterPassword(env, problems);
+  if (problems.length) throw new ConfigError(problems);
+  return password;
 }
 
 function findUnknownSettings(env: Env): string[] {

@@ -23,6 +23,8 @@ export interface RequestOptions {
   readonly anonymous?: boolean;
   /** Send X-Vault with any token (the agent protocol endpoints read the vault from it for user sessions too). */
   readonly headerVault?: boolean;
+  /** This call's own next step for a status, in place of the generic one (e.g. the command that lists what a 404 did not find). */
+  readonly hints?: Readonly<Partial<Record<number, string>>>;
 }
 
 export interface Client {
@@ -60,7 +62,7 @@ export function createClient(opts: ClientOptions): Client {
         throw unreachable(opts.addr, err);
       }
       if (res.ok) return (res.status === 204 ? undefined : await readJson(res)) as T;
-      throw await toFailure(res, { addr: opts.addr, hadToken: token !== undefined, tokenSource: opts.tokenSource, vault: ro.vault });
+      throw await toFailure(res, { addr: opts.addr, hadToken: token !== undefined, tokenSource: opts.tokenSource, vault: ro.vault, hints: ro.hints });
     },
   };
 }
@@ -107,6 +109,7 @@ interface FailureContext {
   readonly hadToken: boolean;
   readonly tokenSource: "env" | "file" | undefined;
   readonly vault: string | undefined;
+  readonly hints: RequestOptions["hints"];
 }
 
 async function toFailure(res: Response, ctx: FailureContext): Promise<ApiFailure> {
@@ -120,7 +123,9 @@ async function toFailure(res: Response, ctx: FailureContext): Promise<ApiFailure
   const field = typeof envelope.field === "string" ? envelope.field : undefined;
   const text = typeof envelope.message === "string" ? envelope.message : res.statusText || "request failed";
   const message = `${text} (${res.status} ${code}${field ? `, field ${field}` : ""})`;
-  return new ApiFailure(message, hintFor(res, ctx, envelope.retry_after), res.status, code, field);
+  // A missing vault is a 404 too: the call's own hint (what lists the item) would send the person the wrong way.
+  const own = res.status === 404 && text.startsWith("vault not found") ? undefined : ctx.hints?.[res.status];
+  return new ApiFailure(message, own ?? hintFor(res, ctx, envelope.retry_after), res.status, code, field);
 }
 
 function hintFor(res: Response, ctx: FailureContext, retryAfter: unknown): string | undefined {

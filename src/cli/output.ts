@@ -6,6 +6,8 @@ import type { Secret } from "../secret.ts";
 export interface Column<T> {
   readonly title: string;
   readonly value: (row: T) => string;
+  /** Longest cell shown; longer ones end in "…", so one long value does not pad every row. */
+  readonly max?: number;
 }
 
 export function printLine(text = ""): void {
@@ -27,7 +29,7 @@ export function printSecret(value: Secret): void {
 }
 
 export function formatTable<T>(rows: readonly T[], columns: readonly Column<T>[]): string {
-  const cells = rows.map((r) => columns.map((c) => oneLine(c.value(r))));
+  const cells = rows.map((r) => columns.map((c) => cutCell(oneLine(c.value(r)), c.max)));
   const widths = columns.map((c, i) => Math.max(c.title.length, ...cells.map((row) => (row[i] ?? "").length)));
   const render = (row: readonly string[]) =>
     row
@@ -50,6 +52,15 @@ export function formatTime(iso: string | null | undefined): string {
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return iso;
   return `${d.toISOString().slice(0, 16).replace("T", " ")} UTC`;
+}
+
+export function cutCell(s: string, max: number | undefined): string {
+  return max !== undefined && s.length > max ? `${s.slice(0, Math.max(0, max - 1))}…` : s;
+}
+
+/** True when some cell would be cut (so the caller can say where the full value is). */
+export function hasCutCells<T>(rows: readonly T[], columns: readonly Column<T>[]): boolean {
+  return rows.some((r) => columns.some((c) => c.max !== undefined && oneLine(c.value(r)).length > c.max));
 }
 
 // A value with a newline (a multi-line secret shown with --reveal) must not break the table's rows.

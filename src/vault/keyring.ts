@@ -97,7 +97,7 @@ async function readDataKey(row: KeyringRow, password: Secret | undefined): Promi
   if (!password) {
     throw new KeyringError(
       "the store is protected by a master password",
-      "set BROKER_MASTER_PASSWORD, run on a terminal to be prompted, or pass --password-stdin",
+      "set BROKER_MASTER_PASSWORD (or BROKER_MASTER_PASSWORD_FILE), or start it on a terminal to be prompted",
     );
   }
   if (password.reveal().length === 0) throw new KeyringError("wrong master password", "check the password and try again");

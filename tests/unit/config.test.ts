@@ -2,6 +2,9 @@
 // takeMasterPassword: reads and deletes BROKER_MASTER_PASSWORD.
 
 import { describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { ConfigError, loadConfig, takeMasterPassword, type Env } from "../../src/config.ts";
 import { Secret } from "../../src/secret.ts";
 
@@ -229,6 +232,29 @@ describe("takeMasterPassword", () => {
     const env: Env = { BROKER_MASTER_PASSWORD: "" };
     expect(takeMasterPassword(env)).toBeUndefined();
     expect("BROKER_MASTER_PASSWORD" in env).toBe(false);
+  });
+
+  test("BROKER_MASTER_PASSWORD_FILE: an absolute path read at start, one trailing newline dropped", () => {
+    const dir = mkdtempSync(join(tmpdir(), "broker-mpw-"));
+    const file = join(dir, "master-password");
+    writeFileSync(file, " spaced pass \n", { mode: 0o600 });
+    expect(takeMasterPassword({ BROKER_MASTER_PASSWORD_FILE: file })?.reveal()).toBe(" spaced pass ");
+    const problems = (env: Env) => {
+      try {
+        takeMasterPassword(env);
+      } catch (err) {
+        return (err as ConfigError).problems;
+      }
+      return [];
+    };
+    expect(problems({ BROKER_MASTER_PASSWORD_FILE: "relative/path" })).toEqual(["BROKER_MASTER_PASSWORD_FILE: must be an absolute path"]);
+    expect(problems({ BROKER_MASTER_PASSWORD_FILE: join(dir, "missing") })).toEqual(["BROKER_MASTER_PASSWORD_FILE: cannot read the file (ENOENT)"]);
+    writeFileSync(file, "\n");
+    expect(problems({ BROKER_MASTER_PASSWORD_FILE: file })).toEqual(["BROKER_MASTER_PASSWORD_FILE: the file is empty"]);
+    const both: Env = { BROKER_MASTER_PASSWORD: "pw", BROKER_MASTER_PASSWORD_FILE: file };
+    expect(problems(both)).toEqual(["BROKER_MASTER_PASSWORD and BROKER_MASTER_PASSWORD_FILE: set exactly one, not both"]);
+    expect("BROKER_MASTER_PASSWORD" in both).toBe(false); // deleted even when refused
+    rmSync(dir, { recursive: true, force: true });
   });
 
   test("defaults to process.env and removes it there", () => {

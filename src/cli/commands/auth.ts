@@ -76,7 +76,8 @@ const login = defineCommand({
     if (args.sso) return loginInBrowser(ctx, args);
     if (!args.email) throw new CliFailure("--email is required", "pass --email <you>, or sign in through the identity provider with --sso", 2);
     const password = args["password-stdin"] ? await readStdinLine("password") : await promptHidden("Password: ");
-    const res = await ctx.client.request<LoginResponse>("POST", "/v1/auth/login", { body: { email: args.email, password }, anonymous: true });
+    const hints = { 401: "the email or password is wrong: check both and try again (`broker auth register` creates an account)" };
+    const res = await ctx.client.request<LoginResponse>("POST", "/v1/auth/login", { body: { email: args.email, password }, anonymous: true, hints });
     finishLogin(ctx, res, `Logged in as ${res.user.email}`, Boolean(args["print-token"]));
   },
 });

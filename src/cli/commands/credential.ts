@@ -18,6 +18,9 @@ interface CredentialView {
   readonly value?: string; // SECRET: wrapped at once, shown only with --reveal
 }
 
+/** A 404 on one key: the command that lists the keys that do exist. */
+const listKeys = (vault: string) => ({ 404: `\`broker credential list\` shows the keys in vault ${vault}` });
+
 const KEY_PATTERN = /^[A-Z][A-Z0-9_]*$/;
 
 /** Checked before reading the value, so a typo fails before anyone pastes a secret. */
@@ -51,7 +54,7 @@ const get = defineCommand({
     const key = checkKey(args.key);
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
-    const res = await hintOnForbidden(ctx.client.request<CredentialView>("GET", vaultPath(vault, "credentials", key), { vault }), SECRET_READ_HINT);
+    const res = await hintOnForbidden(ctx.client.request<CredentialView>("GET", vaultPath(vault, "credentials", key), { vault, hints: listKeys(vault) }), SECRET_READ_HINT);
     if (typeof res.value !== "string") throw new CliFailure("the broker returned no value", "check the server version");
     printSecret(new Secret(res.value));
   },
@@ -90,7 +93,7 @@ const remove = defineCommand({
     const key = checkKey(args.key);
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
-    await hintOnForbidden(ctx.client.request("DELETE", vaultPath(vault, "credentials", key), { vault }), SECRET_WRITE_HINT);
+    await hintOnForbidden(ctx.client.request("DELETE", vaultPath(vault, "credentials", key), { vault, hints: listKeys(vault) }), SECRET_WRITE_HINT);
     printLine(`Deleted ${key} from vault ${vault}.`);
   },
 });

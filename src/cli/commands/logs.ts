@@ -6,7 +6,7 @@ import { jsonArg, vaultArg } from "../args.ts";
 import { vaultPath } from "../client.ts";
 import { openContext, pickVault } from "../context.ts";
 import { CliFailure } from "../fail.ts";
-import { formatTable, printJson, printLine } from "../output.ts";
+import { formatTable, hasCutCells, printJson, printLine, printNote } from "../output.ts";
 
 interface LogRecord {
   id: number;
@@ -26,13 +26,13 @@ interface LogRecord {
 
 const COLUMNS = [
   { title: "TIME", value: (r: LogRecord) => r.time },
-  { title: "WHO", value: (r: LogRecord) => r.principal_name ?? r.principal },
+  { title: "WHO", value: (r: LogRecord) => r.principal_name ?? r.principal, max: 32 },
   { title: "VIA", value: (r: LogRecord) => r.ingress },
-  { title: "REQUEST", value: (r: LogRecord) => `${r.method} ${r.host}${r.path}` },
+  { title: "REQUEST", value: (r: LogRecord) => `${r.method} ${r.host}${r.path}`, max: 60 },
   { title: "STATUS", value: (r: LogRecord) => String(r.status) },
   { title: "MS", value: (r: LogRecord) => String(r.duration_ms) },
-  { title: "KEYS", value: (r: LogRecord) => r.credential_keys.join(",") },
-  { title: "ERROR", value: (r: LogRecord) => r.error ?? "" },
+  { title: "KEYS", value: (r: LogRecord) => r.credential_keys.join(","), max: 32 },
+  { title: "ERROR", value: (r: LogRecord) => r.error ?? "", max: 80 },
 ];
 
 export default defineCommand({
@@ -57,6 +57,7 @@ export default defineCommand({
       if (args.json) return rows.forEach((r) => printLine(JSON.stringify(r)));
       const table = formatTable(rows, COLUMNS).split("\n");
       for (const line of header ? table : table.slice(1)) printLine(line);
+      if (header && hasCutCells(rows, COLUMNS)) printNote("(long cells are cut with …; --json shows every value in full)");
     };
     if (!args.follow) {
       if (args.json) return printJson(shown);

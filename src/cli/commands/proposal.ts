@@ -50,8 +50,13 @@ function optionalVault(ctx: CliContext, flag: string | undefined): string | unde
   return flag?.trim() || ctx.state.vault || ctx.config.vault || undefined;
 }
 
+/** A 404 names the id and the command that lists the proposals that do exist. */
+function proposalHints(id: string, vault: string | undefined): Record<number, string> {
+  return { 404: `there is no proposal ${id} in ${vault ? `vault ${vault}` : "your vaults"}: \`broker proposal list\` shows them` };
+}
+
 function fetchProposal(client: Client, id: string, vault: string | undefined): Promise<ProposalView> {
-  return client.request<ProposalView>("GET", apiPath("v1", "proposals", id), { vault, headerVault: true });
+  return client.request<ProposalView>("GET", apiPath("v1", "proposals", id), { vault, headerVault: true, hints: proposalHints(id, vault) });
 }
 
 const list = defineCommand({
@@ -149,7 +154,7 @@ const approve = defineCommand({
         throw new CliFailure(`no value for ${slot.key}: nothing was approved`, terminal ? "type the value at the prompt" : `pipe ${p.credentials.length} line(s), one value per slot in the order \`broker proposal show ${p.id}\` lists them`);
       }
     }
-    await ctx.client.request("POST", apiPath("v1", "proposals", id, "approve"), { body: { credentials: values }, vault: vault ?? p.vault, headerVault: true });
+    await ctx.client.request("POST", apiPath("v1", "proposals", id, "approve"), { body: { credentials: values }, vault: vault ?? p.vault, headerVault: true, hints: { ...proposalHints(id, vault), 409: decidedHint(id) } });
     printLine(`Approved proposal ${p.id}`);
   },
 });
@@ -160,10 +165,17 @@ const reject = defineCommand({
   async run({ args }) {
     const id = checkId(args.id);
     const ctx = openContext();
-    const res = await ctx.client.request<ProposalView>("POST", apiPath("v1", "proposals", id, "reject"), { vault: optionalVault(ctx, args.vault), headerVault: true });
+    const vault = optionalVault(ctx, args.vault);
+    const hints = { ...proposalHints(id, vault), 409: decidedHint(id) };
+    const res = await ctx.client.request<ProposalView>("POST", apiPath("v1", "proposals", id, "reject"), { vault, headerVault: true, hints });
     printLine(`Rejected proposal ${res.id}`);
   },
 });
+
+/** A 409 on approve or reject: someone decided it first (or it expired); nothing changed. */
+function decidedHint(id: string): string {
+  return `nothing changed; \`broker proposal show ${id}\` shows how it was decided`;
+}
 
 /** Agent-written text: control characters (terminal escapes) shown as `?`, so it cannot rewrite the screen. */
 function clean(text: string): string {

@@ -6,11 +6,11 @@
 import { defineCommand } from "citty";
 import type { Rules } from "../../vault/index.ts";
 import { jsonArg, vaultArg } from "../args.ts";
-import { vaultPath } from "../client.ts";
+import { type Client, vaultPath } from "../client.ts";
 import { openContext, pickVault } from "../context.ts";
 import { CliFailure, hintOnForbidden, SECRET_WRITE_HINT } from "../fail.ts";
 import { addHelpFooter } from "../help.ts";
-import { printJson, printLine, printTable } from "../output.ts";
+import { printJson, printLine, printNote, printTable } from "../output.ts";
 import { AUTH_EXAMPLES, AUTH_NOTES, AUTH_TYPES, buildAuth, describeAuth, nameAuthFlag, type ServiceAuth } from "../service-auth.ts";
 import { ADD_RULES_EXAMPLE, ADD_RULES_NOTES, ALLOW_EXAMPLE, allowArg, collectFlagValues, describeAllowed, parseAllowFlags, UPDATE_EXAMPLES } from "../service-rules.ts";
 
@@ -21,6 +21,9 @@ interface ServiceView {
   readonly enabled: boolean;
   readonly rules?: Rules;
 }
+
+/** A 404 on one host: the command that lists the hosts that do exist. */
+const listHosts = (vault: string) => ({ 404: `\`broker service list\` shows the hosts in vault ${vault}` });
 
 const hostArg = { host: { type: "positional", description: "Host, host:port, or *.domain", required: true } } as const;
 
@@ -42,6 +45,7 @@ const add = defineCommand({
     ...jsonArg,
   },
   async run({ args, rawArgs }) {
+    checkHost(args.host);
     const auth = buildAuth(args);
     const allow = collectFlagValues(rawArgs, "allow");
     const rules = allow.length ? parseAllowFlags(allow) : undefined;
@@ -49,11 +53,27 @@ const add = defineCommand({
     const vault = pickVault(ctx, args.vault);
     const body = { host: args.host, description: args.description, auth, enabled: !args.disabled, rules };
     const svc = await hintOnForbidden(nameAuthFlag(ctx.client.request<ServiceView>("POST", vaultPath(vault, "services"), { body, vault }), args), SECRET_WRITE_HINT);
+    if (args.token) await warnIfNoKey(ctx.client, vault, args.token);
     if (args.json) return printJson(svc);
     printLine(`Added ${svc?.host ?? args.host} to vault ${vault} (${describeAuth(auth)}${args.disabled ? ", disabled" : ""}).`);
     printLine(`Agents may use ${describeAllowed(svc?.rules ?? rules)}.`);
   },
 });
+/** A URL where a host belongs: name the exact host to type instead. */
+export function checkHost(raw: string): void {
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(raw)) return;
+  const host = URL.canParse(raw) ? new URL(raw).host : raw.replace(/^[a-z][a-z0-9+.-]*:\/\//i, "").split("/")[0];
+  throw new CliFailure(`"${raw}" is a URL, not a host`, `drop the scheme${/\/./.test(raw.replace(/^[^:]+:\/\//, "")) ? " and the path" : ""}: broker service add ${host} …`, 2);
+}
+
+/** The service is added either way: the key may be set next; until then requests get no credential. */
+async function warnIfNoKey(client: Client, vault: string, key: string): Promise<void> {
+  const listed = await client.request<{ credentials: { key: string }[] }>("GET", vaultPath(vault, "credentials"), { vault }).catch(() => undefined);
+  if (listed && !listed.credentials.some((c) => c.key === key)) {
+    printNote(`warning: vault ${vault} has no credential ${key} yet; set it with \`broker credential set ${key}\` before agents use this service`);
+  }
+}
+
 addHelpFooter(add, () => `EXAMPLES\n\n${AUTH_EXAMPLES}\n${ADD_RULES_EXAMPLE}\n\n${AUTH_NOTES}\n\n${ADD_RULES_NOTES}`);
 
 const update = defineCommand({
@@ -80,7 +100,7 @@ const update = defineCommand({
     if (args.description !== undefined) body.description = args.description;
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
-    const svc = await hintOnForbidden(ctx.client.request<ServiceView>("PATCH", vaultPath(vault, "services", args.host), { body, vault }), SECRET_WRITE_HINT);
+    const svc = await hintOnForbidden(ctx.client.request<ServiceView>("PATCH", vaultPath(vault, "services", args.host), { body, vault, hints: listHosts(vault) }), SECRET_WRITE_HINT);
     if (args.json) return printJson(svc);
     printLine(`Updated ${svc.host} in vault ${vault}: agents may use ${describeAllowed(svc.rules)}.`);
   },
@@ -116,7 +136,7 @@ function toggle(enabled: boolean) {
     async run({ args }) {
       const ctx = openContext();
       const vault = pickVault(ctx, args.vault);
-      await hintOnForbidden(ctx.client.request("PATCH", vaultPath(vault, "services", args.host), { body: { enabled }, vault }), SECRET_WRITE_HINT);
+      await hintOnForbidden(ctx.client.request("PATCH", vaultPath(vault, "services", args.host), { body: { enabled }, vault, hints: listHosts(vault) }), SECRET_WRITE_HINT);
       printLine(`${enabled ? "Enabled" : "Disabled"} ${args.host} in vault ${vault}.`);
     },
   });
@@ -128,7 +148,7 @@ const remove = defineCommand({
   async run({ args }) {
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
-    await hintOnForbidden(ctx.client.request("DELETE", vaultPath(vault, "services", args.host), { vault }), SECRET_WRITE_HINT);
+    await hintOnForbidden(ctx.client.request("DELETE", vaultPath(vault, "services", args.host), { vault, hints: listHosts(vault) }), SECRET_WRITE_HINT);
     printLine(`Removed ${args.host} from vault ${vault}.`);
   },
 });

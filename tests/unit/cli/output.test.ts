@@ -1,7 +1,7 @@
 // Tables and times as people read them.
 
 import { describe, expect, test } from "bun:test";
-import { formatTable, formatTime } from "../../../src/cli/output.ts";
+import { formatTable, formatTime, hasCutCells } from "../../../src/cli/output.ts";
 
 describe("formatTable", () => {
   test("aligns columns and trims trailing blanks", () => {
@@ -11,6 +11,13 @@ describe("formatTable", () => {
   });
   test("a multi-line cell cannot break the table into extra rows", () => {
     expect(formatTable([{ v: "a\nb" }], [{ title: "V", value: (r) => r.v }])).toBe("V\na\\nb");
+  });
+  test("a column with max cuts long cells with …, so one long path does not pad every row", () => {
+    const rows = [{ p: `GET api.example.com/${"x".repeat(100)}`, s: "200" }, { p: "GET a.test/", s: "404" }];
+    const columns = [{ title: "REQUEST", value: (r: (typeof rows)[number]) => r.p, max: 24 }, { title: "STATUS", value: (r: (typeof rows)[number]) => r.s }];
+    expect(formatTable(rows, columns)).toBe("REQUEST                   STATUS\nGET api.example.com/xxx…  200\nGET a.test/               404");
+    expect(hasCutCells(rows, columns)).toBe(true);
+    expect(hasCutCells(rows.slice(1), columns)).toBe(false);
   });
 });
 

@@ -58,6 +58,9 @@ describe("unlock", () => {
     using store = await openMemoryStore();
     await unlockKeyring(store, pw("right"), deps);
     await expectKeyringError(unlockKeyring(store, undefined, deps), "protected by a master password");
+    // `broker server` takes no --password-stdin: the hint names what it does read.
+    const missing = (await unlockKeyring(store, undefined, deps).catch((e: unknown) => e)) as KeyringError;
+    expect(missing.hint).toBe("set BROKER_MASTER_PASSWORD (or BROKER_MASTER_PASSWORD_FILE), or start it on a terminal to be prompted");
     await expectKeyringError(unlockKeyring(store, pw("wrong"), deps), "wrong master password");
     expect((await unlockKeyring(store, pw("right"), deps)).created).toBe(false);
   });
