@@ -16,6 +16,8 @@ export const rootCommand = defineCommand({
     server: () => import("./commands/server.ts").then((m) => m.default),
     "master-password": () => import("./commands/master-password.ts").then((m) => m.default),
     "migrate-db": () => import("./commands/migrate-db.ts").then((m) => m.default),
+    backup: () => import("./commands/backup.ts").then((m) => m.default),
+    doctor: () => import("./commands/doctor.ts").then((m) => m.default),
     auth: () => import("./commands/auth.ts").then((m) => m.default),
     account: () => import("./commands/account.ts").then((m) => m.default),
     vault: () => import("./commands/vault.ts").then((m) => m.default),

@@ -11,6 +11,7 @@ export { createRedactingStream } from "./redact.ts";
 export { egressUpgrade, isWebSocketUpgrade, type Refused, type Switched, type Upgraded } from "./upgrade.ts";
 export { encodeCloseFrame, WebSocketProtocolError, type FrameScanner } from "./websocket-frames.ts";
 export { SMALL_BODY_BYTES } from "./upstream.ts";
+export { ALWAYS_BLOCKED } from "./ip-ranges.ts";
 // HTTP/1.1 wire format, shared with the tunnel (which speaks HTTP/1.1 to agents).
 export {
   createChunkedDecoder,

@@ -39,6 +39,8 @@ export type { CaRow } from "./ca.ts";
 export { CHANGES_CHANNEL, MIGRATIONS, migrate } from "./migrations.ts";
 export { DB_FILE, ensurePrivateDir } from "./sqlite.ts";
 export { openPostgres } from "./postgres.ts";
+export { backupSqlite, BackupTargetExists, type BackupReport } from "./backup.ts";
+export { inspectPostgres, inspectSqlite, type StoreSummary } from "./inspect.ts";
 export { copyStore, CopyMismatch, SchemaMismatch, TargetNotEmpty, type CopyReport, type TableCopy } from "./copy.ts";
 
 function createRepos(sql: Sql) {

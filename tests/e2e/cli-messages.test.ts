@@ -116,6 +116,14 @@ describe("CLI messages", () => {
   });
 });
 
+test("vault run -- node on a Node that ignores NODE_USE_ENV_PROXY warns with the fix (Node 20 here, when present)", async () => {
+  const version = Bun.which("node") ? Bun.spawnSync(["node", "--version"]).stdout.toString().trim() : "";
+  const r = await cli(["vault", "run", "--", "node", "-e", ""]);
+  if (/^v(1\d|20|21|23)\./.test(version)) expect(r.stderr).toContain(`is Node ${version}, which ignores NODE_USE_ENV_PROXY`);
+  else expect(r.stderr).not.toContain("ignores NODE_USE_ENV_PROXY");
+  expect((await cli(["vault", "run", "--", "true"])).stderr).not.toContain("NODE_USE_ENV_PROXY");
+});
+
 test("a protected server started without its password names what `broker server` reads, not --password-stdin", async () => {
   const data = mkdtempSync(join(tmpdir(), "broker-locked-"));
   try {

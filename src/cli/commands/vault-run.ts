@@ -13,6 +13,8 @@ import { vaultArg } from "../args.ts";
 import { apiPath } from "../client.ts";
 import { openContext, pickVault } from "../context.ts";
 import { CliExit, CliFailure } from "../fail.ts";
+import { nodeProxyWarning } from "../node-proxy.ts";
+import { printNote } from "../output.ts";
 
 const CA_VARIABLES = ["SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "DENO_CERT"];
 /** Inherited proxy settings that would send the child's traffic elsewhere (or bypass the broker). */
@@ -65,6 +67,8 @@ export default defineCommand({
     const dash = rawArgs.indexOf("--");
     const command = dash >= 0 ? rawArgs.slice(dash + 1) : [];
     if (command.length === 0) throw new CliFailure("no command to run", "put it after --, e.g. broker vault run -- curl https://api.github.com/user", 2);
+    const warning = nodeProxyWarning(command, process.env.PATH);
+    if (warning) printNote(warning);
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
     const body = { vault, role: args.role ?? "proxy", ttl_seconds: parseTtl(args.ttl) };
