@@ -7,6 +7,7 @@ export { createPlanCache, type PlanCache } from "./plan.ts";
 export { createUpstream, type Upstream } from "./upstream.ts";
 export { compileNetPolicy, resolveChecked, systemResolver, type NetPolicy, type Resolver } from "./netguard.ts";
 export { buildProposalHint } from "./hint.ts";
+export { createWebhookSender, type WebhookSender, type WebhookSenderDeps } from "./webhook-delivery.ts";
 export { createRedactingStream } from "./redact.ts";
 export { egressUpgrade, isWebSocketUpgrade, type Refused, type Switched, type Upgraded } from "./upgrade.ts";
 export { encodeCloseFrame, WebSocketProtocolError, type FrameScanner } from "./websocket-frames.ts";

@@ -26,6 +26,7 @@ import { logRoutes } from "./routes/logs.ts";
 import { sessionRoutes } from "./routes/sessions.ts";
 import { vaultInviteRoutes } from "./routes/vault-invites.ts";
 import { vaultRoutes } from "./routes/vaults.ts";
+import { webhookRoutes } from "./routes/webhooks.ts";
 
 export interface ApiDeps {
   readonly domain: Domain;
@@ -100,6 +101,7 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
   api.route("/v1/owner", ownerRoutes(d));
   api.route("/invite", inviteRedemptionRoutes(d));
   api.route("/v1/vaults", logRoutes(d));
+  api.route("/v1/vaults", webhookRoutes(d));
   api.route("/", discoverRoutes(d));
   api.route("/v1/proposals", proposalRoutes(d));
   api.route("/approve", approveRoutes(d, deps.log));

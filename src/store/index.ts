@@ -21,6 +21,7 @@ import { maskDatabaseUrl } from "../config.ts";
 import { DatabaseUnavailable } from "../errors.ts";
 import { userRepo } from "./users.ts";
 import { vaultRepo } from "./vaults.ts";
+import { webhookRepo } from "./webhooks.ts";
 
 export type { Db, Sql, SqlValue, Dialect } from "./db.ts";
 export type { CredentialRow } from "./credentials.ts";
@@ -36,6 +37,7 @@ export type { AuthType, ServiceRow } from "./services.ts";
 export type { AuditFilter, AuditRow } from "./audit.ts";
 export type { ProposalRow, ProposalStatus } from "./proposals.ts";
 export type { CaRow } from "./ca.ts";
+export type { WebhookDelivery, WebhookFormat, WebhookRow, WebhookStatus } from "./webhooks.ts";
 export { CHANGES_CHANNEL, MIGRATIONS, migrate } from "./migrations.ts";
 export { DB_FILE, ensurePrivateDir } from "./sqlite.ts";
 export { openPostgres } from "./postgres.ts";
@@ -59,6 +61,7 @@ function createRepos(sql: Sql) {
     proposals: proposalRepo(sql),
     ca: caRepo(sql),
     identities: identityRepo(sql),
+    webhooks: webhookRepo(sql),
   };
 }
 

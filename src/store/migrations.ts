@@ -344,6 +344,31 @@ export const MIGRATIONS: readonly Migration[] = [
          ADD CONSTRAINT services_auth_type_check CHECK (auth_type IN ('bearer', 'basic', 'header', 'passthrough', 'query', 'path'))`,
     ],
   },
+  {
+    version: 10,
+    name: "webhooks",
+    sql: `
+      -- Proposal notifications: a vault's webhook receivers. The signing secret is sealed with the data key
+      -- (additional data: vault id and URL), since the broker must sign with it; it is shown once, at creation.
+      -- last_* is the newest delivery's outcome, for the list (never a payload or a response body).
+      CREATE TABLE webhooks (
+        id {{id}},
+        vault_id BIGINT NOT NULL REFERENCES vaults (id) ON DELETE CASCADE,
+        url TEXT NOT NULL,
+        format TEXT NOT NULL CHECK (format IN ('json', 'slack')),
+        secret_nonce {{bytes}} NOT NULL,
+        secret_ciphertext {{bytes}} NOT NULL,
+        created_by BIGINT,
+        created_at BIGINT NOT NULL,
+        last_status TEXT CHECK (last_status IN ('pending', 'delivered', 'retrying', 'failed', 'blocked')),
+        last_event TEXT,
+        last_attempts INTEGER NOT NULL DEFAULT 0,
+        last_error TEXT,
+        last_attempt_at BIGINT,
+        UNIQUE (vault_id, url)
+      );
+    `,
+  },
 ];
 
 const SPELLINGS: Record<Dialect, Record<string, string>> = {

@@ -65,6 +65,11 @@ export function proposalRepo(sql: Sql) {
     async expire(now: number): Promise<number> {
       return sql.run("UPDATE proposals SET status = 'expired', decided_at = ? WHERE status = 'pending' AND expires_at <= ?", [now, now]);
     },
+    /** As expire, returning the rows it expired (so each is announced once, by the instance that expired it). */
+    async expireReturning(now: number): Promise<ProposalRow[]> {
+      const rows = await sql.all<ProposalRow>(`UPDATE proposals SET status = 'expired', decided_at = ? WHERE status = 'pending' AND expires_at <= ? RETURNING ${COLUMNS}`, [now, now]);
+      return rows.map(normalise);
+    },
   };
 }
 

@@ -7,6 +7,7 @@ import type { KdfParams } from "./kdf.ts";
 import type { OidcClient } from "./oidc-client.ts";
 import type { Authenticator } from "./sessions.ts";
 import type { VaultAccessCache } from "./vaults.ts";
+import type { WebhookNotifier } from "./webhooks.ts";
 
 export interface Domain {
   readonly store: Store;
@@ -32,4 +33,6 @@ export interface Domain {
   readonly oidc?: OidcClient;
   /** Called after any write that changes what the proxy hot path caches for a vault. */
   readonly onVaultChange?: (vaultId: number) => void;
+  /** Proposal notifications to the vault's webhooks (absent: none are sent, as in most unit tests). */
+  readonly webhooks?: WebhookNotifier;
 }

@@ -35,6 +35,7 @@ export * from "./services.ts";
 export * from "./settings.ts";
 export * from "./users.ts";
 export * from "./vaults.ts";
+export * from "./webhooks.ts";
 export * from "./limits.ts";
 export * from "./oidc.ts";
 export { createOidcClient, createTrustingFetch, OidcDiscoveryError, type OidcClaims, type OidcClient, type OidcClientOptions } from "./oidc-client.ts";

@@ -16,6 +16,7 @@ import { describeRules, parseRules } from "./path-rules.ts";
 import { hashToken, mintToken } from "./tokens.ts";
 import { iso } from "./users.ts";
 import { openVault, type OpenVault } from "./vaults.ts";
+import { announceProposal } from "./webhooks.ts";
 
 const PROPOSAL_TTL_MS = 7 * 86_400_000;
 
@@ -71,6 +72,7 @@ export async function createProposal(d: Domain, p: Principal, open: OpenVault, i
   });
   // reveal: the read-only approval token goes into the link the agent hands to a human
   const approvalUrl = `${d.publicUrl}/approve/${row.id}?token=${minted.token.reveal()}`;
+  void announceProposal(d, "proposal.created", row, approvalUrl); // off the request path: never waits for a receiver
   return {
     id: row.id,
     status: row.status,
@@ -158,13 +160,14 @@ export async function approveProposal(d: Domain, p: Principal, row: ProposalRow,
     const value: Secret = readValue(raw instanceof Secret ? raw.reveal() : raw, slot.key); // reveal: validation only
     sealed.push({ key: slot.key, ...(await encryptCredential(d.dataKey, row.vaultId, slot.key, value)) });
   }
+  const now = d.now();
   await d.store.transaction(async (tx) => {
-    const now = d.now();
     if (!(await tx.proposals.decide(row.id, "applied", p.userId, now))) throw new Conflict("this proposal was already decided");
     for (const c of sealed) await tx.credentials.put({ vaultId: row.vaultId, ...c }, now);
     for (const s of services) await tx.services.put(toRow(row.vaultId, s.host, s.description, s.auth, true, s.rules), now);
   });
   d.onVaultChange?.(row.vaultId);
+  void announceProposal(d, "proposal.approved", { ...row, status: "applied", decidedAt: now, decidedBy: p.userId });
 }
 
 /** What the approving human decides beside the values: rules per host, replacing the ones asked for (to narrow them). */
@@ -193,12 +196,17 @@ function withChosenRules(services: ProposedService[], chosen: unknown): Proposed
 
 export async function rejectProposal(d: Domain, p: Principal, row: ProposalRow): Promise<void> {
   if (p.kind !== "user") throw new PermissionDenied("only a human with a user session can reject proposals");
-  if (!(await d.store.proposals.decide(row.id, "rejected", p.userId, d.now()))) throw new Conflict("this proposal was already decided");
+  const now = d.now();
+  if (!(await d.store.proposals.decide(row.id, "rejected", p.userId, now))) throw new Conflict("this proposal was already decided");
+  void announceProposal(d, "proposal.rejected", { ...row, status: "rejected", decidedAt: now, decidedBy: p.userId });
 }
 
 /** Expires pending proposals past their 7 days (run on a timer, so expiry does not wait for a read). */
-export function expireProposals(d: Domain): Promise<number> {
-  return d.store.proposals.expire(d.now());
+export async function expireProposals(d: Domain): Promise<number> {
+  // RETURNING: each expired row is announced once, by the instance whose sweep expired it.
+  const rows = await d.store.proposals.expireReturning(d.now());
+  for (const row of rows) void announceProposal(d, "proposal.expired", row);
+  return rows.length;
 }
 
 const KEEP_DEAD_ROWS_MS = 30 * 86_400_000;

@@ -64,6 +64,8 @@ async function seed(store: Store): Promise<void> {
   await store.identities.create({ userId: member.id, issuer: "https://idp.example.com", subject: "sub-1", email: member.email, createdAt: T0 });
   await store.identities.putState({ stateHash: "sh1", nonce: "n", codeVerifier: "cv", purpose: "cli", userId: null, returnTo: null, cliPort: 50123, cliNonce: "cn", expiresAt: T0 + 600_000 });
   await store.identities.putCliCode({ codeHash: "ch1", userId: member.id, cliNonce: "cn", expiresAt: T0 + 60_000 });
+  const hook = await store.webhooks.create({ vaultId: vault.id, url: "https://hooks.example.com/broker", format: "slack", secretNonce: bytes(12, 7), secretCiphertext: bytes(70, 8), createdBy: owner.id, createdAt: T0 });
+  await store.webhooks.recordDelivery(hook.id, { status: "delivered", event: "proposal.created", attempts: 2, error: null, at: T0 + 5 });
 }
 
 async function seededFileStore(): Promise<{ dir: string; store: Store }> {

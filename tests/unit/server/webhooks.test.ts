@@ -1,0 +1,199 @@
+// Proposal notifications end to end in process: /v1/vaults/:vault/webhooks (add with the secret once,
+// list with delivery status, remove; human admins only), and a loopback receiver getting signed events
+// for created, approved, rejected and expired proposals through the network guard, with retries.
+
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { createHmac } from "node:crypto";
+import { compileNetPolicy, createWebhookSender, systemResolver, type WebhookSender } from "../../../src/egress/index.ts";
+import { createMemoryLogger } from "../../../src/log.ts";
+import { expireProposals } from "../../../src/vault/index.ts";
+import { addAgent, createHarness, createVault, DAY, RAW_TOKEN, register, sentinel, setCredential, type Harness } from "./fixtures.ts";
+
+interface Received {
+  headers: Headers;
+  body: string;
+}
+
+let h: Harness;
+let owner: string;
+let agent: { token: string; headers: Record<string, string> };
+let stored: string;
+let receiver: ReturnType<typeof Bun.serve>;
+let received: Received[];
+let answers: number[];
+let sender: WebhookSender;
+const senderLog = createMemoryLogger();
+
+function startSender(allowLoopback: boolean) {
+  sender = createWebhookSender({
+    store: h.store,
+    dataKey: h.domain.dataKey,
+    policy: () => compileNetPolicy({ allowPrivateRanges: false, allowlist: allowLoopback ? ["127.0.0.1/32"] : [] }),
+    resolver: systemResolver,
+    now: h.clock.now,
+    log: senderLog,
+    retryDelaysMs: [20, 20],
+  });
+  Object.assign(h.domain, { webhooks: sender });
+}
+
+beforeEach(async () => {
+  received = [];
+  answers = [];
+  receiver = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: async (req) => {
+      received.push({ headers: req.headers, body: await req.text() });
+      return new Response("ok", { status: answers.shift() ?? 200 });
+    },
+  });
+  h = await createHarness();
+  owner = (await register(h, "owner@example.com")).token;
+  await createVault(h, owner, "v1");
+  stored = sentinel("stored");
+  await setCredential(h, { token: owner }, "v1", "EXISTING_KEY", stored);
+  agent = await addAgent(h, owner, "v1", "admin", "ci-bot");
+});
+
+afterEach(() => {
+  sender?.stop();
+  receiver.stop(true);
+});
+
+const hookUrl = () => `http://127.0.0.1:${receiver.port}/hook?x=1`;
+const addHook = (body: unknown, token = owner) => h.call("POST", "/v1/vaults/v1/webhooks", { token, body });
+const propose = () =>
+  h.call("POST", "/v1/proposals", {
+    token: agent.token,
+    headers: agent.headers,
+    body: { message: "need stripe for billing", services: [{ action: "set", host: "api.stripe.com", description: "d", auth: { type: "bearer", token: "STRIPE_KEY" } }], credentials: [{ action: "set", key: "STRIPE_KEY", description: "the key" }] },
+  });
+
+async function settle() {
+  for (let i = 0; i < 100; i++) {
+    await Bun.sleep(10);
+    await sender.idle();
+    const hooks = await h.store.webhooks.list((await h.store.vaults.byName("v1"))!.id);
+    if (hooks.every((w) => w.lastStatus !== "retrying" && w.lastStatus !== null)) return;
+  }
+}
+
+function verify(r: Received, secret: string): unknown {
+  const m = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(r.headers.get("broker-signature") ?? "");
+  expect(m).not.toBeNull();
+  const t = Number(m![1]); // the harness clock's time of sending (it moves in the expiry test)
+  expect(t).toBeGreaterThanOrEqual(Math.floor(Date.UTC(2026, 0, 1) / 1000));
+  expect(t).toBeLessThanOrEqual(Math.floor(h.clock.now() / 1000));
+  expect(createHmac("sha256", secret).update(`${m![1]}.${r.body}`).digest("hex")).toBe(m![2]!);
+  return JSON.parse(r.body);
+}
+
+describe("managing webhooks", () => {
+  test("add shows the secret once; list shows status, never the secret; remove", async () => {
+    startSender(true);
+    const add = await addHook({ url: hookUrl() });
+    expect(add.status).toBe(201);
+    expect({ id: typeof add.body.id, url: add.body.url, format: add.body.format }).toEqual({ id: "number", url: hookUrl(), format: "json" });
+    expect(add.body.secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    const list = await h.call("GET", "/v1/vaults/v1/webhooks", { token: owner });
+    expect(list.body.webhooks).toEqual([{ id: add.body.id, url: hookUrl(), format: "json", created_at: expect.any(String), delivery: { status: "never", event: null, attempts: 0, error: null, at: null } }]);
+    expect(JSON.stringify(list.body).includes(String(add.body.secret))).toBe(false);
+    expect((await addHook({ url: hookUrl() })).status).toBe(409);
+    const del = await h.call("DELETE", `/v1/vaults/v1/webhooks/${add.body.id}`, { token: owner });
+    expect({ status: del.status, body: del.body }).toEqual({ status: 204, body: undefined });
+    expect((await h.call("DELETE", `/v1/vaults/v1/webhooks/${add.body.id}`, { token: owner })).status).toBe(404);
+  });
+
+  test("agents (even admins) are refused; bad URLs are 400 naming url", async () => {
+    expect((await h.call("POST", "/v1/vaults/v1/webhooks", { token: agent.token, headers: agent.headers, body: { url: hookUrl() } })).status).toBe(403);
+    expect((await h.call("GET", "/v1/vaults/v1/webhooks", { token: agent.token, headers: agent.headers })).status).toBe(403);
+    for (const url of ["ftp://x.example/", "https://u:p@x.example/", "not a url", "https://x.example/#f"]) {
+      const res = await addHook({ url });
+      expect({ status: res.status, field: res.body.field }).toEqual({ status: 400, field: "url" });
+    }
+    expect((await addHook({ url: hookUrl(), format: "xml" })).body.field).toBe("format");
+  });
+});
+
+describe("delivery", () => {
+  test("created, approved, rejected and expired arrive signed, with names, hosts and keys, never a value or token", async () => {
+    startSender(true);
+    const secret: string = (await addHook({ url: hookUrl() })).body.secret;
+    const first = await propose();
+    expect(first.status).toBe(201);
+    await settle();
+    const approveValue = sentinel("approve");
+    expect((await h.call("POST", `/v1/proposals/${first.body.id}/approve`, { token: owner, body: { credentials: { STRIPE_KEY: approveValue } } })).status).toBe(200);
+    await settle();
+    const second = await propose();
+    await settle();
+    expect((await h.call("POST", `/v1/proposals/${second.body.id}/reject`, { token: owner })).status).toBe(200);
+    await settle();
+    await propose();
+    await settle();
+    h.clock.advance(8 * DAY);
+    expect(await expireProposals(h.domain)).toBe(1);
+    await settle();
+
+    const events = received.map((r) => verify(r, secret) as any);
+    expect(events.map((e) => e.event)).toEqual(["proposal.created", "proposal.approved", "proposal.created", "proposal.rejected", "proposal.created", "proposal.expired"]);
+    expect(events[0]).toMatchObject({
+      vault: "v1",
+      approval_url: first.body.approval_url,
+      proposal: { id: first.body.id, requested_by: "ci-bot", requested_by_kind: "agent", message: "need stripe for billing", hosts: ["api.stripe.com"], keys: ["STRIPE_KEY"] },
+    });
+    expect(events[1].proposal).toMatchObject({ status: "applied", decided_by: "owner@example.com" });
+    expect(events[1].approval_url).toBeNull();
+    expect(received[0]!.headers.get("broker-event")).toBe("proposal.created");
+    const all = received.map((r) => r.body).join("\n") + senderLog.lines.join("\n") + h.logs.join("\n");
+    for (const value of [stored, approveValue, owner, agent.token, secret]) expect(all.includes(value)).toBe(false);
+    // the only token anywhere is the read-only approval token, in the created events' approval_url
+    expect(all.replace(/"approval_url":"[^"]*"/g, "")).not.toMatch(RAW_TOKEN);
+    const list = await h.call("GET", "/v1/vaults/v1/webhooks", { token: owner });
+    expect(list.body.webhooks[0].delivery).toMatchObject({ status: "delivered", event: "proposal.expired", attempts: 1, error: null });
+  });
+
+  test("a receiver answering 500 is retried until it answers 200", async () => {
+    startSender(true);
+    await addHook({ url: hookUrl() });
+    answers = [500];
+    await propose();
+    await settle();
+    expect(received.length).toBe(2);
+    expect(received[0]!.headers.get("broker-delivery")).toBe(received[1]!.headers.get("broker-delivery")!);
+    const [hook] = (await h.call("GET", "/v1/vaults/v1/webhooks", { token: owner })).body.webhooks;
+    expect(hook.delivery).toMatchObject({ status: "delivered", attempts: 2, error: null });
+  });
+
+  test("a receiver that is down is retried, then marked failed", async () => {
+    startSender(true);
+    const url = hookUrl();
+    receiver.stop(true);
+    await addHook({ url });
+    await propose();
+    await settle();
+    const [hook] = (await h.call("GET", "/v1/vaults/v1/webhooks", { token: owner })).body.webhooks;
+    expect(hook.delivery).toMatchObject({ status: "failed", event: "proposal.created", attempts: 3, error: expect.stringContaining("cannot connect") });
+  });
+
+  test("a loopback receiver is refused by the guard unless allowed, and the status says so", async () => {
+    startSender(false);
+    await addHook({ url: hookUrl() });
+    await propose();
+    await settle();
+    expect(received).toEqual([]);
+    const [hook] = (await h.call("GET", "/v1/vaults/v1/webhooks", { token: owner })).body.webhooks;
+    expect(hook.delivery).toMatchObject({ status: "blocked", attempts: 1, error: expect.stringContaining("network guard") });
+  });
+
+  test("slack format sends the incoming-webhook text, still signed", async () => {
+    startSender(true);
+    const add = await addHook({ url: hookUrl(), slack: true });
+    expect(add.body.format).toBe("slack");
+    const p = await propose();
+    await settle();
+    const body = verify(received[0]!, add.body.secret) as any;
+    expect(body).toEqual({ text: `agent ci-bot asks for api.stripe.com, credential STRIPE_KEY in vault v1: ${p.body.approval_url}` });
+  });
+});
