@@ -40,6 +40,8 @@ export interface Config {
   readonly upstreamTimeoutMs: number;
   readonly auditRetentionDays: number;
   readonly auditMaxRows: number;
+  /** How long a SIGTERM/SIGINT waits for in-flight requests and open tunnels before cutting them. */
+  readonly shutdownGraceMs: number;
   /** Identity-provider sign-in; undefined when BROKER_OIDC_ISSUER is unset (the feature is off). */
   readonly oidc: OidcConfig | undefined;
   /** Unknown BROKER_* names: likely typos, shown as warnings rather than ignored silently. */
@@ -92,6 +94,7 @@ export const SETTINGS: readonly SettingDoc[] = [
   { name: "BROKER_UPSTREAM_TIMEOUT_MS", default: "300000", description: "Connect and response-head timeout for upstreams; also the idle limit while a body streams" },
   { name: "BROKER_AUDIT_RETENTION_DAYS", default: "30", description: "Audit records older than this are pruned" },
   { name: "BROKER_AUDIT_MAX_ROWS", default: "1000000", description: "Audit records beyond this count are pruned, oldest first" },
+  { name: "BROKER_SHUTDOWN_GRACE_S", default: "30", description: "On SIGTERM or SIGINT, seconds in-flight requests and open tunnels get to finish (a second signal exits at once)" },
 ];
 
 /** BROKER_* names that belong to the CLI or to `broker vault run` children, not to the server. */
@@ -141,6 +144,7 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): Config {
     upstreamTimeoutMs: readInt("BROKER_UPSTREAM_TIMEOUT_MS", env.BROKER_UPSTREAM_TIMEOUT_MS, 300_000, 100, 3_600_000, problems),
     auditRetentionDays: readInt("BROKER_AUDIT_RETENTION_DAYS", env.BROKER_AUDIT_RETENTION_DAYS, 30, 1, 3650, problems),
     auditMaxRows: readInt("BROKER_AUDIT_MAX_ROWS", env.BROKER_AUDIT_MAX_ROWS, 1_000_000, 1000, 1_000_000_000, problems),
+    shutdownGraceMs: readInt("BROKER_SHUTDOWN_GRACE_S", env.BROKER_SHUTDOWN_GRACE_S, 30, 0, 3600, problems) * 1000,
     oidc: readOidcConfig(env, problems),
     warnings: Object.freeze(findUnknownSettings(env)),
   };

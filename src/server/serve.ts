@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { rootCertificates } from "node:tls";
 import { describeStore, type Config } from "../config.ts";
-import { buildProposalHint, compileNetPolicy, createWebhookSender, createAuditLog, createPlanCache, createUpstream, systemResolver, type EgressDeps, type Resolver } from "../egress/index.ts";
+import { buildProposalHint, compileNetPolicy, createAuditLog, createPlanCache, createUpstream, systemResolver, type EgressDeps, type Resolver } from "../egress/index.ts";
 import { DatabaseUnavailable, toErrorResponse, Unavailable } from "../errors.ts";
 import type { LiveSecrets, Logger } from "../log.ts";
 import type { Secret } from "../secret.ts";
@@ -19,13 +19,18 @@ import { createOidcClient } from "../vault/index.ts";
 import { createApi, type DatabaseHealth } from "./app.ts";
 import { isWildcardBind, listApiHosts } from "./host-check.ts";
 import { listenOrExplain } from "./listen-error.ts";
+import { drainListeners } from "./shutdown.ts";
 
 export interface RunningServer {
   readonly apiUrl: string;
   /** host:port of the transparent proxy, when a tunnel starter was given. */
   readonly proxyAddress: string | undefined;
   readonly store: Store;
-  stop(): Promise<void>;
+  /**
+   * Stops accepting on both listeners; in-flight requests and open tunnels get up to graceMs
+   * (default 0: cut at once) to finish; then the audit queue is flushed and the store closed.
+   */
+  stop(opts?: { graceMs?: number; reason?: string }): Promise<void>;
 }
 
 /** What the transparent proxy needs; the CLI passes a starter so the server never imports the tunnel. */
@@ -36,7 +41,7 @@ export interface TunnelContext {
   readonly listenerContext: () => Promise<import("node:tls").SecureContext>;
   readonly log: Logger;
 }
-export type TunnelStarter = (ctx: TunnelContext, host: string, port: number) => Promise<{ port: number; stop(): Promise<void> }>;
+export type TunnelStarter = (ctx: TunnelContext, host: string, port: number) => Promise<{ port: number; stop(graceMs?: number): Promise<{ open: number; cut: number }> }>;
 
 /** The active root CA; rotation swaps it and empties the leaf cache. */
 export interface CaHolder {
@@ -170,10 +175,6 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       maxRequestBytes: config.maxRequestBytes,
       maxResponseBytes: config.maxResponseBytes,
     };
-    // Proposal notifications go through the same guard (its policy as recompiled below) and the same roots.
-    const webhooks = createWebhookSender({ store, dataKey: keyring.dataKey, policy: () => egress.policy, resolver: egress.resolver, ca: upstreamCa, now, log });
-    domain.webhooks = webhooks;
-    undo.push(() => webhooks.stop());
     await restoreRateLimits(domain).catch((err) => log.warn("saved_rate_limits_ignored", { err }));
     const reloadCa = () =>
       loadRootCa(store, keyring.dataKey, now()).then((fresh) => {
@@ -249,7 +250,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       return { backend: store.db.dialect, reachable, ...(announcements && { announcements }), audit_queued: audit.queued };
     };
     const api = createApi({ domain, log, egress, ca, hosts, trustedProxies: config.trustedProxies, auditRetention, databaseHealth });
-    let tunnel: { port: number; stop(): Promise<void> } | undefined;
+    let tunnel: Awaited<ReturnType<TunnelStarter>> | undefined;
     if (opts.startTunnel) {
       const listenerName = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? "127.0.0.1" : config.bindHost;
       const start = opts.startTunnel;
@@ -277,16 +278,24 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       apiUrl,
       proxyAddress,
       store,
-      async stop() {
+      async stop({ graceMs = 0, reason }: { graceMs?: number; reason?: string } = {}) {
         clearInterval(sweeper);
         clearInterval(revalidate);
+        log.info("shutting_down", { reason: reason ?? null, grace_s: graceMs / 1000, requests_in_flight: server.pendingRequests, websockets: server.pendingWebSockets, audit_queued: audit.queued });
+        // The change feed keeps caches fresh while requests drain: it stops after them.
+        const drained = await drainListeners(server, tunnel, graceMs);
         await feed?.stop();
-        await tunnel?.stop();
-        await server.stop(true);
-        webhooks.stop();
         upstream.close();
-        await audit.stop();
+        await audit.stop(); // flushes the queue
         store.close();
+        log.info("shutdown_complete", {
+          waited_ms: drained.waitedMs,
+          requests_open: drained.requestsOpen,
+          requests_cut: drained.requestsCut,
+          tunnel_connections_open: drained.tunnelConnectionsOpen,
+          tunnel_connections_cut: drained.tunnelConnectionsCut,
+          audit_unwritten: audit.queued,
+        });
       },
     };
   } catch (err) {

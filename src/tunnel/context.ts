@@ -1,5 +1,6 @@
 // What the tunnel needs from the rest of the broker, passed in one object.
 
+import type { Duplex } from "node:stream";
 import type { EgressDeps } from "../egress/index.ts";
 import type { Logger } from "../log.ts";
 import type { Domain, LeafCache, Principal } from "../vault/index.ts";
@@ -21,6 +22,8 @@ export interface TunnelDeps {
   readonly keepAliveTimeoutMs?: number;
   /** Open tunnels one principal may hold at once (default 2,000). */
   readonly maxTunnelsPerPrincipal?: number;
+  /** Set by the listener: connections waiting for their next request, closed at once when a shutdown drains. */
+  readonly drain?: { draining: boolean; readonly idle: Set<Duplex> };
 }
 
 /** Who is on the other end of a tunnel: re-checked on every request inside it. */

@@ -25,7 +25,7 @@ export async function serveIntercepted(stream: Duplex, target: Authority, sessio
     let head: RequestHead;
     let framing: BodyFraming;
     try {
-      const bytes = await readNextHead(stream, reader, headLimits(deps), findHeadEnd);
+      const bytes = await readIdleHead(stream, reader, deps);
       if (!bytes) return void stream.end();
       head = parseRequestHead(bytes);
       framing = requestFraming(head);
@@ -44,6 +44,21 @@ export async function serveIntercepted(stream: Duplex, target: Authority, sessio
       return void stream.destroy();
     }
     if (!keepAlive || !complete) return void stream.end();
+  }
+}
+
+/**
+ * Waits for the next request head (null: the connection is done). While the listener drains for a
+ * shutdown, a connection between requests is closed instead of waiting; one mid-request finishes.
+ */
+export async function readIdleHead(stream: Duplex, reader: ChunkReader, deps: TunnelDeps): Promise<Uint8Array | null> {
+  const drain = deps.drain;
+  if (drain?.draining) return null;
+  drain?.idle.add(stream);
+  try {
+    return await readNextHead(stream, reader, headLimits(deps), findHeadEnd);
+  } finally {
+    drain?.idle.delete(stream);
   }
 }
 

@@ -14,8 +14,8 @@ import { findHeadEnd, headerValues, parseRequestHead, requestFraming, WireError,
 import { parseHostPattern } from "../vault/index.ts";
 import { openBlindTunnel } from "./blind.ts";
 import type { TunnelDeps, TunnelSession } from "./context.ts";
-import { forwardRequest, headErrorResponse, headLimits, rateLimited, serveIntercepted, type Authority } from "./intercept.ts";
-import { createChunkReader, HeadError, readNextHead, withDeadline, type ChunkReader } from "./reader.ts";
+import { forwardRequest, headErrorResponse, rateLimited, readIdleHead, serveIntercepted, type Authority } from "./intercept.ts";
+import { createChunkReader, HeadError, withDeadline, type ChunkReader } from "./reader.ts";
 import { errorResponse, ProxyAuthRequired, writeResponse } from "./respond.ts";
 import { authenticateProxy } from "./session.ts";
 
@@ -26,7 +26,11 @@ interface ListenerDeps extends TunnelDeps {
 
 export interface TunnelListener {
   readonly port: number;
-  stop(): Promise<void>;
+  /**
+   * Stops accepting at once; open connections get up to graceMs (default 0) to finish, those idle
+   * between requests are closed at once. Resolves to how many were open and how many were cut.
+   */
+  stop(graceMs?: number): Promise<{ open: number; cut: number }>;
 }
 
 /** Connections the listener holds at once (idle tunnels cost ~23 KiB each); beyond it new ones are refused. */
@@ -47,7 +51,8 @@ function holdTunnelSlot(openTunnels: Map<string, number>, max: number, principal
 }
 
 export async function startTunnelListener(base: TunnelDeps, host: string, port: number): Promise<TunnelListener> {
-  const deps: ListenerDeps = { ...base, openTunnels: new Map() };
+  const drain = { draining: false, idle: new Set<Duplex>() };
+  const deps: ListenerDeps = { ...base, openTunnels: new Map(), drain };
   const sockets = new Set<Socket>();
   const server: Server = createServer({ noDelay: true }, (socket) => {
     sockets.add(socket);
@@ -66,11 +71,18 @@ export async function startTunnelListener(base: TunnelDeps, host: string, port: 
   });
   return {
     port: (server.address() as AddressInfo).port,
-    async stop() {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        for (const s of sockets) s.destroy();
-      });
+    async stop(graceMs = 0) {
+      const open = sockets.size;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      drain.draining = true;
+      for (const s of drain.idle) s.destroy();
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      if (graceMs > 0) await Promise.race([closed, new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+      clearTimeout(timer);
+      const cut = sockets.size;
+      for (const s of sockets) s.destroy();
+      await closed;
+      return { open, cut };
     },
   };
 }
@@ -105,7 +117,7 @@ async function serveProxyRequests(stream: Duplex, deps: ListenerDeps): Promise<v
   for (;;) {
     let head: RequestHead;
     try {
-      const bytes = await readNextHead(stream, reader, headLimits(deps), findHeadEnd);
+      const bytes = await readIdleHead(stream, reader, deps);
       if (!bytes) return void stream.end();
       head = parseRequestHead(bytes);
     } catch (err) {

@@ -41,13 +41,19 @@ const serverCommand = defineCommand({
       if (err instanceof ListenFailed) throw new CliFailure(`cannot start: ${err.message}`);
       throw err;
     });
-    await new Promise<void>((resolve) => {
-      const shutdown = (signal: string) => {
-        log.info("shutting_down", { signal });
-        void server.stop().then(resolve);
+    await new Promise<void>((resolve, reject) => {
+      let stopping = false;
+      const shutdown = (signal: "SIGINT" | "SIGTERM") => {
+        if (stopping) {
+          // The second signal: whoever sent it does not want to wait for the grace time.
+          log.warn("shutdown_forced", { signal });
+          process.exit(signal === "SIGINT" ? 130 : 143);
+        }
+        stopping = true;
+        void server.stop({ graceMs: config.shutdownGraceMs, reason: signal }).then(resolve, reject);
       };
-      process.once("SIGINT", () => shutdown("SIGINT"));
-      process.once("SIGTERM", () => shutdown("SIGTERM"));
+      process.on("SIGINT", () => shutdown("SIGINT"));
+      process.on("SIGTERM", () => shutdown("SIGTERM"));
     });
   },
 });
