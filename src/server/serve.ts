@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { rootCertificates } from "node:tls";
 import { describeStore, type Config } from "../config.ts";
-import { buildProposalHint, compileNetPolicy, createAuditLog, createPlanCache, createUpstream, systemResolver, type EgressDeps, type Resolver } from "../egress/index.ts";
+import { buildProposalHint, compileNetPolicy, createWebhookSender, createAuditLog, createPlanCache, createUpstream, systemResolver, type EgressDeps, type Resolver } from "../egress/index.ts";
 import { DatabaseUnavailable, toErrorResponse, Unavailable } from "../errors.ts";
 import type { LiveSecrets, Logger } from "../log.ts";
 import type { Secret } from "../secret.ts";
@@ -175,6 +175,10 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       maxRequestBytes: config.maxRequestBytes,
       maxResponseBytes: config.maxResponseBytes,
     };
+    // Proposal notifications go through the same guard (its policy as recompiled below) and the same roots.
+    const webhooks = createWebhookSender({ store, dataKey: keyring.dataKey, policy: () => egress.policy, resolver: egress.resolver, ca: upstreamCa, now, log });
+    domain.webhooks = webhooks;
+    undo.push(() => webhooks.stop());
     await restoreRateLimits(domain).catch((err) => log.warn("saved_rate_limits_ignored", { err }));
     const reloadCa = () =>
       loadRootCa(store, keyring.dataKey, now()).then((fresh) => {
@@ -285,6 +289,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
         // The change feed keeps caches fresh while requests drain: it stops after them.
         const drained = await drainListeners(server, tunnel, graceMs);
         await feed?.stop();
+        webhooks.stop();
         upstream.close();
         await audit.stop(); // flushes the queue
         store.close();
