@@ -42,6 +42,8 @@ export interface Config {
   readonly auditMaxRows: number;
   /** How long a SIGTERM/SIGINT waits for in-flight requests and open tunnels before cutting them. */
   readonly shutdownGraceMs: number;
+  /** GET /metrics: undefined when off; with a token (SECRET: never log) a bearer token is required. */
+  readonly metrics: { readonly token: Secret | undefined } | undefined;
   /** Identity-provider sign-in; undefined when BROKER_OIDC_ISSUER is unset (the feature is off). */
   readonly oidc: OidcConfig | undefined;
   /** Unknown BROKER_* names: likely typos, shown as warnings rather than ignored silently. */
@@ -95,6 +97,8 @@ export const SETTINGS: readonly SettingDoc[] = [
   { name: "BROKER_AUDIT_RETENTION_DAYS", default: "30", description: "Audit records older than this are pruned" },
   { name: "BROKER_AUDIT_MAX_ROWS", default: "1000000", description: "Audit records beyond this count are pruned, oldest first" },
   { name: "BROKER_SHUTDOWN_GRACE_S", default: "30", description: "On SIGTERM or SIGINT, seconds in-flight requests and open tunnels get to finish (a second signal exits at once)" },
+  { name: "BROKER_METRICS", default: "false", description: "Serve Prometheus metrics at GET /metrics on the API port, without authentication" },
+  { name: "BROKER_METRICS_TOKEN", default: "(none)", description: "Serve GET /metrics only with Authorization: Bearer <this token> (at least 16 characters; turns metrics on)" },
 ];
 
 /** BROKER_* names that belong to the CLI or to `broker vault run` children, not to the server. */
@@ -145,11 +149,20 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): Config {
     auditRetentionDays: readInt("BROKER_AUDIT_RETENTION_DAYS", env.BROKER_AUDIT_RETENTION_DAYS, 30, 1, 3650, problems),
     auditMaxRows: readInt("BROKER_AUDIT_MAX_ROWS", env.BROKER_AUDIT_MAX_ROWS, 1_000_000, 1000, 1_000_000_000, problems),
     shutdownGraceMs: readInt("BROKER_SHUTDOWN_GRACE_S", env.BROKER_SHUTDOWN_GRACE_S, 30, 0, 3600, problems) * 1000,
+    metrics: readMetrics(env, problems),
     oidc: readOidcConfig(env, problems),
     warnings: Object.freeze(findUnknownSettings(env)),
   };
   if (problems.length) throw new ConfigError(problems);
   return Object.freeze(config);
+}
+
+function readMetrics(env: Env, problems: string[]): Config["metrics"] {
+  const open = readBool("BROKER_METRICS", env.BROKER_METRICS, false, problems);
+  const token = env.BROKER_METRICS_TOKEN;
+  if (token !== undefined && token.length < 16) problems.push("BROKER_METRICS_TOKEN: must be at least 16 characters");
+  if (token) return { token: new Secret(token) };
+  return open ? { token: undefined } : undefined;
 }
 
 /** BROKER_MASTER_PASSWORD (deleted once read) or BROKER_MASTER_PASSWORD_FILE; a bad file is a ConfigError. */

@@ -15,6 +15,8 @@ export interface AuditLog {
   stop(): Promise<void>;
   /** Records waiting to be written (grows while the database is unreachable). */
   readonly queued: number;
+  /** Records dropped because the queue was full, since start (metrics). */
+  readonly droppedTotal?: number;
 }
 
 export interface AuditOptions {
@@ -31,6 +33,7 @@ export interface AuditOptions {
 export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
   let queue: AuditEntry[] = [];
   let dropped = 0;
+  let droppedTotal = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let writing: Promise<void> = Promise.resolve();
   let lastPrune = 0;
@@ -78,6 +81,7 @@ export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
     record(entry) {
       if (queue.length >= (opts.maxQueued ?? 100_000)) {
         dropped++;
+        droppedTotal++;
         return;
       }
       queue.push(entry);
@@ -97,6 +101,9 @@ export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
     },
     get queued() {
       return queue.length;
+    },
+    get droppedTotal() {
+      return droppedTotal;
     },
   };
 }

@@ -45,6 +45,27 @@ export interface EgressDeps {
   /** 0 = unlimited. */
   readonly maxRequestBytes: number;
   readonly maxResponseBytes: number;
+  /** Prometheus counters and histograms (server/metrics.ts); absent when metrics are off. */
+  readonly metrics?: EgressMetrics;
+}
+
+/** What one exchange tells the metrics: names and numbers only, never a path, query or value. */
+export interface ExchangeObservation {
+  readonly ingress: EgressInput["ingress"];
+  readonly vault: string;
+  /** The matched service's host pattern, or null before a service matched. */
+  readonly service: string | null;
+  readonly status: number;
+  /** Time spent in the broker until the response head was handed back (seconds). */
+  readonly brokerSeconds: number;
+  /** Time from dispatch to the upstream's response head, or null when the upstream was never asked. */
+  readonly upstreamSeconds: number | null;
+}
+
+export interface EgressMetrics {
+  /** A monotonic clock in milliseconds (performance.now): broker-added time is sub-millisecond. */
+  readonly now: () => number;
+  observe(o: ExchangeObservation): void;
 }
 
 const REFUSED_METHODS = new Set(["TRACE", "TRACK", "CONNECT"]);
@@ -54,6 +75,16 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Resp
   let plan: EgressPlan | undefined;
   let bytesIn = 0;
   let bodyFailure: unknown;
+  const m = deps.metrics;
+  const t0 = m ? m.now() : 0;
+  let tSend = 0;
+  let tHead = 0;
+  const observe = (status: number) => {
+    if (!m) return;
+    const end = m.now();
+    const upstreamMs = tHead ? tHead - tSend : 0;
+    m.observe({ ingress: input.ingress, vault: input.vault.name, service: plan?.service.host ?? null, status, brokerSeconds: (end - t0 - upstreamMs) / 1000, upstreamSeconds: tHead ? upstreamMs / 1000 : null });
+  };
   const audit = (status: number, bytesOut: number, error: string | null) =>
     deps.audit.record(
       auditEntry(input, started, deps.now(), { status, bytesIn, bytesOut, error, service: plan?.service.host ?? null, credentialKeys: plan?.credentialKeys ?? [] }),
@@ -72,11 +103,15 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Resp
     const headers = buildUpstreamHeaders(input.headers, plan.injection, input.ingress === "explicit");
     const addresses = () => resolveChecked(input.host, input.port, deps.policy, deps.resolver);
     const body = input.body && watchErrors(input.body, (e) => (bodyFailure = e)).pipeThrough(countAndCap(deps.maxRequestBytes, (n) => (bytesIn = n), "request"));
+    if (m) tSend = m.now();
     const upstream = await deps.upstream.send(
       { host: input.host, port: input.port, addresses },
       { method: input.method, target, headers, body, bodyLength: input.bodyLength },
     );
-    return await shapeResponse(upstream, plan, input.ingress, deps, (bytesOut, error) => audit(upstream.status, bytesOut, error));
+    if (m) tHead = m.now();
+    const res = await shapeResponse(upstream, plan, input.ingress, deps, (bytesOut, error) => audit(upstream.status, bytesOut, error));
+    observe(res.status);
+    return res;
   } catch (caught) {
     // A request body that failed (malformed chunking, client gone) is the client's fault, not the upstream's.
     // A body cut off at the size cap, or one that failed on the client's side, explains whatever the
@@ -85,6 +120,7 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Resp
     const err = bodyFailure instanceof BrokerError ? bodyFailure : overCap ? new PayloadTooLarge("request body exceeded the broker's limit") : caught;
     if (err instanceof BrokerError) {
       audit(err.status, 0, err.code);
+      observe(err.status);
       throw err;
     }
     // An unexpected error's message may quote what the upstream sent (which can echo the injected
@@ -93,6 +129,7 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Resp
     const message = plan ? redactText(text, plan.needles) : text;
     deps.log.error("egress_failed", { error: err instanceof Error ? err.name : "error", message, host: input.host });
     audit(500, 0, "internal");
+    observe(500);
     throw new Internal();
   }
 }

@@ -1,10 +1,10 @@
 // The egress core: both ingress paths (/proxy and the tunnel) call `egress` with a request and
 // who is asking. Never imports Hono or listens on sockets.
 
-export { egress, type EgressDeps, type EgressInput } from "./egress.ts";
+export { egress, type EgressDeps, type EgressInput, type EgressMetrics, type ExchangeObservation } from "./egress.ts";
 export { createAuditLog, type AuditEntry, type AuditLog } from "./audit.ts";
 export { createPlanCache, type PlanCache } from "./plan.ts";
-export { createUpstream, type Upstream } from "./upstream.ts";
+export { createUpstream, type ConnectFailure, type Upstream } from "./upstream.ts";
 export { compileNetPolicy, resolveChecked, systemResolver, type NetPolicy, type Resolver } from "./netguard.ts";
 export { buildProposalHint } from "./hint.ts";
 export { createWebhookSender, type WebhookSender, type WebhookSenderDeps } from "./webhook-delivery.ts";

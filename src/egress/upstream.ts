@@ -28,7 +28,11 @@ export interface UpstreamOptions {
   readonly idleTimeoutSeconds?: number;
   readonly maxIdlePerOrigin?: number;
   readonly maxHeadBytes?: number;
+  /** Told of every failed dial (metrics): a refused or unreachable address, a TLS failure, a timeout. */
+  readonly onConnectError?: (kind: ConnectFailure) => void;
 }
+
+export type ConnectFailure = "connect" | "tls" | "timeout";
 
 export interface Destination {
   /** Host name for SNI, certificate verification and the Host header. */
@@ -89,6 +93,7 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
         return { conn, reused: false };
       } catch (err) {
         last = err as Error;
+        opts.onConnectError?.(err instanceof ConnectionTimeout ? "timeout" : err instanceof ConnectError && err.tls ? "tls" : "connect");
         if (err instanceof ConnectError && err.tls) break; // a certificate problem will not improve on the next address
       }
     }

@@ -23,6 +23,9 @@ import { discoverRoutes, proposalRoutes } from "./routes/proposals.ts";
 import { approveRoutes, assetRoutes } from "./routes/approve.tsx";
 import { consoleRoutes } from "./console/routes.tsx";
 import { logRoutes } from "./routes/logs.ts";
+import { metricsRoutes } from "./routes/metrics.ts";
+import type { Metrics } from "./metrics.ts";
+import type { Secret } from "../secret.ts";
 import { sessionRoutes } from "./routes/sessions.ts";
 import { vaultInviteRoutes } from "./routes/vault-invites.ts";
 import { vaultRoutes } from "./routes/vaults.ts";
@@ -43,6 +46,8 @@ export interface ApiDeps {
   readonly trustedProxies?: readonly string[];
   /** What /health reports about the database; absent: a bare check that the store answers. */
   readonly databaseHealth?: () => Promise<DatabaseHealth>;
+  /** GET /metrics (BROKER_METRICS / BROKER_METRICS_TOKEN); absent: metrics are off and /metrics is 404. */
+  readonly metrics?: { readonly registry: Metrics; readonly token: Secret | undefined };
 }
 
 export interface DatabaseHealth {
@@ -89,6 +94,8 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
     const ok = database.reachable && database.announcements !== "lost";
     return c.json({ status: ok ? "ok" : "degraded", version: VERSION, database });
   });
+
+  if (deps.metrics) api.route("/metrics", metricsRoutes(deps.metrics.registry, deps.metrics.token));
 
   // Before /v1/auth: its sub-app asks every path for a bearer token, and these routes are anonymous.
   api.route("/v1/auth/oidc", oidcRoutes(d, deps.log));

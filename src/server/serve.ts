@@ -20,6 +20,7 @@ import { createApi, type DatabaseHealth } from "./app.ts";
 import { isWildcardBind, listApiHosts } from "./host-check.ts";
 import { listenOrExplain } from "./listen-error.ts";
 import { drainListeners } from "./shutdown.ts";
+import { countRefusals, createMetrics, type Metrics } from "./metrics.ts";
 
 export interface RunningServer {
   readonly apiUrl: string;
@@ -41,7 +42,7 @@ export interface TunnelContext {
   readonly listenerContext: () => Promise<import("node:tls").SecureContext>;
   readonly log: Logger;
 }
-export type TunnelStarter = (ctx: TunnelContext, host: string, port: number) => Promise<{ port: number; stop(graceMs?: number): Promise<{ open: number; cut: number }> }>;
+export type TunnelStarter = (ctx: TunnelContext, host: string, port: number) => Promise<{ port: number; stop(graceMs?: number): Promise<{ open: number; cut: number }>; stats?(): { connections: number; tunnels: number } }>;
 
 /** The active root CA; rotation swaps it and empties the leaf cache. */
 export interface CaHolder {
@@ -112,7 +113,14 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     // Identity-provider sign-in: an unreachable or invalid provider stops the start (message names BROKER_OIDC_ISSUER).
     const oidc = config.oidc && (await createOidcClient({ ...config.oidc, redirectUri: `${publicUrl}/v1/auth/oidc/callback`, ca: upstreamCa }));
     let rootCa = await loadRootCa(store, keyring.dataKey, now());
-    const leaves = createLeafCache((host) => mintLeaf(rootCa, host, now()), { max: 10_000, now });
+    // Read at scrape time, after the start (the API answers only then): the audit log and the tunnel are bound below.
+    const metrics: Metrics | undefined = config.metrics && createMetrics({
+      auditQueued: () => audit.queued,
+      auditDropped: () => audit.droppedTotal ?? 0,
+      proposalsPending: async () => Number((await store.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM proposals WHERE status = 'pending'"))?.n ?? 0),
+      tunnel: () => tunnel?.stats?.(),
+    });
+    const leaves = createLeafCache((host) => mintLeaf(rootCa, host, now()), { max: 10_000, now, onLookup: metrics && ((o) => metrics.leaf(o)) });
     const ca: CaHolder = {
       get current() {
         return rootCa;
@@ -134,11 +142,17 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       },
     };
     const vaultAccess = createVaultAccessCache({ now, freshness, outageGraceMs });
-    const rateLimiter = createRateLimiter(resolveSettings(config.rateLimit.profile, config.rateLimit.overrides, config.rateLimit.locked), now);
+    const limiter = createRateLimiter(resolveSettings(config.rateLimit.profile, config.rateLimit.overrides, config.rateLimit.locked), now);
+    const rateLimiter = metrics ? countRefusals(limiter, metrics) : limiter;
     const plans = createPlanCache(store, keyring.dataKey, (host, port) => buildProposalHint(publicUrl, host, port), { now, freshness, outageGraceMs });
     cached.push(plans.secrets);
     const audit = createAuditLog(store, { now, log, retentionMs: config.auditRetentionDays * 86_400_000, retentionRows: config.auditMaxRows });
-    const upstream = createUpstream({ ca: upstreamCa, connectTimeoutMs: Math.min(10_000, config.upstreamTimeoutMs), idleTimeoutSeconds: Math.ceil(config.upstreamTimeoutMs / 1000) });
+    const upstream = createUpstream({
+      ca: upstreamCa,
+      connectTimeoutMs: Math.min(10_000, config.upstreamTimeoutMs),
+      idleTimeoutSeconds: Math.ceil(config.upstreamTimeoutMs / 1000),
+      onConnectError: metrics && ((kind) => metrics.connectFailed(kind)),
+    });
     undo.push(() => audit.stop(), () => upstream.close());
     // The tunnel's own port joins the guard's never-dial list once it is bound (it may be ephemeral).
     const tunnelPorts: { host: string; port: number }[] = [];
@@ -171,6 +185,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       upstream,
       audit,
       log,
+      ...(metrics && { metrics: metrics.egress }),
       now,
       maxRequestBytes: config.maxRequestBytes,
       maxResponseBytes: config.maxResponseBytes,
@@ -253,7 +268,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       const announcements = config.database ? (feed?.listening ? "listening" : "lost") : undefined;
       return { backend: store.db.dialect, reachable, ...(announcements && { announcements }), audit_queued: audit.queued };
     };
-    const api = createApi({ domain, log, egress, ca, hosts, trustedProxies: config.trustedProxies, auditRetention, databaseHealth });
+    const api = createApi({ domain, log, egress, ca, hosts, trustedProxies: config.trustedProxies, auditRetention, databaseHealth, ...(metrics && { metrics: { registry: metrics, token: config.metrics?.token } }) });
     let tunnel: Awaited<ReturnType<TunnelStarter>> | undefined;
     if (opts.startTunnel) {
       const listenerName = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? "127.0.0.1" : config.bindHost;

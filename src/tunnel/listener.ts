@@ -31,6 +31,8 @@ export interface TunnelListener {
    * between requests are closed at once. Resolves to how many were open and how many were cut.
    */
   stop(graceMs?: number): Promise<{ open: number; cut: number }>;
+  /** Client connections held and CONNECT tunnels open (metrics). */
+  stats(): { connections: number; tunnels: number };
 }
 
 /** Connections the listener holds at once (idle tunnels cost ~23 KiB each); beyond it new ones are refused. */
@@ -83,6 +85,11 @@ export async function startTunnelListener(base: TunnelDeps, host: string, port: 
       for (const s of sockets) s.destroy();
       await closed;
       return { open, cut };
+    },
+    stats() {
+      let tunnels = 0;
+      for (const n of deps.openTunnels.values()) tunnels += n;
+      return { connections: sockets.size, tunnels };
     },
   };
 }

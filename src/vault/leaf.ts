@@ -53,7 +53,14 @@ export interface LeafCache {
   readonly size: number;
 }
 
-export function createLeafCache(mint: (host: string) => Promise<Leaf>, opts: { max: number; now: () => number }): LeafCache {
+export interface LeafCacheOptions {
+  readonly max: number;
+  readonly now: () => number;
+  /** Told whether each ask was answered from the cache or started a mint (metrics). */
+  readonly onLookup?: (outcome: "hit" | "mint") => void;
+}
+
+export function createLeafCache(mint: (host: string) => Promise<Leaf>, opts: LeafCacheOptions): LeafCache {
   const entries = new Map<string, Promise<Leaf>>(); // insertion order doubles as LRU order
   return {
     async get(host) {
@@ -63,10 +70,12 @@ export function createLeafCache(mint: (host: string) => Promise<Leaf>, opts: { m
         if (leaf && leaf.notAfter - opts.now() > RENEW_BEFORE_MS) {
           entries.delete(host);
           entries.set(host, hit);
+          opts.onLookup?.("hit");
           return leaf;
         }
         if (entries.get(host) !== hit) return this.get(host);
       }
+      opts.onLookup?.("mint");
       const pending = mint(host);
       pending.catch(() => entries.delete(host)); // a failed mint must not be cached
       entries.delete(host);

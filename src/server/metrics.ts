@@ -1,0 +1,98 @@
+// Prometheus metrics (prom-client) for GET /metrics: one registry per server, passed through deps.
+// Labels are names and classes only: ingress, vault name, service host pattern, status class, tier,
+// failure kind. Never a path, query string, token, header or credential value.
+// Scrape-time numbers (audit queue, open tunnels, pending proposals) are read by collect callbacks,
+// so the hot path pays only for the per-request counter and two histogram observations.
+
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { ConnectFailure, EgressMetrics, ExchangeObservation } from "../egress/index.ts";
+import type { GlobalEntry, RateDecision, RateDenied, RateLimiter } from "../ratelimit/index.ts";
+
+export type RefusalTier = "auth" | "authed" | "proxy" | "global";
+
+/** Read at scrape time; each may be absent (no tunnel listener, API-only tests). */
+export interface MetricSources {
+  readonly auditQueued: () => number;
+  readonly auditDropped: () => number;
+  readonly proposalsPending: () => Promise<number>;
+  readonly tunnel: () => { connections: number; tunnels: number } | undefined;
+}
+
+export interface Metrics {
+  readonly registry: Registry;
+  readonly egress: EgressMetrics;
+  connectFailed(kind: ConnectFailure): void;
+  refused(tier: RefusalTier): void;
+  leaf(outcome: "hit" | "mint"): void;
+  /** The exposition text and its content type. */
+  render(): Promise<{ body: string; contentType: string }>;
+}
+
+// Broker-added time is usually well under a millisecond; upstream time spans API calls to model streams.
+const BROKER_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1];
+const UPSTREAM_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+const STATUS_CLASSES = ["1xx", "2xx", "3xx", "4xx", "5xx"] as const;
+
+export function statusClass(status: number): string {
+  return STATUS_CLASSES[Math.floor(status / 100) - 1] ?? "5xx";
+}
+
+export function createMetrics(sources: MetricSources): Metrics {
+  const registry = new Registry();
+  const registers = [registry];
+  const requests = new Counter({ name: "broker_proxied_requests_total", help: "Proxied requests by ingress, vault, service host pattern and status class", labelNames: ["ingress", "vault", "service", "status_class"] as const, registers });
+  const brokerTime = new Histogram({ name: "broker_added_seconds", help: "Time spent in the broker per proxied request, excluding the wait for the upstream's response head", labelNames: ["ingress"] as const, buckets: BROKER_BUCKETS, registers });
+  const upstreamTime = new Histogram({ name: "broker_upstream_seconds", help: "Time from dispatch to the upstream's response head (whole body when small)", labelNames: ["ingress"] as const, buckets: UPSTREAM_BUCKETS, registers });
+  const connectErrors = new Counter({ name: "broker_upstream_connect_errors_total", help: "Failed upstream dials by kind (connect, tls, timeout)", labelNames: ["kind"] as const, registers });
+  const refusals = new Counter({ name: "broker_ratelimit_refusals_total", help: "Requests refused by the rate limiter, by tier", labelNames: ["tier"] as const, registers });
+  const leafHits = new Counter({ name: "broker_leaf_cache_hits_total", help: "Leaf certificates served from the cache", registers });
+  const leafMints = new Counter({ name: "broker_leaf_mints_total", help: "Leaf certificates minted", registers });
+  new Gauge({ name: "broker_open_tunnels", help: "CONNECT tunnels open on the transparent proxy", registers, collect() { this.set(sources.tunnel()?.tunnels ?? 0); } });
+  new Gauge({ name: "broker_open_connections", help: "Client connections held by the transparent proxy listener", registers, collect() { this.set(sources.tunnel()?.connections ?? 0); } });
+  new Gauge({ name: "broker_audit_queue_depth", help: "Audit records waiting to be written", registers, collect() { this.set(sources.auditQueued()); } });
+  new Counter({ name: "broker_audit_dropped_total", help: "Audit records dropped because the queue was full", registers, collect() { this.reset(); this.inc(sources.auditDropped()); } });
+  new Gauge({
+    name: "broker_proposals_pending",
+    help: "Proposals waiting for a human decision",
+    registers,
+    async collect() {
+      this.set(await sources.proposalsPending());
+    },
+  });
+  // Every label set starts at zero, so a scrape shows the series before the first event.
+  for (const kind of ["connect", "tls", "timeout"] as const) connectErrors.inc({ kind }, 0);
+  for (const tier of ["auth", "authed", "proxy", "global"] as const) refusals.inc({ tier }, 0);
+
+  const egress: EgressMetrics = {
+    now: () => performance.now(),
+    observe(o: ExchangeObservation) {
+      requests.inc({ ingress: o.ingress, vault: o.vault, service: o.service ?? "none", status_class: statusClass(o.status) });
+      brokerTime.observe({ ingress: o.ingress }, o.brokerSeconds);
+      if (o.upstreamSeconds !== null) upstreamTime.observe({ ingress: o.ingress }, o.upstreamSeconds);
+    },
+  };
+  return {
+    registry,
+    egress,
+    connectFailed: (kind) => connectErrors.inc({ kind }),
+    refused: (tier) => refusals.inc({ tier }),
+    leaf: (outcome) => (outcome === "hit" ? leafHits : leafMints).inc(),
+    async render() {
+      return { body: await registry.metrics(), contentType: registry.contentType };
+    },
+  };
+}
+
+/** The same limiter, counting every refusal by tier (API and tunnel share it, so both are counted). */
+export function countRefusals(limiter: RateLimiter, metrics: Metrics): RateLimiter {
+  const seen = <T extends RateDecision | GlobalEntry | RateDenied>(tier: RefusalTier, d: T): T => {
+    if (!d.ok) metrics.refused(tier);
+    return d;
+  };
+  return {
+    ...limiter,
+    check: (tier, key, cost) => seen(tier === "AUTH" ? "auth" : "authed", limiter.check(tier, key, cost)),
+    checkProxy: (principal, vault, cost) => seen("proxy", limiter.checkProxy(principal, vault, cost)),
+    enterGlobal: () => seen("global", limiter.enterGlobal()),
+  };
+}
