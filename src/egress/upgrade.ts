@@ -1,11 +1,13 @@
 // WebSocket upgrades through the egress core (wss:// for realtime APIs): the same plan, header
 // rules, injection and network guard as any request, then the upstream's answer, redacted. On an
 // injected upgrade no extension may be negotiated and every server frame is scanned (§3.15).
+// Metrics count an upgrade when the upstream answers: a 101 is status class "1xx", the relay after it
+// is not timed (a socket open for hours is not a slow request).
 
 import { BrokerError, UndecodableResponse, UpstreamUnreachable } from "../errors.ts";
 import { auditEntry } from "./audit.ts";
 import type { Connection } from "./connection.ts";
-import type { EgressDeps, EgressInput } from "./egress.ts";
+import type { EgressDeps, EgressInput, EgressMetrics } from "./egress.ts";
 import { buildUpstreamHeaders } from "./headers.ts";
 import { findHeadEnd, parseResponseHead, serializeHead, type ResponseHead } from "./http1.ts";
 import { resolveChecked } from "./netguard.ts";
@@ -58,6 +60,8 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
   let keys: readonly string[] = [];
   let service: string | null = null;
   let conn: Connection | undefined;
+  const timer = startTimer(deps.metrics);
+  const observe = (status: number) => timer.observe({ ingress: input.ingress, vault: input.vault.name, service, status });
   try {
     const plan = await deps.plans.plan(input.vault, input.host, input.port);
     keys = plan.credentialKeys;
@@ -76,16 +80,22 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
     if (!needles.empty) headers = withoutExtensions(headers);
     const addresses = await resolveChecked(input.host, input.port, deps.policy, deps.resolver); // before any byte is sent
     const hostHeader = input.port === 443 ? input.host : `${input.host}:${input.port}`;
+    timer.sent();
     conn = await deps.upstream.open({ host: input.host, port: input.port, addresses: async () => addresses });
     await conn.write(serializeHead(`GET ${target} HTTP/1.1`, [["Host", hostHeader], ...headers]));
-    const head = redactResponseHead(await readResponseHead(conn), needles);
+    const rawHead = await readResponseHead(conn);
+    timer.answered();
+    const head = redactResponseHead(rawHead, needles);
     const upstream = conn;
     if (head.status !== 101) {
       const done = (bytesOut: number, error: string | null) => (upstream.close(), record(head.status, 0, bytesOut, error, keys, service));
-      return { kind: "refused", response: shapeRefusal(head, upstream, needles, done) };
+      const response = shapeRefusal(head, upstream, needles, done);
+      observe(head.status);
+      return { kind: "refused", response };
     }
     // Unasked-for, but an upstream may still name one; the agent must not get frames we cannot read.
     if (!needles.empty && namesExtension(head)) throw new UndecodableResponse("the upstream negotiated a WebSocket extension the broker cannot scan");
+    observe(head.status);
     return {
       kind: "switched",
       head,
@@ -97,8 +107,25 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
     conn?.close();
     const e = err instanceof BrokerError ? err : new UpstreamUnreachable(`WebSocket upgrade to ${input.host} failed`);
     record(e.status, 0, 0, e.code, keys, service);
+    observe(e.status);
     throw e;
   }
+}
+
+/** The same observation as egress() makes: broker-added time excludes the wait for the upstream's head. */
+function startTimer(m: EgressMetrics | undefined) {
+  const t0 = m ? m.now() : 0;
+  let tSend = 0;
+  let tHead = 0;
+  return {
+    sent: () => void (m && (tSend = m.now())),
+    answered: () => void (m && (tHead = m.now())),
+    observe(o: { ingress: EgressInput["ingress"]; vault: string; service: string | null; status: number }) {
+      if (!m) return;
+      const upstreamMs = tHead ? tHead - tSend : 0;
+      m.observe({ ...o, brokerSeconds: (m.now() - t0 - upstreamMs) / 1000, upstreamSeconds: tHead ? upstreamMs / 1000 : null });
+    },
+  };
 }
 
 async function readResponseHead(conn: Connection): Promise<ResponseHead> {

@@ -3,7 +3,9 @@
 // the session token, the credential value, a path or a query string that the traffic used.
 
 import { afterAll, describe, expect, test } from "bun:test";
+import { startTunnel } from "../../src/cli/commands/server.ts";
 import { expectEnvelope, startBroker } from "./proxy-fixture.ts";
+import { createTestPki } from "../helpers/pki.ts";
 import { startUpstream } from "../helpers/upstream.ts";
 import { openTunnel, startTunnelEnv, type TunnelEnv } from "./tunnel-fixture.ts";
 
@@ -139,6 +141,43 @@ describe("GET /metrics", () => {
     const s = (await scrape(env.broker.apiUrl)).samples;
     expect(sum(s, "broker_upstream_connect_errors_total", { kind: "connect" })).toBeGreaterThanOrEqual(1);
     expect(sum(s, "broker_proxied_requests_total", { ingress: "explicit", status_class: "5xx" })).toBe(1);
+  }, 60_000);
+
+  test("WebSocket upgrades are counted like requests: 101 as 1xx, a refused upgrade by its status", async () => {
+    const pki = await createTestPki();
+    const upstream = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      tls: { cert: pki.certPem, key: pki.keyPem },
+      fetch: (req, srv) => (new URL(req.url).pathname === "/socket" && srv.upgrade(req, { data: undefined }) ? undefined : new Response("no", { status: 426 })),
+      websocket: { message: (ws, msg) => void ws.send(`echo:${msg}`) },
+    });
+    cleanup.push(async () => void upstream.stop(true));
+    const b = await startBroker({ caPem: pki.caPem, startTunnel, env: { BROKER_METRICS: "true" } });
+    cleanup.push(() => b.stop());
+    const service = `upstream.test:${upstream.port}`;
+    b.dns.set("upstream.test", ["127.0.0.1"]);
+    await b.setCredential("WS_KEY", `sk-ws-${crypto.randomUUID()}`);
+    await b.addService(service, { type: "bearer", token: "WS_KEY" });
+    const caPem = await (await fetch(`${b.apiUrl}/v1/ca.pem`)).text();
+    const open = (path: string) =>
+      new Promise<boolean>((resolve) => {
+        // Bun's WebSocket accepts proxy and tls options (not in the DOM typings).
+        const ws = new WebSocket(`wss://${service}${path}`, { proxy: `http://${b.sessionToken}:${b.vault}@${b.proxyAddress}`, tls: { ca: caPem } } as unknown as string[]);
+        ws.onopen = () => ws.send("hi");
+        ws.onmessage = () => (ws.close(), resolve(true));
+        ws.onerror = () => resolve(false);
+        setTimeout(() => resolve(false), 10_000);
+      });
+    expect(await open("/socket?secret-query=1")).toBe(true);
+    expect(await open("/refused")).toBe(false);
+    const { samples: s, text } = await scrape(b.apiUrl);
+    const labels = { ingress: "transparent", vault: b.vault, service };
+    expect(sum(s, "broker_proxied_requests_total", { ...labels, status_class: "1xx" })).toBe(1);
+    expect(sum(s, "broker_proxied_requests_total", { ...labels, status_class: "4xx" })).toBe(1);
+    expect(sum(s, "broker_added_seconds_count", { ingress: "transparent" })).toBe(2);
+    expect(sum(s, "broker_upstream_seconds_count", { ingress: "transparent" })).toBe(2);
+    for (const f of ["/socket", "/refused", "secret-query", b.sessionToken]) expect(text.includes(f)).toBe(false);
   }, 60_000);
 });
 
