@@ -12,6 +12,7 @@ import type { ProposedService, ProposedSlot } from "./proposal-input.ts";
 import { namePrincipal } from "./proposal-review.ts";
 import { iso } from "./users.ts";
 import { requireInVault, type OpenVault } from "./vaults.ts";
+import { maskWebhookReceiver } from "./webhook-url.ts";
 
 export const WEBHOOK_SECRET_PREFIX = "whsec_";
 export const MAX_WEBHOOKS_PER_VAULT = 10;
@@ -123,9 +124,10 @@ export async function addWebhook(d: Domain, open: OpenVault, body: unknown): Pro
   return { webhook: viewWebhook(row), secret };
 }
 
+/** The vault's webhooks, receiver URLs masked: the full URL (a secret for Slack) is only in addWebhook's answer. */
 export async function listWebhooks(d: Domain, open: OpenVault): Promise<WebhookView[]> {
   requireWebhookAdmin(open);
-  return (await d.store.webhooks.list(open.vault.id)).map(viewWebhook);
+  return (await d.store.webhooks.list(open.vault.id)).map((row) => ({ ...viewWebhook(row), url: maskWebhookReceiver(row.url) }));
 }
 
 export async function removeWebhook(d: Domain, open: OpenVault, rawId: string): Promise<void> {

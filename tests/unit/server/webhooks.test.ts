@@ -97,12 +97,23 @@ describe("managing webhooks", () => {
     expect({ id: typeof add.body.id, url: add.body.url, format: add.body.format }).toEqual({ id: "number", url: hookUrl(), format: "json" });
     expect(add.body.secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
     const list = await h.call("GET", "/v1/vaults/v1/webhooks", { token: owner });
-    expect(list.body.webhooks).toEqual([{ id: add.body.id, url: hookUrl(), format: "json", created_at: expect.any(String), delivery: { status: "never", event: null, attempts: 0, error: null, at: null } }]);
+    // The list masks the query (and any path after the first segment): the full URL was only in the 201.
+    expect(list.body.webhooks).toEqual([{ id: add.body.id, url: `http://127.0.0.1:${receiver.port}/hook?…`, format: "json", created_at: expect.any(String), delivery: { status: "never", event: null, attempts: 0, error: null, at: null } }]);
     expect(JSON.stringify(list.body).includes(String(add.body.secret))).toBe(false);
     expect((await addHook({ url: hookUrl() })).status).toBe(409);
     const del = await h.call("DELETE", `/v1/vaults/v1/webhooks/${add.body.id}`, { token: owner });
     expect({ status: del.status, body: del.body }).toEqual({ status: 204, body: undefined });
     expect((await h.call("DELETE", `/v1/vaults/v1/webhooks/${add.body.id}`, { token: owner })).status).toBe(404);
+  });
+
+  test("a Slack incoming-webhook URL is a secret: whole in the 201, masked after the first path segment in the list", async () => {
+    const slackPath = `/services/T0${crypto.randomUUID().slice(0, 8)}/B0${crypto.randomUUID().slice(0, 8)}/${crypto.randomUUID()}`;
+    const url = `https://hooks.slack.com:8443${slackPath}`;
+    const add = await addHook({ url, format: "slack" });
+    expect({ status: add.status, url: add.body.url }).toEqual({ status: 201, url });
+    const list = await h.call("GET", "/v1/vaults/v1/webhooks", { token: owner });
+    expect(list.body.webhooks.map((w: { url: string }) => w.url)).toEqual(["https://hooks.slack.com:8443/services/…"]);
+    expect(JSON.stringify(list.body).includes(slackPath.split("/").at(-1)!)).toBe(false);
   });
 
   test("agents (even admins) are refused; bad URLs are 400 naming url", async () => {
