@@ -78,9 +78,9 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
     for (const [k, v] of pairs) if (WEBSOCKET_HEADERS.has(k.toLowerCase()) && !headers.some(([n]) => n.toLowerCase() === k.toLowerCase())) headers.push([k, v]);
     // Compressed frames (permessage-deflate) would hide an echoed value from the scan: offer no extension.
     if (!needles.empty) headers = withoutExtensions(headers);
+    timer.sent(); // as in egress(), upstream time includes name resolution and the dial
     const addresses = await resolveChecked(input.host, input.port, deps.policy, deps.resolver); // before any byte is sent
     const hostHeader = input.port === 443 ? input.host : `${input.host}:${input.port}`;
-    timer.sent();
     conn = await deps.upstream.open({ host: input.host, port: input.port, addresses: async () => addresses });
     await conn.write(serializeHead(`GET ${target} HTTP/1.1`, [["Host", hostHeader], ...headers]));
     const rawHead = await readResponseHead(conn);
