@@ -1,4 +1,4 @@
-// `broker vault create|list|delete|use|invite|join`: vaults and the people in them.
+// `broker vault create|list|delete|use|invite|join|webhook`: vaults, the people in them and their notifications.
 // `use` remembers a vault in cli.json for every vault-scoped command that follows.
 
 import { defineCommand } from "citty";
@@ -120,6 +120,7 @@ export default defineCommand({
     invite,
     join: joinCommand,
     run: () => import("./vault-run.ts").then((m) => m.default),
+    webhook: () => import("./vault-webhook.ts").then((m) => m.default),
     ...vaultAccessCommands,
   },
 });

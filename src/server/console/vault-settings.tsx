@@ -1,13 +1,15 @@
 /** @jsxImportSource hono/jsx */
 // `/vaults/:vault/settings`: what the tunnel does with hosts no service matches (updateVault, as
 // PATCH /v1/vaults/:vault) and deleting the vault behind a typed confirmation (deleteVault, as
-// DELETE /v1/vaults/:vault; human admins only, decided by the domain).
+// DELETE /v1/vaults/:vault; human admins only, decided by the domain); its Notifications section
+// (proposal webhooks) lives in vault-webhooks.tsx.
 
 import { Hono } from "hono";
 import { deleteVault, describeVault, mayInVault, updateVault, type OpenVault } from "../../vault/index.ts";
 import { Badge, Button, ConfirmForm, Name, PostForm, Section } from "./components.tsx";
 import { formOf, openConsoleVault, renderPage, requireConfirmation, requireSignedIn, runAction, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
 import { vaultPath } from "./layout.tsx";
+import { renderNotifications, vaultWebhookRoutes } from "./vault-webhooks.tsx";
 
 const CHOICES = [
   {
@@ -56,6 +58,7 @@ async function renderSettings(c: ConsoleContext, open: OpenVault) {
   const manage = mayInVault(open.principal, open.role, "manage");
   const remove = mayInVault(open.principal, open.role, "delete_vault");
   const current = CHOICES.find((ch) => ch.value === view.unmatched_hosts) ?? CHOICES[0];
+  const notifications = await renderNotifications({ c, open });
   const body = (
     <>
       <Section
@@ -74,6 +77,7 @@ async function renderSettings(c: ConsoleContext, open: OpenVault) {
           </>
         )}
       </Section>
+      {notifications}
       <Section title="Delete this vault" id="delete" tone="danger" description="Deleting the vault removes its credentials, services, proposals, agent grants, members, invites and sessions. Agents using it stop working at once.">
         {remove ? (
           <ConfirmForm action={`${vaultPath(name, "settings")}/delete`} phrase={name} button="Delete this vault forever" />
@@ -91,6 +95,7 @@ async function renderSettings(c: ConsoleContext, open: OpenVault) {
 
 export function vaultSettingsRoutes() {
   const r = new Hono<ConsoleEnv>();
+  r.route("/", vaultWebhookRoutes());
 
   r.get("/vaults/:vault/settings", requireSignedIn, async (c) => renderSettings(c, await openConsoleVault(c, "read")));
 
