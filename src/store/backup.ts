@@ -6,6 +6,7 @@ import { Database } from "bun:sqlite";
 import { chmodSync, closeSync, existsSync, linkSync, openSync, rmSync, statSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { DB_FILE } from "./sqlite.ts";
+import { quote } from "./catalog.ts";
 
 export interface BackupReport {
   readonly path: string;
@@ -56,8 +57,8 @@ function verifyCopy(path: string): Omit<BackupReport, "path" | "bytes"> {
     const names = db.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string }[];
     const tables: Record<string, number> = {};
     for (const { name } of names) {
-      // Names come from sqlite_master of our own copy, quoted as identifiers.
-      tables[name] = (db.query(`SELECT COUNT(*) AS n FROM "${name.replace(/"/g, '""')}"`).get() as { n: number }).n;
+      // Names come from sqlite_master of our own copy; quote() refuses anything but a plain identifier.
+      tables[name] = (db.query(["SELECT COUNT(*) AS n FROM", quote(name)].join(" ")).get() as { n: number }).n;
     }
     const keyring = db.query("SELECT mode FROM keyring WHERE id = 1").get() as { mode: "plain" | "password" } | null;
     return { schemaVersion: Number(version.v ?? 0), keyring: keyring?.mode, tables };
