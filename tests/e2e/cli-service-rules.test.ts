@@ -5,11 +5,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
 import { expectEnvelope, startBroker, type Broker } from "./proxy-fixture.ts";
+import { sourceCli } from "./cli-from-source.ts";
 
-const ROOT = resolve(import.meta.dir, "..", "..");
 const SECRET = `sk-cli-rules-${crypto.randomUUID()}`;
 let upstream: TestUpstream;
 let broker: Broker;
@@ -17,24 +17,7 @@ let host: string;
 let home: string;
 const outputs: string[] = [];
 
-async function cli(args: string[], stdin?: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  const proc = Bun.spawn([process.execPath, join(ROOT, "src", "index.ts"), ...args], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, BROKER_CONFIG_DIR: join(home, "config"), BROKER_ADDR: broker.apiUrl },
-    stdin: stdin === undefined ? "ignore" : new TextEncoder().encode(stdin),
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  outputs.push(stdout, stderr);
-  return { code, stdout, stderr };
-}
-
-async function ok(args: string[], stdin?: string): Promise<string> {
-  const r = await cli(args, stdin);
-  if (r.code !== 0) throw new Error(`broker ${args.join(" ")}: exit ${r.code}\n${r.stderr}`);
-  return r.stdout;
-}
+const { cli, ok } = sourceCli(() => ({ home, apiUrl: broker.apiUrl }), outputs);
 
 beforeAll(async () => {
   upstream = await startUpstream();

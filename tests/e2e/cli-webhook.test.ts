@@ -7,11 +7,11 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHmac } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { createTestPki } from "../helpers/pki.ts";
 import { startBroker, type Broker } from "./proxy-fixture.ts";
+import { sourceCli } from "./cli-from-source.ts";
 
-const ROOT = resolve(import.meta.dir, "..", "..");
 const URL_SECRET = "abcdefghijklmnopqrstuvwxyz0123";
 let broker: Broker;
 let home: string;
@@ -21,24 +21,7 @@ let secret = "";
 const received: Array<{ path: string; headers: Headers; body: string }> = [];
 const outputs: string[] = [];
 
-async function cli(args: string[], stdin?: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  const proc = Bun.spawn([process.execPath, join(ROOT, "src", "index.ts"), ...args], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, BROKER_CONFIG_DIR: join(home, "config"), BROKER_ADDR: broker.apiUrl },
-    stdin: stdin === undefined ? "ignore" : new TextEncoder().encode(stdin),
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  outputs.push(stdout, stderr);
-  return { code, stdout, stderr };
-}
-
-async function ok(args: string[], stdin?: string): Promise<string> {
-  const r = await cli(args, stdin);
-  if (r.code !== 0) throw new Error(`broker ${args.join(" ")}: exit ${r.code}\n${r.stderr}`);
-  return r.stdout;
-}
+const { cli, ok } = sourceCli(() => ({ home, apiUrl: broker.apiUrl }), outputs);
 
 const hookUrl = () => `http://127.0.0.1:${receiver.port}/hook/${URL_SECRET}?k=v`;
 
