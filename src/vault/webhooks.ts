@@ -16,6 +16,16 @@ import { maskWebhookReceiver } from "./webhook-url.ts";
 
 export const WEBHOOK_SECRET_PREFIX = "whsec_";
 export const MAX_WEBHOOKS_PER_VAULT = 10;
+
+/** A webhook's last delivery status in words, for people (console and CLI say the same). */
+export const DELIVERY_STATUS_WORDS: Readonly<Record<string, string>> = {
+  never: "nothing sent yet",
+  pending: "sending",
+  delivered: "delivered",
+  retrying: "retrying (the receiver failed)",
+  failed: "failed (gave up after 5 tries)",
+  blocked: "blocked by the network guard",
+};
 const MAX_URL_LENGTH = 2048;
 
 export type ProposalEventType = "proposal.created" | "proposal.approved" | "proposal.rejected" | "proposal.expired";

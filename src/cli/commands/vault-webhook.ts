@@ -7,6 +7,7 @@ import { jsonArg, vaultArg } from "../args.ts";
 import { vaultPath } from "../client.ts";
 import { openContext, pickVault } from "../context.ts";
 import { formatTime, printJson, printLine, printTable } from "../output.ts";
+import { DELIVERY_STATUS_WORDS } from "../../vault/index.ts";
 
 interface WebhookView {
   readonly id: number;
@@ -35,15 +36,6 @@ export function maskWebhookUrl(raw: string): string {
     .join("/");
   return `${url.protocol}//${url.host}${path}${url.search ? `?${MASK}` : ""}`;
 }
-
-const STATUS_WORDS: Record<string, string> = {
-  never: "nothing sent yet",
-  pending: "sending",
-  delivered: "delivered",
-  retrying: "retrying (the receiver failed)",
-  failed: "failed (gave up after 5 tries)",
-  blocked: "blocked by the network guard",
-};
 
 const add = defineCommand({
   meta: {
@@ -90,7 +82,7 @@ const list = defineCommand({
         { title: "ID", value: (w) => String(w.id) },
         { title: "URL", value: (w) => w.url, max: 60 },
         { title: "FORMAT", value: (w) => w.format },
-        { title: "STATUS", value: (w) => STATUS_WORDS[w.delivery.status] ?? w.delivery.status },
+        { title: "STATUS", value: (w) => DELIVERY_STATUS_WORDS[w.delivery.status] ?? w.delivery.status },
         { title: "LAST EVENT", value: (w) => (w.delivery.event ? `${w.delivery.event} ${formatTime(w.delivery.at)}` : "-") },
         { title: "ATTEMPTS", value: (w) => String(w.delivery.attempts) },
         { title: "LAST ERROR", value: (w) => w.delivery.error ?? "-", max: 60 },

@@ -6,22 +6,13 @@
 
 import { Hono } from "hono";
 import { BrokerError, PermissionDenied } from "../../errors.ts";
-import { addWebhook, listWebhooks, removeWebhook, type OpenVault, type WebhookView } from "../../vault/index.ts";
+import { addWebhook, DELIVERY_STATUS_WORDS, listWebhooks, removeWebhook, type OpenVault, type WebhookView } from "../../vault/index.ts";
 import { Badge, ConfirmForm, FormField, LinkButton, Name, PostForm, Section, Table, Time, type BadgeTone } from "./components.tsx";
 import { describeError, formOf, openConsoleVault, redirectWithFlash, renderPage, requireConfirmation, requireSignedIn, runAction, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
 import { vaultPath } from "./layout.tsx";
 import { COPY_SCRIPT_NAME, CopyField, SubmitRow } from "./one-time-link.tsx";
 
 const DESCRIPTION = "The broker tells a URL when an agent files a proposal and when one is approved, rejected or expires: names, hosts and key names, never a credential value.";
-
-const WORDS: Record<string, string> = {
-  never: "nothing sent yet",
-  pending: "sending",
-  delivered: "delivered",
-  retrying: "retrying (the receiver failed)",
-  failed: "failed (gave up after 5 tries)",
-  blocked: "blocked by the network guard",
-};
 
 const TONE: Record<string, BadgeTone> = { delivered: "success", pending: "info", retrying: "warning", failed: "danger", blocked: "danger" };
 
@@ -40,7 +31,7 @@ function WebhookTable(props: { vault: string; hooks: readonly WebhookView[] }) {
           label: "Last delivery",
           cell: (w) => (
             <>
-              <Badge tone={TONE[w.delivery.status] ?? "neutral"}>{WORDS[w.delivery.status] ?? w.delivery.status}</Badge>
+              <Badge tone={TONE[w.delivery.status] ?? "neutral"}>{DELIVERY_STATUS_WORDS[w.delivery.status] ?? w.delivery.status}</Badge>
               {w.delivery.event ? (
                 <span class="small">
                   {" "}
