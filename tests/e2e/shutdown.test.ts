@@ -149,6 +149,8 @@ describe("graceful shutdown", () => {
     try {
       const stream = readStream(fetch(`${b.api}/proxy/${hostPort}/cut`, { headers: { authorization: `Bearer ${session}` } }));
       await stream.started;
+      // Handled from now on: the cut stream rejects while the test still awaits the process.
+      const outcome = stream.done.then((r) => r.text, () => "cut");
       b.proc.kill("SIGTERM");
       await Bun.sleep(100);
       const sent = Date.now();
@@ -156,8 +158,7 @@ describe("graceful shutdown", () => {
       expect(await b.proc.exited).toBe(143);
       expect(Date.now() - sent).toBeLessThan(1000);
       expect(b.logs()).toContain('"event":"shutdown_forced"');
-      const outcome = await stream.done.then((r) => r.text, () => "cut");
-      expect(outcome).not.toBe(allEvents);
+      expect(await outcome).not.toBe(allEvents);
     } finally {
       b.proc.kill("SIGKILL");
     }
