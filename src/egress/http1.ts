@@ -84,6 +84,12 @@ export function serializeHead(startLine: string, headers: HeaderList): Uint8Arra
   return Buffer.from(`${text}\r\n`, "latin1");
 }
 
+/** The Host header for an upstream: an IPv6 literal in brackets (RFC 9110 §7.2), the port unless it is 443. */
+export function hostHeader(host: string, port: number): string {
+  const name = host.includes(":") ? `[${host}]` : host;
+  return port === 443 ? name : `${name}:${port}`;
+}
+
 export function headerValues(headers: HeaderList, name: string): string[] {
   const lower = name.toLowerCase();
   return headers.filter(([n]) => n.toLowerCase() === lower).map(([, v]) => v);

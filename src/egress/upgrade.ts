@@ -9,7 +9,7 @@ import { auditEntry } from "./audit.ts";
 import type { Connection } from "./connection.ts";
 import type { EgressDeps, EgressInput, EgressMetrics } from "./egress.ts";
 import { buildUpstreamHeaders } from "./headers.ts";
-import { findHeadEnd, parseResponseHead, serializeHead, type ResponseHead } from "./http1.ts";
+import { findHeadEnd, hostHeader, parseResponseHead, serializeHead, type ResponseHead } from "./http1.ts";
 import { resolveChecked } from "./netguard.ts";
 import { createFrameScanner, type FrameScanner } from "./websocket-frames.ts";
 import { namesExtension, redactResponseHead, shapeRefusal, withoutExtensions } from "./websocket-head.ts";
@@ -80,9 +80,8 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
     if (!needles.empty) headers = withoutExtensions(headers);
     timer.sent(); // as in egress(), upstream time includes name resolution and the dial
     const addresses = await resolveChecked(input.host, input.port, deps.policy, deps.resolver); // before any byte is sent
-    const hostHeader = input.port === 443 ? input.host : `${input.host}:${input.port}`;
     conn = await deps.upstream.open({ host: input.host, port: input.port, addresses: async () => addresses });
-    await conn.write(serializeHead(`GET ${target} HTTP/1.1`, [["Host", hostHeader], ...headers]));
+    await conn.write(serializeHead(`GET ${target} HTTP/1.1`, [["Host", hostHeader(input.host, input.port)], ...headers]));
     const rawHead = await readResponseHead(conn);
     timer.answered();
     const head = redactResponseHead(rawHead, needles);

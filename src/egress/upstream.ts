@@ -11,6 +11,7 @@ export { SMALL_BODY_BYTES } from "./upstream-body.ts";
 import {
   findHeadEnd,
   headerValues,
+  hostHeader,
   parseResponseHead,
   responseFraming,
   serializeHead,
@@ -137,13 +138,12 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
   }
 
   async function exchange(conn: Connection, dest: Destination, req: HeldRequest): Promise<Response> {
-    const hostHeader = dest.port === 443 ? hostForHeader(dest.host) : `${hostForHeader(dest.host)}:${dest.port}`;
     const framing: HeaderList = [];
     const chunked = req.body !== null && req.bodyLength === null;
     if (chunked) framing.push(["Transfer-Encoding", "chunked"]);
     else if (req.bodyLength !== null) framing.push(["Content-Length", String(req.bodyLength)]);
     else if (!NO_BODY_METHODS.has(req.method)) framing.push(["Content-Length", "0"]);
-    const head = serializeHead(`${req.method} ${req.target} HTTP/1.1`, [["Host", hostHeader], ...req.headers, ...framing]);
+    const head = serializeHead(`${req.method} ${req.target} HTTP/1.1`, [["Host", hostHeader(dest.host, dest.port)], ...req.headers, ...framing]);
 
     conn.idleTimeout(opts.idleTimeoutSeconds ?? 120);
     let gotBytes = false;
@@ -224,10 +224,6 @@ function toHeaders(list: HeaderList, framing: BodyFraming): Headers {
   h.delete("transfer-encoding");
   if (framing.kind !== "length") h.delete("content-length");
   return h;
-}
-
-function hostForHeader(host: string): string {
-  return host.includes(":") ? `[${host}]` : host;
 }
 
 function concat(a: Uint8Array, b: Uint8Array): Uint8Array {

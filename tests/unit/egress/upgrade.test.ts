@@ -1,0 +1,81 @@
+// WebSocket upgrades through the egress core: the request head the upstream receives. An IPv6
+// literal upstream gets a bracketed Host (RFC 9110 §7.2), as the plain HTTP path sends it.
+
+import { beforeAll, expect, test } from "bun:test";
+import { compileNetPolicy, createPlanCache, egressUpgrade, type EgressDeps, type PlanCache, type Upstream } from "../../../src/egress/index.ts";
+import { createMemoryLogger } from "../../../src/log.ts";
+import { createTestApi, type TestApi } from "../../helpers/api.ts";
+
+let api: TestApi;
+let plans: PlanCache;
+let vault: { id: number; name: string };
+
+beforeAll(async () => {
+  api = await createTestApi();
+  const reg = await api.call("POST", "/v1/auth/register", { body: { email: "owner@example.com", password: "correct horse battery" } });
+  const token = reg.body.token as string;
+  expect((await api.call("POST", "/v1/vaults", { token, body: { name: "v1" } })).status).toBe(201);
+  for (const host of ["[::1]:8443", "api.example.com"]) {
+    expect((await api.call("POST", "/v1/vaults/v1/services", { token, body: { host, auth: { type: "passthrough" } } })).status).toBe(201);
+  }
+  vault = { id: (await api.store.vaults.byName("v1"))!.id, name: "v1" };
+  plans = createPlanCache(api.store, api.domain.dataKey, () => ({}));
+});
+
+/** An upstream whose connection records what is written and answers 101. */
+function recordingUpstream(written: Uint8Array[]): Upstream {
+  const answer = Buffer.from("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: x\r\n\r\n");
+  let pending: Uint8Array[] = [answer];
+  return {
+    send: async () => {
+      throw new Error("unused");
+    },
+    open: async () => ({
+      read: async () => pending.shift() ?? null,
+      unread: (chunk) => void (chunk.byteLength && pending.unshift(chunk)),
+      write: async (bytes) => void written.push(bytes),
+      idleTimeout() {},
+      close() {
+        pending = [];
+      },
+      closed: false,
+      buffered: 0,
+      key: "test",
+    }),
+    close() {},
+  };
+}
+
+function deps(upstream: Upstream): EgressDeps {
+  return {
+    plans,
+    policy: compileNetPolicy({ allowPrivateRanges: true, allowlist: [], ownListeners: [] }),
+    resolver: async () => ["192.0.2.10"],
+    upstream,
+    audit: { record() {}, flush: async () => {}, stop: async () => {}, queued: 0 },
+    log: createMemoryLogger(),
+    now: Date.now,
+    maxRequestBytes: 0,
+    maxResponseBytes: 0,
+  };
+}
+
+async function upgradeHead(host: string, port: number): Promise<string> {
+  const written: Uint8Array[] = [];
+  const headers: [string, string][] = [["Upgrade", "websocket"], ["Connection", "Upgrade"], ["Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="], ["Sec-WebSocket-Version", "13"]];
+  const input = { principal: "p", vault, host, port, method: "GET", target: "/ws", headers, body: null, bodyLength: null, ingress: "explicit" as const };
+  const up = await egressUpgrade(input, deps(recordingUpstream(written)));
+  expect(up.kind).toBe("switched");
+  if (up.kind === "switched") up.finish(0, 0);
+  return Buffer.concat(written).toString("latin1");
+}
+
+test("an upgrade to an IPv6 literal sends a bracketed Host with the port", async () => {
+  const head = await upgradeHead("::1", 8443);
+  expect(head.startsWith("GET /ws HTTP/1.1\r\n")).toBe(true);
+  expect(head).toContain("\r\nHost: [::1]:8443\r\n");
+});
+
+test("an upgrade to a name on 443 sends the bare name", async () => {
+  expect(await upgradeHead("api.example.com", 443)).toContain("\r\nHost: api.example.com\r\n");
+});
