@@ -4,8 +4,18 @@
 
 import { InvalidRequest } from "../errors.ts";
 import type { Connection } from "./connection.ts";
-import { createChunkedDecoder, encodeChunk, LAST_CHUNK, WireError, type BodyFraming } from "./http1.ts";
-import type { OutboundRequest } from "./upstream.ts";
+import { createChunkedDecoder, encodeChunk, LAST_CHUNK, WireError, type BodyFraming, type HeaderList } from "./http1.ts";
+
+export interface OutboundRequest {
+  readonly method: string;
+  /** Origin-form target: path and query, exactly as the agent sent them. */
+  readonly target: string;
+  /** Headers in order, without Host, Content-Length or Transfer-Encoding (framing is ours). */
+  readonly headers: HeaderList;
+  readonly body: ReadableStream<Uint8Array> | null;
+  /** Known body length, or null to send it chunked. */
+  readonly bodyLength: number | null;
+}
 
 /** Bodies up to this size with a Content-Length are read whole instead of streamed. */
 export const SMALL_BODY_BYTES = 64 * 1024;

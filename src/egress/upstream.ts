@@ -4,10 +4,11 @@
 
 import { UpstreamTimeout, UpstreamUnreachable } from "../errors.ts";
 import { ConnectError, ConnectionTimeout, dial, type Connection } from "./connection.ts";
-import { bodyStream, holdSmallBody, pumpBody, readExactly, SMALL_BODY_BYTES, type HeldRequest } from "./upstream-body.ts";
+import { bodyStream, holdSmallBody, pumpBody, readExactly, SMALL_BODY_BYTES, type HeldRequest, type OutboundRequest } from "./upstream-body.ts";
 
 export type { Connection } from "./connection.ts";
 export { SMALL_BODY_BYTES } from "./upstream-body.ts";
+export type { OutboundRequest } from "./upstream-body.ts";
 import {
   findHeadEnd,
   headerValues,
@@ -44,17 +45,6 @@ export interface Destination {
    * connection is needed: a pooled keep-alive connection already goes to a checked address.
    */
   readonly addresses: () => Promise<readonly string[]>;
-}
-
-export interface OutboundRequest {
-  readonly method: string;
-  /** Origin-form target: path and query, exactly as the agent sent them. */
-  readonly target: string;
-  /** Headers in order, without Host, Content-Length or Transfer-Encoding (framing is ours). */
-  readonly headers: HeaderList;
-  readonly body: ReadableStream<Uint8Array> | null;
-  /** Known body length, or null to send it chunked. */
-  readonly bodyLength: number | null;
 }
 
 export interface Upstream {

@@ -10,7 +10,7 @@ import { DatabaseUnavailable, toErrorResponse, Unavailable } from "../errors.ts"
 import type { LiveSecrets, Logger } from "../log.ts";
 import type { Secret } from "../secret.ts";
 import { openStore, type Store } from "../store/index.ts";
-import { createAuthenticator, createHashGate, createVaultAccessCache, createLeafCache, loadRootCa, mintLeaf, rotateRootCa, unlockKeyring, type Domain, type LeafCache, type RootCa } from "../vault/index.ts";
+import { createAuthenticator, createHashGate, createVaultAccessCache, createLeafCache, loadRootCa, mintLeaf, rotateRootCa, unlockKeyring, type CaHolder, type Domain, type LeafCache } from "../vault/index.ts";
 import { REVALIDATE_MS, startChangeFeed, type ChangeFeed, type ChangeHandlers, type Freshness } from "../vault/index.ts";
 import { createLoginThrottle, createRateLimiter, resolveSettings } from "../ratelimit/index.ts";
 import { expireProposals, pruneEndedRows } from "../vault/index.ts";
@@ -43,12 +43,6 @@ export interface TunnelContext {
   readonly log: Logger;
 }
 export type TunnelStarter = (ctx: TunnelContext, host: string, port: number) => Promise<{ port: number; stop(graceMs?: number): Promise<{ open: number; cut: number }>; stats?(): { connections: number; tunnels: number } }>;
-
-/** The active root CA; rotation swaps it and empties the leaf cache. */
-export interface CaHolder {
-  current: RootCa;
-  rotate(): Promise<RootCa>;
-}
 
 export interface StartOptions {
   readonly config: Config;

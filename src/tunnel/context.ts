@@ -33,3 +33,9 @@ export interface TunnelSession {
   principal: Principal;
   open: OpenVault;
 }
+
+/** Where a tunnel goes: the CONNECT's host (canonical, lower-case or an IP literal) and port. */
+export interface Authority {
+  readonly host: string;
+  readonly port: number;
+}

@@ -3,20 +3,18 @@
 // sent through the egress core. Routing is bound to the CONNECT authority, never the inner Host.
 
 import type { Duplex } from "node:stream";
-import { egress, isWebSocketUpgrade, type EgressInput } from "../egress/index.ts";
+import { egress, isWebSocketUpgrade } from "../egress/index.ts";
 import { createChunkedDecoder, findHeadEnd, headerValues, parseRequestHead, requestFraming, WireError, type BodyFraming, type RequestHead } from "../egress/index.ts";
 import { HeadRejected, InvalidRequest, RateLimited, toErrorResponse } from "../errors.ts";
 import { rateLimitHeaders, type RateDenied } from "../ratelimit/index.ts";
-import type { TunnelDeps, TunnelSession } from "./context.ts";
+import type { Authority, TunnelDeps, TunnelSession } from "./context.ts";
+import { tunnelEgressInput } from "./egress-input.ts";
 import { createChunkReader, HeadError, readNextHead, writeAll, type ChunkReader } from "./reader.ts";
 import { errorResponse, writeResponse } from "./respond.ts";
 import { refreshSession } from "./session.ts";
 import { relayWebSocket } from "./websocket.ts";
 
-export interface Authority {
-  readonly host: string;
-  readonly port: number;
-}
+export type { Authority } from "./context.ts";
 
 /** `once`: the connection closes after its first response (a tunnel to a host the vault refuses). */
 export async function serveIntercepted(stream: Duplex, target: Authority, session: TunnelSession, deps: TunnelDeps, opts: { once?: boolean } = {}): Promise<void> {
@@ -106,34 +104,6 @@ export function rateLimited(d: RateDenied): RateLimited {
 }
 
 /** The egress core's view of a request read from a tunnel: routed to the CONNECT authority. */
-export function tunnelEgressInput(head: RequestHead, target: Authority, session: TunnelSession, body: ReadableStream<Uint8Array> | null, bodyLength: number | null): EgressInput {
-  return {
-    principal: session.principal.id,
-    vault: { id: session.open.vault.id, name: session.open.vault.name },
-    host: target.host,
-    port: target.port,
-    method: head.method,
-    target: originForm(head.target),
-    headers: head.headers,
-    body,
-    bodyLength,
-    ingress: "transparent",
-  };
-}
-
-/**
- * Absolute-form targets inside a tunnel keep only their path: the authority is the CONNECT's. Any
- * other form (`*`, a path without its leading /, a backslash or `#` straight after the authority) is
- * refused, never rewritten: the path the rules check and the upstream gets is the one the agent sent.
- */
-function originForm(target: string): string {
-  if (target.startsWith("/")) return target;
-  const rest = /^https?:\/\/[^/?#\\]*(.*)$/i.exec(target)?.[1];
-  if (rest === "" || rest?.startsWith("?")) return `/${rest}`; // an empty path is "/" (RFC 9110 §4.2.3)
-  if (rest?.startsWith("/")) return rest;
-  throw new InvalidRequest("the request target must be a path starting with / or an https:// URL", "path");
-}
-
 export function headErrorResponse(status: number, message: string): Response {
   return toErrorResponse(new HeadRejected(status === 414 || status === 431 ? status : 400, message));
 }

@@ -5,8 +5,8 @@
 
 import type { Duplex } from "node:stream";
 import { egressUpgrade, encodeCloseFrame, serializeHead, WebSocketProtocolError, type RequestHead, type Switched } from "../egress/index.ts";
-import type { TunnelDeps, TunnelSession } from "./context.ts";
-import { tunnelEgressInput, type Authority } from "./intercept.ts";
+import type { Authority, TunnelDeps, TunnelSession } from "./context.ts";
+import { tunnelEgressInput } from "./egress-input.ts";
 import { writeAll, type ChunkReader } from "./reader.ts";
 import { errorResponse, writeResponse } from "./respond.ts";
 import { refreshSession } from "./session.ts";

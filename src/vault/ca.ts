@@ -50,6 +50,12 @@ async function createCa(store: Store, dataKey: CryptoKey, now: number): Promise<
   await store.ca.insert({ certPem: cert.toString("pem"), keyNonce: sealed.nonce, keyCiphertext: sealed.ciphertext, createdAt: now, notAfter });
 }
 
+/** The active root CA, as the server holds it: rotation swaps it and empties the leaf cache. */
+export interface CaHolder {
+  readonly current: RootCa;
+  rotate(): Promise<RootCa>;
+}
+
 /** Loads the active CA, creating one on first start (or when the active one is near its end). */
 export async function loadRootCa(store: Store, dataKey: CryptoKey, now = Date.now()): Promise<RootCa> {
   let row = await store.ca.active();

@@ -6,8 +6,8 @@ import type { HashGate } from "./hash-gate.ts";
 import type { KdfParams } from "./kdf.ts";
 import type { OidcClient } from "./oidc-client.ts";
 import type { Authenticator } from "./sessions.ts";
-import type { VaultAccessCache } from "./vaults.ts";
-import type { WebhookNotifier } from "./webhooks.ts";
+import type { VaultAccessCache } from "./vault-access.ts";
+import type { WebhookNotifier } from "./webhook-event.ts";
 
 export interface Domain {
   readonly store: Store;

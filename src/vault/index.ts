@@ -19,9 +19,9 @@ export { createHashGate, type HashGate } from "./hash-gate.ts";
 export type { Domain } from "./context.ts";
 export type { Principal, VaultRole, InstanceRole } from "./principal.ts";
 export { hostMatches, parseHostPattern, type HostPattern } from "./hosts.ts";
-export { EC_ALG, loadRootCa, randomSerial, rotateRootCa, type RootCa } from "./ca.ts";
+export { EC_ALG, loadRootCa, randomSerial, rotateRootCa, type CaHolder, type RootCa } from "./ca.ts";
 export { createLeafCache, mintLeaf, type Leaf, type LeafCache } from "./leaf.ts";
-export { createVaultAccessCache, type VaultAccessCache } from "./vaults.ts";
+export { createVaultAccessCache, type VaultAccessCache } from "./vault-access.ts";
 // Domain operations used by the server and the tunnel.
 export * from "./agents.ts";
 export * from "./audit-log.ts";

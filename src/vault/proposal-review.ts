@@ -6,6 +6,7 @@ import { Conflict, NotFound } from "../errors.ts";
 import type { ProposalRow, VaultRole } from "../store/index.ts";
 import type { Domain } from "./context.ts";
 import { LIMITS } from "./limits.ts";
+import { namePrincipal, type PrincipalKind } from "./principal-name.ts";
 import { approvalWarnings, viewProposal, type ProposalView } from "./proposals.ts";
 import { mintToken } from "./tokens.ts";
 import { iso } from "./users.ts";
@@ -14,19 +15,11 @@ import { requireInVault, type OpenVault } from "./vaults.ts";
 export interface ProposalReview extends ProposalView {
   /** The agent (or person) who filed it, by name; "a removed agent" once it is gone. */
   requested_by: string;
-  requested_by_kind: "agent" | "user" | "unknown";
+  requested_by_kind: PrincipalKind;
   /** The person who approved or rejected it, by email; null while pending or when it expired. */
   decided_by: string | null;
   /** Plain warnings for the approver (pending proposals only). */
   warnings: string[];
-}
-
-/** Names a stored principal id (`user:N`, `agent:N`) for people: an email or an agent's name. */
-export async function namePrincipal(d: Domain, id: string): Promise<{ name: string; kind: ProposalReview["requested_by_kind"] }> {
-  const m = /^(user|agent):(\d{1,15})$/.exec(id);
-  if (m?.[1] === "agent") return { name: (await d.store.agents.byId(Number(m[2])))?.name ?? "a removed agent", kind: "agent" };
-  if (m?.[1] === "user") return { name: (await d.store.users.byId(Number(m[2])))?.email ?? "a removed user", kind: "user" };
-  return { name: "unknown", kind: "unknown" };
 }
 
 /** Who filed a proposal, for the approval page: by name, and with the role they hold in its vault today. */

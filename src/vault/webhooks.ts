@@ -9,10 +9,13 @@ import { Secret } from "../secret.ts";
 import { encodeAad, open, randomBytes, seal } from "./aead.ts";
 import type { Domain } from "./context.ts";
 import type { ProposedService, ProposedSlot } from "./proposal-input.ts";
-import { namePrincipal } from "./proposal-review.ts";
+import { namePrincipal } from "./principal-name.ts";
 import { iso } from "./users.ts";
 import { requireInVault, type OpenVault } from "./vaults.ts";
+import type { ProposalEvent, ProposalEventType } from "./webhook-event.ts";
 import { maskWebhookReceiver } from "./webhook-url.ts";
+
+export type { ProposalEvent, ProposalEventType, WebhookNotifier } from "./webhook-event.ts";
 
 export const WEBHOOK_SECRET_PREFIX = "whsec_";
 export const MAX_WEBHOOKS_PER_VAULT = 10;
@@ -27,38 +30,6 @@ export const DELIVERY_STATUS_WORDS: Readonly<Record<string, string>> = {
   blocked: "blocked by the network guard",
 };
 const MAX_URL_LENGTH = 2048;
-
-export type ProposalEventType = "proposal.created" | "proposal.approved" | "proposal.rejected" | "proposal.expired";
-
-/** What a receiver gets (format "json"): names, hosts and key names only. */
-export interface ProposalEvent {
-  readonly event: ProposalEventType;
-  readonly vault: string;
-  readonly proposal: {
-    readonly id: number;
-    readonly status: ProposalRow["status"];
-    readonly requested_by: string;
-    readonly requested_by_kind: "agent" | "user" | "unknown";
-    /** The agent's note to the human approving. */
-    readonly message: string;
-    readonly user_message: string;
-    readonly hosts: readonly string[];
-    readonly keys: readonly string[];
-    readonly created_at: string;
-    readonly expires_at: string;
-    readonly decided_at: string | null;
-    readonly decided_by: string | null;
-  };
-  /** The read-only approval link (created events only: the broker keeps no copy of the token). */
-  readonly approval_url: string | null;
-  /** The vault's proposals page in the console. */
-  readonly console_url: string;
-}
-
-/** Delivers events to a vault's webhooks off the request path (egress/webhook-delivery.ts). */
-export interface WebhookNotifier {
-  notify(vaultId: number, event: ProposalEvent): void;
-}
 
 export interface WebhookView {
   id: number;

@@ -1,6 +1,7 @@
 // The module map of DESIGN.md §2, checked mechanically: modules meet only through their index.ts,
 // the server and the tunnel never import each other, the core stays free of Hono, and leaves
-// (ratelimit, errors, config) import nothing above them.
+// (ratelimit, errors, config) import nothing above them, and no file imports itself through others
+// (an import cycle, type-only ones included: a shared type belongs to the module that owns it).
 
 import { expect, test } from "bun:test";
 import { readdirSync, readFileSync, statSync } from "node:fs";
@@ -48,4 +49,28 @@ test("forbidden edges: server ↔ tunnel, Hono or sockets-free core, leaves impo
   };
   const bad = edges.filter(({ file, spec }) => forbidden[moduleOf(file)]?.test(spec.startsWith(".") ? `${resolve(dirname(file), spec)}` : spec));
   expect(bad.map(({ file, spec }) => `${relative(SRC, file)} → ${spec}`)).toEqual([]);
+});
+
+test("no import cycles among src/ files", () => {
+  const graph = new Map<string, string[]>();
+  for (const { file, spec } of edges) {
+    if (!spec.startsWith(".")) continue;
+    const target = resolve(dirname(file), spec);
+    if (target.startsWith(`${SRC}/`)) graph.set(file, [...(graph.get(file) ?? []), target]);
+  }
+  const cycles: string[] = [];
+  const state = new Map<string, "open" | "done">();
+  const path: string[] = [];
+  const visit = (node: string): void => {
+    state.set(node, "open");
+    path.push(node);
+    for (const next of graph.get(node) ?? []) {
+      if (state.get(next) === "open") cycles.push([...path.slice(path.indexOf(next)), next].map((f) => relative(SRC, f)).join(" → "));
+      else if (!state.has(next)) visit(next);
+    }
+    path.pop();
+    state.set(node, "done");
+  };
+  for (const file of sourceFiles(SRC)) if (!state.has(file)) visit(file);
+  expect(cycles).toEqual([]);
 });

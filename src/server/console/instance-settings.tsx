@@ -9,7 +9,7 @@ import { NotFound } from "../../errors.ts";
 import type { RateLimitPatch, RateLimitSettings, RateProfile } from "../../ratelimit/index.ts";
 import { RATE_PROFILES } from "../../ratelimit/index.ts";
 import { getOwnerSettings, requireOwner, updateOwnerSettings, type OwnerSettings } from "../../vault/index.ts";
-import type { CaHolder } from "../serve.ts";
+import type { CaHolder } from "../../vault/index.ts";
 import { Badge, Button, FormField, PostForm, Section } from "./components.tsx";
 import { formOf, renderPage, requireConfirmation, requireSignedIn, runAction, signedIn, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
 import { CaSection, fingerprintOf, ROTATE_PHRASE } from "./instance-ca.tsx";

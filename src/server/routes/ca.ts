@@ -3,11 +3,10 @@
 
 import { Hono } from "hono";
 import type { Logger } from "../../log.ts";
-import type { Domain } from "../../vault/index.ts";
+import type { CaHolder, Domain } from "../../vault/index.ts";
 import { requireOwner } from "../../vault/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
-import type { CaHolder } from "../serve.ts";
 
 export function caRoutes(d: Domain, ca: CaHolder, log: Logger) {
   const r = new Hono<ApiEnv>();

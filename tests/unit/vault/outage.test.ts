@@ -12,7 +12,8 @@ import { openSqliteMemory } from "../../../src/store/sqlite.ts";
 import { importAesKey } from "../../../src/vault/aead.ts";
 import { createAuthenticator, storeCredential, type Freshness } from "../../../src/vault/index.ts";
 import { mintUserSession } from "../../../src/vault/sessions.ts";
-import { createVaultAccessCache, openVault } from "../../../src/vault/vaults.ts";
+import { createVaultAccessCache } from "../../../src/vault/vault-access.ts";
+import { openVault } from "../../../src/vault/vaults.ts";
 import type { Domain } from "../../../src/vault/context.ts";
 import type { Principal } from "../../../src/vault/principal.ts";
 

@@ -1,0 +1,34 @@
+// A request read inside a tunnel, as the egress core takes it: the CONNECT's authority, the path the
+// agent sent (absolute-form reduced to its path, anything else refused, never rewritten) and who asks.
+
+import type { RequestHead, EgressInput } from "../egress/index.ts";
+import { InvalidRequest } from "../errors.ts";
+import type { Authority, TunnelSession } from "./context.ts";
+
+export function tunnelEgressInput(head: RequestHead, target: Authority, session: TunnelSession, body: ReadableStream<Uint8Array> | null, bodyLength: number | null): EgressInput {
+  return {
+    principal: session.principal.id,
+    vault: { id: session.open.vault.id, name: session.open.vault.name },
+    host: target.host,
+    port: target.port,
+    method: head.method,
+    target: originForm(head.target),
+    headers: head.headers,
+    body,
+    bodyLength,
+    ingress: "transparent",
+  };
+}
+
+/**
+ * Absolute-form targets inside a tunnel keep only their path: the authority is the CONNECT's. Any
+ * other form (`*`, a path without its leading /, a backslash or `#` straight after the authority) is
+ * refused, never rewritten: the path the rules check and the upstream gets is the one the agent sent.
+ */
+function originForm(target: string): string {
+  if (target.startsWith("/")) return target;
+  const rest = /^https?:\/\/[^/?#\\]*(.*)$/i.exec(target)?.[1];
+  if (rest === "" || rest?.startsWith("?")) return `/${rest}`; // an empty path is "/" (RFC 9110 §4.2.3)
+  if (rest?.startsWith("/")) return rest;
+  throw new InvalidRequest("the request target must be a path starting with / or an https:// URL", "path");
+}
