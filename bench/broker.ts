@@ -38,6 +38,8 @@ export interface BrokerProc {
   readonly caPem: string;
   readonly token: string;
   readonly vault: string;
+  /** The Authorization value the broker injects for the bench upstream ("Bearer <credential>"). */
+  readonly authorization: string;
   /** http://<token>:<vault>@127.0.0.1:<proxyPort> */
   readonly proxyUrl: string;
   logs(): string;
@@ -125,14 +127,15 @@ async function api(apiUrl: string, method: string, path: string, body: unknown, 
   return text ? JSON.parse(text) : undefined;
 }
 
-export async function setUp(apiUrl: string, upstreamPort: number): Promise<{ token: string; vault: string }> {
+export async function setUp(apiUrl: string, upstreamPort: number): Promise<{ token: string; vault: string; authorization: string }> {
   const vault = "bench";
+  const secret = `sk-bench-${crypto.randomUUID()}`;
   const owner = await api(apiUrl, "POST", "/v1/auth/register", { email: "bench@example.com", password: `pw-${crypto.randomUUID()}` });
   await api(apiUrl, "POST", "/v1/vaults", { name: vault }, owner.token);
-  await api(apiUrl, "PUT", `/v1/vaults/${vault}/credentials/BENCH_TOKEN`, { value: `sk-bench-${crypto.randomUUID()}` }, owner.token);
+  await api(apiUrl, "PUT", `/v1/vaults/${vault}/credentials/BENCH_TOKEN`, { value: secret }, owner.token);
   await api(apiUrl, "POST", `/v1/vaults/${vault}/services`, { host: `localhost:${upstreamPort}`, auth: { type: "bearer", token: "BENCH_TOKEN" }, description: "bench upstream" }, owner.token);
   const session = await api(apiUrl, "POST", "/v1/sessions", { vault, role: "proxy", ttl_seconds: 3600 }, owner.token);
-  return { token: session.token, vault };
+  return { token: session.token, vault, authorization: `Bearer ${secret}` };
 }
 
 // ---- /proc sampling ----

@@ -8,7 +8,7 @@ import { connect as tlsConnect, type TLSSocket } from "node:tls";
 export interface Hop {
   /** where to dial: the broker's proxy port, or the upstream itself (direct) */
   readonly port: number;
-  /** CONNECT authority when going through the proxy */
+  /** CONNECT authority when going through the proxy (proxyAuth "" sends no Proxy-Authorization) */
   readonly connect?: { authority: string; proxyAuth: string };
   readonly servername: string;
   readonly ca: string;
@@ -48,7 +48,8 @@ export async function openTls(hop: Hop): Promise<{ tls: TLSSocket; localPort: nu
   const sock = await dial(hop.port);
   const localPort = sock.localPort ?? 0;
   if (hop.connect) {
-    sock.write(`CONNECT ${hop.connect.authority} HTTP/1.1\r\nHost: ${hop.connect.authority}\r\nProxy-Authorization: ${hop.connect.proxyAuth}\r\n\r\n`);
+    const auth = hop.connect.proxyAuth ? `Proxy-Authorization: ${hop.connect.proxyAuth}\r\n` : "";
+    sock.write(`CONNECT ${hop.connect.authority} HTTP/1.1\r\nHost: ${hop.connect.authority}\r\n${auth}\r\n`);
     const r = await readHead(sock);
     if (r.status !== 200) {
       sock.destroy();

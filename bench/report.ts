@@ -14,16 +14,20 @@ export function machine(): string {
 }
 
 export function table(rows: Row[]): string {
-  const head = "| scenario | requests | errors / non-2xx | direct req/s | broker req/s | throughput ratio | added p50 (ms) | added p99 (ms) | broker p50 / p99 (ms) | broker CPU ms/req | peak RSS (MB) | notes |";
-  const sep = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|";
+  // --peers: Squid's req/s and broker/Squid next to the direct columns (only when a row has them).
+  const peers = rows.some((r) => r.squid);
+  const head = `| scenario | requests | errors / non-2xx | direct req/s | ${peers ? "squid req/s | " : ""}broker req/s | throughput ratio | ${peers ? "broker/squid | " : ""}added p50 (ms) | added p99 (ms) | broker p50 / p99 (ms) | broker CPU ms/req | peak RSS (MB) | notes |`;
+  const sep = `|---|---:|---:|---:|${peers ? "---:|" : ""}---:|---:|${peers ? "---:|" : ""}---:|---:|---:|---:|---:|---|`;
   const lines = rows.map((r) =>
     [
       r.name,
       r.requests,
       `${r.errors} / ${r.non2xx}`,
       f(r.directRps, 0),
+      ...(peers ? [r.squid ? f(r.squid.rps, 0) : "–"] : []),
       f(r.brokerRps, 0),
       pct(r.ratio),
+      ...(peers ? [r.squid ? `${f(r.squid.brokerVsSquid, 2)}×` : "–"] : []),
       f(r.addedP50, 3),
       f(r.addedP99, 3),
       Number.isFinite(r.brokerP50) ? `${f(r.brokerP50, 3)} / ${f(r.brokerP99, 3)}` : "–",
@@ -33,6 +37,19 @@ export function table(rows: Row[]): string {
     ].join(" | "),
   );
   return [head, sep, ...lines.map((l) => `| ${l} |`)].join("\n");
+}
+
+/** --peers: direct, Squid and broker side by side for the rows Squid ran. */
+export function peersTable(rows: Row[]): string {
+  const head = "| scenario | direct req/s | squid req/s | broker req/s | squid/direct | broker/direct | broker/squid | squid p50 / p99 (ms) | broker p50 / p99 (ms) | squid CPU ms/req | broker CPU ms/req |";
+  const sep = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|";
+  const lines = rows
+    .filter((r) => r.squid)
+    .map((r) => {
+      const s = r.squid!;
+      return `| ${[r.name, f(r.directRps, 0), f(s.rps, 0), f(r.brokerRps, 0), pct(s.ratio), pct(r.ratio), `${f(s.brokerVsSquid, 2)}×`, `${f(s.p50, 3)} / ${f(s.p99, 3)}`, `${f(r.brokerP50, 3)} / ${f(r.brokerP99, 3)}`, f(s.cpuMsPerReq, 3), f(r.cpuMsPerReq, 3)].join(" | ")} |`;
+    });
+  return [head, sep, ...lines].join("\n");
 }
 
 export interface Target {

@@ -5,6 +5,9 @@
 // --no-postgres), a second broker on a throwaway cluster runs the tunnel keep-alive scenario in the
 // same repetitions as the SQLite one, and the DB-read count runs on PostgreSQL too.
 // --quick: a smoke run that fails on errors, never on timing.
+// --peers: Squid ssl-bump (bench/squid.ts; squid-openssl installed when missing) injecting the same
+// header runs the tunnel 1 and 16 keep-alive and cold-connection scenarios in the same repetitions;
+// the report gets Squid columns and a direct / Squid / broker table.
 
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -13,14 +16,16 @@ import { heyScenario } from "./hey.ts";
 import { createBenchPki } from "./pki.ts";
 import type { DbReads } from "./db-reads.ts";
 import { serverCpuMs, startBenchCluster, type PgCluster } from "./postgres.ts";
-import { chart, checkTargets, dbSection, machine, table, targetTable } from "./report.ts";
+import { chart, checkTargets, dbSection, machine, peersTable, table, targetTable } from "./report.ts";
 import { bulkScenario, coldScenario, fetchScenario, FULL, idleScenario, QUICK, storeScenario, targets, type Env, type Row } from "./scenarios.ts";
+import { startSquid, type SquidProc } from "./squid.ts";
 import { startUpstream } from "./upstream.ts";
 
 const args = new Set(process.argv.slice(2));
 const quick = args.has("--quick");
 const microOnly = args.has("--micro");
 const withPostgres = !args.has("--no-postgres");
+const withPeers = args.has("--peers");
 const size = quick ? QUICK : FULL;
 /** The PostgreSQL/SQLite ratio is what the row is for: a few more repetitions than the other rows. */
 const pgReps = quick ? 1 : Math.max(size.reps, 7);
@@ -47,10 +52,22 @@ if (microOnly) {
 }
 
 const pki = await createBenchPki();
-const upstream = startUpstream(pki);
+const upstream = startUpstream(pki, { countAuth: withPeers });
 const bin = ensureBinary(log);
 const broker = await startBroker(bin, pki.caPem, upstream.port);
-const env: Env = { broker, upstreamPort: upstream.port, upstreamCa: pki.caPem };
+let squid: SquidProc | undefined;
+if (withPeers) {
+  log("starting Squid (ssl-bump, request_header_add)…");
+  try {
+    squid = await startSquid({ upstreamCaPem: pki.caPem, authorization: broker.authorization, log });
+  } catch (err) {
+    await broker.stop();
+    upstream.stop();
+    throw err;
+  }
+  log(`Squid ${squid.version} on 127.0.0.1:${squid.port}`);
+}
+const env: Env = { broker, upstreamPort: upstream.port, upstreamCa: pki.caPem, peers: squid ? { squid, authCount: upstream.authCount } : undefined };
 const rows: Row[] = [];
 const notes: string[] = [];
 const t = targets(env);
@@ -81,8 +98,8 @@ try {
   const { reps } = size;
   // first, while the broker's heap is small: the RSS the idle tunnels add is then easy to read
   await step("idle tunnels", () => idleScenario(env, size.idle));
-  await step("tunnel 1 keep-alive", () => fetchScenario(env, "tunnel, 1 keep-alive, /small", { direct: t.direct("/small"), broker: t.viaTunnel("/small") }, { requests: size.seq, concurrency: 1, reps }));
-  await step("tunnel 16 keep-alive", () => fetchScenario(env, "tunnel, 16 keep-alive, /small", { direct: t.direct("/small"), broker: t.viaTunnel("/small") }, { requests: size.conc, concurrency: 16, reps }));
+  await step("tunnel 1 keep-alive", () => fetchScenario(env, "tunnel, 1 keep-alive, /small", { direct: t.direct("/small"), broker: t.viaTunnel("/small"), squid: t.viaSquid?.("/small") }, { requests: size.seq, concurrency: 1, reps }));
+  await step("tunnel 16 keep-alive", () => fetchScenario(env, "tunnel, 16 keep-alive, /small", { direct: t.direct("/small"), broker: t.viaTunnel("/small"), squid: t.viaSquid?.("/small") }, { requests: size.conc, concurrency: 16, reps }));
   if (withPostgres) await step("tunnel 16 keep-alive, PostgreSQL store", () => postgresStep(env, pgReps));
   await step("tunnel 1 MiB", () => fetchScenario(env, "tunnel, 16 keep-alive, /1mib", { direct: t.direct("/1mib"), broker: t.viaTunnel("/1mib") }, { requests: size.big, concurrency: 16, reps, expectBytes: 1 << 20 }));
   await step("tunnel stream", () => fetchScenario(env, "tunnel, 16 keep-alive, /stream (8 chunks)", { direct: t.direct("/stream"), broker: t.viaTunnel("/stream") }, { requests: size.big * 2, concurrency: 16, reps, expectBytes: 8 * 16 * 1024 }));
@@ -102,6 +119,7 @@ try {
   await cluster?.destroy();
   throw err;
 } finally {
+  await squid?.stop();
   await broker.stop();
   upstream.stop();
 }
@@ -131,7 +149,7 @@ Broker: dist/broker as a subprocess, BROKER_LOG_LEVEL=warn, BROKER_RATELIMIT_PRO
 "added" = broker percentile − direct percentile in the same repetition; CPU = broker utime+stime (/proc/<pid>/stat) / requests; peak RSS sampled every 50 ms (bulk and idle rows: growth in parentheses).
 
 ${table(rows)}
-${notes.length ? `\n${notes.map((n) => `- ${n}`).join("\n")}\n` : ""}
+${squid ? `\n## Against Squid (--peers)\n\nSquid ${squid.version} (squid-openssl), \`ssl-bump\` with \`peek\` at step 1 then \`bump\`, the broker's header added with \`request_header_add\` (the upstream counted it on every request), no cache, no access log, one worker; the same clients trust its bump CA. Same repetitions as the broker: direct, broker, Squid in turn; medians. Squid CPU: the squid process's utime+stime / requests.\n\n${peersTable(rows)}\n` : ""}${notes.length ? `\n${notes.map((n) => `- ${n}`).join("\n")}\n` : ""}
 ## Targets (issue 8)
 
 ${targetTable(ts)}

@@ -6,11 +6,14 @@ import type { BrokerProc } from "./broker.ts";
 import { cpuMs, rssBytes, sampleRss } from "./broker.ts";
 import { download, median, runLoad, statsOf, upload, type Target } from "./load.ts";
 import { basicAuth, coldGet, openIdle, type Hop } from "./raw.ts";
+import type { SquidProc } from "./squid.ts";
 
 export interface Env {
   readonly broker: BrokerProc;
   readonly upstreamPort: number;
   readonly upstreamCa: string;
+  /** --peers: Squid ssl-bump, and the upstream's count of requests carrying a given Authorization value. */
+  readonly peers?: { readonly squid: SquidProc; authCount(value: string): number };
 }
 
 export interface Size {
@@ -45,6 +48,8 @@ export interface Row {
   readonly mbps?: { direct: number; broker: number };
   readonly note?: string;
   readonly firstError?: string;
+  /** --peers: the same scenario through Squid ssl-bump in the same repetitions. */
+  readonly squid?: { readonly rps: number; readonly p50: number; readonly p99: number; readonly cpuMsPerReq: number; readonly ratio: number; readonly brokerVsSquid: number };
   /** A PostgreSQL-store row: its throughput against the SQLite-store broker in the same repetitions. */
   readonly vsSqlite?: { readonly ratio: number; readonly min: number; readonly max: number; readonly sqliteSpread: number };
 }
@@ -59,6 +64,7 @@ interface Rep {
   peakRss: number;
   growth: number;
   firstError?: string;
+  squid?: { rps: number; p50: number; p99: number; cpuMs: number };
 }
 
 const MB = 1024 * 1024;
@@ -91,7 +97,37 @@ function summarise(name: string, reps: Rep[], note?: string): Row {
     peakRssMb: m((r) => r.peakRss) / MB,
     note,
     firstError: reps.find((r) => r.firstError)?.firstError,
+    ...(reps.every((r) => r.squid)
+      ? {
+          squid: {
+            rps: m((r) => r.squid!.rps),
+            p50: m((r) => r.squid!.p50),
+            p99: m((r) => r.squid!.p99),
+            cpuMsPerReq: m((r) => r.squid!.cpuMs / r.requests),
+            ratio: m((r) => r.squid!.rps / r.direct.rps),
+            brokerVsSquid: m((r) => r.broker.rps / r.squid!.rps),
+          },
+        }
+      : {}),
   };
+}
+
+/**
+ * Runs `fn` (which sends `expected` requests) through Squid with its CPU metered, and fails loudly
+ * unless the upstream saw exactly that many requests carrying the broker's Authorization value.
+ */
+async function viaSquid<T extends { errors: number; non2xx: number }>(env: Env, expected: number, fn: () => Promise<T>): Promise<{ value: T; cpu: number }> {
+  const { squid, authCount } = env.peers!;
+  const a0 = authCount(env.broker.authorization);
+  const c0 = cpuMs(squid.pid);
+  const value = await fn();
+  const cpu = cpuMs(squid.pid) - c0;
+  const injected = authCount(env.broker.authorization) - a0;
+  // Requests that failed never reached the upstream; a non-2xx may be Squid's own answer.
+  const most = expected - value.errors;
+  if (injected > most || injected < most - value.non2xx || injected === 0)
+    throw new Error(`Squid did not inject the Authorization header: the upstream saw it on ${injected} of ${expected} requests sent through Squid (${value.errors} errors, ${value.non2xx} non-2xx)\n${squid.logs().slice(-2000)}`);
+  return { value, cpu };
 }
 
 export function targets(env: Env) {
@@ -100,30 +136,35 @@ export function targets(env: Env) {
   const direct = (path: string, host = "localhost"): Target => ({ url: `https://${host}:${port}${path}`, init: { tls: { ca: upstreamCa } } });
   const viaBlind = (path: string): Target => ({ url: `https://127.0.0.1:${port}${path}`, init: { proxy: broker.proxyUrl, tls: { ca: upstreamCa } } });
   const viaProxy = (path: string): Target => ({ url: `${broker.apiUrl}/proxy/localhost:${port}${path}`, init: { headers: { authorization: `Bearer ${broker.token}` } } });
-  return { viaTunnel, direct, viaBlind, viaProxy };
+  const squid = env.peers?.squid;
+  const viaSquid = squid ? (path: string): Target => ({ url: `https://localhost:${port}${path}`, init: { proxy: squid.proxyUrl, tls: { ca: squid.caPem } } }) : undefined;
+  return { viaTunnel, direct, viaBlind, viaProxy, viaSquid };
 }
 
-/** A fetch-driven scenario: direct then broker, `reps` times. */
-export async function fetchScenario(env: Env, name: string, pair: { direct: Target; broker: Target }, o: { requests: number; concurrency: number; reps: number; expectBytes?: number }): Promise<Row> {
+/** A fetch-driven scenario: direct then broker (then Squid, when `pair.squid` is given), `reps` times. */
+export async function fetchScenario(env: Env, name: string, pair: { direct: Target; broker: Target; squid?: Target }, o: { requests: number; concurrency: number; reps: number; expectBytes?: number }): Promise<Row> {
   const reps: Rep[] = [];
   const warm = Math.min(200, o.requests);
   await runLoad(pair.direct, { requests: warm, concurrency: o.concurrency });
   await runLoad(pair.broker, { requests: warm, concurrency: o.concurrency });
+  if (pair.squid) await viaSquid(env, warm, () => runLoad(pair.squid!, { requests: warm, concurrency: o.concurrency }));
   for (let i = 0; i < o.reps; i++) {
     const d = await runLoad(pair.direct, o);
     const b = await metered(env.broker.pid, () => runLoad(pair.broker, o));
+    const sq = pair.squid ? await viaSquid(env, o.requests, () => runLoad(pair.squid!, o)) : undefined;
     const ds = statsOf(d);
     const bs = statsOf(b.value);
     reps.push({
       direct: ds,
       broker: bs,
-      errors: b.value.errors + d.errors,
-      non2xx: b.value.non2xx + d.non2xx,
+      errors: b.value.errors + d.errors + (sq?.value.errors ?? 0),
+      non2xx: b.value.non2xx + d.non2xx + (sq?.value.non2xx ?? 0),
       requests: o.requests,
       cpuMs: b.cpu,
       peakRss: b.peak,
       growth: b.growth,
-      firstError: b.value.firstError ?? d.firstError,
+      firstError: b.value.firstError ?? d.firstError ?? (sq?.value.firstError ? `squid: ${sq.value.firstError}` : undefined),
+      squid: sq ? { ...statsOf(sq.value), cpuMs: sq.cpu } : undefined,
     });
   }
   return summarise(name, reps, `${o.concurrency} conn`);
@@ -135,7 +176,10 @@ export async function coldScenario(env: Env, n: number, repsN: number): Promise<
   const authority = `localhost:${port}`;
   const viaBroker: Hop = { port: broker.proxyPort, connect: { authority, proxyAuth: basicAuth(broker.token, broker.vault) }, servername: "localhost", ca: broker.caPem };
   const direct: Hop = { port, servername: "localhost", ca: upstreamCa };
-  const run = async (hop: Hop) => {
+  const squid = env.peers?.squid;
+  const viaSquidHop: Hop | undefined = squid ? { port: squid.port, connect: { authority, proxyAuth: "" }, servername: "localhost", ca: squid.caPem } : undefined;
+  const run = (hop: Hop) => runN(hop, n);
+  const runN = async (hop: Hop, n: number) => {
     const lat: number[] = [];
     const ports = new Set<number>();
     let errors = 0;
@@ -159,13 +203,26 @@ export async function coldScenario(env: Env, n: number, repsN: number): Promise<
     return { rps: (n * 1000) / elapsed, p50: sorted[Math.floor(n * 0.5)]!, p99: sorted[Math.min(n - 1, Math.ceil(n * 0.99) - 1)]!, errors, non2xx, fresh: ports.size, firstError };
   };
   await run(direct);
+  if (viaSquidHop) await viaSquid(env, Math.min(n, 20), () => runN(viaSquidHop, Math.min(n, 20)));
   const reps: Rep[] = [];
   let fresh = 0;
   for (let i = 0; i < repsN; i++) {
     const d = await run(direct);
     const b = await metered(broker.pid, () => run(viaBroker));
+    const sq = viaSquidHop ? await viaSquid(env, n, () => run(viaSquidHop)) : undefined;
     fresh = Math.min(fresh || Infinity, b.value.fresh);
-    reps.push({ direct: d, broker: b.value, errors: d.errors + b.value.errors, non2xx: d.non2xx + b.value.non2xx, requests: n, cpuMs: b.cpu, peakRss: b.peak, growth: b.growth, firstError: b.value.firstError ?? d.firstError });
+    reps.push({
+      direct: d,
+      broker: b.value,
+      errors: d.errors + b.value.errors + (sq?.value.errors ?? 0),
+      non2xx: d.non2xx + b.value.non2xx + (sq?.value.non2xx ?? 0),
+      requests: n,
+      cpuMs: b.cpu,
+      peakRss: b.peak,
+      growth: b.growth,
+      firstError: b.value.firstError ?? d.firstError ?? (sq?.value.firstError ? `squid: ${sq.value.firstError}` : undefined),
+      squid: sq ? { rps: sq.value.rps, p50: sq.value.p50, p99: sq.value.p99, cpuMs: sq.cpu } : undefined,
+    });
   }
   return summarise("cold connection (CONNECT + 2 TLS handshakes)", reps, `${fresh}/${n} distinct client sockets`);
 }

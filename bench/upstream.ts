@@ -9,6 +9,8 @@ import type { BenchPki } from "./pki.ts";
 
 export interface Upstream {
   readonly port: number;
+  /** Requests seen with this exact Authorization value (counted only with `countAuth`). */
+  authCount(value: string): number;
   stop(): void;
 }
 
@@ -46,7 +48,13 @@ async function countBody(req: Request): Promise<number> {
   return n;
 }
 
-export function startUpstream(pki: BenchPki): Upstream {
+/** `countAuth` (the --peers run): count the Authorization values received, to prove a peer proxy injected its header. */
+export function startUpstream(pki: BenchPki, o: { countAuth?: boolean } = {}): Upstream {
+  const seen = new Map<string, number>();
+  const count = (req: Request) => {
+    const v = req.headers.get("authorization") ?? "";
+    seen.set(v, (seen.get(v) ?? 0) + 1);
+  };
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
@@ -54,6 +62,7 @@ export function startUpstream(pki: BenchPki): Upstream {
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
     idleTimeout: 120,
     async fetch(req) {
+      if (o.countAuth) count(req);
       const url = new URL(req.url);
       switch (url.pathname) {
         case "/small":
@@ -78,5 +87,5 @@ export function startUpstream(pki: BenchPki): Upstream {
       }
     },
   });
-  return { port: Number(server.port), stop: () => void server.stop(true) };
+  return { port: Number(server.port), authCount: (v) => seen.get(v) ?? 0, stop: () => void server.stop(true) };
 }
