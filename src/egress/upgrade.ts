@@ -9,8 +9,9 @@ import { auditEntry } from "./audit.ts";
 import type { Connection } from "./connection.ts";
 import type { EgressDeps, EgressInput, EgressMetrics } from "./egress.ts";
 import { buildUpstreamHeaders } from "./headers.ts";
-import { findHeadEnd, hostHeader, parseResponseHead, serializeHead, type ResponseHead } from "./http1.ts";
+import { hostHeader, serializeHead, type ResponseHead } from "./http1.ts";
 import { resolveChecked } from "./netguard.ts";
+import { ClosedBeforeHead, readResponseHead } from "./upstream-head.ts";
 import { createFrameScanner, type FrameScanner } from "./websocket-frames.ts";
 import { namesExtension, redactResponseHead, shapeRefusal, withoutExtensions } from "./websocket-head.ts";
 import { allowedTarget, widenRulesHint } from "./rules.ts";
@@ -82,7 +83,10 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
     const addresses = await resolveChecked(input.host, input.port, deps.policy, deps.resolver); // before any byte is sent
     conn = await deps.upstream.open({ host: input.host, port: input.port, addresses: async () => addresses });
     await conn.write(serializeHead(`GET ${target} HTTP/1.1`, [["Host", hostHeader(input.host, input.port)], ...headers]));
-    const rawHead = await readResponseHead(conn);
+    const rawHead = await readResponseHead(conn, { switching: true }).catch((err: unknown) => {
+      const closed = err instanceof ClosedBeforeHead;
+      throw new UpstreamUnreachable(closed ? "the upstream closed the connection during the upgrade" : "the upstream's upgrade response head is invalid or too large");
+    });
     timer.answered();
     const head = redactResponseHead(rawHead, needles);
     const upstream = conn;
@@ -125,19 +129,4 @@ function startTimer(m: EgressMetrics | undefined) {
       m.observe({ ...o, brokerSeconds: (m.now() - t0 - upstreamMs) / 1000, upstreamSeconds: tHead ? upstreamMs / 1000 : null });
     },
   };
-}
-
-async function readResponseHead(conn: Connection): Promise<ResponseHead> {
-  let buf: Uint8Array = new Uint8Array(0);
-  for (;;) {
-    const chunk = await conn.read();
-    if (chunk === null) throw new UpstreamUnreachable("the upstream closed the connection during the upgrade");
-    buf = buf.byteLength ? Buffer.concat([buf, chunk]) : chunk;
-    const end = findHeadEnd(buf);
-    if (end >= 0) {
-      conn.unread(buf.subarray(end));
-      return parseResponseHead(buf.subarray(0, end));
-    }
-    if (buf.byteLength > 64 * 1024) throw new UpstreamUnreachable("the upstream's upgrade response head is too large");
-  }
 }

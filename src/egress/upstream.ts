@@ -4,16 +4,15 @@
 
 import { UpstreamTimeout, UpstreamUnreachable } from "../errors.ts";
 import { ConnectError, ConnectionTimeout, dial, type Connection } from "./connection.ts";
+import { readResponseHead } from "./upstream-head.ts";
 import { bodyStream, holdSmallBody, pumpBody, readExactly, SMALL_BODY_BYTES, type HeldRequest, type OutboundRequest } from "./upstream-body.ts";
 
 export type { Connection } from "./connection.ts";
 export { SMALL_BODY_BYTES } from "./upstream-body.ts";
 export type { OutboundRequest } from "./upstream-body.ts";
 import {
-  findHeadEnd,
   headerValues,
   hostHeader,
-  parseResponseHead,
   responseFraming,
   serializeHead,
   WireError,
@@ -174,25 +173,8 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
   }
 
   async function readHead(conn: Connection, method: string, onBytes: () => void): Promise<{ head: ResponseHead; framing: BodyFraming }> {
-    const max = opts.maxHeadBytes ?? 64 * 1024;
-    let buf: Uint8Array = new Uint8Array(0);
-    for (;;) {
-      const chunk = await conn.read();
-      if (chunk === null) throw new Error("connection closed before a response");
-      onBytes();
-      buf = concat(buf, chunk);
-      const end = findHeadEnd(buf);
-      if (end < 0) {
-        if (buf.byteLength > max) throw new WireError("response head too large");
-        continue;
-      }
-      const head = parseResponseHead(buf.subarray(0, end));
-      conn.unread(buf.subarray(end));
-      buf = new Uint8Array(0);
-      if (head.status >= 100 && head.status < 200 && head.status !== 101) continue; // interim responses (100, 103)
-      if (head.status === 101 || head.status > 599) throw new WireError("unsupported status");
-      return { head, framing: responseFraming(head, method) };
-    }
+    const head = await readResponseHead(conn, { maxBytes: opts.maxHeadBytes, onBytes });
+    return { head, framing: responseFraming(head, method) };
   }
 
   return {
@@ -214,12 +196,4 @@ function toHeaders(list: HeaderList, framing: BodyFraming): Headers {
   h.delete("transfer-encoding");
   if (framing.kind !== "length") h.delete("content-length");
   return h;
-}
-
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  if (a.byteLength === 0) return b;
-  const out = new Uint8Array(a.byteLength + b.byteLength);
-  out.set(a, 0);
-  out.set(b, a.byteLength);
-  return out;
 }

@@ -1,7 +1,9 @@
 // WebSocket upgrades through the egress core: the request head the upstream receives. An IPv6
-// literal upstream gets a bracketed Host (RFC 9110 §7.2), as the plain HTTP path sends it.
+// literal upstream gets a bracketed Host (RFC 9110 §7.2), as the plain HTTP path sends it; and the
+// answer, read by the same head reader as the upstream client (egress/upstream-head.ts).
 
 import { beforeAll, expect, test } from "bun:test";
+import { UpstreamUnreachable } from "../../../src/errors.ts";
 import { compileNetPolicy, createPlanCache, egressUpgrade, type EgressDeps, type PlanCache, type Upstream } from "../../../src/egress/index.ts";
 import { createMemoryLogger } from "../../../src/log.ts";
 import { createTestApi, type TestApi } from "../../helpers/api.ts";
@@ -23,9 +25,10 @@ beforeAll(async () => {
 });
 
 /** An upstream whose connection records what is written and answers 101. */
-function recordingUpstream(written: Uint8Array[]): Upstream {
-  const answer = Buffer.from("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: x\r\n\r\n");
-  let pending: Uint8Array[] = [answer];
+const SWITCHED = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: x\r\n\r\n";
+
+function recordingUpstream(written: Uint8Array[], answer: string[] = [SWITCHED]): Upstream {
+  let pending: Uint8Array[] = answer.map((a) => Buffer.from(a, "latin1"));
   return {
     send: async () => {
       throw new Error("unused");
@@ -60,11 +63,14 @@ function deps(upstream: Upstream): EgressDeps {
   };
 }
 
+function upgradeInput(host: string, port: number) {
+  const headers: [string, string][] = [["Upgrade", "websocket"], ["Connection", "Upgrade"], ["Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="], ["Sec-WebSocket-Version", "13"]];
+  return { principal: "p", vault, host, port, method: "GET", target: "/ws", headers, body: null, bodyLength: null, ingress: "explicit" as const };
+}
+
 async function upgradeHead(host: string, port: number): Promise<string> {
   const written: Uint8Array[] = [];
-  const headers: [string, string][] = [["Upgrade", "websocket"], ["Connection", "Upgrade"], ["Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="], ["Sec-WebSocket-Version", "13"]];
-  const input = { principal: "p", vault, host, port, method: "GET", target: "/ws", headers, body: null, bodyLength: null, ingress: "explicit" as const };
-  const up = await egressUpgrade(input, deps(recordingUpstream(written)));
+  const up = await egressUpgrade(upgradeInput(host, port), deps(recordingUpstream(written)));
   expect(up.kind).toBe("switched");
   if (up.kind === "switched") up.finish(0, 0);
   return Buffer.concat(written).toString("latin1");
@@ -78,4 +84,20 @@ test("an upgrade to an IPv6 literal sends a bracketed Host with the port", async
 
 test("an upgrade to a name on 443 sends the bare name", async () => {
   expect(await upgradeHead("api.example.com", 443)).toContain("\r\nHost: api.example.com\r\n");
+});
+
+test("an interim 100 is skipped, the 101 split across reads is the answer, and frame bytes after it stay on the connection", async () => {
+  const frame = "\x81\x02hi";
+  const answer = ["HTTP/1.1 100 Continue\r\n\r\n", SWITCHED.slice(0, 20), SWITCHED.slice(20) + frame];
+  const up = await egressUpgrade(upgradeInput("api.example.com", 443), deps(recordingUpstream([], answer)));
+  if (up.kind !== "switched") throw new Error(`expected a switch, got ${up.kind}`);
+  expect(up.head.status).toBe(101);
+  expect(Buffer.from((await up.conn.read())!).toString("latin1")).toBe(frame);
+  up.finish(0, 0);
+});
+
+test("an upstream that hangs up before its head is unreachable, said in words", async () => {
+  const err = await egressUpgrade(upgradeInput("api.example.com", 443), deps(recordingUpstream([], ["HTTP/1.1 101 Swi"]))).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(UpstreamUnreachable);
+  expect((err as Error).message).toBe("the upstream closed the connection during the upgrade");
 });
