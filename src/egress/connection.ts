@@ -1,6 +1,7 @@
 // One upstream TCP+TLS connection to an already-checked IP, dialled with Bun.connect and verified
-// against the host name (SNI). Exposes pull-style reads with backpressure (the socket pauses while
-// unread data piles up) and writes that wait for drain. Knows nothing about HTTP.
+// against the host name (SNI), or plain TCP for a blind tunnel (the agent's own TLS runs inside).
+// Exposes pull-style reads with backpressure (the socket pauses while unread data piles up) and
+// writes that wait for drain. Knows nothing about HTTP.
 
 import type { Socket } from "bun";
 
@@ -12,6 +13,8 @@ export interface DialOptions {
   /** Trusted roots; undefined means the runtime's default roots. */
   readonly ca: string[] | undefined;
   readonly connectTimeoutMs: number;
+  /** Plain TCP, no TLS: only for blind tunnels, where the agent speaks TLS to the host end to end. */
+  readonly plain?: boolean;
 }
 
 const HIGH_WATER = 256 << 10;
@@ -122,11 +125,12 @@ export function dial(opts: DialOptions, key: string): Promise<Connection> {
     Bun.connect({
       hostname: opts.ip,
       port: opts.port,
-      tls: { serverName: opts.serverName, ca: opts.ca, rejectUnauthorized: true },
+      tls: opts.plain ? undefined : { serverName: opts.serverName, ca: opts.ca, rejectUnauthorized: true },
       socket: {
         open(s) {
           socket = s;
           s.setNoDelay(true); // request heads are small: do not let Nagle hold them back
+          if (opts.plain) settle(); // no handshake to wait for
         },
         handshake(_s, success, authError) {
           // Bytes written before the handshake completes can be lost: resolve only now.

@@ -9,6 +9,7 @@ export { compileNetPolicy, resolveChecked, systemResolver, type NetPolicy, type 
 export { buildProposalHint } from "./hint.ts";
 export { createWebhookSender, type WebhookSender, type WebhookSenderDeps } from "./webhook-delivery.ts";
 export { createRedactingStream } from "./redact.ts";
+export { egressBlind, type BlindInput, type BlindTunnel } from "./blind.ts";
 export { egressUpgrade, isWebSocketUpgrade, type Refused, type Switched, type Upgraded } from "./upgrade.ts";
 export { encodeCloseFrame, WebSocketProtocolError, type FrameScanner } from "./websocket-frames.ts";
 export { SMALL_BODY_BYTES } from "./upstream.ts";

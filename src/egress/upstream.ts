@@ -50,6 +50,8 @@ export interface Upstream {
   send(dest: Destination, req: OutboundRequest): Promise<Response>;
   /** A fresh, unpooled, verified connection (WebSocket upgrades take it over). */
   open(dest: Destination): Promise<Connection>;
+  /** A fresh plain TCP connection (blind tunnels: the agent's TLS runs inside it, end to end). */
+  openPlain(dest: Destination): Promise<Connection>;
   close(): void;
 }
 
@@ -62,7 +64,7 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
   const maxIdle = opts.maxIdlePerOrigin ?? 32;
   const isIp = (h: string) => /^[\d.]+$/.test(h) || h.includes(":");
 
-  async function connect(dest: Destination, fresh: boolean): Promise<{ conn: Connection; reused: boolean }> {
+  async function connect(dest: Destination, fresh: boolean, plain = false): Promise<{ conn: Connection; reused: boolean }> {
     // Pooled by host name and port: every pooled connection went to an address the guard checked.
     const key = `${dest.port}|${dest.host}`;
     if (!fresh) {
@@ -79,7 +81,7 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
     for (const ip of await dest.addresses()) {
       try {
         const serverName = isIp(dest.host) ? undefined : dest.host;
-        const conn = await dial({ ip, port: dest.port, serverName, ca: opts.ca, connectTimeoutMs: opts.connectTimeoutMs ?? 10_000 }, key);
+        const conn = await dial({ ip, port: dest.port, serverName, ca: opts.ca, connectTimeoutMs: opts.connectTimeoutMs ?? 10_000, plain }, key);
         return { conn, reused: false };
       } catch (err) {
         last = err as Error;
@@ -180,6 +182,7 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
   return {
     send,
     open: async (dest) => (await connect(dest, true)).conn,
+    openPlain: async (dest) => (await connect(dest, true, true)).conn,
     close() {
       for (const list of idle.values()) for (const c of list) c.close();
       idle.clear();

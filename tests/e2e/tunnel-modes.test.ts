@@ -1,7 +1,8 @@
 // The CONNECT listener's session and host modes: a revoked session fails on its next request inside
 // an open tunnel; hosts that are not services get a blind tunnel (end-to-end TLS with the host's own
 // certificate, no injection, audited as "blind") or, with unmatched_hosts = deny, an intercepted
-// tunnel whose request gets 403 forbidden with a proposal hint.
+// tunnel whose request gets 403 forbidden with a proposal hint. Blind tunnels dial and audit through
+// the egress core: a guard refusal is audited too.
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
@@ -71,6 +72,11 @@ describe("unmatched hosts", () => {
     expect(record.method).toBe("CONNECT");
     expect(record.service).toBeNull();
     expect(record.credential_keys).toEqual([]);
+    expect(record.status).toBe(200);
+    expect(record.error).toBeNull();
+    // The TLS handshake and one request each way went through the relay.
+    expect(record.bytes_in).toBeGreaterThan(0);
+    expect(record.bytes_out).toBeGreaterThan(0);
   });
 
   test("the broker CA is not presented for a blind host (a client trusting only the broker CA fails)", async () => {
@@ -114,5 +120,13 @@ describe("unmatched hosts", () => {
     expect(res.status).toBeGreaterThanOrEqual(400);
     expect(res.status).not.toBe(407);
     sock.destroy();
+    // Refused through the egress core, which audits the refusal like any other request's.
+    let record: any;
+    for (let i = 0; i < 40 && !record; i++) {
+      await Bun.sleep(100);
+      record = (await env.broker.auditLogs()).find((l) => l.ingress === "blind" && l.host === "169.254.169.254");
+    }
+    expect(record).toMatchObject({ method: "CONNECT", status: res.status, bytes_in: 0, bytes_out: 0 });
+    expect(record.error).toBeTruthy();
   });
 });

@@ -36,6 +36,9 @@ const quotingUpstream: Upstream = {
   async open() {
     throw new Error("unused");
   },
+  async openPlain() {
+    throw new Error("unused");
+  },
   close() {},
 };
 

@@ -33,6 +33,9 @@ function recordingUpstream(written: Uint8Array[], answer: string[] = [SWITCHED])
     send: async () => {
       throw new Error("unused");
     },
+    openPlain: async () => {
+      throw new Error("unused");
+    },
     open: async () => ({
       read: async () => pending.shift() ?? null,
       unread: (chunk) => void (chunk.byteLength && pending.unshift(chunk)),
