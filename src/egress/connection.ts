@@ -4,6 +4,7 @@
 // writes that wait for drain. Knows nothing about HTTP.
 
 import type { Socket } from "bun";
+import { createPullQueue } from "./pull-queue.ts";
 
 export interface DialOptions {
   readonly ip: string;
@@ -16,9 +17,6 @@ export interface DialOptions {
   /** Plain TCP, no TLS: only for blind tunnels, where the agent speaks TLS to the host end to end. */
   readonly plain?: boolean;
 }
-
-const HIGH_WATER = 256 << 10;
-const LOW_WATER = 64 << 10;
 
 export interface Connection {
   read(): Promise<Uint8Array | null>;
@@ -42,20 +40,13 @@ export class ConnectError extends Error {
 export class ConnectionTimeout extends Error {}
 
 export function dial(opts: DialOptions, key: string): Promise<Connection> {
-  const queue: Uint8Array[] = [];
-  let queued = 0;
-  let paused = false;
-  let ended = false;
-  let failure: Error | undefined;
-  let wake: (() => void) | undefined;
-  let drained: (() => void) | undefined;
   let socket: Socket<undefined> | undefined;
+  const incoming = createPullQueue({ pause: () => socket?.pause(), resume: () => socket?.resume() });
+  let drained: (() => void) | undefined;
   let armedTimeout = -1;
 
-  const notify = () => {
-    const w = wake;
-    wake = undefined;
-    w?.();
+  /** Wakes a write waiting for drain: it retries, or throws if the connection ended meanwhile. */
+  const wakeWriter = () => {
     const d = drained;
     drained = undefined;
     d?.();
@@ -64,35 +55,18 @@ export function dial(opts: DialOptions, key: string): Promise<Connection> {
   const conn: Connection = {
     key,
     get closed() {
-      return ended || failure !== undefined;
+      return incoming.ended || incoming.failure !== undefined;
     },
     get buffered() {
-      return queued;
+      return incoming.buffered;
     },
-    async read() {
-      while (queue.length === 0) {
-        if (failure) throw failure;
-        if (ended) return null;
-        await new Promise<void>((r) => (wake = r));
-      }
-      const chunk = queue.shift()!;
-      queued -= chunk.byteLength;
-      if (paused && queued < LOW_WATER) {
-        paused = false;
-        socket?.resume();
-      }
-      return chunk;
-    },
-    unread(chunk) {
-      if (chunk.byteLength === 0) return;
-      queue.unshift(chunk);
-      queued += chunk.byteLength;
-    },
+    read: () => incoming.read(),
+    unread: (chunk) => incoming.unread(chunk),
     async write(bytes) {
       let rest = bytes;
       while (rest.byteLength > 0) {
-        if (failure) throw failure;
-        if (ended || !socket) throw new Error("connection closed");
+        if (incoming.failure) throw incoming.failure;
+        if (incoming.ended || !socket) throw new Error("connection closed");
         const n = socket.write(rest);
         rest = rest.subarray(Math.max(0, n));
         if (rest.byteLength > 0) await new Promise<void>((r) => (drained = r));
@@ -104,9 +78,9 @@ export function dial(opts: DialOptions, key: string): Promise<Connection> {
       socket?.timeout(seconds);
     },
     close() {
-      ended = true;
+      incoming.end();
       socket?.end();
-      notify();
+      wakeWriter();
     },
   };
 
@@ -137,37 +111,31 @@ export function dial(opts: DialOptions, key: string): Promise<Connection> {
           if (success && !authError) settle();
           else settle(new ConnectError(`TLS verification failed: ${authError?.message ?? "handshake failed"}`, true));
         },
-        data(s, chunk) {
-          queue.push(chunk);
-          queued += chunk.byteLength;
-          if (!paused && queued > HIGH_WATER) {
-            paused = true;
-            s.pause();
-          }
-          notify();
+        data(_s, chunk) {
+          incoming.push(chunk);
         },
         drain() {
-          notify();
+          wakeWriter();
         },
         timeout() {
-          failure ??= new ConnectionTimeout("upstream connection idle for too long");
+          incoming.fail(new ConnectionTimeout("upstream connection idle for too long"));
           socket?.terminate();
-          notify();
+          wakeWriter();
         },
         end() {
-          ended = true;
-          notify();
+          incoming.end();
+          wakeWriter();
         },
         close(_s, err) {
-          ended = true;
-          if (err) failure ??= err;
+          if (err) incoming.fail(err);
+          incoming.end();
           settle(new ConnectError(err?.message ?? "connection closed during handshake", false));
-          notify();
+          wakeWriter();
         },
         error(_s, err) {
-          failure ??= err;
+          incoming.fail(err);
           settle(new ConnectError(err.message, false));
-          notify();
+          wakeWriter();
         },
         connectError(_s, err) {
           settle(new ConnectError(err.message, false));

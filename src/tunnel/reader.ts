@@ -1,10 +1,9 @@
-// Pull-style reading from a Node stream (plain or TLS socket): read() resolves with the next
-// chunk or null at end; unread() puts bytes back for the next message. The stream is paused while
-// unread data piles up, so a slow consumer applies backpressure to the client.
+// Pull-style reading from a Node stream (plain or TLS socket), on the egress core's pull queue:
+// read() resolves with the next chunk or null at end; unread() puts bytes back for the next message.
+// The stream is paused while unread data piles up, so a slow consumer applies backpressure to the client.
 
 import type { Duplex } from "node:stream";
-
-const HIGH_WATER = 256 << 10;
+import { createPullQueue } from "../egress/index.ts";
 
 export interface ChunkReader {
   read(): Promise<Uint8Array | null>;
@@ -14,63 +13,30 @@ export interface ChunkReader {
   readonly ended: boolean;
 }
 
+/** The egress core's pull queue (also behind every upstream connection) over a Node stream. */
 export function createChunkReader(stream: Duplex): ChunkReader {
-  const queue: Uint8Array[] = [];
-  let queued = 0;
-  let ended = false;
-  let failure: Error | undefined;
-  let wake: (() => void) | undefined;
-  const notify = () => {
-    const w = wake;
-    wake = undefined;
-    w?.();
-  };
-  const onData = (chunk: Buffer) => {
-    queue.push(chunk);
-    queued += chunk.byteLength;
-    if (queued > HIGH_WATER) stream.pause();
-    notify();
-  };
-  const onEnd = () => {
-    ended = true;
-    notify();
-  };
-  const onError = (err: Error) => {
-    failure = err;
-    notify();
-  };
+  const incoming = createPullQueue({ pause: () => stream.pause(), resume: () => stream.resume() });
+  const onData = (chunk: Buffer) => incoming.push(chunk);
+  const onEnd = () => incoming.end();
+  const onError = (err: Error) => incoming.fail(err);
   stream.on("data", onData);
   stream.on("end", onEnd);
   stream.on("close", onEnd);
   stream.on("error", onError);
   stream.resume(); // a stream paused by whoever handed it over would otherwise never flow
   return {
-    async read() {
-      while (queue.length === 0) {
-        if (failure) throw failure;
-        if (ended) return null;
-        await new Promise<void>((r) => (wake = r));
-      }
-      const chunk = queue.shift()!;
-      queued -= chunk.byteLength;
-      if (queued <= HIGH_WATER && stream.isPaused()) stream.resume();
-      return chunk;
-    },
-    unread(chunk) {
-      if (chunk.byteLength === 0) return;
-      queue.unshift(chunk);
-      queued += chunk.byteLength;
-    },
+    read: () => incoming.read(),
+    unread: (chunk) => incoming.unread(chunk),
     detach() {
       stream.pause();
       stream.off("data", onData);
       stream.off("end", onEnd);
       stream.off("close", onEnd);
       stream.off("error", onError);
-      return queue.splice(0);
+      return incoming.take();
     },
     get ended() {
-      return ended && queue.length === 0;
+      return incoming.ended && incoming.buffered === 0;
     },
   };
 }
