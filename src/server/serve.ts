@@ -148,8 +148,13 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       onConnectError: metrics && ((kind) => metrics.connectFailed(kind)),
     });
     undo.push(() => audit.stop(), () => upstream.close());
-    // The tunnel's own port joins the guard's never-dial list once it is bound (it may be ephemeral).
-    const tunnelPorts: { host: string; port: number }[] = [];
+    // The guard never dials the broker's own listeners; the tunnel's port joins once it is bound (it may be ephemeral).
+    const policyFor = (proxyPort: number) =>
+      compileNetPolicy({ allowPrivateRanges: config.allowPrivateRanges, allowlist: config.networkAllowlist, ownListeners: [{ host: config.bindHost, port: Number(server.port) }, { host: config.bindHost, port: proxyPort }] });
+    const resolver = opts.resolver ?? systemResolver;
+    // Proposal notifications go through the same guard (its policy as recompiled below) and the same roots.
+    const webhooks = createWebhookSender({ store, dataKey: keyring.dataKey, policy: () => egress.policy, resolver, ca: upstreamCa, now, log });
+    undo.push(() => webhooks.stop());
     const domain: { -readonly [K in keyof Domain]: Domain[K] } = {
       store,
       dataKey: keyring.dataKey,
@@ -167,15 +172,12 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
         plans.invalidate(id);
         vaultAccess.clear();
       },
+      webhooks,
     };
     const egress: { -readonly [K in keyof EgressDeps]: EgressDeps[K] } = {
       plans,
-      policy: compileNetPolicy({
-        allowPrivateRanges: config.allowPrivateRanges,
-        allowlist: config.networkAllowlist,
-        ownListeners: [{ host: config.bindHost, port: Number(server.port) }, { host: config.bindHost, port: config.proxyPort }, ...tunnelPorts],
-      }),
-      resolver: opts.resolver ?? systemResolver,
+      policy: policyFor(config.proxyPort),
+      resolver,
       upstream,
       audit,
       log,
@@ -184,10 +186,6 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       maxRequestBytes: config.maxRequestBytes,
       maxResponseBytes: config.maxResponseBytes,
     };
-    // Proposal notifications go through the same guard (its policy as recompiled below) and the same roots.
-    const webhooks = createWebhookSender({ store, dataKey: keyring.dataKey, policy: () => egress.policy, resolver: egress.resolver, ca: upstreamCa, now, log });
-    domain.webhooks = webhooks;
-    undo.push(() => webhooks.stop());
     await restoreRateLimits(domain).catch((err) => log.warn("saved_rate_limits_ignored", { err }));
     const reloadCa = () =>
       loadRootCa(store, keyring.dataKey, now()).then((fresh) => {
@@ -280,10 +278,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     };
     sweep();
     const sweeper = setInterval(sweep, 60_000);
-    if (tunnel) {
-      tunnelPorts.push({ host: config.bindHost, port: tunnel.port });
-      egress.policy = compileNetPolicy({ allowPrivateRanges: config.allowPrivateRanges, allowlist: config.networkAllowlist, ownListeners: [{ host: config.bindHost, port: Number(server.port) }, ...tunnelPorts] });
-    }
+    if (tunnel && tunnel.port !== config.proxyPort) egress.policy = policyFor(tunnel.port);
     const proxyAddress = tunnel ? `${hostPart}:${tunnel.port}` : undefined;
     domain.proxyUrl = proxyAddress ? `http://${proxyAddress}` : domain.proxyUrl;
     log.info("listening", { api: apiUrl, proxy: proxyAddress ?? null, data_dir: config.dataDir, store: describeStore(config), keyring: keyring.mode });
@@ -313,7 +308,8 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       },
     };
   } catch (err) {
-    for (const step of undo.reverse()) await Promise.resolve().then(step).catch(() => {}); // best effort: the first error is the one to report
+    // Best effort: every step runs and a failed one is logged, but the first error is the one to report.
+    for (const step of undo.reverse()) await Promise.resolve().then(step).catch((undoErr: unknown) => log.warn("start_undo_failed", { err: undoErr }));
     store.close();
     throw err;
   }
