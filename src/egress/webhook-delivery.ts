@@ -13,7 +13,7 @@ import { resolveChecked, type NetPolicy, type Resolver } from "./netguard.ts";
 export interface WebhookSenderDeps {
   readonly store: Store;
   readonly dataKey: CryptoKey;
-  /** The guard's current policy (it is recompiled once the listeners are bound). */
+  /** The guard's policy, read per delivery. */
   readonly policy: () => NetPolicy;
   readonly resolver: Resolver;
   /** Trusted roots for https receivers (system plus BROKER_UPSTREAM_CA_FILE); undefined: the runtime's. */

@@ -42,7 +42,13 @@ export interface TunnelContext {
   readonly listenerContext: () => Promise<import("node:tls").SecureContext>;
   readonly log: Logger;
 }
-export type TunnelStarter = (ctx: TunnelContext, host: string, port: number) => Promise<{ port: number; stop(graceMs?: number): Promise<{ open: number; cut: number }>; stats?(): { connections: number; tunnels: number } }>;
+export interface RunningTunnel {
+  readonly port: number;
+  stop(graceMs?: number): Promise<{ open: number; cut: number }>;
+  stats?(): { connections: number; tunnels: number };
+}
+/** Binds first (the domain and the guard need the port), serves once given its context; close() undoes a bind never served. */
+export type TunnelStarter = (host: string, port: number) => Promise<{ readonly port: number; serve(ctx: TunnelContext): RunningTunnel; close(): Promise<void> }>;
 
 export interface StartOptions {
   readonly config: Config;
@@ -101,6 +107,9 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       }),
     );
     undo.push(() => server.stop(true));
+    const start = opts.startTunnel;
+    const boundTunnel = start && (await listenOrExplain("BROKER_PROXY_PORT", config.bindHost, config.proxyPort, () => start(config.bindHost, config.proxyPort)));
+    if (boundTunnel) undo.push(() => boundTunnel.close());
     const hostPart = config.bindHost.includes(":") ? `[${config.bindHost}]` : config.bindHost;
     const apiUrl = `http://${hostPart}:${server.port}`;
     const publicUrl = config.publicUrl ?? apiUrl; // the bound port, so BROKER_PORT=0 still yields working links
@@ -148,21 +157,21 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       onConnectError: metrics && ((kind) => metrics.connectFailed(kind)),
     });
     undo.push(() => audit.stop(), () => upstream.close());
-    // The guard never dials the broker's own listeners; the tunnel's port joins once it is bound (it may be ephemeral).
-    const policyFor = (proxyPort: number) =>
-      compileNetPolicy({ allowPrivateRanges: config.allowPrivateRanges, allowlist: config.networkAllowlist, ownListeners: [{ host: config.bindHost, port: Number(server.port) }, { host: config.bindHost, port: proxyPort }] });
+    // Both listeners are bound: the guard never dials either, and agents get the bound (maybe ephemeral) proxy port.
+    const proxyPort = boundTunnel?.port ?? config.proxyPort;
+    const policy = compileNetPolicy({ allowPrivateRanges: config.allowPrivateRanges, allowlist: config.networkAllowlist, ownListeners: [{ host: config.bindHost, port: Number(server.port) }, { host: config.bindHost, port: proxyPort }] });
     const resolver = opts.resolver ?? systemResolver;
-    // Proposal notifications go through the same guard (its policy as recompiled below) and the same roots.
-    const webhooks = createWebhookSender({ store, dataKey: keyring.dataKey, policy: () => egress.policy, resolver, ca: upstreamCa, now, log });
+    // Proposal notifications go through the same guard and the same roots.
+    const webhooks = createWebhookSender({ store, dataKey: keyring.dataKey, policy: () => policy, resolver, ca: upstreamCa, now, log });
     undo.push(() => webhooks.stop());
-    const domain: { -readonly [K in keyof Domain]: Domain[K] } = {
+    const domain: Domain = {
       store,
       dataKey: keyring.dataKey,
       auth: createAuthenticator(store, { now, freshness, outageGraceMs }),
       hashing: createHashGate({ concurrency: 2, queue: 64 }),
       now,
       publicUrl,
-      proxyUrl: `http://${hostPart}:${config.proxyPort}`,
+      proxyUrl: `http://${hostPart}:${proxyPort}`,
       vaultAccess,
       // Not part of the rate-limit profile: password guessing is throttled even with BROKER_RATELIMIT_PROFILE=off.
       loginThrottle: createLoginThrottle({ now, onLock: (e) => log.warn("login_throttled", { scope: e.scope, [e.scope === "account" ? "email" : "address"]: e.key, failures: e.failures, lock_s: e.lockSec }) }),
@@ -174,9 +183,9 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       },
       webhooks,
     };
-    const egress: { -readonly [K in keyof EgressDeps]: EgressDeps[K] } = {
+    const egress: EgressDeps = {
       plans,
-      policy: policyFor(config.proxyPort),
+      policy,
       resolver,
       upstream,
       audit,
@@ -261,14 +270,8 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       return { backend: store.db.dialect, reachable, ...(announcements && { announcements }), audit_queued: audit.queued };
     };
     const api = createApi({ domain, log, egress, ca, hosts, trustedProxies: config.trustedProxies, auditRetention, databaseHealth, ...(metrics && { metrics: { registry: metrics, token: config.metrics?.token } }) });
-    let tunnel: Awaited<ReturnType<TunnelStarter>> | undefined;
-    if (opts.startTunnel) {
-      const listenerName = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? "127.0.0.1" : config.bindHost;
-      const start = opts.startTunnel;
-      tunnel = await listenOrExplain("BROKER_PROXY_PORT", config.bindHost, config.proxyPort, () =>
-        start({ domain, egress, leaves, log, listenerContext: async () => (await leaves.get(listenerName)).context }, config.bindHost, config.proxyPort),
-      );
-    }
+    const listenerName = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? "127.0.0.1" : config.bindHost;
+    const tunnel = boundTunnel?.serve({ domain, egress, leaves, log, listenerContext: async () => (await leaves.get(listenerName)).context });
     handler = (req, srv) => api.fetch(req, srv);
     // Pending proposals expire by time, not when someone happens to read them.
     let sweeps = 0;
@@ -278,9 +281,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     };
     sweep();
     const sweeper = setInterval(sweep, 60_000);
-    if (tunnel && tunnel.port !== config.proxyPort) egress.policy = policyFor(tunnel.port);
     const proxyAddress = tunnel ? `${hostPart}:${tunnel.port}` : undefined;
-    domain.proxyUrl = proxyAddress ? `http://${proxyAddress}` : domain.proxyUrl;
     log.info("listening", { api: apiUrl, proxy: proxyAddress ?? null, data_dir: config.dataDir, store: describeStore(config), keyring: keyring.mode });
     return {
       apiUrl,

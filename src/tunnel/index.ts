@@ -1,5 +1,5 @@
 // The CONNECT listener: proxy auth, TLS termination with minted leaves, HTTP/1.1 framing inside
 // tunnels, blind tunnels. Never imports the server.
 
-export { startTunnelListener, type TunnelListener } from "./listener.ts";
+export { bindTunnelListener, startTunnelListener, type BoundTunnelListener, type TunnelListener } from "./listener.ts";
 export type { TunnelDeps } from "./context.ts";

@@ -52,44 +52,79 @@ function holdTunnelSlot(openTunnels: Map<string, number>, max: number, principal
   });
 }
 
+/** A bound port that accepts no connection until serve() gives it its deps (they need the port first). */
+export interface BoundTunnelListener {
+  readonly port: number;
+  /** Connections accepted since the bind are served from here on; call once. */
+  serve(base: TunnelDeps): TunnelListener;
+  /** Closes the port and every held connection (a start that fails before serve()). */
+  close(): Promise<void>;
+}
+
 export async function startTunnelListener(base: TunnelDeps, host: string, port: number): Promise<TunnelListener> {
+  return (await bindTunnelListener(host, port)).serve(base);
+}
+
+export async function bindTunnelListener(host: string, port: number): Promise<BoundTunnelListener> {
   const drain = { draining: false, idle: new Set<Duplex>() };
-  const deps: ListenerDeps = { ...base, openTunnels: new Map(), drain };
   const sockets = new Set<Socket>();
+  // Held until serve(): a paused socket keeps its first bytes buffered for acceptConnection.
+  const waiting: Socket[] = [];
+  let deps: ListenerDeps | undefined;
+  const accept = (socket: Socket, d: ListenerDeps) => {
+    socket.setTimeout(d.idleTimeoutMs, () => socket.destroy());
+    void acceptConnection(socket, d).catch((err) => {
+      d.log.debug("tunnel_connection_failed", { err });
+      socket.destroy();
+    });
+  };
   const server: Server = createServer({ noDelay: true }, (socket) => {
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
     socket.on("error", () => {});
-    socket.setTimeout(deps.idleTimeoutMs, () => socket.destroy());
-    void acceptConnection(socket, deps).catch((err) => {
-      deps.log.debug("tunnel_connection_failed", { err });
-      socket.destroy();
-    });
+    if (deps) accept(socket, deps);
+    else waiting.push(socket);
   });
   server.maxConnections = MAX_CONNECTIONS;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, host, () => resolve());
   });
+  const boundPort = (server.address() as AddressInfo).port;
+  const closeNow = async () => {
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    for (const s of sockets) s.destroy();
+    await closed;
+  };
   return {
-    port: (server.address() as AddressInfo).port,
-    async stop(graceMs = 0) {
-      const open = sockets.size;
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      drain.draining = true;
-      for (const s of drain.idle) s.destroy();
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      if (graceMs > 0) await Promise.race([closed, new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)))]);
-      clearTimeout(timer);
-      const cut = sockets.size;
-      for (const s of sockets) s.destroy();
-      await closed;
-      return { open, cut };
-    },
-    stats() {
-      let tunnels = 0;
-      for (const n of deps.openTunnels.values()) tunnels += n;
-      return { connections: sockets.size, tunnels };
+    port: boundPort,
+    close: closeNow,
+    serve(base) {
+      if (deps) throw new Error("the tunnel listener is already serving");
+      const served: ListenerDeps = { ...base, openTunnels: new Map(), drain };
+      deps = served;
+      for (const s of waiting.splice(0)) if (!s.destroyed) accept(s, served);
+      return {
+        port: boundPort,
+        async stop(graceMs = 0) {
+          const open = sockets.size;
+          const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+          drain.draining = true;
+          for (const s of drain.idle) s.destroy();
+          let timer: ReturnType<typeof setTimeout> | undefined;
+          if (graceMs > 0) await Promise.race([closed, new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+          clearTimeout(timer);
+          const cut = sockets.size;
+          for (const s of sockets) s.destroy();
+          await closed;
+          return { open, cut };
+        },
+        stats() {
+          let tunnels = 0;
+          for (const n of served.openTunnels.values()) tunnels += n;
+          return { connections: sockets.size, tunnels };
+        },
+      };
     },
   };
 }

@@ -11,7 +11,7 @@ import type { Duplex } from "node:stream";
 import { connect as tlsConnect, type TLSSocket } from "node:tls";
 import { startTunnel } from "../../src/cli/commands/server.ts";
 import type { TunnelStarter } from "../../src/server/serve.ts";
-import { startTunnelListener, type TunnelDeps } from "../../src/tunnel/index.ts";
+import { bindTunnelListener, type TunnelDeps } from "../../src/tunnel/index.ts";
 import { startUpstream, type TestUpstream, type UpstreamHandler } from "../helpers/upstream.ts";
 import { startBroker, type Broker } from "./proxy-fixture.ts";
 
@@ -49,7 +49,10 @@ export async function startTunnelEnv(opts: TunnelEnvOptions = {}): Promise<Tunne
   const upstream = await startUpstream(opts.handler);
   const limits = opts.tunnel;
   const starter: TunnelStarter = limits
-    ? (ctx, host, port) => startTunnelListener({ ...ctx, maxHeadBytes: 64 * 1024, idleTimeoutMs: 120_000, ...limits }, host, port)
+    ? async (host, port) => {
+        const bound = await bindTunnelListener(host, port);
+        return { port: bound.port, close: bound.close, serve: (ctx) => bound.serve({ ...ctx, maxHeadBytes: 64 * 1024, idleTimeoutMs: 120_000, ...limits }) };
+      }
     : startTunnel;
   const broker = await startBroker({ caPem: upstream.pki.caPem, startTunnel: starter, env: opts.env, now: opts.now });
   if (!broker.proxyAddress) throw new Error("the tunnel listener did not start");

@@ -7,7 +7,7 @@ import { KeyringError } from "../../errors.ts";
 import { createLogger } from "../../log.ts";
 import { openStore } from "../../store/index.ts";
 import { ListenFailed, startServer, type TunnelStarter } from "../../server/index.ts";
-import { startTunnelListener } from "../../tunnel/index.ts";
+import { bindTunnelListener } from "../../tunnel/index.ts";
 import { keyringMode } from "../../vault/index.ts";
 import { CliFailure } from "../fail.ts";
 import { addHelpFooter } from "../help.ts";
@@ -70,7 +70,10 @@ function isLoopback(host: string): boolean {
 const TUNNEL_IDLE_MS = 10 * 60_000;
 
 /** The CLI composes the two listeners: the server never imports the tunnel (DESIGN.md §2). */
-export const startTunnel: TunnelStarter = (ctx, host, port) => startTunnelListener({ ...ctx, maxHeadBytes: 64 * 1024, idleTimeoutMs: TUNNEL_IDLE_MS }, host, port);
+export const startTunnel: TunnelStarter = async (host, port) => {
+  const bound = await bindTunnelListener(host, port);
+  return { port: bound.port, close: bound.close, serve: (ctx) => bound.serve({ ...ctx, maxHeadBytes: 64 * 1024, idleTimeoutMs: TUNNEL_IDLE_MS }) };
+};
 
 addHelpFooter(serverCommand, () => {
   const all = [...SETTINGS, ...RATE_LIMIT_SETTINGS];
