@@ -5,7 +5,7 @@ import { Database } from "bun:sqlite";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { Db } from "./db.ts";
-import { MIGRATIONS } from "./migrations.ts";
+import { MIGRATIONS } from "./schema.ts";
 import { openPostgres } from "./postgres.ts";
 import { DB_FILE } from "./sqlite.ts";
 

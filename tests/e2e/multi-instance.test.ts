@@ -6,7 +6,7 @@
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { MIGRATIONS } from "../../src/store/migrations.ts";
+import { MIGRATIONS } from "../../src/store/schema.ts";
 import { pgMissing, startPgCluster, type PgCluster } from "../helpers/postgres.ts";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
 import { callApi } from "./proxy-fixture.ts";

@@ -1,7 +1,8 @@
 // loadClientConfig: where cli.json lives, and the BROKER_* overrides the CLI honours.
 
 import { describe, expect, test } from "bun:test";
-import { ConfigError, loadClientConfig } from "../../../src/config.ts";
+import { ConfigError } from "../../../src/config.ts";
+import { loadClientConfig } from "../../../src/config-client.ts";
 import { Secret } from "../../../src/secret.ts";
 
 describe("loadClientConfig", () => {

@@ -1,6 +1,6 @@
 // Referential integrity and transactions, on every backend: what deleting a vault, a user or an agent
 // takes with it (ON DELETE CASCADE) or leaves behind unowned (ON DELETE SET NULL), as
-// src/store/migrations.ts declares; and that a transaction commits whole or not at all.
+// src/store/schema.ts declares; and that a transaction commits whole or not at all.
 
 import { expect, test } from "bun:test";
 import { Conflict } from "../../../src/errors.ts";

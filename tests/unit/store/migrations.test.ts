@@ -6,7 +6,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { MIGRATIONS, migrate, openStore, type Db } from "../../../src/store/index.ts";
-import { renderMigration, type Migration } from "../../../src/store/migrations.ts";
+import { renderMigration } from "../../../src/store/migrations.ts";
+import type { Migration } from "../../../src/store/schema.ts";
 import { openSqliteFile } from "../../../src/store/sqlite.ts";
 import { forEachBackend } from "../../helpers/store-backends.ts";
 
