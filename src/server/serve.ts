@@ -11,7 +11,7 @@ import type { LiveSecrets, Logger } from "../log.ts";
 import type { Secret } from "../secret.ts";
 import { openStore, type Store } from "../store/index.ts";
 import { createAuthenticator, createHashGate, createVaultAccessCache, createLeafCache, loadRootCa, mintLeaf, rotateRootCa, unlockKeyring, type CaHolder, type Domain, type LeafCache } from "../vault/index.ts";
-import { REVALIDATE_MS, startChangeFeed, type ChangeFeed, type ChangeHandlers, type Freshness } from "../vault/index.ts";
+import { createChangeFeed, REVALIDATE_MS, type ChangeHandlers, type Freshness } from "../vault/index.ts";
 import { createLoginThrottle, createRateLimiter, resolveSettings } from "../ratelimit/index.ts";
 import { expireProposals, pruneEndedRows } from "../vault/index.ts";
 import { restoreRateLimits } from "../vault/index.ts";
@@ -95,18 +95,21 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     if (keyring.passwordUnused) {
       log.warn("master_password_unused", { hint: "the store has no master password; run `broker master-password set` to add one" });
     }
-    let handler: (req: Request, server: unknown) => Response | Promise<Response> = () => toErrorResponse(new Unavailable("the broker is starting"));
+    // The API port is bound first: the guard, the public URL and every link need the bound port. A
+    // request that arrives before the app below is built waits for it; one during a failed start gets 503.
+    const app = Promise.withResolvers<ReturnType<typeof createApi>>();
+    app.promise.catch(() => {});
     const server = await listenOrExplain("BROKER_PORT", config.bindHost, config.apiPort, () =>
       Bun.serve({
         hostname: config.bindHost,
         port: config.apiPort,
         maxRequestBodySize: Number.MAX_SAFE_INTEGER,
         idleTimeout: 255, // Bun's maximum: a model API may think for minutes before its first byte
-        fetch: (req, srv) => handler(req, srv),
+        fetch: (req, srv) => app.promise.then((api) => api.fetch(req, srv)),
         error: (err) => toErrorResponse(err, log),
       }),
     );
-    undo.push(() => server.stop(true));
+    undo.push(() => server.stop(true), () => app.reject(new Unavailable("the broker could not start")));
     const start = opts.startTunnel;
     const boundTunnel = start && (await listenOrExplain("BROKER_PROXY_PORT", config.bindHost, config.proxyPort, () => start(config.bindHost, config.proxyPort)));
     if (boundTunnel) undo.push(() => boundTunnel.close());
@@ -137,13 +140,12 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     // Several instances on PostgreSQL: caches are dropped when another instance announces a change,
     // and re-validated every second while announcements may be missed (vault/changes.ts).
     const outageGraceMs = config.database?.outageGraceMs ?? 0;
-    let feed: ChangeFeed | undefined;
-    const freshness: Freshness = {
-      trustMs: (normal) => (feed ? feed.trustMs(normal) : config.database ? Math.min(normal, REVALIDATE_MS) : normal),
-      get listening() {
-        return feed?.listening ?? !config.database;
-      },
-    };
+    const feed = createChangeFeed(store.db, {
+      now,
+      onState: (listening) => (listening ? log.info("database_listening", {}) : log.warn("database_announcements_lost", { detail: "caches are re-validated every second until they arrive again" })),
+    });
+    undo.push(() => feed.stop());
+    const freshness: Freshness = feed;
     const vaultAccess = createVaultAccessCache({ now, freshness, outageGraceMs });
     const limiter = createRateLimiter(resolveSettings(config.rateLimit.profile, config.rateLimit.overrides, config.rateLimit.locked), now);
     const rateLimiter = metrics ? countRefusals(limiter, metrics) : limiter;
@@ -227,18 +229,14 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
         void restoreRateLimits(domain).catch((err) => log.error("settings_reload_failed", { err }));
       },
     };
-    feed = await startChangeFeed(store.db, changes, {
-      now,
-      onState: (listening) => (listening ? log.info("database_listening", {}) : log.warn("database_announcements_lost", { detail: "caches are re-validated every second until they arrive again" })),
-    });
-    undo.push(() => feed?.stop());
+    await feed.start(changes);
     // The root CA and saved rate limits have no trust period of their own: while announcements are
     // lost they are re-read every second like every other cache (an outage is not worth a log line).
     const quiet = (event: string) => (err: unknown) => {
       if (!(err instanceof DatabaseUnavailable)) log.error(event, { err });
     };
     const revalidate = setInterval(() => {
-      if (feed?.listening !== false) return;
+      if (feed.listening) return;
       void reloadCa().catch(quiet("ca_reload_failed"));
       void restoreRateLimits(domain).catch(quiet("settings_reload_failed"));
     }, REVALIDATE_MS);
@@ -266,13 +264,13 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
           throw err;
         },
       );
-      const announcements = config.database ? (feed?.listening ? "listening" : "lost") : undefined;
+      const announcements = config.database ? (feed.listening ? "listening" : "lost") : undefined;
       return { backend: store.db.dialect, reachable, ...(announcements && { announcements }), audit_queued: audit.queued };
     };
     const api = createApi({ domain, log, egress, ca, hosts, trustedProxies: config.trustedProxies, auditRetention, databaseHealth, ...(metrics && { metrics: { registry: metrics, token: config.metrics?.token } }) });
     const listenerName = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? "127.0.0.1" : config.bindHost;
     const tunnel = boundTunnel?.serve({ domain, egress, leaves, log, listenerContext: async () => (await leaves.get(listenerName)).context });
-    handler = (req, srv) => api.fetch(req, srv);
+    app.resolve(api);
     // Pending proposals expire by time, not when someone happens to read them.
     let sweeps = 0;
     const sweep = () => {
@@ -293,7 +291,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
         log.info("shutting_down", { reason: reason ?? null, grace_s: graceMs / 1000, requests_in_flight: server.pendingRequests, websockets: server.pendingWebSockets, audit_queued: audit.queued });
         // The change feed keeps caches fresh while requests drain: it stops after them.
         const drained = await drainListeners(server, tunnel, graceMs);
-        await feed?.stop();
+        await feed.stop();
         webhooks.stop();
         upstream.close();
         await audit.stop(); // flushes the queue

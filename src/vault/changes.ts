@@ -28,6 +28,8 @@ export interface Freshness {
 }
 
 export interface ChangeFeed extends Freshness {
+  /** Subscribes and starts the heartbeat; call once. */
+  start(handlers: ChangeHandlers): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -43,59 +45,75 @@ export interface FeedOptions {
   readonly onError?: (err: unknown) => void;
 }
 
-export async function startChangeFeed(db: Db, handlers: ChangeHandlers, opts: FeedOptions = {}): Promise<ChangeFeed> {
-  if (!db.listen || !db.notify) return { ...ALWAYS_FRESH, stop: async () => {} };
-  const notify = db.notify.bind(db);
+/**
+ * The feed exists before the caches that consult it (they take it as their Freshness) and starts
+ * listening once they exist to be invalidated: until then it trusts nothing for longer than a second.
+ */
+export function createChangeFeed(db: Db, opts: FeedOptions = {}): ChangeFeed {
+  const listen = db.listen?.bind(db);
+  const notify = db.notify?.bind(db);
+  if (!listen || !notify) return { ...ALWAYS_FRESH, start: async () => {}, stop: async () => {} };
   const now = opts.now ?? Date.now;
   const beatEvery = opts.heartbeatMs ?? 400;
   const me = crypto.randomUUID();
+  const beat = JSON.stringify({ t: "beat", from: me });
   let lastBeat = 0;
   let listening = false;
-
-  const beat = JSON.stringify({ t: "beat", from: me });
-  const setListening = (on: boolean) => {
-    if (on === listening) return;
-    listening = on;
-    if (on) handlers.resync(); // whatever was announced while deaf is unknown: forget it all
-    opts.onState?.(on);
-  };
-  const onMessage = (payload: string) => {
-    if (payload === beat) {
-      lastBeat = now();
-      setListening(true);
-      return;
-    }
-    const change = parseChange(payload);
-    if (change) handlers.apply(change);
-    else if (!payload.includes('"beat"')) handlers.resync(); // an announcement we cannot read: be safe
-  };
-  let subscribed = false;
-  const onListening = () => {
-    // Called again after every reconnect, often sooner than a missed heartbeat would show the drop:
-    // what was announced while the connection was down reached nobody. Deaf, then, until our own
-    // heartbeat comes back through the new subscription, which drops every cache (setListening).
-    if (subscribed) setListening(false);
-    subscribed = true;
-    void notify(CHANGES_CHANNEL, beat).catch(() => {});
-  };
-  const unlisten = await db.listen(CHANGES_CHANNEL, { onMessage, onListening });
-  const timer = setInterval(() => {
-    if (listening && now() - lastBeat > beatEvery * 3) setListening(false);
-    notify(CHANGES_CHANNEL, beat).catch((err) => opts.onError?.(err));
-  }, beatEvery);
-  timer.unref?.();
-  await notify(CHANGES_CHANNEL, beat).catch(() => {});
+  let timer: ReturnType<typeof setInterval> | undefined;
+  let unlisten: (() => Promise<void>) | undefined;
 
   return {
     trustMs: (normal) => (listening ? normal : Math.min(normal, REVALIDATE_MS)),
     get listening() {
       return listening;
     },
+    async start(handlers) {
+      if (timer) throw new Error("the change feed is already started");
+      const setListening = (on: boolean) => {
+        if (on === listening) return;
+        listening = on;
+        if (on) handlers.resync(); // whatever was announced while deaf is unknown: forget it all
+        opts.onState?.(on);
+      };
+      const onMessage = (payload: string) => {
+        if (payload === beat) {
+          lastBeat = now();
+          setListening(true);
+          return;
+        }
+        const change = parseChange(payload);
+        if (change) handlers.apply(change);
+        else if (!payload.includes('"beat"')) handlers.resync(); // an announcement we cannot read: be safe
+      };
+      let subscribed = false;
+      const onListening = () => {
+        // Called again after every reconnect, often sooner than a missed heartbeat would show the drop:
+        // what was announced while the connection was down reached nobody. Deaf, then, until our own
+        // heartbeat comes back through the new subscription, which drops every cache (setListening).
+        if (subscribed) setListening(false);
+        subscribed = true;
+        void notify(CHANGES_CHANNEL, beat).catch(() => {});
+      };
+      unlisten = await listen(CHANGES_CHANNEL, { onMessage, onListening });
+      timer = setInterval(() => {
+        if (listening && now() - lastBeat > beatEvery * 3) setListening(false);
+        notify(CHANGES_CHANNEL, beat).catch((err) => opts.onError?.(err));
+      }, beatEvery);
+      timer.unref?.();
+      await notify(CHANGES_CHANNEL, beat).catch(() => {});
+    },
     async stop() {
       clearInterval(timer);
-      await unlisten().catch(() => {});
+      await unlisten?.().catch(() => {});
     },
   };
+}
+
+/** Creates and starts a feed in one step (its handlers already exist). */
+export async function startChangeFeed(db: Db, handlers: ChangeHandlers, opts: FeedOptions = {}): Promise<ChangeFeed> {
+  const feed = createChangeFeed(db, opts);
+  await feed.start(handlers);
+  return feed;
 }
 
 export function parseChange(payload: string): Change | undefined {

@@ -24,7 +24,7 @@ const cleanups: (() => void)[] = [];
 export function buildFreshBinary(): string {
   const out = join(mkdtempSync(join(tmpdir(), "broker-multi-bin-")), "broker");
   cleanups.push(() => rmSync(dirname(out), { recursive: true, force: true })); // 100+ MB each
-  const r = Bun.spawnSync(["bun", "build.ts", out], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+  const r = Bun.spawnSync([process.execPath, "build.ts", out], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
   if (r.exitCode !== 0) throw new Error(`bun build.ts failed:\n${r.stderr.toString()}${r.stdout.toString()}`);
   return out;
 }

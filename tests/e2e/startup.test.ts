@@ -89,6 +89,41 @@ describe("in process", () => {
   });
 });
 
+describe("in process, a request during the start", () => {
+  test("waits for the app and is answered by it, not refused with 503 (the API port is bound before the app exists)", async () => {
+    // A slow identity provider holds the start after the API port is bound (discovery comes after the bind).
+    let asked!: () => void;
+    const discoveryAsked = new Promise<void>((resolve) => (asked = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const idp: Bun.Server<undefined> = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      async fetch(req): Promise<Response> {
+        const issuer = `http://127.0.0.1:${idp.port}`;
+        if (new URL(req.url).pathname !== "/.well-known/openid-configuration") return new Response("not found", { status: 404 });
+        asked();
+        await released;
+        return Response.json({ issuer, authorization_endpoint: `${issuer}/auth`, token_endpoint: `${issuer}/token`, jwks_uri: `${issuer}/jwks`, response_types_supported: ["code"], subject_types_supported: ["public"], id_token_signing_alg_values_supported: ["ES256"] });
+      },
+    });
+    const apiPort = await freePort();
+    const config = loadConfig({ BROKER_DATA_DIR: join(tempDir(), "data"), BROKER_PORT: String(apiPort), BROKER_PROXY_PORT: "0", BROKER_OIDC_ISSUER: `http://127.0.0.1:${idp.port}`, BROKER_OIDC_CLIENT_ID: "broker", BROKER_OIDC_CLIENT_SECRET: "s3cret-value" });
+    const starting = startServer({ config, log: createMemoryLogger(), masterPassword: undefined, startTunnel });
+    await discoveryAsked;
+    const early = fetch(`http://127.0.0.1:${apiPort}/health`);
+    const first = await Promise.race([early.then(() => "answered"), Bun.sleep(300).then(() => "waiting")]);
+    expect(first).toBe("waiting");
+    release();
+    const running = await starting;
+    const res = await early;
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { status: string }).status).toBe("ok");
+    await running.stop();
+    idp.stop(true);
+  });
+});
+
 describe("compiled binary, a database it cannot use", () => {
   const PASSWORD = "pw-start-Zq81";
   let cluster: PgCluster | undefined;
