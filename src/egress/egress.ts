@@ -6,6 +6,7 @@
 
 import { BrokerError, Internal, MethodNotAllowed, PayloadTooLarge } from "../errors.ts";
 import type { Logger } from "../log.ts";
+import { headerOf, joinedHeader, wholeBody, withHeader, type Answer } from "./answer.ts";
 import { auditEntry, type AuditLog } from "./audit.ts";
 import { decodeWhole, encodeWhole, parseCodings, type Coding } from "./content-coding.ts";
 import { buildUpstreamHeaders, cleanResponseHeaders } from "./headers.ts";
@@ -70,7 +71,7 @@ export interface EgressMetrics {
 
 const REFUSED_METHODS = new Set(["TRACE", "TRACK", "CONNECT"]);
 
-export async function egress(input: EgressInput, deps: EgressDeps): Promise<Response> {
+export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answer> {
   const started = deps.now();
   let plan: EgressPlan | undefined;
   let bytesIn = 0;
@@ -134,32 +135,36 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Resp
   }
 }
 
-async function shapeResponse(res: Response, plan: EgressPlan, ingress: EgressInput["ingress"], deps: EgressDeps, done: BodyDone): Promise<Response> {
+async function shapeResponse(res: Answer, plan: EgressPlan, ingress: EgressInput["ingress"], deps: EgressDeps, done: BodyDone): Promise<Answer> {
   const needles = plan.needles;
   // Inside a tunnel the agent talks to the real origin, so its cookies are forwarded; on /proxy they
   // would land on the broker's own origin, where the console's session cookie lives (DESIGN.md §3.19).
-  const headers = redactHeaders(cleanResponseHeaders(res.headers, { keepCookies: ingress === "transparent" }), needles);
+  let headers = redactHeaders(cleanResponseHeaders(res.headers, { keepCookies: ingress === "transparent" }), needles);
   // The reason phrase is upstream text too: an echo there would reach the agent in the status line.
-  const init = { status: res.status, statusText: redactText(res.statusText, needles), headers };
-  const body = res.body as ReadableStream<Uint8Array> | null;
+  const head = { status: res.status, statusText: redactText(res.statusText, needles) };
+  const body = res.body;
   if (!body) {
     done(0, null);
-    return new Response(null, init);
+    return { ...head, headers, body: null };
   }
   let codings: Coding[] = [];
   if (!needles.empty) {
     // An injected response is scanned whatever its encoding; one the broker cannot decode fails closed.
     try {
-      codings = parseCodings(headers.get("content-encoding"));
+      codings = parseCodings(joinedHeader(headers, "content-encoding"));
     } catch (err) {
-      await body.cancel().catch(() => {});
+      if (!(body instanceof Uint8Array)) await body.cancel().catch(() => {});
       throw err;
     }
   }
-  const declared = Number(headers.get("content-length") ?? NaN);
-  if (declared <= SMALL_BODY_BYTES) return shapeSmallResponse(res, init, needles, codings, deps, done);
-  if (!needles.empty) headers.delete("content-length"); // redaction may change the length: the ingress re-frames
-  return new Response(scanBodyStream(body, { needles, codings, maxBytes: deps.maxResponseBytes, done }), init);
+  const declared = Number(headerOf(headers, "content-length") ?? NaN);
+  if (body instanceof Uint8Array || declared <= SMALL_BODY_BYTES) {
+    const bytes = await shapeSmallBody(await wholeBody(body), needles, codings, deps, done);
+    if (!needles.empty) headers = withHeader(headers, "content-length", String(bytes.byteLength));
+    return { ...head, headers, body: bytes };
+  }
+  if (!needles.empty) headers = withHeader(headers, "content-length", undefined); // redaction may change the length: the ingress re-frames
+  return { ...head, headers, body: scanBodyStream(body, { needles, codings, maxBytes: deps.maxResponseBytes, done }) };
 }
 
 /**
@@ -167,23 +172,21 @@ async function shapeResponse(res: Response, plan: EgressPlan, ingress: EgressInp
  * one is decoded, redacted and always encoded again, so bytes the decoder skips (a gzip file name,
  * data after the end of the stream) can never carry an echo past the scan.
  */
-async function shapeSmallResponse(res: Response, init: ResponseInit & { headers: Headers }, needles: Needles, codings: readonly Coding[], deps: EgressDeps, done: BodyDone) {
+async function shapeSmallBody(bytes: Uint8Array, needles: Needles, codings: readonly Coding[], deps: EgressDeps, done: BodyDone): Promise<Uint8Array> {
   // Failures throw to egress(), which writes the audit record for them.
-  let bytes = new Uint8Array(await res.arrayBuffer());
   if (deps.maxResponseBytes && bytes.byteLength > deps.maxResponseBytes) {
     throw new PayloadTooLarge(`response body exceeded the broker's limit of ${deps.maxResponseBytes} bytes`);
   }
   if (!needles.empty) {
     if (codings.length) {
       const { plain, forms } = decodeWhole(bytes, codings);
-      bytes = encodeWhole(redactWhole(plain, needles), codings, forms) as Uint8Array<ArrayBuffer>;
+      bytes = encodeWhole(redactWhole(plain, needles), codings, forms);
     } else {
-      bytes = redactWhole(bytes, needles) as Uint8Array<ArrayBuffer>;
+      bytes = redactWhole(bytes, needles);
     }
-    init.headers.set("content-length", String(bytes.byteLength));
   }
   done(bytes.byteLength, null);
-  return new Response(bytes as Uint8Array<ArrayBuffer>, init);
+  return bytes;
 }
 
 /** Passes a stream through unchanged, reporting the error if its source fails. */

@@ -41,23 +41,19 @@ const RESPONSE_DROP = new Set(["connection", "keep-alive", "proxy-authenticate",
 const COOKIES = ["set-cookie", "set-cookie2"];
 const BODY_DESCRIBING = new Set(["content-encoding", "content-length", "content-type"]);
 
-export function cleanResponseHeaders(src: Headers, opts: { keepCookies: boolean }): Headers {
+/** The upstream's header lines (names lower-case) without those the agent must not get; the same list when nothing goes. */
+export function cleanResponseHeaders(src: HeaderList, opts: { keepCookies: boolean }): HeaderList {
   const drop = new Set(RESPONSE_DROP);
   if (!opts.keepCookies) for (const name of COOKIES) drop.add(name);
-  for (const token of (src.get("connection") ?? "").split(",")) {
-    const name = token.trim().toLowerCase();
-    // Connection may not take away what says how to read the body: dropping Content-Encoding would
-    // hand the agent compressed bytes with nothing saying so (and keep the broker from scanning them).
-    if (name && !BODY_DESCRIBING.has(name)) drop.add(name);
+  for (const [k, v] of src) {
+    if (k !== "connection") continue;
+    for (const token of v.split(",")) {
+      const name = token.trim().toLowerCase();
+      // Connection may not take away what says how to read the body: dropping Content-Encoding would
+      // hand the agent compressed bytes with nothing saying so (and keep the broker from scanning them).
+      if (name && !BODY_DESCRIBING.has(name)) drop.add(name);
+    }
   }
-  let dirty = false;
-  src.forEach((_v, k) => {
-    if (!dirty) dirty = drop.has(k);
-  });
-  if (!dirty) return src; // the usual case for a Response our own client built: nothing to drop
-  const out = new Headers();
-  src.forEach((v, k) => {
-    if (!drop.has(k)) out.append(k, v);
-  });
-  return out;
+  if (!src.some(([k]) => drop.has(k))) return src; // the usual case: nothing to drop
+  return src.filter(([k]) => !drop.has(k));
 }

@@ -2,6 +2,7 @@
 // who is asking. Never imports Hono or listens on sockets.
 
 export { egress, type EgressDeps, type EgressInput, type EgressMetrics, type ExchangeObservation } from "./egress.ts";
+export { answerOf, headerOf, toWebResponse, wholeBody, type Answer } from "./answer.ts";
 export { createAuditLog, type AuditEntry, type AuditLog } from "./audit.ts";
 export { createPlanCache, type PlanCache } from "./plan.ts";
 export { createUpstream, type ConnectFailure, type Upstream } from "./upstream.ts";

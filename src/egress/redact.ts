@@ -3,6 +3,7 @@
 // occurrences split across chunk boundaries (the last needle-length - 1 bytes are held back).
 // Compressed bodies are decoded around it by content-coding.ts.
 
+import type { HeaderList } from "./http1.ts";
 import { REDACTED } from "../secret.ts";
 import { echoForms } from "./echo-forms.ts";
 
@@ -70,19 +71,14 @@ export function redactText(text: string, needles: NeedleSet): string {
  * Headers with every needle replaced in their values; a header whose name holds one is dropped
  * (a name cannot carry "[redacted]", and names arrive lower-cased, so they are compared that way).
  */
-export function redactHeaders(headers: Headers, needles: NeedleSet): Headers {
+export function redactHeaders(headers: HeaderList, needles: NeedleSet): HeaderList {
   const n = compileNeedles(needles);
   if (n.empty) return headers;
   const nameEchoes = (k: string) => n.lowered.some((f) => k.toLowerCase().includes(f));
-  let echoed = false;
-  headers.forEach((v, k) => {
-    if (!echoed) echoed = n.text.some((f) => v.includes(f)) || nameEchoes(k);
-  });
+  const echoed = headers.some(([k, v]) => n.text.some((f) => v.includes(f)) || nameEchoes(k));
   if (!echoed) return headers; // the usual case: nothing to copy
-  const out = new Headers();
-  headers.forEach((v, k) => {
-    if (!nameEchoes(k)) out.append(k, replaceText(v, n.text));
-  });
+  const out: HeaderList = [];
+  for (const [k, v] of headers) if (!nameEchoes(k)) out.push([k, replaceText(v, n.text)]);
   return out;
 }
 

@@ -2,6 +2,7 @@
 // and body framing) over a pooled, keep-alive connection to a checked IP, streams both bodies,
 // never decompresses, never follows redirects, and fails loudly on timeouts or bad framing.
 
+import type { Answer } from "./answer.ts";
 import { UpstreamTimeout, UpstreamUnreachable } from "../errors.ts";
 import { ConnectError, ConnectionTimeout, dial, type Connection } from "./connection.ts";
 import { readResponseHead } from "./upstream-head.ts";
@@ -47,7 +48,7 @@ export interface Destination {
 }
 
 export interface Upstream {
-  send(dest: Destination, req: OutboundRequest): Promise<Response>;
+  send(dest: Destination, req: OutboundRequest): Promise<Answer>;
   /** A fresh, unpooled, verified connection (WebSocket upgrades take it over). */
   open(dest: Destination): Promise<Connection>;
   /** A fresh plain TCP connection (blind tunnels: the agent's TLS runs inside it, end to end). */
@@ -107,7 +108,7 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
     idle.set(conn.key, list);
   }
 
-  async function send(dest: Destination, original: OutboundRequest): Promise<Response> {
+  async function send(dest: Destination, original: OutboundRequest): Promise<Answer> {
     // A reused keep-alive connection may have been closed by the upstream meanwhile. A request is
     // replayed once on a fresh connection when nothing came back, its body can be sent again (none,
     // or a small one held in memory) and replaying cannot double an effect: an idempotent method, or
@@ -128,7 +129,7 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
     }
   }
 
-  async function exchange(conn: Connection, dest: Destination, req: HeldRequest): Promise<Response> {
+  async function exchange(conn: Connection, dest: Destination, req: HeldRequest): Promise<Answer> {
     const framing: HeaderList = [];
     const chunked = req.body !== null && req.bodyLength === null;
     if (chunked) framing.push(["Transfer-Encoding", "chunked"]);
@@ -161,7 +162,7 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
       if (complete && reusable && sent) release(conn);
       else conn.close();
     };
-    const init = { status: response.head.status, statusText: response.head.statusText, headers: toHeaders(response.head.headers, response.framing) };
+    const answer = { status: response.head.status, statusText: response.head.statusText, headers: answerHeaders(response.head.headers, response.framing) };
     if (response.framing.kind === "length" && response.framing.length > 0 && response.framing.length <= SMALL_BODY_BYTES) {
       // Small bodies (most API answers) are read whole: no stream machinery per request.
       const bytes = await readExactly(conn, response.framing.length).catch(async (err) => {
@@ -169,9 +170,9 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
         throw new UpstreamUnreachable(`${dest.host} closed the connection mid-body`, { cause: err });
       });
       await finish(true);
-      return new Response(bytes as Uint8Array<ArrayBuffer>, init);
+      return { ...answer, body: bytes };
     }
-    return new Response(bodyStream(conn, response.framing, finish), init);
+    return { ...answer, body: bodyStream(conn, response.framing, finish) };
   }
 
   async function readHead(conn: Connection, method: string, onBytes: () => void): Promise<{ head: ResponseHead; framing: BodyFraming }> {
@@ -192,11 +193,13 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
 
 class StaleConnection extends Error {}
 
-function toHeaders(list: HeaderList, framing: BodyFraming): Headers {
-  const h = new Headers();
-  for (const [name, value] of list) h.append(name, value);
-  // Framing is re-done by whoever writes this response to the agent.
-  h.delete("transfer-encoding");
-  if (framing.kind !== "length") h.delete("content-length");
-  return h;
+/** Lower-case names; framing is re-done by whoever writes the answer to the agent. */
+function answerHeaders(list: HeaderList, framing: BodyFraming): HeaderList {
+  const out: HeaderList = [];
+  for (const [name, value] of list) {
+    const lower = name.toLowerCase();
+    if (lower === "transfer-encoding" || (lower === "content-length" && framing.kind !== "length")) continue;
+    out.push([lower, value]);
+  }
+  return out;
 }

@@ -19,13 +19,8 @@ const REFUSAL_DROP = new Set(["connection", "keep-alive", "proxy-connection", "t
 export function redactResponseHead(head: ResponseHead, set: NeedleSet): ResponseHead {
   const needles = compileNeedles(set);
   if (needles.empty) return head;
-  const kept: HeaderList = [];
-  for (const [k, v] of head.headers) {
-    // One header at a time through the shared rules, keeping the upstream's order and repeats.
-    const one = redactHeaders(new Headers([[k, v]]), needles);
-    if (one.has(k)) kept.push([k, one.get(k)!]);
-  }
-  return { ...head, statusText: redactText(head.statusText, needles), headers: kept };
+  // The shared rules keep the upstream's order, spelling and repeats.
+  return { ...head, statusText: redactText(head.statusText, needles), headers: redactHeaders(head.headers, needles) };
 }
 
 /** Whether a 101 names any extension: on a scanned connection that means frames we could not read. */

@@ -3,7 +3,7 @@
 // sent through the egress core. Routing is bound to the CONNECT authority, never the inner Host.
 
 import type { Duplex } from "node:stream";
-import { egress, isWebSocketUpgrade } from "../egress/index.ts";
+import { egress, isWebSocketUpgrade, type Answer } from "../egress/index.ts";
 import { createChunkedDecoder, findHeadEnd, headerValues, parseRequestHead, requestFraming, WireError, type BodyFraming, type RequestHead } from "../egress/index.ts";
 import { HeadRejected, InvalidRequest, RateLimited, toErrorResponse } from "../errors.ts";
 import { rateLimitHeaders, type RateDenied } from "../ratelimit/index.ts";
@@ -77,12 +77,12 @@ export async function forwardRequest(
   target: Authority,
   session: TunnelSession,
   deps: TunnelDeps,
-): Promise<{ response: Response; complete: boolean }> {
+): Promise<{ response: Answer | Response; complete: boolean }> {
   const body = bodyStream(reader, framing);
   if (body && headerValues(head.headers, "expect").some((v) => v.toLowerCase() === "100-continue")) {
     await writeAll(stream, "HTTP/1.1 100 Continue\r\n\r\n");
   }
-  let response: Response;
+  let response: Answer | Response;
   const limiter = deps.domain.rateLimiter;
   const entry = limiter?.enterGlobal();
   try {

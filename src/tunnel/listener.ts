@@ -10,7 +10,7 @@ import { createServer, type AddressInfo, type Server, type Socket } from "node:n
 import { TLSSocket } from "node:tls";
 import type { Duplex } from "node:stream";
 import { InvalidRequest, MethodNotAllowed, RateLimited } from "../errors.ts";
-import { findHeadEnd, headerValues, parseRequestHead, requestFraming, WireError, type RequestHead } from "../egress/index.ts";
+import { findHeadEnd, headerValues, parseRequestHead, requestFraming, WireError, type Answer, type RequestHead } from "../egress/index.ts";
 import { parseHostPattern } from "../vault/index.ts";
 import { openBlindTunnel } from "./blind.ts";
 import type { TunnelDeps, TunnelSession } from "./context.ts";
@@ -258,7 +258,7 @@ function reattach(stream: Duplex, reader: ChunkReader): Duplex {
 
 /** `GET https://host/path HTTP/1.1` sent to the proxy (how axios uses one): served like /proxy. */
 async function handleAbsoluteHttps(stream: Duplex, reader: ChunkReader, head: RequestHead, proxyAuth: string | undefined, deps: ListenerDeps): Promise<boolean> {
-  let res: Response;
+  let res: Answer | Response;
   let complete = false;
   try {
     const framing = requestFraming(head);

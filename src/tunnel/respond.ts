@@ -1,11 +1,11 @@
-// Writing HTTP/1.1 responses onto a tunnel stream: a Web Response (from the egress core) or a
-// broker error envelope. Streams the body with backpressure; chunked unless the length is known.
+// Writing HTTP/1.1 responses onto a tunnel stream: the egress core's answer (plain values, no Web
+// Response per request) or a broker error envelope. Streams the body with backpressure; chunked unless the length is known.
 
 import type { Duplex } from "node:stream";
 import { toErrorResponse } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { encodeChunk, LAST_CHUNK, serializeHead, type HeaderList } from "../egress/index.ts";
-import { SMALL_BODY_BYTES } from "../egress/index.ts";
+import { answerOf, SMALL_BODY_BYTES, wholeBody, type Answer } from "../egress/index.ts";
 import { writeAll } from "./reader.ts";
 
 const STATUS_TEXT: Record<number, string> = {
@@ -32,32 +32,40 @@ export interface WriteOptions {
   readonly close?: boolean;
 }
 
-export async function writeResponse(stream: Duplex, res: Response, opts: WriteOptions = {}): Promise<void> {
+/** Writes an upstream's answer, or a broker-made Response (an error envelope), as HTTP/1.1. */
+export async function writeResponse(stream: Duplex, reply: Answer | Response, opts: WriteOptions = {}): Promise<void> {
+  const res = reply instanceof Response ? answerOf(reply) : reply;
   const headers: HeaderList = [];
-  res.headers.forEach((value, name) => {
-    if (name !== "content-length" && name !== "transfer-encoding" && name !== "connection") headers.push([name, value]);
-  });
-  const length = res.headers.get("content-length");
+  let length: string | undefined;
+  for (const [name, value] of res.headers) {
+    if (name === "content-length") length ??= value;
+    else if (name !== "transfer-encoding" && name !== "connection") headers.push([name, value]);
+  }
+  const body = res.body;
   const bodyless = opts.headOnly || res.status === 204 || res.status === 304;
-  const chunked = !bodyless && res.body !== null && length === null;
-  if (length !== null) headers.push(["content-length", length]);
+  if (length === undefined && body instanceof Uint8Array) length = String(body.byteLength);
+  const chunked = !bodyless && body !== null && length === undefined;
+  if (length !== undefined) headers.push(["content-length", length]);
   else if (chunked) headers.push(["transfer-encoding", "chunked"]);
   else if (!bodyless) headers.push(["content-length", "0"]);
   if (opts.close) headers.push(["connection", "close"]);
   const text = res.statusText || STATUS_TEXT[res.status] || "Status";
   const head = serializeHead(`HTTP/1.1 ${res.status} ${text}`, headers);
-  if (bodyless || !res.body) {
+  if (bodyless || !body) {
     await writeAll(stream, head);
-    await res.body?.cancel().catch(() => {});
+    if (body && !(body instanceof Uint8Array)) await body.cancel().catch(() => {});
     return;
   }
-  if (length !== null && Number(length) <= SMALL_BODY_BYTES) {
+  if (body instanceof Uint8Array || Number(length) <= SMALL_BODY_BYTES) {
     // A small body is already in memory (see egress/upstream.ts): one write for head and body.
-    const body = new Uint8Array(await res.arrayBuffer());
-    await writeAll(stream, Buffer.concat([head, body]));
+    await writeAll(stream, Buffer.concat([head, await wholeBody(body)]));
     return;
   }
-  const reader = res.body.getReader();
+  await writeStreamedBody(stream, head, body, chunked);
+}
+
+async function writeStreamedBody(stream: Duplex, head: Uint8Array, body: ReadableStream<Uint8Array>, chunked: boolean): Promise<void> {
+  const reader = body.getReader();
   try {
     // With a known length, the head travels with the first piece of body: on a TLS stream every
     // write is a record, so fewer writes cost less. A streamed body (SSE) gets its head at once.

@@ -236,3 +236,34 @@ describe("inside an intercepted tunnel", () => {
     conn.close();
   });
 });
+
+describe("the upstream's header lines reach the agent as sent", () => {
+  let lines: TunnelEnv;
+  beforeAll(async () => {
+    lines = await startTunnelEnv({
+      handler: (_req, res) => {
+        res.setHeader("x-zeta", "first");
+        res.setHeader("link", ["<https://a.example/x.css>; rel=preload", "<https://a.example/y.js>; rel=preload"]);
+        res.setHeader("x-alpha", "last");
+        res.setHeader("content-type", "text/plain");
+        res.end("ok");
+      },
+    });
+  });
+  afterAll(async () => {
+    await lines?.stop();
+  });
+
+  test("repeated headers stay separate lines and the upstream's order is kept (names lower-cased)", async () => {
+    const { conn } = await openTunnel(lines.proxyPort, lines.authority, lines.proxyAuth, { ca: lines.caPem });
+    conn.write(`GET /h HTTP/1.1\r\nHost: ${lines.authority}\r\n\r\n`);
+    const res = await conn.readResponse();
+    expect(res.status).toBe(200);
+    const names = res.head.split("\r\n").slice(1).map((l) => l.slice(0, l.indexOf(":")));
+    expect(names.filter((n) => n === "link")).toHaveLength(2);
+    expect(res.head).toContain("\r\nlink: <https://a.example/x.css>; rel=preload\r\nlink: <https://a.example/y.js>; rel=preload\r\n");
+    expect(names.indexOf("x-zeta")).toBeLessThan(names.indexOf("x-alpha"));
+    expect(res.body.toString()).toBe("ok");
+    conn.close();
+  });
+});

@@ -1,12 +1,12 @@
 // The explicit proxy: {base_url}/proxy/<target_host>/<path>[?query], every method but TRACE.
 // A thin adapter: authenticate, find the vault, rebuild the target as the URL carries it, hand off
-// to the egress core, return its Response. Bun's server has already resolved dot segments (also
+// to the egress core, return its answer as a Response. Bun's server has already resolved dot segments (also
 // %2e-encoded) and turned backslashes into slashes; the broker adds no normalisation of its own, and
 // a service's rules check that resolved path, which is also the one sent.
 
 import { Hono } from "hono";
 import { InvalidRequest } from "../../errors.ts";
-import { egress, type EgressDeps } from "../../egress/index.ts";
+import { egress, toWebResponse, type EgressDeps } from "../../egress/index.ts";
 import type { Domain } from "../../vault/index.ts";
 import { parseHostPattern } from "../../vault/index.ts";
 import { requirePrincipal } from "../auth.ts";
@@ -26,7 +26,7 @@ export function proxyRoutes(d: Domain, deps: EgressDeps) {
     if (d.rateLimiter) enforce(d.rateLimiter.checkProxy(p.id, open.vault.id));
     const length = c.req.header("content-length");
     const req = c.req.raw;
-    const res = await egress(
+    const answer = await egress(
       {
         principal: p.id,
         vault: { id: open.vault.id, name: open.vault.name },
@@ -41,6 +41,7 @@ export function proxyRoutes(d: Domain, deps: EgressDeps) {
       },
       deps,
     );
+    const res = toWebResponse(answer);
     // An upstream page shown at /proxy would run on the console's origin: a browser gets it sandboxed
     // (no scripts, an opaque origin), whatever the upstream sent. Agents' HTTP clients ignore this.
     res.headers.append("content-security-policy", "sandbox");

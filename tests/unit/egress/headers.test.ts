@@ -125,7 +125,7 @@ describe("cleanResponseHeaders", () => {
     h.append("ETag", '"x"');
     h.append("Location", "/next");
     h.append("X-Broker-Error", "forbidden");
-    const out = cleanResponseHeaders(h, { keepCookies: false });
+    const out = new Headers(cleanResponseHeaders([...h], { keepCookies: false }));
     const names: string[] = [];
     out.forEach((_v, k) => names.push(k));
     expect(names.sort()).toEqual(["content-encoding", "content-length", "content-type", "etag", "location"]);
@@ -139,7 +139,7 @@ describe("cleanResponseHeaders", () => {
     h.append("Set-Cookie", "b=2");
     h.append("X-Broker-Error", "rate_limited");
     h.append("Content-Type", "text/plain");
-    const out = cleanResponseHeaders(h, { keepCookies: true });
+    const out = new Headers(cleanResponseHeaders([...h], { keepCookies: true }));
     expect(out.getSetCookie()).toEqual(["a=1; Expires=Wed, 21 Oct 2026 07:28:00 GMT; Path=/", "b=2"]);
     expect(out.has("x-broker-error")).toBe(false);
     expect(out.get("content-type")).toBe("text/plain");

@@ -145,7 +145,7 @@ describe("redactHeaders", () => {
     h.append("x-echo-auth", `Bearer ${SECRET}`);
     h.append("content-type", "application/json");
     h.append("x-multi", `${SECRET}|${SECRET}`);
-    const out = redactHeaders(h, [SECRET]);
+    const out = new Headers(redactHeaders([...h], [SECRET]));
     expect(out.get("x-echo-auth")).toBe("Bearer [redacted]");
     expect(out.get("x-multi")).toBe("[redacted]|[redacted]");
     expect(out.get("content-type")).toBe("application/json");
@@ -153,7 +153,7 @@ describe("redactHeaders", () => {
   });
 
   test("no needles: returns the headers unchanged", () => {
-    const h = new Headers({ a: "1" });
+    const h: [string, string][] = [["a", "1"]];
     expect(redactHeaders(h, [])).toBe(h);
   });
 
@@ -161,7 +161,7 @@ describe("redactHeaders", () => {
     const h = new Headers();
     h.append("set-cookie", `a=${SECRET}`);
     h.append("set-cookie", "b=2");
-    const out = redactHeaders(h, [SECRET]);
+    const out = new Headers(redactHeaders([...h], [SECRET]));
     expect(out.getSetCookie()).toEqual(["a=[redacted]", "b=2"]);
   });
 });
@@ -185,10 +185,10 @@ describe("the forms an echo takes", () => {
   test("a header named after the value is dropped, whatever its case; values in either encoding are replaced", () => {
     const token = "sk-AbC123xyz";
     const h = new Headers([["x-sk-abc123xyz", "1"], ["x-echo", `t=${token}`], ["x-keep", "ok"]]);
-    const out = redactHeaders(h, [token]);
-    expect([...out]).toEqual([["x-echo", "t=[redacted]"], ["x-keep", "ok"]]);
+    const out = redactHeaders([...h], [token]);
+    expect(out).toEqual([["x-echo", "t=[redacted]"], ["x-keep", "ok"]]);
     const utf8AsLatin1 = Buffer.from(secret, "utf8").toString("latin1");
-    expect(redactHeaders(new Headers([["x-echo", utf8AsLatin1]]), [secret]).get("x-echo")).toBe("[redacted]");
+    expect(redactHeaders([["x-echo", utf8AsLatin1]], [secret])).toEqual([["x-echo", "[redacted]"]]);
   });
 });
 
