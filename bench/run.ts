@@ -150,7 +150,7 @@ Broker: dist/broker as a subprocess, BROKER_LOG_LEVEL=warn, BROKER_RATELIMIT_PRO
 
 ${table(rows)}
 ${squid ? `\n## Against Squid (--peers)\n\nSquid ${squid.version} (squid-openssl), \`ssl-bump\` with \`peek\` at step 1 then \`bump\`, the broker's header added with \`request_header_add\` (the upstream counted it on every request), no cache, no access log, one worker; the same clients trust its bump CA. Same repetitions as the broker: direct, broker, Squid in turn; medians. Squid CPU: the squid process's utime+stime / requests.\n\n${peersTable(rows)}\n` : ""}${notes.length ? `\n${notes.map((n) => `- ${n}`).join("\n")}\n` : ""}
-## Targets (issue 8)
+## Targets (issue 17)
 
 ${targetTable(ts)}
 

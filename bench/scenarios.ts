@@ -26,7 +26,7 @@ export interface Size {
   readonly reps: number;
 }
 
-export const FULL: Size = { seq: 1000, conc: 4000, big: 400, cold: 300, idle: 1000, bulkBytes: 1 << 30, reps: 3 };
+export const FULL: Size = { seq: 1000, conc: 4000, big: 400, cold: 300, idle: 10_000, bulkBytes: 1 << 30, reps: 3 };
 export const QUICK: Size = { seq: 200, conc: 500, big: 40, cold: 50, idle: 100, bulkBytes: 64 << 20, reps: 1 };
 
 export interface Row {
@@ -227,13 +227,22 @@ export async function coldScenario(env: Env, n: number, repsN: number): Promise<
   return summarise("cold connection (CONNECT + 2 TLS handshakes)", reps, `${fresh}/${n} distinct client sockets`);
 }
 
+const IDLE_PER_SESSION = 1000;
+
 /** `count` idle intercepted tunnels held open: broker RSS. */
 export async function idleScenario(env: Env, count: number): Promise<Row> {
   const { broker, upstreamPort: port } = env;
-  const hop: Hop = { port: broker.proxyPort, connect: { authority: `localhost:${port}`, proxyAuth: basicAuth(broker.token, broker.vault) }, servername: "localhost", ca: broker.caPem };
+  // One principal may hold MAX_TUNNELS_PER_PRINCIPAL (2,000) tunnels: a fleet of agents, a session each.
+  const hops: Hop[] = [];
+  for (let i = 0; i < Math.ceil(count / IDLE_PER_SESSION); i++) {
+    const token = i === 0 ? broker.token : await broker.newSession();
+    hops.push({ port: broker.proxyPort, connect: { authority: `localhost:${port}`, proxyAuth: basicAuth(token, broker.vault) }, servername: "localhost", ca: broker.caPem });
+  }
   const before = rssBytes(broker.pid);
   const m = await metered(broker.pid, async () => {
-    const r = await openIdle(hop, count);
+    const opened = [];
+    for (const [i, hop] of hops.entries()) opened.push(await openIdle(hop, Math.min(IDLE_PER_SESSION, count - i * IDLE_PER_SESSION)));
+    const r = { sockets: opened.flatMap((o) => o.sockets), errors: opened.reduce((a, o) => a + o.errors, 0), firstError: opened.find((o) => o.firstError)?.firstError };
     await Bun.sleep(1500); // held idle
     const alive = r.sockets.filter((s) => !s.destroyed).length;
     return { ...r, alive };
