@@ -42,8 +42,6 @@ export interface BrokerProc {
   readonly authorization: string;
   /** http://<token>:<vault>@127.0.0.1:<proxyPort> */
   readonly proxyUrl: string;
-  /** Another proxy session on the same vault: a principal of its own (the tunnel cap is per principal). */
-  newSession(): Promise<string>;
   logs(): string;
   stop(): Promise<void>;
 }
@@ -59,6 +57,8 @@ export function benchEnv(dir: string, upstreamCaFile: string): Record<string, st
     BROKER_UPSTREAM_CA_FILE: upstreamCaFile,
     BROKER_RATELIMIT_PROFILE: "off",
     BROKER_LOG_LEVEL: "warn",
+    // The idle row holds 10,000 tunnels for one bench agent (the default cap is 2,000 per principal).
+    BROKER_MAX_TUNNELS_PER_PRINCIPAL: "20000",
   };
 }
 
@@ -97,9 +97,7 @@ export async function startBroker(bin: string, upstreamCaPem: string, upstreamPo
     const setup = await setUp(apiUrl, upstreamPort);
     const caPem = await fetch(`${apiUrl}/v1/ca.pem`).then((r) => (r.ok ? r.text() : Promise.reject(new Error(`GET /v1/ca.pem: ${r.status}`))));
     const proxyUrl = `http://${encodeURIComponent(setup.token)}:${encodeURIComponent(setup.vault)}@127.0.0.1:${proxyPort}`;
-    const { owner, ...agent } = setup;
-    const newSession = async () => (await api(apiUrl, "POST", "/v1/sessions", { vault: agent.vault, role: "proxy", ttl_seconds: 3600 }, owner)).token as string;
-    return { pid: proc.pid, apiUrl, proxyPort, caPem, ...agent, proxyUrl, newSession, logs: () => logs, stop };
+    return { pid: proc.pid, apiUrl, proxyPort, caPem, ...setup, proxyUrl, logs: () => logs, stop };
   } catch (err) {
     await stop();
     throw err;
@@ -131,7 +129,7 @@ async function api(apiUrl: string, method: string, path: string, body: unknown, 
   return text ? JSON.parse(text) : undefined;
 }
 
-export async function setUp(apiUrl: string, upstreamPort: number): Promise<{ token: string; vault: string; authorization: string; owner: string }> {
+export async function setUp(apiUrl: string, upstreamPort: number): Promise<{ token: string; vault: string; authorization: string }> {
   const vault = "bench";
   const secret = `sk-bench-${crypto.randomUUID()}`;
   const owner = await api(apiUrl, "POST", "/v1/auth/register", { email: "bench@example.com", password: `pw-${crypto.randomUUID()}` });
@@ -139,7 +137,7 @@ export async function setUp(apiUrl: string, upstreamPort: number): Promise<{ tok
   await api(apiUrl, "PUT", `/v1/vaults/${vault}/credentials/BENCH_TOKEN`, { value: secret }, owner.token);
   await api(apiUrl, "POST", `/v1/vaults/${vault}/services`, { host: `localhost:${upstreamPort}`, auth: { type: "bearer", token: "BENCH_TOKEN" }, description: "bench upstream" }, owner.token);
   const session = await api(apiUrl, "POST", "/v1/sessions", { vault, role: "proxy", ttl_seconds: 3600 }, owner.token);
-  return { token: session.token, vault, authorization: `Bearer ${secret}`, owner: owner.token };
+  return { token: session.token, vault, authorization: `Bearer ${secret}` };
 }
 
 // ---- /proc sampling ----

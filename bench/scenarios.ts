@@ -227,22 +227,13 @@ export async function coldScenario(env: Env, n: number, repsN: number): Promise<
   return summarise("cold connection (CONNECT + 2 TLS handshakes)", reps, `${fresh}/${n} distinct client sockets`);
 }
 
-const IDLE_PER_SESSION = 1000;
-
 /** `count` idle intercepted tunnels held open: broker RSS. */
 export async function idleScenario(env: Env, count: number): Promise<Row> {
   const { broker, upstreamPort: port } = env;
-  // One principal may hold MAX_TUNNELS_PER_PRINCIPAL (2,000) tunnels: a fleet of agents, a session each.
-  const hops: Hop[] = [];
-  for (let i = 0; i < Math.ceil(count / IDLE_PER_SESSION); i++) {
-    const token = i === 0 ? broker.token : await broker.newSession();
-    hops.push({ port: broker.proxyPort, connect: { authority: `localhost:${port}`, proxyAuth: basicAuth(token, broker.vault) }, servername: "localhost", ca: broker.caPem });
-  }
+  const hop: Hop = { port: broker.proxyPort, connect: { authority: `localhost:${port}`, proxyAuth: basicAuth(broker.token, broker.vault) }, servername: "localhost", ca: broker.caPem };
   const before = rssBytes(broker.pid);
   const m = await metered(broker.pid, async () => {
-    const opened = [];
-    for (const [i, hop] of hops.entries()) opened.push(await openIdle(hop, Math.min(IDLE_PER_SESSION, count - i * IDLE_PER_SESSION)));
-    const r = { sockets: opened.flatMap((o) => o.sockets), errors: opened.reduce((a, o) => a + o.errors, 0), firstError: opened.find((o) => o.firstError)?.firstError };
+    const r = await openIdle(hop, count);
     await Bun.sleep(1500); // held idle
     const alive = r.sockets.filter((s) => !s.destroyed).length;
     return { ...r, alive };

@@ -38,6 +38,8 @@ export interface Config {
   readonly maxRequestBytes: number;
   readonly maxResponseBytes: number;
   readonly upstreamTimeoutMs: number;
+  /** Open tunnels one principal may hold at once. */
+  readonly maxTunnelsPerPrincipal: number;
   readonly auditRetentionDays: number;
   readonly auditMaxRows: number;
   /** How long a SIGTERM/SIGINT waits for in-flight requests and open tunnels before cutting them. */
@@ -93,6 +95,7 @@ export const SETTINGS: readonly SettingDoc[] = [
   { name: "BROKER_LOG_LEVEL", default: "info", description: "Log level: debug, info, warn or error" },
   { name: "BROKER_MAX_REQUEST_BYTES", default: "4294967296 (4 GiB)", description: "Largest proxied request body; larger ones get 413 (0: no cap)" },
   { name: "BROKER_MAX_RESPONSE_BYTES", default: "0 (no cap)", description: "Largest proxied response body; beyond it the stream is broken, never truncated silently" },
+  { name: "BROKER_MAX_TUNNELS_PER_PRINCIPAL", default: "2000", description: "Open CONNECT tunnels one user or agent may hold at once (scoped sessions count against whoever minted them); beyond it a CONNECT gets 429" },
   { name: "BROKER_UPSTREAM_TIMEOUT_MS", default: "300000", description: "Connect and response-head timeout for upstreams; also the idle limit while a body streams" },
   { name: "BROKER_AUDIT_RETENTION_DAYS", default: "30", description: "Audit records older than this are pruned" },
   { name: "BROKER_AUDIT_MAX_ROWS", default: "1000000", description: "Audit records beyond this count are pruned, oldest first" },
@@ -145,6 +148,7 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): Config {
     maxRequestBytes: readInt("BROKER_MAX_REQUEST_BYTES", env.BROKER_MAX_REQUEST_BYTES, 4 * 1024 ** 3, 0, Number.MAX_SAFE_INTEGER, problems),
     maxResponseBytes: readInt("BROKER_MAX_RESPONSE_BYTES", env.BROKER_MAX_RESPONSE_BYTES, 0, 0, Number.MAX_SAFE_INTEGER, problems),
     // Generous by default: a model API can think for minutes before its first byte.
+    maxTunnelsPerPrincipal: readInt("BROKER_MAX_TUNNELS_PER_PRINCIPAL", env.BROKER_MAX_TUNNELS_PER_PRINCIPAL, 2000, 1, 20_000, problems),
     upstreamTimeoutMs: readInt("BROKER_UPSTREAM_TIMEOUT_MS", env.BROKER_UPSTREAM_TIMEOUT_MS, 300_000, 100, 3_600_000, problems),
     auditRetentionDays: readInt("BROKER_AUDIT_RETENTION_DAYS", env.BROKER_AUDIT_RETENTION_DAYS, 30, 1, 3650, problems),
     auditMaxRows: readInt("BROKER_AUDIT_MAX_ROWS", env.BROKER_AUDIT_MAX_ROWS, 1_000_000, 1000, 1_000_000_000, problems),

@@ -41,6 +41,7 @@ export interface TunnelContext {
   readonly leaves: LeafCache;
   readonly listenerContext: () => Promise<import("node:tls").SecureContext>;
   readonly log: Logger;
+  readonly maxTunnelsPerPrincipal: number;
 }
 export interface RunningTunnel {
   readonly port: number;
@@ -269,7 +270,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     };
     const api = createApi({ domain, log, egress, ca, hosts, trustedProxies: config.trustedProxies, auditRetention, databaseHealth, ...(metrics && { metrics: { registry: metrics, token: config.metrics?.token } }) });
     const listenerName = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? "127.0.0.1" : config.bindHost;
-    const tunnel = boundTunnel?.serve({ domain, egress, leaves, log, listenerContext: async () => (await leaves.get(listenerName)).context });
+    const tunnel = boundTunnel?.serve({ domain, egress, leaves, log, listenerContext: async () => (await leaves.get(listenerName)).context, maxTunnelsPerPrincipal: config.maxTunnelsPerPrincipal });
     app.resolve(api);
     // Pending proposals expire by time, not when someone happens to read them.
     let sweeps = 0;

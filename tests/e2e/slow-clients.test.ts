@@ -106,8 +106,8 @@ describe("slow clients on the proxy listener", () => {
     }
   });
 
-  test("one principal's open tunnels are capped (429), and a closed tunnel frees its slot", async () => {
-    await using capped = await startTunnelEnv({ tunnel: { maxTunnelsPerPrincipal: 2 } }).then((e) => Object.assign(e, { [Symbol.asyncDispose]: () => e.stop() }));
+  test("one principal's open tunnels are capped (429, BROKER_MAX_TUNNELS_PER_PRINCIPAL), and a closed tunnel frees its slot", async () => {
+    await using capped = await startTunnelEnv({ env: { BROKER_MAX_TUNNELS_PER_PRINCIPAL: "2" } }).then((e) => Object.assign(e, { [Symbol.asyncDispose]: () => e.stop() }));
     const a = await openTunnel(capped.proxyPort, capped.authority, capped.proxyAuth, { ca: capped.caPem });
     const b = await openTunnel(capped.proxyPort, capped.authority, capped.proxyAuth, { ca: capped.caPem });
     const sock = await dialProxy(capped.proxyPort);

@@ -99,6 +99,12 @@ describe("validation", () => {
     }
   });
 
+  test.each(["0", "20001", "many"])("BROKER_MAX_TUNNELS_PER_PRINCIPAL %p is reported; unset it is 2000", (value) => {
+    expect(problemsOf({ ...HOME, BROKER_MAX_TUNNELS_PER_PRINCIPAL: value })).toEqual([expect.stringMatching(/^BROKER_MAX_TUNNELS_PER_PRINCIPAL: /)]);
+    expect(loadConfig({ ...HOME }).maxTunnelsPerPrincipal).toBe(2000);
+    expect(loadConfig({ ...HOME, BROKER_MAX_TUNNELS_PER_PRINCIPAL: "5000" }).maxTunnelsPerPrincipal).toBe(5000);
+  });
+
   test.each(["abc", "-1", "1.5", "0x50", "65536", "80 80"])("bad port %p is reported", (port) => {
     expect(problemsOf({ ...HOME, BROKER_PROXY_PORT: port })).toEqual([expect.stringMatching(/^BROKER_PROXY_PORT: /)]);
   });
