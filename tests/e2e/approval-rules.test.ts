@@ -138,8 +138,7 @@ describe("a proposal with rules, narrowed by the human in Chromium", () => {
         await shoot(page, "services-rules");
         await page.goto(`${broker.apiUrl}/vaults/${broker.vault}/services/${encodeURIComponent(host)}/edit`);
         expect(await page.inputValue("#f-rules")).toBe("GET HEAD /repos/*/issues/**");
-        await page.locator("#f-rules").scrollIntoViewIfNeeded();
-        await page.screenshot({ path: join(SHOTS, "service-rules-edit.png") });
+        await shoot(page, "service-rules-edit");
         expect(id).toBeLessThan(second);
       } finally {
         await seen.flushed();

@@ -7,10 +7,18 @@ import { afterAll, beforeAll, describe, expect } from "bun:test";
 import { mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Page } from "playwright-core";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
 import { browserTestFor, openRecordingBrowser, signInOnPage, startBlankBroker, type BlankBroker } from "./browser.ts";
 
 // Screenshots land in docs/ only when asked for (UPDATE_SCREENSHOTS=1), so a test run leaves the tree clean.
+/** The same page at phone width (390 px), then back to the desktop viewport. */
+async function phoneShot(page: Page, name: string): Promise<void> {
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+  await page.setViewportSize({ width: 1280, height: 800 });
+}
+
 const SHOTS = process.env.UPDATE_SCREENSHOTS === "1" ? join(import.meta.dir, "..", "..", "docs", "screenshots") : join(tmpdir(), `broker-shots-${process.pid}`);
 const OWNER = { email: "owner@example.com", password: "correct horse battery" };
 const SECRET = `SENTINEL-console-settings-${crypto.randomUUID()}`;
@@ -75,6 +83,7 @@ describe("console settings and logs in Chromium", () => {
         expect((await broker.api("GET", "/v1/owner/settings", undefined, owner)).body.rate_limits.proxy.rps).toBe(75);
         expect(await page.textContent("#ca-facts")).toMatch(/([0-9A-F]{2}:){31}[0-9A-F]{2}/);
         await page.screenshot({ path: join(SHOTS, "instance-settings.png"), fullPage: true });
+        await phoneShot(page, "instance-settings-phone");
 
         // The agent's request through the broker, then its log line by name.
         expect(await proxied("/orders?page=2")).toBe(200);
@@ -104,6 +113,19 @@ describe("console settings and logs in Chromium", () => {
         expect(await page.textContent("#flash")).toContain("now refused");
         expect((await broker.api("GET", "/v1/vaults/payments-bot", undefined, owner)).body.unmatched_hosts).toBe("deny");
         await page.screenshot({ path: join(SHOTS, "vault-settings.png"), fullPage: true });
+        await phoneShot(page, "vault-settings-phone");
+
+        // Notifications: a webhook added through the form shows its signing secret once, then the list.
+        await page.fill("#add-webhook input[name=url]", "https://hooks.example.com/services/T000/B000/receiver-example");
+        await page.check("#f-slack");
+        await Promise.all([page.waitForURL(/\/settings\/webhooks$/), page.click("#add-webhook-submit")]);
+        await page.waitForSelector("#webhook-secret");
+        await page.screenshot({ path: join(SHOTS, "webhook-added.png"), fullPage: true });
+        await phoneShot(page, "webhook-added-phone");
+        await Promise.all([page.waitForURL(/\/settings(#notifications)?$/), page.click("#webhook-added a.btn")]);
+        await page.waitForSelector("#webhooks tbody tr");
+        await page.screenshot({ path: join(SHOTS, "vault-settings-webhooks.png"), fullPage: true });
+        await phoneShot(page, "vault-settings-webhooks-phone");
 
         for (const { html } of pages) expect(html.includes(SECRET)).toBe(false);
         for (const line of broker.logLines) expect(line.includes(SECRET)).toBe(false);

@@ -78,6 +78,7 @@ export async function renderNotifications(props: { c: ConsoleContext; open: Open
   return (
     <Section title="Notifications" id="notifications" description={DESCRIPTION}>
       <WebhookTable vault={vault} hooks={hooks} />
+      <h3>Add a webhook</h3>
       <PostForm action={hooksPath(vault)} id="add-webhook" label="Add a webhook">
         <FormField label="Receiver URL" name="url" type="url" required maxlength={2048} autocomplete="off" placeholder="https://hooks.slack.com/services/…" hint="https:// (or http:// for a receiver on a private network the operator allowed)." />
         <div class="field">

@@ -192,6 +192,10 @@ fieldset label { margin-top: .75rem; }
 .form-inline { display: flex; gap: 1rem; align-items: flex-start; flex-wrap: wrap; }
 .form-inline .field { flex: 1 1 18rem; margin: 0; }
 .form-inline .actions { margin-top: 1.85rem; }
+/* A one-time value and its Copy button share a line (the label sits above both, not inside the row). */
+.copy-field .form-inline { align-items: center; }
+.copy-field .form-inline input { flex: 1 1 16rem; width: auto; min-width: 0; }
+.copy-field .form-inline .copy-actions { margin-top: 0; }
 
 /* Buttons (bare <button> is the approval page's secondary) */
 .btn, button {
