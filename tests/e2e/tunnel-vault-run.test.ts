@@ -89,11 +89,16 @@ describe("broker vault run (compiled binary)", () => {
       http_proxy: "http://inherited-http-lower.invalid:1",
       NO_PROXY: "*",
       SSL_CERT_FILE: "/nonexistent/inherited.pem",
+      // The server's secrets in the caller's shell must not reach the agent.
+      BROKER_DATABASE_URL: "postgres://broker:db-password-inherited@127.0.0.1:1/broker",
+      BROKER_MASTER_PASSWORD: "master-password-inherited",
+      BROKER_METRICS_TOKEN: "metrics-token-inherited-0123456789",
     };
     const before = upstream.received.length;
     const r = await cli(["vault", "run", "--", "sh", "-c", script], undefined, inherited);
     expect(r.exitCode).toBe(7);
 
+    for (const value of ["db-password-inherited", "master-password-inherited", "metrics-token-inherited-0123456789"]) expect(r.stdout + r.stderr).not.toContain(value);
     const [envText, rest] = r.stdout.split("__BODY__\n");
     const env = parseEnv(envText!);
     const token = env.get("BROKER_SESSION_TOKEN")!;

@@ -42,9 +42,16 @@ interface ScopedSession {
   proxy_port: number | null;
 }
 
+/**
+ * The caller's other BROKER_* variables are the server's settings (BROKER_DATABASE_URL with its
+ * password, BROKER_MASTER_PASSWORD, BROKER_METRICS_TOKEN, …): an agent must not inherit them. Only the
+ * CLI's own config directory passes, and the contract's variables are set below.
+ */
+const serverOnly = (name: string) => name.startsWith("BROKER_") && name !== "BROKER_CONFIG_DIR";
+
 export function childEnvironment(base: Record<string, string | undefined>, s: { addr: string; token: string; vault: string; proxyPort: number; caFile: string; tls: boolean }) {
   const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(base)) if (v !== undefined && !REPLACED.includes(k) && !CA_VARIABLES.includes(k)) env[k] = v;
+  for (const [k, v] of Object.entries(base)) if (v !== undefined && !REPLACED.includes(k) && !CA_VARIABLES.includes(k) && !serverOnly(k)) env[k] = v;
   const host = new URL(s.addr).hostname;
   env.BROKER_ADDR = s.addr;
   env.BROKER_SESSION_TOKEN = s.token;
