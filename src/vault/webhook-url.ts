@@ -3,7 +3,10 @@
 
 const HIDDEN = "…";
 
-/** Scheme, host, port and the first path segment; the rest of the path and any query become "…". */
+/**
+ * Scheme, host, port and the first path segment when more follow; the rest of the path and any query
+ * become "…". A path of one segment is hidden too: services such as webhook.site make it the secret.
+ */
 export function maskWebhookReceiver(raw: string): string {
   let url: URL;
   try {
@@ -12,6 +15,7 @@ export function maskWebhookReceiver(raw: string): string {
     return HIDDEN;
   }
   const [first = "", ...rest] = url.pathname.slice(1).split("/");
+  if (first && rest.length === 0) return `${url.protocol}//${url.host}/${HIDDEN}`;
   const shown = `${url.protocol}//${url.host}/${first}`;
   const tail = rest.join("/");
   if (tail) return `${shown}/${HIDDEN}`;

@@ -97,8 +97,8 @@ describe("managing webhooks", () => {
     expect({ id: typeof add.body.id, url: add.body.url, format: add.body.format }).toEqual({ id: "number", url: hookUrl(), format: "json" });
     expect(add.body.secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
     const list = await h.call("GET", "/v1/vaults/v1/webhooks", { token: owner });
-    // The list masks the query (and any path after the first segment): the full URL was only in the 201.
-    expect(list.body.webhooks).toEqual([{ id: add.body.id, url: `http://127.0.0.1:${receiver.port}/hook?…`, format: "json", created_at: expect.any(String), delivery: { status: "never", event: null, attempts: 0, error: null, at: null } }]);
+    // The list masks the query and a lone path segment (the full URL was only in the 201).
+    expect(list.body.webhooks).toEqual([{ id: add.body.id, url: `http://127.0.0.1:${receiver.port}/…`, format: "json", created_at: expect.any(String), delivery: { status: "never", event: null, attempts: 0, error: null, at: null } }]);
     expect(JSON.stringify(list.body).includes(String(add.body.secret))).toBe(false);
     expect((await addHook({ url: hookUrl() })).status).toBe(409);
     const del = await h.call("DELETE", `/v1/vaults/v1/webhooks/${add.body.id}`, { token: owner });
@@ -114,6 +114,14 @@ describe("managing webhooks", () => {
     const list = await h.call("GET", "/v1/vaults/v1/webhooks", { token: owner });
     expect(list.body.webhooks.map((w: { url: string }) => w.url)).toEqual(["https://hooks.slack.com:8443/services/…"]);
     expect(JSON.stringify(list.body).includes(slackPath.split("/").at(-1)!)).toBe(false);
+  });
+
+  test("a receiver whose only path segment is its secret (webhook.site) is listed without it", async () => {
+    const token = crypto.randomUUID();
+    expect((await addHook({ url: `https://webhook.site/${token}` })).status).toBe(201);
+    const list = await h.call("GET", "/v1/vaults/v1/webhooks", { token: owner });
+    expect(list.body.webhooks.map((w: { url: string }) => w.url)).toContain("https://webhook.site/…");
+    expect(JSON.stringify(list.body).includes(token)).toBe(false);
   });
 
   test("agents (even admins) are refused; bad URLs are 400 naming url", async () => {
