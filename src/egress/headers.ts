@@ -41,19 +41,22 @@ const RESPONSE_DROP = new Set(["connection", "keep-alive", "proxy-authenticate",
 const COOKIES = ["set-cookie", "set-cookie2"];
 const BODY_DESCRIBING = new Set(["content-encoding", "content-length", "content-type"]);
 
-/** The upstream's header lines (names lower-case) without those the agent must not get; the same list when nothing goes. */
+const DROPPED_KEEPING_COOKIES = RESPONSE_DROP;
+const DROPPED_WITH_COOKIES = new Set([...RESPONSE_DROP, ...COOKIES]);
+
+/** The upstream's header lines without those the agent must not get; the same list when nothing goes. */
 export function cleanResponseHeaders(src: HeaderList, opts: { keepCookies: boolean }): HeaderList {
-  const drop = new Set(RESPONSE_DROP);
-  if (!opts.keepCookies) for (const name of COOKIES) drop.add(name);
+  let drop = opts.keepCookies ? DROPPED_KEEPING_COOKIES : DROPPED_WITH_COOKIES;
   for (const [k, v] of src) {
-    if (k !== "connection") continue;
+    if (k.toLowerCase() !== "connection") continue;
     for (const token of v.split(",")) {
       const name = token.trim().toLowerCase();
       // Connection may not take away what says how to read the body: dropping Content-Encoding would
       // hand the agent compressed bytes with nothing saying so (and keep the broker from scanning them).
-      if (name && !BODY_DESCRIBING.has(name)) drop.add(name);
+      if (name && !BODY_DESCRIBING.has(name)) drop = new Set([...drop, name]);
     }
   }
-  if (!src.some(([k]) => drop.has(k))) return src; // the usual case: nothing to drop
-  return src.filter(([k]) => !drop.has(k));
+  // Names are compared lower-cased whoever produced the list (the upstream client lower-cases them).
+  if (!src.some(([k]) => drop.has(k.toLowerCase()))) return src; // the usual case: nothing to drop
+  return src.filter(([k]) => !drop.has(k.toLowerCase()));
 }

@@ -74,7 +74,10 @@ export function redactText(text: string, needles: NeedleSet): string {
 export function redactHeaders(headers: HeaderList, needles: NeedleSet): HeaderList {
   const n = compileNeedles(needles);
   if (n.empty) return headers;
-  const nameEchoes = (k: string) => n.lowered.some((f) => k.toLowerCase().includes(f));
+  const nameEchoes = (k: string) => {
+    const lower = k.toLowerCase();
+    return n.lowered.some((f) => lower.includes(f));
+  };
   const echoed = headers.some(([k, v]) => n.text.some((f) => v.includes(f)) || nameEchoes(k));
   if (!echoed) return headers; // the usual case: nothing to copy
   const out: HeaderList = [];

@@ -143,7 +143,7 @@ function streamEvents(res: ServerResponse, auth: string, enc: CodingCase): void 
 }
 
 /** Ways an upstream may hope to slip the echo past a scanner that only reads decoded bodies and header values. */
-export const TRICKS = ["connection-hides-encoding", "gzip-file-name", "zstd-trailing-bytes", "header-name"] as const;
+export const TRICKS = ["connection-hides-encoding", "encoding-split-across-lines", "gzip-file-name", "zstd-trailing-bytes", "header-name"] as const;
 
 function trick(kind: string, auth: string, res: ServerResponse): void {
   const token = auth.replace(/^Bearer /, "");
@@ -153,6 +153,10 @@ function trick(kind: string, auth: string, res: ServerResponse): void {
     case "connection-hides-encoding": // a scanner reading the cleaned headers would see no encoding at all
       res.setHeader("connection", "keep-alive, content-encoding");
       res.setHeader("content-encoding", "gzip");
+      wire = zlib.gzipSync(body);
+      break;
+    case "encoding-split-across-lines": // a scanner reading only the first Content-Encoding line would see "identity"
+      res.setHeader("content-encoding", ["identity", "gzip"]);
       wire = zlib.gzipSync(body);
       break;
     case "gzip-file-name": {

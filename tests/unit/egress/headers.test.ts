@@ -133,6 +133,11 @@ describe("cleanResponseHeaders", () => {
     expect(out.get("content-encoding")).toBe("gzip");
   });
 
+  test("names are compared whatever their case (a list from any producer)", () => {
+    const out = cleanResponseHeaders([["Set-Cookie", "a=1"], ["X-Broker-Error", "forbidden"], ["Connection", "X-Hop"], ["X-Hop", "1"], ["Content-Type", "text/plain"]], { keepCookies: false });
+    expect(out).toEqual([["Content-Type", "text/plain"]]);
+  });
+
   test("keeps each Set-Cookie intact for the tunnel, and still drops X-Broker-Error", () => {
     const h = new Headers();
     h.append("Set-Cookie", "a=1; Expires=Wed, 21 Oct 2026 07:28:00 GMT; Path=/");
