@@ -100,13 +100,14 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     // request that arrives before the app below is built waits for it; one during a failed start gets 503.
     const app = Promise.withResolvers<ReturnType<typeof createApi>>();
     app.promise.catch(() => {});
+    let ready: ReturnType<typeof createApi> | undefined; // set once, so requests after the start take no extra promise hop
     const server = await listenOrExplain("BROKER_PORT", config.bindHost, config.apiPort, () =>
       Bun.serve({
         hostname: config.bindHost,
         port: config.apiPort,
         maxRequestBodySize: Number.MAX_SAFE_INTEGER,
         idleTimeout: 255, // Bun's maximum: a model API may think for minutes before its first byte
-        fetch: (req, srv) => app.promise.then((api) => api.fetch(req, srv)),
+        fetch: (req, srv) => (ready ? ready.fetch(req, srv) : app.promise.then((api) => api.fetch(req, srv))),
         error: (err) => toErrorResponse(err, log),
       }),
     );
@@ -144,6 +145,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     const feed = createChangeFeed(store.db, {
       now,
       onState: (listening) => (listening ? log.info("database_listening", {}) : log.warn("database_announcements_lost", { detail: "caches are re-validated every second until they arrive again" })),
+      onError: (err) => log.warn("database_heartbeat_failed", { err }),
     });
     undo.push(() => feed.stop());
     const freshness: Freshness = feed;
@@ -271,6 +273,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     const api = createApi({ domain, log, egress, ca, hosts, trustedProxies: config.trustedProxies, auditRetention, databaseHealth, ...(metrics && { metrics: { registry: metrics, token: config.metrics?.token } }) });
     const listenerName = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? "127.0.0.1" : config.bindHost;
     const tunnel = boundTunnel?.serve({ domain, egress, leaves, log, listenerContext: async () => (await leaves.get(listenerName)).context, maxTunnelsPerPrincipal: config.maxTunnelsPerPrincipal });
+    ready = api;
     app.resolve(api);
     // Pending proposals expire by time, not when someone happens to read them.
     let sweeps = 0;
