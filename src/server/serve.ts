@@ -145,7 +145,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     const feed = createChangeFeed(store.db, {
       now,
       onState: (listening) => (listening ? log.info("database_listening", {}) : log.warn("database_announcements_lost", { detail: "caches are re-validated every second until they arrive again" })),
-      onError: (err) => log.warn("database_heartbeat_failed", { err }),
+      onError: (err) => log.debug("database_heartbeat_failed", { err }), // an outage is told once, by database_announcements_lost
     });
     undo.push(() => feed.stop());
     const freshness: Freshness = feed;
