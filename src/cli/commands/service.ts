@@ -62,8 +62,11 @@ const add = defineCommand({
 /** A URL where a host belongs: name the exact host to type instead. */
 export function checkHost(raw: string): void {
   if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(raw)) return;
-  const host = URL.canParse(raw) ? new URL(raw).host : raw.replace(/^[a-z][a-z0-9+.-]*:\/\//i, "").split("/")[0];
-  throw new CliFailure(`"${raw}" is a URL, not a host`, `drop the scheme${/\/./.test(raw.replace(/^[^:]+:\/\//, "")) ? " and the path" : ""}: broker service add ${host} …`, 2);
+  const url = URL.canParse(raw) ? new URL(raw) : undefined;
+  const host = url ? url.host : raw.replace(/^[a-z][a-z0-9+.-]*:\/\//i, "").split(/[/?#]/)[0]!.replace(/^.*@/, "");
+  // A pasted URL may carry a credential (user:password@, ?key=…): only its scheme and host are repeated.
+  const shown = `${url ? url.protocol : `${raw.split(":")[0]}:`}//${host}${url && url.pathname === "/" && !url.search && !url.hash ? "" : "/…"}`;
+  throw new CliFailure(`"${shown}" is a URL, not a host`, `drop the scheme${/\/./.test(raw.replace(/^[^:]+:\/\//, "")) ? " and the path" : ""}: broker service add ${host} …`, 2);
 }
 
 /** The service is added either way: the key may be set next; until then requests get no credential. */
