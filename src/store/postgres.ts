@@ -55,7 +55,7 @@ function wrapPool(pool: SQL): Db {
     }
   }
   const query = (handle: SQL, text: string, params: readonly SqlValue[]) =>
-    guarded(() => handle.unsafe(numberPlaceholders(text), params as SqlValue[]) as Promise<Result>);
+    guarded(() => handle.unsafe(numberedText(text), params as SqlValue[]) as Promise<Result>);
   const on = (handle: SQL): Sql => ({
     async all<T>(text: string, params: readonly SqlValue[] = []) {
       return rows<T>(await query(handle, text, params));
@@ -109,6 +109,20 @@ function rows<T>(result: Result): T[] {
 }
 
 /** `?` → `$1, $2, …`, skipping quoted literals and identifiers (the store's SQL keeps `?` out of them anyway). */
+// The statements are constants: each is numbered once, not on every call (a request path runs several).
+const numbered = new Map<string, string>();
+const MAX_NUMBERED = 1000;
+
+function numberedText(text: string): string {
+  let out = numbered.get(text);
+  if (out === undefined) {
+    if (numbered.size >= MAX_NUMBERED) numbered.clear(); // statements built per call (IN lists) must not grow it forever
+    out = numberPlaceholders(text);
+    numbered.set(text, out);
+  }
+  return out;
+}
+
 export function numberPlaceholders(text: string): string {
   let out = "";
   let n = 0;
