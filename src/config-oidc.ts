@@ -2,7 +2,7 @@
 // off unless BROKER_OIDC_ISSUER is set; once it is, every missing or invalid piece is a problem.
 // The client secret (inline or from its file) travels only inside a Secret.
 
-import { readFileSync } from "node:fs";
+import { readSecretFile } from "./config-secret-file.ts";
 import { Secret } from "./secret.ts";
 
 export interface OidcConfig {
@@ -64,16 +64,5 @@ function readClientSecret(env: Env, problems: string[]): Secret | undefined {
     problems.push("BROKER_OIDC_CLIENT_SECRET: required when BROKER_OIDC_ISSUER is set (or BROKER_OIDC_CLIENT_SECRET_FILE)");
     return undefined;
   }
-  if (!file.startsWith("/")) {
-    problems.push("BROKER_OIDC_CLIENT_SECRET_FILE: must be an absolute path");
-    return undefined;
-  }
-  try {
-    const value = readFileSync(file, "utf8").trim();
-    if (value) return new Secret(value);
-    problems.push("BROKER_OIDC_CLIENT_SECRET_FILE: the file is empty");
-  } catch (err) {
-    problems.push(`BROKER_OIDC_CLIENT_SECRET_FILE: cannot read the file (${(err as NodeJS.ErrnoException).code ?? "error"})`);
-  }
-  return undefined;
+  return readSecretFile("BROKER_OIDC_CLIENT_SECRET_FILE", file, problems, (content) => content.trim());
 }
