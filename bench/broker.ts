@@ -104,14 +104,16 @@ export async function startBroker(bin: string, upstreamCaPem: string, upstreamPo
   }
 }
 
-function freePort(): number {
+/** A free port on 127.0.0.1 (bound, then closed). */
+export function freePort(): number {
   const l = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
   const port = l.port;
   l.stop(true);
   return port;
 }
 
-function proxyAccepts(port: number): Promise<boolean> {
+/** Whether something accepts TCP connections on 127.0.0.1:`port`. */
+export function proxyAccepts(port: number): Promise<boolean> {
   return Bun.connect({ hostname: "127.0.0.1", port, socket: { data() {} } }).then(
     (s) => (s.end(), true),
     () => false,

@@ -8,6 +8,7 @@
 import { chownSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort, proxyAccepts as accepts } from "./broker.ts";
 
 export interface SquidProc {
   readonly pid: number;
@@ -37,20 +38,6 @@ export function ensureSquid(log: (s: string) => void): void {
   sh(["apt-get", "update"], "apt-get update");
   sh(["apt-get", "install", "-y", "squid-openssl"], "apt-get install squid-openssl", { DEBIAN_FRONTEND: "noninteractive" });
   // The package's own service (when an init system started it) is not ours and does not matter: ours listens on its own port.
-}
-
-function freePort(): number {
-  const l = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = l.port;
-  l.stop(true);
-  return port;
-}
-
-function accepts(port: number): Promise<boolean> {
-  return Bun.connect({ hostname: "127.0.0.1", port, socket: { data() {} } }).then(
-    (s) => (s.end(), true),
-    () => false,
-  );
 }
 
 function chownTree(path: string, uid: number, gid: number): void {

@@ -9,8 +9,10 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { cleanEnv, collectOutput } from "../helpers/binary.ts";
 import type { TestUpstream } from "../helpers/upstream.ts";
-import { callApi } from "./proxy-fixture.ts";
+import { callApi, dumpResponse } from "./proxy-fixture.ts";
 import type { Conn } from "./tunnel-fixture.ts";
+
+export { dumpResponse }; // the proxy fixture's, for the multi-instance tests
 
 const ROOT = join(import.meta.dir, "..", "..");
 /** Instances still running, and directories to remove, for stopAllInstances. */
@@ -163,13 +165,6 @@ export function createRecorder(upstream: TestUpstream): Recorder {
       return Object.entries(expected).find(([, v]) => got[0] === `Bearer ${v}`)?.[0] ?? "another value";
     },
   };
-}
-
-/** Text of a response's status, headers and body, for leak checks. */
-export async function dumpResponse(res: Response): Promise<string> {
-  const lines = [`${res.status} ${res.statusText}`];
-  res.headers.forEach((v, k) => lines.push(`${k}: ${v}`));
-  return `${lines.join("\n")}\n\n${await res.text()}`;
 }
 
 /** Where `secret` (or its base64) appears in `texts`: the first offending excerpt, or undefined. */

@@ -3,9 +3,9 @@
 // (its own validator's message) told against the flag, without repeating the value typed.
 
 import { describe, expect, test } from "bun:test";
+import { runOffline } from "../../helpers/cli-offline.ts";
 import { createClient } from "../../../src/cli/client.ts";
 import { CliFailure } from "../../../src/cli/fail.ts";
-import { main } from "../../../src/cli/index.ts";
 import { type AuthFlags, buildAuth, describeAuth, nameAuthFlag } from "../../../src/cli/service-auth.ts";
 import { InvalidRequest } from "../../../src/errors.ts";
 import { readAuth } from "../../../src/vault/services.ts";
@@ -122,23 +122,7 @@ describe("nameAuthFlag: the broker's 400 on an auth field, told against the flag
 });
 
 describe("broker service add with query and path auth, before any request", () => {
-  async function run(args: string[]) {
-    let out = "";
-    let err = "";
-    // BROKER_ADDR points nowhere: reaching the network would fail with a different message.
-    const saved = { addr: process.env.BROKER_ADDR, dir: process.env.BROKER_CONFIG_DIR };
-    process.env.BROKER_ADDR = "http://127.0.0.1:9";
-    process.env.BROKER_CONFIG_DIR = "/nonexistent/broker-cli-test";
-    try {
-      const code = await main(args, { out: (t) => void (out += t), err: (t) => void (err += t) });
-      return { code, out, err };
-    } finally {
-      for (const [k, v] of [["BROKER_ADDR", saved.addr], ["BROKER_CONFIG_DIR", saved.dir]] as const) {
-        if (v === undefined) delete process.env[k];
-        else process.env[k] = v;
-      }
-    }
-  }
+  const run = runOffline;
 
   test("a missing companion flag is named, with what it is for", async () => {
     const q = await run(["service", "add", "maps.googleapis.com", "--auth", "query", "--token", "GOOGLE_API_KEY"]);

@@ -3,7 +3,7 @@
 // described in words; and the command refusing contradictory or empty updates before any request.
 
 import { describe, expect, test } from "bun:test";
-import { main } from "../../../src/cli/index.ts";
+import { runOffline } from "../../helpers/cli-offline.ts";
 import { CliFailure } from "../../../src/cli/fail.ts";
 import { collectFlagValues, describeAllowed, parseAllowFlags } from "../../../src/cli/service-rules.ts";
 
@@ -71,23 +71,7 @@ test("describeAllowed: the rules in words, or everything", () => {
 });
 
 describe("broker service add|update refuse bad rule flags before any request", () => {
-  async function run(args: string[]) {
-    let out = "";
-    let err = "";
-    // BROKER_ADDR points nowhere: reaching the network would fail with a different message.
-    const saved = { addr: process.env.BROKER_ADDR, dir: process.env.BROKER_CONFIG_DIR };
-    process.env.BROKER_ADDR = "http://127.0.0.1:9";
-    process.env.BROKER_CONFIG_DIR = "/nonexistent/broker-cli-test";
-    try {
-      const code = await main(args, { out: (t) => void (out += t), err: (t) => void (err += t) });
-      return { code, out, err };
-    } finally {
-      for (const [k, v] of [["BROKER_ADDR", saved.addr], ["BROKER_CONFIG_DIR", saved.dir]] as const) {
-        if (v === undefined) delete process.env[k];
-        else process.env[k] = v;
-      }
-    }
-  }
+  const run = runOffline;
 
   test.each([
     [["service", "update", "api.example.com"], "error: nothing to change", "--no-rules to remove them"],
