@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
-import { startBroker, type Broker } from "./proxy-fixture.ts";
+import { expectNoLeak, startBroker, type Broker } from "./proxy-fixture.ts";
 
 const ROOT = resolve(import.meta.dir, "..", "..");
 let upstream: TestUpstream;
@@ -77,10 +77,15 @@ describe("CLI messages", () => {
   });
 
   test("a wrong password at login says the email or password is wrong, not 'you are not logged in'", async () => {
-    const r = await cli(["auth", "login", "--email", "owner@example.com", "--password-stdin"], { stdin: "not the password\n", env: { BROKER_CONFIG_DIR: join(home, "other-config") } });
+    const typed = `not the password ${crypto.randomUUID()}`;
+    const r = await cli(["auth", "login", "--email", "owner@example.com", "--password-stdin"], { stdin: `${typed}\n`, env: { BROKER_CONFIG_DIR: join(home, "other-config") } });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("the email or password is wrong");
     expect(r.stderr).not.toContain("not logged in");
+    // The password typed is repeated nowhere: not by the CLI, not in the broker's logs or audit.
+    expect(r.stdout).not.toContain(typed);
+    expect(r.stderr).not.toContain(typed);
+    await expectNoLeak(broker, typed, [r.stdout, r.stderr]);
   });
 
   test("service add with a URL says to drop the scheme and names the host", async () => {
@@ -128,13 +133,16 @@ test("a protected server started without its password names what `broker server`
   const data = mkdtempSync(join(tmpdir(), "broker-locked-"));
   try {
     const env = { BROKER_DATA_DIR: data, BROKER_PORT: "0", BROKER_PROXY_PORT: "0" };
-    const set = await cli(["master-password", "set", "--password-stdin"], { stdin: "a long master password\na long master password\n", env });
+    const master = `a long master password ${crypto.randomUUID()}`;
+    const set = await cli(["master-password", "set", "--password-stdin"], { stdin: `${master}\n${master}\n`, env });
     expect(set.code).toBe(0);
     const r = await cli(["server"], { env });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("protected by a master password");
     expect(r.stderr).toContain("set BROKER_MASTER_PASSWORD (or BROKER_MASTER_PASSWORD_FILE), or start it on a terminal to be prompted");
     expect(r.stderr).not.toContain("--password-stdin");
+    // The master password typed is repeated by neither command.
+    for (const out of [set.stdout, set.stderr, r.stdout, r.stderr]) expect(out).not.toContain(master);
   } finally {
     rmSync(data, { recursive: true, force: true });
   }

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { builtBinary, cleanEnv, startBinaryServer, tempDir, type ServerProcess } from "../helpers/binary.ts";
 import { pgMissing, startPgCluster, type PgCluster } from "../helpers/postgres.ts";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
-import { callApi } from "./proxy-fixture.ts";
+import { callApi, dumpResponse } from "./proxy-fixture.ts";
 
 const PASSWORD = "correct horse battery staple";
 const OUTAGE_MIN_MS = 3000;
@@ -67,6 +67,8 @@ interface Observed {
   unseenProxy: { status: number; code: string | null; ms: number };
   unseenConnect: { head: string; ms: number };
   envelopeProblems: string[];
+  /** Responses (of the load loops and the unseen-token probes) that carried a credential, a token or the password. */
+  leaks: { count: number; first: string[] };
   outageMs: number;
   logOffsets: Record<"tolerant" | "strict" | "aged", number>;
 }
@@ -142,15 +144,38 @@ interface Clock {
   outageStart: number;
   done: boolean;
   readonly problems: string[];
+  /** Responses holding a secret: counted, the first few named (where and which, never the value). */
+  readonly leaks: { count: number; first: string[] };
+}
+
+/** The values no response and no log line may hold: the instance's credential, its tokens, the owner's password (each also in base64). */
+function secretsOf(inst: Instance): Record<string, string> {
+  return { credential: inst.secret, "proxy session token": inst.token, "unused session token": inst.unusedToken, "owner token": inst.ownerToken, password: PASSWORD };
+}
+
+/** The names of the secrets of `inst` found in `text` (raw or base64). */
+function secretsIn(inst: Instance, text: string): string[] {
+  return Object.entries(secretsOf(inst))
+    .filter(([, v]) => text.includes(v) || text.includes(Buffer.from(v).toString("base64")))
+    .map(([name]) => name);
+}
+
+/** Checks one response text as it arrives (nothing is kept unless it leaks). */
+function noteLeaks(clock: Clock, inst: Instance, where: string, text: string): void {
+  const found = secretsIn(inst, text);
+  if (found.length === 0) return;
+  clock.leaks.count++;
+  if (clock.leaks.first.length < 5) clock.leaks.first.push(`${where}: ${found.join(", ")}`);
 }
 
 /** Sends one request at a time until the scenario is done; every outcome tagged with phase and time. */
-async function loop(clock: Clock, send: (path: string) => Promise<Response>, via: Outcome["via"], tag: string, out: Outcome[]): Promise<void> {
+async function loop(clock: Clock, inst: Instance, send: (path: string) => Promise<Response>, via: Outcome["via"], tag: string, out: Outcome[]): Promise<void> {
   for (let i = 0; !clock.done; i++) {
     const path = `/load/${tag}/${i}`;
     const sent = { phase: clock.phase, t: performance.now() - clock.outageStart };
     try {
       const res = await send(path);
+      noteLeaks(clock, inst, `${inst.name} ${via} ${path}`, await dumpResponse(res.clone()));
       const problem = await envelopeProblem(res, `${via} ${path}`);
       if (problem) clock.problems.push(problem);
       out.push({ via, path, ...sent, status: res.status, detail: res.headers.get("x-broker-error") ?? undefined });
@@ -241,20 +266,20 @@ describe.skipIf(pgMissing)("PostgreSQL outage under proxied load (compiled binar
   });
 
   test("load through /proxy and the tunnel while the database stops and comes back: only 200s, every response audited", async () => {
-    const clock: Clock = { phase: "before", outageStart: Infinity, done: false, problems: [] };
+    const clock: Clock = { phase: "before", outageStart: Infinity, done: false, problems: [], leaks: { count: 0, first: [] } };
     const load: Outcome[] = [];
     const strictOut: Outcome[] = [];
     const agedOut: Outcome[] = [];
     const loops = [
-      loop(clock, (p) => proxyRequest(tolerant, p), "proxy", "p1", load),
-      loop(clock, (p) => proxyRequest(tolerant, p), "proxy", "p2", load),
-      loop(clock, (p) => tunnelRequest(tolerant, p), "tunnel", "t1", load),
-      loop(clock, (p) => tunnelRequest(tolerant, p), "tunnel", "t2", load),
+      loop(clock, tolerant, (p) => proxyRequest(tolerant, p), "proxy", "p1", load),
+      loop(clock, tolerant, (p) => proxyRequest(tolerant, p), "proxy", "p2", load),
+      loop(clock, tolerant, (p) => tunnelRequest(tolerant, p), "tunnel", "t1", load),
+      loop(clock, tolerant, (p) => tunnelRequest(tolerant, p), "tunnel", "t2", load),
       // Cached sessions of the other two instances, through both paths
-      loop(clock, (p) => proxyRequest(strict, p), "proxy", "s1", strictOut),
-      loop(clock, (p) => tunnelRequest(strict, p), "tunnel", "s2", strictOut),
-      loop(clock, (p) => proxyRequest(aged, p), "proxy", "a1", agedOut),
-      loop(clock, (p) => tunnelRequest(aged, p), "tunnel", "a2", agedOut),
+      loop(clock, strict, (p) => proxyRequest(strict, p), "proxy", "s1", strictOut),
+      loop(clock, strict, (p) => tunnelRequest(strict, p), "tunnel", "s2", strictOut),
+      loop(clock, aged, (p) => proxyRequest(aged, p), "proxy", "a1", agedOut),
+      loop(clock, aged, (p) => tunnelRequest(aged, p), "tunnel", "a2", agedOut),
     ];
     // The aged instance's service table must be older than its grace when the database goes.
     await Bun.sleep(Math.max(1000, agedPrimedAt + AGED_GRACE_MS + 500 - performance.now()));
@@ -277,9 +302,12 @@ describe.skipIf(pgMissing)("PostgreSQL outage under proxied load (compiled binar
       const res = await proxyRequest(tolerant, "/unseen", tolerant.unusedToken);
       const problem = await envelopeProblem(res.clone(), "unseen token /proxy");
       if (problem) clock.problems.push(problem);
+      noteLeaks(clock, tolerant, "unseen token /proxy", await dumpResponse(res.clone()));
       return res;
     });
     const unseenConnect = await timed(() => rawConnect(tolerant, tolerant.unusedToken));
+    noteLeaks(clock, tolerant, "unseen token CONNECT", unseenConnect.value);
+    noteLeaks(clock, tolerant, "login during the outage", JSON.stringify(freshLogin.value.body));
     const left = OUTAGE_MIN_MS - (performance.now() - clock.outageStart);
     if (left > 0) await Bun.sleep(left);
     await cluster.start();
@@ -302,6 +330,7 @@ describe.skipIf(pgMissing)("PostgreSQL outage under proxied load (compiled binar
       unseenProxy: { status: unseenProxy.value.status, code: unseenProxy.value.headers.get("x-broker-error"), ms: unseenProxy.ms },
       unseenConnect: { head: unseenConnect.value.split("\r\n\r\n")[0] ?? "", ms: unseenConnect.ms },
       envelopeProblems: clock.problems,
+      leaks: clock.leaks,
       outageMs,
       logOffsets,
     };
@@ -324,7 +353,16 @@ describe.skipIf(pgMissing)("PostgreSQL outage under proxied load (compiled binar
     expect(got.length).toBe(want.length);
     expect(got).toEqual(want);
     expect(audited.every((r) => r.status === 200 && r.credential_keys.join() === "API_KEY")).toBe(true);
+    // The audit records hold no credential, token or password.
+    expect(secretsIn(tolerant, JSON.stringify(await auditRecords(tolerant)))).toEqual([]);
   }, 40_000);
+
+  test("no response carried a credential, a token or the password", () => {
+    if (!observed) throw new Error("the outage scenario did not run");
+    const responses = observed.load.length + observed.strict.length + observed.aged.length;
+    expect(responses).toBeGreaterThan(0);
+    expect(observed.leaks).toEqual({ count: 0, first: [] });
+  });
 
   test("no 5xx but 503, and every 503 is the database_unavailable envelope with Retry-After", () => {
     if (!observed) throw new Error("the outage scenario did not run");
@@ -382,6 +420,8 @@ describe.skipIf(pgMissing)("PostgreSQL outage under proxied load (compiled binar
       const lines = logs.split("\n").filter((l) => l.trim());
       expect(lines.some((l) => l.includes('"event":"database_announcements_lost"'))).toBe(true);
       for (const v of [inst.secret, Buffer.from(inst.secret).toString("base64"), inst.token, inst.unusedToken]) expect(logs.includes(v)).toBe(false);
+      // Nor the owner's token or password (or anything above in base64).
+      expect(`${inst.name}: ${secretsIn(inst, logs).join(", ") || "none"}`).toBe(`${inst.name}: none`);
       // Every line is one JSON event: a stack trace (or any unstructured output) would break that. The
       // one exception is Bun.SQL's own console.warn while it re-subscribes (exponential back-off, so a
       // handful per outage, never one per request).

@@ -4,7 +4,7 @@
 
 import { afterAll, describe, expect, test } from "bun:test";
 import { startTunnel } from "../../src/cli/commands/server.ts";
-import { expectEnvelope, startBroker } from "./proxy-fixture.ts";
+import { dumpResponse, expectEnvelope, expectNoLeak, startBroker } from "./proxy-fixture.ts";
 import { createTestPki } from "../helpers/pki.ts";
 import { startUpstream } from "../helpers/upstream.ts";
 import { openTunnel, startTunnelEnv, type TunnelEnv } from "./tunnel-fixture.ts";
@@ -82,13 +82,21 @@ describe("GET /metrics", () => {
 
     const secretPath = "/secret-path-a1b2";
     const secretQuery = "q=secret-query-c3d4";
-    for (let i = 0; i < 3; i++) expect((await b.proxy(t.authority, `${secretPath}?${secretQuery}`)).status).toBe(200);
+    // Every response the agent saw, for the leak check at the end.
+    const outputs: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = await b.proxy(t.authority, `${secretPath}?${secretQuery}`);
+      expect(r.status).toBe(200);
+      outputs.push(await dumpResponse(r));
+    }
 
     // One tunnel with two requests inside; it stays open for the gauge.
     const { conn, tls } = await openTunnel(t.proxyPort, t.authority, t.proxyAuth, { ca: t.caPem });
     for (let i = 0; i < 2; i++) {
       conn.write(`GET ${secretPath}/inner?${secretQuery} HTTP/1.1\r\nHost: ${t.authority}\r\n\r\n`);
-      expect((await conn.readResponse()).status).toBe(200);
+      const r = await conn.readResponse();
+      expect(r.status).toBe(200);
+      outputs.push(`${r.head}\r\n\r\n${r.body.toString("latin1")}`);
     }
     const during = await scrape(b.apiUrl);
     expect(sum(during.samples, "broker_open_tunnels")).toBe(1);
@@ -99,7 +107,9 @@ describe("GET /metrics", () => {
     (await openTunnel(t.proxyPort, t.authority, t.proxyAuth, { ca: t.caPem })).tls.destroy();
 
     // The burst of 7 is spent (3 /proxy + CONNECT + 2 inside + CONNECT): the next /proxy call is refused by the PROXY tier.
-    expect((await b.proxy(t.authority, secretPath)).status).toBe(429);
+    const refused = await b.proxy(t.authority, secretPath);
+    expect(refused.status).toBe(429);
+    outputs.push(await dumpResponse(refused));
 
     const after = await scrape(b.apiUrl);
     const s = after.samples;
@@ -127,6 +137,9 @@ describe("GET /metrics", () => {
       for (const value of Object.values(sample.labels)) for (const f of forbidden) expect(value.includes(f)).toBe(false);
     }
     for (const f of forbidden.slice(0, 6)) expect(later.text.includes(f)).toBe(false);
+    // The credential reaches none of the responses (/proxy, tunnel, 429), the logs or the audit.
+    for (const o of outputs) expect(o).not.toContain(t.secret);
+    await expectNoLeak(b, t.secret, outputs);
   }, 60_000);
 
   test("upstream connect errors are counted by kind", async () => {
@@ -137,10 +150,14 @@ describe("GET /metrics", () => {
     const env = await startTunnelEnv({ env: { BROKER_METRICS: "true" } });
     cleanup.push(() => env.stop());
     await env.broker.addService(`upstream.test:${port}`, { type: "bearer", token: "API_KEY" });
-    expect((await env.broker.proxy(`upstream.test:${port}`, "/x")).status).toBe(502);
+    const failed = await env.broker.proxy(`upstream.test:${port}`, "/x");
+    expect(failed.status).toBe(502);
+    const dump = await dumpResponse(failed);
+    expect(dump).not.toContain(env.secret);
     const s = (await scrape(env.broker.apiUrl)).samples;
     expect(sum(s, "broker_upstream_connect_errors_total", { kind: "connect" })).toBeGreaterThanOrEqual(1);
     expect(sum(s, "broker_proxied_requests_total", { ingress: "explicit", status_class: "5xx" })).toBe(1);
+    await expectNoLeak(env.broker, env.secret, [dump]);
   }, 60_000);
 
   test("WebSocket upgrades are counted like requests: 101 as 1xx, a refused upgrade by its status", async () => {
@@ -157,7 +174,8 @@ describe("GET /metrics", () => {
     cleanup.push(() => b.stop());
     const service = `upstream.test:${upstream.port}`;
     b.dns.set("upstream.test", ["127.0.0.1"]);
-    await b.setCredential("WS_KEY", `sk-ws-${crypto.randomUUID()}`);
+    const wsSecret = `sk-ws-${crypto.randomUUID()}`;
+    await b.setCredential("WS_KEY", wsSecret);
     await b.addService(service, { type: "bearer", token: "WS_KEY" });
     const caPem = await (await fetch(`${b.apiUrl}/v1/ca.pem`)).text();
     const open = (path: string) =>
@@ -178,6 +196,7 @@ describe("GET /metrics", () => {
     expect(sum(s, "broker_added_seconds_count", { ingress: "transparent" })).toBe(2);
     expect(sum(s, "broker_upstream_seconds_count", { ingress: "transparent" })).toBe(2);
     for (const f of ["/socket", "/refused", "secret-query", b.sessionToken]) expect(text.includes(f)).toBe(false);
+    await expectNoLeak(b, wsSecret, [text]);
   }, 60_000);
 });
 
@@ -196,10 +215,21 @@ describe("GET /metrics access", () => {
     const token = `tok-${crypto.randomUUID()}`;
     const b = await startBroker({ caPem: up.pki.caPem, env: { BROKER_METRICS_TOKEN: token } });
     cleanup.push(() => b.stop());
-    await expectEnvelope(await fetch(`${b.apiUrl}/metrics`), 401, "unauthorized");
-    await expectEnvelope(await fetch(`${b.apiUrl}/metrics`, { headers: { authorization: `Bearer ${token}x` } }), 401, "unauthorized");
-    await expectEnvelope(await fetch(`${b.apiUrl}/metrics`, { headers: { authorization: `Bearer ${b.sessionToken}` } }), 401, "unauthorized");
+    // Each 401 is kept whole (status, headers, body) for the leak check below.
+    const refusals: string[] = [];
+    const refused = async (headers: Record<string, string>) => {
+      const res = await fetch(`${b.apiUrl}/metrics`, { headers });
+      refusals.push(await dumpResponse(res.clone()));
+      return res;
+    };
+    await expectEnvelope(await refused({}), 401, "unauthorized");
+    await expectEnvelope(await refused({ authorization: `Bearer ${token}x` }), 401, "unauthorized");
+    await expectEnvelope(await refused({ authorization: `Bearer ${b.sessionToken}` }), 401, "unauthorized");
     const ok = await scrape(b.apiUrl, token);
     expect(ok.types.get("broker_proxied_requests_total")).toBe("counter");
+    // The metrics token appears in no 401, no exposition text, no log line and no audit record.
+    expect(refusals).toHaveLength(3);
+    for (const r of refusals) expect(r).not.toContain(token);
+    await expectNoLeak(b, token, [...refusals, ok.text]);
   });
 });

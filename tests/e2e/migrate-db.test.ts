@@ -11,8 +11,8 @@ import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
 import { callApi } from "./proxy-fixture.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
-const OWNER = { email: "owner@example.com", password: "correct horse battery" };
-const MASTER = "master password for the move";
+const OWNER = { email: "owner@example.com", password: `correct horse battery ${crypto.randomUUID()}` };
+const MASTER = `master password for the move ${crypto.randomUUID()}`;
 const SECRET = `sk-moved-${crypto.randomUUID()}`;
 const VAULT = "moving";
 
@@ -32,6 +32,14 @@ const must = async (apiUrl: string, method: string, path: string, body: unknown,
 
 const expectNoPassword = (r: RunResult, password: string) => {
   expect(r.stdout.includes(password) || r.stderr.includes(password)).toBe(false);
+};
+
+/** Fails naming the place and the value (never printing it) when any of `values` (or its base64) is in `text`. */
+const expectAbsent = (where: string, text: string, values: Record<string, string>) => {
+  for (const [name, v] of Object.entries(values)) {
+    const found = [v, Buffer.from(v).toString("base64")].some((form) => text.includes(form));
+    expect(`${name} in ${where}: ${found ? "present" : "absent"}`).toBe(`${name} in ${where}: absent`);
+  }
 };
 
 describe.skipIf(pgMissing)("broker migrate-db", () => {
@@ -67,9 +75,13 @@ describe.skipIf(pgMissing)("broker migrate-db", () => {
 
     // 1. The old instance, on SQLite.
     let scopedToken: string;
+    let oldLogs: () => string;
+    let oldOwnerToken: string;
     {
       await using old = await startBinaryServer(cli, cleanEnv({ ...baseEnv, BROKER_DATA_DIR: dataDir }));
+      oldLogs = old.logs;
       const { token } = await must(old.url, "POST", "/v1/auth/register", OWNER, "", 201);
+      oldOwnerToken = token;
       await must(old.url, "POST", "/v1/vaults", { name: VAULT }, token, 201);
       await must(old.url, "PUT", `/v1/vaults/${VAULT}/credentials/API_KEY`, { value: SECRET }, token, 200);
       await must(old.url, "POST", `/v1/vaults/${VAULT}/services`, { host: `127.0.0.1:${upstream.port}`, auth: { type: "bearer", token: "API_KEY" } }, token, 201);
@@ -96,6 +108,13 @@ describe.skipIf(pgMissing)("broker migrate-db", () => {
     const fresh = (await must(next.url, "POST", "/v1/sessions", { vault: VAULT, role: "proxy" }, token, 201)).token;
     expect(await proxiedAuth(next.url, fresh)).toBe(`Bearer ${SECRET}`);
     expect(next.logs()).not.toContain(dbPassword);
+
+    // Neither the credential, the master and owner passwords nor any token reach migrate-db's output or either server's logs.
+    const secrets = { credential: SECRET, "master password": MASTER, "owner password": OWNER.password, "scoped token": scopedToken, "fresh scoped token": fresh, "old owner token": oldOwnerToken, "new owner token": token };
+    expectAbsent("migrate-db's stdout", moved.stdout, secrets);
+    expectAbsent("migrate-db's stderr", moved.stderr, secrets);
+    expectAbsent("the old (SQLite) server's logs", oldLogs(), secrets);
+    expectAbsent("the new (PostgreSQL) server's logs", next.logs(), secrets);
   }, 60_000);
 
   test("a database that already holds a store is refused with what to do instead, password never shown", async () => {

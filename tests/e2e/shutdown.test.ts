@@ -68,6 +68,17 @@ const refused = (port: number) =>
 
 let user: string;
 let session: string;
+const SECRET = `sk-shutdown-${crypto.randomUUID()}`;
+const PASSWORD = "correct horse battery";
+
+/** Fails naming `where` and which value (never printing it) when the credential, a token or the password, or its base64, is in `text`. */
+function expectNothingSecret(where: string, text: string): void {
+  const values: Record<string, string> = { credential: SECRET, password: PASSWORD, ...(user && { "user token": user }), ...(session && { "session token": session }) };
+  for (const [name, v] of Object.entries(values)) {
+    const found = [v, Buffer.from(v).toString("base64")].some((form) => text.includes(form));
+    expect(`${name} in ${where}: ${found ? "present" : "absent"}`).toBe(`${name} in ${where}: absent`);
+  }
+}
 
 beforeAll(async () => {
   upstream = await startUpstream(
@@ -105,9 +116,9 @@ describe("graceful shutdown", () => {
   test("SIGTERM mid-stream: /proxy and tunnel SSE streams finish, new connections are refused, audit survives a restart", async () => {
     const b = await startBroker();
     try {
-      user = (await call(b, "POST", "/v1/auth/register", { email: "owner@example.com", password: "correct horse battery" })).token;
+      user = (await call(b, "POST", "/v1/auth/register", { email: "owner@example.com", password: PASSWORD })).token;
       await call(b, "POST", "/v1/vaults", { name: "v" }, user);
-      await call(b, "PUT", "/v1/vaults/v/credentials/API_KEY", { value: "sk-shutdown" }, user);
+      await call(b, "PUT", "/v1/vaults/v/credentials/API_KEY", { value: SECRET }, user);
       await call(b, "POST", "/v1/vaults/v/services", { host: hostPort, auth: { type: "bearer", token: "API_KEY" } }, user);
       session = (await call(b, "POST", "/v1/sessions", { vault: "v", role: "proxy" }, user)).token;
       caPem = await (await fetch(`${b.api}/v1/ca.pem`)).text();
@@ -131,6 +142,9 @@ describe("graceful shutdown", () => {
     } finally {
       b.proc.kill("SIGKILL");
     }
+    await b.proc.exited;
+    await Bun.sleep(100); // the last output lines still in the pipes
+    expectNothingSecret("the first instance's logs", b.logs());
 
     const again = await startBroker();
     try {
@@ -138,10 +152,13 @@ describe("graceful shutdown", () => {
       const paths = logs.filter((l: any) => l.status === 200).map((l: any) => `${l.ingress} ${l.path}`);
       expect(paths).toContain("explicit /explicit-sse");
       expect(paths).toContain("transparent /tunnel-sse");
+      expectNothingSecret("the audit records", JSON.stringify(logs));
     } finally {
       again.proc.kill("SIGKILL");
       await again.proc.exited;
     }
+    await Bun.sleep(100);
+    expectNothingSecret("the restarted instance's logs", again.logs());
   }, 20_000);
 
   test("a second SIGTERM exits at once, cutting what is in flight", async () => {
@@ -162,5 +179,8 @@ describe("graceful shutdown", () => {
     } finally {
       b.proc.kill("SIGKILL");
     }
+    await b.proc.exited;
+    await Bun.sleep(100); // the last output lines still in the pipes
+    expectNothingSecret("the forced-exit instance's logs", b.logs());
   }, 15_000);
 });

@@ -5,6 +5,7 @@
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Received } from "../helpers/upstream.ts";
+import { expectNoLeak } from "./proxy-fixture.ts";
 import { Conn, dialProxy, openTunnel, startTls, startTunnelEnv, UPSTREAM_NAME, type TunnelEnv } from "./tunnel-fixture.ts";
 
 let env: TunnelEnv;
@@ -265,5 +266,9 @@ describe("the upstream's header lines reach the agent as sent", () => {
     expect(names.indexOf("x-zeta")).toBeLessThan(names.indexOf("x-alpha"));
     expect(res.body.toString()).toBe("ok");
     conn.close();
+    // The credential the broker injected for this service reaches neither the agent nor the logs.
+    const raw = `${res.head}\r\n\r\n${res.body.toString("latin1")}`;
+    expect(raw).not.toContain(lines.secret);
+    await expectNoLeak(lines.broker, lines.secret, [raw]);
   });
 });

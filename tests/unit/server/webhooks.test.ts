@@ -62,6 +62,22 @@ afterEach(() => {
 });
 
 const hookUrl = () => `http://127.0.0.1:${receiver.port}/hook?x=1`;
+/** A receiver URL whose path is distinctive (a receiver's path is often its secret), for leak checks. */
+const secretHookUrl = () => {
+  const path = `/hook-${crypto.randomUUID()}`;
+  return { url: `http://127.0.0.1:${receiver.port}${path}?x=1`, path };
+};
+
+/** None of `values` (the webhook secret, the receiver's path) in the hook's delivery error, the sender's log or the server's. */
+async function expectNoWebhookLeak(values: string[]): Promise<void> {
+  const hooks = (await h.call("GET", "/v1/vaults/v1/webhooks", { token: owner })).body.webhooks as { delivery: { error: string | null } }[];
+  expect(hooks.length).toBeGreaterThan(0);
+  const where = { "delivery error": hooks.map((w) => w.delivery.error ?? "").join("\n"), "sender log": senderLog.lines.join("\n"), "server log": h.logs.join("\n") };
+  for (const v of values) {
+    expect(v.length).toBeGreaterThan(8); // distinctive, or the check proves nothing
+    for (const [name, text] of Object.entries(where)) expect(`${name}: ${text.includes(v) ? "present" : "absent"}`).toBe(`${name}: absent`);
+  }
+}
 const addHook = (body: unknown, token = owner) => h.call("POST", "/v1/vaults/v1/webhooks", { token, body });
 const propose = () =>
   h.call("POST", "/v1/proposals", {
@@ -175,7 +191,8 @@ describe("delivery", () => {
 
   test("a receiver answering 500 is retried until it answers 200", async () => {
     startSender(true);
-    await addHook({ url: hookUrl() });
+    const hook500 = secretHookUrl();
+    const whsec: string = (await addHook({ url: hook500.url })).body.secret;
     answers = [500];
     await propose();
     await settle();
@@ -183,36 +200,43 @@ describe("delivery", () => {
     expect(received[0]!.headers.get("broker-delivery")).toBe(received[1]!.headers.get("broker-delivery")!);
     const [hook] = (await h.call("GET", "/v1/vaults/v1/webhooks", { token: owner })).body.webhooks;
     expect(hook.delivery).toMatchObject({ status: "delivered", attempts: 2, error: null });
+    await expectNoWebhookLeak([whsec, hook500.path]);
   });
 
   test("a receiver that is down is retried, then marked failed", async () => {
     startSender(true);
-    const url = hookUrl();
+    const { url, path } = secretHookUrl();
     receiver.stop(true);
-    await addHook({ url });
+    const whsec: string = (await addHook({ url })).body.secret;
     await propose();
     await settle();
     const [hook] = (await h.call("GET", "/v1/vaults/v1/webhooks", { token: owner })).body.webhooks;
     expect(hook.delivery).toMatchObject({ status: "failed", event: "proposal.created", attempts: 3, error: expect.stringContaining("cannot connect") });
+    await expectNoWebhookLeak([whsec, path]);
   });
 
   test("a loopback receiver is refused by the guard unless allowed, and the status says so", async () => {
     startSender(false);
-    await addHook({ url: hookUrl() });
+    const blocked = secretHookUrl();
+    const whsec: string = (await addHook({ url: blocked.url })).body.secret;
     await propose();
     await settle();
     expect(received).toEqual([]);
     const [hook] = (await h.call("GET", "/v1/vaults/v1/webhooks", { token: owner })).body.webhooks;
     expect(hook.delivery).toMatchObject({ status: "blocked", attempts: 1, error: expect.stringContaining("network guard") });
+    await expectNoWebhookLeak([whsec, blocked.path]);
   });
 
   test("slack format sends the incoming-webhook text, still signed", async () => {
     startSender(true);
-    const add = await addHook({ url: hookUrl(), slack: true });
+    const slackHook = secretHookUrl();
+    const add = await addHook({ url: slackHook.url, slack: true });
     expect(add.body.format).toBe("slack");
     const p = await propose();
     await settle();
     const body = verify(received[0]!, add.body.secret) as any;
     expect(body).toEqual({ text: `agent ci-bot asks for api.stripe.com, credential STRIPE_KEY in vault v1: ${p.body.approval_url}` });
+    expect(received[0]!.body.includes(add.body.secret)).toBe(false);
+    await expectNoWebhookLeak([add.body.secret, slackHook.path]);
   });
 });
