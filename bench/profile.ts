@@ -25,7 +25,8 @@ const targets = {
   blind: { url: `https://127.0.0.1:${upstream.port}/small`, init: { proxy: broker.proxyUrl, tls: { ca: pki.caPem } } },
 } as const;
 const target = targets[scenario as keyof typeof targets];
-await runLoad(target, { requests: 500, concurrency: 16 }); // warm-up
+// Warm-up long enough for the JIT to settle (~20k requests): the profile should show a long-running broker.
+await runLoad(target, { requests: 20_000, concurrency: 16 });
 const result = await runLoad(target, { requests, concurrency: 16 });
 const s = statsOf(result);
 console.log(`${scenario}: ${requests} requests, ${JSON.stringify(s)}`);

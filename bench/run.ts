@@ -17,7 +17,7 @@ import { createBenchPki } from "./pki.ts";
 import type { DbReads } from "./db-reads.ts";
 import { serverCpuMs, startBenchCluster, type PgCluster } from "./postgres.ts";
 import { chart, checkTargets, dbSection, machine, peersTable, table, targetTable } from "./report.ts";
-import { bulkScenario, coldScenario, fetchScenario, FULL, idleScenario, QUICK, storeScenario, targets, type Env, type Row } from "./scenarios.ts";
+import { bulkScenario, coldScenario, fetchScenario, FULL, idleScenario, QUICK, storeScenario, targets, warmUp, type Env, type Row } from "./scenarios.ts";
 import { startSquid, type SquidProc } from "./squid.ts";
 import { startUpstream } from "./upstream.ts";
 
@@ -86,6 +86,7 @@ async function postgresStep(env: Env, reps: number): Promise<Row | string> {
   cluster = pgCluster;
   const pg = await startBroker(bin, pki.caPem, upstream.port, { BROKER_DATABASE_URL: await pgCluster.createDatabase() });
   try {
+    await warmUp({ ...env, broker: pg }, size.warm); // as warm as the SQLite broker, or the JIT counts against the store
     const row = await storeScenario(env, pg, "tunnel, 16 keep-alive, /small", "/small", { requests: size.conc, concurrency: 16, reps, serverCpuMs: () => serverCpuMs(pgCluster) });
     const lost = pg.logs().match(/"event":"database_announcements_lost"/g)?.length ?? 0;
     return lost ? { ...row, note: `${row.note}; announcements lost ${lost}× during the row` } : row;
@@ -98,6 +99,7 @@ try {
   const { reps } = size;
   // first, while the broker's heap is small: the RSS the idle tunnels add is then easy to read
   await step("idle tunnels", () => idleScenario(env, size.idle));
+  log(`JIT warm-up: ${await warmUp(env, size.warm)} requests`);
   await step("tunnel 1 keep-alive", () => fetchScenario(env, "tunnel, 1 keep-alive, /small", { direct: t.direct("/small"), broker: t.viaTunnel("/small"), squid: t.viaSquid?.("/small") }, { requests: size.seq, concurrency: 1, reps }));
   await step("tunnel 16 keep-alive", () => fetchScenario(env, "tunnel, 16 keep-alive, /small", { direct: t.direct("/small"), broker: t.viaTunnel("/small"), squid: t.viaSquid?.("/small") }, { requests: size.conc, concurrency: 16, reps }));
   if (withPostgres) await step("tunnel 16 keep-alive, PostgreSQL store", () => postgresStep(env, pgReps));
@@ -146,6 +148,7 @@ const md = `# ${title}
 
 Machine: ${machine()}. Repetitions: ${size.reps} per scenario, medians quoted. Wall time: ${((performance.now() - started) / 1000).toFixed(0)} s.
 Broker: dist/broker as a subprocess, BROKER_LOG_LEVEL=warn, BROKER_RATELIMIT_PROFILE=off; client: Bun fetch (keep-alive, certificates verified) unless noted.${rows.some((r) => r.vsSqlite) ? `\nPostgreSQL store row: a second dist/broker with BROKER_DATABASE_URL on a throwaway local cluster (tests/helpers/postgres.ts: loopback, fsync and synchronous_commit off), alternating with the SQLite broker in each of ${pgReps} repetitions; its CPU and RSS are the broker's only, not the PostgreSQL server's.` : ""}
+JIT warm-up: after the idle-tunnel row, ${size.warm} requests through the tunnel and a quarter as many through /proxy, a blind tunnel and the gzip path before any timed row (a long-running broker's state; the first ~20,000 requests after a start cost more while JavaScriptCore compiles).
 "added" = broker percentile − direct percentile in the same repetition; CPU = broker utime+stime (/proc/<pid>/stat) / requests; peak RSS sampled every 50 ms (bulk and idle rows: growth in parentheses).
 
 ${table(rows)}
