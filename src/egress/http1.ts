@@ -123,10 +123,14 @@ export function parseContentLength(values: string[]): number {
 }
 
 export function encodeChunk(data: Uint8Array): Uint8Array {
-  const head = Buffer.from(`${data.byteLength.toString(16)}\r\n`, "latin1");
-  const out = new Uint8Array(head.byteLength + data.byteLength + 2);
-  out.set(head, 0);
-  out.set(data, head.byteLength);
+  const size = data.byteLength.toString(16);
+  // Every byte is written below, so the buffer need not be zeroed first: bulk bodies pass through
+  // here chunk by chunk, and zero-filling each one cost as much as the copy.
+  const out = Buffer.allocUnsafe(size.length + 2 + data.byteLength + 2);
+  const at = out.write(size, 0, "latin1");
+  out[at] = 13;
+  out[at + 1] = 10;
+  out.set(data, at + 2);
   out[out.length - 2] = 13;
   out[out.length - 1] = 10;
   return out;

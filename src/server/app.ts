@@ -68,9 +68,19 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
   api.notFound(() => toErrorResponse(new NotFound("no such endpoint"), deps.log));
   api.use("*", async (c, next) => {
     await next();
-    c.header("x-content-type-options", "nosniff");
-    c.header("referrer-policy", "no-referrer");
-    if (!c.res.headers.has("cache-control")) c.header("cache-control", "no-store");
+    // Set on the finished Response itself: Hono's c.header() would copy the whole Response once per
+    // call here (~5% of the CPU samples of a /proxy request). Only a Response with frozen headers
+    // (one fetch() returned) needs the copy.
+    let headers = c.res.headers;
+    try {
+      headers.set("x-content-type-options", "nosniff");
+    } catch {
+      c.res = new Response(c.res.body, c.res);
+      headers = c.res.headers;
+      headers.set("x-content-type-options", "nosniff");
+    }
+    headers.set("referrer-policy", "no-referrer");
+    if (!headers.has("cache-control")) headers.set("cache-control", "no-store");
   });
   // Before anything else runs or is counted: a Host this broker does not answer to gets 421 (DNS rebinding).
   api.use("*", hostCheck(deps.hosts ?? { hosts: listApiHosts("127.0.0.1", d.publicUrl, []) }));

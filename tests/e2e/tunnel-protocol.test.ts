@@ -203,6 +203,18 @@ describe("inside an intercepted tunnel", () => {
     conn.close();
   });
 
+  test("a large chunked request body arrives byte for byte (pieces of 16 KiB and more are re-framed without a copy)", async () => {
+    const { conn } = await tunnel();
+    const pieces = [70_000, 16 * 1024, 5, 200_003].map((n, i) => Buffer.alloc(n, 97 + i));
+    const framed = pieces.map((p) => `${p.byteLength.toString(16)}\r\n${p.toString("latin1")}\r\n`).join("");
+    conn.write(`POST /chunked-large HTTP/1.1\r\nHost: ${env.authority}\r\nTransfer-Encoding: chunked\r\n\r\n${framed}0\r\n\r\n`);
+    const res = await conn.readResponse();
+    expect(res.status).toBe(200);
+    const seen = env.upstream.received.at(-1)!;
+    expect(seen.body.equals(Buffer.concat(pieces))).toBe(true);
+    conn.close();
+  });
+
   test("Expect: 100-continue gets 100 Continue, then the final response", async () => {
     const { conn } = await tunnel();
     conn.write(`POST /expect HTTP/1.1\r\nHost: ${env.authority}\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n`);

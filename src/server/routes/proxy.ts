@@ -8,7 +8,7 @@ import { Hono } from "hono";
 import { InvalidRequest } from "../../errors.ts";
 import { egress, toWebResponse, type EgressDeps } from "../../egress/index.ts";
 import type { Domain } from "../../vault/index.ts";
-import { parseHostPattern } from "../../vault/index.ts";
+import { parseHostPattern, type HostPattern } from "../../vault/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
 import { openHeaderVault } from "../request.ts";
@@ -16,12 +16,12 @@ import { enforce } from "../limits.ts";
 
 export function proxyRoutes(d: Domain, deps: EgressDeps) {
   const r = new Hono<ApiEnv>();
+  const parsedTargets = new Map<string, HostPattern>();
   r.use("*", requirePrincipal(d, "none")); // charged to PROXY below, shared with the tunnel
   r.all("/*", async (c) => {
     const p = c.get("principal");
     const { authority, target } = splitProxyUrl(c.req.raw.url);
-    const pattern = parseHostPattern(decodeURIComponent(authority), { allowIp: true }, "target_host");
-    if (pattern.wildcard) throw new InvalidRequest("target_host must be a concrete host", "target_host");
+    const pattern = targetHost(authority, parsedTargets);
     const open = await openHeaderVault(d, c, "read");
     if (d.rateLimiter) enforce(d.rateLimiter.checkProxy(p.id, open.vault.id));
     const length = c.req.header("content-length");
@@ -48,6 +48,22 @@ export function proxyRoutes(d: Domain, deps: EgressDeps) {
     return res;
   });
   return r;
+}
+
+const TARGETS_KEPT = 256;
+
+/**
+ * The concrete host and port a /proxy URL names. Agents call the same few hosts over and over, so
+ * accepted authorities are remembered verbatim (bounded; refusals are never kept).
+ */
+function targetHost(authority: string, parsedTargets: Map<string, HostPattern>): HostPattern {
+  const known = parsedTargets.get(authority);
+  if (known) return known;
+  const pattern = parseHostPattern(decodeURIComponent(authority), { allowIp: true }, "target_host");
+  if (pattern.wildcard) throw new InvalidRequest("target_host must be a concrete host", "target_host");
+  if (parsedTargets.size >= TARGETS_KEPT) parsedTargets.clear();
+  parsedTargets.set(authority, pattern);
+  return pattern;
 }
 
 /** Splits ".../proxy/<authority>/<rest>?q" from the raw URL, keeping <rest>?q byte for byte. */
