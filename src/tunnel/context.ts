@@ -28,7 +28,8 @@ export interface TunnelDeps {
 
 /** Who is on the other end of a tunnel: re-checked on every request inside it. */
 export interface TunnelSession {
-  readonly token: string;
+  /** hashToken of the session token from Proxy-Authorization. */
+  readonly tokenHash: string;
   readonly vaultName: string | undefined;
   principal: Principal;
   open: OpenVault;

@@ -3,7 +3,7 @@
 // pair is re-checked on every request so a revoked token fails at once, even in an open tunnel.
 
 import { InvalidRequest, Unauthorized } from "../errors.ts";
-import { openVault, vaultNameById } from "../vault/index.ts";
+import { hashToken, openVault, vaultNameById } from "../vault/index.ts";
 import type { TunnelDeps, TunnelSession } from "./context.ts";
 import { parseProxyAuthorization } from "./proxy-auth.ts";
 import { ProxyAuthRequired } from "./respond.ts";
@@ -11,14 +11,15 @@ import { ProxyAuthRequired } from "./respond.ts";
 export async function authenticateProxy(deps: TunnelDeps, header: string | undefined): Promise<TunnelSession> {
   const creds = parseProxyAuthorization(header);
   if (!creds) throw new ProxyAuthRequired("proxy authentication required: use http://<session_token>:<vault>@host:port");
-  const session = { token: creds.token, vaultName: creds.vault } as TunnelSession;
+  // Only the token's hash is kept for the tunnel's life: it is all the per-request re-check needs.
+  const session = { tokenHash: hashToken(creds.token), vaultName: creds.vault } as TunnelSession;
   await refreshSession(deps, session);
   return session;
 }
 
 export async function refreshSession(deps: TunnelDeps, session: TunnelSession): Promise<void> {
   const d = deps.domain;
-  const principal = await d.auth.authenticate(session.token).catch((err) => {
+  const principal = await d.auth.authenticateHash(session.tokenHash).catch((err) => {
     throw err instanceof Unauthorized ? new ProxyAuthRequired(err.message) : err;
   });
   const vaultName = session.vaultName ?? (principal.kind === "scoped" ? await vaultNameById(d, principal.vaultId) : undefined);

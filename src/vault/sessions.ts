@@ -60,6 +60,8 @@ interface CacheEntry {
 export interface Authenticator {
   /** Resolves a raw bearer token to its principal, or throws Unauthorized. */
   authenticate(rawToken: string): Promise<Principal>;
+  /** The same for a token already hashed with hashToken (a tunnel hashes its token once, not per request). */
+  authenticateHash(tokenHash: string): Promise<Principal>;
   /** Forgets cached look-ups so a revocation takes effect on the very next request. */
   forget(tokenHashes?: readonly string[]): void;
 }
@@ -118,27 +120,29 @@ export function createAuthenticator(store: Store, opts: AuthenticatorOptions): A
     return entry;
   }
 
+  async function authenticateHash(hash: string): Promise<Principal> {
+    const now = opts.now();
+    const cached = cache.get(hash);
+    const entry = cached && now - cached.loadedAt < freshness.trustMs(ttl) ? cached : await reload(hash, cached, now);
+    if (cached && entry !== cached) entry.lastSeen = Math.max(entry.lastSeen, cached.lastSeen);
+    if (!isLive(entry.row, entry.lastSeen, now)) {
+      cache.delete(hash);
+      throw new Unauthorized("session expired or revoked");
+    }
+    entry.lastSeen = now;
+    if (now - entry.storedLastSeen >= LIMITS.lastSeenWriteIntervalMs) {
+      entry.storedLastSeen = now;
+      // The idle timer is a convenience; a database outage must not turn it into a refusal.
+      await store.sessions.touch(entry.row.id, now).catch((err) => {
+        if (!(err instanceof DatabaseUnavailable)) throw err;
+      });
+    }
+    return entry.principal;
+  }
+
   return {
-    async authenticate(rawToken) {
-      const now = opts.now();
-      const hash = hashToken(rawToken);
-      const cached = cache.get(hash);
-      const entry = cached && now - cached.loadedAt < freshness.trustMs(ttl) ? cached : await reload(hash, cached, now);
-      if (cached && entry !== cached) entry.lastSeen = Math.max(entry.lastSeen, cached.lastSeen);
-      if (!isLive(entry.row, entry.lastSeen, now)) {
-        cache.delete(hash);
-        throw new Unauthorized("session expired or revoked");
-      }
-      entry.lastSeen = now;
-      if (now - entry.storedLastSeen >= LIMITS.lastSeenWriteIntervalMs) {
-        entry.storedLastSeen = now;
-        // The idle timer is a convenience; a database outage must not turn it into a refusal.
-        await store.sessions.touch(entry.row.id, now).catch((err) => {
-          if (!(err instanceof DatabaseUnavailable)) throw err;
-        });
-      }
-      return entry.principal;
-    },
+    authenticate: (rawToken) => authenticateHash(hashToken(rawToken)),
+    authenticateHash,
     forget(hashes) {
       forgotten++;
       loading.clear();

@@ -316,6 +316,17 @@ forEachBackend((backend) => {
     expect(await store.audit.list({ vaultId: 1, host: "c.com", limit: 100 })).toEqual([]);
   });
 
+  test("audit: a batch larger than one INSERT group keeps every row, in order, ids rising", async () => {
+    await open();
+    const rows = Array.from({ length: 150 }, (_, i) => auditRow({ at: 1000 + i, vaultId: 3, host: `h${i}.com`, status: 200 + (i % 3), principal: "agent:1" }));
+    await store.audit.insert(rows);
+    const back = await store.audit.list({ vaultId: 3, after: 0, limit: 1000 });
+    expect(back.map((r) => r.at)).toEqual(rows.map((r) => r.at));
+    expect(back.map((r) => r.host)).toEqual(rows.map((r) => r.host));
+    expect(back.every((r, i) => i === 0 || r.id > back[i - 1]!.id)).toBe(true);
+    expect(back[149]).toEqual({ id: back[149]!.id, ...rows[149] } as AuditRow);
+  });
+
   test("audit: prune by age, then by row count (the newest rows are kept)", async () => {
     await open();
     await store.audit.insert([1, 2, 3, 4, 5, 6].map((at) => auditRow({ at, vaultId: 1 })));
