@@ -33,7 +33,7 @@ export type { AgentRow } from "./agents.ts";
 export type { AccessRow, GrantRow, MemberRow, VaultRole } from "./access.ts";
 export type { InviteKind, InviteRow } from "./invites.ts";
 export type { IdentityRow, OidcCliCodeRow, OidcPurpose, OidcStateRow } from "./identities.ts";
-export type { AuthType, ServiceRow } from "./services.ts";
+export type { AuthType, MintedAuthType, ServiceRow } from "./services.ts";
 export type { AuditFilter, AuditRow } from "./audit.ts";
 export type { ProposalRow, ProposalStatus } from "./proposals.ts";
 export type { CaRow } from "./ca.ts";

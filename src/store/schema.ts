@@ -367,4 +367,45 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 11,
+    name: "minted-credentials",
+    // Credentials the broker mints or signs (OAuth 2.0 tokens, AWS SigV4, GitHub App tokens): their
+    // settings and credential key names as JSON in auth_config. Widening auth_type's CHECK rebuilds the
+    // table on SQLite, as migration 9 did; PostgreSQL swaps the constraint in place.
+    sql: `
+      ALTER TABLE services ADD COLUMN auth_config TEXT;
+    `,
+    sqliteOnly: [
+      `CREATE TABLE services_v11 (
+        id INTEGER PRIMARY KEY,
+        vault_id BIGINT NOT NULL REFERENCES vaults (id) ON DELETE CASCADE,
+        host TEXT NOT NULL,
+        description TEXT NOT NULL DEFAULT '',
+        auth_type TEXT NOT NULL CHECK (auth_type IN ('bearer', 'basic', 'header', 'passthrough', 'query', 'path',
+          'oauth2_client_credentials', 'oauth2_refresh', 'aws_sigv4', 'github_app')),
+        auth_key TEXT,
+        auth_header TEXT,
+        auth_prefix TEXT,
+        auth_username TEXT,
+        enabled INTEGER NOT NULL DEFAULT 1,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        rules TEXT,
+        auth_param TEXT,
+        auth_template TEXT,
+        auth_config TEXT,
+        UNIQUE (vault_id, host)
+      )`,
+      `INSERT INTO services_v11 (id, vault_id, host, description, auth_type, auth_key, auth_header, auth_prefix, auth_username, enabled, created_at, updated_at, rules, auth_param, auth_template, auth_config)
+       SELECT id, vault_id, host, description, auth_type, auth_key, auth_header, auth_prefix, auth_username, enabled, created_at, updated_at, rules, auth_param, auth_template, auth_config FROM services`,
+      "DROP TABLE services",
+      "ALTER TABLE services_v11 RENAME TO services",
+    ],
+    postgresOnly: [
+      `ALTER TABLE services DROP CONSTRAINT services_auth_type_check,
+         ADD CONSTRAINT services_auth_type_check CHECK (auth_type IN ('bearer', 'basic', 'header', 'passthrough', 'query', 'path',
+           'oauth2_client_credentials', 'oauth2_refresh', 'aws_sigv4', 'github_app'))`,
+    ],
+  },
 ];

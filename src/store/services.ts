@@ -2,7 +2,9 @@
 
 import type { Sql } from "./db.ts";
 
-export type AuthType = "bearer" | "basic" | "header" | "passthrough" | "query" | "path";
+/** Static types inject a stored value; the minted ones (issue 18) make or sign a credential from stored ones. */
+export type AuthType = "bearer" | "basic" | "header" | "passthrough" | "query" | "path" | MintedAuthType;
+export type MintedAuthType = "oauth2_client_credentials" | "oauth2_refresh" | "aws_sigv4" | "github_app";
 
 export interface ServiceRow {
   vaultId: number;
@@ -17,6 +19,8 @@ export interface ServiceRow {
   authParam: string | null;
   /** 'path': where the value goes, e.g. /bot{value}, placed before the agent's path. */
   authTemplate: string | null;
+  /** Minted types: their fields as JSON (credential key names and plain settings, never a value). */
+  authConfig: string | null;
   enabled: boolean;
   /** JSON list of {methods, paths}, or null for no rules (everything allowed). */
   rules: string | null;
@@ -24,10 +28,10 @@ export interface ServiceRow {
 }
 
 /** Columns added after the first release: a put without them stores NULL. */
-type OptionalColumns = "rules" | "authParam" | "authTemplate";
+type OptionalColumns = "rules" | "authParam" | "authTemplate" | "authConfig";
 
 const COLUMNS = `vault_id AS "vaultId", host, description, auth_type AS "authType", auth_key AS "authKey", auth_header AS "authHeader",
-  auth_prefix AS "authPrefix", auth_username AS "authUsername", auth_param AS "authParam", auth_template AS "authTemplate", enabled, rules, updated_at AS "updatedAt"`;
+  auth_prefix AS "authPrefix", auth_username AS "authUsername", auth_param AS "authParam", auth_template AS "authTemplate", auth_config AS "authConfig", enabled, rules, updated_at AS "updatedAt"`;
 
 export function serviceRepo(sql: Sql) {
   return {
@@ -41,13 +45,13 @@ export function serviceRepo(sql: Sql) {
     /** Inserts or replaces the service for (vault, host). */
     async put(s: Omit<ServiceRow, "updatedAt" | OptionalColumns> & Partial<Pick<ServiceRow, OptionalColumns>>, now: number): Promise<void> {
       await sql.run(
-        `INSERT INTO services (vault_id, host, description, auth_type, auth_key, auth_header, auth_prefix, auth_username, auth_param, auth_template, enabled, rules, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        `INSERT INTO services (vault_id, host, description, auth_type, auth_key, auth_header, auth_prefix, auth_username, auth_param, auth_template, auth_config, enabled, rules, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (vault_id, host) DO UPDATE SET description = excluded.description, auth_type = excluded.auth_type, auth_key = excluded.auth_key,
            auth_header = excluded.auth_header, auth_prefix = excluded.auth_prefix, auth_username = excluded.auth_username,
-           auth_param = excluded.auth_param, auth_template = excluded.auth_template,
+           auth_param = excluded.auth_param, auth_template = excluded.auth_template, auth_config = excluded.auth_config,
            enabled = excluded.enabled, rules = excluded.rules, updated_at = excluded.updated_at`,
-        [s.vaultId, s.host, s.description, s.authType, s.authKey, s.authHeader, s.authPrefix, s.authUsername, s.authParam ?? null, s.authTemplate ?? null, s.enabled ? 1 : 0, s.rules ?? null, now, now],
+        [s.vaultId, s.host, s.description, s.authType, s.authKey, s.authHeader, s.authPrefix, s.authUsername, s.authParam ?? null, s.authTemplate ?? null, s.authConfig ?? null, s.enabled ? 1 : 0, s.rules ?? null, now, now],
       );
     },
     async remove(vaultId: number, host: string): Promise<boolean> {

@@ -32,6 +32,7 @@ export * from "./proposals.ts";
 export * from "./proposal-review.ts";
 export * from "./scoped.ts";
 export * from "./services.ts";
+export * from "./minted-auth.ts";
 export * from "./settings.ts";
 export * from "./users.ts";
 export * from "./vaults.ts";

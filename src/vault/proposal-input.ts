@@ -6,7 +6,7 @@ import { InvalidRequest } from "../errors.ts";
 import { parseHostPattern } from "./hosts.ts";
 import { LIMITS } from "./limits.ts";
 import { parseRules, type Rules } from "./path-rules.ts";
-import { readAuth, readKey, type ServiceAuth } from "./services.ts";
+import { authKeyFields, readAuth, readKey, type ServiceAuth } from "./services.ts";
 
 export interface ProposedService {
   action: "set";
@@ -115,11 +115,10 @@ function assertUnique(values: string[], field: string, what: string) {
 export function assertKeysResolve(p: ProposalInput, existing: readonly string[]): void {
   const available = new Set([...p.credentials.map((c) => c.key), ...existing]);
   p.services.forEach((s, i) => {
-    if (s.auth.token && !available.has(s.auth.token)) {
-      throw new InvalidRequest(
-        `services[${i}].auth.token names ${s.auth.token}, which is neither a credential slot in this proposal nor an existing credential`,
-        `services[${i}].auth.token`,
-      );
+    // Static types name one key (auth.token); the minted ones several (client_id, refresh_token, private_key…).
+    for (const [field, key] of authKeyFields(s.auth)) {
+      if (available.has(key)) continue;
+      throw new InvalidRequest(`services[${i}].auth.${field} names ${key}, which is neither a credential slot in this proposal nor an existing credential`, `services[${i}].auth.${field}`);
     }
   });
 }

@@ -11,7 +11,7 @@ import { readValue } from "./credential-ops.ts";
 import { LIMITS } from "./limits.ts";
 import type { Principal } from "./principal.ts";
 import { assertKeysResolve, readProposal, type ProposedService, type ProposedSlot } from "./proposal-input.ts";
-import { storedRules, toRow } from "./services.ts";
+import { authKeys, storedRules, toRow, viewService, type ServiceAuth } from "./services.ts";
 import { describeRules, parseRules } from "./path-rules.ts";
 import { hashToken, mintToken } from "./tokens.ts";
 import { iso } from "./users.ts";
@@ -114,14 +114,15 @@ export async function proposalByApprovalToken(d: Domain, id: number, rawToken: s
  * Existing credentials that `services` would send to a host they do not go to today: the warning
  * the approval page and the console's service forms show before a person confirms.
  */
-export async function newHostUses(d: Domain, vaultId: number, services: readonly { host: string; auth: { token?: string } }[]): Promise<{ key: string; host: string }[]> {
+export async function newHostUses(d: Domain, vaultId: number, services: readonly { host: string; auth: ServiceAuth }[]): Promise<{ key: string; host: string }[]> {
   const existingKeys = new Set(await d.store.credentials.keys(vaultId));
   const current = await d.store.services.list(vaultId);
   const uses: { key: string; host: string }[] = [];
   for (const s of services) {
-    const key = s.auth.token;
-    if (!key || !existingKeys.has(key)) continue;
-    if (!current.some((c) => c.host === s.host && c.authKey === key)) uses.push({ key, host: s.host });
+    for (const key of authKeys(s.auth)) {
+      if (!existingKeys.has(key)) continue;
+      if (!current.some((c) => c.host === s.host && authKeys(viewService(c).auth).includes(key))) uses.push({ key, host: s.host });
+    }
   }
   return uses;
 }
@@ -133,7 +134,7 @@ export async function approvalWarnings(d: Domain, row: ProposalRow): Promise<str
   const warnings = (await newHostUses(d, row.vaultId, services)).map(({ key, host }) => `This proposal sends your existing credential ${key} to a new host, ${host}.`);
   for (const s of services) {
     const replaced = current.find((c) => c.host === s.host);
-    if (replaced && replaced.authKey !== (s.auth.token ?? null)) warnings.push(`This proposal replaces the existing service for ${s.host}.`);
+    if (replaced && authKeys(viewService(replaced).auth).join() !== authKeys(s.auth).join()) warnings.push(`This proposal replaces the existing service for ${s.host}.`);
     if (!replaced) continue;
     // Narrower or wider rules are shown beside each host; dropping them all is worth a warning of its own.
     const now = storedRules(replaced);

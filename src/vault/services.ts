@@ -11,8 +11,9 @@ import { parseHostPattern } from "./hosts.ts";
 import { requireInVault, type OpenVault } from "./vaults.ts";
 import { parseRules, type Rules } from "./path-rules.ts";
 import { readPathTemplate, readQueryParam } from "./url-auth.ts";
+import { isMintedAuthType, mintedAuthConfig, mintedAuthKeyFields, MINTED_AUTH_TYPES, parseMintedAuthConfig, readMintedAuth, type MintedAuthFields } from "./minted-auth.ts";
 
-export interface ServiceAuth {
+export interface ServiceAuth extends MintedAuthFields {
   type: AuthType;
   token?: string;
   header?: string;
@@ -33,7 +34,7 @@ export interface ServiceView {
   rules?: Rules;
 }
 
-const AUTH_TYPES: readonly AuthType[] = ["bearer", "basic", "header", "query", "path", "passthrough"];
+const AUTH_TYPES: readonly AuthType[] = ["bearer", "basic", "header", "query", "path", "passthrough", ...MINTED_AUTH_TYPES];
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/;
 /** Headers the broker owns or that frame the message: never a credential slot. */
 const RESERVED_HEADERS = new Set(["host", "content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "te", "trailer", "proxy-authorization", "proxy-authenticate", "proxy-connection", "x-vault", "cookie", "set-cookie"]);
@@ -43,6 +44,7 @@ export function readAuth(v: unknown, field = "auth"): ServiceAuth {
   if (!AUTH_TYPES.includes(a.type as AuthType)) throw new InvalidRequest(`${field}.type must be one of ${AUTH_TYPES.join(", ")}`, `${field}.type`);
   const type = a.type as AuthType;
   if (type === "passthrough") return { type };
+  if (isMintedAuthType(type)) return { type, ...readMintedAuth(type, a, field, readKey) };
   const token = readKey(a.token, `${field}.token`);
   if (type === "bearer") return { type, token };
   if (type === "query") return { type, token, param: readQueryParam(a.param, `${field}.param`) };
@@ -78,8 +80,19 @@ function readDescription(v: unknown): string {
   return v;
 }
 
+/** Every credential key a service's auth uses (none for passthrough). */
+export function authKeys(auth: ServiceAuth): string[] {
+  return authKeyFields(auth).map(([, key]) => key);
+}
+
+/** The same as [field, key] pairs, for error messages that name the field. */
+export function authKeyFields(auth: ServiceAuth): [string, string][] {
+  if (isMintedAuthType(auth.type)) return mintedAuthKeyFields(auth.type, auth);
+  return auth.token ? [["token", auth.token]] : [];
+}
+
 export function viewService(r: ServiceRow): ServiceView {
-  const auth: ServiceAuth = { type: r.authType };
+  const auth: ServiceAuth = isMintedAuthType(r.authType) ? { type: r.authType, ...parseMintedAuthConfig(r.authConfig) } : { type: r.authType };
   if (r.authKey) auth.token = r.authKey;
   if (r.authHeader) auth.header = r.authHeader;
   if (r.authPrefix) auth.prefix = r.authPrefix;
@@ -113,8 +126,14 @@ export function toRow(vaultId: number, host: string, description: string, auth: 
     authUsername: auth.username ?? null,
     authParam: auth.param ?? null,
     authTemplate: auth.template ?? null,
+    authConfig: isMintedAuthType(auth.type) ? mintedAuthConfig(mintedFields(auth)) : null,
     enabled,
   };
+}
+
+function mintedFields(auth: ServiceAuth): MintedAuthFields {
+  const { type: _type, token: _t, header: _h, prefix: _p, username: _u, param: _q, template: _tpl, ...fields } = auth;
+  return fields;
 }
 
 export async function listServices(d: Domain, open: OpenVault): Promise<ServiceView[]> {

@@ -5,7 +5,7 @@
 // and Allow / Deny. All agent-written text is rendered as escaped text (hono/jsx escapes), links
 // only for https URLs; no inline script or style exists (the CSP forbids them).
 
-import { describeUrlAuth, type ProposalView } from "../../vault/index.ts";
+import { describeMintedAuth, describeUrlAuth, type ProposalView } from "../../vault/index.ts";
 import type { Rules } from "../../vault/index.ts";
 import { ProviderSignIn, type SignInProvider } from "../console/sign-in-provider.tsx";
 import { Brand, Document } from "./document.tsx";
@@ -53,6 +53,8 @@ function describeAuth(auth: ProposalView["services"][number]["auth"]): string {
     case "query":
     case "path":
       return `${auth.token}, ${describeUrlAuth(auth)}`;
+    default:
+      return describeMintedAuth(auth.type, auth);
   }
 }
 

@@ -4,7 +4,7 @@
 import { Hono } from "hono";
 import { InvalidRequest } from "../../errors.ts";
 import type { Domain } from "../../vault/index.ts";
-import { describeRules, describeUrlAuth, storedRules } from "../../vault/index.ts";
+import { describeRules, describeUrlAuth, isMintedAuthType, storedRules, viewService } from "../../vault/index.ts";
 import type { ServiceRow } from "../../store/index.ts";
 import {
   approveProposal,
@@ -53,6 +53,11 @@ export function discoverRoutes(d: Domain) {
 function discoveredAuth(s: ServiceRow): Record<string, string> {
   if (s.authType === "query" && s.authParam) return { type: s.authType, param: s.authParam, sent: describeUrlAuth({ type: s.authType, param: s.authParam })! };
   if (s.authType === "path" && s.authTemplate) return { type: s.authType, template: s.authTemplate, sent: describeUrlAuth({ type: s.authType, template: s.authTemplate })! };
+  if (s.authType === "aws_sigv4") {
+    const f = viewService(s).auth;
+    return { type: s.authType, ...(f.region && { region: f.region }), ...(f.service && { service: f.service }), sent: "sign with any placeholder AWS keys (e.g. AWS_ACCESS_KEY_ID=placeholder); the broker drops that signature and signs each request itself" };
+  }
+  if (isMintedAuthType(s.authType)) return { type: s.authType, sent: "the broker mints a short-lived token and sends it as Authorization: Bearer <token>; send no Authorization header" };
   return { type: s.authType };
 }
 

@@ -248,7 +248,7 @@ forEachBackend((backend) => {
   test("services: put is an upsert per (vault, host); nullable auth fields and enabled round-trip", async () => {
     await open();
     const v = await store.vaults.create("v", 1);
-    const base = { vaultId: v.id, description: "", authKey: null, authHeader: null, authPrefix: null, authUsername: null, authParam: null, authTemplate: null, enabled: true, rules: null } as const;
+    const base = { vaultId: v.id, description: "", authKey: null, authHeader: null, authPrefix: null, authUsername: null, authParam: null, authTemplate: null, authConfig: null, enabled: true, rules: null } as const;
     await store.services.put({ ...base, host: "b.example.com", authType: "bearer", authKey: "K" }, 10);
     await store.services.put({ ...base, host: "a.example.com", authType: "header", authKey: "H", authHeader: "x-api-key", authPrefix: "Key ", enabled: false }, 11);
     expect(await store.services.list(v.id)).toEqual([
@@ -272,6 +272,13 @@ forEachBackend((backend) => {
     expect(await store.services.get(v.id, "p.example.com")).toEqual({ ...base, host: "p.example.com", authType: "path", authKey: "T", authTemplate: "/bot{value}", updatedAt: 31 });
     await store.services.put({ ...base, host: "q.example.com", authType: "bearer", authKey: "G" }, 32);
     expect(await store.services.get(v.id, "q.example.com")).toEqual({ ...base, host: "q.example.com", authType: "bearer", authKey: "G", updatedAt: 32 });
+    // Minted types (migration 11): their fields as JSON in auth_config, cleared by a put without them.
+    const config = '{"token_url":"https://idp.example.com/token","client_id":"CID","client_secret":"CSECRET"}';
+    await store.services.put({ ...base, host: "m.example.com", authType: "oauth2_client_credentials", authConfig: config }, 34);
+    expect(await store.services.get(v.id, "m.example.com")).toEqual({ ...base, host: "m.example.com", authType: "oauth2_client_credentials", authConfig: config, updatedAt: 34 });
+    for (const authType of ["oauth2_refresh", "aws_sigv4", "github_app"] as const) await store.services.put({ ...base, host: "m.example.com", authType, authConfig: "{}" }, 35);
+    await store.services.put({ ...base, host: "m.example.com", authType: "bearer", authKey: "K" }, 36);
+    expect((await store.services.get(v.id, "m.example.com"))?.authConfig).toBeNull();
     // The widened CHECK still refuses anything else.
     await expect(store.services.put({ ...base, host: "x.example.com", authType: "cookie" as never, authKey: "K" }, 33)).rejects.toThrow();
   });
