@@ -144,6 +144,22 @@ export class CredentialNotFound extends BrokerError {
   }
 }
 
+/**
+ * The broker could not mint or sign the service's credential (OAuth token endpoint, GitHub App token
+ * exchange, a SigV4 setting). Says what the provider answered (its OAuth error code, an HTTP status),
+ * never a value; `refused` means a human must change a credential before it is tried again.
+ */
+export class CredentialRefreshFailed extends BrokerError {
+  readonly status = 502;
+  readonly code = "credential_refresh_failed";
+  constructor(readonly host: string, reason: string, readonly refused = false) {
+    super(`cannot obtain a credential for ${host}: ${reason}${refused ? "; ask a human to set the service's credentials again" : "; retry shortly"}`);
+  }
+  override extra() {
+    return { host: this.host };
+  }
+}
+
 /** The network guard refused the destination: names the host, never the credential. */
 export class EgressBlocked extends BrokerError {
   readonly status = 403;

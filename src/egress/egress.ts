@@ -15,7 +15,9 @@ import type { EgressPlan, PlanCache } from "./plan.ts";
 import { redactHeaders, redactText, redactWhole, type Needles } from "./redact.ts";
 import { allowedTarget, widenRulesHint } from "./rules.ts";
 import { scanBodyStream, type BodyDone } from "./scan-body.ts";
-import { SMALL_BODY_BYTES, type Upstream } from "./upstream.ts";
+import { SMALL_BODY_BYTES, type OutboundRequest, type Upstream } from "./upstream.ts";
+import type { Minter } from "./minted.ts";
+import { signAwsRequest } from "./sigv4.ts";
 import { placeCredential } from "./url-credential.ts";
 
 export interface EgressInput {
@@ -48,6 +50,8 @@ export interface EgressDeps {
   readonly maxResponseBytes: number;
   /** Prometheus counters and histograms (server/metrics.ts); absent when metrics are off. */
   readonly metrics?: EgressMetrics;
+  /** Minted OAuth and GitHub App tokens (minted.ts); a minted-token service fails closed without it. */
+  readonly minter?: Minter;
 }
 
 /** What one exchange tells the metrics: names and numbers only, never a path, query or value. */
@@ -101,16 +105,40 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
     const allowed = allowedTarget(plan, input.method, input.target, (m, path) => widenRulesHint(deps.plans.hintFor(input.host, input.port), ruled, m, path), input.headers);
     // A URL credential goes in only now: the rules saw the agent's path, and the audit record keeps it.
     const target = plan.placement ? placeCredential(allowed, plan.placement) : allowed;
-    const headers = buildUpstreamHeaders(input.headers, plan.injection, input.ingress === "explicit");
+    const minting = plan.minted && plan.minted.type !== "aws_sigv4";
+    let grant = minting ? await minterOf(deps).grant(input.vault, plan) : undefined;
     const addresses = () => resolveChecked(input.host, input.port, deps.policy, deps.resolver);
-    const body = input.body && watchErrors(input.body, (e) => (bodyFailure = e)).pipeThrough(countAndCap(deps.maxRequestBytes, (n) => (bytesIn = n), "request"));
+    let body = input.body && watchErrors(input.body, (e) => (bodyFailure = e)).pipeThrough(countAndCap(deps.maxRequestBytes, (n) => (bytesIn = n), "request"));
+    // A minted token the upstream rejects (401) is refreshed and the request sent once more, which
+    // needs its body again: small ones are held for that (a streamed one is not replayed).
+    const held = minting && body && input.bodyLength !== null && input.bodyLength <= SMALL_BODY_BYTES ? await wholeBody(body) : undefined;
+    const outbound = async (): Promise<OutboundRequest> => {
+      const again = held ? new Blob([held as Uint8Array<ArrayBuffer>]).stream() : body;
+      const headers = buildUpstreamHeaders(input.headers, grant?.injection ?? plan!.injection, input.ingress === "explicit");
+      const req = { method: input.method, target, headers, body: again, bodyLength: input.bodyLength };
+      if (plan!.minted?.type !== "aws_sigv4") return req;
+      return { method: input.method, ...(await signAwsRequest(plan!.minted, input, { ...req, headers: buildUpstreamHeaders(input.headers, undefined, true) }, deps.now())) };
+    };
     if (m) tSend = m.now();
-    const upstream = await deps.upstream.send(
-      { host: input.host, port: input.port, addresses },
-      { method: input.method, target, headers, body, bodyLength: input.bodyLength },
-    );
+    let upstream = await deps.upstream.send({ host: input.host, port: input.port, addresses }, await outbound());
+    // The answer is scanned for the token it was sent with (a 401 may echo the rejected one).
+    let needles = grant?.needles ?? plan.needles;
+    if (grant && upstream.status === 401) {
+      const stale = grant;
+      const answered401 = upstream;
+      grant = await minterOf(deps).regrant(input.vault, plan, stale).catch(async (err) => {
+        if (answered401.body && !(answered401.body instanceof Uint8Array)) await answered401.body.cancel().catch(() => {});
+        throw err;
+      });
+      if (!body || held) {
+        if (upstream.body && !(upstream.body instanceof Uint8Array)) await upstream.body.cancel().catch(() => {});
+        upstream = await deps.upstream.send({ host: input.host, port: input.port, addresses }, await outbound());
+        needles = grant.needles;
+      }
+    }
     if (m) tHead = m.now();
-    const res = await shapeResponse(upstream, plan, input.ingress, deps, (bytesOut, error) => audit(upstream.status, bytesOut, error));
+    const answered = upstream;
+    const res = await shapeResponse(answered, needles, input.ingress, deps, (bytesOut, error) => audit(answered.status, bytesOut, error));
     observe(res.status);
     return res;
   } catch (caught) {
@@ -135,8 +163,12 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
   }
 }
 
-async function shapeResponse(res: Answer, plan: EgressPlan, ingress: EgressInput["ingress"], deps: EgressDeps, done: BodyDone): Promise<Answer> {
-  const needles = plan.needles;
+function minterOf(deps: EgressDeps): Minter {
+  if (!deps.minter) throw new Internal();
+  return deps.minter;
+}
+
+async function shapeResponse(res: Answer, needles: Needles, ingress: EgressInput["ingress"], deps: EgressDeps, done: BodyDone): Promise<Answer> {
   // Inside a tunnel the agent talks to the real origin, so its cookies are forwarded; on /proxy they
   // would land on the broker's own origin, where the console's session cookie lives (DESIGN.md §3.19).
   let headers = redactHeaders(cleanResponseHeaders(res.headers, { keepCookies: ingress === "transparent" }), needles);

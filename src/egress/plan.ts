@@ -6,8 +6,8 @@
 
 import { CredentialNotFound, DatabaseUnavailable, HostNotAllowed, ServiceDisabled } from "../errors.ts";
 import { Secret } from "../secret.ts";
-import type { ServiceRow, Store } from "../store/index.ts";
-import { decryptCredential, hostMatches, parseHostPattern, splitPathTemplate, storedRules, viewService, type HostPattern, type Rules, type ServiceAuth } from "../vault/index.ts";
+import type { MintedAuthType, ServiceRow, Store } from "../store/index.ts";
+import { decryptCredential, hostMatches, isMintedAuthType, mintedAuthKeyFields, parseHostPattern, splitPathTemplate, storedRules, viewService, type HostPattern, type MintedAuthFields, type Rules, type ServiceAuth } from "../vault/index.ts";
 import type { LiveSecrets } from "../log.ts";
 import type { Injection } from "./headers.ts";
 import { Needles, NO_NEEDLES } from "./redact.ts";
@@ -27,6 +27,21 @@ export interface EgressPlan {
   readonly credentialKeys: readonly string[];
   /** SECRET: the values to replace in responses (no reveal by echo), compiled once per service. */
   readonly needles: Needles;
+  /** For the minted types: what the minter or signer needs (minted.ts, sigv4.ts). */
+  readonly minted?: MintedPlan;
+}
+
+/** A service whose credential the broker makes or signs (vault/minted-auth.ts). */
+export interface MintedPlan {
+  readonly type: MintedAuthType;
+  readonly fields: MintedAuthFields;
+  /** SECRET: the decrypted inputs by field name (client_secret, refresh_token, private_key…). */
+  readonly inputs: ReadonlyMap<string, Secret>;
+  /**
+   * Identifies the service's settings and inputs (a SHA-256, never a value), apart from a refresh
+   * token, which the provider may rotate: any other change starts the minted credential afresh.
+   */
+  readonly fingerprint: string;
 }
 
 interface CompiledService {
@@ -141,6 +156,7 @@ export function createPlanCache(
     const service = { host: row.host, authType: row.authType };
     const rules = storedRules(row);
     const ruled = { auth: viewService(row).auth, ...(rules && { rules }) };
+    if (isMintedAuthType(row.authType)) return mintedPlan(vaultId, row, service, ruled);
     if (row.authType === "passthrough" || !row.authKey) return { service, ...ruled, injection: undefined, credentialKeys: [], needles: NO_NEEDLES };
     const key = row.authKey;
     let secret: Secret | undefined;
@@ -150,6 +166,8 @@ export function createPlanCache(
       throw new CredentialNotFound(key, "cannot be decrypted");
     }
     if (!secret) throw new CredentialNotFound(key);
+    // Only a PEM key may span lines (vault/credential-ops.ts), and it has no place in a header or URL.
+    if (/[\r\n\0]/.test(secret.reveal())) throw new CredentialNotFound(key, "is a multi-line value (a PEM key), which cannot be sent in a header or URL"); // reveal: checked, not kept
     const placement = placementFor(row, secret);
     const injection = placement ? undefined : injectionFor(row, secret);
     // reveal: search patterns only. The raw value; for Basic its base64 form (echoed with or without
@@ -162,6 +180,33 @@ export function createPlanCache(
     if (!held) live.set(vaultId, (held = new Set()));
     for (const v of values) held.add(v);
     return { service, ...ruled, injection, ...(placement && { placement }), credentialKeys: [key], needles: new Needles(values) };
+  }
+
+  /** Decrypts every input a minted type names; no injection here, the minter or signer adds it per request. */
+  async function mintedPlan(vaultId: number, row: ServiceRow, service: EgressPlan["service"], ruled: Pick<EgressPlan, "auth" | "rules">): Promise<EgressPlan> {
+    const type = row.authType as MintedAuthType;
+    const fields = ruled.auth;
+    const inputs = new Map<string, Secret>();
+    const keys: string[] = [];
+    for (const [field, key] of mintedAuthKeyFields(type, fields)) {
+      let secret: Secret | undefined;
+      try {
+        secret = await credential(vaultId, key);
+      } catch {
+        throw new CredentialNotFound(key, "cannot be decrypted");
+      }
+      if (!secret) throw new CredentialNotFound(key);
+      inputs.set(field, secret);
+      keys.push(key);
+    }
+    // reveal: search patterns and a one-way fingerprint only
+    const values = [...inputs.values()].map((v) => v.reveal());
+    const fingerprinted = [...inputs].filter(([field]) => field !== "refresh_token").map(([field, v]) => [field, v.reveal()]);
+    const fingerprint = new Bun.CryptoHasher("sha256").update(JSON.stringify([vaultId, row.host, type, fields, fingerprinted])).digest("hex");
+    let held = live.get(vaultId);
+    if (!held) live.set(vaultId, (held = new Set()));
+    for (const v of values) held.add(v);
+    return { service, ...ruled, injection: undefined, credentialKeys: keys, needles: new Needles(values), minted: { type, fields, inputs, fingerprint } };
   }
 
   return {

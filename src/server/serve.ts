@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { rootCertificates } from "node:tls";
 import { describeStore, type Config } from "../config.ts";
-import { buildProposalHint, compileNetPolicy, createWebhookSender, createAuditLog, createPlanCache, createUpstream, systemResolver, type EgressDeps, type Resolver } from "../egress/index.ts";
+import { buildProposalHint, compileNetPolicy, createMinter, createWebhookSender, createAuditLog, createPlanCache, createUpstream, systemResolver, type EgressDeps, type Resolver } from "../egress/index.ts";
 import { DatabaseUnavailable, toErrorResponse, Unavailable } from "../errors.ts";
 import type { LiveSecrets, Logger } from "../log.ts";
 import type { Secret } from "../secret.ts";
@@ -13,7 +13,7 @@ import { openStore, type Store } from "../store/index.ts";
 import { createAuthenticator, createHashGate, createVaultAccessCache, createLeafCache, loadRootCa, mintLeaf, rotateRootCa, unlockKeyring, type CaHolder, type Domain, type LeafCache } from "../vault/index.ts";
 import { createChangeFeed, REVALIDATE_MS, type ChangeHandlers, type Freshness } from "../vault/index.ts";
 import { createLoginThrottle, createRateLimiter, resolveSettings } from "../ratelimit/index.ts";
-import { expireProposals, pruneEndedRows } from "../vault/index.ts";
+import { expireProposals, pruneEndedRows, replaceRotatedCredential } from "../vault/index.ts";
 import { restoreRateLimits } from "../vault/index.ts";
 import { createOidcClient } from "../vault/index.ts";
 import { createApi, type DatabaseHealth } from "./app.ts";
@@ -188,7 +188,10 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       },
       webhooks,
     };
+    const minter = createMinter({ upstream, policy, resolver, now, log, saveRotated: (vaultId, key, value) => replaceRotatedCredential(domain, vaultId, key, value) });
+    cached.push(minter.secrets);
     const egress: EgressDeps = {
+      minter,
       plans,
       policy,
       resolver,

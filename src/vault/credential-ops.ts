@@ -15,9 +15,15 @@ import { requireInVault, type OpenVault } from "./vaults.ts";
 export function readValue(v: unknown, field = "value"): Secret {
   if (typeof v !== "string" || v.length === 0) throw new InvalidRequest(`${field} must be a non-empty string`, field);
   if (Buffer.byteLength(v) > LIMITS.credentialValueMaxBytes) throw new InvalidRequest(`${field} must be at most ${LIMITS.credentialValueMaxBytes} bytes`, field);
-  if (/[\r\n\0]/.test(v)) throw new InvalidRequest(`${field} must not contain line breaks or NUL (it is sent in an HTTP header)`, field);
+  if (/[\r\n\0]/.test(v) && !PEM_BLOCK.test(v)) throw new InvalidRequest(`${field} must not contain line breaks or NUL (it is sent in an HTTP header); only a PEM key may span lines`, field);
   return new Secret(v);
 }
+
+/**
+ * One PEM block (a GitHub App's private key): the only multi-line value. It is only ever read as a
+ * key (egress/minted-tokens.ts); the header and URL injections refuse a value with line breaks.
+ */
+const PEM_BLOCK = /^-----BEGIN [A-Z0-9 ]{1,40}-----\r?\n(?:[A-Za-z0-9+/=]{1,128}\r?\n){1,200}-----END [A-Z0-9 ]{1,40}-----\r?\n?$/;
 
 export async function setCredential(d: Domain, open: OpenVault, rawKey: string, input: unknown) {
   requireInVault(open, "write_secrets");
@@ -28,6 +34,17 @@ export async function setCredential(d: Domain, open: OpenVault, rawKey: string, 
   await d.store.credentials.put({ vaultId: open.vault.id, key, ...sealed }, now);
   d.onVaultChange?.(open.vault.id);
   return { key, updated_at: iso(now) };
+}
+
+/**
+ * The broker itself replaces a credential's value: a refresh token the OAuth provider rotated (the old
+ * one stops working). No principal: the service a human configured asked for it. Caches are dropped
+ * as after any write, so the next plan reads the new value.
+ */
+export async function replaceRotatedCredential(d: Domain, vaultId: number, key: string, value: Secret): Promise<void> {
+  const sealed = await encryptCredential(d.dataKey, vaultId, key, value);
+  await d.store.credentials.put({ vaultId, key, ...sealed }, d.now());
+  d.onVaultChange?.(vaultId);
 }
 
 export async function listCredentials(d: Domain, open: OpenVault, reveal: boolean): Promise<{ key: string; value?: Secret; updated_at: string }[]> {
