@@ -4,7 +4,7 @@
 // Metrics count an upgrade when the upstream answers: a 101 is status class "1xx", the relay after it
 // is not timed (a socket open for hours is not a slow request).
 
-import { BrokerError, UndecodableResponse, UpstreamUnreachable } from "../errors.ts";
+import { BrokerError, CredentialRefreshFailed, Internal, UndecodableResponse, UpstreamUnreachable } from "../errors.ts";
 import { auditEntry } from "./audit.ts";
 import type { Connection } from "./connection.ts";
 import type { EgressDeps, EgressInput, EgressMetrics } from "./egress.ts";
@@ -67,14 +67,18 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
     const plan = await deps.plans.plan(input.vault, input.host, input.port);
     keys = plan.credentialKeys;
     service = plan.service.host;
-    const needles = plan.needles;
+    // A minted token goes in like a stored one; a SigV4 signature does not fit a WebSocket upgrade.
+    if (plan.minted?.type === "aws_sigv4") throw new CredentialRefreshFailed(plan.service.host, "WebSocket upgrades cannot be signed with SigV4", true);
+    if (plan.minted && !deps.minter) throw new Internal();
+    const grant = plan.minted ? await deps.minter!.grant(input.vault, plan) : undefined;
+    const needles = grant?.needles ?? plan.needles;
     // A WebSocket upgrade is a GET on the wire: the service's rules decide on that.
     const allowed = allowedTarget(plan, "GET", input.target, (m, path) => widenRulesHint(deps.plans.hintFor(input.host, input.port), plan, m, path), input.headers);
     // A URL credential goes in after the rules check, as in egress().
     const target = plan.placement ? placeCredential(allowed, plan.placement) : allowed;
     const pairs = [...input.headers];
     // The Upgrade / Connection pair is hop-by-hop, so the generic rules drop it: put it back.
-    let headers = buildUpstreamHeaders(pairs, plan.injection, input.ingress === "explicit");
+    let headers = buildUpstreamHeaders(pairs, grant?.injection ?? plan.injection, input.ingress === "explicit");
     headers.push(["Connection", "Upgrade"], ["Upgrade", "websocket"]);
     for (const [k, v] of pairs) if (WEBSOCKET_HEADERS.has(k.toLowerCase()) && !headers.some(([n]) => n.toLowerCase() === k.toLowerCase())) headers.push([k, v]);
     // Compressed frames (permessage-deflate) would hide an echoed value from the scan: offer no extension.
