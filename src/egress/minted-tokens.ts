@@ -87,7 +87,7 @@ function lifetimeSeconds(v: unknown): number {
 export async function requestInstallationToken(deps: TokenEndpointDeps, serviceHost: string, f: MintedAuthFields, privateKey: Secret, now: number): Promise<MintedToken> {
   let key;
   try {
-    key = createPrivateKey(privateKey.reveal()); // reveal: parsed into a key object, PKCS#1 or PKCS#8 PEM
+    key = createPrivateKey(reflowPem(privateKey.reveal())); // reveal: parsed into a key object, PKCS#1 or PKCS#8 PEM
   } catch {
     throw new CredentialRefreshFailed(serviceHost, "the GitHub App private key is not a PEM private key", true);
   }
@@ -111,4 +111,15 @@ export async function requestInstallationToken(deps: TokenEndpointDeps, serviceH
   if (typeof token !== "string" || token.length === 0 || /[\0-\x1f\x7f]/.test(token)) throw new CredentialRefreshFailed(serviceHost, "GitHub's answer has no usable token");
   const expires = Date.parse(String(answer.json?.expires_at ?? ""));
   return { value: new Secret(token), issuedAt: now, expiresAt: Number.isFinite(expires) ? expires : now + DEFAULT_LIFETIME_S * 1000 };
+}
+
+/**
+ * A PEM block as PEM. A key pasted into a one-line field (a browser's password input drops line
+ * breaks) arrives as BEGIN line, base64 and END line run together: the lines are put back.
+ */
+export function reflowPem(text: string): string {
+  const m = /^\s*-----BEGIN ([A-Z0-9 ]{1,40})-----([A-Za-z0-9+/=\s]+)-----END \1-----\s*$/.exec(text);
+  if (!m) return text;
+  const body = m[2]!.replace(/\s+/g, "");
+  return `-----BEGIN ${m[1]}-----\n${body.replace(/.{1,64}/g, "$&\n")}-----END ${m[1]}-----\n`;
 }
