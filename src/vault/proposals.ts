@@ -118,13 +118,31 @@ export async function newHostUses(d: Domain, vaultId: number, services: readonly
   const existingKeys = new Set(await d.store.credentials.keys(vaultId));
   const current = await d.store.services.list(vaultId);
   const uses: { key: string; host: string }[] = [];
+  const today = current.map((c) => ({ host: c.host, auth: viewService(c).auth }));
   for (const s of services) {
-    for (const key of authKeys(s.auth)) {
+    for (const [key, host] of keyDestinations(s)) {
       if (!existingKeys.has(key)) continue;
-      if (!current.some((c) => c.host === s.host && authKeys(viewService(c).auth).includes(key))) uses.push({ key, host: s.host });
+      if (!today.some((c) => keyDestinations(c).some(([k, h]) => k === key && h === host))) uses.push({ key, host });
     }
   }
   return uses;
+}
+
+/**
+ * Where each key's value travels, as [key, host]: the service's host for the static types and for an
+ * AWS access key id or session token; an OAuth client's id, secret and refresh token go only to the
+ * token endpoint's host, which is what a person must see before a proposal reuses one of their
+ * credentials. A SigV4 secret key and a GitHub App private key never leave the broker (they sign).
+ */
+function keyDestinations(s: { host: string; auth: ServiceAuth }): [string, string][] {
+  const a = s.auth;
+  if (a.type === "oauth2_client_credentials" || a.type === "oauth2_refresh") {
+    const tokenHost = a.token_url ? new URL(a.token_url).host : s.host;
+    return authKeys(a).map((k) => [k, tokenHost]);
+  }
+  if (a.type === "aws_sigv4") return [a.access_key_id, a.session_token].filter((k): k is string => !!k).map((k) => [k, s.host]);
+  if (a.type === "github_app") return [];
+  return authKeys(a).map((k) => [k, s.host]);
 }
 
 /** Plain warnings for the approver: existing credentials sent to hosts they do not go to today. */

