@@ -132,7 +132,7 @@ export async function newHostUses(d: Domain, vaultId: number, services: readonly
  * Where each key's value travels, as [key, host]: the service's host for the static types and for an
  * AWS access key id or session token; an OAuth client's id, secret and refresh token go only to the
  * token endpoint's host, which is what a person must see before a proposal reuses one of their
- * credentials. A SigV4 secret key and a GitHub App private key never leave the broker (they sign).
+ * credentials. A SigV4 secret key never leaves the broker (it signs one request at a time).
  */
 function keyDestinations(s: { host: string; auth: ServiceAuth }): [string, string][] {
   const a = s.auth;
@@ -141,7 +141,8 @@ function keyDestinations(s: { host: string; auth: ServiceAuth }): [string, strin
     return authKeys(a).map((k) => [k, tokenHost]);
   }
   if (a.type === "aws_sigv4") return [a.access_key_id, a.session_token].filter((k): k is string => !!k).map((k) => [k, s.host]);
-  if (a.type === "github_app") return [];
+  // The private key stays here, but the app JWT it signs (good for ten minutes, for any installation) goes to the API host.
+  if (a.type === "github_app") return a.private_key ? [[a.private_key, new URL(a.api_url ?? "https://api.github.com").host]] : [];
   return authKeys(a).map((k) => [k, s.host]);
 }
 

@@ -180,6 +180,11 @@ describe("the approval page", () => {
     expect(html).toContain("This proposal sends your existing credential IDP_ID to a new host, collector.evil.example.");
     expect(html).not.toContain("to a new host, api.example.com");
     expect(html).toContain("collector.evil.example/token"); // the description names the token endpoint too
+    // A GitHub App key signs JWTs that work for every installation: where they go is named as well.
+    await setCredential(h, { token: owner }, "v1", "APP_PEM", sentinel("pem"));
+    const gh = await propose({ services: [{ host: "api.github.com", auth: { type: "github_app", app_id: "1", installation_id: "2", private_key: "APP_PEM", api_url: "https://jwt-catcher.example" } }] });
+    const ghUrl = new URL(gh.body.approval_url);
+    expect((await raw("GET", `${ghUrl.pathname}${ghUrl.search}`)).text).toContain("This proposal sends your existing credential APP_PEM to a new host, jwt-catcher.example.");
   });
 
   test("hostile agent text renders escaped; a javascript: obtain is refused at creation", async () => {
