@@ -9,6 +9,7 @@ import { Hono } from "hono";
 import { BrokerError, NotFound, Unauthorized } from "../../errors.ts";
 import {
   authenticateUser,
+  authKeys,
   deleteCredential,
   listCredentials,
   listServices,
@@ -103,7 +104,7 @@ function CredentialsTable(props: { vault: string; rows: CredentialItem[]; canWri
 }
 
 function usersOf(services: ServiceView[], key: string): string[] {
-  return services.filter((s) => s.auth.token === key).map((s) => s.host);
+  return services.filter((s) => authKeys(s.auth).includes(key)).map((s) => s.host);
 }
 
 async function renderList(c: ConsoleContext) {

@@ -9,7 +9,7 @@
 import { Hono } from "hono";
 import { BrokerError, NotFound } from "../../errors.ts";
 import { Secret } from "../../secret.ts";
-import { approveProposal, describeUrlAuth, mayInVault, readProposalFor, readProposalId, rejectProposal, reissueApprovalLink, reviewProposals } from "../../vault/index.ts";
+import { approveProposal, describeMintedAuth, describeUrlAuth, isMintedAuthType, mayInVault, readProposalFor, readProposalId, rejectProposal, reissueApprovalLink, reviewProposals } from "../../vault/index.ts";
 import { listServices, viewProposal } from "../../vault/index.ts";
 import type { OpenVault, ProposalReview, Rules, VaultRole } from "../../vault/index.ts";
 import { RulesBox, RulesReview } from "../pages/rules-field.tsx";
@@ -18,6 +18,7 @@ import { Badge, Button, EmptyState, Name, PostForm, Section, Time, toneOf } from
 import { describeError, formOf, openConsoleVault, redirectWithFlash, renderPage, requireSignedIn, runAction, signedIn, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
 import { vaultPath } from "./layout.tsx";
 import { COPY_SCRIPT_NAME, CopyField } from "./one-time-link.tsx";
+import { isPemSlot, PEM_HINT, slotUses } from "./auth-words.ts";
 
 const VALUE_PREFIX = "value_";
 
@@ -44,6 +45,7 @@ function authText(auth: ProposalReview["services"][number]["auth"]): string {
   if (auth.type === "passthrough") return "none (passthrough)";
   if (auth.type === "header") return `header ${auth.header ?? ""} from ${auth.token ?? ""}`;
   if (auth.type === "query" || auth.type === "path") return `${auth.token ?? ""}, ${describeUrlAuth(auth)}`;
+  if (isMintedAuthType(auth.type)) return describeMintedAuth(auth.type, auth);
   return `${auth.type} from ${auth.token ?? ""}`;
 }
 
@@ -93,12 +95,14 @@ function Hosts(props: { p: ProposalReview; current: CurrentServices; editable: b
 function Slot(props: { p: ProposalReview; slot: ProposalReview["credentials"][number]; editable: boolean; exists: boolean }) {
   const { slot, p } = props;
   const id = `value-${p.id}-${slot.key}`;
+  const uses = slotUses(p.services, slot.key);
   return (
     <fieldset class="slot">
       <legend>
         <Name>{slot.key}</Name> {props.exists ? <Badge tone="info">already stored</Badge> : null}
       </legend>
       {slot.description ? <p>{slot.description}</p> : null}
+      {uses.length ? <p class="small muted">Used as {uses.join("; ")}.</p> : null}
       <p class="small">
         Where to get it: <ObtainLink url={slot.obtain} />
       </p>
@@ -110,6 +114,7 @@ function Slot(props: { p: ProposalReview; slot: ProposalReview["credentials"][nu
             {props.exists ? " (leave empty to keep the stored value)" : ""}
           </label>
           <input type="password" id={id} name={`${VALUE_PREFIX}${slot.key}`} autocomplete="off" required={!props.exists} spellcheck={false} />
+          {isPemSlot(p.services, slot.key) ? <p class="hint">{PEM_HINT}</p> : null}
         </div>
       ) : null}
     </fieldset>

@@ -2,13 +2,15 @@
 // The fields of the add/edit service form: host, how the credential is sent (every auth type),
 // which credential, the username or header name the type needs, description, enabled. Works
 // without JavaScript: every field is always there, each hint says which auth type uses it, and the
-// server reads only the fields of the chosen type. The rules box takes one rule per line
+// server reads only the fields of the chosen type. The types the broker mints or signs itself have
+// their own fieldsets (vault-service-minted.tsx). The rules box takes one rule per line
 // (rules-text.ts); empty allows every method and path. No field holds a secret value.
 
 import { RulesBox } from "../pages/rules-field.tsx";
 import { FormField, Name } from "./components.tsx";
+import { EMPTY_MINTED, MINTED_CHOICES, MintedFields, type MintedFormValues } from "./vault-service-minted.tsx";
 
-export interface ServiceFormValues {
+export interface ServiceFormValues extends MintedFormValues {
   host: string;
   auth_type: string;
   credential_key: string;
@@ -23,7 +25,7 @@ export interface ServiceFormValues {
   rules?: string;
 }
 
-const EMPTY: ServiceFormValues = { host: "", auth_type: "bearer", credential_key: "", username: "", header_name: "", header_prefix: "", query_param: "", path_template: "", description: "", enabled: true };
+const EMPTY: ServiceFormValues = { ...EMPTY_MINTED, host: "", auth_type: "bearer", credential_key: "", username: "", header_name: "", header_prefix: "", query_param: "", path_template: "", description: "", enabled: true };
 
 const AUTH_TYPES = [
   { type: "bearer", label: "Bearer token", help: "Authorization: Bearer <value>" },
@@ -34,17 +36,29 @@ const AUTH_TYPES = [
   { type: "passthrough", label: "Passthrough", help: "No credential: the host is allowed and requests pass as the agent sent them" },
 ] as const;
 
+function Choice(props: { type: string; label: string; help: string; value: string }) {
+  return (
+    <label class="choice" for={`auth-${props.type}`}>
+      <input type="radio" name="auth_type" id={`auth-${props.type}`} value={props.type} checked={props.value === props.type} required />
+      <span>
+        <strong>{props.label}</strong> <span class="muted small">{props.help}</span>
+      </span>
+    </label>
+  );
+}
+
 function AuthTypeChoice(props: { value: string }) {
   return (
     <fieldset class="choices">
       <legend>How the credential is sent</legend>
       {AUTH_TYPES.map((a) => (
-        <label class="choice" for={`auth-${a.type}`}>
-          <input type="radio" name="auth_type" id={`auth-${a.type}`} value={a.type} checked={props.value === a.type} required />
-          <span>
-            <strong>{a.label}</strong> <span class="muted small">{a.help}</span>
-          </span>
-        </label>
+        <Choice {...a} value={props.value} />
+      ))}
+      <p class="hint" id="minted-types">
+        Or the broker makes or signs the credential itself from stored keys (fill in the details further down):
+      </p>
+      {MINTED_CHOICES.map((a) => (
+        <Choice {...a} value={props.value} />
       ))}
     </fieldset>
   );
@@ -73,7 +87,7 @@ function KeyField(props: { value: string; keys: string[] }) {
         ))}
       </datalist>
       <p class="hint" id="f-credential_key-hint">
-        Which stored credential this host receives (not needed for passthrough).{" "}
+        Which stored credential this host receives (for the first five types above; the others name their keys in their details).{" "}
         {props.keys.length ? <>Stored now: {props.keys.map((k, i) => <>{i ? ", " : ""}<Name>{k}</Name></>)}.</> : "No credential is stored yet: set it on the Credentials tab."}
       </p>
     </div>
@@ -117,6 +131,7 @@ export function ServiceFields(props: { values?: ServiceFormValues; keys: string[
           <FormField label="Path template" name="path_template" value={v.path_template} maxlength={128} autocomplete="off" placeholder="e.g. /bot{value}" hint="In the path only: holds {value} once." />
         </div>
       </fieldset>
+      <MintedFields values={v} />
       <FormField label="Description (optional)" name="description" value={v.description} maxlength={500} autocomplete="off" hint="What this service is for, for the people who read this list." />
       <RulesBox id="f-rules" name="rules" value={v.rules ?? ""} label="Allowed requests (optional)" intro="Limit what agents may do on this host." />
       <div class="field">

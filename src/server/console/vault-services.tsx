@@ -15,6 +15,7 @@ import { vaultPath } from "./layout.tsx";
 import { rulesInWords } from "../pages/rules-field.tsx";
 import { formatRulesText, parseRulesText } from "../pages/rules-text.ts";
 import { ServiceFields, type ServiceFormValues } from "./vault-service-form.tsx";
+import { isMintedChoice, MINTED_LABEL, MintedSummary, mintedAuthBody, mintedValuesOf, readMintedValues } from "./vault-service-minted.tsx";
 
 function servicePath(vault: string, host?: string, action?: "edit" | "enable" | "disable" | "remove"): string {
   return `${vaultPath(vault, "services")}${host ? `/${encodeURIComponent(host)}` : ""}${action ? `/${action}` : ""}`;
@@ -24,11 +25,12 @@ function vaultOf(open: OpenVault) {
   return { name: open.vault.name, role: open.role, section: "services" as const };
 }
 
-const AUTH_LABEL: Record<string, string> = { bearer: "Bearer", basic: "Basic", header: "Header", query: "Query", path: "Path", passthrough: "Passthrough" };
+const AUTH_LABEL: Record<string, string> = { bearer: "Bearer", basic: "Basic", header: "Header", query: "Query", path: "Path", passthrough: "Passthrough", ...MINTED_LABEL };
 
 function AuthSummary(props: { s: ServiceView }) {
   const a = props.s.auth;
   if (a.type === "passthrough") return <span class="muted">no credential; requests pass as sent</span>;
+  if (isMintedChoice(a.type)) return <MintedSummary auth={a} />;
   return (
     <>
       <Name>{a.token}</Name>
@@ -84,6 +86,7 @@ function ServicesTable(props: { vault: string; rows: ServiceView[]; canWrite: bo
 /** The form as posted, kept as text so a refused form can be shown again as typed (nothing here is secret). */
 function readValues(form: Record<string, string>, host?: string): ServiceFormValues {
   return {
+    ...readMintedValues(form),
     host: host ?? (form.host ?? "").trim(),
     auth_type: form.auth_type ?? "bearer",
     credential_key: (form.credential_key ?? "").trim(),
@@ -100,8 +103,8 @@ function readValues(form: Record<string, string>, host?: string): ServiceFormVal
 
 /** The API body addService/updateService read: only the fields the chosen auth type uses. */
 function toBody(v: ServiceFormValues): Record<string, unknown> {
-  const auth: Record<string, unknown> = { type: v.auth_type };
-  if (v.auth_type !== "passthrough") auth.token = v.credential_key;
+  const auth: Record<string, unknown> = isMintedChoice(v.auth_type) ? mintedAuthBody(v.auth_type, v) : { type: v.auth_type };
+  if (v.auth_type !== "passthrough" && !isMintedChoice(v.auth_type)) auth.token = v.credential_key;
   if (v.auth_type === "basic" && v.username !== "") auth.username = v.username;
   if (v.auth_type === "header") {
     auth.header = v.header_name;
@@ -165,6 +168,7 @@ async function findService(c: ConsoleContext, open: OpenVault, host: string): Pr
 
 function valuesOf(s: ServiceView): ServiceFormValues {
   return {
+    ...mintedValuesOf(s.auth),
     host: s.host,
     auth_type: s.auth.type,
     credential_key: s.auth.token ?? "",

@@ -7,6 +7,7 @@
 
 import { describeMintedAuth, describeUrlAuth, type ProposalView } from "../../vault/index.ts";
 import type { Rules } from "../../vault/index.ts";
+import { isPemSlot, PEM_HINT, slotUses } from "../console/auth-words.ts";
 import { ProviderSignIn, type SignInProvider } from "../console/sign-in-provider.tsx";
 import { Brand, Document } from "./document.tsx";
 import { RulesBox, RulesReview } from "./rules-field.tsx";
@@ -128,8 +129,9 @@ function Services(props: { proposal: ProposalView; current: ApprovePageProps["cu
   );
 }
 
-function Slot(props: { slot: ProposalView["credentials"][number]; editable: boolean; exists: boolean }) {
+function Slot(props: { slot: ProposalView["credentials"][number]; services: ProposalView["services"]; editable: boolean; exists: boolean }) {
   const { slot } = props;
+  const uses = slotUses(props.services, slot.key);
   return (
     <fieldset>
       <legend>
@@ -137,6 +139,7 @@ function Slot(props: { slot: ProposalView["credentials"][number]; editable: bool
         {props.exists ? <span class="badge">already stored</span> : null}
       </legend>
       <p>{slot.description}</p>
+      {uses.length ? <p class="muted" id={`uses_${slot.key}`}>Used as {uses.join("; ")}.</p> : null}
       <p>
         Where to get it: <ObtainLink url={slot.obtain} />
       </p>
@@ -145,6 +148,7 @@ function Slot(props: { slot: ProposalView["credentials"][number]; editable: bool
         <>
           <label for={`value_${slot.key}`}>Value for {slot.key}{props.exists ? " (leave empty to keep the stored value)" : ""}</label>
           <input type="password" id={`value_${slot.key}`} name={`value_${slot.key}`} autocomplete="off" required={!props.exists} />
+          {isPemSlot(props.services, slot.key) ? <p class="hint">{PEM_HINT}</p> : null}
         </>
       ) : null}
     </fieldset>
@@ -235,7 +239,7 @@ export function ApprovePage(props: ApprovePageProps) {
           <Services proposal={p} current={props.currentServices} typed={props.typedRules} editable />
           {p.credentials.length ? <h2>Credentials to supply</h2> : null}
           {p.credentials.map((s) => (
-            <Slot slot={s} editable exists={props.existingKeys.includes(s.key)} />
+            <Slot slot={s} services={p.services} editable exists={props.existingKeys.includes(s.key)} />
           ))}
           <div class="actions">
             <button type="submit" name="decision" value="allow" class="allow">
@@ -251,7 +255,7 @@ export function ApprovePage(props: ApprovePageProps) {
           <Services proposal={p} current={props.currentServices} editable={false} />
           {p.credentials.length ? <h2>{pending ? "Credentials to supply" : "Credentials asked for"}</h2> : null}
           {p.credentials.map((s) => (
-            <Slot slot={s} editable={false} exists={props.existingKeys.includes(s.key)} />
+            <Slot slot={s} services={p.services} editable={false} exists={props.existingKeys.includes(s.key)} />
           ))}
         </>
       )}

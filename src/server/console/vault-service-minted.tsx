@@ -1,0 +1,271 @@
+/** @jsxImportSource hono/jsx */
+// The service form's fields for the auth types whose credential the broker mints or signs itself
+// (OAuth 2.0 client credentials and refresh token, AWS Signature V4, GitHub App): the fieldsets, the
+// form text read back, the API auth object built from it, a service's fields for its edit form, and its
+// cell in the services table.
+// Fields marked key name vault credentials; no field here ever holds a credential's value.
+
+import type { MintedAuthType } from "../../store/index.ts";
+import type { ServiceAuth } from "../../vault/index.ts";
+import { Name } from "./components.tsx";
+
+/** The form's fields for the minted types, named as the API names them; all kept as typed text. */
+export interface MintedFormValues {
+  token_url: string;
+  client_id: string;
+  client_secret: string;
+  refresh_token: string;
+  client_auth: string;
+  scopes: string;
+  audience: string;
+  access_key_id: string;
+  secret_access_key: string;
+  session_token: string;
+  region: string;
+  service: string;
+  app_id: string;
+  installation_id: string;
+  private_key: string;
+  api_url: string;
+}
+
+export type MintedFormField = keyof MintedFormValues;
+
+export const EMPTY_MINTED: MintedFormValues = {
+  token_url: "",
+  client_id: "",
+  client_secret: "",
+  refresh_token: "",
+  client_auth: "basic",
+  scopes: "",
+  audience: "",
+  access_key_id: "",
+  secret_access_key: "",
+  session_token: "",
+  region: "",
+  service: "",
+  app_id: "",
+  installation_id: "",
+  private_key: "",
+  api_url: "",
+};
+
+const FIELDS = Object.keys(EMPTY_MINTED) as MintedFormField[];
+
+/** Which form fields each minted type reads (every other field is ignored for that type). */
+const FIELDS_OF: Record<MintedAuthType, MintedFormField[]> = {
+  oauth2_client_credentials: ["token_url", "client_id", "client_secret", "client_auth", "scopes", "audience"],
+  oauth2_refresh: ["token_url", "client_id", "client_secret", "refresh_token", "client_auth"],
+  aws_sigv4: ["access_key_id", "secret_access_key", "session_token", "region", "service"],
+  github_app: ["app_id", "installation_id", "private_key", "api_url"],
+};
+
+export const MINTED_CHOICES = [
+  { type: "oauth2_client_credentials", label: "OAuth 2.0 client credentials", help: "The broker gets an access token with a client ID and secret and sends it as Authorization: Bearer <token>" },
+  { type: "oauth2_refresh", label: "OAuth 2.0 refresh token", help: "The broker refreshes an access token with a stored refresh token, and keeps the refresh token current when the provider rotates it" },
+  { type: "aws_sigv4", label: "AWS Signature V4", help: "The broker signs each request with a stored access key; the secret key never leaves the broker" },
+  { type: "github_app", label: "GitHub App", help: "The broker mints an installation token with the app's private key and sends it as Authorization: Bearer <token>" },
+] as const;
+
+export function isMintedChoice(type: string): type is MintedAuthType {
+  return type in FIELDS_OF;
+}
+
+/** The posted form's minted fields, trimmed (a select left alone reads as its default). */
+export function readMintedValues(form: Record<string, string>): MintedFormValues {
+  const out = { ...EMPTY_MINTED };
+  for (const f of FIELDS) out[f] = form[f]?.trim() ?? out[f];
+  return out;
+}
+
+/** The API auth object for a minted type: only that type's fields, empty ones left out (so the API names a missing one). */
+export function mintedAuthBody(type: MintedAuthType, v: MintedFormValues): Record<string, unknown> {
+  const auth: Record<string, unknown> = { type };
+  for (const f of FIELDS_OF[type]) {
+    if (v[f] === "") continue;
+    if (f === "client_auth") {
+      if (v.client_auth !== "basic") auth.client_auth = v.client_auth; // basic is the default; stored absent
+    } else if (f === "scopes") {
+      auth.scopes = v.scopes.split(/[\s,]+/).filter(Boolean);
+    } else auth[f] = v[f];
+  }
+  return auth;
+}
+
+/** A stored service's minted fields as form text, for its edit form. */
+export function mintedValuesOf(a: ServiceAuth): MintedFormValues {
+  const out = { ...EMPTY_MINTED };
+  for (const f of FIELDS) {
+    const value = a[f];
+    if (Array.isArray(value)) out[f] = value.join(" ");
+    else if (typeof value === "string") out[f] = value;
+  }
+  return out;
+}
+
+/** A text input naming a vault credential; offers the stored keys (the datalist the form's credential key field holds). */
+function KeyInput(props: { name: MintedFormField; label: string; value: string; placeholder: string; hint: string }) {
+  const id = `f-${props.name}`;
+  return (
+    <div class="field">
+      <label for={id}>{props.label}</label>
+      <input
+        type="text"
+        id={id}
+        name={props.name}
+        value={props.value}
+        list="credential-keys"
+        pattern="[A-Z][A-Z0-9_]*"
+        maxlength={128}
+        autocomplete="off"
+        spellcheck={false}
+        placeholder={props.placeholder}
+        aria-describedby={`${id}-hint`}
+      />
+      <p class="hint" id={`${id}-hint`}>
+        {props.hint}
+      </p>
+    </div>
+  );
+}
+
+function TextInput(props: { name: MintedFormField; label: string; value: string; placeholder?: string; hint: string; maxlength?: number }) {
+  const id = `f-${props.name}`;
+  return (
+    <div class="field">
+      <label for={id}>{props.label}</label>
+      <input type="text" id={id} name={props.name} value={props.value} maxlength={props.maxlength ?? 256} autocomplete="off" spellcheck={false} placeholder={props.placeholder} aria-describedby={`${id}-hint`} />
+      <p class="hint" id={`${id}-hint`}>
+        {props.hint}
+      </p>
+    </div>
+  );
+}
+
+function ClientAuthSelect(props: { value: string }) {
+  return (
+    <div class="field">
+      <label for="f-client_auth">Client authentication</label>
+      <select id="f-client_auth" name="client_auth" aria-describedby="f-client_auth-hint">
+        <option value="basic" selected={props.value !== "post"}>
+          HTTP Basic header (default)
+        </option>
+        <option value="post" selected={props.value === "post"}>
+          In the request body
+        </option>
+      </select>
+      <p class="hint" id="f-client_auth-hint">
+        Both OAuth types: how the client ID and secret reach the token endpoint.
+      </p>
+    </div>
+  );
+}
+
+/** The three fieldsets, always present (the form works without JavaScript); each hint says which type reads it. */
+export function MintedFields(props: { values: MintedFormValues }) {
+  const v = props.values;
+  return (
+    <>
+      <fieldset id="details-oauth">
+        <legend>Details for OAuth 2.0</legend>
+        <TextInput name="token_url" label="Token URL" value={v.token_url} maxlength={2048} placeholder="e.g. https://auth.example.com/oauth/token" hint="Both OAuth types: the provider's token endpoint (https)." />
+        <div class="form-inline">
+          <KeyInput name="client_id" label="Client ID (credential key)" value={v.client_id} placeholder="e.g. EXAMPLE_CLIENT_ID" hint="Both OAuth types." />
+          <KeyInput name="client_secret" label="Client secret (credential key)" value={v.client_secret} placeholder="e.g. EXAMPLE_CLIENT_SECRET" hint="Both OAuth types." />
+          <KeyInput name="refresh_token" label="Refresh token (credential key)" value={v.refresh_token} placeholder="e.g. EXAMPLE_REFRESH_TOKEN" hint="Refresh token only; replaced in the vault when the provider rotates it." />
+        </div>
+        <div class="form-inline">
+          <ClientAuthSelect value={v.client_auth} />
+          <TextInput name="scopes" label="Scopes (optional)" value={v.scopes} maxlength={2048} placeholder="e.g. read:orders write:orders" hint="Client credentials only; separated by spaces or commas." />
+          <TextInput name="audience" label="Audience (optional)" value={v.audience} maxlength={512} hint="Client credentials only; some providers (Auth0, Okta) require it." />
+        </div>
+      </fieldset>
+      <fieldset id="details-aws">
+        <legend>Details for AWS Signature V4</legend>
+        <div class="form-inline">
+          <KeyInput name="access_key_id" label="Access key ID (credential key)" value={v.access_key_id} placeholder="e.g. AWS_ACCESS_KEY_ID" hint="Sent in each request's signature." />
+          <KeyInput name="secret_access_key" label="Secret access key (credential key)" value={v.secret_access_key} placeholder="e.g. AWS_SECRET_ACCESS_KEY" hint="Only signs; never sent." />
+          <KeyInput name="session_token" label="Session token (optional)" value={v.session_token} placeholder="e.g. AWS_SESSION_TOKEN" hint="A credential key, for temporary credentials only." />
+        </div>
+        <div class="form-inline">
+          <TextInput name="region" label="Region (optional)" value={v.region} maxlength={64} placeholder="e.g. us-east-1" hint="Empty: read from the host, as in s3.eu-west-1.amazonaws.com." />
+          <TextInput name="service" label="Service (optional)" value={v.service} maxlength={64} placeholder="e.g. s3" hint="Empty: read from the host." />
+        </div>
+      </fieldset>
+      <fieldset id="details-github-app">
+        <legend>Details for a GitHub App</legend>
+        <div class="form-inline">
+          <TextInput name="app_id" label="App ID" value={v.app_id} maxlength={64} placeholder="e.g. 123456" hint="The app's ID or client ID, from its settings page." />
+          <TextInput name="installation_id" label="Installation ID" value={v.installation_id} maxlength={20} placeholder="e.g. 45678901" hint="The number at the end of the installation's settings URL." />
+        </div>
+        <div class="form-inline">
+          <KeyInput name="private_key" label="Private key (credential key)" value={v.private_key} placeholder="e.g. GITHUB_APP_PRIVATE_KEY" hint="The app's PEM private key; it never leaves the broker." />
+          <TextInput name="api_url" label="API URL (optional)" value={v.api_url} maxlength={2048} placeholder="https://api.github.com" hint="GitHub Enterprise Server: https://<host>/api/v3." />
+        </div>
+      </fieldset>
+    </>
+  );
+}
+
+export const MINTED_LABEL: Record<MintedAuthType, string> = { oauth2_client_credentials: "OAuth client", oauth2_refresh: "OAuth refresh", aws_sigv4: "AWS SigV4", github_app: "GitHub App" };
+
+/** Where an https URL points, host and path, for a table cell. */
+function shortUrl(url: string | undefined): string {
+  if (!url || !URL.canParse(url)) return "?";
+  const u = new URL(url);
+  return `${u.host}${u.pathname === "/" ? "" : u.pathname}`;
+}
+
+/** The services table's cell for a minted type: the keys it uses, then in words where the token comes from. */
+export function MintedSummary(props: { auth: ServiceAuth }) {
+  const a = props.auth;
+  const keys = (names: (string | undefined)[]) =>
+    names.filter((k): k is string => !!k).map((k, i) => (
+      <>
+        {i ? " " : ""}
+        <Name>{k}</Name>
+      </>
+    ));
+  switch (a.type) {
+    case "oauth2_client_credentials":
+      return (
+        <>
+          {keys([a.client_id, a.client_secret])}
+          <span class="muted small">
+            {" "}
+            token from {shortUrl(a.token_url)}
+            {a.scopes?.length ? `, scopes ${a.scopes.join(" ")}` : ""}
+            {a.audience ? `, audience ${a.audience}` : ""}
+          </span>
+        </>
+      );
+    case "oauth2_refresh":
+      return (
+        <>
+          {keys([a.refresh_token, a.client_id, a.client_secret])}
+          <span class="muted small"> token refreshed at {shortUrl(a.token_url)}</span>
+        </>
+      );
+    case "aws_sigv4":
+      return (
+        <>
+          {keys([a.access_key_id, a.secret_access_key, a.session_token])}
+          <span class="muted small">
+            {" "}
+            signs for {a.service ?? "the host's service"} in {a.region ?? "the host's region"}
+          </span>
+        </>
+      );
+    default:
+      return (
+        <>
+          {keys([a.private_key])}
+          <span class="muted small">
+            {" "}
+            app {a.app_id}, installation {a.installation_id}
+            {a.api_url ? ` at ${shortUrl(a.api_url)}` : ""}
+          </span>
+        </>
+      );
+  }
+}
