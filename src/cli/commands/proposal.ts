@@ -11,7 +11,7 @@ import { type CliContext, openContext, pickVault } from "../context.ts";
 import { CliFailure } from "../fail.ts";
 import { formatTime, printJson, printLine, printTable } from "../output.ts";
 import { promptHidden, stdinIsTerminal } from "../prompt.ts";
-import { describeAuth, type ServiceAuth } from "../service-auth.ts";
+import { checkWholePem, describeAuth, slotPrompt, type ServiceAuth } from "../service-auth.ts";
 
 interface SlotView {
   readonly key: string;
@@ -146,9 +146,8 @@ const approve = defineCommand({
     const values: Record<string, Secret> = {};
     for (const [i, slot] of p.credentials.entries()) {
       const exists = stored.includes(slot.key);
-      const value = terminal
-        ? await promptHidden(`Value for ${slot.key}${exists ? " (empty keeps the stored value)" : ""} (input hidden): `)
-        : new Secret(piped[i] ?? "");
+      const value = terminal ? await promptHidden(slotPrompt(p.services, slot.key, exists)) : new Secret(piped[i] ?? "");
+      checkWholePem(p.services, slot.key, value, p.id);
       if (value.reveal() !== "") values[slot.key] = value;
       else if (!exists) {
         throw new CliFailure(`no value for ${slot.key}: nothing was approved`, terminal ? "type the value at the prompt" : `pipe ${p.credentials.length} line(s), one value per slot in the order \`broker proposal show ${p.id}\` lists them`);

@@ -11,7 +11,7 @@ import { openContext, pickVault } from "../context.ts";
 import { CliFailure, hintOnForbidden, SECRET_WRITE_HINT } from "../fail.ts";
 import { addHelpFooter } from "../help.ts";
 import { printJson, printLine, printNote, printTable } from "../output.ts";
-import { AUTH_EXAMPLES, AUTH_NOTES, AUTH_TYPES, buildAuth, describeAuth, nameAuthFlag, type ServiceAuth } from "../service-auth.ts";
+import { AUTH_EXAMPLES, AUTH_NOTES, authKeyNames, buildAuth, describeAuth, MINTED_AUTH_ARGS, nameAuthFlag, type ServiceAuth } from "../service-auth.ts";
 import { ADD_RULES_EXAMPLE, ADD_RULES_NOTES, ALLOW_EXAMPLE, allowArg, collectFlagValues, describeAllowed, parseAllowFlags, UPDATE_EXAMPLES } from "../service-rules.ts";
 
 interface ServiceView {
@@ -31,13 +31,15 @@ const add = defineCommand({
   meta: { name: "add", description: "Allow a host and say how its credential is injected" },
   args: {
     ...hostArg,
-    auth: { type: "enum", options: AUTH_TYPES, required: true, description: "How the credential is injected" },
-    token: { type: "string", description: "Credential KEY to inject (every type but passthrough)" },
+    // A string, not an enum: ten types in the usage line would push every option off the screen.
+    auth: { type: "string", valueHint: "type", required: true, description: "How the credential is sent: one of the types listed below" },
+    token: { type: "string", description: "Credential KEY to inject (bearer, basic, header, query, path)" },
     header: { type: "string", description: "Header name (header auth), e.g. X-Api-Key" },
     prefix: { type: "string", description: "Text put before the value (header auth), e.g. 'Token '" },
     username: { type: "string", description: "User name (basic auth; the credential is the password)" },
     param: { type: "string", description: "Query parameter that carries the credential (query auth), e.g. key" },
     template: { type: "string", description: "Path before the agent's path, {value} for the credential (path auth), e.g. /bot{value}" },
+    ...MINTED_AUTH_ARGS,
     description: { type: "string", description: "What the service is, for people reading the list" },
     disabled: { type: "boolean", description: "Add it disabled" },
     ...allowArg,
@@ -53,7 +55,7 @@ const add = defineCommand({
     const vault = pickVault(ctx, args.vault);
     const body = { host: args.host, description: args.description, auth, enabled: !args.disabled, rules };
     const svc = await hintOnForbidden(nameAuthFlag(ctx.client.request<ServiceView>("POST", vaultPath(vault, "services"), { body, vault }), args), SECRET_WRITE_HINT);
-    if (args.token) await warnIfNoKey(ctx.client, vault, args.token);
+    await warnIfNoKeys(ctx.client, vault, authKeyNames(auth));
     if (args.json) return printJson(svc);
     printLine(`Added ${svc?.host ?? args.host} to vault ${vault} (${describeAuth(auth)}${args.disabled ? ", disabled" : ""}).`);
     printLine(`Agents may use ${describeAllowed(svc?.rules ?? rules)}.`);
@@ -69,11 +71,14 @@ export function checkHost(raw: string): void {
   throw new CliFailure(`"${shown}" is a URL, not a host`, `drop the scheme${/\/./.test(raw.replace(/^[^:]+:\/\//, "")) ? " and the path" : ""}: broker service add ${host} …`, 2);
 }
 
-/** The service is added either way: the key may be set next; until then requests get no credential. */
-async function warnIfNoKey(client: Client, vault: string, key: string): Promise<void> {
+/** The service is added either way: each key may be set next; until then requests get no credential. */
+async function warnIfNoKeys(client: Client, vault: string, keys: string[]): Promise<void> {
+  if (!keys.length) return;
   const listed = await client.request<{ credentials: { key: string }[] }>("GET", vaultPath(vault, "credentials"), { vault }).catch(() => undefined);
-  if (listed && !listed.credentials.some((c) => c.key === key)) {
-    printNote(`warning: vault ${vault} has no credential ${key} yet; set it with \`broker credential set ${key}\` before agents use this service`);
+  for (const key of keys) {
+    if (listed && !listed.credentials.some((c) => c.key === key)) {
+      printNote(`warning: vault ${vault} has no credential ${key} yet; set it with \`broker credential set ${key}\` before agents use this service`);
+    }
   }
 }
 

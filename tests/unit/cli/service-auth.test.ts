@@ -6,7 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { runOffline } from "../../helpers/cli-offline.ts";
 import { createClient } from "../../../src/cli/client.ts";
 import { CliFailure } from "../../../src/cli/fail.ts";
-import { type AuthFlags, buildAuth, describeAuth, nameAuthFlag } from "../../../src/cli/service-auth.ts";
+import { type AuthFlags, authKeyNames, buildAuth, describeAuth, nameAuthFlag } from "../../../src/cli/service-auth.ts";
 import { InvalidRequest } from "../../../src/errors.ts";
 import { readAuth } from "../../../src/vault/services.ts";
 
@@ -134,11 +134,97 @@ describe("broker service add with query and path auth, before any request", () =
 
   test("help lists both types with an example of each", async () => {
     const help = await run(["service", "add", "--help"]);
-    expect(help.out).toContain("--auth=<bearer|basic|header|query|path|passthrough>");
+    expect(help.out).toContain("--auth=<type>");
+    expect(help.out).toContain("--auth is one of bearer, basic, header, query, path, passthrough (a stored credential sent as is) or\noauth2_client_credentials, oauth2_refresh, aws_sigv4, github_app (made or signed by the broker).");
     expect(help.out).toContain("--param=<param>");
     expect(help.out).toContain("--template=<template>");
     expect(help.out).toContain("broker service add maps.googleapis.com --auth query --param key --token GOOGLE_API_KEY");
     expect(help.out).toContain('broker service add api.telegram.org --auth path --template "/bot{value}" --token TELEGRAM_TOKEN');
     expect(help.out).toContain("the upstream gets /bot<value>/getMe");
+  });
+});
+
+describe("the minted types: flags, words, keys", () => {
+  const cc: AuthFlags = { auth: "oauth2_client_credentials", "token-url": "https://auth.example.com/token", "client-id": "CID", "client-secret": "CSECRET" };
+
+  test("builds each type from its flags, named as the API names them", () => {
+    expect(buildAuth({ ...cc, scopes: "read:a, write:b  c", audience: "https://api", "client-auth": "post" })).toEqual({
+      type: "oauth2_client_credentials",
+      token_url: "https://auth.example.com/token",
+      client_id: "CID",
+      client_secret: "CSECRET",
+      scopes: ["read:a", "write:b", "c"],
+      audience: "https://api",
+      client_auth: "post",
+    });
+    expect(buildAuth({ ...cc, auth: "oauth2_refresh", "refresh-token": "RT" })).toEqual({ type: "oauth2_refresh", token_url: "https://auth.example.com/token", client_id: "CID", client_secret: "CSECRET", refresh_token: "RT" });
+    expect(buildAuth({ auth: "aws_sigv4", "access-key-id": "AK", "secret-access-key": "SK", "session-token": "ST", region: "eu-west-1", service: "s3" })).toEqual({
+      type: "aws_sigv4",
+      access_key_id: "AK",
+      secret_access_key: "SK",
+      session_token: "ST",
+      region: "eu-west-1",
+      service: "s3",
+    });
+    expect(buildAuth({ auth: "github_app", "app-id": "123", "installation-id": "456", "private-key": "PK", "api-url": "https://ghe.example.com/api/v3" })).toEqual({
+      type: "github_app",
+      app_id: "123",
+      installation_id: "456",
+      private_key: "PK",
+      api_url: "https://ghe.example.com/api/v3",
+    });
+  });
+
+  test("what it builds is what the broker accepts", () => {
+    for (const flags of [cc, { ...cc, auth: "oauth2_refresh", "refresh-token": "RT" }, { auth: "aws_sigv4", "access-key-id": "AK", "secret-access-key": "SK" }, { auth: "github_app", "app-id": "1", "installation-id": "2", "private-key": "PK" }]) {
+      const auth = buildAuth(flags);
+      expect(readAuth(auth)).toEqual(auth as never);
+    }
+  });
+
+  test("names missing and misplaced flags, with what a missing one is for", () => {
+    expect(() => buildAuth({ auth: "oauth2_refresh", "token-url": "https://a/t", "client-id": "C", "client-secret": "S" })).toThrow("--auth oauth2_refresh needs --refresh-token");
+    expect(() => buildAuth({ auth: "aws_sigv4" })).toThrow("--auth aws_sigv4 needs --access-key-id and --secret-access-key");
+    expect(() => buildAuth({ auth: "github_app", "app-id": "1" })).toThrow("--auth github_app needs --installation-id and --private-key");
+    expect(() => buildAuth({ ...cc, "refresh-token": "RT" })).toThrow("--auth oauth2_client_credentials does not take --refresh-token");
+    expect(() => buildAuth({ ...cc, auth: "oauth2_refresh", "refresh-token": "RT", scopes: "a" })).toThrow("--auth oauth2_refresh does not take --scopes");
+    expect(() => buildAuth({ ...cc, token: "K" })).toThrow("does not take --token");
+    expect(() => buildAuth({ auth: "bearer", token: "K", region: "us-east-1" })).toThrow("--auth bearer does not take --region");
+    expect(() => buildAuth({ auth: "oauth2" })).toThrow("--auth must be one of bearer, basic, header, query, path, passthrough, oauth2_client_credentials, oauth2_refresh, aws_sigv4, github_app");
+    const hint = (flags: AuthFlags) => {
+      try {
+        buildAuth(flags);
+      } catch (err) {
+        return (err as CliFailure).hint;
+      }
+    };
+    expect(hint({ auth: "github_app", "app-id": "1", "installation-id": "2" })).toContain("broker credential set KEY < app.pem");
+    expect(hint({ auth: "oauth2_client_credentials" })).toContain("--token-url https://");
+  });
+
+  test("describes each type with key names and settings only", () => {
+    expect(describeAuth(buildAuth({ ...cc, scopes: "a b" }))).toBe("oauth2_client_credentials CID/CSECRET at auth.example.com/token scopes a b");
+    expect(describeAuth(buildAuth({ ...cc, auth: "oauth2_refresh", "refresh-token": "RT" }))).toBe("oauth2_refresh RT (client CID/CSECRET) at auth.example.com/token");
+    expect(describeAuth(buildAuth({ auth: "aws_sigv4", "access-key-id": "AK", "secret-access-key": "SK" }))).toBe("aws_sigv4 AK/SK <service from host> <region from host>");
+    expect(describeAuth(buildAuth({ auth: "github_app", "app-id": "1", "installation-id": "2", "private-key": "PK" }))).toBe("github_app 1 installation 2 key PK");
+  });
+
+  test("authKeyNames lists every key a service names, none for passthrough", () => {
+    expect(authKeyNames(buildAuth({ ...cc, auth: "oauth2_refresh", "refresh-token": "RT" }))).toEqual(["CID", "CSECRET", "RT"]);
+    expect(authKeyNames(buildAuth({ auth: "aws_sigv4", "access-key-id": "AK", "secret-access-key": "SK", "session-token": "ST", region: "x" }))).toEqual(["AK", "SK", "ST"]);
+    expect(authKeyNames({ type: "bearer", token: "K" })).toEqual(["K"]);
+    expect(authKeyNames({ type: "passthrough" })).toEqual([]);
+  });
+
+  test("the broker's refusal of a snake_case field is told against its kebab-case flag", async () => {
+    const url = await refusal({ ...cc, "token-url": "http://auth.example.com/token" });
+    expect(url.message).toStartWith("--token-url must be an https:// URL");
+    expect(url.hint).toContain("full https:// URL");
+    const region = await refusal({ auth: "aws_sigv4", "access-key-id": "AK", "secret-access-key": "SK", region: "EU_WEST" });
+    expect(region.message).toStartWith("--region must be lower-case letters");
+    expect(region.hint).toContain("--region us-east-1");
+    const key = await refusal({ auth: "github_app", "app-id": "1", "installation-id": "2", "private-key": "pk" });
+    expect(key.message).toStartWith("--private-key must be a credential key name");
+    expect(key.hint).toContain("broker credential list");
   });
 });
