@@ -22,6 +22,12 @@ only those methods and paths (\`allows\` says it in words; \`*\` is one path seg
 Each service's \`auth\` says how the broker adds the credential. For \`query\` it sets the \`param\` query parameter
 (leave it out; any value you send is replaced). For \`path\` it puts the \`template\` (e.g. \`/bot{value}\`) before
 your path: send \`/getMe\`, and the upstream gets \`/bot<value>/getMe\`.
+For \`oauth2_client_credentials\`, \`oauth2_refresh\` and \`github_app\` the broker obtains a short-lived access
+token itself and sends it as \`Authorization: Bearer <token>\`: send no Authorization header (yours is replaced).
+For \`aws_sigv4\` the broker signs each request: configure your AWS SDK or CLI with placeholder keys (e.g.
+\`AWS_ACCESS_KEY_ID=placeholder AWS_SECRET_ACCESS_KEY=placeholder\`) and the \`region\` shown, if any; the broker
+drops that signature and signs with the vault's keys (the AWS CLI and boto3 also need
+\`AWS_CA_BUNDLE=$SSL_CERT_FILE\` behind \`HTTPS_PROXY\`). WebSocket upgrades to an \`aws_sigv4\` service are refused.
 
 ## 2. Call an API through the broker
 
@@ -39,13 +45,23 @@ it (or write one in the same shape yourself, e.g. to change an existing service)
 
 A service's \`auth\` is one of \`{"type": "bearer", "token": "KEY"}\`, \`{"type": "basic", "token": "KEY", "username": "u"}\`,
 \`{"type": "header", "header": "X-Api-Key", "token": "KEY"}\`, \`{"type": "query", "param": "key", "token": "KEY"}\`,
-\`{"type": "path", "template": "/bot{value}", "token": "KEY"}\` or \`{"type": "passthrough"}\`.
+\`{"type": "path", "template": "/bot{value}", "token": "KEY"}\` or \`{"type": "passthrough"}\`; or one the broker
+mints or signs from several keys:
+\`{"type": "oauth2_client_credentials", "token_url": "https://…", "client_id": "KEY", "client_secret": "KEY", "scopes": ["a"], "audience": "…"}\`
+(scopes and audience optional), \`{"type": "oauth2_refresh", "token_url": "https://…", "client_id": "KEY", "client_secret": "KEY", "refresh_token": "KEY"}\`
+(both take \`"client_auth": "post"\` for providers that want the client in the body), \`{"type": "aws_sigv4",
+"access_key_id": "KEY", "secret_access_key": "KEY", "session_token": "KEY", "region": "us-east-1", "service": "s3"}\`
+(the last three optional; region and service default to what the host says) or \`{"type": "github_app",
+"app_id": "123456", "installation_id": "45678901", "private_key": "KEY", "api_url": "https://…"}\` (api_url only for
+GitHub Enterprise Server). Every KEY needs a credential slot (or an existing key): the human pastes the client
+secret, refresh token, AWS keys or the app's .pem file there; say in each slot's description which one it is.
 Never put credential values in a proposal. The 201 response holds an \`approval_url\`: give it to your human.
 A 403 \`request_not_allowed\` means the method or path is outside the service's rules: its \`allowed\` lists them and
 its \`proposal_hint\` proposes the same service with one more rule, for this request (widen the path to a pattern if
 you will need more). A 400 on a service with rules means the path itself is ambiguous (\`..\`, \`//\`, \`%2F\`,
 \`;\`, a backslash): send the plain path. Other errors: 403 \`service_disabled\` (tell the human; do not file a duplicate), 502 \`credential_not_found\`
-(tell the human which key is missing), 403 \`egress_blocked\` (the address is not allowed), 429 (wait for
+(tell the human which key is missing), 502 \`credential_refresh_failed\` (the broker could not obtain or sign the credential:
+retry later, or, when the message says so, tell the human to set the service's credentials again), 403 \`egress_blocked\` (the address is not allowed), 429 (wait for
 \`Retry-After\`).
 
 ## 4. Wait for the decision
