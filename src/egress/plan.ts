@@ -152,13 +152,8 @@ export function createPlanCache(
     return c;
   }
 
-  async function buildPlan(vaultId: number, row: ServiceRow): Promise<EgressPlan> {
-    const service = { host: row.host, authType: row.authType };
-    const rules = storedRules(row);
-    const ruled = { auth: viewService(row).auth, ...(rules && { rules }) };
-    if (isMintedAuthType(row.authType)) return mintedPlan(vaultId, row, service, ruled);
-    if (row.authType === "passthrough" || !row.authKey) return { service, ...ruled, injection: undefined, credentialKeys: [], needles: NO_NEEDLES };
-    const key = row.authKey;
+  /** A credential the service names: missing or undecryptable is the same 502, naming the key. */
+  async function requiredCredential(vaultId: number, key: string): Promise<Secret> {
     let secret: Secret | undefined;
     try {
       secret = await credential(vaultId, key);
@@ -166,6 +161,17 @@ export function createPlanCache(
       throw new CredentialNotFound(key, "cannot be decrypted");
     }
     if (!secret) throw new CredentialNotFound(key);
+    return secret;
+  }
+
+  async function buildPlan(vaultId: number, row: ServiceRow): Promise<EgressPlan> {
+    const service = { host: row.host, authType: row.authType };
+    const rules = storedRules(row);
+    const ruled = { auth: viewService(row).auth, ...(rules && { rules }) };
+    if (isMintedAuthType(row.authType)) return mintedPlan(vaultId, row, service, ruled);
+    if (row.authType === "passthrough" || !row.authKey) return { service, ...ruled, injection: undefined, credentialKeys: [], needles: NO_NEEDLES };
+    const key = row.authKey;
+    const secret = await requiredCredential(vaultId, key);
     // Only a PEM key may span lines (vault/credential-ops.ts), and it has no place in a header or URL.
     if (/[\r\n\0]/.test(secret.reveal())) throw new CredentialNotFound(key, "is a multi-line value (a PEM key), which cannot be sent in a header or URL"); // reveal: checked, not kept
     const placement = placementFor(row, secret);
@@ -189,14 +195,7 @@ export function createPlanCache(
     const inputs = new Map<string, Secret>();
     const keys: string[] = [];
     for (const [field, key] of mintedAuthKeyFields(type, fields)) {
-      let secret: Secret | undefined;
-      try {
-        secret = await credential(vaultId, key);
-      } catch {
-        throw new CredentialNotFound(key, "cannot be decrypted");
-      }
-      if (!secret) throw new CredentialNotFound(key);
-      inputs.set(field, secret);
+      inputs.set(field, await requiredCredential(vaultId, key));
       keys.push(key);
     }
     // reveal: search patterns and a one-way fingerprint only
