@@ -96,10 +96,15 @@ describe("minted auth types in the console and on the approval page", () => {
         await page.goto(`${base}/services`);
         await fillService(page, "api.crm.example", "oauth2_refresh", { token_url: "http://auth.crm.example/oauth/token", client_id: "CRM_CLIENT_ID", client_secret: "CRM_CLIENT_SECRET", refresh_token: "CRM_REFRESH_TOKEN" });
         await submit(page, "#add-service-form button[type=submit]");
-        expect(await page.textContent("#flash")).toContain("token_url must be an https:// URL");
+        expect(await page.textContent("#flash")).toBe("Token URL must be an https:// URL (a token endpoint is never reached over plain HTTP).");
         expect(await page.inputValue("#f-token_url")).toBe("http://auth.crm.example/oauth/token");
         expect(await page.inputValue("#f-refresh_token")).toBe("CRM_REFRESH_TOKEN");
         expect(await page.isChecked("#auth-oauth2_refresh")).toBe(true);
+
+        await page.check("#auth-aws_sigv4");
+        await submit(page, "#add-service-form button[type=submit]");
+        expect(await page.textContent("#flash")).toBe("Access key ID must be a credential key name (A-Z, 0-9, _; starting with a letter).");
+        await page.check("#auth-oauth2_refresh");
 
         // Fixed: the stored client keys go to the token endpoint's host, which the person confirms.
         await page.fill("#f-token_url", "https://auth.crm.example/oauth/token");

@@ -1,13 +1,11 @@
 /** @jsxImportSource hono/jsx */
 // The service form's fields for the auth types whose credential the broker mints or signs itself
 // (OAuth 2.0 client credentials and refresh token, AWS Signature V4, GitHub App): the fieldsets, the
-// form text read back, the API auth object built from it, a service's fields for its edit form, and its
-// cell in the services table.
+// form text read back, the API auth object built from it, and a service's fields for its edit form.
 // Fields marked key name vault credentials; no field here ever holds a credential's value.
 
 import type { MintedAuthType } from "../../store/index.ts";
 import type { ServiceAuth } from "../../vault/index.ts";
-import { Name } from "./components.tsx";
 
 /** The form's fields for the minted types, named as the API names them; all kept as typed text. */
 export interface MintedFormValues {
@@ -205,67 +203,4 @@ export function MintedFields(props: { values: MintedFormValues }) {
       </fieldset>
     </>
   );
-}
-
-export const MINTED_LABEL: Record<MintedAuthType, string> = { oauth2_client_credentials: "OAuth client", oauth2_refresh: "OAuth refresh", aws_sigv4: "AWS SigV4", github_app: "GitHub App" };
-
-/** Where an https URL points, host and path, for a table cell. */
-function shortUrl(url: string | undefined): string {
-  if (!url || !URL.canParse(url)) return "?";
-  const u = new URL(url);
-  return `${u.host}${u.pathname === "/" ? "" : u.pathname}`;
-}
-
-/** The services table's cell for a minted type: the keys it uses, then in words where the token comes from. */
-export function MintedSummary(props: { auth: ServiceAuth }) {
-  const a = props.auth;
-  const keys = (names: (string | undefined)[]) =>
-    names.filter((k): k is string => !!k).map((k, i) => (
-      <>
-        {i ? " " : ""}
-        <Name>{k}</Name>
-      </>
-    ));
-  switch (a.type) {
-    case "oauth2_client_credentials":
-      return (
-        <>
-          {keys([a.client_id, a.client_secret])}
-          <span class="muted small">
-            {" "}
-            token from {shortUrl(a.token_url)}
-            {a.scopes?.length ? `, scopes ${a.scopes.join(" ")}` : ""}
-            {a.audience ? `, audience ${a.audience}` : ""}
-          </span>
-        </>
-      );
-    case "oauth2_refresh":
-      return (
-        <>
-          {keys([a.refresh_token, a.client_id, a.client_secret])}
-          <span class="muted small"> token refreshed at {shortUrl(a.token_url)}</span>
-        </>
-      );
-    case "aws_sigv4":
-      return (
-        <>
-          {keys([a.access_key_id, a.secret_access_key, a.session_token])}
-          <span class="muted small">
-            {" "}
-            signs for {a.service ?? "the host's service"} in {a.region ?? "the host's region"}
-          </span>
-        </>
-      );
-    default:
-      return (
-        <>
-          {keys([a.private_key])}
-          <span class="muted small">
-            {" "}
-            app {a.app_id}, installation {a.installation_id}
-            {a.api_url ? ` at ${shortUrl(a.api_url)}` : ""}
-          </span>
-        </>
-      );
-  }
 }

@@ -9,13 +9,15 @@
 import { Hono } from "hono";
 import { BrokerError, NotFound } from "../../errors.ts";
 import { addService, describeUrlAuth, listCredentials, listServices, mayInVault, newHostUses, parseHostPattern, readAuth, removeService, updateService, type OpenVault, type ServiceView } from "../../vault/index.ts";
-import { Badge, Button, ConfirmForm, EmptyState, LinkButton, Name, PostForm, Section, Table } from "./components.tsx";
+import { Badge, Button, ConfirmForm, EmptyState, LinkButton, Name, PostForm, Section, Table, Time } from "./components.tsx";
+import type { MintedState } from "../../egress/index.ts";
 import { describeError, formOf, openConsoleVault, renderPage, requireConfirmation, requireSignedIn, runAction, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
 import { vaultPath } from "./layout.tsx";
 import { rulesInWords } from "../pages/rules-field.tsx";
 import { formatRulesText, parseRulesText } from "../pages/rules-text.ts";
 import { ServiceFields, type ServiceFormValues } from "./vault-service-form.tsx";
-import { isMintedChoice, MINTED_LABEL, MintedSummary, mintedAuthBody, mintedValuesOf, readMintedValues } from "./vault-service-minted.tsx";
+import { isMintedChoice, mintedAuthBody, mintedValuesOf, readMintedValues } from "./vault-service-minted.tsx";
+import { labelAuthField, MINTED_LABEL, MintedSummary } from "./vault-service-summary.tsx";
 
 function servicePath(vault: string, host?: string, action?: "edit" | "enable" | "disable" | "remove"): string {
   return `${vaultPath(vault, "services")}${host ? `/${encodeURIComponent(host)}` : ""}${action ? `/${action}` : ""}`;
@@ -47,7 +49,25 @@ function AuthSummary(props: { s: ServiceView }) {
   );
 }
 
-function ServicesTable(props: { vault: string; rows: ServiceView[]; canWrite: boolean; empty: any }) {
+/** A minted credential refused by its provider is the one thing here a person must act on. */
+function MintedStatus(props: { state: MintedState | undefined }) {
+  const st = props.state;
+  if (!st) return null;
+  if (st.kind === "refused") {
+    return (
+      <div class="small">
+        <Badge tone="danger">refresh refused</Badge> <span class="muted">{st.reason}</span>
+      </div>
+    );
+  }
+  return (
+    <div class="muted small">
+      token until <Time iso={new Date(st.expiresAt).toISOString()} />
+    </div>
+  );
+}
+
+function ServicesTable(props: { vault: string; rows: ServiceView[]; canWrite: boolean; empty: any; minted?: (host: string) => MintedState | undefined }) {
   const columns = [
     { label: "Host", cell: (s: ServiceView) => <Name>{s.host}</Name> },
     {
@@ -60,7 +80,15 @@ function ServicesTable(props: { vault: string; rows: ServiceView[]; canWrite: bo
     },
     { label: "Allowed requests", cell: (s: ServiceView) => (s.rules ? rulesInWords(s.rules) : <span class="muted">{rulesInWords(undefined)}</span>) },
     { label: "Description", cell: (s: ServiceView) => (s.description ? s.description : <span class="muted">none</span>) },
-    { label: "Status", cell: (s: ServiceView) => <Badge tone={s.enabled ? "success" : "danger"}>{s.enabled ? "enabled" : "disabled"}</Badge> },
+    {
+      label: "Status",
+      cell: (s: ServiceView) => (
+        <>
+          <Badge tone={s.enabled ? "success" : "danger"}>{s.enabled ? "enabled" : "disabled"}</Badge>
+          <MintedStatus state={props.minted?.(s.host)} />
+        </>
+      ),
+    },
   ];
   if (props.canWrite) {
     columns.push({
@@ -125,7 +153,9 @@ async function keysOf(c: ConsoleContext, open: OpenVault): Promise<string[]> {
   return (await listCredentials(c.get("kit").d, open, false)).map((r) => r.key);
 }
 
-async function renderList(c: ConsoleContext, state: FormState = {}, status: 200 | 400 | 403 | 404 | 409 = 200) {
+type MintedStateOf = (vaultId: number, host: string) => MintedState | undefined;
+
+async function renderList(c: ConsoleContext, state: FormState = {}, status: 200 | 400 | 403 | 404 | 409 = 200, mintedState?: MintedStateOf) {
   const { d } = c.get("kit");
   const open = await openConsoleVault(c, "read");
   const canWrite = mayInVault(open.principal, open.role, "write_secrets");
@@ -143,7 +173,7 @@ async function renderList(c: ConsoleContext, state: FormState = {}, status: 200 
   const body = (
     <>
       <Section title="Services" description="Requests to a host with no service here are tunnelled or refused, as the vault's settings say, and never get a credential.">
-        <ServicesTable vault={open.vault.name} rows={rows} canWrite={canWrite} empty={empty} />
+        <ServicesTable vault={open.vault.name} rows={rows} canWrite={canWrite} empty={empty} minted={(host) => mintedState?.(open.vault.id, host)} />
       </Section>
       {canWrite ? (
         <Section title="Add a service" id="add-service">
@@ -256,18 +286,18 @@ async function saveService(c: ConsoleContext, host: string | undefined) {
   } catch (err) {
     if (!(err instanceof BrokerError)) throw err;
     // Shown now, as a flash on the same form, so what was typed (nothing secret) stays in the fields.
-    c.set("flash", { kind: "error", text: describeError(err) });
+    c.set("flash", { kind: "error", text: labelAuthField(describeError(err), (err as { field?: string }).field) });
     const status = err.status === 404 ? 404 : err.status === 409 ? 409 : err.status === 403 ? 403 : 400;
     return rerender(status);
   }
 }
 
-export function vaultServiceRoutes() {
+export function vaultServiceRoutes(mintedState?: MintedStateOf) {
   const r = new Hono<ConsoleEnv>();
   r.use("/vaults/:vault/services", requireSignedIn);
   r.use("/vaults/:vault/services/*", requireSignedIn);
 
-  r.get("/vaults/:vault/services", (c) => renderList(c));
+  r.get("/vaults/:vault/services", (c) => renderList(c, {}, 200, mintedState));
   r.post("/vaults/:vault/services", (c) => saveService(c, undefined));
   r.get("/vaults/:vault/services/:host/edit", (c) => renderEdit(c));
   r.post("/vaults/:vault/services/:host", (c) => saveService(c, c.req.param("host")));
