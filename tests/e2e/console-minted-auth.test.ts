@@ -131,7 +131,6 @@ describe("minted auth types in the console and on the approval page", () => {
         const s3 = (await page.locator("#services tbody tr", { hasText: "s3.eu-west-1" }).textContent()) ?? "";
         expect(s3).toContain("AWS SigV4");
         expect(s3).toContain("signs for s3 in eu-west-1");
-        await shoot(page, "services-minted");
 
         // The API holds exactly what the form sent.
         const listed = await broker.api("GET", `/v1/vaults/${VAULT}/services`, undefined, userToken);
@@ -200,6 +199,14 @@ describe("minted auth types in the console and on the approval page", () => {
         expect((await agent("GET", `/v1/proposals/${id}`)).body.status).toBe("applied");
         const discover = await agent("GET", "/discover");
         expect(discover.body.services.find((s: { host: string }) => s.host === "api.github.com").auth.type).toBe("github_app");
+
+        // All three in the list, the approved GitHub App among them.
+        await page.goto(`${base}/services`);
+        const gh = (await page.locator("#services tbody tr", { hasText: "api.github.com" }).textContent()) ?? "";
+        expect(gh).toContain("GitHub App");
+        expect(gh).toContain("GH_APP_PRIVATE_KEY");
+        expect(gh).toContain("app 123456, installation 45678901");
+        await shoot(page, "services-minted");
 
         await browser.flushed();
         for (const value of ALL_VALUES) {
