@@ -5,7 +5,7 @@ export { egress, type EgressDeps, type EgressInput, type EgressMetrics, type Exc
 export { answerOf, headerOf, toWebResponse, wholeBody, type Answer } from "./answer.ts";
 export { createAuditLog, type AuditEntry, type AuditLog } from "./audit.ts";
 export { createPlanCache, type PlanCache } from "./plan.ts";
-export { createMinter, type Minter } from "./minted.ts";
+export { createMinter, type Minter, type MintedState } from "./minted.ts";
 export { createUpstream, type ConnectFailure, type Upstream } from "./upstream.ts";
 export { compileNetPolicy, resolveChecked, systemResolver, type NetPolicy, type Resolver } from "./netguard.ts";
 export { buildProposalHint } from "./hint.ts";

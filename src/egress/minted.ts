@@ -30,7 +30,11 @@ export interface Minter {
   regrant(vault: { id: number }, plan: EgressPlan, stale: Grant): Promise<Grant>;
   /** Minted tokens in memory, for the logger's last-line scrub. */
   readonly secrets: LiveSecrets;
+  /** What a person should know of a service's minted credential (the console's services list); never a value. */
+  state(vaultId: number, host: string): MintedState | undefined;
 }
+
+export type MintedState = { readonly kind: "refused"; readonly reason: string } | { readonly kind: "ready"; readonly expiresAt: number };
 
 export interface MinterDeps extends TokenEndpointDeps {
   readonly now: () => number;
@@ -142,6 +146,12 @@ export function createMinter(deps: MinterDeps): Minter {
       if (slot.current && slot.current !== stale) return slot.current;
       if (slot.current === stale) slot.current = undefined;
       return refresh(vault.id, plan, m, slot);
+    },
+    state(vaultId, host) {
+      const slot = slots.get(`${vaultId}|${host}`);
+      if (slot?.refused) return { kind: "refused", reason: slot.refused.error.message };
+      if (slot?.current) return { kind: "ready", expiresAt: slot.current.token.expiresAt };
+      return undefined;
     },
     secrets: {
       *values() {

@@ -122,7 +122,9 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
   api.route("/v1/proposals", proposalRoutes(d));
   api.route("/approve", approveRoutes(d, deps.log));
   api.route("/assets", assetRoutes());
-  api.route("/", consoleRoutes(d, deps.log, { ca: deps.ca, auditRetention: deps.auditRetention })); // HTML pages at /, /account, /vaults/...; JSON clients keep JSON
+  const minter = deps.egress?.minter;
+  const mintedState = minter && ((vaultId: number, host: string) => minter.state(vaultId, host));
+  api.route("/", consoleRoutes(d, deps.log, { ca: deps.ca, auditRetention: deps.auditRetention, mintedState })); // HTML pages at /, /account, /vaults/...; JSON clients keep JSON
   if (deps.egress) api.route("/proxy", proxyRoutes(d, deps.egress));
   if (deps.ca) {
     const ca = caRoutes(d, deps.ca, deps.log);

@@ -132,9 +132,18 @@ describe("OAuth 2.0", () => {
     const n = tokenRequests.length;
     expect((await broker.proxy(host, "/r4")).status).toBe(502);
     expect(tokenRequests.length).toBe(n); // marked: not asked again
+    // The console's services list says so, for the person who has to act.
+    const page = await fetch(`${broker.apiUrl}/vaults/${broker.vault}/services`, { headers: { cookie: `broker_session=${broker.userToken}`, accept: "text/html" } });
+    const html = await page.text();
+    expect(page.status).toBe(200);
+    expect(html).toContain("refresh refused");
+    expect(html).toContain("the token endpoint refused the refresh token (HTTP 400, invalid_grant)");
     tokenStatus = 200;
     await broker.setCredential("RT_TOKEN", "rt-new-from-a-human-sentinel-4");
     expect((await broker.proxy(host, "/r5")).status).toBe(200);
+    const after = await (await fetch(`${broker.apiUrl}/vaults/${broker.vault}/services`, { headers: { cookie: `broker_session=${broker.userToken}`, accept: "text/html" } })).text();
+    expect(after).not.toContain("refresh refused");
+    expect(after).toContain("token until");
     expect(tokenRequests.at(-1)!.refresh_token).toBe("rt-new-from-a-human-sentinel-4");
     for (const s of ["rt-original-sentinel-3", "rt-secret-sentinel-2", "rt-new-from-a-human-sentinel-4"]) await expectNoLeak(broker, s, [body]);
   });

@@ -10,6 +10,7 @@ import type { RateLimitPatch, RateLimitSettings, RateProfile } from "../../ratel
 import { RATE_PROFILES } from "../../ratelimit/index.ts";
 import { getOwnerSettings, requireOwner, updateOwnerSettings, type OwnerSettings } from "../../vault/index.ts";
 import type { CaHolder } from "../../vault/index.ts";
+import type { MintedState } from "../../egress/index.ts";
 import { Badge, Button, FormField, PostForm, Section } from "./components.tsx";
 import { formOf, renderPage, requireConfirmation, requireSignedIn, runAction, signedIn, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
 import { CaSection, fingerprintOf, ROTATE_PHRASE } from "./instance-ca.tsx";
@@ -23,6 +24,8 @@ export interface AuditRetention {
 export interface InstanceSettingsOptions {
   readonly ca?: CaHolder;
   readonly auditRetention?: AuditRetention;
+  /** A minted credential's state (refused, or valid until), for the services list. */
+  readonly mintedState?: (vaultId: number, host: string) => MintedState | undefined;
 }
 
 type Tier = "auth" | "authed" | "proxy" | "global";

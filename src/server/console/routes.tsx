@@ -33,7 +33,7 @@ export function consoleRoutes(d: Domain, log: Logger, opts: InstanceSettingsOpti
   r.route("/", homeRoutes());
   r.route("/", accountRoutes());
   r.route("/", vaultCredentialRoutes());
-  r.route("/", vaultServiceRoutes());
+  r.route("/", vaultServiceRoutes(opts.mintedState));
   r.route("/", proposalPages());
   r.route("/", agentPages());
   r.route("/", memberPages());
