@@ -26,8 +26,8 @@ For \`oauth2_client_credentials\`, \`oauth2_refresh\` and \`github_app\` the bro
 token itself and sends it as \`Authorization: Bearer <token>\`: send no Authorization header (yours is replaced).
 For \`aws_sigv4\` the broker signs each request: configure your AWS SDK or CLI with placeholder keys (e.g.
 \`AWS_ACCESS_KEY_ID=placeholder AWS_SECRET_ACCESS_KEY=placeholder\`) and the \`region\` shown, if any; the broker
-drops that signature and signs with the vault's keys (the AWS CLI and boto3 also need
-\`AWS_CA_BUNDLE=$SSL_CERT_FILE\` behind \`HTTPS_PROXY\`). WebSocket upgrades to an \`aws_sigv4\` service are refused.
+drops that signature and signs with the vault's keys (\`vault run\` sets \`AWS_CA_BUNDLE\` for the AWS CLI and boto3;
+the AWS SDK for JavaScript v3 ignores \`HTTPS_PROXY\` unless given a proxy-aware request handler). WebSocket upgrades to an \`aws_sigv4\` service are refused.
 
 ## 2. Call an API through the broker
 

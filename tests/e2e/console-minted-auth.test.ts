@@ -174,7 +174,7 @@ describe("minted auth types in the console and on the approval page", () => {
         const agent = await newAgent("release-bot");
         const filed = await agent("POST", "/v1/proposals", {
           services: [{ host: "api.github.com", description: "Releases of acme/widgets", auth: { type: "github_app", app_id: "123456", installation_id: "45678901", private_key: "GH_APP_PRIVATE_KEY" }, rules: [{ methods: ["GET", "POST"], paths: ["/repos/acme/widgets/releases/**"] }] }],
-          credentials: [{ key: "GH_APP_PRIVATE_KEY", description: "The private key of the acme-release GitHub App", obtain: "https://github.com/settings/apps" }],
+          credentials: [{ key: "GH_APP_PRIVATE_KEY", description: "The private key of the acme-release GitHub App", obtain: "https://github.com/organizations/acme-widgets/settings/apps/acme-release-bot#private-key-generation-and-rotation" }],
           message: "I publish releases; a GitHub App installation token is narrower than a personal token.",
         });
         expect(filed.status).toBe(201);

@@ -75,7 +75,7 @@ h1 { font-size: 1.75rem; line-height: 1.25; margin: 0 0 .35rem; font-weight: 650
 h2 { font-size: 1.1rem; line-height: 1.3; margin: 1.5rem 0 .6rem; font-weight: 650; }
 h3 { font-size: 1rem; margin: 1.25rem 0 .5rem; font-weight: 650; }
 p { margin: .5rem 0; }
-a { color: var(--accent); text-underline-offset: .15em; }
+a { color: var(--accent); text-underline-offset: .15em; overflow-wrap: anywhere; }
 a:hover { color: var(--accent-hover); }
 strong { font-weight: 650; }
 code, .name { font-family: var(--mono); font-size: .9em; overflow-wrap: anywhere; }
@@ -180,7 +180,8 @@ input:focus-visible, select:focus-visible, textarea:focus-visible { outline: 3px
 .field-invalid input, input[aria-invalid="true"] { border-color: var(--danger); }
 .hint { color: var(--muted); font-size: .875rem; margin: .3rem 0 0; }
 .field-error { color: var(--danger); font-size: .875rem; margin: .3rem 0 0; font-weight: 550; }
-fieldset { border: 1px solid var(--border); border-radius: var(--radius); margin: 1rem 0; padding: .75rem 1.25rem 1rem; background: var(--surface); }
+/* min-width: 0 lets a fieldset shrink to a phone's width (its default is its content's, so a long link overflowed) */
+fieldset { border: 1px solid var(--border); border-radius: var(--radius); margin: 1rem 0; padding: .75rem 1.25rem 1rem; background: var(--surface); min-width: 0; }
 legend { padding: 0 .4rem; font-weight: 600; }
 fieldset label { margin-top: .75rem; }
 /* Radio and checkbox choices: the label is the whole row, its help text stays light */
