@@ -8,7 +8,7 @@
 
 import { RulesBox } from "../pages/rules-field.tsx";
 import { FormField, Name } from "./components.tsx";
-import { EMPTY_MINTED, MINTED_CHOICES, MintedFields, type MintedFormValues } from "./vault-service-minted.tsx";
+import { EMPTY_MINTED, KeyNameInput, MINTED_CHOICES, MintedFields, type MintedFormValues } from "./vault-service-minted.tsx";
 
 export interface ServiceFormValues extends MintedFormValues {
   host: string;
@@ -68,19 +68,7 @@ function KeyField(props: { value: string; keys: string[] }) {
   return (
     <div class="field">
       <label for="f-credential_key">Credential key</label>
-      <input
-        type="text"
-        id="f-credential_key"
-        name="credential_key"
-        value={props.value}
-        list="credential-keys"
-        pattern="[A-Z][A-Z0-9_]*"
-        maxlength={128}
-        autocomplete="off"
-        spellcheck={false}
-        placeholder="e.g. STRIPE_API_KEY"
-        aria-describedby="f-credential_key-hint"
-      />
+      <KeyNameInput name="credential_key" value={props.value} placeholder="e.g. STRIPE_API_KEY" />
       <datalist id="credential-keys">
         {props.keys.map((k) => (
           <option value={k} />

@@ -101,25 +101,33 @@ export function mintedValuesOf(a: ServiceAuth): MintedFormValues {
   return out;
 }
 
-/** A text input naming a vault credential; offers the stored keys (the datalist the form's credential key field holds). */
+/** The input itself for a credential key name, offering the stored keys (the datalist the form's credential key field holds). */
+export function KeyNameInput(props: { name: string; value: string; placeholder: string }) {
+  const id = `f-${props.name}`;
+  return (
+    <input
+      type="text"
+      id={id}
+      name={props.name}
+      value={props.value}
+      list="credential-keys"
+      pattern="[A-Z][A-Z0-9_]*"
+      maxlength={128}
+      autocomplete="off"
+      spellcheck={false}
+      placeholder={props.placeholder}
+      aria-describedby={`${id}-hint`}
+    />
+  );
+}
+
+/** A labelled field naming a vault credential. */
 function KeyInput(props: { name: MintedFormField; label: string; value: string; placeholder: string; hint: string }) {
   const id = `f-${props.name}`;
   return (
     <div class="field">
       <label for={id}>{props.label}</label>
-      <input
-        type="text"
-        id={id}
-        name={props.name}
-        value={props.value}
-        list="credential-keys"
-        pattern="[A-Z][A-Z0-9_]*"
-        maxlength={128}
-        autocomplete="off"
-        spellcheck={false}
-        placeholder={props.placeholder}
-        aria-describedby={`${id}-hint`}
-      />
+      <KeyNameInput name={props.name} value={props.value} placeholder={props.placeholder} />
       <p class="hint" id={`${id}-hint`}>
         {props.hint}
       </p>
