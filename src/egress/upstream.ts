@@ -162,7 +162,7 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
       if (complete && reusable && sent) release(conn);
       else conn.close();
     };
-    const answer = { status: response.head.status, statusText: response.head.statusText, headers: answerHeaders(response.head.headers, response.framing) };
+    const answer = { status: response.head.status, statusText: response.head.statusText, headers: answerHeaders(response.head.headers, response.framing, req.method === "HEAD" || response.head.status === 304) };
     if (response.framing.kind === "length" && response.framing.length > 0 && response.framing.length <= SMALL_BODY_BYTES) {
       // Small bodies (most API answers) are read whole: no stream machinery per request.
       const bytes = await readExactly(conn, response.framing.length).catch(async (err) => {
@@ -193,12 +193,17 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
 
 class StaleConnection extends Error {}
 
-/** Lower-case names; framing is re-done by whoever writes the answer to the agent. */
-function answerHeaders(list: HeaderList, framing: BodyFraming): HeaderList {
+/**
+ * Lower-case names; framing is re-done by whoever writes the answer to the agent. A HEAD answer (or a
+ * 304) keeps a well-formed Content-Length: it describes the body a GET would get (S3's HeadObject and
+ * download tools read sizes from it), and no body follows it here.
+ */
+function answerHeaders(list: HeaderList, framing: BodyFraming, describesAbsentBody: boolean): HeaderList {
   const out: HeaderList = [];
   for (const [name, value] of list) {
     const lower = name.toLowerCase();
-    if (lower === "transfer-encoding" || (lower === "content-length" && framing.kind !== "length")) continue;
+    if (lower === "transfer-encoding") continue;
+    if (lower === "content-length" && framing.kind !== "length" && !(describesAbsentBody && /^\d{1,15}$/.test(value.trim()))) continue;
     out.push([lower, value]);
   }
   return out;

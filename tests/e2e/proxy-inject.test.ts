@@ -19,6 +19,10 @@ function route(req: IncomingMessage, res: ServerResponse, body: Buffer) {
     res.setHeader("content-type", "text/plain");
     return res.end(`you sent: ${auth} / ${req.headers["x-api-key"] ?? ""}`);
   }
+  if (req.url?.startsWith("/sized-head")) {
+    res.setHeader("content-length", "1234");
+    return res.end(req.method === "HEAD" ? undefined : "x".repeat(1234));
+  }
   if (req.url?.startsWith("/bytes")) {
     res.setHeader("content-type", "application/octet-stream");
     return res.end(body);
@@ -159,6 +163,14 @@ describe("fidelity", () => {
     expect(res.status).toBe(200);
     expect((await res.json()).url).toBe(target);
     expect(last().url).toBe(target);
+  });
+
+  test("HEAD keeps the upstream's Content-Length", async () => {
+    await broker.addService(`${hp}`, { type: "passthrough" }).catch(() => {}); // the host may have a service already
+    // A real server (S3's HeadObject, nginx) states the length a GET would get; the agent must see it.
+    const res = await fetch(`${broker.apiUrl}/proxy/${hp}/sized-head`, { method: "HEAD", headers: { authorization: `Bearer ${broker.sessionToken}` } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-length")).toBe("1234");
   });
 
   test("every method but TRACE is forwarded; TRACE gets the 405 envelope", async () => {

@@ -215,6 +215,19 @@ describe("inside an intercepted tunnel", () => {
     conn.close();
   });
 
+  test("HEAD keeps the upstream's Content-Length (the size a GET would get) and sends no body", async () => {
+    const { conn } = await tunnel();
+    conn.write(`HEAD /sized HTTP/1.1\r\nHost: ${env.authority}\r\n\r\n`);
+    const res = await conn.readResponse({ noBody: true });
+    expect(res.status).toBe(200);
+    const echoed = Number(res.headers["content-length"]);
+    expect(echoed).toBeGreaterThan(0); // the echo upstream's JSON body length for the same GET
+    conn.write(`GET /sized HTTP/1.1\r\nHost: ${env.authority}\r\n\r\n`); // the connection is still in step
+    const get = await conn.readResponse();
+    expect(get.status).toBe(200);
+    conn.close();
+  });
+
   test("Expect: 100-continue gets 100 Continue, then the final response", async () => {
     const { conn } = await tunnel();
     conn.write(`POST /expect HTTP/1.1\r\nHost: ${env.authority}\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n`);

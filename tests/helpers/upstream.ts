@@ -28,7 +28,10 @@ const echo: UpstreamHandler = (req, res, body) => {
   res.setHeader("content-type", "application/json");
   // Lets a test end the broker's pooled keep-alive connection after this response.
   if (req.headers["x-test-close"]) res.setHeader("connection", "close");
-  res.end(JSON.stringify({ method: req.method, url: req.url, headers: req.headers, body: body.toString("utf8") }));
+  const payload = JSON.stringify({ method: req.method, url: req.url, headers: req.headers, body: body.toString("utf8") });
+  // As real servers do, a HEAD answer states the length a GET would get (node:http leaves it out).
+  res.setHeader("content-length", Buffer.byteLength(payload));
+  res.end(payload);
 };
 
 /** Starts the upstream; `handler` answers (default: JSON echo). `stream` handlers can skip body buffering. */
