@@ -265,10 +265,10 @@ function renderWarning(c: ConsoleContext, open: OpenVault, values: ServiceFormVa
 }
 
 /** Add or edit: validate as the domain does, ask about a new host once, then write through the domain. */
-async function saveService(c: ConsoleContext, host: string | undefined) {
+async function saveService(c: ConsoleContext, host: string | undefined, mintedState?: MintedStateOf) {
   const { d } = c.get("kit");
   const values = readValues(formOf(c), host);
-  const rerender = (status: 400 | 403 | 404 | 409) => (host ? renderEdit(c, { values }, status === 403 ? 400 : status) : renderList(c, { values }, status));
+  const rerender = (status: 400 | 403 | 404 | 409) => (host ? renderEdit(c, { values }, status === 403 ? 400 : status) : renderList(c, { values }, status, mintedState));
   try {
     const open = await openConsoleVault(c, "write_secrets");
     const body = toBody(values);
@@ -298,7 +298,7 @@ export function vaultServiceRoutes(mintedState?: MintedStateOf) {
   r.use("/vaults/:vault/services/*", requireSignedIn);
 
   r.get("/vaults/:vault/services", (c) => renderList(c, {}, 200, mintedState));
-  r.post("/vaults/:vault/services", (c) => saveService(c, undefined));
+  r.post("/vaults/:vault/services", (c) => saveService(c, undefined, mintedState));
   r.get("/vaults/:vault/services/:host/edit", (c) => renderEdit(c));
   r.post("/vaults/:vault/services/:host", (c) => saveService(c, c.req.param("host")));
 
