@@ -3,7 +3,8 @@
 // are checked by botocore in tests/e2e/aws-sigv4.test.ts.
 
 import { describe, expect, test } from "bun:test";
-import { decodeAwsChunked, fromAwsHost } from "../../../src/egress/sigv4.ts";
+import { decodeAwsChunked } from "../../../src/egress/aws-chunked.ts";
+import { fromAwsHost } from "../../../src/egress/sigv4.ts";
 
 describe("region and service from the host", () => {
   test.each([
