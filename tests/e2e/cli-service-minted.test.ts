@@ -98,4 +98,18 @@ describe("broker service add with minted auth types", () => {
     expect(await ok(["proposal", "approve", id], "\n")).toBe(`Approved proposal ${id}\n`);
     for (const secret of [...Object.values(SECRETS), PEM_BODY]) await expectNoLeak(broker, secret, outputs);
   });
+
+  test("service update --auth replaces a service's auth (bearer → oauth2_refresh); a lone auth flag asks for --auth", async () => {
+    await ok(["service", "add", "crm.example.com", "--auth", "bearer", "--token", "APP_CLIENT_ID"]);
+    const lone = await cli(["service", "update", "crm.example.com", "--token", "OTHER"]);
+    expect(lone.code).toBe(2);
+    expect(lone.stderr).toContain("--token changes the auth, which needs --auth");
+    const r = await cli(["service", "update", "crm.example.com", "--auth", "oauth2_refresh", "--token-url", "https://auth.crm.example/token", "--client-id", "APP_CLIENT_ID", "--client-secret", "CRM_SECRET", "--refresh-token", "CRM_REFRESH"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toStartWith("Updated crm.example.com in vault");
+    expect(r.stderr).toContain("has no credential CRM_SECRET yet");
+    const stored = (await broker.api("GET", `/v1/vaults/${broker.vault}/services`, undefined, broker.userToken)).body.services.find((x: { host: string }) => x.host === "crm.example.com");
+    expect(stored.auth).toEqual({ type: "oauth2_refresh", token_url: "https://auth.crm.example/token", client_id: "APP_CLIENT_ID", client_secret: "CRM_SECRET", refresh_token: "CRM_REFRESH" });
+    for (const secret of Object.values(SECRETS)) await expectNoLeak(broker, secret, outputs);
+  });
 });

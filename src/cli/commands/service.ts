@@ -27,19 +27,24 @@ const listHosts = (vault: string) => ({ 404: `\`broker service list\` shows the 
 
 const hostArg = { host: { type: "positional", description: "Host, host:port, or *.domain", required: true } } as const;
 
+/** The flags that say how a credential is sent, shared by `add` and `update`. */
+const AUTH_DETAIL_ARGS = {
+  token: { type: "string", description: "Credential KEY to inject (bearer, basic, header, query, path)" },
+  header: { type: "string", description: "Header name (header auth), e.g. X-Api-Key" },
+  prefix: { type: "string", description: "Text put before the value (header auth), e.g. 'Token '" },
+  username: { type: "string", description: "User name (basic auth; the credential is the password)" },
+  param: { type: "string", description: "Query parameter that carries the credential (query auth), e.g. key" },
+  template: { type: "string", description: "Path before the agent's path, {value} for the credential (path auth), e.g. /bot{value}" },
+  ...MINTED_AUTH_ARGS,
+} as const;
+
 const add = defineCommand({
   meta: { name: "add", description: "Allow a host and say how its credential is injected" },
   args: {
     ...hostArg,
     // A string, not an enum: ten types in the usage line would push every option off the screen.
     auth: { type: "string", valueHint: "type", required: true, description: "How the credential is sent: one of the types listed below" },
-    token: { type: "string", description: "Credential KEY to inject (bearer, basic, header, query, path)" },
-    header: { type: "string", description: "Header name (header auth), e.g. X-Api-Key" },
-    prefix: { type: "string", description: "Text put before the value (header auth), e.g. 'Token '" },
-    username: { type: "string", description: "User name (basic auth; the credential is the password)" },
-    param: { type: "string", description: "Query parameter that carries the credential (query auth), e.g. key" },
-    template: { type: "string", description: "Path before the agent's path, {value} for the credential (path auth), e.g. /bot{value}" },
-    ...MINTED_AUTH_ARGS,
+    ...AUTH_DETAIL_ARGS,
     description: { type: "string", description: "What the service is, for people reading the list" },
     disabled: { type: "boolean", description: "Add it disabled" },
     ...allowArg,
@@ -85,9 +90,11 @@ async function warnIfNoKeys(client: Client, vault: string, keys: string[]): Prom
 addHelpFooter(add, () => `EXAMPLES\n\n${AUTH_EXAMPLES}\n${ADD_RULES_EXAMPLE}\n\n${AUTH_NOTES}\n\n${ADD_RULES_NOTES}`);
 
 const update = defineCommand({
-  meta: { name: "update", description: "Change a service's rules (allowed methods and paths) or description" },
+  meta: { name: "update", description: "Change a service's auth (how its credential is sent), rules or description" },
   args: {
     ...hostArg,
+    auth: { type: "string", valueHint: "type", description: "A new auth type with its flags, as for `service add` (the whole auth is replaced)" },
+    ...AUTH_DETAIL_ARGS,
     ...allowArg,
     "no-rules": { type: "boolean", description: "Remove the rules: every method and path allowed again" },
     description: { type: "string", description: "New description" },
@@ -99,18 +106,24 @@ const update = defineCommand({
     // citty reads --no-rules as rules=false.
     const clear = (args as { rules?: boolean }).rules === false;
     if (clear && allow.length) throw new CliFailure("--allow and --no-rules contradict each other", "give --allow to replace the rules, or --no-rules to remove them", 2);
-    if (!clear && !allow.length && args.description === undefined) {
-      throw new CliFailure("nothing to change", `give --allow to replace the rules (${ALLOW_EXAMPLE}), --no-rules to remove them, or --description`, 2);
+    const detail = (Object.keys(AUTH_DETAIL_ARGS) as (keyof typeof AUTH_DETAIL_ARGS)[]).find((f) => args[f] !== undefined);
+    if (args.auth === undefined && detail) throw new CliFailure(`--${detail} changes the auth, which needs --auth`, `give the whole auth again: broker service update ${args.host} --auth <type> --${detail} …`, 2);
+    if (!clear && !allow.length && args.description === undefined && args.auth === undefined) {
+      throw new CliFailure("nothing to change", `give --auth with its flags, --allow to replace the rules (${ALLOW_EXAMPLE}), --no-rules to remove them, or --description`, 2);
     }
     const body: Record<string, unknown> = {};
+    const auth = args.auth === undefined ? undefined : buildAuth({ ...args, auth: args.auth });
+    if (auth) body.auth = auth;
     if (clear) body.rules = null;
     if (allow.length) body.rules = parseAllowFlags(allow);
     if (args.description !== undefined) body.description = args.description;
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
-    const svc = await hintOnForbidden(ctx.client.request<ServiceView>("PATCH", vaultPath(vault, "services", args.host), { body, vault, hints: listHosts(vault) }), SECRET_WRITE_HINT);
+    const patched = ctx.client.request<ServiceView>("PATCH", vaultPath(vault, "services", args.host), { body, vault, hints: listHosts(vault) });
+    const svc = await hintOnForbidden(auth ? nameAuthFlag(patched, { ...args, auth: args.auth! }) : patched, SECRET_WRITE_HINT);
+    if (auth) await warnIfNoKeys(ctx.client, vault, authKeyNames(auth));
     if (args.json) return printJson(svc);
-    printLine(`Updated ${svc.host} in vault ${vault}: agents may use ${describeAllowed(svc.rules)}.`);
+    printLine(`Updated ${svc.host} in vault ${vault}${auth ? ` (${describeAuth(auth)})` : ""}: agents may use ${describeAllowed(svc.rules)}.`);
   },
 });
 addHelpFooter(update, () => UPDATE_EXAMPLES);
