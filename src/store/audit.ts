@@ -1,6 +1,6 @@
 // Audit rows: written in batches, read newest first with an id cursor, pruned by age and count.
 
-import type { Sql, SqlValue } from "./db.ts";
+import { placeholderRows, type Sql, type SqlValue } from "./db.ts";
 
 export interface AuditRow {
   id: number;
@@ -41,7 +41,7 @@ const LIST_DESC = `${FILTERED} ORDER BY id DESC LIMIT ?`;
 const LIST_ASC = `${FILTERED} ORDER BY id ASC LIMIT ?`;
 
 const INSERT_HEAD = `INSERT INTO audit_logs (at, principal, vault_id, vault, ingress, method, host, path, service, credential_keys, status, bytes_in, bytes_out, duration_ms, error) VALUES`;
-const ROW_PLACEHOLDERS = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+const AUDIT_COLUMNS = 15;
 /** Rows per INSERT: 15 parameters each stays far below SQLite's and PostgreSQL's parameter limits. */
 const INSERT_GROUP = 64;
 
@@ -56,7 +56,7 @@ export function auditRepo(sql: Sql) {
         for (const r of group) {
           params.push(r.at, r.principal, r.vaultId, r.vault, r.ingress, r.method, r.host, r.path, r.service, r.credentialKeys, r.status, r.bytesIn, r.bytesOut, r.durationMs, r.error);
         }
-        await sql.run(`${INSERT_HEAD} ${Array(group.length).fill(ROW_PLACEHOLDERS).join(", ")}`, params);
+        await sql.run(`${INSERT_HEAD} ${placeholderRows(group.length, AUDIT_COLUMNS)}`, params);
       }
     },
     /** Newest first below `before`, or oldest first above `after` (for following). Fixed SQL; absent filters are NULL (cast, so PostgreSQL knows their type). */

@@ -11,6 +11,15 @@ export interface Sql {
   run(sql: string, params?: readonly SqlValue[]): Promise<number>;
 }
 
+/**
+ * `(?, ?), (?, ?)`: `rows` groups of `width` placeholders, for a multi-row INSERT. Numbers in,
+ * placeholders out: the one computed text SQL may interpolate (tests/unit/store/sql-parameters.test.ts).
+ */
+export function placeholderRows(rows: number, width: number): string {
+  const row = `(${Array(width).fill("?").join(", ")})`;
+  return Array(rows).fill(row).join(", ");
+}
+
 export type Dialect = "sqlite" | "postgres";
 
 export interface Db extends Sql {
