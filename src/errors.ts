@@ -152,7 +152,7 @@ export class CredentialNotFound extends BrokerError {
 export class CredentialRefreshFailed extends BrokerError {
   readonly status = 502;
   readonly code = "credential_refresh_failed";
-  constructor(readonly host: string, reason: string, readonly refused = false) {
+  constructor(readonly host: string, readonly reason: string, readonly refused = false) {
     super(`cannot obtain a credential for ${host}: ${reason}${refused ? "; ask a human to set the service's credentials again" : "; retry shortly"}`);
   }
   override extra() {

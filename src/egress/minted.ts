@@ -149,7 +149,7 @@ export function createMinter(deps: MinterDeps): Minter {
     },
     state(vaultId, host) {
       const slot = slots.get(`${vaultId}|${host}`);
-      if (slot?.refused) return { kind: "refused", reason: slot.refused.error.message };
+      if (slot?.refused) return { kind: "refused", reason: slot.refused.error.reason };
       if (slot?.current) return { kind: "ready", expiresAt: slot.current.token.expiresAt };
       return undefined;
     },

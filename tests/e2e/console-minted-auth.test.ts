@@ -200,8 +200,19 @@ describe("minted auth types in the console and on the approval page", () => {
         const discover = await agent("GET", "/discover");
         expect(discover.body.services.find((s: { host: string }) => s.host === "api.github.com").auth.type).toBe("github_app");
 
-        // All three in the list, the approved GitHub App among them.
+        // A token endpoint the network guard refuses (a private address): the agent gets the 502, and
+        // the list tells the person who must act what went wrong.
+        const erp = { type: "oauth2_client_credentials", token_url: "https://10.255.0.1/oauth/token", client_id: "CRM_CLIENT_ID", client_secret: "CRM_CLIENT_SECRET" };
+        expect((await broker.api("POST", `/v1/vaults/${VAULT}/services`, { host: "erp.example.com", description: "Orders", auth: erp }, userToken)).status).toBe(201);
+        const refused = await agent("GET", "/proxy/erp.example.com/v1/orders");
+        expect(refused.status).toBe(502);
+        expect(refused.body.error).toBe("credential_refresh_failed");
+
+        // All three in the list, the approved GitHub App among them, and the refused one.
         await page.goto(`${base}/services`);
+        const erpRow = (await page.locator("#services tbody tr", { hasText: "erp.example.com" }).textContent()) ?? "";
+        expect(erpRow).toContain("refresh refused");
+        expect(erpRow).toContain("the token endpoint 10.255.0.1 is blocked by the network guard");
         const gh = (await page.locator("#services tbody tr", { hasText: "api.github.com" }).textContent()) ?? "";
         expect(gh).toContain("GitHub App");
         expect(gh).toContain("GH_APP_PRIVATE_KEY");

@@ -137,7 +137,7 @@ describe("OAuth 2.0", () => {
     const html = await page.text();
     expect(page.status).toBe(200);
     expect(html).toContain("refresh refused");
-    expect(html).toContain("the token endpoint refused the refresh token (HTTP 400, invalid_grant)");
+    expect(html).toContain("the token endpoint refused the refresh token (HTTP 400, invalid_grant). Agents get an error until");
     tokenStatus = 200;
     await broker.setCredential("RT_TOKEN", "rt-new-from-a-human-sentinel-4");
     expect((await broker.proxy(host, "/r5")).status).toBe(200);

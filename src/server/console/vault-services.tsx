@@ -56,7 +56,7 @@ function MintedStatus(props: { state: MintedState | undefined }) {
   if (st.kind === "refused") {
     return (
       <div class="small">
-        <Badge tone="danger">refresh refused</Badge> <span class="muted">{st.reason}</span>
+        <Badge tone="danger">refresh refused</Badge> <span class="muted">{st.reason}. Agents get an error until the service or one of its credentials changes.</span>
       </div>
     );
   }
