@@ -105,33 +105,35 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
     const allowed = allowedTarget(plan, input.method, input.target, (m, path) => widenRulesHint(deps.plans.hintFor(input.host, input.port), ruled, m, path), input.headers);
     // A URL credential goes in only now: the rules saw the agent's path, and the audit record keeps it.
     const target = plan.placement ? placeCredential(allowed, plan.placement) : allowed;
-    const minting = plan.minted && plan.minted.type !== "aws_sigv4";
-    let grant = minting ? await minterOf(deps).grant(input.vault, plan) : undefined;
+    const planned = plan;
+    const signing = planned.minted?.type === "aws_sigv4";
+    const minting = planned.minted !== undefined && !signing;
+    let grant = minting ? await minterOf(deps).grant(input.vault, planned) : undefined;
     const addresses = () => resolveChecked(input.host, input.port, deps.policy, deps.resolver);
-    let body = input.body && watchErrors(input.body, (e) => (bodyFailure = e)).pipeThrough(countAndCap(deps.maxRequestBytes, (n) => (bytesIn = n), "request"));
+    const body = input.body && watchErrors(input.body, (e) => (bodyFailure = e)).pipeThrough(countAndCap(deps.maxRequestBytes, (n) => (bytesIn = n), "request"));
     // A minted token the upstream rejects (401) is refreshed and the request sent once more, which
     // needs its body again: small ones are held for that (a streamed one is not replayed).
     const held = minting && body && input.bodyLength !== null && input.bodyLength <= SMALL_BODY_BYTES ? await wholeBody(body) : undefined;
+    const replayable = !body || held !== undefined;
     const outbound = async (): Promise<OutboundRequest> => {
       const again = held ? new Blob([held as Uint8Array<ArrayBuffer>]).stream() : body;
-      const headers = buildUpstreamHeaders(input.headers, grant?.injection ?? plan!.injection, input.ingress === "explicit");
+      // SigV4 replaces the agent's own Authorization (its placeholder signature) on every ingress.
+      const headers = buildUpstreamHeaders(input.headers, grant?.injection ?? planned.injection, signing || input.ingress === "explicit");
       const req = { method: input.method, target, headers, body: again, bodyLength: input.bodyLength };
-      if (plan!.minted?.type !== "aws_sigv4") return req;
-      return { method: input.method, ...(await signAwsRequest(plan!.minted, input, { ...req, headers: buildUpstreamHeaders(input.headers, undefined, true) }, deps.now())) };
+      return signing ? { method: input.method, ...(await signAwsRequest(planned.minted!, input, req, deps.now())) } : req;
     };
     if (m) tSend = m.now();
     let upstream = await deps.upstream.send({ host: input.host, port: input.port, addresses }, await outbound());
     // The answer is scanned for the token it was sent with (a 401 may echo the rejected one).
-    let needles = grant?.needles ?? plan.needles;
+    let needles = grant?.needles ?? planned.needles;
     if (grant && upstream.status === 401) {
-      const stale = grant;
-      const answered401 = upstream;
-      grant = await minterOf(deps).regrant(input.vault, plan, stale).catch(async (err) => {
-        if (answered401.body && !(answered401.body instanceof Uint8Array)) await answered401.body.cancel().catch(() => {});
+      const rejected = upstream;
+      if (replayable) await discardBody(rejected);
+      grant = await minterOf(deps).regrant(input.vault, planned, grant).catch(async (err) => {
+        if (!replayable) await discardBody(rejected);
         throw err;
       });
-      if (!body || held) {
-        if (upstream.body && !(upstream.body instanceof Uint8Array)) await upstream.body.cancel().catch(() => {});
+      if (replayable) {
         upstream = await deps.upstream.send({ host: input.host, port: input.port, addresses }, await outbound());
         needles = grant.needles;
       }
@@ -161,6 +163,11 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
     observe(500);
     throw new Internal();
   }
+}
+
+/** An answer that will not be forwarded: its streamed body is cancelled so the connection is freed. */
+async function discardBody(a: Answer): Promise<void> {
+  if (a.body && !(a.body instanceof Uint8Array)) await a.body.cancel().catch(() => {});
 }
 
 function minterOf(deps: EgressDeps): Minter {
