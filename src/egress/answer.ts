@@ -11,6 +11,11 @@ export interface Answer {
   /** Lower-case names, in the upstream's order; framing headers other than Content-Length removed. */
   readonly headers: HeaderList;
   readonly body: Uint8Array | ReadableStream<Uint8Array> | null;
+  /**
+   * HTTP/2 only: the trailer fields, settled once the body has ended (empty when there were none or
+   * the body broke). HTTP/1.1 answers have none: the HTTP/1.1 client drops chunked trailers.
+   */
+  readonly trailers?: Promise<HeaderList>;
 }
 
 /** The first value of a header (names compared lower-case). */

@@ -10,12 +10,13 @@ import { headerOf, joinedHeader, wholeBody, withHeader, type Answer } from "./an
 import { auditEntry, type AuditLog } from "./audit.ts";
 import { decodeWhole, encodeWhole, parseCodings, type Coding } from "./content-coding.ts";
 import { buildUpstreamHeaders, cleanResponseHeaders } from "./headers.ts";
+import { headerValues } from "./http1.ts";
 import { resolveChecked, type NetPolicy, type Resolver } from "./netguard.ts";
 import type { EgressPlan, PlanCache } from "./plan.ts";
 import { redactHeaders, redactText, redactWhole, type Needles } from "./redact.ts";
 import { allowedTarget, widenRulesHint } from "./rules.ts";
 import { scanBodyStream, type BodyDone } from "./scan-body.ts";
-import { SMALL_BODY_BYTES, type OutboundRequest, type Upstream } from "./upstream.ts";
+import { SMALL_BODY_BYTES, type OutboundRequest, type SendOptions, type Upstream } from "./upstream.ts";
 import type { Minter } from "./minted.ts";
 import { signAwsRequest } from "./sigv4.ts";
 import { placeCredential } from "./url-credential.ts";
@@ -35,6 +36,8 @@ export interface EgressInput {
   readonly body: ReadableStream<Uint8Array> | null;
   readonly bodyLength: number | null;
   readonly ingress: "explicit" | "transparent";
+  /** The agent speaks HTTP/2 (a tunnel stream): the upstream is asked for HTTP/2 too, trailers pass. */
+  readonly http2?: boolean;
 }
 
 export interface EgressDeps {
@@ -123,7 +126,8 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
       return signing ? { method: input.method, ...(await signAwsRequest(planned.minted!, input, req, deps.now())) } : req;
     };
     if (m) tSend = m.now();
-    let upstream = await deps.upstream.send({ host: input.host, port: input.port, addresses }, await outbound());
+    const how = input.http2 ? http2Options(input, grant?.injection ?? planned.injection, planned.placement !== undefined) : undefined;
+    let upstream = await deps.upstream.send({ host: input.host, port: input.port, addresses }, await outbound(), how);
     // The answer is scanned for the token it was sent with (a 401 may echo the rejected one).
     let needles = grant?.needles ?? planned.needles;
     if (grant && upstream.status === 401) {
@@ -134,7 +138,7 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
         throw err;
       });
       if (replayable) {
-        upstream = await deps.upstream.send({ host: input.host, port: input.port, addresses }, await outbound());
+        upstream = await deps.upstream.send({ host: input.host, port: input.port, addresses }, await outbound(), how);
         needles = grant.needles;
       }
     }
@@ -165,6 +169,17 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
   }
 }
 
+/**
+ * An HTTP/2 agent's request goes out over HTTP/2 where the origin offers it; gRPC only so (it needs
+ * trailers and HTTP/2 framing end to end). Whatever carries the credential is sent never-indexed.
+ */
+function http2Options(input: EgressInput, injection: { header: string } | undefined, inPath: boolean): SendOptions {
+  const grpc = /^application\/grpc(?:[+;]|$)/i.test(headerValues(input.headers, "content-type")[0] ?? "");
+  const sensitive = ["authorization", ...(injection ? [injection.header] : []), ...(inPath ? [":path"] : [])];
+  const trailers = /\btrailers\b/i.test(headerValues(input.headers, "te").join(","));
+  return { http2: grpc ? "require" : "prefer", sensitive, trailers };
+}
+
 /** An answer that will not be forwarded: its streamed body is cancelled so the connection is freed. */
 async function discardBody(a: Answer): Promise<void> {
   if (a.body && !(a.body instanceof Uint8Array)) await a.body.cancel().catch(() => {});
@@ -180,7 +195,9 @@ async function shapeResponse(res: Answer, needles: Needles, ingress: EgressInput
   // would land on the broker's own origin, where the console's session cookie lives (DESIGN.md §3.19).
   let headers = redactHeaders(cleanResponseHeaders(res.headers, { keepCookies: ingress === "transparent" }), needles);
   // The reason phrase is upstream text too: an echo there would reach the agent in the status line.
-  const head = { status: res.status, statusText: redactText(res.statusText, needles) };
+  // Trailers (HTTP/2: gRPC's status and message) are upstream text like any header.
+  const trailers = res.trailers?.then((t) => redactHeaders(cleanResponseHeaders(t, { keepCookies: false }), needles));
+  const head = { status: res.status, statusText: redactText(res.statusText, needles), ...(trailers ? { trailers } : {}) };
   const body = res.body;
   if (!body) {
     done(0, null);

@@ -90,7 +90,7 @@ export function hostHeader(host: string, port: number): string {
   return port === 443 ? name : `${name}:${port}`;
 }
 
-export function headerValues(headers: HeaderList, name: string): string[] {
+export function headerValues(headers: readonly (readonly [string, string])[], name: string): string[] {
   const lower = name.toLowerCase();
   return headers.filter(([n]) => n.toLowerCase() === lower).map(([, v]) => v);
 }

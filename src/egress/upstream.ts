@@ -1,11 +1,12 @@
-// The upstream HTTP/1.1 client: sends exactly the headers it is given (nothing added but Host
+// The upstream client: HTTP/1.1 here, HTTP/2 for agents that speak it (upstream-h2.ts). Sends exactly the headers it is given (nothing added but Host
 // and body framing) over a pooled, keep-alive connection to a checked IP, streams both bodies,
 // never decompresses, never follows redirects, and fails loudly on timeouts or bad framing.
 
 import type { Answer } from "./answer.ts";
 import { UpstreamTimeout, UpstreamUnreachable } from "../errors.ts";
 import { ConnectError, ConnectionTimeout, dial, type Connection } from "./connection.ts";
-import { readResponseHead } from "./upstream-head.ts";
+import { MAX_HEAD_BYTES, readResponseHead } from "./upstream-head.ts";
+import { createH2Pool, dialAlpn, exchangeH2, StreamRefused } from "./upstream-h2.ts";
 import { bodyStream, holdSmallBody, pumpBody, readExactly, SMALL_BODY_BYTES, type HeldRequest, type OutboundRequest } from "./upstream-body.ts";
 
 export type { Connection } from "./connection.ts";
@@ -47,8 +48,20 @@ export interface Destination {
   readonly addresses: () => Promise<readonly string[]>;
 }
 
+/**
+ * How to reach the origin: HTTP/1.1 unless the agent itself speaks HTTP/2, then HTTP/2 where the
+ * origin offers it ("prefer"), or only HTTP/2 ("require": gRPC cannot be bridged to HTTP/1.1).
+ */
+export interface SendOptions {
+  readonly http2?: "prefer" | "require";
+  /** Header names the broker injected (HTTP/2: sent never-indexed). */
+  readonly sensitive?: readonly string[];
+  /** The agent accepts trailers (TE: trailers), forwarded to an HTTP/2 origin. */
+  readonly trailers?: boolean;
+}
+
 export interface Upstream {
-  send(dest: Destination, req: OutboundRequest): Promise<Answer>;
+  send(dest: Destination, req: OutboundRequest, how?: SendOptions): Promise<Answer>;
   /** A fresh, unpooled, verified connection (WebSocket upgrades take it over). */
   open(dest: Destination): Promise<Connection>;
   /** A fresh plain TCP connection (blind tunnels: the agent's TLS runs inside it, end to end). */
@@ -65,6 +78,29 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
   const maxIdle = opts.maxIdlePerOrigin ?? 32;
   const isIp = (h: string) => /^[\d.]+$/.test(h) || h.includes(":");
 
+  /** Tries each checked address in turn; a certificate problem stops at the first (it will not improve). */
+  async function reach<T>(dest: Destination, attempt: (ip: string, serverName: string | undefined) => Promise<T>): Promise<T> {
+    let last: Error | undefined;
+    for (const ip of await dest.addresses()) {
+      try {
+        return await attempt(ip, isIp(dest.host) ? undefined : dest.host);
+      } catch (err) {
+        last = err as Error;
+        opts.onConnectError?.(err instanceof ConnectionTimeout ? "timeout" : err instanceof ConnectError && err.tls ? "tls" : "connect");
+        if (err instanceof ConnectError && err.tls) break;
+      }
+    }
+    if (last instanceof ConnectionTimeout) throw new UpstreamTimeout(`connecting to ${dest.host} timed out`);
+    if (last instanceof ConnectError && last.tls) throw new UpstreamUnreachable(`TLS verification of ${dest.host} failed`);
+    throw new UpstreamUnreachable(`cannot connect to ${dest.host}:${dest.port}`);
+  }
+
+  const connectTimeoutMs = opts.connectTimeoutMs ?? 10_000;
+  const h2 = createH2Pool({
+    maxHeaderListSize: opts.maxHeadBytes ?? MAX_HEAD_BYTES,
+    dial: (dest) => reach(dest as Destination, (ip, serverName) => dialAlpn({ ip, port: dest.port, serverName, ca: opts.ca, connectTimeoutMs })),
+  });
+
   async function connect(dest: Destination, fresh: boolean, plain = false): Promise<{ conn: Connection; reused: boolean }> {
     // Pooled by host name and port: every pooled connection went to an address the guard checked.
     const key = `${dest.port}|${dest.host}`;
@@ -78,21 +114,8 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
         conn.close();
       }
     }
-    let last: Error | undefined;
-    for (const ip of await dest.addresses()) {
-      try {
-        const serverName = isIp(dest.host) ? undefined : dest.host;
-        const conn = await dial({ ip, port: dest.port, serverName, ca: opts.ca, connectTimeoutMs: opts.connectTimeoutMs ?? 10_000, plain }, key);
-        return { conn, reused: false };
-      } catch (err) {
-        last = err as Error;
-        opts.onConnectError?.(err instanceof ConnectionTimeout ? "timeout" : err instanceof ConnectError && err.tls ? "tls" : "connect");
-        if (err instanceof ConnectError && err.tls) break; // a certificate problem will not improve on the next address
-      }
-    }
-    if (last instanceof ConnectionTimeout) throw new UpstreamTimeout(`connecting to ${dest.host} timed out`);
-    if (last instanceof ConnectError && last.tls) throw new UpstreamUnreachable(`TLS verification of ${dest.host} failed`);
-    throw new UpstreamUnreachable(`cannot connect to ${dest.host}:${dest.port}`);
+    const conn = await reach(dest, (ip, serverName) => dial({ ip, port: dest.port, serverName, ca: opts.ca, connectTimeoutMs, plain }, key));
+    return { conn, reused: false };
   }
 
   function release(conn: Connection) {
@@ -108,7 +131,11 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
     idle.set(conn.key, list);
   }
 
-  async function send(dest: Destination, original: OutboundRequest): Promise<Answer> {
+  async function send(dest: Destination, original: OutboundRequest, how: SendOptions = {}): Promise<Answer> {
+    if (how.http2) {
+      const answer = await sendHttp2(dest, original, how);
+      if (answer) return answer;
+    }
     // A reused keep-alive connection may have been closed by the upstream meanwhile. A request is
     // replayed once on a fresh connection when nothing came back, its body can be sent again (none,
     // or a small one held in memory) and replaying cannot double an effect: an idempotent method, or
@@ -125,6 +152,28 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
       const second = await connect(dest, true);
       return exchange(second.conn, dest, req).catch((again) => {
         throw again instanceof StaleConnection ? new UpstreamUnreachable(`${dest.host} closed the connection before answering`) : again;
+      });
+    }
+  }
+
+  /** Over HTTP/2 when the origin speaks it; null when it chose HTTP/1.1 and that is allowed. */
+  async function sendHttp2(dest: Destination, original: OutboundRequest, how: SendOptions): Promise<Answer | null> {
+    const pooled = await h2.session(dest);
+    if (!pooled) {
+      if (how.http2 === "require") throw new UpstreamUnreachable(`${dest.host} does not speak HTTP/2, and gRPC needs HTTP/2 end to end`);
+      return null;
+    }
+    const req = await holdSmallBody(original);
+    const x = { host: dest.host, port: dest.port, idleTimeoutMs: (opts.idleTimeoutSeconds ?? 120) * 1000, sensitive: how.sensitive ?? [], trailers: how.trailers ?? false };
+    try {
+      return await exchangeH2(pooled, req, x);
+    } catch (err) {
+      // A refused stream was never processed: it is safe to send again on a new session if its body can be.
+      if (!(err instanceof StreamRefused) || (req.body !== null && req.bodyBytes === undefined)) throw err;
+      const again = await h2.session(dest, true);
+      if (!again) throw new UpstreamUnreachable(`${dest.host} stopped offering HTTP/2`);
+      return exchangeH2(again, req, x).catch((e) => {
+        throw e instanceof StreamRefused ? new UpstreamUnreachable(`${dest.host} refused the stream`) : e;
       });
     }
   }
@@ -187,6 +236,7 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
     close() {
       for (const list of idle.values()) for (const c of list) c.close();
       idle.clear();
+      h2.close();
     },
   };
 }

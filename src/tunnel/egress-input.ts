@@ -5,7 +5,15 @@ import type { RequestHead, EgressInput } from "../egress/index.ts";
 import { InvalidRequest } from "../errors.ts";
 import type { Authority, TunnelSession } from "./context.ts";
 
-export function tunnelEgressInput(head: RequestHead, target: Authority, session: TunnelSession, body: ReadableStream<Uint8Array> | null, bodyLength: number | null): EgressInput {
+/** `http2`: the request is an HTTP/2 stream (the upstream is asked for HTTP/2, trailers pass). */
+export function tunnelEgressInput(
+  head: Pick<RequestHead, "method" | "target" | "headers">,
+  target: Authority,
+  session: TunnelSession,
+  body: ReadableStream<Uint8Array> | null,
+  bodyLength: number | null,
+  http2 = false,
+): EgressInput {
   return {
     principal: session.principal.id,
     vault: { id: session.open.vault.id, name: session.open.vault.name },
@@ -17,6 +25,7 @@ export function tunnelEgressInput(head: RequestHead, target: Authority, session:
     body,
     bodyLength,
     ingress: "transparent",
+    ...(http2 ? { http2 } : {}),
   };
 }
 

@@ -3,7 +3,7 @@
 // sent through the egress core. Routing is bound to the CONNECT authority, never the inner Host.
 
 import type { Duplex } from "node:stream";
-import { egress, isWebSocketUpgrade, type Answer } from "../egress/index.ts";
+import { egress, isWebSocketUpgrade, type Answer, type EgressInput } from "../egress/index.ts";
 import { createChunkedDecoder, findHeadEnd, headerValues, parseRequestHead, requestFraming, WireError, type BodyFraming, type RequestHead } from "../egress/index.ts";
 import { HeadRejected, InvalidRequest, RateLimited, toErrorResponse } from "../errors.ts";
 import { rateLimitHeaders, type RateDenied } from "../ratelimit/index.ts";
@@ -82,21 +82,29 @@ export async function forwardRequest(
   if (body && headerValues(head.headers, "expect").some((v) => v.toLowerCase() === "100-continue")) {
     await writeAll(stream, "HTTP/1.1 100 Continue\r\n\r\n");
   }
-  let response: Answer | Response;
+  const response = await egressForSession(() => tunnelEgressInput(head, target, session, body?.stream ?? null, framing.kind === "length" ? framing.length : null), session, deps);
+  return { response, complete: body ? await body.drained() : true };
+}
+
+/**
+ * One request from a tunnel through the egress core, under the rate limits and with the session
+ * re-checked (a revoked token stops working at its next request). Every failure becomes the
+ * broker's error envelope. Shared by HTTP/1.1 requests and HTTP/2 streams.
+ */
+export async function egressForSession(input: () => EgressInput, session: TunnelSession, deps: TunnelDeps): Promise<Answer | Response> {
   const limiter = deps.domain.rateLimiter;
   const entry = limiter?.enterGlobal();
   try {
     if (entry && !entry.ok) throw rateLimited(entry);
-    await refreshSession(deps, session); // a revoked token stops working at its next request
+    await refreshSession(deps, session);
     const budget = limiter?.checkProxy(session.principal.id, session.open.vault.id);
     if (budget && !budget.ok) throw rateLimited(budget);
-    response = await egress(tunnelEgressInput(head, target, session, body?.stream ?? null, framing.kind === "length" ? framing.length : null), deps.egress);
+    return await egress(input(), deps.egress);
   } catch (err) {
-    response = errorResponse(err, deps.log);
+    return errorResponse(err, deps.log);
   } finally {
     if (entry?.ok) entry.release();
   }
-  return { response, complete: body ? await body.drained() : true };
 }
 
 export function rateLimited(d: RateDenied): RateLimited {

@@ -14,6 +14,7 @@ import { findHeadEnd, headerValues, parseRequestHead, requestFraming, WireError,
 import { parseHostPattern } from "../vault/index.ts";
 import { openBlindTunnel } from "./blind.ts";
 import type { TunnelDeps, TunnelSession } from "./context.ts";
+import { serveHttp2 } from "./h2.ts";
 import { forwardRequest, headErrorResponse, rateLimited, readIdleHead, serveIntercepted, type Authority } from "./intercept.ts";
 import { createChunkReader, HeadError, withDeadline, type ChunkReader } from "./reader.ts";
 import { errorResponse, ProxyAuthRequired, writeResponse } from "./respond.ts";
@@ -34,6 +35,9 @@ export interface TunnelListener {
   /** Client connections held and CONNECT tunnels open (metrics). */
   stats(): { connections: number; tunnels: number };
 }
+
+/** Inside a tunnel the agent may speak HTTP/2 (h2.ts); to the proxy itself, only HTTP/1.1 (CONNECT). */
+const AGENT_ALPN = ["h2", "http/1.1"];
 
 /** Connections the listener holds at once (idle tunnels cost ~23 KiB each); beyond it new ones are refused. */
 export const MAX_CONNECTIONS = 20_000;
@@ -162,8 +166,8 @@ function firstBytes(socket: Socket): Promise<Buffer | null> {
  * created inline, they kept the CONNECT head (with the Proxy-Authorization token) and its reader alive
  * for every idle tunnel (~40% of an idle tunnel's JavaScript heap).
  */
-function serverTls(outer: Duplex, context: SecureContext, deps: TunnelDeps): TLSSocket {
-  const tls = new TLSSocket(outer as Socket, { isServer: true, secureContext: context, ALPNProtocols: ["http/1.1"] });
+function serverTls(outer: Duplex, context: SecureContext, deps: TunnelDeps, alpn: string[] = ["http/1.1"]): TLSSocket {
+  const tls = new TLSSocket(outer as Socket, { isServer: true, secureContext: context, ALPNProtocols: alpn });
   tls.on("error", () => outer.destroy());
   armHandshakeDeadline(tls, outer, deps);
   return tls;
@@ -251,7 +255,25 @@ async function handleConnect(stream: Duplex, reader: ChunkReader, head: RequestH
   stream.write("HTTP/1.1 200 Connection Established\r\n\r\n");
   for (const chunk of leftover.reverse()) stream.unshift(Buffer.from(chunk));
   // The certificate is always for the CONNECT authority, whatever SNI the client sends.
-  return serveIntercepted(serverTls(stream, leaf.context, deps), target, session, deps, { once: refuse });
+  const tls = serverTls(stream, leaf.context, deps, AGENT_ALPN);
+  if (!(await handshaken(tls))) return;
+  if (tls.alpnProtocol === "h2") return serveHttp2(tls, target, session, deps, { once: refuse });
+  return serveIntercepted(tls, target, session, deps, { once: refuse });
+}
+
+/** Resolves once the TLS handshake is done (true) or the connection failed first (false). */
+function handshaken(tls: TLSSocket): Promise<boolean> {
+  return new Promise((resolve) => {
+    const settle = (ok: boolean) => {
+      tls.off("secure", secured);
+      tls.off("close", closed);
+      resolve(ok);
+    };
+    const secured = () => settle(true);
+    const closed = () => settle(false);
+    tls.on("secure", secured);
+    tls.on("close", closed);
+  });
 }
 
 /** A client that stalls its TLS handshake is closed without hurting anyone else. */

@@ -37,12 +37,12 @@ async function pythonReady(): Promise<boolean> {
 const PYTHON = "import requests,sys\nr=requests.post(sys.argv[1], data=b'secret-body')\nprint(r.status_code)\nprint(r.text)";
 
 describe("unmatched_hosts = deny through real clients", () => {
-  test("curl sees 403 forbidden with the proposal_hint in the body", async () => {
+  test.each([["--http1.1", "1\\.1"], ["--http2", "2"]])("curl %s sees 403 forbidden with the proposal_hint in the body", async (protocol, version) => {
     if (!requireBinary("curl", "curl")) return;
-    const r = await run(["curl", "-sS", "-i", "--proxy", env.proxyUrl, "--cacert", env.caFile, "https://denied.example/v1/things?x=1"]);
+    const r = await run(["curl", "-sS", "-i", protocol, "--proxy", env.proxyUrl, "--cacert", env.caFile, "https://denied.example/v1/things?x=1"]);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^HTTP\/1\.1 200 Connection Established/);
-    expect(r.stdout).toMatch(/\r\nHTTP\/1\.1 403 /);
+    expect(r.stdout).toMatch(new RegExp(`\r\nHTTP/${version} 403 `));
     const body = JSON.parse(r.stdout.slice(r.stdout.lastIndexOf("\r\n\r\n") + 4));
     expect(body.error).toBe("forbidden");
     expect(JSON.stringify(body.proposal_hint)).toContain("denied.example");

@@ -295,7 +295,7 @@ describe("WebSocket upgrades inside the tunnel", () => {
 });
 
 describe("curl through HTTPS_PROXY", () => {
-  async function curl(path: string, extra: string[] = []) {
+  async function curlAs(path: string, extra: string[] = []) {
     const proc = Bun.spawn(["curl", "-sS", "-i", ...extra, "--proxy", env.proxyUrl, "--cacert", env.caFile, `https://${env.authority}${path}`], {
       env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: env.dir },
       stdin: "ignore",
@@ -307,11 +307,14 @@ describe("curl through HTTPS_PROXY", () => {
     // After "HTTP/1.1 200 Connection Established" and its blank line comes the origin's (here the broker's) answer.
     const inner = stdout.slice(stdout.indexOf("\r\n\r\n") + 4);
     const [head = "", body = ""] = inner.split("\r\n\r\n");
-    return { code, stderr, status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1]), head, body };
+    // The inner status line says which protocol the tunnel spoke: HTTP/1.1 or HTTP/2 (curl offers both).
+    const version = extra.includes("--http1.1") ? "1\\.1" : "2";
+    return { code, stderr, status: Number(new RegExp(`^HTTP/${version} (\\d{3})`).exec(head)?.[1]), head, body };
   }
 
-  test("a refused path gets 403 with the envelope; an allowed one 200; a dot path sent as-is 400", async () => {
+  test.each(["--http1.1", "--http2"])("%s: a refused path gets 403 with the envelope; an allowed one 200; a dot path sent as-is 400", async (protocol) => {
     if (!requireBinary("curl", "curl")) return;
+    const curl = (path: string, extra: string[] = []) => curlAs(path, [protocol, ...extra]);
     const before = env.upstream.received.length;
     const refused = await curl("/repos/acme/pulls");
     expect({ code: refused.code, stderr: refused.stderr, status: refused.status }).toEqual({ code: 0, stderr: "", status: 403 });

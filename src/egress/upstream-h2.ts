@@ -1,0 +1,263 @@
+// The upstream HTTP/2 client, used when the agent itself speaks HTTP/2 (tunnel streams, gRPC): one
+// multiplexed session per origin, dialled to a checked IP and verified against the host name,
+// offering h2 and http/1.1 in ALPN. An origin that picks http/1.1 is remembered for a while and
+// answered by the HTTP/1.1 client instead (upstream.ts). Sends exactly the headers it is given (the
+// injected one never enters the HPACK table), streams both bodies with backpressure, and hands
+// the response trailers on (gRPC's status travels there).
+
+import { connect as http2Connect, constants, sensitiveHeaders, type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from "node:http2";
+import { connect as tlsConnect, type TLSSocket } from "node:tls";
+import { UpstreamTimeout, UpstreamUnreachable } from "../errors.ts";
+import type { Answer } from "./answer.ts";
+import { ConnectError, ConnectionTimeout } from "./connection.ts";
+import { hostHeader, type HeaderList } from "./http1.ts";
+import { createPullQueue } from "./pull-queue.ts";
+import type { HeldRequest } from "./upstream-body.ts";
+
+/** An origin that answered ALPN with http/1.1 is not asked again for this long. */
+const HTTP1_REMEMBERED_MS = 10 * 60_000;
+/** A session without streams closes after this (shorter than the 5 s many servers use). */
+const IDLE_SESSION_MS = 4_000;
+/** Headers RFC 9113 §8.2.2 forbids in HTTP/2 (the TE exception is added per request). */
+const CONNECTION_SPECIFIC = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host", "te"]);
+
+export interface H2Dial {
+  readonly ip: string;
+  readonly port: number;
+  readonly serverName: string | undefined;
+  readonly ca: string[] | undefined;
+  readonly connectTimeoutMs: number;
+}
+
+/** TLS to a checked address offering h2 and http/1.1; resolves once verified (ALPN decided). */
+export function dialAlpn(opts: H2Dial): Promise<TLSSocket> {
+  return new Promise((resolve, reject) => {
+    const socket = tlsConnect({
+      host: opts.ip,
+      port: opts.port,
+      servername: opts.serverName,
+      // Verified against servername (the host the agent asked for), or the IP literal when there is none.
+      ca: opts.ca,
+      rejectUnauthorized: true,
+      ALPNProtocols: ["h2", "http/1.1"],
+    });
+    const timer = setTimeout(() => fail(new ConnectionTimeout(`connect to ${opts.ip}:${opts.port} timed out`)), opts.connectTimeoutMs);
+    function fail(err: Error) {
+      clearTimeout(timer);
+      socket.destroy();
+      reject(err);
+    }
+    socket.once("secureConnect", () => {
+      clearTimeout(timer);
+      socket.setNoDelay(true);
+      resolve(socket);
+    });
+    socket.once("error", (err: NodeJS.ErrnoException) => {
+      const tls = /CERT|SSL|TLS|ALTNAME|self.signed|verify/i.test(`${err.code ?? ""} ${err.message}`);
+      fail(new ConnectError(tls ? `TLS verification failed: ${err.message}` : err.message, tls));
+    });
+  });
+}
+
+export interface H2PoolOptions {
+  /** Tries the destination's checked addresses in turn (upstream.ts owns that loop). */
+  readonly dial: (dest: { host: string; port: number; addresses: () => Promise<readonly string[]> }) => Promise<TLSSocket>;
+  readonly maxHeaderListSize: number;
+}
+
+export interface PooledSession {
+  readonly session: ClientHttp2Session;
+  /** Counts a stream on the session, so it closes only once idle. */
+  track(stream: ClientHttp2Stream): void;
+}
+
+export interface H2Pool {
+  /** A session to the origin, or null when it speaks only HTTP/1.1. */
+  session(dest: { host: string; port: number; addresses: () => Promise<readonly string[]> }, fresh?: boolean): Promise<PooledSession | null>;
+  close(): void;
+}
+
+export function createH2Pool(opts: H2PoolOptions): H2Pool {
+  const sessions = new Map<string, PooledSession>();
+  const http1Until = new Map<string, number>();
+  // Concurrent first requests to an origin share one dial: HTTP/2 wants one connection per origin.
+  const dialling = new Map<string, Promise<PooledSession | null>>();
+
+  async function open(dest: Parameters<H2Pool["session"]>[0], key: string): Promise<PooledSession | null> {
+    const socket = await opts.dial(dest);
+    if (socket.alpnProtocol !== "h2") {
+      socket.destroy();
+      http1Until.set(key, Date.now() + HTTP1_REMEMBERED_MS);
+      return null;
+    }
+    const session = http2Connect(`https://${hostHeader(dest.host, dest.port)}`, {
+      createConnection: () => socket,
+      settings: { enablePush: false, maxHeaderListSize: opts.maxHeaderListSize },
+    });
+    const pooled = { session, track: closeWhenIdle(session) };
+    const forget = () => {
+      if (sessions.get(key) === pooled) sessions.delete(key);
+    };
+    session.on("error", forget); // each stream reports its own failure
+    session.on("goaway", forget);
+    session.on("close", forget);
+    sessions.set(key, pooled);
+    return pooled;
+  }
+
+  return {
+    async session(dest, fresh = false) {
+      const key = `${dest.port}|${dest.host}`;
+      const known = sessions.get(key);
+      if (known && !fresh && !known.session.closed && !known.session.destroyed) return known;
+      if ((http1Until.get(key) ?? 0) > Date.now()) return null;
+      let pending = dialling.get(key);
+      if (!pending) {
+        pending = open(dest, key).finally(() => dialling.delete(key));
+        dialling.set(key, pending);
+      }
+      return pending;
+    },
+    close() {
+      for (const s of sessions.values()) s.session.destroy();
+      sessions.clear();
+    },
+  };
+}
+
+/** Closes a session once it has carried no stream for IDLE_SESSION_MS; returns the stream counter. */
+function closeWhenIdle(session: ClientHttp2Session): (stream: ClientHttp2Stream) => void {
+  let active = 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const arm = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => active === 0 && session.close(), IDLE_SESSION_MS);
+    timer.unref?.();
+  };
+  session.once("close", () => clearTimeout(timer));
+  arm();
+  return (stream) => {
+    active++;
+    clearTimeout(timer);
+    stream.once("close", () => {
+      if (--active === 0 && !session.closed) arm();
+    });
+  };
+}
+
+export interface H2Exchange {
+  readonly host: string;
+  readonly port: number;
+  /** Inactivity allowed while waiting for the head or while a body moves. */
+  readonly idleTimeoutMs: number;
+  /** The header the broker injected: sent never-indexed, so it stays out of the HPACK tables. */
+  readonly sensitive: readonly string[];
+  /** Whether the agent accepts trailers (TE: trailers), which gRPC servers expect to see. */
+  readonly trailers: boolean;
+}
+
+/** A stream the upstream refused before doing any work (REFUSED_STREAM, or a session going away). */
+export class StreamRefused extends Error {}
+
+export function exchangeH2(pooled: PooledSession, req: HeldRequest, x: H2Exchange): Promise<Answer> {
+  const headers: OutgoingHttpHeaders = { ":method": req.method, ":path": req.target, ":authority": hostHeader(x.host, x.port), ":scheme": "https" };
+  for (const [name, value] of req.headers) {
+    const lower = name.toLowerCase();
+    if (CONNECTION_SPECIFIC.has(lower)) continue;
+    const prior = headers[lower];
+    headers[lower] = prior === undefined ? value : Array.isArray(prior) ? [...prior, value] : [String(prior), value];
+  }
+  if (req.bodyLength !== null) headers["content-length"] = String(req.bodyLength);
+  if (x.trailers) headers.te = "trailers";
+  (headers as Record<symbol, unknown>)[sensitiveHeaders] = x.sensitive.map((n) => n.toLowerCase());
+  const bodyless = req.body === null && req.bodyBytes === undefined;
+  let stream: ClientHttp2Stream;
+  try {
+    stream = pooled.session.request(headers, { endStream: bodyless });
+    pooled.track(stream);
+  } catch {
+    return Promise.reject(new StreamRefused("the upstream session is closing"));
+  }
+  // Inactivity, not total time: a long stream (gRPC server streaming) lives as long as it moves.
+  let timedOut = false;
+  const timer = setTimeout(() => ((timedOut = true), stream.close(constants.NGHTTP2_CANCEL)), x.idleTimeoutMs);
+  stream.on("data", () => timer.refresh());
+  stream.once("close", () => clearTimeout(timer));
+  if (!bodyless) void sendBody(stream, req, () => timer.refresh());
+  return new Promise<Answer>((resolve, reject) => {
+    let answered = false;
+    stream.on("error", () => {}); // surfaced through close and the body below
+    stream.once("response", (head: IncomingHttpHeaders) => {
+      answered = true;
+      resolve(answerFrom(stream, head, req.method));
+    });
+    stream.once("close", () => {
+      if (answered) return;
+      if (timedOut) return reject(new UpstreamTimeout(`${x.host} did not answer in time`));
+      if (stream.rstCode === constants.NGHTTP2_REFUSED_STREAM) return reject(new StreamRefused(`${x.host} refused the stream`));
+      reject(new UpstreamUnreachable(`${x.host} reset the stream before answering`));
+    });
+  });
+}
+
+async function sendBody(stream: ClientHttp2Stream, req: HeldRequest, moved: () => void): Promise<void> {
+  if (req.bodyBytes) return void stream.end(req.bodyBytes);
+  const reader = req.body!.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (stream.destroyed) throw new Error("stream closed");
+      moved();
+      if (!stream.write(value)) await new Promise<void>((resolve) => stream.once("drain", resolve).once("close", resolve));
+    }
+    stream.end();
+  } catch {
+    // A body that failed on the agent's side must not look complete to the upstream.
+    await reader.cancel().catch(() => {});
+    stream.close(constants.NGHTTP2_CANCEL);
+  }
+}
+
+function answerFrom(stream: ClientHttp2Stream, head: IncomingHttpHeaders, method: string): Answer {
+  const status = Number(head[":status"]);
+  const headers = headerList(head);
+  let trailers: HeaderList = [];
+  stream.once("trailers", (t: IncomingHttpHeaders) => (trailers = headerList(t)));
+  const length = Number(head["content-length"] ?? NaN);
+  const bodyless = method === "HEAD" || status === 204 || status === 304 || length === 0;
+  const queue = createPullQueue({ pause: () => stream.pause(), resume: () => stream.resume() });
+  let ended = false;
+  stream.on("data", (chunk: Buffer) => queue.push(chunk));
+  stream.once("end", () => ((ended = true), queue.end()));
+  // A reset after the head (or a lost connection) must break the body, never end it as if complete.
+  stream.once("close", () => (ended ? queue.end() : queue.fail(new UpstreamUnreachable("the upstream reset the stream mid-body"))));
+  const finished = new Promise<HeaderList>((resolve) => stream.once("close", () => resolve(ended ? trailers : [])));
+  const answer = { status, statusText: "", headers, trailers: finished };
+  if (bodyless) {
+    stream.resume();
+    return { ...answer, body: null };
+  }
+  const body = new ReadableStream<Uint8Array>({
+    async pull(ctrl) {
+      const chunk = await queue.read();
+      if (chunk === null) ctrl.close();
+      else ctrl.enqueue(chunk);
+    },
+    cancel() {
+      stream.close(constants.NGHTTP2_CANCEL);
+    },
+  });
+  return { ...answer, body };
+}
+
+/** Response (or trailer) fields as header lines: pseudo-headers dropped, list values one line each. */
+function headerList(h: IncomingHttpHeaders): HeaderList {
+  const out: HeaderList = [];
+  for (const [name, value] of Object.entries(h)) {
+    if (name.startsWith(":") || value === undefined) continue;
+    if (Array.isArray(value)) for (const v of value) out.push([name, v]);
+    else out.push([name, String(value)]);
+  }
+  return out;
+}
