@@ -60,7 +60,7 @@ afterAll(async () => {
   await upstream?.close();
 });
 
-const CA_VARS = ["SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "DENO_CERT", "AWS_CA_BUNDLE"];
+const CA_VARS = ["SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "DENO_CERT", "AWS_CA_BUNDLE", "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"];
 
 function parseEnv(text: string): Map<string, string> {
   const env = new Map<string, string>();
@@ -88,6 +88,8 @@ describe("broker vault run (compiled binary)", () => {
       HTTP_PROXY: "http://inherited-http.invalid:1",
       http_proxy: "http://inherited-http-lower.invalid:1",
       NO_PROXY: "*",
+      grpc_proxy: "http://inherited-grpc.invalid:1",
+      no_grpc_proxy: "*",
       SSL_CERT_FILE: "/nonexistent/inherited.pem",
       // The server's secrets in the caller's shell must not reach the agent.
       BROKER_DATABASE_URL: "postgres://broker:db-password-inherited@127.0.0.1:1/broker",
@@ -108,14 +110,17 @@ describe("broker vault run (compiled binary)", () => {
     expect(env.get("HTTPS_PROXY")).toBe(`http://${encodeURIComponent(token)}:demo@127.0.0.1:${proxyPort}`);
     expect(env.get("NO_PROXY")).toBe("localhost,127.0.0.1");
     expect(env.get("NODE_USE_ENV_PROXY")).toBe("1");
+    // gRPC libraries read only their own lower-case variables.
+    expect(env.get("grpc_proxy")).toBe(env.get("HTTPS_PROXY"));
+    expect(env.get("no_grpc_proxy")).toBe("localhost,127.0.0.1");
     const caFile = env.get("SSL_CERT_FILE")!;
     expect(caFile).not.toBe("/nonexistent/inherited.pem");
     for (const v of CA_VARS) expect(env.get(v)).toBe(caFile);
     expect(env.get("__CA_MODE__")).toBe("600");
     for (const v of ["HTTP_PROXY", "http_proxy", "https_proxy", "no_proxy", "ALL_PROXY", "all_proxy"]) expect(env.has(v)).toBe(false);
     // The contract's variables and nothing else of the kind (BROKER_CONFIG_DIR is the caller's own).
-    const kind = [...env.keys()].filter((k) => /proxy|^BROKER_|CERT|CA_BUNDLE|CAINFO/i.test(k) && k !== "BROKER_CONFIG_DIR").sort();
-    expect(kind).toEqual(["BROKER_ADDR", "BROKER_SESSION_TOKEN", "HTTPS_PROXY", "NODE_USE_ENV_PROXY", "NO_PROXY", ...CA_VARS].sort());
+    const kind = [...env.keys()].filter((k) => /proxy|^BROKER_|CERT|CA_BUNDLE|CAINFO|ROOTS/i.test(k) && k !== "BROKER_CONFIG_DIR").sort();
+    expect(kind).toEqual(["BROKER_ADDR", "BROKER_SESSION_TOKEN", "HTTPS_PROXY", "NODE_USE_ENV_PROXY", "NO_PROXY", "grpc_proxy", "no_grpc_proxy", ...CA_VARS].sort());
 
     // The request went through the listener with the credential injected; curl saw no secret.
     expect(rest).toContain('"url":"/from-vault-run"');

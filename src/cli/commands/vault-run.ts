@@ -17,9 +17,10 @@ import { nodeProxyWarning } from "../node-proxy.ts";
 import { printNote } from "../output.ts";
 
 // AWS_CA_BUNDLE: the AWS CLI and boto3 read their roots only from there (aws_sigv4 services).
-const CA_VARIABLES = ["SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "DENO_CERT", "AWS_CA_BUNDLE"];
+// GRPC_DEFAULT_SSL_ROOTS_FILE_PATH: gRPC's own libraries (grpc-js, grpcio) read their roots from there.
+const CA_VARIABLES = ["SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "DENO_CERT", "AWS_CA_BUNDLE", "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"];
 /** Inherited proxy settings that would send the child's traffic elsewhere (or bypass the broker). */
-const REPLACED = ["HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "BROKER_VAULT"];
+const REPLACED = ["HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "grpc_proxy", "no_grpc_proxy", "BROKER_VAULT"];
 const SYSTEM_BUNDLES = ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"];
 
 export function parseTtl(raw: string | undefined): number | undefined {
@@ -58,6 +59,9 @@ export function childEnvironment(base: Record<string, string | undefined>, s: { 
   env.BROKER_SESSION_TOKEN = s.token;
   env.HTTPS_PROXY = `${s.tls ? "https" : "http"}://${encodeURIComponent(s.token)}:${encodeURIComponent(s.vault)}@${host}:${s.proxyPort}`;
   env.NO_PROXY = "localhost,127.0.0.1";
+  // gRPC libraries read only lower-case variables, their own first (grpc_proxy, no_grpc_proxy).
+  env.grpc_proxy = env.HTTPS_PROXY;
+  env.no_grpc_proxy = env.NO_PROXY;
   env.NODE_USE_ENV_PROXY = "1";
   for (const name of CA_VARIABLES) env[name] = s.caFile;
   return env;
