@@ -34,6 +34,9 @@ the AWS SDK for JavaScript v3 ignores \`HTTPS_PROXY\` unless given a proxy-aware
 - If \`HTTPS_PROXY\` is set (as \`broker vault run\` does), call the real URL, e.g. \`https://api.github.com/user\`,
   with no Authorization header.
 - Otherwise use the explicit proxy: \`{base_url}/proxy/<host>/<path>?<query>\` with your bearer token.
+- HTTP/2 and gRPC work through \`HTTPS_PROXY\` (\`vault run\` also sets \`grpc_proxy\` and the gRPC roots file). A
+  broker refusal of a gRPC call arrives as a gRPC status (e.g. \`PERMISSION_DENIED\`) whose message is the JSON error
+  below, \`proposal_hint\` included.
 
 ## 3. When you get 403 \`forbidden\`, or need a host or credential the vault lacks
 
