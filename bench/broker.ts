@@ -62,8 +62,12 @@ export function benchEnv(dir: string, upstreamCaFile: string): Record<string, st
   };
 }
 
-/** `extraEnv` adds to (or overrides) the bench environment, e.g. BROKER_DATABASE_URL for the PostgreSQL store. */
-export async function startBroker(bin: string, upstreamCaPem: string, upstreamPort: number, extraEnv: Record<string, string> = {}): Promise<BrokerProc> {
+/**
+ * `upstreamPort`: the bench upstream(s), each a bearer service localhost:<port> (the HTTP/1.1 upstream,
+ * and the HTTP/2 one). `extraEnv` adds to (or overrides) the bench environment, e.g. BROKER_DATABASE_URL
+ * for the PostgreSQL store.
+ */
+export async function startBroker(bin: string, upstreamCaPem: string, upstreamPort: number | readonly number[], extraEnv: Record<string, string> = {}): Promise<BrokerProc> {
   const dir = mkdtempSync(join(tmpdir(), "broker-bench-"));
   const caFile = join(dir, "upstream-ca.pem");
   writeFileSync(caFile, upstreamCaPem);
@@ -131,13 +135,14 @@ async function api(apiUrl: string, method: string, path: string, body: unknown, 
   return text ? JSON.parse(text) : undefined;
 }
 
-export async function setUp(apiUrl: string, upstreamPort: number): Promise<{ token: string; vault: string; authorization: string }> {
+export async function setUp(apiUrl: string, upstreamPort: number | readonly number[]): Promise<{ token: string; vault: string; authorization: string }> {
   const vault = "bench";
   const secret = `sk-bench-${crypto.randomUUID()}`;
   const owner = await api(apiUrl, "POST", "/v1/auth/register", { email: "bench@example.com", password: `pw-${crypto.randomUUID()}` });
   await api(apiUrl, "POST", "/v1/vaults", { name: vault }, owner.token);
   await api(apiUrl, "PUT", `/v1/vaults/${vault}/credentials/BENCH_TOKEN`, { value: secret }, owner.token);
-  await api(apiUrl, "POST", `/v1/vaults/${vault}/services`, { host: `localhost:${upstreamPort}`, auth: { type: "bearer", token: "BENCH_TOKEN" }, description: "bench upstream" }, owner.token);
+  for (const port of typeof upstreamPort === "number" ? [upstreamPort] : upstreamPort)
+    await api(apiUrl, "POST", `/v1/vaults/${vault}/services`, { host: `localhost:${port}`, auth: { type: "bearer", token: "BENCH_TOKEN" }, description: "bench upstream" }, owner.token);
   const session = await api(apiUrl, "POST", "/v1/sessions", { vault, role: "proxy", ttl_seconds: 3600 }, owner.token);
   return { token: session.token, vault, authorization: `Bearer ${secret}` };
 }

@@ -12,6 +12,8 @@ export interface Hop {
   readonly connect?: { authority: string; proxyAuth: string };
   readonly servername: string;
   readonly ca: string;
+  /** ALPN protocols offered in the TLS handshake (default: http/1.1 only) */
+  readonly alpn?: string[];
 }
 
 export function basicAuth(token: string, vault: string): string {
@@ -59,7 +61,7 @@ export async function openTls(hop: Hop): Promise<{ tls: TLSSocket; localPort: nu
     if (r.rest.length) sock.unshift(r.rest);
   }
   const tls = await new Promise<TLSSocket>((resolve, reject) => {
-    const t = tlsConnect({ socket: sock, ca: hop.ca, servername: hop.servername, ALPNProtocols: ["http/1.1"] }, () => resolve(t));
+    const t = tlsConnect({ socket: sock, ca: hop.ca, servername: hop.servername, ALPNProtocols: hop.alpn ?? ["http/1.1"] }, () => resolve(t));
     t.once("error", reject);
   });
   return { tls, localPort };

@@ -1,9 +1,10 @@
 // `bun run bench` [--quick] [--micro] [--no-micro] [--no-postgres]: the one-command benchmark of the
-// broker. Starts a local HTTPS upstream and the compiled broker, runs every scenario through the
-// broker and directly (same run, repetitions, medians), then the micro-benchmarks and the DB-read
-// count, and writes bench/results/<date>.md and .svg. When PostgreSQL is installed (and not
-// --no-postgres), a second broker on a throwaway cluster runs the tunnel keep-alive scenario in the
-// same repetitions as the SQLite one, and the DB-read count runs on PostgreSQL too.
+// broker. Starts a local HTTPS upstream, an HTTP/2 one (bench/h2.ts) and the compiled broker, runs
+// every scenario through the broker and directly (same run, repetitions, medians), then the
+// micro-benchmarks and the DB-read count, and writes bench/results/<date>.md and .svg. When
+// PostgreSQL is installed (and not --no-postgres), a second broker on a throwaway cluster runs the
+// tunnel keep-alive scenario in the same repetitions as the SQLite one, and the DB-read count runs on
+// PostgreSQL too.
 // --quick: a smoke run that fails on errors, never on timing.
 // --peers: Squid ssl-bump (bench/squid.ts; squid-openssl installed when missing) injecting the same
 // header runs the tunnel 1 and 16 keep-alive and cold-connection scenarios in the same repetitions;
@@ -12,6 +13,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ensureBinary, startBroker } from "./broker.ts";
+import { h2Scenario, startH2Upstream } from "./h2.ts";
 import { heyScenario } from "./hey.ts";
 import { createBenchPki } from "./pki.ts";
 import type { DbReads } from "./db-reads.ts";
@@ -53,8 +55,9 @@ if (microOnly) {
 
 const pki = await createBenchPki();
 const upstream = startUpstream(pki, { countAuth: withPeers });
+const h2Upstream = await startH2Upstream(pki);
 const bin = ensureBinary(log);
-const broker = await startBroker(bin, pki.caPem, upstream.port);
+const broker = await startBroker(bin, pki.caPem, [upstream.port, h2Upstream.port]);
 let squid: SquidProc | undefined;
 if (withPeers) {
   log("starting Squid (ssl-bump, request_header_add)…");
@@ -114,6 +117,8 @@ try {
   await step("/proxy 16 keep-alive", () => fetchScenario(env, "/proxy, 16 keep-alive, /small", { direct: t.direct("/small"), broker: t.viaProxy("/small") }, { requests: size.conc, concurrency: 16, reps }));
   await step("blind 1 keep-alive", () => fetchScenario(env, "blind tunnel, 1 keep-alive, /small", { direct: t.direct("/small", "127.0.0.1"), broker: t.viaBlind("/small") }, { requests: size.seq, concurrency: 1, reps }));
   await step("blind 16 keep-alive", () => fetchScenario(env, "blind tunnel, 16 keep-alive, /small", { direct: t.direct("/small", "127.0.0.1"), broker: t.viaBlind("/small") }, { requests: size.conc, concurrency: 16, reps }));
+  // One HTTP/2 connection through the tunnel, 64 streams in flight; warmed like warmUp's other paths.
+  await step("h2 1 connection × 64 streams", () => h2Scenario(env, h2Upstream, { requests: size.h2, streams: 64, reps, warm: Math.ceil(size.warm / 4) }));
   await step("hey", () => heyScenario(env, size.conc, reps));
   await step("bulk upload", () => bulkScenario(env, "upload", size.bulkBytes, reps));
   await step("bulk download", () => bulkScenario(env, "download", size.bulkBytes, reps));
@@ -124,6 +129,7 @@ try {
   await squid?.stop();
   await broker.stop();
   upstream.stop();
+  await h2Upstream.stop();
 }
 
 let micro: Record<string, number> = {};

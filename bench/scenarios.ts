@@ -25,11 +25,13 @@ export interface Size {
   readonly bulkBytes: number;
   /** Requests through the tunnel before the timed rows (and a quarter as many through each other path): JIT warm-up. */
   readonly warm: number;
+  /** Requests on the one HTTP/2 connection of the h2 row (64 streams in flight). */
+  readonly h2: number;
   readonly reps: number;
 }
 
-export const FULL: Size = { seq: 1000, conc: 4000, big: 400, cold: 300, idle: 10_000, bulkBytes: 1 << 30, warm: 30_000, reps: 3 };
-export const QUICK: Size = { seq: 200, conc: 500, big: 40, cold: 50, idle: 100, bulkBytes: 64 << 20, warm: 500, reps: 1 };
+export const FULL: Size = { seq: 1000, conc: 4000, big: 400, cold: 300, idle: 10_000, bulkBytes: 1 << 30, warm: 30_000, h2: 10_000, reps: 3 };
+export const QUICK: Size = { seq: 200, conc: 500, big: 40, cold: 50, idle: 100, bulkBytes: 64 << 20, warm: 500, h2: 1000, reps: 1 };
 
 export interface Row {
   readonly name: string;
@@ -56,7 +58,7 @@ export interface Row {
   readonly vsSqlite?: { readonly ratio: number; readonly min: number; readonly max: number; readonly sqliteSpread: number };
 }
 
-interface Rep {
+export interface Rep {
   direct: { rps: number; p50: number; p99: number };
   broker: { rps: number; p50: number; p99: number };
   errors: number;
@@ -72,7 +74,7 @@ interface Rep {
 const MB = 1024 * 1024;
 
 /** Runs `measure` for the broker with CPU and RSS sampling. */
-async function metered<T>(pid: number, fn: () => Promise<T>): Promise<{ value: T; cpu: number; peak: number; growth: number }> {
+export async function metered<T>(pid: number, fn: () => Promise<T>): Promise<{ value: T; cpu: number; peak: number; growth: number }> {
   const c0 = cpuMs(pid);
   const s = sampleRss(pid);
   const value = await fn();
@@ -80,7 +82,7 @@ async function metered<T>(pid: number, fn: () => Promise<T>): Promise<{ value: T
   return { value, cpu: cpuMs(pid) - c0, peak: r.peak, growth: r.peak - r.start };
 }
 
-function summarise(name: string, reps: Rep[], note?: string): Row {
+export function summarise(name: string, reps: Rep[], note?: string): Row {
   const m = (f: (r: Rep) => number) => median(reps.map(f));
   const requests = reps.reduce((a, r) => a + r.requests, 0);
   return {

@@ -14,7 +14,7 @@ export interface Upstream {
   stop(): void;
 }
 
-const SMALL = JSON.stringify({ ok: true, service: "bench-upstream", items: [1, 2, 3], note: "small JSON response" });
+export const SMALL = JSON.stringify({ ok: true, service: "bench-upstream", items: [1, 2, 3], note: "small JSON response" });
 const ONE_MIB = new Uint8Array(1 << 20).fill(0x61);
 const CHUNK = new Uint8Array(256 * 1024).fill(0x62);
 const STREAM_PART = new Uint8Array(16 * 1024).fill(0x63);
