@@ -172,7 +172,9 @@ export function guardFrames(inner: Duplex, limits: FrameLimits, onAbuse: (reason
       done();
     },
     destroy(err, done) {
-      inner.destroy();
+      // The parser's last words (a GOAWAY naming the error) are still queued: end, then cut shortly after.
+      inner.end();
+      setTimeout(() => inner.destroy(), 1_000).unref();
       done(err);
     },
   });

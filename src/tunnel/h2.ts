@@ -29,7 +29,7 @@ export function serveHttp2(socket: Duplex, target: Authority, session: TunnelSes
     deps.log.warn("http2_abuse", { reason, principal: session.principal.id, host: target.host });
     h2?.goaway(constants.NGHTTP2_ENHANCE_YOUR_CALM);
     // The GOAWAY is queued first; then the connection goes, whatever the agent does next.
-    setImmediate(() => (h2?.destroy(), socket.destroy()));
+    setImmediate(() => h2?.destroy());
   });
   const server = createServer({
     maxSessionMemory: 16,
@@ -45,7 +45,7 @@ export function serveHttp2(socket: Duplex, target: Authority, session: TunnelSes
   const idle = (yes: boolean) => (yes ? drain?.idle.add(socket) : drain?.idle.delete(socket));
   server.on("session", (s: Http2Session) => {
     h2 = s;
-    s.on("error", () => socket.destroy());
+    s.on("error", () => {}); // a protocol error: the session sends its GOAWAY and closes the guarded stream
   });
   server.on("stream", (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number) => {
     stream.on("error", () => {});
@@ -81,6 +81,8 @@ async function serveStream(stream: ServerHttp2Stream, headers: IncomingHttpHeade
   } else {
     const path = String(headers[":path"] ?? "");
     reply = await egressForSession(() => {
+      // A stream the agent already reset (rapid reset) is not sent upstream at all.
+      if (stream.destroyed) throw new InvalidRequest("the agent reset the stream");
       if (!path.startsWith("/")) throw new InvalidRequest("the :path must start with /", "path");
       return tunnelEgressInput({ method, target: path, headers: list }, target, session, body?.stream ?? null, body?.length ?? null, true);
     }, session, deps);
