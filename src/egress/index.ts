@@ -16,6 +16,8 @@ export { egressUpgrade, isWebSocketUpgrade, type Refused, type Switched, type Up
 export { encodeCloseFrame, WebSocketProtocolError, type FrameScanner } from "./websocket-frames.ts";
 export { SMALL_BODY_BYTES } from "./upstream.ts";
 export { ALWAYS_BLOCKED } from "./ip-ranges.ts";
+// A socket whose queued writes leave together, shared with the tunnel (HTTP/2 to agents).
+export { coalescingSocket } from "./coalescing-socket.ts";
 // The pull side of a byte stream, shared with the tunnel (client streams).
 export { createPullQueue, type PullQueue } from "./pull-queue.ts";
 // HTTP/1.1 wire format, shared with the tunnel (which speaks HTTP/1.1 to agents).

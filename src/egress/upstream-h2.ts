@@ -9,6 +9,7 @@ import { connect as http2Connect, constants, sensitiveHeaders, type ClientHttp2S
 import { connect as tlsConnect, type TLSSocket } from "node:tls";
 import { UpstreamTimeout, UpstreamUnreachable } from "../errors.ts";
 import type { Answer } from "./answer.ts";
+import { coalescingSocket } from "./coalescing-socket.ts";
 import { ConnectError, ConnectionTimeout } from "./connection.ts";
 import { hostHeader, type HeaderList } from "./http1.ts";
 import { createPullQueue } from "./pull-queue.ts";
@@ -91,7 +92,7 @@ export function createH2Pool(opts: H2PoolOptions): H2Pool {
       return null;
     }
     const session = http2Connect(`https://${hostHeader(dest.host, dest.port)}`, {
-      createConnection: () => socket,
+      createConnection: () => coalescingSocket(socket),
       settings: { enablePush: false, maxHeaderListSize: opts.maxHeaderListSize },
     });
     const pooled = { session, track: closeWhenIdle(session) };

@@ -5,7 +5,8 @@
 // (the CVE-2024-27316 family) and accepts ~1,000 reset streams before it reacts (rapid reset,
 // CVE-2023-44487). The guard keeps those bounds ours, whatever the runtime does.
 
-import { Duplex } from "node:stream";
+import type { Duplex } from "node:stream";
+import { coalescingSocket } from "../egress/index.ts";
 
 export interface FrameLimits {
   /** CONTINUATION frames one header block may use (a 64 KiB list needs 4 at the default frame size). */
@@ -156,34 +157,9 @@ export function createFrameInspector(limits: FrameLimits, onAbuse: (reason: stri
 }
 
 /**
- * The agent's side of an HTTP/2 connection, inspected: bytes pass unchanged both ways, and once the
- * inspector reports abuse nothing more from the agent reaches the parser.
+ * The agent's side of an HTTP/2 connection, inspected: bytes pass unchanged both ways (the session's
+ * frames coalesced), and once the inspector reports abuse nothing more from the agent reaches the parser.
  */
 export function guardFrames(inner: Duplex, limits: FrameLimits, onAbuse: (reason: string) => void): Duplex {
-  const inspect = createFrameInspector(limits, onAbuse);
-  const outer = new Duplex({
-    read: () => void inner.resume(),
-    write(chunk: Buffer, _enc, done) {
-      if (inner.write(chunk)) done();
-      else inner.once("drain", () => done());
-    },
-    final(done) {
-      inner.end();
-      done();
-    },
-    destroy(err, done) {
-      // The parser's last words (a GOAWAY naming the error) are still queued: end, then cut shortly after.
-      inner.end();
-      setTimeout(() => inner.destroy(), 1_000).unref();
-      done(err);
-    },
-  });
-  inner.on("data", (chunk: Buffer) => {
-    if (!inspect(chunk)) return;
-    if (!outer.push(chunk)) inner.pause();
-  });
-  inner.on("end", () => outer.push(null));
-  inner.on("close", () => outer.destroy());
-  inner.on("error", () => outer.destroy());
-  return outer;
+  return coalescingSocket(inner, createFrameInspector(limits, onAbuse));
 }
