@@ -9,7 +9,7 @@ import { connect as http2Connect, constants, sensitiveHeaders, type ClientHttp2S
 import { connect as tlsConnect, type TLSSocket } from "node:tls";
 import { UpstreamTimeout, UpstreamUnreachable } from "../errors.ts";
 import type { Answer } from "./answer.ts";
-import { coalescingSocket } from "./coalescing-socket.ts";
+import { FRAME_LIMITS, guardFrames } from "./h2-frame-guard.ts";
 import { ConnectError, ConnectionTimeout } from "./connection.ts";
 import { hostHeader, type HeaderList } from "./http1.ts";
 import { createPullQueue } from "./pull-queue.ts";
@@ -19,6 +19,8 @@ import type { HeldRequest } from "./upstream-body.ts";
 const HTTP1_REMEMBERED_MS = 10 * 60_000;
 /** A session without streams closes after this (shorter than the 5 s many servers use). */
 const IDLE_SESSION_MS = 4_000;
+/** An upstream resetting our streams costs us little (a busy server refuses streams), so only floods count there. */
+const UPSTREAM_FRAME_LIMITS = { ...FRAME_LIMITS, resetBurst: 10_000, resetsPerSecond: 1_000 };
 /** Headers RFC 9113 §8.2.2 forbids in HTTP/2 (the TE exception is added per request). */
 const CONNECTION_SPECIFIC = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host", "te"]);
 
@@ -92,7 +94,8 @@ export function createH2Pool(opts: H2PoolOptions): H2Pool {
       return null;
     }
     const session = http2Connect(`https://${hostHeader(dest.host, dest.port)}`, {
-      createConnection: () => coalescingSocket(socket),
+      // A hostile upstream meets the same frame guard as an agent: on abuse the session (and its streams) fail.
+      createConnection: () => guardFrames(socket, UPSTREAM_FRAME_LIMITS, () => session.destroy(new Error("the upstream flooded the connection")), "client"),
       settings: { enablePush: false, maxHeaderListSize: opts.maxHeaderListSize },
     });
     const pooled = { session, track: closeWhenIdle(session) };

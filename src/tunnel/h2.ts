@@ -3,15 +3,14 @@
 // CONNECT authority (never :authority), rules, injection, guard, audit, redaction. Response
 // trailers pass (gRPC's status lives there); a broker error on a gRPC call is answered the gRPC way,
 // so the agent's client reports it instead of failing on a JSON body. Bun's node:http2 does the
-// framing, HPACK, flow control and SETTINGS; the frame guard (h2-guard.ts) stands in front of it.
+// framing, HPACK, flow control and SETTINGS; the frame guard (egress/h2-frame-guard.ts) stands in front of it.
 
 import { constants, createServer, type Http2Session, type IncomingHttpHeaders, type OutgoingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import type { Duplex } from "node:stream";
-import { answerOf, type Answer, type HeaderList } from "../egress/index.ts";
+import { answerOf, FRAME_LIMITS, guardFrames, type Answer, type HeaderList } from "../egress/index.ts";
 import { InvalidRequest, MethodNotAllowed, toErrorResponse, UpstreamUnreachable } from "../errors.ts";
 import type { Authority, TunnelDeps, TunnelSession } from "./context.ts";
 import { tunnelEgressInput } from "./egress-input.ts";
-import { FRAME_LIMITS, guardFrames } from "./h2-guard.ts";
 import { grpcErrorAnswer, isGrpc } from "./h2-grpc.ts";
 import { egressForSession } from "./intercept.ts";
 import { createH2Body } from "./h2-body.ts";

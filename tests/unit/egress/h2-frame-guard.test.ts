@@ -2,12 +2,12 @@
 // well-behaved connection through and names the abuse that crosses each limit.
 
 import { describe, expect, test } from "bun:test";
-import { createFrameInspector, FRAME_LIMITS, type FrameLimits } from "../../../src/tunnel/h2-guard.ts";
+import { createFrameInspector, FRAME_LIMITS, type FrameLimits } from "../../../src/egress/h2-frame-guard.ts";
 import { FLAG, FRAME, frame, PREFACE, requestBlock, rstFrame, settingsFrame, windowUpdateFrame } from "../../helpers/h2-frames.ts";
 
-function feed(bytes: Buffer, limits: FrameLimits = FRAME_LIMITS, slice = bytes.byteLength): string[] {
+function feed(bytes: Buffer, limits: FrameLimits = FRAME_LIMITS, slice = bytes.byteLength, side: "server" | "client" = "server"): string[] {
   const abuses: string[] = [];
-  const inspect = createFrameInspector(limits, (reason) => abuses.push(reason));
+  const inspect = createFrameInspector(limits, (reason) => abuses.push(reason), side);
   for (let at = 0; at < bytes.byteLength; at += slice) inspect(bytes.subarray(at, at + slice));
   return abuses;
 }
@@ -60,5 +60,10 @@ describe("each limit names its abuse", () => {
   test("after the first abuse nothing else is reported", () => {
     const bytes = Buffer.concat([PREFACE, ...Array.from({ length: 3 * FRAME_LIMITS.idleFrameBurst }, () => settingsFrame())]);
     expect(feed(bytes, FRAME_LIMITS, 100)).toHaveLength(1);
+  });
+  test("a client-side guard (before an upstream's frames) reads frames from the first byte, no preface", () => {
+    const flood = Buffer.concat(Array.from({ length: FRAME_LIMITS.idleFrameBurst + 1 }, () => settingsFrame()));
+    expect(feed(flood, FRAME_LIMITS, flood.byteLength, "client")).toEqual(["too many frames that do no work"]);
+    expect(feed(Buffer.concat([settingsFrame(), frame(FRAME.HEADERS, FLAG.END_HEADERS, 1, Buffer.alloc(30))]), FRAME_LIMITS, 5, "client")).toEqual([]);
   });
 });

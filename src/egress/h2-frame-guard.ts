@@ -1,12 +1,13 @@
 // A frame guard in front of the HTTP/2 parser: reads the 9-byte frame headers of everything the
-// agent sends (payloads are only skipped) and stops a connection that makes the broker work for
-// nothing. Bun's parser already refuses oversized header lists, HPACK bombs, window overflows and
+// peer sends (payloads are only skipped) and stops a connection that makes the broker work for
+// nothing. It stands on both sides: before the agent-facing server (tunnel/h2.ts) and before the
+// client of an upstream (upstream-h2.ts), whose parser a hostile upstream could flood the same way. Bun's parser already refuses oversized header lists, HPACK bombs, window overflows and
 // PING/SETTINGS floods, but it lets a header block run on over endless empty CONTINUATION frames
 // (the CVE-2024-27316 family) and accepts ~1,000 reset streams before it reacts (rapid reset,
 // CVE-2023-44487). The guard keeps those bounds ours, whatever the runtime does.
 
 import type { Duplex } from "node:stream";
-import { coalescingSocket } from "../egress/index.ts";
+import { coalescingSocket } from "./coalescing-socket.ts";
 
 export interface FrameLimits {
   /** CONTINUATION frames one header block may use (a 64 KiB list needs 4 at the default frame size). */
@@ -56,8 +57,9 @@ function bucket(burst: number, perSecond: number): () => boolean {
  * Reads frame headers as bytes pass and calls `onAbuse` once (then drops whatever else arrives) when
  * a limit is crossed. Needs only O(1) state: the frame in progress and two buckets.
  */
-export function createFrameInspector(limits: FrameLimits, onAbuse: (reason: string) => void): (chunk: Uint8Array) => boolean {
-  let prefaceLeft = PREFACE_BYTES;
+export function createFrameInspector(limits: FrameLimits, onAbuse: (reason: string) => void, side: "server" | "client" = "server"): (chunk: Uint8Array) => boolean {
+  // A server first reads the client's connection preface; a client reads frames from the start.
+  let prefaceLeft = side === "server" ? PREFACE_BYTES : 0;
   const head = new Uint8Array(9);
   let headHave = 0;
   let payloadLeft = 0;
@@ -157,9 +159,9 @@ export function createFrameInspector(limits: FrameLimits, onAbuse: (reason: stri
 }
 
 /**
- * The agent's side of an HTTP/2 connection, inspected: bytes pass unchanged both ways (the session's
- * frames coalesced), and once the inspector reports abuse nothing more from the agent reaches the parser.
+ * One side of an HTTP/2 connection, inspected: bytes pass unchanged both ways (the session's frames
+ * coalesced), and once the inspector reports abuse nothing more from the peer reaches the parser.
  */
-export function guardFrames(inner: Duplex, limits: FrameLimits, onAbuse: (reason: string) => void): Duplex {
-  return coalescingSocket(inner, createFrameInspector(limits, onAbuse));
+export function guardFrames(inner: Duplex, limits: FrameLimits, onAbuse: (reason: string) => void, side: "server" | "client" = "server"): Duplex {
+  return coalescingSocket(inner, createFrameInspector(limits, onAbuse, side));
 }

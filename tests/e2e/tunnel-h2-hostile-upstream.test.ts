@@ -1,0 +1,160 @@
+// A hostile HTTP/2 upstream against the broker's own HTTP/2 client: a raw TLS server that agrees
+// to h2 and then floods the connection (endless empty CONTINUATION frames, a SETTINGS flood) or
+// echoes the injected credential in its headers, trailers and data. The agent, speaking HTTP/2
+// through the tunnel, gets a clean 502 envelope (or a redacted answer), the broker stays healthy,
+// and the credential appears nowhere the broker produced.
+
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import * as http2 from "node:http2";
+import { createServer as tlsServer, type Server, type TLSSocket } from "node:tls";
+import { FLAG, FRAME, frame, hpackLiterals, settingsFrame } from "../helpers/h2-frames.ts";
+import { expectNoLeak } from "./proxy-fixture.ts";
+import { dialProxy, sendConnect, startTunnelEnv, UPSTREAM_NAME, type TunnelEnv } from "./tunnel-fixture.ts";
+
+type Behaviour = (socket: TLSSocket, streamId: number) => void;
+
+/** A TLS server speaking just enough HTTP/2 to receive a request, then doing `behave` with it. */
+async function rawH2Upstream(env: TunnelEnv, behave: Behaviour): Promise<{ port: number; server: Server; requests: () => number }> {
+  let requests = 0;
+  const server = tlsServer({ cert: env.upstream.pki.certPem, key: env.upstream.pki.keyPem, ALPNProtocols: ["h2"] }, (socket) => {
+    socket.on("error", () => {});
+    let buf = Buffer.alloc(0);
+    let prefaceSeen = false;
+    socket.write(settingsFrame());
+    socket.on("data", (chunk: Buffer) => {
+      buf = Buffer.concat([buf, chunk]);
+      if (!prefaceSeen) {
+        if (buf.byteLength < 24) return;
+        buf = buf.subarray(24);
+        prefaceSeen = true;
+      }
+      while (buf.byteLength >= 9) {
+        const length = buf.readUIntBE(0, 3);
+        if (buf.byteLength < 9 + length) return;
+        const type = buf[3]!;
+        const flags = buf[4]!;
+        const id = buf.readUInt32BE(5) & 0x7fffffff;
+        buf = buf.subarray(9 + length);
+        if (type === FRAME.SETTINGS && !(flags & FLAG.ACK)) socket.write(frame(FRAME.SETTINGS, FLAG.ACK, 0));
+        if (type === FRAME.HEADERS) {
+          requests++;
+          behave(socket, id);
+        }
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { port: (server.address() as { port: number }).port, server, requests: () => requests };
+}
+
+/** One HTTP/2 request from an agent through the tunnel; resolves with what the agent saw. */
+async function agentRequest(env: TunnelEnv, authority: string): Promise<{ status: number; headers: Record<string, unknown>; trailers: Record<string, unknown>; body: string }> {
+  const sock = await dialProxy(env.proxyPort);
+  expect((await sendConnect(sock, authority, env.proxyAuth)).status).toBe(200);
+  const session = http2.connect(`https://${authority}`, {
+    createConnection: () => require("node:tls").connect({ socket: sock, servername: UPSTREAM_NAME, ca: env.caPem, ALPNProtocols: ["h2"] }),
+  });
+  session.on("error", () => {});
+  try {
+    return await new Promise((resolve, reject) => {
+      const req = session.request({ ":method": "GET", ":path": "/hostile", te: "trailers" });
+      let status = 0;
+      let headers: Record<string, unknown> = {};
+      let trailers: Record<string, unknown> = {};
+      let body = "";
+      req.on("response", (h) => ((status = Number(h[":status"])), (headers = { ...h })));
+      req.on("trailers", (t) => (trailers = { ...t }));
+      req.on("data", (d: Buffer) => (body += d.toString()));
+      req.on("end", () => resolve({ status, headers, trailers, body }));
+      req.on("error", reject);
+      req.end();
+    });
+  } finally {
+    session.destroy();
+  }
+}
+
+let env: TunnelEnv;
+const servers: Server[] = [];
+const seen: string[] = [];
+
+beforeAll(async () => {
+  env = await startTunnelEnv();
+}, 60_000);
+
+afterAll(async () => {
+  for (const s of servers) s.close();
+  await env?.stop();
+});
+
+async function hostile(behave: Behaviour) {
+  const up = await rawH2Upstream(env, behave);
+  servers.push(up.server);
+  const authority = `${UPSTREAM_NAME}:${up.port}`;
+  await env.broker.addService(authority, { type: "bearer", token: "API_KEY" });
+  return { ...up, authority };
+}
+
+/** Whether the broker still serves an ordinary HTTP/1.1 request through the tunnel. */
+async function stillHealthy(): Promise<void> {
+  const res = await fetch(`https://${env.authority}/after`, { proxy: env.proxyUrl, tls: { ca: env.caPem } } as RequestInit);
+  expect(res.status).toBe(200);
+  await res.arrayBuffer();
+}
+
+describe("a hostile HTTP/2 upstream", () => {
+  test("endless empty CONTINUATION frames: the agent gets 502, the broker stays up", async () => {
+    const up = await hostile((socket, id) => {
+      socket.write(frame(FRAME.HEADERS, 0, id, hpackLiterals([[":status", "200"]])));
+      const flood = Buffer.concat(Array.from({ length: 1000 }, () => frame(FRAME.CONTINUATION, 0, id)));
+      const pump = () => {
+        for (let i = 0; i < 50 && !socket.destroyed; i++) if (!socket.write(flood)) return void socket.once("drain", pump);
+        if (!socket.destroyed) setImmediate(pump);
+      };
+      pump();
+    });
+    const r = await agentRequest(env, up.authority);
+    seen.push(JSON.stringify(r));
+    expect(r.status).toBe(502);
+    expect(JSON.parse(r.body).error).toBe("upstream_unreachable");
+    await stillHealthy();
+  });
+
+  test("a SETTINGS flood: the agent gets 502, the broker stays up", async () => {
+    const up = await hostile((socket) => {
+      const flood = Buffer.concat(Array.from({ length: 5000 }, () => settingsFrame()));
+      socket.write(flood);
+    });
+    const r = await agentRequest(env, up.authority);
+    seen.push(JSON.stringify(r));
+    expect(r.status).toBe(502);
+    await stillHealthy();
+  });
+
+  test("an upstream echoing the credential in headers, trailers and data: the agent sees [redacted]", async () => {
+    // This one answers properly (a real node:http2 server), and sends back what it was given.
+    const server = http2.createSecureServer({ cert: env.upstream.pki.certPem, key: env.upstream.pki.keyPem });
+    server.on("stream", (stream, headers) => {
+      const auth = String(headers.authorization);
+      stream.respond({ ":status": 200, "x-echo": auth, "content-type": "text/plain" }, { waitForTrailers: true });
+      stream.on("wantTrailers", () => stream.sendTrailers({ "x-trailer-echo": auth, "grpc-status": "0" }));
+      stream.end(`you sent ${auth}`);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    servers.push(server as unknown as Server);
+    const authority = `${UPSTREAM_NAME}:${(server.address() as { port: number }).port}`;
+    await env.broker.addService(authority, { type: "bearer", token: "API_KEY" });
+    const r = await agentRequest(env, authority);
+    seen.push(JSON.stringify(r));
+    expect(r.status).toBe(200);
+    expect(r.headers["x-echo"]).toBe("Bearer [redacted]");
+    expect(r.trailers["x-trailer-echo"]).toBe("Bearer [redacted]");
+    expect(r.trailers["grpc-status"]).toBe("0");
+    expect(r.body).toBe("you sent Bearer [redacted]");
+  });
+
+  test("nothing the agent read, no log line and no audit record holds the credential", async () => {
+    expect(seen.length).toBe(3);
+    await expectNoLeak(env.broker, env.secret, seen);
+  });
+});
