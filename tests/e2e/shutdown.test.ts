@@ -161,6 +161,28 @@ describe("graceful shutdown", () => {
     expectNothingSecret("the restarted instance's logs", again.logs());
   }, 20_000);
 
+  test("SIGTERM mid-stream: an HTTP/2 stream inside a tunnel (curl --http2) finishes too", async () => {
+    const b = await startBroker();
+    try {
+      const caFile = join(tempDir("broker-shutdown-h2-"), "ca.pem");
+      writeFileSync(caFile, caPem);
+      const proxy = `http://${session}:v@127.0.0.1:${b.proxyPort}`;
+      const curl = Bun.spawn(["curl", "-sS", "-N", "--http2", "-w", "\n%{http_version}", "--proxy", proxy, "--cacert", caFile, `https://${hostPort}/h2-sse`], { stdout: "pipe", stderr: "pipe" });
+      const out = collectOutput(curl);
+      for (const deadline = Date.now() + 10_000; !out.text().includes("data: 0") && Date.now() < deadline; ) await Bun.sleep(25);
+      b.proc.kill("SIGTERM");
+      expect(await curl.exited).toBe(0);
+      expect(out.text()).toBe(`${allEvents}\n2`);
+      expect(await b.proc.exited).toBe(0);
+      expect(b.logs()).toMatch(/"event":"shutdown_complete".*"tunnel_connections_open":1,"tunnel_connections_cut":0/);
+    } finally {
+      b.proc.kill("SIGKILL");
+    }
+    await b.proc.exited;
+    await Bun.sleep(100);
+    expectNothingSecret("the HTTP/2 instance's logs", b.logs());
+  }, 20_000);
+
   test("a second SIGTERM exits at once, cutting what is in flight", async () => {
     const b = await startBroker();
     try {
