@@ -68,25 +68,66 @@ export interface H2PoolOptions {
   readonly maxHeaderListSize: number;
 }
 
-export interface PooledSession {
+/** A reserved stream slot on a pooled session. */
+export interface Lease {
   readonly session: ClientHttp2Session;
-  /** Counts a stream on the session, so it closes only once idle. */
-  track(stream: ClientHttp2Stream): void;
+  /** Binds the slot to the stream opened with it: freed when the stream closes. */
+  bind(stream: ClientHttp2Stream): void;
+  /** Gives the slot back unused (the stream could not be opened). */
+  release(): void;
 }
 
 export interface H2Pool {
-  /** A session to the origin, or null when it speaks only HTTP/1.1. */
-  session(dest: { host: string; port: number; addresses: () => Promise<readonly string[]> }, fresh?: boolean): Promise<PooledSession | null>;
+  /** A stream slot on a session to the origin (`fresh`: on a new session), or null when it speaks only HTTP/1.1. */
+  lease(dest: { host: string; port: number; addresses: () => Promise<readonly string[]> }, fresh?: boolean): Promise<Lease | null>;
   close(): void;
 }
 
-export function createH2Pool(opts: H2PoolOptions): H2Pool {
-  const sessions = new Map<string, PooledSession>();
-  const http1Until = new Map<string, number>();
-  // Concurrent first requests to an origin share one dial: HTTP/2 wants one connection per origin.
-  const dialling = new Map<string, Promise<PooledSession | null>>();
+/** Sessions one origin may get; past that, streams share the least busy one. */
+const MAX_SESSIONS_PER_ORIGIN = 16;
+/** Streams per session even where the upstream allows more (it spreads load, and bounds one session's loss). */
+const MAX_STREAMS_PER_SESSION = 256;
+/** Assumed before the upstream's SETTINGS say otherwise. */
+const DEFAULT_STREAM_LIMIT = 100;
+/** How long a new session waits for the upstream's SETTINGS before its first stream. */
+const SETTINGS_WAIT_MS = 2_000;
 
-  async function open(dest: Parameters<H2Pool["session"]>[0], key: string): Promise<PooledSession | null> {
+interface Pooled {
+  readonly session: ClientHttp2Session;
+  active: number;
+  timer?: ReturnType<typeof setTimeout>;
+}
+
+export function createH2Pool(opts: H2PoolOptions): H2Pool {
+  const sessions = new Map<string, Pooled[]>();
+  const http1Until = new Map<string, number>();
+  // Requests that find every session full share one dial instead of each opening a connection.
+  const dialling = new Map<string, Promise<Pooled | null>>();
+
+  const usable = (p: Pooled) => !p.session.closed && !p.session.destroyed;
+  // Bun's client does not queue streams past the upstream's limit (they are refused), so the pool counts them.
+  const limit = (p: Pooled) => Math.min(p.session.remoteSettings?.maxConcurrentStreams ?? DEFAULT_STREAM_LIMIT, MAX_STREAMS_PER_SESSION);
+
+  /** A session with no stream closes after IDLE_SESSION_MS. */
+  const armIdle = (p: Pooled) => {
+    clearTimeout(p.timer);
+    p.timer = setTimeout(() => p.active === 0 && p.session.close(), IDLE_SESSION_MS);
+    p.timer.unref?.();
+  };
+
+  const reserve = (p: Pooled): Lease => {
+    p.active++;
+    clearTimeout(p.timer);
+    let freed = false;
+    const free = () => {
+      if (freed) return;
+      freed = true;
+      if (--p.active === 0 && usable(p)) armIdle(p);
+    };
+    return { session: p.session, bind: (stream) => void stream.once("close", free), release: free };
+  };
+
+  async function open(dest: Parameters<H2Pool["lease"]>[0], key: string): Promise<Pooled | null> {
     const socket = await opts.dial(dest);
     if (socket.alpnProtocol !== "h2") {
       socket.destroy();
@@ -98,54 +139,57 @@ export function createH2Pool(opts: H2PoolOptions): H2Pool {
       createConnection: () => guardFrames(socket, UPSTREAM_FRAME_LIMITS, () => session.destroy(new Error("the upstream flooded the connection")), "client"),
       settings: { enablePush: false, maxHeaderListSize: opts.maxHeaderListSize },
     });
-    const pooled = { session, track: closeWhenIdle(session) };
+    const pooled: Pooled = { session, active: 0 };
     const forget = () => {
-      if (sessions.get(key) === pooled) sessions.delete(key);
+      clearTimeout(pooled.timer);
+      const left = (sessions.get(key) ?? []).filter((p) => p !== pooled);
+      if (left.length) sessions.set(key, left);
+      else sessions.delete(key);
     };
     session.on("error", forget); // each stream reports its own failure
     session.on("goaway", forget);
     session.on("close", forget);
-    sessions.set(key, pooled);
+    // The upstream's stream limit comes with its first SETTINGS, sent right after the handshake.
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, SETTINGS_WAIT_MS);
+      const done = () => (clearTimeout(timer), resolve());
+      session.once("remoteSettings", done);
+      session.once("close", done);
+    });
+    if (!usable(pooled)) throw new UpstreamUnreachable(`${dest.host} closed the HTTP/2 connection at once`);
+    sessions.set(key, [...(sessions.get(key) ?? []), pooled]);
+    armIdle(pooled);
     return pooled;
   }
 
   return {
-    async session(dest, fresh = false) {
+    async lease(dest, fresh = false) {
       const key = `${dest.port}|${dest.host}`;
-      const known = sessions.get(key);
-      if (known && !fresh && !known.session.closed && !known.session.destroyed) return known;
-      if ((http1Until.get(key) ?? 0) > Date.now()) return null;
-      let pending = dialling.get(key);
-      if (!pending) {
-        pending = open(dest, key).finally(() => dialling.delete(key));
-        dialling.set(key, pending);
+      for (;;) {
+        if ((http1Until.get(key) ?? 0) > Date.now()) return null;
+        const list = (sessions.get(key) ?? []).filter(usable);
+        if (!fresh) {
+          const room = list.find((p) => p.active < limit(p));
+          if (room) return reserve(room);
+          if (list.length >= MAX_SESSIONS_PER_ORIGIN) return reserve(list.reduce((a, b) => (b.active < a.active ? b : a)));
+          const pending = dialling.get(key);
+          if (pending) {
+            await pending.catch(() => {});
+            continue; // the new session may be full again already: look once more
+          }
+        }
+        const dial = open(dest, key).finally(() => {
+          if (dialling.get(key) === dial) dialling.delete(key);
+        });
+        dialling.set(key, dial);
+        const opened = await dial;
+        return opened && reserve(opened);
       }
-      return pending;
     },
     close() {
-      for (const s of sessions.values()) s.session.destroy();
+      for (const list of sessions.values()) for (const p of list) p.session.destroy();
       sessions.clear();
     },
-  };
-}
-
-/** Closes a session once it has carried no stream for IDLE_SESSION_MS; returns the stream counter. */
-function closeWhenIdle(session: ClientHttp2Session): (stream: ClientHttp2Stream) => void {
-  let active = 0;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const arm = () => {
-    clearTimeout(timer);
-    timer = setTimeout(() => active === 0 && session.close(), IDLE_SESSION_MS);
-    timer.unref?.();
-  };
-  session.once("close", () => clearTimeout(timer));
-  arm();
-  return (stream) => {
-    active++;
-    clearTimeout(timer);
-    stream.once("close", () => {
-      if (--active === 0 && !session.closed) arm();
-    });
   };
 }
 
@@ -163,7 +207,7 @@ export interface H2Exchange {
 /** A stream the upstream refused before doing any work (REFUSED_STREAM, or a session going away). */
 export class StreamRefused extends Error {}
 
-export function exchangeH2(pooled: PooledSession, req: HeldRequest, x: H2Exchange): Promise<Answer> {
+export function exchangeH2(lease: Lease, req: HeldRequest, x: H2Exchange): Promise<Answer> {
   const headers: OutgoingHttpHeaders = { ":method": req.method, ":path": req.target, ":authority": hostHeader(x.host, x.port), ":scheme": "https" };
   for (const [name, value] of req.headers) {
     const lower = name.toLowerCase();
@@ -177,9 +221,10 @@ export function exchangeH2(pooled: PooledSession, req: HeldRequest, x: H2Exchang
   const bodyless = req.body === null && req.bodyBytes === undefined;
   let stream: ClientHttp2Stream;
   try {
-    stream = pooled.session.request(headers, { endStream: bodyless });
-    pooled.track(stream);
+    stream = lease.session.request(headers, { endStream: bodyless });
+    lease.bind(stream);
   } catch {
+    lease.release();
     return Promise.reject(new StreamRefused("the upstream session is closing"));
   }
   // Inactivity, not total time: a long stream (gRPC server streaming) lives as long as it moves.

@@ -158,19 +158,19 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
 
   /** Over HTTP/2 when the origin speaks it; null when it chose HTTP/1.1 and that is allowed. */
   async function sendHttp2(dest: Destination, original: OutboundRequest, how: SendOptions): Promise<Answer | null> {
-    const pooled = await h2.session(dest);
-    if (!pooled) {
+    const lease = await h2.lease(dest);
+    if (!lease) {
       if (how.http2 === "require") throw new UpstreamUnreachable(`${dest.host} does not speak HTTP/2, and gRPC needs HTTP/2 end to end`);
       return null;
     }
     const req = await holdSmallBody(original);
     const x = { host: dest.host, port: dest.port, idleTimeoutMs: (opts.idleTimeoutSeconds ?? 120) * 1000, sensitive: how.sensitive ?? [], trailers: how.trailers ?? false };
     try {
-      return await exchangeH2(pooled, req, x);
+      return await exchangeH2(lease, req, x);
     } catch (err) {
       // A refused stream was never processed: it is safe to send again on a new session if its body can be.
       if (!(err instanceof StreamRefused) || (req.body !== null && req.bodyBytes === undefined)) throw err;
-      const again = await h2.session(dest, true);
+      const again = await h2.lease(dest, true);
       if (!again) throw new UpstreamUnreachable(`${dest.host} stopped offering HTTP/2`);
       return exchangeH2(again, req, x).catch((e) => {
         throw e instanceof StreamRefused ? new UpstreamUnreachable(`${dest.host} refused the stream`) : e;

@@ -1,6 +1,7 @@
-// A hostile HTTP/2 upstream against the broker's own HTTP/2 client: a raw TLS server that agrees
-// to h2 and then floods the connection (endless empty CONTINUATION frames, a SETTINGS flood) or
-// echoes the injected credential in its headers, trailers and data. The agent, speaking HTTP/2
+// Difficult HTTP/2 upstreams against the broker's own HTTP/2 client: a raw TLS server that agrees
+// to h2 and then floods the connection (endless empty CONTINUATION frames, a SETTINGS flood), one
+// that echoes the injected credential in its headers, trailers and data, and one that allows only
+// two concurrent streams (the pool must not send more than the upstream allows). The agent, speaking HTTP/2
 // through the tunnel, gets a clean 502 envelope (or a redacted answer), the broker stays healthy,
 // and the credential appears nowhere the broker produced.
 
@@ -134,7 +135,7 @@ describe("a hostile HTTP/2 upstream", () => {
   test("an upstream echoing the credential in headers, trailers and data: the agent sees [redacted]", async () => {
     // This one answers properly (a real node:http2 server), and sends back what it was given.
     const server = http2.createSecureServer({ cert: env.upstream.pki.certPem, key: env.upstream.pki.keyPem });
-    server.on("stream", (stream, headers) => {
+    server.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => {
       const auth = String(headers.authorization);
       stream.respond({ ":status": 200, "x-echo": auth, "content-type": "text/plain" }, { waitForTrailers: true });
       stream.on("wantTrailers", () => stream.sendTrailers({ "x-trailer-echo": auth, "grpc-status": "0" }));
@@ -151,6 +152,50 @@ describe("a hostile HTTP/2 upstream", () => {
     expect(r.trailers["x-trailer-echo"]).toBe("Bearer [redacted]");
     expect(r.trailers["grpc-status"]).toBe("0");
     expect(r.body).toBe("you sent Bearer [redacted]");
+  });
+
+  test("an upstream allowing 2 concurrent streams: 40 concurrent agent streams all succeed, none over its limit", async () => {
+    let open = 0;
+    let overLimit = 0;
+    const server = http2.createSecureServer({ cert: env.upstream.pki.certPem, key: env.upstream.pki.keyPem, settings: { maxConcurrentStreams: 2 } });
+    server.on("session", (session) => {
+      let here = 0;
+      session.on("stream", (stream: http2.ServerHttp2Stream) => {
+        open++;
+        if (++here > 2) overLimit++;
+        stream.on("close", () => (open--, here--));
+        setTimeout(() => {
+          stream.respond({ ":status": 200 });
+          stream.end("ok");
+        }, 20);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    servers.push(server as unknown as Server);
+    const authority = `${UPSTREAM_NAME}:${(server.address() as { port: number }).port}`;
+    await env.broker.addService(authority, { type: "bearer", token: "API_KEY" });
+    const sock = await dialProxy(env.proxyPort);
+    expect((await sendConnect(sock, authority, env.proxyAuth)).status).toBe(200);
+    const session = http2.connect(`https://${authority}`, {
+      createConnection: () => require("node:tls").connect({ socket: sock, servername: UPSTREAM_NAME, ca: env.caPem, ALPNProtocols: ["h2"] }),
+    });
+    const statuses = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        new Promise<number>((resolve) => {
+          const req = session.request({ ":path": `/limited/${i}` });
+          let status = 0;
+          req.on("response", (h) => (status = Number(h[":status"])));
+          req.on("data", () => {});
+          req.on("end", () => resolve(status));
+          req.on("error", () => resolve(-1));
+          req.end();
+        }),
+      ),
+    );
+    session.destroy();
+    expect(statuses).toEqual(Array(40).fill(200));
+    expect(overLimit).toBe(0);
+    expect(open).toBe(0);
   });
 
   test("nothing the agent read, no log line and no audit record holds the credential", async () => {
