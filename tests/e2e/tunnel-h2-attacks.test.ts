@@ -1,0 +1,235 @@
+// HTTP/2 attacks from an agent, sent frame by frame (tests/helpers/h2-frames.ts) through a real CONNECT
+// tunnel: rapid reset, CONTINUATION floods, an HPACK bomb, window overflows, no-work frame floods and
+// streams past the concurrency limit. Each asserts what the agent observes (GOAWAY, reset, close),
+// how little reached the upstream, and that a fresh HTTP/2 request through a new tunnel still works.
+// Where the runtime's parser decides, any of GOAWAY or close is accepted; no timing is asserted.
+
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { FLAG, FRAME, frame, goawayCode, hpackIndexed, hpackIndexedLiteral, hpackLiterals, requestBlock, rstFrame, settingsFrame, windowUpdateFrame, type RawH2, type ReadFrame, openRawH2 } from "../helpers/h2-frames.ts";
+import { expectHealthy, openH2Tunnel, startH2TunnelEnv, type H2TunnelEnv } from "./tunnel-h2-fixture.ts";
+
+const ENHANCE_YOUR_CALM = 11;
+const FLOW_CONTROL_ERROR = 3;
+const REFUSED_STREAM = 7;
+
+let env: H2TunnelEnv;
+const open: RawH2[] = [];
+
+beforeAll(async () => {
+  env = await startH2TunnelEnv();
+}, 60_000);
+afterEach(async () => {
+  for (const c of open.splice(0)) c.close();
+  await expectHealthy(env);
+});
+afterAll(async () => {
+  await env?.stop();
+});
+
+/** CONNECT + TLS (h2) + preface; waits for the broker's SETTINGS and acknowledges them, as a client must. */
+async function attacker(): Promise<RawH2> {
+  const h2 = await openRawH2(await openH2Tunnel(env));
+  open.push(h2);
+  const settings = await h2.waitFor((f) => f.type === FRAME.SETTINGS && (f.flags & FLAG.ACK) === 0, 10_000);
+  if (!settings) throw new Error("the broker sent no SETTINGS");
+  h2.write(frame(FRAME.SETTINGS, FLAG.ACK, 0));
+  return h2;
+}
+
+/**
+ * Writes batch after batch (`make(i)` for the i-th) with backpressure until the connection closes or
+ * `maxBatches` are written; returns how many batches went out.
+ */
+async function flood(h2: RawH2, make: (i: number) => Buffer, maxBatches: number): Promise<number> {
+  let i = 0;
+  for (; i < maxBatches; i++) {
+    if (h2.socket.destroyed || !h2.socket.writable) break;
+    if (!h2.write(make(i))) {
+      await new Promise<void>((resolve) => {
+        const done = () => (h2.socket.off("drain", done), h2.socket.off("close", done), resolve());
+        h2.socket.once("drain", done);
+        h2.socket.once("close", done);
+      });
+    }
+  }
+  return i;
+}
+
+/** Polls `pred` until it holds or `ms` pass (a bound for failing, not a timing assertion). */
+async function until(pred: () => boolean, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!pred() && Date.now() < deadline) await Bun.sleep(20);
+}
+
+const goaways = (h2: RawH2) => h2.frames.map(goawayCode).filter((c): c is number => c !== undefined);
+
+/** The broker's frame guard ended the connection: GOAWAY ENHANCE_YOUR_CALM (its own decision), then close. */
+async function expectCalmedDown(h2: RawH2): Promise<void> {
+  expect(await h2.closed(20_000)).toBe(true);
+  expect(goaways(h2)).toEqual([ENHANCE_YOUR_CALM]);
+}
+
+/** :status of a response HEADERS frame when its first field is an indexed static :status (RFC 7541 Appendix A). */
+function statusOf(f: ReadFrame): number | undefined {
+  let at = 0;
+  if (f.flags & 0x8) at += 1; // PADDED: pad length
+  if (f.flags & 0x20) at += 5; // PRIORITY
+  const STATIC: Record<number, number> = { 0x88: 200, 0x89: 204, 0x8a: 206, 0x8b: 304, 0x8c: 400, 0x8d: 404, 0x8e: 500 };
+  return STATIC[f.payload[at]!];
+}
+
+const upstreamSaw = (prefix: string) => env.h2.received.filter((r) => r.path.startsWith(prefix)).length;
+const abuseLogged = () => env.broker.logLines.filter((l) => l.includes("http2_abuse")).length;
+
+describe("rapid reset (CVE-2023-44487)", () => {
+  test("thousands of HEADERS + RST_STREAM pairs: GOAWAY and close; the upstream gets far fewer requests", async () => {
+    const h2 = await attacker();
+    const before = abuseLogged();
+    const PAIRS = 50;
+    const batches = await flood(
+      h2,
+      (b) => {
+        const out: Buffer[] = [];
+        for (let k = 0; k < PAIRS; k++) {
+          const id = 1 + 2 * (b * PAIRS + k);
+          out.push(frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, id, requestBlock(env.authority, `/rapid/${id}`)), rstFrame(id));
+        }
+        return Buffer.concat(out);
+      },
+      200,
+    );
+    await expectCalmedDown(h2);
+    expect(batches * PAIRS).toBeGreaterThanOrEqual(1000);
+    expect(abuseLogged()).toBeGreaterThan(before);
+    // A request through a new tunnel first, so any stream already on its way upstream has landed before counting.
+    await expectHealthy(env);
+    expect(upstreamSaw("/rapid/")).toBeLessThan(300);
+  });
+});
+
+describe("CONTINUATION floods (CVE-2024-27316 family)", () => {
+  const startBlock = (h2: RawH2, path: string) => h2.write(frame(FRAME.HEADERS, FLAG.END_STREAM, 1, requestBlock(env.authority, path)));
+
+  test("endless empty CONTINUATION frames: GOAWAY and close", async () => {
+    const h2 = await attacker();
+    startBlock(h2, "/cont-empty");
+    const empty = Buffer.concat(Array.from({ length: 1000 }, () => frame(FRAME.CONTINUATION, 0, 1)));
+    await flood(h2, () => empty, 10_000);
+    await expectCalmedDown(h2);
+    expect(upstreamSaw("/cont-empty")).toBe(0);
+  });
+
+  test("many small non-empty CONTINUATION frames: GOAWAY and close", async () => {
+    const h2 = await attacker();
+    startBlock(h2, "/cont-small");
+    await flood(h2, (i) => frame(FRAME.CONTINUATION, 0, 1, hpackLiterals([[`x-c${i}`, "v"]])), 100_000);
+    await expectCalmedDown(h2);
+    expect(upstreamSaw("/cont-small")).toBe(0);
+  });
+
+  test("a header block past 80 KiB in few large frames: GOAWAY and close", async () => {
+    const h2 = await attacker();
+    const piece = (i: number) => hpackLiterals([[`x-big-${i}`, "b".repeat(16_000)]]);
+    h2.write(frame(FRAME.HEADERS, FLAG.END_STREAM, 1, Buffer.concat([requestBlock(env.authority, "/cont-big"), piece(0)])));
+    await flood(h2, (i) => frame(FRAME.CONTINUATION, 0, 1, piece(i + 1)), 64);
+    await expectCalmedDown(h2);
+    expect(upstreamSaw("/cont-big")).toBe(0);
+  });
+});
+
+describe("HPACK and header list limits", () => {
+  test("an HPACK bomb (a 4 KB table entry referenced 12,000 times): the stream is refused, nothing reaches the upstream", async () => {
+    const h2 = await attacker();
+    const refs = Buffer.alloc(12_000, hpackIndexed(62));
+    const block = Buffer.concat([requestBlock(env.authority, "/bomb"), hpackIndexedLiteral("x-bomb", "a".repeat(4000)), refs]);
+    h2.write(frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, 1, block));
+    const refused = await h2.waitFor((f) => (f.streamId === 1 && (f.type === FRAME.RST_STREAM || f.type === FRAME.HEADERS)) || f.type === FRAME.GOAWAY, 20_000);
+    expect(refused !== undefined || (await h2.closed(0))).toBe(true);
+    if (refused?.type === FRAME.HEADERS) expect(statusOf(refused)).not.toBe(200);
+    if (refused?.type === FRAME.RST_STREAM) {
+      // Only the stream was refused: the same connection still carries a normal request.
+      h2.write(frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, 3, requestBlock(env.authority, "/after-bomb")));
+      const answer = await h2.waitFor((f) => f.type === FRAME.HEADERS && f.streamId === 3, 20_000);
+      expect(answer && statusOf(answer)).toBe(200);
+    }
+    expect(upstreamSaw("/bomb")).toBe(0);
+  });
+
+  test("a header list over 64 KiB in legal frames: refused, nothing reaches the upstream", async () => {
+    const h2 = await attacker();
+    const piece = (i: number) => hpackLiterals([[`x-big-${i}`, "b".repeat(15_000)]]);
+    h2.write(frame(FRAME.HEADERS, FLAG.END_STREAM, 1, Buffer.concat([requestBlock(env.authority, "/list-big"), piece(0)])));
+    for (let i = 1; i <= 4; i++) h2.write(frame(FRAME.CONTINUATION, i === 4 ? FLAG.END_HEADERS : 0, 1, piece(i)));
+    const refused = await h2.waitFor((f) => (f.type === FRAME.RST_STREAM && f.streamId === 1) || f.type === FRAME.GOAWAY || (f.type === FRAME.HEADERS && f.streamId === 1), 20_000);
+    expect(refused !== undefined || (await h2.closed(0))).toBe(true);
+    if (refused?.type === FRAME.HEADERS) expect(statusOf(refused)).not.toBe(200);
+    expect(upstreamSaw("/list-big")).toBe(0);
+  });
+});
+
+describe("flow control", () => {
+  // FAILING (broker bug, reported): Bun's parser queues GOAWAY FLOW_CONTROL_ERROR and destroys the
+  // socket at once; the broker's coalescing socket (egress/coalescing-socket.ts) drops what it still
+  // holds on destroy, so the agent sees a bare close. A plain Bun node:http2 server sends the GOAWAY.
+  test.failing("a connection WINDOW_UPDATE past 2^31-1: GOAWAY FLOW_CONTROL_ERROR", async () => {
+    const h2 = await attacker();
+    h2.write(windowUpdateFrame(0, 0x7fffffff));
+    const g = await h2.waitFor((f) => f.type === FRAME.GOAWAY, 5_000);
+    expect(g && goawayCode(g)).toBe(FLOW_CONTROL_ERROR);
+    expect(await h2.closed(20_000)).toBe(true);
+  });
+
+  test("a stream WINDOW_UPDATE past 2^31-1: that stream (or the connection) ends with FLOW_CONTROL_ERROR", async () => {
+    const h2 = await attacker();
+    h2.write(frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, 1, requestBlock(env.authority, "/hold/window")));
+    h2.write(windowUpdateFrame(1, 0x7fffffff));
+    const f = await h2.waitFor((x) => (x.type === FRAME.RST_STREAM && x.streamId === 1) || x.type === FRAME.GOAWAY, 20_000);
+    expect(f).toBeDefined();
+    const code = f!.type === FRAME.GOAWAY ? goawayCode(f!) : f!.payload.readUInt32BE(0);
+    expect(code).toBe(FLOW_CONTROL_ERROR);
+    env.h2.release();
+  });
+});
+
+describe("no-work frame floods", () => {
+  const cases: [string, (i: number) => Buffer, ((h2: RawH2) => void)?][] = [
+    ["PING", (i) => frame(FRAME.PING, 0, 0, Buffer.alloc(8, i % 256))],
+    ["SETTINGS", () => settingsFrame()],
+    ["PRIORITY", (i) => frame(FRAME.PRIORITY, 0, 1 + 2 * i, Buffer.from([0, 0, 0, 0, 15]))],
+    ["WINDOW_UPDATE of 1 byte", () => windowUpdateFrame(0, 1)],
+    [
+      "empty DATA without END_STREAM",
+      () => frame(FRAME.DATA, 0, 1),
+      (h2) => h2.write(frame(FRAME.HEADERS, FLAG.END_HEADERS, 1, requestBlock(env.authority, "/empty-data", "POST"))),
+    ],
+  ];
+  for (const [name, make, prepare] of cases) {
+    test(`a ${name} flood: GOAWAY and close`, async () => {
+      const h2 = await attacker();
+      prepare?.(h2);
+      const batch = (i: number) => Buffer.concat(Array.from({ length: 100 }, (_, k) => make(i * 100 + k)));
+      await flood(h2, batch, 2_000);
+      await expectCalmedDown(h2);
+    });
+  }
+});
+
+describe("concurrent streams", () => {
+  test("150 streams at once: those past 100 are refused (REFUSED_STREAM), the first 100 complete", async () => {
+    const h2 = await attacker();
+    const ids = Array.from({ length: 150 }, (_, i) => 1 + 2 * i);
+    h2.write(Buffer.concat(ids.map((id) => frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, id, requestBlock(env.authority, `/hold/c${id}`)))));
+    const resets = () => h2.frames.filter((f) => f.type === FRAME.RST_STREAM);
+    await until(() => env.h2.held() >= 100 && resets().length >= 50, 20_000);
+    expect(env.h2.held()).toBe(100);
+    expect(resets().map((f) => f.streamId).sort((a, b) => a - b)).toEqual(ids.slice(100));
+    for (const f of resets()) expect(f.payload.readUInt32BE(0)).toBe(REFUSED_STREAM);
+    env.h2.release();
+    const answers = () => h2.frames.filter((f) => f.type === FRAME.HEADERS);
+    await until(() => answers().length >= 100, 20_000);
+    expect(answers().map((f) => f.streamId).sort((a, b) => a - b)).toEqual(ids.slice(0, 100));
+    expect(answers().map(statusOf)).toEqual(Array(100).fill(200));
+    expect(upstreamSaw("/hold/c")).toBe(100);
+    expect(await h2.closed(0)).toBe(false);
+  });
+});

@@ -1,0 +1,123 @@
+// Set-up for the HTTP/2 tunnel tests (issue 19): startTunnelEnv's broker and tunnel listener, with an
+// HTTP/2 upstream (tests/helpers/h2-upstream.ts) and an HTTP/1.1-only one (tests/helpers/upstream.ts)
+// under one test CA, both bearer services on the same credential; plus CONNECT + TLS (ALPN h2)
+// helpers and one ordinary HTTP/2 request for "the broker is still healthy" checks.
+
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import * as http2 from "node:http2";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { TLSSocket } from "node:tls";
+import { startTunnel } from "../../src/cli/commands/server.ts";
+import { h2Tls } from "../helpers/h2-frames.ts";
+import { startH2Upstream, type H2Upstream } from "../helpers/h2-upstream.ts";
+import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
+import { startBroker, type Broker } from "./proxy-fixture.ts";
+import { basicProxyAuth, dialProxy, sendConnect, UPSTREAM_NAME } from "./tunnel-fixture.ts";
+
+export interface H2TunnelEnv {
+  readonly broker: Broker;
+  /** The HTTP/2 upstream; `authority` names it ("upstream.test:<port>"). */
+  readonly h2: H2Upstream;
+  readonly authority: string;
+  /** The HTTP/1.1-only upstream; `h1Authority` names it. */
+  readonly h1: TestUpstream;
+  readonly h1Authority: string;
+  readonly proxyPort: number;
+  readonly caPem: string;
+  readonly caFile: string;
+  readonly dir: string;
+  /** SECRET: the credential injected as `Authorization: Bearer <secret>`. */
+  readonly secret: string;
+  readonly proxyAuth: string;
+  readonly proxyUrl: string;
+  stop(): Promise<void>;
+}
+
+export async function startH2TunnelEnv(opts: { allowHTTP1?: boolean } = {}): Promise<H2TunnelEnv> {
+  const h1 = await startUpstream();
+  const h2 = await startH2Upstream({ pki: h1.pki, allowHTTP1: opts.allowHTTP1 });
+  const broker = await startBroker({ caPem: h1.pki.caPem, startTunnel });
+  if (!broker.proxyAddress) throw new Error("the tunnel listener did not start");
+  broker.dns.set(UPSTREAM_NAME, ["127.0.0.1"]);
+  const authority = `${UPSTREAM_NAME}:${h2.port}`;
+  const h1Authority = `${UPSTREAM_NAME}:${h1.port}`;
+  const secret = `sk-h2-${crypto.randomUUID()}`;
+  await broker.setCredential("API_KEY", secret);
+  await broker.addService(authority, { type: "bearer", token: "API_KEY" });
+  await broker.addService(h1Authority, { type: "bearer", token: "API_KEY" });
+  const caRes = await fetch(`${broker.apiUrl}/v1/ca.pem`);
+  if (!caRes.ok) throw new Error(`GET /v1/ca.pem: ${caRes.status}`);
+  const caPem = await caRes.text();
+  const dir = mkdtempSync(join(tmpdir(), "broker-h2-e2e-"));
+  const caFile = join(dir, "broker-ca.pem");
+  writeFileSync(caFile, caPem);
+  const proxyPort = Number(broker.proxyAddress.split(":").at(-1));
+  return {
+    broker,
+    h2,
+    authority,
+    h1,
+    h1Authority,
+    proxyPort,
+    caPem,
+    caFile,
+    dir,
+    secret,
+    proxyAuth: basicProxyAuth(broker.sessionToken, broker.vault),
+    proxyUrl: `http://${broker.sessionToken}:${broker.vault}@127.0.0.1:${proxyPort}`,
+    async stop() {
+      await broker.stop();
+      await h2.close();
+      await h1.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** CONNECT to `authority` through the broker, then TLS offering only h2 (fails unless the broker picks h2). */
+export async function openH2Tunnel(env: H2TunnelEnv, authority = env.authority): Promise<TLSSocket> {
+  const sock = await dialProxy(env.proxyPort);
+  const res = await sendConnect(sock, authority, env.proxyAuth);
+  if (res.status !== 200) throw new Error(`CONNECT ${authority}: ${res.head}`);
+  return h2Tls({ socket: sock, host: UPSTREAM_NAME, ca: env.caPem });
+}
+
+export interface H2Answer {
+  status: number;
+  headers: Record<string, unknown>;
+  trailers: Record<string, unknown>;
+  body: Buffer;
+}
+
+/** One HTTP/2 request on a fresh tunnel (Bun's node:http2 client); the session is closed afterwards. */
+export async function h2Request(env: H2TunnelEnv, path: string, opts: { authority?: string; method?: string; headers?: Record<string, string> } = {}): Promise<H2Answer> {
+  const tls = await openH2Tunnel(env, opts.authority);
+  const session = http2.connect(`https://${opts.authority ?? env.authority}`, { createConnection: () => tls });
+  session.on("error", () => {});
+  try {
+    return await new Promise<H2Answer>((resolve, reject) => {
+      const req = session.request({ ":method": opts.method ?? "GET", ":path": path, ...opts.headers }, { endStream: true });
+      const out: H2Answer = { status: 0, headers: {}, trailers: {}, body: Buffer.alloc(0) };
+      const chunks: Buffer[] = [];
+      req.on("response", (h) => ((out.status = Number(h[":status"])), (out.headers = { ...h })));
+      req.on("trailers", (t) => (out.trailers = { ...t }));
+      req.on("data", (d: Buffer) => chunks.push(d));
+      req.on("end", () => resolve({ ...out, body: Buffer.concat(chunks) }));
+      req.on("error", reject);
+    });
+  } finally {
+    session.destroy();
+  }
+}
+
+/** The broker still serves a normal HTTP/2 request through a new tunnel, credential injected. */
+export async function expectHealthy(env: H2TunnelEnv): Promise<void> {
+  const path = `/healthy/${crypto.randomUUID()}`;
+  const r = await h2Request(env, path);
+  if (r.status !== 200) throw new Error(`health check: ${r.status} ${r.body.toString().slice(0, 300)}`);
+  const seen = env.h2.received.find((x) => x.path === path);
+  if (!seen) throw new Error("health check: the upstream never saw the request");
+  const auth = seen.headers.filter(([k]) => k === "authorization").map(([, v]) => v);
+  if (auth.length !== 1 || auth[0] !== `Bearer ${env.secret}`) throw new Error("health check: the credential was not injected");
+}
