@@ -5,8 +5,8 @@
 // Where the runtime's parser decides, any of GOAWAY or close is accepted; no timing is asserted.
 
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { FLAG, FRAME, frame, goawayCode, hpackIndexed, hpackIndexedLiteral, hpackLiterals, requestBlock, rstFrame, settingsFrame, windowUpdateFrame, type RawH2, type ReadFrame, openRawH2 } from "../helpers/h2-frames.ts";
-import { expectHealthy, openH2Tunnel, startH2TunnelEnv, type H2TunnelEnv } from "./tunnel-h2-fixture.ts";
+import { FLAG, FRAME, frame, goawayCode, hpackIndexed, hpackIndexedLiteral, hpackLiterals, requestBlock, rstFrame, settingsFrame, windowUpdateFrame, type RawH2 } from "../helpers/h2-frames.ts";
+import { expectHealthy, openRawTunnel, startH2TunnelEnv, statusOf, until, type H2TunnelEnv } from "./tunnel-h2-fixture.ts";
 
 const ENHANCE_YOUR_CALM = 11;
 const FLOW_CONTROL_ERROR = 3;
@@ -26,13 +26,10 @@ afterAll(async () => {
   await env?.stop();
 });
 
-/** CONNECT + TLS (h2) + preface; waits for the broker's SETTINGS and acknowledges them, as a client must. */
+/** A raw frame client on a new tunnel, closed after the test. */
 async function attacker(): Promise<RawH2> {
-  const h2 = await openRawH2(await openH2Tunnel(env));
+  const h2 = await openRawTunnel(env);
   open.push(h2);
-  const settings = await h2.waitFor((f) => f.type === FRAME.SETTINGS && (f.flags & FLAG.ACK) === 0, 10_000);
-  if (!settings) throw new Error("the broker sent no SETTINGS");
-  h2.write(frame(FRAME.SETTINGS, FLAG.ACK, 0));
   return h2;
 }
 
@@ -55,27 +52,12 @@ async function flood(h2: RawH2, make: (i: number) => Buffer, maxBatches: number)
   return i;
 }
 
-/** Polls `pred` until it holds or `ms` pass (a bound for failing, not a timing assertion). */
-async function until(pred: () => boolean, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!pred() && Date.now() < deadline) await Bun.sleep(20);
-}
-
 const goaways = (h2: RawH2) => h2.frames.map(goawayCode).filter((c): c is number => c !== undefined);
 
 /** The broker's frame guard ended the connection: GOAWAY ENHANCE_YOUR_CALM (its own decision), then close. */
 async function expectCalmedDown(h2: RawH2): Promise<void> {
   expect(await h2.closed(20_000)).toBe(true);
   expect(goaways(h2)).toEqual([ENHANCE_YOUR_CALM]);
-}
-
-/** :status of a response HEADERS frame when its first field is an indexed static :status (RFC 7541 Appendix A). */
-function statusOf(f: ReadFrame): number | undefined {
-  let at = 0;
-  if (f.flags & 0x8) at += 1; // PADDED: pad length
-  if (f.flags & 0x20) at += 5; // PRIORITY
-  const STATIC: Record<number, number> = { 0x88: 200, 0x89: 204, 0x8a: 206, 0x8b: 304, 0x8c: 400, 0x8d: 404, 0x8e: 500 };
-  return STATIC[f.payload[at]!];
 }
 
 const upstreamSaw = (prefix: string) => env.h2.received.filter((r) => r.path.startsWith(prefix)).length;

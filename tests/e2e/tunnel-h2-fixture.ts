@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TLSSocket } from "node:tls";
 import { startTunnel } from "../../src/cli/commands/server.ts";
-import { h2Tls } from "../helpers/h2-frames.ts";
+import { FLAG, FRAME, frame, h2Tls, openRawH2, type RawH2, type ReadFrame } from "../helpers/h2-frames.ts";
 import { startH2Upstream, type H2Upstream } from "../helpers/h2-upstream.ts";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
 import { startBroker, type Broker } from "./proxy-fixture.ts";
@@ -81,6 +81,31 @@ export async function openH2Tunnel(env: H2TunnelEnv, authority = env.authority):
   const res = await sendConnect(sock, authority, env.proxyAuth);
   if (res.status !== 200) throw new Error(`CONNECT ${authority}: ${res.head}`);
   return h2Tls({ socket: sock, host: UPSTREAM_NAME, ca: env.caPem });
+}
+
+/** A raw frame client on a new tunnel: preface sent, the broker's SETTINGS awaited and acknowledged. */
+export async function openRawTunnel(env: H2TunnelEnv, authority = env.authority): Promise<RawH2> {
+  const h2 = await openRawH2(await openH2Tunnel(env, authority));
+  const settings = await h2.waitFor((f) => f.type === FRAME.SETTINGS && (f.flags & FLAG.ACK) === 0, 10_000);
+  if (!settings) throw new Error("the broker sent no SETTINGS");
+  h2.write(frame(FRAME.SETTINGS, FLAG.ACK, 0));
+  return h2;
+}
+
+/** Polls `pred` until it holds or `ms` pass (a bound for failing, never a timing assertion). */
+export async function until(pred: () => boolean, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (!pred() && Date.now() < deadline) await Bun.sleep(20);
+  return pred();
+}
+
+/** :status of a response HEADERS frame when its first field is an indexed static :status (RFC 7541 Appendix A). */
+export function statusOf(f: ReadFrame): number | undefined {
+  let at = 0;
+  if (f.flags & 0x8) at += 1; // PADDED: pad length
+  if (f.flags & 0x20) at += 5; // PRIORITY
+  const STATIC: Record<number, number> = { 0x88: 200, 0x89: 204, 0x8a: 206, 0x8b: 304, 0x8c: 400, 0x8d: 404, 0x8e: 500 };
+  return STATIC[f.payload[at]!];
 }
 
 export interface H2Answer {

@@ -27,12 +27,16 @@ export interface H2Received {
   /** Regular header fields in arrival order, names lower-cased. */
   readonly headers: [string, string][];
   readonly body: Buffer;
+  /** The request ended by a reset, not END_STREAM (Bun's compat request emits "end" either way). */
+  readonly aborted: boolean;
 }
 
 export interface H2Upstream {
   readonly port: number;
   readonly pki: TestPki;
   readonly received: H2Received[];
+  /** Paths whose request head arrived (the body may still be on its way). */
+  readonly started: string[];
   /** TLS connections accepted so far. */
   connections(): number;
   /** Requests on /hold/... waiting for release(). */
@@ -63,6 +67,7 @@ export function headerValues(r: H2Received, name: string): string[] {
 export async function startH2Upstream(opts: { allowHTTP1?: boolean; pki?: TestPki } = {}): Promise<H2Upstream> {
   const pki = opts.pki ?? (await createTestPki());
   const received: H2Received[] = [];
+  const started: string[] = [];
   const waiting = new Set<() => void>();
   let connections = 0;
   let maxHeld = 0;
@@ -70,6 +75,7 @@ export async function startH2Upstream(opts: { allowHTTP1?: boolean; pki?: TestPk
   server.on("secureConnection", () => connections++);
   server.on("session", (s) => s.on("error", () => {}));
   server.on("request", (req: Http2ServerRequest, res: Http2ServerResponse) => {
+    started.push(req.url);
     req.on("error", () => {});
     res.on("error", () => {});
     const chunks: Buffer[] = [];
@@ -77,6 +83,7 @@ export async function startH2Upstream(opts: { allowHTTP1?: boolean; pki?: TestPk
     req.on("end", () => {
       const r = record(req, Buffer.concat(chunks));
       received.push(r);
+      if (r.aborted) return;
       answer(r, res, () => {
         return new Promise<void>((resolve) => {
           const done = () => (waiting.delete(done), res.off("close", done), resolve());
@@ -92,6 +99,7 @@ export async function startH2Upstream(opts: { allowHTTP1?: boolean; pki?: TestPk
     port: (server.address() as AddressInfo).port,
     pki,
     received,
+    started,
     connections: () => connections,
     held: () => waiting.size,
     maxHeld: () => maxHeld,
@@ -117,7 +125,8 @@ function record(req: Http2ServerRequest, body: Buffer): H2Received {
     else headers.push([name, value]);
   }
   const host = headers.find(([k]) => k === "host")?.[1] ?? "";
-  return { protocol: h2 ? "h2" : "http/1.1", method: req.method, path: req.url, authority: h2 ? (pseudo[":authority"] ?? "") : host, pseudo, headers, body };
+  const aborted = req.aborted || (h2 && (req.stream.rstCode ?? 0) !== 0);
+  return { protocol: h2 ? "h2" : "http/1.1", method: req.method, path: req.url, authority: h2 ? (pseudo[":authority"] ?? "") : host, pseudo, headers, body, aborted };
 }
 
 async function answer(r: H2Received, res: Http2ServerResponse, hold: () => Promise<void>): Promise<void> {
