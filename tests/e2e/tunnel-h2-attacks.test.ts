@@ -5,8 +5,11 @@
 // Where the runtime's parser decides, any of GOAWAY or close is accepted; no timing is asserted.
 
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { createServer as createTlsServer, type Server } from "node:tls";
 import { FLAG, FRAME, frame, goawayCode, hpackIndexed, hpackIndexedLiteral, hpackLiterals, requestBlock, rstFrame, settingsFrame, windowUpdateFrame, type RawH2 } from "../helpers/h2-frames.ts";
+import { headerValues } from "../helpers/h2-upstream.ts";
 import { expectHealthy, openRawTunnel, startH2TunnelEnv, statusOf, until, type H2TunnelEnv } from "./tunnel-h2-fixture.ts";
+import { UPSTREAM_NAME } from "./tunnel-fixture.ts";
 
 const ENHANCE_YOUR_CALM = 11;
 const FLOW_CONTROL_ERROR = 3;
@@ -26,9 +29,9 @@ afterAll(async () => {
   await env?.stop();
 });
 
-/** A raw frame client on a new tunnel, closed after the test. */
-async function attacker(): Promise<RawH2> {
-  const h2 = await openRawTunnel(env);
+/** A raw frame client on a new tunnel (to the h2 upstream unless told), closed after the test. */
+async function attacker(authority = env.authority): Promise<RawH2> {
+  const h2 = await openRawTunnel(env, authority);
   open.push(h2);
   return h2;
 }
@@ -215,3 +218,88 @@ describe("concurrent streams", () => {
     expect(await h2.closed(0)).toBe(false);
   });
 });
+
+/** An HTTP/1.1 upstream that records the raw bytes of each connection and answers once, then closes. */
+async function startRawH1(): Promise<{ authority: string; connections: string[]; server: Server }> {
+  const connections: string[] = [];
+  const server = createTlsServer({ cert: env.h1.pki.certPem, key: env.h1.pki.keyPem }, (sock) => {
+    const i = connections.push("") - 1;
+    sock.on("data", (d: Buffer) => {
+      connections[i] += d.toString("latin1");
+      if (connections[i]!.includes("\r\n\r\n")) sock.end("HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok");
+    });
+    sock.on("error", () => {});
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const authority = `${UPSTREAM_NAME}:${(server.address() as { port: number }).port}`;
+  await env.broker.addService(authority, { type: "bearer", token: "API_KEY" });
+  return { authority, connections, server };
+}
+
+describe("HTTP/2 to HTTP/1.1 downgrade (request smuggling)", () => {
+  const cases: [string, (authority: string) => [string, string][], string | null][] = [
+    ["transfer-encoding: chunked with a smuggled request in the body", (a) => [...pseudo("POST", a, "/te"), ["transfer-encoding", "chunked"]], "0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"],
+    ["CRLF in a header value", (a) => [...pseudo("GET", a, "/crlf"), ["x-a", "b\r\nx-injected: 1"]], null],
+    ["CRLF in :path", (a) => pseudo("GET", a, "/p HTTP/1.1\r\nx-injected: 1\r\nx:"), null],
+    ["CRLF in :method", (a) => pseudo("GET /smuggled HTTP/1.1\r\nx-injected:", a, "/m"), null],
+    ["a connection-specific header", (a) => [...pseudo("GET", a, "/conn"), ["connection", "close, x-injected"], ["x-injected", "1"]], null],
+    ["a colon in a header name", (a) => [...pseudo("GET", a, "/colon"), ["x-injected:y", "1"]], null],
+    ["an upper-case header name", (a) => [...pseudo("GET", a, "/upper"), ["X-Injected", "1"]], null],
+  ];
+  for (const [name, fields, body] of cases) {
+    test(`${name}: refused, nothing of it reaches the upstream`, async () => {
+      const up = await startRawH1();
+      try {
+        const h2 = await attacker(up.authority);
+        h2.write(frame(FRAME.HEADERS, FLAG.END_HEADERS | (body === null ? FLAG.END_STREAM : 0), 1, hpackLiterals(fields(up.authority))));
+        if (body !== null) h2.write(frame(FRAME.DATA, FLAG.END_STREAM, 1, Buffer.from(body, "latin1")));
+        const reply = await h2.waitFor((f) => (f.streamId === 1 && (f.type === FRAME.RST_STREAM || f.type === FRAME.HEADERS)) || f.type === FRAME.GOAWAY, 20_000);
+        expect(reply !== undefined || (await h2.closed(0))).toBe(true);
+        if (reply?.type === FRAME.HEADERS) expect(statusOf(reply)).not.toBe(200);
+        const seen = up.connections.join("\n");
+        expect(seen).not.toContain("x-injected");
+        expect(seen).not.toContain("smuggled");
+      } finally {
+        up.server.close();
+      }
+    });
+  }
+
+  test("Host, Proxy-Authorization and Authorization from the agent: replaced or dropped on the way to HTTP/1.1", async () => {
+    const up = await startRawH1();
+    try {
+      const h2 = await attacker(up.authority);
+      const extra: [string, string][] = [["host", "evil.example"], ["proxy-authorization", "Basic c2Vzc2lvbg=="], ["authorization", "Bearer from-the-agent"]];
+      h2.write(frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, 1, hpackLiterals([...pseudo("GET", up.authority, "/replaced"), ...extra])));
+      const reply = await h2.waitFor((f) => f.streamId === 1 && f.type === FRAME.HEADERS, 20_000);
+      expect(reply && statusOf(reply)).toBe(200);
+      const lines = up.connections.join("").split("\r\n").map((l) => l.toLowerCase());
+      expect(lines.filter((l) => l.startsWith("host:"))).toEqual([`host: ${up.authority}`]);
+      expect(lines.filter((l) => l.startsWith("authorization:"))).toEqual([`authorization: bearer ${env.secret.toLowerCase()}`]);
+      expect(lines.filter((l) => l.startsWith("proxy-authorization:") || l.includes("evil.example"))).toEqual([]);
+    } finally {
+      up.server.close();
+    }
+  });
+});
+
+describe("routing", () => {
+  test("an :authority naming another service: the stream still goes to the CONNECT authority", async () => {
+    const h2 = await attacker();
+    const before = env.h1.received.length;
+    h2.write(frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, 1, hpackLiterals(pseudo("GET", env.h1Authority, "/fronted"))));
+    const reply = await h2.waitFor((f) => f.streamId === 1 && (f.type === FRAME.HEADERS || f.type === FRAME.RST_STREAM), 20_000);
+    expect(reply).toBeDefined();
+    expect(env.h1.received.length).toBe(before);
+    const seen = env.h2.received.filter((r) => r.path === "/fronted");
+    // Either answered by the CONNECT authority's upstream, or refused; never sent to the other service.
+    if (reply?.type === FRAME.HEADERS && statusOf(reply) === 200) {
+      expect(seen.length).toBe(1);
+      expect(headerValues(seen[0]!, "authorization")).toEqual([`Bearer ${env.secret}`]);
+    }
+  });
+});
+
+function pseudo(method: string, authority: string, path: string): [string, string][] {
+  return [[":method", method], [":scheme", "https"], [":authority", authority], [":path", path]];
+}

@@ -195,6 +195,23 @@ describe("broker errors and bodies the agent abandons or misstates", () => {
     expect(JSON.parse(r.body.toString())).toMatchObject({ error: "upstream_unreachable", message: expect.any(String) });
   });
 
+  test("gRPC to an HTTP/1.1-only upstream: refused the gRPC way (trailers-only UNAVAILABLE), nothing sent", async () => {
+    const before = env.h1.received.length;
+    const r = await h2Request(env, "/pkg.Service/Method", { authority: env.h1Authority, method: "POST", headers: { "content-type": "application/grpc", te: "trailers" } });
+    outputs.push(JSON.stringify(r.headers), r.body.toString());
+    expect(r.status).toBe(200);
+    expect(r.headers["grpc-status"]).toBe("14");
+    expect(String(r.headers["grpc-message"])).toContain("HTTP/2");
+    expect(env.h1.received.length).toBe(before);
+  });
+
+  test("the credential echoed one byte per DATA frame still comes back redacted", async () => {
+    const r = await h2Request(env, "/echo-split?name=authorization");
+    outputs.push(r.body.toString());
+    expect(r.status).toBe(200);
+    expect(r.body.toString()).toBe("echo: Bearer [redacted] end");
+  });
+
   test("a body shorter than its content-length: refused, the upstream never gets a complete request", async () => {
     const h2 = await openRawTunnel(env);
     try {

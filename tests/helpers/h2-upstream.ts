@@ -6,6 +6,7 @@
 //   /digest              {bytes, sha256} of the request body
 //   /trailers            a body, then trailers x-upstream-trailer and grpc-status (h2 only)
 //   /echo-header?name=H  request header H echoed into response header x-echo, trailer x-echo-trailer, body
+//   /echo-split?name=H   request header H echoed in the body one byte per DATA frame
 //   /hold/...            answers only once release() is called (or the stream goes away)
 //   anything else        JSON echo {protocol, method, path, authority, headers, body}
 
@@ -144,6 +145,16 @@ async function answer(r: H2Received, res: Http2ServerResponse, hold: () => Promi
     res.writeHead(200, { "content-type": "text/plain", "x-echo": value, trailer: "x-echo-trailer" });
     res.write(`echo: ${value}`);
     res.addTrailers({ "x-echo-trailer": value });
+    return void res.end();
+  }
+  if (url.pathname === "/echo-split") {
+    const value = r.headers.find(([k]) => k === (url.searchParams.get("name") ?? "").toLowerCase())?.[1] ?? "";
+    res.writeHead(200, { "content-type": "text/plain" });
+    // One write per byte, each after the last left: the value crosses every frame boundary it can.
+    for (const ch of `echo: ${value} end`) {
+      res.write(ch);
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
     return void res.end();
   }
   if (url.pathname.startsWith("/hold/")) {
