@@ -92,6 +92,38 @@ describe("rapid reset (CVE-2023-44487)", () => {
   });
 });
 
+describe("streams the agent abandons after they reached the upstream", () => {
+  // FAILING (broker bug, reported): the broker keeps the upstream's stream open until the upstream
+  // answers or BROKER_UPSTREAM_TIMEOUT_MS (5 min by default) passes, so an agent opening 100 streams
+  // to a slow endpoint and resetting them, or dropping the connection and reconnecting, piles up
+  // upstream work and fills the shared upstream pool (the CVE-2023-44487 shape, past the frame guard).
+  test.failing("streams reset by the agent are cancelled at the upstream", async () => {
+    try {
+      const h2 = await attacker();
+      const ids = [1, 3, 5, 7, 9];
+      for (const id of ids) h2.write(frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, id, requestBlock(env.authority, `/hold/reset-${id}`)));
+      expect(await until(() => env.h2.held() === ids.length, 10_000)).toBe(true);
+      h2.write(Buffer.concat(ids.map((id) => rstFrame(id))));
+      // Bounded well under the fixture's upstream timeout (15 s), which would cancel them anyway.
+      expect(await until(() => env.h2.held() === 0, 5_000)).toBe(true);
+    } finally {
+      env.h2.release();
+    }
+  });
+
+  test.failing("streams of an agent whose connection drops are cancelled at the upstream", async () => {
+    try {
+      const h2 = await attacker();
+      for (const id of [1, 3, 5]) h2.write(frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, id, requestBlock(env.authority, `/hold/dropped-${id}`)));
+      expect(await until(() => env.h2.held() === 3, 10_000)).toBe(true);
+      h2.close();
+      expect(await until(() => env.h2.held() === 0, 5_000)).toBe(true);
+    } finally {
+      env.h2.release();
+    }
+  });
+});
+
 describe("CONTINUATION floods (CVE-2024-27316 family)", () => {
   const startBlock = (h2: RawH2, path: string) => h2.write(frame(FRAME.HEADERS, FLAG.END_STREAM, 1, requestBlock(env.authority, path)));
 
