@@ -35,10 +35,11 @@ function connectTunnel(authority) {
   });
 }
 
-async function openSession(authority) {
+async function openSession(authority, options = {}) {
   const sock = await connectTunnel(authority);
   const servername = authority.slice(0, authority.lastIndexOf(":"));
   const session = http2.connect(`https://${authority}`, {
+    ...options,
     createConnection: () => tlsConnect({ socket: sock, servername, ca, ALPNProtocols: ["h2"] }),
   });
   session.on("error", () => {});
@@ -120,11 +121,24 @@ async function againstH1() {
   return out;
 }
 
+/** 20 uploads and 20 downloads of 2 MiB at once on one connection: flow control both ways, every stream. */
+async function parallelBodies() {
+  // Node counts the bodies it has queued against the session's memory (10 MB by default) and resets
+  // answers past it with ENHANCE_YOUR_CALM itself; 40 MiB in flight needs more.
+  const s = await openSession(cfg.h2, { maxSessionMemory: 256 });
+  const body = pattern(2 * MiB);
+  const ups = Array.from({ length: 20 }, (_, i) => request(s, { ":method": "POST", ":path": `/digest?parallel=${i}`, "content-length": String(body.byteLength) }, body));
+  const downs = Array.from({ length: 20 }, (_, i) => request(s, { ":path": `/big?bytes=${2 * MiB}&parallel=${i}` }));
+  const [up, down] = await Promise.all([Promise.all(ups), Promise.all(downs)]);
+  s.close();
+  return { sent: sha(body), uploads: up.map((r) => JSON.parse(r.text)), downloads: down.map((r) => r.sha256) };
+}
+
 function chunksOf(buf, size) {
   const out = [];
   for (let i = 0; i < buf.byteLength; i += size) out.push(buf.subarray(i, i + size));
   return out;
 }
 
-const result = { h2: await againstH2(), h1: await againstH1() };
+const result = { h2: await againstH2(), h1: await againstH1(), parallel: await parallelBodies() };
 process.stdout.write(JSON.stringify(result));
