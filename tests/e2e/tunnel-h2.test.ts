@@ -1,7 +1,8 @@
 // Real HTTP/2 clients through the transparent proxy (issue 19): curl --http2, Node's own node:http2
 // client (200 streams on one connection, request bodies of every shape, HEAD, trailers, an HTTP/1.1
-// upstream behind an h2 agent), and nghttp with 100 concurrent streams. The upstream sees the
-// injected credential and never the session token; echoes come back redacted; HTTP/1.1 still works.
+// upstream behind an h2 agent), and nghttp with 100 concurrent streams; the error envelope, gRPC's
+// refusal and bodies the agent abandons. The upstream sees the injected credential and never the
+// session token; echoes come back redacted; HTTP/1.1 still works.
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createServer, type Server, type Socket } from "node:net";
