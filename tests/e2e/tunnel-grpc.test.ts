@@ -1,0 +1,417 @@
+// gRPC through the transparent proxy (issue 19 acceptance): a @grpc/grpc-js server over TLS on loopback
+// (tests/helpers/grpc-server.ts) behind a bearer service whose rules allow only the Echo service, and a
+// @grpc/grpc-js client run by Node under the broker's own `broker vault run` (tests/e2e/grpc-agent.mjs),
+// configured by nothing but the variables vault run sets. Unary, server-streaming, client-streaming and
+// bidirectional calls succeed with the credential injected as `authorization` metadata and no session
+// token or Proxy-Authorization upstream; statuses, details and trailers come back intact; a method
+// outside the rules and an HTTP/1.1-only host get gRPC statuses; an echoed credential never reaches the
+// agent, and the credential is in no client output, log line or audit record.
+// Two broker bugs this file found are pinned with test.failing (see there): a trailers-only gRPC status
+// loses its code, and a gzip-compressed gRPC message carries an echoed credential to the agent.
+
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createHash } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startTunnel } from "../../src/cli/commands/server.ts";
+import {
+  GRPC_PROTO,
+  startCompressingGrpcServer,
+  startGrpcEchoServer,
+  type CompressingGrpcServer,
+  type EchoRequest,
+  type GrpcCallRecord,
+  type GrpcEchoServer,
+} from "../helpers/grpc-server.ts";
+import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
+import { sourceCli } from "./cli-from-source.ts";
+import { expectNoLeak, startBroker, type Broker } from "./proxy-fixture.ts";
+import { UPSTREAM_NAME } from "./tunnel-fixture.ts";
+
+const SECRET = `sk-grpc-${crypto.randomUUID()}`;
+const INJECTED = `Bearer ${SECRET}`;
+const ECHO = "/echo.v1.Echo";
+const RULES = [{ methods: ["POST"], paths: [`${ECHO}/*`] }];
+const MiB = 1024 * 1024;
+const BIG = 3 * MiB + 17;
+const PARALLEL = 50;
+/** Calls the first run makes (each parallel copy counts). */
+const MAIN_CALLS = 7 + 2 + PARALLEL + 1;
+/** gRPC status codes (grpc/doc/statuscodes.md). */
+const CODE = { OK: 0, NOT_FOUND: 5, PERMISSION_DENIED: 7, FAILED_PRECONDITION: 9, ABORTED: 10, UNAVAILABLE: 14 } as const;
+
+let h1: TestUpstream;
+let grpc: GrpcEchoServer;
+let gzipServer: CompressingGrpcServer;
+let broker: Broker;
+let home: string;
+/** "upstream.test:<port>" of the gRPC server and of the HTTP/1.1-only upstream. */
+let target: string;
+let h1Target: string;
+let gzipTarget: string;
+/** Everything the CLI and the agent printed, for the leak checks. */
+const outputs: string[] = [];
+const { ok, cli } = sourceCli(() => ({ home, apiUrl: broker.apiUrl }), outputs);
+
+beforeAll(async () => {
+  h1 = await startUpstream();
+  grpc = await startGrpcEchoServer({ pki: h1.pki });
+  gzipServer = await startCompressingGrpcServer({ pki: h1.pki });
+  broker = await startBroker({ caPem: h1.pki.caPem, startTunnel });
+  if (!broker.proxyAddress) throw new Error("the tunnel listener did not start");
+  broker.dns.set(UPSTREAM_NAME, ["127.0.0.1"]);
+  target = `${UPSTREAM_NAME}:${grpc.port}`;
+  h1Target = `${UPSTREAM_NAME}:${h1.port}`;
+  gzipTarget = `${UPSTREAM_NAME}:${gzipServer.port}`;
+  await broker.setCredential("API_KEY", SECRET);
+  await broker.addService(target, { type: "bearer", token: "API_KEY" }, { rules: RULES });
+  await broker.addService(h1Target, { type: "bearer", token: "API_KEY" });
+  await broker.addService(gzipTarget, { type: "bearer", token: "API_KEY" });
+  home = mkdtempSync(join(tmpdir(), "broker-grpc-e2e-"));
+  await ok(["auth", "login", "--email", "owner@example.com", "--password-stdin"], "correct horse battery\n");
+  await ok(["vault", "use", broker.vault]);
+}, 60_000);
+
+afterAll(async () => {
+  await broker?.stop();
+  await grpc?.close();
+  await gzipServer?.close();
+  await h1?.close();
+  if (home) rmSync(home, { recursive: true, force: true });
+});
+
+type Kind = "unary" | "serverStream" | "clientStream" | "bidi";
+interface CallSpec {
+  name: string;
+  kind: Kind;
+  service?: "Echo" | "Admin";
+  method: string;
+  requests: EchoRequest[];
+  metadata?: Record<string, string>;
+  target?: string;
+  channelOptions?: Record<string, string | number>;
+  parallel?: number;
+  messageBytes?: number;
+}
+interface CallResult {
+  code: number;
+  details: string;
+  headers: Record<string, string[]>;
+  trailers: Record<string, string[]>;
+  replies: { message: string; index: number; echoed: string }[];
+}
+interface AgentRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+  sessionToken: string;
+  results: Record<string, CallResult>;
+}
+
+/** `broker vault run -- node grpc-agent.mjs <calls>`: the agent's own process, the CLI from source. */
+async function runAgent(calls: CallSpec[], run: typeof cli = cli): Promise<AgentRun> {
+  const config = { proto: GRPC_PROTO, calls: calls.map((c) => ({ service: "Echo", target, metadata: {}, ...c })) };
+  const r = await run(["vault", "run", "--", "node", join(import.meta.dir, "grpc-agent.mjs"), JSON.stringify(config)]);
+  const last = r.stdout.trim().split("\n").at(-1) ?? "";
+  let parsed: { sessionToken: string; results: Record<string, CallResult> };
+  try {
+    parsed = JSON.parse(last);
+  } catch {
+    throw new Error(`the agent printed no result (exit ${r.code})\nstdout: ${r.stdout.slice(0, 2000)}\nstderr: ${r.stderr.slice(0, 2000)}`);
+  }
+  return { ...r, ...parsed };
+}
+
+/** What grpc-agent.mjs reports for a generated message of `bytes` characters (after `prefix`). */
+function digestOf(bytes: number, prefix = ""): string {
+  const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
+  const text = prefix + alphabet.repeat(Math.ceil(bytes / alphabet.length)).slice(0, bytes);
+  return `sha256:${createHash("sha256").update(text).digest("hex")}:${text.length}`;
+}
+
+/** Every call the server recorded since `from`, for the metadata checks. */
+function callsSince(from: number): GrpcCallRecord[] {
+  return grpc.calls.slice(from);
+}
+
+function expectOnlyInjected(calls: GrpcCallRecord[], sessionToken: string): void {
+  expect(calls.length).toBeGreaterThan(0);
+  for (const c of calls) {
+    expect({ method: c.method, authorization: c.metadata.authorization }).toEqual({ method: c.method, authorization: [INJECTED] });
+    expect(Object.keys(c.metadata)).not.toContain("proxy-authorization");
+    expect(JSON.stringify(c.metadata)).not.toContain(sessionToken);
+  }
+}
+
+describe("gRPC through HTTPS_PROXY under broker vault run", () => {
+  let run: AgentRun;
+  let from: number;
+
+  beforeAll(async () => {
+    from = grpc.calls.length;
+    run = await runAgent([
+      {
+        name: "unary",
+        kind: "unary",
+        method: "Unary",
+        requests: [{ message: "hello unary", headers: { "x-reply-header": "from the server" }, trailers: { "x-reply-trailer": "unary trailer" } }],
+        metadata: { "x-agent-note": "from the agent" },
+      },
+      { name: "serverStream", kind: "serverStream", method: "ServerStream", requests: [{ message: "tick", count: 5, trailers: { "x-reply-trailer": "stream trailer" } }] },
+      { name: "clientStream", kind: "clientStream", method: "ClientStream", requests: ["a", "b", "c", "d"].map((message) => ({ message })) },
+      { name: "bidi", kind: "bidi", method: "Bidi", requests: [{ message: "one", trailers: { "x-reply-trailer": "bidi trailer" } }, { message: "two" }, { message: "three" }] },
+      {
+        name: "notFound",
+        kind: "unary",
+        method: "Unary",
+        requests: [{ fail_code: CODE.NOT_FOUND, fail_details: "no widget 42", trailers: { "x-detail": "widget 42 was deleted" } }],
+      },
+      {
+        name: "streamAborted",
+        kind: "serverStream",
+        method: "ServerStream",
+        requests: [{ message: "partial", count: 2, fail_code: CODE.ABORTED, fail_details: "stopped after two", trailers: { "x-detail": "aborted mid-stream" } }],
+      },
+      // The agent's own authorization metadata (a placeholder) is replaced, never sent alongside.
+      { name: "agentAuthorization", kind: "unary", method: "Unary", requests: [{ message: "placeholder" }], metadata: { authorization: "Bearer agent-placeholder" } },
+      // Messages far past HTTP/2's initial 64 KiB windows, both ways.
+      { name: "bigUnary", kind: "unary", method: "Unary", requests: [{}], messageBytes: BIG },
+      { name: "bigBidi", kind: "bidi", method: "Bidi", requests: [{}, {}, {}], messageBytes: MiB },
+      // Many calls in flight at once on one channel (one tunnel, one HTTP/2 connection).
+      { name: "parallel", kind: "unary", method: "Unary", requests: [{ message: "in parallel" }], parallel: PARALLEL },
+      // The agent compresses its messages (grpc-encoding: gzip): the server still reads them.
+      {
+        name: "compressedRequests",
+        kind: "clientStream",
+        method: "ClientStream",
+        requests: ["x", "y"].map((c) => ({ message: c.repeat(4096) })),
+        channelOptions: { "grpc.default_compression_algorithm": 2 },
+      },
+    ]);
+  }, 120_000);
+
+  test("the agent ran through the proxy and exited 0", () => {
+    // vault run's note about Node 20 and NODE_USE_ENV_PROXY concerns fetch(), not grpc-js; nothing else on stderr.
+    expect(run.stderr.split("\n").filter((l) => l && !l.includes("NODE_USE_ENV_PROXY"))).toEqual([]);
+    expect(run.code).toBe(0);
+    expect(run.sessionToken).toBeTruthy();
+  });
+
+  test("unary, server-streaming, client-streaming and bidirectional calls succeed, replies in order", () => {
+    const { unary, serverStream, clientStream, bidi } = run.results;
+    expect(unary).toMatchObject({ code: CODE.OK, replies: [{ message: "hello unary", index: 0 }] });
+    expect(serverStream!.code).toBe(CODE.OK);
+    expect(serverStream!.replies.map((r) => r.message)).toEqual([0, 1, 2, 3, 4].map((i) => `tick #${i}`));
+    expect(clientStream).toMatchObject({ code: CODE.OK, replies: [{ message: "a,b,c,d", index: 4 }] });
+    expect(bidi!.code).toBe(CODE.OK);
+    expect(bidi!.replies.map((r) => r.message)).toEqual(["echo: one", "echo: two", "echo: three"]);
+    // The server got every message the agent streamed.
+    const at = (method: string, first: string) => callsSince(from).filter((c) => c.method === `${ECHO}/${method}` && c.requests[0]?.message === first);
+    expect(at("ClientStream", "a").map((c) => c.requests.map((r) => r.message))).toEqual([["a", "b", "c", "d"]]);
+    expect(at("Bidi", "one").map((c) => c.requests.map((r) => r.message))).toEqual([["one", "two", "three"]]);
+  });
+
+  test("multi-MiB messages pass intact both ways; many calls in flight at once all succeed", () => {
+    expect(run.results.bigUnary).toMatchObject({ code: CODE.OK, replies: [{ message: digestOf(BIG) }] });
+    const bigUnary = callsSince(from).find((c) => c.method === `${ECHO}/Unary` && c.requests[0]?.message?.length === BIG);
+    expect(bigUnary).toBeDefined();
+    expect(run.results.bigBidi!.code).toBe(CODE.OK);
+    expect(run.results.bigBidi!.replies.map((r) => r.message)).toEqual(Array(3).fill(digestOf(MiB, "echo: ")));
+    const parallel = Object.entries(run.results).filter(([name]) => name.startsWith("parallel#"));
+    expect(parallel.length).toBe(PARALLEL);
+    for (const [, r] of parallel) expect(r).toMatchObject({ code: CODE.OK, replies: [{ message: "in parallel" }] });
+  });
+
+  test("compressed request messages reach the server whole", () => {
+    expect(run.results.compressedRequests).toMatchObject({ code: CODE.OK, replies: [{ message: `${"x".repeat(4096)},${"y".repeat(4096)}`, index: 2 }] });
+    const seen = callsSince(from).find((c) => c.method === `${ECHO}/ClientStream` && c.requests[0]?.message?.startsWith("x"));
+    expect(seen?.requests.map((r) => r.message?.length)).toEqual([4096, 4096]);
+  });
+
+  test("the server saw the injected authorization, the agent's own metadata, and never the session token or Proxy-Authorization", () => {
+    const calls = callsSince(from);
+    expect(calls.length).toBe(MAIN_CALLS);
+    expectOnlyInjected(calls, run.sessionToken);
+    const unary = calls.find((c) => c.requests[0]?.message === "hello unary")!;
+    expect(unary.metadata["x-agent-note"]).toEqual(["from the agent"]);
+    const placeholder = calls.find((c) => c.requests[0]?.message === "placeholder")!;
+    expect(placeholder.metadata.authorization).toEqual([INJECTED]);
+    expect(run.results.agentAuthorization!.code).toBe(CODE.OK);
+  });
+
+  test("header metadata and trailers of successful calls arrive intact", () => {
+    const { unary, serverStream, bidi } = run.results;
+    expect(unary!.headers["x-reply-header"]).toEqual(["from the server"]);
+    expect(unary!.trailers["x-reply-trailer"]).toEqual(["unary trailer"]);
+    expect(serverStream!.trailers["x-reply-trailer"]).toEqual(["stream trailer"]);
+    expect(bidi!.trailers["x-reply-trailer"]).toEqual(["bidi trailer"]);
+  });
+
+  test("a non-OK status after streamed replies keeps its code, details and trailers", () => {
+    const { streamAborted } = run.results;
+    expect(streamAborted).toMatchObject({ code: CODE.ABORTED, details: "stopped after two" });
+    expect(streamAborted!.replies.map((r) => r.message)).toEqual(["partial #0", "partial #1"]);
+    expect(streamAborted!.trailers["x-detail"]).toEqual(["aborted mid-stream"]);
+  });
+
+  // Broker bug (reported, not fixed here): a trailers-only answer (the upstream's HEADERS frame carries
+  // grpc-status and END_STREAM, which is how gRPC servers send an error before any message) reaches the
+  // agent as HEADERS without END_STREAM plus an empty DATA frame with END_STREAM; the status is then
+  // response-header metadata, and grpc-js reports INTERNAL "Call ended without gRPC status" instead of
+  // NOT_FOUND. src/tunnel/h2.ts respond() waits for trailers whenever the answer has a trailers promise,
+  // which src/egress/upstream-h2.ts always sets. Remove .failing once the broker ends the HEADERS frame.
+  test.failing("a trailers-only non-OK status keeps its code, details and trailers", () => {
+    const { notFound } = run.results;
+    expect(notFound).toMatchObject({ code: CODE.NOT_FOUND, details: "no widget 42", replies: [] });
+    expect(notFound!.trailers["x-detail"]).toEqual(["widget 42 was deleted"]);
+  });
+
+  test("the calls are audited as transparent requests to the service", async () => {
+    await Bun.sleep(400); // audit flushes every 250 ms
+    const logs = (await broker.auditLogs()).filter((l: { host: string }) => l.host === target);
+    const paths = logs.map((l: { path?: string }) => l.path);
+    for (const m of ["Unary", "ServerStream", "ClientStream", "Bidi"]) expect(paths).toContain(`${ECHO}/${m}`);
+  });
+
+  test("the credential is in no client output, log line or audit record", async () => {
+    await expectNoLeak(broker, SECRET, outputs);
+  });
+});
+
+describe("broker refusals as gRPC statuses", () => {
+  let run: AgentRun;
+  let from: number;
+
+  beforeAll(async () => {
+    from = grpc.calls.length;
+    run = await runAgent([
+      { name: "outsideRules", kind: "unary", service: "Admin", method: "Delete", requests: [{ message: "drop everything" }] },
+      { name: "http1Only", kind: "unary", method: "Unary", requests: [{ message: "to an HTTP/1.1 host" }], target: h1Target },
+      { name: "afterRefusals", kind: "unary", method: "Unary", requests: [{ message: "still fine" }] },
+    ]);
+  }, 120_000);
+
+  test("a method outside the service's rules: PERMISSION_DENIED with the broker's error envelope, nothing sent upstream", () => {
+    const r = run.results.outsideRules!;
+    expect(r.code).toBe(CODE.PERMISSION_DENIED);
+    const envelope = JSON.parse(r.details);
+    expect(envelope).toMatchObject({ error: "request_not_allowed", allowed: RULES });
+    expect(typeof envelope.message).toBe("string");
+    expect(r.trailers["x-broker-error"] ?? r.headers["x-broker-error"]).toEqual(["request_not_allowed"]);
+    expect(callsSince(from).filter((c) => c.method === "/echo.v1.Admin/Delete")).toEqual([]);
+  });
+
+  test("a gRPC call to an HTTP/1.1-only host: UNAVAILABLE, saying gRPC needs HTTP/2 end to end", () => {
+    const r = run.results.http1Only!;
+    expect(r.code).toBe(CODE.UNAVAILABLE);
+    expect(JSON.parse(r.details)).toMatchObject({ error: "upstream_unreachable" });
+    expect(r.details).toMatch(/HTTP\/2/);
+    expect(r.details).toMatch(/gRPC/);
+    // Refused before any request reached the HTTP/1.1 upstream.
+    expect(h1.received.filter((x) => x.url.startsWith(ECHO))).toEqual([]);
+  });
+
+  test("the same run's next call still succeeds (a refusal is per call)", () => {
+    expect(run.results.afterRefusals).toMatchObject({ code: CODE.OK, replies: [{ message: "still fine" }] });
+    expectOnlyInjected(callsSince(from), run.sessionToken);
+  });
+
+  test("the credential is in no client output, log line or audit record", async () => {
+    await expectNoLeak(broker, SECRET, outputs);
+  });
+});
+
+describe("an upstream that echoes the credential", () => {
+  let run: AgentRun;
+
+  beforeAll(async () => {
+    const echo = (name: string, where: EchoRequest["echo_in"], kind: Kind = "unary"): CallSpec => ({
+      name,
+      kind,
+      method: kind === "unary" ? "Unary" : "ServerStream",
+      requests: [{ message: name, count: 2, echo_metadata: "authorization", echo_in: where }],
+    });
+    run = await runAgent([
+      echo("inHeader", ["header"]),
+      echo("inTrailer", ["trailer"]),
+      echo("inDetails", ["details"], "serverStream"),
+      echo("inDetailsTrailersOnly", ["details"]),
+      echo("inMessage", ["message"]),
+      echo("inStreamMessages", ["message"], "serverStream"),
+      echo("everywhere", ["header", "trailer", "message"], "serverStream"),
+    ]);
+  }, 120_000);
+
+  test("in header metadata and in trailers it reads [redacted]", () => {
+    const { inHeader, inTrailer } = run.results;
+    expect(inHeader).toMatchObject({ code: CODE.OK, replies: [{ message: "inHeader" }] });
+    expect(inHeader!.headers["x-echo"]).toEqual(["Bearer [redacted]"]);
+    expect(inTrailer).toMatchObject({ code: CODE.OK, replies: [{ message: "inTrailer" }] });
+    expect(inTrailer!.trailers["x-echo-trailer"]).toEqual(["Bearer [redacted]"]);
+  });
+
+  test("in the status details (grpc-message trailer) it reads [redacted]", () => {
+    const r = run.results.inDetails!;
+    expect(r.code).toBe(CODE.FAILED_PRECONDITION); // the server's choice when only details are asked for
+    expect(r.details).toBe(" echo: Bearer [redacted]");
+    expect(r.replies.map((x) => x.message)).toEqual(["inDetails #0", "inDetails #1"]);
+  });
+
+  // The trailers-only bug above: the status (redacted) arrives as header metadata, the call reads INTERNAL.
+  test.failing("in the details of a trailers-only status it reads [redacted]", () => {
+    const r = run.results.inDetailsTrailersOnly!;
+    expect(r.code).toBe(CODE.FAILED_PRECONDITION);
+    expect(r.details).toBe(" echo: Bearer [redacted]");
+  });
+
+  test("in a message it is redacted or the call fails; the value never arrives", () => {
+    for (const name of ["inMessage", "inStreamMessages", "everywhere"]) {
+      const r = run.results[name]!;
+      expect(r).toBeDefined();
+      const text = JSON.stringify(r);
+      expect(text).not.toContain(SECRET);
+      // Redaction changes the length inside a length-prefixed gRPC message: either the reply reads
+      // [redacted] or the call ends with an error; an OK call must not carry anything but the redaction.
+      if (r.code === CODE.OK) for (const reply of r.replies) expect(reply.echoed).toBe("Bearer [redacted]");
+    }
+  });
+
+  test("the credential is in no client output, log line or audit record", async () => {
+    expect(run.stdout + run.stderr).not.toContain(SECRET);
+    await expectNoLeak(broker, SECRET, outputs);
+  });
+});
+
+// Broker bug (reported, not fixed here): the broker redacts response bodies as bytes, but a gRPC message
+// compressed with grpc-encoding: gzip (per-message compression, which grpc-go and others offer and
+// grpc-js accepts) hides the credential from that scan, and the agent reads it in clear. The broker
+// neither asks for identity (grpc-accept-encoding passes through) nor decodes or refuses compressed
+// messages on an injected call. This run keeps its own outputs so the leak it shows does not fail
+// the other groups' leak checks; remove .failing once the value no longer arrives.
+describe("a gzip-compressing upstream that echoes the credential", () => {
+  const gzipOutputs: string[] = [];
+  const gzipCli = sourceCli(() => ({ home, apiUrl: broker.apiUrl }), gzipOutputs);
+  let result: CallResult | undefined;
+
+  beforeAll(async () => {
+    const run = await runAgent([{ name: "inGzipMessage", kind: "unary", method: "Unary", target: gzipTarget, requests: [{}] }], gzipCli.cli);
+    result = run.results.inGzipMessage;
+  }, 120_000);
+
+  test("the call reached the upstream with the credential injected", () => {
+    expect(gzipServer.calls.length).toBe(1);
+    expect(gzipServer.calls[0]!.headers.authorization).toBe(INJECTED);
+    expect(result).toBeDefined();
+  });
+
+  test.failing("the echoed value is redacted or the call fails; it never arrives, nor in any output", async () => {
+    expect(JSON.stringify(result)).not.toContain(SECRET);
+    if (result!.code === CODE.OK) expect(result!.replies).toEqual([{ message: "compressed", index: 0, echoed: "Bearer [redacted]" }]);
+    await expectNoLeak(broker, SECRET, gzipOutputs);
+  });
+
+  test("the broker's logs and audit records still hold no credential", async () => {
+    await expectNoLeak(broker, SECRET);
+  });
+});
