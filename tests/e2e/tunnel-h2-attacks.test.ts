@@ -317,6 +317,23 @@ describe("HTTP/2 to HTTP/1.1 downgrade (request smuggling)", () => {
   });
 });
 
+describe("idle connections", () => {
+  let idleEnv: H2TunnelEnv;
+  beforeAll(async () => {
+    idleEnv = await startH2TunnelEnv({ tunnel: { idleTimeoutMs: 300 } });
+  }, 60_000);
+  afterAll(async () => {
+    await idleEnv?.stop();
+  });
+
+  test("an HTTP/2 connection that opens no stream is closed after the tunnel's idle timeout", async () => {
+    const h2 = await openRawTunnel(idleEnv);
+    open.push(h2);
+    expect(await h2.closed(20_000)).toBe(true);
+    expect(h2.frames.filter((f) => f.type === FRAME.HEADERS || f.type === FRAME.DATA)).toEqual([]);
+  });
+});
+
 describe("routing", () => {
   test("an :authority naming another service: the stream still goes to the CONNECT authority", async () => {
     const h2 = await attacker();

@@ -9,6 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TLSSocket } from "node:tls";
 import { startTunnel } from "../../src/cli/commands/server.ts";
+import type { TunnelStarter } from "../../src/server/serve.ts";
+import { bindTunnelListener, type TunnelDeps } from "../../src/tunnel/index.ts";
 import { FLAG, FRAME, frame, h2Tls, openRawH2, type RawH2, type ReadFrame } from "../helpers/h2-frames.ts";
 import { startH2Upstream, type H2Upstream } from "../helpers/h2-upstream.ts";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
@@ -34,10 +36,24 @@ export interface H2TunnelEnv {
   stop(): Promise<void>;
 }
 
-export async function startH2TunnelEnv(opts: { allowHTTP1?: boolean } = {}): Promise<H2TunnelEnv> {
+export interface H2TunnelEnvOptions {
+  /** The h2 upstream also speaks HTTP/1.1 (by ALPN). */
+  allowHTTP1?: boolean;
+  /** Listener limits replacing the production ones, as in tunnel-fixture.ts. */
+  tunnel?: Partial<Pick<TunnelDeps, "maxHeadBytes" | "idleTimeoutMs" | "headerTimeoutMs" | "maxTunnelsPerPrincipal">>;
+}
+
+export async function startH2TunnelEnv(opts: H2TunnelEnvOptions = {}): Promise<H2TunnelEnv> {
   const h1 = await startUpstream();
   const h2 = await startH2Upstream({ pki: h1.pki, allowHTTP1: opts.allowHTTP1 });
-  const broker = await startBroker({ caPem: h1.pki.caPem, startTunnel });
+  const limits = opts.tunnel;
+  const starter: TunnelStarter = limits
+    ? async (host, port) => {
+        const bound = await bindTunnelListener(host, port);
+        return { port: bound.port, close: bound.close, serve: (ctx) => bound.serve({ ...ctx, maxHeadBytes: 64 * 1024, idleTimeoutMs: 120_000, ...limits }) };
+      }
+    : startTunnel;
+  const broker = await startBroker({ caPem: h1.pki.caPem, startTunnel: starter });
   if (!broker.proxyAddress) throw new Error("the tunnel listener did not start");
   broker.dns.set(UPSTREAM_NAME, ["127.0.0.1"]);
   const authority = `${UPSTREAM_NAME}:${h2.port}`;
