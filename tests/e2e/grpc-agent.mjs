@@ -4,7 +4,9 @@
 // server with createSsl()'s default roots (GRPC_DEFAULT_SSL_ROOTS_FILE_PATH, also set by vault run).
 //
 // argv[2] is a JSON config {proto, calls: [{name, target, service, method, kind, requests, metadata?,
-// channelOptions?, parallel?, messageBytes?}]}; kind is unary | serverStream | clientStream | bidi.
+// channelOptions?, parallel?, messageBytes?}]}; kind is unary | serverStream | clientStream | bidi, or
+// pingPong: a bidi call that sends each request only after the reply to the one before has arrived.
+// `cancelAfter: N` cancels the call once N replies have arrived (it then ends CANCELLED).
 // `parallel: N` starts N copies at once on one channel (results "name#0"…); `messageBytes: N` makes
 // each request's message N generated characters, and replies then read "sha256:<hex>:<length>".
 // The calls run one after another; one JSON object is printed:
@@ -65,7 +67,10 @@ function run(spec) {
       out.trailers = plain(status.metadata);
       resolve(out);
     };
-    const onReply = (r) => out.replies.push(spec.messageBytes ? { ...r, message: digest(r.message) } : r);
+    const onReply = (r) => {
+      out.replies.push(spec.messageBytes ? { ...r, message: digest(r.message) } : r);
+      if (out.replies.length === spec.cancelAfter) call.cancel();
+    };
     let call;
     if (spec.kind === "unary" || spec.kind === "clientStream") {
       const callback = (err, r) => {
@@ -89,6 +94,12 @@ function run(spec) {
     if (spec.kind === "clientStream" || spec.kind === "bidi") {
       for (const r of requests) call.write(r);
       call.end();
+    }
+    if (spec.kind === "pingPong") {
+      let next = 0;
+      const send = () => (next < requests.length ? call.write(requests[next++]) : call.end());
+      call.on("data", send);
+      send();
     }
   });
 }

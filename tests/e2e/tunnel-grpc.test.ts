@@ -5,7 +5,9 @@
 // bidirectional calls succeed with the credential injected as `authorization` metadata and no session
 // token or Proxy-Authorization upstream; statuses, details and trailers come back intact; a method
 // outside the rules and an HTTP/1.1-only host get gRPC statuses; an echoed credential never reaches the
-// agent, and the credential is in no client output, log line or audit record.
+// agent, and the credential is in no client output, log line or audit record. Also: multi-MiB messages,
+// 50 calls in flight, a lockstep bidi call, cancellation, compressed requests, and the other refusals
+// (no service, network guard, connection refused) as gRPC statuses.
 // Two broker bugs this file found are pinned with test.failing (see there): a trailers-only gRPC status
 // loses its code, and a gzip-compressed gRPC message carries an echoed credential to the agent.
 
@@ -26,7 +28,7 @@ import {
 } from "../helpers/grpc-server.ts";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
 import { sourceCli } from "./cli-from-source.ts";
-import { expectNoLeak, startBroker, type Broker } from "./proxy-fixture.ts";
+import { expectNoLeak, findClosedPort, startBroker, type Broker } from "./proxy-fixture.ts";
 import { UPSTREAM_NAME } from "./tunnel-fixture.ts";
 
 const SECRET = `sk-grpc-${crypto.randomUUID()}`;
@@ -37,9 +39,9 @@ const MiB = 1024 * 1024;
 const BIG = 3 * MiB + 17;
 const PARALLEL = 50;
 /** Calls the first run makes (each parallel copy counts). */
-const MAIN_CALLS = 7 + 2 + PARALLEL + 1;
+const MAIN_CALLS = 9 + 2 + PARALLEL + 1;
 /** gRPC status codes (grpc/doc/statuscodes.md). */
-const CODE = { OK: 0, NOT_FOUND: 5, PERMISSION_DENIED: 7, FAILED_PRECONDITION: 9, ABORTED: 10, UNAVAILABLE: 14 } as const;
+const CODE = { OK: 0, CANCELLED: 1, NOT_FOUND: 5, PERMISSION_DENIED: 7, FAILED_PRECONDITION: 9, ABORTED: 10, UNAVAILABLE: 14 } as const;
 
 let h1: TestUpstream;
 let grpc: GrpcEchoServer;
@@ -81,7 +83,7 @@ afterAll(async () => {
   if (home) rmSync(home, { recursive: true, force: true });
 });
 
-type Kind = "unary" | "serverStream" | "clientStream" | "bidi";
+type Kind = "unary" | "serverStream" | "clientStream" | "bidi" | "pingPong";
 interface CallSpec {
   name: string;
   kind: Kind;
@@ -93,6 +95,7 @@ interface CallSpec {
   channelOptions?: Record<string, string | number>;
   parallel?: number;
   messageBytes?: number;
+  cancelAfter?: number;
 }
 interface CallResult {
   code: number;
@@ -161,6 +164,8 @@ describe("gRPC through HTTPS_PROXY under broker vault run", () => {
       { name: "serverStream", kind: "serverStream", method: "ServerStream", requests: [{ message: "tick", count: 5, trailers: { "x-reply-trailer": "stream trailer" } }] },
       { name: "clientStream", kind: "clientStream", method: "ClientStream", requests: ["a", "b", "c", "d"].map((message) => ({ message })) },
       { name: "bidi", kind: "bidi", method: "Bidi", requests: [{ message: "one", trailers: { "x-reply-trailer": "bidi trailer" } }, { message: "two" }, { message: "three" }] },
+      // Each message is sent only once the reply to the one before arrived: nothing may wait for the stream's end.
+      { name: "pingPong", kind: "pingPong", method: "Bidi", requests: [1, 2, 3, 4, 5].map((i) => ({ message: `ping ${i}` })) },
       {
         name: "notFound",
         kind: "unary",
@@ -175,6 +180,8 @@ describe("gRPC through HTTPS_PROXY under broker vault run", () => {
       },
       // The agent's own authorization metadata (a placeholder) is replaced, never sent alongside.
       { name: "agentAuthorization", kind: "unary", method: "Unary", requests: [{ message: "placeholder" }], metadata: { authorization: "Bearer agent-placeholder" } },
+      // An endless server stream the agent cancels after three replies.
+      { name: "cancelled", kind: "serverStream", method: "ServerStream", requests: [{ message: "endless", count: -1 }], cancelAfter: 3 },
       // Messages far past HTTP/2's initial 64 KiB windows, both ways.
       { name: "bigUnary", kind: "unary", method: "Unary", requests: [{}], messageBytes: BIG },
       { name: "bigBidi", kind: "bidi", method: "Bidi", requests: [{}, {}, {}], messageBytes: MiB },
@@ -210,6 +217,23 @@ describe("gRPC through HTTPS_PROXY under broker vault run", () => {
     const at = (method: string, first: string) => callsSince(from).filter((c) => c.method === `${ECHO}/${method}` && c.requests[0]?.message === first);
     expect(at("ClientStream", "a").map((c) => c.requests.map((r) => r.message))).toEqual([["a", "b", "c", "d"]]);
     expect(at("Bidi", "one").map((c) => c.requests.map((r) => r.message))).toEqual([["one", "two", "three"]]);
+  });
+
+  test("a bidirectional call in lockstep (each message after the last reply): the tunnel holds nothing back", () => {
+    expect(run.results.pingPong!.code).toBe(CODE.OK);
+    expect(run.results.pingPong!.replies.map((r) => r.message)).toEqual([1, 2, 3, 4, 5].map((i) => `echo: ping ${i}`));
+  });
+
+  test("an agent's cancellation ends the call CANCELLED and reaches the server", async () => {
+    const r = run.results.cancelled!;
+    expect(r.code).toBe(CODE.CANCELLED);
+    expect(r.replies.slice(0, 3).map((x) => x.message)).toEqual(["endless #0", "endless #1", "endless #2"]);
+    const seen = callsSince(from).find((c) => c.requests[0]?.message === "endless");
+    expect(seen).toBeDefined();
+    // A bound for failing, not a timing assertion: the server streams until the RST_STREAM arrives.
+    const deadline = Date.now() + 10_000;
+    while (!seen!.cancelled && Date.now() < deadline) await Bun.sleep(20);
+    expect(seen!.cancelled).toBe(true);
   });
 
   test("multi-MiB messages pass intact both ways; many calls in flight at once all succeed", () => {
@@ -282,15 +306,51 @@ describe("gRPC through HTTPS_PROXY under broker vault run", () => {
 describe("broker refusals as gRPC statuses", () => {
   let run: AgentRun;
   let from: number;
+  let closedTarget: string;
+  let guardedTarget: string;
 
   beforeAll(async () => {
+    closedTarget = `${UPSTREAM_NAME}:${await findClosedPort()}`;
+    await broker.addService(closedTarget, { type: "bearer", token: "API_KEY" });
+    // A name that resolves to the cloud metadata address: the network guard refuses it.
+    broker.dns.set("metadata.test", ["169.254.169.254"]);
+    guardedTarget = "metadata.test:443";
+    await broker.addService(guardedTarget, { type: "bearer", token: "API_KEY" });
+    // Hosts without a service are refused inside the tunnel rather than relayed blind.
+    const deny = await broker.api("PATCH", `/v1/vaults/${broker.vault}`, { unmatched_hosts: "deny" }, broker.userToken);
+    if (deny.status !== 200) throw new Error(`PATCH unmatched_hosts: ${deny.status} ${JSON.stringify(deny.body)}`);
     from = grpc.calls.length;
     run = await runAgent([
       { name: "outsideRules", kind: "unary", service: "Admin", method: "Delete", requests: [{ message: "drop everything" }] },
       { name: "http1Only", kind: "unary", method: "Unary", requests: [{ message: "to an HTTP/1.1 host" }], target: h1Target },
+      { name: "closedPort", kind: "unary", method: "Unary", requests: [{ message: "nobody listens" }], target: closedTarget },
+      { name: "guarded", kind: "serverStream", method: "ServerStream", requests: [{ message: "metadata service" }], target: guardedTarget },
+      { name: "noService", kind: "unary", method: "Unary", requests: [{ message: "to a host without a service" }], target: "elsewhere.test:443" },
       { name: "afterRefusals", kind: "unary", method: "Unary", requests: [{ message: "still fine" }] },
     ]);
   }, 120_000);
+
+  afterAll(async () => {
+    await broker.api("PATCH", `/v1/vaults/${broker.vault}`, { unmatched_hosts: "tunnel" }, broker.userToken);
+  });
+
+  test("a host without a service (unmatched hosts denied): PERMISSION_DENIED, forbidden with a proposal hint", () => {
+    const r = run.results.noService!;
+    expect(r.code).toBe(CODE.PERMISSION_DENIED);
+    expect(JSON.parse(r.details)).toMatchObject({ error: "forbidden", proposal_hint: { host: "elsewhere.test" } });
+    expect(r.trailers["x-broker-error"]).toEqual(["forbidden"]);
+  });
+
+  test("an upstream that refuses connections: UNAVAILABLE; the network guard: PERMISSION_DENIED (egress_blocked)", () => {
+    const closed = run.results.closedPort!;
+    expect(closed.code).toBe(CODE.UNAVAILABLE);
+    expect(JSON.parse(closed.details)).toMatchObject({ error: "upstream_unreachable" });
+    expect(closed.trailers["x-broker-error"]).toEqual(["upstream_unreachable"]);
+    const guarded = run.results.guarded!;
+    expect(guarded.code).toBe(CODE.PERMISSION_DENIED);
+    expect(JSON.parse(guarded.details)).toMatchObject({ error: "egress_blocked", host: "metadata.test" });
+    expect(guarded.replies).toEqual([]);
+  });
 
   test("a method outside the service's rules: PERMISSION_DENIED with the broker's error envelope, nothing sent upstream", () => {
     const r = run.results.outsideRules!;

@@ -45,6 +45,8 @@ export interface GrpcCallRecord {
   readonly metadata: Record<string, string[]>;
   /** The request messages, in order (filled as they arrive). */
   readonly requests: EchoRequest[];
+  /** Whether the client's cancellation (RST_STREAM) reached the server. */
+  cancelled: boolean;
 }
 
 export interface GrpcEchoServer {
@@ -69,7 +71,8 @@ export async function startGrpcEchoServer(opts: { pki?: TestPki } = {}): Promise
     for (const [key, values] of Object.entries(call.metadata.toJSON())) {
       metadata[key] = values.map((v) => (typeof v === "string" ? v : Buffer.from(v).toString("base64")));
     }
-    const rec: GrpcCallRecord = { method: call.getPath(), metadata, requests: [] };
+    const rec: GrpcCallRecord = { method: call.getPath(), metadata, requests: [], cancelled: false };
+    (call as unknown as NodeJS.EventEmitter).on("cancelled", () => (rec.cancelled = true));
     calls.push(rec);
     return rec;
   };
@@ -83,11 +86,20 @@ export async function startGrpcEchoServer(opts: { pki?: TestPki } = {}): Promise
     callback(null, reply(call.request.message ?? "", 0, plan), plan.trailers);
   };
 
-  const serverStream: Handler = (call: grpc.ServerWritableStream<EchoRequest, EchoReply>) => {
+  const serverStream: Handler = async (call: grpc.ServerWritableStream<EchoRequest, EchoReply>) => {
     const rec = record(call);
     rec.requests.push(call.request);
     const plan = planFor(call.request, call.metadata);
     sendHeaders(call, plan);
+    if (call.request.count === -1) {
+      // Bounded (10 minutes) so a cancellation that never arrives cannot keep the server busy forever.
+      for (let i = 0; i < 60_000 && !rec.cancelled; i++) {
+        call.write(reply(`${call.request.message ?? ""} #${i}`, i, plan));
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      if (!rec.cancelled) finishStream(call, plan);
+      return;
+    }
     for (let i = 0; i < (call.request.count ?? 0); i++) call.write(reply(`${call.request.message ?? ""} #${i}`, i, plan));
     finishStream(call, plan);
   };
