@@ -9,6 +9,7 @@ import { connect as http2Connect, constants, sensitiveHeaders, type ClientHttp2S
 import { connect as tlsConnect, type TLSSocket } from "node:tls";
 import { UpstreamTimeout, UpstreamUnreachable } from "../errors.ts";
 import type { Answer } from "./answer.ts";
+import { drained } from "./coalescing-socket.ts";
 import { FRAME_LIMITS, guardFrames } from "./h2-frame-guard.ts";
 import { ConnectError, ConnectionTimeout } from "./connection.ts";
 import { hostHeader, type HeaderList } from "./http1.ts";
@@ -258,7 +259,7 @@ async function sendBody(stream: ClientHttp2Stream, req: HeldRequest, moved: () =
       if (done) break;
       if (stream.destroyed) throw new Error("stream closed");
       moved();
-      if (!stream.write(value)) await new Promise<void>((resolve) => stream.once("drain", resolve).once("close", resolve));
+      if (!stream.write(value)) await drained(stream);
     }
     stream.end();
   } catch {

@@ -18,6 +18,7 @@ export function createH2Body(h2: ServerHttp2Stream, headers: HeaderList): H2Body
   const length = declared === undefined ? null : Number(declared);
   const queue = createPullQueue({ pause: () => h2.pause(), resume: () => h2.resume() });
   let received = 0;
+  const reset = () => h2.aborted || (h2.rstCode !== undefined && h2.rstCode !== 0);
   let ended = false;
   h2.on("data", (chunk: Buffer) => {
     received += chunk.byteLength;
@@ -26,8 +27,10 @@ export function createH2Body(h2: ServerHttp2Stream, headers: HeaderList): H2Body
   });
   h2.once("end", () => {
     ended = true;
-    if (length !== null && received !== length) queue.fail(new InvalidRequest("the request body is shorter than its content-length"));
-    else queue.end();
+    if (length !== null && received !== length) return queue.fail(new InvalidRequest("the request body is shorter than its content-length"));
+    // Bun also ends the body of a stream the agent reset: an RST_STREAM in the same read arrives
+    // just after. Wait one turn so a reset body fails instead of reaching the upstream as complete.
+    setImmediate(() => (reset() ? queue.fail(new InvalidRequest("the agent reset the stream mid-body")) : queue.end()));
   });
   // A stream the agent reset mid-body must not reach the upstream as a complete request.
   h2.once("close", () => ended || queue.fail(new InvalidRequest("the agent reset the stream mid-body")));

@@ -7,7 +7,7 @@
 
 import { constants, createServer, type Http2Session, type IncomingHttpHeaders, type OutgoingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import type { Duplex } from "node:stream";
-import { answerOf, FRAME_LIMITS, guardFrames, type Answer, type HeaderList } from "../egress/index.ts";
+import { answerOf, drained, FRAME_LIMITS, guardFrames, type Answer, type HeaderList } from "../egress/index.ts";
 import { InvalidRequest, MethodNotAllowed, toErrorResponse, UpstreamUnreachable } from "../errors.ts";
 import type { Authority, TunnelDeps, TunnelSession } from "./context.ts";
 import { tunnelEgressInput } from "./egress-input.ts";
@@ -155,7 +155,7 @@ async function writeBody(stream: ServerHttp2Stream, body: Uint8Array | ReadableS
       const { done, value } = await reader.read();
       if (done) return true;
       if (stream.destroyed) throw new Error("the agent reset the stream");
-      if (!stream.write(value)) await new Promise<void>((resolve) => stream.once("drain", resolve).once("close", resolve));
+      if (!stream.write(value)) await drained(stream);
     }
   } catch {
     await reader.cancel().catch(() => {});

@@ -83,10 +83,9 @@ describe("Node's node:http2 client (run by node)", () => {
     process.off("warning", onWarning);
   }, 120_000);
 
-  // FAILING (broker bug, reported): every wait for "drain" while a body streams adds a "close"
-  // listener that stays until the stream ends (src/tunnel/h2.ts writeBody, src/egress/upstream-h2.ts
-  // sendBody): one per ~64 KiB under backpressure, so a large body piles up thousands.
-  test.failing("streaming 5 MiB bodies both ways adds no listener per write (no MaxListenersExceededWarning)", () => {
+  // Every wait for "drain" while a body streams once added a "close" listener that stayed until the
+  // stream ended: one per ~64 KiB under backpressure, thousands for a large body.
+  test("streaming 5 MiB bodies both ways adds no listener per write (no MaxListenersExceededWarning)", () => {
     expect(warnings.filter((w) => w.includes("MaxListeners"))).toEqual([]);
   });
 
@@ -251,16 +250,15 @@ describe("broker errors and bodies the agent abandons or misstates", () => {
     expect(completed(path)).toEqual([]);
   });
 
-  // FAILING (broker bug, reported): Bun's ServerHttp2Stream emits "end" after "aborted" when the agent
-  // resets it, and tunnel/h2-body.ts takes that "end" as the body's end when no content-length bounds
-  // it, so the upstream gets a truncated body as a complete request (END_STREAM, or the last chunk).
-  test.failing("an agent resetting an unsized upload mid-body: the h2 upstream never gets it as complete", async () => {
+  // Bun's ServerHttp2Stream emits "end" for a stream the agent resets too; tunnel/h2-body.ts once took
+  // it as the body's end when no content-length bounded it (a truncated body sent as complete).
+  test("an agent resetting an unsized upload mid-body: the h2 upstream never gets it as complete", async () => {
     const path = "/digest?reset-unsized";
     await resetMidBody(path, []);
     expect(completed(path)).toEqual([]);
   });
 
-  test.failing("an agent resetting an unsized upload mid-body: an HTTP/1.1 upstream never gets the last chunk", async () => {
+  test("an agent resetting an unsized upload mid-body: an HTTP/1.1 upstream never gets the last chunk", async () => {
     let bytes = Buffer.alloc(0);
     let closed = false;
     const raw = createTlsServer({ cert: env.h1.pki.certPem, key: env.h1.pki.keyPem }, (sock) => {

@@ -32,6 +32,16 @@ export interface H2Received {
   readonly aborted: boolean;
 }
 
+/** Resolves when the request is known reset, or 100 ms after its end without a reset. */
+function settled(req: Http2ServerRequest): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, 100);
+    const done = () => (clearTimeout(timer), resolve());
+    req.once("aborted", done);
+    req.stream?.once?.("aborted", done);
+  });
+}
+
 export interface H2Upstream {
   readonly port: number;
   readonly pki: TestPki;
@@ -81,7 +91,9 @@ export async function startH2Upstream(opts: { allowHTTP1?: boolean; pki?: TestPk
     res.on("error", () => {});
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
+    // Bun ends a reset request's body too, and says it was reset only later: judge it once the
+    // stream says so, or after a short grace when nothing more comes.
+    req.on("end", () => settled(req).then(() => {
       const r = record(req, Buffer.concat(chunks));
       received.push(r);
       if (r.aborted) return;
@@ -93,7 +105,7 @@ export async function startH2Upstream(opts: { allowHTTP1?: boolean; pki?: TestPk
           res.once("close", done);
         });
       });
-    });
+    }));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
