@@ -7,6 +7,7 @@
 import { BrokerError, Internal, MethodNotAllowed, PayloadTooLarge } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { headerOf, joinedHeader, wholeBody, withHeader, type Answer } from "./answer.ts";
+import { grpcScanStream, isGrpcResponse } from "./grpc-body.ts";
 import { auditEntry, type AuditLog } from "./audit.ts";
 import { decodeWhole, encodeWhole, parseCodings, type Coding } from "./content-coding.ts";
 import { buildUpstreamHeaders, cleanResponseHeaders } from "./headers.ts";
@@ -118,15 +119,17 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
     // needs its body again: small ones are held for that (a streamed one is not replayed).
     const held = minting && body && input.bodyLength !== null && input.bodyLength <= SMALL_BODY_BYTES ? await wholeBody(body) : undefined;
     const replayable = !body || held !== undefined;
+    const how = input.http2 ? http2Options(input, grant?.injection ?? planned.injection, planned.placement !== undefined) : undefined;
     const outbound = async (): Promise<OutboundRequest> => {
       const again = held ? new Blob([held as Uint8Array<ArrayBuffer>]).stream() : body;
       // SigV4 replaces the agent's own Authorization (its placeholder signature) on every ingress.
-      const headers = buildUpstreamHeaders(input.headers, grant?.injection ?? planned.injection, signing || input.ingress === "explicit");
+      let headers = buildUpstreamHeaders(input.headers, grant?.injection ?? planned.injection, signing || input.ingress === "explicit");
+      // An injected gRPC call asks for uncompressed messages: less to decode before the scan.
+      if (how?.http2 === "require" && !(grant?.needles ?? planned.needles).empty) headers = withHeader(headers, "grpc-accept-encoding", "identity");
       const req = { method: input.method, target, headers, body: again, bodyLength: input.bodyLength };
       return signing ? { method: input.method, ...(await signAwsRequest(planned.minted!, input, req, deps.now())) } : req;
     };
     if (m) tSend = m.now();
-    const how = input.http2 ? http2Options(input, grant?.injection ?? planned.injection, planned.placement !== undefined) : undefined;
     let upstream = await deps.upstream.send({ host: input.host, port: input.port, addresses }, await outbound(), how);
     // The answer is scanned for the token it was sent with (a 401 may echo the rejected one).
     let needles = grant?.needles ?? planned.needles;
@@ -202,6 +205,13 @@ async function shapeResponse(res: Answer, needles: Needles, ingress: EgressInput
   if (!body) {
     done(0, null);
     return { ...head, headers, body: null };
+  }
+  if (!needles.empty && isGrpcResponse(headers)) {
+    // gRPC frames its own messages (and may compress each one): scanned message by message.
+    const encoding = headerOf(headers, "grpc-encoding");
+    const source = body instanceof Uint8Array ? new Blob([body as Uint8Array<ArrayBuffer>]).stream() : body;
+    headers = withHeader(headers, "content-length", undefined);
+    return { ...head, headers, body: grpcScanStream(source, needles, encoding, deps.maxResponseBytes, done) };
   }
   let codings: Coding[] = [];
   if (!needles.empty) {

@@ -237,8 +237,10 @@ export function exchangeH2(lease: Lease, req: HeldRequest, x: H2Exchange): Promi
   return new Promise<Answer>((resolve, reject) => {
     let answered = false;
     stream.on("error", () => {}); // surfaced through close and the body below
-    stream.once("response", (head: IncomingHttpHeaders) => {
+    stream.once("response", (head: IncomingHttpHeaders, flags: number) => {
       answered = true;
+      // A head with END_STREAM is the whole answer (gRPC's trailers-only status): passed on as one.
+      if ((flags & constants.NGHTTP2_FLAG_END_STREAM) !== 0) return resolve({ status: Number(head[":status"]), statusText: "", headers: headerList(head), body: null });
       resolve(answerFrom(stream, head, req.method));
     });
     stream.once("close", () => {
