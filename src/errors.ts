@@ -178,6 +178,15 @@ export class UpstreamUnreachable extends BrokerError {
 }
 
 /**
+ * The agent went away (reset its HTTP/2 stream, closed its connection) before its answer came: the
+ * upstream exchange is cancelled. Only the audit log sees it (499, as nginx names it).
+ */
+export class ClientClosedRequest extends BrokerError {
+  readonly status = 499;
+  readonly code = "client_closed_request";
+}
+
+/**
  * A response to an injected request that the broker cannot decode to scan for echoed credentials
  * (an unknown Content-Encoding, or a corrupt or oversized compressed body): it fails closed.
  */

@@ -39,6 +39,8 @@ export interface EgressInput {
   readonly ingress: "explicit" | "transparent";
   /** The agent speaks HTTP/2 (a tunnel stream): the upstream is asked for HTTP/2 too, trailers pass. */
   readonly http2?: boolean;
+  /** Aborted when the agent goes away: the upstream exchange is cancelled, not left to run. */
+  readonly signal?: AbortSignal;
 }
 
 export interface EgressDeps {
@@ -119,13 +121,13 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
     // needs its body again: small ones are held for that (a streamed one is not replayed).
     const held = minting && body && input.bodyLength !== null && input.bodyLength <= SMALL_BODY_BYTES ? await wholeBody(body) : undefined;
     const replayable = !body || held !== undefined;
-    const how = input.http2 ? http2Options(input, grant?.injection ?? planned.injection, planned.placement !== undefined) : undefined;
+    const how: SendOptions = { ...(input.http2 ? http2Options(input, grant?.injection ?? planned.injection, planned.placement !== undefined) : {}), signal: input.signal };
     const outbound = async (): Promise<OutboundRequest> => {
       const again = held ? new Blob([held as Uint8Array<ArrayBuffer>]).stream() : body;
       // SigV4 replaces the agent's own Authorization (its placeholder signature) on every ingress.
       let headers = buildUpstreamHeaders(input.headers, grant?.injection ?? planned.injection, signing || input.ingress === "explicit");
       // An injected gRPC call asks for uncompressed messages: less to decode before the scan.
-      if (how?.http2 === "require" && !(grant?.needles ?? planned.needles).empty) headers = withHeader(headers, "grpc-accept-encoding", "identity");
+      if (how.http2 === "require" && !(grant?.needles ?? planned.needles).empty) headers = withHeader(headers, "grpc-accept-encoding", "identity");
       const req = { method: input.method, target, headers, body: again, bodyLength: input.bodyLength };
       return signing ? { method: input.method, ...(await signAwsRequest(planned.minted!, input, req, deps.now())) } : req;
     };

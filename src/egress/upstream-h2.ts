@@ -7,7 +7,7 @@
 
 import { connect as http2Connect, constants, sensitiveHeaders, type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from "node:http2";
 import { connect as tlsConnect, type TLSSocket } from "node:tls";
-import { UpstreamTimeout, UpstreamUnreachable } from "../errors.ts";
+import { ClientClosedRequest, UpstreamTimeout, UpstreamUnreachable } from "../errors.ts";
 import type { Answer } from "./answer.ts";
 import { drained } from "./coalescing-socket.ts";
 import { FRAME_LIMITS, guardFrames } from "./h2-frame-guard.ts";
@@ -203,6 +203,8 @@ export interface H2Exchange {
   readonly sensitive: readonly string[];
   /** Whether the agent accepts trailers (TE: trailers), which gRPC servers expect to see. */
   readonly trailers: boolean;
+  /** Aborted when the agent goes away: the stream is cancelled (RST_STREAM CANCEL) at the upstream. */
+  readonly signal?: AbortSignal;
 }
 
 /** A stream the upstream refused before doing any work (REFUSED_STREAM, or a session going away). */
@@ -228,6 +230,11 @@ export function exchangeH2(lease: Lease, req: HeldRequest, x: H2Exchange): Promi
     lease.release();
     return Promise.reject(new StreamRefused("the upstream session is closing"));
   }
+  // The agent gone (its stream reset, its connection closed): the upstream's stream goes too.
+  const cancel = () => stream.close(constants.NGHTTP2_CANCEL);
+  x.signal?.addEventListener("abort", cancel);
+  stream.once("close", () => x.signal?.removeEventListener("abort", cancel));
+  if (x.signal?.aborted) cancel();
   // Inactivity, not total time: a long stream (gRPC server streaming) lives as long as it moves.
   let timedOut = false;
   const timer = setTimeout(() => ((timedOut = true), stream.close(constants.NGHTTP2_CANCEL)), x.idleTimeoutMs);
@@ -246,6 +253,7 @@ export function exchangeH2(lease: Lease, req: HeldRequest, x: H2Exchange): Promi
     stream.once("close", () => {
       if (answered) return;
       if (timedOut) return reject(new UpstreamTimeout(`${x.host} did not answer in time`));
+      if (x.signal?.aborted) return reject(new ClientClosedRequest("the agent went away before the answer"));
       if (stream.rstCode === constants.NGHTTP2_REFUSED_STREAM) return reject(new StreamRefused(`${x.host} refused the stream`));
       reject(new UpstreamUnreachable(`${x.host} reset the stream before answering`));
     });

@@ -3,7 +3,7 @@
 // never decompresses, never follows redirects, and fails loudly on timeouts or bad framing.
 
 import type { Answer } from "./answer.ts";
-import { UpstreamTimeout, UpstreamUnreachable } from "../errors.ts";
+import { ClientClosedRequest, UpstreamTimeout, UpstreamUnreachable } from "../errors.ts";
 import { ConnectError, ConnectionTimeout, dial, type Connection } from "./connection.ts";
 import { MAX_HEAD_BYTES, readResponseHead } from "./upstream-head.ts";
 import { createH2Pool, dialAlpn, exchangeH2, StreamRefused } from "./upstream-h2.ts";
@@ -58,6 +58,8 @@ export interface SendOptions {
   readonly sensitive?: readonly string[];
   /** The agent accepts trailers (TE: trailers), forwarded to an HTTP/2 origin. */
   readonly trailers?: boolean;
+  /** Aborted when the agent goes away: a request still waiting for its answer is cancelled. */
+  readonly signal?: AbortSignal;
 }
 
 export interface Upstream {
@@ -132,6 +134,7 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
   }
 
   async function send(dest: Destination, original: OutboundRequest, how: SendOptions = {}): Promise<Answer> {
+    if (how.signal?.aborted) throw new ClientClosedRequest("the agent went away before the request was sent");
     if (how.http2) {
       const answer = await sendHttp2(dest, original, how);
       if (answer) return answer;
@@ -145,12 +148,12 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
     const replayable = safe && (req.body === null || req.bodyBytes !== undefined);
     const first = await connect(dest, false);
     try {
-      return await exchange(first.conn, dest, req);
+      return await exchange(first.conn, dest, req, how.signal);
     } catch (err) {
       if (!(err instanceof StaleConnection)) throw err;
       if (!(first.reused && replayable)) throw new UpstreamUnreachable(`${dest.host} closed the connection before answering`);
       const second = await connect(dest, true);
-      return exchange(second.conn, dest, req).catch((again) => {
+      return exchange(second.conn, dest, req, how.signal).catch((again) => {
         throw again instanceof StaleConnection ? new UpstreamUnreachable(`${dest.host} closed the connection before answering`) : again;
       });
     }
@@ -164,7 +167,7 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
       return null;
     }
     const req = await holdSmallBody(original);
-    const x = { host: dest.host, port: dest.port, idleTimeoutMs: (opts.idleTimeoutSeconds ?? 120) * 1000, sensitive: how.sensitive ?? [], trailers: how.trailers ?? false };
+    const x = { host: dest.host, port: dest.port, idleTimeoutMs: (opts.idleTimeoutSeconds ?? 120) * 1000, sensitive: how.sensitive ?? [], trailers: how.trailers ?? false, signal: how.signal };
     try {
       return await exchangeH2(lease, req, x);
     } catch (err) {
@@ -178,7 +181,7 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
     }
   }
 
-  async function exchange(conn: Connection, dest: Destination, req: HeldRequest): Promise<Answer> {
+  async function exchange(conn: Connection, dest: Destination, req: HeldRequest, signal: AbortSignal | undefined): Promise<Answer> {
     const framing: HeaderList = [];
     const chunked = req.body !== null && req.bodyLength === null;
     if (chunked) framing.push(["Transfer-Encoding", "chunked"]);
@@ -196,13 +199,20 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
     })();
     sending.catch(() => conn.close());
     let response: { head: ResponseHead; framing: BodyFraming };
+    // An agent gone before the answer came: the connection is closed, so the upstream stops too.
+    const cancel = () => conn.close();
+    signal?.addEventListener("abort", cancel);
+    if (signal?.aborted) cancel();
     try {
       response = await readHead(conn, req.method, () => (gotBytes = true));
     } catch (err) {
       conn.close();
+      if (signal?.aborted) throw new ClientClosedRequest("the agent went away before the answer");
       if (!gotBytes && !(err instanceof WireError) && !(err instanceof ConnectionTimeout)) throw new StaleConnection();
       if (err instanceof ConnectionTimeout) throw new UpstreamTimeout(`${dest.host} did not answer in time`);
       throw new UpstreamUnreachable(`${dest.host} sent an invalid response`);
+    } finally {
+      signal?.removeEventListener("abort", cancel);
     }
     const keepAlive = response.head.version === "1.1" && !headerValues(response.head.headers, "connection").some((v) => /\bclose\b/i.test(v));
     const reusable = keepAlive && response.framing.kind !== "close";

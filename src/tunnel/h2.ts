@@ -72,6 +72,9 @@ async function serveStream(stream: ServerHttp2Stream, headers: IncomingHttpHeade
   const grpc = isGrpc(headers["content-type"]);
   const list = requestHeaders(headers);
   const body = ended ? null : createH2Body(stream, list);
+  // The agent resetting the stream (or dropping the connection) cancels the upstream exchange too.
+  const gone = new AbortController();
+  stream.once("close", () => gone.abort());
   let reply: Answer | Response;
   if (method === "CONNECT") {
     // Extended CONNECT (WebSockets over HTTP/2) is not offered; a plain CONNECT inside a tunnel is refused too.
@@ -83,7 +86,7 @@ async function serveStream(stream: ServerHttp2Stream, headers: IncomingHttpHeade
       // A stream the agent already reset (rapid reset) is not sent upstream at all.
       if (stream.destroyed) throw new InvalidRequest("the agent reset the stream");
       if (!path.startsWith("/")) throw new InvalidRequest("the :path must start with /", "path");
-      return tunnelEgressInput({ method, target: path, headers: list }, target, session, body?.stream ?? null, body?.length ?? null, true);
+      return { ...tunnelEgressInput({ method, target: path, headers: list }, target, session, body?.stream ?? null, body?.length ?? null, true), signal: gone.signal };
     }, session, deps);
   }
   if (stream.destroyed || stream.closed) {

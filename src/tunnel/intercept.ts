@@ -82,8 +82,17 @@ export async function forwardRequest(
   if (body && headerValues(head.headers, "expect").some((v) => v.toLowerCase() === "100-continue")) {
     await writeAll(stream, "HTTP/1.1 100 Continue\r\n\r\n");
   }
-  const response = await egressForSession(() => tunnelEgressInput(head, target, session, body?.stream ?? null, framing.kind === "length" ? framing.length : null), session, deps);
-  return { response, complete: body ? await body.drained() : true };
+  // An agent that drops the connection while the upstream thinks cancels the upstream exchange too.
+  const gone = new AbortController();
+  const abort = () => gone.abort();
+  stream.once("close", abort);
+  try {
+    const input = () => ({ ...tunnelEgressInput(head, target, session, body?.stream ?? null, framing.kind === "length" ? framing.length : null), signal: gone.signal });
+    const response = await egressForSession(input, session, deps);
+    return { response, complete: body ? await body.drained() : true };
+  } finally {
+    stream.off("close", abort);
+  }
 }
 
 /**
