@@ -32,10 +32,14 @@ export interface Connection {
 }
 
 export class ConnectError extends Error {
-  constructor(message: string, readonly tls: boolean) {
+  /** `alpnRefused`: the server's TLS refused HTTP/1.1 in ALPN (an HTTP/2-only server). */
+  constructor(message: string, readonly tls: boolean, readonly alpnRefused = false) {
     super(message);
   }
 }
+
+/** ALPN in wire format: HTTP/1.1 only. An HTTP/2-only server refuses it in the handshake, which says so. */
+const ALPN_HTTP1 = Buffer.from("\x08http/1.1", "latin1");
 
 export class ConnectionTimeout extends Error {}
 
@@ -99,7 +103,7 @@ export function dial(opts: DialOptions, key: string): Promise<Connection> {
     Bun.connect({
       hostname: opts.ip,
       port: opts.port,
-      tls: opts.plain ? undefined : { serverName: opts.serverName, ca: opts.ca, rejectUnauthorized: true },
+      tls: opts.plain ? undefined : { serverName: opts.serverName, ca: opts.ca, rejectUnauthorized: true, ALPNProtocols: ALPN_HTTP1 },
       socket: {
         open(s) {
           socket = s;
@@ -109,7 +113,7 @@ export function dial(opts: DialOptions, key: string): Promise<Connection> {
         handshake(_s, success, authError) {
           // Bytes written before the handshake completes can be lost: resolve only now.
           if (success && !authError) settle();
-          else settle(new ConnectError(`TLS verification failed: ${authError?.message ?? "handshake failed"}`, true));
+          else settle(new ConnectError(`TLS verification failed: ${authError?.message ?? "handshake failed"}`, true, /NO_APPLICATION_PROTOCOL/i.test(authError?.message ?? "")));
         },
         data(_s, chunk) {
           incoming.push(chunk);

@@ -121,7 +121,10 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
     // needs its body again: small ones are held for that (a streamed one is not replayed).
     const held = minting && body && input.bodyLength !== null && input.bodyLength <= SMALL_BODY_BYTES ? await wholeBody(body) : undefined;
     const replayable = !body || held !== undefined;
-    const how: SendOptions = { ...(input.http2 ? http2Options(input, grant?.injection ?? planned.injection, planned.placement !== undefined) : {}), signal: input.signal };
+    const injection = grant?.injection ?? planned.injection;
+    const inPath = planned.placement !== undefined;
+    // (An HTTP/1.1 agent's request can go out over HTTP/2 too, to an origin that speaks nothing else.)
+    const how: SendOptions = input.http2 ? { ...http2Options(input, injection, inPath), signal: input.signal } : { sensitive: sensitiveFields(injection, inPath), signal: input.signal };
     const outbound = async (): Promise<OutboundRequest> => {
       const again = held ? new Blob([held as Uint8Array<ArrayBuffer>]).stream() : body;
       // SigV4 replaces the agent's own Authorization (its placeholder signature) on every ingress.
@@ -180,9 +183,14 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
  */
 function http2Options(input: EgressInput, injection: { header: string } | undefined, inPath: boolean): SendOptions {
   const grpc = /^application\/grpc(?:[+;]|$)/i.test(headerValues(input.headers, "content-type")[0] ?? "");
-  const sensitive = ["authorization", ...(injection ? [injection.header] : []), ...(inPath ? [":path"] : [])];
+  const sensitive = sensitiveFields(injection, inPath);
   const trailers = /\btrailers\b/i.test(headerValues(input.headers, "te").join(","));
   return { http2: grpc ? "require" : "prefer", sensitive, trailers };
+}
+
+/** The fields that carry the credential over HTTP/2, sent never-indexed (kept out of the HPACK tables). */
+function sensitiveFields(injection: { header: string } | undefined, inPath: boolean): string[] {
+  return ["authorization", ...(injection ? [injection.header] : []), ...(inPath ? [":path"] : [])];
 }
 
 /** An answer that will not be forwarded: its streamed body is cancelled so the connection is freed. */

@@ -36,7 +36,8 @@ export async function readExactly(conn: Connection, length: number): Promise<Uin
 
 export type HeldRequest = OutboundRequest & { readonly bodyBytes?: Uint8Array };
 
-export async function holdSmallBody(req: OutboundRequest): Promise<HeldRequest> {
+export async function holdSmallBody(req: OutboundRequest | HeldRequest): Promise<HeldRequest> {
+  if ("bodyBytes" in req && req.bodyBytes) return req; // held already
   if (!req.body || req.bodyLength === null || req.bodyLength > SMALL_BODY_BYTES) return req;
   const bytes = new Uint8Array(await new Response(req.body).arrayBuffer());
   // A body shorter or longer than declared must not be sent under that Content-Length.

@@ -89,6 +89,7 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
       } catch (err) {
         last = err as Error;
         opts.onConnectError?.(err instanceof ConnectionTimeout ? "timeout" : err instanceof ConnectError && err.tls ? "tls" : "connect");
+        if (err instanceof ConnectError && err.alpnRefused) throw new Http1Refused();
         if (err instanceof ConnectError && err.tls) break;
       }
     }
@@ -98,6 +99,7 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
   }
 
   const connectTimeoutMs = opts.connectTimeoutMs ?? 10_000;
+  const http2Only = new Map<string, number>();
   const h2 = createH2Pool({
     maxHeaderListSize: opts.maxHeadBytes ?? MAX_HEAD_BYTES,
     dial: (dest) => reach(dest as Destination, (ip, serverName) => dialAlpn({ ip, port: dest.port, serverName, ca: opts.ca, connectTimeoutMs })),
@@ -135,8 +137,10 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
 
   async function send(dest: Destination, original: OutboundRequest, how: SendOptions = {}): Promise<Answer> {
     if (how.signal?.aborted) throw new ClientClosedRequest("the agent went away before the request was sent");
-    if (how.http2) {
-      const answer = await sendHttp2(dest, original, how);
+    const key = `${dest.port}|${dest.host}`;
+    const onlyHttp2 = (http2Only.get(key) ?? 0) > Date.now();
+    if (how.http2 || onlyHttp2) {
+      const answer = await sendHttp2(dest, original, onlyHttp2 ? { ...how, http2: "require" } : how);
       if (answer) return answer;
     }
     // A reused keep-alive connection may have been closed by the upstream meanwhile. A request is
@@ -146,7 +150,15 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
     const req = await holdSmallBody(original);
     const safe = IDEMPOTENT_METHODS.has(req.method) || req.headers.some(([name]) => name.toLowerCase() === "idempotency-key");
     const replayable = safe && (req.body === null || req.bodyBytes !== undefined);
-    const first = await connect(dest, false);
+    let first: { conn: Connection; reused: boolean };
+    try {
+      first = await connect(dest, false);
+    } catch (err) {
+      if (!(err instanceof Http1Refused)) throw err;
+      // An HTTP/2-only origin: the HTTP/1.1 agent's request is translated, and the origin remembered.
+      http2Only.set(key, Date.now() + HTTP2_ONLY_REMEMBERED_MS);
+      return (await sendHttp2(dest, req, { ...how, http2: "require" }))!;
+    }
     try {
       return await exchange(first.conn, dest, req, how.signal);
     } catch (err) {
@@ -241,7 +253,14 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
 
   return {
     send,
-    open: async (dest) => (await connect(dest, true)).conn,
+    open: async (dest) => {
+      try {
+        return (await connect(dest, true)).conn;
+      } catch (err) {
+        if (err instanceof Http1Refused) throw new UpstreamUnreachable(`${dest.host} speaks only HTTP/2, and a WebSocket upgrade needs HTTP/1.1`);
+        throw err;
+      }
+    },
     openPlain: async (dest) => (await connect(dest, true, true)).conn,
     close() {
       for (const list of idle.values()) for (const c of list) c.close();
@@ -252,6 +271,12 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
 }
 
 class StaleConnection extends Error {}
+
+/** The origin's TLS refused HTTP/1.1 in ALPN: it speaks only HTTP/2. */
+class Http1Refused extends Error {}
+
+/** An origin found to speak only HTTP/2 is reached over HTTP/2 for this long without asking again. */
+const HTTP2_ONLY_REMEMBERED_MS = 10 * 60_000;
 
 /**
  * Lower-case names; framing is re-done by whoever writes the answer to the agent. A HEAD answer (or a

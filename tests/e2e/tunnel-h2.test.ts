@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
-import { headerValues, patternBytes, sha256, type H2Received } from "../helpers/h2-upstream.ts";
+import { headerValues, patternBytes, sha256, startH2Upstream, type H2Received } from "../helpers/h2-upstream.ts";
 import { createServer as createTlsServer } from "node:tls";
 import { FLAG, FRAME, frame, requestBlock, rstFrame } from "../helpers/h2-frames.ts";
 import { expectNoLeak, findClosedPort } from "./proxy-fixture.ts";
@@ -68,6 +68,26 @@ describe("curl", () => {
     expect(seen.protocol).toBe("http/1.1");
     expect(seen.authority).toBe(env.authority);
     expect(headerValues(seen, "authorization")).toEqual(injected());
+  });
+
+  test("curl --http1.1 to an upstream that speaks only HTTP/2: translated (the upstream gets h2, curl gets HTTP/1.1)", async () => {
+    if (!requireBinary("curl", "curl")) return;
+    const only = await startH2Upstream({ pki: env.h1.pki, allowHTTP1: false });
+    try {
+      const authority = `${UPSTREAM_NAME}:${only.port}`;
+      await env.broker.addService(authority, { type: "bearer", token: "API_KEY" });
+      for (const path of ["/only-h2/first", "/only-h2/again"]) {
+        const r = await run(["curl", "-sS", "--http1.1", "-x", env.proxyUrl, "--cacert", env.caFile, "-w", "\n%{http_version} %{http_code}", `https://${authority}${path}`]);
+        expect(r.stderr).toBe("");
+        expect(r.stdout.slice(r.stdout.lastIndexOf("\n") + 1)).toBe("1.1 200");
+        expect(r.stdout).not.toContain(env.secret);
+        const seen = only.received.find((x) => x.path === path)!;
+        expect(seen.protocol).toBe("h2");
+        expect(headerValues(seen, "authorization")).toEqual(injected());
+      }
+    } finally {
+      await only.close();
+    }
   });
 });
 
