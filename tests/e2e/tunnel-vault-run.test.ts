@@ -147,11 +147,13 @@ describe("broker vault run (compiled binary)", () => {
 
   test("--proxy-tls: HTTPS_PROXY=https://… and curl reaches the upstream through the TLS-wrapped listener", async () => {
     if (!requireBinary("curl", "curl")) return;
-    const script = `printf '%s\\n' "$HTTPS_PROXY"; curl -sS --proxy-cacert "$SSL_CERT_FILE" https://${hostPort}/proxy-tls`;
+    const script = `printf '%s\\n' "$HTTPS_PROXY" "grpc_proxy=\${grpc_proxy:-unset}"; curl -sS --proxy-cacert "$SSL_CERT_FILE" https://${hostPort}/proxy-tls`;
     const r = await cli(["vault", "run", "--proxy-tls", "--", "sh", "-c", script]);
     expect(r.stderr).toBe("");
     expect(r.exitCode).toBe(0);
     expect(r.stdout.split("\n")[0]).toStartWith("https://");
+    // gRPC libraries cannot use an https:// proxy: they are not handed one (nor the token for a plain one).
+    expect(r.stdout.split("\n")[1]).toBe("grpc_proxy=unset");
     expect(r.stdout).toContain('"url":"/proxy-tls"');
     expect(upstream.received.at(-1)!.rawHeaders).toContainEqual(["authorization", `Bearer ${SECRET}`]);
   });

@@ -59,9 +59,13 @@ export function childEnvironment(base: Record<string, string | undefined>, s: { 
   env.BROKER_SESSION_TOKEN = s.token;
   env.HTTPS_PROXY = `${s.tls ? "https" : "http"}://${encodeURIComponent(s.token)}:${encodeURIComponent(s.vault)}@${host}:${s.proxyPort}`;
   env.NO_PROXY = "localhost,127.0.0.1";
-  // gRPC libraries read only lower-case variables, their own first (grpc_proxy, no_grpc_proxy).
-  env.grpc_proxy = env.HTTPS_PROXY;
-  env.no_grpc_proxy = env.NO_PROXY;
+  // gRPC libraries read only lower-case variables, their own first (grpc_proxy, no_grpc_proxy). They
+  // cannot speak TLS to a proxy (grpc-js ignores an https:// one), so --proxy-tls leaves them unset
+  // rather than hand them the token for a plain connection.
+  if (!s.tls) {
+    env.grpc_proxy = env.HTTPS_PROXY;
+    env.no_grpc_proxy = env.NO_PROXY;
+  }
   env.NODE_USE_ENV_PROXY = "1";
   for (const name of CA_VARIABLES) env[name] = s.caFile;
   return env;
