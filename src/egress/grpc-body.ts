@@ -7,10 +7,10 @@
 // accepts). An encoding the broker cannot decode fails closed, like an unknown Content-Encoding.
 
 import { inflateSync, gunzipSync } from "node:zlib";
-import { BrokerError, PayloadTooLarge, UndecodableResponse } from "../errors.ts";
+import { PayloadTooLarge, UndecodableResponse } from "../errors.ts";
 import type { HeaderList } from "./http1.ts";
 import { compileNeedles, redactWhole, type NeedleSet } from "./redact.ts";
-import type { BodyDone } from "./scan-body.ts";
+import { transformBody, type BodyDone } from "./scan-body.ts";
 
 /** The largest message the broker decodes and scans (gRPC's own default limit is 4 MiB). */
 export const MAX_GRPC_MESSAGE_BYTES = 64 << 20;
@@ -91,42 +91,13 @@ function decoderFor(encoding: string | undefined): ((bytes: Uint8Array) => Uint8
 }
 
 function concat(parts: Uint8Array[]): Uint8Array {
-  return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+  return parts.length === 1 ? parts[0]! : parts.length === 0 ? EMPTY : Buffer.concat(parts);
 }
+
+const EMPTY = new Uint8Array(0);
 
 /** The body as a stream of redacted messages; fails (never truncates silently) on a bad or oversized one. */
 export function grpcScanStream(source: ReadableStream<Uint8Array>, needles: NeedleSet, encoding: string | undefined, maxBytes: number, done: BodyDone): ReadableStream<Uint8Array> {
   const redactor = createGrpcRedactor(needles, encoding);
-  const reader = source.getReader();
-  let bytesIn = 0;
-  let reported = false;
-  const report = (error: string | null) => {
-    if (!reported) (reported = true), done(bytesIn, error);
-  };
-  return new ReadableStream<Uint8Array>({
-    async pull(ctrl) {
-      try {
-        for (;;) {
-          const { done: end, value } = await reader.read();
-          if (end) {
-            redactor.end();
-            ctrl.close();
-            return report(null);
-          }
-          bytesIn += value.byteLength;
-          if (maxBytes && bytesIn > maxBytes) throw new PayloadTooLarge(`response body exceeded the broker's limit of ${maxBytes} bytes`);
-          const messages = redactor.push(value);
-          if (messages.length) return ctrl.enqueue(concat(messages));
-        }
-      } catch (err) {
-        report(err instanceof BrokerError ? err.code : "upstream_stream_error");
-        await reader.cancel().catch(() => {});
-        ctrl.error(err);
-      }
-    },
-    cancel(reason) {
-      report("client_cancelled");
-      return reader.cancel(reason);
-    },
-  });
+  return transformBody(source, { push: (chunk) => concat(redactor.push(chunk)), end: () => (redactor.end(), undefined) }, maxBytes, done);
 }

@@ -23,11 +23,30 @@ export function scanBodyStream(source: ReadableStream<Uint8Array>, opts: ScanOpt
   const needles = compileNeedles(opts.needles);
   const redactor = needles.empty ? undefined : createRedactor(needles);
   const recoder = redactor && opts.codings.length ? createBodyRecoder(opts.codings, redactor) : undefined;
+  return transformBody(source, {
+    push: async (chunk) => (recoder ? await recoder.push(chunk) : redactor ? redactor.push(chunk) : chunk),
+    end: async () => (recoder ? await recoder.end() : redactor?.flush()),
+    destroy: () => recoder?.destroy(),
+  }, opts.maxBytes, opts.done);
+}
+
+/** One step of a body's way to the agent: bytes in, bytes out (maybe none yet), the rest at the end. */
+export interface BodyStep {
+  push(chunk: Uint8Array): Promise<Uint8Array> | Uint8Array;
+  end(): Promise<Uint8Array | undefined> | Uint8Array | undefined;
+  destroy?(): void;
+}
+
+/**
+ * A body through `step`, counted and capped (`maxBytes` upstream bytes, 0 = no cap; beyond it the
+ * stream breaks, never truncates in silence); `done` hears the count and how it ended, once.
+ */
+export function transformBody(source: ReadableStream<Uint8Array>, step: BodyStep, maxBytes: number, done: BodyDone): ReadableStream<Uint8Array> {
   const reader = source.getReader();
   let bytesOut = 0;
   let reported = false;
   const report = (error: string | null) => {
-    if (!reported) (reported = true), opts.done(bytesOut, error);
+    if (!reported) (reported = true), done(bytesOut, error);
   };
   return new ReadableStream<Uint8Array>({
     async pull(ctrl) {
@@ -36,26 +55,26 @@ export function scanBodyStream(source: ReadableStream<Uint8Array>, opts: ScanOpt
         for (;;) {
           const { done: end, value } = await reader.read();
           if (end) {
-            const rest = recoder ? await recoder.end() : redactor?.flush();
+            const rest = await step.end();
             if (rest?.length) ctrl.enqueue(rest);
             ctrl.close();
             return report(null);
           }
           bytesOut += value.byteLength;
-          if (opts.maxBytes && bytesOut > opts.maxBytes) throw new PayloadTooLarge(`response body exceeded the broker's limit of ${opts.maxBytes} bytes`);
-          const chunk = recoder ? await recoder.push(value) : redactor ? redactor.push(value) : value;
+          if (maxBytes && bytesOut > maxBytes) throw new PayloadTooLarge(`response body exceeded the broker's limit of ${maxBytes} bytes`);
+          const chunk = await step.push(value);
           if (chunk.length) return ctrl.enqueue(chunk);
         }
       } catch (err) {
         report(err instanceof BrokerError ? err.code : "upstream_stream_error");
-        recoder?.destroy();
+        step.destroy?.();
         await reader.cancel().catch(() => {});
         ctrl.error(err);
       }
     },
     cancel(reason) {
       report("client_cancelled");
-      recoder?.destroy();
+      step.destroy?.();
       return reader.cancel(reason);
     },
   });

@@ -5,11 +5,12 @@
 // injected one never enters the HPACK table), streams both bodies with backpressure, and hands
 // the response trailers on (gRPC's status travels there).
 
-import { connect as http2Connect, constants, sensitiveHeaders, type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from "node:http2";
+import { connect as http2Connect, constants, sensitiveHeaders, type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders } from "node:http2";
 import { connect as tlsConnect, type TLSSocket } from "node:tls";
 import { ClientClosedRequest, UpstreamTimeout, UpstreamUnreachable } from "../errors.ts";
 import type { Answer } from "./answer.ts";
 import { drained } from "./coalescing-socket.ts";
+import { fieldLines, linesToFields } from "./h2-fields.ts";
 import { FRAME_LIMITS, guardFrames } from "./h2-frame-guard.ts";
 import { ConnectError, ConnectionTimeout } from "./connection.ts";
 import { hostHeader, type HeaderList } from "./http1.ts";
@@ -211,13 +212,7 @@ export interface H2Exchange {
 export class StreamRefused extends Error {}
 
 export function exchangeH2(lease: Lease, req: HeldRequest, x: H2Exchange): Promise<Answer> {
-  const headers: OutgoingHttpHeaders = { ":method": req.method, ":path": req.target, ":authority": hostHeader(x.host, x.port), ":scheme": "https" };
-  for (const [name, value] of req.headers) {
-    const lower = name.toLowerCase();
-    if (CONNECTION_SPECIFIC.has(lower)) continue;
-    const prior = headers[lower];
-    headers[lower] = prior === undefined ? value : Array.isArray(prior) ? [...prior, value] : [String(prior), value];
-  }
+  const headers = linesToFields(req.headers, CONNECTION_SPECIFIC, { ":method": req.method, ":path": req.target, ":authority": hostHeader(x.host, x.port), ":scheme": "https" });
   if (req.bodyLength !== null) headers["content-length"] = String(req.bodyLength);
   if (x.trailers) headers.te = "trailers";
   (headers as Record<symbol, unknown>)[sensitiveHeaders] = x.sensitive.map((n) => n.toLowerCase());
@@ -247,7 +242,7 @@ export function exchangeH2(lease: Lease, req: HeldRequest, x: H2Exchange): Promi
     stream.once("response", (head: IncomingHttpHeaders, flags: number) => {
       answered = true;
       // A head with END_STREAM is the whole answer (gRPC's trailers-only status): passed on as one.
-      if ((flags & constants.NGHTTP2_FLAG_END_STREAM) !== 0) return resolve({ status: Number(head[":status"]), statusText: "", headers: headerList(head), body: null });
+      if ((flags & constants.NGHTTP2_FLAG_END_STREAM) !== 0) return resolve({ status: Number(head[":status"]), statusText: "", headers: fieldLines(head), body: null });
       resolve(answerFrom(stream, head, req.method));
     });
     stream.once("close", () => {
@@ -281,9 +276,9 @@ async function sendBody(stream: ClientHttp2Stream, req: HeldRequest, moved: () =
 
 function answerFrom(stream: ClientHttp2Stream, head: IncomingHttpHeaders, method: string): Answer {
   const status = Number(head[":status"]);
-  const headers = headerList(head);
+  const headers = fieldLines(head);
   let trailers: HeaderList = [];
-  stream.once("trailers", (t: IncomingHttpHeaders) => (trailers = headerList(t)));
+  stream.once("trailers", (t: IncomingHttpHeaders) => (trailers = fieldLines(t)));
   const length = Number(head["content-length"] ?? NaN);
   const bodyless = method === "HEAD" || status === 204 || status === 304 || length === 0;
   const queue = createPullQueue({ pause: () => stream.pause(), resume: () => stream.resume() });
@@ -311,13 +306,3 @@ function answerFrom(stream: ClientHttp2Stream, head: IncomingHttpHeaders, method
   return { ...answer, body };
 }
 
-/** Response (or trailer) fields as header lines: pseudo-headers dropped, list values one line each. */
-function headerList(h: IncomingHttpHeaders): HeaderList {
-  const out: HeaderList = [];
-  for (const [name, value] of Object.entries(h)) {
-    if (name.startsWith(":") || value === undefined) continue;
-    if (Array.isArray(value)) for (const v of value) out.push([name, v]);
-    else out.push([name, String(value)]);
-  }
-  return out;
-}

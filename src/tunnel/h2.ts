@@ -5,9 +5,9 @@
 // so the agent's client reports it instead of failing on a JSON body. Bun's node:http2 does the
 // framing, HPACK, flow control and SETTINGS; the frame guard (egress/h2-frame-guard.ts) stands in front of it.
 
-import { constants, createServer, type Http2Session, type IncomingHttpHeaders, type OutgoingHttpHeaders, type ServerHttp2Stream } from "node:http2";
+import { constants, createServer, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import type { Duplex } from "node:stream";
-import { answerOf, drained, FRAME_LIMITS, guardFrames, type Answer, type HeaderList } from "../egress/index.ts";
+import { answerOf, drained, fieldLines, FRAME_LIMITS, guardFrames, linesToFields, type Answer } from "../egress/index.ts";
 import { InvalidRequest, MethodNotAllowed, toErrorResponse, UpstreamUnreachable } from "../errors.ts";
 import type { Authority, TunnelDeps, TunnelSession } from "./context.ts";
 import { tunnelEgressInput } from "./egress-input.ts";
@@ -70,7 +70,7 @@ export function serveHttp2(socket: Duplex, target: Authority, session: TunnelSes
 async function serveStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, ended: boolean, target: Authority, session: TunnelSession, deps: TunnelDeps): Promise<void> {
   const method = String(headers[":method"] ?? "");
   const grpc = isGrpc(headers["content-type"]);
-  const list = requestHeaders(headers);
+  const list = fieldLines(headers); // the egress core works on header lines
   const body = ended ? null : createH2Body(stream, list);
   // The agent resetting the stream (or dropping the connection) cancels the upstream exchange too.
   const gone = new AbortController();
@@ -97,25 +97,10 @@ async function serveStream(stream: ServerHttp2Stream, headers: IncomingHttpHeade
   await respond(stream, answer, method === "HEAD");
 }
 
-/** The agent's header fields in order, pseudo-headers left out (the egress core works on header lines). */
-function requestHeaders(headers: IncomingHttpHeaders): HeaderList {
-  const out: HeaderList = [];
-  for (const [name, value] of Object.entries(headers)) {
-    if (name.startsWith(":") || value === undefined) continue;
-    if (Array.isArray(value)) for (const v of value) out.push([name, v]);
-    else out.push([name, String(value)]);
-  }
-  return out;
-}
 
 /** Writes an answer on the stream: head, body with backpressure, then trailers when the upstream sent any. */
 async function respond(stream: ServerHttp2Stream, a: Answer, headOnly: boolean): Promise<void> {
-  const head: OutgoingHttpHeaders = { ":status": a.status };
-  for (const [name, value] of a.headers) {
-    if (CONNECTION_SPECIFIC.has(name)) continue;
-    const prior = head[name];
-    head[name] = prior === undefined ? value : Array.isArray(prior) ? [...prior, value] : [String(prior), value];
-  }
+  const head = linesToFields(a.headers, CONNECTION_SPECIFIC, { ":status": a.status });
   const body = a.body;
   const bodyless = headOnly || a.status === 204 || a.status === 304 || body === null;
   if (bodyless && body && !(body instanceof Uint8Array)) await body.cancel().catch(() => {});
@@ -132,18 +117,8 @@ async function respond(stream: ServerHttp2Stream, a: Answer, headOnly: boolean):
     if (!sent) return;
   }
   const trailers = a.trailers ? await a.trailers : [];
-  if (a.trailers) stream.once("wantTrailers", () => stream.sendTrailers(trailerFields(trailers)));
+  if (a.trailers) stream.once("wantTrailers", () => stream.sendTrailers(linesToFields(trailers, CONNECTION_SPECIFIC)));
   stream.end();
-}
-
-function trailerFields(list: HeaderList): OutgoingHttpHeaders {
-  const out: OutgoingHttpHeaders = {};
-  for (const [name, value] of list) {
-    if (CONNECTION_SPECIFIC.has(name)) continue;
-    const prior = out[name];
-    out[name] = prior === undefined ? value : Array.isArray(prior) ? [...prior, value] : [String(prior), value];
-  }
-  return out;
 }
 
 /** False when the body broke or the agent went away: the stream was reset, never ended as if complete. */
