@@ -3,19 +3,14 @@
 // under one test CA, both bearer services on the same credential; plus CONNECT + TLS (ALPN h2)
 // helpers and one ordinary HTTP/2 request for "the broker is still healthy" checks.
 
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import * as http2 from "node:http2";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { TLSSocket } from "node:tls";
-import { startTunnel } from "../../src/cli/commands/server.ts";
-import type { TunnelStarter } from "../../src/server/serve.ts";
-import { bindTunnelListener, type TunnelDeps } from "../../src/tunnel/index.ts";
+import type { TunnelDeps } from "../../src/tunnel/index.ts";
 import { FLAG, FRAME, frame, h2Tls, openRawH2, type RawH2, type ReadFrame } from "../helpers/h2-frames.ts";
 import { startH2Upstream, type H2Upstream } from "../helpers/h2-upstream.ts";
-import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
-import { startBroker, type Broker } from "./proxy-fixture.ts";
-import { basicProxyAuth, dialProxy, sendConnect, UPSTREAM_NAME } from "./tunnel-fixture.ts";
+import type { TestUpstream } from "../helpers/upstream.ts";
+import type { Broker } from "./proxy-fixture.ts";
+import { dialProxy, sendConnect, startTunnelEnv, UPSTREAM_NAME } from "./tunnel-fixture.ts";
 
 export interface H2TunnelEnv {
   readonly broker: Broker;
@@ -44,49 +39,20 @@ export interface H2TunnelEnvOptions {
 }
 
 export async function startH2TunnelEnv(opts: H2TunnelEnvOptions = {}): Promise<H2TunnelEnv> {
-  const h1 = await startUpstream();
-  const h2 = await startH2Upstream({ pki: h1.pki, allowHTTP1: opts.allowHTTP1 });
-  const limits = opts.tunnel;
-  const starter: TunnelStarter = limits
-    ? async (host, port) => {
-        const bound = await bindTunnelListener(host, port);
-        return { port: bound.port, close: bound.close, serve: (ctx) => bound.serve({ ...ctx, maxHeadBytes: 64 * 1024, idleTimeoutMs: 120_000, ...limits }) };
-      }
-    : startTunnel;
-  const broker = await startBroker({ caPem: h1.pki.caPem, startTunnel: starter });
-  if (!broker.proxyAddress) throw new Error("the tunnel listener did not start");
-  broker.dns.set(UPSTREAM_NAME, ["127.0.0.1"]);
+  // startTunnelEnv's HTTP/1.1 upstream stays as the HTTP/1.1-only one; the HTTP/2 one joins it.
+  const base = await startTunnelEnv({ tunnel: opts.tunnel });
+  const h2 = await startH2Upstream({ pki: base.upstream.pki, allowHTTP1: opts.allowHTTP1 });
   const authority = `${UPSTREAM_NAME}:${h2.port}`;
-  const h1Authority = `${UPSTREAM_NAME}:${h1.port}`;
-  const secret = `sk-h2-${crypto.randomUUID()}`;
-  await broker.setCredential("API_KEY", secret);
-  await broker.addService(authority, { type: "bearer", token: "API_KEY" });
-  await broker.addService(h1Authority, { type: "bearer", token: "API_KEY" });
-  const caRes = await fetch(`${broker.apiUrl}/v1/ca.pem`);
-  if (!caRes.ok) throw new Error(`GET /v1/ca.pem: ${caRes.status}`);
-  const caPem = await caRes.text();
-  const dir = mkdtempSync(join(tmpdir(), "broker-h2-e2e-"));
-  const caFile = join(dir, "broker-ca.pem");
-  writeFileSync(caFile, caPem);
-  const proxyPort = Number(broker.proxyAddress.split(":").at(-1));
+  await base.broker.addService(authority, { type: "bearer", token: "API_KEY" });
   return {
-    broker,
+    ...base,
     h2,
     authority,
-    h1,
-    h1Authority,
-    proxyPort,
-    caPem,
-    caFile,
-    dir,
-    secret,
-    proxyAuth: basicProxyAuth(broker.sessionToken, broker.vault),
-    proxyUrl: `http://${broker.sessionToken}:${broker.vault}@127.0.0.1:${proxyPort}`,
+    h1: base.upstream,
+    h1Authority: base.authority,
     async stop() {
-      await broker.stop();
+      await base.stop();
       await h2.close();
-      await h1.close();
-      rmSync(dir, { recursive: true, force: true });
     },
   };
 }
