@@ -89,3 +89,9 @@ async function reportFailure(err: unknown, io: Io, root: CommandDef<any>, args: 
 function stripAnsi(s: string): string {
   return s.replace(/\u001b\[[0-9;]*m/g, "");
 }
+
+/** The contained side of `vault run --contain` (the spec comes from the outside half, never a secret). */
+export async function runContainedSide(spec: string): Promise<number> {
+  const { runContained } = await import("./contain-inside.ts");
+  return runContained(JSON.parse(spec));
+}

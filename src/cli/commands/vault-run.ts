@@ -15,6 +15,7 @@ import { openContext, pickVault } from "../context.ts";
 import { CliExit, CliFailure } from "../fail.ts";
 import { nodeProxyWarning } from "../node-proxy.ts";
 import { printNote } from "../output.ts";
+import { assertContainable, CONTAIN_ENV, containedArgv, startBridges, type ContainSpec } from "../contain.ts";
 
 // AWS_CA_BUNDLE: the AWS CLI and boto3 read their roots only from there (aws_sigv4 services).
 // GRPC_DEFAULT_SSL_ROOTS_FILE_PATH: gRPC's own libraries (grpc-js, grpcio) read their roots from there.
@@ -78,6 +79,7 @@ export default defineCommand({
     ttl: { type: "string", description: "Session lifetime, 5m to 7d (default 24h); the session is revoked when the command exits anyway" },
     role: { type: "string", description: "Role of the session: proxy (default), member or admin; never above your own" },
     "proxy-tls": { type: "boolean", description: "Use https:// to reach the proxy itself (HTTPS_PROXY=https://…)" },
+    contain: { type: "boolean", description: "Run the command in its own network namespace: it can reach only the broker (Linux, no root needed)" },
   },
   async run({ rawArgs, args }) {
     const dash = rawArgs.indexOf("--");
@@ -85,19 +87,25 @@ export default defineCommand({
     if (command.length === 0) throw new CliFailure("no command to run", "put it after --, e.g. broker vault run -- curl https://api.github.com/user", 2);
     const warning = nodeProxyWarning(command, process.env.PATH);
     if (warning) printNote(warning);
+    if (args.contain) assertContainable();
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
     const body = { vault, role: args.role ?? "proxy", ttl_seconds: parseTtl(args.ttl) };
     const session = await ctx.client.request<ScopedSession>("POST", apiPath("v1", "sessions"), { body, vault });
     const dir = mkdtempSync(join(tmpdir(), "broker-run-")); // 0700
     const revoke = () => ctx.client.request("DELETE", apiPath("v1", "sessions", session.id)).catch(() => undefined);
+    let onExit: (() => void) | undefined;
     try {
       const ca = await fetch(`${ctx.addr}/v1/ca.pem`).then((r) => (r.ok ? r.text() : Promise.reject(new Error(`HTTP ${r.status}`))));
       const caFile = join(dir, "broker-ca.pem");
       writeFileSync(caFile, `${ca}\n${systemRoots()}`, { mode: 0o600 });
       if (!session.proxy_port) throw new CliFailure("the server did not report its proxy port", "upgrade the broker server");
-      const env = childEnvironment(process.env, { addr: ctx.addr, token: session.token, vault, proxyPort: session.proxy_port, caFile, tls: Boolean(args["proxy-tls"]) });
-      const child = Bun.spawn(command, { env, stdio: ["inherit", "inherit", "inherit"] });
+      const contained = args.contain ? await containment(dir, ctx.addr, session.proxy_port, command) : undefined;
+      const addr = contained?.addr ?? ctx.addr;
+      const env = childEnvironment(process.env, { addr, token: session.token, vault, proxyPort: session.proxy_port, caFile, tls: Boolean(args["proxy-tls"]) });
+      if (contained) env[CONTAIN_ENV] = JSON.stringify(contained.spec);
+      const child = Bun.spawn(contained ? [...containedArgv()] : command, { env, stdio: ["inherit", "inherit", "inherit"] });
+      onExit = contained?.close;
       const forward = (signal: NodeJS.Signals) => () => child.kill(signal);
       const handlers = (["SIGINT", "SIGTERM", "SIGHUP"] as const).map((s) => [s, forward(s)] as const);
       for (const [s, h] of handlers) process.on(s, h);
@@ -109,11 +117,24 @@ export default defineCommand({
       if (err instanceof Error && /ENOENT|not found/i.test(err.message)) throw new CliFailure(`cannot run ${command[0]}: command not found`, "check the command after --", 127);
       throw err;
     } finally {
+      onExit?.();
       await revoke();
       rmSync(dir, { recursive: true, force: true });
     }
   },
 });
+
+/**
+ * Bridges for a contained run: inside the namespace the broker is at 127.0.0.1 on the same ports,
+ * relayed through Unix sockets in the run's private directory to wherever it really is.
+ */
+async function containment(dir: string, addr: string, proxyPort: number, command: string[]) {
+  const api = new URL(addr);
+  const apiPort = Number(api.port || (api.protocol === "https:" ? 443 : 80));
+  const bridges = await startBridges(dir, { host: api.hostname.replace(/^\[|\]$/g, ""), port: apiPort }, { host: api.hostname.replace(/^\[|\]$/g, ""), port: proxyPort });
+  const spec: ContainSpec = { apiPort, proxyPort, apiSocket: bridges.apiSocket, proxySocket: bridges.proxySocket, command };
+  return { spec, addr: `${api.protocol}//127.0.0.1:${apiPort}`, close: bridges.close };
+}
 
 function signalNumber(name: string): number | undefined {
   return ({ SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15 } as Record<string, number>)[name];

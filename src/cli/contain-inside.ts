@@ -1,0 +1,35 @@
+// `vault run --contain`, the contained side: this same program started by `unshare` in new user and
+// network namespaces, as the namespaces' root (which only owns them). It brings up the loopback
+// interface (the only one there is: no route out, no DNS server), listens on 127.0.0.1 at the
+// broker's API and proxy ports and relays each connection to the Unix sockets the outside half
+// bridges to the broker, then runs the agent's command and passes its exit code back.
+
+import { spawnSync } from "node:child_process";
+import { CONTAIN_ENV, listenRelay, type ContainSpec } from "./contain.ts";
+
+export async function runContained(spec: ContainSpec): Promise<number> {
+  const up = spawnSync("ip", ["link", "set", "lo", "up"], { encoding: "utf8" });
+  if (up.status !== 0) {
+    process.stderr.write(`broker: cannot bring up the loopback interface in the namespace: ${(up.stderr || "").trim()}\n`);
+    return 1;
+  }
+  const servers = await Promise.all([
+    listenRelay({ host: "127.0.0.1", port: spec.apiPort }, { path: spec.apiSocket }),
+    listenRelay({ host: "127.0.0.1", port: spec.proxyPort }, { path: spec.proxySocket }),
+  ]);
+  const env = { ...process.env };
+  delete env[CONTAIN_ENV];
+  let child: ReturnType<typeof Bun.spawn>;
+  try {
+    child = Bun.spawn(spec.command, { env, stdio: ["inherit", "inherit", "inherit"] });
+  } catch {
+    process.stderr.write(`broker: cannot run ${spec.command[0]}: command not found\n`);
+    return 127;
+  }
+  const forward = (signal: NodeJS.Signals) => () => child.kill(signal);
+  for (const s of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(s, forward(s));
+  const code = await child.exited;
+  for (const s of servers) s.close();
+  const signals: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15 };
+  return child.signalCode ? 128 + (signals[String(child.signalCode)] ?? 0) : code;
+}
