@@ -6,6 +6,13 @@
 
 import { spawnSync } from "node:child_process";
 import { CONTAIN_ENV, listenRelay, type ContainSpec } from "./contain.ts";
+import { listenRedirect, routeEverythingLocally } from "./contain-redirect.ts";
+
+/** Proxy-Authorization as a proxy-aware client builds it from HTTPS_PROXY's user and password. */
+function proxyAuthorization(proxyUrl: string): string {
+  const u = new URL(proxyUrl);
+  return `Basic ${Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString("base64")}`;
+}
 
 export async function runContained(spec: ContainSpec): Promise<number> {
   const up = spawnSync("ip", ["link", "set", "lo", "up"], { encoding: "utf8" });
@@ -17,6 +24,11 @@ export async function runContained(spec: ContainSpec): Promise<number> {
     listenRelay({ host: "127.0.0.1", port: spec.apiPort }, { path: spec.apiSocket }),
     listenRelay({ host: "127.0.0.1", port: spec.proxyPort }, { path: spec.proxySocket }),
   ]);
+  // Clients that ignore HTTPS_PROXY: their connections to watched ports go through the proxy anyway.
+  if (spec.redirectPorts.length && routeEverythingLocally()) {
+    const target = { proxyPort: spec.proxyPort, proxyAuth: proxyAuthorization(process.env.HTTPS_PROXY ?? "") };
+    for (const port of spec.redirectPorts) servers.push(await listenRedirect(port, target));
+  }
   const env = { ...process.env };
   delete env[CONTAIN_ENV];
   let child: ReturnType<typeof Bun.spawn>;

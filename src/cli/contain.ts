@@ -14,6 +14,8 @@ export interface ContainSpec {
   readonly proxyPort: number;
   readonly apiSocket: string;
   readonly proxySocket: string;
+  /** Ports whose connections (to any address) are redirected through the proxy: 443 and the vault's services'. */
+  readonly redirectPorts: number[];
   readonly command: string[];
 }
 

@@ -70,9 +70,11 @@ export function upstreamRoots(config: Config): string[] | undefined {
   } catch {
     throw new Error(`BROKER_UPSTREAM_CA_FILE: cannot read ${config.upstreamCaFile}`);
   }
-  if (!pem.includes("-----BEGIN CERTIFICATE-----")) throw new Error(`BROKER_UPSTREAM_CA_FILE: ${config.upstreamCaFile} holds no PEM certificate`);
+  // One entry per certificate, as the TLS options document them (a bundle file may hold several).
+  const certs = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+  if (!certs.length) throw new Error(`BROKER_UPSTREAM_CA_FILE: ${config.upstreamCaFile} holds no PEM certificate`);
   // Extra roots are added to, never substituted for, the default ones.
-  return [...rootCertificates, pem];
+  return [...rootCertificates, ...certs];
 }
 
 export async function startServer(opts: StartOptions): Promise<RunningServer> {

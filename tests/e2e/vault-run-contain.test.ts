@@ -18,6 +18,10 @@ const bin = builtBinary();
 const SECRET = `sk-contain-${crypto.randomUUID()}`;
 const PASSWORD = "correct horse battery staple";
 let upstream: TestUpstream;
+/** A service reached as https://localhost:<port>, for clients that ignore HTTPS_PROXY (redirected). */
+let local: TestUpstream;
+/** Not a service: an HTTPS server outside the namespace that nothing inside may reach. */
+let outside: TestUpstream;
 let server: ServerProcess;
 let owner: Record<string, string>;
 let hostPort: string;
@@ -49,12 +53,14 @@ beforeAll(async () => {
   if (skipReason) return;
   upstream = await startUpstream(undefined, { host: "127.0.0.2", names: { dns: [], ips: ["127.0.0.2"] } });
   hostPort = `127.0.0.2:${upstream.port}`;
+  local = await startUpstream(undefined, { host: "127.0.0.1", names: { dns: ["localhost"], ips: [] } });
+  outside = await startUpstream(undefined, { host: "127.0.0.2", names: { dns: [], ips: ["127.0.0.2"] } });
   const dir = tempDir("broker-contain-");
   const caFile = join(dir, "upstream-ca.pem");
-  writeFileSync(caFile, upstream.pki.caPem);
+  writeFileSync(caFile, `${upstream.pki.caPem}\n${local.pki.caPem}`);
   server = await startBinaryServer(
     bin,
-    cleanEnv({ BROKER_DATA_DIR: join(dir, "data"), BROKER_NETWORK_ALLOWLIST: "127.0.0.2", BROKER_UPSTREAM_CA_FILE: caFile, BROKER_RATELIMIT_PROFILE: "off" }),
+    cleanEnv({ BROKER_DATA_DIR: join(dir, "data"), BROKER_NETWORK_ALLOWLIST: "127.0.0.2,127.0.0.1", BROKER_UPSTREAM_CA_FILE: caFile, BROKER_RATELIMIT_PROFILE: "off" }),
     dir,
   );
   owner = cleanEnv({ BROKER_CONFIG_DIR: join(tempDir("broker-cli-"), "config") });
@@ -63,11 +69,14 @@ beforeAll(async () => {
   ok(await cli(["vault", "use", "demo"]));
   ok(await cli(["credential", "set", "API_KEY"], `${SECRET}\n`));
   ok(await cli(["service", "add", hostPort, "--auth", "bearer", "--token", "API_KEY"]));
+  ok(await cli(["service", "add", `localhost:${local.port}`, "--auth", "bearer", "--token", "API_KEY"]));
 }, 60_000);
 
 afterAll(async () => {
   await server?.stop();
   await upstream?.close();
+  await local?.close();
+  await outside?.close();
 });
 
 describe.skipIf(Boolean(skipReason))("broker vault run --contain (compiled binary)", () => {
@@ -76,8 +85,8 @@ describe.skipIf(Boolean(skipReason))("broker vault run --contain (compiled binar
     const before = upstream.received.length;
     const script = [
       `echo "proxy: $(curl -sS https://${hostPort}/contained)"`,
-      // The same upstream, bypassing the proxy: outside the namespace, so unreachable.
-      `curl -sS --noproxy '*' --max-time 5 https://${hostPort}/bypass >/dev/null 2>&1; echo "noproxy: $?"`,
+      // A server outside the namespace that is no service, bypassing the proxy: unreachable.
+      `curl -sS --noproxy '*' --max-time 5 -k https://127.0.0.2:${outside.port}/bypass >/dev/null 2>&1; echo "noproxy: $?"`,
       `python3 -c 'import socket
 try:
   socket.create_connection(("1.1.1.1", 80), timeout=3); print("raw: connected")
@@ -93,10 +102,22 @@ except OSError as e: print("raw: refused", e.errno)'`,
     expect(r.stdout).toMatch(/^raw: refused \d+$/m);
     expect(r.stdout).toMatch(/^dns: [1-9]\d*$/m);
     expect(r.stdout).toContain("api: 200");
+    expect(outside.received).toEqual([]);
     const reached = upstream.received.slice(before);
     expect(reached.map((x) => x.url)).toEqual(["/contained"]);
     expect(reached[0]!.rawHeaders).toContainEqual(["authorization", `Bearer ${SECRET}`]);
     expect(r.stdout + r.stderr).not.toContain(SECRET);
+  });
+
+  test("a client that ignores HTTPS_PROXY (Node 20 fetch) reaches a service through the broker, injected", async () => {
+    const script = `fetch("https://localhost:${local.port}/node-direct").then(async (r) => console.log("node:", r.status, await r.text()), (e) => console.log("node failed:", e.cause?.code ?? e.message))`;
+    const r = await cli(["vault", "run", "--contain", "--", "node", "-e", script]);
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout).toStartWith("node: 200");
+    const seen = local.received.at(-1)!;
+    expect(seen.url).toBe("/node-direct");
+    expect(seen.rawHeaders).toContainEqual(["authorization", `Bearer ${SECRET}`]);
+    expect(r.stdout).not.toContain(SECRET);
   });
 
   test("exit codes come back as without --contain, and the session is revoked", async () => {

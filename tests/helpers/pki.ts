@@ -23,7 +23,9 @@ export async function createTestPki(names: { dns?: string[]; ips?: string[] } = 
   const caKeys = await crypto.subtle.generateKey(ALG, true, ["sign", "verify"]);
   const ca = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: "01",
-    name: "CN=broker test CA",
+    // A name of its own per CA: BoringSSL looks a root up by subject, and two test CAs of one name
+    // trusted together (two upstreams in one test) made it check against the wrong key.
+    name: `CN=broker test CA ${crypto.randomUUID().slice(0, 8)}`,
     notBefore: new Date(now - 86_400_000),
     notAfter: new Date(now + 86_400_000),
     keys: caKeys,

@@ -100,7 +100,7 @@ export default defineCommand({
       const caFile = join(dir, "broker-ca.pem");
       writeFileSync(caFile, `${ca}\n${systemRoots()}`, { mode: 0o600 });
       if (!session.proxy_port) throw new CliFailure("the server did not report its proxy port", "upgrade the broker server");
-      const contained = args.contain ? await containment(dir, ctx.addr, session.proxy_port, command) : undefined;
+      const contained = args.contain ? await containment(dir, ctx.addr, session.proxy_port, await servicePorts(ctx.addr, session.token), command) : undefined;
       const addr = contained?.addr ?? ctx.addr;
       const env = childEnvironment(process.env, { addr, token: session.token, vault, proxyPort: session.proxy_port, caFile, tls: Boolean(args["proxy-tls"]) });
       if (contained) env[CONTAIN_ENV] = JSON.stringify(contained.spec);
@@ -128,12 +128,21 @@ export default defineCommand({
  * Bridges for a contained run: inside the namespace the broker is at 127.0.0.1 on the same ports,
  * relayed through Unix sockets in the run's private directory to wherever it really is.
  */
-async function containment(dir: string, addr: string, proxyPort: number, command: string[]) {
+async function containment(dir: string, addr: string, proxyPort: number, ports: number[], command: string[]) {
   const api = new URL(addr);
   const apiPort = Number(api.port || (api.protocol === "https:" ? 443 : 80));
   const bridges = await startBridges(dir, { host: api.hostname.replace(/^\[|\]$/g, ""), port: apiPort }, { host: api.hostname.replace(/^\[|\]$/g, ""), port: proxyPort });
-  const spec: ContainSpec = { apiPort, proxyPort, apiSocket: bridges.apiSocket, proxySocket: bridges.proxySocket, command };
+  const redirectPorts = [...new Set([443, ...ports])].filter((p) => p !== apiPort && p !== proxyPort);
+  const spec: ContainSpec = { apiPort, proxyPort, apiSocket: bridges.apiSocket, proxySocket: bridges.proxySocket, redirectPorts, command };
   return { spec, addr: `${api.protocol}//127.0.0.1:${apiPort}`, close: bridges.close };
+}
+
+/** The ports of the vault's services (a host without one is 443), as the session's /discover lists them. */
+async function servicePorts(addr: string, token: string): Promise<number[]> {
+  const res = await fetch(`${addr}/discover`, { headers: { authorization: `Bearer ${token}` } });
+  if (!res.ok) return [];
+  const { services = [] } = (await res.json()) as { services?: { host: string }[] };
+  return services.map((s) => Number(/:(\d{1,5})$/.exec(s.host)?.[1] ?? 443));
 }
 
 function signalNumber(name: string): number | undefined {
