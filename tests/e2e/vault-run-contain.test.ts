@@ -131,6 +131,25 @@ except OSError as e: print("raw: refused", e.errno)'`,
     }
   });
 
+  test("SIGTERM reaches the command as without --contain: it exits 143 and the session is revoked", async () => {
+    for (const contain of [false, true]) {
+      const args = ["vault", "run", ...(contain ? ["--contain"] : []), "--", "sh", "-c", 'echo "$BROKER_SESSION_TOKEN"; trap "exit 143" TERM; sleep 30 & wait'];
+      const proc = Bun.spawn([bin, ...args], { env: owner, stdout: "pipe", stderr: "pipe" });
+      const reader = proc.stdout.getReader();
+      let out = "";
+      while (!out.includes("\n")) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        out += new TextDecoder().decode(value);
+      }
+      reader.releaseLock();
+      proc.kill("SIGTERM");
+      expect({ contain, code: await proc.exited }).toEqual({ contain, code: 143 });
+      const after = await fetch(`${server.url}/discover`, { headers: { authorization: `Bearer ${out.trim()}` } });
+      expect({ contain, status: after.status }).toEqual({ contain, status: 401 });
+    }
+  });
+
   test("nothing printed holds the credential", () => {
     for (const o of outputs) expect(o).not.toContain(SECRET);
   });
