@@ -31,15 +31,18 @@ export async function runContained(spec: ContainSpec): Promise<number> {
   }
   const env = { ...process.env };
   delete env[CONTAIN_ENV];
-  let child: ReturnType<typeof Bun.spawn>;
+  // Caught before the child exists, as in vault run: a signal in between is passed on once it does.
+  let child: ReturnType<typeof Bun.spawn> | undefined;
+  let pending: NodeJS.Signals | undefined;
+  const forward = (signal: NodeJS.Signals) => () => (child ? child.kill(signal) : (pending = signal));
+  for (const s of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(s, forward(s));
   try {
     child = Bun.spawn(spec.command, { env, stdio: ["inherit", "inherit", "inherit"] });
   } catch {
     process.stderr.write(`broker: cannot run ${spec.command[0]}: command not found\n`);
     return 127;
   }
-  const forward = (signal: NodeJS.Signals) => () => child.kill(signal);
-  for (const s of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(s, forward(s));
+  if (pending) child.kill(pending);
   const code = await child.exited;
   for (const s of servers) s.close();
   const signals: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15 };

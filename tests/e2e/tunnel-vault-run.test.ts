@@ -6,53 +6,29 @@
 // The upstream listens on 127.0.0.2: NO_PROXY=localhost,127.0.0.1 would make curl bypass the proxy.
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { builtBinary, cleanEnv, runBinary, startBinaryServer, tempDir, type RunResult, type ServerProcess } from "../helpers/binary.ts";
+import { existsSync } from "node:fs";
+import type { RunResult, ServerProcess } from "../helpers/binary.ts";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
 import { requireBinary } from "./tunnel-fixture.ts";
+import { startVaultRunEnv, type VaultRunEnv } from "./vault-run-fixture.ts";
 
-const bin = builtBinary();
 const SECRET = `sk-vault-run-${crypto.randomUUID()}`;
-const PASSWORD = "correct horse battery staple";
 let upstream: TestUpstream;
+let env: VaultRunEnv;
 let server: ServerProcess;
 let proxyAddress: string;
-let owner: Record<string, string>;
 let hostPort: string;
-const outputs: string[] = [];
-
-async function cli(args: string[], stdin?: string, extraEnv: Record<string, string> = {}): Promise<RunResult> {
-  const r = await runBinary(bin, args, { env: { ...owner, ...extraEnv }, stdin });
-  outputs.push(r.stdout, r.stderr);
-  return r;
-}
-
-function ok(r: RunResult): RunResult {
-  if (r.exitCode !== 0) throw new Error(`exit ${r.exitCode}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
-  return r;
-}
+let outputs: string[];
+const cli = (args: string[], stdin?: string, extraEnv: Record<string, string> = {}): Promise<RunResult> => env.cli(args, stdin, extraEnv);
 
 beforeAll(async () => {
   upstream = await startUpstream(undefined, { host: "127.0.0.2", names: { dns: [], ips: ["127.0.0.2"] } });
   hostPort = `127.0.0.2:${upstream.port}`;
-  const dir = tempDir("broker-vault-run-");
-  const caFile = join(dir, "upstream-ca.pem");
-  writeFileSync(caFile, upstream.pki.caPem);
-  server = await startBinaryServer(
-    bin,
-    cleanEnv({ BROKER_DATA_DIR: join(dir, "data"), BROKER_NETWORK_ALLOWLIST: "127.0.0.2", BROKER_UPSTREAM_CA_FILE: caFile, BROKER_RATELIMIT_PROFILE: "off" }),
-    dir,
-  );
+  env = await startVaultRunEnv({ upstreamCas: [upstream.pki.caPem], allowlist: "127.0.0.2", secret: SECRET, services: [hostPort] });
+  ({ server, outputs } = env);
   const m = /"proxy":"([^"]+)"/.exec(server.logs());
   if (!m) throw new Error(`no proxy address in the listening line:\n${server.logs()}`);
   proxyAddress = m[1]!;
-  owner = cleanEnv({ BROKER_CONFIG_DIR: join(tempDir("broker-cli-"), "config") });
-  ok(await cli(["auth", "register", "--email", "owner@example.com", "--password-stdin", "--address", server.url], `${PASSWORD}\n`));
-  ok(await cli(["vault", "create", "demo"]));
-  ok(await cli(["vault", "use", "demo"]));
-  ok(await cli(["credential", "set", "API_KEY"], `${SECRET}\n`));
-  ok(await cli(["service", "add", hostPort, "--auth", "bearer", "--token", "API_KEY"]));
 }, 60_000);
 
 afterAll(async () => {

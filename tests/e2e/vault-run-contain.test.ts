@@ -8,24 +8,20 @@
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { builtBinary, cleanEnv, runBinary, startBinaryServer, tempDir, type RunResult, type ServerProcess } from "../helpers/binary.ts";
+import type { RunResult } from "../helpers/binary.ts";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
 import { requireBinary } from "./tunnel-fixture.ts";
+import { startVaultRunEnv, type VaultRunEnv } from "./vault-run-fixture.ts";
 
-const bin = builtBinary();
 const SECRET = `sk-contain-${crypto.randomUUID()}`;
-const PASSWORD = "correct horse battery staple";
 let upstream: TestUpstream;
 /** A service reached as https://localhost:<port>, for clients that ignore HTTPS_PROXY (redirected). */
 let local: TestUpstream;
 /** Not a service: an HTTPS server outside the namespace that nothing inside may reach. */
 let outside: TestUpstream;
-let server: ServerProcess;
-let owner: Record<string, string>;
+let env: VaultRunEnv;
 let hostPort: string;
-const outputs: string[] = [];
+const cli = (args: string[]): Promise<RunResult> => env.cli(args);
 
 /** Why containment cannot run here, or undefined when it can. */
 function unsupported(): string | undefined {
@@ -38,42 +34,17 @@ if (skipReason) {
   console.warn(`[vault-run-contain] skipped: ${skipReason}`);
 }
 
-async function cli(args: string[], stdin?: string): Promise<RunResult> {
-  const r = await runBinary(bin, args, { env: owner, stdin });
-  outputs.push(r.stdout, r.stderr);
-  return r;
-}
-
-function ok(r: RunResult): RunResult {
-  if (r.exitCode !== 0) throw new Error(`exit ${r.exitCode}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
-  return r;
-}
-
 beforeAll(async () => {
   if (skipReason) return;
   upstream = await startUpstream(undefined, { host: "127.0.0.2", names: { dns: [], ips: ["127.0.0.2"] } });
   hostPort = `127.0.0.2:${upstream.port}`;
   local = await startUpstream(undefined, { host: "127.0.0.1", names: { dns: ["localhost"], ips: [] } });
   outside = await startUpstream(undefined, { host: "127.0.0.2", names: { dns: [], ips: ["127.0.0.2"] } });
-  const dir = tempDir("broker-contain-");
-  const caFile = join(dir, "upstream-ca.pem");
-  writeFileSync(caFile, `${upstream.pki.caPem}\n${local.pki.caPem}`);
-  server = await startBinaryServer(
-    bin,
-    cleanEnv({ BROKER_DATA_DIR: join(dir, "data"), BROKER_NETWORK_ALLOWLIST: "127.0.0.2,127.0.0.1", BROKER_UPSTREAM_CA_FILE: caFile, BROKER_RATELIMIT_PROFILE: "off" }),
-    dir,
-  );
-  owner = cleanEnv({ BROKER_CONFIG_DIR: join(tempDir("broker-cli-"), "config") });
-  ok(await cli(["auth", "register", "--email", "owner@example.com", "--password-stdin", "--address", server.url], `${PASSWORD}\n`));
-  ok(await cli(["vault", "create", "demo"]));
-  ok(await cli(["vault", "use", "demo"]));
-  ok(await cli(["credential", "set", "API_KEY"], `${SECRET}\n`));
-  ok(await cli(["service", "add", hostPort, "--auth", "bearer", "--token", "API_KEY"]));
-  ok(await cli(["service", "add", `localhost:${local.port}`, "--auth", "bearer", "--token", "API_KEY"]));
+  env = await startVaultRunEnv({ upstreamCas: [upstream.pki.caPem, local.pki.caPem], allowlist: "127.0.0.2,127.0.0.1", secret: SECRET, services: [hostPort, `localhost:${local.port}`] });
 }, 60_000);
 
 afterAll(async () => {
-  await server?.stop();
+  await env?.server.stop();
   await upstream?.close();
   await local?.close();
   await outside?.close();
@@ -126,7 +97,7 @@ except OSError as e: print("raw: refused", e.errno)'`,
       expect(r.exitCode).toBe(code);
       const token = r.stdout.trim();
       expect(token).toStartWith("av_sess_");
-      const after = await fetch(`${server.url}/discover`, { headers: { authorization: `Bearer ${token}` } });
+      const after = await fetch(`${env.server.url}/discover`, { headers: { authorization: `Bearer ${token}` } });
       expect(after.status).toBe(401);
     }
   });
@@ -134,7 +105,7 @@ except OSError as e: print("raw: refused", e.errno)'`,
   test("SIGTERM reaches the command as without --contain: it exits 143 and the session is revoked", async () => {
     for (const contain of [false, true]) {
       const args = ["vault", "run", ...(contain ? ["--contain"] : []), "--", "sh", "-c", 'echo "$BROKER_SESSION_TOKEN"; trap "exit 143" TERM; sleep 30 & wait'];
-      const proc = Bun.spawn([bin, ...args], { env: owner, stdout: "pipe", stderr: "pipe" });
+      const proc = Bun.spawn([env.bin, ...args], { env: env.owner, stdout: "pipe", stderr: "pipe" });
       const reader = proc.stdout.getReader();
       let out = "";
       while (!out.includes("\n")) {
@@ -145,12 +116,12 @@ except OSError as e: print("raw: refused", e.errno)'`,
       reader.releaseLock();
       proc.kill("SIGTERM");
       expect({ contain, code: await proc.exited }).toEqual({ contain, code: 143 });
-      const after = await fetch(`${server.url}/discover`, { headers: { authorization: `Bearer ${out.trim()}` } });
+      const after = await fetch(`${env.server.url}/discover`, { headers: { authorization: `Bearer ${out.trim()}` } });
       expect({ contain, status: after.status }).toEqual({ contain, status: 401 });
     }
   });
 
   test("nothing printed holds the credential", () => {
-    for (const o of outputs) expect(o).not.toContain(SECRET);
+    for (const o of env.outputs) expect(o).not.toContain(SECRET);
   });
 });

@@ -104,11 +104,16 @@ export default defineCommand({
       const addr = contained?.addr ?? ctx.addr;
       const env = childEnvironment(process.env, { addr, token: session.token, vault, proxyPort: session.proxy_port, caFile, tls: Boolean(args["proxy-tls"]) });
       if (contained) env[CONTAIN_ENV] = JSON.stringify(contained.spec);
-      const child = Bun.spawn(contained ? [...containedArgv()] : command, { env, stdio: ["inherit", "inherit", "inherit"] });
-      onExit = contained?.close;
-      const forward = (signal: NodeJS.Signals) => () => child.kill(signal);
+      // Signals are caught before the child exists: one arriving in between must not end this process
+      // (and skip the revocation below); it is passed on as soon as there is a child to take it.
+      let child: ReturnType<typeof Bun.spawn> | undefined;
+      let pending: NodeJS.Signals | undefined;
+      const forward = (signal: NodeJS.Signals) => () => (child ? child.kill(signal) : (pending = signal));
       const handlers = (["SIGINT", "SIGTERM", "SIGHUP"] as const).map((s) => [s, forward(s)] as const);
       for (const [s, h] of handlers) process.on(s, h);
+      child = Bun.spawn(contained ? [...containedArgv()] : command, { env, stdio: ["inherit", "inherit", "inherit"] });
+      onExit = contained?.close;
+      if (pending) child.kill(pending);
       const code = await child.exited;
       for (const [s, h] of handlers) process.off(s, h);
       throw new CliExit(child.signalCode ? 128 + (signalNumber(String(child.signalCode)) ?? 0) : code);
