@@ -7,6 +7,7 @@
 import { spawnSync } from "node:child_process";
 import { CONTAIN_ENV, listenRelay, type ContainSpec } from "./contain.ts";
 import { listenRedirect, routeEverythingLocally } from "./contain-redirect.ts";
+import { runSupervised } from "./supervise.ts";
 
 /** Proxy-Authorization as a proxy-aware client builds it from HTTPS_PROXY's user and password. */
 function proxyAuthorization(proxyUrl: string): string {
@@ -31,20 +32,12 @@ export async function runContained(spec: ContainSpec): Promise<number> {
   }
   const env = { ...process.env };
   delete env[CONTAIN_ENV];
-  // Caught before the child exists, as in vault run: a signal in between is passed on once it does.
-  let child: ReturnType<typeof Bun.spawn> | undefined;
-  let pending: NodeJS.Signals | undefined;
-  const forward = (signal: NodeJS.Signals) => () => (child ? child.kill(signal) : (pending = signal));
-  for (const s of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(s, forward(s));
   try {
-    child = Bun.spawn(spec.command, { env, stdio: ["inherit", "inherit", "inherit"] });
+    return await runSupervised(spec.command, env);
   } catch {
     process.stderr.write(`broker: cannot run ${spec.command[0]}: command not found\n`);
     return 127;
+  } finally {
+    for (const s of servers) s.close();
   }
-  if (pending) child.kill(pending);
-  const code = await child.exited;
-  for (const s of servers) s.close();
-  const signals: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15 };
-  return child.signalCode ? 128 + (signals[String(child.signalCode)] ?? 0) : code;
 }

@@ -7,7 +7,7 @@
 import { BrokerError, Internal, MethodNotAllowed, PayloadTooLarge } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { headerOf, joinedHeader, wholeBody, withHeader, type Answer } from "./answer.ts";
-import { grpcScanStream, isGrpcResponse } from "./grpc-body.ts";
+import { grpcScanStream, isGrpcContentType, isGrpcResponse } from "./grpc-body.ts";
 import { auditEntry, type AuditLog } from "./audit.ts";
 import { decodeWhole, encodeWhole, parseCodings, type Coding } from "./content-coding.ts";
 import { buildUpstreamHeaders, cleanResponseHeaders } from "./headers.ts";
@@ -182,7 +182,7 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
  * trailers and HTTP/2 framing end to end). Whatever carries the credential is sent never-indexed.
  */
 function http2Options(input: EgressInput, injection: { header: string } | undefined, inPath: boolean): SendOptions {
-  const grpc = /^application\/grpc(?:[+;]|$)/i.test(headerValues(input.headers, "content-type")[0] ?? "");
+  const grpc = isGrpcContentType(headerValues(input.headers, "content-type")[0]);
   const sensitive = sensitiveFields(injection, inPath);
   const trailers = /\btrailers\b/i.test(headerValues(input.headers, "te").join(","));
   return { http2: grpc ? "require" : "prefer", sensitive, trailers };

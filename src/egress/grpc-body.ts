@@ -15,9 +15,13 @@ import { transformBody, type BodyDone } from "./scan-body.ts";
 /** The largest message the broker decodes and scans (gRPC's own default limit is 4 MiB). */
 export const MAX_GRPC_MESSAGE_BYTES = 64 << 20;
 
+/** `application/grpc`, `application/grpc+proto`, `application/grpc; …`: the one test, on both sides. */
+export function isGrpcContentType(value: string | string[] | undefined): boolean {
+  return typeof value === "string" && /^application\/grpc(?:[+;]|$)/i.test(value);
+}
+
 export function isGrpcResponse(headers: HeaderList): boolean {
-  const type = headers.find(([name]) => name === "content-type")?.[1] ?? "";
-  return /^application\/grpc(?:[+;]|$)/i.test(type);
+  return isGrpcContentType(headers.find(([name]) => name === "content-type")?.[1]);
 }
 
 /** Message by message: push() returns the messages completed so far, redacted and re-framed. */

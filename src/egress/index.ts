@@ -19,6 +19,7 @@ export { ALWAYS_BLOCKED } from "./ip-ranges.ts";
 // A socket whose queued writes leave together, shared with the tunnel (HTTP/2 to agents).
 export { coalescingSocket, drained } from "./coalescing-socket.ts";
 export { fieldLines, linesToFields } from "./h2-fields.ts";
+export { isGrpcContentType } from "./grpc-body.ts";
 // The HTTP/2 frame guard, shared with the tunnel (its agent-facing server).
 export { createFrameInspector, FRAME_LIMITS, guardFrames, type FrameLimits } from "./h2-frame-guard.ts";
 // The pull side of a byte stream, shared with the tunnel (client streams).

@@ -6,10 +6,6 @@
 
 import type { Answer } from "../egress/index.ts";
 
-export function isGrpc(contentType: string | string[] | undefined): boolean {
-  return typeof contentType === "string" && /^application\/grpc(?:[+;]|$)/i.test(contentType);
-}
-
 /** gRPC status codes (grpc/doc/statuscodes.md) for the HTTP statuses the broker answers with. */
 const GRPC_STATUS: Record<number, number> = {
   400: 3, // INVALID_ARGUMENT

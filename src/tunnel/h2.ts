@@ -7,11 +7,11 @@
 
 import { constants, createServer, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import type { Duplex } from "node:stream";
-import { answerOf, drained, fieldLines, FRAME_LIMITS, guardFrames, linesToFields, type Answer } from "../egress/index.ts";
+import { answerOf, drained, fieldLines, FRAME_LIMITS, guardFrames, isGrpcContentType, linesToFields, type Answer } from "../egress/index.ts";
 import { InvalidRequest, MethodNotAllowed, toErrorResponse, UpstreamUnreachable } from "../errors.ts";
 import type { Authority, TunnelDeps, TunnelSession } from "./context.ts";
 import { tunnelEgressInput } from "./egress-input.ts";
-import { grpcErrorAnswer, isGrpc } from "./h2-grpc.ts";
+import { grpcErrorAnswer } from "./h2-grpc.ts";
 import { egressForSession } from "./intercept.ts";
 import { createH2Body } from "./h2-body.ts";
 import { errorResponse } from "./respond.ts";
@@ -69,7 +69,7 @@ export function serveHttp2(socket: Duplex, target: Authority, session: TunnelSes
 
 async function serveStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, ended: boolean, target: Authority, session: TunnelSession, deps: TunnelDeps): Promise<void> {
   const method = String(headers[":method"] ?? "");
-  const grpc = isGrpc(headers["content-type"]);
+  const grpc = isGrpcContentType(headers["content-type"]);
   const list = fieldLines(headers); // the egress core works on header lines
   const body = ended ? null : createH2Body(stream, list);
   // The agent resetting the stream (or dropping the connection) cancels the upstream exchange too.

@@ -15,6 +15,7 @@ import { openContext, pickVault } from "../context.ts";
 import { CliExit, CliFailure } from "../fail.ts";
 import { nodeProxyWarning } from "../node-proxy.ts";
 import { printNote } from "../output.ts";
+import { runSupervised } from "../supervise.ts";
 import { assertContainable, CONTAIN_ENV, containedArgv, startBridges, type ContainSpec } from "../contain.ts";
 
 // AWS_CA_BUNDLE: the AWS CLI and boto3 read their roots only from there (aws_sigv4 services).
@@ -104,19 +105,8 @@ export default defineCommand({
       const addr = contained?.addr ?? ctx.addr;
       const env = childEnvironment(process.env, { addr, token: session.token, vault, proxyPort: session.proxy_port, caFile, tls: Boolean(args["proxy-tls"]) });
       if (contained) env[CONTAIN_ENV] = JSON.stringify(contained.spec);
-      // Signals are caught before the child exists: one arriving in between must not end this process
-      // (and skip the revocation below); it is passed on as soon as there is a child to take it.
-      let child: ReturnType<typeof Bun.spawn> | undefined;
-      let pending: NodeJS.Signals | undefined;
-      const forward = (signal: NodeJS.Signals) => () => (child ? child.kill(signal) : (pending = signal));
-      const handlers = (["SIGINT", "SIGTERM", "SIGHUP"] as const).map((s) => [s, forward(s)] as const);
-      for (const [s, h] of handlers) process.on(s, h);
-      child = Bun.spawn(contained ? [...containedArgv()] : command, { env, stdio: ["inherit", "inherit", "inherit"] });
       onExit = contained?.close;
-      if (pending) child.kill(pending);
-      const code = await child.exited;
-      for (const [s, h] of handlers) process.off(s, h);
-      throw new CliExit(child.signalCode ? 128 + (signalNumber(String(child.signalCode)) ?? 0) : code);
+      throw new CliExit(await runSupervised(contained ? containedArgv() : command, env));
     } catch (err) {
       if (err instanceof CliExit) throw err;
       if (err instanceof Error && /ENOENT|not found/i.test(err.message)) throw new CliFailure(`cannot run ${command[0]}: command not found`, "check the command after --", 127);
@@ -150,6 +140,3 @@ async function servicePorts(addr: string, token: string): Promise<number[]> {
   return services.map((s) => Number(/:(\d{1,5})$/.exec(s.host)?.[1] ?? 443));
 }
 
-function signalNumber(name: string): number | undefined {
-  return ({ SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15 } as Record<string, number>)[name];
-}
