@@ -9,26 +9,16 @@ import type { TunnelDeps } from "../../src/tunnel/index.ts";
 import { FLAG, FRAME, frame, h2Tls, openRawH2, type RawH2, type ReadFrame } from "../helpers/h2-frames.ts";
 import { startH2Upstream, type H2Upstream } from "../helpers/h2-upstream.ts";
 import type { TestUpstream } from "../helpers/upstream.ts";
-import type { Broker } from "./proxy-fixture.ts";
-import { dialProxy, sendConnect, startTunnelEnv, UPSTREAM_NAME } from "./tunnel-fixture.ts";
+import { dialProxy, sendConnect, startTunnelEnv, UPSTREAM_NAME, type TunnelEnv } from "./tunnel-fixture.ts";
 
-export interface H2TunnelEnv {
-  readonly broker: Broker;
+/** startTunnelEnv's environment, its HTTP/1.1 upstream renamed h1, with an HTTP/2 upstream beside it. */
+export interface H2TunnelEnv extends Omit<TunnelEnv, "upstream" | "authority"> {
   /** The HTTP/2 upstream; `authority` names it ("upstream.test:<port>"). */
   readonly h2: H2Upstream;
   readonly authority: string;
   /** The HTTP/1.1-only upstream; `h1Authority` names it. */
   readonly h1: TestUpstream;
   readonly h1Authority: string;
-  readonly proxyPort: number;
-  readonly caPem: string;
-  readonly caFile: string;
-  readonly dir: string;
-  /** SECRET: the credential injected as `Authorization: Bearer <secret>`. */
-  readonly secret: string;
-  readonly proxyAuth: string;
-  readonly proxyUrl: string;
-  stop(): Promise<void>;
 }
 
 export interface H2TunnelEnvOptions {
