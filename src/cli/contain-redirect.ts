@@ -48,7 +48,9 @@ async function redirect(client: Socket, port: number, target: RedirectTarget): P
   upstream.write(`CONNECT ${host}:${port} HTTP/1.1\r\nHost: ${host}:${port}\r\nProxy-Authorization: ${target.proxyAuth}\r\n\r\n`);
   const head = await readHead(upstream);
   if (!head || !/^HTTP\/1\.[01] 200 /.test(head.text)) {
-    // Refused (no service and deny, a blocked host…): the client sees its TLS handshake fail.
+    // Refused (a blocked host, a rate limit…): the client can only show a failed TLS handshake, so
+    // the broker's reason goes to the terminal the command writes to.
+    process.stderr.write(refusalText(`${host}:${port}`, head && { status: head.text.split(" ")[1] ?? "", body: await readRest(upstream, head.rest) }));
     upstream.destroy();
     return void client.destroy();
   }
@@ -113,6 +115,36 @@ export function parseClientHello(b: Buffer): { serverName?: string } | "more" | 
   } catch {
     return null;
   }
+}
+
+/** One line naming the refused destination and the broker's reason (the error envelope's code and message). */
+export function refusalText(target: string, answer: { status: string; body: string } | null): string {
+  let reason = answer ? `HTTP ${answer.status}` : "no answer";
+  try {
+    // The envelope is one JSON object, whether the body came sized or as a chunk.
+    const body = answer?.body ?? "";
+    const e = JSON.parse(body.slice(body.indexOf("{"), body.lastIndexOf("}") + 1)) as { error?: unknown; message?: unknown; proposal_hint?: { endpoint?: unknown } };
+    if (typeof e.error === "string") reason += ` ${e.error}`;
+    if (typeof e.message === "string") reason += `: ${e.message}`;
+    if (typeof e.proposal_hint?.endpoint === "string") reason += ` (to ask for access, file a proposal: POST ${e.proposal_hint.endpoint})`;
+  } catch {}
+  return `broker: --contain: the broker refused a connection to ${target} that did not use HTTPS_PROXY (${reason.replace(/[\x00-\x1f\x7f]/g, " ")})\n`;
+}
+
+/** What follows a refused CONNECT's head: the error envelope, up to 16 KiB, until the proxy closes (2 s at most). */
+function readRest(s: Socket, first: Buffer): Promise<string> {
+  return new Promise((resolve) => {
+    let buf = first;
+    const done = () => (clearTimeout(timer), s.off("data", onData), s.off("close", done), resolve(buf.subarray(0, 16 * 1024).toString("utf8")));
+    const onData = (chunk: Buffer) => {
+      buf = Buffer.concat([buf, chunk]);
+      if (buf.byteLength >= 16 * 1024) done();
+    };
+    const timer = setTimeout(done, 2000);
+    s.on("data", onData);
+    s.on("close", done);
+    s.resume();
+  });
 }
 
 function readHead(s: Socket): Promise<{ text: string; rest: Buffer } | null> {

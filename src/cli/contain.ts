@@ -17,6 +17,9 @@ export interface ContainSpec {
   /** Ports whose connections (to any address) are redirected through the proxy: 443 and the vault's services'. */
   readonly redirectPorts: number[];
   readonly command: string[];
+  /** Who ran `vault run`: the command runs as this user and group, not as the namespace's root. */
+  readonly uid: number;
+  readonly gid: number;
 }
 
 export const CONTAIN_ENV = "BROKER_CONTAIN_INSIDE";

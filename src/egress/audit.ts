@@ -120,6 +120,7 @@ export interface AuditOutcome {
 
 export interface AuditedRequest {
   readonly principal: string;
+  readonly contained: boolean;
   readonly vault: { readonly id: number; readonly name: string };
   readonly ingress: string;
   readonly method: string;
@@ -146,5 +147,6 @@ export function auditEntry(req: AuditedRequest, startedAt: number, now: number, 
     bytesOut: o.bytesOut,
     durationMs: now - startedAt,
     error: o.error,
+    contained: req.contained,
   };
 }

@@ -8,7 +8,7 @@ import type { Connection } from "./connection.ts";
 import type { EgressDeps, EgressInput } from "./egress.ts";
 import { resolveChecked } from "./netguard.ts";
 
-export type BlindInput = Pick<EgressInput, "principal" | "vault" | "host" | "port">;
+export type BlindInput = Pick<EgressInput, "principal" | "contained" | "vault" | "host" | "port">;
 
 export interface BlindTunnel {
   /** The upstream connection: the caller relays bytes both ways, unread and unchanged. */

@@ -25,6 +25,8 @@ import { placeCredential } from "./url-credential.ts";
 export interface EgressInput {
   /** Stable principal id (rate limits and audit). */
   readonly principal: string;
+  /** The session was minted by `vault run --contain`: its audit records say so. */
+  readonly contained: boolean;
   readonly vault: { readonly id: number; readonly name: string };
   /** Canonical lower-case host (or IP literal) and port the agent addressed. */
   readonly host: string;

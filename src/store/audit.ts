@@ -19,6 +19,8 @@ export interface AuditRow {
   bytesOut: number;
   durationMs: number;
   error: string | null;
+  /** Made on a session minted by `vault run --contain`. */
+  contained: boolean;
 }
 
 export interface AuditFilter {
@@ -32,7 +34,7 @@ export interface AuditFilter {
 }
 
 const COLUMNS = `id, at, principal, vault_id AS "vaultId", vault, ingress, method, host, path, service, credential_keys AS "credentialKeys",
-  status, bytes_in AS "bytesIn", bytes_out AS "bytesOut", duration_ms AS "durationMs", error`;
+  status, bytes_in AS "bytesIn", bytes_out AS "bytesOut", duration_ms AS "durationMs", error, contained`;
 
 const FILTERED = `SELECT ${COLUMNS} FROM audit_logs WHERE vault_id = ?
   AND (CAST(? AS BIGINT) IS NULL OR id < ?) AND (CAST(? AS BIGINT) IS NULL OR id > ?) AND (CAST(? AS TEXT) IS NULL OR host = ?)
@@ -40,9 +42,9 @@ const FILTERED = `SELECT ${COLUMNS} FROM audit_logs WHERE vault_id = ?
 const LIST_DESC = `${FILTERED} ORDER BY id DESC LIMIT ?`;
 const LIST_ASC = `${FILTERED} ORDER BY id ASC LIMIT ?`;
 
-const INSERT_HEAD = `INSERT INTO audit_logs (at, principal, vault_id, vault, ingress, method, host, path, service, credential_keys, status, bytes_in, bytes_out, duration_ms, error) VALUES`;
-const AUDIT_COLUMNS = 15;
-/** Rows per INSERT: 15 parameters each stays far below SQLite's and PostgreSQL's parameter limits. */
+const INSERT_HEAD = `INSERT INTO audit_logs (at, principal, vault_id, vault, ingress, method, host, path, service, credential_keys, status, bytes_in, bytes_out, duration_ms, error, contained) VALUES`;
+const AUDIT_COLUMNS = 16;
+/** Rows per INSERT: 16 parameters each stays far below SQLite's and PostgreSQL's parameter limits. */
 const INSERT_GROUP = 64;
 
 export function auditRepo(sql: Sql) {
@@ -54,7 +56,7 @@ export function auditRepo(sql: Sql) {
         const group = rows.slice(at, at + INSERT_GROUP);
         const params: SqlValue[] = [];
         for (const r of group) {
-          params.push(r.at, r.principal, r.vaultId, r.vault, r.ingress, r.method, r.host, r.path, r.service, r.credentialKeys, r.status, r.bytesIn, r.bytesOut, r.durationMs, r.error);
+          params.push(r.at, r.principal, r.vaultId, r.vault, r.ingress, r.method, r.host, r.path, r.service, r.credentialKeys, r.status, r.bytesIn, r.bytesOut, r.durationMs, r.error, r.contained ? 1 : 0);
         }
         await sql.run(`${INSERT_HEAD} ${placeholderRows(group.length, AUDIT_COLUMNS)}`, params);
       }
@@ -64,7 +66,7 @@ export function auditRepo(sql: Sql) {
       const params = [f.vaultId, f.before ?? null, f.before ?? null, f.after ?? null, f.after ?? null, f.host ?? null, f.host ?? null,
         f.status ?? null, f.status ?? null, f.principal ?? null, f.principal ?? null, f.limit];
       const rows = await sql.all<AuditRow>(f.after !== undefined ? LIST_ASC : LIST_DESC, params);
-      return rows.map((r) => ({ ...r, id: Number(r.id), at: Number(r.at), vaultId: Number(r.vaultId), bytesIn: Number(r.bytesIn), bytesOut: Number(r.bytesOut) }));
+      return rows.map((r) => ({ ...r, id: Number(r.id), at: Number(r.at), vaultId: Number(r.vaultId), bytesIn: Number(r.bytesIn), bytesOut: Number(r.bytesOut), contained: Number(r.contained) === 1 }));
     },
     async prune(olderThan: number, keepRows: number): Promise<number> {
       let removed = await sql.run("DELETE FROM audit_logs WHERE at < ?", [olderThan]);

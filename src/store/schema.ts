@@ -408,4 +408,13 @@ export const MIGRATIONS: readonly Migration[] = [
            'oauth2_client_credentials', 'oauth2_refresh', 'aws_sigv4', 'github_app'))`,
     ],
   },
+  {
+    version: 12,
+    name: "contained-sessions",
+    // Sessions minted by `vault run --contain` say so, and so does every audit record made on one.
+    sql: `
+      ALTER TABLE sessions ADD COLUMN contained INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE audit_logs ADD COLUMN contained INTEGER NOT NULL DEFAULT 0;
+    `,
+  },
 ];

@@ -19,20 +19,22 @@ export interface SessionRow {
   expiresAt: number | null;
   lastSeenAt: number;
   revokedAt: number | null;
+  /** Minted by `vault run --contain` (the minter's statement): every request on it is marked in the audit log. */
+  contained: boolean;
 }
 
 const COLUMNS = `id, public_id AS "publicId", token_hash AS "tokenHash", kind, user_id AS "userId", agent_id AS "agentId", vault_id AS "vaultId",
-  role, created_at AS "createdAt", expires_at AS "expiresAt", last_seen_at AS "lastSeenAt", revoked_at AS "revokedAt"`;
+  role, created_at AS "createdAt", expires_at AS "expiresAt", last_seen_at AS "lastSeenAt", revoked_at AS "revokedAt", contained`;
 
 const ACTIVE = "revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)";
 
 export function sessionRepo(sql: Sql) {
   return {
-    async create(s: Omit<SessionRow, "id" | "revokedAt">): Promise<SessionRow> {
+    async create(s: Omit<SessionRow, "id" | "revokedAt" | "contained"> & { contained?: boolean }): Promise<SessionRow> {
       const row = await sql.get<SessionRow>(
-        `INSERT INTO sessions (public_id, token_hash, kind, user_id, agent_id, vault_id, role, created_at, expires_at, last_seen_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
-        [s.publicId, s.tokenHash, s.kind, s.userId, s.agentId, s.vaultId, s.role, s.createdAt, s.expiresAt, s.lastSeenAt],
+        `INSERT INTO sessions (public_id, token_hash, kind, user_id, agent_id, vault_id, role, created_at, expires_at, last_seen_at, contained)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
+        [s.publicId, s.tokenHash, s.kind, s.userId, s.agentId, s.vaultId, s.role, s.createdAt, s.expiresAt, s.lastSeenAt, s.contained ? 1 : 0],
       );
       return normalise(row!);
     },
@@ -87,5 +89,6 @@ function normalise(r: SessionRow): SessionRow {
     expiresAt: n(r.expiresAt),
     lastSeenAt: Number(r.lastSeenAt),
     revokedAt: n(r.revokedAt),
+    contained: Number(r.contained) === 1,
   };
 }

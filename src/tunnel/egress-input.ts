@@ -3,6 +3,7 @@
 
 import type { RequestHead, EgressInput } from "../egress/index.ts";
 import { InvalidRequest } from "../errors.ts";
+import { isContained } from "../vault/index.ts";
 import type { Authority, TunnelSession } from "./context.ts";
 
 /** `http2`: the request is an HTTP/2 stream (the upstream is asked for HTTP/2, trailers pass). */
@@ -16,6 +17,7 @@ export function tunnelEgressInput(
 ): EgressInput {
   return {
     principal: session.principal.id,
+    contained: isContained(session.principal),
     vault: { id: session.open.vault.id, name: session.open.vault.name },
     host: target.host,
     port: target.port,

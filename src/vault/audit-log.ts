@@ -42,6 +42,8 @@ export interface AuditRecord {
   bytes_out: number;
   duration_ms: number;
   error: string | null;
+  /** Made on a session minted by `vault run --contain`. */
+  contained: boolean;
 }
 
 export interface AuditPage {
@@ -114,5 +116,6 @@ async function viewAuditRow(r: AuditRow, names: Namer): Promise<AuditRecord> {
     bytes_out: r.bytesOut,
     duration_ms: r.durationMs,
     error: r.error,
+    contained: r.contained,
   };
 }

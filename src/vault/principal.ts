@@ -38,9 +38,16 @@ export interface ScopedPrincipal extends SessionRef {
   /** Who minted it: exactly one of these is set. Its rights never exceed the minter's current ones. */
   readonly userId: number | null;
   readonly agentId: number | null;
+  /** Minted by `vault run --contain`: its minter says the command runs in a network namespace. */
+  readonly contained: boolean;
 }
 
 export type Principal = UserPrincipal | AgentPrincipal | ScopedPrincipal;
+
+/** Whether requests made with this principal are marked contained in the audit log. */
+export function isContained(p: Principal): boolean {
+  return p.kind === "scoped" && p.contained;
+}
 
 export const VAULT_ROLES: readonly VaultRole[] = ["proxy", "member", "admin"];
 

@@ -11,7 +11,7 @@ import { openVault, readVaultName, roleIn } from "./vaults.ts";
 
 export async function createScopedSession(d: Domain, p: Principal, input: unknown, xVault?: string) {
   if (p.kind === "scoped") throw new PermissionDenied("a scoped session cannot mint further sessions");
-  const body = (input ?? {}) as { vault?: unknown; role?: unknown; ttl_seconds?: unknown };
+  const body = (input ?? {}) as { vault?: unknown; role?: unknown; ttl_seconds?: unknown; contained?: unknown };
   const name = readVaultName(body.vault);
   const open = await openVault(d, p, name, "read", p.kind === "agent" ? (xVault ?? name) : xVault);
   let role = open.role;
@@ -30,16 +30,19 @@ export async function createScopedSession(d: Domain, p: Principal, input: unknow
     }
     ttlMs = s * 1000;
   }
+  if (body.contained !== undefined && typeof body.contained !== "boolean") throw new InvalidRequest("contained must be true or false", "contained");
+  const contained = body.contained === true;
   const owner = p.kind === "user" ? { userId: p.userId, agentId: null } : { userId: null, agentId: p.agentId };
   // A scoped session never outlives the token that minted it (no extending an expiring agent token).
   if (p.expiresAt !== null) ttlMs = Math.min(ttlMs, p.expiresAt - d.now());
-  const minted = await d.store.transaction((tx) => mintScopedSession(tx, owner, open.vault.id, role, ttlMs, d.now()));
+  const minted = await d.store.transaction((tx) => mintScopedSession(tx, owner, open.vault.id, role, ttlMs, d.now(), contained));
   return {
     id: minted.row.publicId,
     token: minted.token.reveal(), // reveal: the new session's token, returned once to its minter
     vault: open.vault.name,
     role,
     expires_at: iso(minted.row.expiresAt!),
+    contained,
     /** Port of the transparent proxy listener (for HTTPS_PROXY, on the host the client already uses). */
     proxy_port: Number(new URL(d.proxyUrl).port) || null,
   };
@@ -53,7 +56,7 @@ export async function listScopedSessions(d: Domain, p: Principal, vaultName: str
   const open = await openVault(d, p, readVaultName(vaultName), "read", xVault);
   const rows = await d.store.sessions.activeScopedForVault(open.vault.id, d.now());
   const visible = open.role === "admin" && p.kind !== "scoped" ? rows : rows.filter((r) => mintedBy(p, r) || r.id === p.sessionId);
-  return visible.map((r) => ({ id: r.publicId, vault: open.vault.name, role: r.role, created_at: iso(r.createdAt), expires_at: r.expiresAt === null ? null : iso(r.expiresAt) }));
+  return visible.map((r) => ({ id: r.publicId, vault: open.vault.name, role: r.role, created_at: iso(r.createdAt), expires_at: r.expiresAt === null ? null : iso(r.expiresAt), contained: r.contained }));
 }
 
 export async function revokeScopedSession(d: Domain, p: Principal, publicId: string): Promise<void> {

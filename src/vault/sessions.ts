@@ -32,9 +32,10 @@ export async function mintScopedSession(
   role: VaultRole,
   ttlMs: number,
   now: number,
+  contained = false,
 ): Promise<MintedSession> {
   if (owner.agentId !== null) await assertAgentSessionRoom(repos, owner.agentId, now);
-  return insertSession(repos, { kind: "scoped", ...owner, vaultId, role, expiresAt: now + ttlMs }, now);
+  return insertSession(repos, { kind: "scoped", ...owner, vaultId, role, expiresAt: now + ttlMs, contained }, now);
 }
 
 async function assertAgentSessionRoom(repos: Repos, agentId: number, now: number) {
@@ -43,7 +44,7 @@ async function assertAgentSessionRoom(repos: Repos, agentId: number, now: number
   }
 }
 
-async function insertSession(repos: Repos, s: Pick<SessionRow, "kind" | "userId" | "agentId" | "vaultId" | "role" | "expiresAt">, now: number) {
+async function insertSession(repos: Repos, s: Pick<SessionRow, "kind" | "userId" | "agentId" | "vaultId" | "role" | "expiresAt"> & { contained?: boolean }, now: number) {
   const minted = mintToken(s.kind === "agent" ? "agent" : "session");
   const row = await repos.sessions.create({ ...s, publicId: mintPublicId("ses_"), tokenHash: minted.hash, createdAt: now, lastSeenAt: now });
   return { token: minted.token, row };
@@ -174,7 +175,7 @@ async function toPrincipal(store: Store, row: SessionRow): Promise<Principal> {
   if (row.kind === "scoped" && row.vaultId !== null && row.role) {
     // Rate limits key on `id`: a scoped session counts against whoever minted it, so minting many cannot multiply a budget.
     const id = row.userId !== null ? `user:${row.userId}` : `agent:${row.agentId}`;
-    return { kind: "scoped", id, vaultId: row.vaultId, role: row.role as VaultRole, userId: row.userId, agentId: row.agentId, ...base };
+    return { kind: "scoped", id, vaultId: row.vaultId, role: row.role as VaultRole, userId: row.userId, agentId: row.agentId, contained: row.contained, ...base };
   }
   throw new Unauthorized();
 }

@@ -1,4 +1,4 @@
-// `broker vault run --contain` (issue 20, first part) with the compiled binary against a compiled
+// `broker vault run --contain` (issue 20) with the compiled binary against a compiled
 // server: the command runs in its own user and network namespaces, where the only reachable
 // addresses are the broker's API and proxy on 127.0.0.1 (relayed through Unix sockets). Through the
 // proxy, curl works with the credential injected; around it (--noproxy '*', a raw socket, DNS)
@@ -118,6 +118,60 @@ except OSError as e: print("raw: refused", e.errno)'`,
       expect({ contain, code: await proc.exited }).toEqual({ contain, code: 143 });
       const after = await fetch(`${env.server.url}/discover`, { headers: { authorization: `Bearer ${out.trim()}` } });
       expect({ contain, status: after.status }).toEqual({ contain, status: 401 });
+    }
+  });
+
+  test("the audit log marks the contained run's requests, and only those", async () => {
+    const plain = await cli(["vault", "run", "--", "curl", "-sS", `https://${hostPort}/uncontained`]);
+    expect(plain.exitCode).toBe(0);
+    type Log = { path: string; contained?: boolean; credential_keys: string[] };
+    let logs: Log[] = [];
+    // Audit records are written in batches: wait for the last run's.
+    for (let i = 0; i < 50 && !logs.some((l) => l.path === "/uncontained"); i++) {
+      logs = JSON.parse((await cli(["logs", "--json", "--limit", "1000"])).stdout) as Log[];
+      if (!logs.some((l) => l.path === "/uncontained")) await Bun.sleep(200);
+    }
+    const byPath = (path: string) => logs.filter((l) => l.path === path);
+    expect(byPath("/contained").map((l) => l.contained)).toEqual([true]);
+    expect(byPath("/node-direct").map((l) => l.contained)).toEqual([true]); // redirected, still marked
+    expect(byPath("/uncontained").map((l) => l.contained)).toEqual([false]);
+    expect(byPath("/contained")[0]!.credential_keys).toEqual(["API_KEY"]);
+    const table = (await cli(["logs"])).stdout;
+    expect(table).toMatch(/transparent,contained .*\/contained/);
+  });
+
+  test("the command runs as the user who started vault run, without power over the namespace's routes", async () => {
+    const r = await cli(["vault", "run", "--contain", "--", "sh", "-c", 'id -u; id -g; ip route add local 10.0.0.0/8 dev lo 2>/dev/null; echo "route: $?"']);
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout.split("\n").slice(0, 2)).toEqual([String(process.getuid!()), String(process.getgid!())]);
+    expect(r.stdout).toMatch(/^route: [1-9]\d*$/m);
+  });
+
+  test("a command that does not exist: 127 and the same message as without --contain", async () => {
+    const contained = await cli(["vault", "run", "--contain", "--", "no-such-command-here"]);
+    const plain = await cli(["vault", "run", "--", "no-such-command-here"]);
+    expect(contained.exitCode).toBe(127);
+    expect(plain.exitCode).toBe(127);
+    expect(contained.stderr.trim()).toBe(plain.stderr.trim());
+  });
+
+  test("a redirected connection the broker refuses is not silent: the reason on stderr, or the 403 and its hint under deny", async () => {
+    // 127.0.0.3 is no service and outside the network guard's allowlist; the port is a service's, so it is redirected.
+    const target = `https://127.0.0.3:${upstream.port}/refused`;
+    const script = `fetch("${target}").then(async (r) => console.log("node:", r.status, await r.text()), (e) => console.log("node failed:", e.cause?.code ?? e.message))`;
+    const tunnelled = await cli(["vault", "run", "--contain", "--", "node", "-e", script]);
+    expect(tunnelled.stdout).toStartWith("node failed:");
+    expect(tunnelled.stderr).toContain(`the broker refused a connection to 127.0.0.3:${upstream.port} that did not use HTTPS_PROXY (HTTP 403 egress_blocked`);
+
+    expect((await cli(["vault", "set", "--unmatched-hosts", "deny"])).exitCode).toBe(0);
+    try {
+      const denied = await cli(["vault", "run", "--contain", "--", "node", "-e", script]);
+      expect(denied.stdout).toStartWith("node: 403");
+      const body = JSON.parse(denied.stdout.slice("node: 403 ".length)) as { error: string; proposal_hint?: { host: string } };
+      expect(body.error).toBe("forbidden");
+      expect(body.proposal_hint?.host).toBe(`127.0.0.3:${upstream.port}`);
+    } finally {
+      expect((await cli(["vault", "set", "--unmatched-hosts", "tunnel"])).exitCode).toBe(0);
     }
   });
 

@@ -22,12 +22,14 @@ interface LogRecord {
   duration_ms: number;
   credential_keys: string[];
   error: string | null;
+  /** Made by a `vault run --contain` command (servers before this field: absent). */
+  contained?: boolean;
 }
 
 const COLUMNS = [
   { title: "TIME", value: (r: LogRecord) => r.time },
   { title: "WHO", value: (r: LogRecord) => r.principal_name ?? r.principal, max: 32 },
-  { title: "VIA", value: (r: LogRecord) => r.ingress },
+  { title: "VIA", value: (r: LogRecord) => (r.contained ? `${r.ingress},contained` : r.ingress) },
   { title: "REQUEST", value: (r: LogRecord) => `${r.method} ${r.host}${r.path}`, max: 60 },
   { title: "STATUS", value: (r: LogRecord) => String(r.status) },
   { title: "MS", value: (r: LogRecord) => String(r.duration_ms) },

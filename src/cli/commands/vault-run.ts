@@ -87,11 +87,12 @@ export default defineCommand({
     const command = dash >= 0 ? rawArgs.slice(dash + 1) : [];
     if (command.length === 0) throw new CliFailure("no command to run", "put it after --, e.g. broker vault run -- curl https://api.github.com/user", 2);
     const warning = nodeProxyWarning(command, process.env.PATH);
-    if (warning) printNote(warning);
+    if (warning && !args.contain) printNote(warning); // contained, its connections are redirected to the proxy anyway
     if (args.contain) assertContainable();
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
-    const body = { vault, role: args.role ?? "proxy", ttl_seconds: parseTtl(args.ttl) };
+    // A contained run says so: the audit log marks every request made with its session.
+    const body = { vault, role: args.role ?? "proxy", ttl_seconds: parseTtl(args.ttl), ...(args.contain ? { contained: true } : {}) };
     const session = await ctx.client.request<ScopedSession>("POST", apiPath("v1", "sessions"), { body, vault });
     const dir = mkdtempSync(join(tmpdir(), "broker-run-")); // 0700
     const revoke = () => ctx.client.request("DELETE", apiPath("v1", "sessions", session.id)).catch(() => undefined);
@@ -128,7 +129,8 @@ async function containment(dir: string, addr: string, proxyPort: number, ports: 
   const apiPort = Number(api.port || (api.protocol === "https:" ? 443 : 80));
   const bridges = await startBridges(dir, { host: api.hostname.replace(/^\[|\]$/g, ""), port: apiPort }, { host: api.hostname.replace(/^\[|\]$/g, ""), port: proxyPort });
   const redirectPorts = [...new Set([443, ...ports])].filter((p) => p !== apiPort && p !== proxyPort);
-  const spec: ContainSpec = { apiPort, proxyPort, apiSocket: bridges.apiSocket, proxySocket: bridges.proxySocket, redirectPorts, command };
+  const caller = { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
+  const spec: ContainSpec = { apiPort, proxyPort, apiSocket: bridges.apiSocket, proxySocket: bridges.proxySocket, redirectPorts, command, ...caller };
   return { spec, addr: `${api.protocol}//127.0.0.1:${apiPort}`, close: bridges.close };
 }
 

@@ -40,8 +40,9 @@ function query(filter: LogFilter, extra: Record<string, string | number | undefi
 }
 
 /** How the request reached the broker, in a person's words. */
-export function viaText(ingress: string): string {
-  return ingress === "explicit" ? "via /proxy" : ingress === "transparent" ? "via HTTPS_PROXY" : ingress === "blind" ? "blind tunnel" : `via ${ingress}`;
+export function viaText(ingress: string, contained = false): string {
+  const via = ingress === "explicit" ? "via /proxy" : ingress === "transparent" ? "via HTTPS_PROXY" : ingress === "blind" ? "blind tunnel" : `via ${ingress}`;
+  return contained ? `${via}, contained` : via;
 }
 
 export function statusTone(status: number): BadgeTone {
@@ -60,7 +61,7 @@ function feedRow(r: AuditRecord) {
     who: r.principal_name,
     who_kind: r.principal_kind,
     request: `${r.method} ${r.host}${r.path}`,
-    via: viaText(r.ingress),
+    via: viaText(r.ingress, r.contained),
     status: r.status,
     status_tone: statusTone(r.status),
     duration_ms: r.duration_ms,
@@ -92,7 +93,7 @@ function LogTable(props: { rows: readonly AuditRecord[] }) {
       columns={[
         { label: "Time", cell: (r) => <Time iso={r.time} /> },
         { label: "Who", cell: (r) => <>{r.principal_name} <span class="muted small">{r.principal_kind === "unknown" ? "" : r.principal_kind === "user" ? "person" : "agent"}</span></> },
-        { label: "Request", cell: (r) => <><Name>{`${r.method} ${r.host}${r.path}`}</Name> <span class="muted small">{viaText(r.ingress)}</span></> },
+        { label: "Request", cell: (r) => <><Name>{`${r.method} ${r.host}${r.path}`}</Name> <span class="muted small">{viaText(r.ingress, r.contained)}</span></> },
         { label: "Status", cell: (r) => <><Badge tone={statusTone(r.status)}>{String(r.status)}</Badge>{r.error ? <span class="small"> {r.error}</span> : null}</> },
         { label: "Took", class: "num", cell: (r) => `${r.duration_ms} ms` },
         { label: "Credential", cell: (r) => (r.credential_keys.length ? <Name>{r.credential_keys.join(", ")}</Name> : <span class="muted">none</span>) },

@@ -8,7 +8,7 @@ import { Hono } from "hono";
 import { InvalidRequest } from "../../errors.ts";
 import { egress, toWebResponse, type EgressDeps } from "../../egress/index.ts";
 import type { Domain } from "../../vault/index.ts";
-import { parseHostPattern, type HostPattern } from "../../vault/index.ts";
+import { isContained, parseHostPattern, type HostPattern } from "../../vault/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
 import { openHeaderVault } from "../request.ts";
@@ -29,6 +29,7 @@ export function proxyRoutes(d: Domain, deps: EgressDeps) {
     const answer = await egress(
       {
         principal: p.id,
+        contained: isContained(p),
         vault: { id: open.vault.id, name: open.vault.name },
         host: pattern.name,
         port: pattern.port,

@@ -24,6 +24,7 @@ function entry(at: number, over: Partial<AuditEntry> = {}): AuditEntry {
     bytesOut: 10,
     durationMs: 3,
     error: null,
+    contained: false,
     ...over,
   };
 }

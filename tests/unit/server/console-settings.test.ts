@@ -55,6 +55,7 @@ async function auditRows(s: Setup, vault: string, principal: string, n: number, 
     bytesOut: 10,
     durationMs: 12,
     error: null,
+    contained: false,
   }));
   await s.h.store.audit.insert(rows);
 }

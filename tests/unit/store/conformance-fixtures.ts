@@ -15,7 +15,7 @@ export function addUser(store: Pick<Store, "users">, email: string, role: UserRo
 export function newSession(tag: string, over: Partial<Omit<SessionRow, "id" | "revokedAt">> = {}): Omit<SessionRow, "id" | "revokedAt"> {
   return {
     publicId: `ses_${tag}`, tokenHash: `hash-${tag}`, kind: "user", userId: null, agentId: null, vaultId: null, role: null,
-    createdAt: 10, expiresAt: null, lastSeenAt: 10, ...over,
+    createdAt: 10, expiresAt: null, lastSeenAt: 10, contained: false, ...over,
     ...(over.createdAt !== undefined && over.lastSeenAt === undefined ? { lastSeenAt: over.createdAt } : {}),
   };
 }
@@ -23,6 +23,6 @@ export function newSession(tag: string, over: Partial<Omit<SessionRow, "id" | "r
 export function auditRow(over: Partial<Omit<AuditRow, "id">> = {}): Omit<AuditRow, "id"> {
   return {
     at: 1, principal: "user:1", vaultId: 1, vault: "v", ingress: "proxy", method: "GET", host: "api.example.com", path: "/",
-    service: "api.example.com", credentialKeys: "K", status: 200, bytesIn: 10, bytesOut: 20, durationMs: 3, error: null, ...over,
+    service: "api.example.com", credentialKeys: "K", status: 200, bytesIn: 10, bytesOut: 20, durationMs: 3, error: null, contained: false, ...over,
   };
 }

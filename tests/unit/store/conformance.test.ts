@@ -94,7 +94,7 @@ forEachBackend((backend) => {
     const live = await store.sessions.create(newSession("live", { userId: u.id, expiresAt: 1000 }));
     expect(live).toEqual({
       id: expect.any(Number), publicId: "ses_live", tokenHash: "hash-live", kind: "user", userId: u.id, agentId: null, vaultId: null,
-      role: null, createdAt: 10, expiresAt: 1000, lastSeenAt: 10, revokedAt: null,
+      role: null, createdAt: 10, expiresAt: 1000, lastSeenAt: 10, revokedAt: null, contained: false,
     });
     expect(await store.sessions.byTokenHash("hash-live")).toEqual(live);
     expect(await store.sessions.byPublicId("ses_live")).toEqual(live);

@@ -55,7 +55,7 @@ async function seed(store: Store): Promise<void> {
   await store.settings.put("ratelimit", { profile: "loose" }, T0);
   const audit = Array.from({ length: 1234 }, (_, i) => ({
     at: T0 + i, principal: i % 2 ? "agent:claude" : "user:owner@example.com", vaultId: vault.id, vault: vault.name, ingress: i % 3 ? "explicit" : "transparent", method: "GET",
-    host: "api.example.com", path: `/v1/items/${i}`, service: i % 5 ? "api.example.com" : null, credentialKeys: "API_KEY", status: 200 + (i % 3), bytesIn: i, bytesOut: 2 ** 40 + i, durationMs: i % 100, error: i % 7 ? null : "upstream_timeout",
+    host: "api.example.com", path: `/v1/items/${i}`, service: i % 5 ? "api.example.com" : null, credentialKeys: "API_KEY", status: 200 + (i % 3), bytesIn: i, bytesOut: 2 ** 40 + i, durationMs: i % 100, error: i % 7 ? null : "upstream_timeout", contained: i % 4 === 0,
   }));
   await store.transaction((tx) => tx.audit.insert(audit));
   const p = await store.proposals.create({ vaultId: vault.id, message: "need GitHub", userMessage: "please", services: '[{"host":"api.github.com"}]', credentials: '[{"key":"GH_TOKEN"}]', createdBy: "agent:claude", createdAt: T0, expiresAt: T0 + 7 * 86_400_000, approvalTokenHash: "ah1", approvalExpiresAt: T0 + 86_400_000 });

@@ -175,6 +175,7 @@ describe("audit records during an outage", () => {
     bytesOut: 0,
     durationMs: 1,
     error: null,
+    contained: false,
   });
 
   test("are kept in order and written when the database returns; overflow is counted in the log", async () => {
