@@ -124,6 +124,47 @@ export class RequestNotAllowed extends BrokerError {
   }
 }
 
+/** What a held request's answers carry: where a human decides, where the agent polls, and until when. */
+export interface HeldRequestLinks {
+  readonly approval_id: string;
+  readonly approval_url: string;
+  readonly poll_url: string;
+  readonly expires_at: string;
+}
+
+/**
+ * A rule asks a human to approve each matching request, and this one is not approved (yet): it was
+ * held, not forwarded. 428, never a 2xx, so no client can take a held request for a done one.
+ */
+export class ApprovalRequired extends BrokerError {
+  readonly status = 428;
+  readonly code = "approval_required";
+  constructor(readonly links: HeldRequestLinks, message?: string) {
+    super(
+      message ??
+        `a human must approve this exact request first; send the approval_url to one, then retry the same request (same method, URL, body and headers) once approved, or retry with "Prefer: wait=<seconds>" to have the broker wait (at most 120 s each time)`,
+    );
+  }
+  override extra() {
+    return { ...this.links };
+  }
+}
+
+/** The request was held and a human said no, or nobody decided before the approval expired. */
+export class ApprovalRefused extends BrokerError {
+  readonly status = 403;
+  constructor(readonly code: "approval_denied" | "approval_expired", readonly links: HeldRequestLinks) {
+    super(
+      code === "approval_denied"
+        ? "a human denied this exact request; do not retry it unchanged (a new approval for it can be asked once this one expires)"
+        : "the approval for this exact request expired before it was used; retry to ask a human again",
+    );
+  }
+  override extra() {
+    return { ...this.links };
+  }
+}
+
 export class ServiceDisabled extends BrokerError {
   readonly status = 403;
   readonly code = "service_disabled";

@@ -116,6 +116,8 @@ export interface AuditOutcome {
   readonly error: string | null;
   readonly service: string | null;
   readonly credentialKeys: readonly string[];
+  /** Who approved this exact request, when a rule held it for a human. */
+  readonly approvedBy?: string | null;
 }
 
 export interface AuditedRequest {
@@ -148,5 +150,6 @@ export function auditEntry(req: AuditedRequest, startedAt: number, now: number, 
     durationMs: now - startedAt,
     error: o.error,
     contained: req.contained,
+    approvedBy: o.approvedBy ?? null,
   };
 }

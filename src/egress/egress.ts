@@ -15,10 +15,12 @@ import { headerValues } from "./http1.ts";
 import { resolveChecked, type NetPolicy, type Resolver } from "./netguard.ts";
 import type { EgressPlan, PlanCache } from "./plan.ts";
 import { redactHeaders, redactText, redactWhole, type Needles } from "./redact.ts";
-import { allowedTarget, widenRulesHint } from "./rules.ts";
+import { allowedTarget, heldByRule, widenRulesHint } from "./rules.ts";
+import { describeHeld, preferredWaitMs, readHeldBody } from "./held-request.ts";
 import { scanBodyStream, type BodyDone } from "./scan-body.ts";
 import { SMALL_BODY_BYTES, type OutboundRequest, type SendOptions, type Upstream } from "./upstream.ts";
 import type { Minter } from "./minted.ts";
+import type { RequestApprovalGate } from "../vault/index.ts";
 import { signAwsRequest } from "./sigv4.ts";
 import { placeCredential } from "./url-credential.ts";
 
@@ -60,6 +62,8 @@ export interface EgressDeps {
   readonly metrics?: EgressMetrics;
   /** Minted OAuth and GitHub App tokens (minted.ts); a minted-token service fails closed without it. */
   readonly minter?: Minter;
+  /** Human approval of single requests (rules with "approve": "each"); such a rule fails closed without it. */
+  readonly approvals?: RequestApprovalGate;
 }
 
 /** What one exchange tells the metrics: names and numbers only, never a path, query or value. */
@@ -98,9 +102,10 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
     const upstreamMs = tHead ? tHead - tSend : 0;
     m.observe({ ingress: input.ingress, vault: input.vault.name, service: plan?.service.host ?? null, status, brokerSeconds: (end - t0 - upstreamMs) / 1000, upstreamSeconds: tHead ? upstreamMs / 1000 : null });
   };
+  let approvedBy: string | null = null;
   const audit = (status: number, bytesOut: number, error: string | null) =>
     deps.audit.record(
-      auditEntry(input, started, deps.now(), { status, bytesIn, bytesOut, error, service: plan?.service.host ?? null, credentialKeys: plan?.credentialKeys ?? [] }),
+      auditEntry(input, started, deps.now(), { status, bytesIn, bytesOut, error, service: plan?.service.host ?? null, credentialKeys: plan?.credentialKeys ?? [], approvedBy }),
     );
 
   try {
@@ -111,6 +116,14 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
     plan = await deps.plans.plan(input.vault, input.host, input.port);
     const ruled = plan;
     const allowed = allowedTarget(plan, input.method, input.target, (m, path) => widenRulesHint(deps.plans.hintFor(input.host, input.port), ruled, m, path), input.headers);
+    // A rule that asks a human for each request: held (428) until this exact request is approved.
+    let heldBody: Uint8Array | undefined;
+    if (heldByRule(plan, input.method, allowed, input.headers)) {
+      heldBody = await readHeldBody(input.body, input.bodyLength);
+      bytesIn = heldBody.byteLength;
+      const held = describeHeld({ ...input, target: allowed, body: heldBody }, plan, plan.needles);
+      approvedBy = await approvalsOf(deps).pass(held, { waitMs: preferredWaitMs(input.headers), signal: input.signal });
+    }
     // A URL credential goes in only now: the rules saw the agent's path, and the audit record keeps it.
     const target = plan.placement ? placeCredential(allowed, plan.placement) : allowed;
     const planned = plan;
@@ -118,10 +131,11 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
     const minting = planned.minted !== undefined && !signing;
     let grant = minting ? await minterOf(deps).grant(input.vault, planned) : undefined;
     const addresses = () => resolveChecked(input.host, input.port, deps.policy, deps.resolver);
-    const body = input.body && watchErrors(input.body, (e) => (bodyFailure = e)).pipeThrough(countAndCap(deps.maxRequestBytes, (n) => (bytesIn = n), "request"));
+    const body = heldBody ? null : input.body && watchErrors(input.body, (e) => (bodyFailure = e)).pipeThrough(countAndCap(deps.maxRequestBytes, (n) => (bytesIn = n), "request"));
     // A minted token the upstream rejects (401) is refreshed and the request sent once more, which
-    // needs its body again: small ones are held for that (a streamed one is not replayed).
-    const held = minting && body && input.bodyLength !== null && input.bodyLength <= SMALL_BODY_BYTES ? await wholeBody(body) : undefined;
+    // needs its body again: small ones are held for that (a streamed one is not replayed). An
+    // approved request's body was read whole already.
+    const held = heldBody?.byteLength ? heldBody : minting && body && input.bodyLength !== null && input.bodyLength <= SMALL_BODY_BYTES ? await wholeBody(body) : undefined;
     const replayable = !body || held !== undefined;
     const injection = grant?.injection ?? planned.injection;
     const inPath = planned.placement !== undefined;
@@ -133,7 +147,7 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
       let headers = buildUpstreamHeaders(input.headers, grant?.injection ?? planned.injection, signing || input.ingress === "explicit");
       // An injected gRPC call asks for uncompressed messages: less to decode before the scan.
       if (how.http2 === "require" && !(grant?.needles ?? planned.needles).empty) headers = withHeader(headers, "grpc-accept-encoding", "identity");
-      const req = { method: input.method, target, headers, body: again, bodyLength: input.bodyLength };
+      const req = { method: input.method, target, headers, body: again, bodyLength: heldBody?.byteLength ? heldBody.byteLength : input.bodyLength };
       return signing ? { method: input.method, ...(await signAwsRequest(planned.minted!, input, req, deps.now())) } : req;
     };
     if (m) tSend = m.now();
@@ -198,6 +212,11 @@ function sensitiveFields(injection: { header: string } | undefined, inPath: bool
 /** An answer that will not be forwarded: its streamed body is cancelled so the connection is freed. */
 async function discardBody(a: Answer): Promise<void> {
   if (a.body && !(a.body instanceof Uint8Array)) await a.body.cancel().catch(() => {});
+}
+
+function approvalsOf(deps: EgressDeps): RequestApprovalGate {
+  if (!deps.approvals) throw new Internal();
+  return deps.approvals;
 }
 
 function minterOf(deps: EgressDeps): Minter {

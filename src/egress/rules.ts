@@ -3,7 +3,7 @@
 // goes upstream is the canonical path that was matched (the query travels unchanged).
 
 import { InvalidRequest, RequestNotAllowed } from "../errors.ts";
-import { canonicalPath, describeRules, matchRule } from "../vault/index.ts";
+import { canonicalPath, describeRules, matchRule, needsApproval } from "../vault/index.ts";
 import type { EgressPlan } from "./plan.ts";
 
 /**
@@ -25,12 +25,26 @@ export function allowedTarget(
   const path = q < 0 ? target : target.slice(0, q);
   const canon = canonicalPath(path);
   if (!canon.ok) throw new InvalidRequest(`the service for ${plan.service.host} has rules, so ambiguous paths are refused: ${canon.reason}`, "path");
-  const methods = [method];
-  for (const [name, value] of headers) if (METHOD_OVERRIDES.has(name.toLowerCase())) methods.push(value.trim().toUpperCase());
-  for (const m of methods) {
+  for (const m of claimedMethods(method, headers)) {
     if (matchRule(plan.rules, m, canon.segments) < 0) throw new RequestNotAllowed(plan.service.host, plan.rules, describeRules(plan.rules), hint(m, canon.path));
   }
   return canon.path + (q < 0 ? "" : target.slice(q));
+}
+
+/** The method and every method an override header claims (each is checked, each can need approval). */
+function claimedMethods(method: string, headers: Iterable<[string, string]>): string[] {
+  const methods = [method];
+  for (const [name, value] of headers) if (METHOD_OVERRIDES.has(name.toLowerCase())) methods.push(value.trim().toUpperCase());
+  return methods;
+}
+
+/** Whether a rule asks a human to approve this request (`allowed`: the target allowedTarget returned). */
+export function heldByRule(plan: EgressPlan, method: string, allowed: string, headers: Iterable<[string, string]> = []): boolean {
+  if (!plan.rules?.some((r) => r.approve === "each")) return false;
+  const q = allowed.indexOf("?");
+  const canon = canonicalPath(q < 0 ? allowed : allowed.slice(0, q));
+  if (!canon.ok) return true; // allowedTarget refused it already; never let an oddity skip the human
+  return claimedMethods(method, headers).some((m) => needsApproval(plan.rules!, m, canon.segments));
 }
 
 /** A proposal_hint that keeps the service as it is and adds one rule for exactly this request. */

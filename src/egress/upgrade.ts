@@ -14,7 +14,8 @@ import { resolveChecked } from "./netguard.ts";
 import { ClosedBeforeHead, readResponseHead } from "./upstream-head.ts";
 import { createFrameScanner, type FrameScanner } from "./websocket-frames.ts";
 import { namesExtension, redactResponseHead, shapeRefusal, withoutExtensions } from "./websocket-head.ts";
-import { allowedTarget, widenRulesHint } from "./rules.ts";
+import { allowedTarget, heldByRule, widenRulesHint } from "./rules.ts";
+import { describeHeld, preferredWaitMs } from "./held-request.ts";
 import { placeCredential } from "./url-credential.ts";
 
 export type Upgraded = Switched | Refused;
@@ -56,8 +57,9 @@ export function isWebSocketUpgrade(method: string, headers: Iterable<[string, st
 
 export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promise<Upgraded> {
   const started = deps.now();
+  let approvedBy: string | null = null;
   const record = (status: number, bytesIn: number, bytesOut: number, error: string | null, keys: readonly string[], service: string | null) =>
-    deps.audit.record(auditEntry({ ...input, method: "GET" }, started, deps.now(), { status, bytesIn, bytesOut, error, service, credentialKeys: keys }));
+    deps.audit.record(auditEntry({ ...input, method: "GET" }, started, deps.now(), { status, bytesIn, bytesOut, error, service, credentialKeys: keys, approvedBy }));
   let keys: readonly string[] = [];
   let service: string | null = null;
   let conn: Connection | undefined;
@@ -74,6 +76,12 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
     const needles = grant?.needles ?? plan.needles;
     // A WebSocket upgrade is a GET on the wire: the service's rules decide on that.
     const allowed = allowedTarget(plan, "GET", input.target, (m, path) => widenRulesHint(deps.plans.hintFor(input.host, input.port), plan, m, path), input.headers);
+    // A rule asking a human for each request holds the upgrade as egress() holds a request (no body).
+    if (heldByRule(plan, "GET", allowed, input.headers)) {
+      if (!deps.approvals) throw new Internal();
+      const held = describeHeld({ ...input, method: "GET", target: allowed, body: new Uint8Array(0) }, plan, needles);
+      approvedBy = await deps.approvals.pass(held, { waitMs: preferredWaitMs(input.headers), signal: input.signal });
+    }
     // A URL credential goes in after the rules check, as in egress().
     const target = plan.placement ? placeCredential(allowed, plan.placement) : allowed;
     const pairs = [...input.headers];

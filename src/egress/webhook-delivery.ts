@@ -7,7 +7,7 @@ import { createHmac, randomUUID } from "node:crypto";
 import { EgressBlocked, UpstreamUnreachable } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { Store, WebhookRow, WebhookStatus } from "../store/index.ts";
-import { describeEventText, openWebhookSecret, type ProposalEvent, type WebhookNotifier } from "../vault/index.ts";
+import { describeEventText, openWebhookSecret, type BrokerEvent, type WebhookNotifier } from "../vault/index.ts";
 import { resolveChecked, type NetPolicy, type Resolver } from "./netguard.ts";
 
 export interface WebhookSenderDeps {
@@ -40,7 +40,7 @@ const MAX_ERROR_LENGTH = 200;
 interface Job {
   readonly webhookId: number;
   readonly vaultId: number;
-  readonly event: ProposalEvent;
+  readonly event: BrokerEvent;
   /** The same for every try, so a receiver can drop a repeat. */
   readonly deliveryId: string;
   attempts: number;

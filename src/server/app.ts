@@ -19,6 +19,7 @@ import { identityRoutes, oidcRoutes } from "./routes/oidc.tsx";
 import { ownerRoutes } from "./routes/owner.ts";
 import { proxyRoutes } from "./routes/proxy.ts";
 import { discoverRoutes, proposalRoutes } from "./routes/proposals.ts";
+import { requestApprovalRoutes } from "./routes/request-approvals.ts";
 import { approveRoutes, assetRoutes } from "./routes/approve.tsx";
 import { consoleRoutes } from "./console/routes.tsx";
 import { logRoutes } from "./routes/logs.ts";
@@ -118,6 +119,7 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
   api.route("/invite", inviteRedemptionRoutes(d));
   api.route("/v1/vaults", logRoutes(d));
   api.route("/v1/vaults", webhookRoutes(d));
+  api.route("/v1/vaults", requestApprovalRoutes(d));
   api.route("/", discoverRoutes(d));
   api.route("/v1/proposals", proposalRoutes(d));
   api.route("/approve", approveRoutes(d, deps.log));

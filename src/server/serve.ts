@@ -13,7 +13,7 @@ import { openStore, type Store } from "../store/index.ts";
 import { createAuthenticator, createHashGate, createVaultAccessCache, createLeafCache, loadRootCa, mintLeaf, rotateRootCa, unlockKeyring, type CaHolder, type Domain, type LeafCache } from "../vault/index.ts";
 import { createChangeFeed, REVALIDATE_MS, type ChangeHandlers, type Freshness } from "../vault/index.ts";
 import { createLoginThrottle, createRateLimiter, resolveSettings } from "../ratelimit/index.ts";
-import { expireProposals, pruneEndedRows, replaceRotatedCredential } from "../vault/index.ts";
+import { createRequestApprovalGate, expireProposals, pruneEndedRows, pruneRequestApprovals, replaceRotatedCredential } from "../vault/index.ts";
 import { restoreRateLimits } from "../vault/index.ts";
 import { createOidcClient } from "../vault/index.ts";
 import { createApi, type DatabaseHealth } from "./app.ts";
@@ -194,6 +194,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     cached.push(minter.secrets);
     const egress: EgressDeps = {
       minter,
+      approvals: createRequestApprovalGate(domain),
       plans,
       policy,
       resolver,
@@ -284,7 +285,11 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     let sweeps = 0;
     const sweep = () => {
       void expireProposals(domain).catch((err) => log.error("proposal_expiry_failed", { err }));
-      if (sweeps++ % 60 === 0) void pruneEndedRows(domain).catch((err) => log.error("prune_failed", { err })); // hourly
+      if (sweeps++ % 60 === 0) {
+        // hourly
+        void pruneEndedRows(domain).catch((err) => log.error("prune_failed", { err }));
+        void pruneRequestApprovals(domain).catch((err) => log.error("prune_failed", { err }));
+      }
     };
     sweep();
     const sweeper = setInterval(sweep, 60_000);

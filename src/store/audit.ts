@@ -21,6 +21,8 @@ export interface AuditRow {
   error: string | null;
   /** Made on a session minted by `vault run --contain`. */
   contained: boolean;
+  /** `user:<id>` of the human who approved this exact request (rules with "approve": "each"), else null. */
+  approvedBy: string | null;
 }
 
 export interface AuditFilter {
@@ -34,7 +36,7 @@ export interface AuditFilter {
 }
 
 const COLUMNS = `id, at, principal, vault_id AS "vaultId", vault, ingress, method, host, path, service, credential_keys AS "credentialKeys",
-  status, bytes_in AS "bytesIn", bytes_out AS "bytesOut", duration_ms AS "durationMs", error, contained`;
+  status, bytes_in AS "bytesIn", bytes_out AS "bytesOut", duration_ms AS "durationMs", error, contained, approved_by AS "approvedBy"`;
 
 const FILTERED = `SELECT ${COLUMNS} FROM audit_logs WHERE vault_id = ?
   AND (CAST(? AS BIGINT) IS NULL OR id < ?) AND (CAST(? AS BIGINT) IS NULL OR id > ?) AND (CAST(? AS TEXT) IS NULL OR host = ?)
@@ -42,9 +44,9 @@ const FILTERED = `SELECT ${COLUMNS} FROM audit_logs WHERE vault_id = ?
 const LIST_DESC = `${FILTERED} ORDER BY id DESC LIMIT ?`;
 const LIST_ASC = `${FILTERED} ORDER BY id ASC LIMIT ?`;
 
-const INSERT_HEAD = `INSERT INTO audit_logs (at, principal, vault_id, vault, ingress, method, host, path, service, credential_keys, status, bytes_in, bytes_out, duration_ms, error, contained) VALUES`;
-const AUDIT_COLUMNS = 16;
-/** Rows per INSERT: 16 parameters each stays far below SQLite's and PostgreSQL's parameter limits. */
+const INSERT_HEAD = `INSERT INTO audit_logs (at, principal, vault_id, vault, ingress, method, host, path, service, credential_keys, status, bytes_in, bytes_out, duration_ms, error, contained, approved_by) VALUES`;
+const AUDIT_COLUMNS = 17;
+/** Rows per INSERT: 17 parameters each stays far below SQLite's and PostgreSQL's parameter limits. */
 const INSERT_GROUP = 64;
 
 export function auditRepo(sql: Sql) {
@@ -56,7 +58,7 @@ export function auditRepo(sql: Sql) {
         const group = rows.slice(at, at + INSERT_GROUP);
         const params: SqlValue[] = [];
         for (const r of group) {
-          params.push(r.at, r.principal, r.vaultId, r.vault, r.ingress, r.method, r.host, r.path, r.service, r.credentialKeys, r.status, r.bytesIn, r.bytesOut, r.durationMs, r.error, r.contained ? 1 : 0);
+          params.push(r.at, r.principal, r.vaultId, r.vault, r.ingress, r.method, r.host, r.path, r.service, r.credentialKeys, r.status, r.bytesIn, r.bytesOut, r.durationMs, r.error, r.contained ? 1 : 0, r.approvedBy);
         }
         await sql.run(`${INSERT_HEAD} ${placeholderRows(group.length, AUDIT_COLUMNS)}`, params);
       }

@@ -9,6 +9,7 @@ import { credentialRepo } from "./credentials.ts";
 import { identityRepo } from "./identities.ts";
 import { inviteRepo } from "./invites.ts";
 import { proposalRepo } from "./proposals.ts";
+import { requestApprovalRepo } from "./request-approvals.ts";
 import { serviceRepo } from "./services.ts";
 import { settingRepo } from "./settings.ts";
 import { keyringRepo } from "./keyring.ts";
@@ -36,6 +37,7 @@ export type { IdentityRow, OidcCliCodeRow, OidcPurpose, OidcStateRow } from "./i
 export type { AuthType, MintedAuthType, ServiceRow } from "./services.ts";
 export type { AuditFilter, AuditRow } from "./audit.ts";
 export type { ProposalRow, ProposalStatus } from "./proposals.ts";
+export type { RequestApprovalRow, RequestApprovalState } from "./request-approvals.ts";
 export type { CaRow } from "./ca.ts";
 export type { WebhookDelivery, WebhookFormat, WebhookRow, WebhookStatus } from "./webhooks.ts";
 export { migrate } from "./migrations.ts";
@@ -60,6 +62,7 @@ function createRepos(sql: Sql) {
     settings: settingRepo(sql),
     audit: auditRepo(sql),
     proposals: proposalRepo(sql),
+    requestApprovals: requestApprovalRepo(sql),
     ca: caRepo(sql),
     identities: identityRepo(sql),
     webhooks: webhookRepo(sql),

@@ -417,4 +417,37 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE audit_logs ADD COLUMN contained INTEGER NOT NULL DEFAULT 0;
     `,
   },
+  {
+    version: 13,
+    name: "request-approvals",
+    // Requests held for a human's approval (rules with "approve": "each"), and who approved each
+    // request the audit log records. The row keeps a description and a fingerprint, never a credential.
+    sql: `
+      CREATE TABLE request_approvals (
+        id {{id}},
+        public_id TEXT NOT NULL UNIQUE,
+        vault_id BIGINT NOT NULL REFERENCES vaults (id) ON DELETE CASCADE,
+        principal TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('pending', 'approved', 'denied', 'used', 'expired')),
+        method TEXT NOT NULL,
+        host TEXT NOT NULL,
+        target TEXT NOT NULL,
+        service TEXT NOT NULL,
+        headers TEXT NOT NULL,
+        body_preview TEXT,
+        body_bytes BIGINT NOT NULL,
+        body_sha256 TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        decided_at BIGINT,
+        decided_by BIGINT,
+        used_at BIGINT
+      );
+      CREATE INDEX request_approvals_request ON request_approvals (vault_id, principal, fingerprint, id);
+      CREATE INDEX request_approvals_vault ON request_approvals (vault_id, state, id);
+      CREATE INDEX request_approvals_expiry ON request_approvals (expires_at);
+      ALTER TABLE audit_logs ADD COLUMN approved_by TEXT;
+    `,
+  },
 ];

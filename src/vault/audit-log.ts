@@ -44,6 +44,9 @@ export interface AuditRecord {
   error: string | null;
   /** Made on a session minted by `vault run --contain`. */
   contained: boolean;
+  /** Who approved this exact request (`user:1`) when a rule held it for a human, and their email. */
+  approved_by: string | null;
+  approved_by_name: string | null;
 }
 
 export interface AuditPage {
@@ -117,5 +120,7 @@ async function viewAuditRow(r: AuditRow, names: Namer): Promise<AuditRecord> {
     duration_ms: r.durationMs,
     error: r.error,
     contained: r.contained,
+    approved_by: r.approvedBy,
+    approved_by_name: r.approvedBy === null ? null : (await names(r.approvedBy)).name,
   };
 }

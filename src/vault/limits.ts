@@ -23,6 +23,16 @@ export const LIMITS = {
   credentialsPerProposal: 10,
   credentialValueMaxBytes: 65_536,
   credentialKeyMaxLength: 128,
+  /** How long a held request's approval stays valid, decided or not. */
+  requestApprovalTtlMs: 15 * MINUTE,
+  /** Held requests awaiting a human at once per vault: an agent cannot bury the people who approve. */
+  pendingRequestApprovalsPerVault: 50,
+  /** A held request's body is read whole (to hash and show it): larger ones are refused. */
+  heldRequestBodyMaxBytes: 1_048_576,
+  /** What of a held request's body the approval page shows. */
+  heldRequestPreviewBytes: 65_536,
+  /** The longest `Prefer: wait` honoured per request (the same approval is found again by a retry). */
+  requestApprovalWaitMaxMs: 120_000,
 } as const;
 
 export const NAME_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;

@@ -8,6 +8,8 @@ import { InvalidRequest } from "../errors.ts";
 export interface ServiceRule {
   readonly methods: readonly string[];
   readonly paths: readonly string[];
+  /** "each": every request this rule matches waits for a human's approval of that exact request. */
+  readonly approve?: "each";
 }
 export type Rules = readonly ServiceRule[];
 
@@ -128,10 +130,11 @@ export function parseRules(input: unknown, field = "rules"): Rules | undefined {
   if (input.length > LIMITS.rules) throw new InvalidRequest(`${field} may hold at most ${LIMITS.rules} rules`, field);
   return input.map((raw, i) => {
     const at = `${field}[${i}]`;
-    const r = (raw ?? {}) as { methods?: unknown; paths?: unknown };
+    const r = (raw ?? {}) as { methods?: unknown; paths?: unknown; approve?: unknown };
     if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new InvalidRequest(`${at} must be {"methods": [...], "paths": [...]}`, at);
-    const unknown = Object.keys(raw).find((k) => k !== "methods" && k !== "paths");
-    if (unknown) throw new InvalidRequest(`${at}.${unknown} is not a rule field (methods, paths)`, `${at}.${unknown}`);
+    const unknown = Object.keys(raw).find((k) => k !== "methods" && k !== "paths" && k !== "approve");
+    if (unknown) throw new InvalidRequest(`${at}.${unknown} is not a rule field (methods, paths, approve)`, `${at}.${unknown}`);
+    if (r.approve !== undefined && r.approve !== "each") throw new InvalidRequest(`${at}.approve must be "each" (a human approves every matching request) or left out`, `${at}.approve`);
     const methods = readList(r.methods, `${at}.methods`).map((m, j) => {
       const upper = typeof m === "string" ? m.toUpperCase() : "";
       if (!RULE_METHODS.includes(upper)) throw new InvalidRequest(`${at}.methods[${j}] must be one of ${RULE_METHODS.join(", ")}`, `${at}.methods[${j}]`);
@@ -141,7 +144,7 @@ export function parseRules(input: unknown, field = "rules"): Rules | undefined {
       compilePattern(p as string, `${at}.paths[${j}]`);
       return p as string;
     });
-    return { methods: [...new Set(methods)], paths: [...new Set(paths)] };
+    return { methods: [...new Set(methods)], paths: [...new Set(paths)], ...(r.approve === "each" ? { approve: "each" as const } : {}) };
   });
 }
 
@@ -153,16 +156,26 @@ function readList(v: unknown, field: string): unknown[] {
 
 /** Index of the first rule allowing (method, segments), or -1. */
 export function matchRule(rules: Rules, method: string, segments: readonly string[]): number {
-  return rules.findIndex((rule) => {
-    if (!rule.methods.includes(method)) return false;
-    let patterns = compiled.get(rule);
-    if (!patterns) compiled.set(rule, (patterns = rule.paths.map((p, j) => compilePattern(p, `paths[${j}]`))));
-    return patterns.some((p) => matches(p, segments));
-  });
+  return rules.findIndex((rule) => ruleMatches(rule, method, segments));
+}
+
+/**
+ * Whether any rule that matches (method, segments) asks for a human's approval. Any, not the first:
+ * a broad rule listed before a narrow approval rule must not let the request past the human.
+ */
+export function needsApproval(rules: Rules, method: string, segments: readonly string[]): boolean {
+  return rules.some((rule) => rule.approve === "each" && ruleMatches(rule, method, segments));
+}
+
+function ruleMatches(rule: ServiceRule, method: string, segments: readonly string[]): boolean {
+  if (!rule.methods.includes(method)) return false;
+  let patterns = compiled.get(rule);
+  if (!patterns) compiled.set(rule, (patterns = rule.paths.map((p, j) => compilePattern(p, `paths[${j}]`))));
+  return patterns.some((p) => matches(p, segments));
 }
 
 /** In plain words: "GET and HEAD on /repos/*\/issues/**; POST on /a or /b". */
 export function describeRules(rules: Rules): string {
   const words = (items: readonly string[], last: string) => (items.length <= 1 ? items.join("") : `${items.slice(0, -1).join(", ")} ${last} ${items.at(-1)}`);
-  return rules.map((r) => `${words(r.methods, "and")} on ${words(r.paths, "or")}`).join("; ");
+  return rules.map((r) => `${words(r.methods, "and")} on ${words(r.paths, "or")}${r.approve === "each" ? " (each request approved by a human)" : ""}`).join("; ");
 }

@@ -1,4 +1,4 @@
-// What a proposal event is (the JSON a webhook receiver gets) and who delivers it: names, hosts and
+// What a proposal or held-request event is (the JSON a webhook receiver gets) and who delivers it: names, hosts and
 // key names only, never a credential value. Types only, so the domain context can name the notifier.
 
 import type { ProposalRow } from "../store/index.ts";
@@ -30,7 +30,34 @@ export interface ProposalEvent {
   readonly console_url: string;
 }
 
+export type RequestApprovalEventType = "request_approval.created" | "request_approval.approved" | "request_approval.denied";
+
+/** A request held for a human's approval (rules with "approve": "each"): what will be sent, never a credential or the body. */
+export interface RequestApprovalEvent {
+  readonly event: RequestApprovalEventType;
+  readonly vault: string;
+  readonly request_approval: {
+    readonly id: string;
+    readonly state: string;
+    readonly requested_by: string;
+    readonly requested_by_kind: "agent" | "user" | "unknown";
+    readonly method: string;
+    /** Scheme, host and path; the query is left out (it may carry data the receiver should not get). */
+    readonly url: string;
+    readonly service: string;
+    readonly body_bytes: number;
+    readonly created_at: string;
+    readonly expires_at: string;
+    readonly decided_by: string | null;
+  };
+  /** Where a person signed in to the console sees the whole request and decides. */
+  readonly approval_url: string;
+  readonly console_url: string;
+}
+
+export type BrokerEvent = ProposalEvent | RequestApprovalEvent;
+
 /** Delivers events to a vault's webhooks off the request path (egress/webhook-delivery.ts). */
 export interface WebhookNotifier {
-  notify(vaultId: number, event: ProposalEvent): void;
+  notify(vaultId: number, event: BrokerEvent): void;
 }

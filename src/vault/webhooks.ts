@@ -4,7 +4,7 @@
 // signing, retries) lives in egress/webhook-delivery.ts. Never logs a secret or a receiver's URL.
 
 import { InvalidRequest, NotFound, PermissionDenied, Conflict } from "../errors.ts";
-import type { ProposalRow, WebhookFormat, WebhookRow } from "../store/index.ts";
+import type { ProposalRow, RequestApprovalRow, WebhookFormat, WebhookRow } from "../store/index.ts";
 import { Secret } from "../secret.ts";
 import { encodeAad, open, randomBytes, seal } from "./aead.ts";
 import type { Domain } from "./context.ts";
@@ -12,10 +12,10 @@ import type { ProposedService, ProposedSlot } from "./proposal-input.ts";
 import { namePrincipal } from "./principal-name.ts";
 import { iso } from "./users.ts";
 import { requireInVault, type OpenVault } from "./vaults.ts";
-import type { ProposalEvent, ProposalEventType } from "./webhook-event.ts";
+import type { BrokerEvent, ProposalEventType, RequestApprovalEvent, RequestApprovalEventType } from "./webhook-event.ts";
 import { maskWebhookReceiver } from "./webhook-url.ts";
 
-export type { ProposalEvent, ProposalEventType, WebhookNotifier } from "./webhook-event.ts";
+export type { BrokerEvent, ProposalEvent, ProposalEventType, RequestApprovalEvent, RequestApprovalEventType, WebhookNotifier } from "./webhook-event.ts";
 
 export const WEBHOOK_SECRET_PREFIX = "whsec_";
 export const MAX_WEBHOOKS_PER_VAULT = 10;
@@ -151,8 +151,41 @@ export async function announceProposal(d: Domain, type: ProposalEventType, row: 
   }
 }
 
+/** Builds the event for a held request (names looked up now); never throws, never waits for delivery. */
+export async function announceRequestApproval(d: Domain, type: RequestApprovalEventType, row: RequestApprovalRow, vault: string): Promise<void> {
+  if (!d.webhooks) return;
+  try {
+    if ((await d.store.webhooks.count(row.vaultId)) === 0) return;
+    const who = await namePrincipal(d, row.principal);
+    const decider = row.decidedBy === null ? null : ((await d.store.users.byId(row.decidedBy))?.email ?? "a removed user");
+    const q = row.target.indexOf("?");
+    d.webhooks.notify(row.vaultId, {
+      event: type,
+      vault,
+      request_approval: {
+        id: row.publicId,
+        state: type === "request_approval.created" ? "pending" : type === "request_approval.approved" ? "approved" : "denied",
+        requested_by: who.name,
+        requested_by_kind: who.kind,
+        method: row.method,
+        url: `https://${row.host}${q < 0 ? row.target : row.target.slice(0, q)}`,
+        service: row.service,
+        body_bytes: row.bodyBytes,
+        created_at: iso(row.createdAt),
+        expires_at: iso(row.expiresAt),
+        decided_by: decider,
+      },
+      approval_url: `${d.publicUrl}/approve/requests/${row.publicId}`,
+      console_url: `${d.publicUrl}/vaults/${encodeURIComponent(vault)}/requests`,
+    });
+  } catch {
+    // A notification must never fail the request; the delivery status shows what was sent.
+  }
+}
+
 /** The Slack incoming-webhook text: "agent ci-bot asks for api.stripe.com: <link>". */
-export function describeEventText(e: ProposalEvent): string {
+export function describeEventText(e: BrokerEvent): string {
+  if ("request_approval" in e) return describeRequestApprovalText(e);
   const p = e.proposal;
   const who = `${p.requested_by_kind === "agent" ? "agent " : ""}${p.requested_by}`;
   const what = [...p.hosts, ...p.keys.map((k) => `credential ${k}`)].join(", ") || "changes";
@@ -165,5 +198,18 @@ export function describeEventText(e: ProposalEvent): string {
       return `proposal ${p.id} (${who}: ${what}) in vault ${e.vault} was rejected by ${p.decided_by ?? "a person"}`;
     case "proposal.expired":
       return `proposal ${p.id} (${who}: ${what}) in vault ${e.vault} expired undecided`;
+  }
+}
+
+function describeRequestApprovalText(e: RequestApprovalEvent): string {
+  const r = e.request_approval;
+  const who = `${r.requested_by_kind === "agent" ? "agent " : ""}${r.requested_by}`;
+  switch (e.event) {
+    case "request_approval.created":
+      return `${who} asks to send ${r.method} ${r.url} in vault ${e.vault}; approve or deny it: ${e.approval_url}`;
+    case "request_approval.approved":
+      return `${r.method} ${r.url} (${who}) in vault ${e.vault} was approved by ${r.decided_by ?? "a person"}`;
+    case "request_approval.denied":
+      return `${r.method} ${r.url} (${who}) in vault ${e.vault} was denied by ${r.decided_by ?? "a person"}`;
   }
 }

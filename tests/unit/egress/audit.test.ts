@@ -25,6 +25,7 @@ function entry(at: number, over: Partial<AuditEntry> = {}): AuditEntry {
     durationMs: 3,
     error: null,
     contained: false,
+    approvedBy: null,
     ...over,
   };
 }

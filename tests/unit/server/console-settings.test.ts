@@ -56,6 +56,7 @@ async function auditRows(s: Setup, vault: string, principal: string, n: number, 
     durationMs: 12,
     error: null,
     contained: false,
+    approvedBy: null,
   }));
   await s.h.store.audit.insert(rows);
 }

@@ -23,6 +23,6 @@ export function newSession(tag: string, over: Partial<Omit<SessionRow, "id" | "r
 export function auditRow(over: Partial<Omit<AuditRow, "id">> = {}): Omit<AuditRow, "id"> {
   return {
     at: 1, principal: "user:1", vaultId: 1, vault: "v", ingress: "proxy", method: "GET", host: "api.example.com", path: "/",
-    service: "api.example.com", credentialKeys: "K", status: 200, bytesIn: 10, bytesOut: 20, durationMs: 3, error: null, contained: false, ...over,
+    service: "api.example.com", credentialKeys: "K", status: 200, bytesIn: 10, bytesOut: 20, durationMs: 3, error: null, contained: false, approvedBy: null, ...over,
   };
 }

@@ -55,11 +55,16 @@ async function seed(store: Store): Promise<void> {
   await store.settings.put("ratelimit", { profile: "loose" }, T0);
   const audit = Array.from({ length: 1234 }, (_, i) => ({
     at: T0 + i, principal: i % 2 ? "agent:claude" : "user:owner@example.com", vaultId: vault.id, vault: vault.name, ingress: i % 3 ? "explicit" : "transparent", method: "GET",
-    host: "api.example.com", path: `/v1/items/${i}`, service: i % 5 ? "api.example.com" : null, credentialKeys: "API_KEY", status: 200 + (i % 3), bytesIn: i, bytesOut: 2 ** 40 + i, durationMs: i % 100, error: i % 7 ? null : "upstream_timeout", contained: i % 4 === 0,
+    host: "api.example.com", path: `/v1/items/${i}`, service: i % 5 ? "api.example.com" : null, credentialKeys: "API_KEY", status: 200 + (i % 3), bytesIn: i, bytesOut: 2 ** 40 + i, durationMs: i % 100, error: i % 7 ? null : "upstream_timeout", contained: i % 4 === 0, approvedBy: i % 9 ? null : "user:1",
   }));
   await store.transaction((tx) => tx.audit.insert(audit));
   const p = await store.proposals.create({ vaultId: vault.id, message: "need GitHub", userMessage: "please", services: '[{"host":"api.github.com"}]', credentials: '[{"key":"GH_TOKEN"}]', createdBy: "agent:claude", createdAt: T0, expiresAt: T0 + 7 * 86_400_000, approvalTokenHash: "ah1", approvalExpiresAt: T0 + 86_400_000 });
   await store.proposals.create({ vaultId: vault.id, message: "pending one", userMessage: "", services: "[]", credentials: "[]", createdBy: "agent:claude", createdAt: T0, expiresAt: T0 + 7 * 86_400_000, approvalTokenHash: "ah2", approvalExpiresAt: T0 + 86_400_000 });
+  const held = await store.requestApprovals.create({
+    publicId: "apr_AAAAAAAAAAAAAAAA", vaultId: vault.id, principal: "agent:1", fingerprint: "f".repeat(64), method: "POST", host: "api.stripe.com", target: "/v1/refunds?x=1",
+    service: "api.stripe.com", headers: '[["content-type","application/json"]]', bodyPreview: '{"charge":"ch_1"}', bodyBytes: 17, bodySha256: "a".repeat(64), createdAt: T0, expiresAt: T0 + 900_000,
+  });
+  await store.requestApprovals.decide(held.id, "approved", owner.id, T0 + 1);
   await store.proposals.decide(p.id, "applied", owner.id, T0 + 100);
   await store.identities.create({ userId: member.id, issuer: "https://idp.example.com", subject: "sub-1", email: member.email, createdAt: T0 });
   await store.identities.putState({ stateHash: "sh1", nonce: "n", codeVerifier: "cv", purpose: "cli", userId: null, returnTo: null, cliPort: 50123, cliNonce: "cn", expiresAt: T0 + 600_000 });

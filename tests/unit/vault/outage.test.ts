@@ -176,6 +176,7 @@ describe("audit records during an outage", () => {
     durationMs: 1,
     error: null,
     contained: false,
+    approvedBy: null,
   });
 
   test("are kept in order and written when the database returns; overflow is counted in the log", async () => {

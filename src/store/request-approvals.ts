@@ -1,0 +1,111 @@
+// Held requests awaiting (or given) a human's approval, one row per exact request. The row holds the
+// request's description for the person deciding (credentials left out, echoes redacted) and its
+// fingerprint, never its credential or whole body. State changes are guarded by the current state
+// in the WHERE clause, so two approvals, or two uses of one approval, cannot both apply.
+
+import type { Sql } from "./db.ts";
+
+export type RequestApprovalState = "pending" | "approved" | "denied" | "used" | "expired";
+
+export interface RequestApprovalRow {
+  id: number;
+  publicId: string;
+  vaultId: number;
+  /** Who sent the request (`agent:3`, `user:1`): only the same principal's retry can use the approval. */
+  principal: string;
+  /** SHA-256 over the method, URL, body and the headers that count (vault/held-request.ts). */
+  fingerprint: string;
+  state: RequestApprovalState;
+  method: string;
+  /** host, or host:port when the port is not 443. */
+  host: string;
+  /** Path and query as they would be forwarded (redacted). */
+  target: string;
+  service: string;
+  /** JSON [[name, value], …]: the request's headers without credentials, values redacted. */
+  headers: string;
+  /** The body's start as text (redacted), or null for no body or one that is not text. */
+  bodyPreview: string | null;
+  bodyBytes: number;
+  bodySha256: string;
+  createdAt: number;
+  expiresAt: number;
+  decidedAt: number | null;
+  decidedBy: number | null;
+  usedAt: number | null;
+}
+
+const COLUMNS = `id, public_id AS "publicId", vault_id AS "vaultId", principal, fingerprint, state, method, host, target, service, headers,
+  body_preview AS "bodyPreview", body_bytes AS "bodyBytes", body_sha256 AS "bodySha256", created_at AS "createdAt", expires_at AS "expiresAt",
+  decided_at AS "decidedAt", decided_by AS "decidedBy", used_at AS "usedAt"`;
+
+export function requestApprovalRepo(sql: Sql) {
+  return {
+    async create(r: Omit<RequestApprovalRow, "id" | "state" | "decidedAt" | "decidedBy" | "usedAt">): Promise<RequestApprovalRow> {
+      const row = await sql.get<RequestApprovalRow>(
+        `INSERT INTO request_approvals (public_id, vault_id, principal, fingerprint, state, method, host, target, service, headers, body_preview, body_bytes, body_sha256, created_at, expires_at)
+         VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
+        [r.publicId, r.vaultId, r.principal, r.fingerprint, r.method, r.host, r.target, r.service, r.headers, r.bodyPreview, r.bodyBytes, r.bodySha256, r.createdAt, r.expiresAt],
+      );
+      return normalise(row!);
+    },
+    async byPublicId(publicId: string): Promise<RequestApprovalRow | undefined> {
+      const row = await sql.get<RequestApprovalRow>(`SELECT ${COLUMNS} FROM request_approvals WHERE public_id = ?`, [publicId]);
+      return row && normalise(row);
+    },
+    /** The newest approval of this exact request by this principal. */
+    async latest(vaultId: number, principal: string, fingerprint: string): Promise<RequestApprovalRow | undefined> {
+      const row = await sql.get<RequestApprovalRow>(
+        `SELECT ${COLUMNS} FROM request_approvals WHERE vault_id = ? AND principal = ? AND fingerprint = ? ORDER BY id DESC LIMIT 1`,
+        [vaultId, principal, fingerprint],
+      );
+      return row && normalise(row);
+    },
+    /** Pending (and not yet expired) first, oldest of them first; then the rest, newest first. */
+    async list(vaultId: number, now: number, limit: number): Promise<RequestApprovalRow[]> {
+      const rows = await sql.all<RequestApprovalRow>(
+        `SELECT ${COLUMNS} FROM request_approvals WHERE vault_id = ?
+         ORDER BY CASE WHEN state = 'pending' AND expires_at > ? THEN 0 ELSE 1 END, CASE WHEN state = 'pending' AND expires_at > ? THEN id ELSE -id END LIMIT ?`,
+        [vaultId, now, now, limit],
+      );
+      return rows.map(normalise);
+    },
+    async countPending(vaultId: number, now: number): Promise<number> {
+      const row = await sql.get<{ n: number }>("SELECT COUNT(*) AS n FROM request_approvals WHERE vault_id = ? AND state = 'pending' AND expires_at > ?", [vaultId, now]);
+      return Number(row?.n ?? 0);
+    },
+    /** A human's decision on a pending, unexpired approval; false when it was no longer that. */
+    async decide(id: number, state: "approved" | "denied", userId: number, at: number): Promise<boolean> {
+      return (await sql.run("UPDATE request_approvals SET state = ?, decided_at = ?, decided_by = ? WHERE id = ? AND state = 'pending' AND expires_at > ?", [state, at, userId, id, at])) === 1;
+    },
+    /** Spends an approved, unexpired approval on one request; false when another request already did (or it expired). */
+    async use(id: number, at: number): Promise<boolean> {
+      return (await sql.run("UPDATE request_approvals SET state = 'used', used_at = ? WHERE id = ? AND state = 'approved' AND expires_at > ?", [at, id, at])) === 1;
+    },
+    /** Records that an approval ran out undecided or unused (once told to the agent); false when it had changed. */
+    async expire(id: number, at: number): Promise<boolean> {
+      return (await sql.run("UPDATE request_approvals SET state = 'expired' WHERE id = ? AND state IN ('pending', 'approved') AND expires_at <= ?", [id, at])) === 1;
+    },
+    /** Removes approvals that ended before `before` (their descriptions are not kept for ever). */
+    async prune(before: number): Promise<number> {
+      return sql.run("DELETE FROM request_approvals WHERE expires_at < ?", [before]);
+    },
+  };
+}
+
+export type RequestApprovalRepo = ReturnType<typeof requestApprovalRepo>;
+
+function normalise(r: RequestApprovalRow): RequestApprovalRow {
+  const n = (v: number | null) => (v === null ? null : Number(v));
+  return {
+    ...r,
+    id: Number(r.id),
+    vaultId: Number(r.vaultId),
+    bodyBytes: Number(r.bodyBytes),
+    createdAt: Number(r.createdAt),
+    expiresAt: Number(r.expiresAt),
+    decidedAt: n(r.decidedAt),
+    decidedBy: n(r.decidedBy),
+    usedAt: n(r.usedAt),
+  };
+}
