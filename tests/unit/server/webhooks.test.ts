@@ -6,7 +6,8 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { createHmac } from "node:crypto";
 import { compileNetPolicy, createWebhookSender, systemResolver, type WebhookSender } from "../../../src/egress/index.ts";
 import { createMemoryLogger } from "../../../src/log.ts";
-import { expireProposals } from "../../../src/vault/index.ts";
+import { ApprovalRequired } from "../../../src/errors.ts";
+import { createRequestApprovalGate, expireProposals } from "../../../src/vault/index.ts";
 import { addAgent, createHarness, createVault, DAY, RAW_TOKEN, register, sentinel, setCredential, type Harness } from "./fixtures.ts";
 
 interface Received {
@@ -238,5 +239,37 @@ describe("delivery", () => {
     expect(body).toEqual({ text: `agent ci-bot asks for api.stripe.com, credential STRIPE_KEY in vault v1: ${p.body.approval_url}` });
     expect(received[0]!.body.includes(add.body.secret)).toBe(false);
     await expectNoWebhookLeak([add.body.secret, slackHook.path]);
+  });
+
+  test("a held request (rule with approve: each) is announced when held and when decided, without its body or query", async () => {
+    startSender(true);
+    const secret: string = (await addHook({ url: hookUrl() })).body.secret;
+    const slack = await addHook({ url: `http://127.0.0.1:${receiver.port}/slack`, format: "slack" });
+    const vault = (await h.store.vaults.byName("v1"))!;
+    const agentId = (await h.store.agents.byName("ci-bot"))!.id;
+    const held = {
+      vault: { id: vault.id, name: "v1" }, principal: `agent:${agentId}`, fingerprint: "f".repeat(64), method: "POST", host: "api.stripe.com",
+      target: "/v1/refunds?customer=cus_secretish", service: "api.stripe.com", headers: [["content-type", "application/json"]] as [string, string][],
+      bodyPreview: '{"charge":"ch_1","amount":500}', bodyBytes: 30, bodySha256: "b".repeat(64),
+    };
+    const refused = await createRequestApprovalGate(h.domain).pass(held, { waitMs: 0 }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ApprovalRequired);
+    const id = (refused as ApprovalRequired).links.approval_id;
+    await settle();
+    expect((await h.call("POST", `/v1/vaults/v1/request-approvals/${id}/approve`, { token: owner })).status).toBe(200);
+    await settle();
+    const json = received.filter((r) => !r.body.startsWith('{"text"')).map((r) => verify(r, secret) as any);
+    expect(json.map((e) => e.event)).toEqual(["request_approval.created", "request_approval.approved"]);
+    expect(json[0]).toMatchObject({
+      vault: "v1",
+      approval_url: `${h.domain.publicUrl}/approve/requests/${id}`,
+      request_approval: { id, state: "pending", requested_by: "ci-bot", requested_by_kind: "agent", method: "POST", url: "https://api.stripe.com/v1/refunds", body_bytes: 30 },
+    });
+    expect(json[1].request_approval).toMatchObject({ state: "approved", decided_by: "owner@example.com" });
+    const texts = received.filter((r) => r.body.startsWith('{"text"')).map((r) => (verify(r, slack.body.secret) as { text: string }).text);
+    expect(texts[0]).toBe(`agent ci-bot asks to send POST https://api.stripe.com/v1/refunds in vault v1; approve or deny it: ${h.domain.publicUrl}/approve/requests/${id}`);
+    expect(texts[1]).toBe("POST https://api.stripe.com/v1/refunds (agent ci-bot) in vault v1 was approved by owner@example.com");
+    const all = received.map((r) => r.body).join("\n");
+    for (const hidden of ["cus_secretish", "ch_1", owner, agent.token, stored]) expect(all.includes(hidden)).toBe(false);
   });
 });
