@@ -445,6 +445,7 @@ export const MIGRATIONS: readonly Migration[] = [
         used_at BIGINT
       );
       CREATE INDEX request_approvals_request ON request_approvals (vault_id, principal, fingerprint, id);
+      CREATE UNIQUE INDEX request_approvals_one_pending ON request_approvals (vault_id, principal, fingerprint) WHERE state = 'pending';
       CREATE INDEX request_approvals_vault ON request_approvals (vault_id, state, id);
       CREATE INDEX request_approvals_expiry ON request_approvals (expires_at);
       ALTER TABLE audit_logs ADD COLUMN approved_by TEXT;

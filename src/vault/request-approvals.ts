@@ -63,7 +63,21 @@ export function createRequestApprovalGate(d: Domain): RequestApprovalGate {
     return `user:${row.decidedBy}`;
   }
 
+  /**
+   * A new pending approval, or the one a concurrent identical request filed a moment before (one
+   * pending approval per request, so parallel retries do not bury the human in duplicates).
+   */
   async function file(held: HeldRequest): Promise<RequestApprovalRow> {
+    try {
+      return await insert(held);
+    } catch (err) {
+      const existing = await d.store.requestApprovals.latest(held.vault.id, held.principal, held.fingerprint);
+      if (existing && stateOf(existing, d.now()) === "pending") return existing;
+      throw err;
+    }
+  }
+
+  async function insert(held: HeldRequest): Promise<RequestApprovalRow> {
     const row = await d.store.transaction(async (tx) => {
       const now = d.now();
       if ((await tx.requestApprovals.countPending(held.vault.id, now)) >= LIMITS.pendingRequestApprovalsPerVault) {

@@ -93,6 +93,21 @@ describe("a rule that asks a human for each request (/proxy)", () => {
     expect(logs.filter((l: { status: number }) => l.status === 428).every((l: { error: string; approved_by: null }) => l.error === "approval_required" && l.approved_by === null)).toBe(true);
   });
 
+  test("20 identical retries at once after one approval: one reaches the upstream, the rest share one new approval", async () => {
+    const body = '{"charge":"ch_race"}';
+    const first = await (await refund(body)).json();
+    expect((await decide(first.approval_id, "approve")).status).toBe(200);
+    const before = reached();
+    const answers = await Promise.all(Array.from({ length: 20 }, () => refund(body)));
+    const statuses = answers.map((r) => r.status).sort();
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 428)).toHaveLength(19);
+    expect(reached()).toBe(before + 1);
+    const ids = new Set(await Promise.all(answers.filter((r) => r.status === 428).map(async (r) => (await r.json()).approval_id)));
+    expect(ids.size).toBe(1);
+    expect(ids.has(first.approval_id)).toBe(false);
+  });
+
   test("a different body, query, method override or meaningful header is another request", async () => {
     const first = await (await refund('{"charge":"ch_3","amount":100}', { "idempotency-key": "k1", "stripe-account": "acct_A" })).json();
     expect((await decide(first.approval_id, "approve")).status).toBe(200);
