@@ -78,7 +78,7 @@ const audit = createAuditLog(store, { now: Date.now, log: createLogger({ level: 
 const records = Math.round(100_000 * scale);
 const t0 = Bun.nanoseconds();
 for (let i = 0; i < records; i++) {
-  audit.record({ at: now, principal: "scoped:1", vaultId: vault.id, vault: "micro", ingress: "tunnel", method: "GET", host: "api1.example.com", path: "/v1/items", service: "api1.example.com", credentialKeys: "API_KEY", status: 200, bytesIn: 0, bytesOut: 512, durationMs: 1, error: null, contained: false });
+  audit.record({ at: now, principal: "scoped:1", vaultId: vault.id, vault: "micro", ingress: "tunnel", method: "GET", host: "api1.example.com", path: "/v1/items", service: "api1.example.com", credentialKeys: "API_KEY", status: 200, bytesIn: 0, bytesOut: 512, durationMs: 1, error: null, contained: false, approvedBy: null });
 }
 const recordNs = (Bun.nanoseconds() - t0) / records;
 await audit.flush();

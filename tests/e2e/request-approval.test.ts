@@ -183,6 +183,25 @@ describe("a rule that asks a human for each request (/proxy)", () => {
     expect(reached()).toBe(before + 1);
   });
 
+  test("an agent that gives up waiting is not forwarded later, even when a human approves after", async () => {
+    const body = '{"charge":"ch_gone"}';
+    const gone = new AbortController();
+    const before = reached();
+    const waiting = broker.proxy(hp, "/v1/refunds?expand=charge", { method: "POST", body, headers: { "content-type": "application/json", prefer: "wait=60" }, signal: gone.signal }).catch((e: Error) => e);
+    let id: string | undefined;
+    for (let i = 0; i < 50 && !id; i++) {
+      await Bun.sleep(100);
+      id = (await broker.api("GET", approvals(), undefined, broker.userToken)).body.request_approvals.find((a: { state: string; body: string }) => a.state === "pending" && a.body === body)?.id;
+    }
+    gone.abort();
+    expect(await waiting).toBeInstanceOf(Error);
+    await Bun.sleep(700); // the broker's next poll sees the agent gone
+    expect((await decide(id!, "approve")).status).toBe(200);
+    await Bun.sleep(1200);
+    expect(reached()).toBe(before);
+    expect((await broker.api("GET", `${approvals()}/${id}`, undefined, broker.userToken)).body.state).toBe("approved"); // unspent
+  });
+
   test("Prefer: wait times out cleanly with the 428, and a denial while waiting answers 403", async () => {
     const timedOut = await refund('{"charge":"ch_timeout"}', { prefer: "wait=1" });
     await expectEnvelope(timedOut, 428, "approval_required");

@@ -39,6 +39,8 @@ export function proxyRoutes(d: Domain, deps: EgressDeps) {
         body: req.body,
         bodyLength: length !== undefined && /^\d+$/.test(length) ? Number(length) : req.body ? null : null,
         ingress: "explicit",
+        // The agent went away: stop waiting (a held request's Prefer: wait, the upstream's answer).
+        signal: req.signal,
       },
       deps,
     );
