@@ -20,6 +20,8 @@ import { ownerRoutes } from "./routes/owner.ts";
 import { proxyRoutes } from "./routes/proxy.ts";
 import { discoverRoutes, proposalRoutes } from "./routes/proposals.ts";
 import { requestApprovalRoutes } from "./routes/request-approvals.ts";
+import { describe } from "./openapi/describe.ts";
+import { buildOpenApi } from "./openapi/document.ts";
 import { approveRoutes, assetRoutes } from "./routes/approve.tsx";
 import { consoleRoutes } from "./console/routes.tsx";
 import { logRoutes } from "./routes/logs.ts";
@@ -133,5 +135,12 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
     api.route("/v1/ca", ca);
     api.get("/v1/ca.pem", (c) => c.body(deps.ca!.current.certPem, 200, { "content-type": "application/x-pem-file", "cache-control": "no-cache" }));
   }
+  // Last: the document lists every route registered above (and itself), built once on first request.
+  let openApi: Record<string, unknown> | undefined;
+  api.get(
+    "/v1/openapi.json",
+    describe({ summary: "This API as an OpenAPI 3.1 document", tags: ["meta"], auth: "none", success: { status: 200, contentType: "application/json", description: "The OpenAPI 3.1 document" } }),
+    (c) => c.json((openApi ??= buildOpenApi(api.routes, d.publicUrl)), 200, { "cache-control": "no-cache" }),
+  );
   return api;
 }

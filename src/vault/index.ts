@@ -38,6 +38,7 @@ export * from "./users.ts";
 export * from "./vaults.ts";
 export * from "./webhooks.ts";
 export * from "./request-approvals.ts";
+export { fieldPath, issueError, parseWith } from "./schema-input.ts";
 export * from "./limits.ts";
 export * from "./oidc.ts";
 export { createOidcClient, createTrustingFetch, OidcDiscoveryError, type OidcClaims, type OidcClient, type OidcClientOptions } from "./oidc-client.ts";

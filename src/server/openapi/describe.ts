@@ -1,0 +1,42 @@
+// What the OpenAPI document says about a route, kept on the route itself: `describe({...})` is a
+// middleware that does nothing but carry its operation's summary, who may call it and its answer's
+// schema, and `jsonBody(schema)` (../body.ts) carries the request body's. The document is built from
+// the app's registered routes (document.ts), so a route cannot exist without showing up there.
+
+import type { StandardSchemaV1 } from "@standard-schema/spec";
+import type { MiddlewareHandler } from "hono";
+
+/** How a caller authenticates (the document's security schemes). */
+export type Auth = "none" | "bearer" | "cookie" | "basic-proxy" | "metrics-token";
+
+export interface OperationDoc {
+  readonly summary: string;
+  readonly description?: string;
+  readonly tags: readonly string[];
+  /** Who may call it; "bearer" covers user sessions, agent tokens and scoped sessions unless `who` narrows it. */
+  readonly auth: Auth | readonly Auth[];
+  /** In words: which principals and roles (e.g. "admin, member; never agents or scoped sessions"). */
+  readonly who?: string;
+  /** The success answer: its status, and its JSON body's schema (absent: no body, or `contentType`). */
+  readonly success: { readonly status: number; readonly schema?: StandardSchemaV1; readonly contentType?: string; readonly description?: string };
+  /** Error statuses beyond the common ones (400, 401, 403, 404, 429 as they apply), each with the envelope. */
+  readonly errors?: readonly number[];
+  /** Query parameters: name → description (all strings on the wire). */
+  readonly query?: Readonly<Record<string, string>>;
+}
+
+export const OPERATION = Symbol.for("broker.openapi.operation");
+export const BODY_SCHEMA = Symbol.for("broker.openapi.body");
+
+export function describe(doc: OperationDoc): MiddlewareHandler {
+  const mw: MiddlewareHandler = async (_c, next) => next();
+  return Object.assign(mw, { [OPERATION]: doc });
+}
+
+export function operationOf(handler: unknown): OperationDoc | undefined {
+  return (handler as { [OPERATION]?: OperationDoc } | undefined)?.[OPERATION];
+}
+
+export function bodySchemaOf(handler: unknown): StandardSchemaV1 | undefined {
+  return (handler as { [BODY_SCHEMA]?: StandardSchemaV1 } | undefined)?.[BODY_SCHEMA];
+}
