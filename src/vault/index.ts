@@ -39,6 +39,7 @@ export * from "./vaults.ts";
 export * from "./webhooks.ts";
 export * from "./request-approvals.ts";
 export { fieldPath, issueError, parseWith } from "./schema-input.ts";
+export * from "./schemas/index.ts";
 export * from "./limits.ts";
 export * from "./oidc.ts";
 export { createOidcClient, createTrustingFetch, OidcDiscoveryError, type OidcClaims, type OidcClient, type OidcClientOptions } from "./oidc-client.ts";

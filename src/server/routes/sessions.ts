@@ -3,8 +3,7 @@
 import { Hono } from "hono";
 import { InvalidRequest } from "../../errors.ts";
 import type { Domain } from "../../vault/index.ts";
-import { createScopedSession, listScopedSessions, revokeScopedSession } from "../../vault/index.ts";
-import { ScopedSessionCreated, ScopedSessionInput, ScopedSessionList } from "../../vault/schemas/sessions.ts";
+import { createScopedSession, listScopedSessions, revokeScopedSession, ScopedSessionCreated, ScopedSessionInput, ScopedSessionList } from "../../vault/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import { jsonBody } from "../body.ts";
 import type { ApiEnv } from "../env.ts";

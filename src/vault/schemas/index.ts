@@ -1,0 +1,4 @@
+// The request and response bodies of the HTTP API, one zod schema each (grouped by concern). The
+// routes validate with them and the OpenAPI document (server/openapi/) describes the API by them.
+
+export * from "./sessions.ts";
