@@ -7,6 +7,7 @@ import { InvalidRequest, NotFound, toErrorResponse } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { EgressDeps } from "../egress/index.ts";
 import type { CaHolder, Domain } from "../vault/index.ts";
+import { HealthView } from "../vault/index.ts";
 import { VERSION } from "../version.ts";
 import type { ApiEnv } from "./env.ts";
 import { hostCheck, listApiHosts, type HostCheckOptions } from "./host-check.ts";
@@ -97,7 +98,7 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
 
   // 200 while the process serves: during a database outage it still proxies for cached sessions, and a
   // liveness probe that restarted it would throw those caches (and queued audit records) away.
-  api.get("/health", async (c) => {
+  api.get("/health", describe({ summary: "Liveness and the database's state", tags: ["meta"], auth: "none", success: { status: 200, schema: HealthView } }), async (c) => {
     if (!deps.databaseHealth) {
       await d.store.db.get("SELECT 1"); // a health check that cannot reach its store is not healthy
       return c.json({ status: "ok", version: VERSION });
@@ -133,7 +134,7 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
   if (deps.ca) {
     const ca = caRoutes(d, deps.ca, deps.log);
     api.route("/v1/ca", ca);
-    api.get("/v1/ca.pem", (c) => c.body(deps.ca!.current.certPem, 200, { "content-type": "application/x-pem-file", "cache-control": "no-cache" }));
+    api.get("/v1/ca.pem", describe({ summary: "The root CA certificate agents trust for the transparent proxy", tags: ["ca"], auth: "none", success: { status: 200, contentType: "application/x-pem-file" } }), (c) => c.body(deps.ca!.current.certPem, 200, { "content-type": "application/x-pem-file", "cache-control": "no-cache" }));
   }
   // Last: the document lists every route registered above (and itself), built once on first request.
   let openApi: Record<string, unknown> | undefined;

@@ -16,16 +16,25 @@ import {
   reissueApprovalLink,
   rejectProposal,
   viewProposal,
+  Discovery,
+  ProposalAnswer,
+  ProposalApprovalInput,
+  ProposalApprovalLink,
+  ProposalCreated,
+  ProposalInput,
+  ProposalList,
 } from "../../vault/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
-import { openHeaderVault, readJson } from "../request.ts";
+import { jsonBody } from "../body.ts";
+import { describe } from "../openapi/describe.ts";
+import { openHeaderVault } from "../request.ts";
 import { AGENT_GUIDE } from "../agent-guide.ts";
 
 export function discoverRoutes(d: Domain) {
   const r = new Hono<ApiEnv>();
   r.use("/discover", requirePrincipal(d));
-  r.get("/discover", async (c) => {
+  r.get("/discover", describe({ summary: "What this session can reach: the vault's services and credential key names", tags: ["agents"], auth: "bearer", who: "any role, agents included (agent tokens send X-Vault)", success: { status: 200, schema: Discovery } }), async (c) => {
     const open = await openHeaderVault(d, c, "read");
     const services = await d.store.services.list(open.vault.id);
     return c.json({
@@ -41,7 +50,7 @@ export function discoverRoutes(d: Domain) {
       available_credentials: await d.store.credentials.keys(open.vault.id),
     });
   });
-  r.get("/v1/skills/agent", (c) => c.body(AGENT_GUIDE.replaceAll("{base_url}", d.publicUrl), 200, { "content-type": "text/markdown; charset=utf-8" }));
+  r.get("/v1/skills/agent", describe({ summary: "The guide for agents (Markdown)", tags: ["agents"], auth: "none", success: { status: 200, contentType: "text/markdown" } }), (c) => c.body(AGENT_GUIDE.replaceAll("{base_url}", d.publicUrl), 200, { "content-type": "text/markdown; charset=utf-8" }));
   return r;
 }
 
@@ -68,14 +77,19 @@ export function proposalRoutes(d: Domain) {
   const r = new Hono<ApiEnv>();
   r.use("*", requirePrincipal(d));
 
-  r.post("/", async (c) => c.json(await createProposal(d, c.get("principal"), await openHeaderVault(d, c, "read"), await readJson(c)), 201));
+  r.post(
+    "/",
+    describe({ summary: "File a proposal: services and credential slots a human approves", tags: ["proposals"], auth: "bearer", who: "any role, agents included", success: { status: 201, schema: ProposalCreated }, errors: [409] }),
+    jsonBody(ProposalInput),
+    async (c) => c.json(await createProposal(d, c.get("principal"), await openHeaderVault(d, c, "read"), c.req.valid("json")), 201),
+  );
 
-  r.get("/", async (c) => {
+  r.get("/", describe({ summary: "The vault's proposals", tags: ["proposals"], auth: "bearer", who: "any role", query: { status: "pending, applied, rejected or expired" }, success: { status: 200, schema: ProposalList } }), async (c) => {
     const open = await openHeaderVault(d, c, "read");
     return c.json({ proposals: await listProposals(d, open, c.req.query("status")) });
   });
 
-  r.get("/:id", async (c) => {
+  r.get("/:id", describe({ summary: "One proposal (agents poll it until it leaves pending)", tags: ["proposals"], auth: "bearer", who: "any role in its vault", success: { status: 200, schema: ProposalAnswer } }), async (c) => {
     const p = c.get("principal");
     const { row, open } = await readProposalFor(d, p, readProposalId(c.req.param("id")), c.req.header("x-vault"), "read");
     // Another instance may have applied it a moment ago, its announcement still on the way: an agent
@@ -87,17 +101,22 @@ export function proposalRoutes(d: Domain) {
     return c.json({ ...viewProposal(row, open.vault.name), ...(requester && { requested_by: requester.name, requested_by_kind: requester.kind, requested_by_role: requester.role }) });
   });
 
-  r.post("/:id/approve", async (c) => {
+  r.post(
+    "/:id/approve",
+    describe({ summary: "Approve a proposal with the credential values (applied in one transaction)", tags: ["proposals"], auth: "bearer", who: "human user sessions of admins and members; never agents or scoped sessions", success: { status: 200, schema: ProposalAnswer }, errors: [409] }),
+    jsonBody(ProposalApprovalInput),
+    async (c) => {
     const p = c.get("principal");
     const { row, open } = await readProposalFor(d, p, readProposalId(c.req.param("id")), c.req.header("x-vault"), "approve");
-    const body = ((await readJson(c)) ?? {}) as { credentials?: unknown; rules?: unknown };
+    const body = (c.req.valid("json") ?? {}) as { credentials?: unknown; rules?: unknown };
     const values = body.credentials ?? {};
     if (typeof values !== "object" || values === null || Array.isArray(values)) throw new InvalidRequest("credentials must map each key to its value", "credentials");
     await approveProposal(d, p, row, values as Record<string, unknown>, { rules: body.rules });
     return c.json(viewProposal((await d.store.proposals.byId(row.id))!, open.vault.name));
-  });
+    },
+  );
 
-  r.post("/:id/reject", async (c) => {
+  r.post("/:id/reject", describe({ summary: "Reject a proposal", tags: ["proposals"], auth: "bearer", who: "human user sessions of admins and members", success: { status: 200, schema: ProposalAnswer }, errors: [409] }), async (c) => {
     const p = c.get("principal");
     const { row, open } = await readProposalFor(d, p, readProposalId(c.req.param("id")), c.req.header("x-vault"), "approve");
     await rejectProposal(d, p, row);
@@ -105,7 +124,7 @@ export function proposalRoutes(d: Domain) {
   });
 
   // A fresh approval link (the old one stops working), for a person who may decide the proposal.
-  r.post("/:id/approval-link", async (c) => {
+  r.post("/:id/approval-link", describe({ summary: "A fresh approval link for a pending proposal (the old one stops working)", tags: ["proposals"], auth: "bearer", who: "human user sessions of admins and members", success: { status: 201, schema: ProposalApprovalLink }, errors: [409] }), async (c) => {
     const { row, open } = await readProposalFor(d, c.get("principal"), readProposalId(c.req.param("id")), c.req.header("x-vault"), "approve");
     return c.json(await reissueApprovalLink(d, open, row), 201);
   });

@@ -13,12 +13,25 @@ import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
 import { openHeaderVault } from "../request.ts";
 import { enforce } from "../limits.ts";
+import { describe } from "../openapi/describe.ts";
 
 export function proxyRoutes(d: Domain, deps: EgressDeps) {
   const r = new Hono<ApiEnv>();
   const parsedTargets = new Map<string, HostPattern>();
   r.use("*", requirePrincipal(d, "none")); // charged to PROXY below, shared with the tunnel
-  r.all("/*", async (c) => {
+  r.all(
+    "/*",
+    describe({
+      summary: "The explicit proxy: /proxy/<host>[:port]/<path>?<query>, forwarded with the vault's credential added",
+      description:
+        "Any method but TRACE and CONNECT. The target's host must be one of the vault's services (else 403 forbidden with a proposal_hint); its rules decide the method and path (403 request_not_allowed); a rule with approve: each holds the request for a human (428 approval_required). The upstream's answer comes back with echoes of the credential redacted.",
+      tags: ["proxy"],
+      auth: "bearer",
+      who: "any role, agents included (agent tokens and user sessions send X-Vault)",
+      success: { status: 200, contentType: "*/*", description: "The upstream's answer" },
+      errors: [403, 413, 428, 502, 503],
+    }),
+    async (c) => {
     const p = c.get("principal");
     const { authority, target } = splitProxyUrl(c.req.raw.url);
     const pattern = targetHost(authority, parsedTargets);
@@ -49,7 +62,8 @@ export function proxyRoutes(d: Domain, deps: EgressDeps) {
     // (no scripts, an opaque origin), whatever the upstream sent. Agents' HTTP clients ignore this.
     res.headers.append("content-security-policy", "sandbox");
     return res;
-  });
+    },
+  );
   return r;
 }
 

@@ -2,3 +2,4 @@
 // routes validate with them and the OpenAPI document (server/openapi/) describes the API by them.
 
 export * from "./sessions.ts";
+export * from "./proposals.ts";
