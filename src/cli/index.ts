@@ -28,6 +28,7 @@ export const rootCommand = defineCommand({
     logs: () => import("./commands/logs.ts").then((m) => m.default),
     ca: () => import("./commands/ca.ts").then((m) => m.default),
     proposal: () => import("./commands/proposal.ts").then((m) => m.default),
+    request: () => import("./commands/request.ts").then((m) => m.default),
   },
 });
 

@@ -1,5 +1,6 @@
 // `broker service add|list|update|enable|disable|remove`: which hosts a vault's agents may reach,
-// which credential key is injected for each, and optionally which methods and paths (rules).
+// which credential key is injected for each, and optionally which methods and paths (rules), some
+// of them held for a person's approval of each request (--approve).
 // Services name keys, never values. A service decides where a stored value is sent, so only
 // people change them; agents file proposals instead.
 
@@ -12,7 +13,7 @@ import { CliFailure, hintOnForbidden, SECRET_WRITE_HINT } from "../fail.ts";
 import { addHelpFooter } from "../help.ts";
 import { printJson, printLine, printNote, printTable } from "../output.ts";
 import { AUTH_EXAMPLES, AUTH_NOTES, authKeyNames, buildAuth, describeAuth, MINTED_AUTH_ARGS, nameAuthFlag, type ServiceAuth } from "../service-auth.ts";
-import { ADD_RULES_EXAMPLE, ADD_RULES_NOTES, ALLOW_EXAMPLE, allowArg, collectFlagValues, describeAllowed, parseAllowFlags, UPDATE_EXAMPLES } from "../service-rules.ts";
+import { ADD_RULES_EXAMPLE, ADD_RULES_NOTES, ALLOW_EXAMPLE, allowArg, approveArg, collectRuleFlags, describeAllowed, parseRuleFlags, UPDATE_EXAMPLES } from "../service-rules.ts";
 
 interface ServiceView {
   readonly host: string;
@@ -48,14 +49,15 @@ const add = defineCommand({
     description: { type: "string", description: "What the service is, for people reading the list" },
     disabled: { type: "boolean", description: "Add it disabled" },
     ...allowArg,
+    ...approveArg,
     ...vaultArg,
     ...jsonArg,
   },
   async run({ args, rawArgs }) {
     checkHost(args.host);
     const auth = buildAuth(args);
-    const allow = collectFlagValues(rawArgs, "allow");
-    const rules = allow.length ? parseAllowFlags(allow) : undefined;
+    const ruleFlags = collectRuleFlags(rawArgs);
+    const rules = ruleFlags.length ? parseRuleFlags(ruleFlags) : undefined;
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
     const body = { host: args.host, description: args.description, auth, enabled: !args.disabled, rules };
@@ -96,26 +98,30 @@ const update = defineCommand({
     auth: { type: "string", valueHint: "type", description: "A new auth type with its flags, as for `service add` (the whole auth is replaced)" },
     ...AUTH_DETAIL_ARGS,
     ...allowArg,
-    "no-rules": { type: "boolean", description: "Remove the rules: every method and path allowed again" },
+    ...approveArg,
+    "no-rules": { type: "boolean", description: "Remove the rules: every method and path allowed again, none held for approval" },
     description: { type: "string", description: "New description" },
     ...vaultArg,
     ...jsonArg,
   },
   async run({ args, rawArgs }) {
-    const allow = collectFlagValues(rawArgs, "allow");
+    const ruleFlags = collectRuleFlags(rawArgs);
     // citty reads --no-rules as rules=false.
     const clear = (args as { rules?: boolean }).rules === false;
-    if (clear && allow.length) throw new CliFailure("--allow and --no-rules contradict each other", "give --allow to replace the rules, or --no-rules to remove them", 2);
+    if (clear && ruleFlags.length) {
+      const given = ruleFlags[0]!.flag;
+      throw new CliFailure(`--${given} and --no-rules contradict each other`, `give --allow (and --approve) to replace the rules, or --no-rules to remove them`, 2);
+    }
     const detail = (Object.keys(AUTH_DETAIL_ARGS) as (keyof typeof AUTH_DETAIL_ARGS)[]).find((f) => args[f] !== undefined);
     if (args.auth === undefined && detail) throw new CliFailure(`--${detail} changes the auth, which needs --auth`, `give the whole auth again: broker service update ${args.host} --auth <type> --${detail} …`, 2);
-    if (!clear && !allow.length && args.description === undefined && args.auth === undefined) {
-      throw new CliFailure("nothing to change", `give --auth with its flags, --allow to replace the rules (${ALLOW_EXAMPLE}), --no-rules to remove them, or --description`, 2);
+    if (!clear && !ruleFlags.length && args.description === undefined && args.auth === undefined) {
+      throw new CliFailure("nothing to change", `give --auth with its flags, --allow or --approve to replace the rules (${ALLOW_EXAMPLE}), --no-rules to remove them, or --description`, 2);
     }
     const body: Record<string, unknown> = {};
     const auth = args.auth === undefined ? undefined : buildAuth({ ...args, auth: args.auth });
     if (auth) body.auth = auth;
     if (clear) body.rules = null;
-    if (allow.length) body.rules = parseAllowFlags(allow);
+    if (ruleFlags.length) body.rules = parseRuleFlags(ruleFlags);
     if (args.description !== undefined) body.description = args.description;
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);

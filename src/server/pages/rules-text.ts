@@ -1,19 +1,24 @@
 // Service rules for people: the one-rule-per-line text of the approval page's and the console's
-// rules boxes ("GET HEAD /repos/*/issues/** /repos/*/pulls": methods first, then paths), and what a
-// change of rules adds to what is allowed today. Parsing ends in the domain's parseRules, so typed
+// rules boxes ("GET HEAD /repos/*/issues/** /repos/*/pulls": methods first, then paths; a line
+// starting with the word `approve` holds each matching request for a person), and what a change of
+// rules adds to what is allowed today. Parsing ends in the domain's parseRules, so typed
 // rules get exactly the API's checks; its errors are reworded to name the line. Nothing here is secret.
 
 import { InvalidRequest } from "../../errors.ts";
 import { parseRules, RULE_METHODS, type Rules, type ServiceRule } from "../../vault/index.ts";
 
-/** The rules as editable text, one rule per line; no rules is the empty text. */
+/** The word that starts an approval rule's line: "approve POST /v1/refunds". */
+const APPROVE = "approve";
+
+/** The rules as editable text, one rule per line (approval rules start with `approve`); no rules is the empty text. */
 export function formatRulesText(rules: Rules | undefined): string {
-  return (rules ?? []).map((r) => [...r.methods, ...r.paths].join(" ")).join("\n");
+  return (rules ?? []).map((r) => [...(r.approve === "each" ? [APPROVE] : []), ...r.methods, ...r.paths].join(" ")).join("\n");
 }
 
 /**
  * Reads a rules box: blank lines and `#` comments are skipped; each other line is methods (spaces
- * or commas between them) then paths starting with /. Empty text is undefined: no rules, every
+ * or commas between them) then paths starting with /, optionally after the word `approve` (each
+ * request the rule matches then waits for a person's approval). Empty text is undefined: no rules, every
  * method and path allowed. Throws InvalidRequest naming `label` and the line.
  */
 export function parseRulesText(text: string, label = "Rules"): Rules | undefined {
@@ -34,11 +39,15 @@ export function parseRulesText(text: string, label = "Rules"): Rules | undefined
   }
 }
 
-/** One line's tokens: methods, then paths (a path may hold commas, so only methods split on them). */
+/** One line's tokens: `approve` or not, methods, then paths (a path may hold commas, so only methods split on them). */
 function readLine(body: string, where: string): ServiceRule {
   const methods: string[] = [];
   const paths: string[] = [];
-  for (const token of body.split(/\s+/)) {
+  const tokens = body.split(/\s+/);
+  const approve = tokens[0]!.toLowerCase() === APPROVE;
+  if (approve) tokens.shift();
+  if (approve && tokens.length === 0) throw new InvalidRequest(`${where}: after approve, write the methods and paths whose requests a person approves one by one, e.g. approve POST /v1/refunds`, "rules");
+  for (const token of tokens) {
     if (token.startsWith("/")) {
       paths.push(token);
       continue;
@@ -46,13 +55,15 @@ function readLine(body: string, where: string): ServiceRule {
     for (const m of token.split(",").filter(Boolean)) {
       const method = m.toUpperCase();
       if (paths.length) throw new InvalidRequest(`${where}: write the methods first, then the paths (${m} comes after a path); put each rule on its own line`, "rules");
+      if (method === APPROVE.toUpperCase()) throw new InvalidRequest(`${where}: approve goes first on the line, e.g. approve POST /v1/refunds`, "rules");
       if (!RULE_METHODS.includes(method)) throw new InvalidRequest(`${where}: ${clip(m)} is not a method (${RULE_METHODS.join(", ")}), and paths start with /`, "rules");
       methods.push(method);
     }
   }
-  if (methods.length === 0) throw new InvalidRequest(`${where}: start with the methods, e.g. GET HEAD ${clip(paths[0] ?? "/path")}`, "rules");
-  if (paths.length === 0) throw new InvalidRequest(`${where}: add at least one path after the methods, e.g. ${methods.join(" ")} /repos/**`, "rules");
-  return { methods, paths };
+  const lead = approve ? `${APPROVE} ` : "";
+  if (methods.length === 0) throw new InvalidRequest(`${where}: start with the methods, e.g. ${lead}${approve ? "POST" : "GET HEAD"} ${clip(paths[0] ?? "/path")}`, "rules");
+  if (paths.length === 0) throw new InvalidRequest(`${where}: add at least one path after the methods, e.g. ${lead}${methods.join(" ")} /repos/**`, "rules");
+  return approve ? { methods, paths, approve: "each" } : { methods, paths };
 }
 
 /** The form field of a service's rules box (a host holds no character a form name must avoid). */
@@ -106,22 +117,41 @@ function clip(s: string): string {
 /**
  * What `next` allows that `current` does not: "everything" when the rules would be removed, the
  * added (method, path) rules otherwise, undefined when nothing is added. Conservative: a pattern
- * counts as covered only when one current pattern with that method covers it on its own.
+ * counts as covered only when one current pattern with that method covers it on its own. Asking a
+ * person less is wider too: a rule without `approve` is not covered by a current approval rule, and
+ * a request a person approves today that `next` allows without asking is added (as a plain rule).
  */
 export function widening(current: Rules | undefined, next: Rules | undefined): Rules | "everything" | undefined {
   if (current === undefined) return undefined; // today every method and path is allowed already
   if (next === undefined) return "everything";
-  const added = new Map<string, string[]>(); // methods (joined) -> paths
+  const added = new Map<string, string[]>(); // "approve"? + methods (joined) -> paths
+  const add = (methods: readonly string[], path: string, held: boolean) => {
+    const key = `${held ? `${APPROVE} ` : ""}${methods.join(" ")}`;
+    added.set(key, [...(added.get(key) ?? []), path]);
+  };
+  const within = (rules: Rules, method: string, path: string, held: (r: ServiceRule) => boolean) =>
+    rules.some((r) => held(r) && r.methods.includes(method) && r.paths.some((p) => covers(p, path)));
   for (const rule of next) {
+    const held = rule.approve === "each";
     for (const path of rule.paths) {
-      const methods = rule.methods.filter((m) => !current.some((c) => c.methods.includes(m) && c.paths.some((p) => covers(p, path))));
-      if (methods.length === 0) continue;
-      const key = methods.join(" ");
-      added.set(key, [...(added.get(key) ?? []), path]);
+      // A rule that asks a person is covered by any current rule; one that does not, only by a current rule that does not ask either.
+      const methods = rule.methods.filter((m) => !within(current, m, path, (c) => held || c.approve !== "each"));
+      if (methods.length) add(methods, path, held);
+    }
+  }
+  for (const rule of current) {
+    if (rule.approve !== "each") continue;
+    for (const path of rule.paths) {
+      const methods = rule.methods.filter((m) => !within(next, m, path, (n) => n.approve === "each") && within(next, m, path, () => true));
+      if (methods.length) add(methods, path, false);
     }
   }
   if (added.size === 0) return undefined;
-  return [...added].map(([methods, paths]) => ({ methods: methods.split(" "), paths: [...new Set(paths)] }));
+  return [...added].map(([key, paths]) => {
+    const words = key.split(" ");
+    const held = words[0] === APPROVE;
+    return { methods: held ? words.slice(1) : words, paths: [...new Set(paths)], ...(held ? { approve: "each" as const } : {}) };
+  });
 }
 
 type Token = { kind: "literal"; value: string } | { kind: "one" } | { kind: "any" };

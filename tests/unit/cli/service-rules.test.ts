@@ -5,7 +5,7 @@
 import { describe, expect, test } from "bun:test";
 import { runOffline } from "../../helpers/cli-offline.ts";
 import { CliFailure } from "../../../src/cli/fail.ts";
-import { collectFlagValues, describeAllowed, parseAllowFlags } from "../../../src/cli/service-rules.ts";
+import { collectFlagValues, collectRuleFlags, describeAllowed, parseAllowFlags, parseRuleFlags } from "../../../src/cli/service-rules.ts";
 
 function failure(fn: () => unknown): CliFailure {
   try {
@@ -63,6 +63,48 @@ describe("parseAllowFlags", () => {
   });
 });
 
+describe("--approve", () => {
+  test("collected with --allow in the order typed; nothing after --", () => {
+    const raw = ["h", "--approve", "POST /v1/refunds", "--allow=GET /v1/**", "--approve=DELETE /v1/x", "--", "--approve", "PUT /y"];
+    expect(collectRuleFlags(raw)).toEqual([
+      { flag: "approve", value: "POST /v1/refunds" },
+      { flag: "allow", value: "GET /v1/**" },
+      { flag: "approve", value: "DELETE /v1/x" },
+    ]);
+  });
+
+  test("an --approve rule is a rule with approve: each, in words a human approves each request", () => {
+    const rules = parseRuleFlags([
+      { flag: "allow", value: "GET /v1/**" },
+      { flag: "approve", value: "post /v1/refunds /v1/payouts" },
+    ]);
+    expect(rules).toEqual([
+      { methods: ["GET"], paths: ["/v1/**"] },
+      { methods: ["POST"], paths: ["/v1/refunds", "/v1/payouts"], approve: "each" },
+    ]);
+    expect(describeAllowed(rules)).toBe("GET on /v1/**; POST on /v1/refunds or /v1/payouts (each request approved by a human)");
+  });
+
+  test.each([
+    ["", "--approve needs methods then paths", '--approve "POST /v1/refunds"'],
+    ["/v1/refunds", '--approve "/v1/refunds": no method given', '--approve "POST /v1/refunds"'],
+    ["POST", '--approve "POST": no path given', '--approve "POST /repos/**"'],
+    ["POST /a GET /b", '--approve "POST /a GET /b": "GET" comes after a path; methods go first, and each --approve is one rule', "--approve"],
+    ["FETCH /a", '--approve "FETCH /a": FETCH is not a method a rule can approve', "GET, HEAD"],
+    ["POST /a/../b", '--approve "POST /a/../b": in path /a/../b, dot segments are not allowed', "refused"],
+  ])("%j is refused naming --approve", (value, message, hint) => {
+    const f = failure(() => parseRuleFlags([{ flag: "allow", value: "GET /fine" }, { flag: "approve", value }]));
+    expect(f.message).toBe(message);
+    expect(f.hint).toContain(hint);
+    expect(f.exitCode).toBe(2);
+  });
+
+  test("the rule count names both flags when both were given", () => {
+    const flags = Array.from({ length: 33 }, (_, i) => ({ flag: i % 2 ? ("approve" as const) : ("allow" as const), value: `POST /p${i}` }));
+    expect(failure(() => parseRuleFlags(flags)).message).toBe("--allow and --approve were given 33 times: there may be at most 32 rules");
+  });
+});
+
 test("describeAllowed: the rules in words, or everything", () => {
   expect(describeAllowed(undefined)).toBe("every method and path");
   expect(describeAllowed([{ methods: ["GET", "HEAD"], paths: ["/repos/*/issues/**"] }, { methods: ["POST"], paths: ["/a", "/b"] }])).toBe(
@@ -79,6 +121,8 @@ describe("broker service add|update refuse bad rule flags before any request", (
     [["service", "update", "api.example.com", "--allow", "GET"], 'error: --allow "GET": no path given', "hint: add one or more paths"],
     [["service", "add", "api.example.com", "--auth", "bearer", "--token", "K", "--allow", "GET /a", "--allow", "DELETE"], 'error: --allow "DELETE": no path given', "hint:"],
     [["service", "update", "api.example.com", "--rules"], "error: unknown option --rules", "--help"],
+    [["service", "update", "api.example.com", "--approve", "POST /v1/refunds", "--no-rules"], "error: --approve and --no-rules contradict each other", "hint: give --allow (and --approve)"],
+    [["service", "add", "api.example.com", "--auth", "bearer", "--token", "K", "--approve", "/v1/refunds"], 'error: --approve "/v1/refunds": no method given', "hint: start with the methods"],
   ])("%j", async (args, message, hint) => {
     const r = await run(args);
     expect(r.code).toBe(2);
@@ -94,5 +138,10 @@ describe("broker service add|update refuse bad rule flags before any request", (
     const update = await run(["service", "update", "--help"]);
     expect(update.out).toContain("--no-rules");
     expect(update.out).toContain('broker service update api.github.com --allow "GET HEAD /repos/**"');
+    for (const help of [add.out, update.out]) {
+      expect(help).toContain("--approve=<METHODS PATHS>");
+      expect(help).toContain('--allow "GET /v1/**" --approve "POST /v1/refunds"');
+      expect(help).toContain("broker request approve <id>");
+    }
   });
 });
