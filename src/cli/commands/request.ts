@@ -9,7 +9,7 @@
 import { defineCommand } from "citty";
 import type { RequestApprovalView } from "../../vault/index.ts";
 import { jsonArg, vaultArg } from "../args.ts";
-import { type Client, vaultPath } from "../client.ts";
+import { vaultPath } from "../client.ts";
 import { openContext, pickVault } from "../context.ts";
 import { CliFailure } from "../fail.ts";
 import { addHelpFooter } from "../help.ts";
@@ -37,10 +37,6 @@ function hintsFor(id: string, vault: string): Record<number, string> {
   };
 }
 
-function fetchRequest(client: Client, id: string, vault: string): Promise<RequestApprovalView> {
-  return client.request<RequestApprovalView>("GET", vaultPath(vault, "request-approvals", id), { vault, hints: hintsFor(id, vault) });
-}
-
 const list = defineCommand({
   meta: { name: "list", description: "List the vault's held requests, those awaiting a decision first" },
   args: {
@@ -54,10 +50,8 @@ const list = defineCommand({
     }
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
-    const res = await ctx.client.request<{ request_approvals: RequestApprovalView[] }>("GET", vaultPath(vault, "request-approvals"), {
-      vault,
-      hints: { 403: "the list is for the vault's members and admins, logged in as themselves (`broker auth login`); an agent polls its own request at the poll_url of its 428 answer" },
-    });
+    const hints = { 403: "the list is for the vault's members and admins, logged in as themselves (`broker auth login`); an agent polls its own request at the poll_url of its 428 answer" };
+    const res = await ctx.client.request<{ request_approvals: RequestApprovalView[] }>("GET", vaultPath(vault, "request-approvals"), { vault, hints });
     const rows = res.request_approvals.filter((r) => args.state === undefined || r.state === args.state);
     if (args.json) return printJson(rows);
     const now = Date.now();
@@ -66,7 +60,7 @@ const list = defineCommand({
       { title: "STATE", value: (r) => r.state },
       { title: "REQUEST", value: (r) => clean(`${r.method} ${r.url}`), max: 70 },
       { title: "WHO", value: (r) => clean(r.requested_by_name), max: 24 },
-      { title: "ASKED", value: (r) => ago(r.created_at, now) },
+      { title: "ASKED", value: (r) => `${span(now - Date.parse(r.created_at))} ago` },
       { title: "EXPIRES", value: (r) => (r.state === "pending" || r.state === "approved" ? `in ${span(Date.parse(r.expires_at) - now)}` : "-") },
     ];
     printTable(rows, columns, `No ${args.state ? `${args.state} ` : ""}held requests in vault ${vault}.`);
@@ -83,7 +77,7 @@ const show = defineCommand({
     const id = checkId(args.id);
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
-    const r = await fetchRequest(ctx.client, id, vault);
+    const r = await ctx.client.request<RequestApprovalView>("GET", vaultPath(vault, "request-approvals", id), { vault, hints: hintsFor(id, vault) });
     if (args.json) return printJson(r);
     printRequest(r);
     if (r.state === "pending") printLine(`\nApprove with: broker request approve ${r.id}   Deny with: broker request deny ${r.id}`);
@@ -115,31 +109,23 @@ function printRequest(r: RequestApprovalView): void {
 }
 
 function describeState(r: RequestApprovalView): string {
-  switch (r.state) {
-    case "pending":
-      return `awaiting a decision (until ${formatTime(r.expires_at)})`;
-    case "approved":
-      return `approved, not sent yet: the agent's next identical request is sent once, until ${formatTime(r.expires_at)}`;
-    case "used":
-      return "approved and sent";
-    case "denied":
-      return "denied (not sent)";
-    default:
-      return "expired (not sent)";
-  }
+  const words: Record<string, string> = {
+    pending: `awaiting a decision (until ${formatTime(r.expires_at)})`,
+    approved: `approved, not sent yet: the agent's next identical request is sent once, until ${formatTime(r.expires_at)}`,
+    used: "approved and sent",
+    denied: "denied (not sent)",
+  };
+  return words[r.state] ?? "expired (not sent)";
 }
 
 /** JSON bodies pretty-printed (a truncated one cannot be parsed: shown as sent); other text as is. */
 function prettyBody(body: string, truncated: boolean): string {
-  if (!truncated) {
-    try {
-      const parsed: unknown = JSON.parse(body);
-      if (parsed !== null && typeof parsed === "object") return JSON.stringify(parsed, null, 2);
-    } catch {
-      // Not JSON: shown as text.
-    }
+  try {
+    const parsed: unknown = truncated ? undefined : JSON.parse(body);
+    return parsed !== null && typeof parsed === "object" ? JSON.stringify(parsed, null, 2) : body;
+  } catch {
+    return body; // not JSON: shown as text
   }
-  return body;
 }
 
 function decide(decision: "approve" | "deny") {
@@ -168,9 +154,7 @@ function decide(decision: "approve" | "deny") {
   });
 }
 
-const approve = decide("approve");
-const deny = decide("deny");
-
+const [approve, deny] = [decide("approve"), decide("deny")];
 const EXAMPLES = `EXAMPLES
 
   broker request list
@@ -184,10 +168,6 @@ Approving lets the agent's identical retry (same method, URL, body and meaningfu
 once; a changed request is held again. Only people decide, with their own login.`;
 
 for (const cmd of [list, show, approve, deny]) addHelpFooter(cmd, () => EXAMPLES);
-
-function ago(iso: string, now: number): string {
-  return `${span(now - Date.parse(iso))} ago`;
-}
 
 /** 45 s, 3 min, 2 h 5 min. */
 function span(ms: number): string {
@@ -203,11 +183,8 @@ function clean(text: string): string {
   return text.replace(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g, "?");
 }
 
-function indent(text: string, pad = "  "): string {
-  return text
-    .split(/\r?\n/)
-    .map((l) => `${pad}${clean(l)}`)
-    .join("\n");
+function indent(text: string): string {
+  return text.split(/\r?\n/).map((l) => `  ${clean(l)}`).join("\n");
 }
 
 const root = defineCommand({
