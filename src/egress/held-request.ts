@@ -11,6 +11,7 @@ import { createHash } from "node:crypto";
 import { PayloadTooLarge } from "../errors.ts";
 import { LIMITS, type HeldRequest } from "../vault/index.ts";
 import { wholeBody } from "./answer.ts";
+import { buildUpstreamHeaders } from "./headers.ts";
 import { headerValues } from "./http1.ts";
 import type { EgressPlan } from "./plan.ts";
 import { redactText, type Needles } from "./redact.ts";
@@ -75,17 +76,19 @@ export function describeHeld(req: HeldRequestInput, plan: EgressPlan, needles: N
     .filter(([n]) => bound(n, injected))
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)); // stable: same-name headers keep their order
   const fingerprint = createHash("sha256").update(JSON.stringify([req.method, host, req.target, bodySha256, boundHeaders])).digest("hex");
-  const shown = req.headers
+  // What will be sent, as the upstream request is built (no Host, X-Vault or hop-by-hop headers), less
+  // what carries a credential.
+  const shown = buildUpstreamHeaders(req.headers, undefined, false)
     .map(([n, v]) => [n.toLowerCase(), v] as const)
-    .filter(([n]) => !n.startsWith(":") && !HIDDEN.has(n) && n !== injected && n !== "proxy-connection" && n !== "connection")
-    .map(([n, v]) => [n, redactText(v, needles)] as const);
+    .filter(([n]) => !n.startsWith(":") && !HIDDEN.has(n) && n !== injected)
+    .map(([n, v]) => [n, visible(redactText(v, needles))] as const);
   return {
     vault: req.vault,
     principal: req.principal,
     fingerprint,
     method: req.method,
     host,
-    target: redactText(req.target, needles),
+    target: visible(redactText(req.target, needles)),
     service: plan.service.host,
     headers: shown,
     bodyPreview: previewOf(req.body, needles),
@@ -95,6 +98,16 @@ export function describeHeld(req: HeldRequestInput, plan: EgressPlan, needles: N
 }
 
 const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * Characters that would make the text a person reads differ from the text that is sent (terminal
+ * escapes, DEL and C1 controls, bidirectional overrides that reorder what follows) are written out as
+ * `<U+202E>`, so the description can be judged as it is.
+ */
+const DECEPTIVE = /[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+function visible(text: string): string {
+  return text.replace(DECEPTIVE, (ch) => `<U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}>`);
+}
 
 /** The body as text for a person, redacted before it is cut (a cut must not leave half a credential); null when empty or not text. */
 function previewOf(body: Uint8Array, needles: Needles): string | null {
@@ -106,7 +119,7 @@ function previewOf(body: Uint8Array, needles: Needles): string | null {
     return null;
   }
   if (/[\x00-\x08\x0e-\x1f]/.test(text)) return null; // binary that happens to be valid UTF-8
-  const redacted = redactText(text, needles);
+  const redacted = visible(redactText(text, needles));
   const max = LIMITS.heldRequestPreviewBytes;
   if (Buffer.byteLength(redacted) <= max) return redacted;
   return new TextDecoder().decode(Buffer.from(redacted).subarray(0, max)).replace(/\uFFFD$/, "");

@@ -120,3 +120,17 @@ describe("reading and waiting", () => {
     expect(preferredWaitMs([["prefer", "nowait=5"]])).toBe(0);
   });
 });
+
+describe("what the person deciding reads", () => {
+  test("headers as they will be sent: no Host, X-Vault or hop-by-hop ones", () => {
+    const held = describeHeld({ ...base, headers: [...base.headers, ["host", "127.0.0.1:8080"], ["x-vault", "demo"], ["connection", "keep-alive, x-drop"], ["x-drop", "1"], ["keep-alive", "5"]] }, refunds, needles);
+    expect(held.headers.map(([n]) => n)).toEqual(["content-type", "idempotency-key", "user-agent"]);
+  });
+
+  test("controls and bidirectional overrides are written out, not hidden in the text", () => {
+    const held = describeHeld({ ...base, target: "/v1/refunds?n=\u202Egnp.exe", headers: [["x-note", "a\u009Bb"]], body: new TextEncoder().encode('{"to":"\u202Eevil","x":"\u007F"}') }, refunds, needles);
+    expect(held.target).toBe("/v1/refunds?n=<U+202E>gnp.exe");
+    expect(held.headers).toEqual([["x-note", "a<U+009B>b"]]);
+    expect(held.bodyPreview).toBe('{"to":"<U+202E>evil","x":"<U+007F>"}');
+  });
+});
