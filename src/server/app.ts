@@ -24,6 +24,7 @@ import { requestApprovalRoutes } from "./routes/request-approvals.ts";
 import { describe } from "./openapi/describe.ts";
 import { buildOpenApi } from "./openapi/document.ts";
 import { approveRoutes, assetRoutes } from "./routes/approve.tsx";
+import { heldApprovalRoutes } from "./routes/approve-held.tsx";
 import { consoleRoutes } from "./console/routes.tsx";
 import { logRoutes } from "./routes/logs.ts";
 import { metricsRoutes } from "./routes/metrics.ts";
@@ -125,6 +126,7 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
   api.route("/v1/vaults", requestApprovalRoutes(d));
   api.route("/", discoverRoutes(d));
   api.route("/v1/proposals", proposalRoutes(d));
+  api.route("/approve/requests", heldApprovalRoutes(d, deps.log)); // before /approve/:id
   api.route("/approve", approveRoutes(d, deps.log));
   api.route("/assets", assetRoutes());
   const minter = deps.egress?.minter;

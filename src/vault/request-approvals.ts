@@ -206,7 +206,8 @@ export async function viewRequestApproval(d: Domain, row: RequestApprovalRow, va
     headers: JSON.parse(row.headers) as [string, string][],
     body: row.bodyPreview,
     body_bytes: row.bodyBytes,
-    body_truncated: row.bodyPreview !== null && Buffer.byteLength(row.bodyPreview) < row.bodyBytes,
+    // The preview is cut at its limit (less the end of a split character); redaction alone only shortens it.
+    body_truncated: row.bodyPreview !== null && Buffer.byteLength(row.bodyPreview) >= LIMITS.heldRequestPreviewBytes - 3,
     body_sha256: row.bodySha256,
     requested_by: row.principal,
     requested_by_name: who.name,

@@ -21,6 +21,7 @@ export const VAULT_SECTIONS = [
   { slug: "credentials", label: "Credentials" },
   { slug: "services", label: "Services" },
   { slug: "proposals", label: "Proposals" },
+  { slug: "requests", label: "Requests" },
   { slug: "agents", label: "Agents" },
   { slug: "members", label: "Members" },
   { slug: "logs", label: "Logs" },

@@ -19,6 +19,7 @@ import { vaultServiceRoutes } from "./vault-services.tsx";
 import { agentPages } from "./vault-agents.tsx";
 import { memberPages } from "./vault-members.tsx";
 import { proposalPages } from "./vault-proposals.tsx";
+import { heldRequestPages } from "./vault-held.tsx";
 
 /** Every path the console answers (`/x/*` also matches `/x`). A new top-level page adds its prefix here. */
 export const CONSOLE_PATHS = ["/", "/login", "/register", "/logout", "/account/*", "/vaults/*", "/settings/*"] as const;
@@ -35,6 +36,7 @@ export function consoleRoutes(d: Domain, log: Logger, opts: InstanceSettingsOpti
   r.route("/", vaultCredentialRoutes());
   r.route("/", vaultServiceRoutes(opts.mintedState));
   r.route("/", proposalPages());
+  r.route("/", heldRequestPages());
   r.route("/", agentPages());
   r.route("/", memberPages());
   r.route("/", vaultLogRoutes());

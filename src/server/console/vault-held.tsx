@@ -1,0 +1,126 @@
+/** @jsxImportSource hono/jsx */
+// `/vaults/:vault/requests`: requests a service rule held for a person ("approve": "each"), awaiting a
+// decision first, each shown as it will be sent (method and URL, who asked, headers, the body), with
+// Allow and Deny; then the decided ones. Members and admins read it (as the audit log); deciding goes
+// through decideRequestApproval, so only a human admin or member decides, as on the API.
+
+import { Hono } from "hono";
+import { listRequestApprovals, decideRequestApproval, mayInVault, type OpenVault, type RequestApprovalView } from "../../vault/index.ts";
+import { readableBody, stateWords } from "../pages/approve-held.tsx";
+import { Badge, Button, EmptyState, Name, PostForm, Section, Table, Time, toneOf } from "./components.tsx";
+import { openConsoleVault, renderPage, requireSignedIn, runAction, signedIn, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
+import { vaultPath } from "./layout.tsx";
+
+function vaultOf(open: OpenVault) {
+  return { name: open.vault.name, role: open.role, section: "requests" as const };
+}
+
+function Pending(props: { r: RequestApprovalView; vault: string; canDecide: boolean; now: number }) {
+  const r = props.r;
+  const action = (decision: "approve" | "deny") => `${vaultPath(props.vault, "requests")}/${r.id}/${decision}`;
+  return (
+    <article class="card" id={`request-${r.id}`}>
+      <h3>
+        <strong>{r.method}</strong> <Name>{r.url}</Name>
+      </h3>
+      <p class="small">
+        Asked by {r.requested_by_kind === "agent" ? "the agent " : ""}
+        <strong>{r.requested_by_name}</strong> <Time iso={r.created_at} /> · {stateWords(r, props.now)}
+      </p>
+      {r.headers.length ? (
+        <p class="small">
+          Headers:{" "}
+          {r.headers.map(([n, v]) => (
+            <>
+              <code>
+                {n}: {v}
+              </code>{" "}
+            </>
+          ))}
+        </p>
+      ) : null}
+      {r.body !== null ? <pre class="note">{r.body_truncated ? `${r.body}\n… (${r.body_bytes} bytes in all)` : readableBody(r.body)}</pre> : r.body_bytes ? <p class="muted small">A body of {r.body_bytes} bytes that is not text.</p> : null}
+      <div class="actions">
+        {props.canDecide ? (
+          <>
+            <PostForm action={action("approve")}>
+              <Button variant="primary">Allow</Button>
+            </PostForm>
+            <PostForm action={action("deny")}>
+              <Button>Deny</Button>
+            </PostForm>
+          </>
+        ) : (
+          <p class="muted small">Only a person who is an admin or member decides.</p>
+        )}
+        <a href={`/approve/requests/${r.id}`}>Open its approval page</a>
+      </div>
+    </article>
+  );
+}
+
+async function renderRequests(c: ConsoleContext) {
+  const d = c.get("kit").d;
+  const open = await openConsoleVault(c, "read_logs");
+  const all = await listRequestApprovals(d, open);
+  const pending = all.filter((r) => r.state === "pending");
+  const canDecide = mayInVault(signedIn(c), open.role, "approve");
+  const body = (
+    <>
+      {pending.length === 0 ? (
+        <Section title="Waiting for a decision" id="pending">
+          <EmptyState title="Nothing to decide">
+            <p>
+              A service rule with <code>approve</code> (for example <code>approve POST /v1/refunds</code>) holds each request it matches until a person allows that exact
+              request here. Held requests show up in this list.
+            </p>
+          </EmptyState>
+        </Section>
+      ) : (
+        <div id="pending">
+          <h2 class="section-title">Waiting for a decision ({pending.length})</h2>
+          {pending.map((r) => (
+            <Pending r={r} vault={open.vault.name} canDecide={canDecide} now={d.now()} />
+          ))}
+        </div>
+      )}
+      <Section title="History" id="history" description="Approved, sent, denied and expired requests, newest first (kept a day after they expire).">
+        <Table
+          id="history-table"
+          rows={all.filter((r) => r.state !== "pending")}
+          empty={<p class="muted">None yet.</p>}
+          columns={[
+            { label: "Request", cell: (r: RequestApprovalView) => <><strong>{r.method}</strong> <Name>{r.url}</Name></> },
+            { label: "From", cell: (r: RequestApprovalView) => r.requested_by_name },
+            { label: "Outcome", cell: (r: RequestApprovalView) => <><Badge tone={toneOf(r.state === "used" ? "applied" : r.state)}>{r.state === "used" ? "sent" : r.state}</Badge>{r.decided_by ? <span class="small"> by {r.decided_by}</span> : null}</> },
+            { label: "Asked", cell: (r: RequestApprovalView) => <Time iso={r.created_at} /> },
+          ]}
+        />
+      </Section>
+    </>
+  );
+  const lead = "Requests that a service's rules hold until a person allows them, one by one. Allow sends that exact request once; the agent never sees the credential.";
+  return renderPage(c, { title: "Requests", nav: "vaults", vault: vaultOf(open), lead }, body);
+}
+
+export function heldRequestPages() {
+  const r = new Hono<ConsoleEnv>();
+  r.use("/vaults/:vault/requests/*", requireSignedIn);
+  r.get("/vaults/:vault/requests", requireSignedIn, (c) => renderRequests(c));
+  for (const decision of ["approve", "deny"] as const) {
+    r.post(`/vaults/:vault/requests/:id/${decision}`, (c) => {
+      const back = vaultPath(c.req.param("vault"), "requests");
+      return runAction(c, {
+        run: async () => {
+          const open = await openConsoleVault(c, "approve");
+          const view = await decideRequestApproval(c.get("kit").d, open, c.req.param("id"), decision);
+          c.get("kit").log.info(decision === "approve" ? "request_approved" : "request_denied", { approval: view.id, by: signedIn(c).id, via: "console" });
+          return view;
+        },
+        success: (v) => (decision === "approve" ? `Allowed ${v.method} ${v.url}: the agent's identical request is sent once.` : `Denied ${v.method} ${v.url}: it was not sent.`),
+        redirect: back,
+      });
+    });
+  }
+  return r;
+}

@@ -1,0 +1,183 @@
+/** @jsxImportSource hono/jsx */
+// The approval page of a held request (a service rule with "approve": "each"): for a signed-in admin or
+// member of its vault, the request exactly as it will be sent (method, URL, headers without credentials,
+// the body, pretty-printed when it is JSON) with Allow and Deny; for anyone else a sign-in form and
+// nothing of the request. Everything the agent wrote is rendered as escaped text (hono/jsx escapes).
+
+import type { RequestApprovalView } from "../../vault/index.ts";
+import { ProviderSignIn, type SignInProvider } from "../console/sign-in-provider.tsx";
+import { relativeTime } from "./approve.tsx";
+import { Brand, Document } from "./document.tsx";
+
+export type HeldViewer = { kind: "anonymous" } | { kind: "not-allowed"; email: string } | { kind: "approver"; email: string };
+
+export interface HeldApprovalPageProps {
+  /** Absent for a viewer who may not see it (signed out, or not an approver in its vault). */
+  readonly request?: RequestApprovalView;
+  readonly id: string;
+  readonly viewer: HeldViewer;
+  readonly now: number;
+  readonly csrf: string;
+  readonly notice?: string;
+  readonly noticeKind?: "success" | "warning";
+  readonly provider?: SignInProvider;
+}
+
+const STATE_TONE: Record<RequestApprovalView["state"], string> = { pending: "badge-warning", approved: "badge-success", used: "badge-info", denied: "badge-danger", expired: "badge" };
+
+/** What the state means for the agent, in words. */
+export function stateWords(r: RequestApprovalView, now: number): string {
+  switch (r.state) {
+    case "pending":
+      return `Waiting for a decision; the approval expires ${relativeTime(r.expires_at, now)}.`;
+    case "approved":
+      return `Approved by ${r.decided_by ?? "a person"}: the agent's next identical request will be sent once, until ${relativeTime(r.expires_at, now).replace(/^in /, "")} from now.`;
+    case "used":
+      return `Approved by ${r.decided_by ?? "a person"} and sent ${r.used_at ? relativeTime(r.used_at, now) : ""}. A repeat would need a new approval.`;
+    case "denied":
+      return `Denied by ${r.decided_by ?? "a person"}: the request was not sent, and the agent's identical retry is refused.`;
+    case "expired":
+      return "Expired: nobody decided in time (or the approval was not used), so nothing was sent.";
+  }
+}
+
+/** The body for reading: pretty-printed JSON when it parses, else the text as sent. */
+export function readableBody(body: string): string {
+  try {
+    return JSON.stringify(JSON.parse(body), null, 2);
+  } catch {
+    return body;
+  }
+}
+
+function Body(props: { r: RequestApprovalView }) {
+  const r = props.r;
+  if (r.body === null) return <p class="muted" id="body-none">{r.body_bytes > 0 ? `A body of ${r.body_bytes} bytes that is not text (not shown).` : "No body."}</p>;
+  return (
+    <>
+      {r.body_truncated ? (
+        <p class="warning" id="body-truncated">
+          Showing the first {Buffer.byteLength(r.body)} of {r.body_bytes} bytes. The approval covers the whole body (SHA-256 <code>{r.body_sha256.slice(0, 16)}…</code>).
+        </p>
+      ) : null}
+      <pre class="note" id="body">{r.body_truncated ? r.body : readableBody(r.body)}</pre>
+    </>
+  );
+}
+
+function TheRequest(props: { r: RequestApprovalView; now: number }) {
+  const r = props.r;
+  return (
+    <>
+      <p id="request-line" class="note">
+        <strong>{r.method}</strong> <code>{r.url}</code>
+      </p>
+      <dl class="overview">
+        <dt>Asked by</dt>
+        <dd id="requester">
+          {r.requested_by_kind === "agent" ? "the agent " : ""}
+          <strong>{r.requested_by_name}</strong> <span class="muted">{relativeTime(r.created_at, props.now)}</span>
+        </dd>
+        <dt>Service</dt>
+        <dd>
+          <code>{r.service}</code> <span class="muted">(the broker adds its credential itself; it is not shown)</span>
+        </dd>
+        <dt>Status</dt>
+        <dd>
+          <span class={`badge ${STATE_TONE[r.state]}`} id="state">
+            {r.state}
+          </span>{" "}
+          <span id="state-words">{stateWords(r, props.now)}</span>
+        </dd>
+      </dl>
+      <h2>Headers</h2>
+      {r.headers.length ? (
+        <div class="table-wrap">
+          <table id="headers">
+            <tbody>
+              {r.headers.map(([name, value]) => (
+                <tr>
+                  <th scope="row">
+                    <code>{name}</code>
+                  </th>
+                  <td>
+                    <code>{value}</code>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : (
+        <p class="muted">None besides the credential.</p>
+      )}
+      <h2>Body</h2>
+      <Body r={r} />
+    </>
+  );
+}
+
+function SignIn(props: { id: string; csrf: string; provider?: SignInProvider }) {
+  return (
+    <>
+      <form method="post" action={`/approve/requests/${props.id}/login`}>
+        <h2>Sign in to see the request and decide</h2>
+        <p class="muted">Only a person who is an admin or member of the vault sees what the agent asks to send.</p>
+        <input type="hidden" name="csrf" value={props.csrf} />
+        <label for="email">Email</label>
+        <input type="email" id="email" name="email" autocomplete="username" required />
+        <label for="password">Password</label>
+        <input type="password" id="password" name="password" autocomplete="current-password" required />
+        <div class="actions">
+          <button type="submit" class="btn btn-primary">
+            Sign in
+          </button>
+        </div>
+      </form>
+      <ProviderSignIn provider={props.provider} returnTo={`/approve/requests/${props.id}`} />
+    </>
+  );
+}
+
+export function HeldApprovalPage(props: HeldApprovalPageProps) {
+  const r = props.request;
+  return (
+    <Document title="Request awaiting approval">
+      <Brand />
+      <h1>{r ? <>An agent asks to send this request in vault <code>{r.vault}</code></> : "A request awaiting approval"}</h1>
+      {props.viewer.kind !== "anonymous" ? (
+        <form method="post" action="/logout" class="session-bar" id="session">
+          <input type="hidden" name="csrf" value={props.csrf} />
+          <span class="muted">Signed in as {props.viewer.email}.</span> <a href="/">Open the console</a>{" "}
+          <button type="submit" class="btn btn-link btn-small">
+            Sign out
+          </button>
+        </form>
+      ) : null}
+      {props.notice ? (
+        <p class={props.noticeKind === "success" ? "flash flash-success" : "warning"} id="notice" role="status">
+          {props.notice}
+        </p>
+      ) : null}
+      {r ? <TheRequest r={r} now={props.now} /> : null}
+      {r && r.state === "pending" ? (
+        <form method="post" action={`/approve/requests/${r.id}/decide`} class="actions" id="decide">
+          <input type="hidden" name="csrf" value={props.csrf} />
+          <p class="muted">Allow sends this exact request once (the agent retries it); any change to it needs a new approval.</p>
+          <button type="submit" name="decision" value="allow" class="allow">
+            Allow
+          </button>
+          <button type="submit" name="decision" value="deny" class="deny">
+            Deny
+          </button>
+        </form>
+      ) : null}
+      {props.viewer.kind === "anonymous" ? <SignIn id={props.id} csrf={props.csrf} provider={props.provider} /> : null}
+      {props.viewer.kind === "not-allowed" ? (
+        <p class="warning" id="not-allowed">
+          You are signed in as {props.viewer.email}, who cannot approve requests in this request's vault (or it does not exist).
+        </p>
+      ) : null}
+    </Document>
+  );
+}
