@@ -2,6 +2,8 @@
 
 import { Hono } from "hono";
 import { listAgents, redeemAgentInvite, revokeAgent } from "../../vault/index.ts";
+import { AgentList, AgentRedeemed, Message } from "../../vault/index.ts";
+import { describe } from "../openapi/describe.ts";
 import type { Domain } from "../../vault/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
@@ -9,8 +11,8 @@ import type { ApiEnv } from "../env.ts";
 export function agentRoutes(d: Domain) {
   const r = new Hono<ApiEnv>();
   r.use("*", requirePrincipal(d));
-  r.get("/", async (c) => c.json({ agents: await listAgents(d, c.get("principal")) }));
-  r.delete("/:name", async (c) => {
+  r.get("/", describe({ summary: "Agents in the vaults you administer", tags: ["agents"], auth: "bearer", who: "admins (the owner sees all)", success: { status: 200, schema: AgentList } }), async (c) => c.json({ agents: await listAgents(d, c.get("principal")) }));
+  r.delete("/:name", describe({ summary: "Revoke an agent: its tokens and scoped sessions end", tags: ["agents"], auth: "bearer", who: "admins of every vault it holds a role in, or the owner", success: { status: 204 } }), async (c) => {
     await revokeAgent(d, c.get("principal"), c.req.param("name"));
     return c.body(null, 204);
   });
@@ -20,8 +22,8 @@ export function agentRoutes(d: Domain) {
 /** POST /invite/:token: no authentication; the invite token is the credential. */
 export function inviteRedemptionRoutes(d: Domain) {
   const r = new Hono<ApiEnv>();
-  r.post("/:token", async (c) => c.json(await redeemAgentInvite(d, c.req.param("token")), 201));
-  r.get("/:token", (c) =>
+  r.post("/:token", describe({ summary: "Redeem an agent invite for an agent token (no body, no authentication: the invite is the credential)", tags: ["agents"], auth: "none", success: { status: 201, schema: AgentRedeemed } }), async (c) => c.json(await redeemAgentInvite(d, c.req.param("token")), 201));
+  r.get("/:token", describe({ summary: "What an agent invite link is, in words", tags: ["agents"], auth: "none", success: { status: 200, schema: Message } }), (c) =>
     c.json({ message: "This is an agent invite. Redeem it once with POST to this same URL (no body needed); the response holds the agent token." }),
   );
   return r;

@@ -3,33 +3,36 @@
 
 import { Hono } from "hono";
 import type { Domain } from "../../vault/index.ts";
+import { ChangePasswordInput, CredentialsInput, FreshSession, OwnSessions, SignedIn, Whoami } from "../../vault/index.ts";
 import { changePassword, iso, listOwnSessions, loginUser, logout, publicUser, readCredentials, registerUser, revokeOwnSession } from "../../vault/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
 import { clientIp } from "../limits.ts";
-import { readJson } from "../request.ts";
+import { jsonBody } from "../body.ts";
+import { describe } from "../openapi/describe.ts";
 
 export function authRoutes(d: Domain) {
   const r = new Hono<ApiEnv>();
 
-  r.post("/register", async (c) => {
-    const { user, token } = await registerUser(d, readCredentials(await readJson(c)));
+  const tags = ["sign-in"];
+  r.post("/register", describe({ summary: "Register (the first person becomes the instance owner)", tags, auth: "none", success: { status: 201, schema: SignedIn }, errors: [409] }), jsonBody(CredentialsInput), async (c) => {
+    const { user, token } = await registerUser(d, readCredentials(c.req.valid("json")));
     return c.json({ token: token.reveal(), user: publicUser(user) }, 201); // reveal: the caller's own new session token
   });
 
-  r.post("/login", async (c) => {
-    const { user, token } = await loginUser(d, readCredentials(await readJson(c)), clientIp(c));
+  r.post("/login", describe({ summary: "Sign in with email and password", tags, auth: "none", success: { status: 200, schema: SignedIn } }), jsonBody(CredentialsInput), async (c) => {
+    const { user, token } = await loginUser(d, readCredentials(c.req.valid("json")), clientIp(c));
     return c.json({ token: token.reveal(), user: publicUser(user) }); // reveal: the caller's own new session token
   });
 
   r.use("*", requirePrincipal(d));
 
-  r.post("/logout", async (c) => {
+  r.post("/logout", describe({ summary: "End this session", tags, auth: "bearer", success: { status: 204 } }), async (c) => {
     await logout(d, c.get("principal"));
     return c.body(null, 204);
   });
 
-  r.get("/whoami", async (c) => {
+  r.get("/whoami", describe({ summary: "Who this token is", tags, auth: "bearer", success: { status: 200, schema: Whoami } }), async (c) => {
     const p = c.get("principal");
     const session = { id: p.sessionPublicId, expires_at: p.expiresAt === null ? null : iso(p.expiresAt) };
     if (p.kind === "user") return c.json({ kind: p.kind, user: { id: p.userId, email: p.email, role: p.instanceRole }, session });
@@ -38,14 +41,14 @@ export function authRoutes(d: Domain) {
     return c.json({ kind: p.kind, vault: vault?.name ?? null, role: p.role, session });
   });
 
-  r.post("/change-password", async (c) => {
-    const token = await changePassword(d, c.get("principal"), await readJson(c), clientIp(c));
+  r.post("/change-password", describe({ summary: "Change your password (every other session ends)", tags, auth: "bearer", who: "user sessions", success: { status: 200, schema: FreshSession } }), jsonBody(ChangePasswordInput), async (c) => {
+    const token = await changePassword(d, c.get("principal"), c.req.valid("json"), clientIp(c));
     return c.json({ token: token.reveal() }); // reveal: the caller's fresh session token
   });
 
-  r.get("/sessions", async (c) => c.json({ sessions: await listOwnSessions(d, c.get("principal")) }));
+  r.get("/sessions", describe({ summary: "Your active sessions (scoped sessions you minted too)", tags, auth: "bearer", who: "user sessions", success: { status: 200, schema: OwnSessions } }), async (c) => c.json({ sessions: await listOwnSessions(d, c.get("principal")) }));
 
-  r.delete("/sessions/:id", async (c) => {
+  r.delete("/sessions/:id", describe({ summary: "End one of your sessions", tags, auth: "bearer", who: "user sessions", success: { status: 204 } }), async (c) => {
     await revokeOwnSession(d, c.get("principal"), c.req.param("id"));
     return c.body(null, 204);
   });

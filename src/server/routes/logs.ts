@@ -5,7 +5,8 @@
 import { Hono } from "hono";
 import { InvalidRequest } from "../../errors.ts";
 import type { Domain } from "../../vault/index.ts";
-import { AUDIT_PAGE_MAX, listAuditLog } from "../../vault/index.ts";
+import { AUDIT_PAGE_MAX, AuditPageAnswer, listAuditLog } from "../../vault/index.ts";
+import { describe } from "../openapi/describe.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
 import { openVaultFor } from "../request.ts";
@@ -19,7 +20,17 @@ export function readInt(v: string | undefined, field: string, max = Number.MAX_S
 export function logRoutes(d: Domain) {
   const r = new Hono<ApiEnv>();
   r.use("/:vault/logs", requirePrincipal(d));
-  r.get("/:vault/logs", async (c) => {
+  r.get(
+    "/:vault/logs",
+    describe({
+      summary: "The vault's audit log: one record per proxied request, newest first",
+      tags: ["audit"],
+      auth: "bearer",
+      who: "admins and members (agents with those roles too)",
+      query: { limit: "1 to 1000 (default 100)", before: "records older than this id (the next_cursor)", after: "records newer than this id, oldest first (following)", host: "only this host", status: "only this HTTP status", principal: "an id (agent:3), an agent's name or a person's email" },
+      success: { status: 200, schema: AuditPageAnswer },
+    }),
+    async (c) => {
     const open = await openVaultFor(d, c, "read_logs");
     const page = await listAuditLog(d, open, {
       before: readInt(c.req.query("before"), "before"),
@@ -30,6 +41,7 @@ export function logRoutes(d: Domain) {
       limit: readInt(c.req.query("limit"), "limit", AUDIT_PAGE_MAX) ?? 100,
     });
     return c.json(page);
-  });
+    },
+  );
   return r;
 }

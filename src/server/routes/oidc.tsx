@@ -9,13 +9,16 @@ import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { InvalidRequest, NotFound, Unauthorized } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import type { Domain, OidcClient } from "../../vault/index.ts";
+import { IdentityList, OidcCliExchangeInput, OidcStatus, SignedIn } from "../../vault/index.ts";
 import { beginOidc, completeOidc, exchangeCliCode, isCliNonce, isSafeReturnTo, listIdentities, publicUser, requireUser, unlinkIdentity } from "../../vault/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
 import { authTier } from "../limits.ts";
 import { Brand, Document } from "../pages/document.tsx";
 import { assertSameOrigin, readForm, readSessionCookie, setPageHeaders, setSessionCookie } from "../pages/security.ts";
-import { bearerToken, readJson } from "../request.ts";
+import { jsonBody } from "../body.ts";
+import { describe } from "../openapi/describe.ts";
+import { bearerToken } from "../request.ts";
 
 const OFF = "identity-provider sign-in is not configured";
 
@@ -55,9 +58,10 @@ function requireOidc(d: Domain): OidcClient {
 export function oidcRoutes(d: Domain, log: Logger) {
   const r = new Hono<ApiEnv>();
 
-  r.get("/", (c) => c.json(d.oidc ? { enabled: true, name: d.oidc.name } : { enabled: false }));
+  const tags = ["sign-in"];
+  r.get("/", describe({ summary: "Whether identity-provider sign-in is on, and the provider's name", tags, auth: "none", success: { status: 200, schema: OidcStatus } }), (c) => c.json(d.oidc ? { enabled: true, name: d.oidc.name } : { enabled: false }));
 
-  r.get("/login", authTier(d.rateLimiter), async (c) => {
+  r.get("/login", describe({ summary: "Start signing in with the identity provider (redirects to it)", tags, auth: "none", query: { return_to: "a path on this site to land on", cli_port: "the CLI's loopback port (broker auth login --sso)", cli_nonce: "the CLI's nonce" }, success: { status: 302, description: "Redirect to the provider" } }), authTier(d.rateLimiter), async (c) => {
     const o = requireOidc(d);
     const port = c.req.query("cli_port");
     const cliNonce = c.req.query("cli_nonce");
@@ -72,13 +76,13 @@ export function oidcRoutes(d: Domain, log: Logger) {
     return redirectToProvider(c, d, await beginOidc(d, o, { purpose: "login", returnTo }), 302);
   });
 
-  r.post("/link", authTier(d.rateLimiter), async (c) => {
+  r.post("/link", describe({ summary: "Link your account to an identity at the provider (redirects to it)", tags, auth: ["bearer", "cookie"], success: { status: 303, description: "Redirect to the provider" } }), authTier(d.rateLimiter), async (c) => {
     const o = requireOidc(d);
     const user = requireUser(await linkingPrincipal(c, d));
     return redirectToProvider(c, d, await beginOidc(d, o, { purpose: "link", userId: user.userId }), 303);
   });
 
-  r.get("/callback", authTier(d.rateLimiter), async (c) => {
+  r.get("/callback", describe({ summary: "Where the provider returns the browser (signs in, links, or hands the CLI a code)", tags, auth: "none", success: { status: 303, description: "Redirect into the console, or a page saying what failed" } }), authTier(d.rateLimiter), async (c) => {
     const o = requireOidc(d);
     if (!startedHere(c, d)) {
       log.info("oidc_rejected", { reason: "flow_not_started_in_this_browser" });
@@ -98,9 +102,9 @@ export function oidcRoutes(d: Domain, log: Logger) {
     }
   });
 
-  r.post("/cli-exchange", authTier(d.rateLimiter), async (c) => {
+  r.post("/cli-exchange", describe({ summary: "The CLI trades its one-time code for a session", tags, auth: "none", success: { status: 200, schema: SignedIn } }), authTier(d.rateLimiter), jsonBody(OidcCliExchangeInput), async (c) => {
     const o = requireOidc(d);
-    const { user, token } = await exchangeCliCode(d, o, await readJson(c));
+    const { user, token } = await exchangeCliCode(d, o, c.req.valid("json"));
     return c.json({ token: token.reveal(), user: publicUser(user) }); // reveal: the CLI's own new session token
   });
 
@@ -115,8 +119,8 @@ export function identityRoutes(d: Domain) {
     await next();
   });
   r.use("*", requirePrincipal(d));
-  r.get("/", async (c) => c.json({ identities: await listIdentities(d, c.get("principal")) }));
-  r.delete("/:id", async (c) => {
+  r.get("/", describe({ summary: "Your linked identities at the provider", tags: ["sign-in"], auth: "bearer", who: "user sessions", success: { status: 200, schema: IdentityList } }), async (c) => c.json({ identities: await listIdentities(d, c.get("principal")) }));
+  r.delete("/:id", describe({ summary: "Unlink an identity", tags: ["sign-in"], auth: "bearer", who: "user sessions", success: { status: 204 } }), async (c) => {
     const id = Number(c.req.param("id"));
     if (!Number.isSafeInteger(id) || id <= 0) throw new NotFound("no such linked identity");
     await unlinkIdentity(d, c.get("principal"), id);

@@ -2,15 +2,20 @@
 
 import { Hono } from "hono";
 import type { Domain } from "../../vault/index.ts";
+import { OwnerSettingsAnswer, OwnerSettingsInput } from "../../vault/index.ts";
 import { getOwnerSettings, updateOwnerSettings } from "../../vault/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
-import { readJson } from "../request.ts";
+import { jsonBody } from "../body.ts";
+import { describe } from "../openapi/describe.ts";
 
 export function ownerRoutes(d: Domain) {
   const r = new Hono<ApiEnv>();
   r.use("*", requirePrincipal(d));
-  r.get("/settings", async (c) => c.json(await getOwnerSettings(d, c.get("principal"))));
-  r.patch("/settings", async (c) => c.json(await updateOwnerSettings(d, c.get("principal"), await readJson(c))));
+  const tags = ["owner"];
+  r.get("/settings", describe({ summary: "The instance's settings (allowed sign-up domains, rate limits)", tags, auth: "bearer", who: "the instance owner", success: { status: 200, schema: OwnerSettingsAnswer } }), async (c) => c.json(await getOwnerSettings(d, c.get("principal"))));
+  r.patch("/settings", describe({ summary: "Change the instance's settings", tags, auth: "bearer", who: "the instance owner", success: { status: 200, schema: OwnerSettingsAnswer } }), jsonBody(OwnerSettingsInput), async (c) =>
+    c.json(await updateOwnerSettings(d, c.get("principal"), c.req.valid("json"))),
+  );
   return r;
 }

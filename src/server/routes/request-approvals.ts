@@ -4,7 +4,8 @@
 
 import { Hono } from "hono";
 import type { Domain } from "../../vault/index.ts";
-import { decideRequestApproval, listRequestApprovals, readRequestApproval, viewRequestApproval } from "../../vault/index.ts";
+import { decideRequestApproval, listRequestApprovals, readRequestApproval, RequestApprovalAnswer, RequestApprovalList, viewRequestApproval } from "../../vault/index.ts";
+import { describe } from "../openapi/describe.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
 import { openVaultFor } from "../request.ts";
@@ -13,17 +14,19 @@ export function requestApprovalRoutes(d: Domain) {
   const r = new Hono<ApiEnv>();
   r.use("/:vault/request-approvals", requirePrincipal(d));
   r.use("/:vault/request-approvals/*", requirePrincipal(d));
-  r.get("/:vault/request-approvals", async (c) => {
+  const tags = ["request approvals"];
+  r.get("/:vault/request-approvals", describe({ summary: "Requests held for a person's approval, pending first", tags, auth: "bearer", who: "admins and members", success: { status: 200, schema: RequestApprovalList } }), async (c) => {
     const open = await openVaultFor(d, c, "read_logs");
     return c.json({ request_approvals: await listRequestApprovals(d, open) });
   });
-  r.get("/:vault/request-approvals/:id", async (c) => {
+  r.get("/:vault/request-approvals/:id", describe({ summary: "One held request (its poll_url)", tags, auth: "bearer", who: "admins, members, and the principal whose request it is", success: { status: 200, schema: RequestApprovalAnswer } }), async (c) => {
     const open = await openVaultFor(d, c, "read");
     const row = await readRequestApproval(d, open, c.req.param("id"));
     return c.json(await viewRequestApproval(d, row, open.vault.name));
   });
   for (const decision of ["approve", "deny"] as const) {
-    r.post(`/:vault/request-approvals/:id/${decision}`, async (c) => {
+    const summary = decision === "approve" ? "Allow the held request: the agent's identical retry is sent once" : "Deny the held request";
+    r.post(`/:vault/request-approvals/:id/${decision}`, describe({ summary, tags, auth: "bearer", who: "human user sessions of admins and members; never agents or scoped sessions", success: { status: 200, schema: RequestApprovalAnswer }, errors: [409] }), async (c) => {
       const open = await openVaultFor(d, c, "approve");
       return c.json(await decideRequestApproval(d, open, c.req.param("id"), decision));
     });

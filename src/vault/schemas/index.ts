@@ -3,3 +3,5 @@
 
 export * from "./sessions.ts";
 export * from "./proposals.ts";
+export * from "./vaults.ts";
+export * from "./accounts.ts";

@@ -2,6 +2,7 @@
 // A proposal's services use the service schemas (services.ts): the same `auth` and `rules` as a service.
 
 import { z } from "zod";
+import { RulesInput, ServiceAuthInput } from "./vaults.ts";
 
 const Role = z.enum(["proxy", "member", "admin"]);
 
@@ -71,16 +72,13 @@ export const HealthView = z.object({
     .optional(),
 });
 
-// TODO(swap): the service schemas' auth and rules, once services.ts has them.
-const ProposalAuthInput = z.looseObject({ type: z.string() });
-const ProposalRulesInput = z.array(z.unknown()).nullish();
 
 export const ProposedServiceInput = z.strictObject({
   action: z.literal("set").optional().describe('"set", the only action (adds the service or replaces it)'),
   host: z.string().describe("host pattern (no IP literals), host:port when the port is not 443"),
   description: z.string().nullish(),
-  auth: ProposalAuthInput,
-  rules: ProposalRulesInput,
+  auth: ServiceAuthInput,
+  rules: RulesInput,
 });
 
 export const ProposalInput = z.strictObject({
