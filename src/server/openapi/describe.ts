@@ -28,8 +28,22 @@ export interface OperationDoc {
 export const OPERATION = Symbol.for("broker.openapi.operation");
 export const BODY_SCHEMA = Symbol.for("broker.openapi.body");
 
+/**
+ * The route's OpenAPI operation. Under BROKER_SCHEMA_CHECK=strict (the test suite) it also checks each
+ * success answer against the documented schema, so every test that gets one checks the document too.
+ */
 export function describe(doc: OperationDoc): MiddlewareHandler {
-  const mw: MiddlewareHandler = async (_c, next) => next();
+  const schema = doc.success.schema;
+  const mw: MiddlewareHandler = async (c, next) => {
+    await next();
+    if (!schema || process.env.BROKER_SCHEMA_CHECK !== "strict" || c.res.status !== doc.success.status) return;
+    const body: unknown = await c.res.clone().json();
+    const result = await schema["~standard"].validate(body);
+    if (result.issues) {
+      const at = result.issues[0]?.path?.map((p) => (typeof p === "object" ? p.key : p)).join(".") ?? "";
+      throw new Error(`response schema drift on ${c.req.method} ${c.req.routePath}: ${at} ${result.issues[0]?.message}`);
+    }
+  };
   return Object.assign(mw, { [OPERATION]: doc });
 }
 
