@@ -29,6 +29,7 @@ export const rootCommand = defineCommand({
     ca: () => import("./commands/ca.ts").then((m) => m.default),
     proposal: () => import("./commands/proposal.ts").then((m) => m.default),
     request: () => import("./commands/request.ts").then((m) => m.default),
+    mcp: () => import("./commands/mcp.ts").then((m) => m.default),
   },
 });
 
