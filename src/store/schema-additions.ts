@@ -1,0 +1,165 @@
+// Migrations 8 onwards: what later rounds added (service rules, URL credentials, webhooks, minted
+// credentials, contained sessions, held requests). New migrations are appended here, in order.
+
+import type { Migration } from "./migration.ts";
+
+export const ADDITIONS: readonly Migration[] = [
+  {
+    version: 8,
+    name: "service-rules",
+    sql: `
+      -- An optional allow list of methods and paths for a service, as JSON (vault/services.ts validates it);
+      -- NULL allows every method and path.
+      ALTER TABLE services ADD COLUMN rules TEXT;
+    `,
+  },
+  {
+    version: 9,
+    name: "url-credentials",
+    // Credentials that travel in the URL: 'query' (auth_param names the query parameter) and 'path'
+    // (auth_template, e.g. /bot{value}, is placed before the agent's path). Widening auth_type's CHECK
+    // needs a table rebuild on SQLite (nothing references services, so no foreign key is involved);
+    // PostgreSQL swaps the constraint in place and keeps migration 7's services_announce trigger.
+    sql: `
+      ALTER TABLE services ADD COLUMN auth_param TEXT;
+      ALTER TABLE services ADD COLUMN auth_template TEXT;
+    `,
+    sqliteOnly: [
+      `CREATE TABLE services_v9 (
+        id INTEGER PRIMARY KEY,
+        vault_id BIGINT NOT NULL REFERENCES vaults (id) ON DELETE CASCADE,
+        host TEXT NOT NULL,
+        description TEXT NOT NULL DEFAULT '',
+        auth_type TEXT NOT NULL CHECK (auth_type IN ('bearer', 'basic', 'header', 'passthrough', 'query', 'path')),
+        auth_key TEXT,
+        auth_header TEXT,
+        auth_prefix TEXT,
+        auth_username TEXT,
+        enabled INTEGER NOT NULL DEFAULT 1,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        rules TEXT,
+        auth_param TEXT,
+        auth_template TEXT,
+        UNIQUE (vault_id, host)
+      )`,
+      `INSERT INTO services_v9 (id, vault_id, host, description, auth_type, auth_key, auth_header, auth_prefix, auth_username, enabled, created_at, updated_at, rules, auth_param, auth_template)
+       SELECT id, vault_id, host, description, auth_type, auth_key, auth_header, auth_prefix, auth_username, enabled, created_at, updated_at, rules, auth_param, auth_template FROM services`,
+      "DROP TABLE services",
+      "ALTER TABLE services_v9 RENAME TO services",
+    ],
+    postgresOnly: [
+      `ALTER TABLE services DROP CONSTRAINT services_auth_type_check,
+         ADD CONSTRAINT services_auth_type_check CHECK (auth_type IN ('bearer', 'basic', 'header', 'passthrough', 'query', 'path'))`,
+    ],
+  },
+  {
+    version: 10,
+    name: "webhooks",
+    sql: `
+      -- Proposal notifications: a vault's webhook receivers. The signing secret is sealed with the data key
+      -- (additional data: vault id and URL), since the broker must sign with it; it is shown once, at creation.
+      -- last_* is the newest delivery's outcome, for the list (never a payload or a response body).
+      CREATE TABLE webhooks (
+        id {{id}},
+        vault_id BIGINT NOT NULL REFERENCES vaults (id) ON DELETE CASCADE,
+        url TEXT NOT NULL,
+        format TEXT NOT NULL CHECK (format IN ('json', 'slack')),
+        secret_nonce {{bytes}} NOT NULL,
+        secret_ciphertext {{bytes}} NOT NULL,
+        created_by BIGINT,
+        created_at BIGINT NOT NULL,
+        last_status TEXT CHECK (last_status IN ('pending', 'delivered', 'retrying', 'failed', 'blocked')),
+        last_event TEXT,
+        last_attempts INTEGER NOT NULL DEFAULT 0,
+        last_error TEXT,
+        last_attempt_at BIGINT,
+        UNIQUE (vault_id, url)
+      );
+    `,
+  },
+  {
+    version: 11,
+    name: "minted-credentials",
+    // Credentials the broker mints or signs (OAuth 2.0 tokens, AWS SigV4, GitHub App tokens): their
+    // settings and credential key names as JSON in auth_config. Widening auth_type's CHECK rebuilds the
+    // table on SQLite, as migration 9 did; PostgreSQL swaps the constraint in place.
+    sql: `
+      ALTER TABLE services ADD COLUMN auth_config TEXT;
+    `,
+    sqliteOnly: [
+      `CREATE TABLE services_v11 (
+        id INTEGER PRIMARY KEY,
+        vault_id BIGINT NOT NULL REFERENCES vaults (id) ON DELETE CASCADE,
+        host TEXT NOT NULL,
+        description TEXT NOT NULL DEFAULT '',
+        auth_type TEXT NOT NULL CHECK (auth_type IN ('bearer', 'basic', 'header', 'passthrough', 'query', 'path',
+          'oauth2_client_credentials', 'oauth2_refresh', 'aws_sigv4', 'github_app')),
+        auth_key TEXT,
+        auth_header TEXT,
+        auth_prefix TEXT,
+        auth_username TEXT,
+        enabled INTEGER NOT NULL DEFAULT 1,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        rules TEXT,
+        auth_param TEXT,
+        auth_template TEXT,
+        auth_config TEXT,
+        UNIQUE (vault_id, host)
+      )`,
+      `INSERT INTO services_v11 (id, vault_id, host, description, auth_type, auth_key, auth_header, auth_prefix, auth_username, enabled, created_at, updated_at, rules, auth_param, auth_template, auth_config)
+       SELECT id, vault_id, host, description, auth_type, auth_key, auth_header, auth_prefix, auth_username, enabled, created_at, updated_at, rules, auth_param, auth_template, auth_config FROM services`,
+      "DROP TABLE services",
+      "ALTER TABLE services_v11 RENAME TO services",
+    ],
+    postgresOnly: [
+      `ALTER TABLE services DROP CONSTRAINT services_auth_type_check,
+         ADD CONSTRAINT services_auth_type_check CHECK (auth_type IN ('bearer', 'basic', 'header', 'passthrough', 'query', 'path',
+           'oauth2_client_credentials', 'oauth2_refresh', 'aws_sigv4', 'github_app'))`,
+    ],
+  },
+  {
+    version: 12,
+    name: "contained-sessions",
+    // Sessions minted by `vault run --contain` say so, and so does every audit record made on one.
+    sql: `
+      ALTER TABLE sessions ADD COLUMN contained INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE audit_logs ADD COLUMN contained INTEGER NOT NULL DEFAULT 0;
+    `,
+  },
+  {
+    version: 13,
+    name: "request-approvals",
+    // Requests held for a human's approval (rules with "approve": "each"), and who approved each
+    // request the audit log records. The row keeps a description and a fingerprint, never a credential.
+    sql: `
+      CREATE TABLE request_approvals (
+        id {{id}},
+        public_id TEXT NOT NULL UNIQUE,
+        vault_id BIGINT NOT NULL REFERENCES vaults (id) ON DELETE CASCADE,
+        principal TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('pending', 'approved', 'denied', 'used', 'expired')),
+        method TEXT NOT NULL,
+        host TEXT NOT NULL,
+        target TEXT NOT NULL,
+        service TEXT NOT NULL,
+        headers TEXT NOT NULL,
+        body_preview TEXT,
+        body_bytes BIGINT NOT NULL,
+        body_sha256 TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        decided_at BIGINT,
+        decided_by BIGINT,
+        used_at BIGINT
+      );
+      CREATE INDEX request_approvals_request ON request_approvals (vault_id, principal, fingerprint, id);
+      CREATE UNIQUE INDEX request_approvals_one_pending ON request_approvals (vault_id, principal, fingerprint) WHERE state = 'pending';
+      CREATE INDEX request_approvals_vault ON request_approvals (vault_id, state, id);
+      CREATE INDEX request_approvals_expiry ON request_approvals (expires_at);
+      ALTER TABLE audit_logs ADD COLUMN approved_by TEXT;
+    `,
+  },
+];
