@@ -16,7 +16,7 @@ import { resolveChecked, type NetPolicy, type Resolver } from "./netguard.ts";
 import type { EgressPlan, PlanCache } from "./plan.ts";
 import { redactHeaders, redactText, redactWhole, type Needles } from "./redact.ts";
 import { allowedTarget, heldByRule, widenRulesHint } from "./rules.ts";
-import { describeHeld, preferredWaitMs, readHeldBody } from "./held-request.ts";
+import { awaitApproval, readHeldBody } from "./held-request.ts";
 import { scanBodyStream, type BodyDone } from "./scan-body.ts";
 import { SMALL_BODY_BYTES, type OutboundRequest, type SendOptions, type Upstream } from "./upstream.ts";
 import type { Minter } from "./minted.ts";
@@ -121,8 +121,7 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
     if (heldByRule(plan, input.method, allowed, input.headers)) {
       heldBody = await readHeldBody(input.body, input.bodyLength);
       bytesIn = heldBody.byteLength;
-      const held = describeHeld({ ...input, target: allowed, body: heldBody }, plan, plan.needles);
-      approvedBy = await approvalsOf(deps).pass(held, { waitMs: preferredWaitMs(input.headers), signal: input.signal });
+      approvedBy = await awaitApproval(deps.approvals, { ...input, target: allowed, body: heldBody }, plan, plan.needles, input.signal);
     }
     // A URL credential goes in only now: the rules saw the agent's path, and the audit record keeps it.
     const target = plan.placement ? placeCredential(allowed, plan.placement) : allowed;
@@ -212,11 +211,6 @@ function sensitiveFields(injection: { header: string } | undefined, inPath: bool
 /** An answer that will not be forwarded: its streamed body is cancelled so the connection is freed. */
 async function discardBody(a: Answer): Promise<void> {
   if (a.body && !(a.body instanceof Uint8Array)) await a.body.cancel().catch(() => {});
-}
-
-function approvalsOf(deps: EgressDeps): RequestApprovalGate {
-  if (!deps.approvals) throw new Internal();
-  return deps.approvals;
 }
 
 function minterOf(deps: EgressDeps): Minter {

@@ -8,8 +8,8 @@
 // a refund on one account must not be replayed with `Stripe-Account` naming another.
 
 import { createHash } from "node:crypto";
-import { PayloadTooLarge } from "../errors.ts";
-import { LIMITS, type HeldRequest } from "../vault/index.ts";
+import { Internal, PayloadTooLarge } from "../errors.ts";
+import { LIMITS, type HeldRequest, type RequestApprovalGate } from "../vault/index.ts";
 import { wholeBody } from "./answer.ts";
 import { buildUpstreamHeaders } from "./headers.ts";
 import { headerValues } from "./http1.ts";
@@ -65,6 +65,15 @@ export interface HeldRequestInput {
   readonly target: string;
   readonly headers: readonly [string, string][];
   readonly body: Uint8Array;
+}
+
+/**
+ * Waits at the gate for this exact request (describing it for the person deciding): the approver once
+ * one approved it, else the gate's 428 or 403. A rule that needs a person fails closed without a gate.
+ */
+export function awaitApproval(gate: RequestApprovalGate | undefined, req: HeldRequestInput, plan: EgressPlan, needles: Needles, signal?: AbortSignal): Promise<string> {
+  if (!gate) throw new Internal();
+  return gate.pass(describeHeld(req, plan, needles), { waitMs: preferredWaitMs(req.headers), signal });
 }
 
 export function describeHeld(req: HeldRequestInput, plan: EgressPlan, needles: Needles): HeldRequest {

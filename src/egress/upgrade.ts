@@ -15,7 +15,7 @@ import { ClosedBeforeHead, readResponseHead } from "./upstream-head.ts";
 import { createFrameScanner, type FrameScanner } from "./websocket-frames.ts";
 import { namesExtension, redactResponseHead, shapeRefusal, withoutExtensions } from "./websocket-head.ts";
 import { allowedTarget, heldByRule, widenRulesHint } from "./rules.ts";
-import { describeHeld, preferredWaitMs } from "./held-request.ts";
+import { awaitApproval } from "./held-request.ts";
 import { placeCredential } from "./url-credential.ts";
 
 export type Upgraded = Switched | Refused;
@@ -78,9 +78,7 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
     const allowed = allowedTarget(plan, "GET", input.target, (m, path) => widenRulesHint(deps.plans.hintFor(input.host, input.port), plan, m, path), input.headers);
     // A rule asking a human for each request holds the upgrade as egress() holds a request (no body).
     if (heldByRule(plan, "GET", allowed, input.headers)) {
-      if (!deps.approvals) throw new Internal();
-      const held = describeHeld({ ...input, method: "GET", target: allowed, body: new Uint8Array(0) }, plan, needles);
-      approvedBy = await deps.approvals.pass(held, { waitMs: preferredWaitMs(input.headers), signal: input.signal });
+      approvedBy = await awaitApproval(deps.approvals, { ...input, method: "GET", target: allowed, body: new Uint8Array(0) }, plan, needles, input.signal);
     }
     // A URL credential goes in after the rules check, as in egress().
     const target = plan.placement ? placeCredential(allowed, plan.placement) : allowed;

@@ -34,9 +34,11 @@ export const BODY_SCHEMA = Symbol.for("broker.openapi.body");
  */
 export function describe(doc: OperationDoc): MiddlewareHandler {
   const schema = doc.success.schema;
+  // Outside the test suite it only passes on: one call, no await (it sits on /proxy's path too).
+  if (!schema || process.env.BROKER_SCHEMA_CHECK !== "strict") return Object.assign(((_c, next) => next()) as MiddlewareHandler, { [OPERATION]: doc });
   const mw: MiddlewareHandler = async (c, next) => {
     await next();
-    if (!schema || process.env.BROKER_SCHEMA_CHECK !== "strict" || c.res.status !== doc.success.status) return;
+    if (c.res.status !== doc.success.status) return;
     const body: unknown = await c.res.clone().json();
     const result = await schema["~standard"].validate(body);
     if (result.issues) {

@@ -6,16 +6,16 @@
 
 import type { RequestApprovalView } from "../../vault/index.ts";
 import { ProviderSignIn, type SignInProvider } from "../console/sign-in-provider.tsx";
-import { relativeTime } from "./approve.tsx";
+import { relativeTime, Session, type Viewer } from "./approve.tsx";
 import { Brand, Document } from "./document.tsx";
 
-export type HeldViewer = { kind: "anonymous" } | { kind: "not-allowed"; email: string } | { kind: "approver"; email: string };
+export type { Viewer as HeldViewer } from "./approve.tsx";
 
 export interface HeldApprovalPageProps {
   /** Absent for a viewer who may not see it (signed out, or not an approver in its vault). */
   readonly request?: RequestApprovalView;
   readonly id: string;
-  readonly viewer: HeldViewer;
+  readonly viewer: Viewer;
   readonly now: number;
   readonly csrf: string;
   readonly notice?: string;
@@ -145,15 +145,7 @@ export function HeldApprovalPage(props: HeldApprovalPageProps) {
     <Document title="Request awaiting approval">
       <Brand />
       <h1>{r ? <>An agent asks to send this request in vault <code>{r.vault}</code></> : "A request awaiting approval"}</h1>
-      {props.viewer.kind !== "anonymous" ? (
-        <form method="post" action="/logout" class="session-bar" id="session">
-          <input type="hidden" name="csrf" value={props.csrf} />
-          <span class="muted">Signed in as {props.viewer.email}.</span> <a href="/">Open the console</a>{" "}
-          <button type="submit" class="btn btn-link btn-small">
-            Sign out
-          </button>
-        </form>
-      ) : null}
+      <Session viewer={props.viewer} csrf={props.csrf} />
       {props.notice ? (
         <p class={props.noticeKind === "success" ? "flash flash-success" : "warning"} id="notice" role="status">
           {props.notice}

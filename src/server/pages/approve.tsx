@@ -178,7 +178,7 @@ function SignIn(props: { id: number; token: string; csrf: string; provider?: Sig
 }
 
 /** Who is signed in, with a way into the console and out of the session. */
-function Session(props: { viewer: Viewer; csrf: string }) {
+export function Session(props: { viewer: Viewer; csrf: string }) {
   if (props.viewer.kind === "anonymous") return null;
   return (
     <form method="post" action="/logout" class="session-bar" id="session">

@@ -7,14 +7,14 @@
 
 import type { Context } from "hono";
 import { Hono } from "hono";
-import { BrokerError, RateLimited } from "../../errors.ts";
+import { BrokerError } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import type { Domain, OpenVault } from "../../vault/index.ts";
-import { decideRequestApproval, loginUser, openVault, readCredentials, readRequestApproval, viewRequestApproval } from "../../vault/index.ts";
+import { decideRequestApproval, openVault, readRequestApproval, viewRequestApproval } from "../../vault/index.ts";
 import type { ApiEnv } from "../env.ts";
-import { clientIp } from "../limits.ts";
 import { HeldApprovalPage, type HeldViewer } from "../pages/approve-held.tsx";
-import { assertSameOrigin, csrfToken, readForm, readSessionCookie, setPageHeaders, setSessionCookie } from "../pages/security.ts";
+import { signInFromForm } from "../pages/form-sign-in.ts";
+import { assertSameOrigin, csrfToken, readForm, readSessionCookie, setPageHeaders } from "../pages/security.ts";
 
 const PUBLIC_ID = /^apr_[A-Za-z0-9_-]{16}$/;
 
@@ -64,17 +64,8 @@ export function heldApprovalRoutes(d: Domain, log: Logger) {
     } catch {
       return render(c, id, "The form was not submitted from this page; please try again.", "warning", 403);
     }
-    try {
-      const { token } = await loginUser(d, readCredentials({ email: form.email, password: form.password }), clientIp(c));
-      setSessionCookie(c, d, token.reveal()); // reveal: only into the HttpOnly, SameSite=Strict session cookie
-    } catch (err) {
-      if (!(err instanceof BrokerError)) throw err;
-      if (err instanceof RateLimited) {
-        c.header("retry-after", String(err.retryAfterSec));
-        return render(c, id, `Too many failed sign-in attempts. Try again in ${err.retryAfterSec} second${err.retryAfterSec === 1 ? "" : "s"}.`, "warning", 429);
-      }
-      return render(c, id, "Sign-in failed: invalid email or password.", "warning", 403);
-    }
+    const refused = await signInFromForm(c, d, form);
+    if (refused) return render(c, id, refused.notice, "warning", refused.status);
     return c.redirect(`/approve/requests/${encodeURIComponent(id)}`, 303);
   });
 

@@ -6,19 +6,18 @@
 
 import type { Context } from "hono";
 import { Hono } from "hono";
-import { BrokerError, RateLimited } from "../../errors.ts";
+import { BrokerError } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import { Secret } from "../../secret.ts";
 import type { Domain } from "../../vault/index.ts";
 import { mayInVault, type Principal } from "../../vault/index.ts";
 import { approvalWarnings, approveProposal, proposalByApprovalToken, rejectProposal, requesterOf, viewProposal, viewService } from "../../vault/index.ts";
-import { loginUser, readCredentials } from "../../vault/index.ts";
 import { roleIn } from "../../vault/index.ts";
 import type { ApiEnv } from "../env.ts";
-import { clientIp } from "../limits.ts";
 import { ApprovePage, MessagePage, type Viewer } from "../pages/approve.tsx";
 import { readChosenRules, typedRules } from "../pages/rules-text.ts";
-import { assertSameOrigin, csrfToken, readForm, readSessionCookie, setPageHeaders, setSessionCookie } from "../pages/security.ts";
+import { signInFromForm } from "../pages/form-sign-in.ts";
+import { assertSameOrigin, csrfToken, readForm, readSessionCookie, setPageHeaders } from "../pages/security.ts";
 import { STYLESHEET } from "../pages/style.ts";
 import { COPY_SCRIPT } from "../console/copy-script.ts";
 
@@ -101,18 +100,8 @@ export function approveRoutes(d: Domain, log: Logger) {
       return render(c, idOf(c), token, "The form was not submitted from this page; please try again.", 403);
     }
     if (!(await proposalByApprovalToken(d, idOf(c), token))) return invalidLink(c);
-    try {
-      const { token: session } = await loginUser(d, readCredentials({ email: form.email, password: form.password }), clientIp(c));
-      setSessionCookie(c, d, session.reveal()); // reveal: only into the HttpOnly, SameSite=Strict session cookie
-    } catch (err) {
-      if (!(err instanceof BrokerError)) throw err;
-      if (err instanceof RateLimited) {
-        // The same login throttle as the API: the page says how long to wait, the header says it to machines.
-        c.header("retry-after", String(err.retryAfterSec));
-        return render(c, idOf(c), token, `Too many failed sign-in attempts. Try again in ${err.retryAfterSec} second${err.retryAfterSec === 1 ? "" : "s"}.`, 429);
-      }
-      return render(c, idOf(c), token, "Sign-in failed: invalid email or password.", 403);
-    }
+    const refused = await signInFromForm(c, d, form);
+    if (refused) return render(c, idOf(c), token, refused.notice, refused.status);
     return c.redirect(`/approve/${idOf(c)}?token=${encodeURIComponent(token)}`, 303);
   });
 
