@@ -28,18 +28,13 @@ function Pending(props: { r: RequestApprovalView; vault: string; canDecide: bool
         <strong>{r.requested_by_name}</strong> <Time iso={r.created_at} /> · {stateWords(r, props.now)}
       </p>
       {r.headers.length ? (
-        <p class="small">
-          Headers:{" "}
-          {r.headers.map(([n, v]) => (
-            <>
-              <code>
-                {n}: {v}
-              </code>{" "}
-            </>
-          ))}
-        </p>
+        <>
+          <p class="small muted">Headers (the credential is added by the broker and not shown)</p>
+          <pre class="note small">{r.headers.map(([n, v]) => `${n}: ${v}`).join("\n")}</pre>
+        </>
       ) : null}
-      {r.body !== null ? <pre class="note">{r.body_truncated ? `${r.body}\n… (${r.body_bytes} bytes in all)` : readableBody(r.body)}</pre> : r.body_bytes ? <p class="muted small">A body of {r.body_bytes} bytes that is not text.</p> : null}
+      <p class="small muted">Body</p>
+      {r.body !== null ? <pre class="note">{r.body_truncated ? `${r.body}\n… (${r.body_bytes} bytes in all)` : readableBody(r.body)}</pre> : r.body_bytes ? <p class="muted small">A body of {r.body_bytes} bytes that is not text (not shown).</p> : <p class="muted small">No body.</p>}
       <div class="actions">
         {props.canDecide ? (
           <>
@@ -90,7 +85,7 @@ async function renderRequests(c: ConsoleContext) {
           rows={all.filter((r) => r.state !== "pending")}
           empty={<p class="muted">None yet.</p>}
           columns={[
-            { label: "Request", cell: (r: RequestApprovalView) => <><strong>{r.method}</strong> <Name>{r.url}</Name></> },
+            { label: "Request", cell: (r: RequestApprovalView) => <Name>{`${r.method} ${r.url}`}</Name> },
             { label: "From", cell: (r: RequestApprovalView) => r.requested_by_name },
             { label: "Outcome", cell: (r: RequestApprovalView) => <><Badge tone={toneOf(r.state === "used" ? "applied" : r.state)}>{r.state === "used" ? "sent" : r.state}</Badge>{r.decided_by ? <span class="small"> by {r.decided_by}</span> : null}</> },
             { label: "Asked", cell: (r: RequestApprovalView) => <Time iso={r.created_at} /> },
