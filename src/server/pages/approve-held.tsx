@@ -6,7 +6,7 @@
 
 import type { RequestApprovalView } from "../../vault/index.ts";
 import { ProviderSignIn, type SignInProvider } from "../console/sign-in-provider.tsx";
-import { relativeTime, Session, type Viewer } from "./approve.tsx";
+import { PageSignInForm, relativeTime, Session, type Viewer } from "./approve.tsx";
 import { Brand, Document } from "./document.tsx";
 
 export type { Viewer as HeldViewer } from "./approve.tsx";
@@ -120,20 +120,9 @@ function TheRequest(props: { r: RequestApprovalView; now: number }) {
 function SignIn(props: { id: string; csrf: string; provider?: SignInProvider }) {
   return (
     <>
-      <form method="post" action={`/approve/requests/${props.id}/login`}>
-        <h2>Sign in to see the request and decide</h2>
-        <p class="muted">Only a person who is an admin or member of the vault sees what the agent asks to send.</p>
-        <input type="hidden" name="csrf" value={props.csrf} />
-        <label for="email">Email</label>
-        <input type="email" id="email" name="email" autocomplete="username" required />
-        <label for="password">Password</label>
-        <input type="password" id="password" name="password" autocomplete="current-password" required />
-        <div class="actions">
-          <button type="submit" class="btn btn-primary">
-            Sign in
-          </button>
-        </div>
-      </form>
+      <PageSignInForm action={`/approve/requests/${props.id}/login`} csrf={props.csrf} heading="Sign in to see the request and decide">
+        Only a person who is an admin or member of the vault sees what the agent asks to send.
+      </PageSignInForm>
       <ProviderSignIn provider={props.provider} returnTo={`/approve/requests/${props.id}`} />
     </>
   );

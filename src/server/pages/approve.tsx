@@ -5,6 +5,7 @@
 // and Allow / Deny. All agent-written text is rendered as escaped text (hono/jsx escapes), links
 // only for https URLs; no inline script or style exists (the CSP forbids them).
 
+import type { Child } from "hono/jsx";
 import { describeMintedAuth, describeUrlAuth, type ProposalView } from "../../vault/index.ts";
 import type { Rules } from "../../vault/index.ts";
 import { isPemSlot, PEM_HINT, slotUses } from "../console/auth-words.ts";
@@ -158,22 +159,31 @@ function Slot(props: { slot: ProposalView["credentials"][number]; services: Prop
 function SignIn(props: { id: number; token: string; csrf: string; provider?: SignInProvider }) {
   return (
     <>
-      <form method="post" action={`/approve/${props.id}/login`}>
-        <h2>Sign in to decide</h2>
-        <p class="muted">Only a human who is an admin or member of this vault can approve or deny.</p>
-        <input type="hidden" name="token" value={props.token} />
-        <input type="hidden" name="csrf" value={props.csrf} />
-        <label for="email">Email</label>
-        <input type="email" id="email" name="email" autocomplete="username" required />
-        <label for="password">Password</label>
-        <input type="password" id="password" name="password" autocomplete="current-password" required />
-        <div class="actions">
-          <button type="submit" class="btn btn-primary">Sign in</button>
-        </div>
-      </form>
+      <PageSignInForm action={`/approve/${props.id}/login`} csrf={props.csrf} token={props.token} heading="Sign in to decide">
+        Only a human who is an admin or member of this vault can approve or deny.
+      </PageSignInForm>
       {/* Back to this very page (the token is in its query) once the provider has said who this is. */}
       <ProviderSignIn provider={props.provider} returnTo={`/approve/${props.id}?token=${encodeURIComponent(props.token)}`} />
     </>
+  );
+}
+
+/** An approval page's email and password form (the proposal page also carries its link's token). */
+export function PageSignInForm(props: { action: string; csrf: string; token?: string; heading: string; children?: Child }) {
+  return (
+    <form method="post" action={props.action}>
+      <h2>{props.heading}</h2>
+      <p class="muted">{props.children}</p>
+      {props.token !== undefined ? <input type="hidden" name="token" value={props.token} /> : null}
+      <input type="hidden" name="csrf" value={props.csrf} />
+      <label for="email">Email</label>
+      <input type="email" id="email" name="email" autocomplete="username" required />
+      <label for="password">Password</label>
+      <input type="password" id="password" name="password" autocomplete="current-password" required />
+      <div class="actions">
+        <button type="submit" class="btn btn-primary">Sign in</button>
+      </div>
+    </form>
   );
 }
 
