@@ -15,7 +15,8 @@ import { headerValues } from "./http1.ts";
 import { resolveChecked, type NetPolicy, type Resolver } from "./netguard.ts";
 import type { EgressPlan, PlanCache } from "./plan.ts";
 import { redactHeaders, redactText, redactWhole, type Needles } from "./redact.ts";
-import { allowedTarget, heldByRule, widenRulesHint } from "./rules.ts";
+import { allowedTarget, bodyMayClaimHeld, heldByRule, widenRulesHint } from "./rules.ts";
+import { claimedInBody } from "./method-override.ts";
 import { awaitApproval, readHeldBody } from "./held-request.ts";
 import { scanBodyStream, type BodyDone } from "./scan-body.ts";
 import { SMALL_BODY_BYTES, type OutboundRequest, type SendOptions, type Upstream } from "./upstream.ts";
@@ -115,11 +116,20 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
     }
     plan = await deps.plans.plan(input.vault, input.host, input.port);
     const ruled = plan;
-    const allowed = allowedTarget(plan, input.method, input.target, (m, path) => widenRulesHint(deps.plans.hintFor(input.host, input.port), ruled, m, path), input.headers);
-    // A rule that asks a human for each request: held (428) until this exact request is approved.
+    const hint = (m: string, path: string) => widenRulesHint(deps.plans.hintFor(input.host, input.port), ruled, m, path);
+    const allowed = allowedTarget(plan, input.method, input.target, hint, input.headers);
+    // A POST whose body could claim (`_method`) a method a rule holds here is read first, to know.
     let heldBody: Uint8Array | undefined;
-    if (heldByRule(plan, input.method, allowed, input.headers)) {
-      heldBody = await readHeldBody(input.body, input.bodyLength);
+    let bodyClaims: string[] = [];
+    if (bodyMayClaimHeld(plan, input.method, allowed)) {
+      heldBody = await readHeldBody(input.body, input.bodyLength, "a POST to a path where a rule holds other methods for a human (its body is read for a _method field)");
+      bytesIn = heldBody.byteLength;
+      bodyClaims = await claimedInBody(heldBody, headerValues(input.headers, "content-type")[0]);
+      allowedTarget(plan, input.method, input.target, hint, input.headers, bodyClaims);
+    }
+    // A rule that asks a human for each request: held (428) until this exact request is approved.
+    if (heldByRule(plan, input.method, allowed, input.headers, bodyClaims)) {
+      heldBody ??= await readHeldBody(input.body, input.bodyLength);
       bytesIn = heldBody.byteLength;
       approvedBy = await awaitApproval(deps.approvals, { ...input, target: allowed, body: heldBody }, plan, plan.needles, input.signal);
     }

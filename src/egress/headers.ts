@@ -8,6 +8,8 @@ import type { HeaderList } from "./http1.ts";
 
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "host", "content-length"]);
 const BROKER_SCOPED = new Set(["x-vault", "proxy-authorization"]);
+/** A WebSocket upgrade's own request headers: forwarded with the upgrade even where Connection names them. */
+export const WEBSOCKET_HEADERS: ReadonlySet<string> = new Set(["sec-websocket-key", "sec-websocket-version", "sec-websocket-protocol", "sec-websocket-extensions"]);
 
 export interface Injection {
   /** Lower-case header name to set, e.g. "authorization". */

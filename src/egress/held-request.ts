@@ -1,39 +1,40 @@
 // Requests a service rule holds for a human (`"approve": "each"`): the body read whole (to hash it
 // and show it), the fingerprint that binds an approval to this exact request, and the description a
-// person reads before deciding (credential headers left out, echoes of a credential redacted).
+// person reads before deciding (credential values left out, echoes of a credential redacted).
 //
-// The fingerprint covers the method, host and port, path and query, a SHA-256 of the body, and every
-// header except those below that cannot change what the request does and that clients vary from one
-// attempt to the next. Binding every other header (not a short list) is the safe side: an approval for
-// a refund on one account must not be replayed with `Stripe-Account` naming another.
+// The fingerprint covers the method, whether it is a WebSocket upgrade, host and port, path and
+// query, a SHA-256 of the body, and the headers as they will be forwarded (after Connection has
+// removed the ones it names), except those below that cannot change what the request does and that
+// clients vary from one attempt to the next. Binding every other header (not a short list) is the
+// safe side: an approval for a refund on one account must not be replayed with `Stripe-Account`
+// naming another, nor with `Connection: Stripe-Account` dropping it on the way.
 
 import { createHash } from "node:crypto";
 import { Internal, PayloadTooLarge } from "../errors.ts";
 import { LIMITS, type HeldRequest, type RequestApprovalGate } from "../vault/index.ts";
 import { wholeBody } from "./answer.ts";
-import { buildUpstreamHeaders } from "./headers.ts";
+import { buildUpstreamHeaders, WEBSOCKET_HEADERS } from "./headers.ts";
 import { headerValues } from "./http1.ts";
 import type { EgressPlan } from "./plan.ts";
 import { redactText, type Needles } from "./redact.ts";
+import { SIGV4_REPLACED } from "./sigv4.ts";
 
-/** Headers left out of the fingerprint: framing, negotiation, tracing, and the credential the broker replaces. */
+/** Forwarded headers left out of the fingerprint: negotiation, tracing, per-attempt values. */
 const NOT_BOUND = new Set([
-  "host", "content-length", "connection", "keep-alive", "proxy-connection", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade",
-  "user-agent", "accept", "accept-encoding", "accept-language", "date", "prefer", "traceparent", "tracestate", "baggage", "sentry-trace",
+  "user-agent", "accept", "accept-encoding", "accept-language", "date", "traceparent", "tracestate", "baggage", "sentry-trace",
   "x-request-id", "x-amzn-trace-id", "x-cloud-trace-context", "sec-websocket-key", "sec-websocket-extensions",
 ]);
 /** Prefixes of per-attempt client telemetry (OpenAI and Anthropic SDKs' retry counts and timeouts, B3 tracing). */
 const NOT_BOUND_PREFIXES = ["x-stainless-", "x-b3-"];
-/** Never shown to the person deciding: they carry (or stand in for) credentials. */
-const HIDDEN = new Set(["authorization", "proxy-authorization", "cookie"]);
+/** Shown as present, never with their value: they carry (or stand in for) credentials. */
+const HIDDEN = new Set(["authorization", "cookie"]);
 
-const bound = (name: string, injected: string | undefined) =>
-  !name.startsWith(":") && !NOT_BOUND.has(name) && name !== injected && !NOT_BOUND_PREFIXES.some((p) => name.startsWith(p));
+const bound = (name: string) => !NOT_BOUND.has(name) && !NOT_BOUND_PREFIXES.some((p) => name.startsWith(p));
 
 /** The whole body of a held request, up to the limit (a larger one is refused: it could not be shown or hashed in memory). */
-export async function readHeldBody(body: ReadableStream<Uint8Array> | null, length: number | null): Promise<Uint8Array> {
+export async function readHeldBody(body: ReadableStream<Uint8Array> | null, length: number | null, what = "a request that needs a human's approval"): Promise<Uint8Array> {
   const max = LIMITS.heldRequestBodyMaxBytes;
-  const tooLarge = () => new PayloadTooLarge(`a request that needs a human's approval may carry at most ${max} bytes of body`);
+  const tooLarge = () => new PayloadTooLarge(`${what} may carry at most ${max} bytes of body`);
   if (length !== null && length > max) {
     await body?.cancel().catch(() => {});
     throw tooLarge();
@@ -65,6 +66,9 @@ export interface HeldRequestInput {
   readonly target: string;
   readonly headers: readonly [string, string][];
   readonly body: Uint8Array;
+  readonly ingress: "explicit" | "transparent";
+  /** A WebSocket upgrade: a two-way connection, not one request (its own approval, and said so). */
+  readonly upgrade?: boolean;
 }
 
 /**
@@ -77,20 +81,17 @@ export function awaitApproval(gate: RequestApprovalGate | undefined, req: HeldRe
 }
 
 export function describeHeld(req: HeldRequestInput, plan: EgressPlan, needles: Needles): HeldRequest {
-  const injected = plan.injection?.header;
   const bodySha256 = createHash("sha256").update(req.body).digest("hex");
   const host = req.port === 443 ? req.host : `${req.host}:${req.port}`;
-  const boundHeaders = req.headers
-    .map(([n, v]) => [n.toLowerCase(), v] as const)
-    .filter(([n]) => bound(n, injected))
+  const forwarded = forwardedHeaders(req, plan);
+  const boundHeaders = forwarded
+    .filter(([n]) => bound(n))
+    .map(([n, v]) => (n === "prefer" ? ([n, withoutWait(v)] as const) : ([n, v] as const)))
+    .filter(([n, v]) => n !== "prefer" || v !== "")
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)); // stable: same-name headers keep their order
-  const fingerprint = createHash("sha256").update(JSON.stringify([req.method, host, req.target, bodySha256, boundHeaders])).digest("hex");
-  // What will be sent, as the upstream request is built (no Host, X-Vault or hop-by-hop headers), less
-  // what carries a credential.
-  const shown = buildUpstreamHeaders(req.headers, undefined, false)
-    .map(([n, v]) => [n.toLowerCase(), v] as const)
-    .filter(([n]) => !n.startsWith(":") && !HIDDEN.has(n) && n !== injected)
-    .map(([n, v]) => [n, visible(redactText(v, needles))] as const);
+  const kind = req.upgrade ? "websocket" : "request";
+  const fingerprint = createHash("sha256").update(JSON.stringify([req.method, kind, host, req.target, bodySha256, boundHeaders])).digest("hex");
+  const shown = forwarded.map(([n, v]) => [n, HIDDEN.has(n) ? "[value not shown]" : visible(redactText(v, needles))] as const);
   return {
     vault: req.vault,
     principal: req.principal,
@@ -99,11 +100,33 @@ export function describeHeld(req: HeldRequestInput, plan: EgressPlan, needles: N
     host,
     target: visible(redactText(req.target, needles)),
     service: plan.service.host,
-    headers: shown,
+    headers: req.upgrade ? [["upgrade", "websocket"], ...shown] : shown,
     bodyPreview: previewOf(req.body, needles),
     bodyBytes: req.body.byteLength,
     bodySha256,
   };
+}
+
+/**
+ * The agent's headers as the upstream will get them, names lower-cased, less the credential the
+ * broker puts in: hop-by-hop headers and those Connection names dropped, the agent's Authorization
+ * dropped where the broker replaces it (explicit ingress, SigV4), a WebSocket upgrade's own headers kept.
+ */
+function forwardedHeaders(req: HeldRequestInput, plan: EgressPlan): [string, string][] {
+  const signing = plan.minted?.type === "aws_sigv4";
+  const injected = plan.injection?.header;
+  const out = buildUpstreamHeaders(req.headers, undefined, signing || req.ingress === "explicit").map(([n, v]): [string, string] => [n.toLowerCase(), v]);
+  if (req.upgrade) for (const [n, v] of req.headers) if (WEBSOCKET_HEADERS.has(n.toLowerCase()) && !out.some(([o]) => o === n.toLowerCase())) out.push([n.toLowerCase(), v]);
+  return out.filter(([n]) => !n.startsWith(":") && n !== injected && !(signing && SIGV4_REPLACED.has(n)));
+}
+
+/** A Prefer value without the broker's own `wait=` preference (the rest can change what the upstream does). */
+function withoutWait(value: string): string {
+  return value
+    .split(",")
+    .map((p) => p.trim())
+    .filter((p) => p && !/^wait\s*=/i.test(p))
+    .join(", ");
 }
 
 const UTF8 = new TextDecoder("utf-8", { fatal: true });

@@ -3,48 +3,58 @@
 // goes upstream is the canonical path that was matched (the query travels unchanged).
 
 import { InvalidRequest, RequestNotAllowed } from "../errors.ts";
-import { canonicalPath, describeRules, matchRule, needsApproval } from "../vault/index.ts";
+import { canonicalPath, describeRules, matchRule, needsApproval, RULE_METHODS } from "../vault/index.ts";
+import { claimedMethods } from "./method-override.ts";
 import type { EgressPlan } from "./plan.ts";
 
 /**
- * Headers by which many frameworks (Google APIs, Rails, Laravel, Express's method-override) let a POST
- * act as another method: a rule allowing POST must not become a way to DELETE.
+ * The target to forward: `target` itself without rules, else its canonical path plus the query.
+ * Every method the request claims (method-override.ts) must be allowed, `bodyClaims` included.
  */
-const METHOD_OVERRIDES = new Set(["x-http-method-override", "x-http-method", "x-method-override"]);
-
-/** The target to forward: `target` itself without rules, else its canonical path plus the query. */
 export function allowedTarget(
   plan: EgressPlan,
   method: string,
   target: string,
   hint: (method: string, path: string) => Record<string, unknown>,
   headers: Iterable<[string, string]> = [],
+  bodyClaims: readonly string[] = [],
 ): string {
   if (!plan.rules) return target;
   const q = target.indexOf("?");
   const path = q < 0 ? target : target.slice(0, q);
   const canon = canonicalPath(path);
   if (!canon.ok) throw new InvalidRequest(`the service for ${plan.service.host} has rules, so ambiguous paths are refused: ${canon.reason}`, "path");
-  for (const m of claimedMethods(method, headers)) {
+  for (const m of [...claimedMethods(method, headers, target), ...bodyClaims]) {
     if (matchRule(plan.rules, m, canon.segments) < 0) throw new RequestNotAllowed(plan.service.host, plan.rules, describeRules(plan.rules), hint(m, canon.path));
   }
   return canon.path + (q < 0 ? "" : target.slice(q));
 }
 
-/** The method and every method an override header claims (each is checked, each can need approval). */
-function claimedMethods(method: string, headers: Iterable<[string, string]>): string[] {
-  const methods = [method];
-  for (const [name, value] of headers) if (METHOD_OVERRIDES.has(name.toLowerCase())) methods.push(value.trim().toUpperCase());
-  return methods;
+const holdsAny = (plan: EgressPlan) => plan.rules?.some((r) => r.approve === "each") ?? false;
+
+/** The segments of the path allowedTarget returned; null for an oddity it would have refused. */
+function segmentsOf(allowed: string): readonly string[] | null {
+  const q = allowed.indexOf("?");
+  const canon = canonicalPath(q < 0 ? allowed : allowed.slice(0, q));
+  return canon.ok ? canon.segments : null;
 }
 
 /** Whether a rule asks a human to approve this request (`allowed`: the target allowedTarget returned). */
-export function heldByRule(plan: EgressPlan, method: string, allowed: string, headers: Iterable<[string, string]> = []): boolean {
-  if (!plan.rules?.some((r) => r.approve === "each")) return false;
-  const q = allowed.indexOf("?");
-  const canon = canonicalPath(q < 0 ? allowed : allowed.slice(0, q));
-  if (!canon.ok) return true; // allowedTarget refused it already; never let an oddity skip the human
-  return claimedMethods(method, headers).some((m) => needsApproval(plan.rules!, m, canon.segments));
+export function heldByRule(plan: EgressPlan, method: string, allowed: string, headers: Iterable<[string, string]> = [], bodyClaims: readonly string[] = []): boolean {
+  if (!holdsAny(plan)) return false;
+  const segments = segmentsOf(allowed);
+  if (!segments) return true; // allowedTarget refused it already; never let an oddity skip the human
+  return [...claimedMethods(method, headers, allowed), ...bodyClaims].some((m) => needsApproval(plan.rules!, m, segments));
+}
+
+/**
+ * Whether a `_method` field in this POST's body could claim a method a rule holds on this path, so
+ * the body must be read before the request may go (a POST a rule holds is read anyway).
+ */
+export function bodyMayClaimHeld(plan: EgressPlan, method: string, allowed: string): boolean {
+  if (method !== "POST" || !holdsAny(plan)) return false;
+  const segments = segmentsOf(allowed);
+  return segments === null || RULE_METHODS.some((m) => m !== "POST" && needsApproval(plan.rules!, m, segments));
 }
 
 /** A proposal_hint that keeps the service as it is and adds one rule for exactly this request. */

@@ -29,7 +29,7 @@ const HOLD_BYTES = 16 * 1024 * 1024;
 const EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 const UNSIGNED = "UNSIGNED-PAYLOAD";
 /** Headers of the agent's own signature (and a date it chose): replaced, never forwarded. */
-const DROPPED = new Set(["authorization", "x-amz-date", "x-amz-security-token", "x-amz-content-sha256", "host"]);
+export const SIGV4_REPLACED: ReadonlySet<string> = new Set(["authorization", "x-amz-date", "x-amz-security-token", "x-amz-content-sha256", "host"]);
 
 export async function signAwsRequest(
   m: MintedPlan,
@@ -40,7 +40,7 @@ export async function signAwsRequest(
   const { region, service } = regionAndService(m, dest.host);
   const s3 = service === "s3";
   const claimed = header(req.headers, "x-amz-content-sha256");
-  let headers = req.headers.filter(([k]) => !DROPPED.has(k.toLowerCase()));
+  let headers = req.headers.filter(([k]) => !SIGV4_REPLACED.has(k.toLowerCase()));
   let body = req.body;
   let bodyLength = req.bodyLength;
   let payloadHash: string;

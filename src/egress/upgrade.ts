@@ -8,7 +8,7 @@ import { BrokerError, CredentialRefreshFailed, Internal, UndecodableResponse, Up
 import { auditEntry } from "./audit.ts";
 import type { Connection } from "./connection.ts";
 import type { EgressDeps, EgressInput, EgressMetrics } from "./egress.ts";
-import { buildUpstreamHeaders } from "./headers.ts";
+import { buildUpstreamHeaders, WEBSOCKET_HEADERS } from "./headers.ts";
 import { hostHeader, serializeHead, type ResponseHead } from "./http1.ts";
 import { resolveChecked } from "./netguard.ts";
 import { ClosedBeforeHead, readResponseHead } from "./upstream-head.ts";
@@ -42,7 +42,6 @@ export interface Refused {
   readonly response: Response;
 }
 
-const WEBSOCKET_HEADERS = new Set(["sec-websocket-key", "sec-websocket-version", "sec-websocket-protocol", "sec-websocket-extensions"]);
 
 export function isWebSocketUpgrade(method: string, headers: Iterable<[string, string]>): boolean {
   let upgrade = false;
@@ -78,7 +77,7 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
     const allowed = allowedTarget(plan, "GET", input.target, (m, path) => widenRulesHint(deps.plans.hintFor(input.host, input.port), plan, m, path), input.headers);
     // A rule asking a human for each request holds the upgrade as egress() holds a request (no body).
     if (heldByRule(plan, "GET", allowed, input.headers)) {
-      approvedBy = await awaitApproval(deps.approvals, { ...input, method: "GET", target: allowed, body: new Uint8Array(0) }, plan, needles, input.signal);
+      approvedBy = await awaitApproval(deps.approvals, { ...input, method: "GET", target: allowed, body: new Uint8Array(0), upgrade: true }, plan, needles, input.signal);
     }
     // A URL credential goes in after the rules check, as in egress().
     const target = plan.placement ? placeCredential(allowed, plan.placement) : allowed;

@@ -106,8 +106,11 @@ function compilePattern(pattern: string, field: string): PatternSegment[] {
   });
 }
 
-/** Whether `pattern` matches all of `segments` (dynamic programming: no backtracking blow-up). */
-function matches(pattern: readonly PatternSegment[], segments: readonly string[]): boolean {
+/**
+ * Whether `pattern` matches all of `segments` (dynamic programming: no backtracking blow-up);
+ * `fold`: literal segments compare case-insensitively.
+ */
+function matches(pattern: readonly PatternSegment[], segments: readonly string[], fold = false): boolean {
   // can[j] = pattern[0..i) matches segments[0..j)
   let can = new Array<boolean>(segments.length + 1).fill(false);
   can[0] = true;
@@ -115,7 +118,7 @@ function matches(pattern: readonly PatternSegment[], segments: readonly string[]
     const next = new Array<boolean>(segments.length + 1).fill(false);
     for (let j = 0; j <= segments.length; j++) {
       if (p.kind === "any") next[j] = can[j]! || (j > 0 && next[j - 1]!);
-      else if (j > 0 && can[j - 1]) next[j] = p.kind === "one" ? segments[j - 1] !== "" : segments[j - 1] === p.value;
+      else if (j > 0 && can[j - 1]) next[j] = p.kind === "one" ? segments[j - 1] !== "" : fold ? segments[j - 1]!.toLowerCase() === p.value.toLowerCase() : segments[j - 1] === p.value;
     }
     can = next;
   }
@@ -162,16 +165,33 @@ export function matchRule(rules: Rules, method: string, segments: readonly strin
 /**
  * Whether any rule that matches (method, segments) asks for a human's approval. Any, not the first:
  * a broad rule listed before a narrow approval rule must not let the request past the human.
+ *
+ * An approval rule matches loosely, as the servers behind it route: a path that servers commonly
+ * send to the same handler is held too. Literal segments compare case-insensitively (Express,
+ * ASP.NET), a trailing slash is ignored (Express, Django, Rails), as is a format suffix on the last
+ * segment (Rails' `.json`) and spaces around it; and HEAD is held where GET is (Express and Rails
+ * run the GET handler for it). Holding one request too many asks a person once more; one too few
+ * would send a refund nobody approved.
  */
 export function needsApproval(rules: Rules, method: string, segments: readonly string[]): boolean {
-  return rules.some((rule) => rule.approve === "each" && ruleMatches(rule, method, segments));
+  const methods = method === "HEAD" ? ["HEAD", "GET"] : [method];
+  const shapes = looseShapes(segments);
+  return rules.some((rule) => rule.approve === "each" && methods.some((m) => shapes.some((s) => ruleMatches(rule, m, s, true))));
 }
 
-function ruleMatches(rule: ServiceRule, method: string, segments: readonly string[]): boolean {
+/** The path as given, then without a trailing slash, then without a format suffix or spaces on its last segment. */
+function looseShapes(segments: readonly string[]): (readonly string[])[] {
+  const trimmed = segments.length > 1 && segments.at(-1) === "" ? segments.slice(0, -1) : segments;
+  const last = trimmed.at(-1) ?? "";
+  const bare = last.trim().replace(/(?<=.)\.[A-Za-z0-9]{1,10}$/, "").trim();
+  return [segments, trimmed, [...trimmed.slice(0, -1), bare]];
+}
+
+function ruleMatches(rule: ServiceRule, method: string, segments: readonly string[], fold = false): boolean {
   if (!rule.methods.includes(method)) return false;
   let patterns = compiled.get(rule);
   if (!patterns) compiled.set(rule, (patterns = rule.paths.map((p, j) => compilePattern(p, `paths[${j}]`))));
-  return patterns.some((p) => matches(p, segments));
+  return patterns.some((p) => matches(p, segments, fold));
 }
 
 /** In plain words: "GET and HEAD on /repos/*\/issues/**; POST on /a or /b". */

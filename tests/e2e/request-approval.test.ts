@@ -241,7 +241,9 @@ describe("a rule that asks a human for each request (/proxy)", () => {
     const names = view.headers.map(([n]: [string, string]) => n);
     expect(names).toContain("content-type");
     expect(names).not.toContain("authorization");
-    expect(names).not.toContain("cookie");
+    // A cookie the agent sends goes upstream: the person sees that it does, never its value.
+    expect(view.headers).toContainEqual(["cookie", "[value not shown]"]);
+    expect(JSON.stringify(view)).not.toContain("session=abc");
     expect(view.headers).toContainEqual(["x-note", "header [redacted]"]);
     expect(JSON.stringify(view)).not.toContain(SECRET);
     outputs.push(JSON.stringify(view));

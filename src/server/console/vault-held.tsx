@@ -6,13 +6,19 @@
 
 import { Hono } from "hono";
 import { listRequestApprovals, decideRequestApproval, mayInVault, type OpenVault, type RequestApprovalView } from "../../vault/index.ts";
-import { readableBody, stateWords } from "../pages/approve-held.tsx";
+import { isWebSocket, ReadableBody, stateWords } from "../pages/approve-held.tsx";
 import { Badge, Button, EmptyState, Name, PostForm, Section, Table, Time, toneOf } from "./components.tsx";
 import { openConsoleVault, renderPage, requireSignedIn, runAction, signedIn, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
 import { vaultPath } from "./layout.tsx";
 
 function vaultOf(open: OpenVault) {
   return { name: open.vault.name, role: open.role, section: "requests" as const };
+}
+
+function BodyOf(props: { r: RequestApprovalView }) {
+  const r = props.r;
+  if (r.body === null) return <p class="muted small">{r.body_bytes ? `A body of ${r.body_bytes} bytes that is not text (not shown).` : "No body."}</p>;
+  return r.body_truncated ? <pre class="note">{`${r.body}\n… (${r.body_bytes} bytes in all)`}</pre> : <ReadableBody body={r.body} />;
 }
 
 function Pending(props: { r: RequestApprovalView; vault: string; canDecide: boolean; now: number }) {
@@ -23,6 +29,7 @@ function Pending(props: { r: RequestApprovalView; vault: string; canDecide: bool
       <h3>
         <strong>{r.method}</strong> <Name>{r.url}</Name>
       </h3>
+      {isWebSocket(r) ? <p class="warning small">A WebSocket upgrade: Allow opens a connection that stays open, every message on it unchecked by a person.</p> : null}
       <p class="small">
         Asked by {r.requested_by_kind === "agent" ? "the agent " : ""}
         <strong>{r.requested_by_name}</strong> <Time iso={r.created_at} /> · {stateWords(r, props.now)}
@@ -34,7 +41,7 @@ function Pending(props: { r: RequestApprovalView; vault: string; canDecide: bool
         </>
       ) : null}
       <p class="small muted">Body</p>
-      {r.body !== null ? <pre class="note">{r.body_truncated ? `${r.body}\n… (${r.body_bytes} bytes in all)` : readableBody(r.body)}</pre> : r.body_bytes ? <p class="muted small">A body of {r.body_bytes} bytes that is not text (not shown).</p> : <p class="muted small">No body.</p>}
+      <BodyOf r={r} />
       <div class="actions">
         {props.canDecide ? (
           <>

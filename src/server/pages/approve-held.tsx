@@ -1,12 +1,13 @@
 /** @jsxImportSource hono/jsx */
 // The approval page of a held request (a service rule with "approve": "each"): for a signed-in admin or
 // member of its vault, the request exactly as it will be sent (method, URL, headers without credentials,
-// the body, pretty-printed when it is JSON) with Allow and Deny; for anyone else a sign-in form and
+// the body, laid out when it is JSON) with Allow and Deny; for anyone else a sign-in form and
 // nothing of the request. Everything the agent wrote is rendered as escaped text (hono/jsx escapes).
 
 import type { RequestApprovalView } from "../../vault/index.ts";
 import { ProviderSignIn, type SignInProvider } from "../console/sign-in-provider.tsx";
 import { PageSignInForm, relativeTime, Session, type Viewer } from "./approve.tsx";
+import { layoutJson } from "./json-layout.ts";
 import { Brand, Document } from "./document.tsx";
 
 export type { Viewer as HeldViewer } from "./approve.tsx";
@@ -41,13 +42,26 @@ export function stateWords(r: RequestApprovalView, now: number): string {
   }
 }
 
-/** The body for reading: pretty-printed JSON when it parses, else the text as sent. */
-export function readableBody(body: string): string {
-  try {
-    return JSON.stringify(JSON.parse(body), null, 2);
-  } catch {
-    return body;
-  }
+/** A held WebSocket upgrade (the broker describes it with `upgrade: websocket`; an agent's own Upgrade header is never shown). */
+export const isWebSocket = (r: RequestApprovalView) => r.headers.some(([n, v]) => n === "upgrade" && v === "websocket");
+
+/**
+ * A whole body for reading: laid out when it is JSON (every key, number and escape as sent), else the
+ * text as sent; with a warning when an object names a key twice, since the service may read either.
+ */
+export function ReadableBody(props: { body: string; id?: string }) {
+  const layout = layoutJson(props.body);
+  const repeated = layout?.duplicateKeys ?? [];
+  return (
+    <>
+      {repeated.length ? (
+        <p class="warning" id="duplicate-keys">
+          The body names {repeated.map((k, i) => <>{i ? ", " : ""}<code>{k}</code></>)} more than once. Services differ in which value they use: read every one before you allow it.
+        </p>
+      ) : null}
+      <pre class="note" id={props.id}>{layout ? layout.text : props.body}</pre>
+    </>
+  );
 }
 
 function Body(props: { r: RequestApprovalView }) {
@@ -60,7 +74,7 @@ function Body(props: { r: RequestApprovalView }) {
           Showing the first {Buffer.byteLength(r.body)} of {r.body_bytes} bytes. The approval covers the whole body (SHA-256 <code>{r.body_sha256.slice(0, 16)}…</code>).
         </p>
       ) : null}
-      <pre class="note" id="body">{r.body_truncated ? r.body : readableBody(r.body)}</pre>
+      {r.body_truncated ? <pre class="note" id="body">{r.body}</pre> : <ReadableBody body={r.body} id="body" />}
     </>
   );
 }
@@ -72,6 +86,11 @@ function TheRequest(props: { r: RequestApprovalView; now: number }) {
       <p id="request-line" class="note">
         <strong>{r.method}</strong> <code>{r.url}</code>
       </p>
+      {isWebSocket(r) ? (
+        <p class="warning" id="websocket">
+          This is a WebSocket upgrade: Allow opens a two-way connection that stays open, and every message on it passes without another approval.
+        </p>
+      ) : null}
       <dl class="overview">
         <dt>Asked by</dt>
         <dd id="requester">

@@ -6,7 +6,8 @@ import { describe, expect, test } from "bun:test";
 import { describeHeld, preferredWaitMs, readHeldBody, type HeldRequestInput } from "../../../src/egress/held-request.ts";
 import type { EgressPlan } from "../../../src/egress/plan.ts";
 import { Needles } from "../../../src/egress/redact.ts";
-import { heldByRule } from "../../../src/egress/rules.ts";
+import { claimedInBody } from "../../../src/egress/method-override.ts";
+import { bodyMayClaimHeld, heldByRule } from "../../../src/egress/rules.ts";
 import { PayloadTooLarge } from "../../../src/errors.ts";
 import { describeRules, parseRules } from "../../../src/vault/index.ts";
 
@@ -28,6 +29,7 @@ const base: HeldRequestInput = {
   target: "/v1/refunds?expand=charge",
   headers: [["content-type", "application/json"], ["idempotency-key", "k1"], ["authorization", "Bearer placeholder"], ["user-agent", "sdk/1"]],
   body: new TextEncoder().encode('{"charge":"ch_1"}'),
+  ingress: "transparent",
 };
 const fp = (over: Partial<HeldRequestInput>) => describeHeld({ ...base, ...over }, refunds, needles).fingerprint;
 
@@ -48,6 +50,42 @@ describe("rules that hold", () => {
     expect(heldByRule(refunds, "POST", "/v1/charges")).toBe(false);
     expect(heldByRule(refunds, "GET", "/v1/refunds", [["X-HTTP-Method-Override", "post"]])).toBe(true);
     expect(heldByRule(plan([{ methods: ["POST"], paths: ["/v1/**"] }]), "POST", "/v1/refunds")).toBe(false);
+  });
+
+  test("an approve rule matches the spellings servers route to the same handler", () => {
+    for (const path of ["/v1/refunds/", "/v1/Refunds", "/v1/REFUNDS/", "/v1/refunds.json", "/v1/Refunds.xml?x=1", "/v1/refunds%20", "/v1/customers/cus_1/", "/V1/Customers/cus_1.json"]) {
+      expect({ path, held: heldByRule(refunds, path.includes("customers") ? "DELETE" : "POST", path) }).toEqual({ path, held: true });
+    }
+    // Only approval rules match loosely: the broad rule still decides what is allowed, literally.
+    expect(heldByRule(refunds, "POST", "/v1/refunds/extra")).toBe(false);
+    expect(heldByRule(refunds, "POST", "/v1/refundsx")).toBe(false);
+    // HEAD runs the GET handler in Express and Rails: held where GET is.
+    const exports = plan([{ methods: ["GET", "HEAD"], paths: ["/**"] }, { methods: ["GET"], paths: ["/export"], approve: "each" }]);
+    expect(heldByRule(exports, "HEAD", "/export")).toBe(true);
+    expect(heldByRule(exports, "HEAD", "/other")).toBe(false);
+  });
+
+  test("a _method in the query or the body claims its method; a POST body is read only where that could hold", async () => {
+    // (GET: POST on a customer is held anyway in these rules.)
+    expect(heldByRule(refunds, "GET", "/v1/customers/cus_1?_method=DELETE")).toBe(true);
+    expect(heldByRule(refunds, "GET", "/v1/customers/cus_1?a=1&%5Fmethod=delete")).toBe(true);
+    expect(heldByRule(refunds, "GET", "/v1/customers/cus_1?method=DELETE")).toBe(false);
+    expect(heldByRule(refunds, "GET", "/v1/customers/cus_1", [], ["DELETE"])).toBe(true);
+    expect(bodyMayClaimHeld(refunds, "POST", "/v1/customers/cus_1")).toBe(true);
+    expect(bodyMayClaimHeld(refunds, "POST", "/v1/charges")).toBe(false);
+    expect(bodyMayClaimHeld(refunds, "PUT", "/v1/customers/cus_1")).toBe(false);
+    const text = (s: string) => new TextEncoder().encode(s);
+    expect(await claimedInBody(text("a=1&%5Fmethod=delete"), "application/x-www-form-urlencoded; charset=utf-8")).toEqual(["DELETE"]);
+    expect(await claimedInBody(text('{"_method":" Delete "}'), "application/json")).toEqual(["DELETE"]);
+    expect(await claimedInBody(text('{"\u005fmethod":"PATCH"}'), "application/vnd.api+json")).toEqual(["PATCH"]);
+    const form = new FormData();
+    form.append("_method", "DELETE");
+    const multipart = new Response(form);
+    const contentType = multipart.headers.get("content-type")!;
+    expect(await claimedInBody(new Uint8Array(await multipart.arrayBuffer()), contentType)).toEqual(["DELETE"]);
+    expect(await claimedInBody(text("_method=DELETE"), "text/plain")).toEqual([]);
+    expect(await claimedInBody(text("[1]"), "application/json")).toEqual([]);
+    expect(await claimedInBody(text("{bad"), "application/json")).toEqual([]);
   });
 });
 
@@ -72,6 +110,34 @@ describe("the fingerprint", () => {
     ];
     expect(new Set([fp({}), ...changed]).size).toBe(changed.length + 1);
   });
+
+  test("headers are bound as forwarded: a Connection header naming a bound one makes another request", () => {
+    expect(fp({ headers: [...base.headers, ["connection", "close"]] })).toBe(fp({}));
+    expect(fp({ headers: [...base.headers, ["connection", "close, Idempotency-Key"]] })).not.toBe(fp({}));
+  });
+
+  test("Prefer is bound without its wait= preference; a WebSocket upgrade is another request than a GET", () => {
+    expect(fp({ headers: [...base.headers, ["prefer", "wait=3"]] })).toBe(fp({}));
+    expect(fp({ headers: [...base.headers, ["prefer", "tx=commit, wait=3"]] })).toBe(fp({ headers: [...base.headers, ["prefer", "tx=commit"]] }));
+    expect(fp({ headers: [...base.headers, ["prefer", "tx=commit"]] })).not.toBe(fp({ headers: [...base.headers, ["prefer", "tx=rollback"]] }));
+    const get = { method: "GET", body: new Uint8Array(0), headers: [["sec-websocket-version", "13"]] as [string, string][] };
+    expect(fp({ ...get, upgrade: true })).not.toBe(fp(get));
+    expect(describeHeld({ ...base, ...get, upgrade: true }, refunds, needles).headers[0]).toEqual(["upgrade", "websocket"]);
+  });
+
+  test("headers the broker replaces are not bound: the agent's Authorization on /proxy, a SigV4 signature and its date", () => {
+    const bearer = (token: string) => [["content-type", "application/json"], ["authorization", `Bearer ${token}`]] as [string, string][];
+    const keyed = plan([{ methods: ["POST"], paths: ["/**"], approve: "each" }]);
+    Object.assign(keyed, { injection: { header: "x-api-key", value: { reveal: () => SECRET } } });
+    const at = (headers: [string, string][], ingress: "explicit" | "transparent") => describeHeld({ ...base, headers, ingress }, keyed, needles).fingerprint;
+    expect(at(bearer("session-1"), "explicit")).toBe(at(bearer("session-2"), "explicit"));
+    expect(at(bearer("own-1"), "transparent")).not.toBe(at(bearer("own-2"), "transparent"));
+    const sigv4 = plan([{ methods: ["POST"], paths: ["/**"], approve: "each" }]);
+    Object.assign(sigv4, { injection: undefined, minted: { type: "aws_sigv4" } });
+    const signed = (date: string) => describeHeld({ ...base, headers: [["x-amz-date", date], ["authorization", `AWS4-HMAC-SHA256 Signature=${date}`], ["x-amz-target", "Svc.Delete"]] }, sigv4, needles);
+    expect(signed("20261127T000000Z").fingerprint).toBe(signed("20261127T000001Z").fingerprint);
+    expect(signed("20261127T000000Z").headers).toEqual([["x-amz-target", "Svc.Delete"]]);
+  });
 });
 
 describe("the description", () => {
@@ -81,7 +147,8 @@ describe("the description", () => {
       refunds,
       needles,
     );
-    expect(held.headers.map(([n]) => n)).toEqual(["content-type", "idempotency-key", "user-agent", "x-note"]);
+    expect(held.headers.map(([n]) => n)).toEqual(["content-type", "idempotency-key", "user-agent", "cookie", "x-note"]);
+    expect(held.headers).toContainEqual(["cookie", "[value not shown]"]);
     expect(held.headers).toContainEqual(["x-note", "is [redacted]"]);
     expect(held.target).toBe("/v1/refunds?k=[redacted]");
     expect(held.bodyPreview).toBe('{"note":"[redacted]"}');
