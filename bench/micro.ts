@@ -88,7 +88,7 @@ await audit.stop();
 store.close();
 
 // metrics: what one proxied request adds when BROKER_METRICS is on (a counter and two histograms), 4 vaults × 8 services
-const metrics = createMetrics({ auditQueued: () => 0, auditDropped: () => 0, proposalsPending: async () => 0, tunnel: () => undefined });
+const metrics = createMetrics({ auditQueued: () => 0, auditDropped: () => 0, proposalsPending: async () => 0, requestApprovalsPending: async () => 0, tunnel: () => undefined });
 await bench("metrics per request (observe)", 500_000, (i) => {
   const t = metrics.egress.now();
   metrics.egress.observe({ ingress: i & 1 ? "explicit" : "transparent", vault: `vault-${i & 3}`, service: `api${i & 7}.example.com`, status: i & 15 ? 200 : 404, brokerSeconds: (metrics.egress.now() - t) / 1000, upstreamSeconds: 0.02 });

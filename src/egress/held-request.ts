@@ -19,9 +19,13 @@ import type { EgressPlan } from "./plan.ts";
 import { redactText, type Needles } from "./redact.ts";
 import { SIGV4_REPLACED } from "./sigv4.ts";
 
-/** Forwarded headers left out of the fingerprint: negotiation, tracing, per-attempt values. */
+/**
+ * Forwarded headers left out of the fingerprint: per-attempt values, tracing, and the encodings the
+ * answer may come in. (Accept and Accept-Language are bound: they can pick an API version or the
+ * language of an email the request sends.)
+ */
 const NOT_BOUND = new Set([
-  "user-agent", "accept", "accept-encoding", "accept-language", "date", "traceparent", "tracestate", "baggage", "sentry-trace",
+  "user-agent", "accept-encoding", "date", "traceparent", "tracestate", "baggage", "sentry-trace",
   "x-request-id", "x-amzn-trace-id", "x-cloud-trace-context", "sec-websocket-key", "sec-websocket-extensions",
 ]);
 /** Prefixes of per-attempt client telemetry (OpenAI and Anthropic SDKs' retry counts and timeouts, B3 tracing). */

@@ -1,7 +1,7 @@
 // Prometheus metrics (prom-client) for GET /metrics: one registry per server, passed through deps.
 // Labels are names and classes only: ingress, vault name, service host pattern, status class, tier,
 // failure kind. Never a path, query string, token, header or credential value.
-// Scrape-time numbers (audit queue, open tunnels, pending proposals) are read by collect callbacks,
+// Scrape-time numbers (audit queue, open tunnels, pending proposals and held requests) are read by collect callbacks,
 // so the hot path pays only for the per-request counter and two histogram observations.
 
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
@@ -15,6 +15,8 @@ export interface MetricSources {
   readonly auditQueued: () => number;
   readonly auditDropped: () => number;
   readonly proposalsPending: () => Promise<number>;
+  /** Held requests (rules with "approve": "each") waiting for a human, not yet expired. */
+  readonly requestApprovalsPending: () => Promise<number>;
   readonly tunnel: () => { connections: number; tunnels: number } | undefined;
 }
 
@@ -57,6 +59,14 @@ export function createMetrics(sources: MetricSources): Metrics {
     registers,
     async collect() {
       this.set(await sources.proposalsPending());
+    },
+  });
+  new Gauge({
+    name: "broker_request_approvals_pending",
+    help: "Held requests waiting for a human's approval",
+    registers,
+    async collect() {
+      this.set(await sources.requestApprovalsPending());
     },
   });
   // Every label set starts at zero, so a scrape shows the series before the first event.

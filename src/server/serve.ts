@@ -128,6 +128,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       auditQueued: () => audit.queued,
       auditDropped: () => audit.droppedTotal ?? 0,
       proposalsPending: async () => Number((await store.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM proposals WHERE status = 'pending'"))?.n ?? 0),
+      requestApprovalsPending: async () => Number((await store.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM request_approvals WHERE state = 'pending' AND expires_at > ?", [now()]))?.n ?? 0),
       tunnel: () => tunnel?.stats?.(),
     });
     const leaves = createLeafCache((host) => mintLeaf(rootCa, host, now()), { max: 10_000, now, onLookup: metrics && ((o) => metrics.leaf(o)) });

@@ -38,6 +38,7 @@ export * from "./users.ts";
 export * from "./vaults.ts";
 export * from "./webhooks.ts";
 export * from "./request-approvals.ts";
+export { layoutJson, type JsonLayout } from "./json-layout.ts";
 export { fieldPath, issueError, parseWith } from "./schema-input.ts";
 export * from "./schemas/index.ts";
 export * from "./limits.ts";

@@ -169,7 +169,7 @@ export function matchRule(rules: Rules, method: string, segments: readonly strin
  * An approval rule matches loosely, as the servers behind it route: a path that servers commonly
  * send to the same handler is held too. Literal segments compare case-insensitively (Express,
  * ASP.NET), a trailing slash is ignored (Express, Django, Rails), as is a format suffix on the last
- * segment (Rails' `.json`) and spaces around it; and HEAD is held where GET is (Express and Rails
+ * segment (Rails' `.json`), trailing dots (IIS) and spaces around it; and HEAD is held where GET is (Express and Rails
  * run the GET handler for it). Holding one request too many asks a person once more; one too few
  * would send a refund nobody approved.
  */
@@ -183,7 +183,7 @@ export function needsApproval(rules: Rules, method: string, segments: readonly s
 function looseShapes(segments: readonly string[]): (readonly string[])[] {
   const trimmed = segments.length > 1 && segments.at(-1) === "" ? segments.slice(0, -1) : segments;
   const last = trimmed.at(-1) ?? "";
-  const bare = last.trim().replace(/(?<=.)\.[A-Za-z0-9]{1,10}$/, "").trim();
+  const bare = last.trim().replace(/\.+$/, "").replace(/(?<=.)\.[A-Za-z0-9]{1,10}$/, "").trim();
   return [segments, trimmed, [...trimmed.slice(0, -1), bare]];
 }
 

@@ -194,6 +194,13 @@ describe("broker request", () => {
     expect(show.stdout).toContain('  {"note":"<U+009B>2J<U+202E>amount: 5<U+007F>"} trailing\n');
     expectOk(await cli(["request", "deny", id]));
 
+    // JSON is laid out as sent: both of a repeated key (named in a warning), numbers and escapes unchanged.
+    const dup = await refund('{"amount":100000,"amount":1,"big":100000000000000000001,"note":"\\u202e"}');
+    const dupShown = expectOk(await cli(["request", "show", dup.body.approval_id])).stdout;
+    expect(dupShown).toContain("(warning: the body names amount more than once; services differ in which value they use)");
+    expect(dupShown).toContain('    "amount": 100000,\n    "amount": 1,\n    "big": 100000000000000000001,\n    "note": "\\u202e"\n');
+    expectOk(await cli(["request", "deny", dup.body.approval_id]));
+
     // Past the preview (64 KiB) the body cannot be parsed as JSON: shown as sent, marked truncated.
     const big = JSON.stringify({ charge: "ch_big", pad: "x".repeat(100_000) });
     const long = await refund(big);

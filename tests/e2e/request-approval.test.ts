@@ -27,7 +27,7 @@ beforeAll(async () => {
     res.setHeader("content-type", "application/json");
     res.end(JSON.stringify({ done: req.url, bytes: body.length }));
   });
-  broker = await startBroker({ caPem: upstream.pki.caPem, now: () => Date.now() + skew });
+  broker = await startBroker({ caPem: upstream.pki.caPem, now: () => Date.now() + skew, env: { BROKER_METRICS: "true" } });
   hp = `127.0.0.1:${upstream.port}`;
   await broker.setCredential("STRIPE_KEY", SECRET);
   await broker.addService(hp, { type: "bearer", token: "STRIPE_KEY" }, { rules: RULES });
@@ -62,6 +62,9 @@ describe("a rule that asks a human for each request (/proxy)", () => {
     expect((await refund('{"charge":"ch_1","amount":500}').then((r) => r.json())).approval_id).toBe(body.approval_id);
     // Other requests under the broad rule are not held.
     expect((await broker.proxy(hp, "/v1/charges", { method: "POST", body: "{}" })).status).toBe(200);
+    // Operators see it waiting.
+    const metrics = await (await fetch(`${broker.apiUrl}/metrics`)).text();
+    expect(metrics).toMatch(/^broker_request_approvals_pending 1$/m);
   });
 
   test("approved by a human, the same request goes through exactly once; a second use is held again", async () => {

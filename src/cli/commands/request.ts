@@ -7,7 +7,7 @@
 // Everything shown was written by an agent: control characters are neutralised before printing.
 
 import { defineCommand } from "citty";
-import type { RequestApprovalView } from "../../vault/index.ts";
+import { layoutJson, type RequestApprovalView } from "../../vault/index.ts";
 import { jsonArg, vaultArg } from "../args.ts";
 import { vaultPath } from "../client.ts";
 import { openContext, pickVault } from "../context.ts";
@@ -118,14 +118,12 @@ function describeState(r: RequestApprovalView): string {
   return words[r.state] ?? "expired (not sent)";
 }
 
-/** JSON bodies pretty-printed (a truncated one cannot be parsed: shown as sent); other text as is. */
+/** A whole JSON body laid out (every key, number and escape as sent; repeated keys named); other text as is. */
 function prettyBody(body: string, truncated: boolean): string {
-  try {
-    const parsed: unknown = truncated ? undefined : JSON.parse(body);
-    return parsed !== null && typeof parsed === "object" ? JSON.stringify(parsed, null, 2) : body;
-  } catch {
-    return body; // not JSON: shown as text
-  }
+  const layout = truncated ? null : layoutJson(body);
+  if (!layout) return body;
+  const repeated = layout.duplicateKeys.length ? `(warning: the body names ${layout.duplicateKeys.join(", ")} more than once; services differ in which value they use)\n` : "";
+  return repeated + layout.text;
 }
 
 function decide(decision: "approve" | "deny") {

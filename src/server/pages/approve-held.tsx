@@ -4,10 +4,9 @@
 // the body, laid out when it is JSON) with Allow and Deny; for anyone else a sign-in form and
 // nothing of the request. Everything the agent wrote is rendered as escaped text (hono/jsx escapes).
 
-import type { RequestApprovalView } from "../../vault/index.ts";
+import { layoutJson, type RequestApprovalView } from "../../vault/index.ts";
 import { ProviderSignIn, type SignInProvider } from "../console/sign-in-provider.tsx";
 import { PageSignInForm, relativeTime, Session, type Viewer } from "./approve.tsx";
-import { layoutJson } from "./json-layout.ts";
 import { Brand, Document } from "./document.tsx";
 
 export type { Viewer as HeldViewer } from "./approve.tsx";

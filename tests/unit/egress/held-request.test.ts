@@ -53,7 +53,7 @@ describe("rules that hold", () => {
   });
 
   test("an approve rule matches the spellings servers route to the same handler", () => {
-    for (const path of ["/v1/refunds/", "/v1/Refunds", "/v1/REFUNDS/", "/v1/refunds.json", "/v1/Refunds.xml?x=1", "/v1/refunds%20", "/v1/customers/cus_1/", "/V1/Customers/cus_1.json"]) {
+    for (const path of ["/v1/refunds/", "/v1/Refunds", "/v1/REFUNDS/", "/v1/refunds.json", "/v1/Refunds.xml?x=1", "/v1/refunds%20", "/v1/refunds.", "/v1/customers/cus_1/", "/V1/Customers/cus_1.json"]) {
       expect({ path, held: heldByRule(refunds, path.includes("customers") ? "DELETE" : "POST", path) }).toEqual({ path, held: true });
     }
     // Only approval rules match loosely: the broad rule still decides what is allowed, literally.
@@ -107,6 +107,8 @@ describe("the fingerprint", () => {
       fp({ headers: [["content-type", "text/plain"], ["idempotency-key", "k1"]] }),
       fp({ headers: [["content-type", "application/json"], ["idempotency-key", "k2"]] }),
       fp({ headers: [...base.headers, ["x-http-method-override", "DELETE"]] }),
+      fp({ headers: [...base.headers, ["accept", "application/vnd.github.v3+json"]] }),
+      fp({ headers: [...base.headers, ["accept-language", "de"]] }),
     ];
     expect(new Set([fp({}), ...changed]).size).toBe(changed.length + 1);
   });
