@@ -124,7 +124,7 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
     if (bodyMayClaimHeld(plan, input.method, allowed)) {
       heldBody = await readHeldBody(input.body, input.bodyLength, "a POST to a path where a rule holds other methods for a human (its body is read for a _method field)");
       bytesIn = heldBody.byteLength;
-      bodyClaims = await claimedInBody(heldBody, headerValues(input.headers, "content-type")[0]);
+      bodyClaims = claimedInBody(heldBody, headerValues(input.headers, "content-type")[0]);
       allowedTarget(plan, input.method, input.target, hint, input.headers, bodyClaims);
     }
     // A rule that asks a human for each request: held (428) until this exact request is approved.

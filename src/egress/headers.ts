@@ -11,6 +11,11 @@ const BROKER_SCOPED = new Set(["x-vault", "proxy-authorization"]);
 /** A WebSocket upgrade's own request headers: forwarded with the upgrade even where Connection names them. */
 export const WEBSOCKET_HEADERS: ReadonlySet<string> = new Set(["sec-websocket-key", "sec-websocket-version", "sec-websocket-protocol", "sec-websocket-extensions"]);
 
+/** The charset a Content-Type declares, lower-cased; undefined when none is. */
+export function declaredCharset(contentType: string | undefined): string | undefined {
+  return /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? "")?.[1]?.toLowerCase();
+}
+
 export interface Injection {
   /** Lower-case header name to set, e.g. "authorization". */
   readonly header: string;

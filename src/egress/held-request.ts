@@ -13,7 +13,7 @@ import { createHash } from "node:crypto";
 import { Internal, PayloadTooLarge } from "../errors.ts";
 import { LIMITS, type HeldRequest, type RequestApprovalGate } from "../vault/index.ts";
 import { wholeBody } from "./answer.ts";
-import { buildUpstreamHeaders, WEBSOCKET_HEADERS } from "./headers.ts";
+import { buildUpstreamHeaders, declaredCharset, WEBSOCKET_HEADERS } from "./headers.ts";
 import { headerValues } from "./http1.ts";
 import type { EgressPlan } from "./plan.ts";
 import { redactText, type Needles } from "./redact.ts";
@@ -30,9 +30,6 @@ const NOT_BOUND = new Set([
 ]);
 /** Prefixes of per-attempt client telemetry (OpenAI and Anthropic SDKs' retry counts and timeouts, B3 tracing). */
 const NOT_BOUND_PREFIXES = ["x-stainless-", "x-b3-"];
-/** Shown as present, never with their value: they carry (or stand in for) credentials. */
-const HIDDEN = new Set(["authorization", "cookie"]);
-
 const bound = (name: string) => !NOT_BOUND.has(name) && !NOT_BOUND_PREFIXES.some((p) => name.startsWith(p));
 
 /** The whole body of a held request, up to the limit (a larger one is refused: it could not be shown or hashed in memory). */
@@ -95,7 +92,9 @@ export function describeHeld(req: HeldRequestInput, plan: EgressPlan, needles: N
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)); // stable: same-name headers keep their order
   const kind = req.upgrade ? "websocket" : "request";
   const fingerprint = createHash("sha256").update(JSON.stringify([req.method, kind, host, req.target, bodySha256, boundHeaders])).digest("hex");
-  const shown = forwarded.map(([n, v]) => [n, HIDDEN.has(n) ? "[value not shown]" : visible(redactText(v, needles))] as const);
+  // Every forwarded header is shown, the agent's own Cookie or Authorization too (the person must see
+  // all that the upstream acts on); the credential the broker adds is not among them.
+  const shown = forwarded.map(([n, v]) => [n, visible(redactText(v, needles))] as const);
   return {
     vault: req.vault,
     principal: req.principal,
@@ -105,7 +104,7 @@ export function describeHeld(req: HeldRequestInput, plan: EgressPlan, needles: N
     target: visible(redactText(req.target, needles)),
     service: plan.service.host,
     headers: req.upgrade ? [["upgrade", "websocket"], ...shown] : shown,
-    bodyPreview: previewOf(req.body, needles),
+    bodyPreview: previewOf(req.body, headerValues(req.headers, "content-type")[0], needles),
     bodyBytes: req.body.byteLength,
     bodySha256,
   };
@@ -133,7 +132,6 @@ function withoutWait(value: string): string {
     .join(", ");
 }
 
-const UTF8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
  * Characters that would make the text a person reads differ from the text that is sent (terminal
@@ -145,12 +143,19 @@ function visible(text: string): string {
   return text.replace(DECEPTIVE, (ch) => `<U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}>`);
 }
 
-/** The body as text for a person, redacted before it is cut (a cut must not leave half a credential); null when empty or not text. */
-function previewOf(body: Uint8Array, needles: Needles): string | null {
+/**
+ * The body as text for a person, decoded in the charset its Content-Type declares (as the upstream
+ * will read it: `charset=utf-16le` bytes are not the UTF-8 text they might also be), redacted before
+ * it is cut (a cut must not leave half a credential); null when empty, not text, or in a charset the
+ * broker cannot decode (UTF-7: shown as UTF-8 it would read as another request).
+ */
+function previewOf(body: Uint8Array, contentType: string | undefined, needles: Needles): string | null {
   if (body.byteLength === 0) return null;
+  const declared = declaredCharset(contentType);
+  const charset = !declared || declared === "us-ascii" || declared === "utf8" ? "utf-8" : declared;
   let text: string;
   try {
-    text = UTF8.decode(body);
+    text = new TextDecoder(charset, { fatal: true }).decode(body);
   } catch {
     return null;
   }

@@ -5,14 +5,19 @@
 
 export interface JsonLayout {
   readonly text: string;
-  /** Keys an object names more than once (as written, first occurrence order): the upstream may read either value. */
+  /**
+   * Keys an object names more than once, letter case aside (ASP.NET Core's and Go's JSON readers match
+   * names case-insensitively): the upstream may read either value. As written, in order of repetition.
+   */
   readonly duplicateKeys: readonly string[];
 }
 
 const INDENT = "  ";
+/** Past this nesting the layout would mostly be indentation (and grow with its square): shown as sent. */
+const MAX_DEPTH = 16;
 const JSON_SPACE = new Set([" ", "\t", "\n", "\r"]);
 
-/** The layout of `body` when it is valid JSON, else null (shown as sent). */
+/** The layout of `body` when it is valid JSON nested at most MAX_DEPTH deep, else null (shown as sent). */
 export function layoutJson(body: string): JsonLayout | null {
   try {
     JSON.parse(body);
@@ -33,7 +38,7 @@ export function layoutJson(body: string): JsonLayout | null {
       const token = body.slice(i, end + 1);
       const frame = frames.at(-1);
       if (frame?.keys && frame.expectKey) {
-        const key = JSON.parse(token) as string; // "\u0061" and "a" are one key
+        const key = (JSON.parse(token) as string).toLowerCase(); // "\u0061" and "a" are one key
         if (frame.keys.has(key)) duplicates.add(token.slice(1, -1));
         frame.keys.add(key);
         frame.expectKey = false;
@@ -50,7 +55,7 @@ export function layoutJson(body: string): JsonLayout | null {
         frames.pop();
         i = next;
       } else {
-        depth++;
+        if (++depth > MAX_DEPTH) return null;
         out += ch + newline();
       }
     } else if (ch === "}" || ch === "]") {

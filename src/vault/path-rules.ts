@@ -182,8 +182,12 @@ export function needsApproval(rules: Rules, method: string, segments: readonly s
 /** The path as given, then without a trailing slash, then without a format suffix or spaces on its last segment. */
 function looseShapes(segments: readonly string[]): (readonly string[])[] {
   const trimmed = segments.length > 1 && segments.at(-1) === "" ? segments.slice(0, -1) : segments;
-  const last = trimmed.at(-1) ?? "";
-  const bare = last.trim().replace(/\.+$/, "").replace(/(?<=.)\.[A-Za-z0-9]{1,10}$/, "").trim();
+  // Stripped until nothing changes: `refunds.json .` loses its dot, space and suffix alike.
+  let bare = trimmed.at(-1) ?? "";
+  for (let before = ""; before !== bare; ) {
+    before = bare;
+    bare = bare.trim().replace(/\.+$/, "").replace(/(?<=.)\.[A-Za-z0-9]{1,10}$/, "");
+  }
   return [segments, trimmed, [...trimmed.slice(0, -1), bare]];
 }
 

@@ -102,6 +102,33 @@ describe("held requests in the browser", () => {
     expect(reached()).toBe(1);
   });
 
+  browserTest("a body that names a key twice is shown whole, as sent, under a warning", async () => {
+    const raw = '{"charge":"ch_twice","amount":100000,"amount":1,"fee":100000000000000000001,"note":"\\u202e0001 = tnuoma"}';
+    const res = await broker.proxy(hp, "/v1/refunds", { method: "POST", body: raw, headers: { "content-type": "application/json", "idempotency-key": "refund-2" } });
+    outputs.push(await dumpResponse(res.clone()));
+    const held = await expectEnvelope(res, 428, "approval_required");
+    const browser = await openRecordingBrowser({ origin: broker.apiUrl, into: pages });
+    try {
+      const { page } = browser;
+      await page.goto(held.approval_url);
+      await signIn(page, OWNER);
+      expect(await page.textContent("#duplicate-keys")).toContain("amount");
+      const shown = (await page.textContent("#body"))!;
+      expect(shown).toContain('"amount": 100000,');
+      expect(shown).toContain('"amount": 1,');
+      expect(shown).toContain('"fee": 100000000000000000001');
+      expect(shown).toContain('"note": "\\u202e0001 = tnuoma"');
+      await page.setViewportSize({ width: 390, height: 844 });
+      await page.screenshot({ path: join(SHOTS, "request-approval-repeated-key.png"), fullPage: true });
+      await submit(page, "button.deny");
+      expect(await page.textContent("#state")).toBe("denied");
+      await browser.flushed();
+    } finally {
+      await browser.close();
+    }
+    expect(reached()).toBe(1);
+  });
+
   browserTest("Deny on the console's Requests page: the retry gets 403 approval_denied", async () => {
     const body = { charge: "ch_console", amount: 99 };
     await expectEnvelope(await refund(body), 428, "approval_required");

@@ -223,7 +223,7 @@ table { border-collapse: collapse; width: 100%; margin: .5rem 0 1rem; font-size:
 caption { text-align: left; color: var(--muted); padding-bottom: .4rem; }
 th, td { text-align: left; padding: .6rem .75rem; border-bottom: 1px solid var(--border); vertical-align: middle; overflow-wrap: anywhere; }
 /* Headings and names break only where no room is left: a host or key cut mid-label is hard to check. */
-@media (min-width: 48rem) { th, td code, td .name { overflow-wrap: break-word; } }
+@media (min-width: 48rem) { th, td, td code, td .name { overflow-wrap: break-word; } }
 th { font-size: .8125rem; font-weight: 600; color: var(--muted); text-transform: uppercase; letter-spacing: .04em; background: var(--surface-2); }
 tbody tr:hover { background: var(--surface-2); }
 tbody tr:last-child td { border-bottom: 0; }

@@ -53,7 +53,7 @@ describe("rules that hold", () => {
   });
 
   test("an approve rule matches the spellings servers route to the same handler", () => {
-    for (const path of ["/v1/refunds/", "/v1/Refunds", "/v1/REFUNDS/", "/v1/refunds.json", "/v1/Refunds.xml?x=1", "/v1/refunds%20", "/v1/refunds.", "/v1/customers/cus_1/", "/V1/Customers/cus_1.json"]) {
+    for (const path of ["/v1/refunds/", "/v1/Refunds", "/v1/REFUNDS/", "/v1/refunds.json", "/v1/Refunds.xml?x=1", "/v1/refunds%20", "/v1/refunds.", "/v1/refunds.%20.", "/v1/refunds.json%20.", "/v1/customers/cus_1/", "/V1/Customers/cus_1.json"]) {
       expect({ path, held: heldByRule(refunds, path.includes("customers") ? "DELETE" : "POST", path) }).toEqual({ path, held: true });
     }
     // Only approval rules match loosely: the broad rule still decides what is allowed, literally.
@@ -70,6 +70,8 @@ describe("rules that hold", () => {
     expect(heldByRule(refunds, "GET", "/v1/customers/cus_1?_method=DELETE")).toBe(true);
     expect(heldByRule(refunds, "GET", "/v1/customers/cus_1?a=1&%5Fmethod=delete")).toBe(true);
     expect(heldByRule(refunds, "GET", "/v1/customers/cus_1?method=DELETE")).toBe(false);
+    expect(heldByRule(refunds, "GET", "/v1/customers/cus_1?.method=DELETE")).toBe(true);
+    expect(heldByRule(refunds, "GET", "/v1/customers/cus_1", [["X_HTTP_Method_Override", "DELETE"]])).toBe(true);
     expect(heldByRule(refunds, "GET", "/v1/customers/cus_1", [], ["DELETE"])).toBe(true);
     expect(bodyMayClaimHeld(refunds, "POST", "/v1/customers/cus_1")).toBe(true);
     expect(bodyMayClaimHeld(refunds, "POST", "/v1/charges")).toBe(false);
@@ -83,9 +85,19 @@ describe("rules that hold", () => {
     const multipart = new Response(form);
     const contentType = multipart.headers.get("content-type")!;
     expect(await claimedInBody(new Uint8Array(await multipart.arrayBuffer()), contentType)).toEqual(["DELETE"]);
-    expect(await claimedInBody(text("_method=DELETE"), "text/plain")).toEqual([]);
-    expect(await claimedInBody(text("[1]"), "application/json")).toEqual([]);
-    expect(await claimedInBody(text("{bad"), "application/json")).toEqual([]);
+    // Read whatever the declared type: Rack takes an untyped POST as a form, Laravel `text/json` as JSON.
+    expect(claimedInBody(text("_method=DELETE"), undefined)).toEqual(["DELETE"]);
+    expect(claimedInBody(text("_method=DELETE"), "application/x-www-form-urlencoded, text/plain")).toEqual(["DELETE"]);
+    expect(claimedInBody(text('{"_method":"DELETE"}'), "text/json")).toEqual(["DELETE"]);
+    // Names as PHP stores them; multipart read leniently (bare LF, no closing boundary).
+    expect(claimedInBody(text(".method=DELETE&%20_method=PUT&x=1"), "application/x-www-form-urlencoded")).toEqual(["DELETE", "PUT"]);
+    expect(claimedInBody(text('--B\nContent-Disposition: form-data; name="_method"\n\nDELETE\n--B--\n'), "multipart/form-data; boundary=B")).toEqual(["DELETE"]);
+    expect(claimedInBody(text('--B\r\nContent-Disposition: form-data; name=_method\r\n\r\nPATCH\r\n--B\r\n'), undefined)).toEqual(["PATCH"]);
+    // In the declared charset; one the broker cannot decode is refused, not passed.
+    expect(claimedInBody(new Uint8Array(Buffer.from('{"_method":"DELETE"}', "utf16le")), "application/json; charset=utf-16le")).toEqual(["DELETE"]);
+    expect(() => claimedInBody(text('{"_method":"DELETE"}'), "application/json; charset=utf-7")).toThrow(expect.objectContaining({ field: "content-type" }));
+    // Bodies that merely mention a method claim nothing.
+    for (const body of ['{"payment_method":"pm_1","note":"_method=DELETE"}', "payment_method=pm_1&x=_method", "[1]", "{bad"]) expect(claimedInBody(text(body), "application/json")).toEqual([]);
   });
 });
 
@@ -150,7 +162,7 @@ describe("the description", () => {
       needles,
     );
     expect(held.headers.map(([n]) => n)).toEqual(["content-type", "idempotency-key", "user-agent", "cookie", "x-note"]);
-    expect(held.headers).toContainEqual(["cookie", "[value not shown]"]);
+    expect(held.headers).toContainEqual(["cookie", "s=1"]); // the agent's own: shown, since it is sent
     expect(held.headers).toContainEqual(["x-note", "is [redacted]"]);
     expect(held.target).toBe("/v1/refunds?k=[redacted]");
     expect(held.bodyPreview).toBe('{"note":"[redacted]"}');
@@ -168,6 +180,13 @@ describe("the description", () => {
     expect(describeHeld({ ...base, body: new Uint8Array([0, 159, 146, 150]) }, refunds, needles).bodyPreview).toBeNull();
     expect(describeHeld({ ...base, body: new Uint8Array([1, 2, 3]) }, refunds, needles).bodyPreview).toBeNull();
     expect(describeHeld({ ...base, body: new Uint8Array(0) }, refunds, needles).bodyPreview).toBeNull();
+  });
+
+  test("a body is shown as its declared charset reads, or not at all when the broker cannot decode it", () => {
+    const typed = (contentType: string, body: Uint8Array) => describeHeld({ ...base, headers: [["content-type", contentType]], body }, refunds, needles).bodyPreview;
+    expect(typed("application/json; charset=utf-16le", new Uint8Array(Buffer.from('{"amount":7}', "utf16le")))).toBe('{"amount":7}');
+    expect(typed("application/json; charset=utf-7", new TextEncoder().encode('{"amount":1,"m":"+ACI-"}'))).toBeNull();
+    expect(typed("text/plain; charset=iso-8859-1", new Uint8Array([0x63, 0x61, 0x66, 0xe9]))).toBe("café");
   });
 });
 

@@ -24,10 +24,18 @@ describe("layoutJson", () => {
     expect(layout.text).toContain('"\\u0061mount": 2');
     expect(layout.duplicateKeys).toEqual(["amount", "\\u0061mount"]);
     expect(layoutJson('{"a":{"b":1},"c":{"b":2}}')!.duplicateKeys).toEqual([]);
+    // Letter case aside: ASP.NET Core and Go read "Amount" as "amount".
+    expect(layoutJson('{"amount":1,"Amount":100000}')!.duplicateKeys).toEqual(["Amount"]);
   });
 
   test("text that is not JSON is left to be shown as sent", () => {
     for (const body of ["amount=1", "{bad", '{"a":1', "", '{"a":1} x']) expect(layoutJson(body)).toBeNull();
+  });
+
+  test("nesting deeper than 16 is shown as sent (indentation would grow with its square)", () => {
+    expect(layoutJson(`${"[".repeat(16)}${"]".repeat(16)}`)).not.toBeNull();
+    expect(layoutJson(`{"a":${"[".repeat(17)}1${"]".repeat(17)}}`)).toBeNull();
+    expect(layoutJson(`${"[".repeat(6000)}${"]".repeat(6000)}`)).toBeNull();
   });
 
   test("a body of 20,000 objects is laid out whole", () => {
