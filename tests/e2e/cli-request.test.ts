@@ -165,6 +165,11 @@ describe("broker request", () => {
     expect(show.stdout).toContain("Sent:         ");
     // The same request once more is a new one to approve.
     expect((await refund('{"charge":"ch_1","amount":500}')).status).toBe(428);
+    // The log names who approved the one that went (audit records are written behind the request).
+    const approvedLines = async () => expectOk(await cli(["logs"])).stdout.split("\n").filter((l) => /POST \S+\/v1\/refunds\s+200\b/.test(l));
+    for (let i = 0; i < 50 && (await approvedLines()).length === 0; i++) await Bun.sleep(100);
+    expect(expectOk(await cli(["logs"])).stdout.split("\n")[0]).toMatch(/\bAPPROVED BY\b/);
+    expect((await approvedLines()).map((l) => l.includes("owner@example.com"))).toEqual([true]);
   });
 
   test("denied: not sent, the retry gets 403 approval_denied", async () => {

@@ -137,6 +137,9 @@ describe("held requests in the browser", () => {
       const { page } = browser;
       await page.goto(`${broker.apiUrl}/`);
       await signIn(page, OWNER, true);
+      // The refund approved in the first test is in the log with its approver.
+      await page.goto(`${broker.apiUrl}/vaults/${broker.vault}/logs`);
+      expect(await page.textContent("table")).toContain("via /proxy, approved by owner@example.com");
       await page.goto(`${broker.apiUrl}/vaults/${broker.vault}/requests`);
       const card = page.locator("article", { hasText: "ch_console" });
       expect(await card.count()).toBe(1);

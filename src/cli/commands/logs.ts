@@ -24,6 +24,8 @@ interface LogRecord {
   error: string | null;
   /** Made by a `vault run --contain` command (servers before this field: absent). */
   contained?: boolean;
+  /** Who approved a request a rule held for a person (servers before this field: absent). */
+  approved_by_name?: string | null;
 }
 
 const COLUMNS = [
@@ -34,6 +36,7 @@ const COLUMNS = [
   { title: "STATUS", value: (r: LogRecord) => String(r.status) },
   { title: "MS", value: (r: LogRecord) => String(r.duration_ms) },
   { title: "KEYS", value: (r: LogRecord) => r.credential_keys.join(","), max: 32 },
+  { title: "APPROVED BY", value: (r: LogRecord) => r.approved_by_name ?? "", max: 32 },
   { title: "ERROR", value: (r: LogRecord) => r.error ?? "", max: 80 },
 ];
 

@@ -45,6 +45,12 @@ export function viaText(ingress: string, contained = false): string {
   return contained ? `${via}, contained` : via;
 }
 
+/** How a request went: its ingress, and who approved it when a rule held it for a person. */
+function howText(r: AuditRecord): string {
+  const via = viaText(r.ingress, r.contained);
+  return r.approved_by ? `${via}, approved by ${r.approved_by_name ?? r.approved_by}` : via;
+}
+
 export function statusTone(status: number): BadgeTone {
   if (status >= 500) return "danger";
   if (status >= 400) return "warning";
@@ -61,7 +67,7 @@ function feedRow(r: AuditRecord) {
     who: r.principal_name,
     who_kind: r.principal_kind,
     request: `${r.method} ${r.host}${r.path}`,
-    via: viaText(r.ingress, r.contained),
+    via: howText(r),
     status: r.status,
     status_tone: statusTone(r.status),
     duration_ms: r.duration_ms,
@@ -93,7 +99,7 @@ function LogTable(props: { rows: readonly AuditRecord[] }) {
       columns={[
         { label: "Time", cell: (r) => <Time iso={r.time} /> },
         { label: "Who", cell: (r) => <>{r.principal_name} <span class="muted small">{r.principal_kind === "unknown" ? "" : r.principal_kind === "user" ? "person" : "agent"}</span></> },
-        { label: "Request", cell: (r) => <><Name>{`${r.method} ${r.host}${r.path}`}</Name> <span class="muted small">{viaText(r.ingress, r.contained)}</span></> },
+        { label: "Request", cell: (r) => <><Name>{`${r.method} ${r.host}${r.path}`}</Name> <span class="muted small">{howText(r)}</span></> },
         { label: "Status", cell: (r) => <><Badge tone={statusTone(r.status)}>{String(r.status)}</Badge>{r.error ? <span class="small"> {r.error}</span> : null}</> },
         { label: "Took", class: "num", cell: (r) => `${r.duration_ms} ms` },
         { label: "Credential", cell: (r) => (r.credential_keys.length ? <Name>{r.credential_keys.join(", ")}</Name> : <span class="muted">none</span>) },
