@@ -49,6 +49,22 @@ export async function startNamedUpstream(): Promise<{ upstream: TestUpstream; br
   return { upstream, broker, host: `upstream.test:${upstream.port}` };
 }
 
+/**
+ * A local HTTPS upstream that answers what it was asked ({done: url, method, bytes}) and a broker with
+ * one bearer service for it, on credential `key` = `secret`, under `rules`. `hp` is "127.0.0.1:<port>".
+ */
+export async function startRuledUpstream(secret: string, rules: unknown, key = "STRIPE_KEY"): Promise<{ upstream: TestUpstream; broker: Broker; hp: string }> {
+  const upstream = await startUpstream((req, res, body) => {
+    res.setHeader("content-type", "application/json");
+    res.end(JSON.stringify({ done: req.url, method: req.method, bytes: body.length }));
+  });
+  const broker = await startBroker({ caPem: upstream.pki.caPem });
+  const hp = `127.0.0.1:${upstream.port}`;
+  await broker.setCredential(key, secret);
+  await broker.addService(hp, { type: "bearer", token: key }, { rules });
+  return { upstream, broker, hp };
+}
+
 /** A JSON call to the broker's API at `apiUrl` (bearer `token` when given); a body that is not JSON stays text. */
 export async function callApi(apiUrl: string, method: string, path: string, body?: unknown, token?: string): Promise<{ status: number; body: any; headers: Headers }> {
   const headers: Record<string, string> = {};

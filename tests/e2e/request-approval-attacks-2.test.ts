@@ -20,10 +20,10 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import * as http2 from "node:http2";
 import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
-import { h2Tls } from "../helpers/h2-frames.ts";
-import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
-import { dumpResponse, expectEnvelope, expectNoLeak, rawRequest, startBroker, type Broker } from "./proxy-fixture.ts";
-import { dialProxy, openTunnel, sendConnect, startTunnelEnv, UPSTREAM_NAME, type Conn, type RawResponse, type TunnelEnv } from "./tunnel-fixture.ts";
+import type { TestUpstream } from "../helpers/upstream.ts";
+import { dumpResponse, expectEnvelope, expectNoLeak, rawRequest, startRuledUpstream, type Broker } from "./proxy-fixture.ts";
+import { openTunnel, startTunnelEnv, type Conn, type RawResponse, type TunnelEnv } from "./tunnel-fixture.ts";
+import { h2Exchange, h2SessionThrough } from "./tunnel-h2-fixture.ts";
 
 const SECRET = `sk-attack2-${crypto.randomUUID()}`;
 const RULES = [
@@ -75,14 +75,7 @@ describe("attacks through /proxy (2)", () => {
   const queryUrls: string[] = [];
 
   beforeAll(async () => {
-    upstream = await startUpstream((req, res, body) => {
-      res.setHeader("content-type", "application/json");
-      res.end(JSON.stringify({ done: req.url, method: req.method, bytes: body.length }));
-    });
-    broker = await startBroker({ caPem: upstream.pki.caPem });
-    hp = `127.0.0.1:${upstream.port}`;
-    await broker.setCredential("STRIPE_KEY", SECRET);
-    await broker.addService(hp, { type: "bearer", token: "STRIPE_KEY" }, { rules: RULES });
+    ({ upstream, broker, hp } = await startRuledUpstream(SECRET, RULES));
 
     const app = express();
     app.use(express.json());
@@ -478,32 +471,9 @@ describe("attacks inside the tunnel (2)", () => {
     expect(seenWith(body)).toHaveLength(1);
   });
 
-  async function h2Session(): Promise<http2.ClientHttp2Session> {
-    const sock = await dialProxy(env.proxyPort);
-    const res = await sendConnect(sock, env.authority, env.proxyAuth);
-    if (res.status !== 200) throw new Error(`CONNECT: ${res.head}`);
-    const tls = await h2Tls({ socket: sock, host: UPSTREAM_NAME, ca: env.caPem });
-    const session = http2.connect(`https://${env.authority}`, { createConnection: () => tls });
-    session.on("error", () => {});
-    return session;
-  }
-  function h2Send(session: http2.ClientHttp2Session, headers: http2.OutgoingHttpHeaders, body: string, trailers?: http2.OutgoingHttpHeaders): Promise<{ status: number; body: string }> {
-    return new Promise((resolve, reject) => {
-      const req = session.request(headers, trailers ? { waitForTrailers: true } : {});
-      if (trailers) req.on("wantTrailers", () => req.sendTrailers(trailers));
-      let status = 0;
-      const chunks: Buffer[] = [];
-      req.on("response", (h) => (status = Number(h[":status"])));
-      req.on("data", (d: Buffer) => chunks.push(d));
-      req.on("end", () => {
-        const text = Buffer.concat(chunks).toString();
-        outputs.push(text);
-        resolve({ status, body: text });
-      });
-      req.on("error", reject);
-      req.end(body);
-    });
-  }
+  const h2Session = () => h2SessionThrough(env, env.authority);
+  const h2Send = (session: http2.ClientHttp2Session, headers: http2.OutgoingHttpHeaders, body?: string, trailers?: http2.OutgoingHttpHeaders) =>
+    h2Exchange(session, headers, body, { trailers, record: outputs });
 
   // Attack: HTTP/2 request trailers (a HEADERS frame after the body) on the approved request, naming
   // Stripe-Account and an override method. They are neither bound nor shown; the broker must not pass

@@ -48,7 +48,7 @@ export async function startH2TunnelEnv(opts: H2TunnelEnvOptions = {}): Promise<H
 }
 
 /** CONNECT to `authority` through the broker, then TLS offering only h2 (fails unless the broker picks h2). */
-export async function openH2Tunnel(env: H2TunnelEnv, authority = env.authority): Promise<TLSSocket> {
+export async function openH2Tunnel(env: Pick<TunnelEnv, "proxyPort" | "proxyAuth" | "caPem">, authority: string): Promise<TLSSocket> {
   const sock = await dialProxy(env.proxyPort);
   const res = await sendConnect(sock, authority, env.proxyAuth);
   if (res.status !== 200) throw new Error(`CONNECT ${authority}: ${res.head}`);
@@ -56,6 +56,42 @@ export async function openH2Tunnel(env: H2TunnelEnv, authority = env.authority):
 }
 
 /** A raw frame client on a new tunnel: preface sent, the broker's SETTINGS awaited and acknowledged. */
+/** An HTTP/2 client session through a new tunnel of any tunnel environment (errors left to each request). */
+export async function h2SessionThrough(env: Pick<TunnelEnv, "proxyPort" | "proxyAuth" | "caPem">, authority: string): Promise<http2.ClientHttp2Session> {
+  const tls = await openH2Tunnel(env, authority);
+  const session = http2.connect(`https://${authority}`, { createConnection: () => tls });
+  session.on("error", () => {});
+  return session;
+}
+
+/**
+ * One request on a session: its status and body as text. `body` undefined ends the stream with the
+ * headers; `trailers` follow the body; the answer's body is added to `record` (for leak checks).
+ */
+export function h2Exchange(
+  session: http2.ClientHttp2Session,
+  headers: http2.OutgoingHttpHeaders,
+  body?: string,
+  opts: { trailers?: http2.OutgoingHttpHeaders; record?: string[] } = {},
+): Promise<{ status: number; body: string }> {
+  const trailers = opts.trailers;
+  return new Promise((resolve, reject) => {
+    const req = session.request(headers, { endStream: body === undefined, waitForTrailers: trailers !== undefined });
+    if (trailers) req.on("wantTrailers", () => req.sendTrailers(trailers));
+    let status = 0;
+    const chunks: Buffer[] = [];
+    req.on("response", (h) => (status = Number(h[":status"])));
+    req.on("data", (d: Buffer) => chunks.push(d));
+    req.on("end", () => {
+      const text = Buffer.concat(chunks).toString();
+      opts.record?.push(text);
+      resolve({ status, body: text });
+    });
+    req.on("error", reject);
+    if (body !== undefined) req.end(body);
+  });
+}
+
 export async function openRawTunnel(env: H2TunnelEnv, authority = env.authority): Promise<RawH2> {
   const h2 = await openRawH2(await openH2Tunnel(env, authority));
   const settings = await h2.waitFor((f) => f.type === FRAME.SETTINGS && (f.flags & FLAG.ACK) === 0, 10_000);
@@ -89,7 +125,7 @@ export interface H2Answer {
 
 /** One HTTP/2 request on a fresh tunnel (Bun's node:http2 client); the session is closed afterwards. */
 export async function h2Request(env: H2TunnelEnv, path: string, opts: { authority?: string; method?: string; headers?: Record<string, string> } = {}): Promise<H2Answer> {
-  const tls = await openH2Tunnel(env, opts.authority);
+  const tls = await openH2Tunnel(env, opts.authority ?? env.authority);
   const session = http2.connect(`https://${opts.authority ?? env.authority}`, { createConnection: () => tls });
   session.on("error", () => {});
   try {
