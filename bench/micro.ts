@@ -6,11 +6,13 @@
 import { buildUpstreamHeaders } from "../src/egress/headers.ts";
 import { createAuditLog, createPlanCache } from "../src/egress/index.ts";
 import { checkAddress, compileNetPolicy } from "../src/egress/netguard.ts";
+import type { EgressPlan } from "../src/egress/plan.ts";
+import { allowedTarget, heldByRule } from "../src/egress/rules.ts";
 import { createLogger } from "../src/log.ts";
 import { Secret } from "../src/secret.ts";
 import { openMemoryStore } from "../src/store/index.ts";
 import { createMetrics } from "../src/server/metrics.ts";
-import { createLeafCache, decryptCredential, loadRootCa, mintLeaf, storeCredential, unlockKeyring } from "../src/vault/index.ts";
+import { createLeafCache, decryptCredential, loadRootCa, mintLeaf, parseRules, storeCredential, unlockKeyring } from "../src/vault/index.ts";
 
 const quick = process.argv.includes("--quick");
 const scale = quick ? 0.1 : 1;
@@ -94,6 +96,16 @@ await bench("metrics per request (observe)", 500_000, (i) => {
   metrics.egress.observe({ ingress: i & 1 ? "explicit" : "transparent", vault: `vault-${i & 3}`, service: `api${i & 7}.example.com`, status: i & 15 ? 200 : 404, brokerSeconds: (metrics.egress.now() - t) / 1000, upstreamSeconds: 0.02 });
 });
 await bench("metrics scrape (render)", 2_000, () => metrics.render());
+
+// service rules on a request that passes: plain rules, then the same with approval rules beside them
+// (the loose matching and the claimed-method reading every ruled request now pays)
+const ruled = (rules: unknown) => ({ service: { host: "api.stripe.com" }, rules: parseRules(rules) }) as unknown as EgressPlan;
+const plainRules = ruled([{ methods: ["GET", "POST"], paths: ["/v1/**"] }]);
+const approveRules = ruled([{ methods: ["GET", "POST"], paths: ["/v1/**"] }, { methods: ["POST"], paths: ["/v1/refunds"], approve: "each" }, { methods: ["DELETE"], paths: ["/v1/customers/*"], approve: "each" }]);
+const hint = () => ({});
+const ruleCheck = (plan: EgressPlan) => heldByRule(plan, "POST", allowedTarget(plan, "POST", "/v1/charges/ch_123/capture?expand=customer", hint, reqHeaders), reqHeaders);
+await bench("rules check (plain rules)", 300_000, () => ruleCheck(plainRules));
+await bench("rules check (with approval rules)", 300_000, () => ruleCheck(approveRules));
 
 if (process.argv.includes("--json")) console.log(JSON.stringify(results));
 else for (const [k, ns] of Object.entries(results)) console.log(`${k.padEnd(48)} ${k.endsWith("/s") ? ns.toFixed(0) : ns >= 1e6 ? `${(ns / 1e6).toFixed(2)} ms/op` : ns >= 1e3 ? `${(ns / 1e3).toFixed(2)} µs/op` : `${ns.toFixed(0)} ns/op`}`);

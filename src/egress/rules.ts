@@ -32,11 +32,19 @@ export function allowedTarget(
 
 const holdsAny = (plan: EgressPlan) => plan.rules?.some((r) => r.approve === "each") ?? false;
 
-/** The segments of the path allowedTarget returned; null for an oddity it would have refused. */
+/**
+ * The segments of the path allowedTarget returned, which is in canonical form already (every escape
+ * valid UTF-8), so decoding it needs no second check; null for anything else (held, never waved through).
+ */
 function segmentsOf(allowed: string): readonly string[] | null {
   const q = allowed.indexOf("?");
-  const canon = canonicalPath(q < 0 ? allowed : allowed.slice(0, q));
-  return canon.ok ? canon.segments : null;
+  const path = q < 0 ? allowed : allowed.slice(0, q);
+  if (!path.startsWith("/")) return null;
+  try {
+    return path.slice(1).split("/").map(decodeURIComponent);
+  } catch {
+    return null;
+  }
 }
 
 /** Whether a rule asks a human to approve this request (`allowed`: the target allowedTarget returned). */

@@ -106,11 +106,8 @@ function compilePattern(pattern: string, field: string): PatternSegment[] {
   });
 }
 
-/**
- * Whether `pattern` matches all of `segments` (dynamic programming: no backtracking blow-up);
- * `fold`: literal segments compare case-insensitively.
- */
-function matches(pattern: readonly PatternSegment[], segments: readonly string[], fold = false): boolean {
+/** Whether `pattern` matches all of `segments` (dynamic programming: no backtracking blow-up). */
+function matches(pattern: readonly PatternSegment[], segments: readonly string[]): boolean {
   // can[j] = pattern[0..i) matches segments[0..j)
   let can = new Array<boolean>(segments.length + 1).fill(false);
   can[0] = true;
@@ -118,7 +115,7 @@ function matches(pattern: readonly PatternSegment[], segments: readonly string[]
     const next = new Array<boolean>(segments.length + 1).fill(false);
     for (let j = 0; j <= segments.length; j++) {
       if (p.kind === "any") next[j] = can[j]! || (j > 0 && next[j - 1]!);
-      else if (j > 0 && can[j - 1]) next[j] = p.kind === "one" ? segments[j - 1] !== "" : fold ? segments[j - 1]!.toLowerCase() === p.value.toLowerCase() : segments[j - 1] === p.value;
+      else if (j > 0 && can[j - 1]) next[j] = p.kind === "one" ? segments[j - 1] !== "" : segments[j - 1] === p.value;
     }
     can = next;
   }
@@ -175,27 +172,45 @@ export function matchRule(rules: Rules, method: string, segments: readonly strin
  */
 export function needsApproval(rules: Rules, method: string, segments: readonly string[]): boolean {
   const methods = method === "HEAD" ? ["HEAD", "GET"] : [method];
+  const holding = rules.filter((r) => r.approve === "each" && methods.some((m) => r.methods.includes(m)));
+  if (holding.length === 0) return false;
   const shapes = looseShapes(segments);
-  return rules.some((rule) => rule.approve === "each" && methods.some((m) => shapes.some((s) => ruleMatches(rule, m, s, true))));
+  return holding.some((rule) => foldedPatterns(rule).some((p) => shapes.some((s) => matches(p, s))));
 }
 
-/** The path as given, then without a trailing slash, then without a format suffix or spaces on its last segment. */
+/** Lower-cased: the path as given, then without a trailing slash, then without a format suffix, dots or spaces ending it. */
 function looseShapes(segments: readonly string[]): (readonly string[])[] {
-  const trimmed = segments.length > 1 && segments.at(-1) === "" ? segments.slice(0, -1) : segments;
+  const given = segments.map((s) => s.toLowerCase());
+  const trimmed = given.length > 1 && given.at(-1) === "" ? given.slice(0, -1) : given;
   // Stripped until nothing changes: `refunds.json .` loses its dot, space and suffix alike.
   let bare = trimmed.at(-1) ?? "";
   for (let before = ""; before !== bare; ) {
     before = bare;
-    bare = bare.trim().replace(/\.+$/, "").replace(/(?<=.)\.[A-Za-z0-9]{1,10}$/, "");
+    bare = bare.trim().replace(/\.+$/, "").replace(/(?<=.)\.[a-z0-9]{1,10}$/, "");
   }
-  return [segments, trimmed, [...trimmed.slice(0, -1), bare]];
+  const shapes: (readonly string[])[] = [given];
+  if (trimmed !== given) shapes.push(trimmed);
+  if (bare !== trimmed.at(-1)) shapes.push([...trimmed.slice(0, -1), bare]);
+  return shapes;
 }
 
-function ruleMatches(rule: ServiceRule, method: string, segments: readonly string[], fold = false): boolean {
+const folded = new WeakMap<ServiceRule, PatternSegment[][]>();
+
+/** A rule's patterns with literal segments lower-cased (compared with looseShapes' lower-cased paths). */
+function foldedPatterns(rule: ServiceRule): PatternSegment[][] {
+  let patterns = folded.get(rule);
+  if (!patterns) {
+    patterns = rule.paths.map((p, j) => compilePattern(p, `paths[${j}]`).map((seg) => (seg.kind === "literal" ? { kind: "literal", value: seg.value.toLowerCase() } : seg)));
+    folded.set(rule, patterns);
+  }
+  return patterns;
+}
+
+function ruleMatches(rule: ServiceRule, method: string, segments: readonly string[]): boolean {
   if (!rule.methods.includes(method)) return false;
   let patterns = compiled.get(rule);
   if (!patterns) compiled.set(rule, (patterns = rule.paths.map((p, j) => compilePattern(p, `paths[${j}]`))));
-  return patterns.some((p) => matches(p, segments, fold));
+  return patterns.some((p) => matches(p, segments));
 }
 
 /** In plain words: "GET and HEAD on /repos/*\/issues/**; POST on /a or /b". */
