@@ -70,9 +70,13 @@ export function requestApprovalRepo(sql: Sql) {
       );
       return rows.map(normalise);
     },
-    async countPending(vaultId: number, now: number): Promise<number> {
-      const row = await sql.get<{ n: number }>("SELECT COUNT(*) AS n FROM request_approvals WHERE vault_id = ? AND state = 'pending' AND expires_at > ?", [vaultId, now]);
-      return Number(row?.n ?? 0);
+    /** Pending, unexpired approvals in the vault, and of them those `principal` asked for. */
+    async countPending(vaultId: number, now: number, principal = ""): Promise<{ vault: number; principal: number }> {
+      const row = await sql.get<{ n: number; mine: number }>(
+        "SELECT COUNT(*) AS n, COALESCE(SUM(CASE WHEN principal = ? THEN 1 ELSE 0 END), 0) AS mine FROM request_approvals WHERE vault_id = ? AND state = 'pending' AND expires_at > ?",
+        [principal, vaultId, now],
+      );
+      return { vault: Number(row?.n ?? 0), principal: Number(row?.mine ?? 0) };
     },
     /** A human's decision on a pending, unexpired approval; false when it was no longer that. */
     async decide(id: number, state: "approved" | "denied", userId: number, at: number): Promise<boolean> {

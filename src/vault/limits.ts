@@ -25,8 +25,10 @@ export const LIMITS = {
   credentialKeyMaxLength: 128,
   /** How long a held request's approval stays valid, decided or not. */
   requestApprovalTtlMs: 15 * MINUTE,
-  /** Held requests awaiting a human at once per vault: an agent cannot bury the people who approve. */
-  pendingRequestApprovalsPerVault: 50,
+  /** Held requests awaiting a human at once per vault: agents cannot bury the people who approve. */
+  pendingRequestApprovalsPerVault: 200,
+  /** …and per agent (or person), so one agent cannot take every place in its vault from the others. */
+  pendingRequestApprovalsPerPrincipal: 50,
   /** A held request's body is read whole (to hash and show it): larger ones are refused. */
   heldRequestBodyMaxBytes: 1_048_576,
   /** What of a held request's body the approval page shows. */

@@ -80,7 +80,11 @@ export function createRequestApprovalGate(d: Domain): RequestApprovalGate {
   async function insert(held: HeldRequest): Promise<RequestApprovalRow> {
     const row = await d.store.transaction(async (tx) => {
       const now = d.now();
-      if ((await tx.requestApprovals.countPending(held.vault.id, now)) >= LIMITS.pendingRequestApprovalsPerVault) {
+      const pending = await tx.requestApprovals.countPending(held.vault.id, now, held.principal);
+      if (pending.principal >= LIMITS.pendingRequestApprovalsPerPrincipal) {
+        throw new Conflict(`${LIMITS.pendingRequestApprovalsPerPrincipal} of your requests already await a human in vault ${held.vault.name}; wait for some to be decided (or to expire) before sending more`);
+      }
+      if (pending.vault >= LIMITS.pendingRequestApprovalsPerVault) {
         throw new Conflict(`vault ${held.vault.name} already has ${LIMITS.pendingRequestApprovalsPerVault} requests awaiting a human; wait for some to be decided`);
       }
       return tx.requestApprovals.create({

@@ -41,9 +41,12 @@ forEachBackend((backend) => {
     expect(await store.requestApprovals.expire(other.id, 1001)).toBe(false); // once
 
     const b = await store.requestApprovals.create(row(v.id, "b", { createdAt: 500, expiresAt: 1500 }));
-    expect(await store.requestApprovals.countPending(v.id, 1100)).toBe(2);
-    expect((await store.requestApprovals.list(v.id, 1100, 10)).map((r) => r.id)).toEqual([again.id, b.id, other.id, a.id]);
+    const c = await store.requestApprovals.create(row(v.id, "c", { principal: "agent:2", createdAt: 500, expiresAt: 1500 }));
+    expect(await store.requestApprovals.countPending(v.id, 1100)).toEqual({ vault: 3, principal: 0 });
+    expect(await store.requestApprovals.countPending(v.id, 1100, "agent:1")).toEqual({ vault: 3, principal: 2 });
+    expect(await store.requestApprovals.countPending(v.id, 1450, "agent:2")).toEqual({ vault: 2, principal: 1 }); // again expired at 1400
+    expect((await store.requestApprovals.list(v.id, 1100, 10)).map((r) => r.id)).toEqual([again.id, b.id, c.id, other.id, a.id]);
     expect(await store.requestApprovals.prune(1001)).toBe(2); // a and other ended at 1000
-    expect((await store.requestApprovals.list(v.id, 1100, 10)).map((r) => r.id)).toEqual([again.id, b.id]);
+    expect((await store.requestApprovals.list(v.id, 1100, 10)).map((r) => r.id)).toEqual([again.id, b.id, c.id]);
   });
 });
