@@ -19,13 +19,16 @@ export interface RequestApprovalRow {
   method: string;
   /** host, or host:port when the port is not 443. */
   host: string;
-  /** Path and query as they would be forwarded (redacted). */
+  /** Path and query as they would be forwarded (redacted); the path alone when the description is sealed. */
   target: string;
   service: string;
-  /** JSON [[name, value], …]: the request's headers without credentials, values redacted. */
+  /** JSON [[name, value], …]: the request's headers without credentials, values redacted ("[]" when sealed). */
   headers: string;
-  /** The body's start as text (redacted), or null for no body or one that is not text. */
+  /** The body's start as text (redacted), or null for no body or one that is not text (null when sealed). */
   bodyPreview: string | null;
+  /** The full target, headers and body preview sealed with the data key (vault/held-description.ts); null in rows from before. */
+  sealedNonce: Uint8Array | null;
+  sealedDescription: Uint8Array | null; // sealed: never log
   bodyBytes: number;
   bodySha256: string;
   createdAt: number;
@@ -37,15 +40,15 @@ export interface RequestApprovalRow {
 
 const COLUMNS = `id, public_id AS "publicId", vault_id AS "vaultId", principal, fingerprint, state, method, host, target, service, headers,
   body_preview AS "bodyPreview", body_bytes AS "bodyBytes", body_sha256 AS "bodySha256", created_at AS "createdAt", expires_at AS "expiresAt",
-  decided_at AS "decidedAt", decided_by AS "decidedBy", used_at AS "usedAt"`;
+  decided_at AS "decidedAt", decided_by AS "decidedBy", used_at AS "usedAt", sealed_nonce AS "sealedNonce", sealed_description AS "sealedDescription"`;
 
 export function requestApprovalRepo(sql: Sql) {
   return {
     async create(r: Omit<RequestApprovalRow, "id" | "state" | "decidedAt" | "decidedBy" | "usedAt">): Promise<RequestApprovalRow> {
       const row = await sql.get<RequestApprovalRow>(
-        `INSERT INTO request_approvals (public_id, vault_id, principal, fingerprint, state, method, host, target, service, headers, body_preview, body_bytes, body_sha256, created_at, expires_at)
-         VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
-        [r.publicId, r.vaultId, r.principal, r.fingerprint, r.method, r.host, r.target, r.service, r.headers, r.bodyPreview, r.bodyBytes, r.bodySha256, r.createdAt, r.expiresAt],
+        `INSERT INTO request_approvals (public_id, vault_id, principal, fingerprint, state, method, host, target, service, headers, body_preview, body_bytes, body_sha256, created_at, expires_at, sealed_nonce, sealed_description)
+         VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
+        [r.publicId, r.vaultId, r.principal, r.fingerprint, r.method, r.host, r.target, r.service, r.headers, r.bodyPreview, r.bodyBytes, r.bodySha256, r.createdAt, r.expiresAt, r.sealedNonce, r.sealedDescription],
       );
       return normalise(row!);
     },
@@ -106,6 +109,8 @@ function normalise(r: RequestApprovalRow): RequestApprovalRow {
     id: Number(r.id),
     vaultId: Number(r.vaultId),
     bodyBytes: Number(r.bodyBytes),
+    sealedNonce: r.sealedNonce === null ? null : new Uint8Array(r.sealedNonce),
+    sealedDescription: r.sealedDescription === null ? null : new Uint8Array(r.sealedDescription),
     createdAt: Number(r.createdAt),
     expiresAt: Number(r.expiresAt),
     decidedAt: n(r.decidedAt),

@@ -162,4 +162,15 @@ export const ADDITIONS: readonly Migration[] = [
       ALTER TABLE audit_logs ADD COLUMN approved_by TEXT;
     `,
   },
+  {
+    version: 14,
+    name: "request-approvals-sealed",
+    // A held request's full URL, headers and body preview are sealed with the data key (additional
+    // data: vault id and public id), as the audit log keeps no query, header value or body in the
+    // clear; target keeps the path alone, for webhooks. Rows from before stay readable as they are.
+    sql: `
+      ALTER TABLE request_approvals ADD COLUMN sealed_nonce {{bytes}};
+      ALTER TABLE request_approvals ADD COLUMN sealed_description {{bytes}};
+    `,
+  },
 ];

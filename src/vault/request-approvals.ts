@@ -7,6 +7,7 @@
 import { ApprovalRefused, ApprovalRequired, Conflict, NotFound, type HeldRequestLinks } from "../errors.ts";
 import type { RequestApprovalRow, RequestApprovalState } from "../store/index.ts";
 import type { Domain } from "./context.ts";
+import { openDescription, sealDescription } from "./held-description.ts";
 import { LIMITS } from "./limits.ts";
 import { namePrincipal, type PrincipalKind } from "./principal-name.ts";
 import { mintPublicId } from "./tokens.ts";
@@ -78,6 +79,8 @@ export function createRequestApprovalGate(d: Domain): RequestApprovalGate {
   }
 
   async function insert(held: HeldRequest): Promise<RequestApprovalRow> {
+    const publicId = mintPublicId("apr_");
+    const sealed = await sealDescription(d, held.vault.id, publicId, { target: held.target, headers: held.headers, bodyPreview: held.bodyPreview });
     const row = await d.store.transaction(async (tx) => {
       const now = d.now();
       const pending = await tx.requestApprovals.countPending(held.vault.id, now, held.principal);
@@ -88,16 +91,14 @@ export function createRequestApprovalGate(d: Domain): RequestApprovalGate {
         throw new Conflict(`vault ${held.vault.name} already has ${LIMITS.pendingRequestApprovalsPerVault} requests awaiting a human; wait for some to be decided`);
       }
       return tx.requestApprovals.create({
-        publicId: mintPublicId("apr_"),
+        publicId,
         vaultId: held.vault.id,
         principal: held.principal,
         fingerprint: held.fingerprint,
         method: held.method,
         host: held.host,
-        target: held.target,
         service: held.service,
-        headers: JSON.stringify(held.headers),
-        bodyPreview: held.bodyPreview,
+        ...sealed,
         bodyBytes: held.bodyBytes,
         bodySha256: held.bodySha256,
         createdAt: now,
@@ -200,18 +201,19 @@ export interface RequestApprovalView extends HeldRequestLinks {
 export async function viewRequestApproval(d: Domain, row: RequestApprovalRow, vault: string): Promise<RequestApprovalView> {
   const who = await namePrincipal(d, row.principal);
   const decider = row.decidedBy === null ? null : ((await d.store.users.byId(row.decidedBy))?.email ?? "a removed user");
+  const described = await openDescription(d, row);
   return {
     id: row.publicId,
     vault,
     state: stateOf(row, d.now()),
     method: row.method,
-    url: `https://${row.host}${row.target}`,
+    url: `https://${row.host}${described.target}`,
     service: row.service,
-    headers: JSON.parse(row.headers) as [string, string][],
-    body: row.bodyPreview,
+    headers: described.headers.map(([n, v]) => [n, v]),
+    body: described.bodyPreview,
     body_bytes: row.bodyBytes,
     // The preview is cut at its limit (less the end of a split character); redaction alone only shortens it.
-    body_truncated: row.bodyPreview !== null && Buffer.byteLength(row.bodyPreview) >= LIMITS.heldRequestPreviewBytes - 3,
+    body_truncated: described.bodyPreview !== null && Buffer.byteLength(described.bodyPreview) >= LIMITS.heldRequestPreviewBytes - 3,
     body_sha256: row.bodySha256,
     requested_by: row.principal,
     requested_by_name: who.name,

@@ -249,6 +249,13 @@ describe("a rule that asks a human for each request (/proxy)", () => {
     expect(view.headers).toContainEqual(["x-note", "header [redacted]"]);
     expect(JSON.stringify(view)).not.toContain(SECRET);
     outputs.push(JSON.stringify(view));
+    // Stored, the query, header values and body are sealed (as the audit log keeps none of them): the
+    // row in the database holds the path alone in the clear.
+    const stored = await broker.server.store.db.all<Record<string, unknown>>("SELECT * FROM request_approvals WHERE public_id = ?", [held.approval_id]);
+    expect(stored).toHaveLength(1);
+    const text = JSON.stringify(stored, (_k, v) => (v instanceof Uint8Array ? Buffer.from(v).toString("latin1") : v));
+    for (const clear of ["ch_leak", "key is", "session=abc", "header [redacted]", "expand=charge", "content-type"]) expect({ clear, stored: text.includes(clear) }).toEqual({ clear, stored: false });
+    expect(stored[0]!.target).toBe("/v1/refunds");
   });
 
   test("a held request's body is capped: a larger one gets 413, unsent", async () => {

@@ -9,7 +9,7 @@ import { forEachBackend } from "../../helpers/store-backends.ts";
 const row = (vaultId: number, tag: string, over: Partial<RequestApprovalRow> = {}) => ({
   publicId: `apr_${tag.padEnd(16, "x")}`, vaultId, principal: "agent:1", fingerprint: tag.padEnd(64, "0"), method: "POST", host: "api.example.com",
   target: "/v1/refunds?a=1", service: "api.example.com", headers: '[["content-type","application/json"]]', bodyPreview: "{}", bodyBytes: 2,
-  bodySha256: "e".repeat(64), createdAt: 100, expiresAt: 1000, ...over,
+  bodySha256: "e".repeat(64), createdAt: 100, expiresAt: 1000, sealedNonce: null, sealedDescription: null, ...over,
 });
 
 forEachBackend((backend) => {
@@ -19,7 +19,11 @@ forEachBackend((backend) => {
     store = await backend.open();
     const v = await store.vaults.create("v", 1);
     const a = await store.requestApprovals.create(row(v.id, "a"));
-    expect(a).toMatchObject({ state: "pending", vaultId: v.id, bodyBytes: 2, decidedAt: null, decidedBy: null, usedAt: null });
+    expect(a).toMatchObject({ state: "pending", vaultId: v.id, bodyBytes: 2, decidedAt: null, decidedBy: null, usedAt: null, sealedNonce: null, sealedDescription: null });
+    // Sealed descriptions come back as the bytes stored.
+    const sealed = await store.requestApprovals.create(row(v.id, "s", { sealedNonce: new Uint8Array([1, 2, 3]), sealedDescription: new Uint8Array([0, 255, 7]) }));
+    expect(await store.requestApprovals.byPublicId(sealed.publicId)).toMatchObject({ sealedNonce: new Uint8Array([1, 2, 3]), sealedDescription: new Uint8Array([0, 255, 7]) });
+    expect(await store.requestApprovals.expire(sealed.id, 1000)).toBe(true);
     // A second pending approval of the same request is refused by the index; another principal's is not.
     await expect(store.requestApprovals.create(row(v.id, "a", { publicId: "apr_a2xxxxxxxxxxxxx" }))).rejects.toThrow();
     const other = await store.requestApprovals.create(row(v.id, "a", { publicId: "apr_a3xxxxxxxxxxxxx", principal: "agent:2" }));
@@ -45,8 +49,8 @@ forEachBackend((backend) => {
     expect(await store.requestApprovals.countPending(v.id, 1100)).toEqual({ vault: 3, principal: 0 });
     expect(await store.requestApprovals.countPending(v.id, 1100, "agent:1")).toEqual({ vault: 3, principal: 2 });
     expect(await store.requestApprovals.countPending(v.id, 1450, "agent:2")).toEqual({ vault: 2, principal: 1 }); // again expired at 1400
-    expect((await store.requestApprovals.list(v.id, 1100, 10)).map((r) => r.id)).toEqual([again.id, b.id, c.id, other.id, a.id]);
-    expect(await store.requestApprovals.prune(1001)).toBe(2); // a and other ended at 1000
+    expect((await store.requestApprovals.list(v.id, 1100, 10)).map((r) => r.id)).toEqual([again.id, b.id, c.id, other.id, sealed.id, a.id]);
+    expect(await store.requestApprovals.prune(1001)).toBe(3); // a, sealed and other ended at 1000
     expect((await store.requestApprovals.list(v.id, 1100, 10)).map((r) => r.id)).toEqual([again.id, b.id, c.id]);
   });
 });
