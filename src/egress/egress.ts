@@ -30,6 +30,8 @@ export interface EgressInput {
   readonly principal: string;
   /** The session was minted by `vault run --contain`: its audit records say so. */
   readonly contained: boolean;
+  /** A `vault run` session acting for whoever minted it (`principal` is the minter's id). */
+  readonly scoped?: boolean;
   readonly vault: { readonly id: number; readonly name: string };
   /** Canonical lower-case host (or IP literal) and port the agent addressed. */
   readonly host: string;

@@ -68,6 +68,8 @@ export interface HeldRequestInput {
   readonly headers: readonly [string, string][];
   readonly body: Uint8Array;
   readonly ingress: "explicit" | "transparent";
+  /** Sent by a `vault run` session of `principal` (shown as such, not as the person's own request). */
+  readonly scoped?: boolean;
   /** A WebSocket upgrade: a two-way connection, not one request (its own approval, and said so). */
   readonly upgrade?: boolean;
 }
@@ -98,6 +100,7 @@ export function describeHeld(req: HeldRequestInput, plan: EgressPlan, needles: N
   return {
     vault: req.vault,
     principal: req.principal,
+    viaSession: req.scoped === true,
     fingerprint,
     method: req.method,
     host,
@@ -135,10 +138,11 @@ function withoutWait(value: string): string {
 
 /**
  * Characters that would make the text a person reads differ from the text that is sent (terminal
- * escapes, DEL and C1 controls, bidirectional overrides that reorder what follows) are written out as
- * `<U+202E>`, so the description can be judged as it is.
+ * escapes, DEL and C1 controls, bidirectional overrides that reorder what follows, and invisible
+ * ones: a soft hyphen or zero-width space inside `acct_1Legit` looks like the real account) are
+ * written out as `<U+202E>`, so the description can be judged as it is.
  */
-const DECEPTIVE = /[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const DECEPTIVE = /[\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g;
 function visible(text: string): string {
   return text.replace(DECEPTIVE, (ch) => `<U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}>`);
 }

@@ -13,6 +13,8 @@ export interface RequestApprovalRow {
   vaultId: number;
   /** Who sent the request (`agent:3`, `user:1`): only the same principal's retry can use the approval. */
   principal: string;
+  /** Sent by a `vault run` session of `principal`. */
+  viaSession: boolean;
   /** SHA-256 over the method, URL, body and the headers that count (vault/held-request.ts). */
   fingerprint: string;
   state: RequestApprovalState;
@@ -40,15 +42,15 @@ export interface RequestApprovalRow {
 
 const COLUMNS = `id, public_id AS "publicId", vault_id AS "vaultId", principal, fingerprint, state, method, host, target, service, headers,
   body_preview AS "bodyPreview", body_bytes AS "bodyBytes", body_sha256 AS "bodySha256", created_at AS "createdAt", expires_at AS "expiresAt",
-  decided_at AS "decidedAt", decided_by AS "decidedBy", used_at AS "usedAt", sealed_nonce AS "sealedNonce", sealed_description AS "sealedDescription"`;
+  decided_at AS "decidedAt", decided_by AS "decidedBy", used_at AS "usedAt", sealed_nonce AS "sealedNonce", sealed_description AS "sealedDescription", via_session AS "viaSession"`;
 
 export function requestApprovalRepo(sql: Sql) {
   return {
     async create(r: Omit<RequestApprovalRow, "id" | "state" | "decidedAt" | "decidedBy" | "usedAt">): Promise<RequestApprovalRow> {
       const row = await sql.get<RequestApprovalRow>(
-        `INSERT INTO request_approvals (public_id, vault_id, principal, fingerprint, state, method, host, target, service, headers, body_preview, body_bytes, body_sha256, created_at, expires_at, sealed_nonce, sealed_description)
-         VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
-        [r.publicId, r.vaultId, r.principal, r.fingerprint, r.method, r.host, r.target, r.service, r.headers, r.bodyPreview, r.bodyBytes, r.bodySha256, r.createdAt, r.expiresAt, r.sealedNonce, r.sealedDescription],
+        `INSERT INTO request_approvals (public_id, vault_id, principal, fingerprint, state, method, host, target, service, headers, body_preview, body_bytes, body_sha256, created_at, expires_at, sealed_nonce, sealed_description, via_session)
+         VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
+        [r.publicId, r.vaultId, r.principal, r.fingerprint, r.method, r.host, r.target, r.service, r.headers, r.bodyPreview, r.bodyBytes, r.bodySha256, r.createdAt, r.expiresAt, r.sealedNonce, r.sealedDescription, r.viaSession ? 1 : 0],
       );
       return normalise(row!);
     },
@@ -109,6 +111,7 @@ function normalise(r: RequestApprovalRow): RequestApprovalRow {
     id: Number(r.id),
     vaultId: Number(r.vaultId),
     bodyBytes: Number(r.bodyBytes),
+    viaSession: Boolean(Number(r.viaSession)),
     sealedNonce: r.sealedNonce === null ? null : new Uint8Array(r.sealedNonce),
     sealedDescription: r.sealedDescription === null ? null : new Uint8Array(r.sealedDescription),
     createdAt: Number(r.createdAt),

@@ -168,9 +168,11 @@ export const ADDITIONS: readonly Migration[] = [
     // A held request's full URL, headers and body preview are sealed with the data key (additional
     // data: vault id and public id), as the audit log keeps no query, header value or body in the
     // clear; target keeps the path alone, for webhooks. Rows from before stay readable as they are.
+    // via_session: sent by a `vault run` session of the principal (shown as such, not as the person).
     sql: `
       ALTER TABLE request_approvals ADD COLUMN sealed_nonce {{bytes}};
       ALTER TABLE request_approvals ADD COLUMN sealed_description {{bytes}};
+      ALTER TABLE request_approvals ADD COLUMN via_session INTEGER NOT NULL DEFAULT 0;
     `,
   },
 ];

@@ -18,6 +18,7 @@ export function tunnelEgressInput(
   return {
     principal: session.principal.id,
     contained: isContained(session.principal),
+    scoped: session.principal.kind === "scoped",
     vault: { id: session.open.vault.id, name: session.open.vault.name },
     host: target.host,
     port: target.port,

@@ -39,6 +39,7 @@ export * from "./vaults.ts";
 export * from "./webhooks.ts";
 export * from "./request-approvals.ts";
 export { layoutJson, type JsonLayout } from "./json-layout.ts";
+export { requesterPrefix, type RequesterKind } from "./principal-name.ts";
 export { fieldPath, issueError, parseWith } from "./schema-input.ts";
 export * from "./schemas/index.ts";
 export * from "./limits.ts";

@@ -35,6 +35,12 @@ export const LIMITS = {
   heldRequestPreviewBytes: 65_536,
   /** The longest `Prefer: wait` honoured per request (the same approval is found again by a retry). */
   requestApprovalWaitMaxMs: 120_000,
+  /**
+   * Held requests one agent (or person) may keep waiting with `Prefer: wait` at once, per instance:
+   * each holds a connection and a place under the broker's in-flight ceiling, which people deciding
+   * need too. Beyond it the 428 comes at once (the agent polls instead).
+   */
+  requestApprovalWaitsPerPrincipal: 4,
 } as const;
 
 export const NAME_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;

@@ -1,6 +1,7 @@
 // Names a stored principal id for people (proposal pages, webhook events): an email or an agent's
 // name, never the raw `agent:1`. A leaf under the domain operations that need it.
 
+import type { RequestApprovalRow } from "../store/index.ts";
 import type { Domain } from "./context.ts";
 
 export type PrincipalKind = "agent" | "user" | "unknown";
@@ -12,3 +13,17 @@ export async function namePrincipal(d: Domain, id: string): Promise<{ name: stri
   if (m?.[1] === "user") return { name: (await d.store.users.byId(Number(m[2])))?.email ?? "a removed user", kind: "user" };
   return { name: "unknown", kind: "unknown" };
 }
+
+export type RequesterKind = PrincipalKind | "session";
+
+/** Who sent a held request: a person, an agent, or a `vault run` session acting for one. */
+export async function heldRequesterOf(d: Domain, row: RequestApprovalRow): Promise<{ name: string; kind: RequesterKind }> {
+  const who = await namePrincipal(d, row.principal);
+  return row.viaSession && who.kind !== "unknown" ? { name: who.name, kind: "session" } : who;
+}
+
+/** The words before the requester's name: "the agent ", "a `broker vault run` session of ", or none. */
+export function requesterPrefix(kind: RequesterKind): string {
+  return kind === "agent" ? "the agent " : kind === "session" ? "a `broker vault run` session of " : "";
+}
+

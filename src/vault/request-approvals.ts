@@ -4,14 +4,15 @@
 // (or the pending one found again) and the agent gets 428 with where to approve and where to poll.
 // Only human user sessions of a vault admin or member decide, as for proposals.
 
-import { ApprovalRefused, ApprovalRequired, Conflict, NotFound, type HeldRequestLinks } from "../errors.ts";
+import { ApprovalRefused, ApprovalRequired, Conflict, NotFound, PermissionDenied, type HeldRequestLinks } from "../errors.ts";
 import type { RequestApprovalRow, RequestApprovalState } from "../store/index.ts";
 import type { Domain } from "./context.ts";
 import { openDescription, sealDescription } from "./held-description.ts";
 import { LIMITS } from "./limits.ts";
-import { namePrincipal, type PrincipalKind } from "./principal-name.ts";
+import { heldRequesterOf, type RequesterKind } from "./principal-name.ts";
 import { mintPublicId } from "./tokens.ts";
 import { iso, requireUser } from "./users.ts";
+import { mayInVault } from "./principal.ts";
 import { requireInVault, type OpenVault } from "./vaults.ts";
 import { announceRequestApproval } from "./webhooks.ts";
 
@@ -19,6 +20,8 @@ import { announceRequestApproval } from "./webhooks.ts";
 export interface HeldRequest {
   readonly vault: { readonly id: number; readonly name: string };
   readonly principal: string;
+  /** Sent by a `vault run` session of `principal`, not by the person (or agent) directly. */
+  readonly viaSession: boolean;
   /** Binds an approval to this exact request (egress/held-request.ts says what it covers). */
   readonly fingerprint: string;
   readonly method: string;
@@ -56,6 +59,8 @@ export function stateOf(row: RequestApprovalRow, now: number): RequestApprovalSt
 }
 
 export function createRequestApprovalGate(d: Domain): RequestApprovalGate {
+  /** Requests waiting (Prefer: wait) now, per principal. */
+  const waiting = new Map<string, number>();
   const links = (row: RequestApprovalRow, vault: string): HeldRequestLinks => linksOf(d, row, vault);
 
   /** Spends an approved row; the approver, or undefined when another request spent it first. */
@@ -94,6 +99,7 @@ export function createRequestApprovalGate(d: Domain): RequestApprovalGate {
         publicId,
         vaultId: held.vault.id,
         principal: held.principal,
+        viaSession: held.viaSession,
         fingerprint: held.fingerprint,
         method: held.method,
         host: held.host,
@@ -131,26 +137,41 @@ export function createRequestApprovalGate(d: Domain): RequestApprovalGate {
       const refused = row && (await refusal(row, held.vault.name));
       if (refused && !(refused instanceof ApprovalRequired)) throw refused;
       const pending = refused ? row! : await file(held);
-      // Prefer: wait — poll until a human decides, the wait ends, the approval expires or the agent leaves.
-      const until = Math.min(d.now() + wait.waitMs, pending.expiresAt);
-      while (d.now() < until && !wait.signal?.aborted) {
-        await sleep(Math.min(POLL_MS, until - d.now()), wait.signal);
-        const now = await d.store.requestApprovals.byPublicId(pending.publicId);
-        if (!now) break;
-        if (stateOf(now, d.now()) === "approved") {
-          const approver = await spend(now);
-          if (approver) return approver;
-          break;
-        }
-        if (now.state !== "pending") {
-          const e = await refusal(now, held.vault.name);
-          if (e) throw e;
-          break;
-        }
+      // Prefer: wait — poll until a human decides, the wait ends, the approval expires or the agent leaves
+      // (past the principal's share of waits, answered at once).
+      const waits = waiting.get(held.principal) ?? 0;
+      if (wait.waitMs <= 0 || waits >= LIMITS.requestApprovalWaitsPerPrincipal) throw new ApprovalRequired(links(pending, held.vault.name));
+      waiting.set(held.principal, waits + 1);
+      try {
+        return await waitForDecision(held, pending, wait);
+      } finally {
+        const left = (waiting.get(held.principal) ?? 1) - 1;
+        if (left > 0) waiting.set(held.principal, left);
+        else waiting.delete(held.principal);
       }
-      throw new ApprovalRequired(links(pending, held.vault.name));
     },
   };
+
+  /** Polls until a human decides, the wait ends, the approval expires or the agent leaves: the approver, else the 428 or 403. */
+  async function waitForDecision(held: HeldRequest, pending: RequestApprovalRow, wait: WaitOptions): Promise<string> {
+    const until = Math.min(d.now() + wait.waitMs, pending.expiresAt);
+    while (d.now() < until && !wait.signal?.aborted) {
+      await sleep(Math.min(POLL_MS, until - d.now()), wait.signal);
+      const now = await d.store.requestApprovals.byPublicId(pending.publicId);
+      if (!now) break;
+      if (stateOf(now, d.now()) === "approved") {
+        const approver = await spend(now);
+        if (approver) return approver;
+        break;
+      }
+      if (now.state !== "pending") {
+        const e = await refusal(now, held.vault.name);
+        if (e) throw e;
+        break;
+      }
+    }
+    throw new ApprovalRequired(links(pending, held.vault.name));
+  }
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -191,7 +212,8 @@ export interface RequestApprovalView extends HeldRequestLinks {
   body_sha256: string;
   requested_by: string;
   requested_by_name: string;
-  requested_by_kind: PrincipalKind;
+  /** "session": a `broker vault run` session of requested_by_name sent it. */
+  requested_by_kind: RequesterKind;
   created_at: string;
   decided_at: string | null;
   decided_by: string | null;
@@ -199,7 +221,7 @@ export interface RequestApprovalView extends HeldRequestLinks {
 }
 
 export async function viewRequestApproval(d: Domain, row: RequestApprovalRow, vault: string): Promise<RequestApprovalView> {
-  const who = await namePrincipal(d, row.principal);
+  const who = await heldRequesterOf(d, row);
   const decider = row.decidedBy === null ? null : ((await d.store.users.byId(row.decidedBy))?.email ?? "a removed user");
   const described = await openDescription(d, row);
   return {
@@ -228,18 +250,31 @@ export async function viewRequestApproval(d: Domain, row: RequestApprovalRow, va
 
 const PUBLIC_ID = /^apr_[A-Za-z0-9_-]{16}$/;
 
-/** The vault's held requests, awaiting a decision first (role member or above, as for the audit log). */
+/**
+ * Whether `open`'s principal may read held requests other than its own: people who are members or
+ * admins. An agent (or a `vault run` session) with the member role reads the audit log, which holds no
+ * query, header value or body, but not other principals' held requests, which do.
+ */
+function readsOthers(open: OpenVault): boolean {
+  return open.principal.kind === "user" && mayInVault(open.principal, open.role, "read_logs");
+}
+
+/** The vault's held requests, awaiting a decision first (role member or above); an agent sees only its own. */
 export async function listRequestApprovals(d: Domain, open: OpenVault, limit = 200): Promise<RequestApprovalView[]> {
   requireInVault(open, "read_logs");
   const rows = await d.store.requestApprovals.list(open.vault.id, d.now(), limit);
-  return Promise.all(rows.map((r) => viewRequestApproval(d, r, open.vault.name)));
+  const readable = readsOthers(open) ? rows : rows.filter((r) => r.principal === open.principal.id);
+  return Promise.all(readable.map((r) => viewRequestApproval(d, r, open.vault.name)));
 }
 
-/** One held request: for members and above, and for the principal whose request it is (its poll_url). */
+/** One held request: for people who are members or admins, and for the principal whose request it is (its poll_url). */
 export async function readRequestApproval(d: Domain, open: OpenVault, publicId: string): Promise<RequestApprovalRow> {
   const row = PUBLIC_ID.test(publicId) ? await d.store.requestApprovals.byPublicId(publicId) : undefined;
   if (!row || row.vaultId !== open.vault.id) throw new NotFound("no such request approval in this vault");
-  if (row.principal !== open.principal.id) requireInVault(open, "read_logs");
+  if (row.principal !== open.principal.id) {
+    requireInVault(open, "read_logs");
+    if (!readsOthers(open)) throw new PermissionDenied("only people who are members or admins of the vault read other principals' held requests");
+  }
   return row;
 }
 

@@ -40,7 +40,8 @@ export interface RequestApprovalEvent {
     readonly id: string;
     readonly state: string;
     readonly requested_by: string;
-    readonly requested_by_kind: "agent" | "user" | "unknown";
+    /** "session": a `broker vault run` session of requested_by. */
+    readonly requested_by_kind: "agent" | "user" | "session" | "unknown";
     readonly method: string;
     /** Scheme, host and path; the query is left out (it may carry data the receiver should not get). */
     readonly url: string;

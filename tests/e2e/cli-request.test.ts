@@ -246,8 +246,9 @@ describe("broker request", () => {
     expect(first.exitCode).toBe(0);
     const envelope = JSON.parse(first.stdout);
     expect(envelope).toMatchObject({ error: "approval_required", approval_url: `${server.url}/approve/requests/${envelope.approval_id}` });
-    // A `vault run` session acts for the person who started it, so the request is theirs.
-    expect(expectOk(await cli(["request", "show", envelope.approval_id])).stdout).toContain("Requested by: owner@example.com");
+    // A `vault run` session acts for the person who started it (its approval is theirs to spend), and
+    // the person deciding is told the request came from that session, not from them.
+    expect(expectOk(await cli(["request", "show", envelope.approval_id])).stdout).toContain("Requested by: a `broker vault run` session of owner@example.com");
     expectOk(await cli(["request", "approve", envelope.approval_id]));
     const before = reached();
     const second = await cli(curl);

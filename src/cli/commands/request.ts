@@ -7,7 +7,7 @@
 // Everything shown was written by an agent: control characters are neutralised before printing.
 
 import { defineCommand } from "citty";
-import { layoutJson, type RequestApprovalView } from "../../vault/index.ts";
+import { layoutJson, requesterPrefix, type RequestApprovalView } from "../../vault/index.ts";
 import { jsonArg, vaultArg } from "../args.ts";
 import { vaultPath } from "../client.ts";
 import { openContext, pickVault } from "../context.ts";
@@ -90,7 +90,7 @@ function printRequest(r: RequestApprovalView): void {
   printLine("");
   printLine(`  ${clean(r.method)} ${clean(r.url)}`);
   printLine(`  Service:      ${clean(r.service)} (the broker adds its credential; it is not shown)`);
-  printLine(`  Requested by: ${r.requested_by_kind === "agent" ? "the agent " : ""}${clean(r.requested_by_name)}`);
+  printLine(`  Requested by: ${requesterPrefix(r.requested_by_kind)}${clean(r.requested_by_name)}`);
   printLine(`  Asked:        ${formatTime(r.created_at)}`);
   if (r.decided_at) printLine(`  Decided:      ${formatTime(r.decided_at)}${r.decided_by ? ` by ${clean(r.decided_by)}` : ""}`);
   if (r.used_at) printLine(`  Sent:         ${formatTime(r.used_at)}`);
@@ -178,7 +178,7 @@ function span(ms: number): string {
 
 /** Agent-written text: control characters (terminal escapes) shown as `?`, so it cannot rewrite the screen. */
 function clean(text: string): string {
-  return text.replace(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g, "?");
+  return text.replace(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g, "?");
 }
 
 function indent(text: string): string {

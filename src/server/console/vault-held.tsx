@@ -6,7 +6,7 @@
 
 import { Hono } from "hono";
 import { listRequestApprovals, decideRequestApproval, mayInVault, type OpenVault, type RequestApprovalView } from "../../vault/index.ts";
-import { isWebSocket, ReadableBody, stateWords } from "../pages/approve-held.tsx";
+import { isWebSocket, ReadableBody, RequesterPrefix, stateWords } from "../pages/approve-held.tsx";
 import { Badge, Button, EmptyState, Name, PostForm, Section, Table, Time, toneOf } from "./components.tsx";
 import { openConsoleVault, renderPage, requireSignedIn, runAction, signedIn, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
 import { vaultPath } from "./layout.tsx";
@@ -15,10 +15,21 @@ function vaultOf(open: OpenVault) {
   return { name: open.vault.name, role: open.role, section: "requests" as const };
 }
 
+/**
+ * A card shows this much of a request's headers and of its body: the list stays light to load however
+ * large the held requests are (the approval page shows one request whole).
+ */
+const CARD_CHARS = 2048;
+
+/** Whether the card can show all there is to read before allowing (else Allow is on the approval page only). */
+const fitsCard = (r: RequestApprovalView) => !r.body_truncated && (r.body?.length ?? 0) <= CARD_CHARS && headerText(r).length <= CARD_CHARS;
+const headerText = (r: RequestApprovalView) => r.headers.map(([n, v]) => `${n}: ${v}`).join("\n");
+const cut = (text: string) => (text.length <= CARD_CHARS ? text : `${text.slice(0, CARD_CHARS)}\n…`);
+
 function BodyOf(props: { r: RequestApprovalView }) {
   const r = props.r;
   if (r.body === null) return <p class="muted small">{r.body_bytes ? `A body of ${r.body_bytes} bytes that is not text (not shown).` : "No body."}</p>;
-  return r.body_truncated ? <pre class="note">{`${r.body}\n… (${r.body_bytes} bytes in all)`}</pre> : <ReadableBody body={r.body} />;
+  return fitsCard(r) ? <ReadableBody body={r.body} /> : <pre class="note">{`${cut(r.body)} (${r.body_bytes} bytes in all)`}</pre>;
 }
 
 function Pending(props: { r: RequestApprovalView; vault: string; canDecide: boolean; now: number }) {
@@ -31,13 +42,13 @@ function Pending(props: { r: RequestApprovalView; vault: string; canDecide: bool
       </h3>
       {isWebSocket(r) ? <p class="warning small">A WebSocket upgrade: Allow opens a connection that stays open, every message on it unchecked by a person.</p> : null}
       <p class="small">
-        Asked by {r.requested_by_kind === "agent" ? "the agent " : ""}
+        Asked by <RequesterPrefix kind={r.requested_by_kind} />
         <strong>{r.requested_by_name}</strong> <Time iso={r.created_at} /> · {stateWords(r, props.now)}
       </p>
       {r.headers.length ? (
         <>
           <p class="small muted">Headers (the credential is added by the broker and not shown)</p>
-          <pre class="note small">{r.headers.map(([n, v]) => `${n}: ${v}`).join("\n")}</pre>
+          <pre class="note small">{cut(headerText(r))}</pre>
         </>
       ) : null}
       <p class="small muted">Body</p>
@@ -45,9 +56,13 @@ function Pending(props: { r: RequestApprovalView; vault: string; canDecide: bool
       <div class="actions">
         {props.canDecide ? (
           <>
-            <PostForm action={action("approve")}>
-              <Button variant="primary">Allow</Button>
-            </PostForm>
+            {fitsCard(r) ? (
+              <PostForm action={action("approve")}>
+                <Button variant="primary">Allow</Button>
+              </PostForm>
+            ) : (
+              <p class="warning small allow-elsewhere">Shown in part here: read it whole on its approval page, where you can allow it.</p>
+            )}
             <PostForm action={action("deny")}>
               <Button>Deny</Button>
             </PostForm>
@@ -93,7 +108,7 @@ async function renderRequests(c: ConsoleContext) {
           empty={<p class="muted">None yet.</p>}
           columns={[
             { label: "Request", cell: (r: RequestApprovalView) => <Name>{`${r.method} ${r.url}`}</Name> },
-            { label: "From", cell: (r: RequestApprovalView) => r.requested_by_name },
+            { label: "From", cell: (r: RequestApprovalView) => <><RequesterPrefix kind={r.requested_by_kind} />{r.requested_by_name}</> },
             { label: "Outcome", cell: (r: RequestApprovalView) => <><Badge tone={toneOf(r.state === "used" ? "applied" : r.state)}>{r.state === "used" ? "sent" : r.state}</Badge>{r.decided_by ? <span class="small"> by {r.decided_by}</span> : null}</> },
             { label: "Asked", cell: (r: RequestApprovalView) => <Time iso={r.created_at} /> },
           ]}

@@ -43,6 +43,7 @@ export function proxyRoutes(d: Domain, deps: EgressDeps) {
       {
         principal: p.id,
         contained: isContained(p),
+        scoped: p.kind === "scoped",
         vault: { id: open.vault.id, name: open.vault.name },
         host: pattern.name,
         port: pattern.port,

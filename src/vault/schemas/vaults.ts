@@ -139,7 +139,7 @@ export const RequestApprovalAnswer = z.object({
   body_sha256: z.string(),
   requested_by: z.string(),
   requested_by_name: z.string(),
-  requested_by_kind: z.enum(["agent", "user", "unknown"]),
+  requested_by_kind: z.enum(["agent", "user", "session", "unknown"]),
   created_at: Time,
   expires_at: Time,
   decided_at: Time.nullable(),

@@ -248,7 +248,7 @@ describe("delivery", () => {
     const vault = (await h.store.vaults.byName("v1"))!;
     const agentId = (await h.store.agents.byName("ci-bot"))!.id;
     const held = {
-      vault: { id: vault.id, name: "v1" }, principal: `agent:${agentId}`, fingerprint: "f".repeat(64), method: "POST", host: "api.stripe.com",
+      vault: { id: vault.id, name: "v1" }, principal: `agent:${agentId}`, viaSession: false, fingerprint: "f".repeat(64), method: "POST", host: "api.stripe.com",
       target: "/v1/refunds?customer=cus_secretish", service: "api.stripe.com", headers: [["content-type", "application/json"]] as [string, string][],
       bodyPreview: '{"charge":"ch_1","amount":500}', bodyBytes: 30, bodySha256: "b".repeat(64),
     };

@@ -63,7 +63,7 @@ async function seed(store: Store): Promise<void> {
   const held = await store.requestApprovals.create({
     publicId: "apr_AAAAAAAAAAAAAAAA", vaultId: vault.id, principal: "agent:1", fingerprint: "f".repeat(64), method: "POST", host: "api.stripe.com", target: "/v1/refunds?x=1",
     service: "api.stripe.com", headers: '[["content-type","application/json"]]', bodyPreview: '{"charge":"ch_1"}', bodyBytes: 17, bodySha256: "a".repeat(64), createdAt: T0, expiresAt: T0 + 900_000,
-    sealedNonce: bytes(12, 9), sealedDescription: bytes(90, 10),
+    sealedNonce: bytes(12, 9), sealedDescription: bytes(90, 10), viaSession: true,
   });
   await store.requestApprovals.decide(held.id, "approved", owner.id, T0 + 1);
   await store.proposals.decide(p.id, "applied", owner.id, T0 + 100);
