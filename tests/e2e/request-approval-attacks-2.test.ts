@@ -22,16 +22,12 @@ import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
 import type { TestUpstream } from "../helpers/upstream.ts";
 import { dumpResponse, expectEnvelope, expectNoLeak, rawRequest, startRuledUpstream, type Broker } from "./proxy-fixture.ts";
+import { ATTACK_RULES, uid } from "./held-attack-rules.ts";
 import { openTunnel, startTunnelEnv, type Conn, type RawResponse, type TunnelEnv } from "./tunnel-fixture.ts";
 import { h2Exchange, h2SessionThrough } from "./tunnel-h2-fixture.ts";
 
 const SECRET = `sk-attack2-${crypto.randomUUID()}`;
-const RULES = [
-  { methods: ["GET", "POST"], paths: ["/v1/**"] }, // broad, listed first
-  { methods: ["POST"], paths: ["/v1/refunds"], approve: "each" },
-  { methods: ["DELETE"], paths: ["/v1/customers/*"], approve: "each" },
-];
-const uid = () => crypto.randomUUID().slice(0, 8);
+const RULES = ATTACK_RULES;
 const outputs: string[] = [];
 const FORM = { "content-type": "application/x-www-form-urlencoded" };
 

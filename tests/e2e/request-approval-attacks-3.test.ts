@@ -14,14 +14,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connect, type Socket } from "node:net";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
 import { callApi, dumpResponse, expectEnvelope, expectNoLeak, rawRequest, startBroker, startRuledUpstream, type Broker } from "./proxy-fixture.ts";
+import { ATTACK_RULES, uid } from "./held-attack-rules.ts";
 
 const SECRET = `sk-attack3-${crypto.randomUUID()}`;
-const RULES = [
-  { methods: ["GET", "POST"], paths: ["/v1/**"] }, // broad, listed first
-  { methods: ["POST"], paths: ["/v1/refunds"], approve: "each" },
-  { methods: ["DELETE"], paths: ["/v1/customers/*"], approve: "each" },
-];
-const uid = () => crypto.randomUUID().slice(0, 8);
+const RULES = ATTACK_RULES;
 const outputs: string[] = [];
 const READER = { email: "reader@example.com", password: "reader horse battery staple" };
 const EVIL = "https://evil.example";

@@ -10,16 +10,12 @@ import * as http2 from "node:http2";
 import { gzipSync } from "node:zlib";
 import type { Received, TestUpstream } from "../helpers/upstream.ts";
 import { callApi, dumpResponse, expectEnvelope, expectNoLeak, rawRequest, startRuledUpstream, type Broker } from "./proxy-fixture.ts";
+import { ATTACK_RULES, uid } from "./held-attack-rules.ts";
 import { openTunnel, startTunnelEnv, UPSTREAM_NAME, type Conn, type RawResponse, type TunnelEnv } from "./tunnel-fixture.ts";
 import { h2Exchange, h2SessionThrough } from "./tunnel-h2-fixture.ts";
 
 const SECRET = `sk-attack-${crypto.randomUUID()}`;
-const RULES = [
-  { methods: ["GET", "POST"], paths: ["/v1/**"] }, // broad, listed first
-  { methods: ["POST"], paths: ["/v1/refunds"], approve: "each" },
-  { methods: ["DELETE"], paths: ["/v1/customers/*"], approve: "each" },
-];
-const uid = () => crypto.randomUUID().slice(0, 8);
+const RULES = ATTACK_RULES;
 const outputs: string[] = [];
 
 // ---------------------------------------------------------------------------------------------------
