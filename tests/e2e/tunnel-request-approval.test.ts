@@ -1,5 +1,5 @@
 // Human approval of single requests through the transparent proxy (HTTPS_PROXY, CONNECT + TLS with
-// the broker CA), with curl as the agent over HTTP/1.1 and HTTP/2: a POST an "approve": "each" rule
+// the broker CA), with curl as the agent over HTTP/1.1 and HTTP/2 (and Python requests): a POST an "approve": "each" rule
 // matches is answered 428 with the envelope inside the tunnel and never reaches the upstream; once
 // the owner approves it through the API, curl's identical retry reaches the upstream exactly once
 // with the credential injected; a changed body is held again; `Prefer: wait` forwards as soon as a
@@ -140,6 +140,40 @@ describe.each(PROTOCOLS)("curl through HTTPS_PROXY (%s)", (protocol) => {
     expect(denied.approval_id).toBe(held.approval_id);
     expect(reached()).toBe(before);
   });
+});
+
+test("Python requests through HTTPS_PROXY: held with 428 and the envelope, then sent once after approval", async () => {
+  if (!requireBinary("python3", "python3-requests")) return;
+  // The agent's script: one POST, its status and body printed (requests raises nothing on a 428).
+  const script = "import requests,sys\nr=requests.post(sys.argv[1],json={'charge':'ch_python','amount':4200})\nprint(r.status_code)\nprint(r.text)";
+  const post = async () => {
+    const proc = Bun.spawn(["python3", "-c", script, `https://${env.authority}/v1/refunds?expand=charge`], {
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: env.dir, HTTPS_PROXY: env.proxyUrl, REQUESTS_CA_BUNDLE: env.caFile },
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    seen.push(stdout, stderr);
+    if (code !== 0 && /No module named/.test(stderr) && process.env.CI !== "true") return undefined;
+    expect({ code, stderr }).toEqual({ code: 0, stderr: "" });
+    const [status, ...rest] = stdout.trimEnd().split("\n");
+    return { status: Number(status), body: JSON.parse(rest.join("\n")) };
+  };
+  const held = await post();
+  if (!held) return; // python3 without requests, outside CI
+  expect(held.status).toBe(428);
+  expect(held.body).toMatchObject({ error: "approval_required", approval_url: expect.stringContaining("/approve/requests/") });
+  const view = await env.broker.api("GET", `${approvals()}/${held.body.approval_id}`, undefined, env.broker.userToken);
+  expect(view.body.body).toBe('{"charge": "ch_python", "amount": 4200}'); // as requests serialised it
+  expect(view.body.headers.find(([n]: [string, string]) => n === "user-agent")?.[1]).toMatch(/^python-requests\//);
+  expect((await decide(held.body.approval_id, "approve")).status).toBe(200);
+  const before = reached();
+  const sent = await post();
+  expect(sent).toEqual({ status: 200, body: { done: "/v1/refunds?expand=charge", bytes: 39 } });
+  expect(reached()).toBe(before + 1);
+  expect((await post())!.status).toBe(428); // a second use is a new request to approve
+  expect(reached()).toBe(before + 1);
 });
 
 test("the audit log records the held, forwarded and denied requests through the tunnel", async () => {
