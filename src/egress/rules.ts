@@ -1,6 +1,8 @@
 // Applies a service's rules to one request, on both ingress paths and for WebSocket upgrades:
 // an ambiguous path is 400, a method or path outside the rules 403 request_not_allowed, and what
-// goes upstream is the canonical path that was matched (the query travels unchanged).
+// goes upstream is the canonical path that was matched (the query travels unchanged). Every method
+// the request claims (method-override.ts) is checked, and decides whether a rule with "approve":
+// "each" holds it for a human (held-request.ts).
 
 import { InvalidRequest, RequestNotAllowed } from "../errors.ts";
 import { canonicalPath, describeRules, matchRule, needsApproval, RULE_METHODS } from "../vault/index.ts";
