@@ -14,6 +14,8 @@ export interface ProposalRow {
   services: string;
   credentials: string;
   createdBy: string;
+  /** Filed by a `vault run` session of `createdBy`. */
+  viaSession: boolean;
   createdAt: number;
   expiresAt: number;
   approvalTokenHash: string;
@@ -24,15 +26,15 @@ export interface ProposalRow {
 
 const COLUMNS = `id, vault_id AS "vaultId", status, message, user_message AS "userMessage", services, credentials, created_by AS "createdBy",
   created_at AS "createdAt", expires_at AS "expiresAt", approval_token_hash AS "approvalTokenHash", approval_expires_at AS "approvalExpiresAt",
-  decided_at AS "decidedAt", decided_by AS "decidedBy"`;
+  decided_at AS "decidedAt", decided_by AS "decidedBy", via_session AS "viaSession"`;
 
 export function proposalRepo(sql: Sql) {
   return {
-    async create(p: Omit<ProposalRow, "id" | "status" | "decidedAt" | "decidedBy">): Promise<ProposalRow> {
+    async create(p: Omit<ProposalRow, "id" | "status" | "decidedAt" | "decidedBy" | "viaSession"> & { viaSession?: boolean }): Promise<ProposalRow> {
       const row = await sql.get<ProposalRow>(
-        `INSERT INTO proposals (vault_id, status, message, user_message, services, credentials, created_by, created_at, expires_at, approval_token_hash, approval_expires_at)
-         VALUES (?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
-        [p.vaultId, p.message, p.userMessage, p.services, p.credentials, p.createdBy, p.createdAt, p.expiresAt, p.approvalTokenHash, p.approvalExpiresAt],
+        `INSERT INTO proposals (vault_id, status, message, user_message, services, credentials, created_by, created_at, expires_at, approval_token_hash, approval_expires_at, via_session)
+         VALUES (?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
+        [p.vaultId, p.message, p.userMessage, p.services, p.credentials, p.createdBy, p.createdAt, p.expiresAt, p.approvalTokenHash, p.approvalExpiresAt, p.viaSession ? 1 : 0],
       );
       return normalise(row!);
     },
@@ -81,6 +83,7 @@ function normalise(r: ProposalRow): ProposalRow {
     ...r,
     id: Number(r.id),
     vaultId: Number(r.vaultId),
+    viaSession: Boolean(Number(r.viaSession)),
     createdAt: Number(r.createdAt),
     expiresAt: Number(r.expiresAt),
     approvalExpiresAt: Number(r.approvalExpiresAt),

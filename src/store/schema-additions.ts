@@ -175,4 +175,12 @@ export const ADDITIONS: readonly Migration[] = [
       ALTER TABLE request_approvals ADD COLUMN via_session INTEGER NOT NULL DEFAULT 0;
     `,
   },
+  {
+    version: 15,
+    name: "proposals-via-session",
+    // A proposal filed by a `vault run` session is shown as that session's, not as the person's own.
+    sql: `
+      ALTER TABLE proposals ADD COLUMN via_session INTEGER NOT NULL DEFAULT 0;
+    `,
+  },
 ];

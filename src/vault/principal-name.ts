@@ -1,7 +1,6 @@
 // Names a stored principal id for people (proposal pages, webhook events): an email or an agent's
 // name, never the raw `agent:1`. A leaf under the domain operations that need it.
 
-import type { RequestApprovalRow } from "../store/index.ts";
 import type { Domain } from "./context.ts";
 
 export type PrincipalKind = "agent" | "user" | "unknown";
@@ -16,14 +15,22 @@ export async function namePrincipal(d: Domain, id: string): Promise<{ name: stri
 
 export type RequesterKind = PrincipalKind | "session";
 
-/** Who sent a held request: a person, an agent, or a `vault run` session acting for one. */
-export async function heldRequesterOf(d: Domain, row: RequestApprovalRow): Promise<{ name: string; kind: RequesterKind }> {
-  const who = await namePrincipal(d, row.principal);
-  return row.viaSession && who.kind !== "unknown" ? { name: who.name, kind: "session" } : who;
+/**
+ * Who filed a proposal or sent a held request: a person, an agent, or a `vault run` session acting for
+ * one (`viaSession`), which must not read as the person's own doing.
+ */
+export async function nameRequester(d: Domain, id: string, viaSession: boolean): Promise<{ name: string; kind: RequesterKind }> {
+  const who = await namePrincipal(d, id);
+  return viaSession && who.kind !== "unknown" ? { name: who.name, kind: "session" } : who;
 }
 
 /** The words before the requester's name: "the agent ", "a `broker vault run` session of ", or none. */
 export function requesterPrefix(kind: RequesterKind): string {
   return kind === "agent" ? "the agent " : kind === "session" ? "a `broker vault run` session of " : "";
+}
+
+/** The requester in a short notification line: "agent ci-bot", "a `vault run` session of ann@…", "ann@…". */
+export function requesterShort(kind: RequesterKind, name: string): string {
+  return `${kind === "agent" ? "agent " : kind === "session" ? "a `vault run` session of " : ""}${name}`;
 }
 

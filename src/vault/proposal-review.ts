@@ -6,7 +6,7 @@ import { Conflict, NotFound } from "../errors.ts";
 import type { ProposalRow, VaultRole } from "../store/index.ts";
 import type { Domain } from "./context.ts";
 import { LIMITS } from "./limits.ts";
-import { namePrincipal, type PrincipalKind } from "./principal-name.ts";
+import { nameRequester, type RequesterKind } from "./principal-name.ts";
 import { approvalWarnings, viewProposal, type ProposalView } from "./proposals.ts";
 import { mintToken } from "./tokens.ts";
 import { iso } from "./users.ts";
@@ -15,7 +15,8 @@ import { requireInVault, type OpenVault } from "./vaults.ts";
 export interface ProposalReview extends ProposalView {
   /** The agent (or person) who filed it, by name; "a removed agent" once it is gone. */
   requested_by: string;
-  requested_by_kind: PrincipalKind;
+  /** "session": a `broker vault run` session of requested_by. */
+  requested_by_kind: RequesterKind;
   /** The person who approved or rejected it, by email; null while pending or when it expired. */
   decided_by: string | null;
   /** Plain warnings for the approver (pending proposals only). */
@@ -24,9 +25,9 @@ export interface ProposalReview extends ProposalView {
 
 /** Who filed a proposal, for the approval page: by name, and with the role they hold in its vault today. */
 export async function requesterOf(d: Domain, row: ProposalRow): Promise<{ name: string; kind: ProposalReview["requested_by_kind"]; role: VaultRole | null }> {
-  const who = await namePrincipal(d, row.createdBy);
+  const who = await nameRequester(d, row.createdBy, row.viaSession);
   const id = Number(/:(\d{1,15})$/.exec(row.createdBy)?.[1] ?? NaN);
-  const role = who.kind === "agent" ? await d.store.access.grantRole(row.vaultId, id) : who.kind === "user" ? await d.store.access.memberRole(row.vaultId, id) : undefined;
+  const role = row.createdBy.startsWith("agent:") ? await d.store.access.grantRole(row.vaultId, id) : row.createdBy.startsWith("user:") ? await d.store.access.memberRole(row.vaultId, id) : undefined;
   return { ...who, role: role ?? null };
 }
 
@@ -34,13 +35,14 @@ export async function requesterOf(d: Domain, row: ProposalRow): Promise<{ name: 
 export async function reviewProposals(d: Domain, open: OpenVault): Promise<ProposalReview[]> {
   requireInVault(open, "read");
   const rows = await d.store.proposals.list(open.vault.id, null, 200);
-  const names = new Map<string, Awaited<ReturnType<typeof namePrincipal>>>();
+  const names = new Map<string, Awaited<ReturnType<typeof nameRequester>>>();
   const emails = new Map<number, string>();
   const out: ProposalReview[] = [];
   for (const row of rows) {
-    if (!names.has(row.createdBy)) names.set(row.createdBy, await namePrincipal(d, row.createdBy));
+    const key = `${row.createdBy}/${row.viaSession}`;
+    if (!names.has(key)) names.set(key, await nameRequester(d, row.createdBy, row.viaSession));
     if (row.decidedBy !== null && !emails.has(row.decidedBy)) emails.set(row.decidedBy, (await d.store.users.byId(row.decidedBy))?.email ?? "a removed user");
-    const who = names.get(row.createdBy)!;
+    const who = names.get(key)!;
     out.push({
       ...viewProposal(row, open.vault.name),
       requested_by: who.name,

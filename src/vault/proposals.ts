@@ -64,6 +64,7 @@ export async function createProposal(d: Domain, p: Principal, open: OpenVault, i
       services: JSON.stringify(proposal.services),
       credentials: JSON.stringify(proposal.credentials),
       createdBy: p.id,
+      viaSession: p.kind === "scoped",
       createdAt: now,
       expiresAt: now + PROPOSAL_TTL_MS,
       approvalTokenHash: minted.hash,

@@ -9,7 +9,7 @@ import type { RequestApprovalRow, RequestApprovalState } from "../store/index.ts
 import type { Domain } from "./context.ts";
 import { openDescription, sealDescription } from "./held-description.ts";
 import { LIMITS } from "./limits.ts";
-import { heldRequesterOf, type RequesterKind } from "./principal-name.ts";
+import { nameRequester, type RequesterKind } from "./principal-name.ts";
 import { mintPublicId } from "./tokens.ts";
 import { iso, requireUser } from "./users.ts";
 import { mayInVault } from "./principal.ts";
@@ -221,7 +221,7 @@ export interface RequestApprovalView extends HeldRequestLinks {
 }
 
 export async function viewRequestApproval(d: Domain, row: RequestApprovalRow, vault: string): Promise<RequestApprovalView> {
-  const who = await heldRequesterOf(d, row);
+  const who = await nameRequester(d, row.principal, row.viaSession);
   const decider = row.decidedBy === null ? null : ((await d.store.users.byId(row.decidedBy))?.email ?? "a removed user");
   const described = await openDescription(d, row);
   return {

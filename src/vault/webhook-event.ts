@@ -13,7 +13,8 @@ export interface ProposalEvent {
     readonly id: number;
     readonly status: ProposalRow["status"];
     readonly requested_by: string;
-    readonly requested_by_kind: "agent" | "user" | "unknown";
+    /** "session": a `broker vault run` session of requested_by. */
+    readonly requested_by_kind: "agent" | "user" | "session" | "unknown";
     /** The agent's note to the human approving. */
     readonly message: string;
     readonly user_message: string;

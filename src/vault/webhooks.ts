@@ -9,7 +9,7 @@ import { Secret } from "../secret.ts";
 import { encodeAad, open, randomBytes, seal } from "./aead.ts";
 import type { Domain } from "./context.ts";
 import type { ProposedService, ProposedSlot } from "./proposal-input.ts";
-import { heldRequesterOf, namePrincipal } from "./principal-name.ts";
+import { nameRequester, requesterShort } from "./principal-name.ts";
 import { iso } from "./users.ts";
 import { requireInVault, type OpenVault } from "./vaults.ts";
 import type { BrokerEvent, ProposalEventType, RequestApprovalEvent, RequestApprovalEventType } from "./webhook-event.ts";
@@ -122,7 +122,7 @@ export async function announceProposal(d: Domain, type: ProposalEventType, row: 
   try {
     const vault = await d.store.vaults.byId(row.vaultId);
     if (!vault || (await d.store.webhooks.count(row.vaultId)) === 0) return;
-    const who = await namePrincipal(d, row.createdBy);
+    const who = await nameRequester(d, row.createdBy, row.viaSession);
     const decider = row.decidedBy === null ? null : ((await d.store.users.byId(row.decidedBy))?.email ?? "a removed user");
     const services = JSON.parse(row.services) as ProposedService[];
     const slots = JSON.parse(row.credentials) as ProposedSlot[];
@@ -156,7 +156,7 @@ export async function announceRequestApproval(d: Domain, type: RequestApprovalEv
   if (!d.webhooks) return;
   try {
     if ((await d.store.webhooks.count(row.vaultId)) === 0) return;
-    const who = await heldRequesterOf(d, row);
+    const who = await nameRequester(d, row.principal, row.viaSession);
     const decider = row.decidedBy === null ? null : ((await d.store.users.byId(row.decidedBy))?.email ?? "a removed user");
     const q = row.target.indexOf("?");
     d.webhooks.notify(row.vaultId, {
@@ -187,7 +187,7 @@ export async function announceRequestApproval(d: Domain, type: RequestApprovalEv
 export function describeEventText(e: BrokerEvent): string {
   if ("request_approval" in e) return describeRequestApprovalText(e);
   const p = e.proposal;
-  const who = `${p.requested_by_kind === "agent" ? "agent " : ""}${p.requested_by}`;
+  const who = requesterShort(p.requested_by_kind, p.requested_by);
   const what = [...p.hosts, ...p.keys.map((k) => `credential ${k}`)].join(", ") || "changes";
   switch (e.event) {
     case "proposal.created":
@@ -203,7 +203,7 @@ export function describeEventText(e: BrokerEvent): string {
 
 function describeRequestApprovalText(e: RequestApprovalEvent): string {
   const r = e.request_approval;
-  const who = `${r.requested_by_kind === "agent" ? "agent " : r.requested_by_kind === "session" ? "a `vault run` session of " : ""}${r.requested_by}`;
+  const who = requesterShort(r.requested_by_kind, r.requested_by);
   switch (e.event) {
     case "request_approval.created":
       return `${who} asks to send ${r.method} ${r.url} in vault ${e.vault}; approve or deny it: ${e.approval_url}`;

@@ -135,7 +135,8 @@ describe("agent protocol with a human in a real browser", () => {
       const { page } = browser;
       await openAndSignIn(page, approvalUrl, note);
       // Who asked, by name; the expiry in words (never `agent:N` or a raw timestamp).
-      expect(await page.locator("#requester").textContent()).toContain(OWNER.email); // a session the owner minted (vault run) files as its minter
+      // A session the owner minted (vault run) files as its minter, and the page says it was that session.
+      expect((await page.locator("#requester").textContent())!.replace(/\s+/g, " ")).toContain(`Requested by a broker vault run session of ${OWNER.email}`);
       expect(await page.locator("time").first().textContent()).toMatch(/^in \d+ (day|hour|minute)s?$/);
       if (process.env.UPDATE_SCREENSHOTS === "1") await page.screenshot({ path: join(import.meta.dir, "..", "..", "docs", "screenshots", "approval.png"), fullPage: true });
       await page.fill("input[name=value_UPSTREAM_TOKEN]", secret);

@@ -12,6 +12,7 @@ import { CliFailure } from "../fail.ts";
 import { formatTime, printJson, printLine, printTable } from "../output.ts";
 import { promptHidden, stdinIsTerminal } from "../prompt.ts";
 import { checkWholePem, describeAuth, slotPrompt, type ServiceAuth } from "../service-auth.ts";
+import { requesterPrefix, type RequesterKind } from "../../vault/index.ts";
 
 interface SlotView {
   readonly key: string;
@@ -33,7 +34,7 @@ interface ProposalView {
   readonly decided_at: string | null;
   /** Who asked, by name (shown to people only). */
   readonly requested_by?: string;
-  readonly requested_by_kind?: "agent" | "user" | "unknown";
+  readonly requested_by_kind?: RequesterKind;
   readonly requested_by_role?: string | null;
 }
 
@@ -99,7 +100,7 @@ const show = defineCommand({
     const p = await fetchProposal(ctx.client, id, optionalVault(ctx, args.vault));
     if (args.json) return printJson(p);
     printLine(`Proposal ${p.id} in vault ${p.vault}: ${p.status}`);
-    if (p.requested_by) printLine(`Requested by ${p.requested_by_kind === "agent" ? "the agent " : ""}${clean(p.requested_by)}${p.requested_by_role ? ` (${p.requested_by_role} in this vault)` : ""}`);
+    if (p.requested_by) printLine(`Requested by ${requesterPrefix(p.requested_by_kind ?? "unknown")}${clean(p.requested_by)}${p.requested_by_role ? ` (${p.requested_by_role} in this vault)` : ""}`);
     printLine(`Created ${formatTime(p.created_at)}; ${p.status === "pending" ? `expires ${formatTime(p.expires_at)}` : `decided ${formatTime(p.decided_at)}`}`);
     if (p.message) printLine(`\nAgent's note:\n${indent(p.message)}`);
     if (p.user_message) printLine(`\nMessage for you:\n${indent(p.user_message)}`);

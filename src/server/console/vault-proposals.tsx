@@ -130,7 +130,7 @@ function PendingProposal(props: { p: ProposalReview; vault: string; canDecide: b
         #{p.id} from <span class="who">{p.requested_by}</span> <Badge tone={toneOf(p.status)}>{p.status}</Badge>
       </h2>
       <p class="muted small">
-        {p.requested_by_kind === "agent" ? "Filed by an agent" : p.requested_by_kind === "user" ? "Filed by a person" : "Filed"} <Time iso={p.created_at} /> · expires{" "}
+        {p.requested_by_kind === "agent" ? "Filed by an agent" : p.requested_by_kind === "user" ? "Filed by a person" : p.requested_by_kind === "session" ? <>Filed by a <code>broker vault run</code> session of this person</> : "Filed"} <Time iso={p.created_at} /> · expires{" "}
         <Time iso={p.expires_at} />
       </p>
       {p.message ? <div class="note" aria-label="The agent's note">{p.message}</div> : null}

@@ -7,7 +7,7 @@
 
 import type { Child } from "hono/jsx";
 import { describeMintedAuth, describeUrlAuth, type ProposalView } from "../../vault/index.ts";
-import type { Rules } from "../../vault/index.ts";
+import type { RequesterKind, Rules } from "../../vault/index.ts";
 import { isPemSlot, PEM_HINT, slotUses } from "../console/auth-words.ts";
 import { ProviderSignIn, type SignInProvider } from "../console/sign-in-provider.tsx";
 import { Brand, Document } from "./document.tsx";
@@ -22,7 +22,7 @@ export type Viewer =
 export interface ApprovePageProps {
   readonly proposal: ProposalView;
   /** Who asked, by name, with their current role in the vault (null when they hold none). */
-  readonly requester: { readonly name: string; readonly kind: "agent" | "user" | "unknown"; readonly role: string | null };
+  readonly requester: { readonly name: string; readonly kind: RequesterKind; readonly role: string | null };
   /** The server's clock, for "expires in 6 days". */
   readonly now: number;
   readonly warnings: readonly string[];
@@ -211,7 +211,7 @@ export function ApprovePage(props: ApprovePageProps) {
         Access request #{p.id} for vault <code>{p.vault}</code>
       </h1>
       <p id="requester">
-        Requested by {props.requester.kind === "agent" ? "the agent " : props.requester.kind === "user" ? "" : "a session of "}
+        Requested by {props.requester.kind === "session" ? <>a <code>broker vault run</code> session of </> : props.requester.kind === "agent" ? "the agent " : props.requester.kind === "user" ? "" : "a session of "}
         <strong>{props.requester.name}</strong>
         {props.requester.role ? <span class="muted"> ({props.requester.role} in this vault)</span> : null}
       </p>

@@ -56,7 +56,7 @@ export const ProposalAnswer = z.object({
   expires_at: z.string(),
   decided_at: z.string().nullable(),
   requested_by: z.string().optional().describe("people only: who asked, by name"),
-  requested_by_kind: z.enum(["agent", "user", "unknown"]).optional(),
+  requested_by_kind: z.enum(["agent", "user", "session", "unknown"]).optional(),
   requested_by_role: Role.nullable().optional(),
 });
 

@@ -363,9 +363,11 @@ forEachBackend((backend) => {
     await propose(other.id, "4");
     expect(p1).toEqual({
       id: expect.any(Number), vaultId: v.id, status: "pending", message: "m-1", userMessage: "u-1", services: "[]", credentials: '[{"key":"K"}]',
-      createdBy: "agent:bot", createdAt: 10, expiresAt: 1000, approvalTokenHash: "appr-1", approvalExpiresAt: 500, decidedAt: null, decidedBy: null,
+      createdBy: "agent:bot", viaSession: false, createdAt: 10, expiresAt: 1000, approvalTokenHash: "appr-1", approvalExpiresAt: 500, decidedAt: null, decidedBy: null,
     });
     expect(await store.proposals.byId(p1.id)).toEqual(p1);
+    const bySession = await store.proposals.create({ vaultId: other.id, message: "s", userMessage: "", services: "[]", credentials: "[]", createdBy: "user:1", viaSession: true, createdAt: 10, expiresAt: 1000, approvalTokenHash: "appr-s", approvalExpiresAt: 500 });
+    expect((await store.proposals.byId(bySession.id))!.viaSession).toBe(true);
     expect(await store.proposals.byId(p1.id + 1000)).toBeUndefined();
     expect(await store.proposals.countPending(v.id)).toBe(3);
 
