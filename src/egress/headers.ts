@@ -11,9 +11,13 @@ const BROKER_SCOPED = new Set(["x-vault", "proxy-authorization"]);
 /** A WebSocket upgrade's own request headers: forwarded with the upgrade even where Connection names them. */
 export const WEBSOCKET_HEADERS: ReadonlySet<string> = new Set(["sec-websocket-key", "sec-websocket-version", "sec-websocket-protocol", "sec-websocket-extensions"]);
 
-/** The charset a Content-Type declares, lower-cased; undefined when none is. */
-export function declaredCharset(contentType: string | undefined): string | undefined {
-  return /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? "")?.[1]?.toLowerCase();
+/**
+ * The TextDecoder label for a body of this Content-Type: its declared charset, or UTF-8 when it
+ * declares none or US-ASCII (which TextDecoder would read as windows-1252).
+ */
+export function bodyCharset(contentType: string | undefined): string {
+  const declared = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? "")?.[1]?.toLowerCase();
+  return !declared || declared === "us-ascii" ? "utf-8" : declared;
 }
 
 export interface Injection {

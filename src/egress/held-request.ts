@@ -13,7 +13,7 @@ import { createHash } from "node:crypto";
 import { Internal, PayloadTooLarge } from "../errors.ts";
 import { LIMITS, type HeldRequest, type RequestApprovalGate } from "../vault/index.ts";
 import { wholeBody } from "./answer.ts";
-import { buildUpstreamHeaders, declaredCharset, WEBSOCKET_HEADERS } from "./headers.ts";
+import { bodyCharset, buildUpstreamHeaders, WEBSOCKET_HEADERS } from "./headers.ts";
 import { headerValues } from "./http1.ts";
 import type { EgressPlan } from "./plan.ts";
 import { redactText, type Needles } from "./redact.ts";
@@ -135,7 +135,6 @@ function withoutWait(value: string): string {
     .join(", ");
 }
 
-
 /**
  * Characters that would make the text a person reads differ from the text that is sent (terminal
  * escapes, DEL and C1 controls, bidirectional overrides that reorder what follows, and invisible
@@ -155,11 +154,9 @@ function visible(text: string): string {
  */
 function previewOf(body: Uint8Array, contentType: string | undefined, needles: Needles): string | null {
   if (body.byteLength === 0) return null;
-  const declared = declaredCharset(contentType);
-  const charset = !declared || declared === "us-ascii" || declared === "utf8" ? "utf-8" : declared;
   let text: string;
   try {
-    text = new TextDecoder(charset, { fatal: true }).decode(body);
+    text = new TextDecoder(bodyCharset(contentType), { fatal: true }).decode(body);
   } catch {
     return null;
   }

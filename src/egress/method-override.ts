@@ -10,7 +10,7 @@
 // declared media type (Rack reads an untyped POST as a form, Laravel any type containing "/json").
 
 import { InvalidRequest } from "../errors.ts";
-import { declaredCharset } from "./headers.ts";
+import { bodyCharset } from "./headers.ts";
 
 const OVERRIDE_HEADERS = new Set(["x-http-method-override", "x-http-method", "x-method-override"]);
 const OVERRIDE_PARAM = "_method";
@@ -77,8 +77,7 @@ function multipartClaims(text: string): string[] {
 
 /** The body as text in its declared charset (UTF-8 when none is declared). */
 function decodeDeclared(body: Uint8Array, contentType: string | undefined): string {
-  const charset = declaredCharset(contentType);
-  if (!charset || charset === "utf-8" || charset === "utf8" || charset === "us-ascii") return new TextDecoder().decode(body);
+  const charset = bodyCharset(contentType);
   try {
     return new TextDecoder(charset).decode(body);
   } catch {

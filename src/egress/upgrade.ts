@@ -42,7 +42,6 @@ export interface Refused {
   readonly response: Response;
 }
 
-
 export function isWebSocketUpgrade(method: string, headers: Iterable<[string, string]>): boolean {
   let upgrade = false;
   let connection = false;

@@ -73,8 +73,8 @@ A rule of the service asks a human to approve each such request (a refund, a dep
 not sent. Give the \`approval_url\` to your human and tell them what the request does. Then send exactly the same
 request again (same method, URL, body and headers): once approved, it goes through once. Or send it with
 \`Prefer: wait=120\` and the broker holds it until a human decides (at most 120 seconds per try, and at most 4
-such waits of yours at once; a retry finds the same approval). \`poll_url\` shows the approval's \`state\` (\`pending\`, \`approved\`, \`denied\`, \`used\`,
-\`expired\`). A changed body or URL is a new request needing its own approval. 403 \`approval_denied\`: a human said
+such waits of yours at once; a retry finds the same approval). \`poll_url\` shows the approval's \`state\`
+(\`pending\`, \`approved\`, \`denied\`, \`used\`, \`expired\`). A changed body or URL is a new request needing its own approval. 403 \`approval_denied\`: a human said
 no; do not retry it. 403 \`approval_expired\`: nobody decided within 15 minutes; retry only if it is still wanted.
 Never put a credential in the request to make it "work": the broker adds it.
 

@@ -1,8 +1,8 @@
 // Prometheus metrics (prom-client) for GET /metrics: one registry per server, passed through deps.
 // Labels are names and classes only: ingress, vault name, service host pattern, status class, tier,
 // failure kind. Never a path, query string, token, header or credential value.
-// Scrape-time numbers (audit queue, open tunnels, pending proposals and held requests) are read by collect callbacks,
-// so the hot path pays only for the per-request counter and two histogram observations.
+// Scrape-time numbers (audit queue, open tunnels, pending proposals and held requests) are read by
+// collect callbacks, so the hot path pays only for the per-request counter and two histogram observations.
 
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { ConnectFailure, EgressMetrics, ExchangeObservation } from "../egress/index.ts";

@@ -165,10 +165,10 @@ export function matchRule(rules: Rules, method: string, segments: readonly strin
  *
  * An approval rule matches loosely, as the servers behind it route: a path that servers commonly
  * send to the same handler is held too. Literal segments compare case-insensitively (Express,
- * ASP.NET), a trailing slash is ignored (Express, Django, Rails), as is a format suffix on the last
- * segment (Rails' `.json`), trailing dots (IIS) and spaces around it; and HEAD is held where GET is (Express and Rails
- * run the GET handler for it). Holding one request too many asks a person once more; one too few
- * would send a refund nobody approved.
+ * ASP.NET), a trailing slash is ignored (Express, Django, Rails), as are a format suffix on the last
+ * segment (Rails' `.json`), trailing dots (IIS) and spaces around it; and HEAD is held where GET is
+ * (Express and Rails run the GET handler for it). Holding one request too many asks a person once
+ * more; one too few would send a refund nobody approved.
  */
 export function needsApproval(rules: Rules, method: string, segments: readonly string[]): boolean {
   const methods = method === "HEAD" ? ["HEAD", "GET"] : [method];

@@ -28,9 +28,3 @@ export async function nameRequester(d: Domain, id: string, viaSession: boolean):
 export function requesterPrefix(kind: RequesterKind): string {
   return kind === "agent" ? "the agent " : kind === "session" ? "a `broker vault run` session of " : "";
 }
-
-/** The requester in a short notification line: "agent ci-bot", "a `vault run` session of ann@…", "ann@…". */
-export function requesterShort(kind: RequesterKind, name: string): string {
-  return `${kind === "agent" ? "agent " : kind === "session" ? "a `vault run` session of " : ""}${name}`;
-}
-

@@ -10,9 +10,9 @@ import type { Domain } from "./context.ts";
 import { openDescription, sealDescription } from "./held-description.ts";
 import { LIMITS } from "./limits.ts";
 import { nameRequester, type RequesterKind } from "./principal-name.ts";
+import { mayInVault } from "./principal.ts";
 import { mintPublicId } from "./tokens.ts";
 import { iso, requireUser } from "./users.ts";
-import { mayInVault } from "./principal.ts";
 import { requireInVault, type OpenVault } from "./vaults.ts";
 import { announceRequestApproval } from "./webhooks.ts";
 

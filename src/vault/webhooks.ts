@@ -9,7 +9,7 @@ import { Secret } from "../secret.ts";
 import { encodeAad, open, randomBytes, seal } from "./aead.ts";
 import type { Domain } from "./context.ts";
 import type { ProposedService, ProposedSlot } from "./proposal-input.ts";
-import { nameRequester, requesterShort } from "./principal-name.ts";
+import { nameRequester, type RequesterKind } from "./principal-name.ts";
 import { iso } from "./users.ts";
 import { requireInVault, type OpenVault } from "./vaults.ts";
 import type { BrokerEvent, ProposalEventType, RequestApprovalEvent, RequestApprovalEventType } from "./webhook-event.ts";
@@ -181,6 +181,11 @@ export async function announceRequestApproval(d: Domain, type: RequestApprovalEv
   } catch {
     // A notification must never fail the request; the delivery status shows what was sent.
   }
+}
+
+/** The requester in a notification line: "agent ci-bot", "a `vault run` session of ann@…", "ann@…". */
+function requesterShort(kind: RequesterKind, name: string): string {
+  return `${kind === "agent" ? "agent " : kind === "session" ? "a `vault run` session of " : ""}${name}`;
 }
 
 /** The Slack incoming-webhook text: "agent ci-bot asks for api.stripe.com: <link>". */

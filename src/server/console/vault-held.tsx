@@ -6,7 +6,8 @@
 
 import { Hono } from "hono";
 import { listRequestApprovals, decideRequestApproval, mayInVault, type OpenVault, type RequestApprovalView } from "../../vault/index.ts";
-import { isWebSocket, ReadableBody, RequesterPrefix, stateWords } from "../pages/approve-held.tsx";
+import { RequesterPrefix } from "../pages/approve.tsx";
+import { isWebSocket, ReadableBody, stateWords } from "../pages/approve-held.tsx";
 import { Badge, Button, EmptyState, Name, PostForm, Section, Table, Time, toneOf } from "./components.tsx";
 import { openConsoleVault, renderPage, requireSignedIn, runAction, signedIn, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
 import { vaultPath } from "./layout.tsx";

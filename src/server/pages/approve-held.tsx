@@ -4,9 +4,9 @@
 // the body, laid out when it is JSON) with Allow and Deny; for anyone else a sign-in form and
 // nothing of the request. Everything the agent wrote is rendered as escaped text (hono/jsx escapes).
 
-import { layoutJson, requesterPrefix, type RequestApprovalView } from "../../vault/index.ts";
+import { layoutJson, type RequestApprovalView } from "../../vault/index.ts";
 import { ProviderSignIn, type SignInProvider } from "../console/sign-in-provider.tsx";
-import { PageSignInForm, relativeTime, Session, type Viewer } from "./approve.tsx";
+import { PageSignInForm, relativeTime, RequesterPrefix, Session, type Viewer } from "./approve.tsx";
 import { Brand, Document } from "./document.tsx";
 
 export type { Viewer as HeldViewer } from "./approve.tsx";
@@ -39,17 +39,6 @@ export function stateWords(r: RequestApprovalView, now: number): string {
     case "expired":
       return "Expired: nobody decided in time (or the approval was not used), so nothing was sent.";
   }
-}
-
-/** "the agent ", "a `broker vault run` session of " (the command set as code), or nothing: before the requester's name. */
-export function RequesterPrefix(props: { kind: RequestApprovalView["requested_by_kind"] }) {
-  return props.kind === "session" ? (
-    <>
-      a <code>broker vault run</code> session of{" "}
-    </>
-  ) : (
-    <>{requesterPrefix(props.kind)}</>
-  );
 }
 
 /** A held WebSocket upgrade (the broker describes it with `upgrade: websocket`; an agent's own Upgrade header is never shown). */

@@ -6,7 +6,7 @@
 // only for https URLs; no inline script or style exists (the CSP forbids them).
 
 import type { Child } from "hono/jsx";
-import { describeMintedAuth, describeUrlAuth, type ProposalView } from "../../vault/index.ts";
+import { describeMintedAuth, describeUrlAuth, requesterPrefix, type ProposalView } from "../../vault/index.ts";
 import type { RequesterKind, Rules } from "../../vault/index.ts";
 import { isPemSlot, PEM_HINT, slotUses } from "../console/auth-words.ts";
 import { ProviderSignIn, type SignInProvider } from "../console/sign-in-provider.tsx";
@@ -67,6 +67,17 @@ const UNITS: [number, string][] = [
 ];
 
 /** "in 6 days", "3 hours ago": the largest whole unit, so a person reads it at a glance. */
+/** "the agent ", "a `broker vault run` session of " (the command set as code), or nothing: before the requester's name. */
+export function RequesterPrefix(props: { kind: RequesterKind }) {
+  return props.kind === "session" ? (
+    <>
+      a <code>broker vault run</code> session of{" "}
+    </>
+  ) : (
+    <>{requesterPrefix(props.kind)}</>
+  );
+}
+
 export function relativeTime(iso: string, now: number): string {
   const delta = Date.parse(iso) - now;
   const abs = Math.abs(delta);
@@ -211,7 +222,7 @@ export function ApprovePage(props: ApprovePageProps) {
         Access request #{p.id} for vault <code>{p.vault}</code>
       </h1>
       <p id="requester">
-        Requested by {props.requester.kind === "session" ? <>a <code>broker vault run</code> session of </> : props.requester.kind === "agent" ? "the agent " : props.requester.kind === "user" ? "" : "a session of "}
+        Requested by {props.requester.kind === "unknown" ? "a session of " : <RequesterPrefix kind={props.requester.kind} />}
         <strong>{props.requester.name}</strong>
         {props.requester.role ? <span class="muted"> ({props.requester.role} in this vault)</span> : null}
       </p>
