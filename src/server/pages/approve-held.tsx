@@ -58,7 +58,7 @@ export function ReadableBody(props: { body: string; id?: string }) {
           The body names {repeated.map((k, i) => <>{i ? ", " : ""}<code>{k}</code></>)} more than once. Services differ in which value they use: read every one before you allow it.
         </p>
       ) : null}
-      <pre class="note" id={props.id}>{layout ? layout.text : props.body}</pre>
+      <pre class="note body-text" id={props.id}>{layout ? layout.text : props.body}</pre>
     </>
   );
 }
@@ -73,7 +73,7 @@ function Body(props: { r: RequestApprovalView }) {
           Showing the first {Buffer.byteLength(r.body)} of {r.body_bytes} bytes. The approval covers the whole body (SHA-256 <code>{r.body_sha256.slice(0, 16)}…</code>).
         </p>
       ) : null}
-      {r.body_truncated ? <pre class="note" id="body">{r.body}</pre> : <ReadableBody body={r.body} id="body" />}
+      {r.body_truncated ? <pre class="note body-text" id="body">{r.body}</pre> : <ReadableBody body={r.body} id="body" />}
     </>
   );
 }

@@ -158,6 +158,8 @@ code, .name { font-family: var(--mono); font-size: .9em; overflow-wrap: anywhere
 .warning { background: var(--warning-soft); border-color: var(--warning); color: var(--text); margin: 1rem 0; }
 .note { border-left: 4px solid var(--border-strong); background: var(--surface-2); border-radius: var(--radius-small); padding: .5rem .85rem; margin: .5rem 0; white-space: pre-wrap; overflow-wrap: anywhere; }
 .instructions { white-space: pre-wrap; overflow-wrap: anywhere; }
+/* A held request's body scrolls in its own box: a 64 KiB body must not push Allow and Deny a page-height away. */
+.body-text { max-height: 36rem; overflow: auto; }
 
 /* Badges */
 .badge { display: inline-block; padding: .1rem .55rem; border-radius: 999px; font-size: .8125rem; font-weight: 600; line-height: 1.5; white-space: nowrap; background: var(--surface-2); color: var(--muted); border: 1px solid var(--border); vertical-align: .05em; }
