@@ -1,64 +1,74 @@
-// The forms an echoed credential takes when a server quotes it back: as sent, escaped by the JSON
-// encoders of common stacks (JavaScript, Go, Python, .NET), percent-encoded by common URL encoders
-// (either hex case, `+` for space), HTML-escaped. These are the transformations servers apply when
-// they quote a value; an upstream bent on smuggling a value out can always invent another one.
+// The forms an echoed credential takes when a server quotes it back, as byte strings to look for in
+// the scanner's view (echo-scanner.ts), which already reads percent-escapes, HTML entities and JSON
+// escapes of any character, drops invisible characters and folds ASCII case. What the view cannot
+// undo is listed here: base64 and base64url at each of the three alignments a value can sit at
+// inside a larger encoded blob (so `Bearer <value>`, `user:<value>` and any other prefix are
+// covered), hex, UTF-16 in either byte order, the latin1 bytes a header carried, and `+` for space.
+// Forms derived by encoding are kept only when at least MIN_DERIVED bytes long: a shorter one would
+// match ordinary text everywhere.
 
-type Escape = (unit: number) => boolean;
+import { viewOf } from "./echo-scanner.ts";
 
-const hex = (n: number, width: number, upper: boolean) => {
-  const h = n.toString(16).padStart(width, "0");
-  return upper ? h.toUpperCase() : h;
-};
+export const MIN_DERIVED = 8;
 
-/** JSON string content with `\uXXXX` for every UTF-16 unit `escape` selects (and the mandatory escapes). */
-function escapeJson(s: string, escape: Escape, upper: boolean): string {
-  let out = "";
-  for (let i = 0; i < s.length; i++) {
-    const u = s.charCodeAt(i);
-    if (escape(u) || u < 0x20) out += `\\u${hex(u, 4, upper)}`;
-    else if (u === 0x22) out += '\\"';
-    else if (u === 0x5c) out += "\\\\";
-    else out += s[i];
-  }
-  return out;
+const B64 = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64");
+
+/**
+ * The base64 characters that depend only on `bytes` when they start `offset` (0, 1 or 2) bytes into
+ * a 3-byte group: the characters before (mixed with what precedes) and after (mixed with what
+ * follows) are left out.
+ */
+export function base64Core(bytes: Uint8Array, offset: number): string {
+  const padded = new Uint8Array(offset + bytes.length);
+  padded.set(bytes, offset);
+  const text = B64(padded);
+  const first = Math.ceil((offset * 8) / 6);
+  const last = Math.floor(((offset + bytes.length) * 8) / 6); // characters wholly inside the value's bits
+  return text.slice(first, Math.max(first, last));
 }
 
-/** Percent-encoding of the UTF-8 bytes, keeping the ASCII characters `keep` allows. */
-function escapeUrl(s: string, keep: RegExp, upper: boolean, spaceAsPlus: boolean): string {
-  let out = "";
-  for (const byte of Buffer.from(s, "utf8")) {
-    const ch = String.fromCharCode(byte);
-    if (byte < 0x80 && keep.test(ch)) out += ch;
-    else if (byte === 0x20 && spaceAsPlus) out += "+";
-    else out += `%${hex(byte, 2, upper)}`;
-  }
-  return out;
+function utf16(s: string, bigEndian: boolean): Uint8Array {
+  const le = Buffer.from(s, "utf16le");
+  return bigEndian ? le.swap16() : le;
 }
 
-const nonAscii: Escape = (u) => u >= 0x7f; // Python's json.dumps (ensure_ascii)
-const goHtmlSafe: Escape = (u) => u === 0x3c || u === 0x3e || u === 0x26 || u === 0x2028 || u === 0x2029; // Go's encoding/json
-const dotnetDefault: Escape = (u) => nonAscii(u) || "<>&'\"+`".includes(String.fromCharCode(u)); // .NET System.Text.Json
-const UNRESERVED = /[A-Za-z0-9\-._~]/; // RFC 3986
-const FORM_SAFE = /[A-Za-z0-9\-._*]/; // Java URLEncoder, PHP urlencode
-
-const HTML: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
-
-/** Every form of each needle, longest first so a form containing another is replaced whole. */
-export function echoForms(needles: readonly string[]): string[] {
-  const out = new Set<string>();
-  for (const n of needles) {
-    if (!n) continue;
-    const json = JSON.stringify(n).slice(1, -1);
-    out.add(n).add(json).add(json.replaceAll("/", "\\/"));
-    for (const upper of [false, true]) {
-      out.add(escapeJson(n, nonAscii, upper)).add(escapeJson(n, goHtmlSafe, upper)).add(escapeJson(n, dotnetDefault, upper));
-      out.add(escapeUrl(n, UNRESERVED, upper, false)).add(escapeUrl(n, FORM_SAFE, upper, true));
+/** Every raw form of each value (before the view is applied), deduplicated. */
+export function echoForms(values: readonly string[]): Uint8Array[] {
+  const out = new Map<string, Uint8Array>();
+  const add = (b: Uint8Array, derived: boolean) => {
+    if (b.length === 0 || (derived && b.length < MIN_DERIVED)) return;
+    out.set(Buffer.from(b).toString("latin1"), b);
+  };
+  for (const v of values) {
+    if (!v) continue;
+    const utf8 = new Uint8Array(Buffer.from(v, "utf8"));
+    add(utf8, false);
+    if (/[\x80-\xff]/.test(v) && !/[^\x00-\xff]/.test(v)) add(new Uint8Array(Buffer.from(v, "latin1")), false);
+    if (v.includes(" ")) add(new Uint8Array(Buffer.from(v.replaceAll(" ", "+"), "utf8")), false);
+    for (let offset = 0; offset < 3; offset++) {
+      const core = base64Core(utf8, offset);
+      add(new Uint8Array(Buffer.from(core, "latin1")), true);
+      add(new Uint8Array(Buffer.from(core.replaceAll("+", "-").replaceAll("/", "_"), "latin1")), true);
     }
-    try {
-      out.add(encodeURIComponent(n));
-    } catch {} // a lone surrogate has no URL form
-    const html = n.replace(/[&<>"']/g, (c) => HTML[c]!);
-    out.add(html).add(html.replaceAll("&#39;", "&#x27;"));
+    add(new Uint8Array(Buffer.from(Buffer.from(utf8).toString("hex"), "latin1")), true);
+    add(utf16(v, false), true);
+    add(utf16(v, true), true);
   }
-  return [...out].sort((a, b) => b.length - a.length);
+  return [...out.values()];
+}
+
+/**
+ * The needles to look for: each form as the view reads it, and, where the view would decode part of
+ * the value itself (a value holding `%41` or `\u`), also the form merely case-folded, so the value
+ * escaped once more (`%2541`) is found too.
+ */
+export function echoNeedles(values: readonly string[]): Uint8Array[] {
+  const out = new Map<string, Uint8Array>();
+  for (const form of echoForms(values)) {
+    const viewed = viewOf(form);
+    out.set(Buffer.from(viewed).toString("latin1"), viewed);
+    const folded = form.map((b) => (b >= 0x41 && b <= 0x5a ? b + 32 : b));
+    if (/[%&\\]/.test(Buffer.from(form).toString("latin1"))) out.set(Buffer.from(folded).toString("latin1"), folded);
+  }
+  return [...out.values()].filter((n) => n.length > 0);
 }

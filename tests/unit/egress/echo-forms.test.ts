@@ -54,7 +54,14 @@ describe("documented forms of other stacks", () => {
     expect(redacted("next=Tr0ub4dor%263%21%28x%29+%27q%27%3Cy%3E", PUNCT)).toBe("next=[redacted]");
   });
 
-  test("a plain token has a single form", () => {
-    expect(echoForms(["sk-live_0123.abc"])).toEqual(["sk-live_0123.abc"]);
+  test("a token's raw forms: itself, base64 and base64url at three alignments, hex, UTF-16 both ways", () => {
+    const forms = echoForms(["sk-live_0123.abc"]).map((b) => Buffer.from(b).toString("latin1"));
+    expect(forms[0]).toBe("sk-live_0123.abc");
+    const b64 = Buffer.from("sk-live_0123.abc").toString("base64");
+    expect(forms).toContain(b64.slice(0, 21)); // alignment 0: 128 bits make 21 whole characters; the 22nd mixes with what follows
+    expect(forms).toContain(Buffer.from("sk-live_0123.abc").toString("hex"));
+    expect(forms).toContain(Buffer.from("sk-live_0123.abc", "utf16le").toString("latin1"));
+    expect(forms).toContain(Buffer.from("sk-live_0123.abc", "utf16le").swap16().toString("latin1"));
+    expect(forms.length).toBe(1 + 3 + 1 + 2); // its base64url forms are its base64 ones (no + or /)
   });
 });

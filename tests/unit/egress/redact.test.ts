@@ -110,8 +110,8 @@ describe("createRedactingStream", () => {
     const rnd = prng(42);
     const bytes = new Uint8Array(64 * 1024);
     for (let i = 0; i < bytes.length; i++) bytes[i] = Math.floor(rnd() * 256);
-    // A near miss of the needle (first bytes) included on purpose.
-    bytes.set(enc(SECRET.slice(0, -1)), 1000);
+    // A near miss of the needle (its first 11 bytes: 12 in a row would be redacted) included on purpose.
+    bytes.set(enc(SECRET.slice(0, 11)), 1000);
     for (let round = 0; round < 20; round++) {
       const cuts = Array.from({ length: 1 + Math.floor(rnd() * 30) }, () => Math.floor(rnd() * (bytes.length + 1)));
       const out = await run([SECRET], splitAt(bytes, cuts));

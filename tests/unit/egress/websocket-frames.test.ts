@@ -6,7 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { createFrameScanner, encodeCloseFrame, WebSocketProtocolError } from "../../../src/egress/websocket-frames.ts";
 
 const SECRET = "sk-live-0123456789abcdef";
-const NEEDLES = [SECRET, `Bearer ${SECRET}`];
+const NEEDLES = [SECRET]; // "Bearer <value>" needs no needle of its own: the value's windows find it
 const enc = (s: string) => new Uint8Array(Buffer.from(s, "utf8"));
 
 /** A server frame as an upstream would write it (independent of the code under test). */

@@ -6,13 +6,13 @@ import { namesExtension, redactResponseHead, withoutExtensions } from "../../../
 
 const SECRET = "sk-ws-head-42";
 
-test("needles are replaced in the reason phrase and every header value (longest form first); names are kept", () => {
+test("needles are replaced in the reason phrase and every header value; names are kept", () => {
   const head = redactResponseHead(
     { status: 101, statusText: `Switching ${SECRET}`, version: "1.1", headers: [["Upgrade", "websocket"], ["X-Echo", `Bearer ${SECRET}`], ["X-Twice", `${SECRET},${SECRET}`]] },
-    [SECRET, `Bearer ${SECRET}`],
+    [SECRET],
   );
   expect(head.statusText).toBe("Switching [redacted]");
-  expect(head.headers).toEqual([["Upgrade", "websocket"], ["X-Echo", "[redacted]"], ["X-Twice", "[redacted],[redacted]"]]);
+  expect(head.headers).toEqual([["Upgrade", "websocket"], ["X-Echo", "Bearer [redacted]"], ["X-Twice", "[redacted],[redacted]"]]);
 });
 
 test("a non-ASCII needle is matched in the latin1 form a head is parsed in", () => {

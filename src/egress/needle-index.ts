@@ -1,0 +1,179 @@
+// The needles as fixed-length windows, looked up by rolling hash (echo-scanner.ts computes it).
+// A needle of WINDOW bytes or more is indexed as all its WINDOW-byte windows, so any 12 consecutive
+// bytes of it are found, and a whole echo is found as overlapping windows that merge into one span;
+// a shorter needle is indexed whole, in a group of its own length. Per group, a bitmap of hashes
+// turns away almost every position at the cost of one array read, and an open-addressed table of
+// (hash, window) confirms the rest byte for byte: linear in the body, whatever the number of values.
+
+/** Any run of this many bytes of a needle (in the scanner's view) is redacted. */
+export const WINDOW = 12;
+/** How many of the view's last bytes the scanner keeps: more than the widest window, a power of two. */
+export const RING = 16;
+export const HASH_MUL = 0x9e3779b1 | 0;
+
+/** Spreads a rolling hash's bits before its top bits pick a bitmap bit (a short piece's hash is small). */
+export function mixHash(h: number): number {
+  return Math.imul(h ^ (h >>> 15), 0x2c1b3c6d);
+}
+
+/** The rolling hash of a window (as the scanner computes it, byte by byte). */
+function windowHash(bytes: Uint8Array, from: number, width: number): number {
+  let h = 0;
+  for (let i = 0; i < width; i++) h = (Math.imul(h, HASH_MUL) + bytes[from + i]!) | 0;
+  return h;
+}
+
+/** HASH_MUL^width: what a byte leaving a window of that width takes out of its hash. */
+function leavingFactor(width: number): number {
+  let p = 1;
+  for (let i = 0; i < width; i++) p = Math.imul(p, HASH_MUL);
+  return p;
+}
+
+export class WindowGroup {
+  readonly pow: number;
+  readonly shift: number;
+  readonly bits: Uint8Array;
+  private readonly slots: Int32Array; // window number + 1, 0 = empty
+  private readonly slotHash: Int32Array;
+  private readonly mask: number;
+  private readonly windows: Uint8Array; // `count` windows of `width` bytes, end to end
+  private count = 0;
+
+  constructor(
+    readonly width: number,
+    capacity: number,
+  ) {
+    this.pow = leavingFactor(width);
+    const bitCount = pow2(Math.min(1 << 26, Math.max(1 << 12, capacity * 16)));
+    this.shift = 32 - Math.log2(bitCount);
+    this.bits = new Uint8Array(bitCount >>> 3);
+    const size = pow2(Math.max(16, capacity * 2));
+    this.slots = new Int32Array(size);
+    this.slotHash = new Int32Array(size);
+    this.mask = size - 1;
+    this.windows = new Uint8Array(capacity * width);
+  }
+
+  add(bytes: Uint8Array, from: number): void {
+    const h = windowHash(bytes, from, this.width);
+    for (let i = this.home(h); ; i = (i + 1) & this.mask) {
+      const s = this.slots[i]!;
+      if (s === 0) {
+        this.windows.set(bytes.subarray(from, from + this.width), this.count * this.width);
+        this.slots[i] = ++this.count;
+        this.slotHash[i] = h;
+        const k = mixHash(h) >>> this.shift;
+        this.bits[k >>> 3]! |= 1 << (k & 7);
+        return;
+      }
+      if (this.slotHash[i] === h && this.sameAt(s - 1, bytes, from)) return; // already indexed
+    }
+  }
+
+  /** Whether the window ending at view position `p` (its bytes in `ring`) is indexed. */
+  contains(h: number, ring: Uint8Array, p: number): boolean {
+    const w = this.width;
+    const mask = ring.length - 1;
+    for (let i = this.home(h); ; i = (i + 1) & this.mask) {
+      const s = this.slots[i]!;
+      if (s === 0) return false;
+      if (this.slotHash[i] !== h) continue;
+      const at = (s - 1) * w;
+      let k = 0;
+      while (k < w && this.windows[at + k] === ring[(p - w + 1 + k) & mask]) k++;
+      if (k === w) return true;
+    }
+  }
+
+  private home(h: number): number {
+    return Math.imul(h, 0x85ebca6b) >>> 7 & this.mask;
+  }
+
+  private sameAt(n: number, bytes: Uint8Array, from: number): boolean {
+    const at = n * this.width;
+    for (let k = 0; k < this.width; k++) if (this.windows[at + k] !== bytes[from + k]) return false;
+    return true;
+  }
+}
+
+export interface NeedleIndex {
+  /** One group per window length, the WINDOW group first. */
+  readonly groups: readonly WindowGroup[];
+  /** The widest window: how far back a match can start. */
+  readonly longest: number;
+  /**
+   * The length of the longest tail of the view (its last `pos` bytes in `ring`), shorter than the
+   * widest window, that is part of some needle: what a later byte could turn into a match.
+   */
+  partTail(ring: Uint8Array, pos: number): number;
+}
+
+/**
+ * Per length L below the widest window, a bitmap of the hashes of every L-byte piece of every needle.
+ * A false positive only holds a few bytes back until the next chunk, so no table confirms it.
+ */
+class PieceFilter {
+  private readonly bits: Uint8Array[] = [];
+  private readonly shifts: number[] = [];
+  constructor(needles: readonly Uint8Array[], readonly longest: number) {
+    const total = needles.reduce((sum, n) => sum + n.length, 0);
+    const bitCount = pow2(Math.min(1 << 26, Math.max(1 << 12, total * 16)));
+    for (let len = 1; len < longest; len++) {
+      const bits = new Uint8Array(bitCount >>> 3);
+      const shift = 32 - Math.log2(bitCount);
+      for (const n of needles) {
+        for (let from = 0; from + len <= n.length; from++) {
+          const k = mixHash(windowHash(n, from, len)) >>> shift;
+          bits[k >>> 3]! |= 1 << (k & 7);
+        }
+      }
+      this.bits[len] = bits;
+      this.shifts[len] = shift;
+    }
+  }
+
+  longestTail(ring: Uint8Array, pos: number): number {
+    const mask = ring.length - 1;
+    let h = 0;
+    let best = 0;
+    // Hash the tail from its last byte backwards: h = sum of byte * MUL^(distance from the end).
+    let mul = 1;
+    for (let len = 1; len < this.longest && len <= pos; len++) {
+      h = (h + Math.imul(ring[(pos - len) & mask]!, mul)) | 0;
+      mul = Math.imul(mul, HASH_MUL);
+      const k = mixHash(h) >>> this.shifts[len]!;
+      if (this.bits[len]![k >>> 3]! & (1 << (k & 7))) best = len;
+      else break; // a tail that is no piece has no longer tail that is one
+    }
+    return best;
+  }
+}
+
+/** Indexes needles already in the scanner's view (viewOf); empty ones are skipped. */
+export function buildIndex(needles: readonly Uint8Array[]): NeedleIndex | null {
+  const byWidth = new Map<number, Uint8Array[]>();
+  for (const n of needles) {
+    if (n.length === 0) continue;
+    const w = Math.min(n.length, WINDOW);
+    const list = byWidth.get(w) ?? [];
+    list.push(n);
+    byWidth.set(w, list);
+  }
+  if (byWidth.size === 0) return null;
+  const groups: WindowGroup[] = [];
+  for (const w of [...byWidth.keys()].sort((a, b) => b - a)) {
+    if (w >= RING) throw new Error("window wider than the scanner's ring");
+    const list = byWidth.get(w)!;
+    const group = new WindowGroup(w, list.reduce((sum, n) => sum + n.length - w + 1, 0));
+    for (const n of list) for (let from = 0; from + w <= n.length; from++) group.add(n, from);
+    groups.push(group);
+  }
+  const longest = groups[0]!.width;
+  const pieces = new PieceFilter(needles.filter((n) => n.length > 0), longest);
+  return { groups, longest, partTail: (ring, pos) => pieces.longestTail(ring, pos) };
+}
+
+function pow2(n: number): number {
+  return 2 ** Math.ceil(Math.log2(n));
+}
