@@ -150,7 +150,7 @@ export class EchoScanner {
 
   /** Writes the ring for the last view positions (up to `pos`) of a plain run that began at `pos0`. */
   private backfill(bytes: Uint8Array, from: number, at: number, pos0: number, pos: number): void {
-    for (let q = Math.max(pos0, pos - RING); q < pos; q++) {
+    for (let q = Math.max(pos0, pos - this.index!.longest); q < pos; q++) {
       const slot = q & (RING - 1);
       const idx = from + (q - pos0);
       this.ring[slot] = FOLD[bytes[idx]!]!;
@@ -238,9 +238,8 @@ export class EchoScanner {
       }
       case Esc.AmpName: {
         if (isLetter(b) && this.tokenLen < 6) return this.push(b);
-        const name = String.fromCharCode(...this.token.subarray(1, this.tokenLen));
-        if (b === 0x3b && NAMED[name] !== undefined) return this.decodedCodePoint(NAMED[name]!, at + 1);
-        return this.reject(b, at);
+        const cp = b === 0x3b ? NAMED[String.fromCharCode(...this.token.subarray(1, this.tokenLen))] : undefined;
+        return cp === undefined ? this.reject(b, at) : this.decodedCodePoint(cp, at + 1);
       }
       case Esc.Bsl:
         if (b === 0x75) return (this.push(b), void (this.esc = Esc.BslU));
