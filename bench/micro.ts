@@ -1,12 +1,14 @@
 // Micro-benchmarks of the hot pieces, in-process over an in-memory store: leaf mint (first and
 // cached), host matching over 1,000 services, header rewriting, the guard's classification,
-// credential decryption vs a plan-cache hit, audit batching. `--json` prints one JSON line
-// (name → ns per op, or records/s for names ending in "/s").
+// credential decryption vs a plan-cache hit, audit batching, the host-wide needle set (§3.22) with
+// 1, 100 and 1,000 vaults sharing one host. `--json` prints one JSON line (name → ns per op, or
+// records/s for names ending in "/s"); the text output adds the host-wide set's ratios.
 
 import { buildUpstreamHeaders } from "../src/egress/headers.ts";
 import { createAuditLog, createPlanCache } from "../src/egress/index.ts";
 import { checkAddress, compileNetPolicy } from "../src/egress/netguard.ts";
 import type { EgressPlan } from "../src/egress/plan.ts";
+import { redactWhole, type Needles } from "../src/egress/redact.ts";
 import { allowedTarget, heldByRule } from "../src/egress/rules.ts";
 import { createLogger } from "../src/log.ts";
 import { Secret } from "../src/secret.ts";
@@ -107,5 +109,61 @@ const ruleCheck = (plan: EgressPlan) => heldByRule(plan, "POST", allowedTarget(p
 await bench("rules check (plain rules)", 300_000, () => ruleCheck(plainRules));
 await bench("rules check (with approval rules)", 300_000, () => ruleCheck(approveRules));
 
+// needles follow the host (DESIGN.md §3.22): N vaults, each with its own bearer value for one host.
+// Per answer: getting the host's compiled set (a plan-cache look-up), then that plus scanning a
+// 4 KiB JSON answer with it, without an echo (the usual case) and with one vault's value in it.
+// The cold build (store read, N decryptions, one compile) is paid once per host and change, measured once.
+const json4k = JSON.stringify({ data: Array.from({ length: 40 }, (_, i) => ({ id: `obj_${i.toString(36).padStart(8, "0")}`, object: "charge", amount: 1000 + i, currency: "eur", paid: true, note: "lorem ipsum dolor" })) });
+const answer = new TextEncoder().encode(json4k.slice(0, 4096).padEnd(4096, " "));
+const setups: { n: number; get: () => Promise<Needles>; echo: Uint8Array; close: () => void }[] = [];
+for (const n of [1, 100, 1000]) {
+  const s = await openMemoryStore();
+  const { dataKey: key } = await unlockKeyring(s, undefined);
+  const at = Date.now();
+  let first: { id: number; name: string } | undefined;
+  let echoed = "";
+  for (let i = 0; i < n; i++) {
+    const v = await s.vaults.create(`shared-${i}`, at);
+    first ??= { id: v.id, name: v.name };
+    await s.services.put({ vaultId: v.id, host: "shared.example.com", description: "", authType: "bearer", authKey: "API_KEY", authHeader: null, authPrefix: null, authUsername: null, enabled: true }, at);
+    const value = `sk-${crypto.randomUUID()}`;
+    if (i === n - 1) echoed = value; // the last vault's: another vault's value for every n > 1
+    await storeCredential(s, key, v.id, "API_KEY", new Secret(value));
+  }
+  const echo = new TextEncoder().encode(`{"authorization":"Bearer ${echoed}",${json4k.slice(1)}`.slice(0, 4096));
+  const cache = createPlanCache(s, key, () => ({}));
+  const plan = await cache.plan(first!, "shared.example.com", 443);
+  const t0 = Bun.nanoseconds();
+  await cache.responseNeedles("shared.example.com", 443, plan);
+  results[`host needles, ${n} vaults: cold build (once per change)`] = Bun.nanoseconds() - t0;
+  setups.push({ n, get: () => cache.responseNeedles("shared.example.com", 443, plan), echo, close: () => s.close() });
+}
+// Three interleaved rounds, the best of each kept: the sizes are compared in the same conditions
+// (JIT warmed alike, the shared machine's noise mostly filtered).
+type Measure = "get" | "scan" | "echo";
+const shared: Record<number, Record<Measure, number>> = {};
+const best = async (n: number, what: Measure, count: number, fn: () => unknown, warm?: number) => {
+  await bench("round", count, fn, warm);
+  shared[n] = { ...({ get: Infinity, scan: Infinity, echo: Infinity } as Record<Measure, number>), ...shared[n] };
+  shared[n]![what] = Math.min(shared[n]![what], results.round!);
+};
+for (let round = 0; round < 3; round++) {
+  for (const { n, get, echo } of setups) {
+    await best(n, "get", 300_000, () => get());
+    await best(n, "scan", 20_000, async () => redactWhole(answer, await get()), 200);
+    await best(n, "echo", 20_000, async () => redactWhole(echo, await get()), 200);
+  }
+}
+delete results.round;
+const LABEL: Record<Measure, string> = { get: "get", scan: "get + scan 4 KiB JSON", echo: "get + scan 4 KiB JSON, one echo" };
+for (const { n, close } of setups) {
+  for (const what of ["get", "scan", "echo"] as const) results[`host needles, ${n} vaults: ${LABEL[what]}`] = shared[n]![what];
+  close();
+}
+
 if (process.argv.includes("--json")) console.log(JSON.stringify(results));
-else for (const [k, ns] of Object.entries(results)) console.log(`${k.padEnd(48)} ${k.endsWith("/s") ? ns.toFixed(0) : ns >= 1e6 ? `${(ns / 1e6).toFixed(2)} ms/op` : ns >= 1e3 ? `${(ns / 1e3).toFixed(2)} µs/op` : `${ns.toFixed(0)} ns/op`}`);
+else {
+  for (const [k, ns] of Object.entries(results)) console.log(`${k.padEnd(48)} ${k.endsWith("/s") ? ns.toFixed(0) : ns >= 1e6 ? `${(ns / 1e6).toFixed(2)} ms/op` : ns >= 1e3 ? `${(ns / 1e3).toFixed(2)} µs/op` : `${ns.toFixed(0)} ns/op`}`);
+  const ratio = (n: number, what: Measure) => (shared[n]![what] / shared[1]![what]).toFixed(2);
+  for (const what of ["get", "scan", "echo"] as const) console.log(`host needles, ${LABEL[what]}: 100 vaults / 1 = ${ratio(100, what)}×, 1,000 vaults / 1 = ${ratio(1000, what)}×`);
+}

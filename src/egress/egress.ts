@@ -7,11 +7,12 @@
 import { BrokerError, Internal, MethodNotAllowed, PayloadTooLarge } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { headerOf, joinedHeader, wholeBody, withHeader, type Answer } from "./answer.ts";
-import { grpcScanStream, isGrpcContentType, isGrpcResponse } from "./grpc-body.ts";
+import { grpcScanStream, isGrpcContentType, isGrpcResponse, refuseGrpcContentCoding } from "./grpc-body.ts";
+import { redactBinaryHeaders, redactBinaryTrailers } from "./binary-metadata.ts";
 import { auditEntry, type AuditLog } from "./audit.ts";
 import { decodeWhole, encodeWhole, parseCodings, type Coding } from "./content-coding.ts";
 import { buildUpstreamHeaders, cleanResponseHeaders } from "./headers.ts";
-import { headerValues } from "./http1.ts";
+import { headerValues, type HeaderList } from "./http1.ts";
 import { resolveChecked, type NetPolicy, type Resolver } from "./netguard.ts";
 import type { EgressPlan, PlanCache } from "./plan.ts";
 import { redactHeaders, redactText, redactWhole, type Needles } from "./redact.ts";
@@ -24,6 +25,7 @@ import type { Minter } from "./minted.ts";
 import type { RequestApprovalGate } from "../vault/index.ts";
 import { signAwsRequest } from "./sigv4.ts";
 import { placeCredential } from "./url-credential.ts";
+import { answerRange, planRanges, type RangedRequest } from "./ranges.ts";
 
 export interface EgressInput {
   /** Stable principal id (rate limits and audit). */
@@ -141,6 +143,12 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
     const signing = planned.minted?.type === "aws_sigv4";
     const minting = planned.minted !== undefined && !signing;
     let grant = minting ? await minterOf(deps).grant(input.vault, planned) : undefined;
+    // The answer is scanned for every value any vault sends this host, not only this request's
+    // (DESIGN.md §3.22): one map look-up, the set compiled once per change (host-needles.ts).
+    const hostWide = (g: typeof grant) => deps.plans.responseNeedles(input.host, input.port, planned, g);
+    let needles = await hostWide(grant);
+    // A scanned answer must not come in pieces the agent can join (ranges.ts): Range dropped or widened.
+    const ranged = needles.empty ? undefined : planRanges(planned.service.authType, input.headers);
     const addresses = () => resolveChecked(input.host, input.port, deps.policy, deps.resolver);
     const body = heldBody ? null : input.body && watchErrors(input.body, (e) => (bodyFailure = e)).pipeThrough(countAndCap(deps.maxRequestBytes, (n) => (bytesIn = n), "request"));
     // A minted token the upstream rejects (401) is refreshed and the request sent once more, which
@@ -158,13 +166,13 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
       let headers = buildUpstreamHeaders(input.headers, grant?.injection ?? planned.injection, signing || input.ingress === "explicit");
       // An injected gRPC call asks for uncompressed messages: less to decode before the scan.
       if (how.http2 === "require" && !(grant?.needles ?? planned.needles).empty) headers = withHeader(headers, "grpc-accept-encoding", "identity");
+      if (ranged) headers = ranged.upstreamHeaders(headers); // before signing: SigV4 signs the widened Range
       const req = { method: input.method, target, headers, body: again, bodyLength: heldBody?.byteLength ? heldBody.byteLength : input.bodyLength };
       return signing ? { method: input.method, ...(await signAwsRequest(planned.minted!, input, req, deps.now())) } : req;
     };
     if (m) tSend = m.now();
     let upstream = await deps.upstream.send({ host: input.host, port: input.port, addresses }, await outbound(), how);
-    // The answer is scanned for the token it was sent with (a 401 may echo the rejected one).
-    let needles = grant?.needles ?? planned.needles;
+    // The rejected token stays in the host's set (a 401 may echo it); the new one joins it.
     if (grant && upstream.status === 401) {
       const rejected = upstream;
       if (replayable) await discardBody(rejected);
@@ -174,12 +182,12 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
       });
       if (replayable) {
         upstream = await deps.upstream.send({ host: input.host, port: input.port, addresses }, await outbound(), how);
-        needles = grant.needles;
+        needles = await hostWide(grant);
       }
     }
     if (m) tHead = m.now();
     const answered = upstream;
-    const res = await shapeResponse(answered, needles, input.ingress, deps, (bytesOut, error) => audit(answered.status, bytesOut, error));
+    const res = await shapeResponse(answered, needles, input.ingress, deps, (bytesOut, error) => audit(answered.status, bytesOut, error), ranged);
     observe(res.status);
     return res;
   } catch (caught) {
@@ -230,21 +238,40 @@ function minterOf(deps: EgressDeps): Minter {
   return deps.minter;
 }
 
-async function shapeResponse(res: Answer, needles: Needles, ingress: EgressInput["ingress"], deps: EgressDeps, done: BodyDone): Promise<Answer> {
+async function shapeResponse(res: Answer, needles: Needles, ingress: EgressInput["ingress"], deps: EgressDeps, done: BodyDone, ranged?: RangedRequest): Promise<Answer> {
   // Inside a tunnel the agent talks to the real origin, so its cookies are forwarded; on /proxy they
   // would land on the broker's own origin, where the console's session cookie lives (DESIGN.md §3.19).
-  let headers = redactHeaders(cleanResponseHeaders(res.headers, { keepCookies: ingress === "transparent" }), needles);
+  // `-bin` fields are base64 that gRPC clients decode: scanned decoded first (binary-metadata.ts); one
+  // that does not decode refuses the response, so the upstream's body is let go.
+  let headers: HeaderList;
+  try {
+    headers = redactHeaders(redactBinaryHeaders(cleanResponseHeaders(res.headers, { keepCookies: ingress === "transparent" }), needles), needles);
+  } catch (err) {
+    await discardBody(res);
+    throw err;
+  }
   // The reason phrase is upstream text too: an echo there would reach the agent in the status line.
   // Trailers (HTTP/2: gRPC's status and message) are upstream text like any header.
-  const trailers = res.trailers?.then((t) => redactHeaders(cleanResponseHeaders(t, { keepCookies: false }), needles));
+  const grpc = isGrpcResponse(headers);
+  const trailers = res.trailers?.then((t) => redactHeaders(redactBinaryTrailers(cleanResponseHeaders(t, { keepCookies: false }), needles, grpc), needles));
   const head = { status: res.status, statusText: redactText(res.statusText, needles), ...(trailers ? { trailers } : {}) };
+  // A partial answer is refused, or cut back to the agent's range once masked (ranges.ts).
+  const cut = ranged && (await answerRange(ranged, { ...head, headers, body: res.body }, needles, deps.maxResponseBytes, done));
+  if (cut) return cut;
   const body = res.body;
   if (!body) {
     done(0, null);
     return { ...head, headers, body: null };
   }
-  if (!needles.empty && isGrpcResponse(headers)) {
-    // gRPC frames its own messages (and may compress each one): scanned message by message.
+  if (!needles.empty && grpc) {
+    // gRPC frames its own messages (and may compress each one): scanned message by message. A
+    // Content-Encoding over them is refused (grpc-body.ts says why).
+    try {
+      refuseGrpcContentCoding(headers);
+    } catch (err) {
+      await discardBody(res);
+      throw err;
+    }
     const encoding = headerOf(headers, "grpc-encoding");
     const source = body instanceof Uint8Array ? new Blob([body as Uint8Array<ArrayBuffer>]).stream() : body;
     headers = withHeader(headers, "content-length", undefined);

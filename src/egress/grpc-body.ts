@@ -5,9 +5,11 @@
 // agent's client parses. So each message is read whole, decoded when compressed, redacted, and sent
 // on uncompressed with its new length (the flag says so per message, which every gRPC client
 // accepts). An encoding the broker cannot decode fails closed, like an unknown Content-Encoding.
+// A Content-Encoding over the whole body is refused (refuseGrpcContentCoding says why).
 
 import { inflateSync, gunzipSync } from "node:zlib";
 import { PayloadTooLarge, UndecodableResponse } from "../errors.ts";
+import { joinedHeader } from "./answer.ts";
 import type { HeaderList } from "./http1.ts";
 import { compileNeedles, redactWhole, type NeedleSet } from "./redact.ts";
 import { transformBody, type BodyDone } from "./scan-body.ts";
@@ -22,6 +24,19 @@ export function isGrpcContentType(value: string | string[] | undefined): boolean
 
 export function isGrpcResponse(headers: HeaderList): boolean {
   return isGrpcContentType(headers.find(([name]) => name === "content-type")?.[1]);
+}
+
+/**
+ * gRPC compresses message by message (grpc-encoding, decoded below), never the body as a whole. A
+ * Content-Encoding on a gRPC response would be undone by an HTTP client reading the body (curl
+ * --compressed) but not by the message scan, so a body that is both a valid frame and, say, a
+ * raw-deflate stream would carry an echo past it. Anything but identity is refused, as an
+ * undecodable body is (the message quotes no upstream text).
+ */
+export function refuseGrpcContentCoding(headers: HeaderList): void {
+  const value = joinedHeader(headers, "content-encoding");
+  if (value === null || value.split(",").every((c) => /^\s*(identity)?\s*$/i.test(c))) return;
+  throw new UndecodableResponse("the upstream sent a gRPC response with a Content-Encoding (gRPC compresses each message with grpc-encoding instead), which the broker refuses rather than pass on unscanned");
 }
 
 /** Message by message: push() returns the messages completed so far, redacted and re-framed. */

@@ -2,16 +2,20 @@
 // inject (or, for 'query' and 'path' auth, where the value goes in the URL). Per vault, the compiled
 // service table and decrypted credentials (as Secrets) live in memory and are dropped on every
 // write to that vault, so the hot path does not touch the store and a credential changed by a
-// human is used on the very next request (DESIGN.md §3.11).
+// human is used on the very next request (DESIGN.md §3.11). Per host, the needles a response is
+// scanned for are every vault's values for that host, not only the plan's (host-needles.ts, §3.22).
 
 import { CredentialNotFound, DatabaseUnavailable, HostNotAllowed, ServiceDisabled } from "../errors.ts";
 import { Secret } from "../secret.ts";
 import type { MintedAuthType, ServiceRow, Store } from "../store/index.ts";
-import { decryptCredential, hostMatches, isMintedAuthType, mintedAuthKeyFields, parseHostPattern, splitPathTemplate, storedRules, viewService, type HostPattern, type MintedAuthFields, type Rules, type ServiceAuth } from "../vault/index.ts";
+import { decryptCredential, hostMatches, isMintedAuthType, mintedAuthKeyFields, parseHostPattern, storedRules, viewService, type HostPattern, type MintedAuthFields, type Rules, type ServiceAuth } from "../vault/index.ts";
 import type { LiveSecrets } from "../log.ts";
 import type { Injection } from "./headers.ts";
+import { createHostNeedles, type HostNeedlesOptions } from "./host-needles.ts";
+import { loadHostValues } from "./host-values.ts";
 import { Needles, NO_NEEDLES } from "./redact.ts";
-import { pathPlacement, queryPlacement, type UrlPlacement } from "./url-credential.ts";
+import { isMultiLine, staticSend } from "./service-values.ts";
+import type { UrlPlacement } from "./url-credential.ts";
 import { ALWAYS_FRESH, type Freshness } from "../vault/index.ts";
 
 export interface EgressPlan {
@@ -65,7 +69,13 @@ export interface PlanCache {
   clear(): void;
   /** Whether a host has a service in the vault (for the tunnel's unmatched-host decision). */
   has(vault: { id: number }, host: string, port: number): Promise<boolean>;
-  /** The values currently cached, for the logger's last-line scrub (defence in depth). */
+  /**
+   * SECRET: the needles for a response from host:port as the agent addressed it (DESIGN.md §3.22):
+   * what every vault's services covering it send or could send, and what was sent there lately
+   * (rotated values, minted tokens); `plan`, and `grant` when minted, are what this request sent.
+   */
+  responseNeedles(host: string, port: number, plan: EgressPlan, grant?: { readonly token: { readonly value: Secret } }): Promise<Needles>;
+  /** The values currently cached (the host-wide ones too), for the logger's last-line scrub (defence in depth). */
   readonly secrets: LiveSecrets;
   /** The proposal_hint skeleton for a host (endpoint, auth types, a proposal to edit). */
   hintFor(host: string, port: number): Record<string, unknown>;
@@ -77,6 +87,8 @@ export interface PlanCacheOptions {
   readonly freshness?: Freshness;
   /** While the database is unreachable, a table loaded less than this long ago keeps serving. */
   readonly outageGraceMs?: number;
+  /** Bounds of the per-host memory of values sent (tests); host-needles.ts has the defaults. */
+  readonly recentLimits?: HostNeedlesOptions["limits"];
 }
 
 interface LoadedTable {
@@ -103,6 +115,14 @@ export function createPlanCache(
   const tables = new Map<number, LoadedTable>();
   // SECRET: per vault, every value handed out for scrubbing (raw and header forms); dropped with the vault's table.
   const live = new Map<number, Set<string>>();
+  // SECRET: each plan's values (what it sends), noted into its host's needle set on first use there.
+  const planValues = new WeakMap<EgressPlan, readonly string[]>();
+  const hosts = createHostNeedles({
+    load: (host, port, known) => loadHostValues(store, dataKey, host, port, known),
+    now,
+    trustMs: () => freshness.trustMs(Infinity),
+    ...(opts.recentLimits && { limits: opts.recentLimits }),
+  });
 
   function table(vaultId: number): Promise<VaultTable> {
     const held = tables.get(vaultId);
@@ -173,19 +193,19 @@ export function createPlanCache(
     const key = row.authKey;
     const secret = await requiredCredential(vaultId, key);
     // Only a PEM key may span lines (vault/credential-ops.ts), and it has no place in a header or URL.
-    if (/[\r\n\0]/.test(secret.reveal())) throw new CredentialNotFound(key, "is a multi-line value (a PEM key), which cannot be sent in a header or URL"); // reveal: checked, not kept
-    const placement = placementFor(row, secret);
-    const injection = placement ? undefined : injectionFor(row, secret);
-    // reveal: search patterns only. The raw value; for Basic its base64 form (echoed with or without
-    // the "Basic " prefix); for a URL credential the percent-encoded form it travels in (an echoed
-    // URL carries it so); the logger's last-line scrub gets the same values.
-    const values = [secret.reveal()];
-    if (injection && row.authType === "basic") values.push(injection.value.reveal().slice("Basic ".length));
-    if (placement && placement.value.reveal() !== values[0]) values.push(placement.value.reveal());
-    let held = live.get(vaultId);
-    if (!held) live.set(vaultId, (held = new Set()));
-    for (const v of values) held.add(v);
-    return { service, ...ruled, injection, ...(placement && { placement }), credentialKeys: [key], needles: new Needles(values) };
+    if (isMultiLine(secret)) throw new CredentialNotFound(key, "is a multi-line value (a PEM key), which cannot be sent in a header or URL");
+    // The value's sent forms are the search patterns; the logger's last-line scrub gets the same values.
+    const { injection, placement, values } = staticSend(row, secret);
+    return held(vaultId, values, { service, ...ruled, injection, ...(placement && { placement }), credentialKeys: [key], needles: new Needles(values) });
+  }
+
+  /** Keeps a plan's values for the logger's scrub and its host's needle set. */
+  function held(vaultId: number, values: readonly string[], plan: EgressPlan): EgressPlan {
+    let set = live.get(vaultId);
+    if (!set) live.set(vaultId, (set = new Set()));
+    for (const v of values) set.add(v);
+    planValues.set(plan, values);
+    return plan;
   }
 
   /** Decrypts every input a minted type names; no injection here, the minter or signer adds it per request. */
@@ -202,10 +222,7 @@ export function createPlanCache(
     const values = [...inputs.values()].map((v) => v.reveal());
     const fingerprinted = [...inputs].filter(([field]) => field !== "refresh_token").map(([field, v]) => [field, v.reveal()]);
     const fingerprint = new Bun.CryptoHasher("sha256").update(JSON.stringify([vaultId, row.host, type, fields, fingerprinted])).digest("hex");
-    let held = live.get(vaultId);
-    if (!held) live.set(vaultId, (held = new Set()));
-    for (const v of values) held.add(v);
-    return { service, ...ruled, injection: undefined, credentialKeys: keys, needles: new Needles(values), minted: { type, fields, inputs, fingerprint } };
+    return held(vaultId, values, { service, ...ruled, injection: undefined, credentialKeys: keys, needles: new Needles(values), minted: { type, fields, inputs, fingerprint } });
   }
 
   return {
@@ -215,18 +232,26 @@ export function createPlanCache(
       if (!svc.row.enabled) throw new ServiceDisabled(svc.row.host);
       return (svc.planned ??= await buildPlan(vault.id, svc.row));
     },
+    responseNeedles(host, port, plan, grant) {
+      const sent = { key: plan, values: () => planValues.get(plan) ?? [] };
+      // reveal: a search pattern only. The minted token joins the host's recent values when granted.
+      return hosts.forResponse(host, port, grant ? [sent, { key: grant, values: () => [grant.token.value.reveal()] }] : [sent]);
+    },
     invalidate(vaultId) {
       tables.delete(vaultId);
       live.delete(vaultId);
+      hosts.invalidate(vaultId);
     },
     clear() {
       tables.clear();
       live.clear();
+      hosts.clear();
     },
     hintFor: proposalHint,
     secrets: {
       *values() {
         for (const set of live.values()) yield* set;
+        yield* hosts.values();
       },
     },
     async has(vault, host, port) {
@@ -250,30 +275,4 @@ async function compile(store: Store, vaultId: number): Promise<VaultTable> {
     (pattern.wildcard ? wildcard : exact).set(`${pattern.name}:${pattern.port}`, { row, pattern });
   }
   return { exact, wildcard, credentials: new Map() };
-}
-
-function placementFor(row: ServiceRow, secret: Secret): UrlPlacement | undefined {
-  // The domain never stores one without the other; a row that does fails closed (500), never sends the value elsewhere.
-  if (row.authType === "query") return queryPlacement(required(row.authParam, "parameter name"), secret);
-  if (row.authType !== "path") return undefined;
-  const { before, after } = splitPathTemplate(required(row.authTemplate, "path template"));
-  return pathPlacement(before, after, secret);
-}
-
-function required(v: string | null, what: string): string {
-  if (!v) throw new Error(`the service row has no ${what}`);
-  return v;
-}
-
-function injectionFor(row: ServiceRow, secret: Secret): Injection {
-  // reveal: composing the auth header value; the result stays wrapped until the request is written.
-  const v = secret.reveal();
-  switch (row.authType) {
-    case "bearer":
-      return { header: "authorization", value: new Secret(`Bearer ${v}`) };
-    case "basic":
-      return { header: "authorization", value: new Secret(`Basic ${Buffer.from(row.authUsername ? `${row.authUsername}:${v}` : v).toString("base64")}`) };
-    default:
-      return { header: row.authHeader ?? "authorization", value: new Secret(`${row.authPrefix ?? ""}${v}`) };
-  }
 }

@@ -5,6 +5,7 @@
 import type { Connection } from "./connection.ts";
 import { parseCodings } from "./content-coding.ts";
 import { headerValues, responseFraming, type HeaderList, type ResponseHead } from "./http1.ts";
+import { redactBinaryHeaders } from "./binary-metadata.ts";
 import { compileNeedles, redactHeaders, redactText, type NeedleSet } from "./redact.ts";
 import { scanBodyStream } from "./scan-body.ts";
 import { bodyStream } from "./upstream-body.ts";
@@ -14,13 +15,14 @@ const REFUSAL_DROP = new Set(["connection", "keep-alive", "proxy-connection", "t
 
 /**
  * The head with every needle replaced in the reason phrase and header values (in every form
- * redact.ts knows, latin1 included); a header whose name holds one is dropped.
+ * redact.ts knows, latin1 included); a header whose name holds one is dropped. `-bin` values are
+ * scanned decoded (binary-metadata.ts); one that is not base64 throws UndecodableResponse.
  */
 export function redactResponseHead(head: ResponseHead, set: NeedleSet): ResponseHead {
   const needles = compileNeedles(set);
   if (needles.empty) return head;
   // The shared rules keep the upstream's order, spelling and repeats.
-  return { ...head, statusText: redactText(head.statusText, needles), headers: redactHeaders(head.headers, needles) };
+  return { ...head, statusText: redactText(head.statusText, needles), headers: redactHeaders(redactBinaryHeaders(head.headers, needles), needles) };
 }
 
 /** Whether a 101 names any extension: on a scanned connection that means frames we could not read. */

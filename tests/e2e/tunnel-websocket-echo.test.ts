@@ -1,7 +1,7 @@
 // No reveal by echo over WebSockets through the transparent proxy (DESIGN.md §3.15): a raw TLS
 // upstream (Bun.listen, exact control of every frame and TCP write) echoes the injected
-// Authorization in its 101 head, in frames split every way, in control frames, in a refusal body,
-// and tries to negotiate compression; the agent must never read the value.
+// Authorization in its 101 head (base64 in a -bin header too), in frames split every way, in control
+// frames, in a refusal body, and tries to negotiate compression; the agent must never read the value.
 
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
@@ -67,6 +67,10 @@ async function script(s: Socket<unknown>, head: string): Promise<void> {
     return void s.end();
   }
   if (path === "/deflate") return void s.write(switching("Sec-WebSocket-Extensions: permessage-deflate\r\n"));
+  // gRPC-style binary metadata: base64 (here unpadded) that a client decodes; then the same with "." inserted,
+  // not base64, though Node's lenient decoder still reads the value out of it.
+  if (path === "/bin") return void s.end(switching(`X-Echo-Bin: ${Buffer.from(echoed).toString("base64").replace(/=+$/, "")}\r\n`));
+  if (path === "/bad-bin") return void s.end(switching(`X-Echo-Bin: ${Buffer.from(echoed).toString("base64").replace(/(.{8})/g, "$1.")}\r\n`));
   if (path === "/rsv1") return writeSlowly(s, [Buffer.from(switching()), frame(1, "clean first"), frame(1, `compressed? ${echoed}`, { rsv1: true })]);
   if (path === "/refuse-plain") {
     const body = `{"error":"no","auth":"${echoed}"}`;
@@ -178,6 +182,24 @@ test("an upstream that negotiates permessage-deflate anyway gets no 101 through"
   expect(res.headers["x-broker-error"]).toBe("undecodable_response");
   expect(await conn.closesWithin()).toBe(true);
   expect(await auditFor("/deflate")).toMatchObject({ status: 502, error: "undecodable_response" });
+});
+
+test("a -bin header in the 101 is scanned decoded; one that is not base64 gets no 101 through", async () => {
+  const conn = await rawUpgrade("/bin");
+  const res = await conn.readResponse({ noBody: true });
+  const decoded = Buffer.from(res.headers["x-echo-bin"] ?? "", "base64").toString("latin1");
+  seenByAgents.push(res.head, decoded);
+  expect(res.status).toBe(101);
+  expect(decoded).toBe("Bearer [redacted]");
+  expect(res.headers["x-echo-bin"]!.endsWith("=")).toBe(false); // unpadded as it came
+
+  const bad = await rawUpgrade("/bad-bin");
+  const refused = await bad.readResponse();
+  seenByAgents.push(refused.head, refused.body.toString("latin1"));
+  expect(refused.status).toBe(502);
+  expect(refused.headers["x-broker-error"]).toBe("undecodable_response");
+  expect("x-echo-bin" in refused.headers).toBe(false);
+  expect(await auditFor("/bad-bin")).toMatchObject({ status: 502, error: "undecodable_response" });
 });
 
 test("a frame with RSV1 ends the relay with a close frame, never its payload", async () => {

@@ -2,7 +2,9 @@
 # A fake S3/AWS endpoint for tests: HTTPS on loopback, and every request's SigV4 signature checked
 # independently of the broker with botocore (Debian's python3-botocore; see aws_sigv4_check.py).
 # Bodies are streamed and hashed as they arrive, never held whole beyond 16 MiB. It never echoes
-# Authorization or X-Amz-Security-Token values.
+# Authorization or X-Amz-Security-Token values, except GET /<bucket>/echo-key?at=N&tail=M: an object
+# of N dots, the access key id the request was signed with, M dots (an echo, for ranges tests).
+# Objects honour one Range as S3 does (206, or 416 past the end); several ranges get the whole object.
 #
 #   serve: aws-upstream.py serve --cert C --key K [--host 127.0.0.1]
 #          env FAKE_AWS_ACCESS_KEY_ID, FAKE_AWS_SECRET_ACCESS_KEY, [FAKE_AWS_SESSION_TOKEN],
@@ -14,6 +16,7 @@ import base64
 import datetime
 import json
 import os
+import re
 import ssl
 import sys
 import threading
@@ -102,6 +105,7 @@ class Handler(BaseHTTPRequestHandler):
             "content_encoding": lower.get("content-encoding"),
             "transfer_encoding": lower.get("transfer-encoding"),
             "host": lower.get("host"),
+            "range": lower.get("range"),
         }
         try:
             try:
@@ -172,18 +176,33 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(200, {**record, "stored": data is not None}, {"ETag": etag})
         if self.command == "GET" and bucket and not key and query.get("list-type") == "2":
             return self.send_list(bucket, query.get("prefix", ""))
+        if self.command in ("GET", "HEAD") and key == "echo-key":
+            echo = b"." * int(query.get("at", "0")) + CONFIG["access_key"].encode() + b"." * int(query.get("tail", "0"))
+            return self.send_object(echo, '"echo"')
         with LOCK:
-            obj = OBJECTS.get((bucket, key)) if self.command == "GET" and key else None
+            obj = OBJECTS.get((bucket, key)) if self.command in ("GET", "HEAD") and key else None
         if obj and obj["data"] is not None:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/octet-stream")
-            self.send_header("Content-Length", str(len(obj["data"])))
-            self.send_header("ETag", obj["etag"])
-            self.send_header("Last-Modified", "Mon, 23 Nov 2026 00:00:00 GMT")
-            self.end_headers()
-            self.wfile.write(obj["data"])
-            return
+            return self.send_object(obj["data"], obj["etag"])
         self.send_json(200, record)
+
+    def send_object(self, data, etag):
+        """An object as S3 serves it: one Range honoured (206 with Content-Range, 416 past the end)."""
+        size = len(data)
+        wanted = one_range(self.headers.get("range"), size)
+        if wanted == "unsatisfiable":
+            return self.send_json(416, {"ok": False, "code": "InvalidRange", "reason": "The requested range is not satisfiable"}, {"Content-Range": f"bytes */{size}"})
+        first, last = wanted or (0, size - 1)
+        self.send_response(206 if wanted else 200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(last - first + 1))
+        if wanted:
+            self.send_header("Content-Range", f"bytes {first}-{last}/{size}")
+        self.send_header("Accept-Ranges", "bytes")
+        self.send_header("ETag", etag)
+        self.send_header("Last-Modified", "Mon, 23 Nov 2026 00:00:00 GMT")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data[first : last + 1])
 
     def send_list(self, bucket, prefix):
         esc = lambda s: s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
@@ -218,6 +237,21 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
+
+
+def one_range(value, size):
+    """(first, last) for one bytes= range, "unsatisfiable", or None (no Range, several, or malformed: ignored)."""
+    m = re.fullmatch(r"\s*bytes=(\d*)-(\d*)\s*", value or "")
+    if not m or m.group(1) == m.group(2) == "":
+        return None
+    if m.group(1) == "":
+        n = int(m.group(2))
+        return (max(0, size - n), size - 1) if n > 0 and size > 0 else "unsatisfiable"
+    first = int(m.group(1))
+    last = size - 1 if m.group(2) == "" else min(int(m.group(2)), size - 1)
+    if m.group(2) != "" and int(m.group(2)) < first:
+        return None
+    return (first, last) if first < size else "unsatisfiable"
 
 
 def serve(argv):

@@ -43,6 +43,8 @@ export interface AwsRecord {
   content_length?: string | null;
   content_encoding?: string | null;
   host?: string;
+  /** The Range header received, if any. */
+  range?: string | null;
 }
 
 export interface AwsUpstream {

@@ -1,10 +1,11 @@
 // gRPC response bodies on an injected call: each length-prefixed message is read whole (however the
 // bytes are split), decoded when compressed, redacted and re-framed with its new length; what the
-// broker cannot decode or frame fails closed.
+// broker cannot decode or frame fails closed. A Content-Encoding over the whole body is refused.
 
 import { describe, expect, test } from "bun:test";
 import { deflateSync, gzipSync } from "node:zlib";
-import { createGrpcRedactor } from "../../../src/egress/grpc-body.ts";
+import { UndecodableResponse } from "../../../src/errors.ts";
+import { createGrpcRedactor, refuseGrpcContentCoding } from "../../../src/egress/grpc-body.ts";
 
 const SECRET = "sk-live-grpc-0123456789";
 
@@ -61,5 +62,30 @@ describe("fails closed", () => {
     const huge = Buffer.alloc(5);
     huge.writeUInt32BE(0xffffffff, 1);
     expect(() => run(huge)).toThrow(/exceeded/);
+  });
+});
+
+describe("Content-Encoding on a gRPC response", () => {
+  test("none, identity (any case, any number of lines) and empty pass", () => {
+    for (const headers of [[], [["content-encoding", "identity"]], [["content-encoding", " Identity "]], [["content-encoding", "identity"], ["content-encoding", ""]]] as [string, string][][]) {
+      expect(() => refuseGrpcContentCoding([["content-type", "application/grpc"], ...headers])).not.toThrow();
+    }
+  });
+
+  test("any other coding is refused with the 502 for undecodable bodies, quoting no upstream text", () => {
+    const hostile = `x-${SECRET}`;
+    for (const coding of ["deflate", "gzip", "br", "zstd", "identity, deflate", hostile]) {
+      let caught: unknown;
+      try {
+        refuseGrpcContentCoding([["content-type", "application/grpc"], ["content-encoding", coding]]);
+      } catch (err) {
+        caught = err;
+      }
+      expect(caught).toBeInstanceOf(UndecodableResponse);
+      expect((caught as UndecodableResponse).status).toBe(502);
+      expect((caught as Error).message.includes(SECRET)).toBe(false);
+    }
+    // A second header line counts as much as the first.
+    expect(() => refuseGrpcContentCoding([["content-encoding", "identity"], ["content-encoding", "deflate"]])).toThrow(UndecodableResponse);
   });
 });

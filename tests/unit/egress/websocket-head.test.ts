@@ -1,7 +1,9 @@
 // The head of an injected WebSocket upgrade's answer: redaction of the 101's reason and header
-// values, and the extension checks that keep compressed frames away from the scanner.
+// values (-bin values scanned decoded), and the extension checks that keep compressed frames away
+// from the scanner.
 
 import { expect, test } from "bun:test";
+import { UndecodableResponse } from "../../../src/errors.ts";
 import { namesExtension, redactResponseHead, withoutExtensions } from "../../../src/egress/websocket-head.ts";
 
 const SECRET = "sk-ws-head-42";
@@ -33,4 +35,12 @@ test("extensions: any named one is refused, and the request offer is dropped", (
 test("a header whose name holds the value is dropped, whatever its case", () => {
   const head = redactResponseHead({ status: 101, statusText: "", version: "1.1", headers: [["Upgrade", "websocket"], [`X-${SECRET.toUpperCase()}`, "1"]] }, [SECRET]);
   expect(head.headers).toEqual([["Upgrade", "websocket"]]);
+});
+
+test("a -bin header is scanned decoded and encoded again; one that is not base64 refuses the upgrade", () => {
+  const b64 = Buffer.from(`Bearer ${SECRET}`).toString("base64");
+  const head = redactResponseHead({ status: 101, statusText: "", version: "1.1", headers: [["X-Echo-Bin", b64]] }, [SECRET]);
+  expect(Buffer.from(head.headers[0]![1], "base64").toString()).toBe("Bearer [redacted]");
+  const lenient = b64.replace(/(.{8})/g, "$1.");
+  expect(() => redactResponseHead({ status: 101, statusText: "", version: "1.1", headers: [["X-Echo-Bin", lenient]] }, [SECRET])).toThrow(UndecodableResponse);
 });
