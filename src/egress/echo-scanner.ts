@@ -6,11 +6,21 @@
 // bytes that spelt it. Needles are matched by a rolling hash over fixed-length windows
 // (needle-index.ts), which is what makes "any 12 characters of a value" as cheap as the whole value.
 //
-// Bounded by design: an escape is at most 8 bytes (a numeric reference 64 digits), and at most 64 ignorable characters in a row
-// are dropped (beyond that they are matched as ordinary bytes), so what a stream holds back stays
-// small whatever the upstream sends.
+// Bounded by design: an escape is at most 8 bytes (a numeric reference 64 digits), and at most 64
+// invisible characters in a row are dropped (the 65th is read as ordinary bytes), so what a stream
+// holds back stays small whatever the upstream sends.
+//
+// The byte-by-byte reading (`step` and what it calls) defines the view; most bytes take faster
+// paths that end in the same state and report the same matches, in the same order. Between
+// trigger bytes (those that may start an escape or an invisible character, found by native
+// search) the view is the body bytes folded, and such a plain run is sampled a piece at a time
+// (plainRun, PieceSampler in needle-index.ts); a trigger that turns out to be text stays in the
+// run (plainTrigger); an escape or invisible character wholly in the chunk is read at once
+// (readAtOnce). tests/unit/egress/echo-scanner-fast.test.ts checks all of it against the
+// byte-by-byte scanner.
 
-import { HASH_MUL as MUL, mixHash, RING, type NeedleIndex } from "./needle-index.ts";
+import { isAscii } from "node:buffer";
+import { FOLD, HASH_MUL as MUL, mixHash, PIECE, PIECE_MUL, RING, type NeedleIndex } from "./needle-index.ts";
 
 const MAX_TOKEN = 8; // the bytes of an escape kept to be read again as text: "\\uXXXX", "&quot" (digits are counted)
 const MAX_DIGITS = 64; // a numeric reference's digits, leading zeros included
@@ -22,12 +32,30 @@ CLASS[0x25] = 1;
 CLASS[0x26] = 2;
 CLASS[0x5c] = 3;
 for (const lead of [0xc2, 0xcd, 0xe1, 0xe2, 0xef]) CLASS[lead] = 4;
-const FOLD = new Uint8Array(256).map((_, i) => (i >= 0x41 && i <= 0x5a ? i + 32 : i));
+/** The bytes of CLASS other than 0, the ASCII ones first. */
+const TRIGGERS = [0x25, 0x26, 0x5c, 0xc2, 0xcd, 0xe1, 0xe2, 0xef];
+const ASCII_TRIGGERS = 3;
+/** Below this mean distance between triggers, they are looked for byte by byte (about as costly as an indexOf call). */
+const DENSE = 40;
+/** From this length on, a plain run is sampled by aligned 32-bit reads (making the view of the buffer costs a little). */
+const WORD_RUN = 64;
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+/**
+ * Shorter plain runs are read byte by byte (sampling has a cost of its own: two pieces and the
+ * hashes at the end). More than WINDOW: a sampled run holds the last `longest` view bytes.
+ */
+const MIN_SAMPLED = 16;
 const HEX = new Int8Array(256).fill(-1);
 for (let i = 0; i < 10; i++) HEX[0x30 + i] = i;
 for (let i = 0; i < 6; i++) HEX[0x41 + i] = HEX[0x61 + i] = 10 + i;
-const NAMED: Record<string, number> = { amp: 0x26, lt: 0x3c, gt: 0x3e, quot: 0x22, apos: 0x27, AMP: 0x26, LT: 0x3c, GT: 0x3e, QUOT: 0x22 };
-const SIMPLE_ESCAPES: Record<number, number> = { 0x22: 0x22, 0x5c: 0x5c, 0x2f: 0x2f, 0x27: 0x27, 0x62: 0x08, 0x66: 0x0c, 0x6e: 0x0a, 0x72: 0x0d, 0x74: 0x09 };
+/** Named references by their letters (at most 4) packed into a number, the first in the low byte. */
+const NAMED = new Map<number, number>();
+for (const [name, cp] of Object.entries({ amp: 0x26, lt: 0x3c, gt: 0x3e, quot: 0x22, apos: 0x27, AMP: 0x26, LT: 0x3c, GT: 0x3e, QUOT: 0x22 })) {
+  NAMED.set([...name].reduce((key, c, k) => key | (c.charCodeAt(0) << (8 * k)), 0), cp);
+}
+/** What the byte after a '\\' stands for (\\" \\n ...), -1 when it makes no such escape. */
+const SIMPLE_ESCAPES = new Int16Array(256).fill(-1);
+for (const [b, v] of [[0x22, 0x22], [0x5c, 0x5c], [0x2f, 0x2f], [0x27, 0x27], [0x62, 0x08], [0x66, 0x0c], [0x6e, 0x0a], [0x72, 0x0d], [0x74, 0x09]] as const) SIMPLE_ESCAPES[b] = v;
 
 /** Whether (lead, second[, third]) spell an invisible character: U+00AD, U+034F, U+180E, U+200B–U+200F, U+2060–U+2064, U+FEFF. */
 function ignorable2(a: number, b: number): boolean {
@@ -68,7 +96,6 @@ export class EchoScanner {
   // the view's last bytes, their body spans, and one rolling hash per window length
   private readonly ring = new Uint8Array(RING);
   private readonly ringStart = new Float64Array(RING);
-  private readonly ringEnd = new Float64Array(RING);
   private pos = 0;
   private readonly hashes: Int32Array;
   // escape being read
@@ -89,7 +116,20 @@ export class EchoScanner {
   /** Bytes of the view, when collecting (no index). */
   readonly collected: number[] | undefined;
 
-  constructor(private readonly index: NeedleIndex | null) {
+  /** Per trigger byte, where it next occurs in the bytes being fed (-1: not searched yet). */
+  private readonly nextTrigger = new Int32Array(TRIGGERS.length);
+  /** The mean distance between triggers lately, which picks how the next one is searched for. */
+  private meanGap = DENSE;
+  /** The buffer of the bytes being fed, as 32-bit words (made for the first long run). */
+  private words: Uint32Array | null = null;
+  /** How many of TRIGGERS the bytes being fed can hold (ASCII: no lead byte). */
+  private triggerCount = TRIGGERS.length;
+
+  /** `perByte` turns every fast path off (each byte through the slow path): tests compare both. */
+  constructor(
+    private readonly index: NeedleIndex | null,
+    private readonly perByte = false,
+  ) {
     this.hashes = new Int32Array(index ? index.groups.length : 0);
     if (!index) this.collected = [];
   }
@@ -97,66 +137,312 @@ export class EchoScanner {
   /** Reads `bytes`, the body bytes from absolute offset `at` on. */
   feed(bytes: Uint8Array, at: number): void {
     const n = bytes.length;
+    if (!this.index || this.perByte) {
+      for (let i = 0; i < n; i++) this.step(bytes[i]!, at + i);
+      return;
+    }
+    this.nextTrigger.fill(-1);
+    // Lead bytes are searched for only where there can be some.
+    this.triggerCount = isAscii(bytes) ? ASCII_TRIGGERS : TRIGGERS.length;
     let i = 0;
     while (i < n) {
-      if (this.esc === Esc.None && this.heldLen === 0 && this.highSurrogate < 0 && this.index && this.index.groups.length === 1) i = this.plainRun(bytes, i, at);
-      if (i < n) this.step(bytes[i]!, at + i++);
+      if (this.esc === Esc.None && this.heldLen === 0 && this.highSurrogate < 0) {
+        const end = this.plainEnd(bytes, i);
+        if (end > i) {
+          this.plainRun(bytes, i, end, at);
+          if ((i = end) === n) break;
+        }
+        const read = this.readAtOnce(bytes, i, at);
+        if (read > 0) {
+          i += read;
+          continue;
+        }
+      }
+      this.step(bytes[i]!, at + i);
+      i++;
+    }
+    this.words = null; // not to keep the chunk's buffer alive
+  }
+
+  /**
+   * In a clean state, an escape or an invisible character wholly in this chunk (with the byte that
+   * ends it, when that is not part of it), read at once: its code point goes through decodedByteAt
+   * as the slow path would send it after reading it byte by byte, spanning the same bytes, so the
+   * state after it is the slow path's; the states the slow path passes through on the way are not
+   * observed inside a chunk (only `settled` and `end`, between chunks, see them). Returns
+   * how many bytes it read, 0 when `bytes[i]` is left to the slow path (a \u high surrogate, what
+   * turns out not to be an escape, a sequence cut by the chunk's end, the invisible character
+   * beyond MAX_IGNORABLE_RUN).
+   */
+  private readAtOnce(bytes: Uint8Array, i: number, at: number): number {
+    const n = bytes.length;
+    const b = bytes[i]!;
+    if (i + 2 >= n) return 0; // every escape takes three bytes or more with what ends it
+    const b1 = bytes[i + 1]!;
+    if (CLASS[b] === 4) {
+      // Held, then dropped: only the count of invisible characters in a row changes.
+      const len = ignorable2(b, b1) ? 2 : mayBeIgnorable3(b, b1) && ignorable3(b, b1, bytes[i + 2]!) ? 3 : 0;
+      if (len === 0 || this.ignorableRun >= MAX_IGNORABLE_RUN) return 0;
+      this.ignorableRun++;
+      return len;
+    }
+    if (b === 0x25) {
+      const hi = HEX[b1]!;
+      const lo = HEX[bytes[i + 2]!]!;
+      if (hi < 0 || lo < 0) return 0;
+      this.decodedByteAt((hi << 4) | lo, at + i, at + i + 3);
+      return 3;
+    }
+    if (b === 0x5c) {
+      const simple = SIMPLE_ESCAPES[b1]!;
+      if (simple >= 0) {
+        this.decodedByteAt(simple, at + i, at + i + 2);
+        return 2;
+      }
+      if (b1 !== 0x75 && b1 !== 0x78) return 0;
+      const len = b1 === 0x75 ? 6 : 4; // \uXXXX, \xHH
+      if (i + len > n) return 0;
+      let unit = 0;
+      for (let k = i + 2; k < i + len; k++) {
+        const d = HEX[bytes[k]!]!;
+        if (d < 0) return 0;
+        unit = unit * 16 + d;
+      }
+      if (unit >= 0xd800 && unit <= 0xdbff) return 0; // may pair with a low surrogate next
+      this.emitCodePoint(unit >= 0xdc00 && unit <= 0xdfff ? 0xfffd : unit, at + i, at + i + len);
+      return len;
+    }
+    if (b !== 0x26) return 0;
+    if (b1 === 0x23) {
+      // &#DDD; &#xHHH; and without the ';' (then the byte ending the digits is not part of it)
+      let j = i + 2;
+      let base = 10;
+      if (bytes[j] === 0x78 || bytes[j] === 0x58) (base = 16), j++;
+      let num = 0;
+      let digits = 0;
+      for (; j < n && digits < MAX_DIGITS; j++, digits++) {
+        const d = HEX[bytes[j]!]!;
+        if (d < 0 || d >= base) break;
+        num = Math.min(num * base + d, 0x110000);
+      }
+      if (j >= n || digits === 0) return 0;
+      const cp = num > 0x10ffff || num === 0 ? 0xfffd : num;
+      const end = bytes[j] === 0x3b ? j + 1 : j;
+      this.emitCodePoint(cp, at + i, at + end);
+      return end - i;
+    }
+    // &name; (plainTrigger has taken a name not ended by ';')
+    let j = i + 1;
+    let key = 0;
+    for (; j < n && j < i + 6 && isLetter(bytes[j]!); j++) key |= bytes[j]! << (8 * (j - i - 1));
+    const cp = j < n && bytes[j] === 0x3b && j <= i + 5 ? NAMED.get(key) : undefined;
+    if (cp === undefined) return 0;
+    this.emitCodePoint(cp, at + i, at + j + 1);
+    return j + 1 - i;
+  }
+
+  /**
+   * Where the run of plain bytes from `i` on ends, in a clean state (no escape, held byte or high
+   * surrogate pending): each byte is one view byte, itself folded. Besides CLASS 0 bytes, a trigger
+   * byte is plain when the bytes after it in this chunk already show that the slow path would read
+   * it as text (plainTrigger): a '%' not followed by two hex digits, a lead byte starting no
+   * invisible character, which in binary bodies is nearly every trigger.
+   */
+  private plainEnd(bytes: Uint8Array, i: number): number {
+    const n = bytes.length;
+    for (;;) {
+      let t: number;
+      if (this.meanGap < DENSE) {
+        // Triggers close together (binary data): a byte loop costs less than a native call each.
+        const limit = Math.min(n, i + 4 * DENSE);
+        for (t = i; t < limit && CLASS[bytes[t]!] === 0; t++);
+        if (t === limit && t < n) t = this.runEnd(bytes, t);
+      } else t = this.runEnd(bytes, i);
+      this.meanGap += (t - i - this.meanGap) / 8;
+      if (t === n || !plainTrigger(bytes, t)) return t;
+      i = t + 1;
     }
   }
 
   /**
-   * The hot loop: plain bytes into the view with one window length, everything in locals. Returns
-   * where it stopped (a byte that may start an escape or an invisible character, or the end).
+   * Where the run of CLASS 0 bytes from `i` on ends: the nearest trigger byte. Each trigger's
+   * next position in `bytes` is found by the native indexOf (memchr) and kept until passed, so a
+   * body is searched once per trigger byte value and occurrence, not byte by byte.
    */
-  private plainRun(bytes: Uint8Array, from: number, at: number): number {
-    const n = bytes.length;
-    const ring = this.ring;
-    const group = this.index!.groups[0]!;
-    const w = group.width;
-    const pow = group.pow;
-    const shift = group.shift;
-    const bits = group.bits;
-    const pos0 = this.pos;
-    let h = this.hashes[0]!;
-    let i = from;
-    // The view is the folded bytes themselves here, so the byte leaving the window is read from the
-    // input (from the ring only for the run's first w bytes), and the ring is written only where a
-    // window is confirmed and at the run's end.
-    for (; i < n; i++) {
-      const b = bytes[i]!;
-      if (CLASS[b] !== 0) break;
-      const v = FOLD[b]!;
-      const back = i - from - w;
-      // Before the first w bytes of the body the ring slot was never written, so it reads 0, as it must.
-      const leaving = back >= 0 ? FOLD[bytes[i - w]!]! : ring[(pos0 + back) & (RING - 1)]!;
-      h = (Math.imul(h, MUL) + v - Math.imul(leaving, pow)) | 0;
-      const k = Math.imul(h ^ (h >>> 15), 0x2c1b3c6d) >>> shift;
-      if ((bits[k >>> 3]! & (1 << (k & 7))) !== 0) {
-        const pos = pos0 + (i - from) + 1;
-        this.backfill(bytes, from, at, pos0, pos);
-        if (pos >= w && group.contains(h, ring, pos - 1)) {
-          this.pos = pos;
-          this.matched(this.ringStart[(pos - w) & (RING - 1)]!, at + i + 1);
-        }
+  private runEnd(bytes: Uint8Array, i: number): number {
+    const next = this.nextTrigger;
+    let end = bytes.length;
+    for (let t = 0; t < this.triggerCount; t++) {
+      let q = next[t]!;
+      if (q < i) {
+        q = bytes.indexOf(TRIGGERS[t]!, i);
+        next[t] = q = q < 0 ? bytes.length : q;
       }
+      if (q < end) end = q;
     }
-    const pos = pos0 + (i - from);
-    this.backfill(bytes, from, at, pos0, pos);
-    if (i > from) this.ignorableRun = 0;
-    this.pos = pos;
-    this.hashes[0] = h;
-    return i;
+    return end;
   }
 
-  /** Writes the ring for the last view positions (up to `pos`) of a plain run that began at `pos0`. */
-  private backfill(bytes: Uint8Array, from: number, at: number, pos0: number, pos: number): void {
-    for (let q = Math.max(pos0, pos - this.index!.longest); q < pos; q++) {
-      const slot = q & (RING - 1);
-      const idx = from + (q - pos0);
-      this.ring[slot] = FOLD[bytes[idx]!]!;
-      this.ringStart[slot] = at + idx;
-      this.ringEnd[slot] = at + idx + 1;
+  /**
+   * Plain bytes `bytes[from, to)` into the view, which here is those bytes folded, one view byte per
+   * body byte. A window wholly in the run holds a needle piece at a sampled position (PieceSampler),
+   * so only around a sampled piece that is some needle's are windows hashed and looked up. The
+   * windows that begin before the run (in the ring) and end in its first `longest - 1` bytes are
+   * read byte by byte, unless a test of two pieces rules them all out. Windows are looked up in
+   * order of their ends, each end once, so `matched` sees the same windows in the same order as it
+   * would byte by byte.
+   */
+  private plainRun(bytes: Uint8Array, from: number, to: number, at: number): void {
+    const index = this.index!;
+    const sampler = index.sampler;
+    const wmax = index.longest;
+    const len = to - from;
+    if (sampler === null || len < MIN_SAMPLED) return this.exactRun(bytes, from, to, at);
+    const { bits, shift, stride } = sampler;
+    const pos0 = this.pos;
+    this.ignorableRun = 0;
+    // Windows ending (run-relative, exclusive) at or before `checked` are done with.
+    let checked: number;
+    if (this.crossingMayMatch(bytes, from)) {
+      this.exactRun(bytes, from, from + wmax - 1, at);
+      checked = wmax - 1;
+    } else checked = index.shortest - 1; // a window ending before its width began before the run
+
+    if (len >= WORD_RUN && LITTLE_ENDIAN) {
+      // A long run is sampled at the positions 4- or 8-aligned in its buffer, read as one aligned
+      // 32-bit word (the piece's bytes in little-endian order, as PieceSampler hashes them): any
+      // `stride` consecutive positions still hold a sampled one.
+      const words = (this.words ??= new Uint32Array(bytes.buffer, 0, bytes.buffer.byteLength >>> 2));
+      const base = bytes.byteOffset + from; // the run's first byte in the buffer
+      const step = stride >= 8 ? 2 : 1;
+      const first = ((base + 4 * step - 1) >>> 2) & ~(step - 1); // the first aligned word at or after base
+      for (let w = first, last = (base + len - PIECE) >>> 2; w <= last; w += step) {
+        const k = Math.imul(words[w]! | 0x20202020, PIECE_MUL) >>> shift;
+        if ((bits[k >>> 3]! & (1 << (k & 7))) !== 0) checked = this.around(bytes, from, (w << 2) - base, len, checked, at);
+      }
+    } else {
+      for (let p = 0; p + PIECE <= len; p += stride) {
+        const q = from + p;
+        const x = (bytes[q]! | (bytes[q + 1]! << 8) | (bytes[q + 2]! << 16) | (bytes[q + 3]! << 24)) | 0x20202020;
+        const k = Math.imul(x, PIECE_MUL) >>> shift;
+        if ((bits[k >>> 3]! & (1 << (k & 7))) !== 0) checked = this.around(bytes, from, p, len, checked, at);
+      }
     }
+
+    // Leave the state as byte by byte would: the ring needs only the last `longest` view bytes (a
+    // window, or partTail, reads no further back), and each window's rolling hash is a function of
+    // its bytes alone, here a sum of independent products (the rolling chain costs more).
+    const pos = pos0 + len;
+    const ring = this.ring;
+    const ringStart = this.ringStart;
+    for (let q = pos - wmax; q < pos; q++) {
+      const idx = from + (q - pos0);
+      ring[q & (RING - 1)] = FOLD[bytes[idx]!]!;
+      ringStart[q & (RING - 1)] = at + idx;
+    }
+    const groups = index.groups;
+    for (let g = 0; g < groups.length; g++) {
+      const { width: w, powers } = groups[g]!;
+      let h = 0;
+      for (let k = 0; k < w; k++) h = (h + Math.imul(ring[(pos - w + k) & (RING - 1)]!, powers[k]!)) | 0;
+      this.hashes[g] = h;
+    }
+    this.pos = pos;
+  }
+
+  /**
+   * Whether a window that begins before the plain run at `from` and ends in it may match. Such a
+   * window holds the view byte before the run (position e = pos - 1) and the run's first: if it
+   * begins at e - 3 or before, it holds the piece [e - 3, e], else (7 bytes wide at least, as the
+   * sampler's windows are) the piece [e, e + 3]. When neither is a needle piece, none can match.
+   */
+  private crossingMayMatch(bytes: Uint8Array, from: number): boolean {
+    const e = this.pos - 1;
+    if (e < 0) return false; // the body starts here
+    const { bits, shift } = this.index!.sampler!;
+    const ring = this.ring;
+    const m = RING - 1;
+    const after = ring[e & m]! | (bytes[from]! << 8) | (bytes[from + 1]! << 16) | (bytes[from + 2]! << 24);
+    let k = Math.imul(after | 0x20202020, PIECE_MUL) >>> shift;
+    if ((bits[k >>> 3]! & (1 << (k & 7))) !== 0) return true;
+    if (e < 3) return false; // a window begins at 0 or later
+    const before = ring[(e - 3) & m]! | (ring[(e - 2) & m]! << 8) | (ring[(e - 1) & m]! << 16) | (ring[e & m]! << 24);
+    k = Math.imul(before | 0x20202020, PIECE_MUL) >>> shift;
+    return (bits[k >>> 3]! & (1 << (k & 7))) !== 0;
+  }
+
+  /**
+   * The piece at run-relative `p` is some needle's: looks up the windows holding it, which end at
+   * p + PIECE .. p + width, but for those up to `checked`, looked up already (around an earlier
+   * piece, or in the head). Returns how far windows are now looked up.
+   */
+  private around(bytes: Uint8Array, from: number, p: number, len: number, checked: number, at: number): number {
+    const hi = Math.min(p + this.index!.longest, len);
+    const lo = Math.max(checked + 1, p + PIECE);
+    if (lo > hi) return checked;
+    this.lookUp(bytes, from, lo, hi, at);
+    return hi;
+  }
+
+  /**
+   * Looks up, for each group, the windows wholly in a plain run ending (run-relative) at lo .. hi,
+   * in order (a window ending before its width began before the run: plainRun has ruled it out).
+   */
+  private lookUp(bytes: Uint8Array, from: number, lo: number, hi: number, at: number): void {
+    const groups = this.index!.groups;
+    const hashes = this.hashes; // scratch here: plainRun sets them again at the run's end
+    for (let g = 0; g < groups.length; g++) {
+      const w = groups[g]!.width;
+      if (lo >= w) hashes[g] = foldedHash(bytes, from + lo - w, groups[g]!.powers);
+    }
+    for (let e = lo; ; e++) {
+      for (let g = 0; g < groups.length; g++) {
+        const group = groups[g]!;
+        if (e < group.width) continue;
+        const h = hashes[g]!;
+        const k = mixHash(h) >>> group.shift;
+        if ((group.bits[k >>> 3]! & (1 << (k & 7))) === 0) continue;
+        const start = from + e - group.width;
+        if (group.containsFolded(h, bytes, start)) this.matched(at + start, at + from + e);
+      }
+      if (e === hi) return;
+      const entering = FOLD[bytes[from + e]!]!;
+      for (let g = 0; g < groups.length; g++) {
+        const group = groups[g]!;
+        const w = group.width;
+        if (e >= w) hashes[g] = (Math.imul(hashes[g]!, MUL) + entering - Math.imul(FOLD[bytes[from + e - w]!]!, group.pow)) | 0;
+        else if (e + 1 === w) hashes[g] = foldedHash(bytes, from, group.powers);
+      }
+    }
+  }
+
+  /** Plain bytes into the view one by one (a short run, or a run's first bytes): `view` inlined. */
+  private exactRun(bytes: Uint8Array, from: number, to: number, at: number): void {
+    if (to <= from) return;
+    this.ignorableRun = 0;
+    const groups = this.index!.groups;
+    if (groups.length !== 1) {
+      for (let i = from; i < to; i++) this.view(FOLD[bytes[i]!]!, at + i, at + i + 1);
+      return;
+    }
+    const group = groups[0]!;
+    const { width: w, pow, shift, bits } = group;
+    const ring = this.ring;
+    const ringStart = this.ringStart;
+    let h = this.hashes[0]!;
+    let p = this.pos;
+    for (let i = from; i < to; i++, p++) {
+      const v = FOLD[bytes[i]!]!;
+      const slot = p & (RING - 1);
+      ring[slot] = v;
+      ringStart[slot] = at + i;
+      h = (Math.imul(h, MUL) + v - Math.imul(ring[(p - w) & (RING - 1)]!, pow)) | 0;
+      if (p + 1 < w) continue;
+      const k = Math.imul(h ^ (h >>> 15), 0x2c1b3c6d) >>> shift; // mixHash
+      if ((bits[k >>> 3]! & (1 << (k & 7))) !== 0 && group.contains(h, ring, p)) this.matched(ringStart[(p - w + 1) & (RING - 1)]!, at + i + 1);
+    }
+    this.pos = p;
+    this.hashes[0] = h;
   }
 
   /** The body has ended at absolute offset `end`: what was pending is read as text. */
@@ -238,13 +524,15 @@ export class EchoScanner {
       }
       case Esc.AmpName: {
         if (isLetter(b) && this.tokenLen < 6) return this.push(b);
-        const cp = b === 0x3b ? NAMED[String.fromCharCode(...this.token.subarray(1, this.tokenLen))] : undefined;
+        let key = 0;
+        for (let k = 1; k < this.tokenLen; k++) key |= this.token[k]! << (8 * (k - 1));
+        const cp = b === 0x3b && this.tokenLen <= 5 ? NAMED.get(key) : undefined;
         return cp === undefined ? this.reject(b, at) : this.decodedCodePoint(cp, at + 1);
       }
       case Esc.Bsl:
         if (b === 0x75) return (this.push(b), void (this.esc = Esc.BslU));
         if (b === 0x78) return (this.push(b), void (this.esc = Esc.BslX));
-        if (SIMPLE_ESCAPES[b] !== undefined) return this.decodedCodePoint(SIMPLE_ESCAPES[b]!, at + 1);
+        if (SIMPLE_ESCAPES[b]! >= 0) return this.decodedCodePoint(SIMPLE_ESCAPES[b]!, at + 1);
         return this.reject(b, at);
       case Esc.BslU:
       case Esc.BslX: {
@@ -296,10 +584,9 @@ export class EchoScanner {
     const start = this.tokenStart;
     this.esc = Esc.None;
     this.decodedByteAt(this.token[0]!, start, start + 1);
-    if (this.tokenLen > 1) {
-      const again = this.token.slice(1, this.tokenLen);
-      for (let k = 0; k < again.length; k++) this.feedOne(again[k]!, start + 1 + k);
-    }
+    // The token's other bytes ('#', 'x', letters, digits) start nothing: read again, they go
+    // straight to the view, and the token is not written before the loop is done.
+    for (let k = 1; k < this.tokenLen; k++) this.feedOne(this.token[k]!, start + k);
     this.feedOne(b, at);
   }
 
@@ -381,9 +668,9 @@ export class EchoScanner {
     }
     const a = this.held[0]!;
     if (this.heldLen === 1) {
-      if (ignorable2(a, b)) return this.dropHeld();
+      if (ignorable2(a, b)) return this.dropHeld(b, start, end);
       if (mayBeIgnorable3(a, b)) return this.hold(b, start, end);
-    } else if (ignorable3(a, this.held[1]!, b)) return this.dropHeld();
+    } else if (ignorable3(a, this.held[1]!, b)) return this.dropHeld(b, start, end);
     this.releaseHeld();
     this.decodedByteAt(b, start, end);
   }
@@ -395,8 +682,13 @@ export class EchoScanner {
     this.heldLen++;
   }
 
-  private dropHeld(): void {
-    if (++this.ignorableRun > MAX_IGNORABLE_RUN) return this.releaseHeld();
+  /** An invisible character is complete (`b` its last byte): dropped, unless it is one too many in a row. */
+  private dropHeld(b: number, start: number, end: number): void {
+    if (++this.ignorableRun > MAX_IGNORABLE_RUN) {
+      // Past the limit it is read as ordinary bytes, all of them (what is held could otherwise grow without end).
+      this.releaseHeld();
+      return this.view(b, start, end);
+    }
     this.heldLen = 0;
   }
 
@@ -414,7 +706,6 @@ export class EchoScanner {
     const slot = p & (RING - 1);
     this.ring[slot] = v;
     this.ringStart[slot] = start;
-    this.ringEnd[slot] = end;
     const index = this.index;
     if (!index) return void this.collected!.push(v);
     const groups = index.groups;
@@ -442,6 +733,63 @@ export class EchoScanner {
     this.openStart = start;
     this.openEnd = end;
   }
+}
+
+/**
+ * Whether the trigger byte `bytes[t]`, read in a clean state, is text: whether the slow path, fed
+ * the bytes after it in this chunk, would put it in the view as itself (a '%' not followed by two
+ * hex digits is rejected and read as text, its other bytes read again as the plain bytes they are),
+ * and would know so by this chunk's end (else what `settled` reports would differ). False when in
+ * doubt: the slow path then reads it.
+ */
+function plainTrigger(bytes: Uint8Array, t: number): boolean {
+  const n = bytes.length;
+  if (t + 1 >= n) return false;
+  const b = bytes[t]!;
+  const b1 = bytes[t + 1]!;
+  switch (CLASS[b]) {
+    case 1: // %XX
+      return HEX[b1]! < 0 || (t + 2 < n && HEX[bytes[t + 2]!]! < 0);
+    case 2: {
+      // &#...: left to the slow path. &name; only with its ';' and at most 5 letters (the 6th byte is rejected whatever it is).
+      if (b1 === 0x23) return false;
+      if (!isLetter(b1)) return true;
+      let j = t + 2;
+      while (j < t + 6 && j < n && isLetter(bytes[j]!)) j++;
+      if (j === n) return false;
+      return j === t + 6 || bytes[j] !== 0x3b;
+    }
+    case 3: {
+      // \uXXXX, \xHH: text at the first non-hex digit; \" \n ...: an escape.
+      if (b1 === 0x75 || b1 === 0x78) {
+        const digits = b1 === 0x75 ? 4 : 2;
+        for (let k = t + 2; k < t + 2 + digits; k++) {
+          if (k >= n) return false;
+          if (HEX[bytes[k]!]! < 0) return true;
+        }
+        return false;
+      }
+      return SIMPLE_ESCAPES[b1]! < 0;
+    }
+    default: {
+      // A lead byte: text unless its next bytes spell an invisible character, or might once an
+      // escape among them is decoded.
+      if (CLASS[b1] !== 0 && CLASS[b1] !== 4) return false;
+      if (ignorable2(b, b1)) return false;
+      if (!mayBeIgnorable3(b, b1)) return true;
+      if (t + 2 >= n) return false;
+      const b2 = bytes[t + 2]!;
+      if (CLASS[b2] !== 0 && CLASS[b2] !== 4) return false;
+      return !ignorable3(b, b1, b2);
+    }
+  }
+}
+
+/** The rolling hash of the window `bytes[from, from + width)` folded (what `view` would have rolled). */
+function foldedHash(bytes: Uint8Array, from: number, powers: Int32Array): number {
+  let h = 0;
+  for (let k = 0; k < powers.length; k++) h = (h + Math.imul(FOLD[bytes[from + k]!]!, powers[k]!)) | 0;
+  return h;
 }
 
 function isLetter(b: number): boolean {

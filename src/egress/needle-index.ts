@@ -11,6 +11,9 @@ export const WINDOW = 12;
 export const RING = 16;
 export const HASH_MUL = 0x9e3779b1 | 0;
 
+/** ASCII case folding, as the view applies it to every byte. */
+export const FOLD = new Uint8Array(256).map((_, i) => (i >= 0x41 && i <= 0x5a ? i + 32 : i));
+
 /** Spreads a rolling hash's bits before its top bits pick a bitmap bit (a short piece's hash is small). */
 export function mixHash(h: number): number {
   return Math.imul(h ^ (h >>> 15), 0x2c1b3c6d);
@@ -30,8 +33,13 @@ function leavingFactor(width: number): number {
   return p;
 }
 
+/** Below this stride (windows shorter than 7 bytes), sampling saves too little: runs are read byte by byte. */
+const MIN_STRIDE = 4;
+
 export class WindowGroup {
   readonly pow: number;
+  /** MUL^(width - 1 - k) for the window's k-th byte: its hash as a sum, without the chain of products. */
+  readonly powers: Int32Array;
   readonly shift: number;
   readonly bits: Uint8Array;
   private readonly slots: Int32Array; // window number + 1, 0 = empty
@@ -45,7 +53,9 @@ export class WindowGroup {
     capacity: number,
   ) {
     this.pow = leavingFactor(width);
-    const bitCount = pow2(Math.min(1 << 26, Math.max(1 << 12, capacity * 16)));
+    this.powers = new Int32Array(width).map((_, k) => leavingFactor(width - 1 - k));
+    // 64 bits a window: about one position in 64 is looked up in the table by chance.
+    const bitCount = pow2(Math.min(1 << 26, Math.max(1 << 15, capacity * 64)));
     this.shift = 32 - Math.log2(bitCount);
     this.bits = new Uint8Array(bitCount >>> 3);
     const size = pow2(Math.max(16, capacity * 2));
@@ -55,12 +65,25 @@ export class WindowGroup {
     this.windows = new Uint8Array(capacity * width);
   }
 
-  add(bytes: Uint8Array, from: number): void {
-    const h = windowHash(bytes, from, this.width);
+  /** Indexes every window of `needle` (a rolling hash: one multiply-add per window, not per byte of it). */
+  addAll(needle: Uint8Array): void {
+    const w = this.width;
+    if (needle.length < w) return;
+    let h = windowHash(needle, 0, w);
+    for (let from = 0; ; from++) {
+      this.add(h, needle, from);
+      if (from + w >= needle.length) return;
+      h = (Math.imul(h, HASH_MUL) + needle[from + w]! - Math.imul(needle[from]!, this.pow)) | 0;
+    }
+  }
+
+  private add(h: number, bytes: Uint8Array, from: number): void {
+    const w = this.width;
     for (let i = this.home(h); ; i = (i + 1) & this.mask) {
       const s = this.slots[i]!;
       if (s === 0) {
-        this.windows.set(bytes.subarray(from, from + this.width), this.count * this.width);
+        const at = this.count * w;
+        for (let k = 0; k < w; k++) this.windows[at + k] = bytes[from + k]!;
         this.slots[i] = ++this.count;
         this.slotHash[i] = h;
         const k = mixHash(h) >>> this.shift;
@@ -86,6 +109,23 @@ export class WindowGroup {
     }
   }
 
+  /**
+   * Whether the window of body bytes `bytes[from, from + width)`, folded, is indexed (`h` its
+   * rolling hash): `contains` for a plain run, whose view is the folded bytes themselves.
+   */
+  containsFolded(h: number, bytes: Uint8Array, from: number): boolean {
+    const w = this.width;
+    for (let i = this.home(h); ; i = (i + 1) & this.mask) {
+      const s = this.slots[i]!;
+      if (s === 0) return false;
+      if (this.slotHash[i] !== h) continue;
+      const at = (s - 1) * w;
+      let k = 0;
+      while (k < w && this.windows[at + k] === FOLD[bytes[from + k]!]) k++;
+      if (k === w) return true;
+    }
+  }
+
   private home(h: number): number {
     return Math.imul(h, 0x85ebca6b) >>> 7 & this.mask;
   }
@@ -102,11 +142,52 @@ export interface NeedleIndex {
   readonly groups: readonly WindowGroup[];
   /** The widest window: how far back a match can start. */
   readonly longest: number;
+  /** The narrowest window. */
+  readonly shortest: number;
   /**
    * The length of the longest tail of the view (its last `pos` bytes in `ring`), shorter than the
    * widest window, that is part of some needle: what a later byte could turn into a match.
    */
   partTail(ring: Uint8Array, pos: number): number;
+  /** The filter that lets the scanner sample plain runs; null when a window is too short for it. */
+  readonly sampler: PieceSampler | null;
+}
+
+/** The length of the pieces a PieceSampler indexes (one 32-bit read). */
+export const PIECE = 4;
+export const PIECE_MUL = 0x2c1b3c6d | 0;
+
+/**
+ * For the scanner's plain runs (echo-scanner.ts): a bitmap of every PIECE-byte piece of every
+ * needle, each byte ORed with 0x20, hashed as a little-endian 32-bit number. A window of w bytes
+ * wholly in a run has pieces starting at w - PIECE + 1 consecutive positions of the run, at least
+ * `stride` of them (that number for the narrowest window, at most 8): so reading the run's pieces
+ * at positions at most `stride` apart reads one piece of every window, and every piece of a
+ * needle's window is a needle's piece. Only around a piece found in the bitmap are windows hashed
+ * and looked up. OR 0x20 folds an ASCII letter's case in one instruction whether the byte was folded
+ * already (a needle, the view) or not (a body byte); other bytes it merges in pairs (0x0a with
+ * 0x2a, ...), which only adds false positives, and the exact lookup turns those away.
+ */
+export class PieceSampler {
+  readonly bits: Uint8Array;
+  readonly shift: number;
+  constructor(
+    needles: readonly Uint8Array[],
+    readonly stride: number,
+  ) {
+    const total = needles.reduce((sum, n) => sum + n.length, 0);
+    // 64 bits a piece: about one sampled position in 64 hashes windows by chance.
+    const bitCount = pow2(Math.min(1 << 23, Math.max(1 << 16, total * 64)));
+    this.shift = 32 - Math.log2(bitCount);
+    this.bits = new Uint8Array(bitCount >>> 3);
+    for (const n of needles) {
+      for (let i = 0; i + PIECE <= n.length; i++) {
+        const x = (n[i]! | (n[i + 1]! << 8) | (n[i + 2]! << 16) | (n[i + 3]! << 24)) | 0x20202020;
+        const k = Math.imul(x, PIECE_MUL) >>> this.shift;
+        this.bits[k >>> 3]! |= 1 << (k & 7);
+      }
+    }
+  }
 }
 
 /**
@@ -122,10 +203,15 @@ class PieceFilter {
     for (let len = 1; len < longest; len++) {
       const bits = new Uint8Array(bitCount >>> 3);
       const shift = 32 - Math.log2(bitCount);
+      const leaving = leavingFactor(len);
       for (const n of needles) {
-        for (let from = 0; from + len <= n.length; from++) {
-          const k = mixHash(windowHash(n, from, len)) >>> shift;
+        if (n.length < len) continue;
+        let h = windowHash(n, 0, len);
+        for (let from = 0; ; from++) {
+          const k = mixHash(h) >>> shift;
           bits[k >>> 3]! |= 1 << (k & 7);
+          if (from + len >= n.length) break;
+          h = (Math.imul(h, HASH_MUL) + n[from + len]! - Math.imul(n[from]!, leaving)) | 0;
         }
       }
       this.bits[len] = bits;
@@ -166,12 +252,16 @@ export function buildIndex(needles: readonly Uint8Array[]): NeedleIndex | null {
     if (w >= RING) throw new Error("window wider than the scanner's ring");
     const list = byWidth.get(w)!;
     const group = new WindowGroup(w, list.reduce((sum, n) => sum + n.length - w + 1, 0));
-    for (const n of list) for (let from = 0; from + w <= n.length; from++) group.add(n, from);
+    for (const n of list) group.addAll(n);
     groups.push(group);
   }
   const longest = groups[0]!.width;
-  const pieces = new PieceFilter(needles.filter((n) => n.length > 0), longest);
-  return { groups, longest, partTail: (ring, pos) => pieces.longestTail(ring, pos) };
+  const nonEmpty = needles.filter((n) => n.length > 0);
+  const pieces = new PieceFilter(nonEmpty, longest);
+  // Every needle is at least as long as the narrowest window, so each window's pieces are its needle's.
+  const stride = Math.min(8, groups[groups.length - 1]!.width - PIECE + 1);
+  const sampler = stride >= MIN_STRIDE ? new PieceSampler(nonEmpty, stride) : null;
+  return { groups, longest, shortest: groups[groups.length - 1]!.width, partTail: (ring, pos) => pieces.longestTail(ring, pos), sampler };
 }
 
 function pow2(n: number): number {
