@@ -7,25 +7,26 @@
 import { BrokerError, Internal, MethodNotAllowed, PayloadTooLarge } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { headerOf, joinedHeader, wholeBody, withHeader, type Answer } from "./answer.ts";
-import { grpcScanStream, isGrpcContentType, isGrpcResponse, refuseGrpcContentCoding } from "./grpc-body.ts";
-import { redactBinaryHeaders, redactBinaryTrailers } from "./binary-metadata.ts";
+import { grpcScanStream, isGrpcContentType, isGrpcResponse, messageFraming, refuseGrpcContentCoding, refuseUnscannedMessageCoding } from "./grpc-body.ts";
+import { binaryPartsOf, redactBinaryHeaders, redactBinaryTrailers } from "./binary-metadata.ts";
 import { auditEntry, type AuditLog } from "./audit.ts";
 import { decodeWhole, encodeWhole, parseCodings, type Coding } from "./content-coding.ts";
 import { buildUpstreamHeaders, cleanResponseHeaders } from "./headers.ts";
 import { headerValues, type HeaderList } from "./http1.ts";
 import { resolveChecked, type NetPolicy, type Resolver } from "./netguard.ts";
 import type { EgressPlan, PlanCache } from "./plan.ts";
-import { redactHeaders, redactText, redactWhole, type Needles } from "./redact.ts";
+import { redactWhole, type Needles, type RedactOptions } from "./redact.ts";
+import { redactHeaders, redactText } from "./redact-headers.ts";
 import { allowedTarget, bodyMayClaimHeld, heldByRule, widenRulesHint } from "./rules.ts";
 import { claimedInBody } from "./method-override.ts";
 import { awaitApproval, readHeldBody } from "./held-request.ts";
-import { scanBodyStream, type BodyDone } from "./scan-body.ts";
+import { scanBodyStream, utf16Of, type BodyDone } from "./scan-body.ts";
 import { SMALL_BODY_BYTES, type OutboundRequest, type SendOptions, type Upstream } from "./upstream.ts";
 import type { Minter } from "./minted.ts";
 import type { RequestApprovalGate } from "../vault/index.ts";
 import { signAwsRequest } from "./sigv4.ts";
 import { placeCredential } from "./url-credential.ts";
-import { answerRange, planRanges, type RangedRequest } from "./ranges.ts";
+import { answerRange, isPartialAnswer, planRanges, type RangedRequest } from "./ranges.ts";
 
 export interface EgressInput {
   /** Stable principal id (rate limits and audit). */
@@ -143,12 +144,12 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
     const signing = planned.minted?.type === "aws_sigv4";
     const minting = planned.minted !== undefined && !signing;
     let grant = minting ? await minterOf(deps).grant(input.vault, planned) : undefined;
-    // The answer is scanned for every value any vault sends this host, not only this request's
-    // (DESIGN.md §3.22): one map look-up, the set compiled once per change (host-needles.ts).
-    const hostWide = (g: typeof grant) => deps.plans.responseNeedles(input.host, input.port, planned, g);
+    // The answer is scanned for every value any vault sends anywhere, not only this request's
+    // (DESIGN.md §3.22): one map look-up, the set compiled once per change (echo-needles.ts).
+    const hostWide = (g: typeof grant) => deps.plans.responseNeedles(planned, g);
     let needles = await hostWide(grant);
     // A scanned answer must not come in pieces the agent can join (ranges.ts): Range dropped or widened.
-    const ranged = needles.empty ? undefined : planRanges(planned.service.authType, input.headers);
+    const ranged = needles.empty ? undefined : planRanges(planned.service.authType, input.headers, input.target);
     const addresses = () => resolveChecked(input.host, input.port, deps.policy, deps.resolver);
     const body = heldBody ? null : input.body && watchErrors(input.body, (e) => (bodyFailure = e)).pipeThrough(countAndCap(deps.maxRequestBytes, (n) => (bytesIn = n), "request"));
     // A minted token the upstream rejects (401) is refreshed and the request sent once more, which
@@ -252,9 +253,22 @@ async function shapeResponse(res: Answer, needles: Needles, ingress: EgressInput
   }
   // The reason phrase is upstream text too: an echo there would reach the agent in the status line.
   // Trailers (HTTP/2: gRPC's status and message) are upstream text like any header.
+  // `-bin` trailers are scanned joined with the head's (a value cut between the two).
   const grpc = isGrpcResponse(headers);
-  const trailers = res.trailers?.then((t) => redactHeaders(redactBinaryTrailers(cleanResponseHeaders(t, { keepCookies: false }), needles, grpc), needles));
+  const headBinary = needles.empty ? [] : binaryPartsOf(headers);
+  const trailers = res.trailers?.then((t) => redactHeaders(redactBinaryTrailers(cleanResponseHeaders(t, { keepCookies: false }), needles, grpc, headBinary), needles));
   const head = { status: res.status, statusText: redactText(res.statusText, needles), ...(trailers ? { trailers } : {}) };
+  // Messages compressed one by one (gRPC, gRPC-Web, Connect) are read only by the message scanner;
+  // any other scanned answer naming a per-message codec is refused (grpc-body.ts says why).
+  const framing = needles.empty || isPartialAnswer(res.status, headers) ? undefined : messageFraming(headers);
+  if (!needles.empty && res.body && !framing) {
+    try {
+      refuseUnscannedMessageCoding(headers);
+    } catch (err) {
+      await discardBody(res);
+      throw err;
+    }
+  }
   // A partial answer is refused, or cut back to the agent's range once masked (ranges.ts).
   const cut = ranged && (await answerRange(ranged, { ...head, headers, body: res.body }, needles, deps.maxResponseBytes, done));
   if (cut) return cut;
@@ -263,19 +277,18 @@ async function shapeResponse(res: Answer, needles: Needles, ingress: EgressInput
     done(0, null);
     return { ...head, headers, body: null };
   }
-  if (!needles.empty && grpc) {
-    // gRPC frames its own messages (and may compress each one): scanned message by message. A
-    // Content-Encoding over them is refused (grpc-body.ts says why).
+  if (framing) {
+    // gRPC, gRPC-Web and Connect frame their own messages (and may compress each one): scanned
+    // message by message. A Content-Encoding over gRPC messages is refused (grpc-body.ts says why).
     try {
-      refuseGrpcContentCoding(headers);
+      if (framing === "grpc") refuseGrpcContentCoding(headers);
     } catch (err) {
       await discardBody(res);
       throw err;
     }
-    const encoding = headerOf(headers, "grpc-encoding");
     const source = body instanceof Uint8Array ? new Blob([body as Uint8Array<ArrayBuffer>]).stream() : body;
     headers = withHeader(headers, "content-length", undefined);
-    return { ...head, headers, body: grpcScanStream(source, needles, encoding, deps.maxResponseBytes, done) };
+    return { ...head, headers, body: grpcScanStream(source, needles, headers, framing, deps.maxResponseBytes, done, headBinary) };
   }
   let codings: Coding[] = [];
   if (!needles.empty) {
@@ -288,13 +301,14 @@ async function shapeResponse(res: Answer, needles: Needles, ingress: EgressInput
     }
   }
   const declared = Number(headerOf(headers, "content-length") ?? NaN);
+  const utf16 = utf16Of(headerOf(headers, "content-type")); // a match in UTF-16 text is replaced in UTF-16
   if (body instanceof Uint8Array || declared <= SMALL_BODY_BYTES) {
-    const bytes = await shapeSmallBody(await wholeBody(body), needles, codings, deps, done);
+    const bytes = await shapeSmallBody(await wholeBody(body), needles, codings, deps, done, utf16);
     if (!needles.empty) headers = withHeader(headers, "content-length", String(bytes.byteLength));
     return { ...head, headers, body: bytes };
   }
   if (!needles.empty) headers = withHeader(headers, "content-length", undefined); // redaction may change the length: the ingress re-frames
-  return { ...head, headers, body: scanBodyStream(body, { needles, codings, maxBytes: deps.maxResponseBytes, done }) };
+  return { ...head, headers, body: scanBodyStream(body, { needles, codings, utf16, maxBytes: deps.maxResponseBytes, done }) };
 }
 
 /**
@@ -302,7 +316,7 @@ async function shapeResponse(res: Answer, needles: Needles, ingress: EgressInput
  * one is decoded, redacted and always encoded again, so bytes the decoder skips (a gzip file name,
  * data after the end of the stream) can never carry an echo past the scan.
  */
-async function shapeSmallBody(bytes: Uint8Array, needles: Needles, codings: readonly Coding[], deps: EgressDeps, done: BodyDone): Promise<Uint8Array> {
+async function shapeSmallBody(bytes: Uint8Array, needles: Needles, codings: readonly Coding[], deps: EgressDeps, done: BodyDone, utf16: RedactOptions["utf16"]): Promise<Uint8Array> {
   // Failures throw to egress(), which writes the audit record for them.
   if (deps.maxResponseBytes && bytes.byteLength > deps.maxResponseBytes) {
     throw new PayloadTooLarge(`response body exceeded the broker's limit of ${deps.maxResponseBytes} bytes`);
@@ -310,9 +324,9 @@ async function shapeSmallBody(bytes: Uint8Array, needles: Needles, codings: read
   if (!needles.empty) {
     if (codings.length) {
       const { plain, forms } = decodeWhole(bytes, codings);
-      bytes = encodeWhole(redactWhole(plain, needles), codings, forms);
+      bytes = encodeWhole(redactWhole(plain, needles, { utf16 }), codings, forms);
     } else {
-      bytes = redactWhole(bytes, needles);
+      bytes = redactWhole(bytes, needles, { utf16 });
     }
   }
   done(bytes.byteLength, null);

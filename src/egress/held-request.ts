@@ -16,7 +16,8 @@ import { wholeBody } from "./answer.ts";
 import { bodyCharset, buildUpstreamHeaders, WEBSOCKET_HEADERS } from "./headers.ts";
 import { headerValues } from "./http1.ts";
 import type { EgressPlan } from "./plan.ts";
-import { redactText, type Needles } from "./redact.ts";
+import type { Needles } from "./redact.ts";
+import { redactText } from "./redact-headers.ts";
 import { SIGV4_REPLACED } from "./sigv4.ts";
 
 /**

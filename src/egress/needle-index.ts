@@ -33,6 +33,8 @@ function leavingFactor(width: number): number {
   return p;
 }
 
+/** Windows of room a group keeps beyond what it is built with, at the least. */
+const ROOM = 4096;
 /** Below this stride (windows shorter than 7 bytes), sampling saves too little: runs are read byte by byte. */
 const MIN_STRIDE = 4;
 
@@ -50,7 +52,8 @@ export class WindowGroup {
 
   constructor(
     readonly width: number,
-    capacity: number,
+    /** Windows it can hold: what it is built with, plus room for values added later (NeedleIndex.add). */
+    readonly capacity: number,
   ) {
     this.pow = leavingFactor(width);
     this.powers = new Int32Array(width).map((_, k) => leavingFactor(width - 1 - k));
@@ -63,6 +66,11 @@ export class WindowGroup {
     this.slotHash = new Int32Array(size);
     this.mask = size - 1;
     this.windows = new Uint8Array(capacity * width);
+  }
+
+  /** Whether this many more windows fit in what is left of the capacity. */
+  hasRoomFor(windows: number): boolean {
+    return this.count + windows <= this.capacity;
   }
 
   /** Indexes every window of `needle` (a rolling hash: one multiply-add per window, not per byte of it). */
@@ -151,6 +159,12 @@ export interface NeedleIndex {
   partTail(ring: Uint8Array, pos: number): number;
   /** The filter that lets the scanner sample plain runs; null when a window is too short for it. */
   readonly sampler: PieceSampler | null;
+  /**
+   * Adds needles in place (scanners already reading see them from their next byte on); false, with
+   * nothing added, when one needs a window length the index lacks or there is no room left: then
+   * build a new index.
+   */
+  add(needles: readonly Uint8Array[]): boolean;
 }
 
 /** The length of the pieces a PieceSampler indexes (one 32-bit read). */
@@ -180,12 +194,15 @@ export class PieceSampler {
     const bitCount = pow2(Math.min(1 << 23, Math.max(1 << 16, total * 64)));
     this.shift = 32 - Math.log2(bitCount);
     this.bits = new Uint8Array(bitCount >>> 3);
-    for (const n of needles) {
-      for (let i = 0; i + PIECE <= n.length; i++) {
-        const x = (n[i]! | (n[i + 1]! << 8) | (n[i + 2]! << 16) | (n[i + 3]! << 24)) | 0x20202020;
-        const k = Math.imul(x, PIECE_MUL) >>> this.shift;
-        this.bits[k >>> 3]! |= 1 << (k & 7);
-      }
+    for (const n of needles) this.add(n);
+  }
+
+  /** Sets the bits of `n`'s pieces (a bitmap past its size only turns away fewer positions). */
+  add(n: Uint8Array): void {
+    for (let i = 0; i + PIECE <= n.length; i++) {
+      const x = (n[i]! | (n[i + 1]! << 8) | (n[i + 2]! << 16) | (n[i + 3]! << 24)) | 0x20202020;
+      const k = Math.imul(x, PIECE_MUL) >>> this.shift;
+      this.bits[k >>> 3]! |= 1 << (k & 7);
     }
   }
 }
@@ -201,21 +218,25 @@ class PieceFilter {
     const total = needles.reduce((sum, n) => sum + n.length, 0);
     const bitCount = pow2(Math.min(1 << 26, Math.max(1 << 12, total * 16)));
     for (let len = 1; len < longest; len++) {
-      const bits = new Uint8Array(bitCount >>> 3);
-      const shift = 32 - Math.log2(bitCount);
+      this.bits[len] = new Uint8Array(bitCount >>> 3);
+      this.shifts[len] = 32 - Math.log2(bitCount);
+    }
+    for (const n of needles) this.add(n);
+  }
+
+  /** Sets the bits of every piece of `n` shorter than the widest window. */
+  add(n: Uint8Array): void {
+    for (let len = 1; len < this.longest && len <= n.length; len++) {
+      const bits = this.bits[len]!;
+      const shift = this.shifts[len]!;
       const leaving = leavingFactor(len);
-      for (const n of needles) {
-        if (n.length < len) continue;
-        let h = windowHash(n, 0, len);
-        for (let from = 0; ; from++) {
-          const k = mixHash(h) >>> shift;
-          bits[k >>> 3]! |= 1 << (k & 7);
-          if (from + len >= n.length) break;
-          h = (Math.imul(h, HASH_MUL) + n[from + len]! - Math.imul(n[from]!, leaving)) | 0;
-        }
+      let h = windowHash(n, 0, len);
+      for (let from = 0; ; from++) {
+        const k = mixHash(h) >>> shift;
+        bits[k >>> 3]! |= 1 << (k & 7);
+        if (from + len >= n.length) break;
+        h = (Math.imul(h, HASH_MUL) + n[from + len]! - Math.imul(n[from]!, leaving)) | 0;
       }
-      this.bits[len] = bits;
-      this.shifts[len] = shift;
     }
   }
 
@@ -251,7 +272,9 @@ export function buildIndex(needles: readonly Uint8Array[]): NeedleIndex | null {
   for (const w of [...byWidth.keys()].sort((a, b) => b - a)) {
     if (w >= RING) throw new Error("window wider than the scanner's ring");
     const list = byWidth.get(w)!;
-    const group = new WindowGroup(w, list.reduce((sum, n) => sum + n.length - w + 1, 0));
+    const windows = list.reduce((sum, n) => sum + n.length - w + 1, 0);
+    // Room for about as many windows again, so values noted later are added in place, not rebuilt.
+    const group = new WindowGroup(w, windows + Math.max(windows, ROOM));
     for (const n of list) group.addAll(n);
     groups.push(group);
   }
@@ -261,7 +284,20 @@ export function buildIndex(needles: readonly Uint8Array[]): NeedleIndex | null {
   // Every needle is at least as long as the narrowest window, so each window's pieces are its needle's.
   const stride = Math.min(8, groups[groups.length - 1]!.width - PIECE + 1);
   const sampler = stride >= MIN_STRIDE ? new PieceSampler(nonEmpty, stride) : null;
-  return { groups, longest, shortest: groups[groups.length - 1]!.width, partTail: (ring, pos) => pieces.longestTail(ring, pos), sampler };
+  const add = (more: readonly Uint8Array[]): boolean => {
+    const added = more.filter((n) => n.length > 0);
+    const groupOf = (n: Uint8Array) => groups.find((g) => g.width === Math.min(n.length, WINDOW));
+    const wanted = new Map<WindowGroup | undefined, number>();
+    for (const n of added) wanted.set(groupOf(n), (wanted.get(groupOf(n)) ?? 0) + n.length - Math.min(n.length, WINDOW) + 1);
+    for (const [group, windows] of wanted) if (!group || !group.hasRoomFor(windows)) return false;
+    for (const n of added) {
+      groupOf(n)!.addAll(n);
+      pieces.add(n);
+      sampler?.add(n);
+    }
+    return true;
+  };
+  return { groups, longest, shortest: groups[groups.length - 1]!.width, partTail: (ring, pos) => pieces.longestTail(ring, pos), sampler, add };
 }
 
 function pow2(n: number): number {

@@ -3,7 +3,7 @@
 // service table and decrypted credentials (as Secrets) live in memory and are dropped on every
 // write to that vault, so the hot path does not touch the store and a credential changed by a
 // human is used on the very next request (DESIGN.md §3.11). Per host, the needles a response is
-// scanned for are every vault's values for that host, not only the plan's (host-needles.ts, §3.22).
+// scanned for are every vault's values for that host, not only the plan's (echo-needles.ts, §3.22).
 
 import { CredentialNotFound, DatabaseUnavailable, HostNotAllowed, ServiceDisabled } from "../errors.ts";
 import { Secret } from "../secret.ts";
@@ -11,8 +11,8 @@ import type { MintedAuthType, ServiceRow, Store } from "../store/index.ts";
 import { decryptCredential, hostMatches, isMintedAuthType, mintedAuthKeyFields, parseHostPattern, storedRules, viewService, type HostPattern, type MintedAuthFields, type Rules, type ServiceAuth } from "../vault/index.ts";
 import type { LiveSecrets } from "../log.ts";
 import type { Injection } from "./headers.ts";
-import { createHostNeedles, type HostNeedlesOptions } from "./host-needles.ts";
-import { loadHostValues } from "./host-values.ts";
+import { createEchoNeedles, type EchoNeedlesOptions } from "./echo-needles.ts";
+import { loadStoredValues } from "./stored-values.ts";
 import { Needles, NO_NEEDLES } from "./redact.ts";
 import { isMultiLine, staticSend } from "./service-values.ts";
 import type { UrlPlacement } from "./url-credential.ts";
@@ -70,12 +70,12 @@ export interface PlanCache {
   /** Whether a host has a service in the vault (for the tunnel's unmatched-host decision). */
   has(vault: { id: number }, host: string, port: number): Promise<boolean>;
   /**
-   * SECRET: the needles for a response from host:port as the agent addressed it (DESIGN.md §3.22):
-   * what every vault's services covering it send or could send, and what was sent there lately
-   * (rotated values, minted tokens); `plan`, and `grant` when minted, are what this request sent.
+   * SECRET: the needles every answer is scanned for (DESIGN.md §3.22): what every vault's services
+   * send or could send, anywhere, and what was sent lately (rotated values, minted tokens); `plan`,
+   * and `grant` when minted, are what this request sent.
    */
-  responseNeedles(host: string, port: number, plan: EgressPlan, grant?: { readonly token: { readonly value: Secret } }): Promise<Needles>;
-  /** The values currently cached (the host-wide ones too), for the logger's last-line scrub (defence in depth). */
+  responseNeedles(plan: EgressPlan, grant?: { readonly token: { readonly value: Secret } }): Promise<Needles>;
+  /** The values currently cached (every vault's echo needles too), for the logger's last-line scrub (defence in depth). */
   readonly secrets: LiveSecrets;
   /** The proposal_hint skeleton for a host (endpoint, auth types, a proposal to edit). */
   hintFor(host: string, port: number): Record<string, unknown>;
@@ -87,8 +87,8 @@ export interface PlanCacheOptions {
   readonly freshness?: Freshness;
   /** While the database is unreachable, a table loaded less than this long ago keeps serving. */
   readonly outageGraceMs?: number;
-  /** Bounds of the per-host memory of values sent (tests); host-needles.ts has the defaults. */
-  readonly recentLimits?: HostNeedlesOptions["limits"];
+  /** Bounds of the per-host memory of values sent (tests); echo-needles.ts has the defaults. */
+  readonly recentLimits?: EchoNeedlesOptions["limits"];
 }
 
 interface LoadedTable {
@@ -117,8 +117,8 @@ export function createPlanCache(
   const live = new Map<number, Set<string>>();
   // SECRET: each plan's values (what it sends), noted into its host's needle set on first use there.
   const planValues = new WeakMap<EgressPlan, readonly string[]>();
-  const hosts = createHostNeedles({
-    load: (host, port, known) => loadHostValues(store, dataKey, host, port, known),
+  const echoes = createEchoNeedles({
+    load: (known) => loadStoredValues(store, dataKey, known),
     now,
     trustMs: () => freshness.trustMs(Infinity),
     ...(opts.recentLimits && { limits: opts.recentLimits }),
@@ -232,26 +232,26 @@ export function createPlanCache(
       if (!svc.row.enabled) throw new ServiceDisabled(svc.row.host);
       return (svc.planned ??= await buildPlan(vault.id, svc.row));
     },
-    responseNeedles(host, port, plan, grant) {
+    responseNeedles(plan, grant) {
       const sent = { key: plan, values: () => planValues.get(plan) ?? [] };
       // reveal: a search pattern only. The minted token joins the host's recent values when granted.
-      return hosts.forResponse(host, port, grant ? [sent, { key: grant, values: () => [grant.token.value.reveal()] }] : [sent]);
+      return echoes.forResponse(grant ? [sent, { key: grant, values: () => [grant.token.value.reveal()] }] : [sent]);
     },
     invalidate(vaultId) {
       tables.delete(vaultId);
       live.delete(vaultId);
-      hosts.invalidate(vaultId);
+      echoes.invalidate(vaultId);
     },
     clear() {
       tables.clear();
       live.clear();
-      hosts.clear();
+      echoes.clear();
     },
     hintFor: proposalHint,
     secrets: {
       *values() {
         for (const set of live.values()) yield* set;
-        yield* hosts.values();
+        yield* echoes.values();
       },
     },
     async has(vault, host, port) {

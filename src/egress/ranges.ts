@@ -5,20 +5,27 @@
 // for every request whose answer is scanned: one carrying an injected value, or one to a host that
 // any vault injects values toward (§3.22: a request bin serves vault A's value to B). So:
 //
-// - Every auth type but aws_sigv4: Range, If-Range (and the old Request-Range some servers still
-//   read) are dropped on the way out. The upstream answers 200 with the whole body, which the usual
-//   scanner redacts; a 200 is a valid answer to a ranged request, so clients cope.
+// - Every auth type but aws_sigv4: a byte Range (unit "bytes" in any case, or a value the broker
+//   cannot read), If-Range (and the old Request-Range some servers still read) are dropped on the
+//   way out. The upstream answers 200 with the whole body, which the usual scanner redacts; a 200 is
+//   a valid answer to a ranged request, so clients cope. A Range in another unit (`items=0-19`) or
+//   PostgREST's unit-less `0-19` (rows, its Range-Unit) is no byte range and passes unchanged:
+//   servers that read only byte ranges ignore it, and one that answers it in bytes anyway sends a 206,
+//   refused below.
 // - aws_sigv4 (S3's ranged GetObject must keep working, and objects are large): a single range is
 //   kept but widened by CONTEXT_BYTES on each side before the request is signed. The 206 must cover
 //   the widened range (or reach the object's ends); its body is masked without changing its length
 //   (each byte of a match becomes a filler byte, so offsets hold), then cut back to exactly the
-//   agent's bytes, with Content-Range and Content-Length rewritten. Any echo up to CONTEXT_BYTES + 1
-//   bytes long that touches the agent's range lies whole in the widened body, so it is seen whole (a
-//   longer one still has more than CONTEXT_BYTES of it there, and the scanner masks any 12 characters).
+//   agent's bytes, with Content-Range and Content-Length rewritten. The scanner masks any 12
+//   characters of a value, and reads such a window from at most WIDEST_MATCH_BYTES of body (spelt
+//   with long references and invisible characters); CONTEXT_BYTES is more, so every window that
+//   touches the agent's range lies whole in the widened body and is masked there.
 //   Several ranges, or a Range the broker cannot read, are dropped as above; If-Range is kept with a
 //   kept Range (the upstream then answers 206 or a whole 200, and both are handled).
 // - Fails closed (502 undecodable_response, never upstream text in the message): a partial answer
-//   (206, multipart/byteranges, Content-Range) to a request sent without Range; a 206 that does not
+//   (a 206, multipart/byteranges, or a Content-Range in bytes: PostgREST's `0-1/*` on every 200 is
+//   rows, not bytes) to a request sent without Range, S3's part-number reads included (its message
+//   says to use Range reads: the broker cannot widen a part); a 206 that does not
 //   cover what was asked, or whose body does not match its Content-Range; a ranged body with a
 //   Content-Encoding (a compressed stream cannot be decoded from its middle).
 //
@@ -27,11 +34,25 @@
 import { PayloadTooLarge, UndecodableResponse } from "../errors.ts";
 import { headerOf, type Answer } from "./answer.ts";
 import type { HeaderList } from "./http1.ts";
+import { MAX_DIGITS as MAX_REFERENCE_DIGITS, MAX_IGNORABLE_RUN } from "./echo-syntax.ts";
+import { WINDOW } from "./needle-index.ts";
 import { createRedactor, redactWhole, type NeedleSet, type Redactor } from "./redact.ts";
 import { transformBody, type BodyDone } from "./scan-body.ts";
+import { SMALL_BODY_BYTES } from "./upstream-body.ts";
 
-/** Context asked for on each side of an aws_sigv4 agent's range: longer than the values injected (keys, tokens). */
-export const CONTEXT_BYTES = 4096;
+/**
+ * The widest run of body bytes the scanner reads as one WINDOW-byte match (echo-scanner.ts): each
+ * view byte may be spelt by its longest escape, a reference of MAX_DIGITS digits ("&#x" + 64 digits +
+ * ";" or "\u{" + 64 digits + "}": 68 bytes; named references and the rest are shorter), preceded by
+ * up to MAX_IGNORABLE_RUN invisible characters it drops, each spelt so too: 12 × 65 × 68 = 53,040.
+ */
+export const WIDEST_MATCH_BYTES = WINDOW * (MAX_IGNORABLE_RUN + 1) * (MAX_REFERENCE_DIGITS + 4);
+
+/**
+ * Context asked for on each side of an aws_sigv4 agent's range: more than the widest match, so
+ * every window that touches the agent's bytes lies whole in the widened answer (64 KiB).
+ */
+export const CONTEXT_BYTES = 64 * 1024;
 
 /** One range of a Range header (RFC 9110 §14.1.2), in bytes. */
 export type ByteRange =
@@ -45,6 +66,8 @@ export interface RangedRequest {
   readonly asked?: ByteRange;
   /** The request's header lines as they go upstream (before signing, so SigV4 signs the widened Range). */
   upstreamHeaders(headers: HeaderList): HeaderList;
+  /** An S3 part-number read (`?partNumber=`): answered 206 without a Range, refused with its own message. */
+  readonly partNumber?: boolean;
 }
 
 /** Range headers the broker drops: Request-Range is the pre-standard name older Apache servers still honour. */
@@ -52,21 +75,58 @@ const RANGE_HEADERS = new Set(["range", "if-range", "request-range"]);
 const MAX_DIGITS = 15; // below 2^53: offsets stay exact numbers
 const EMPTY = new Uint8Array(0);
 
-/** Most requests: no Range to drop or widen (their answers are still checked for partial content). */
-const NO_RANGE: RangedRequest = { upstreamHeaders: (h) => h };
+const keepAll = (h: HeaderList) => h;
+const dropAll = (h: HeaderList) => h.filter(([k]) => !RANGE_HEADERS.has(k.toLowerCase()));
+/** Most requests: their Range headers, if any, go as they are (their answers are still checked for partial content). */
+const AS_SENT: RangedRequest = { upstreamHeaders: keepAll };
+const AS_SENT_PART: RangedRequest = { partNumber: true, upstreamHeaders: keepAll };
 
-/** How a request whose answer is scanned handles the agent's Range (`authType`: the matched service's). */
-export function planRanges(authType: string, agentHeaders: readonly (readonly [string, string])[]): RangedRequest {
-  if (!agentHeaders.some(([k]) => RANGE_HEADERS.has(k.toLowerCase()))) return NO_RANGE;
+/**
+ * How a request whose answer is scanned handles the agent's Range (`authType`: the matched service's;
+ * `target`: the path and query, for S3's partNumber).
+ */
+export function planRanges(authType: string, agentHeaders: readonly (readonly [string, string])[], target = ""): RangedRequest {
+  const partNumber = /[?&]partNumber=/i.test(target);
   const values = agentHeaders.filter(([k]) => k.toLowerCase() === "range").map(([, v]) => v);
+  const others = agentHeaders.some(([k]) => k.toLowerCase() === "if-range" || k.toLowerCase() === "request-range");
+  const asSent = partNumber ? AS_SENT_PART : AS_SENT;
+  // No Range at all: nothing to drop or widen.
+  if (!values.length && !others) return asSent;
+  // Ranges in another unit (PostgREST's rows) go as they are, with their If-Range.
+  if (values.length && !values.some(isByteRange) && !agentHeaders.some(([k]) => k.toLowerCase() === "request-range")) return asSent;
   const single = authType === "aws_sigv4" && values.length === 1 ? parseSingleRange(values[0]!) : undefined;
-  if (!single || !masksInPlace()) return { upstreamHeaders: (h) => h.filter(([k]) => !RANGE_HEADERS.has(k.toLowerCase())) };
+  if (!single || !masksInPlace()) return { partNumber, upstreamHeaders: dropAll };
   const widened = formatRange(widenRange(single, CONTEXT_BYTES));
   return {
     asked: single,
+    partNumber,
     // If-Range stays: a changed object comes back whole (200), which is scanned as any other.
     upstreamHeaders: (h) => [...h.filter(([k]) => !RANGE_HEADERS.has(k.toLowerCase()) || k.toLowerCase() === "if-range"), ["range", widened]],
   };
+}
+
+/** A Range token's characters (RFC 9110 §5.6.2). */
+const UNIT = /^\s*([!#$%&'*+.^_`|~0-9A-Za-z-]+)\s*=/;
+
+/**
+ * Whether a Range value may be read as bytes: unit "bytes" (any case), or a value the broker cannot
+ * read at all. Another unit, or PostgREST's unit-less "first-last" (rows), is not.
+ */
+export function isByteRange(value: string): boolean {
+  const unit = UNIT.exec(value)?.[1];
+  if (unit !== undefined) return unit.toLowerCase() === "bytes";
+  return !/^\s*\d{1,15}\s*-\s*\d{0,15}\s*$/.test(value);
+}
+
+/**
+ * Whether an answer is partial content the agent could join with another: a 206, a
+ * multipart/byteranges body, or a Content-Range in bytes (case-insensitive). A Content-Range in
+ * another unit or none (PostgREST and Supabase put `0-1/*`, rows, on every 200) is not.
+ */
+export function isPartialAnswer(status: number, headers: HeaderList): boolean {
+  if (status === 206) return true;
+  if (/^\s*multipart\/byteranges\b/i.test(headerOf(headers, "content-type") ?? "")) return true;
+  return headers.some(([k, v]) => k.toLowerCase() === "content-range" && /^\s*bytes(?![!#$%&'*+.^_`|~0-9A-Za-z-])/i.test(v));
 }
 
 /** A `bytes=` Range naming exactly one range; undefined for several, another unit or anything malformed. */
@@ -180,12 +240,13 @@ export function maskAndCut(cut: { skip: number; length: number; bodyLength: numb
  * Throws UndecodableResponse (the body cancelled) for a partial answer the broker cannot check.
  */
 export async function answerRange(ranged: RangedRequest, res: Answer, needles: NeedleSet, maxBytes: number, done: BodyDone): Promise<Answer | undefined> {
+  if (!isPartialAnswer(res.status, res.headers)) return undefined;
   const contentRange = res.headers.filter(([k]) => k === "content-range").map(([, v]) => v);
   const multipart = /^\s*multipart\/byteranges\b/i.test(headerOf(res.headers, "content-type") ?? "");
-  if (res.status !== 206 && !multipart && contentRange.length === 0) return undefined;
   // A 416 to a kept range ("bytes */total") holds no byte of the representation.
   if (ranged.asked && res.status === 416 && !multipart) return undefined;
   try {
+    if (!ranged.asked && ranged.partNumber) throw new UndecodableResponse(PART_NUMBER_REFUSAL);
     if (!ranged.asked || res.status !== 206 || multipart) throw new UndecodableResponse("the upstream answered with a partial response the broker did not ask for, so it could not be checked for echoed credentials");
     const encoding = res.headers.filter(([k]) => k === "content-encoding").flatMap(([, v]) => v.split(","));
     if (encoding.some((c) => c.trim() !== "" && c.trim().toLowerCase() !== "identity")) {
@@ -217,11 +278,47 @@ export async function answerRange(ranged: RangedRequest, res: Answer, needles: N
       done(res.body.byteLength, null);
       return { ...res, headers, body: tail.byteLength ? Buffer.concat([head, tail]) : head };
     }
+    // A widened answer to a small range (the usual S3 read) is held whole, so the agent's range goes
+    // out as one buffer with its Content-Length, as any small body does (/proxy keeps a length only
+    // then). The widened body is bounded here (maskAndCut refuses more); a larger one is streamed.
+    if (cut.bodyLength <= SMALL_BODY_BYTES + 2 * CONTEXT_BYTES) {
+      const { bytes, read } = await cutWhole(res.body, step, maxBytes);
+      done(read, null);
+      return { ...res, headers, body: bytes };
+    }
     return { ...res, headers, body: transformBody(res.body, step, maxBytes, done) };
   } catch (err) {
     await cancel(res.body);
     throw err;
   }
+}
+
+/** S3 GetObject/HeadObject with partNumber answer one part as a 206: no Range the broker could widen, so refused, saying what works. */
+export const PART_NUMBER_REFUSAL =
+  "S3 part-number reads (GetObject or HeadObject with ?partNumber=) are not supported through the broker: the part comes back as a partial response it cannot widen to check for echoed credentials. Read the object with Range requests instead (one range per request), which the broker supports";
+
+/** A (bounded) widened body read, masked and cut whole; a failure throws (the caller cancels and audits it). */
+async function cutWhole(source: ReadableStream<Uint8Array>, step: ReturnType<typeof maskAndCut>, maxBytes: number): Promise<{ bytes: Uint8Array; read: number }> {
+  const reader = source.getReader();
+  const parts: Uint8Array[] = [];
+  let read = 0;
+  try {
+    for (;;) {
+      const chunk = await reader.read().catch((err: unknown) => {
+        // The upstream broke off: the body does not match its Content-Range (no upstream text).
+        throw err instanceof UndecodableResponse || err instanceof PayloadTooLarge ? err : notMatching();
+      });
+      if (chunk.done) break;
+      read += chunk.value.byteLength;
+      if (maxBytes && read > maxBytes) throw new PayloadTooLarge(`response body exceeded the broker's limit of ${maxBytes} bytes`);
+      parts.push(step.push(chunk.value));
+    }
+    parts.push(step.end());
+  } catch (err) {
+    await reader.cancel().catch(() => {});
+    throw err;
+  }
+  return { bytes: Buffer.concat(parts), read };
 }
 
 let masking: boolean | undefined;

@@ -5,7 +5,6 @@
 // (echo-forms.ts), indexed as 12-byte windows (needle-index.ts), so any 12 consecutive characters
 // of a value are redacted too. Compressed bodies are decoded around it by content-coding.ts.
 
-import type { HeaderList } from "./http1.ts";
 import { REDACTED } from "../secret.ts";
 import { echoNeedles } from "./echo-forms.ts";
 import { EchoScanner } from "./echo-scanner.ts";
@@ -28,6 +27,13 @@ export class Needles {
   }
   get empty(): boolean {
     return this.index === null;
+  }
+  /**
+   * Adds values in place, so scanners already reading (a stream opened before) look for them from
+   * their next byte on; false, with nothing added, when the index cannot take them (build anew).
+   */
+  add(values: readonly string[]): boolean {
+    return this.index !== null && this.index.add(echoNeedles(values));
   }
   toString() {
     return REDACTED;
@@ -55,6 +61,17 @@ export interface RedactOptions {
    * do not move (a ranged response cut back to the bytes asked for, ranges.ts).
    */
   readonly preserveLength?: boolean;
+  /**
+   * The body is UTF-16 text (its declared charset): each match is replaced on whole code units by
+   * "[redacted]" in UTF-16, so the text after it still decodes. "bom": the byte order its first two
+   * bytes name, big-endian without one.
+   */
+  readonly utf16?: "le" | "be" | "bom";
+}
+
+/** The matched spans [start, end) of a whole byte string, closed and merged, in order (none: []). */
+export function matchSpans(bytes: Uint8Array, needles: Needles): number[] {
+  return needles.index && bytes.length ? spansOf(bytes, needles.index) : [];
 }
 
 /** The matched spans [start, end) of a whole byte string, merged, in order. */
@@ -71,74 +88,15 @@ function filler(length: number): Uint8Array {
   return out;
 }
 
-/** Text of `bytes` with each span replaced; `spans` are absolute, `base` is the offset of bytes[0]. */
-function replaceSpans(bytes: Uint8Array, base: number, spans: readonly number[], preserveLength: boolean): Uint8Array {
-  const parts: Uint8Array[] = [];
-  let at = 0;
-  for (let i = 0; i < spans.length; i += 2) {
-    const s = Math.max(spans[i]! - base, at);
-    const e = Math.min(spans[i + 1]! - base, bytes.length);
-    if (e <= s) continue;
-    parts.push(bytes.subarray(at, s), preserveLength ? filler(e - s) : REPLACEMENT);
-    at = e;
-  }
-  parts.push(bytes.subarray(at));
-  return Buffer.concat(parts);
-}
-
 /** A whole body with every match replaced; the very same array when nothing was found. */
 export function redactWhole(bytes: Uint8Array, needles: NeedleSet, opts: RedactOptions = {}): Uint8Array {
-  const index = compileNeedles(needles).index;
-  if (!index || bytes.length === 0) return bytes;
-  const spans = spansOf(bytes, index);
-  return spans.length ? replaceSpans(bytes, 0, spans, opts.preserveLength ?? false) : bytes;
-}
-
-/** Header text as the bytes it travelled as: latin1 when it fits (HTTP/1.1 heads are read so), else UTF-8. */
-function textBytes(text: string): { bytes: Uint8Array; latin1: boolean } {
-  const latin1 = !/[^\x00-\xff]/.test(text);
-  return { bytes: new Uint8Array(Buffer.from(text, latin1 ? "latin1" : "utf8")), latin1 };
-}
-
-function bytesText(bytes: Uint8Array, latin1: boolean): string {
-  return Buffer.from(bytes).toString(latin1 ? "latin1" : "utf8");
-}
-
-/** One line of text (a status line's reason phrase, an error message) with every match replaced. */
-export function redactText(text: string, needles: NeedleSet): string {
   const n = compileNeedles(needles);
-  if (n.empty || text === "") return text;
-  const { bytes, latin1 } = textBytes(text);
-  const out = redactWhole(bytes, n);
-  return out === bytes ? text : bytesText(out, latin1);
-}
-
-/**
- * Headers with every match replaced in their values, the values read as one text in the order they
- * came (so a value split over several lines, of one name or of several, is found); a header whose
- * name holds a match is dropped (a name cannot carry "[redacted]").
- */
-export function redactHeaders(headers: HeaderList, needles: NeedleSet): HeaderList {
-  const n = compileNeedles(needles);
-  if (n.empty || headers.length === 0) return headers;
-  const index = n.index!;
-  const encoded = headers.map(([, v]) => textBytes(v));
-  const starts: number[] = [];
-  let total = 0;
-  for (const e of encoded) starts.push(total), (total += e.bytes.length);
-  const joined = new Uint8Array(total);
-  encoded.forEach((e, i) => joined.set(e.bytes, starts[i]!));
-  const spans = spansOf(joined, index);
-  const namesEcho = headers.map(([k]) => spansOf(new Uint8Array(Buffer.from(k, "latin1")), index).length > 0);
-  if (spans.length === 0 && !namesEcho.includes(true)) return headers; // the usual case: nothing to copy
-  const out: HeaderList = [];
-  headers.forEach(([k, v], i) => {
-    if (namesEcho[i]) return;
-    const { bytes, latin1 } = encoded[i]!;
-    const replaced = replaceSpans(bytes, starts[i]!, spans, false);
-    out.push([k, replaced.length === bytes.length && Buffer.from(replaced).equals(bytes) ? v : bytesText(replaced, latin1)]);
-  });
-  return out;
+  if (!n.index || bytes.length === 0) return bytes;
+  if (spansOf(bytes, n.index).length === 0) return bytes;
+  const r = createRedactor(n, opts);
+  const head = r.push(bytes);
+  const tail = r.flush();
+  return tail.length ? Buffer.concat([head, tail]) : head;
 }
 
 export interface Redactor {
@@ -148,50 +106,93 @@ export interface Redactor {
   flush(): Uint8Array;
 }
 
+interface Replacement {
+  /** Bytes on which output is cut: 2 for UTF-16. */
+  readonly unit: number;
+  /** The span a match covers once aligned to whole code units (`first`: the body's first bytes). */
+  align(start: number, end: number, first: Uint8Array): [number, number];
+  bytes(length: number, first: Uint8Array): Uint8Array;
+}
+
+/**
+ * What a match is replaced with, and on which byte boundaries. In UTF-16 a match may begin or end
+ * in the middle of a code unit (the other byte order's form, one byte off, matches too): it is
+ * widened or narrowed to the units whose character bytes it holds (the low byte first in
+ * little-endian, the high byte first in big-endian).
+ */
+function replacementFor(opts: RedactOptions): Replacement {
+  if (opts.preserveLength) return { unit: 1, align: (s, e) => [s, e], bytes: (length) => filler(length) };
+  if (!opts.utf16) return { unit: 1, align: (s, e) => [s, e], bytes: () => REPLACEMENT };
+  const le = Buffer.from(REDACTED, "utf16le");
+  const be = Buffer.from(le).swap16();
+  const order = opts.utf16;
+  // "bom": the byte order the body's first two bytes name (FF FE: little-endian), else big-endian (RFC 2781).
+  const little = (first: Uint8Array) => order === "le" || (order === "bom" && first[0] === 0xff && first[1] === 0xfe);
+  const up = (n: number) => n + (n % 2);
+  const down = (n: number) => n - (n % 2);
+  return {
+    unit: 2,
+    align: (s, e, first) => (little(first) ? [up(s), up(e)] : [down(s), down(e)]),
+    bytes: (_, first) => (little(first) ? le : be),
+  };
+}
+
 /** Stateful replacement of each match across chunk boundaries. */
 export function createRedactor(needles: NeedleSet, opts: RedactOptions = {}): Redactor {
   const index = compileNeedles(needles).index;
-  const preserveLength = opts.preserveLength ?? false;
   if (!index) return { push: (c) => c, flush: () => new Uint8Array(0) };
+  const replacement = replacementFor(opts);
+  const unit = replacement.unit;
   const scanner = new EchoScanner(index);
-  let held: Uint8Array = new Uint8Array(0); // body bytes from offset `heldAt` on, not yet emitted
-  let heldAt = 0;
+  let first: Uint8Array = new Uint8Array(0); // the body's first bytes (a UTF-16 byte order mark)
+  let buf: Uint8Array = new Uint8Array(0); // body bytes from offset `bufAt` up to `fed`
+  let bufAt = 0;
   let fed = 0;
-  /** Emits the held bytes before `upTo` (absolute), spans replaced, and drops what they cover. */
-  const emit = (upTo: number): Uint8Array => {
+  let emitted = 0; // every body byte before this offset has been answered for (may pass `fed`: a code unit's rest to swallow)
+  const plain = (from: number, to: number, parts: Uint8Array[]) => {
+    const a = Math.max(from, bufAt) - bufAt;
+    const b = Math.min(to, fed) - bufAt;
+    if (b > a) parts.push(buf.subarray(a, b));
+  };
+  /** Answers for the body up to `upTo` (absolute): plain bytes as they are, each span that began before it replaced whole. */
+  const produce = (upTo: number): Uint8Array => {
     const spans = scanner.spans;
-    let done = 0; // spans wholly emitted
-    let cut = upTo;
-    for (; done < spans.length; done += 2) {
-      if (spans[done]! >= upTo) break;
-      cut = Math.max(cut, spans[done + 1]!); // a span that started is replaced whole
+    const parts: Uint8Array[] = [];
+    let done = 0;
+    for (; done < spans.length && spans[done]! < upTo; done += 2) {
+      const [aligned, end] = replacement.align(spans[done]!, spans[done + 1]!, first);
+      const start = Math.max(emitted, aligned);
+      if (end <= start) continue;
+      plain(emitted, start, parts);
+      parts.push(replacement.bytes(end - start, first));
+      emitted = end;
     }
-    const closed = spans.splice(0, done);
-    const take = Math.max(0, Math.min(cut, heldAt + held.length) - heldAt);
-    const out = closed.length ? replaceSpans(held.subarray(0, take), heldAt, closed, preserveLength) : held.subarray(0, take);
-    held = held.subarray(take);
-    heldAt += take;
-    if (cut > heldAt) {
-      // bytes of a replaced span not received yet cannot be, since spans end at fed bytes
-      heldAt = cut;
+    spans.splice(0, done);
+    const to = upTo - (upTo % unit);
+    if (to > emitted) {
+      plain(emitted, to, parts);
+      emitted = to;
     }
-    return out;
+    // Keep only what is not answered for yet (a copy: not the whole chunk it came in).
+    if (emitted >= fed) (buf = new Uint8Array(0)), (bufAt = fed);
+    else if (emitted > bufAt) (buf = buf.slice(emitted - bufAt)), (bufAt = emitted);
+    return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
   };
   return {
     push(chunk) {
       if (chunk.length === 0) return chunk;
+      if (first.length < 2) first = Buffer.concat([first, chunk.subarray(0, 2 - first.length)]);
       scanner.feed(chunk, fed);
+      if (buf.length === 0) (buf = chunk), (bufAt = fed);
+      else buf = Buffer.concat([buf, chunk]);
       fed += chunk.length;
-      held = held.length ? Buffer.concat([held, chunk]) : chunk;
       if (scanner.openLength > MAX_OPEN_MATCH) scanner.closeOpen();
-      const out = emit(scanner.settled(fed));
-      held = held.slice(); // the few bytes held back, not the whole chunk they came in
-      return out;
+      return produce(scanner.settled(fed));
     },
     flush() {
       scanner.end(fed);
-      const out = emit(fed);
-      held = new Uint8Array(0);
+      const out = produce(fed + unit - 1); // a last odd byte of UTF-16 text goes out too
+      buf = new Uint8Array(0);
       return out;
     },
   };

@@ -4,7 +4,7 @@
 
 import { BrokerError, PayloadTooLarge } from "../errors.ts";
 import { createBodyRecoder, type Coding } from "./content-coding.ts";
-import { compileNeedles, createRedactor, type NeedleSet } from "./redact.ts";
+import { compileNeedles, createRedactor, type NeedleSet, type RedactOptions } from "./redact.ts";
 
 /** Runs once: the upstream body bytes read, and an audit error code (null when the body ended cleanly). */
 export type BodyDone = (bytesOut: number, error: string | null) => void;
@@ -12,6 +12,8 @@ export type BodyDone = (bytesOut: number, error: string | null) => void;
 export interface ScanOptions {
   /** Values to replace; none means the body passes unchanged (only counted and capped). */
   readonly needles: NeedleSet;
+  /** UTF-16 text (textUnitOf): replacements written in it, on whole code units. */
+  readonly utf16?: RedactOptions["utf16"];
   /** The body's content codings, outermost last (from parseCodings). */
   readonly codings: readonly Coding[];
   /** Upstream bytes allowed (0 = no cap); beyond it the stream breaks, never truncates in silence. */
@@ -19,9 +21,17 @@ export interface ScanOptions {
   readonly done: BodyDone;
 }
 
+/** The UTF-16 byte order a Content-Type's charset declares ("bom": plain utf-16, read from the body), if any. */
+export function utf16Of(contentType: string | undefined): RedactOptions["utf16"] {
+  const charset = /;\s*charset\s*=\s*"?([^;"\s]+)/i.exec(contentType ?? "")?.[1]?.toLowerCase();
+  if (charset === "utf-16le" || charset === "unicodefffe") return "le";
+  if (charset === "utf-16be") return "be";
+  return charset === "utf-16" || charset === "ucs-2" || charset === "unicode" ? "bom" : undefined;
+}
+
 export function scanBodyStream(source: ReadableStream<Uint8Array>, opts: ScanOptions): ReadableStream<Uint8Array> {
   const needles = compileNeedles(opts.needles);
-  const redactor = needles.empty ? undefined : createRedactor(needles);
+  const redactor = needles.empty ? undefined : createRedactor(needles, { utf16: opts.utf16 });
   const recoder = redactor && opts.codings.length ? createBodyRecoder(opts.codings, redactor) : undefined;
   return transformBody(source, {
     push: async (chunk) => (recoder ? await recoder.push(chunk) : redactor ? redactor.push(chunk) : chunk),

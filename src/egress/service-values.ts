@@ -1,6 +1,6 @@
 // What a static service (bearer, basic, header, query, path) puts on the wire for a credential: the
 // header or the place in the URL, and the values an echo of it can be found by. One derivation for
-// the per-vault plans (plan.ts) and the host-wide needle sets (host-values.ts), so both look for the
+// the per-vault plans (plan.ts) and the host-wide needle sets (stored-values.ts), so both look for the
 // very same forms.
 
 import { Secret } from "../secret.ts";

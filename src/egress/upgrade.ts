@@ -72,7 +72,7 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
     if (plan.minted && !deps.minter) throw new Internal();
     const grant = plan.minted ? await deps.minter!.grant(input.vault, plan) : undefined;
     // Every value any vault sends this host is looked for, not only this upgrade's (DESIGN.md §3.22).
-    const needles = await deps.plans.responseNeedles(input.host, input.port, plan, grant);
+    const needles = await deps.plans.responseNeedles(plan, grant);
     // A WebSocket upgrade is a GET on the wire: the service's rules decide on that.
     const allowed = allowedTarget(plan, "GET", input.target, (m, path) => widenRulesHint(deps.plans.hintFor(input.host, input.port), plan, m, path), input.headers);
     // A rule asking a human for each request holds the upgrade as egress() holds a request (no body).

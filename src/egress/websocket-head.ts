@@ -6,7 +6,8 @@ import type { Connection } from "./connection.ts";
 import { parseCodings } from "./content-coding.ts";
 import { headerValues, responseFraming, type HeaderList, type ResponseHead } from "./http1.ts";
 import { redactBinaryHeaders } from "./binary-metadata.ts";
-import { compileNeedles, redactHeaders, redactText, type NeedleSet } from "./redact.ts";
+import { compileNeedles, type NeedleSet } from "./redact.ts";
+import { redactHeaders, redactText } from "./redact-headers.ts";
 import { scanBodyStream } from "./scan-body.ts";
 import { bodyStream } from "./upstream-body.ts";
 

@@ -39,12 +39,11 @@ export function serviceRepo(sql: Sql) {
       return (await sql.all<ServiceRow>(`SELECT ${COLUMNS} FROM services WHERE vault_id = ? ORDER BY host`, [vaultId])).map(normalise);
     },
     /**
-     * Every vault's services stored under either host text (the exact and the wildcard pattern that
-     * can cover one host), for the host-wide echo needles. Read once per host per change, not per
-     * request, so no index on host alone: the scan is over the services table, not the audit log.
+     * Every vault's services, for the echo needles every answer is scanned for. Read once per
+     * change, not per request.
      */
-    async covering(exact: string, wildcard: string): Promise<ServiceRow[]> {
-      return (await sql.all<ServiceRow>(`SELECT ${COLUMNS} FROM services WHERE host IN (?, ?) ORDER BY vault_id, host`, [exact, wildcard])).map(normalise);
+    async all(): Promise<ServiceRow[]> {
+      return (await sql.all<ServiceRow>(`SELECT ${COLUMNS} FROM services ORDER BY vault_id, host`, [])).map(normalise);
     },
     async get(vaultId: number, host: string): Promise<ServiceRow | undefined> {
       const row = await sql.get<ServiceRow>(`SELECT ${COLUMNS} FROM services WHERE vault_id = ? AND host = ?`, [vaultId, host]);

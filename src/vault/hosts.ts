@@ -92,18 +92,6 @@ function isPublicSuffix(name: string): boolean {
   return getPublicSuffix(name, { allowPrivateDomains: true, extractHostname: false }) === name;
 }
 
-/**
- * The stored texts of the two patterns that can cover a request to `host` (canonical, as
- * hostMatches takes it) on `port`: the exact one and the one-label wildcard. For looking every
- * vault's services for one host up by their stored text; check a row found with hostMatches.
- */
-export function coveringPatternTexts(host: string, port: number): { exact: string; wildcard: string } {
-  const suffix = port === 443 ? "" : `:${port}`;
-  const dot = host.indexOf(".");
-  const exact = `${host.includes(":") ? `[${host}]` : host}${suffix}`;
-  return { exact, wildcard: dot > 0 ? `*.${host.slice(dot + 1)}${suffix}` : exact };
-}
-
 /** Does `pattern` cover a request to `host` (canonical, lower-case, no trailing dot) on `port`? */
 export function hostMatches(pattern: HostPattern, host: string, port: number): boolean {
   if (pattern.port !== port) return false;

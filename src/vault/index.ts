@@ -18,7 +18,7 @@ export { createAuthenticator, type Authenticator } from "./sessions.ts";
 export { createHashGate, type HashGate } from "./hash-gate.ts";
 export type { Domain } from "./context.ts";
 export type { Principal, VaultRole, InstanceRole } from "./principal.ts";
-export { coveringPatternTexts, hostMatches, parseHostPattern, type HostPattern } from "./hosts.ts";
+export { hostMatches, parseHostPattern, type HostPattern } from "./hosts.ts";
 export { EC_ALG, loadRootCa, randomSerial, rotateRootCa, type CaHolder, type RootCa } from "./ca.ts";
 export { createLeafCache, mintLeaf, type Leaf, type LeafCache } from "./leaf.ts";
 export { createVaultAccessCache, type VaultAccessCache } from "./vault-access.ts";

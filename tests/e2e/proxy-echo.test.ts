@@ -103,16 +103,28 @@ describe("headers only the broker may set", () => {
   });
 });
 
-describe("responses without an injected credential are untouched", () => {
-  test("a passthrough service's compressed bodies arrive byte for byte, unknown encodings included", async () => {
+describe("passthrough services (nothing injected)", () => {
+  test("with no value stored in any vault, compressed bodies arrive byte for byte, unknown encodings included", async () => {
+    await using bare = await startBroker({ caPem: upstream.pki.caPem });
+    bare.dns.set("passthrough.upstream.test", ["127.0.0.1"]);
+    await bare.addService(`passthrough.upstream.test:${upstream.port}`, { type: "passthrough" });
     for (const [enc, size] of [["gzip", "small"], ["br", "large"]] as const) {
-      const res = await broker.proxy(`passthrough.upstream.test:${upstream.port}`, `/echo?enc=${enc}&size=${size}`, { decompress: false } as RequestInit);
+      const res = await bare.proxy(`passthrough.upstream.test:${upstream.port}`, `/echo?enc=${enc}&size=${size}`, { decompress: false } as RequestInit);
       expect(res.headers.get("content-encoding")).toBe(enc);
       expect(Buffer.from(await res.arrayBuffer()).equals(encodeAs(enc, Buffer.from(echoBody("", size))))).toBe(true);
     }
-    const odd = await broker.proxy(`passthrough.upstream.test:${upstream.port}`, "/raw?enc=compress&body=as-is", { decompress: false } as RequestInit);
+    const odd = await bare.proxy(`passthrough.upstream.test:${upstream.port}`, "/raw?enc=compress&body=as-is", { decompress: false } as RequestInit);
     expect(odd.status).toBe(200);
     expect(await odd.text()).toBe("as-is");
+  });
+
+  test("once a vault holds a value, their answers are scanned for it (DESIGN.md §3.22): same content, same encoding; an undecodable encoding fails closed", async () => {
+    for (const [enc, size] of [["gzip", "small"], ["br", "large"]] as const) {
+      const res = await broker.proxy(`passthrough.upstream.test:${upstream.port}`, `/echo?enc=${enc}&size=${size}`, { decompress: false } as RequestInit);
+      expect(res.headers.get("content-encoding")).toBe(enc);
+      expect(decodeAs(enc, Buffer.from(await res.arrayBuffer())).equals(Buffer.from(echoBody("", size)))).toBe(true);
+    }
+    await expectEnvelope(await broker.proxy(`passthrough.upstream.test:${upstream.port}`, "/raw?enc=compress&body=as-is", { decompress: false } as RequestInit), 502, "undecodable_response");
   });
 });
 

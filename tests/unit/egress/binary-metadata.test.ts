@@ -1,11 +1,12 @@
 // Binary (`-bin`) metadata on responses to injected requests: base64 parts decoded strictly (padded or
 // not, several comma-separated), scanned, and encoded again when something was replaced; a value that
 // is not strict base64, or whose parts spell a value only when read as one text, fails closed: a head
-// is refused, a trailer is dropped and a gRPC call's status made INTERNAL.
+// is refused, a trailer is dropped and a gRPC call's status made INTERNAL. Pieces a caller can join
+// (parts, lines, names, head then trailers) are scanned joined and masked in place.
 
 import { describe, expect, test } from "bun:test";
 import { UndecodableResponse } from "../../../src/errors.ts";
-import { redactBinaryHeaders, redactBinaryTrailers, redactBinaryValue } from "../../../src/egress/binary-metadata.ts";
+import { binaryPartsOf, redactBinaryHeaders, redactBinaryTrailers, redactBinaryValue } from "../../../src/egress/binary-metadata.ts";
 import type { HeaderList } from "../../../src/egress/http1.ts";
 
 const SECRET = `sk-bin-${crypto.randomUUID()}`;
@@ -139,5 +140,52 @@ describe("redactBinaryTrailers (after the body was passed on)", () => {
   test("not gRPC: the field is dropped and x-broker-error says why; no gRPC status is invented", () => {
     const out = redactBinaryTrailers([["x-checksum", "abc"], ["x-echo-bin", bad]], NEEDLES, false);
     expect(out).toEqual([["x-checksum", "abc"], ["x-broker-error", "undecodable_response"]]);
+  });
+});
+
+describe("pieces a caller can join (each shorter than 12 characters of the value)", () => {
+  const value = Buffer.from(AUTH);
+  const pieces = Array.from({ length: Math.ceil(value.length / 8) }, (_, i) => value.subarray(i * 8, i * 8 + 8));
+  /** Any 12 consecutive characters of SECRET in the text (a boolean: a failure prints no value). */
+  const holds12 = (text: string) => Array.from({ length: SECRET.length - 11 }, (_, i) => SECRET.slice(i, i + 12)).some((w) => text.includes(w));
+  const decodedJoin = (values: string[]) => Buffer.concat(values.flatMap((v) => v.split(",").map((p) => Buffer.from(p.trim(), "base64")))).toString("latin1");
+
+  test("8-byte pieces, one per line of one name: masked in place, as many pieces of the same lengths", () => {
+    const head: HeaderList = pieces.map((p) => ["x-split-bin", p.toString("base64")]);
+    expect(holds12(decodedJoin(head.map(([, v]) => v)))).toBe(true);
+    const out = redactBinaryHeaders(head, NEEDLES);
+    expect(out.length).toBe(head.length);
+    expect(out.map(([, v]) => Buffer.from(v, "base64").length)).toEqual(pieces.map((p) => p.length));
+    expect(holds12(decodedJoin(out.map(([, v]) => v)))).toBe(false);
+  });
+
+  test("8-byte pieces as comma-separated parts of one field, padded or not", () => {
+    for (const pad of [true, false]) {
+      const field = pieces.map((p) => (pad ? p.toString("base64") : p.toString("base64").replace(/=+$/, ""))).join(",");
+      const out = redactBinaryValue(field, NEEDLES);
+      expect(out).toBeDefined();
+      expect(out!.split(",").length).toBe(pieces.length);
+      expect(holds12(decodedJoin([out!]))).toBe(false);
+    }
+  });
+
+  test("pieces spread over two names, in order: the join of every -bin field is scanned too", () => {
+    const head: HeaderList = pieces.map((p, i) => [i % 2 ? "x-a-bin" : "x-b-bin", p.toString("base64")]);
+    const out = redactBinaryHeaders(head, NEEDLES);
+    expect(holds12(decodedJoin(out.map(([, v]) => v)))).toBe(false);
+  });
+
+  test("10 characters in the head, the next 10 in the trailers: the trailers' pieces are masked against the head's", () => {
+    const b64s = (text: string) => (text.match(/.{1,8}/g) ?? []).map((p) => Buffer.from(p).toString("base64")).join(",");
+    const head = redactBinaryHeaders([["x-split-bin", b64s(`..${SECRET.slice(0, 10)}`)]], NEEDLES);
+    const trailers: HeaderList = [["grpc-status", "0"], ["x-split-bin", b64s(`${SECRET.slice(10, 20)}..`)]];
+    expect(head[0]![1]).toBe(b64s(`..${SECRET.slice(0, 10)}`)); // alone, neither holds 12 characters
+    expect(redactBinaryTrailers(trailers, NEEDLES, true)).toEqual(trailers);
+    const out = redactBinaryTrailers(trailers, NEEDLES, true, binaryPartsOf(head));
+    expect(out[0]).toEqual(["grpc-status", "0"]);
+    expect(out[1]![1].split(",").length).toBe(trailers[1]![1].split(",").length);
+    const joined = decodedJoin([head[0]![1], out[1]![1]]);
+    expect(Array.from({ length: 9 }, (_, i) => SECRET.slice(i, i + 12)).some((w) => joined.includes(w))).toBe(false);
+    expect(joined.includes(SECRET.slice(10, 20))).toBe(false);
   });
 });

@@ -48,17 +48,23 @@ const pick = <T,>(rnd: Rnd, xs: readonly T[]): T => xs[Math.floor(rnd() * xs.len
 const int = (rnd: Rnd, n: number) => Math.floor(rnd() * n);
 
 const PLAIN = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 {}[]\":,.-_/+=?!\n\t*#;xX";
-const INVISIBLE = ["\u00ad", "\u034f", "\u180e", "\u200b", "\u200c", "\u200d", "\u200e", "\u200f", "\u2060", "\u2061", "\u2064", "\ufeff"];
+const INVISIBLE = ["\u00ad", "\u034f", "\u061c", "\u115f", "\u1160", "\u17b4", "\u180b", "\u180e", "\u200b", "\u200c", "\u200d", "\u200e", "\u200f", "\u202a", "\u202e", "\u2060", "\u2061", "\u2064", "\u2066", "\u206f", "\u3164", "\ufe00", "\ufe0f", "\ufeff", "\uffa0", "&shy;", "&shy", "&ZeroWidthSpace;", "&zwnj;", "&NoBreak;", "&NegativeVeryThinSpace;"];
 // UTF-8 that starts like an invisible character and is not one (lead bytes 0xC2 0xCD 0xE1 0xE2 0xEF).
-const NEAR_INVISIBLE = ["\u00a0", "\u00e9", "\u0350", "\u1800", "\u2019", "\u201c", "\u2065", "\u2070", "\ufeee", "\uff21", "€", "…", "ö"];
+const NEAR_INVISIBLE = ["\u00a0", "\u00e9", "\u0350", "\u061b", "\u115e", "\u17b6", "\u1800", "\u2019", "\u201c", "\u2029", "\u2065", "\u2070", "\u3165", "\ufe10", "\ufeee", "\uffa1", "\uff21", "€", "…", "ö"];
 const MALFORMED = [
   // percent and numeric references, cut short or out of range
   "%", "%4", "%zz", "%g1", "&", "&#", "&#;", "&#x;", "&#xg", "&#0;", "&#1114112;", "&#x110000;", "&#" + "0".repeat(70) + "65;",
   // names: unknown, unended, of the wrong case, one letter too many
   "&bogus;", "&amp", "&ampx;", "&QUOT", "&Amp;", "&quota;", "&QUOTA;", "&aposa;", "&ltt;", "&l;", "&abcdefg;",
+  // legacy names without ';' (read as a prefix), long names, one letter past the longest
+  "&shyk", "&ampamp;", "&nbspx", "&lowbar;", "&period;", "&colon;", "&ZeroWidthSpac;", "&NegativeVeryThinSpacex;", "&" + "a".repeat(30) + ";", "&shy" + "b".repeat(30),
   // backslash escapes: unknown, cut short, surrogates alone and in pairs
   "\\", "\\q", "\\u", "\\x", "\\u12", "\\u12g4", "\\x4", "\\xzz", "\\ud83d", "\\ud83dx", "\\ude00",
   "\\ud83d\\ude00", "\\ud83d\\u0041", "\\ud83d%41", "\\ud83d\\n",
+  // %uXXXX (surrogate pairs too), \u{...}, octal: well-formed, cut short, without their end
+  "%u0073", "%U004B", "%uD83D%uDE00", "%uD83D\\uDE00", "\\uD83D%uDE00", "%u", "%u12", "%u12g4", "%uzz",
+  "\\u{73}", "\\u{1F600}", "\\u{0000000000041}", "\\u{D83D}\\u{DE00}", "\\u{}", "\\u{41", "\\u{41x", "\\u{110000}", "\\u{" + "0".repeat(70) + "41}",
+  "\\163", "\\053", "\\377", "\\0", "\\08", "\\4", "\\39", "\\1234",
   // invisible characters spelt by escapes
   "%C2%AD", "%e2%80%8b", "%C2\u00ad", "&#173;&#173;",
 ];
@@ -102,7 +108,7 @@ function escaped(rnd: Rnd, ch: string): string {
     case 4:
       return cp < 0x100 ? `\\x${hex2(cp, rnd() < 0.5)}` : ch;
     case 5: {
-      const named: Record<string, string[]> = { "&": ["&amp;", "&AMP;"], "<": ["&lt;"], ">": ["&gt;"], '"': ["&quot;", "\\\""], "'": ["&apos;", "\\'"], "/": ["\\/"], "\\": ["\\\\"], "\n": ["\\n"] };
+      const named: Record<string, string[]> = { "&": ["&amp;", "&AMP;", "&amp"], "<": ["&lt;", "&lt"], ">": ["&gt;"], '"': ["&quot;", "\\\""], "'": ["&apos;", "\\'"], "/": ["\\/", "&sol;"], "\\": ["\\\\", "&bsol;"], "\n": ["\\n"], "_": ["&lowbar;", "&UnderBar;"], ".": ["&period;"], "-": ["&#45;"], ":": ["&colon;"], "+": ["&plus;"], "=": ["&equals;"] };
       return named[ch] ? pick(rnd, named[ch]!) : ch;
     }
     case 6:

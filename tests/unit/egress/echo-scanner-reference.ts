@@ -8,6 +8,7 @@
 // remembers the span of body bytes it came from, so a match in the view redacts exactly the body
 // bytes that spelt it. Needles are matched by a rolling hash over fixed-length windows
 // (needle-index.ts), which is what makes "any 12 characters of a value" as cheap as the whole value.
+import { CLASS, HEX, ignorable2, ignorable3, isLetter, MAX_DIGITS, MAX_IGNORABLE_RUN, MAX_NAME, MAX_TOKEN, mayBeIgnorable3, resolveName, SIMPLE_ESCAPES } from "../../../src/egress/echo-syntax.ts";
 //
 // Bounded by design: an escape is at most 8 bytes (a numeric reference 64 digits), and at most 64 ignorable characters in a row
 // are dropped (beyond that they are matched as ordinary bytes), so what a stream holds back stays
@@ -15,35 +16,7 @@
 
 import { HASH_MUL as MUL, mixHash, RING, type NeedleIndex } from "../../../src/egress/needle-index.ts";
 
-const MAX_TOKEN = 8; // the bytes of an escape kept to be read again as text: "\\uXXXX", "&quot" (digits are counted)
-const MAX_DIGITS = 64; // a numeric reference's digits, leading zeros included
-const MAX_IGNORABLE_RUN = 64;
-
-/** What a body byte starts: 0 plain, 1 '%', 2 '&', 3 '\\', 4 the lead byte of a possibly ignorable character. */
-const CLASS = new Uint8Array(256);
-CLASS[0x25] = 1;
-CLASS[0x26] = 2;
-CLASS[0x5c] = 3;
-for (const lead of [0xc2, 0xcd, 0xe1, 0xe2, 0xef]) CLASS[lead] = 4;
 const FOLD = new Uint8Array(256).map((_, i) => (i >= 0x41 && i <= 0x5a ? i + 32 : i));
-const HEX = new Int8Array(256).fill(-1);
-for (let i = 0; i < 10; i++) HEX[0x30 + i] = i;
-for (let i = 0; i < 6; i++) HEX[0x41 + i] = HEX[0x61 + i] = 10 + i;
-const NAMED: Record<string, number> = { amp: 0x26, lt: 0x3c, gt: 0x3e, quot: 0x22, apos: 0x27, AMP: 0x26, LT: 0x3c, GT: 0x3e, QUOT: 0x22 };
-const SIMPLE_ESCAPES: Record<number, number> = { 0x22: 0x22, 0x5c: 0x5c, 0x2f: 0x2f, 0x27: 0x27, 0x62: 0x08, 0x66: 0x0c, 0x6e: 0x0a, 0x72: 0x0d, 0x74: 0x09 };
-
-/** Whether (lead, second[, third]) spell an invisible character: U+00AD, U+034F, U+180E, U+200B–U+200F, U+2060–U+2064, U+FEFF. */
-function ignorable2(a: number, b: number): boolean {
-  return (a === 0xc2 && b === 0xad) || (a === 0xcd && b === 0x8f);
-}
-function mayBeIgnorable3(a: number, b: number): boolean {
-  return (a === 0xe1 && b === 0xa0) || (a === 0xe2 && (b === 0x80 || b === 0x81)) || (a === 0xef && b === 0xbb);
-}
-function ignorable3(a: number, b: number, c: number): boolean {
-  if (a === 0xe1) return c === 0x8e;
-  if (a === 0xef) return c === 0xbf;
-  return b === 0x80 ? c >= 0x8b && c <= 0x8f : c >= 0xa0 && c <= 0xa4;
-}
 
 const enum Esc {
   None,
@@ -56,6 +29,9 @@ const enum Esc {
   Bsl,
   BslU,
   BslX,
+  PctU,
+  BslBrace,
+  BslOct,
 }
 
 /**
@@ -213,6 +189,8 @@ export class EchoScanner {
       case Esc.None:
         return this.start(b, at);
       case Esc.Pct:
+        // %uXXXX: a UTF-16 unit, as JavaScript's escape() and IIS write one.
+        if (this.tokenLen === 1 && (b === 0x75 || b === 0x55)) return (this.push(b), void (this.esc = Esc.PctU));
         if (HEX[b]! < 0) return this.reject(b, at);
         this.push(b);
         if (this.tokenLen === 3) return this.decodedByte((HEX[this.token[1]!]! << 4) | HEX[b]!, at + 1);
@@ -240,21 +218,42 @@ export class EchoScanner {
         return this.feedOne(b, at);
       }
       case Esc.AmpName: {
-        if (isLetter(b) && this.tokenLen < 6) return this.push(b);
-        const cp = b === 0x3b ? NAMED[String.fromCharCode(...this.token.subarray(1, this.tokenLen))] : undefined;
-        return cp === undefined ? this.reject(b, at) : this.decodedCodePoint(cp, at + 1);
+        if (isLetter(b) && this.tokenLen <= MAX_NAME) return this.push(b);
+        return this.endName(b, at);
       }
       case Esc.Bsl:
         if (b === 0x75) return (this.push(b), void (this.esc = Esc.BslU));
         if (b === 0x78) return (this.push(b), void (this.esc = Esc.BslX));
-        if (SIMPLE_ESCAPES[b] !== undefined) return this.decodedCodePoint(SIMPLE_ESCAPES[b]!, at + 1);
+        if (SIMPLE_ESCAPES[b]! >= 0) return this.decodedCodePoint(SIMPLE_ESCAPES[b]!, at + 1);
+        if (b >= 0x30 && b <= 0x33) return (this.push(b), (this.num = b - 0x30), void (this.esc = Esc.BslOct));
         return this.reject(b, at);
+      case Esc.BslOct:
+        // \ooo: a byte in octal (C, PHP, a shell's $'...').
+        if (b < 0x30 || b > 0x37) return this.reject(b, at);
+        this.push(b);
+        this.num = this.num * 8 + (b - 0x30);
+        if (this.tokenLen === 4) return this.decodedByte(this.num, at + 1);
+        return;
+      case Esc.BslBrace: {
+        // \u{X...}: a code point (ES2015), any number of leading zeros up to MAX_DIGITS; read
+        // without its '}' like a numeric reference without its ';'.
+        const d = HEX[b]!;
+        if (d >= 0 && this.digits < MAX_DIGITS) return this.addDigit(d, 16);
+        if (this.digits === 0) return this.reject(b, at);
+        const cp = this.num > 0x10ffff ? 0xfffd : this.num;
+        if (b === 0x7d) return cp <= 0xffff ? this.decodedUnit(cp, at + 1) : this.decodedCodePoint(cp, at + 1);
+        if (cp <= 0xffff) this.decodedUnit(cp, at);
+        else this.decodedCodePoint(cp, at);
+        return this.feedOne(b, at);
+      }
       case Esc.BslU:
-      case Esc.BslX: {
+      case Esc.BslX:
+      case Esc.PctU: {
+        if (this.esc === Esc.BslU && this.tokenLen === 2 && b === 0x7b) return (this.push(b), void (this.esc = Esc.BslBrace));
         if (HEX[b]! < 0) return this.reject(b, at);
         this.push(b);
         this.addDigit(HEX[b]!, 16);
-        const want = this.esc === Esc.BslU ? 6 : 4;
+        const want = this.esc === Esc.BslX ? 4 : 6;
         if (this.tokenLen === want) return this.decodedUnit(this.num, at + 1);
         return;
       }
@@ -265,7 +264,7 @@ export class EchoScanner {
   private start(b: number, at: number): void {
     const c = CLASS[b]!;
     if (c === 1 || c === 2 || c === 3) {
-      if (c !== 3) this.flushSurrogate(); // a \u after a high surrogate may be its low half
+      if (c === 2) this.flushSurrogate(); // a \u or %u after a high surrogate may be its low half
       this.esc = c === 1 ? Esc.Pct : c === 2 ? Esc.Amp : Esc.Bsl;
       this.tokenLen = 0;
       this.tokenStart = at;
@@ -293,6 +292,22 @@ export class EchoScanner {
     this.digits++;
   }
 
+  /**
+   * A reference's letters ended at `b` (at body offset `at`, -1: the body's end): a named reference
+   * with its ';', a legacy name read as browsers do without one (its other letters read again), or text.
+   */
+  private endName(b: number, at: number): void {
+    const r = resolveName(this.token.subarray(1, this.tokenLen), b);
+    if (!r) return at < 0 ? this.textToken() : this.reject(b, at);
+    const start = this.tokenStart;
+    const letters = this.tokenLen - 1;
+    if (r.taken > letters) return this.decodedCodePoint(r.cp, at + 1); // the ';' too
+    const rest = this.token.slice(1 + r.taken, this.tokenLen);
+    this.decodedCodePoint(r.cp, start + 1 + r.taken, start);
+    for (let k = 0; k < rest.length; k++) this.feedOne(rest[k]!, start + 1 + r.taken + k);
+    if (at >= 0) this.feedOne(b, at);
+  }
+
   /** Not an escape after all: its first byte is text, and the rest (with `b`) is read again. */
   private reject(b: number, at: number): void {
     this.flushSurrogate();
@@ -309,12 +324,23 @@ export class EchoScanner {
   /** At the body's end, a pending escape is text. */
   private abandonToken(end: number): void {
     this.flushSurrogate();
+    if (this.esc === Esc.AmpName) return this.endName(-1, -1);
+    if ((this.esc === Esc.AmpDec || this.esc === Esc.AmpHex) && this.digits > 0) {
+      const cp = this.num > 0x10ffff || this.num === 0 ? 0xfffd : this.num;
+      return this.decodedCodePoint(cp, end, this.tokenStart);
+    }
+    if (this.esc === Esc.BslBrace && this.digits > 0) {
+      const cp = this.num > 0x10ffff || (this.num >= 0xd800 && this.num <= 0xdfff) ? 0xfffd : this.num;
+      return this.decodedCodePoint(cp, end, this.tokenStart);
+    }
+    this.textToken();
+  }
+
+  /** The pending token is text: its first byte in the view, the others read again. */
+  private textToken(): void {
     const again = this.token.slice(1, this.tokenLen);
     const start = this.tokenStart;
-    const wasNumeric = (this.esc === Esc.AmpDec || this.esc === Esc.AmpHex) && this.digits > 0;
-    const cp = this.num > 0x10ffff || this.num === 0 ? 0xfffd : this.num;
     this.esc = Esc.None;
-    if (wasNumeric) return this.decodedCodePoint(cp, end, start);
     this.decodedByteAt(this.token[0]!, start, start + 1);
     for (let k = 0; k < again.length; k++) this.feedOne(again[k]!, start + 1 + k);
   }
@@ -452,9 +478,6 @@ export class EchoScanner {
   }
 }
 
-function isLetter(b: number): boolean {
-  return (b >= 0x61 && b <= 0x7a) || (b >= 0x41 && b <= 0x5a);
-}
 
 /** Bytes as the scanner's view reads them: escapes decoded, invisible characters dropped, case folded. */
 export function viewOf(bytes: Uint8Array): Uint8Array {

@@ -4,7 +4,8 @@
 
 import { describe, expect, test } from "bun:test";
 import { viewOf } from "../../../src/egress/echo-scanner.ts";
-import { createRedactor, Needles, redactHeaders, redactText, redactWhole } from "../../../src/egress/redact.ts";
+import { createRedactor, Needles, redactWhole } from "../../../src/egress/redact.ts";
+import { redactHeaders, redactText } from "../../../src/egress/redact-headers.ts";
 
 const VALUE = "sk-live-4eC39HqLyjWDarjtT1zdp7dc9Fz2";
 const needles = new Needles([VALUE]);
@@ -48,6 +49,13 @@ const FORMS: [string, string][] = [
   ["soft hyphen inside", `${VALUE.slice(0, 10)}\u00ad${VALUE.slice(10)}`],
   ["zero-width characters everywhere", [...VALUE].join("\u200b\u200c\u200d\u2060\ufeff")],
   ["soft hyphen as an entity", [...VALUE].join("&#173;")],
+  ["&shy; and &shy without ';' (legacy) between characters", [...VALUE].map((c, i) => c + (i % 2 ? "&shy" : "&shy;")).join("")],
+  ["named invisible characters", [...VALUE].join("&ZeroWidthSpace;&zwnj;&NoBreak;")],
+  ["bidi controls, variation selectors, Mongolian and Hangul fillers", [...VALUE].join("\u2066\u202c\ufe0f\u180b\u061c\u3164")],
+  ["every character %uXXXX (JavaScript escape(), IIS)", [...VALUE].map((c) => `%u${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`).join("")],
+  ["every character \\u{XX} (ES2015)", [...VALUE].map((c) => `\\u{${c.charCodeAt(0).toString(16)}}`).join("")],
+  ["every character octal \\ooo", [...VALUE].map((c) => `\\${c.charCodeAt(0).toString(8).padStart(3, "0")}`).join("")],
+  ["punctuation as named references", VALUE.replaceAll("-", "&#45;").replaceAll("_", "&lowbar;")],
   ["masked key: first 12 then ...", `${VALUE.slice(0, 12)}...`],
   ["last 12", VALUE.slice(-12)],
   ["12 from the middle", VALUE.slice(11, 23)],
@@ -119,6 +127,26 @@ describe("forms found in a body", () => {
   });
 });
 
+describe("UTF-16 text", () => {
+  for (const [order, bom] of [["le", false], ["be", false], ["bom", true]] as const) {
+    test(`a match is replaced by "[redacted]" in UTF-16 (${order}), on whole code units`, () => {
+      const encode = (s: string) => (order === "be" ? Buffer.from(s, "utf16le").swap16() : Buffer.from(s, "utf16le"));
+      const body = Buffer.concat([bom ? Buffer.from([0xff, 0xfe]) : Buffer.alloc(0), encode(`id: ${VALUE.slice(5)} ok \u00e9`)]);
+      for (const cuts of [[], [1], [7, 8, 9], Array.from({ length: body.length }, (_, i) => i)]) {
+        const r = createRedactor(needles, { utf16: order });
+        const parts: Uint8Array[] = [];
+        let at = 0;
+        for (const c of [...cuts, body.length]) (parts.push(r.push(body.subarray(at, c))), (at = c));
+        parts.push(r.flush());
+        const out = Buffer.concat(parts);
+        expect(out.length % 2).toBe(0);
+        const text = order === "be" ? Buffer.from(out).swap16().toString("utf16le") : out.toString("utf16le");
+        expect(text).toBe(`${bom ? "\ufeff" : ""}id: [redacted] ok \u00e9`);
+      }
+    });
+  }
+});
+
 describe("streaming", () => {
   test("every chunking gives what the whole body gives", () => {
     let seed = 7;
@@ -173,6 +201,15 @@ describe("headers", () => {
       expect(out[0]).toEqual(["content-type", "text/plain"]);
       expect(out.map(([, v]) => v).join("")).not.toContain(VALUE.slice(0, 4));
     }
+  });
+
+  test("lines of one name with other lines between them, and the items of one folded line", () => {
+    const [a, b, c] = [VALUE.slice(0, 10), VALUE.slice(10, 20), VALUE.slice(20)];
+    const interleaved = redactHeaders([["x-echo", a], ["x-pad", "1"], ["x-echo", b], ["x-pad", "2"], ["x-echo", c]], needles);
+    expect(interleaved.filter(([k]) => k === "x-pad")).toEqual([["x-pad", "1"], ["x-pad", "2"]]);
+    expect(interleaved.map(([, v]) => v).join("")).not.toContain(VALUE.slice(0, 4));
+    const folded = redactHeaders([["x-echo", `you sent: ${a}, ${b}, ${c}`]], needles);
+    expect(folded[0]![1]).toBe("you sent: [redacted], [redacted], [redacted]");
   });
 
   test("an unrelated header next to an echo keeps its value", () => {

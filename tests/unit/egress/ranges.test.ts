@@ -8,8 +8,23 @@ import fc from "fast-check";
 import { UndecodableResponse } from "../../../src/errors.ts";
 import type { Answer } from "../../../src/egress/answer.ts";
 import type { HeaderList } from "../../../src/egress/http1.ts";
-import { createRedactor, type Redactor } from "../../../src/egress/redact.ts";
-import { answerRange, CONTEXT_BYTES, formatRange, maskAndCut, parseContentRange, parseSingleRange, planCut, planRanges, widenRange, type ByteRange } from "../../../src/egress/ranges.ts";
+import { createRedactor, redactWhole, type Redactor } from "../../../src/egress/redact.ts";
+import {
+  answerRange,
+  CONTEXT_BYTES,
+  formatRange,
+  isByteRange,
+  isPartialAnswer,
+  maskAndCut,
+  parseContentRange,
+  parseSingleRange,
+  PART_NUMBER_REFUSAL,
+  planCut,
+  planRanges,
+  widenRange,
+  WIDEST_MATCH_BYTES,
+  type ByteRange,
+} from "../../../src/egress/ranges.ts";
 
 const K = CONTEXT_BYTES;
 const SECRET = "sk-unit-Zq8Vw3Xj-Rk5Pm2Ty7Ln4Hb9Gd6";
@@ -32,9 +47,9 @@ describe("the agent's Range", () => {
   );
 
   test("widened by k on each side, never before byte 0, and written back", () => {
-    expect(formatRange(widenRange({ kind: "span", first: 10_000, last: 10_099 }, K))).toBe(`bytes=${10_000 - K}-${10_099 + K}`);
+    expect(formatRange(widenRange({ kind: "span", first: K + 10_000, last: K + 10_099 }, K))).toBe(`bytes=10000-${2 * K + 10_099}`);
     expect(formatRange(widenRange({ kind: "span", first: 81, last: 100 }, K))).toBe(`bytes=0-${100 + K}`);
-    expect(formatRange(widenRange({ kind: "from", first: 5000 }, K))).toBe(`bytes=${5000 - K}-`);
+    expect(formatRange(widenRange({ kind: "from", first: K + 5000 }, K))).toBe("bytes=5000-");
     expect(formatRange(widenRange({ kind: "from", first: 3 }, K))).toBe("bytes=0-");
     expect(formatRange(widenRange({ kind: "suffix", length: 20 }, K))).toBe(`bytes=-${20 + K}`);
   });
@@ -72,6 +87,51 @@ describe("what goes upstream", () => {
   });
 });
 
+describe("the context covers the scanner's widest match", () => {
+  test("12 characters, each a 64-digit reference after 64 invisible ones spelt so too: found, and narrower than the context", () => {
+    const zw = `&#x${"0".repeat(60)}200b;`;
+    const spelt = [...SECRET.slice(0, 12)].map((c) => zw.repeat(64) + `&#x${"0".repeat(62)}${c.charCodeAt(0).toString(16)};`).join("");
+    const body = Buffer.from(`..${spelt}..`, "latin1");
+    const out = Buffer.from(redactWhole(body, [SECRET], { preserveLength: true }));
+    expect(out.equals(body)).toBe(false); // the scanner reads it
+    const changed = [...out].map((b, i) => b !== body[i]);
+    const span = changed.lastIndexOf(true) - changed.indexOf(true) + 1;
+    expect(span).toBeLessThanOrEqual(WIDEST_MATCH_BYTES);
+    expect(CONTEXT_BYTES).toBeGreaterThanOrEqual(WIDEST_MATCH_BYTES);
+  });
+});
+
+describe("which Ranges are byte ranges, which answers partial", () => {
+  test.each(["bytes=0-9", "Bytes = 0-9", "BYTES=0-1,5-6", "bytes=z", "garbage", "-20", "0-9, 20-29", ""])("Range %p may be read as bytes: dropped", (value) => {
+    expect(isByteRange(value)).toBe(true);
+    expect(planRanges("bearer", [["range", value], ["if-range", '"e"']]).upstreamHeaders([["range", value], ["if-range", '"e"']])).toEqual([]);
+  });
+
+  test.each(["items=0-19", "rows = 5-", "0-19", " 20 - ", "0-"])("Range %p is not bytes (PostgREST rows): sent as it is, If-Range with it", (value) => {
+    expect(isByteRange(value)).toBe(false);
+    for (const type of ["bearer", "aws_sigv4"]) {
+      const r = planRanges(type, [["Range", value], ["If-Range", '"e"']]);
+      expect(r.asked).toBeUndefined();
+      expect(r.upstreamHeaders([["Range", value], ["If-Range", '"e"'], ["accept", "*/*"]])).toEqual([["Range", value], ["If-Range", '"e"'], ["accept", "*/*"]]);
+    }
+  });
+
+  test("a rows Range next to a byte one, or a Request-Range: all dropped", () => {
+    for (const headers of [[["range", "0-19"], ["range", "bytes=0-9"]], [["range", "items=0-19"], ["request-range", "bytes=0-9"]]] as HeaderList[]) {
+      expect(planRanges("bearer", headers).upstreamHeaders(headers)).toEqual([]);
+    }
+  });
+
+  test("partial: a 206, multipart/byteranges, a Content-Range in bytes (any case); not: rows (PostgREST's 0-1/*), another unit", () => {
+    expect(isPartialAnswer(206, [])).toBe(true);
+    expect(isPartialAnswer(206, [["content-range", "0-24/3573458"]])).toBe(true);
+    expect(isPartialAnswer(200, [["content-type", "Multipart/ByteRanges; boundary=b"]])).toBe(true);
+    for (const cr of ["bytes 0-6/100", "Bytes 0-6/100", " BYTES */100", "bytes=0-6", "bytes"]) expect(isPartialAnswer(200, [["content-range", cr]])).toBe(true);
+    for (const cr of ["0-1/*", "items 0-19/*", "*/100", "bytesx 0-1/2", "rows 0-1/2"]) expect(isPartialAnswer(200, [["content-range", cr]])).toBe(false);
+    expect(isPartialAnswer(200, [["content-type", "application/json"]])).toBe(false);
+  });
+});
+
 describe("Content-Range", () => {
   test.each([
     ["bytes 0-99/1000", { first: 0, last: 99, total: 1000 }],
@@ -85,30 +145,31 @@ describe("Content-Range", () => {
 });
 
 describe("the cut of a widened answer", () => {
-  const T = 100_000;
+  const T = 4 * K; // an object with room for a range and its context on both sides
+  const M = 2 * K; // a range in its middle
   const cutOf = (asked: ByteRange, first: number, last: number, total: number | "unknown" = T) => planCut(asked, { first, last, total: total === "unknown" ? undefined : total }, K);
 
   test("a span in the middle, with its context", () => {
-    expect(cutOf({ kind: "span", first: 50_000, last: 50_099 }, 50_000 - K, 50_099 + K)).toEqual({
+    expect(cutOf({ kind: "span", first: M, last: M + 99 }, M - K, M + 99 + K)).toEqual({
       satisfiable: true,
       skip: K,
       length: 100,
       bodyLength: 100 + 2 * K,
-      contentRange: `bytes 50000-50099/${T}`,
+      contentRange: `bytes ${M}-${M + 99}/${T}`,
     });
   });
 
   test("near the start, past the end, from, suffix, suffix longer than the object", () => {
     expect(cutOf({ kind: "span", first: 81, last: 100 }, 0, 100 + K)).toMatchObject({ skip: 81, length: 20, contentRange: `bytes 81-100/${T}` });
     expect(cutOf({ kind: "span", first: T - 10, last: T + 500 }, T - 10 - K, T - 1)).toMatchObject({ skip: K, length: 10, contentRange: `bytes ${T - 10}-${T - 1}/${T}` });
-    expect(cutOf({ kind: "from", first: 90_000 }, 90_000 - K, T - 1)).toMatchObject({ skip: K, length: 10_000 });
+    expect(cutOf({ kind: "from", first: T - 10_000 }, T - 10_000 - K, T - 1)).toMatchObject({ skip: K, length: 10_000 });
     expect(cutOf({ kind: "suffix", length: 20 }, T - 20 - K, T - 1)).toMatchObject({ skip: K, length: 20, contentRange: `bytes ${T - 20}-${T - 1}/${T}` });
     expect(cutOf({ kind: "suffix", length: 20 }, 0, 49, 50)).toMatchObject({ skip: 30, length: 20, contentRange: "bytes 30-49/50" });
     expect(cutOf({ kind: "suffix", length: 500 }, 0, 49, 50)).toMatchObject({ skip: 0, length: 50, contentRange: "bytes 0-49/50" });
   });
 
   test("an upstream that sends more context than asked is fine", () => {
-    expect(cutOf({ kind: "span", first: 50_000, last: 50_000 }, 0, T - 1)).toMatchObject({ skip: 50_000, length: 1 });
+    expect(cutOf({ kind: "span", first: M, last: M }, 0, T - 1)).toMatchObject({ skip: M, length: 1 });
   });
 
   test("a range past the end of the object: 416", () => {
@@ -118,13 +179,13 @@ describe("the cut of a widened answer", () => {
   });
 
   test("less context than asked, or an unknown length: refused", () => {
-    const span = { kind: "span", first: 50_000, last: 50_099 } as const;
-    expect(() => cutOf(span, 50_000 - K + 1, 50_099 + K)).toThrow(UndecodableResponse);
-    expect(() => cutOf(span, 50_000 - K, 50_099 + K - 1)).toThrow(UndecodableResponse);
-    expect(() => cutOf(span, 50_000, 50_099)).toThrow(UndecodableResponse);
+    const span = { kind: "span", first: M, last: M + 99 } as const;
+    expect(() => cutOf(span, M - K + 1, M + 99 + K)).toThrow(UndecodableResponse);
+    expect(() => cutOf(span, M - K, M + 99 + K - 1)).toThrow(UndecodableResponse);
+    expect(() => cutOf(span, M, M + 99)).toThrow(UndecodableResponse);
     expect(() => cutOf({ kind: "span", first: 81, last: 100 }, 1, 100 + K)).toThrow(UndecodableResponse);
     expect(() => cutOf({ kind: "suffix", length: 20 }, T - 20, T - 1)).toThrow(UndecodableResponse);
-    expect(() => cutOf(span, 50_000 - K, 50_099 + K, "unknown")).toThrow(UndecodableResponse);
+    expect(() => cutOf(span, M - K, M + 99 + K, "unknown")).toThrow(UndecodableResponse);
   });
 });
 
@@ -254,8 +315,25 @@ describe("answers", () => {
     expect(cancelled).toBe(true);
   });
 
+  test("PostgREST's rows Content-Range on a 200: an ordinary answer", async () => {
+    expect(await answerRange(dropped, answer(200, [["content-range", "0-1/*"], ["range-unit", "items"]]), [SECRET], 0, done)).toBeUndefined();
+    expect(await answerRange(dropped, answer(200, [["content-range", "items 0-19/*"]]), [SECRET], 0, done)).toBeUndefined();
+  });
+
+  test("an S3 part-number read (206 with no Range asked): refused with its own message, quoting nothing upstream", async () => {
+    for (const target of ["/bucket/key?partNumber=1", "/bucket/key?versionId=x&partNumber=2"]) {
+      const r = planRanges("aws_sigv4", [["accept", "*/*"]], target);
+      const err = await answerRange(r, answer(206, [["content-range", `bytes 0-6/${SECRET}`]]), [SECRET], 0, done).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(UndecodableResponse);
+      expect((err as Error).message).toBe(PART_NUMBER_REFUSAL);
+    }
+    // Without partNumber, the general message.
+    const err = await answerRange(planRanges("aws_sigv4", [], "/bucket/key"), answer(206, [["content-range", "bytes 0-6/100"]]), [SECRET], 0, done).catch((e: unknown) => e);
+    expect((err as Error).message).not.toBe(PART_NUMBER_REFUSAL);
+  });
+
   test("a widened 206: masked, cut, Content-Range and Content-Length rewritten", async () => {
-    const object = `${".".repeat(18)}${SECRET}${".".repeat(5000)}`;
+    const object = `${".".repeat(18)}${SECRET}${".".repeat(K + 5000)}`;
     const got = object.slice(0, 29 + K + 1);
     for (const body of [bytes(got), new Blob([bytes(got)]).stream()]) {
       const res = await answerRange(kept, answer(206, [["content-type", "text/plain"], ["content-range", `bytes 0-${29 + K}/${object.length}`], ["content-length", String(got.length)]], body), [SECRET], 0, done);
@@ -267,12 +345,37 @@ describe("answers", () => {
     }
   });
 
+  test("a small range from a streamed widened body: one buffer, counted once; one that breaks off or runs long: refused, never counted", async () => {
+    const object = `${".".repeat(18)}${SECRET}${".".repeat(K + 5000)}`;
+    const got = bytes(object.slice(0, 29 + K + 1));
+    const headers: HeaderList = [["content-range", `bytes 0-${29 + K}/${object.length}`]];
+    const counts: number[] = [];
+    const count = (n: number) => void counts.push(n);
+    const res = await answerRange(kept, answer(206, headers, new Blob([got]).stream()), [SECRET], 0, count);
+    expect(res?.body).toBeInstanceOf(Uint8Array);
+    expect((res!.body as Uint8Array).byteLength).toBe(10);
+    expect(counts).toEqual([got.byteLength]);
+    const broken = new ReadableStream<Uint8Array>({
+      start(ctrl) {
+        ctrl.enqueue(got.subarray(0, 25));
+        ctrl.error(new Error("upstream closed the connection mid-body"));
+      },
+    });
+    const long = new Blob([got, bytes(`tail ${SECRET}`)]).stream();
+    for (const body of [broken, long]) {
+      const err = await answerRange(kept, answer(206, headers, body), [SECRET], 0, count).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(UndecodableResponse);
+      expect((err as Error).message.includes(SECRET)).toBe(false);
+    }
+    expect(counts.length).toBe(1);
+  });
+
   test("a widened 206 the broker cannot check: compressed, not covering, several parts, malformed", async () => {
-    const cr = `bytes 0-${29 + K}/10000`;
+    const cr = `bytes 0-${29 + K}/${K + 10_000}`;
     for (const headers of [
       [["content-range", cr], ["content-encoding", "gzip"]],
-      [["content-range", `bytes 16-${29 + K}/10000`]],
-      [["content-range", "bytes 0-29/10000"]],
+      [["content-range", `bytes 16-${29 + K}/${K + 10_000}`]],
+      [["content-range", `bytes 0-29/${K + 10_000}`]],
       [["content-range", cr], ["content-range", cr]],
       [["content-type", "multipart/byteranges; boundary=b"]],
       [["content-range", "garbage"]],
@@ -290,7 +393,7 @@ describe("answers", () => {
   });
 
   test("a HEAD answer (no body) describes the agent's range", async () => {
-    const res = await answerRange(kept, answer(206, [["content-range", `bytes 0-${29 + K}/10000`], ["content-length", String(30 + K)]], null), [SECRET], 0, done);
-    expect(res).toMatchObject({ status: 206, body: null, headers: [["content-range", "bytes 20-29/10000"], ["content-length", "10"]] });
+    const res = await answerRange(kept, answer(206, [["content-range", `bytes 0-${29 + K}/${K + 10_000}`], ["content-length", String(30 + K)]], null), [SECRET], 0, done);
+    expect(res).toMatchObject({ status: 206, body: null, headers: [["content-range", `bytes 20-29/${K + 10_000}`], ["content-length", "10"]] });
   });
 });

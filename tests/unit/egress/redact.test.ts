@@ -1,7 +1,8 @@
 // No reveal by echo: the streaming redactor and header redaction.
 
 import { describe, expect, test } from "bun:test";
-import { createRedactingStream, Needles, redactHeaders, redactText, redactWhole } from "../../../src/egress/redact.ts";
+import { createRedactingStream, Needles, redactWhole } from "../../../src/egress/redact.ts";
+import { redactHeaders, redactText } from "../../../src/egress/redact-headers.ts";
 
 const enc = (s: string) => new Uint8Array(Buffer.from(s, "utf8"));
 

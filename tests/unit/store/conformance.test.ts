@@ -283,20 +283,17 @@ forEachBackend((backend) => {
     await expect(store.services.put({ ...base, host: "x.example.com", authType: "cookie" as never, authKey: "K" }, 33)).rejects.toThrow();
   });
 
-  test("services: covering lists every vault's rows stored under the exact or the wildcard text", async () => {
+  test("services: all lists every vault's rows, enabled or not, by vault then host", async () => {
     await open();
-    const [a, b, c] = [await store.vaults.create("a", 1), await store.vaults.create("b", 1), await store.vaults.create("c", 1)];
+    const [a, b] = [await store.vaults.create("a", 1), await store.vaults.create("b", 1)];
     const row = (vaultId: number, host: string) => ({ vaultId, host, description: "", authType: "bearer" as const, authKey: "K", authHeader: null, authPrefix: null, authUsername: null, enabled: vaultId !== b.id });
-    for (const [v, h] of [[b, "api.example.com"], [a, "api.example.com"], [a, "*.example.com"], [c, "*.example.com"], [c, "api.example.com:8443"], [c, "other.example.com"]] as const) await store.services.put(row(v.id, h), 1);
-    const found = await store.services.covering("api.example.com", "*.example.com");
-    expect(found.map((r) => [r.vaultId, r.host, r.enabled])).toEqual([
+    for (const [v, h] of [[b, "api.example.com"], [a, "api.example.com"], [a, "*.example.com"], [b, "other.example.com:8443"]] as const) await store.services.put(row(v.id, h), 1);
+    expect((await store.services.all()).map((r) => [r.vaultId, r.host, r.enabled])).toEqual([
       [a.id, "*.example.com", true],
       [a.id, "api.example.com", true],
       [b.id, "api.example.com", false],
-      [c.id, "*.example.com", true],
+      [b.id, "other.example.com:8443", false],
     ]);
-    expect((await store.services.covering("api.example.com:8443", "*.example.com:8443")).map((r) => r.vaultId)).toEqual([c.id]);
-    expect(await store.services.covering("none.example.org", "*.example.org")).toEqual([]);
   });
 
   test("settings: JSON values, put is an upsert", async () => {

@@ -1,21 +1,19 @@
-// Reads, for one host:port, every vault's services covering it (exact or wildcard, enabled or not,
-// any auth type that sends a stored value) and decrypts what each would send there: the store half
-// of the host-wide echo needles (host-needles.ts). A vault whose values are still known is not read
-// again, so a write to one vault costs one vault's decryption, not every vault's.
+// Reads every vault's services (enabled or not, any auth type that sends a stored value) and
+// decrypts what each sends: the store half of the echo needles every answer is scanned for
+// (echo-needles.ts). A vault whose values are still known is not read again, so a write to one
+// vault costs one vault's decryption, not every vault's.
 
 import type { Secret } from "../secret.ts";
 import type { ServiceRow, Store } from "../store/index.ts";
-import { coveringPatternTexts, DecryptError, decryptCredential, hostMatches, isMintedAuthType, mintedAuthKeyFields, parseHostPattern, viewService } from "../vault/index.ts";
+import { DecryptError, decryptCredential, isMintedAuthType, mintedAuthKeyFields, viewService } from "../vault/index.ts";
 import { isMultiLine, staticSend } from "./service-values.ts";
 
-/** SECRET: per vault id, the values its services covering one host send (search patterns only). */
+/** SECRET: per vault id, the values its services send (search patterns only). */
 export type VaultValues = ReadonlyMap<number, readonly string[]>;
 
-export async function loadHostValues(store: Store, dataKey: CryptoKey, host: string, port: number, known: VaultValues): Promise<Map<number, readonly string[]>> {
-  const { exact, wildcard } = coveringPatternTexts(host, port);
+export async function loadStoredValues(store: Store, dataKey: CryptoKey, known: VaultValues): Promise<Map<number, readonly string[]>> {
   const byVault = new Map<number, ServiceRow[]>();
-  for (const row of await store.services.covering(exact, wildcard)) {
-    if (!covers(row, host, port)) continue;
+  for (const row of await store.services.all()) {
     const rows = byVault.get(row.vaultId);
     if (rows) rows.push(row);
     else byVault.set(row.vaultId, [row]);
@@ -28,15 +26,6 @@ export async function loadHostValues(store: Store, dataKey: CryptoKey, host: str
     }),
   );
   return out;
-}
-
-/** As the vault's own table decides (plan.ts): a row that no longer parses covers nothing. */
-function covers(row: ServiceRow, host: string, port: number): boolean {
-  try {
-    return hostMatches(parseHostPattern(row.host, { allowIp: true }), host, port);
-  } catch {
-    return false;
-  }
 }
 
 /** What one service sends: nothing for passthrough, a minted type's inputs, a static value in its sent forms. */
