@@ -2,17 +2,18 @@
 // a value from ranged responses of an echoing upstream. A scan of a 206 body alone cannot promise
 // that: `bytes=81-100` and then `bytes=101-120` each hold half of an echoed value, neither half is a
 // match, and the agent joins them (a multipart/byteranges answer splits it the same way). This holds
-// for every request whose answer is scanned: one carrying an injected value, or one to a host that
-// any vault injects values toward (§3.22: a request bin serves vault A's value to B). So:
+// for every request whose answer is scanned: every answer once any vault holds a value (§3.22: a
+// request bin serves vault A's value to B, whatever B's service). So:
 //
-// - Every auth type but aws_sigv4: a byte Range (unit "bytes" in any case, or a value the broker
-//   cannot read), If-Range (and the old Request-Range some servers still read) are dropped on the
-//   way out. The upstream answers 200 with the whole body, which the usual scanner redacts; a 200 is
+// - Every auth type but aws_sigv4 and passthrough: a byte Range (unit "bytes" in any case, or a
+//   value the broker cannot read), If-Range (and the old Request-Range some servers still read) are
+//   dropped on the way out. The upstream answers 200 with the whole body, which the usual scanner redacts; a 200 is
 //   a valid answer to a ranged request, so clients cope. A Range in another unit (`items=0-19`) or
 //   PostgREST's unit-less `0-19` (rows, its Range-Unit) is no byte range and passes unchanged:
 //   servers that read only byte ranges ignore it, and one that answers it in bytes anyway sends a 206,
 //   refused below.
-// - aws_sigv4 (S3's ranged GetObject must keep working, and objects are large): a single range is
+// - aws_sigv4 (S3's ranged GetObject must keep working, and objects are large) and passthrough (its
+//   answers are scanned only for other vaults' values, and its downloads resume): a single range is
 //   kept but widened by CONTEXT_BYTES on each side before the request is signed. The 206 must cover
 //   the widened range (or reach the object's ends); its body is masked without changing its length
 //   (each byte of a match becomes a filler byte, so offsets hold), then cut back to exactly the
@@ -29,7 +30,7 @@
 //   cover what was asked, or whose body does not match its Content-Range; a ranged body with a
 //   Content-Encoding (a compressed stream cannot be decoded from its middle).
 //
-// Answers that are not scanned (hosts nobody injects toward, blind tunnels) are not touched.
+// Answers that are not scanned (no value stored in any vault, blind tunnels) are not touched.
 
 import { PayloadTooLarge, UndecodableResponse } from "../errors.ts";
 import { headerOf, type Answer } from "./answer.ts";
@@ -85,6 +86,13 @@ const AS_SENT_PART: RangedRequest = { partNumber: true, upstreamHeaders: keepAll
  * How a request whose answer is scanned handles the agent's Range (`authType`: the matched service's;
  * `target`: the path and query, for S3's partNumber).
  */
+/**
+ * The services whose ranged reads are widened rather than dropped: S3 through aws_sigv4, and
+ * passthrough services (their answers are scanned for other vaults' values, §3.22, yet nothing of
+ * theirs is injected: resumable and parallel downloads keep working).
+ */
+const WIDENED = new Set(["aws_sigv4", "passthrough"]);
+
 export function planRanges(authType: string, agentHeaders: readonly (readonly [string, string])[], target = ""): RangedRequest {
   const partNumber = /[?&]partNumber=/i.test(target);
   const values = agentHeaders.filter(([k]) => k.toLowerCase() === "range").map(([, v]) => v);
@@ -94,7 +102,7 @@ export function planRanges(authType: string, agentHeaders: readonly (readonly [s
   if (!values.length && !others) return asSent;
   // Ranges in another unit (PostgREST's rows) go as they are, with their If-Range.
   if (values.length && !values.some(isByteRange) && !agentHeaders.some(([k]) => k.toLowerCase() === "request-range")) return asSent;
-  const single = authType === "aws_sigv4" && values.length === 1 ? parseSingleRange(values[0]!) : undefined;
+  const single = WIDENED.has(authType) && values.length === 1 ? parseSingleRange(values[0]!) : undefined;
   if (!single || !masksInPlace()) return { partNumber, upstreamHeaders: dropAll };
   const widened = formatRange(widenRange(single, CONTEXT_BYTES));
   return {
