@@ -3,6 +3,7 @@
 // Response: the tunnel writes it to the agent as it is, with no Headers object or body wrapper per
 // request; /proxy turns it into a Response once, at its own edge.
 
+import { UpstreamUnreachable } from "../errors.ts";
 import type { HeaderList } from "./http1.ts";
 
 export interface Answer {
@@ -53,4 +54,28 @@ export async function wholeBody(body: Answer["body"]): Promise<Uint8Array> {
   if (body === null) return new Uint8Array(0);
   if (body instanceof Uint8Array) return body;
   return new Uint8Array(await new Response(body).arrayBuffer());
+}
+
+/**
+ * A streamed body that declared its length (at most a small body's), read whole and never held
+ * beyond that length: more bytes than declared, or fewer before the end, is an upstream protocol
+ * error (502), and the rest of the stream is let go.
+ */
+export async function declaredBody(body: ReadableStream<Uint8Array>, length: number): Promise<Uint8Array> {
+  const reader = body.getReader();
+  const fail = async (why: string): Promise<never> => {
+    await reader.cancel().catch(() => {});
+    throw new UpstreamUnreachable(`the upstream sent a body ${why} its Content-Length`);
+  };
+  if (!Number.isSafeInteger(length) || length < 0) return fail("with an invalid");
+  const out = new Uint8Array(length);
+  let at = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (value.byteLength > length - at) return fail("longer than");
+    out.set(value, at);
+    at += value.byteLength;
+  }
+  return at === length ? out : fail("shorter than");
 }

@@ -27,6 +27,18 @@ export function base64Core(bytes: Uint8Array, offset: number): string {
   return text.slice(first, Math.max(first, last));
 }
 
+/** The value URL-encoded as RFC 3986 and as a form (application/x-www-form-urlencoded) encode it. */
+function urlForms(v: string): Uint8Array[] {
+  let component: string;
+  try {
+    component = encodeURIComponent(v);
+  } catch {
+    return []; // a lone surrogate has no URL form
+  }
+  const form = new URLSearchParams({ v }).toString().slice(2);
+  return [component, form].map((f) => new Uint8Array(Buffer.from(f, "latin1")));
+}
+
 function utf16(s: string, bigEndian: boolean): Uint8Array {
   const le = Buffer.from(s, "utf16le");
   return bigEndian ? le.swap16() : le;
@@ -45,10 +57,16 @@ export function echoForms(values: readonly string[]): Uint8Array[] {
     add(utf8, false);
     if (/[\x80-\xff]/.test(v) && !/[^\x00-\xff]/.test(v)) add(new Uint8Array(Buffer.from(v, "latin1")), false);
     if (v.includes(" ")) add(new Uint8Array(Buffer.from(v.replaceAll(" ", "+"), "utf8")), false);
-    for (let offset = 0; offset < 3; offset++) {
-      const core = base64Core(utf8, offset);
-      add(new Uint8Array(Buffer.from(core, "latin1")), true);
-      add(new Uint8Array(Buffer.from(core.replaceAll("+", "-").replaceAll("/", "_"), "latin1")), true);
+    // Base64 of the value as sent, and of its URL-encoded forms (an OAuth client_secret_basic header is
+    // base64 of urlencode(id):urlencode(secret), RFC 6749 §2.3.1; the view reads the percent-escapes
+    // once the agent has decoded the base64 itself).
+    for (const text of new Set([utf8, ...urlForms(v)].map((b) => Buffer.from(b).toString("latin1")))) {
+      const bytes = new Uint8Array(Buffer.from(text, "latin1"));
+      for (let offset = 0; offset < 3; offset++) {
+        const core = base64Core(bytes, offset);
+        add(new Uint8Array(Buffer.from(core, "latin1")), true);
+        add(new Uint8Array(Buffer.from(core.replaceAll("+", "-").replaceAll("/", "_"), "latin1")), true);
+      }
     }
     add(new Uint8Array(Buffer.from(Buffer.from(utf8).toString("hex"), "latin1")), true);
     add(utf16(v, false), true);

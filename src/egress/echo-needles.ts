@@ -32,6 +32,14 @@ export interface Sent {
  */
 export const RECENT_LIMITS = { ttlMs: 24 * 3_600_000, total: 65_536 };
 
+/**
+ * Values shorter than this are not shared: one vault's short value (a `"`, a word like "password")
+ * would otherwise be redacted from every answer of every vault. A request's own short values are
+ * still looked for in its own answer (plan.ts joins them to the shared set); another vault's, of
+ * fewer than 12 characters, are not (the README says so).
+ */
+export const MIN_SHARED = 12;
+
 /** A plan or grant in use keeps its values' recent entries alive: checked again after this long. */
 const RECHECK_MS = 3_600_000;
 /** While the store is unreachable, a set read before serves what it knows and asks again after this long. */
@@ -86,6 +94,7 @@ export function createEchoNeedles(opts: EchoNeedlesOptions): EchoNeedles {
   let expiresAt = Infinity;
 
   function remember(value: string, at: number): void {
+    if (value.length < MIN_SHARED) return;
     recent.delete(value);
     recent.set(value, at);
     if (!members.has(value)) dirty = true;
@@ -99,7 +108,7 @@ export function createEchoNeedles(opts: EchoNeedlesOptions): EchoNeedles {
     const checkedAt = checked.get(s.key);
     if (checkedAt !== undefined && at - checkedAt < RECHECK_MS) return;
     checked.set(s.key, at);
-    for (const v of s.values()) if (v && (recent.has(v) || !members.has(v))) remember(v, at);
+    for (const v of s.values()) if (v.length >= MIN_SHARED && (recent.has(v) || !members.has(v))) remember(v, at);
   }
 
   /** The store half of vault `id` (or of all) leaves for the recent half: it may have been sent until now. */
@@ -145,14 +154,16 @@ export function createEchoNeedles(opts: EchoNeedlesOptions): EchoNeedles {
     const first = recent.values().next();
     expiresAt = first.done ? Infinity : dropBy(first.value);
     const next = new Set<string>();
-    for (const values of byVault.values()) for (const v of values) if (v) next.add(v);
+    for (const values of byVault.values()) for (const v of values) if (v.length >= MIN_SHARED) next.add(v);
     for (const v of recent.keys()) next.add(v);
     const added = [...next].filter((v) => !members.has(v));
     const removed = dropped || [...members].some((v) => !next.has(v));
-    // Only additions: into the compiled set in place, so open streams see them. Otherwise (or when it
-    // has no room) built anew; open streams keep the old set, which holds every value the new one does.
-    if (!compiled || removed || (added.length > 0 && !compiled.add(added))) {
-      compiled = new Needles([...next]);
+    // Only additions: into the compiled set in place, so open streams see them at once. Otherwise (or
+    // when it has no room) its index is built anew.
+    if (!compiled) compiled = new Needles([...next]);
+    else if (removed || (added.length > 0 && !compiled.add(added))) {
+      // Built anew in the same object: streams already open move to the new index at their next chunk.
+      compiled.replace([...next]);
       checked = new WeakMap();
     }
     members = next;

@@ -33,6 +33,8 @@ const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
  * hashes at the end). More than WINDOW: a sampled run holds the last `longest` view bytes.
  */
 const MIN_SAMPLED = 16;
+/** Below this many bytes a chunk is read byte by byte. */
+const SHORT_TEXT = 256;
 
 const enum Esc {
   None,
@@ -64,7 +66,7 @@ export class EchoScanner {
   private readonly ring = new Uint8Array(RING);
   private readonly ringStart = new Float64Array(RING);
   private pos = 0;
-  private readonly hashes: Int32Array;
+  private hashes: Int32Array;
   // escape being read
   private esc = Esc.None;
   private readonly token = new Uint8Array(MAX_TOKEN);
@@ -92,20 +94,64 @@ export class EchoScanner {
   /** How many of TRIGGERS the bytes being fed can hold (ASCII: no lead byte). */
   private triggerCount = TRIGGERS.length;
 
-  /** `perByte` turns every fast path off (each byte through the slow path): tests compare both. */
+  /**
+   * `perByte` turns every fast path off (each byte through the slow path): tests compare both.
+   * `source`, when given, is read again before each chunk: a set whose index was rebuilt (values
+   * joined it that did not fit in place) is followed from there on.
+   */
   constructor(
-    private readonly index: NeedleIndex | null,
+    private index: NeedleIndex | null,
     private readonly perByte = false,
+    private readonly source?: { readonly index: NeedleIndex | null },
   ) {
     this.hashes = new Int32Array(index ? index.groups.length : 0);
     if (!index) this.collected = [];
   }
 
+  /**
+   * Starts over on a new body with `index`, as a new scanner would (headers are scanned a few short
+   * texts at a time: reusing one scanner spares its allocations).
+   */
+  reset(index: NeedleIndex): void {
+    this.index = index;
+    if (this.hashes.length !== index.groups.length) this.hashes = new Int32Array(index.groups.length);
+    else this.hashes.fill(0);
+    this.spans.length = 0;
+    this.openStart = this.openEnd = -1;
+    this.ring.fill(0); // a window's leaving byte reads 0 before the first `width` bytes
+    this.pos = 0;
+    this.esc = Esc.None;
+    this.tokenLen = this.num = this.digits = 0;
+    this.highSurrogate = -1;
+    this.heldLen = 0;
+    this.ignorableRun = 0;
+    this.meanGap = DENSE;
+    this.words = null;
+  }
+
+  /** Moves to another index mid-body: each window length's hash recomputed over the view's last bytes. */
+  private follow(index: NeedleIndex): void {
+    this.index = index;
+    this.hashes = new Int32Array(index.groups.length);
+    index.groups.forEach((group, g) => {
+      let h = 0;
+      for (let p = this.pos - group.width; p < this.pos; p++) h = (Math.imul(h, MUL) + (p >= 0 ? this.ring[p & (RING - 1)]! : 0)) | 0;
+      this.hashes[g] = h;
+    });
+  }
+
   /** Reads `bytes`, the body bytes from absolute offset `at` on. */
   feed(bytes: Uint8Array, at: number): void {
     const n = bytes.length;
+    const current = this.source?.index;
+    if (current && current !== this.index) this.follow(current);
+    // Short texts (header values) go byte by byte: the fast paths' set-up costs more than it saves.
     if (!this.index || this.perByte) {
       for (let i = 0; i < n; i++) this.step(bytes[i]!, at + i);
+      return;
+    }
+    if (n < SHORT_TEXT) {
+      for (let i = 0; i < n; i++) this.feedOne(bytes[i]!, at + i); // plain bytes straight into the view
       return;
     }
     this.nextTrigger.fill(-1);

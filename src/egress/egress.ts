@@ -6,7 +6,7 @@
 
 import { BrokerError, Internal, MethodNotAllowed, PayloadTooLarge } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import { headerOf, joinedHeader, wholeBody, withHeader, type Answer } from "./answer.ts";
+import { declaredBody, headerOf, joinedHeader, wholeBody, withHeader, type Answer } from "./answer.ts";
 import { grpcScanStream, isGrpcContentType, isGrpcResponse, messageFraming, refuseGrpcContentCoding, refuseUnscannedMessageCoding } from "./grpc-body.ts";
 import { binaryPartsOf, redactBinaryHeaders, redactBinaryTrailers } from "./binary-metadata.ts";
 import { auditEntry, type AuditLog } from "./audit.ts";
@@ -173,14 +173,19 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
     };
     if (m) tSend = m.now();
     let upstream = await deps.upstream.send({ host: input.host, port: input.port, addresses }, await outbound(), how);
-    // The rejected token stays in the host's set (a 401 may echo it); the new one joins it.
-    if (grant && upstream.status === 401) {
+    // The rejected token stays in the host's set (a 401 may echo it); the new one joins it. A
+    // service refreshed for 401s too often lately gets no new token (minted.ts): the 401 stands.
+    // (Settled at once: it is awaited only after the rejected body is let go.)
+    const regranting = grant && upstream.status === 401 ? settled(minterOf(deps).regrant(input.vault, planned, grant)) : undefined;
+    if (regranting) {
       const rejected = upstream;
       if (replayable) await discardBody(rejected);
-      grant = await minterOf(deps).regrant(input.vault, planned, grant).catch(async (err) => {
+      const next = await regranting;
+      if (!next.ok) {
         if (!replayable) await discardBody(rejected);
-        throw err;
-      });
+        throw next.error;
+      }
+      grant = next.value;
       if (replayable) {
         upstream = await deps.upstream.send({ host: input.host, port: input.port, addresses }, await outbound(), how);
         needles = await hostWide(grant);
@@ -227,6 +232,14 @@ function http2Options(input: EgressInput, injection: { header: string } | undefi
 /** The fields that carry the credential over HTTP/2, sent never-indexed (kept out of the HPACK tables). */
 function sensitiveFields(injection: { header: string } | undefined, inPath: boolean): string[] {
   return ["authorization", ...(injection ? [injection.header] : []), ...(inPath ? [":path"] : [])];
+}
+
+/** A promise's outcome as a value (undefined stays undefined), so it can be awaited later without an unhandled rejection meanwhile. */
+function settled<T>(p: Promise<T> | undefined): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> | undefined {
+  return p?.then(
+    (value) => ({ ok: true as const, value }),
+    (error: unknown) => ({ ok: false as const, error }),
+  );
 }
 
 /** An answer that will not be forwarded: its streamed body is cancelled so the connection is freed. */
@@ -303,7 +316,10 @@ async function shapeResponse(res: Answer, needles: Needles, ingress: EgressInput
   const declared = Number(headerOf(headers, "content-length") ?? NaN);
   const utf16 = utf16Of(headerOf(headers, "content-type")); // a match in UTF-16 text is replaced in UTF-16
   if (body instanceof Uint8Array || declared <= SMALL_BODY_BYTES) {
-    const bytes = await shapeSmallBody(await wholeBody(body), needles, codings, deps, done, utf16);
+    // A streamed body (HTTP/2) is held only up to its declared length: one that says 5 bytes and
+    // sends megabytes is refused after 5, not read whole first.
+    const whole = body instanceof Uint8Array ? body : await declaredBody(body, declared);
+    const bytes = await shapeSmallBody(whole, needles, codings, deps, done, utf16);
     if (!needles.empty) headers = withHeader(headers, "content-length", String(bytes.byteLength));
     return { ...head, headers, body: bytes };
   }

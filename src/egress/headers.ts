@@ -57,17 +57,23 @@ const DROPPED_WITH_COOKIES = new Set([...RESPONSE_DROP, ...COOKIES]);
 
 /** The upstream's header lines without those the agent must not get; the same list when nothing goes. */
 export function cleanResponseHeaders(src: HeaderList, opts: { keepCookies: boolean }): HeaderList {
-  let drop = opts.keepCookies ? DROPPED_KEEPING_COOKIES : DROPPED_WITH_COOKIES;
+  const fixed = opts.keepCookies ? DROPPED_KEEPING_COOKIES : DROPPED_WITH_COOKIES;
+  // Names a Connection header lists: gathered once into one set (a head may list thousands).
+  let named: Set<string> | undefined;
   for (const [k, v] of src) {
     if (k.toLowerCase() !== "connection") continue;
     for (const token of v.split(",")) {
       const name = token.trim().toLowerCase();
       // Connection may not take away what says how to read the body: dropping Content-Encoding would
       // hand the agent compressed bytes with nothing saying so (and keep the broker from scanning them).
-      if (name && !BODY_DESCRIBING.has(name)) drop = new Set([...drop, name]);
+      if (name && !BODY_DESCRIBING.has(name)) (named ??= new Set()).add(name);
     }
   }
   // Names are compared lower-cased whoever produced the list (the upstream client lower-cases them).
-  if (!src.some(([k]) => drop.has(k.toLowerCase()))) return src; // the usual case: nothing to drop
-  return src.filter(([k]) => !drop.has(k.toLowerCase()));
+  const dropped = (k: string) => {
+    const lower = k.toLowerCase();
+    return fixed.has(lower) || named?.has(lower) === true;
+  };
+  if (!src.some(([k]) => dropped(k))) return src; // the usual case: nothing to drop
+  return src.filter(([k]) => !dropped(k));
 }

@@ -19,6 +19,12 @@ export interface MintedToken {
   readonly expiresAt: number;
   /** SECRET: a refresh token the provider rotated to, to be stored in place of the old one. */
   readonly rotatedRefreshToken?: Secret;
+  /**
+   * SECRET: what the token request carried that its endpoint could keep and replay, in the forms it
+   * went out in (the app JWT; the refresh token; the client authentication as encoded): search
+   * patterns for echo redaction, like the values a service sends (plan.ts responseNeedles).
+   */
+  readonly sent: readonly Secret[];
 }
 
 /** Tokens that say nothing of their lifetime are kept this long (a 401 from the upstream still refreshes early). */
@@ -35,9 +41,13 @@ export interface OAuthInputs {
 /** One token request of the client credentials or refresh-token grant. */
 export async function requestOAuthToken(deps: TokenEndpointDeps, serviceHost: string, f: MintedAuthFields, inputs: OAuthInputs, now: number): Promise<MintedToken> {
   const form = new URLSearchParams();
+  const sent: Secret[] = [];
+  const enc = (s: string) => new URLSearchParams({ s }).toString().slice(2);
   if (inputs.refreshToken) {
     form.set("grant_type", "refresh_token");
-    form.set("refresh_token", inputs.refreshToken.reveal()); // reveal: into the token request body only
+    const refreshToken = inputs.refreshToken.reveal(); // reveal: into the token request body only (and its search patterns)
+    form.set("refresh_token", refreshToken);
+    sent.push(inputs.refreshToken, ...(enc(refreshToken) !== refreshToken ? [new Secret(enc(refreshToken))] : []));
   } else {
     form.set("grant_type", "client_credentials");
     if (f.scopes?.length) form.set("scope", f.scopes.join(" "));
@@ -54,10 +64,12 @@ export async function requestOAuthToken(deps: TokenEndpointDeps, serviceHost: st
   if (f.client_auth === "post") {
     form.set("client_id", id);
     form.set("client_secret", secret);
+    if (enc(secret) !== secret) sent.push(new Secret(enc(secret)));
   } else {
     // client_secret_basic: each part form-urlencoded first (§2.3.1), then base64.
-    const enc = (s: string) => new URLSearchParams({ s }).toString().slice(2);
-    headers.push(["Authorization", `Basic ${Buffer.from(`${enc(id)}:${enc(secret)}`).toString("base64")}`]);
+    const basic = Buffer.from(`${enc(id)}:${enc(secret)}`).toString("base64");
+    headers.push(["Authorization", `Basic ${basic}`]);
+    sent.push(new Secret(basic));
   }
   const what = inputs.refreshToken ? "the refresh token" : "the client credentials";
   const answer = await postToTokenEndpoint(deps, serviceHost, f.token_url!, headers, new TextEncoder().encode(form.toString()));
@@ -75,7 +87,7 @@ export async function requestOAuthToken(deps: TokenEndpointDeps, serviceHost: st
     throw new CredentialRefreshFailed(serviceHost, "the token endpoint issued a token that is not a bearer token");
   }
   const rotated = typeof j!.refresh_token === "string" && j!.refresh_token.length > 0 && !/[\0-\x1f\x7f]/.test(j!.refresh_token) ? new Secret(j!.refresh_token) : undefined;
-  return { value: new Secret(token), issuedAt: now, expiresAt: now + lifetimeSeconds(j!.expires_in) * 1000, ...(rotated && { rotatedRefreshToken: rotated }) };
+  return { value: new Secret(token), issuedAt: now, expiresAt: now + lifetimeSeconds(j!.expires_in) * 1000, ...(rotated && { rotatedRefreshToken: rotated }), sent };
 }
 
 function lifetimeSeconds(v: unknown): number {
@@ -110,7 +122,8 @@ export async function requestInstallationToken(deps: TokenEndpointDeps, serviceH
   const token = answer.json?.token;
   if (typeof token !== "string" || token.length === 0 || /[\0-\x1f\x7f]/.test(token)) throw new CredentialRefreshFailed(serviceHost, "GitHub's answer has no usable token");
   const expires = Date.parse(String(answer.json?.expires_at ?? ""));
-  return { value: new Secret(token), issuedAt: now, expiresAt: Number.isFinite(expires) ? expires : now + DEFAULT_LIFETIME_S * 1000 };
+  // The app JWT mints any installation's token until it expires: a needle like the token it bought.
+  return { value: new Secret(token), issuedAt: now, expiresAt: Number.isFinite(expires) ? expires : now + DEFAULT_LIFETIME_S * 1000, sent: [new Secret(jwt)] };
 }
 
 /**

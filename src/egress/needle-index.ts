@@ -303,3 +303,22 @@ export function buildIndex(needles: readonly Uint8Array[]): NeedleIndex | null {
 function pow2(n: number): number {
   return 2 ** Math.ceil(Math.log2(n));
 }
+
+/**
+ * Two indexes read as one (a shared set and one request's own short values): every group of both
+ * (the scanner hashes each), the widest reach of either, no sampling (the narrow windows of short
+ * values leave it little to skip). Adding goes to the shared one.
+ */
+export function combineIndexes(shared: NeedleIndex | null, own: NeedleIndex | null): NeedleIndex | null {
+  if (!shared || !own) return shared ?? own;
+  const groups = [...shared.groups, ...own.groups].sort((a, b) => b.width - a.width);
+  return {
+    groups,
+    longest: groups[0]!.width,
+    shortest: groups[groups.length - 1]!.width,
+    partTail: (ring, pos) => Math.max(shared.partTail(ring, pos), own.partTail(ring, pos)),
+    sampler: null,
+    add: (more) => shared.add(more),
+  };
+}
+

@@ -11,7 +11,7 @@ import type { MintedAuthType, ServiceRow, Store } from "../store/index.ts";
 import { decryptCredential, hostMatches, isMintedAuthType, mintedAuthKeyFields, parseHostPattern, storedRules, viewService, type HostPattern, type MintedAuthFields, type Rules, type ServiceAuth } from "../vault/index.ts";
 import type { LiveSecrets } from "../log.ts";
 import type { Injection } from "./headers.ts";
-import { createEchoNeedles, type EchoNeedlesOptions } from "./echo-needles.ts";
+import { createEchoNeedles, MIN_SHARED, type EchoNeedlesOptions } from "./echo-needles.ts";
 import { loadStoredValues } from "./stored-values.ts";
 import { Needles, NO_NEEDLES } from "./redact.ts";
 import { isMultiLine, staticSend } from "./service-values.ts";
@@ -74,7 +74,7 @@ export interface PlanCache {
    * send or could send, anywhere, and what was sent lately (rotated values, minted tokens); `plan`,
    * and `grant` when minted, are what this request sent.
    */
-  responseNeedles(plan: EgressPlan, grant?: { readonly token: { readonly value: Secret } }): Promise<Needles>;
+  responseNeedles(plan: EgressPlan, grant?: { readonly token: { readonly value: Secret }; readonly sent?: readonly Secret[] }): Promise<Needles>;
   /** The values currently cached (every vault's echo needles too), for the logger's last-line scrub (defence in depth). */
   readonly secrets: LiveSecrets;
   /** The proposal_hint skeleton for a host (endpoint, auth types, a proposal to edit). */
@@ -117,6 +117,8 @@ export function createPlanCache(
   const live = new Map<number, Set<string>>();
   // SECRET: each plan's values (what it sends), noted into its host's needle set on first use there.
   const planValues = new WeakMap<EgressPlan, readonly string[]>();
+  // SECRET: each plan's values shorter than MIN_SHARED, compiled once.
+  const shortValues = new WeakMap<EgressPlan, Needles>();
   const echoes = createEchoNeedles({
     load: (known) => loadStoredValues(store, dataKey, known),
     now,
@@ -234,8 +236,13 @@ export function createPlanCache(
     },
     responseNeedles(plan, grant) {
       const sent = { key: plan, values: () => planValues.get(plan) ?? [] };
-      // reveal: a search pattern only. The minted token joins the host's recent values when granted.
-      return echoes.forResponse(grant ? [sent, { key: grant, values: () => [grant.token.value.reveal()] }] : [sent]);
+      // reveal: a search pattern only. The minted token joins the recent values when granted.
+      // So do what was sent to obtain it (minted.ts Grant.sent: an app JWT, a refresh token, the client authentication).
+      const shared = echoes.forResponse(grant ? [sent, { key: grant, values: () => [grant.token.value, ...(grant.sent ?? [])].map((s) => s.reveal()) }] : [sent]);
+      // The plan's own values too short to be shared (echo-needles.ts MIN_SHARED) join its own answers' set.
+      let own = shortValues.get(plan);
+      if (!own) shortValues.set(plan, (own = new Needles((planValues.get(plan) ?? []).filter((v) => v.length < MIN_SHARED))));
+      return shared.then((n) => n.with(own));
     },
     invalidate(vaultId) {
       tables.delete(vaultId);

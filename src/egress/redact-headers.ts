@@ -44,8 +44,8 @@ function scanJoined(pieces: readonly Piece[], values: readonly Uint8Array[], nee
   let at = 0;
   for (const p of pieces) {
     starts.push(at);
-    joined.set(values[p.line]!.subarray(p.from, p.to), at);
-    at += p.to - p.from;
+    const v = values[p.line]!;
+    for (let k = p.from; k < p.to; k++) joined[at++] = v[k]!;
   }
   const spans = matchSpans(joined, needles);
   for (let s = 0; s < spans.length; s += 2) {
@@ -102,18 +102,39 @@ export function redactHeaders(headers: HeaderList, needles: NeedleSet): HeaderLi
   const values = encoded.map((e) => e.bytes);
   const hits: number[][] = headers.map(() => []);
   scanJoined(values.map((v, line) => ({ line, from: 0, to: v.length })), values, n, hits);
-  const byName = new Map<string, Piece[]>();
+  // Per name, only where reading the lines together differs from the pass above: several lines, or list items.
+  const byName = new Map<string, number[]>();
   headers.forEach(([k], line) => {
     const name = k.toLowerCase();
-    byName.set(name, [...(byName.get(name) ?? []), ...listItems(line, values[line]!)]);
+    const lines = byName.get(name);
+    if (lines) lines.push(line);
+    else byName.set(name, [line]);
   });
-  for (const pieces of byName.values()) scanJoined(pieces, values, n, hits);
-  const namesEcho = headers.map(([k]) => matchSpans(new Uint8Array(Buffer.from(k, "latin1")), n).length > 0);
-  if (!hits.some((h) => h.length) && !namesEcho.includes(true)) return headers; // the usual case: nothing to copy
+  for (const lines of byName.values()) {
+    if (lines.length === 1 && !values[lines[0]!]!.includes(0x2c)) continue;
+    scanJoined(lines.flatMap((line) => listItems(line, values[line]!)), values, n, hits);
+  }
+  const namesEcho = echoingNames(headers, n);
+  if (!hits.some((h) => h.length) && !namesEcho.size) return headers; // the usual case: nothing to copy
   const out: HeaderList = [];
   headers.forEach(([k, v], i) => {
-    if (namesEcho[i]) return;
+    if (namesEcho.has(i)) return;
     out.push([k, hits[i]!.length ? bytesText(replaceHits(values[i]!, hits[i]!), encoded[i]!.latin1) : v]);
+  });
+  return out;
+}
+
+/** The lines whose name holds a match, all names read in one pass (a newline between them: no value holds one). */
+function echoingNames(headers: HeaderList, needles: Needles): Set<number> {
+  const text = Buffer.from(headers.map(([k]) => k).join("\n"), "latin1");
+  const spans = matchSpans(new Uint8Array(text), needles);
+  const out = new Set<number>();
+  if (spans.length === 0) return out;
+  let start = 0;
+  headers.forEach(([k], i) => {
+    const end = start + k.length;
+    for (let s = 0; s < spans.length; s += 2) if (spans[s]! < end && spans[s + 1]! > start) out.add(i);
+    start = end + 1;
   });
   return out;
 }

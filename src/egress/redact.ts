@@ -8,7 +8,7 @@
 import { REDACTED } from "../secret.ts";
 import { echoNeedles } from "./echo-forms.ts";
 import { EchoScanner } from "./echo-scanner.ts";
-import { buildIndex, type NeedleIndex } from "./needle-index.ts";
+import { buildIndex, combineIndexes, type NeedleIndex } from "./needle-index.ts";
 
 const REPLACEMENT = new TextEncoder().encode(REDACTED);
 /** A match still growing is closed once this long, so a body repeating a value cannot make a stream hold it all. */
@@ -20,20 +20,45 @@ const MAX_OPEN_MATCH = 64 * 1024;
  * "[redacted]". Functions below also take plain string arrays (compiled on the spot).
  */
 export class Needles {
-  /** @internal the windows to look for; null when there is nothing to look for. */
-  readonly index: NeedleIndex | null;
+  #index: NeedleIndex | null;
   constructor(values: readonly string[]) {
-    this.index = buildIndex(echoNeedles(values));
+    this.#index = buildIndex(echoNeedles(values));
+  }
+  /** @internal the windows to look for; null when there is nothing to look for. Scanners re-read it on every chunk. */
+  get index(): NeedleIndex | null {
+    return this.#index;
   }
   get empty(): boolean {
     return this.index === null;
   }
   /**
    * Adds values in place, so scanners already reading (a stream opened before) look for them from
-   * their next byte on; false, with nothing added, when the index cannot take them (build anew).
+   * their next byte on; false, with nothing added, when the index cannot take them (then replace).
    */
   add(values: readonly string[]): boolean {
-    return this.index !== null && this.index.add(echoNeedles(values));
+    return this.#index !== null && this.#index.add(echoNeedles(values));
+  }
+  /** Builds the index anew from `values`; scanners already reading move to it at their next chunk. */
+  replace(values: readonly string[]): void {
+    this.#index = buildIndex(echoNeedles(values));
+  }
+  /**
+   * SECRET: these needles and `own` together, for one request's answer: the shared set with a
+   * request's own short values (which are not shared: see echo-needles.ts). Follows this set's
+   * index as it changes.
+   */
+  with(own: Needles): Needles {
+    if (own.empty) return this;
+    const combined = Object.create(Needles.prototype) as Needles;
+    let from: NeedleIndex | null | undefined;
+    let made: NeedleIndex | null = null;
+    Object.defineProperty(combined, "index", {
+      get: () => {
+        if (this.index !== from) (from = this.index), (made = combineIndexes(from, own.index));
+        return made;
+      },
+    });
+    return combined;
   }
   toString() {
     return REDACTED;
@@ -76,11 +101,15 @@ export function matchSpans(bytes: Uint8Array, needles: Needles): number[] {
 
 /** The matched spans [start, end) of a whole byte string, merged, in order. */
 function spansOf(bytes: Uint8Array, index: NeedleIndex): number[] {
-  const scanner = new EchoScanner(index);
+  // One scanner for every whole text: this runs to the end synchronously, so nothing else uses it meanwhile.
+  const scanner = (wholeScanner ??= new EchoScanner(index));
+  scanner.reset(index);
   scanner.feed(bytes, 0);
   scanner.end(bytes.length);
-  return scanner.spans;
+  return scanner.spans.slice();
 }
+
+let wholeScanner: EchoScanner | undefined;
 
 function filler(length: number): Uint8Array {
   const out = new Uint8Array(length);
@@ -139,11 +168,12 @@ function replacementFor(opts: RedactOptions): Replacement {
 
 /** Stateful replacement of each match across chunk boundaries. */
 export function createRedactor(needles: NeedleSet, opts: RedactOptions = {}): Redactor {
-  const index = compileNeedles(needles).index;
+  const compiled = compileNeedles(needles);
+  const index = compiled.index;
   if (!index) return { push: (c) => c, flush: () => new Uint8Array(0) };
   const replacement = replacementFor(opts);
   const unit = replacement.unit;
-  const scanner = new EchoScanner(index);
+  const scanner = new EchoScanner(index, false, compiled); // follows the set as values join it
   let first: Uint8Array = new Uint8Array(0); // the body's first bytes (a UTF-16 byte order mark)
   let buf: Uint8Array = new Uint8Array(0); // body bytes from offset `bufAt` up to `fed`
   let bufAt = 0;

@@ -18,6 +18,9 @@ import { allowedTarget, heldByRule, widenRulesHint } from "./rules.ts";
 import { awaitApproval } from "./held-request.ts";
 import { placeCredential } from "./url-credential.ts";
 
+/** Range headers an upgrade request never carries upstream (the names ranges.ts drops). */
+const RANGE_HEADERS: ReadonlySet<string> = new Set(["range", "if-range", "request-range"]);
+
 export type Upgraded = Switched | Refused;
 
 /** The upstream answered 101: the caller relays frames. */
@@ -81,7 +84,10 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
     }
     // A URL credential goes in after the rules check, as in egress().
     const target = plan.placement ? placeCredential(allowed, plan.placement) : allowed;
-    const pairs = [...input.headers];
+    // No Range goes upstream on an upgrade, whatever the auth type: an upstream that ignores the
+    // Upgrade and honours a Range would hand back pieces of an echo that are each too short to match
+    // (ranges.ts). Nothing here could widen and cut a range, and a WebSocket has no use for one.
+    const pairs = input.headers.filter(([k]) => !RANGE_HEADERS.has(k.toLowerCase()));
     // The Upgrade / Connection pair is hop-by-hop, so the generic rules drop it: put it back.
     let headers = buildUpstreamHeaders(pairs, grant?.injection ?? plan.injection, input.ingress === "explicit");
     headers.push(["Connection", "Upgrade"], ["Upgrade", "websocket"]);

@@ -241,8 +241,20 @@ export function exchangeH2(lease: Lease, req: HeldRequest, x: H2Exchange): Promi
     stream.on("error", () => {}); // surfaced through close and the body below
     stream.once("response", (head: IncomingHttpHeaders, flags: number) => {
       answered = true;
+      // A final status is three digits from 200 to 599 (1xx are interim, and come as "headers"): any
+      // other would make /proxy throw building its Response, and the tunnel write a bad status line.
+      const status = Number(head[":status"]);
+      if (!Number.isInteger(status) || status < 200 || status > 599) {
+        stream.close(constants.NGHTTP2_PROTOCOL_ERROR);
+        return reject(new UpstreamUnreachable(`${x.host} sent an invalid response`));
+      }
       // A head with END_STREAM is the whole answer (gRPC's trailers-only status): passed on as one.
-      if ((flags & constants.NGHTTP2_FLAG_END_STREAM) !== 0) return resolve({ status: Number(head[":status"]), statusText: "", headers: fieldLines(head), body: null });
+      // (A content-length above 0 there describes no body only for a HEAD, a 204 or a 304: otherwise
+      // the agent would be told of bytes that never come, and read its next answer as them.)
+      if ((flags & constants.NGHTTP2_FLAG_END_STREAM) !== 0) {
+        if (Number(head["content-length"] ?? 0) !== 0 && req.method !== "HEAD" && status !== 204 && status !== 304) return reject(new UpstreamUnreachable(`${x.host} sent a body shorter than its content-length`));
+        return resolve({ status, statusText: "", headers: fieldLines(head), body: null });
+      }
       resolve(answerFrom(stream, head, req.method));
     });
     stream.once("close", () => {
@@ -283,8 +295,24 @@ function answerFrom(stream: ClientHttp2Stream, head: IncomingHttpHeaders, method
   const bodyless = method === "HEAD" || status === 204 || status === 304 || length === 0;
   const queue = createPullQueue({ pause: () => stream.pause(), resume: () => stream.resume() });
   let ended = false;
-  stream.on("data", (chunk: Buffer) => queue.push(chunk));
-  stream.once("end", () => ((ended = true), queue.end()));
+  // Bun's client does not hold DATA to the Content-Length (RFC 9113 §8.1.1: a mismatch is malformed):
+  // no byte past it is passed on, and a body ending short of it breaks instead of looking complete.
+  let left = !bodyless && Number.isSafeInteger(length) && length >= 0 ? length : Infinity;
+  const malformed = (why: string) => queue.fail(new UpstreamUnreachable(`the upstream sent a body ${why} its content-length`));
+  stream.on("data", (chunk: Buffer) => {
+    if (queue.failure) return;
+    if (chunk.byteLength > left) {
+      malformed("longer than");
+      return void stream.close(constants.NGHTTP2_PROTOCOL_ERROR);
+    }
+    left -= chunk.byteLength;
+    queue.push(chunk);
+  });
+  stream.once("end", () => {
+    if (left !== Infinity && left > 0) return malformed("shorter than");
+    ended = true;
+    queue.end();
+  });
   // A reset after the head (or a lost connection) must break the body, never end it as if complete.
   stream.once("close", () => (ended ? queue.end() : queue.fail(new UpstreamUnreachable("the upstream reset the stream mid-body"))));
   const finished = new Promise<HeaderList>((resolve) => stream.once("close", () => resolve(ended ? trailers : [])));

@@ -2,14 +2,18 @@
 // reveal by echo in a 101), and a refused upgrade's body decoded (framing, content coding) and
 // redacted. Never passes an upstream byte it could not scan to the agent.
 
+import { UndecodableResponse } from "../errors.ts";
 import type { Connection } from "./connection.ts";
 import { parseCodings } from "./content-coding.ts";
 import { headerValues, responseFraming, type HeaderList, type ResponseHead } from "./http1.ts";
 import { redactBinaryHeaders } from "./binary-metadata.ts";
+import { isPartialAnswer } from "./ranges.ts";
 import { compileNeedles, type NeedleSet } from "./redact.ts";
 import { redactHeaders, redactText } from "./redact-headers.ts";
 import { scanBodyStream } from "./scan-body.ts";
 import { bodyStream } from "./upstream-body.ts";
+
+const UNASKED_PARTIAL = "the upstream answered the WebSocket upgrade with a partial response the broker did not ask for, so it could not be checked for echoed credentials";
 
 // Framing and connection management are ours on the agent's side (the refusal is re-framed).
 const REFUSAL_DROP = new Set(["connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "content-length", "x-broker-error"]);
@@ -44,6 +48,11 @@ export function withoutExtensions(headers: HeaderList): HeaderList {
  */
 export function shapeRefusal(head: ResponseHead, conn: Connection, set: NeedleSet, done: (bytesOut: number, error: string | null) => void): Response {
   const needles = compileNeedles(set);
+  // An upgrade goes out without Range (upgrade.ts), so a partial answer is one nobody asked for: its
+  // pieces could each hold too little of an echo to match, so it fails closed as egress() refuses
+  // one (ranges.ts). The message is fixed: no upstream text in it. (A raw head keeps the
+  // upstream's spelling of names; isPartialAnswer reads them lower-case.)
+  if (!needles.empty && isPartialAnswer(head.status, head.headers.map(([k, v]) => [k.toLowerCase(), v]))) throw new UndecodableResponse(UNASKED_PARTIAL);
   const encoding = headerValues(head.headers, "content-encoding").join(",");
   const codings = needles.empty ? [] : parseCodings(encoding || null);
   const headers = new Headers();

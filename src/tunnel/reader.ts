@@ -43,24 +43,41 @@ export function createChunkReader(stream: Duplex): ChunkReader {
 
 export const MAX_REQUEST_LINE = 8 * 1024;
 
-/** Reads one message head (up to and including the blank line); null on a clean end before any byte. */
-export async function readHead(reader: ChunkReader, maxBytes: number, findEnd: (b: Uint8Array) => number): Promise<Uint8Array | null> {
+/**
+ * Reads one message head (up to and including the blank line); null on a clean end before any byte.
+ * One buffer grown by doubling, searched only where new bytes could end the line or the head: a
+ * head paced out a few bytes at a time costs linear work, not a copy and a rescan per read.
+ */
+export async function readHead(reader: ChunkReader, maxBytes: number, findEnd: (b: Uint8Array, from: number) => number): Promise<Uint8Array | null> {
   let buf: Uint8Array = new Uint8Array(0);
+  let filled = 0;
+  let lineEnd = -1;
   for (;;) {
-    if (buf.byteLength > MAX_REQUEST_LINE && buf.indexOf(10) < 0) throw new HeadError(414, "request line too long");
+    if (filled > MAX_REQUEST_LINE && lineEnd < 0) throw new HeadError(414, "request line too long");
     const chunk = await reader.read();
     if (chunk === null) {
-      if (buf.byteLength === 0) return null;
+      if (filled === 0) return null;
       throw new HeadError(400, "connection closed mid-request");
     }
-    buf = buf.byteLength === 0 ? chunk : Buffer.concat([buf, chunk]);
-    const lineEnd = buf.indexOf(10);
+    const searched = filled;
+    if (filled === 0) buf = chunk;
+    else {
+      if (filled + chunk.byteLength > buf.byteLength) {
+        const grown = new Uint8Array(Math.max(filled + chunk.byteLength, 2 * buf.byteLength, 1024));
+        grown.set(buf.subarray(0, filled), 0);
+        buf = grown;
+      }
+      buf.set(chunk, filled);
+    }
+    filled += chunk.byteLength;
+    const view = buf.subarray(0, filled);
+    if (lineEnd < 0) lineEnd = view.indexOf(10, searched);
     if (lineEnd > MAX_REQUEST_LINE) throw new HeadError(414, "request line too long");
-    const end = findEnd(buf);
-    if (end > maxBytes || (end < 0 && buf.byteLength > maxBytes)) throw new HeadError(431, "request header fields too large");
+    const end = findEnd(view, searched);
+    if (end > maxBytes || (end < 0 && filled > maxBytes)) throw new HeadError(431, "request header fields too large");
     if (end >= 0) {
-      reader.unread(buf.subarray(end));
-      return buf.subarray(0, end);
+      reader.unread(view.subarray(end));
+      return view.subarray(0, end);
     }
   }
 }
@@ -102,7 +119,7 @@ export async function withDeadline<T>(work: Promise<T>, ms: number, stream: Dupl
  * pooled connection is normal), then up to `headMs` for the rest of the head (slowloris bound).
  * Null when the peer closed cleanly in between.
  */
-export async function readNextHead(stream: Duplex, reader: ChunkReader, opts: { idleMs: number; headMs: number; maxBytes: number }, findEnd: (b: Uint8Array) => number): Promise<Uint8Array | null> {
+export async function readNextHead(stream: Duplex, reader: ChunkReader, opts: { idleMs: number; headMs: number; maxBytes: number }, findEnd: (b: Uint8Array, from: number) => number): Promise<Uint8Array | null> {
   const first = await withDeadline(reader.read(), opts.idleMs, stream);
   if (first === null) return null;
   reader.unread(first);

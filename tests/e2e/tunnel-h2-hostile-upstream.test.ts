@@ -198,6 +198,44 @@ describe("a hostile HTTP/2 upstream", () => {
     expect(open).toBe(0);
   });
 
+  test("a :status outside 200-599, or DATA longer or shorter than the content-length: the agent gets 502, the broker stays up", async () => {
+    const answers: [string, Buffer][] = [
+      ["status 600", Buffer.concat([frame(FRAME.HEADERS, FLAG.END_HEADERS, 0, hpackLiterals([[":status", "600"]])), frame(FRAME.DATA, FLAG.END_STREAM, 0, Buffer.from("ok"))])],
+      ["longer", Buffer.concat([frame(FRAME.HEADERS, FLAG.END_HEADERS, 0, hpackLiterals([[":status", "200"], ["content-length", "5"]])), frame(FRAME.DATA, FLAG.END_STREAM, 0, Buffer.alloc(2000, 0x61))])],
+      ["shorter", Buffer.concat([frame(FRAME.HEADERS, FLAG.END_HEADERS, 0, hpackLiterals([[":status", "200"], ["content-length", "50"]])), frame(FRAME.DATA, FLAG.END_STREAM, 0, Buffer.alloc(20, 0x61))])],
+      ["no DATA at all", frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, 0, hpackLiterals([[":status", "200"], ["content-length", "50"]]))],
+    ];
+    const got: [string, number, string][] = [];
+    for (const [name, bytes] of answers) {
+      // The stream id goes into each frame's header (bytes 5-8 of every frame).
+      const up = await hostile((socket, id) => {
+        const out = Buffer.from(bytes);
+        for (let at = 0; at < out.byteLength; at += 9 + out.readUIntBE(at, 3)) out.writeUInt32BE(id, at + 5);
+        socket.write(out);
+      });
+      const r = await agentRequest(env, up.authority);
+      got.push([name, r.status, r.status === 502 ? JSON.parse(r.body).error : `${r.body.length} bytes`]);
+    }
+    expect(got).toEqual(answers.map(([name]) => [name, 502, "upstream_unreachable"]));
+    await stillHealthy();
+  });
+
+  test("a streamed answer (content-length 100,000) sending 300,000 bytes: the agent never gets more than declared", async () => {
+    const server = http2.createSecureServer({ cert: env.upstream.pki.certPem, key: env.upstream.pki.keyPem });
+    server.on("stream", (stream: http2.ServerHttp2Stream) => {
+      stream.on("error", () => {});
+      stream.respond({ ":status": 200, "content-type": "text/plain", "content-length": "100000" });
+      stream.end(Buffer.alloc(300_000, 0x61));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    servers.push(server as unknown as Server);
+    const authority = `${UPSTREAM_NAME}:${(server.address() as { port: number }).port}`;
+    await env.broker.addService(authority, { type: "bearer", token: "API_KEY" });
+    const r = await agentRequest(env, authority).catch(() => undefined); // a stream reset mid-body rejects
+    expect(r === undefined || r.status === 502 || r.body.length <= 100_000).toBe(true);
+    await stillHealthy();
+  });
+
   test("nothing the agent read, no log line and no audit record holds the credential", async () => {
     expect(seen.length).toBe(3);
     await expectNoLeak(env.broker, env.secret, seen);

@@ -8,6 +8,7 @@ import { beforeAll, describe, expect, test } from "bun:test";
 import { createPlanCache, type PlanCache } from "../../../src/egress/index.ts";
 import type { Needles } from "../../../src/egress/redact.ts";
 import { redactText } from "../../../src/egress/redact-headers.ts";
+import { createRedactor } from "../../../src/egress/redact.ts";
 import { Secret } from "../../../src/secret.ts";
 import { createTestApi, type TestApi } from "../../helpers/api.ts";
 
@@ -144,3 +145,33 @@ describe("values sent lately (the recent half)", () => {
     expect(holds(later, VALUES.d)).toBe(true);
   });
 });
+
+describe("streams and short values", () => {
+  const grant = (value: string) => ({ token: { value: new Secret(value) } });
+  const text = (b: Uint8Array) => Buffer.from(b).toString("latin1");
+
+  test("a stream opened before follows the set, even when values that do not fit make it build a new index", async () => {
+    const plans = cache();
+    const plan = await planOf(plans, "g");
+    const stream = createRedactor(await plans.responseNeedles(plan));
+    const early = v("early-token");
+    await plans.responseNeedles(plan, grant(early)); // fits: added in place
+    expect(text(stream.push(new TextEncoder().encode(`a ${early} b\n`)))).toBe("a [redacted] b\n");
+    // Thousands of tokens: more windows than the index has room for, so it is built anew.
+    for (let i = 0; i < 3000; i++) await plans.responseNeedles(plan, grant(v(`bulk-${i}`)));
+    const late = v("late-token");
+    await plans.responseNeedles(plan, grant(late));
+    expect(text(stream.push(new TextEncoder().encode(`c ${late} ${early} d\n`)))).toBe("c [redacted] [redacted] d\n");
+  });
+
+  test("a value shorter than 12 characters is looked for in its own service's answers only", async () => {
+    await vaultWith("short", { K: "pw-1234" }, [{ host: "short.example.com", auth: { type: "bearer", token: "K" } }]);
+    const plans = cache();
+    const own = await plans.responseNeedles(await planOf(plans, "short", "short.example.com"));
+    expect(redactText("<pw-1234>", own)).toBe("<[redacted]>");
+    const other = await plans.responseNeedles(await planOf(plans, "a"));
+    expect(holds(other, "pw-1234")).toBe(false); // not every answer of every vault
+    expect(holds(other, VALUES.e)).toBe(true);
+  });
+});
+

@@ -86,6 +86,14 @@ describe("forms found in a body", () => {
     }
   }
 
+  test("base64 of the value URL-encoded (an OAuth client_secret_basic header: base64 of urlencode(id):urlencode(secret))", () => {
+    const secret = "s3cr/t+v4lue~with=signs/and+more";
+    const header = `Basic ${Buffer.from(`client%20id:${encodeURIComponent(secret)}`).toString("base64")}`;
+    const out = whole(header, new Needles([secret]));
+    expect(out).toContain("[redacted]");
+    for (const piece of out.replace("Basic ", "").split("[redacted]")) expect(decodeURIComponent(Buffer.from(piece, "base64").toString("latin1"))).not.toContain(secret.slice(0, 12));
+  });
+
   test("UTF-16LE and UTF-16BE", () => {
     for (const bytes of [Buffer.from(`id: ${VALUE}!`, "utf16le"), Buffer.from(`id: ${VALUE}!`, "utf16le").swap16()]) {
       const out = Buffer.from(redactWhole(new Uint8Array(bytes), needles));

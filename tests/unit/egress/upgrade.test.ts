@@ -104,3 +104,14 @@ test("an upstream that hangs up before its head is unreachable, said in words", 
   expect(err).toBeInstanceOf(UpstreamUnreachable);
   expect((err as Error).message).toBe("the upstream closed the connection during the upgrade");
 });
+
+test("an upgrade never carries Range, If-Range or Request-Range upstream, even on a passthrough service", async () => {
+  // An upstream that ignores the Upgrade and honours a Range would answer with pieces of an echo (ranges.ts).
+  const written: Uint8Array[] = [];
+  const input = upgradeInput("api.example.com", 443);
+  const headers: [string, string][] = [...input.headers, ["Range", "bytes=74-84"], ["If-Range", '"e1"'], ["Request-Range", "bytes=0-10"], ["X-Kept", "yes"]];
+  const up = await egressUpgrade({ ...input, headers }, deps(recordingUpstream(written)));
+  if (up.kind === "switched") up.finish(0, 0);
+  const head = Buffer.concat(written).toString("latin1").toLowerCase();
+  expect({ range: head.includes("range:"), kept: head.includes("\r\nx-kept: yes\r\n") }).toEqual({ range: false, kept: true });
+});

@@ -4,7 +4,9 @@
 
 import { expect, test } from "bun:test";
 import { UndecodableResponse } from "../../../src/errors.ts";
-import { namesExtension, redactResponseHead, withoutExtensions } from "../../../src/egress/websocket-head.ts";
+import type { Connection } from "../../../src/egress/connection.ts";
+import type { HeaderList } from "../../../src/egress/http1.ts";
+import { namesExtension, redactResponseHead, shapeRefusal, withoutExtensions } from "../../../src/egress/websocket-head.ts";
 
 const SECRET = "sk-ws-head-42";
 
@@ -43,4 +45,26 @@ test("a -bin header is scanned decoded and encoded again; one that is not base64
   expect(Buffer.from(head.headers[0]![1], "base64").toString()).toBe("Bearer [redacted]");
   const lenient = b64.replace(/(.{8})/g, "$1.");
   expect(() => redactResponseHead({ status: 101, statusText: "", version: "1.1", headers: [["X-Echo-Bin", lenient]] }, [SECRET])).toThrow(UndecodableResponse);
+});
+
+/** A connection that has nothing to read (a refusal's body is read only when it is handed on). */
+const NO_BYTES = { read: async () => null, unread() {}, write: async () => {}, idleTimeout() {}, close() {}, closed: false, buffered: 0, key: "test" } as unknown as Connection;
+
+test("a refused upgrade answered partially (206, multipart/byteranges, a bytes Content-Range) fails closed when answers are scanned", () => {
+  const partial: [number, HeaderList][] = [
+    [206, [["Content-Range", "bytes 74-84/400"], ["Content-Length", "0"]]],
+    [200, [["Content-Type", "Multipart/ByteRanges; boundary=b"], ["Content-Length", "0"]]],
+    [200, [["CONTENT-RANGE", "Bytes 0-10/400"], ["Content-Length", "0"]]],
+  ];
+  for (const [status, headers] of partial) {
+    let done = 0;
+    const refuse = () => shapeRefusal({ status, statusText: "x", version: "1.1", headers }, NO_BYTES, [SECRET], () => void done++);
+    expect(refuse).toThrow(UndecodableResponse);
+    expect(refuse).toThrow("the upstream answered the WebSocket upgrade with a partial response the broker did not ask for, so it could not be checked for echoed credentials");
+    expect(done).toBe(0); // the caller audits the refusal
+    // Nothing scanned (no value stored anywhere): handed on as it is, as egress() does.
+    expect(shapeRefusal({ status, statusText: "x", version: "1.1", headers }, NO_BYTES, [], () => {}).status).toBe(status);
+  }
+  // Rows, not bytes (PostgREST): an ordinary answer.
+  expect(shapeRefusal({ status: 403, statusText: "x", version: "1.1", headers: [["Content-Range", "0-1/*"], ["Content-Length", "0"]] }, NO_BYTES, [SECRET], () => {}).status).toBe(403);
 });
