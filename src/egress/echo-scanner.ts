@@ -151,7 +151,20 @@ export class EchoScanner {
       return;
     }
     if (n < SHORT_TEXT) {
-      for (let i = 0; i < n; i++) this.feedOne(bytes[i]!, at + i); // plain bytes straight into the view
+      // Plain runs through the exact loop (no native search, no sampling), the rest byte by byte.
+      for (let i = 0; i < n; ) {
+        if (this.esc === Esc.None && this.heldLen === 0 && this.highSurrogate < 0) {
+          let j = i;
+          while (j < n && CLASS[bytes[j]!] === 0) j++;
+          if (j > i) {
+            this.exactRun(bytes, i, j, at);
+            i = j;
+            continue;
+          }
+        }
+        this.step(bytes[i]!, at + i);
+        i++;
+      }
       return;
     }
     this.nextTrigger.fill(-1);

@@ -11,8 +11,13 @@ import { REDACTED } from "../secret.ts";
 
 /** Header text as the bytes it travelled as: latin1 when it fits (HTTP/1.1 heads are read so), else UTF-8. */
 function textBytes(text: string): { bytes: Uint8Array; latin1: boolean } {
-  const latin1 = !/[^\x00-\xff]/.test(text);
-  return { bytes: new Uint8Array(Buffer.from(text, latin1 ? "latin1" : "utf8")), latin1 };
+  const bytes = new Uint8Array(text.length);
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c > 0xff) return { bytes: new Uint8Array(Buffer.from(text, "utf8")), latin1: false };
+    bytes[i] = c;
+  }
+  return { bytes, latin1: true };
 }
 
 function bytesText(bytes: Uint8Array, latin1: boolean): string {
