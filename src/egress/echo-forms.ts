@@ -7,7 +7,7 @@
 // Forms derived by encoding are kept only when at least MIN_DERIVED bytes long: a shorter one would
 // match ordinary text everywhere.
 
-import { viewOf } from "./echo-scanner.ts";
+import { viewOf } from "./echo-view.ts";
 
 export const MIN_DERIVED = 8;
 
