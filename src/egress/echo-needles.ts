@@ -64,6 +64,8 @@ export interface EchoNeedles {
   invalidate(vaultId: number): void;
   /** Announcements may have been missed: every vault's values move to the recent half, the store is read again. */
   clear(): void;
+  /** SECRET: values sent outside any answer (a token request): they join the set before the next answer. */
+  noteSent(values: readonly string[]): void;
   /** SECRET: every value held, for the logger's last-line scrub. */
   values(): Iterable<string>;
 }
@@ -192,6 +194,10 @@ export function createEchoNeedles(opts: EchoNeedlesOptions): EchoNeedles {
       for (const s of sent) note(s, at);
       if (compiled && !dirty && at < expiresAt && !mustLoad(at)) return Promise.resolve(compiled);
       return refresh(sent);
+    },
+    noteSent(values) {
+      const at = opts.now();
+      for (const v of values) if (v.length >= MIN_SHARED && (recent.has(v) || !members.has(v))) remember(v, at);
     },
     invalidate(vaultId) {
       forget(vaultId, opts.now());

@@ -72,6 +72,7 @@ export async function requestOAuthToken(deps: TokenEndpointDeps, serviceHost: st
     sent.push(new Secret(basic));
   }
   const what = inputs.refreshToken ? "the refresh token" : "the client credentials";
+  deps.noteSent?.(sent); // noted before it goes: a refused request may still be kept
   const answer = await postToTokenEndpoint(deps, serviceHost, f.token_url!, headers, new TextEncoder().encode(form.toString()));
   if (answer.status === 400 || answer.status === 401 || answer.status === 403) {
     const code = oauthErrorCode(answer.json);
@@ -113,6 +114,7 @@ export async function requestInstallationToken(deps: TokenEndpointDeps, serviceH
     ["X-GitHub-Api-Version", "2022-11-28"],
     ["User-Agent", USER_AGENT],
   ];
+  deps.noteSent?.([new Secret(jwt)]); // noted before it goes: a refused request may still be kept
   const answer = await postToTokenEndpoint(deps, serviceHost, url, headers, new Uint8Array(0));
   if (answer.status === 401 || answer.status === 403 || answer.status === 404 || answer.status === 422) {
     // GitHub's message is not repeated: a token endpoint could echo the app JWT it was sent.

@@ -75,6 +75,8 @@ export interface PlanCache {
    * and `grant` when minted, are what this request sent.
    */
   responseNeedles(plan: EgressPlan, grant?: { readonly token: { readonly value: Secret }; readonly sent?: readonly Secret[] }): Promise<Needles>;
+  /** SECRET: values sent outside an answer (a token request's JWT or client authentication): echo needles from now on. */
+  noteSent(values: readonly Secret[]): void;
   /** The values currently cached (every vault's echo needles too), for the logger's last-line scrub (defence in depth). */
   readonly secrets: LiveSecrets;
   /** The proposal_hint skeleton for a host (endpoint, auth types, a proposal to edit). */
@@ -243,6 +245,9 @@ export function createPlanCache(
       let own = shortValues.get(plan);
       if (!own) shortValues.set(plan, (own = new Needles((planValues.get(plan) ?? []).filter((v) => v.length < MIN_SHARED))));
       return shared.then((n) => n.with(own));
+    },
+    noteSent(values) {
+      echoes.noteSent(values.map((v) => v.reveal())); // reveal: search patterns only
     },
     invalidate(vaultId) {
       tables.delete(vaultId);

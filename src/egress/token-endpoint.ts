@@ -3,6 +3,7 @@
 // a host like any other, so a service cannot point the broker at an internal address. Answers the
 // status and the JSON body; never follows a redirect and reads at most 64 KiB.
 
+import type { Secret } from "../secret.ts";
 import { CredentialRefreshFailed, EgressBlocked } from "../errors.ts";
 import { wholeBody } from "./answer.ts";
 import type { HeaderList } from "./http1.ts";
@@ -13,6 +14,12 @@ export interface TokenEndpointDeps {
   readonly upstream: Upstream;
   readonly policy: NetPolicy;
   readonly resolver: Resolver;
+  /**
+   * Told what a token request is about to send (an app JWT, client authentication as encoded, a
+   * refresh token) before it goes: the echo needles take it even when the request then fails
+   * (plan.ts noteSent). SECRET values.
+   */
+  readonly noteSent?: (values: readonly Secret[]) => void;
 }
 
 export interface TokenEndpointAnswer {

@@ -191,7 +191,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       },
       webhooks,
     };
-    const minter = createMinter({ upstream, policy, resolver, now, log, saveRotated: (vaultId, key, value) => replaceRotatedCredential(domain, vaultId, key, value) });
+    const minter = createMinter({ upstream, policy, resolver, now, log, saveRotated: (vaultId, key, value) => replaceRotatedCredential(domain, vaultId, key, value), noteSent: (values) => plans.noteSent(values) });
     cached.push(minter.secrets);
     const egress: EgressDeps = {
       minter,

@@ -164,6 +164,16 @@ describe("streams and short values", () => {
     expect(text(stream.push(new TextEncoder().encode(`c ${late} ${early} d\n`)))).toBe("c [redacted] [redacted] d\n");
   });
 
+  test("what a token request sent (noted before it went, even if it then failed) is in the set from the next answer on", async () => {
+    const plans = cache();
+    const plan = await planOf(plans, "g");
+    const before = await plans.responseNeedles(plan);
+    const jwt = v("eyJhbGciOiJSUzI1NiJ9.app-jwt");
+    plans.noteSent([new Secret(jwt)]);
+    expect(holds(await plans.responseNeedles(plan), jwt)).toBe(true);
+    expect(holds(before, jwt)).toBe(true); // added in place: a stream opened before sees it too
+  });
+
   test("a value shorter than 12 characters is looked for in its own service's answers only", async () => {
     await vaultWith("short", { K: "pw-1234" }, [{ host: "short.example.com", auth: { type: "bearer", token: "K" } }]);
     const plans = cache();

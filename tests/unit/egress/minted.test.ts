@@ -36,8 +36,9 @@ function tokenEndpoint(extra: Record<string, unknown> = {}) {
   return { upstream, requests };
 }
 
-function minterWith(upstream: Upstream, clock: { now: number }) {
+function minterWith(upstream: Upstream, clock: { now: number }, noteSent?: (values: readonly Secret[]) => void) {
   return createMinter({
+    ...(noteSent && { noteSent }),
     upstream,
     policy: compileNetPolicy({ allowPrivateRanges: true, allowlist: [], ownListeners: [] }),
     resolver: async () => ["192.0.2.10"],
@@ -73,6 +74,30 @@ test("a GitHub App grant says it sent the app JWT (exactly the one in the token 
   expect(jwt.split(".").length).toBe(3);
   expect(sentOf(g).includes(jwt)).toBe(true);
   expect(String(g.sent)).not.toContain(jwt); // Secrets print as [redacted]
+});
+
+test("an app JWT is noted as sent before the token request goes, so a refused request's JWT is a needle too", async () => {
+  const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+  const pem = privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+  const requests: [string, string][][] = [];
+  const refusing: Upstream = {
+    async send(_dest, req: OutboundRequest) {
+      requests.push([...req.headers] as [string, string][]);
+      return { status: 401, statusText: "Unauthorized", headers: [["content-type", "application/json"]], body: new TextEncoder().encode("{}") };
+    },
+    open: async () => {
+      throw new Error("unused");
+    },
+    openPlain: async () => {
+      throw new Error("unused");
+    },
+    close() {},
+  };
+  const noted: string[] = [];
+  const plan = mintedPlan("github_app", { app_id: "1", installation_id: "2", api_url: "https://gh.example.com" }, { private_key: pem });
+  await expect(minterWith(refusing, { now: Date.now() }, (values) => noted.push(...values.map((v) => v.reveal()))).grant(VAULT, plan)).rejects.toThrow();
+  const jwt = header(requests[0]!, "authorization").replace(/^Bearer /, "");
+  expect(noted.includes(jwt)).toBe(true);
 });
 
 test("an OAuth grant says it sent the client authentication as encoded, the refresh token, and the rotated one it will send next", async () => {
