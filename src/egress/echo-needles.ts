@@ -198,6 +198,8 @@ export function createEchoNeedles(opts: EchoNeedlesOptions): EchoNeedles {
     noteSent(values) {
       const at = opts.now();
       for (const v of values) if (v.length >= MIN_SHARED && (recent.has(v) || !members.has(v))) remember(v, at);
+      // Into the compiled set now, not at the next answer: streams already open look for them at once.
+      if (compiled && dirty) compile(at);
     },
     invalidate(vaultId) {
       forget(vaultId, opts.now());

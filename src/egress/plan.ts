@@ -13,6 +13,7 @@ import type { LiveSecrets } from "../log.ts";
 import type { Injection } from "./headers.ts";
 import { createEchoNeedles, MIN_SHARED, type EchoNeedlesOptions } from "./echo-needles.ts";
 import { loadStoredValues } from "./stored-values.ts";
+import { createShortValues } from "./short-values.ts";
 import { Needles, NO_NEEDLES } from "./redact.ts";
 import { isMultiLine, staticSend } from "./service-values.ts";
 import type { UrlPlacement } from "./url-credential.ts";
@@ -119,8 +120,9 @@ export function createPlanCache(
   const live = new Map<number, Set<string>>();
   // SECRET: each plan's values (what it sends), noted into its host's needle set on first use there.
   const planValues = new WeakMap<EgressPlan, readonly string[]>();
-  // SECRET: each plan's values shorter than MIN_SHARED, compiled once.
-  const shortValues = new WeakMap<EgressPlan, Needles>();
+  // SECRET: values shorter than MIN_SHARED, per vault and service (short-values.ts); each plan's key there.
+  const shortValues = createShortValues(now);
+  const serviceKey = new WeakMap<EgressPlan, string>();
   const echoes = createEchoNeedles({
     load: (known) => loadStoredValues(store, dataKey, known),
     now,
@@ -209,6 +211,7 @@ export function createPlanCache(
     if (!set) live.set(vaultId, (set = new Set()));
     for (const v of values) set.add(v);
     planValues.set(plan, values);
+    serviceKey.set(plan, `${vaultId}\0${plan.service.host}`);
     return plan;
   }
 
@@ -241,9 +244,9 @@ export function createPlanCache(
       // reveal: a search pattern only. The minted token joins the recent values when granted.
       // So do what was sent to obtain it (minted.ts Grant.sent: an app JWT, a refresh token, the client authentication).
       const shared = echoes.forResponse(grant ? [sent, { key: grant, values: () => [grant.token.value, ...(grant.sent ?? [])].map((s) => s.reveal()) }] : [sent]);
-      // The plan's own values too short to be shared (echo-needles.ts MIN_SHARED) join its own answers' set.
-      let own = shortValues.get(plan);
-      if (!own) shortValues.set(plan, (own = new Needles((planValues.get(plan) ?? []).filter((v) => v.length < MIN_SHARED))));
+      // Values too short to be shared (echo-needles.ts MIN_SHARED) join this service's own answers' set.
+      const sentHere = [...(planValues.get(plan) ?? []), ...(grant ? [grant.token.value, ...(grant.sent ?? [])].map((s) => s.reveal()) : [])];
+      const own = shortValues.forAnswer(serviceKey.get(plan) ?? "", sentHere.filter((v) => v.length < MIN_SHARED));
       return shared.then((n) => n.with(own));
     },
     noteSent(values) {
