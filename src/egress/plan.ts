@@ -106,6 +106,8 @@ interface LoadedTable {
   confirmedAt: number;
 }
 
+const NONE: readonly string[] = [];
+
 export function createPlanCache(
   store: Store,
   dataKey: CryptoKey,
@@ -123,6 +125,7 @@ export function createPlanCache(
   // SECRET: values shorter than MIN_SHARED, per vault and service (short-values.ts); each plan's key there.
   const shortValues = createShortValues(now);
   const serviceKey = new WeakMap<EgressPlan, string>();
+  const shortOf = new WeakMap<EgressPlan, readonly string[]>();
   const echoes = createEchoNeedles({
     load: (known) => loadStoredValues(store, dataKey, known),
     now,
@@ -212,6 +215,7 @@ export function createPlanCache(
     for (const v of values) set.add(v);
     planValues.set(plan, values);
     serviceKey.set(plan, `${vaultId}\0${plan.service.host}`);
+    shortOf.set(plan, values.filter((v) => v.length < MIN_SHARED));
     return plan;
   }
 
@@ -241,12 +245,13 @@ export function createPlanCache(
     },
     responseNeedles(plan, grant) {
       const sent = { key: plan, values: () => planValues.get(plan) ?? [] };
-      // reveal: a search pattern only. The minted token joins the recent values when granted.
-      // So do what was sent to obtain it (minted.ts Grant.sent: an app JWT, a refresh token, the client authentication).
-      const shared = echoes.forResponse(grant ? [sent, { key: grant, values: () => [grant.token.value, ...(grant.sent ?? [])].map((s) => s.reveal()) }] : [sent]);
+      // reveal: search patterns only. The minted token joins the recent values when granted, and so
+      // does what was sent to obtain it (minted.ts Grant.sent: an app JWT, a refresh token, the client authentication).
+      const granted = grant ? [grant.token.value, ...(grant.sent ?? [])].map((s) => s.reveal()) : NONE;
+      const shared = echoes.forResponse(grant ? [sent, { key: grant, values: () => granted }] : [sent]);
       // Values too short to be shared (echo-needles.ts MIN_SHARED) join this service's own answers' set.
-      const sentHere = [...(planValues.get(plan) ?? []), ...(grant ? [grant.token.value, ...(grant.sent ?? [])].map((s) => s.reveal()) : [])];
-      const own = shortValues.forAnswer(serviceKey.get(plan) ?? "", sentHere.filter((v) => v.length < MIN_SHARED));
+      const short = [...(shortOf.get(plan) ?? NONE), ...granted.filter((v) => v.length < MIN_SHARED)];
+      const own = shortValues.forAnswer(serviceKey.get(plan) ?? "", short);
       return shared.then((n) => n.with(own));
     },
     noteSent(values) {

@@ -72,7 +72,8 @@ export interface RangedRequest {
 }
 
 /** Range headers the broker drops: Request-Range is the pre-standard name older Apache servers still honour. */
-const RANGE_HEADERS = new Set(["range", "if-range", "request-range"]);
+/** The request headers that ask for part of a body (Request-Range: an old name some servers still read). */
+export const RANGE_HEADERS: ReadonlySet<string> = new Set(["range", "if-range", "request-range"]);
 const MAX_DIGITS = 15; // below 2^53: offsets stay exact numbers
 const EMPTY = new Uint8Array(0);
 

@@ -4,6 +4,7 @@
 
 import { BrokerError, PayloadTooLarge } from "../errors.ts";
 import { createBodyRecoder, type Coding } from "./content-coding.ts";
+import { bodyCharset } from "./headers.ts";
 import { compileNeedles, createRedactor, type NeedleSet, type RedactOptions } from "./redact.ts";
 
 /** Runs once: the upstream body bytes read, and an audit error code (null when the body ended cleanly). */
@@ -23,7 +24,7 @@ export interface ScanOptions {
 
 /** The UTF-16 byte order a Content-Type's charset declares ("bom": plain utf-16, read from the body), if any. */
 export function utf16Of(contentType: string | undefined): RedactOptions["utf16"] {
-  const charset = /;\s*charset\s*=\s*"?([^;"\s]+)/i.exec(contentType ?? "")?.[1]?.toLowerCase();
+  const charset = bodyCharset(contentType);
   if (charset === "utf-16le" || charset === "unicodefffe") return "le";
   if (charset === "utf-16be") return "be";
   return charset === "utf-16" || charset === "ucs-2" || charset === "unicode" ? "bom" : undefined;

@@ -11,6 +11,7 @@ import type { EgressDeps, EgressInput, EgressMetrics } from "./egress.ts";
 import { buildUpstreamHeaders, WEBSOCKET_HEADERS } from "./headers.ts";
 import { hostHeader, serializeHead, type ResponseHead } from "./http1.ts";
 import { resolveChecked } from "./netguard.ts";
+import { RANGE_HEADERS } from "./ranges.ts";
 import { ClosedBeforeHead, readResponseHead } from "./upstream-head.ts";
 import { createFrameScanner, type FrameScanner } from "./websocket-frames.ts";
 import { namesExtension, redactResponseHead, shapeRefusal, withoutExtensions } from "./websocket-head.ts";
@@ -18,8 +19,6 @@ import { allowedTarget, heldByRule, widenRulesHint } from "./rules.ts";
 import { awaitApproval } from "./held-request.ts";
 import { placeCredential } from "./url-credential.ts";
 
-/** Range headers an upgrade request never carries upstream (the names ranges.ts drops). */
-const RANGE_HEADERS: ReadonlySet<string> = new Set(["range", "if-range", "request-range"]);
 
 export type Upgraded = Switched | Refused;
 
