@@ -67,7 +67,12 @@ export function benchEnv(dir: string, upstreamCaFile: string): Record<string, st
  * and the HTTP/2 one). `extraEnv` adds to (or overrides) the bench environment, e.g. BROKER_DATABASE_URL
  * for the PostgreSQL store.
  */
-export async function startBroker(bin: string, upstreamCaPem: string, upstreamPort: number | readonly number[], extraEnv: Record<string, string> = {}): Promise<BrokerProc> {
+export async function startBroker(
+  bin: string,
+  upstreamCaPem: string,
+  upstreamPort: number | readonly number[],
+  extraEnv: Record<string, string> = {},
+): Promise<BrokerProc> {
   const dir = mkdtempSync(join(tmpdir(), "broker-bench-"));
   const caFile = join(dir, "upstream-ca.pem");
   writeFileSync(caFile, upstreamCaPem);
@@ -75,7 +80,12 @@ export async function startBroker(bin: string, upstreamCaPem: string, upstreamPo
   // BROKER_LOG_LEVEL=warn keeps per-request logging out of the measurement, but it also hides the
   // info-level "listening" line: so the bench picks two free ports itself and waits for /health.
   const [apiPort, proxyPort] = [freePort(), freePort()];
-  const proc = Bun.spawn([bin, "server"], { env: { ...env, BROKER_PORT: String(apiPort), BROKER_PROXY_PORT: String(proxyPort) }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([bin, "server"], {
+    env: { ...env, BROKER_PORT: String(apiPort), BROKER_PROXY_PORT: String(proxyPort) },
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   let logs = "";
   const decoder = new TextDecoder();
   const collect = async (s: ReadableStream<Uint8Array>) => {
@@ -88,7 +98,10 @@ export async function startBroker(bin: string, upstreamCaPem: string, upstreamPo
   for (;;) {
     if (proc.exitCode !== null) throw new Error(`broker exited with ${proc.exitCode}:\n${logs}`);
     if (Date.now() > deadline) throw new Error(`broker did not start:\n${logs}`);
-    const up = await fetch(`${apiUrl}/health`).then((r) => r.ok, () => false);
+    const up = await fetch(`${apiUrl}/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (up && (await proxyAccepts(proxyPort))) break;
     await Bun.sleep(25);
   }
@@ -142,7 +155,13 @@ export async function setUp(apiUrl: string, upstreamPort: number | readonly numb
   await api(apiUrl, "POST", "/v1/vaults", { name: vault }, owner.token);
   await api(apiUrl, "PUT", `/v1/vaults/${vault}/credentials/BENCH_TOKEN`, { value: secret }, owner.token);
   for (const port of typeof upstreamPort === "number" ? [upstreamPort] : upstreamPort)
-    await api(apiUrl, "POST", `/v1/vaults/${vault}/services`, { host: `localhost:${port}`, auth: { type: "bearer", token: "BENCH_TOKEN" }, description: "bench upstream" }, owner.token);
+    await api(
+      apiUrl,
+      "POST",
+      `/v1/vaults/${vault}/services`,
+      { host: `localhost:${port}`, auth: { type: "bearer", token: "BENCH_TOKEN" }, description: "bench upstream" },
+      owner.token,
+    );
   const session = await api(apiUrl, "POST", "/v1/sessions", { vault, role: "proxy", ttl_seconds: 3600 }, owner.token);
   return { token: session.token, vault, authorization: `Bearer ${secret}` };
 }

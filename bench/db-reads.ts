@@ -41,7 +41,14 @@ export interface ReadCount {
    * A longer window at a steady rate (full runs only): catches what happens on a timer rather than
    * per request (cached sessions and grants are re-checked every 5 s).
    */
-  readonly sustained?: { readonly ms: number; readonly requests: number; readonly reads: number; readonly writes: number; readonly statements: Record<string, number>; readonly notify?: { readonly beats: number; readonly changes: number } };
+  readonly sustained?: {
+    readonly ms: number;
+    readonly requests: number;
+    readonly reads: number;
+    readonly writes: number;
+    readonly statements: Record<string, number>;
+    readonly notify?: { readonly beats: number; readonly changes: number };
+  };
 }
 
 export interface DbReads {
@@ -79,7 +86,19 @@ function createCounter(counting: () => boolean) {
         if (counting() && depth === 0) {
           if (m !== "run" && isRead(q)) {
             counts.reads++;
-            if (counts.stacks.length < 2) counts.stacks.push((new Error().stack ?? "").split("\n").slice(2, 7).map((l) => l.trim().replace(/^at /, "").replace(/\(.*\/(src|bench)\//, "($1/")).join(" ← "));
+            if (counts.stacks.length < 2)
+              counts.stacks.push(
+                (new Error().stack ?? "")
+                  .split("\n")
+                  .slice(2, 7)
+                  .map((l) =>
+                    l
+                      .trim()
+                      .replace(/^at /, "")
+                      .replace(/\(.*\/(src|bench)\//, "($1/"),
+                  )
+                  .join(" ← "),
+              );
           } else counts.writes++;
           const flat = q.replace(/\s+/g, " ").trim();
           const key = flat.length > 90 ? `${flat.slice(0, 40)} … ${flat.slice(-45)}` : flat;
@@ -133,7 +152,10 @@ async function countReads(pki: BenchPki, upstreamPort: number, database?: string
     const t0 = performance.now();
     let failures = 0;
     const perPath: Record<string, number> = {};
-    for (const [name, t] of [["tunnel", tunnel], ["/proxy", explicit]] as const) {
+    for (const [name, t] of [
+      ["tunnel", tunnel],
+      ["/proxy", explicit],
+    ] as const) {
       const before = counts.reads;
       const r = await runLoad(t, { requests: N, concurrency: 8 });
       failures += r.errors + r.non2xx;
@@ -169,7 +191,12 @@ async function countReads(pki: BenchPki, upstreamPort: number, database?: string
 }
 
 /** Steady traffic for SUSTAIN_MS, alternating the two paths in batches; counts start from zero. */
-async function sustain(counts: Counts, setCounting: (on: boolean) => void, targets: Target[], channel: ChannelCounter | undefined): Promise<NonNullable<ReadCount["sustained"]>> {
+async function sustain(
+  counts: Counts,
+  setCounting: (on: boolean) => void,
+  targets: Target[],
+  channel: ChannelCounter | undefined,
+): Promise<NonNullable<ReadCount["sustained"]>> {
   Object.assign(counts, { reads: 0, writes: 0, transactions: 0, statements: new Map() });
   channel?.reset();
   setCounting(true);
@@ -183,7 +210,14 @@ async function sustain(counts: Counts, setCounting: (on: boolean) => void, targe
   await Bun.sleep(400);
   setCounting(false);
   const notify = channel?.counts();
-  return { ms: performance.now() - t0, requests, reads: counts.reads, writes: counts.writes, statements: Object.fromEntries(counts.statements), ...(notify && { notify }) };
+  return {
+    ms: performance.now() - t0,
+    requests,
+    reads: counts.reads,
+    writes: counts.writes,
+    statements: Object.fromEntries(counts.statements),
+    ...(notify && { notify }),
+  };
 }
 
 /** The PostgreSQL count: on BENCH_POSTGRES_URL when given (bench/run.ts shares its cluster), else on a cluster of its own. */

@@ -52,7 +52,12 @@ if (import.meta.main && process.argv.includes("--upstream")) serveUpstream();
 
 /** Starts the h2 upstream process and waits for its port. */
 export async function startH2Upstream(pki: BenchPki): Promise<H2Upstream> {
-  const proc = Bun.spawn([process.execPath, import.meta.path, "--upstream"], { env: { ...process.env, H2_CERT: pki.certPem, H2_KEY: pki.keyPem }, stdin: "pipe", stdout: "pipe", stderr: "inherit" });
+  const proc = Bun.spawn([process.execPath, import.meta.path, "--upstream"], {
+    env: { ...process.env, H2_CERT: pki.certPem, H2_KEY: pki.keyPem },
+    stdin: "pipe",
+    stdout: "pipe",
+    stderr: "inherit",
+  });
   const reader = proc.stdout.getReader();
   let out = "";
   while (!out.includes("\n")) {
@@ -95,7 +100,12 @@ export async function openH2(hop: Hop, authority: string): Promise<{ session?: C
  * unless it ends normally with the expected body size; a non-2xx answer counts as non-2xx. Gives up
  * (counting what is left as errors) after `timeoutMs`.
  */
-export async function runH2Load(session: ClientHttp2Session, authority: string, path: string, o: { requests: number; streams: number; expectBytes?: number; timeoutMs?: number }): Promise<LoadResult> {
+export async function runH2Load(
+  session: ClientHttp2Session,
+  authority: string,
+  path: string,
+  o: { requests: number; streams: number; expectBytes?: number; timeoutMs?: number },
+): Promise<LoadResult> {
   const lat = new Float64Array(o.requests);
   let next = 0;
   let done = 0;
@@ -183,8 +193,20 @@ async function seenByUpstream(direct: Hop, authority: string): Promise<Record<st
 }
 
 /** Opens one connection over `hop` and runs the load on it; a connection that cannot be opened fails every request. */
-async function oneConnection(hop: Hop, authority: string, o: { requests: number; streams: number }): Promise<LoadResult & { alpn: string; peerStreams?: number }> {
-  const allFailed = (why: string, alpn: string) => ({ requests: o.requests, errors: o.requests, non2xx: 0, elapsedMs: NaN, latencies: new Float64Array(0), firstError: why, alpn });
+async function oneConnection(
+  hop: Hop,
+  authority: string,
+  o: { requests: number; streams: number },
+): Promise<LoadResult & { alpn: string; peerStreams?: number }> {
+  const allFailed = (why: string, alpn: string) => ({
+    requests: o.requests,
+    errors: o.requests,
+    non2xx: 0,
+    elapsedMs: NaN,
+    latencies: new Float64Array(0),
+    firstError: why,
+    alpn,
+  });
   let opened: Awaited<ReturnType<typeof openH2>>;
   try {
     opened = await openH2(hop, authority);
@@ -212,7 +234,12 @@ export async function h2Scenario(env: Env, h2: H2Upstream, o: { requests: number
   const { broker, upstreamCa } = env;
   const authority = `localhost:${h2.port}`;
   const direct: Hop = { port: h2.port, servername: "localhost", ca: upstreamCa };
-  const viaBroker: Hop = { port: broker.proxyPort, connect: { authority, proxyAuth: basicAuth(broker.token, broker.vault) }, servername: "localhost", ca: broker.caPem };
+  const viaBroker: Hop = {
+    port: broker.proxyPort,
+    connect: { authority, proxyAuth: basicAuth(broker.token, broker.vault) },
+    servername: "localhost",
+    ca: broker.caPem,
+  };
   const name = `h2, 1 connection × ${o.streams} streams, /small`;
   // Warm-up, as warmUp gives each path other than the main one: the broker's HTTP/2 code is compiled by its JIT before the timed runs.
   const warmD = await oneConnection(direct, authority, { requests: o.warm, streams: o.streams });
@@ -252,7 +279,8 @@ export async function h2Scenario(env: Env, h2: H2Upstream, o: { requests: number
       firstError: b.value.firstError ?? why ?? (d.firstError ? `direct: ${d.firstError}` : undefined),
     });
   }
-  if (warmErrors) reps[0] = { ...reps[0]!, errors: reps[0]!.errors + warmErrors, firstError: reps[0]!.firstError ?? `warm-up: ${warmB.firstError ?? warmD.firstError}` };
+  if (warmErrors)
+    reps[0] = { ...reps[0]!, errors: reps[0]!.errors + warmErrors, firstError: reps[0]!.firstError ?? `warm-up: ${warmB.firstError ?? warmD.firstError}` };
   const note = [
     `client node:http2 on one TLS connection each way, ALPN h2 (the broker speaks h2 to the upstream, which offers only h2); connection setup not timed`,
     `upstream saw the injected Authorization on ${injectedNotes.join(", ")} streams`,

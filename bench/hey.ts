@@ -24,7 +24,14 @@ function parseHey(out: string, n: number, c = 16): HeyRun {
   const num = (re: RegExp) => Number(re.exec(out)?.[1] ?? NaN);
   const ok = [...out.matchAll(/\[(\d{3})\]\s+(\d+) responses/g)].reduce((a, m) => a + (m[1]!.startsWith("2") ? Number(m[2]) : 0), 0);
   const all = [...out.matchAll(/\[(\d{3})\]\s+(\d+) responses/g)].reduce((a, m) => a + Number(m[2]), 0);
-  return { rps: num(/Requests\/sec:\s+([\d.]+)/), p50: num(/50%+ in ([\d.]+) secs/) * 1000, p99: num(/99%+ in ([\d.]+) secs/) * 1000, ok, other: all - ok, errors: expected - all };
+  return {
+    rps: num(/Requests\/sec:\s+([\d.]+)/),
+    p50: num(/50%+ in ([\d.]+) secs/) * 1000,
+    p99: num(/99%+ in ([\d.]+) secs/) * 1000,
+    ok,
+    other: all - ok,
+    errors: expected - all,
+  };
 }
 
 async function runHey(args: string[], certFile: string, n: number): Promise<HeyRun & { out: string }> {
@@ -43,7 +50,13 @@ export async function heyScenario(env: Env, n: number, reps: number): Promise<Ro
   const proxied = ["-n", String(n), "-c", "16", "-x", env.broker.proxyUrl, url];
   try {
     const probe = await runHey(["-n", "16", "-c", "16", "-x", env.broker.proxyUrl, url], certFile, 16);
-    if (probe.ok !== 16) return `hey could not complete verified requests through the proxy: skipped (${probe.out.split("\n").find((l) => /error|\[\d{3}\]/i.test(l))?.trim() ?? "no output"})`;
+    if (probe.ok !== 16)
+      return `hey could not complete verified requests through the proxy: skipped (${
+        probe.out
+          .split("\n")
+          .find((l) => /error|\[\d{3}\]/i.test(l))
+          ?.trim() ?? "no output"
+      })`;
     const rows: { d: HeyRun; b: HeyRun; cpu: number; peak: number }[] = [];
     for (let i = 0; i < reps; i++) {
       const d = await runHey(direct, certFile, n);

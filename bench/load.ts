@@ -92,7 +92,12 @@ export function generatedBody(total: number, chunkBytes = 256 * 1024): ReadableS
 export async function upload(target: Target, bytes: number): Promise<{ ms: number; ok: boolean; error?: string }> {
   const t0 = performance.now();
   try {
-    const res = await fetch(target.url, { ...target.init, method: "POST", body: generatedBody(bytes), headers: { "content-type": "application/octet-stream" } });
+    const res = await fetch(target.url, {
+      ...target.init,
+      method: "POST",
+      body: generatedBody(bytes),
+      headers: { "content-type": "application/octet-stream" },
+    });
     const text = await res.text();
     const got = res.ok ? (JSON.parse(text) as { bytes: number }).bytes : -1;
     return { ms: performance.now() - t0, ok: got === bytes, error: got === bytes ? undefined : `HTTP ${res.status}, upstream counted ${got}` };

@@ -43,14 +43,26 @@ await bench("leaf cache hit", 200_000, () => leaves.get("api.example.com"));
 // a vault with 1,000 services (900 exact, 100 wildcard) and one credential
 const now = Date.now();
 const vault = await store.vaults.create("micro", now);
-const svc = (h: string) => ({ vaultId: vault.id, host: h, description: "", authType: "bearer" as const, authKey: "API_KEY", authHeader: null, authPrefix: null, authUsername: null, enabled: true });
+const svc = (h: string) => ({
+  vaultId: vault.id,
+  host: h,
+  description: "",
+  authType: "bearer" as const,
+  authKey: "API_KEY",
+  authHeader: null,
+  authPrefix: null,
+  authUsername: null,
+  enabled: true,
+});
 for (let i = 0; i < 900; i++) await store.services.put(svc(`api${i}.example.com`), now);
 for (let i = 0; i < 100; i++) await store.services.put(svc(`*.w${i}.example.org`), now);
 await storeCredential(store, dataKey, vault.id, "API_KEY", new Secret(`sk-${crypto.randomUUID()}`));
 const plans = createPlanCache(store, dataKey, () => ({}));
 const v = { id: vault.id, name: vault.name };
 await plans.plan(v, "api1.example.com", 443); // compiles the table and decrypts the credential
-const hosts = Array.from({ length: 1024 }, (_, i) => (i % 4 === 0 ? `x.w${i % 100}.example.org` : i % 4 === 1 ? `nomatch${i}.example.net` : `api${i % 900}.example.com`));
+const hosts = Array.from({ length: 1024 }, (_, i) =>
+  i % 4 === 0 ? `x.w${i % 100}.example.org` : i % 4 === 1 ? `nomatch${i}.example.net` : `api${i % 900}.example.com`,
+);
 await bench("host match over 1,000 services (has)", 500_000, (i) => plans.has(v, hosts[i & 1023]!, 443));
 await bench("plan cache hit (match + cached credential)", 300_000, (i) => plans.plan(v, `api${i % 900}.example.com`, 443));
 const row = (await store.credentials.get(vault.id, "API_KEY"))!;
@@ -82,7 +94,25 @@ const audit = createAuditLog(store, { now: Date.now, log: createLogger({ level: 
 const records = Math.round(100_000 * scale);
 const t0 = Bun.nanoseconds();
 for (let i = 0; i < records; i++) {
-  audit.record({ at: now, principal: "scoped:1", vaultId: vault.id, vault: "micro", ingress: "tunnel", method: "GET", host: "api1.example.com", path: "/v1/items", service: "api1.example.com", credentialKeys: "API_KEY", status: 200, bytesIn: 0, bytesOut: 512, durationMs: 1, error: null, contained: false, approvedBy: null });
+  audit.record({
+    at: now,
+    principal: "scoped:1",
+    vaultId: vault.id,
+    vault: "micro",
+    ingress: "tunnel",
+    method: "GET",
+    host: "api1.example.com",
+    path: "/v1/items",
+    service: "api1.example.com",
+    credentialKeys: "API_KEY",
+    status: 200,
+    bytesIn: 0,
+    bytesOut: 512,
+    durationMs: 1,
+    error: null,
+    contained: false,
+    approvedBy: null,
+  });
 }
 const recordNs = (Bun.nanoseconds() - t0) / records;
 await audit.flush();
@@ -92,10 +122,23 @@ await audit.stop();
 store.close();
 
 // metrics: what one proxied request adds when BROKER_METRICS is on (a counter and two histograms), 4 vaults × 8 services
-const metrics = createMetrics({ auditQueued: () => 0, auditDropped: () => 0, proposalsPending: async () => 0, requestApprovalsPending: async () => 0, tunnel: () => undefined });
+const metrics = createMetrics({
+  auditQueued: () => 0,
+  auditDropped: () => 0,
+  proposalsPending: async () => 0,
+  requestApprovalsPending: async () => 0,
+  tunnel: () => undefined,
+});
 await bench("metrics per request (observe)", 500_000, (i) => {
   const t = metrics.egress.now();
-  metrics.egress.observe({ ingress: i & 1 ? "explicit" : "transparent", vault: `vault-${i & 3}`, service: `api${i & 7}.example.com`, status: i & 15 ? 200 : 404, brokerSeconds: (metrics.egress.now() - t) / 1000, upstreamSeconds: 0.02 });
+  metrics.egress.observe({
+    ingress: i & 1 ? "explicit" : "transparent",
+    vault: `vault-${i & 3}`,
+    service: `api${i & 7}.example.com`,
+    status: i & 15 ? 200 : 404,
+    brokerSeconds: (metrics.egress.now() - t) / 1000,
+    upstreamSeconds: 0.02,
+  });
 });
 await bench("metrics scrape (render)", 2_000, () => metrics.render());
 
@@ -103,9 +146,14 @@ await bench("metrics scrape (render)", 2_000, () => metrics.render());
 // (the loose matching and the claimed-method reading every ruled request now pays)
 const ruled = (rules: unknown) => ({ service: { host: "api.stripe.com" }, rules: parseRules(rules) }) as unknown as EgressPlan;
 const plainRules = ruled([{ methods: ["GET", "POST"], paths: ["/v1/**"] }]);
-const approveRules = ruled([{ methods: ["GET", "POST"], paths: ["/v1/**"] }, { methods: ["POST"], paths: ["/v1/refunds"], approve: "each" }, { methods: ["DELETE"], paths: ["/v1/customers/*"], approve: "each" }]);
+const approveRules = ruled([
+  { methods: ["GET", "POST"], paths: ["/v1/**"] },
+  { methods: ["POST"], paths: ["/v1/refunds"], approve: "each" },
+  { methods: ["DELETE"], paths: ["/v1/customers/*"], approve: "each" },
+]);
 const hint = () => ({});
-const ruleCheck = (plan: EgressPlan) => heldByRule(plan, "POST", allowedTarget(plan, "POST", "/v1/charges/ch_123/capture?expand=customer", hint, reqHeaders), reqHeaders);
+const ruleCheck = (plan: EgressPlan) =>
+  heldByRule(plan, "POST", allowedTarget(plan, "POST", "/v1/charges/ch_123/capture?expand=customer", hint, reqHeaders), reqHeaders);
 await bench("rules check (plain rules)", 300_000, () => ruleCheck(plainRules));
 await bench("rules check (with approval rules)", 300_000, () => ruleCheck(approveRules));
 
@@ -113,7 +161,16 @@ await bench("rules check (with approval rules)", 300_000, () => ruleCheck(approv
 // Per answer: getting the host's compiled set (a plan-cache look-up), then that plus scanning a
 // 4 KiB JSON answer with it, without an echo (the usual case) and with one vault's value in it.
 // The cold build (store read, N decryptions, one compile) is paid once per host and change, measured once.
-const json4k = JSON.stringify({ data: Array.from({ length: 40 }, (_, i) => ({ id: `obj_${i.toString(36).padStart(8, "0")}`, object: "charge", amount: 1000 + i, currency: "eur", paid: true, note: "lorem ipsum dolor" })) });
+const json4k = JSON.stringify({
+  data: Array.from({ length: 40 }, (_, i) => ({
+    id: `obj_${i.toString(36).padStart(8, "0")}`,
+    object: "charge",
+    amount: 1000 + i,
+    currency: "eur",
+    paid: true,
+    note: "lorem ipsum dolor",
+  })),
+});
 const answer = new TextEncoder().encode(json4k.slice(0, 4096).padEnd(4096, " "));
 const setups: { n: number; get: () => Promise<Needles>; echo: Uint8Array; close: () => void }[] = [];
 for (const n of [1, 100, 1000]) {
@@ -125,7 +182,20 @@ for (const n of [1, 100, 1000]) {
   for (let i = 0; i < n; i++) {
     const v = await s.vaults.create(`shared-${i}`, at);
     first ??= { id: v.id, name: v.name };
-    await s.services.put({ vaultId: v.id, host: "shared.example.com", description: "", authType: "bearer", authKey: "API_KEY", authHeader: null, authPrefix: null, authUsername: null, enabled: true }, at);
+    await s.services.put(
+      {
+        vaultId: v.id,
+        host: "shared.example.com",
+        description: "",
+        authType: "bearer",
+        authKey: "API_KEY",
+        authHeader: null,
+        authPrefix: null,
+        authUsername: null,
+        enabled: true,
+      },
+      at,
+    );
     const value = `sk-${crypto.randomUUID()}`;
     if (i === n - 1) echoed = value; // the last vault's: another vault's value for every n > 1
     await storeCredential(s, key, v.id, "API_KEY", new Secret(value));
@@ -163,7 +233,11 @@ for (const { n, close } of setups) {
 
 if (process.argv.includes("--json")) console.log(JSON.stringify(results));
 else {
-  for (const [k, ns] of Object.entries(results)) console.log(`${k.padEnd(48)} ${k.endsWith("/s") ? ns.toFixed(0) : ns >= 1e6 ? `${(ns / 1e6).toFixed(2)} ms/op` : ns >= 1e3 ? `${(ns / 1e3).toFixed(2)} µs/op` : `${ns.toFixed(0)} ns/op`}`);
+  for (const [k, ns] of Object.entries(results))
+    console.log(
+      `${k.padEnd(48)} ${k.endsWith("/s") ? ns.toFixed(0) : ns >= 1e6 ? `${(ns / 1e6).toFixed(2)} ms/op` : ns >= 1e3 ? `${(ns / 1e3).toFixed(2)} µs/op` : `${ns.toFixed(0)} ns/op`}`,
+    );
   const ratio = (n: number, what: Measure) => (shared[n]![what] / shared[1]![what]).toFixed(2);
-  for (const what of ["get", "scan", "echo"] as const) console.log(`echo needles, ${LABEL[what]}: 100 vaults / 1 = ${ratio(100, what)}×, 1,000 vaults / 1 = ${ratio(1000, what)}×`);
+  for (const what of ["get", "scan", "echo"] as const)
+    console.log(`echo needles, ${LABEL[what]}: 100 vaults / 1 = ${ratio(100, what)}×, 1,000 vaults / 1 = ${ratio(1000, what)}×`);
 }

@@ -29,7 +29,10 @@ export async function createBenchPki(): Promise<BenchPki> {
     notAfter: new Date(now + 86_400_000),
     keys: caKeys,
     signingAlgorithm: ALG,
-    extensions: [new x509.BasicConstraintsExtension(true, undefined, true), new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true)],
+    extensions: [
+      new x509.BasicConstraintsExtension(true, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+    ],
   });
   const leafKeys = await crypto.subtle.generateKey(ALG, true, ["sign", "verify"]);
   const leaf = await x509.X509CertificateGenerator.create({

@@ -41,7 +41,8 @@ export function table(rows: Row[]): string {
 
 /** --peers: direct, Squid and broker side by side for the rows Squid ran. */
 export function peersTable(rows: Row[]): string {
-  const head = "| scenario | direct req/s | squid req/s | broker req/s | squid/direct | broker/direct | broker/squid | squid p50 / p99 (ms) | broker p50 / p99 (ms) | squid CPU ms/req | broker CPU ms/req |";
+  const head =
+    "| scenario | direct req/s | squid req/s | broker req/s | squid/direct | broker/direct | broker/squid | squid p50 / p99 (ms) | broker p50 / p99 (ms) | squid CPU ms/req | broker CPU ms/req |";
   const sep = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|";
   const lines = rows
     .filter((r) => r.squid)
@@ -69,32 +70,105 @@ export function checkTargets(rows: Row[], micro: Record<string, number>, db: DbR
   const bulk = rows.filter((r) => r.mbps);
   const out: Target[] = [];
   const add = (what: string, value: number | undefined, fmt: (v: number) => string, ok: (v: number) => boolean) =>
-    out.push({ what, value: value === undefined || !Number.isFinite(value) ? "not measured" : fmt(value), met: value === undefined || !Number.isFinite(value) ? undefined : ok(value) });
+    out.push({
+      what,
+      value: value === undefined || !Number.isFinite(value) ? "not measured" : fmt(value),
+      met: value === undefined || !Number.isFinite(value) ? undefined : ok(value),
+    });
   // Issue 17's targets: ratios within one run (direct and Squid measured in the same repetitions).
-  add("tunnel 16 keep-alive ≥ 1.2× Squid", t16?.squid?.brokerVsSquid, (v) => `${f(v, 2)}×`, (v) => v >= 1.2);
+  add(
+    "tunnel 16 keep-alive ≥ 1.2× Squid",
+    t16?.squid?.brokerVsSquid,
+    (v) => `${f(v, 2)}×`,
+    (v) => v >= 1.2,
+  );
   add("tunnel 16 keep-alive throughput ≥ 45% of direct", t16?.ratio, pct, (v) => v >= 0.45);
-  add("tunnel 16 keep-alive broker CPU ≤ 0.05 ms/request", t16?.cpuMsPerReq, (v) => `${f(v, 3)} ms`, (v) => v <= 0.05);
-  add("tunnel 1 keep-alive ≥ 1.2× Squid", t1?.squid?.brokerVsSquid, (v) => `${f(v, 2)}×`, (v) => v >= 1.2);
-  add("tunnel 1 keep-alive added p50 ≤ 0.08 ms", t1?.addedP50, (v) => `${f(v, 3)} ms`, (v) => v <= 0.08);
-  add("new connection per request ≥ 5× Squid", cold?.squid?.brokerVsSquid, (v) => `${f(v, 2)}×`, (v) => v >= 5);
-  add("cold connection added p50 ≤ 1.5 ms", cold?.addedP50, (v) => `${f(v, 3)} ms`, (v) => v <= 1.5);
-  add("first leaf for a new host ≤ 5 ms (micro)", micro["leaf mint (first)"] === undefined ? undefined : micro["leaf mint (first)"]! / 1e6, (v) => `${f(v, 2)} ms`, (v) => v <= 5);
+  add(
+    "tunnel 16 keep-alive broker CPU ≤ 0.05 ms/request",
+    t16?.cpuMsPerReq,
+    (v) => `${f(v, 3)} ms`,
+    (v) => v <= 0.05,
+  );
+  add(
+    "tunnel 1 keep-alive ≥ 1.2× Squid",
+    t1?.squid?.brokerVsSquid,
+    (v) => `${f(v, 2)}×`,
+    (v) => v >= 1.2,
+  );
+  add(
+    "tunnel 1 keep-alive added p50 ≤ 0.08 ms",
+    t1?.addedP50,
+    (v) => `${f(v, 3)} ms`,
+    (v) => v <= 0.08,
+  );
+  add(
+    "new connection per request ≥ 5× Squid",
+    cold?.squid?.brokerVsSquid,
+    (v) => `${f(v, 2)}×`,
+    (v) => v >= 5,
+  );
+  add(
+    "cold connection added p50 ≤ 1.5 ms",
+    cold?.addedP50,
+    (v) => `${f(v, 3)} ms`,
+    (v) => v <= 1.5,
+  );
+  add(
+    "first leaf for a new host ≤ 5 ms (micro)",
+    micro["leaf mint (first)"] === undefined ? undefined : micro["leaf mint (first)"]! / 1e6,
+    (v) => `${f(v, 2)} ms`,
+    (v) => v <= 5,
+  );
   add("/proxy 16 keep-alive ≥ 50% of direct", proxy?.ratio, pct, (v) => v >= 0.5);
   add("blind tunnel 16 keep-alive ≥ 80% of direct", blind?.ratio, pct, (v) => v >= 0.8);
   for (const r of bulk) add(`${r.name}: ≥ 80% of direct throughput`, r.ratio, pct, (v) => v >= 0.8);
-  add("bulk bodies peak RSS growth ≤ 64 MB", bulk.length ? Math.max(...bulk.map((r) => r.rssGrowthMb ?? NaN)) : undefined, (v) => `${f(v, 0)} MB (worst)`, (v) => v <= 64);
-  add(`${idle?.requests ?? 10_000} idle tunnels ≤ 250 MB broker RSS`, idle?.peakRssMb, (v) => `${f(v, 0)} MB`, (v) => v <= 250);
+  add(
+    "bulk bodies peak RSS growth ≤ 64 MB",
+    bulk.length ? Math.max(...bulk.map((r) => r.rssGrowthMb ?? NaN)) : undefined,
+    (v) => `${f(v, 0)} MB (worst)`,
+    (v) => v <= 64,
+  );
+  add(
+    `${idle?.requests ?? 10_000} idle tunnels ≤ 250 MB broker RSS`,
+    idle?.peakRssMb,
+    (v) => `${f(v, 0)} MB`,
+    (v) => v <= 250,
+  );
   const errs = rows.reduce((a, r) => a + r.errors + r.non2xx, 0);
-  add("zero errors and non-2xx in every scenario", errs, (v) => `${v}`, (v) => v === 0);
-  add("zero DB reads per proxied request, SQLite store", db?.sqlite.readsPerRequest, (v) => `${f(v, 3)} reads/request`, (v) => v === 0);
-  add("zero DB reads per proxied request, PostgreSQL store", db?.postgres?.readsPerRequest, (v) => `${f(v, 3)} reads/request`, (v) => v === 0);
+  add(
+    "zero errors and non-2xx in every scenario",
+    errs,
+    (v) => `${v}`,
+    (v) => v === 0,
+  );
+  add(
+    "zero DB reads per proxied request, SQLite store",
+    db?.sqlite.readsPerRequest,
+    (v) => `${f(v, 3)} reads/request`,
+    (v) => v === 0,
+  );
+  add(
+    "zero DB reads per proxied request, PostgreSQL store",
+    db?.postgres?.readsPerRequest,
+    (v) => `${f(v, 3)} reads/request`,
+    (v) => v === 0,
+  );
   const pg = rows.find((r) => r.vsSqlite);
-  add(`PostgreSQL store: ${pg?.name.replace(/, PostgreSQL store$/, "") ?? "tunnel 16 keep-alive"} throughput ≥ 90% of SQLite (same repetitions)`, pg?.vsSqlite?.ratio, pct, (v) => v >= 0.9);
+  add(
+    `PostgreSQL store: ${pg?.name.replace(/, PostgreSQL store$/, "") ?? "tunnel 16 keep-alive"} throughput ≥ 90% of SQLite (same repetitions)`,
+    pg?.vsSqlite?.ratio,
+    pct,
+    (v) => v >= 0.9,
+  );
   return out;
 }
 
 export function targetTable(ts: Target[]): string {
-  return ["| target | measured | met |", "|---|---|---|", ...ts.map((t) => `| ${t.what} | ${t.value} | ${t.met === undefined ? "–" : t.met ? "yes" : "**no**"} |`)].join("\n");
+  return [
+    "| target | measured | met |",
+    "|---|---|---|",
+    ...ts.map((t) => `| ${t.what} | ${t.value} | ${t.met === undefined ? "–" : t.met ? "yes" : "**no**"} |`),
+  ].join("\n");
 }
 
 const esc = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
@@ -122,8 +196,23 @@ export function chart(rows: Row[], title: string): string {
     }
     return { svg: s, height: 24 + items.length * rowH };
   };
-  const a = panel(50, "Throughput, % of direct (dashed: 100%)", ratioRows, (r) => r.ratio * 100, (v) => `${v.toFixed(0)}%`, "#3b7dd8", 100);
-  const b = panel(50 + a.height + 30, "Added p50 latency vs direct (ms)", latRows, (r) => r.addedP50, (v) => `${v.toFixed(3)} ms`, "#d8783b");
+  const a = panel(
+    50,
+    "Throughput, % of direct (dashed: 100%)",
+    ratioRows,
+    (r) => r.ratio * 100,
+    (v) => `${v.toFixed(0)}%`,
+    "#3b7dd8",
+    100,
+  );
+  const b = panel(
+    50 + a.height + 30,
+    "Added p50 latency vs direct (ms)",
+    latRows,
+    (r) => r.addedP50,
+    (v) => `${v.toFixed(3)} ms`,
+    "#d8783b",
+  );
   const height = 50 + a.height + 30 + b.height + 20;
   const width = labelW + barW + 110;
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="12">
@@ -135,16 +224,26 @@ ${b.svg}
 `;
 }
 
-const statementList = (s: Record<string, number>) => Object.entries(s).map(([k, v]) => `\`${k}\` × ${v}`).join("; ");
+const statementList = (s: Record<string, number>) =>
+  Object.entries(s)
+    .map(([k, v]) => `\`${k}\` × ${v}`)
+    .join("; ");
 
 function backendSection(title: string, c: ReadCount): string {
   const lines = [
-    `**${title}**: ${c.requests} proxied requests (tunnel and /proxy) after warm-up, counted over ${(c.windowMs / 1000).toFixed(2)} s: ${c.reads} reads (${f(c.readsPerRequest, 3)} per request), ${c.writes} writes in ${c.transactions} transaction(s) (audit batches). Reads per request by path: ${Object.entries(c.readsPerRequestByPath).map(([k, v]) => `${k} ${v}`).join(", ")}.`,
+    `**${title}**: ${c.requests} proxied requests (tunnel and /proxy) after warm-up, counted over ${(c.windowMs / 1000).toFixed(2)} s: ${c.reads} reads (${f(c.readsPerRequest, 3)} per request), ${c.writes} writes in ${c.transactions} transaction(s) (audit batches). Reads per request by path: ${Object.entries(
+      c.readsPerRequestByPath,
+    )
+      .map(([k, v]) => `${k} ${v}`)
+      .join(", ")}.`,
     "",
     `Statements counted: ${statementList(c.statements) || "none"}.${c.readStacks.length ? ` Where the first read came from: \`${c.readStacks[0]}\`` : ""}`,
   ];
   if (c.notify) {
-    lines.push("", `Change channel (a LISTEN connection of the bench's own): ${c.notify.beats} heartbeat NOTIFY(s) in the window (the change feed's \`{"t":"beat"}\`, every 400 ms whatever the traffic; it reads no table and is not counted above), ${c.notify.changes} change announcement(s).`);
+    lines.push(
+      "",
+      `Change channel (a LISTEN connection of the bench's own): ${c.notify.beats} heartbeat NOTIFY(s) in the window (the change feed's \`{"t":"beat"}\`, every 400 ms whatever the traffic; it reads no table and is not counted above), ${c.notify.changes} change announcement(s).`,
+    );
   }
   const s = c.sustained;
   if (s) {

@@ -36,7 +36,11 @@ const started = performance.now();
 
 /** Runs a bench script in its own process (in-process broker or micro-benchmarks); returns its JSON. */
 async function runScript(file: string, extra: string[] = [], env: Record<string, string> = {}): Promise<any> {
-  const p = Bun.spawn([process.execPath, join(import.meta.dir, file), "--json", ...extra], { stdout: "pipe", stderr: "inherit", env: { ...process.env, ...env } });
+  const p = Bun.spawn([process.execPath, join(import.meta.dir, file), "--json", ...extra], {
+    stdout: "pipe",
+    stderr: "inherit",
+    env: { ...process.env, ...env },
+  });
   const [out, code] = await Promise.all([new Response(p.stdout).text(), p.exited]);
   if (code !== 0) throw new Error(`${file} exited with ${code}`);
   return JSON.parse(out.trim().split("\n").at(-1)!);
@@ -44,7 +48,11 @@ async function runScript(file: string, extra: string[] = [], env: Record<string,
 
 function microTable(micro: Record<string, number>): string {
   const fmt = (ns: number) => (ns >= 1e6 ? `${(ns / 1e6).toFixed(2)} ms` : ns >= 1e3 ? `${(ns / 1e3).toFixed(2)} µs` : `${ns.toFixed(0)} ns`);
-  return ["| micro-benchmark | per op |", "|---|---:|", ...Object.entries(micro).map(([k, v]) => (k.endsWith("/s") ? `| ${k} | ${v.toFixed(0)} |` : `| ${k} | ${fmt(v)} |`))].join("\n");
+  return [
+    "| micro-benchmark | per op |",
+    "|---|---:|",
+    ...Object.entries(micro).map(([k, v]) => (k.endsWith("/s") ? `| ${k} | ${v.toFixed(0)} |` : `| ${k} | ${fmt(v)} |`)),
+  ].join("\n");
 }
 
 if (microOnly) {
@@ -90,7 +98,12 @@ async function postgresStep(env: Env, reps: number): Promise<Row | string> {
   const pg = await startBroker(bin, pki.caPem, upstream.port, { BROKER_DATABASE_URL: await pgCluster.createDatabase() });
   try {
     await warmUp({ ...env, broker: pg }, size.warm); // as warm as the SQLite broker, or the JIT counts against the store
-    const row = await storeScenario(env, pg, "tunnel, 16 keep-alive, /small", "/small", { requests: size.conc, concurrency: 16, reps, serverCpuMs: () => serverCpuMs(pgCluster) });
+    const row = await storeScenario(env, pg, "tunnel, 16 keep-alive, /small", "/small", {
+      requests: size.conc,
+      concurrency: 16,
+      reps,
+      serverCpuMs: () => serverCpuMs(pgCluster),
+    });
     const lost = pg.logs().match(/"event":"database_announcements_lost"/g)?.length ?? 0;
     return lost ? { ...row, note: `${row.note}; announcements lost ${lost}× during the row` } : row;
   } finally {
@@ -103,20 +116,97 @@ try {
   // first, while the broker's heap is small: the RSS the idle tunnels add is then easy to read
   await step("idle tunnels", () => idleScenario(env, size.idle));
   log(`JIT warm-up: ${await warmUp(env, size.warm)} requests`);
-  await step("tunnel 1 keep-alive", () => fetchScenario(env, "tunnel, 1 keep-alive, /small", { direct: t.direct("/small"), broker: t.viaTunnel("/small"), squid: t.viaSquid?.("/small") }, { requests: size.seq, concurrency: 1, reps }));
-  await step("tunnel 16 keep-alive", () => fetchScenario(env, "tunnel, 16 keep-alive, /small", { direct: t.direct("/small"), broker: t.viaTunnel("/small"), squid: t.viaSquid?.("/small") }, { requests: size.conc, concurrency: 16, reps }));
+  await step("tunnel 1 keep-alive", () =>
+    fetchScenario(
+      env,
+      "tunnel, 1 keep-alive, /small",
+      { direct: t.direct("/small"), broker: t.viaTunnel("/small"), squid: t.viaSquid?.("/small") },
+      { requests: size.seq, concurrency: 1, reps },
+    ),
+  );
+  await step("tunnel 16 keep-alive", () =>
+    fetchScenario(
+      env,
+      "tunnel, 16 keep-alive, /small",
+      { direct: t.direct("/small"), broker: t.viaTunnel("/small"), squid: t.viaSquid?.("/small") },
+      { requests: size.conc, concurrency: 16, reps },
+    ),
+  );
   if (withPostgres) await step("tunnel 16 keep-alive, PostgreSQL store", () => postgresStep(env, pgReps));
-  await step("tunnel 1 MiB", () => fetchScenario(env, "tunnel, 16 keep-alive, /1mib", { direct: t.direct("/1mib"), broker: t.viaTunnel("/1mib") }, { requests: size.big, concurrency: 16, reps, expectBytes: 1 << 20 }));
-  await step("tunnel stream", () => fetchScenario(env, "tunnel, 16 keep-alive, /stream (8 chunks)", { direct: t.direct("/stream"), broker: t.viaTunnel("/stream") }, { requests: size.big * 2, concurrency: 16, reps, expectBytes: 8 * 16 * 1024 }));
+  await step("tunnel 1 MiB", () =>
+    fetchScenario(
+      env,
+      "tunnel, 16 keep-alive, /1mib",
+      { direct: t.direct("/1mib"), broker: t.viaTunnel("/1mib") },
+      { requests: size.big, concurrency: 16, reps, expectBytes: 1 << 20 },
+    ),
+  );
+  await step("tunnel stream", () =>
+    fetchScenario(
+      env,
+      "tunnel, 16 keep-alive, /stream (8 chunks)",
+      { direct: t.direct("/stream"), broker: t.viaTunnel("/stream") },
+      { requests: size.big * 2, concurrency: 16, reps, expectBytes: 8 * 16 * 1024 },
+    ),
+  );
   // Echo redaction decodes, scans and (only when something matched, or when streamed) re-encodes compressed bodies.
-  await step("tunnel gzip JSON", () => fetchScenario(env, "tunnel, 16 keep-alive, /gzip-json (4 KiB JSON, gzip)", { direct: t.direct("/gzip-json"), broker: t.viaTunnel("/gzip-json") }, { requests: size.conc, concurrency: 16, reps }));
-  await step("tunnel gzip stream", () => fetchScenario(env, "tunnel, 16 keep-alive, /gzip-stream (256 KiB JSON, gzip, chunked)", { direct: t.direct("/gzip-stream"), broker: t.viaTunnel("/gzip-stream") }, { requests: size.big, concurrency: 16, reps }));
-  await step("/proxy gzip JSON", () => fetchScenario(env, "/proxy, 16 keep-alive, /gzip-json (4 KiB JSON, gzip)", { direct: t.direct("/gzip-json"), broker: t.viaProxy("/gzip-json") }, { requests: size.conc, concurrency: 16, reps }));
+  await step("tunnel gzip JSON", () =>
+    fetchScenario(
+      env,
+      "tunnel, 16 keep-alive, /gzip-json (4 KiB JSON, gzip)",
+      { direct: t.direct("/gzip-json"), broker: t.viaTunnel("/gzip-json") },
+      { requests: size.conc, concurrency: 16, reps },
+    ),
+  );
+  await step("tunnel gzip stream", () =>
+    fetchScenario(
+      env,
+      "tunnel, 16 keep-alive, /gzip-stream (256 KiB JSON, gzip, chunked)",
+      { direct: t.direct("/gzip-stream"), broker: t.viaTunnel("/gzip-stream") },
+      { requests: size.big, concurrency: 16, reps },
+    ),
+  );
+  await step("/proxy gzip JSON", () =>
+    fetchScenario(
+      env,
+      "/proxy, 16 keep-alive, /gzip-json (4 KiB JSON, gzip)",
+      { direct: t.direct("/gzip-json"), broker: t.viaProxy("/gzip-json") },
+      { requests: size.conc, concurrency: 16, reps },
+    ),
+  );
   await step("cold connections", () => coldScenario(env, size.cold, reps));
-  await step("/proxy 1 keep-alive", () => fetchScenario(env, "/proxy, 1 keep-alive, /small", { direct: t.direct("/small"), broker: t.viaProxy("/small") }, { requests: size.seq, concurrency: 1, reps }));
-  await step("/proxy 16 keep-alive", () => fetchScenario(env, "/proxy, 16 keep-alive, /small", { direct: t.direct("/small"), broker: t.viaProxy("/small") }, { requests: size.conc, concurrency: 16, reps }));
-  await step("blind 1 keep-alive", () => fetchScenario(env, "blind tunnel, 1 keep-alive, /small", { direct: t.direct("/small", "127.0.0.1"), broker: t.viaBlind("/small") }, { requests: size.seq, concurrency: 1, reps }));
-  await step("blind 16 keep-alive", () => fetchScenario(env, "blind tunnel, 16 keep-alive, /small", { direct: t.direct("/small", "127.0.0.1"), broker: t.viaBlind("/small") }, { requests: size.conc, concurrency: 16, reps }));
+  await step("/proxy 1 keep-alive", () =>
+    fetchScenario(
+      env,
+      "/proxy, 1 keep-alive, /small",
+      { direct: t.direct("/small"), broker: t.viaProxy("/small") },
+      { requests: size.seq, concurrency: 1, reps },
+    ),
+  );
+  await step("/proxy 16 keep-alive", () =>
+    fetchScenario(
+      env,
+      "/proxy, 16 keep-alive, /small",
+      { direct: t.direct("/small"), broker: t.viaProxy("/small") },
+      { requests: size.conc, concurrency: 16, reps },
+    ),
+  );
+  await step("blind 1 keep-alive", () =>
+    fetchScenario(
+      env,
+      "blind tunnel, 1 keep-alive, /small",
+      { direct: t.direct("/small", "127.0.0.1"), broker: t.viaBlind("/small") },
+      { requests: size.seq, concurrency: 1, reps },
+    ),
+  );
+  await step("blind 16 keep-alive", () =>
+    fetchScenario(
+      env,
+      "blind tunnel, 16 keep-alive, /small",
+      { direct: t.direct("/small", "127.0.0.1"), broker: t.viaBlind("/small") },
+      { requests: size.conc, concurrency: 16, reps },
+    ),
+  );
   // One HTTP/2 connection through the tunnel, 64 streams in flight; warmed like warmUp's other paths.
   await step("h2 1 connection × 64 streams", () => h2Scenario(env, h2Upstream, { requests: size.h2, streams: 64, reps, warm: Math.ceil(size.warm / 4) }));
   await step("hey", () => heyScenario(env, size.conc, reps));

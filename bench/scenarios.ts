@@ -53,7 +53,14 @@ export interface Row {
   readonly note?: string;
   readonly firstError?: string;
   /** --peers: the same scenario through Squid ssl-bump in the same repetitions. */
-  readonly squid?: { readonly rps: number; readonly p50: number; readonly p99: number; readonly cpuMsPerReq: number; readonly ratio: number; readonly brokerVsSquid: number };
+  readonly squid?: {
+    readonly rps: number;
+    readonly p50: number;
+    readonly p99: number;
+    readonly cpuMsPerReq: number;
+    readonly ratio: number;
+    readonly brokerVsSquid: number;
+  };
   /** A PostgreSQL-store row: its throughput against the SQLite-store broker in the same repetitions. */
   readonly vsSqlite?: { readonly ratio: number; readonly min: number; readonly max: number; readonly sqliteSpread: number };
 }
@@ -130,7 +137,9 @@ async function viaSquid<T extends { errors: number; non2xx: number }>(env: Env, 
   // Requests that failed never reached the upstream; a non-2xx may be Squid's own answer.
   const most = expected - value.errors;
   if (injected > most || injected < most - value.non2xx || injected === 0)
-    throw new Error(`Squid did not inject the Authorization header: the upstream saw it on ${injected} of ${expected} requests sent through Squid (${value.errors} errors, ${value.non2xx} non-2xx)\n${squid.logs().slice(-2000)}`);
+    throw new Error(
+      `Squid did not inject the Authorization header: the upstream saw it on ${injected} of ${expected} requests sent through Squid (${value.errors} errors, ${value.non2xx} non-2xx)\n${squid.logs().slice(-2000)}`,
+    );
   return { value, cpu };
 }
 
@@ -139,9 +148,14 @@ export function targets(env: Env) {
   const viaTunnel = (path: string): Target => ({ url: `https://localhost:${port}${path}`, init: { proxy: broker.proxyUrl, tls: { ca: broker.caPem } } });
   const direct = (path: string, host = "localhost"): Target => ({ url: `https://${host}:${port}${path}`, init: { tls: { ca: upstreamCa } } });
   const viaBlind = (path: string): Target => ({ url: `https://127.0.0.1:${port}${path}`, init: { proxy: broker.proxyUrl, tls: { ca: upstreamCa } } });
-  const viaProxy = (path: string): Target => ({ url: `${broker.apiUrl}/proxy/localhost:${port}${path}`, init: { headers: { authorization: `Bearer ${broker.token}` } } });
+  const viaProxy = (path: string): Target => ({
+    url: `${broker.apiUrl}/proxy/localhost:${port}${path}`,
+    init: { headers: { authorization: `Bearer ${broker.token}` } },
+  });
   const squid = env.peers?.squid;
-  const viaSquid = squid ? (path: string): Target => ({ url: `https://localhost:${port}${path}`, init: { proxy: squid.proxyUrl, tls: { ca: squid.caPem } } }) : undefined;
+  const viaSquid = squid
+    ? (path: string): Target => ({ url: `https://localhost:${port}${path}`, init: { proxy: squid.proxyUrl, tls: { ca: squid.caPem } } })
+    : undefined;
   return { viaTunnel, direct, viaBlind, viaProxy, viaSquid };
 }
 
@@ -165,7 +179,12 @@ export async function warmUp(env: Env, requests: number): Promise<number> {
 }
 
 /** A fetch-driven scenario: direct then broker (then Squid, when `pair.squid` is given), `reps` times. */
-export async function fetchScenario(env: Env, name: string, pair: { direct: Target; broker: Target; squid?: Target }, o: { requests: number; concurrency: number; reps: number; expectBytes?: number }): Promise<Row> {
+export async function fetchScenario(
+  env: Env,
+  name: string,
+  pair: { direct: Target; broker: Target; squid?: Target },
+  o: { requests: number; concurrency: number; reps: number; expectBytes?: number },
+): Promise<Row> {
   const reps: Rep[] = [];
   const warm = Math.min(200, o.requests);
   await runLoad(pair.direct, { requests: warm, concurrency: o.concurrency });
@@ -197,10 +216,17 @@ export async function fetchScenario(env: Env, name: string, pair: { direct: Targ
 export async function coldScenario(env: Env, n: number, repsN: number): Promise<Row> {
   const { broker, upstreamPort: port, upstreamCa } = env;
   const authority = `localhost:${port}`;
-  const viaBroker: Hop = { port: broker.proxyPort, connect: { authority, proxyAuth: basicAuth(broker.token, broker.vault) }, servername: "localhost", ca: broker.caPem };
+  const viaBroker: Hop = {
+    port: broker.proxyPort,
+    connect: { authority, proxyAuth: basicAuth(broker.token, broker.vault) },
+    servername: "localhost",
+    ca: broker.caPem,
+  };
   const direct: Hop = { port, servername: "localhost", ca: upstreamCa };
   const squid = env.peers?.squid;
-  const viaSquidHop: Hop | undefined = squid ? { port: squid.port, connect: { authority, proxyAuth: "" }, servername: "localhost", ca: squid.caPem } : undefined;
+  const viaSquidHop: Hop | undefined = squid
+    ? { port: squid.port, connect: { authority, proxyAuth: "" }, servername: "localhost", ca: squid.caPem }
+    : undefined;
   const run = (hop: Hop) => runN(hop, n);
   const runN = async (hop: Hop, n: number) => {
     const lat: number[] = [];
@@ -223,7 +249,15 @@ export async function coldScenario(env: Env, n: number, repsN: number): Promise<
     }
     const elapsed = performance.now() - t0;
     const sorted = Float64Array.from(lat).sort();
-    return { rps: (n * 1000) / elapsed, p50: sorted[Math.floor(n * 0.5)]!, p99: sorted[Math.min(n - 1, Math.ceil(n * 0.99) - 1)]!, errors, non2xx, fresh: ports.size, firstError };
+    return {
+      rps: (n * 1000) / elapsed,
+      p50: sorted[Math.floor(n * 0.5)]!,
+      p99: sorted[Math.min(n - 1, Math.ceil(n * 0.99) - 1)]!,
+      errors,
+      non2xx,
+      fresh: ports.size,
+      firstError,
+    };
   };
   await run(direct);
   if (viaSquidHop) await viaSquid(env, Math.min(n, 20), () => runN(viaSquidHop, Math.min(n, 20)));
@@ -253,7 +287,12 @@ export async function coldScenario(env: Env, n: number, repsN: number): Promise<
 /** `count` idle intercepted tunnels held open: broker RSS. */
 export async function idleScenario(env: Env, count: number): Promise<Row> {
   const { broker, upstreamPort: port } = env;
-  const hop: Hop = { port: broker.proxyPort, connect: { authority: `localhost:${port}`, proxyAuth: basicAuth(broker.token, broker.vault) }, servername: "localhost", ca: broker.caPem };
+  const hop: Hop = {
+    port: broker.proxyPort,
+    connect: { authority: `localhost:${port}`, proxyAuth: basicAuth(broker.token, broker.vault) },
+    servername: "localhost",
+    ca: broker.caPem,
+  };
   const before = rssBytes(broker.pid);
   const m = await metered(broker.pid, async () => {
     const r = await openIdle(hop, count);
@@ -296,9 +335,20 @@ export async function bulkScenario(env: Env, dir: "upload" | "download", bytes: 
     // Squid terminates both TLS legs too: the same four AES passes per byte on the same two cores.
     const sq = t.viaSquid ? (await viaSquid(env, 1, async () => ({ ...(await op(t.viaSquid!(path), bytes)), errors: 0, non2xx: 0 }))).value : undefined;
     const mbps = (ms: number) => bytes / MB / (ms / 1000);
-    rows.push({ d: mbps(d.ms), b: mbps(b.value.ms), s: sq?.ok ? mbps(sq.ms) : undefined, growth: b.growth, peak: b.peak, cpu: b.cpu, ok: d.ok && b.value.ok, err: d.error ?? b.value.error ?? (sq && !sq.ok ? `squid: ${sq.error}` : undefined) });
+    rows.push({
+      d: mbps(d.ms),
+      b: mbps(b.value.ms),
+      s: sq?.ok ? mbps(sq.ms) : undefined,
+      growth: b.growth,
+      peak: b.peak,
+      cpu: b.cpu,
+      ok: d.ok && b.value.ok,
+      err: d.error ?? b.value.error ?? (sq && !sq.ok ? `squid: ${sq.error}` : undefined),
+    });
   }
-  const squidNote = rows.every((r) => r.s !== undefined) ? `, Squid ${median(rows.map((r) => r.s!)).toFixed(0)} MB/s (${(100 * median(rows.map((r) => r.s! / r.d))).toFixed(0)}% of direct)` : "";
+  const squidNote = rows.every((r) => r.s !== undefined)
+    ? `, Squid ${median(rows.map((r) => r.s!)).toFixed(0)} MB/s (${(100 * median(rows.map((r) => r.s! / r.d))).toFixed(0)}% of direct)`
+    : "";
   const m = (f: (r: (typeof rows)[number]) => number) => median(rows.map(f));
   const gib = bytes >= 1 << 30 ? `${bytes / (1 << 30)} GiB` : `${bytes / MB} MiB`;
   return {
@@ -394,7 +444,12 @@ export async function storeScenario(
   }
   const ratios = reps.map((r, i) => r.broker.rps / lite.rps[i]!);
   const sqliteMedian = median(lite.rps);
-  const vsSqlite = { ratio: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios), sqliteSpread: (Math.max(...lite.rps) - Math.min(...lite.rps)) / sqliteMedian };
+  const vsSqlite = {
+    ratio: median(ratios),
+    min: Math.min(...ratios),
+    max: Math.max(...ratios),
+    sqliteSpread: (Math.max(...lite.rps) - Math.min(...lite.rps)) / sqliteMedian,
+  };
   const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
   const note = [
     `${o.concurrency} conn; PostgreSQL/SQLite throughput ${pct(vsSqlite.ratio)} (per repetition ${pct(vsSqlite.min)}–${pct(vsSqlite.max)})`,

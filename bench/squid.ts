@@ -62,7 +62,26 @@ export async function startSquid(o: { upstreamCaPem: string; authorization: stri
   const db = join(dir, "ssl_db");
   writeFileSync(upstreamCa, o.upstreamCaPem);
   sh(
-    ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", ca, "-days", "2", "-subj", "/CN=broker bench squid bump CA", "-addext", "keyUsage=critical,keyCertSign,cRLSign"],
+    [
+      "openssl",
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:prime256v1",
+      "-nodes",
+      "-keyout",
+      key,
+      "-out",
+      ca,
+      "-days",
+      "2",
+      "-subj",
+      "/CN=broker bench squid bump CA",
+      "-addext",
+      "keyUsage=critical,keyCertSign,cRLSign",
+    ],
     "openssl req (squid bump CA)",
   );
   sh([CERTGEN, "-c", "-s", db, "-M", "4MB"], "security_file_certgen -c");

@@ -21,7 +21,14 @@ const STREAM_PART = new Uint8Array(16 * 1024).fill(0x63);
 
 function jsonOfSize(bytes: number): string {
   const items = [];
-  for (let i = 0; JSON.stringify(items).length < bytes; i++) items.push({ id: i, name: `item-${i}`, created_at: new Date(1_700_000_000_000 + i * 60_000).toISOString(), tags: ["alpha", "beta", `t${i % 7}`], score: (i * 37) % 101 });
+  for (let i = 0; JSON.stringify(items).length < bytes; i++)
+    items.push({
+      id: i,
+      name: `item-${i}`,
+      created_at: new Date(1_700_000_000_000 + i * 60_000).toISOString(),
+      tags: ["alpha", "beta", `t${i % 7}`],
+      score: (i * 37) % 101,
+    });
   return JSON.stringify({ items });
 }
 const GZIP_JSON = gzipSync(jsonOfSize(4 * 1024));
@@ -78,7 +85,9 @@ export function startUpstream(pki: BenchPki, o: { countAuth?: boolean } = {}): U
         case "/gzip-json":
           return new Response(GZIP_JSON, { headers: { "content-type": "application/json", "content-encoding": "gzip" } });
         case "/gzip-stream":
-          return new Response(streamOf(GZIP_STREAM.length, GZIP_STREAM, 16 * 1024), { headers: { "content-type": "application/json", "content-encoding": "gzip" } });
+          return new Response(streamOf(GZIP_STREAM.length, GZIP_STREAM, 16 * 1024), {
+            headers: { "content-type": "application/json", "content-encoding": "gzip" },
+          });
         case "/upload":
           if (req.method !== "POST") return new Response("method", { status: 405 });
           return Response.json({ bytes: await countBody(req) });

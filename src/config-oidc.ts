@@ -34,7 +34,8 @@ export function readOidcConfig(env: Env, problems: string[]): OidcConfig | undef
   const scopes = (env.BROKER_OIDC_SCOPES?.trim() || "openid email profile").split(/\s+/).join(" ");
   if (!scopes.split(" ").includes("openid")) problems.push("BROKER_OIDC_SCOPES: must include openid");
   const method = env.BROKER_OIDC_CLIENT_AUTH_METHOD?.trim() || "client_secret_basic";
-  if (method !== "client_secret_basic" && method !== "client_secret_post") problems.push("BROKER_OIDC_CLIENT_AUTH_METHOD: must be client_secret_basic or client_secret_post");
+  if (method !== "client_secret_basic" && method !== "client_secret_post")
+    problems.push("BROKER_OIDC_CLIENT_AUTH_METHOD: must be client_secret_basic or client_secret_post");
   if (problems.length > before || clientSecret === undefined) return undefined;
   return Object.freeze({ issuer, clientId, clientSecret, name, scopes, clientAuthMethod: method as OidcConfig["clientAuthMethod"] });
 }

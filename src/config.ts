@@ -69,39 +69,97 @@ export interface SettingDoc {
 /** Every server setting, in the order `broker server --help` and the README list them. */
 export const SETTINGS: readonly SettingDoc[] = [
   { name: "BROKER_DATA_DIR", default: "~/.broker", description: "Directory for the database and key material (created 0700)" },
-  { name: "BROKER_DATABASE_URL", default: "(none: SQLite in BROKER_DATA_DIR)", description: "postgres://user:password@host:port/db to share one PostgreSQL among several instances (TLS via ?sslmode=require or verify-full)" },
+  {
+    name: "BROKER_DATABASE_URL",
+    default: "(none: SQLite in BROKER_DATA_DIR)",
+    description: "postgres://user:password@host:port/db to share one PostgreSQL among several instances (TLS via ?sslmode=require or verify-full)",
+  },
   { name: "BROKER_DATABASE_POOL_SIZE", default: "10", description: "Most PostgreSQL connections one instance opens" },
-  { name: "BROKER_DATABASE_OUTAGE_GRACE_SECONDS", default: "300", description: "While PostgreSQL is unreachable, sessions and credentials already cached keep serving proxied requests for this long (0: refuse at once)" },
+  {
+    name: "BROKER_DATABASE_OUTAGE_GRACE_SECONDS",
+    default: "300",
+    description: "While PostgreSQL is unreachable, sessions and credentials already cached keep serving proxied requests for this long (0: refuse at once)",
+  },
   { name: "BROKER_HOST", default: "127.0.0.1", description: "Address both listeners bind to" },
   { name: "BROKER_PORT", default: "14321", description: "API port (REST API, /proxy, /discover, /approve)" },
   { name: "BROKER_PROXY_PORT", default: "14322", description: "Transparent proxy (CONNECT) port" },
   { name: "BROKER_PUBLIC_URL", default: "http://<BROKER_HOST>:<BROKER_PORT>", description: "Base URL written into invite and approval links" },
-  { name: "BROKER_ALLOWED_HOSTS", default: "(empty)", description: "Comma-separated extra host names the API answers to, beside the BROKER_PUBLIC_URL host, BROKER_HOST (any IP when 0.0.0.0 or ::) and localhost; other Host headers get 421" },
-  { name: "BROKER_TRUSTED_PROXIES", default: "(empty)", description: "Comma-separated IPs or CIDRs of reverse proxies in front of the API; from them the client address (for the AUTH tier and the sign-in throttle) is the rightmost X-Forwarded-For entry that is not a trusted proxy" },
+  {
+    name: "BROKER_ALLOWED_HOSTS",
+    default: "(empty)",
+    description:
+      "Comma-separated extra host names the API answers to, beside the BROKER_PUBLIC_URL host, BROKER_HOST (any IP when 0.0.0.0 or ::) and localhost; other Host headers get 421",
+  },
+  {
+    name: "BROKER_TRUSTED_PROXIES",
+    default: "(empty)",
+    description:
+      "Comma-separated IPs or CIDRs of reverse proxies in front of the API; from them the client address (for the AUTH tier and the sign-in throttle) is the rightmost X-Forwarded-For entry that is not a trusted proxy",
+  },
   { name: "BROKER_MASTER_PASSWORD", default: "(none: passwordless)", description: "Unlocks the data key; removed from the environment once read" },
-  { name: "BROKER_MASTER_PASSWORD_FILE", default: "(none)", description: "Absolute path of a file holding the master password (one trailing newline dropped); instead of BROKER_MASTER_PASSWORD" },
-  { name: "BROKER_ALLOW_PRIVATE_RANGES", default: "false", description: "Lift the default block on private, loopback and link-local ranges (metadata addresses stay blocked)" },
+  {
+    name: "BROKER_MASTER_PASSWORD_FILE",
+    default: "(none)",
+    description: "Absolute path of a file holding the master password (one trailing newline dropped); instead of BROKER_MASTER_PASSWORD",
+  },
+  {
+    name: "BROKER_ALLOW_PRIVATE_RANGES",
+    default: "false",
+    description: "Lift the default block on private, loopback and link-local ranges (metadata addresses stay blocked)",
+  },
   { name: "BROKER_NETWORK_ALLOWLIST", default: "(empty)", description: "Comma-separated CIDRs or IPs exempted from the default block" },
   { name: "BROKER_UPSTREAM_CA_FILE", default: "(none)", description: "Extra PEM CA bundle trusted for upstreams, beside the system roots" },
-  { name: "BROKER_OIDC_ISSUER", default: "(none: off)", description: "OpenID Connect issuer URL for sign-in with an identity provider (https; http only for localhost)" },
+  {
+    name: "BROKER_OIDC_ISSUER",
+    default: "(none: off)",
+    description: "OpenID Connect issuer URL for sign-in with an identity provider (https; http only for localhost)",
+  },
   { name: "BROKER_OIDC_CLIENT_ID", default: "(none)", description: "Client id registered at the identity provider (required with BROKER_OIDC_ISSUER)" },
-  { name: "BROKER_OIDC_CLIENT_SECRET", default: "(none)", description: "Client secret at the identity provider (or BROKER_OIDC_CLIENT_SECRET_FILE; exactly one)" },
+  {
+    name: "BROKER_OIDC_CLIENT_SECRET",
+    default: "(none)",
+    description: "Client secret at the identity provider (or BROKER_OIDC_CLIENT_SECRET_FILE; exactly one)",
+  },
   { name: "BROKER_OIDC_CLIENT_SECRET_FILE", default: "(none)", description: "Absolute path of a file holding the client secret" },
-  { name: "BROKER_OIDC_NAME", default: "your identity provider", description: "Provider name on the \"Sign in with ...\" button" },
+  { name: "BROKER_OIDC_NAME", default: "your identity provider", description: 'Provider name on the "Sign in with ..." button' },
   { name: "BROKER_OIDC_SCOPES", default: "openid email profile", description: "Space-separated scopes asked of the provider (must include openid)" },
-  { name: "BROKER_OIDC_CLIENT_AUTH_METHOD", default: "client_secret_basic", description: "How the broker authenticates to the provider's token endpoint, as the client is registered there: client_secret_basic or client_secret_post" },
+  {
+    name: "BROKER_OIDC_CLIENT_AUTH_METHOD",
+    default: "client_secret_basic",
+    description: "How the broker authenticates to the provider's token endpoint, as the client is registered there: client_secret_basic or client_secret_post",
+  },
   { name: "BROKER_RATELIMIT_PROFILE", default: "default", description: "Rate-limit profile: default, strict, loose or off" },
   { name: "BROKER_RATELIMIT_LOCK", default: "false", description: "Pin rate limits to the environment; settings API becomes read-only" },
   { name: "BROKER_LOG_LEVEL", default: "info", description: "Log level: debug, info, warn or error" },
   { name: "BROKER_MAX_REQUEST_BYTES", default: "4294967296 (4 GiB)", description: "Largest proxied request body; larger ones get 413 (0: no cap)" },
-  { name: "BROKER_MAX_RESPONSE_BYTES", default: "0 (no cap)", description: "Largest proxied response body; beyond it the stream is broken, never truncated silently" },
-  { name: "BROKER_MAX_TUNNELS_PER_PRINCIPAL", default: "2000", description: "Open CONNECT tunnels one user or agent may hold at once (scoped sessions count against whoever minted them); beyond it a CONNECT gets 429" },
-  { name: "BROKER_UPSTREAM_TIMEOUT_MS", default: "300000", description: "Connect and response-head timeout for upstreams; also the idle limit while a body streams" },
+  {
+    name: "BROKER_MAX_RESPONSE_BYTES",
+    default: "0 (no cap)",
+    description: "Largest proxied response body; beyond it the stream is broken, never truncated silently",
+  },
+  {
+    name: "BROKER_MAX_TUNNELS_PER_PRINCIPAL",
+    default: "2000",
+    description: "Open CONNECT tunnels one user or agent may hold at once (scoped sessions count against whoever minted them); beyond it a CONNECT gets 429",
+  },
+  {
+    name: "BROKER_UPSTREAM_TIMEOUT_MS",
+    default: "300000",
+    description: "Connect and response-head timeout for upstreams; also the idle limit while a body streams",
+  },
   { name: "BROKER_AUDIT_RETENTION_DAYS", default: "30", description: "Audit records older than this are pruned" },
   { name: "BROKER_AUDIT_MAX_ROWS", default: "1000000", description: "Audit records beyond this count are pruned, oldest first" },
-  { name: "BROKER_SHUTDOWN_GRACE_S", default: "30", description: "On SIGTERM or SIGINT, seconds in-flight requests and open tunnels get to finish (a second signal exits at once)" },
+  {
+    name: "BROKER_SHUTDOWN_GRACE_S",
+    default: "30",
+    description: "On SIGTERM or SIGINT, seconds in-flight requests and open tunnels get to finish (a second signal exits at once)",
+  },
   { name: "BROKER_METRICS", default: "false", description: "Serve Prometheus metrics at GET /metrics on the API port, without authentication" },
-  { name: "BROKER_METRICS_TOKEN", default: "(none)", description: "Serve GET /metrics only with Authorization: Bearer <this token> (at least 16 characters; turns metrics on)" },
+  {
+    name: "BROKER_METRICS_TOKEN",
+    default: "(none)",
+    description: "Serve GET /metrics only with Authorization: Bearer <this token> (at least 16 characters; turns metrics on)",
+  },
 ];
 
 /** BROKER_* names that belong to the CLI or to `broker vault run` children, not to the server. */
@@ -262,7 +320,10 @@ const HOST_NAME = /^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]
 function readHostList(name: string, raw: string | undefined, problems: string[]): string[] {
   if (raw === undefined || raw.trim() === "") return [];
   const out: string[] = [];
-  for (const item of raw.split(",").map((s) => s.trim()).filter(Boolean)) {
+  for (const item of raw
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const host = normaliseHostName(item);
     if (host === undefined) problems.push(`${name}: "${item}" is not a host name or IP address (no scheme, port, path or wildcard)`);
     else if (!out.includes(host)) out.push(host);
@@ -329,7 +390,10 @@ function readOneOf<T extends string>(name: string, raw: string | undefined, allo
 function readCidrList(name: string, raw: string | undefined, problems: string[]): string[] {
   if (raw === undefined || raw.trim() === "") return [];
   const out: string[] = [];
-  for (const item of raw.split(",").map((s) => s.trim()).filter(Boolean)) {
+  for (const item of raw
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const addressPart = item.split("/")[0]!;
     // inet_aton spellings (010.0.0.0, 10.1, 167772161) would silently allowlist a different range.
     if (!addressPart.includes(":") && !ipaddr.IPv4.isValidFourPartDecimal(addressPart)) {
@@ -355,7 +419,8 @@ function readTrustedProxies(raw: string | undefined, problems: string[]): string
   const cidrs = readCidrList("BROKER_TRUSTED_PROXIES", raw, problems);
   // Trusting every address lets the walk reach the leftmost X-Forwarded-For entry, which the client writes.
   const everything = cidrs.filter((c) => c.endsWith("/0"));
-  for (const c of everything) problems.push(`BROKER_TRUSTED_PROXIES: "${c}" trusts every address, so any client could name its own; list the proxies' addresses`);
+  for (const c of everything)
+    problems.push(`BROKER_TRUSTED_PROXIES: "${c}" trusts every address, so any client could name its own; list the proxies' addresses`);
   return everything.length ? [] : cidrs;
 }
 

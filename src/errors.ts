@@ -17,7 +17,10 @@ export abstract class BrokerError extends Error {
 export class InvalidRequest extends BrokerError {
   readonly status = 400;
   readonly code = "invalid_request";
-  constructor(message: string, readonly field?: string) {
+  constructor(
+    message: string,
+    readonly field?: string,
+  ) {
     super(message);
   }
   override extra() {
@@ -50,7 +53,10 @@ export class NotFound extends BrokerError {
 export class MethodNotAllowed extends BrokerError {
   readonly status = 405;
   readonly code = "method_not_allowed";
-  constructor(message = "method not allowed", readonly allow?: string) {
+  constructor(
+    message = "method not allowed",
+    readonly allow?: string,
+  ) {
     super(message);
   }
   override headers(): Record<string, string> {
@@ -83,7 +89,11 @@ export class MisdirectedRequest extends BrokerError {
 export class RateLimited extends BrokerError {
   readonly status = 429;
   readonly code = "rate_limited";
-  constructor(readonly retryAfterSec: number, message = "rate limit exceeded", readonly rateHeaders: Record<string, string> = {}) {
+  constructor(
+    readonly retryAfterSec: number,
+    message = "rate limit exceeded",
+    readonly rateHeaders: Record<string, string> = {},
+  ) {
     super(message);
   }
   override extra() {
@@ -101,7 +111,11 @@ export class RateLimited extends BrokerError {
 export class HostNotAllowed extends BrokerError {
   readonly status = 403;
   readonly code = "forbidden";
-  constructor(readonly host: string, readonly vault: string, readonly hint: Record<string, unknown>) {
+  constructor(
+    readonly host: string,
+    readonly vault: string,
+    readonly hint: Record<string, unknown>,
+  ) {
     super(`${host} is not among the services of vault ${vault}; file a proposal to request access`);
   }
   override extra() {
@@ -116,7 +130,12 @@ export class HostNotAllowed extends BrokerError {
 export class RequestNotAllowed extends BrokerError {
   readonly status = 403;
   readonly code = "request_not_allowed";
-  constructor(readonly host: string, readonly allowed: readonly { methods: readonly string[]; paths: readonly string[] }[], described: string, readonly hint: Record<string, unknown>) {
+  constructor(
+    readonly host: string,
+    readonly allowed: readonly { methods: readonly string[]; paths: readonly string[] }[],
+    described: string,
+    readonly hint: Record<string, unknown>,
+  ) {
     super(`the service for ${host} allows only: ${described}; file a proposal to widen its rules`);
   }
   override extra() {
@@ -139,7 +158,10 @@ export interface HeldRequestLinks {
 export class ApprovalRequired extends BrokerError {
   readonly status = 428;
   readonly code = "approval_required";
-  constructor(readonly links: HeldRequestLinks, message?: string) {
+  constructor(
+    readonly links: HeldRequestLinks,
+    message?: string,
+  ) {
     super(
       message ??
         `a human must approve this exact request first; send the approval_url to one, then retry the same request (same method, URL, body and headers) once approved, or retry with "Prefer: wait=<seconds>" to have the broker wait (at most 120 s each time)`,
@@ -153,7 +175,10 @@ export class ApprovalRequired extends BrokerError {
 /** The request was held and a human said no, or nobody decided before the approval expired. */
 export class ApprovalRefused extends BrokerError {
   readonly status = 403;
-  constructor(readonly code: "approval_denied" | "approval_expired", readonly links: HeldRequestLinks) {
+  constructor(
+    readonly code: "approval_denied" | "approval_expired",
+    readonly links: HeldRequestLinks,
+  ) {
     super(
       code === "approval_denied"
         ? "a human denied this exact request; do not retry it unchanged (a new approval for it can be asked once this one expires)"
@@ -177,7 +202,10 @@ export class ServiceDisabled extends BrokerError {
 export class CredentialNotFound extends BrokerError {
   readonly status = 502;
   readonly code = "credential_not_found";
-  constructor(readonly key: string, reason = "is missing") {
+  constructor(
+    readonly key: string,
+    reason = "is missing",
+  ) {
     super(`credential ${key} ${reason}; ask a human to set it`);
   }
   override extra() {
@@ -193,7 +221,11 @@ export class CredentialNotFound extends BrokerError {
 export class CredentialRefreshFailed extends BrokerError {
   readonly status = 502;
   readonly code = "credential_refresh_failed";
-  constructor(readonly host: string, readonly reason: string, readonly refused = false) {
+  constructor(
+    readonly host: string,
+    readonly reason: string,
+    readonly refused = false,
+  ) {
     super(`cannot obtain a credential for ${host}: ${reason}${refused ? "; ask a human to set the service's credentials again" : "; retry shortly"}`);
   }
   override extra() {
@@ -205,7 +237,10 @@ export class CredentialRefreshFailed extends BrokerError {
 export class EgressBlocked extends BrokerError {
   readonly status = 403;
   readonly code = "egress_blocked";
-  constructor(readonly host: string, reason: string) {
+  constructor(
+    readonly host: string,
+    reason: string,
+  ) {
     super(`egress to ${host} is blocked: ${reason}`);
   }
   override extra() {
@@ -253,7 +288,10 @@ export class ProxyAuthRequired extends BrokerError {
 /** A request head the tunnel refuses before parsing it: too large (431), line too long (414), malformed (400). */
 export class HeadRejected extends BrokerError {
   readonly code: string;
-  constructor(readonly status: 400 | 414 | 431, message: string) {
+  constructor(
+    readonly status: 400 | 414 | 431,
+    message: string,
+  ) {
     super(message);
     this.code = status === 431 ? "request_header_too_large" : "invalid_request";
   }
@@ -287,7 +325,10 @@ export class Internal extends BrokerError {
 
 /** Errors of the local key material, raised by the keyring and shown by the CLI. */
 export class KeyringError extends Error {
-  constructor(message: string, readonly hint: string) {
+  constructor(
+    message: string,
+    readonly hint: string,
+  ) {
     super(message);
   }
 }

@@ -41,8 +41,12 @@ export function parseTokenTtl(raw: string | undefined): number | null | undefine
 /** `--allowed-domains a.com,b.org`: lower-cased, de-duplicated; an empty string clears the list. */
 export function parseDomainList(raw: string): string[] {
   const out: string[] = [];
-  for (const item of raw.split(",").map((s) => s.trim().toLowerCase().replace(/^@/, "")).filter(Boolean)) {
-    if (/[\s/@]/.test(item)) throw new CliFailure(`--allowed-domains: "${item}" is not a domain`, "give bare domains separated by commas, e.g. example.com,example.org", 2);
+  for (const item of raw
+    .split(",")
+    .map((s) => s.trim().toLowerCase().replace(/^@/, ""))
+    .filter(Boolean)) {
+    if (/[\s/@]/.test(item))
+      throw new CliFailure(`--allowed-domains: "${item}" is not a domain`, "give bare domains separated by commas, e.g. example.com,example.org", 2);
     if (!out.includes(item)) out.push(item);
   }
   return out;
@@ -67,7 +71,8 @@ export function findArgProblem(argv: readonly string[], def: ArgsDef): string | 
     const [flag = "", inline] = splitFlag(word);
     const type = names.get(flag) ?? (flag.startsWith("no-") && names.get(flag.slice(3)) === "boolean" ? "boolean" : undefined);
     if (!type) {
-      if (SECRET_FLAGS.has(flag)) return `--${flag} does not exist: secrets are never taken on the command line (shell history, process list); they are prompted for, or read from standard input`;
+      if (SECRET_FLAGS.has(flag))
+        return `--${flag} does not exist: secrets are never taken on the command line (shell history, process list); they are prompted for, or read from standard input`;
       return `unknown option ${word.split("=")[0]}`;
     }
     if (type !== "boolean" && inline === undefined) i++; // its value is the next word

@@ -35,7 +35,13 @@ export interface Client {
 
 /** A failed API call: the envelope's code and message, plus the HTTP status. */
 export class ApiFailure extends CliFailure {
-  constructor(message: string, hint: string | undefined, readonly status: number, readonly code: string, readonly field?: string) {
+  constructor(
+    message: string,
+    hint: string | undefined,
+    readonly status: number,
+    readonly code: string,
+    readonly field?: string,
+  ) {
     super(message, hint);
   }
 }
@@ -101,7 +107,10 @@ async function readJson(res: Response): Promise<unknown> {
 function unreachable(addr: string, err: unknown): CliFailure {
   const code = (err as { code?: unknown } | undefined)?.code;
   const why = code === "ConnectionRefused" || code === "ECONNREFUSED" ? "connection refused" : err instanceof Error ? err.message : String(err);
-  return new CliFailure(`cannot reach the broker at ${addr}: ${why}`, `is the server running at ${addr}? start it with \`broker server\`, or pass --address / set BROKER_ADDR`);
+  return new CliFailure(
+    `cannot reach the broker at ${addr}: ${why}`,
+    `is the server running at ${addr}? start it with \`broker server\`, or pass --address / set BROKER_ADDR`,
+  );
 }
 
 interface FailureContext {

@@ -13,7 +13,9 @@ import { relay } from "./contain.ts";
 export function routeEverythingLocally(): boolean {
   const v4 = spawnSync("ip", ["route", "add", "local", "0.0.0.0/0", "dev", "lo"], { encoding: "utf8" });
   if (v4.status !== 0) {
-    process.stderr.write(`broker: --contain cannot redirect connections that ignore HTTPS_PROXY (${(v4.stderr || "").trim()}); only proxied traffic gets through\n`);
+    process.stderr.write(
+      `broker: --contain cannot redirect connections that ignore HTTPS_PROXY (${(v4.stderr || "").trim()}); only proxied traffic gets through\n`,
+    );
     return false;
   }
   spawnSync("ip", ["-6", "route", "add", "local", "::/0", "dev", "lo"]); // where IPv6 exists at all
@@ -123,7 +125,11 @@ export function refusalText(target: string, answer: { status: string; body: stri
   try {
     // The envelope is one JSON object, whether the body came sized or as a chunk.
     const body = answer?.body ?? "";
-    const e = JSON.parse(body.slice(body.indexOf("{"), body.lastIndexOf("}") + 1)) as { error?: unknown; message?: unknown; proposal_hint?: { endpoint?: unknown } };
+    const e = JSON.parse(body.slice(body.indexOf("{"), body.lastIndexOf("}") + 1)) as {
+      error?: unknown;
+      message?: unknown;
+      proposal_hint?: { endpoint?: unknown };
+    };
     if (typeof e.error === "string") reason += ` ${e.error}`;
     if (typeof e.message === "string") reason += `: ${e.message}`;
     if (typeof e.proposal_hint?.endpoint === "string") reason += ` (to ask for access, file a proposal: POST ${e.proposal_hint.endpoint})`;

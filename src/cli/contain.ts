@@ -32,7 +32,11 @@ const HINT =
 export function assertContainable(): void {
   for (const tool of ["unshare", "ip"]) {
     if (spawnSync("sh", ["-c", `command -v ${tool}`]).status !== 0) {
-      throw new CliFailure(`--contain needs the ${tool} command (util-linux, iproute2)`, `install it (apt-get install ${tool === "ip" ? "iproute2" : "util-linux"}), or run without --contain`, 2);
+      throw new CliFailure(
+        `--contain needs the ${tool} command (util-linux, iproute2)`,
+        `install it (apt-get install ${tool === "ip" ? "iproute2" : "util-linux"}), or run without --contain`,
+        2,
+      );
     }
   }
   const probe = spawnSync("unshare", ["--user", "--map-root-user", "--net", "--", "ip", "link", "set", "lo", "up"], { encoding: "utf8" });

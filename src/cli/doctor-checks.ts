@@ -33,7 +33,12 @@ function portFinding(name: string, bindHost: string, port: number, health: strin
   if (port === 0) return { check, level: "ok", message: `${name}=0: the system picks a free port` };
   if (isFree(bindHost, port)) return { check, level: "ok", message: `${bindHost}:${port} is free` };
   if (health) return { check, level: "ok", message: `${bindHost}:${port} is held by a running broker (${health})` };
-  return { check, level: "problem", message: `${bindHost}:${port} is in use by another program`, fix: `stop that program (\`ss -ltnp 'sport = :${port}'\` shows it) or set ${name} to a free port` };
+  return {
+    check,
+    level: "problem",
+    message: `${bindHost}:${port} is in use by another program`,
+    fix: `stop that program (\`ss -ltnp 'sport = :${port}'\` shows it) or set ${name} to a free port`,
+  };
 }
 
 function isFree(hostname: string, port: number): boolean {
@@ -60,7 +65,12 @@ async function probeHealth(host: string, port: number): Promise<string | undefin
 export function checkGuard(config: Config): Finding[] {
   const found: Finding[] = [];
   if (config.allowPrivateRanges) {
-    found.push({ check: "network guard", level: "warning", message: "BROKER_ALLOW_PRIVATE_RANGES=true: agents can reach private, loopback and link-local addresses through the broker", fix: "unset it and list only the addresses needed in BROKER_NETWORK_ALLOWLIST" });
+    found.push({
+      check: "network guard",
+      level: "warning",
+      message: "BROKER_ALLOW_PRIVATE_RANGES=true: agents can reach private, loopback and link-local addresses through the broker",
+      fix: "unset it and list only the addresses needed in BROKER_NETWORK_ALLOWLIST",
+    });
   }
   for (const entry of config.networkAllowlist) {
     const [range, bits] = ipaddr.parseCIDR(entry);
@@ -76,7 +86,8 @@ export function checkGuard(config: Config): Finding[] {
       fix: `narrow ${entry} to the addresses agents need`,
     });
   }
-  if (found.length === 0) found.push({ check: "network guard", level: "ok", message: `private ranges blocked; allowlist: ${config.networkAllowlist.join(", ") || "(empty)"}` });
+  if (found.length === 0)
+    found.push({ check: "network guard", level: "ok", message: `private ranges blocked; allowlist: ${config.networkAllowlist.join(", ") || "(empty)"}` });
   return found;
 }
 
@@ -84,7 +95,12 @@ export function checkGuard(config: Config): Finding[] {
 export function checkPublicUrl(config: Config): Finding {
   const check = "public URL";
   if (!isLoopbackHost(config.bindHost) && !config.publicUrl?.startsWith("https://")) {
-    return { check, level: "warning", message: `the API listens on ${config.bindHost} over plain HTTP (public URL ${config.publicUrl ?? "unset"}): session tokens and passwords cross the network in clear`, fix: "put it behind a TLS-terminating proxy, set BROKER_PUBLIC_URL to its https:// address and BROKER_TRUSTED_PROXIES to the proxy's address" };
+    return {
+      check,
+      level: "warning",
+      message: `the API listens on ${config.bindHost} over plain HTTP (public URL ${config.publicUrl ?? "unset"}): session tokens and passwords cross the network in clear`,
+      fix: "put it behind a TLS-terminating proxy, set BROKER_PUBLIC_URL to its https:// address and BROKER_TRUSTED_PROXIES to the proxy's address",
+    };
   }
   return { check, level: "ok", message: config.publicUrl ? `BROKER_PUBLIC_URL ${config.publicUrl}` : `loopback only (${config.bindHost})` };
 }
@@ -98,11 +114,28 @@ export async function checkOidc(config: Config): Promise<Finding | undefined> {
   try {
     const ca = config.upstreamCaFile ? readFileSync(config.upstreamCaFile, "utf8") : undefined;
     const res = await fetch(url, { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS * 2), ...(ca && { tls: { ca } }) });
-    if (!res.ok) return { check, level: "problem", message: `${url} answered ${res.status}`, fix: "check BROKER_OIDC_ISSUER (it must be the issuer exactly as the provider names it)" };
+    if (!res.ok)
+      return {
+        check,
+        level: "problem",
+        message: `${url} answered ${res.status}`,
+        fix: "check BROKER_OIDC_ISSUER (it must be the issuer exactly as the provider names it)",
+      };
     const doc = (await res.json()) as { issuer?: unknown };
-    if (doc.issuer !== issuer) return { check, level: "problem", message: `the provider names its issuer ${String(doc.issuer)}, not ${issuer}`, fix: `set BROKER_OIDC_ISSUER=${String(doc.issuer)}` };
+    if (doc.issuer !== issuer)
+      return {
+        check,
+        level: "problem",
+        message: `the provider names its issuer ${String(doc.issuer)}, not ${issuer}`,
+        fix: `set BROKER_OIDC_ISSUER=${String(doc.issuer)}`,
+      };
     return { check, level: "ok", message: `${issuer} is reachable` };
   } catch (err) {
-    return { check, level: "problem", message: `cannot reach ${url}: ${err instanceof Error ? err.message : String(err)}`, fix: "check the issuer URL, DNS and outbound access from this machine (and BROKER_UPSTREAM_CA_FILE for a private CA)" };
+    return {
+      check,
+      level: "problem",
+      message: `cannot reach ${url}: ${err instanceof Error ? err.message : String(err)}`,
+      fix: "check the issuer URL, DNS and outbound access from this machine (and BROKER_UPSTREAM_CA_FILE for a private CA)",
+    };
   }
 }

@@ -1,7 +1,11 @@
 // CLI failures: what went wrong and what to do next. Thrown by commands, printed once by main.
 
 export class CliFailure extends Error {
-  constructor(message: string, readonly hint?: string, readonly exitCode = 1) {
+  constructor(
+    message: string,
+    readonly hint?: string,
+    readonly exitCode = 1,
+  ) {
     super(message);
   }
 }
@@ -20,8 +24,7 @@ const PEOPLE = "a person needs the member or admin role in the vault and their o
 
 /** Next step after a 403 on `credential set|delete` and `service add|enable|disable|remove`. */
 export const SECRET_WRITE_HINT =
-  "an agent files a proposal (POST $BROKER_ADDR/v1/proposals; `curl $BROKER_ADDR/v1/skills/agent` shows the format) " +
-  `and a human approves it; ${PEOPLE}`;
+  "an agent files a proposal (POST $BROKER_ADDR/v1/proposals; `curl $BROKER_ADDR/v1/skills/agent` shows the format) " + `and a human approves it; ${PEOPLE}`;
 
 /** Next step after a 403 on `credential get` and `credential list --reveal`. */
 export const SECRET_READ_HINT =

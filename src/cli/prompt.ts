@@ -71,7 +71,8 @@ export async function readStdinLine(what: string): Promise<Secret> {
 export async function readStdinValue(what: string): Promise<Secret> {
   const text = await Bun.stdin.text();
   const value = text.endsWith("\r\n") ? text.slice(0, -2) : text.endsWith("\n") ? text.slice(0, -1) : text;
-  if (value === "") throw new CliFailure(`expected the ${what} on standard input, found nothing`, "pipe it in, e.g. printf %s \"$VALUE\" | broker credential set KEY");
+  if (value === "")
+    throw new CliFailure(`expected the ${what} on standard input, found nothing`, 'pipe it in, e.g. printf %s "$VALUE" | broker credential set KEY');
   return new Secret(value);
 }
 

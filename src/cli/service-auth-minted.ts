@@ -7,7 +7,15 @@ import type { Secret } from "../secret.ts";
 import { CliFailure } from "./fail.ts";
 
 export type MintedServiceAuth =
-  | { type: "oauth2_client_credentials"; token_url: string; client_id: string; client_secret: string; client_auth?: string; scopes?: string[]; audience?: string }
+  | {
+      type: "oauth2_client_credentials";
+      token_url: string;
+      client_id: string;
+      client_secret: string;
+      client_auth?: string;
+      scopes?: string[];
+      audience?: string;
+    }
   | { type: "oauth2_refresh"; token_url: string; client_id: string; client_secret: string; refresh_token: string; client_auth?: string }
   | { type: "aws_sigv4"; access_key_id: string; secret_access_key: string; session_token?: string; region?: string; service?: string }
   | { type: "github_app"; app_id: string; installation_id: string; private_key: string; api_url?: string };
@@ -45,7 +53,15 @@ export const MINTED_RULES: Record<MintedServiceAuth["type"], { needs: MintedFlag
 };
 
 /** The flags that name credential KEYs (the rest are plain settings). */
-export const MINTED_KEY_FLAGS: readonly MintedFlag[] = ["client-id", "client-secret", "refresh-token", "access-key-id", "secret-access-key", "session-token", "private-key"];
+export const MINTED_KEY_FLAGS: readonly MintedFlag[] = [
+  "client-id",
+  "client-secret",
+  "refresh-token",
+  "access-key-id",
+  "secret-access-key",
+  "session-token",
+  "private-key",
+];
 
 const OAUTH_KEYS = "--client-id and --client-secret name the credential KEYs holding the OAuth client's id and secret (see `broker credential list`)";
 const AWS_KEYS = "--access-key-id and --secret-access-key name the credential KEYs holding the AWS access key (see `broker credential list`)";

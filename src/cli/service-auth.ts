@@ -94,7 +94,6 @@ export function authKeyNames(auth: ServiceAuth): string[] {
   return KEY_FLAGS.map((f) => a[fieldOf(f)]).filter((k): k is string => typeof k === "string" && k !== "");
 }
 
-
 /**
  * One-line summary for tables: `bearer OPENAI_API_KEY`, `header X-Api-Key: Token <KEY>`, `query ?key= from KEY`,
  * `aws_sigv4 AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY s3 eu-west-1`. Key names and settings only.
@@ -154,7 +153,10 @@ export async function nameAuthFlag<T>(call: Promise<T>, flags: AuthFlags): Promi
     if (!field) throw err;
     const flag = field === "type" ? "auth" : field.replaceAll("_", "-");
     const said = err.message.replace(/ \(400 [^)]*\)$/, "").replace(new RegExp(`^auth\\.${field}\\s*`), "");
-    const hint = flag === "template" && /^[A-Za-z]:[\\/]/.test(flags.template ?? "") ? `${FIELD_HINTS.template}; Git Bash rewrote the leading /, set MSYS_NO_PATHCONV=1` : FIELD_HINTS[flag];
+    const hint =
+      flag === "template" && /^[A-Za-z]:[\\/]/.test(flags.template ?? "")
+        ? `${FIELD_HINTS.template}; Git Bash rewrote the leading /, set MSYS_NO_PATHCONV=1`
+        : FIELD_HINTS[flag];
     throw new CliFailure(`--${flag} ${said}`, hint, 2);
   }
 }

@@ -24,7 +24,8 @@ export const approveArg = {
   approve: {
     type: "string",
     valueHint: "METHODS PATHS",
-    description: 'Allow these methods on these paths, but hold each such request until a person approves it (`broker request`), e.g. "POST /v1/refunds"; repeatable',
+    description:
+      'Allow these methods on these paths, but hold each such request until a person approves it (`broker request`), e.g. "POST /v1/refunds"; repeatable',
   },
 } as const;
 
@@ -124,10 +125,22 @@ function splitAllow(value: string, flag: "allow" | "approve" = "allow"): { metho
   const methods = first < 0 ? words : words.slice(0, first);
   const paths = first < 0 ? [] : words.slice(first);
   if (words.length === 0) throw usage(`--${flag} needs methods then paths`, flag === "allow" ? ALLOW_EXAMPLE : APPROVE_EXAMPLE);
-  if (methods.length === 0) throw usage(`--${flag} "${value}": no method given`, `start with the methods (${RULE_METHODS.join(", ")}), e.g. --${flag} "${flag === "allow" ? "GET HEAD" : "POST"} ${paths[0]}"`);
-  if (paths.length === 0) throw usage(`--${flag} "${value}": no path given`, `add one or more paths starting with / (* matches one segment, ** any number), e.g. --${flag} "${methods.join(" ")} /repos/**"`);
+  if (methods.length === 0)
+    throw usage(
+      `--${flag} "${value}": no method given`,
+      `start with the methods (${RULE_METHODS.join(", ")}), e.g. --${flag} "${flag === "allow" ? "GET HEAD" : "POST"} ${paths[0]}"`,
+    );
+  if (paths.length === 0)
+    throw usage(
+      `--${flag} "${value}": no path given`,
+      `add one or more paths starting with / (* matches one segment, ** any number), e.g. --${flag} "${methods.join(" ")} /repos/**"`,
+    );
   const stray = paths.find((p) => !p.startsWith("/"));
-  if (stray) throw usage(`--${flag} "${value}": "${stray}" comes after a path; methods go first, and each --${flag} is one rule`, flag === "allow" ? ALLOW_EXAMPLE : APPROVE_EXAMPLE);
+  if (stray)
+    throw usage(
+      `--${flag} "${value}": "${stray}" comes after a path; methods go first, and each --${flag} is one rule`,
+      flag === "allow" ? ALLOW_EXAMPLE : APPROVE_EXAMPLE,
+    );
   const unknown = methods.find((m) => !RULE_METHODS.includes(m.toUpperCase()));
   if (unknown) throw usage(`--${flag} "${value}": ${unknown} is not a method a rule can ${flag}`, `use ${RULE_METHODS.join(", ")}`);
   return { methods: methods.map((m) => m.toUpperCase()), paths };

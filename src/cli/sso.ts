@@ -40,7 +40,10 @@ export async function loginWithSso(client: Client, opts: SsoOptions): Promise<Ss
   } catch (err) {
     receiver.reply(false);
     if (err instanceof ApiFailure && (err.status === 401 || err.status === 400)) {
-      throw new CliFailure("the broker refused the sign-in code (expired, already used, or issued to another terminal)", "run `broker auth login --sso` again and finish in the browser within a few minutes");
+      throw new CliFailure(
+        "the broker refused the sign-in code (expired, already used, or issued to another terminal)",
+        "run `broker auth login --sso` again and finish in the browser within a few minutes",
+      );
     }
     throw err;
   }
@@ -82,7 +85,8 @@ export function startCallbackReceiver(): CallbackReceiver {
     async fetch(req) {
       const url = new URL(req.url);
       // Only our own address: a page on another name rebound to 127.0.0.1 gets nothing (DNS rebinding).
-      if (req.headers.get("host") !== `127.0.0.1:${server.port}` || req.method !== "GET" || url.pathname !== "/callback") return page(404, "Not found", "There is nothing here.");
+      if (req.headers.get("host") !== `127.0.0.1:${server.port}` || req.method !== "GET" || url.pathname !== "/callback")
+        return page(404, "Not found", "There is nothing here.");
       if (taken) return page(409, "Already done", "This sign-in has finished. Return to the terminal.");
       const raw = url.searchParams.get("code") ?? "";
       if (!CODE_SHAPE.test(raw)) return page(400, "Sign-in incomplete", "This address has no sign-in code. Start again from the terminal.");
@@ -113,7 +117,10 @@ async function waitFor<T>(p: Promise<T>, ms: number, signal: AbortSignal | undef
   let timer: ReturnType<typeof setTimeout> | undefined;
   let onAbort: (() => void) | undefined;
   const stop = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new CliFailure(`no sign-in arrived within ${spell(ms)}`, "run `broker auth login --sso` again and open the link it prints")), ms);
+    timer = setTimeout(
+      () => reject(new CliFailure(`no sign-in arrived within ${spell(ms)}`, "run `broker auth login --sso` again and open the link it prints")),
+      ms,
+    );
     onAbort = () => reject(new CliFailure("cancelled", undefined, 130));
     if (signal?.aborted) onAbort();
     signal?.addEventListener("abort", onAbort, { once: true });

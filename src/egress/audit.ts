@@ -67,7 +67,9 @@ export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
     const now = opts.now();
     if (retryMs === 0 && now - lastPrune > 3_600_000) {
       lastPrune = now;
-      await store.audit.prune(now - (opts.retentionMs ?? 30 * 86_400_000), opts.retentionRows ?? 1_000_000).catch((err) => opts.log.error("audit_prune_failed", { err }));
+      await store.audit
+        .prune(now - (opts.retentionMs ?? 30 * 86_400_000), opts.retentionRows ?? 1_000_000)
+        .catch((err) => opts.log.error("audit_prune_failed", { err }));
     }
   }
 

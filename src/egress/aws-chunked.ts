@@ -13,7 +13,10 @@ export function withoutAwsChunked(headers: HeaderList): HeaderList {
     // The trailer (a checksum) is not forwarded: the decoded body is sent with a plain Content-Length.
     if (lower === "x-amz-decoded-content-length" || lower === "x-amz-trailer") continue;
     if (lower === "content-encoding") {
-      const rest = v.split(",").map((c) => c.trim()).filter((c) => c && c.toLowerCase() !== "aws-chunked");
+      const rest = v
+        .split(",")
+        .map((c) => c.trim())
+        .filter((c) => c && c.toLowerCase() !== "aws-chunked");
       if (rest.length) out.push([k, rest.join(", ")]);
       continue;
     }

@@ -98,7 +98,12 @@ function encodeField(value: string, parts: readonly Part[], needles: Needles): s
 function maskJoined(fixed: readonly BinaryPart[], parts: Part[], needles: Needles): void {
   if (fixed.length + parts.length < 2) return;
   const names = new Set(parts.map((p) => p.name));
-  for (const name of names) maskGroup(fixed.filter((f) => f.name === name), parts.filter((p) => p.name === name), needles);
+  for (const name of names)
+    maskGroup(
+      fixed.filter((f) => f.name === name),
+      parts.filter((p) => p.name === name),
+      needles,
+    );
   if (names.size > 1 || fixed.some((f) => !names.has(f.name))) maskGroup(fixed, parts, needles);
 }
 
@@ -144,8 +149,12 @@ function readAsOne(parts: readonly string[]): Uint8Array[] {
  * `fixed`); undefined for a `-bin` line that is not base64 or cannot be rewritten for every reader.
  */
 function scanFields(fields: HeaderList, needles: Needles, fixed: readonly BinaryPart[]): (string | undefined)[] {
-  const decoded = fields.map(([k, v]) => (isBinaryField(k) ? decodeField(k.toLowerCase(), v, needles) ?? null : undefined));
-  maskJoined(fixed, decoded.flatMap((parts) => parts ?? []), needles);
+  const decoded = fields.map(([k, v]) => (isBinaryField(k) ? (decodeField(k.toLowerCase(), v, needles) ?? null) : undefined));
+  maskJoined(
+    fixed,
+    decoded.flatMap((parts) => parts ?? []),
+    needles,
+  );
   return fields.map(([, v], i) => {
     const parts = decoded[i];
     if (parts === undefined) return v; // not -bin
@@ -170,7 +179,8 @@ export function redactBinaryHeaders(headers: HeaderList, set: NeedleSet): Header
   return headers.map(([k], i) => {
     const scanned = values[i];
     // The message names neither the field nor its value: both are upstream text.
-    if (scanned === undefined) throw new UndecodableResponse("the upstream sent a binary (-bin) header that is not base64, which the broker cannot decode to scan");
+    if (scanned === undefined)
+      throw new UndecodableResponse("the upstream sent a binary (-bin) header that is not base64, which the broker cannot decode to scan");
     return [k, scanned];
   });
 }

@@ -30,7 +30,11 @@ export function coalescingSocket(inner: Duplex, inspect: (chunk: Buffer) => bool
   const outer = new Duplex({
     read: () => void inner.resume(),
     write: (chunk: Buffer, _enc, done) => queue([chunk], () => done()),
-    writev: (chunks, done) => queue(chunks.map((c) => c.chunk as Buffer), () => done()),
+    writev: (chunks, done) =>
+      queue(
+        chunks.map((c) => c.chunk as Buffer),
+        () => done(),
+      ),
     final(done) {
       flush();
       inner.end();

@@ -33,7 +33,11 @@ export interface Connection {
 
 export class ConnectError extends Error {
   /** `alpnRefused`: the server's TLS refused HTTP/1.1 in ALPN (an HTTP/2-only server). */
-  constructor(message: string, readonly tls: boolean, readonly alpnRefused = false) {
+  constructor(
+    message: string,
+    readonly tls: boolean,
+    readonly alpnRefused = false,
+  ) {
     super(message);
   }
 }
@@ -113,7 +117,14 @@ export function dial(opts: DialOptions, key: string): Promise<Connection> {
         handshake(_s, success, authError) {
           // Bytes written before the handshake completes can be lost: resolve only now.
           if (success && !authError) settle();
-          else settle(new ConnectError(`TLS verification failed: ${authError?.message ?? "handshake failed"}`, true, /NO_APPLICATION_PROTOCOL/i.test(authError?.message ?? "")));
+          else
+            settle(
+              new ConnectError(
+                `TLS verification failed: ${authError?.message ?? "handshake failed"}`,
+                true,
+                /NO_APPLICATION_PROTOCOL/i.test(authError?.message ?? ""),
+              ),
+            );
         },
         data(_s, chunk) {
           incoming.push(chunk);

@@ -42,7 +42,10 @@ export function parseCodings(header: string | null): Coding[] {
     if (name === "" || name === "identity") continue;
     const coding = ALIASES[name];
     // The coding's name is not quoted: it is upstream text, and the broker's own messages never echo it.
-    if (!coding) throw new UndecodableResponse("the upstream answered with a Content-Encoding the broker cannot decode, so the response could not be checked for echoed credentials");
+    if (!coding)
+      throw new UndecodableResponse(
+        "the upstream answered with a Content-Encoding the broker cannot decode, so the response could not be checked for echoed credentials",
+      );
     out.push(coding);
   }
   return out;
@@ -116,7 +119,17 @@ interface Stage {
 }
 
 /** A zlib stream (compressor or decompressor); `flush` takes the coding's own flush kind. */
-type ZlibStream = zlib.Gzip | zlib.Gunzip | zlib.Deflate | zlib.Inflate | zlib.DeflateRaw | zlib.InflateRaw | zlib.BrotliCompress | zlib.BrotliDecompress | zlib.ZstdCompress | zlib.ZstdDecompress;
+type ZlibStream =
+  | zlib.Gzip
+  | zlib.Gunzip
+  | zlib.Deflate
+  | zlib.Inflate
+  | zlib.DeflateRaw
+  | zlib.InflateRaw
+  | zlib.BrotliCompress
+  | zlib.BrotliDecompress
+  | zlib.ZstdCompress
+  | zlib.ZstdDecompress;
 
 function createStage(open: (first: Uint8Array) => ZlibStream, maxOutput: number): Stage {
   let z: ZlibStream | undefined;
@@ -194,13 +207,10 @@ function createDecoder(coding: Coding, form: DeflateForm): Stage {
 /** A deflate decoder that picks the zlib or raw form from the first two bytes it sees. */
 function createSniffingInflate(form: DeflateForm): Stage {
   let held: Uint8Array = EMPTY;
-  const stage = createStage(
-    (first) => {
-      form.zlibWrapped = first.length >= 2 && isZlibHeader(first[0]!, first[1]!);
-      return form.zlibWrapped ? zlib.createInflate(Z_FLUSH) : zlib.createInflateRaw(Z_FLUSH);
-    },
-    MAX_DECODED_PIECE_BYTES,
-  );
+  const stage = createStage((first) => {
+    form.zlibWrapped = first.length >= 2 && isZlibHeader(first[0]!, first[1]!);
+    return form.zlibWrapped ? zlib.createInflate(Z_FLUSH) : zlib.createInflateRaw(Z_FLUSH);
+  }, MAX_DECODED_PIECE_BYTES);
   let started = false;
   return {
     push(chunk) {
@@ -231,7 +241,10 @@ function createEncoder(coding: Coding, form: DeflateForm): Stage {
     case "zstd":
       return createStage(() => zlib.createZstdCompress({ ...ZSTD_OPTIONS, ...ZSTD_FLUSH }), 0);
     case "deflate":
-      return createStage(() => (form.zlibWrapped === false ? zlib.createDeflateRaw({ ...GZIP_OPTIONS, ...Z_FLUSH }) : zlib.createDeflate({ ...GZIP_OPTIONS, ...Z_FLUSH })), 0);
+      return createStage(
+        () => (form.zlibWrapped === false ? zlib.createDeflateRaw({ ...GZIP_OPTIONS, ...Z_FLUSH }) : zlib.createDeflate({ ...GZIP_OPTIONS, ...Z_FLUSH })),
+        0,
+      );
   }
 }
 

@@ -8,7 +8,21 @@
 // byte-by-byte reading.
 
 import { isAscii } from "node:buffer";
-import { ASCII_TRIGGERS, CLASS, hasLegacyPrefix, HEX, ignorable2, ignorable3, isLetter, MAX_DIGITS, MAX_IGNORABLE_RUN, MAX_NAME, mayBeIgnorable3, SIMPLE_ESCAPES, TRIGGERS } from "./echo-syntax.ts";
+import {
+  ASCII_TRIGGERS,
+  CLASS,
+  hasLegacyPrefix,
+  HEX,
+  ignorable2,
+  ignorable3,
+  isLetter,
+  MAX_DIGITS,
+  MAX_IGNORABLE_RUN,
+  MAX_NAME,
+  mayBeIgnorable3,
+  SIMPLE_ESCAPES,
+  TRIGGERS,
+} from "./echo-syntax.ts";
 import { EchoView } from "./echo-view.ts";
 import { FOLD, HASH_MUL as MUL, mixHash, PIECE, PIECE_MUL, RING, type NeedleIndex } from "./needle-index.ts";
 
@@ -37,7 +51,6 @@ export class EchoScanner extends EchoView {
   private words: Uint32Array | null = null;
   /** How many of TRIGGERS the bytes being fed can hold (ASCII: no lead byte). */
   private triggerCount = TRIGGERS.length;
-
 
   override reset(index: NeedleIndex): void {
     super.reset(index);
@@ -226,7 +239,7 @@ export class EchoScanner extends EchoView {
     } else {
       for (let p = 0; p + PIECE <= len; p += stride) {
         const q = from + p;
-        const x = (bytes[q]! | (bytes[q + 1]! << 8) | (bytes[q + 2]! << 16) | (bytes[q + 3]! << 24)) | 0x20202020;
+        const x = bytes[q]! | (bytes[q + 1]! << 8) | (bytes[q + 2]! << 16) | (bytes[q + 3]! << 24) | 0x20202020;
         const k = Math.imul(x, PIECE_MUL) >>> shift;
         if ((bits[k >>> 3]! & (1 << (k & 7))) !== 0) checked = this.around(bytes, from, p, len, checked, at);
       }
@@ -380,5 +393,3 @@ function foldedHash(bytes: Uint8Array, from: number, powers: Int32Array): number
   for (let k = 0; k < powers.length; k++) h = (h + Math.imul(FOLD[bytes[from + k]!]!, powers[k]!)) | 0;
   return h;
 }
-
-

@@ -14,7 +14,20 @@
 // matched by EchoMatcher (echo-matcher.ts). EchoScanner (echo-scanner.ts) adds fast paths for long
 // chunks that end in the same state.
 
-import { CLASS, HEX, ignorable2, ignorable3, isLetter, MAX_DIGITS, MAX_IGNORABLE_RUN, MAX_NAME, MAX_TOKEN, mayBeIgnorable3, resolveName, SIMPLE_ESCAPES } from "./echo-syntax.ts";
+import {
+  CLASS,
+  HEX,
+  ignorable2,
+  ignorable3,
+  isLetter,
+  MAX_DIGITS,
+  MAX_IGNORABLE_RUN,
+  MAX_NAME,
+  MAX_TOKEN,
+  mayBeIgnorable3,
+  resolveName,
+  SIMPLE_ESCAPES,
+} from "./echo-syntax.ts";
 import { EchoMatcher } from "./echo-matcher.ts";
 import { FOLD, type NeedleIndex } from "./needle-index.ts";
 
@@ -395,7 +408,6 @@ export class EchoView extends EchoMatcher {
     if (n) this.ignorableRun = 0;
     for (let k = 0; k < n; k++) this.view(this.held[k]!, this.heldStart[k]!, this.heldEnd[k]!);
   }
-
 }
 
 /** Bytes as the scanner's view reads them: escapes decoded, invisible characters dropped, case folded. */
@@ -405,4 +417,3 @@ export function viewOf(bytes: Uint8Array): Uint8Array {
   s.end(bytes.length);
   return Uint8Array.from(s.collected!);
 }
-

@@ -106,12 +106,27 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
     if (!m) return;
     const end = m.now();
     const upstreamMs = tHead ? tHead - tSend : 0;
-    m.observe({ ingress: input.ingress, vault: input.vault.name, service: plan?.service.host ?? null, status, brokerSeconds: (end - t0 - upstreamMs) / 1000, upstreamSeconds: tHead ? upstreamMs / 1000 : null });
+    m.observe({
+      ingress: input.ingress,
+      vault: input.vault.name,
+      service: plan?.service.host ?? null,
+      status,
+      brokerSeconds: (end - t0 - upstreamMs) / 1000,
+      upstreamSeconds: tHead ? upstreamMs / 1000 : null,
+    });
   };
   let approvedBy: string | null = null;
   const audit = (status: number, bytesOut: number, error: string | null) =>
     deps.audit.record(
-      auditEntry(input, started, deps.now(), { status, bytesIn, bytesOut, error, service: plan?.service.host ?? null, credentialKeys: plan?.credentialKeys ?? [], approvedBy }),
+      auditEntry(input, started, deps.now(), {
+        status,
+        bytesIn,
+        bytesOut,
+        error,
+        service: plan?.service.host ?? null,
+        credentialKeys: plan?.credentialKeys ?? [],
+        approvedBy,
+      }),
     );
 
   try {
@@ -127,7 +142,11 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
     let heldBody: Uint8Array | undefined;
     let bodyClaims: string[] = [];
     if (bodyMayClaimHeld(plan, input.method, allowed)) {
-      heldBody = await readHeldBody(input.body, input.bodyLength, "a POST to a path where a rule holds other methods for a human (its body is read for a _method field)");
+      heldBody = await readHeldBody(
+        input.body,
+        input.bodyLength,
+        "a POST to a path where a rule holds other methods for a human (its body is read for a _method field)",
+      );
       bytesIn = heldBody.byteLength;
       bodyClaims = claimedInBody(heldBody, headerValues(input.headers, "content-type")[0]);
       allowedTarget(plan, input.method, input.target, hint, input.headers, bodyClaims);
@@ -151,16 +170,24 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
     // A scanned answer must not come in pieces the agent can join (ranges.ts): Range dropped or widened.
     const ranged = needles.empty ? undefined : planRanges(planned.service.authType, input.headers, input.target);
     const addresses = () => resolveChecked(input.host, input.port, deps.policy, deps.resolver);
-    const body = heldBody ? null : input.body && watchErrors(input.body, (e) => (bodyFailure = e)).pipeThrough(countAndCap(deps.maxRequestBytes, (n) => (bytesIn = n), "request"));
+    const body = heldBody
+      ? null
+      : input.body && watchErrors(input.body, (e) => (bodyFailure = e)).pipeThrough(countAndCap(deps.maxRequestBytes, (n) => (bytesIn = n), "request"));
     // A minted token the upstream rejects (401) is refreshed and the request sent once more, which
     // needs its body again: small ones are held for that (a streamed one is not replayed). An
     // approved request's body was read whole already.
-    const held = heldBody?.byteLength ? heldBody : minting && body && input.bodyLength !== null && input.bodyLength <= SMALL_BODY_BYTES ? await wholeBody(body) : undefined;
+    const held = heldBody?.byteLength
+      ? heldBody
+      : minting && body && input.bodyLength !== null && input.bodyLength <= SMALL_BODY_BYTES
+        ? await wholeBody(body)
+        : undefined;
     const replayable = !body || held !== undefined;
     const injection = grant?.injection ?? planned.injection;
     const inPath = planned.placement !== undefined;
     // (An HTTP/1.1 agent's request can go out over HTTP/2 too, to an origin that speaks nothing else.)
-    const how: SendOptions = input.http2 ? { ...http2Options(input, injection, inPath), signal: input.signal } : { sensitive: sensitiveFields(injection, inPath), signal: input.signal };
+    const how: SendOptions = input.http2
+      ? { ...http2Options(input, injection, inPath), signal: input.signal }
+      : { sensitive: sensitiveFields(injection, inPath), signal: input.signal };
     const outbound = async (): Promise<OutboundRequest> => {
       const again = held ? new Blob([held as Uint8Array<ArrayBuffer>]).stream() : body;
       // SigV4 replaces the agent's own Authorization (its placeholder signature) on every ingress.
@@ -252,7 +279,14 @@ function minterOf(deps: EgressDeps): Minter {
   return deps.minter;
 }
 
-async function shapeResponse(res: Answer, needles: Needles, ingress: EgressInput["ingress"], deps: EgressDeps, done: BodyDone, ranged?: RangedRequest): Promise<Answer> {
+async function shapeResponse(
+  res: Answer,
+  needles: Needles,
+  ingress: EgressInput["ingress"],
+  deps: EgressDeps,
+  done: BodyDone,
+  ranged?: RangedRequest,
+): Promise<Answer> {
   // Inside a tunnel the agent talks to the real origin, so its cookies are forwarded; on /proxy they
   // would land on the broker's own origin, where the console's session cookie lives (DESIGN.md §3.19).
   // `-bin` fields are base64 that gRPC clients decode: scanned decoded first (binary-metadata.ts); one
@@ -269,7 +303,9 @@ async function shapeResponse(res: Answer, needles: Needles, ingress: EgressInput
   // `-bin` trailers are scanned joined with the head's (a value cut between the two).
   const grpc = isGrpcResponse(headers);
   const headBinary = needles.empty ? [] : binaryPartsOf(headers);
-  const trailers = res.trailers?.then((t) => redactHeaders(redactBinaryTrailers(cleanResponseHeaders(t, { keepCookies: false }), needles, grpc, headBinary), needles));
+  const trailers = res.trailers?.then((t) =>
+    redactHeaders(redactBinaryTrailers(cleanResponseHeaders(t, { keepCookies: false }), needles, grpc, headBinary), needles),
+  );
   const head = { status: res.status, statusText: redactText(res.statusText, needles), ...(trailers ? { trailers } : {}) };
   // Messages compressed one by one (gRPC, gRPC-Web, Connect) are read only by the message scanner;
   // any other scanned answer naming a per-message codec is refused (grpc-body.ts says why).
@@ -332,7 +368,14 @@ async function shapeResponse(res: Answer, needles: Needles, ingress: EgressInput
  * one is decoded, redacted and always encoded again, so bytes the decoder skips (a gzip file name,
  * data after the end of the stream) can never carry an echo past the scan.
  */
-async function shapeSmallBody(bytes: Uint8Array, needles: Needles, codings: readonly Coding[], deps: EgressDeps, done: BodyDone, utf16: RedactOptions["utf16"]): Promise<Uint8Array> {
+async function shapeSmallBody(
+  bytes: Uint8Array,
+  needles: Needles,
+  codings: readonly Coding[],
+  deps: EgressDeps,
+  done: BodyDone,
+  utf16: RedactOptions["utf16"],
+): Promise<Uint8Array> {
   // Failures throw to egress(), which writes the audit record for them.
   if (deps.maxResponseBytes && bytes.byteLength > deps.maxResponseBytes) {
     throw new PayloadTooLarge(`response body exceeded the broker's limit of ${deps.maxResponseBytes} bytes`);

@@ -78,7 +78,9 @@ function hasCoding(value: string | null): boolean {
  */
 export function refuseGrpcContentCoding(headers: HeaderList): void {
   if (!hasCoding(joinedHeader(headers, "content-encoding"))) return;
-  throw new UndecodableResponse("the upstream sent a gRPC response with a Content-Encoding (gRPC compresses each message with grpc-encoding instead), which the broker refuses rather than pass on unscanned");
+  throw new UndecodableResponse(
+    "the upstream sent a gRPC response with a Content-Encoding (gRPC compresses each message with grpc-encoding instead), which the broker refuses rather than pass on unscanned",
+  );
 }
 
 /**
@@ -90,7 +92,9 @@ export function refuseGrpcContentCoding(headers: HeaderList): void {
 export function refuseUnscannedMessageCoding(headers: HeaderList): void {
   const codecs = headers.filter(([k]) => MESSAGE_CODEC_HEADERS.has(k.toLowerCase())).map(([, v]) => v);
   if (!codecs.length || !hasCoding(codecs.join(","))) return;
-  throw new UndecodableResponse("the upstream compressed its messages (grpc-encoding or connect-content-encoding) in a response the broker does not read as gRPC, gRPC-Web or Connect messages, which it refuses rather than pass on unscanned");
+  throw new UndecodableResponse(
+    "the upstream compressed its messages (grpc-encoding or connect-content-encoding) in a response the broker does not read as gRPC, gRPC-Web or Connect messages, which it refuses rather than pass on unscanned",
+  );
 }
 
 export interface MessageOptions {
@@ -168,7 +172,10 @@ export function createGrpcRedactor(needles: NeedleSet, encoding: string | undefi
  */
 function redactTrailerFrame(bytes: Uint8Array, needles: Needles, head: readonly BinaryPart[]): Uint8Array {
   const text = redactWhole(bytes, needles);
-  const lines = Buffer.from(text).toString("latin1").split(/\r?\n/).filter((l) => l.trim() !== "");
+  const lines = Buffer.from(text)
+    .toString("latin1")
+    .split(/\r?\n/)
+    .filter((l) => l.trim() !== "");
   const fields: HeaderList = [];
   for (const line of lines) {
     const colon = line.indexOf(":");
@@ -202,7 +209,15 @@ const EMPTY = new Uint8Array(0);
  * The body as a stream of redacted messages in `framing`, decoded with the codec the response head
  * names; fails (never truncates silently) on a bad or oversized one.
  */
-export function grpcScanStream(source: ReadableStream<Uint8Array>, needles: NeedleSet, headers: HeaderList, framing: Framing, maxBytes: number, done: BodyDone, head: readonly BinaryPart[] = []): ReadableStream<Uint8Array> {
+export function grpcScanStream(
+  source: ReadableStream<Uint8Array>,
+  needles: NeedleSet,
+  headers: HeaderList,
+  framing: Framing,
+  maxBytes: number,
+  done: BodyDone,
+  head: readonly BinaryPart[] = [],
+): ReadableStream<Uint8Array> {
   const redactor = createGrpcRedactor(needles, joinedHeader(headers, CODEC_HEADER[framing]) ?? undefined, { framing, head });
   return transformBody(source, { push: (chunk) => concat(redactor.push(chunk)), end: () => (redactor.end(), undefined) }, maxBytes, done);
 }

@@ -57,7 +57,11 @@ function bucket(burst: number, perSecond: number): () => boolean {
  * Reads frame headers as bytes pass and calls `onAbuse` once (then drops whatever else arrives) when
  * a limit is crossed. Needs only O(1) state: the frame in progress and two buckets.
  */
-export function createFrameInspector(limits: FrameLimits, onAbuse: (reason: string) => void, side: "server" | "client" = "server"): (chunk: Uint8Array) => boolean {
+export function createFrameInspector(
+  limits: FrameLimits,
+  onAbuse: (reason: string) => void,
+  side: "server" | "client" = "server",
+): (chunk: Uint8Array) => boolean {
   // A server first reads the client's connection preface; a client reads frames from the start.
   let prefaceLeft = side === "server" ? PREFACE_BYTES : 0;
   const head = new Uint8Array(9);

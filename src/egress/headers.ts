@@ -6,10 +6,27 @@
 
 import type { HeaderList } from "./http1.ts";
 
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "host", "content-length"]);
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  "host",
+  "content-length",
+]);
 const BROKER_SCOPED = new Set(["x-vault", "proxy-authorization"]);
 /** A WebSocket upgrade's own request headers: forwarded with the upgrade even where Connection names them. */
-export const WEBSOCKET_HEADERS: ReadonlySet<string> = new Set(["sec-websocket-key", "sec-websocket-version", "sec-websocket-protocol", "sec-websocket-extensions"]);
+export const WEBSOCKET_HEADERS: ReadonlySet<string> = new Set([
+  "sec-websocket-key",
+  "sec-websocket-version",
+  "sec-websocket-protocol",
+  "sec-websocket-extensions",
+]);
 
 /**
  * The TextDecoder label for a body of this Content-Type: its declared charset, or UTF-8 when it
@@ -48,7 +65,17 @@ export function buildUpstreamHeaders(src: Iterable<[string, string]>, injection:
 }
 
 // X-Broker-Error is the broker's own: an upstream must not be able to dress its answer as a broker refusal.
-const RESPONSE_DROP = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "x-broker-error"]);
+const RESPONSE_DROP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-authenticate",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  "x-broker-error",
+]);
 const COOKIES = ["set-cookie", "set-cookie2"];
 const BODY_DESCRIBING = new Set(["content-encoding", "content-length", "content-type"]);
 

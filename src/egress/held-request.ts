@@ -26,15 +26,29 @@ import { SIGV4_REPLACED } from "./sigv4.ts";
  * language of an email the request sends.)
  */
 const NOT_BOUND = new Set([
-  "user-agent", "accept-encoding", "date", "traceparent", "tracestate", "baggage", "sentry-trace",
-  "x-request-id", "x-amzn-trace-id", "x-cloud-trace-context", "sec-websocket-key", "sec-websocket-extensions",
+  "user-agent",
+  "accept-encoding",
+  "date",
+  "traceparent",
+  "tracestate",
+  "baggage",
+  "sentry-trace",
+  "x-request-id",
+  "x-amzn-trace-id",
+  "x-cloud-trace-context",
+  "sec-websocket-key",
+  "sec-websocket-extensions",
 ]);
 /** Prefixes of per-attempt client telemetry (OpenAI and Anthropic SDKs' retry counts and timeouts, B3 tracing). */
 const NOT_BOUND_PREFIXES = ["x-stainless-", "x-b3-"];
 const bound = (name: string) => !NOT_BOUND.has(name) && !NOT_BOUND_PREFIXES.some((p) => name.startsWith(p));
 
 /** The whole body of a held request, up to the limit (a larger one is refused: it could not be shown or hashed in memory). */
-export async function readHeldBody(body: ReadableStream<Uint8Array> | null, length: number | null, what = "a request that needs a human's approval"): Promise<Uint8Array> {
+export async function readHeldBody(
+  body: ReadableStream<Uint8Array> | null,
+  length: number | null,
+  what = "a request that needs a human's approval",
+): Promise<Uint8Array> {
   const max = LIMITS.heldRequestBodyMaxBytes;
   const tooLarge = () => new PayloadTooLarge(`${what} may carry at most ${max} bytes of body`);
   if (length !== null && length > max) {
@@ -79,7 +93,13 @@ export interface HeldRequestInput {
  * Waits at the gate for this exact request (describing it for the person deciding): the approver once
  * one approved it, else the gate's 428 or 403. A rule that needs a person fails closed without a gate.
  */
-export function awaitApproval(gate: RequestApprovalGate | undefined, req: HeldRequestInput, plan: EgressPlan, needles: Needles, signal?: AbortSignal): Promise<string> {
+export function awaitApproval(
+  gate: RequestApprovalGate | undefined,
+  req: HeldRequestInput,
+  plan: EgressPlan,
+  needles: Needles,
+  signal?: AbortSignal,
+): Promise<string> {
   if (!gate) throw new Internal();
   return gate.pass(describeHeld(req, plan, needles), { waitMs: preferredWaitMs(req.headers), signal });
 }
@@ -94,7 +114,9 @@ export function describeHeld(req: HeldRequestInput, plan: EgressPlan, needles: N
     .filter(([n, v]) => n !== "prefer" || v !== "")
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)); // stable: same-name headers keep their order
   const kind = req.upgrade ? "websocket" : "request";
-  const fingerprint = createHash("sha256").update(JSON.stringify([req.method, kind, host, req.target, bodySha256, boundHeaders])).digest("hex");
+  const fingerprint = createHash("sha256")
+    .update(JSON.stringify([req.method, kind, host, req.target, bodySha256, boundHeaders]))
+    .digest("hex");
   // Every forwarded header is shown, the agent's own Cookie or Authorization too (the person must see
   // all that the upstream acts on); the credential the broker adds is not among them.
   const shown = forwarded.map(([n, v]) => [n, visible(redactText(v, needles))] as const);
@@ -123,7 +145,8 @@ function forwardedHeaders(req: HeldRequestInput, plan: EgressPlan): [string, str
   const signing = plan.minted?.type === "aws_sigv4";
   const injected = plan.injection?.header;
   const out = buildUpstreamHeaders(req.headers, undefined, signing || req.ingress === "explicit").map(([n, v]): [string, string] => [n.toLowerCase(), v]);
-  if (req.upgrade) for (const [n, v] of req.headers) if (WEBSOCKET_HEADERS.has(n.toLowerCase()) && !out.some(([o]) => o === n.toLowerCase())) out.push([n.toLowerCase(), v]);
+  if (req.upgrade)
+    for (const [n, v] of req.headers) if (WEBSOCKET_HEADERS.has(n.toLowerCase()) && !out.some(([o]) => o === n.toLowerCase())) out.push([n.toLowerCase(), v]);
   return out.filter(([n]) => !n.startsWith(":") && n !== injected && !(signing && SIGV4_REPLACED.has(n)));
 }
 

@@ -1,7 +1,18 @@
 // The proposal_hint of a 403 forbidden: a ready-to-edit proposal skeleton for the host, the
 // endpoint to post it to, and the supported auth types, so an agent can ask a human for access.
 
-export const AUTH_TYPES = ["bearer", "basic", "header", "query", "path", "passthrough", "oauth2_client_credentials", "oauth2_refresh", "aws_sigv4", "github_app"] as const;
+export const AUTH_TYPES = [
+  "bearer",
+  "basic",
+  "header",
+  "query",
+  "path",
+  "passthrough",
+  "oauth2_client_credentials",
+  "oauth2_refresh",
+  "aws_sigv4",
+  "github_app",
+] as const;
 
 export function buildProposalHint(publicUrl: string, host: string, port: number): Record<string, unknown> {
   const hostText = port === 443 ? host : `${host}:${port}`;

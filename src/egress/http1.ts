@@ -106,7 +106,11 @@ export function responseFraming(head: ResponseHead, requestMethod: string): Body
     if (cl.length > 0) throw new WireError("both Transfer-Encoding and Content-Length");
     // The broker never sends TE, so an upstream may use no transfer coding but chunked (RFC 9112 §6.1).
     // Accepting `gzip, chunked` would hand the agent compressed bytes with nothing saying so, unscanned.
-    const codings = te.join(",").split(",").map((s) => trimOws(s).toLowerCase()).filter(Boolean);
+    const codings = te
+      .join(",")
+      .split(",")
+      .map((s) => trimOws(s).toLowerCase())
+      .filter(Boolean);
     if (codings.length !== 1 || codings[0] !== "chunked") throw new WireError("unsupported Transfer-Encoding");
     return { kind: "chunked" };
   }
@@ -214,7 +218,10 @@ export function requestFraming(head: RequestHead): BodyFraming {
   if (te.length > 0) {
     if (cl.length > 0) throw new WireError("both Transfer-Encoding and Content-Length");
     if (head.version === "1.0") throw new WireError("Transfer-Encoding in an HTTP/1.0 request");
-    const codings = te.join(",").split(",").map((s) => trimOws(s).toLowerCase());
+    const codings = te
+      .join(",")
+      .split(",")
+      .map((s) => trimOws(s).toLowerCase());
     if (codings.length !== 1 || codings[0] !== "chunked") throw new WireError("unsupported Transfer-Encoding");
     return { kind: "chunked" };
   }

@@ -71,7 +71,7 @@ export function parseCidr(text: string): Cidr {
 
 export function matchCidr(ip: Ip, cidr: Cidr): boolean {
   if (ip.family !== cidr.family) return false;
-  for (let i = 0; i < cidr.words.length; i++) if (((ip.words[i]! & cidr.masks[i]!) >>> 0) !== cidr.words[i]) return false;
+  for (let i = 0; i < cidr.words.length; i++) if ((ip.words[i]! & cidr.masks[i]!) >>> 0 !== cidr.words[i]) return false;
   return true;
 }
 

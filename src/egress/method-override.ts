@@ -81,6 +81,9 @@ function decodeDeclared(body: Uint8Array, contentType: string | undefined): stri
   try {
     return new TextDecoder(charset).decode(body);
   } catch {
-    throw new InvalidRequest(`the body's charset (${charset}) cannot be read, and this POST goes to a path where a rule holds other methods for a human, so its body must be checked for a _method field`, "content-type");
+    throw new InvalidRequest(
+      `the body's charset (${charset}) cannot be read, and this POST goes to a path where a rule holds other methods for a human, so its body must be checked for a _method field`,
+      "content-type",
+    );
   }
 }

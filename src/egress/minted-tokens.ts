@@ -39,7 +39,13 @@ export interface OAuthInputs {
 }
 
 /** One token request of the client credentials or refresh-token grant. */
-export async function requestOAuthToken(deps: TokenEndpointDeps, serviceHost: string, f: MintedAuthFields, inputs: OAuthInputs, now: number): Promise<MintedToken> {
+export async function requestOAuthToken(
+  deps: TokenEndpointDeps,
+  serviceHost: string,
+  f: MintedAuthFields,
+  inputs: OAuthInputs,
+  now: number,
+): Promise<MintedToken> {
   const form = new URLSearchParams();
   const sent: Secret[] = [];
   const enc = (s: string) => new URLSearchParams({ s }).toString().slice(2);
@@ -87,8 +93,15 @@ export async function requestOAuthToken(deps: TokenEndpointDeps, serviceHost: st
   if (j!.token_type !== undefined && (typeof j!.token_type !== "string" || j!.token_type.toLowerCase() !== "bearer")) {
     throw new CredentialRefreshFailed(serviceHost, "the token endpoint issued a token that is not a bearer token");
   }
-  const rotated = typeof j!.refresh_token === "string" && j!.refresh_token.length > 0 && !/[\0-\x1f\x7f]/.test(j!.refresh_token) ? new Secret(j!.refresh_token) : undefined;
-  return { value: new Secret(token), issuedAt: now, expiresAt: now + lifetimeSeconds(j!.expires_in) * 1000, ...(rotated && { rotatedRefreshToken: rotated }), sent };
+  const rotated =
+    typeof j!.refresh_token === "string" && j!.refresh_token.length > 0 && !/[\0-\x1f\x7f]/.test(j!.refresh_token) ? new Secret(j!.refresh_token) : undefined;
+  return {
+    value: new Secret(token),
+    issuedAt: now,
+    expiresAt: now + lifetimeSeconds(j!.expires_in) * 1000,
+    ...(rotated && { rotatedRefreshToken: rotated }),
+    sent,
+  };
 }
 
 function lifetimeSeconds(v: unknown): number {
@@ -97,7 +110,13 @@ function lifetimeSeconds(v: unknown): number {
 }
 
 /** Signs the app JWT and exchanges it for an installation token. */
-export async function requestInstallationToken(deps: TokenEndpointDeps, serviceHost: string, f: MintedAuthFields, privateKey: Secret, now: number): Promise<MintedToken> {
+export async function requestInstallationToken(
+  deps: TokenEndpointDeps,
+  serviceHost: string,
+  f: MintedAuthFields,
+  privateKey: Secret,
+  now: number,
+): Promise<MintedToken> {
   let key;
   try {
     key = createPrivateKey(reflowPem(privateKey.reveal())); // reveal: parsed into a key object, PKCS#1 or PKCS#8 PEM
@@ -106,7 +125,12 @@ export async function requestInstallationToken(deps: TokenEndpointDeps, serviceH
   }
   // GitHub allows at most 10 minutes; iat a minute back absorbs clock drift (GitHub's own advice).
   const seconds = Math.floor(now / 1000);
-  const jwt = await new SignJWT({}).setProtectedHeader({ alg: "RS256", typ: "JWT" }).setIssuer(f.app_id!).setIssuedAt(seconds - 60).setExpirationTime(seconds + 540).sign(key);
+  const jwt = await new SignJWT({})
+    .setProtectedHeader({ alg: "RS256", typ: "JWT" })
+    .setIssuer(f.app_id!)
+    .setIssuedAt(seconds - 60)
+    .setExpirationTime(seconds + 540)
+    .sign(key);
   const url = `${f.api_url ?? "https://api.github.com"}/app/installations/${f.installation_id}/access_tokens`;
   const headers: HeaderList = [
     ["Authorization", `Bearer ${jwt}`],
@@ -120,9 +144,11 @@ export async function requestInstallationToken(deps: TokenEndpointDeps, serviceH
     // GitHub's message is not repeated: a token endpoint could echo the app JWT it was sent.
     throw new CredentialRefreshFailed(serviceHost, `GitHub refused the app's token request (HTTP ${answer.status})`, true);
   }
-  if (answer.status !== 201 && answer.status !== 200) throw new CredentialRefreshFailed(serviceHost, `GitHub answered the token request with HTTP ${answer.status}`);
+  if (answer.status !== 201 && answer.status !== 200)
+    throw new CredentialRefreshFailed(serviceHost, `GitHub answered the token request with HTTP ${answer.status}`);
   const token = answer.json?.token;
-  if (typeof token !== "string" || token.length === 0 || /[\0-\x1f\x7f]/.test(token)) throw new CredentialRefreshFailed(serviceHost, "GitHub's answer has no usable token");
+  if (typeof token !== "string" || token.length === 0 || /[\0-\x1f\x7f]/.test(token))
+    throw new CredentialRefreshFailed(serviceHost, "GitHub's answer has no usable token");
   const expires = Date.parse(String(answer.json?.expires_at ?? ""));
   // The app JWT mints any installation's token until it expires: a needle like the token it bought.
   return { value: new Secret(token), issuedAt: now, expiresAt: Number.isFinite(expires) ? expires : now + DEFAULT_LIFETIME_S * 1000, sent: [new Secret(jwt)] };

@@ -123,7 +123,13 @@ export function createMinter(deps: MinterDeps): Minter {
       token =
         m.type === "github_app"
           ? await requestInstallationToken(deps, host, m.fields, m.inputs.get("private_key")!, now)
-          : await requestOAuthToken(deps, host, m.fields, { clientId: m.inputs.get("client_id")!, clientSecret: m.inputs.get("client_secret")!, refreshToken }, now);
+          : await requestOAuthToken(
+              deps,
+              host,
+              m.fields,
+              { clientId: m.inputs.get("client_id")!, clientSecret: m.inputs.get("client_secret")!, refreshToken },
+              now,
+            );
     } catch (err) {
       if (err instanceof CredentialRefreshFailed && err.refused) {
         slot.refused = { error: err, refreshToken: refreshToken?.reveal() }; // reveal: kept to notice a human's new value
@@ -145,7 +151,9 @@ export function createMinter(deps: MinterDeps): Minter {
     const sent = [...token.sent, ...(token.rotatedRefreshToken && refreshToken ? [token.rotatedRefreshToken] : [])];
     const grant: Grant = {
       injection: { header: "authorization", value: new Secret(`Bearer ${token.value.reveal()}`) }, // reveal: composing the header
-      needles: new Needles([...m.inputs.values(), token.value, ...token.sent, ...(token.rotatedRefreshToken ? [token.rotatedRefreshToken] : [])].map((s) => s.reveal())), // reveal: search patterns only
+      needles: new Needles(
+        [...m.inputs.values(), token.value, ...token.sent, ...(token.rotatedRefreshToken ? [token.rotatedRefreshToken] : [])].map((s) => s.reveal()),
+      ), // reveal: search patterns only
       token,
       sent,
     };
@@ -210,5 +218,4 @@ export function createMinter(deps: MinterDeps): Minter {
       },
     },
   };
-
 }

@@ -135,7 +135,7 @@ export class WindowGroup {
   }
 
   private home(h: number): number {
-    return Math.imul(h, 0x85ebca6b) >>> 7 & this.mask;
+    return (Math.imul(h, 0x85ebca6b) >>> 7) & this.mask;
   }
 
   private sameAt(n: number, bytes: Uint8Array, from: number): boolean {
@@ -200,7 +200,7 @@ export class PieceSampler {
   /** Sets the bits of `n`'s pieces (a bitmap past its size only turns away fewer positions). */
   add(n: Uint8Array): void {
     for (let i = 0; i + PIECE <= n.length; i++) {
-      const x = (n[i]! | (n[i + 1]! << 8) | (n[i + 2]! << 16) | (n[i + 3]! << 24)) | 0x20202020;
+      const x = n[i]! | (n[i + 1]! << 8) | (n[i + 2]! << 16) | (n[i + 3]! << 24) | 0x20202020;
       const k = Math.imul(x, PIECE_MUL) >>> this.shift;
       this.bits[k >>> 3]! |= 1 << (k & 7);
     }
@@ -214,7 +214,10 @@ export class PieceSampler {
 class PieceFilter {
   private readonly bits: Uint8Array[] = [];
   private readonly shifts: number[] = [];
-  constructor(needles: readonly Uint8Array[], readonly longest: number) {
+  constructor(
+    needles: readonly Uint8Array[],
+    readonly longest: number,
+  ) {
     const total = needles.reduce((sum, n) => sum + n.length, 0);
     const bitCount = pow2(Math.min(1 << 26, Math.max(1 << 12, total * 16)));
     for (let len = 1; len < longest; len++) {
@@ -321,4 +324,3 @@ export function combineIndexes(shared: NeedleIndex | null, own: NeedleIndex | nu
     add: (more) => shared.add(more),
   };
 }
-

@@ -8,7 +8,19 @@
 import { CredentialNotFound, DatabaseUnavailable, HostNotAllowed, ServiceDisabled } from "../errors.ts";
 import { Secret } from "../secret.ts";
 import type { MintedAuthType, ServiceRow, Store } from "../store/index.ts";
-import { decryptCredential, hostMatches, isMintedAuthType, mintedAuthKeyFields, parseHostPattern, storedRules, viewService, type HostPattern, type MintedAuthFields, type Rules, type ServiceAuth } from "../vault/index.ts";
+import {
+  decryptCredential,
+  hostMatches,
+  isMintedAuthType,
+  mintedAuthKeyFields,
+  parseHostPattern,
+  storedRules,
+  viewService,
+  type HostPattern,
+  type MintedAuthFields,
+  type Rules,
+  type ServiceAuth,
+} from "../vault/index.ts";
 import type { LiveSecrets } from "../log.ts";
 import type { Injection } from "./headers.ts";
 import { createEchoNeedles, MIN_SHARED, type EchoNeedlesOptions } from "./echo-needles.ts";
@@ -215,7 +227,10 @@ export function createPlanCache(
     for (const v of values) set.add(v);
     planValues.set(plan, values);
     serviceKey.set(plan, `${vaultId}\0${plan.service.host}`);
-    shortOf.set(plan, values.filter((v) => v.length < MIN_SHARED));
+    shortOf.set(
+      plan,
+      values.filter((v) => v.length < MIN_SHARED),
+    );
     return plan;
   }
 
@@ -233,7 +248,14 @@ export function createPlanCache(
     const values = [...inputs.values()].map((v) => v.reveal());
     const fingerprinted = [...inputs].filter(([field]) => field !== "refresh_token").map(([field, v]) => [field, v.reveal()]);
     const fingerprint = new Bun.CryptoHasher("sha256").update(JSON.stringify([vaultId, row.host, type, fields, fingerprinted])).digest("hex");
-    return held(vaultId, values, { service, ...ruled, injection: undefined, credentialKeys: keys, needles: new Needles(values), minted: { type, fields, inputs, fingerprint } });
+    return held(vaultId, values, {
+      service,
+      ...ruled,
+      injection: undefined,
+      credentialKeys: keys,
+      needles: new Needles(values),
+      minted: { type, fields, inputs, fingerprint },
+    });
   }
 
   return {

@@ -210,7 +210,13 @@ export function planCut(asked: ByteRange, got: ContentRange, k: number): Cut {
     if (asked.kind === "span") last = Math.min(asked.last, total - 1);
   }
   if (got.first > Math.max(0, first - k) || got.last < Math.min(total - 1, last + k)) throw notCovered();
-  return { satisfiable: true, skip: first - got.first, length: last - first + 1, bodyLength: got.last - got.first + 1, contentRange: `bytes ${first}-${last}/${total}` };
+  return {
+    satisfiable: true,
+    skip: first - got.first,
+    length: last - first + 1,
+    bodyLength: got.last - got.first + 1,
+    contentRange: `bytes ${first}-${last}/${total}`,
+  };
 }
 
 /**
@@ -218,7 +224,10 @@ export function planCut(asked: ByteRange, got: ContentRange, k: number): Cut {
  * length (each matched byte becomes a filler byte); a body longer or shorter than its Content-Range,
  * or masking that moved bytes, fails.
  */
-export function maskAndCut(cut: { skip: number; length: number; bodyLength: number }, redactor: Redactor): { push(chunk: Uint8Array): Uint8Array; end(): Uint8Array } {
+export function maskAndCut(
+  cut: { skip: number; length: number; bodyLength: number },
+  redactor: Redactor,
+): { push(chunk: Uint8Array): Uint8Array; end(): Uint8Array } {
   let read = 0; // widened-body bytes in
   let masked = 0; // widened-body bytes out of the redactor (its offset of the next byte)
   const keep = (bytes: Uint8Array): Uint8Array => {
@@ -256,10 +265,15 @@ export async function answerRange(ranged: RangedRequest, res: Answer, needles: N
   if (ranged.asked && res.status === 416 && !multipart) return undefined;
   try {
     if (!ranged.asked && ranged.partNumber) throw new UndecodableResponse(PART_NUMBER_REFUSAL);
-    if (!ranged.asked || res.status !== 206 || multipart) throw new UndecodableResponse("the upstream answered with a partial response the broker did not ask for, so it could not be checked for echoed credentials");
+    if (!ranged.asked || res.status !== 206 || multipart)
+      throw new UndecodableResponse(
+        "the upstream answered with a partial response the broker did not ask for, so it could not be checked for echoed credentials",
+      );
     const encoding = res.headers.filter(([k]) => k === "content-encoding").flatMap(([, v]) => v.split(","));
     if (encoding.some((c) => c.trim() !== "" && c.trim().toLowerCase() !== "identity")) {
-      throw new UndecodableResponse("the upstream's ranged response is compressed, and a compressed range cannot be decoded to be checked for echoed credentials");
+      throw new UndecodableResponse(
+        "the upstream's ranged response is compressed, and a compressed range cannot be decoded to be checked for echoed credentials",
+      );
     }
     const got = contentRange.length === 1 ? parseContentRange(contentRange[0]!) : undefined;
     if (!got) throw notCovered();
@@ -271,7 +285,13 @@ export async function answerRange(ranged: RangedRequest, res: Answer, needles: N
       await cancel(res.body);
       done(0, null);
       headers = headers.filter(([k]) => k !== "content-type" && k !== "etag" && k !== "last-modified");
-      return { ...res, status: 416, statusText: "Range Not Satisfiable", headers: [...headers, ["content-range", cut.contentRange], ["content-length", "0"]], body: new Uint8Array(0) };
+      return {
+        ...res,
+        status: 416,
+        statusText: "Range Not Satisfiable",
+        headers: [...headers, ["content-range", cut.contentRange], ["content-length", "0"]],
+        body: new Uint8Array(0),
+      };
     }
     headers = [...headers, ["content-range", cut.contentRange], ["content-length", String(cut.length)]];
     if (res.body === null) {
@@ -307,7 +327,11 @@ export const PART_NUMBER_REFUSAL =
   "S3 part-number reads (GetObject or HeadObject with ?partNumber=) are not supported through the broker: the part comes back as a partial response it cannot widen to check for echoed credentials. Read the object with Range requests instead (one range per request), which the broker supports";
 
 /** A (bounded) widened body read, masked and cut whole; a failure throws (the caller cancels and audits it). */
-async function cutWhole(source: ReadableStream<Uint8Array>, step: ReturnType<typeof maskAndCut>, maxBytes: number): Promise<{ bytes: Uint8Array; read: number }> {
+async function cutWhole(
+  source: ReadableStream<Uint8Array>,
+  step: ReturnType<typeof maskAndCut>,
+  maxBytes: number,
+): Promise<{ bytes: Uint8Array; read: number }> {
   const reader = source.getReader();
   const parts: Uint8Array[] = [];
   let read = 0;
@@ -351,7 +375,9 @@ async function cancel(body: Answer["body"]): Promise<void> {
 }
 
 function notCovered(): UndecodableResponse {
-  return new UndecodableResponse("the upstream's ranged response does not cover the bytes the broker asked for, so it could not be checked for echoed credentials");
+  return new UndecodableResponse(
+    "the upstream's ranged response does not cover the bytes the broker asked for, so it could not be checked for echoed credentials",
+  );
 }
 
 function notMatching(): UndecodableResponse {

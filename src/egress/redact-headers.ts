@@ -106,7 +106,12 @@ export function redactHeaders(headers: HeaderList, needles: NeedleSet): HeaderLi
   const encoded = headers.map(([, v]) => textBytes(v));
   const values = encoded.map((e) => e.bytes);
   const hits: number[][] = headers.map(() => []);
-  scanJoined(values.map((v, line) => ({ line, from: 0, to: v.length })), values, n, hits);
+  scanJoined(
+    values.map((v, line) => ({ line, from: 0, to: v.length })),
+    values,
+    n,
+    hits,
+  );
   // Per name, only where reading the lines together differs from the pass above: several lines, or list items.
   const byName = new Map<string, number[]>();
   headers.forEach(([k], line) => {
@@ -117,7 +122,12 @@ export function redactHeaders(headers: HeaderList, needles: NeedleSet): HeaderLi
   });
   for (const lines of byName.values()) {
     if (lines.length === 1 && !values[lines[0]!]!.includes(0x2c)) continue;
-    scanJoined(lines.flatMap((line) => listItems(line, values[line]!)), values, n, hits);
+    scanJoined(
+      lines.flatMap((line) => listItems(line, values[line]!)),
+      values,
+      n,
+      hits,
+    );
   }
   const namesEcho = echoingNames(headers, n);
   if (!hits.some((h) => h.length) && !namesEcho.size) return headers; // the usual case: nothing to copy

@@ -27,7 +27,8 @@ export function allowedTarget(
   const canon = canonicalPath(path);
   if (!canon.ok) throw new InvalidRequest(`the service for ${plan.service.host} has rules, so ambiguous paths are refused: ${canon.reason}`, "path");
   for (const m of [...claimedMethods(method, headers, target), ...bodyClaims]) {
-    if (matchRule(plan.rules, m, canon.segments) < 0) throw new RequestNotAllowed(plan.service.host, plan.rules, describeRules(plan.rules), hint(m, canon.path));
+    if (matchRule(plan.rules, m, canon.segments) < 0)
+      throw new RequestNotAllowed(plan.service.host, plan.rules, describeRules(plan.rules), hint(m, canon.path));
   }
   return canon.path + (q < 0 ? "" : target.slice(q));
 }
@@ -50,7 +51,13 @@ function segmentsOf(allowed: string): readonly string[] | null {
 }
 
 /** Whether a rule asks a human to approve this request (`allowed`: the target allowedTarget returned). */
-export function heldByRule(plan: EgressPlan, method: string, allowed: string, headers: Iterable<[string, string]> = [], bodyClaims: readonly string[] = []): boolean {
+export function heldByRule(
+  plan: EgressPlan,
+  method: string,
+  allowed: string,
+  headers: Iterable<[string, string]> = [],
+  bodyClaims: readonly string[] = [],
+): boolean {
   if (!holdsAny(plan)) return false;
   const segments = segmentsOf(allowed);
   if (!segments) return true; // allowedTarget refused it already; never let an oddity skip the human
@@ -74,7 +81,9 @@ export function widenRulesHint(base: Record<string, unknown>, plan: EgressPlan, 
     ...base,
     host,
     proposal: {
-      services: [{ action: "set", host, description: `Access to ${host}`, auth: plan.auth, rules: [...(plan.rules ?? []), { methods: [method], paths: [path] }] }],
+      services: [
+        { action: "set", host, description: `Access to ${host}`, auth: plan.auth, rules: [...(plan.rules ?? []), { methods: [method], paths: [path] }] },
+      ],
       credentials: [],
       message: `Needs ${method} ${path} on ${host}, which its rules do not allow.`,
       user_message: `Please allow ${method} on ${path} for ${host} (replace the path with a pattern such as /repos/*/issues/** if more is needed).`,

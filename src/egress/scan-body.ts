@@ -34,11 +34,16 @@ export function scanBodyStream(source: ReadableStream<Uint8Array>, opts: ScanOpt
   const needles = compileNeedles(opts.needles);
   const redactor = needles.empty ? undefined : createRedactor(needles, { utf16: opts.utf16 });
   const recoder = redactor && opts.codings.length ? createBodyRecoder(opts.codings, redactor) : undefined;
-  return transformBody(source, {
-    push: async (chunk) => (recoder ? await recoder.push(chunk) : redactor ? redactor.push(chunk) : chunk),
-    end: async () => (recoder ? await recoder.end() : redactor?.flush()),
-    destroy: () => recoder?.destroy(),
-  }, opts.maxBytes, opts.done);
+  return transformBody(
+    source,
+    {
+      push: async (chunk) => (recoder ? await recoder.push(chunk) : redactor ? redactor.push(chunk) : chunk),
+      end: async () => (recoder ? await recoder.end() : redactor?.flush()),
+      destroy: () => recoder?.destroy(),
+    },
+    opts.maxBytes,
+    opts.done,
+  );
 }
 
 /** One step of a body's way to the agent: bytes in, bytes out (maybe none yet), the rest at the end. */

@@ -105,7 +105,8 @@ function regionAndService(m: MintedPlan, host: string): { region: string; servic
     region ??= derived?.region;
     service ??= derived?.service;
   }
-  if (!region || !service) throw new CredentialRefreshFailed(host, `the AWS region and service cannot be read from ${host}; set auth.region and auth.service on the service`, true);
+  if (!region || !service)
+    throw new CredentialRefreshFailed(host, `the AWS region and service cannot be read from ${host}; set auth.region and auth.service on the service`, true);
   return { region, service };
 }
 

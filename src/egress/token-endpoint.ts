@@ -35,7 +35,13 @@ const MAX_ANSWER_BYTES = 64 * 1024;
  * become a transient CredentialRefreshFailed (the next request tries again); a refused destination
  * (the guard) is refused for good until the service changes.
  */
-export async function postToTokenEndpoint(deps: TokenEndpointDeps, serviceHost: string, url: string, headers: HeaderList, body: Uint8Array): Promise<TokenEndpointAnswer> {
+export async function postToTokenEndpoint(
+  deps: TokenEndpointDeps,
+  serviceHost: string,
+  url: string,
+  headers: HeaderList,
+  body: Uint8Array,
+): Promise<TokenEndpointAnswer> {
   const u = new URL(url);
   const host = u.hostname.replace(/^\[|\]$/g, "");
   const port = Number(u.port || 443);
@@ -66,7 +72,8 @@ export async function postToTokenEndpoint(deps: TokenEndpointDeps, serviceHost: 
   } catch {
     throw new CredentialRefreshFailed(serviceHost, `the token endpoint ${u.host} broke off its answer`);
   }
-  if (bytes.byteLength > MAX_ANSWER_BYTES) throw new CredentialRefreshFailed(serviceHost, `the token endpoint ${u.host} sent an answer larger than ${MAX_ANSWER_BYTES} bytes`);
+  if (bytes.byteLength > MAX_ANSWER_BYTES)
+    throw new CredentialRefreshFailed(serviceHost, `the token endpoint ${u.host} sent an answer larger than ${MAX_ANSWER_BYTES} bytes`);
   let json: Record<string, unknown> | undefined;
   try {
     const v = JSON.parse(new TextDecoder().decode(bytes)) as unknown;

@@ -19,7 +19,6 @@ import { allowedTarget, heldByRule, widenRulesHint } from "./rules.ts";
 import { awaitApproval } from "./held-request.ts";
 import { placeCredential } from "./url-credential.ts";
 
-
 export type Upgraded = Switched | Refused;
 
 /** The upstream answered 101: the caller relays frames. */
@@ -49,8 +48,22 @@ export function isWebSocketUpgrade(method: string, headers: Iterable<[string, st
   let connection = false;
   for (const [k, v] of headers) {
     const name = k.toLowerCase();
-    if (name === "upgrade" && v.toLowerCase().split(",").some((t) => t.trim() === "websocket")) upgrade = true;
-    if (name === "connection" && v.toLowerCase().split(",").some((t) => t.trim() === "upgrade")) connection = true;
+    if (
+      name === "upgrade" &&
+      v
+        .toLowerCase()
+        .split(",")
+        .some((t) => t.trim() === "websocket")
+    )
+      upgrade = true;
+    if (
+      name === "connection" &&
+      v
+        .toLowerCase()
+        .split(",")
+        .some((t) => t.trim() === "upgrade")
+    )
+      connection = true;
   }
   return method === "GET" && upgrade && connection;
 }
@@ -59,7 +72,9 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
   const started = deps.now();
   let approvedBy: string | null = null;
   const record = (status: number, bytesIn: number, bytesOut: number, error: string | null, keys: readonly string[], service: string | null) =>
-    deps.audit.record(auditEntry({ ...input, method: "GET" }, started, deps.now(), { status, bytesIn, bytesOut, error, service, credentialKeys: keys, approvedBy }));
+    deps.audit.record(
+      auditEntry({ ...input, method: "GET" }, started, deps.now(), { status, bytesIn, bytesOut, error, service, credentialKeys: keys, approvedBy }),
+    );
   let keys: readonly string[] = [];
   let service: string | null = null;
   let conn: Connection | undefined;
@@ -76,10 +91,22 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
     // Every value any vault sends this host is looked for, not only this upgrade's (DESIGN.md §3.22).
     const needles = await deps.plans.responseNeedles(plan, grant);
     // A WebSocket upgrade is a GET on the wire: the service's rules decide on that.
-    const allowed = allowedTarget(plan, "GET", input.target, (m, path) => widenRulesHint(deps.plans.hintFor(input.host, input.port), plan, m, path), input.headers);
+    const allowed = allowedTarget(
+      plan,
+      "GET",
+      input.target,
+      (m, path) => widenRulesHint(deps.plans.hintFor(input.host, input.port), plan, m, path),
+      input.headers,
+    );
     // A rule asking a human for each request holds the upgrade as egress() holds a request (no body).
     if (heldByRule(plan, "GET", allowed, input.headers)) {
-      approvedBy = await awaitApproval(deps.approvals, { ...input, method: "GET", target: allowed, body: new Uint8Array(0), upgrade: true }, plan, needles, input.signal);
+      approvedBy = await awaitApproval(
+        deps.approvals,
+        { ...input, method: "GET", target: allowed, body: new Uint8Array(0), upgrade: true },
+        plan,
+        needles,
+        input.signal,
+      );
     }
     // A URL credential goes in after the rules check, as in egress().
     const target = plan.placement ? placeCredential(allowed, plan.placement) : allowed;
@@ -99,7 +126,9 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
     await conn.write(serializeHead(`GET ${target} HTTP/1.1`, [["Host", hostHeader(input.host, input.port)], ...headers]));
     const rawHead = await readResponseHead(conn, { switching: true }).catch((err: unknown) => {
       const closed = err instanceof ClosedBeforeHead;
-      throw new UpstreamUnreachable(closed ? "the upstream closed the connection during the upgrade" : "the upstream's upgrade response head is invalid or too large");
+      throw new UpstreamUnreachable(
+        closed ? "the upstream closed the connection during the upgrade" : "the upstream's upgrade response head is invalid or too large",
+      );
     });
     timer.answered();
     const head = redactResponseHead(rawHead, needles);

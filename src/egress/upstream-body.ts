@@ -126,4 +126,3 @@ export function bodyStream(conn: Connection, framing: BodyFraming, finish: (comp
     },
   });
 }
-

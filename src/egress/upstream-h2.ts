@@ -212,7 +212,12 @@ export interface H2Exchange {
 export class StreamRefused extends Error {}
 
 export function exchangeH2(lease: Lease, req: HeldRequest, x: H2Exchange): Promise<Answer> {
-  const headers = linesToFields(req.headers, CONNECTION_SPECIFIC, { ":method": req.method, ":path": req.target, ":authority": hostHeader(x.host, x.port), ":scheme": "https" });
+  const headers = linesToFields(req.headers, CONNECTION_SPECIFIC, {
+    ":method": req.method,
+    ":path": req.target,
+    ":authority": hostHeader(x.host, x.port),
+    ":scheme": "https",
+  });
   if (req.bodyLength !== null) headers["content-length"] = String(req.bodyLength);
   if (x.trailers) headers.te = "trailers";
   (headers as Record<symbol, unknown>)[sensitiveHeaders] = x.sensitive.map((n) => n.toLowerCase());
@@ -252,7 +257,8 @@ export function exchangeH2(lease: Lease, req: HeldRequest, x: H2Exchange): Promi
       // (A content-length above 0 there describes no body only for a HEAD, a 204 or a 304: otherwise
       // the agent would be told of bytes that never come, and read its next answer as them.)
       if ((flags & constants.NGHTTP2_FLAG_END_STREAM) !== 0) {
-        if (Number(head["content-length"] ?? 0) !== 0 && req.method !== "HEAD" && status !== 204 && status !== 304) return reject(new UpstreamUnreachable(`${x.host} sent a body shorter than its content-length`));
+        if (Number(head["content-length"] ?? 0) !== 0 && req.method !== "HEAD" && status !== 204 && status !== 304)
+          return reject(new UpstreamUnreachable(`${x.host} sent a body shorter than its content-length`));
         return resolve({ status, statusText: "", headers: fieldLines(head), body: null });
       }
       resolve(answerFrom(stream, head, req.method));
@@ -333,4 +339,3 @@ function answerFrom(stream: ClientHttp2Stream, head: IncomingHttpHeaders, method
   });
   return { ...answer, body };
 }
-

@@ -12,16 +12,7 @@ import { bodyStream, holdSmallBody, pumpBody, readExactly, SMALL_BODY_BYTES, typ
 export type { Connection } from "./connection.ts";
 export { SMALL_BODY_BYTES } from "./upstream-body.ts";
 export type { OutboundRequest } from "./upstream-body.ts";
-import {
-  headerValues,
-  hostHeader,
-  responseFraming,
-  serializeHead,
-  WireError,
-  type BodyFraming,
-  type HeaderList,
-  type ResponseHead,
-} from "./http1.ts";
+import { headerValues, hostHeader, responseFraming, serializeHead, WireError, type BodyFraming, type HeaderList, type ResponseHead } from "./http1.ts";
 
 export interface UpstreamOptions {
   /** Trusted roots for upstream TLS; undefined means the runtime defaults (system/Mozilla roots). */
@@ -179,7 +170,14 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
       return null;
     }
     const req = await holdSmallBody(original);
-    const x = { host: dest.host, port: dest.port, idleTimeoutMs: (opts.idleTimeoutSeconds ?? 120) * 1000, sensitive: how.sensitive ?? [], trailers: how.trailers ?? false, signal: how.signal };
+    const x = {
+      host: dest.host,
+      port: dest.port,
+      idleTimeoutMs: (opts.idleTimeoutSeconds ?? 120) * 1000,
+      sensitive: how.sensitive ?? [],
+      trailers: how.trailers ?? false,
+      signal: how.signal,
+    };
     try {
       return await exchangeH2(lease, req, x);
     } catch (err) {
@@ -229,11 +227,18 @@ export function createUpstream(opts: UpstreamOptions = {}): Upstream {
     const keepAlive = response.head.version === "1.1" && !headerValues(response.head.headers, "connection").some((v) => /\bclose\b/i.test(v));
     const reusable = keepAlive && response.framing.kind !== "close";
     const finish = async (complete: boolean) => {
-      const sent = await sending.then(() => true, () => false);
+      const sent = await sending.then(
+        () => true,
+        () => false,
+      );
       if (complete && reusable && sent) release(conn);
       else conn.close();
     };
-    const answer = { status: response.head.status, statusText: response.head.statusText, headers: answerHeaders(response.head.headers, response.framing, req.method === "HEAD" || response.head.status === 304) };
+    const answer = {
+      status: response.head.status,
+      statusText: response.head.statusText,
+      headers: answerHeaders(response.head.headers, response.framing, req.method === "HEAD" || response.head.status === 304),
+    };
     if (response.framing.kind === "length" && response.framing.length > 0 && response.framing.length <= SMALL_BODY_BYTES) {
       // Small bodies (most API answers) are read whole: no stream machinery per request.
       const bytes = await readExactly(conn, response.framing.length).catch(async (err) => {

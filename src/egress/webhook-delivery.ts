@@ -68,13 +68,30 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
       const outcome = await attempt(row, job);
       const last = outcome.ok || outcome.final || job.attempts > delays.length;
       const status: WebhookStatus = outcome.ok ? "delivered" : last ? outcome.status : "retrying";
-      await deps.store.webhooks.recordDelivery(row.id, { status, event: job.event.event, attempts: job.attempts, error: outcome.ok ? null : outcome.error, at: deps.now() });
-      if (!outcome.ok) deps.log.warn("webhook_delivery_failed", { webhook: row.id, vault: row.vaultId, event: job.event.event, attempts: job.attempts, status, error: outcome.error });
+      await deps.store.webhooks.recordDelivery(row.id, {
+        status,
+        event: job.event.event,
+        attempts: job.attempts,
+        error: outcome.ok ? null : outcome.error,
+        at: deps.now(),
+      });
+      if (!outcome.ok)
+        deps.log.warn("webhook_delivery_failed", {
+          webhook: row.id,
+          vault: row.vaultId,
+          event: job.event.event,
+          attempts: job.attempts,
+          status,
+          error: outcome.error,
+        });
       if (last || stopped) return settle();
-      const timer = setTimeout(() => {
-        timers.delete(timer);
-        void run(job);
-      }, delays[job.attempts - 1]);
+      const timer = setTimeout(
+        () => {
+          timers.delete(timer);
+          void run(job);
+        },
+        delays[job.attempts - 1],
+      );
       timers.add(timer);
     } catch (err) {
       deps.log.error("webhook_delivery_error", { webhook: job.webhookId, err });

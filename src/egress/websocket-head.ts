@@ -13,10 +13,21 @@ import { redactHeaders, redactText } from "./redact-headers.ts";
 import { scanBodyStream } from "./scan-body.ts";
 import { bodyStream } from "./upstream-body.ts";
 
-const UNASKED_PARTIAL = "the upstream answered the WebSocket upgrade with a partial response the broker did not ask for, so it could not be checked for echoed credentials";
+const UNASKED_PARTIAL =
+  "the upstream answered the WebSocket upgrade with a partial response the broker did not ask for, so it could not be checked for echoed credentials";
 
 // Framing and connection management are ours on the agent's side (the refusal is re-framed).
-const REFUSAL_DROP = new Set(["connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "content-length", "x-broker-error"]);
+const REFUSAL_DROP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  "content-length",
+  "x-broker-error",
+]);
 
 /**
  * The head with every needle replaced in the reason phrase and header values (in every form
@@ -52,7 +63,14 @@ export function shapeRefusal(head: ResponseHead, conn: Connection, set: NeedleSe
   // pieces could each hold too little of an echo to match, so it fails closed as egress() refuses
   // one (ranges.ts). The message is fixed: no upstream text in it. (A raw head keeps the
   // upstream's spelling of names; isPartialAnswer reads them lower-case.)
-  if (!needles.empty && isPartialAnswer(head.status, head.headers.map(([k, v]) => [k.toLowerCase(), v]))) throw new UndecodableResponse(UNASKED_PARTIAL);
+  if (
+    !needles.empty &&
+    isPartialAnswer(
+      head.status,
+      head.headers.map(([k, v]) => [k.toLowerCase(), v]),
+    )
+  )
+    throw new UndecodableResponse(UNASKED_PARTIAL);
   const encoding = headerValues(head.headers, "content-encoding").join(",");
   const codings = needles.empty ? [] : parseCodings(encoding || null);
   const headers = new Headers();

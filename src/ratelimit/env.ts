@@ -14,11 +14,26 @@ interface KnobDef {
 }
 
 const KNOBS: readonly KnobDef[] = [
-  { name: "BROKER_RATELIMIT_AUTH_RPS", tier: "auth", knob: "rps", what: "AUTH tier (per client IP: login, registration, callbacks, invite and approval pages): requests per second" },
+  {
+    name: "BROKER_RATELIMIT_AUTH_RPS",
+    tier: "auth",
+    knob: "rps",
+    what: "AUTH tier (per client IP: login, registration, callbacks, invite and approval pages): requests per second",
+  },
   { name: "BROKER_RATELIMIT_AUTH_BURST", tier: "auth", knob: "burst", what: "AUTH tier: burst size" },
-  { name: "BROKER_RATELIMIT_AUTHED_RPS", tier: "authed", knob: "rps", what: "AUTHED tier (per principal: authenticated API, invite redemption, approval): requests per second" },
+  {
+    name: "BROKER_RATELIMIT_AUTHED_RPS",
+    tier: "authed",
+    knob: "rps",
+    what: "AUTHED tier (per principal: authenticated API, invite redemption, approval): requests per second",
+  },
   { name: "BROKER_RATELIMIT_AUTHED_BURST", tier: "authed", knob: "burst", what: "AUTHED tier: burst size" },
-  { name: "BROKER_RATELIMIT_PROXY_RPS", tier: "proxy", knob: "rps", what: "PROXY tier (per principal and vault, /proxy and the tunnel together): requests per second" },
+  {
+    name: "BROKER_RATELIMIT_PROXY_RPS",
+    tier: "proxy",
+    knob: "rps",
+    what: "PROXY tier (per principal and vault, /proxy and the tunnel together): requests per second",
+  },
   { name: "BROKER_RATELIMIT_PROXY_BURST", tier: "proxy", knob: "burst", what: "PROXY tier: burst size" },
   { name: "BROKER_RATELIMIT_GLOBAL_RPS", tier: "global", knob: "rps", what: "GLOBAL backstop (whole server, API and tunnel): requests per second" },
   { name: "BROKER_RATELIMIT_GLOBAL_INFLIGHT", tier: "global", knob: "inflight", what: "GLOBAL ceiling on requests in flight (API and tunnel)" },
@@ -62,7 +77,6 @@ export function readRateLimitEnv(env: Record<string, string | undefined>, proble
 }
 
 function describeDefault(k: KnobDef): string {
-  const value = (profile: "default" | "strict" | "loose"): number =>
-    (profileNumbers(profile)[k.tier] as unknown as Record<string, number>)[k.knob]!;
+  const value = (profile: "default" | "strict" | "loose"): number => (profileNumbers(profile)[k.tier] as unknown as Record<string, number>)[k.knob]!;
   return `${value("default")} (strict ${value("strict")}, loose ${value("loose")})`;
 }

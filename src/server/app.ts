@@ -99,15 +99,19 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
 
   // 200 while the process serves: during a database outage it still proxies for cached sessions, and a
   // liveness probe that restarted it would throw those caches (and queued audit records) away.
-  api.get("/health", describe({ summary: "Liveness and the database's state", tags: ["meta"], auth: "none", success: { status: 200, schema: HealthView } }), async (c) => {
-    if (!deps.databaseHealth) {
-      await d.store.db.get("SELECT 1"); // a health check that cannot reach its store is not healthy
-      return c.json({ status: "ok", version: VERSION });
-    }
-    const database = await deps.databaseHealth();
-    const ok = database.reachable && database.announcements !== "lost";
-    return c.json({ status: ok ? "ok" : "degraded", version: VERSION, database });
-  });
+  api.get(
+    "/health",
+    describe({ summary: "Liveness and the database's state", tags: ["meta"], auth: "none", success: { status: 200, schema: HealthView } }),
+    async (c) => {
+      if (!deps.databaseHealth) {
+        await d.store.db.get("SELECT 1"); // a health check that cannot reach its store is not healthy
+        return c.json({ status: "ok", version: VERSION });
+      }
+      const database = await deps.databaseHealth();
+      const ok = database.reachable && database.announcements !== "lost";
+      return c.json({ status: ok ? "ok" : "degraded", version: VERSION, database });
+    },
+  );
 
   if (deps.metrics) api.route("/metrics", metricsRoutes(deps.metrics.registry, deps.metrics.token));
 
@@ -136,13 +140,27 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
   if (deps.ca) {
     const ca = caRoutes(d, deps.ca, deps.log);
     api.route("/v1/ca", ca);
-    api.get("/v1/ca.pem", describe({ summary: "The root CA certificate agents trust for the transparent proxy", tags: ["ca"], auth: "none", success: { status: 200, contentType: "application/x-pem-file" } }), (c) => c.body(deps.ca!.current.certPem, 200, { "content-type": "application/x-pem-file", "cache-control": "no-cache" }));
+    api.get(
+      "/v1/ca.pem",
+      describe({
+        summary: "The root CA certificate agents trust for the transparent proxy",
+        tags: ["ca"],
+        auth: "none",
+        success: { status: 200, contentType: "application/x-pem-file" },
+      }),
+      (c) => c.body(deps.ca!.current.certPem, 200, { "content-type": "application/x-pem-file", "cache-control": "no-cache" }),
+    );
   }
   // Last: the document lists every route registered above (and itself), built once on first request.
   let openApi: Record<string, unknown> | undefined;
   api.get(
     "/v1/openapi.json",
-    describe({ summary: "This API as an OpenAPI 3.1 document", tags: ["meta"], auth: "none", success: { status: 200, contentType: "application/json", description: "The OpenAPI 3.1 document" } }),
+    describe({
+      summary: "This API as an OpenAPI 3.1 document",
+      tags: ["meta"],
+      auth: "none",
+      success: { status: 200, contentType: "application/json", description: "The OpenAPI 3.1 document" },
+    }),
     (c) => c.json((openApi ??= buildOpenApi(api.routes, d.publicUrl)), 200, { "cache-control": "no-cache" }),
   );
   return api;

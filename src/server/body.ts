@@ -22,7 +22,9 @@ import { readJson } from "./request.ts";
  * suite) a body the schema refuses but the handler accepts fails loudly: the schema and the domain
  * must say the same thing, and every test that posts a body checks that they do.
  */
-export function jsonBody<S extends StandardSchemaV1>(schema: S): MiddlewareHandler<any, string, { in: { json: StandardSchemaV1.InferInput<S> }; out: { json: unknown } }> {
+export function jsonBody<S extends StandardSchemaV1>(
+  schema: S,
+): MiddlewareHandler<any, string, { in: { json: StandardSchemaV1.InferInput<S> }; out: { json: unknown } }> {
   const mw: MiddlewareHandler = async (c, next) => {
     const body = (await readJson(c)) ?? {};
     const result = schema["~standard"].validate(body);
@@ -32,7 +34,9 @@ export function jsonBody<S extends StandardSchemaV1>(schema: S): MiddlewareHandl
     c.req.addValidatedData("json", body as object);
     await next();
     if (result.issues && c.res.status < 400 && process.env.BROKER_SCHEMA_CHECK === "strict") {
-      throw new Error(`schema drift on ${c.req.method} ${c.req.routePath}: the schema refused a body the handler accepted (${issueError(result.issues).message})`);
+      throw new Error(
+        `schema drift on ${c.req.method} ${c.req.routePath}: the schema refused a body the handler accepted (${issueError(result.issues).message})`,
+      );
     }
   };
   return Object.assign(mw, { [BODY_SCHEMA]: schema });

@@ -11,7 +11,8 @@ import { readPeerAddress } from "./client-address.ts";
 
 /** Throws 429 (envelope, integer Retry-After, RateLimit-* headers) for a denied decision. */
 export function enforce(d: RateDecision): void {
-  if (!d.ok) throw new RateLimited(d.retryAfterSec, d.reason === "inflight" ? "too many requests in flight; retry shortly" : "rate limit exceeded", rateLimitHeaders(d));
+  if (!d.ok)
+    throw new RateLimited(d.retryAfterSec, d.reason === "inflight" ? "too many requests in flight; retry shortly" : "rate limit exceeded", rateLimitHeaders(d));
 }
 
 export function globalGate(limiter: RateLimiter | undefined): MiddlewareHandler {

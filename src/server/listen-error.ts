@@ -5,7 +5,13 @@
 export type ListenSetting = "BROKER_PORT" | "BROKER_PROXY_PORT";
 
 export class ListenFailed extends Error {
-  constructor(readonly setting: ListenSetting, readonly host: string, readonly port: number, readonly code: string, message: string) {
+  constructor(
+    readonly setting: ListenSetting,
+    readonly host: string,
+    readonly port: number,
+    readonly code: string,
+    message: string,
+  ) {
     super(message);
   }
 }

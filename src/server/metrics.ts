@@ -42,17 +42,73 @@ export function statusClass(status: number): string {
 export function createMetrics(sources: MetricSources): Metrics {
   const registry = new Registry();
   const registers = [registry];
-  const requests = new Counter({ name: "broker_proxied_requests_total", help: "Proxied requests by ingress, vault, service host pattern and status class", labelNames: ["ingress", "vault", "service", "status_class"] as const, registers });
-  const brokerTime = new Histogram({ name: "broker_added_seconds", help: "Time spent in the broker per proxied request, excluding the wait for the upstream's response head", labelNames: ["ingress"] as const, buckets: BROKER_BUCKETS, registers });
-  const upstreamTime = new Histogram({ name: "broker_upstream_seconds", help: "Time from dispatch to the upstream's response head (whole body when small)", labelNames: ["ingress"] as const, buckets: UPSTREAM_BUCKETS, registers });
-  const connectErrors = new Counter({ name: "broker_upstream_connect_errors_total", help: "Failed upstream dials by kind (connect, tls, timeout)", labelNames: ["kind"] as const, registers });
-  const refusals = new Counter({ name: "broker_ratelimit_refusals_total", help: "Requests refused by the rate limiter, by tier", labelNames: ["tier"] as const, registers });
+  const requests = new Counter({
+    name: "broker_proxied_requests_total",
+    help: "Proxied requests by ingress, vault, service host pattern and status class",
+    labelNames: ["ingress", "vault", "service", "status_class"] as const,
+    registers,
+  });
+  const brokerTime = new Histogram({
+    name: "broker_added_seconds",
+    help: "Time spent in the broker per proxied request, excluding the wait for the upstream's response head",
+    labelNames: ["ingress"] as const,
+    buckets: BROKER_BUCKETS,
+    registers,
+  });
+  const upstreamTime = new Histogram({
+    name: "broker_upstream_seconds",
+    help: "Time from dispatch to the upstream's response head (whole body when small)",
+    labelNames: ["ingress"] as const,
+    buckets: UPSTREAM_BUCKETS,
+    registers,
+  });
+  const connectErrors = new Counter({
+    name: "broker_upstream_connect_errors_total",
+    help: "Failed upstream dials by kind (connect, tls, timeout)",
+    labelNames: ["kind"] as const,
+    registers,
+  });
+  const refusals = new Counter({
+    name: "broker_ratelimit_refusals_total",
+    help: "Requests refused by the rate limiter, by tier",
+    labelNames: ["tier"] as const,
+    registers,
+  });
   const leafHits = new Counter({ name: "broker_leaf_cache_hits_total", help: "Leaf certificates served from the cache", registers });
   const leafMints = new Counter({ name: "broker_leaf_mints_total", help: "Leaf certificates minted", registers });
-  new Gauge({ name: "broker_open_tunnels", help: "CONNECT tunnels open on the transparent proxy", registers, collect() { this.set(sources.tunnel()?.tunnels ?? 0); } });
-  new Gauge({ name: "broker_open_connections", help: "Client connections held by the transparent proxy listener", registers, collect() { this.set(sources.tunnel()?.connections ?? 0); } });
-  new Gauge({ name: "broker_audit_queue_depth", help: "Audit records waiting to be written", registers, collect() { this.set(sources.auditQueued()); } });
-  new Counter({ name: "broker_audit_dropped_total", help: "Audit records dropped because the queue was full", registers, collect() { this.reset(); this.inc(sources.auditDropped()); } });
+  new Gauge({
+    name: "broker_open_tunnels",
+    help: "CONNECT tunnels open on the transparent proxy",
+    registers,
+    collect() {
+      this.set(sources.tunnel()?.tunnels ?? 0);
+    },
+  });
+  new Gauge({
+    name: "broker_open_connections",
+    help: "Client connections held by the transparent proxy listener",
+    registers,
+    collect() {
+      this.set(sources.tunnel()?.connections ?? 0);
+    },
+  });
+  new Gauge({
+    name: "broker_audit_queue_depth",
+    help: "Audit records waiting to be written",
+    registers,
+    collect() {
+      this.set(sources.auditQueued());
+    },
+  });
+  new Counter({
+    name: "broker_audit_dropped_total",
+    help: "Audit records dropped because the queue was full",
+    registers,
+    collect() {
+      this.reset();
+      this.inc(sources.auditDropped());
+    },
+  });
   new Gauge({
     name: "broker_proposals_pending",
     help: "Proposals waiting for a human decision",

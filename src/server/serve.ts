@@ -5,12 +5,35 @@
 import { readFileSync } from "node:fs";
 import { rootCertificates } from "node:tls";
 import { describeStore, type Config } from "../config.ts";
-import { buildProposalHint, compileNetPolicy, createMinter, createWebhookSender, createAuditLog, createPlanCache, createUpstream, systemResolver, type EgressDeps, type Resolver } from "../egress/index.ts";
+import {
+  buildProposalHint,
+  compileNetPolicy,
+  createMinter,
+  createWebhookSender,
+  createAuditLog,
+  createPlanCache,
+  createUpstream,
+  systemResolver,
+  type EgressDeps,
+  type Resolver,
+} from "../egress/index.ts";
 import { DatabaseUnavailable, toErrorResponse, Unavailable } from "../errors.ts";
 import type { LiveSecrets, Logger } from "../log.ts";
 import type { Secret } from "../secret.ts";
 import { openStore, type Store } from "../store/index.ts";
-import { createAuthenticator, createHashGate, createVaultAccessCache, createLeafCache, loadRootCa, mintLeaf, rotateRootCa, unlockKeyring, type CaHolder, type Domain, type LeafCache } from "../vault/index.ts";
+import {
+  createAuthenticator,
+  createHashGate,
+  createVaultAccessCache,
+  createLeafCache,
+  loadRootCa,
+  mintLeaf,
+  rotateRootCa,
+  unlockKeyring,
+  type CaHolder,
+  type Domain,
+  type LeafCache,
+} from "../vault/index.ts";
 import { createChangeFeed, REVALIDATE_MS, type ChangeHandlers, type Freshness } from "../vault/index.ts";
 import { createLoginThrottle, createRateLimiter, resolveSettings } from "../ratelimit/index.ts";
 import { createRequestApprovalGate, expireProposals, pruneEndedRows, pruneRequestApprovals, replaceRotatedCredential } from "../vault/index.ts";
@@ -49,7 +72,10 @@ export interface RunningTunnel {
   stats?(): { connections: number; tunnels: number };
 }
 /** Binds first (the domain and the guard need the port), serves once given its context; close() undoes a bind never served. */
-export type TunnelStarter = (host: string, port: number) => Promise<{ readonly port: number; serve(ctx: TunnelContext): RunningTunnel; close(): Promise<void> }>;
+export type TunnelStarter = (
+  host: string,
+  port: number,
+) => Promise<{ readonly port: number; serve(ctx: TunnelContext): RunningTunnel; close(): Promise<void> }>;
 
 export interface StartOptions {
   readonly config: Config;
@@ -113,9 +139,13 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
         error: (err) => toErrorResponse(err, log),
       }),
     );
-    undo.push(() => server.stop(true), () => app.reject(new Unavailable("the broker could not start")));
+    undo.push(
+      () => server.stop(true),
+      () => app.reject(new Unavailable("the broker could not start")),
+    );
     const start = opts.startTunnel;
-    const boundTunnel = start && (await listenOrExplain("BROKER_PROXY_PORT", config.bindHost, config.proxyPort, () => start(config.bindHost, config.proxyPort)));
+    const boundTunnel =
+      start && (await listenOrExplain("BROKER_PROXY_PORT", config.bindHost, config.proxyPort, () => start(config.bindHost, config.proxyPort)));
     if (boundTunnel) undo.push(() => boundTunnel.close());
     const hostPart = config.bindHost.includes(":") ? `[${config.bindHost}]` : config.bindHost;
     const apiUrl = `http://${hostPart}:${server.port}`;
@@ -124,13 +154,18 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     const oidc = config.oidc && (await createOidcClient({ ...config.oidc, redirectUri: `${publicUrl}/v1/auth/oidc/callback`, ca: upstreamCa }));
     let rootCa = await loadRootCa(store, keyring.dataKey, now());
     // Read at scrape time, after the start (the API answers only then): the audit log and the tunnel are bound below.
-    const metrics: Metrics | undefined = config.metrics && createMetrics({
-      auditQueued: () => audit.queued,
-      auditDropped: () => audit.droppedTotal ?? 0,
-      proposalsPending: async () => Number((await store.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM proposals WHERE status = 'pending'"))?.n ?? 0),
-      requestApprovalsPending: async () => Number((await store.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM request_approvals WHERE state = 'pending' AND expires_at > ?", [now()]))?.n ?? 0),
-      tunnel: () => tunnel?.stats?.(),
-    });
+    const metrics: Metrics | undefined =
+      config.metrics &&
+      createMetrics({
+        auditQueued: () => audit.queued,
+        auditDropped: () => audit.droppedTotal ?? 0,
+        proposalsPending: async () => Number((await store.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM proposals WHERE status = 'pending'"))?.n ?? 0),
+        requestApprovalsPending: async () =>
+          Number(
+            (await store.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM request_approvals WHERE state = 'pending' AND expires_at > ?", [now()]))?.n ?? 0,
+          ),
+        tunnel: () => tunnel?.stats?.(),
+      });
     const leaves = createLeafCache((host) => mintLeaf(rootCa, host, now()), { max: 10_000, now, onLookup: metrics && ((o) => metrics.leaf(o)) });
     const ca: CaHolder = {
       get current() {
@@ -147,7 +182,10 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     const outageGraceMs = config.database?.outageGraceMs ?? 0;
     const feed = createChangeFeed(store.db, {
       now,
-      onState: (listening) => (listening ? log.info("database_listening", {}) : log.warn("database_announcements_lost", { detail: "caches are re-validated every second until they arrive again" })),
+      onState: (listening) =>
+        listening
+          ? log.info("database_listening", {})
+          : log.warn("database_announcements_lost", { detail: "caches are re-validated every second until they arrive again" }),
       onError: (err) => log.debug("database_heartbeat_failed", { err }), // an outage is told once, by database_announcements_lost
     });
     undo.push(() => feed.stop());
@@ -164,10 +202,20 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       idleTimeoutSeconds: Math.ceil(config.upstreamTimeoutMs / 1000),
       onConnectError: metrics && ((kind) => metrics.connectFailed(kind)),
     });
-    undo.push(() => audit.stop(), () => upstream.close());
+    undo.push(
+      () => audit.stop(),
+      () => upstream.close(),
+    );
     // Both listeners are bound: the guard never dials either, and agents get the bound (maybe ephemeral) proxy port.
     const proxyPort = boundTunnel?.port ?? config.proxyPort;
-    const policy = compileNetPolicy({ allowPrivateRanges: config.allowPrivateRanges, allowlist: config.networkAllowlist, ownListeners: [{ host: config.bindHost, port: Number(server.port) }, { host: config.bindHost, port: proxyPort }] });
+    const policy = compileNetPolicy({
+      allowPrivateRanges: config.allowPrivateRanges,
+      allowlist: config.networkAllowlist,
+      ownListeners: [
+        { host: config.bindHost, port: Number(server.port) },
+        { host: config.bindHost, port: proxyPort },
+      ],
+    });
     const resolver = opts.resolver ?? systemResolver;
     // Proposal notifications go through the same guard and the same roots.
     const webhooks = createWebhookSender({ store, dataKey: keyring.dataKey, policy: () => policy, resolver, ca: upstreamCa, now, log });
@@ -182,7 +230,11 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       proxyUrl: `http://${hostPart}:${proxyPort}`,
       vaultAccess,
       // Not part of the rate-limit profile: password guessing is throttled even with BROKER_RATELIMIT_PROFILE=off.
-      loginThrottle: createLoginThrottle({ now, onLock: (e) => log.warn("login_throttled", { scope: e.scope, [e.scope === "account" ? "email" : "address"]: e.key, failures: e.failures, lock_s: e.lockSec }) }),
+      loginThrottle: createLoginThrottle({
+        now,
+        onLock: (e) =>
+          log.warn("login_throttled", { scope: e.scope, [e.scope === "account" ? "email" : "address"]: e.key, failures: e.failures, lock_s: e.lockSec }),
+      }),
       rateLimiter,
       oidc,
       onVaultChange: (id) => {
@@ -191,7 +243,15 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       },
       webhooks,
     };
-    const minter = createMinter({ upstream, policy, resolver, now, log, saveRotated: (vaultId, key, value) => replaceRotatedCredential(domain, vaultId, key, value), noteSent: (values) => plans.noteSent(values) });
+    const minter = createMinter({
+      upstream,
+      policy,
+      resolver,
+      now,
+      log,
+      saveRotated: (vaultId, key, value) => replaceRotatedCredential(domain, vaultId, key, value),
+      noteSent: (values) => plans.noteSent(values),
+    });
     cached.push(minter.secrets);
     const egress: EgressDeps = {
       minter,
@@ -262,7 +322,8 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     if (config.publicUrl?.startsWith("https://") && config.trustedProxies.length === 0) {
       // An https:// public URL in front of a plain-HTTP listener means a TLS-terminating proxy is the peer of every request.
       log.warn("trusted_proxies_unset", {
-        detail: "BROKER_PUBLIC_URL is https:// but BROKER_TRUSTED_PROXIES is empty: if a reverse proxy connects to the API, every client shares its address for the sign-in throttle and the AUTH rate-limit tier, so one client's failed sign-ins lock out everyone; set BROKER_TRUSTED_PROXIES to the proxy's address",
+        detail:
+          "BROKER_PUBLIC_URL is https:// but BROKER_TRUSTED_PROXIES is empty: if a reverse proxy connects to the API, every client shares its address for the sign-in throttle and the AUTH rate-limit tier, so one client's failed sign-ins lock out everyone; set BROKER_TRUSTED_PROXIES to the proxy's address",
       });
     }
     const auditRetention = { days: config.auditRetentionDays, maxRows: config.auditMaxRows };
@@ -277,9 +338,26 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       const announcements = config.database ? (feed.listening ? "listening" : "lost") : undefined;
       return { backend: store.db.dialect, reachable, ...(announcements && { announcements }), audit_queued: audit.queued };
     };
-    const api = createApi({ domain, log, egress, ca, hosts, trustedProxies: config.trustedProxies, auditRetention, databaseHealth, ...(metrics && { metrics: { registry: metrics, token: config.metrics?.token } }) });
+    const api = createApi({
+      domain,
+      log,
+      egress,
+      ca,
+      hosts,
+      trustedProxies: config.trustedProxies,
+      auditRetention,
+      databaseHealth,
+      ...(metrics && { metrics: { registry: metrics, token: config.metrics?.token } }),
+    });
     const listenerName = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? "127.0.0.1" : config.bindHost;
-    const tunnel = boundTunnel?.serve({ domain, egress, leaves, log, listenerContext: async () => (await leaves.get(listenerName)).context, maxTunnelsPerPrincipal: config.maxTunnelsPerPrincipal });
+    const tunnel = boundTunnel?.serve({
+      domain,
+      egress,
+      leaves,
+      log,
+      listenerContext: async () => (await leaves.get(listenerName)).context,
+      maxTunnelsPerPrincipal: config.maxTunnelsPerPrincipal,
+    });
     ready = api;
     app.resolve(api);
     // Pending proposals expire by time, not when someone happens to read them.
@@ -303,7 +381,13 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       async stop({ graceMs = 0, reason }: { graceMs?: number; reason?: string } = {}) {
         clearInterval(sweeper);
         clearInterval(revalidate);
-        log.info("shutting_down", { reason: reason ?? null, grace_s: graceMs / 1000, requests_in_flight: server.pendingRequests, websockets: server.pendingWebSockets, audit_queued: audit.queued });
+        log.info("shutting_down", {
+          reason: reason ?? null,
+          grace_s: graceMs / 1000,
+          requests_in_flight: server.pendingRequests,
+          websockets: server.pendingWebSockets,
+          audit_queued: audit.queued,
+        });
         // The change feed keeps caches fresh while requests drain: it stops after them.
         const drained = await drainListeners(server, tunnel, graceMs);
         await feed.stop();
@@ -323,7 +407,10 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     };
   } catch (err) {
     // Best effort: every step runs and a failed one is logged, but the first error is the one to report.
-    for (const step of undo.reverse()) await Promise.resolve().then(step).catch((undoErr: unknown) => log.warn("start_undo_failed", { err: undoErr }));
+    for (const step of undo.reverse())
+      await Promise.resolve()
+        .then(step)
+        .catch((undoErr: unknown) => log.warn("start_undo_failed", { err: undoErr }));
     store.close();
     throw err;
   }

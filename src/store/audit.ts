@@ -58,17 +58,55 @@ export function auditRepo(sql: Sql) {
         const group = rows.slice(at, at + INSERT_GROUP);
         const params: SqlValue[] = [];
         for (const r of group) {
-          params.push(r.at, r.principal, r.vaultId, r.vault, r.ingress, r.method, r.host, r.path, r.service, r.credentialKeys, r.status, r.bytesIn, r.bytesOut, r.durationMs, r.error, r.contained ? 1 : 0, r.approvedBy);
+          params.push(
+            r.at,
+            r.principal,
+            r.vaultId,
+            r.vault,
+            r.ingress,
+            r.method,
+            r.host,
+            r.path,
+            r.service,
+            r.credentialKeys,
+            r.status,
+            r.bytesIn,
+            r.bytesOut,
+            r.durationMs,
+            r.error,
+            r.contained ? 1 : 0,
+            r.approvedBy,
+          );
         }
         await sql.run(`${INSERT_HEAD} ${placeholderRows(group.length, AUDIT_COLUMNS)}`, params);
       }
     },
     /** Newest first below `before`, or oldest first above `after` (for following). Fixed SQL; absent filters are NULL (cast, so PostgreSQL knows their type). */
     async list(f: AuditFilter): Promise<AuditRow[]> {
-      const params = [f.vaultId, f.before ?? null, f.before ?? null, f.after ?? null, f.after ?? null, f.host ?? null, f.host ?? null,
-        f.status ?? null, f.status ?? null, f.principal ?? null, f.principal ?? null, f.limit];
+      const params = [
+        f.vaultId,
+        f.before ?? null,
+        f.before ?? null,
+        f.after ?? null,
+        f.after ?? null,
+        f.host ?? null,
+        f.host ?? null,
+        f.status ?? null,
+        f.status ?? null,
+        f.principal ?? null,
+        f.principal ?? null,
+        f.limit,
+      ];
       const rows = await sql.all<AuditRow>(f.after !== undefined ? LIST_ASC : LIST_DESC, params);
-      return rows.map((r) => ({ ...r, id: Number(r.id), at: Number(r.at), vaultId: Number(r.vaultId), bytesIn: Number(r.bytesIn), bytesOut: Number(r.bytesOut), contained: Number(r.contained) === 1 }));
+      return rows.map((r) => ({
+        ...r,
+        id: Number(r.id),
+        at: Number(r.at),
+        vaultId: Number(r.vaultId),
+        bytesIn: Number(r.bytesIn),
+        bytesOut: Number(r.bytesOut),
+        contained: Number(r.contained) === 1,
+      }));
     },
     async prune(olderThan: number, keepRows: number): Promise<number> {
       let removed = await sql.run("DELETE FROM audit_logs WHERE at < ?", [olderThan]);

@@ -38,7 +38,15 @@ async function readSqliteCatalog(sql: Sql): Promise<TableInfo[]> {
     const parents = await sql.all<{ parent: string }>('SELECT DISTINCT "table" AS parent FROM pragma_foreign_key_list(?)', [name]);
     // A lone INTEGER PRIMARY KEY is SQLite's rowid alias: the column it numbers itself.
     const rowidAlias = primaryKey.length === 1 && primaryKey[0]!.type.toUpperCase() === "INTEGER" ? primaryKey[0]!.name : undefined;
-    out.push(checked({ name, columns: cols.map((c) => c.name), primaryKey: primaryKey.map((c) => c.name), parents: parents.map((p) => p.parent), identity: rowidAlias }));
+    out.push(
+      checked({
+        name,
+        columns: cols.map((c) => c.name),
+        primaryKey: primaryKey.map((c) => c.name),
+        parents: parents.map((p) => p.parent),
+        identity: rowidAlias,
+      }),
+    );
   }
   return out;
 }

@@ -3,16 +3,7 @@
 // transaction that is verified (row counts and a SHA-256 over every value) before it commits. Never decrypts.
 
 import type { Db, Sql, SqlValue } from "./db.ts";
-import {
-  anyRowSql,
-  countRowsSql,
-  insertRowsSql,
-  maxOfSql,
-  readCatalog,
-  selectPageSql,
-  sortParentsFirst,
-  type TableInfo,
-} from "./catalog.ts";
+import { anyRowSql, countRowsSql, insertRowsSql, maxOfSql, readCatalog, selectPageSql, sortParentsFirst, type TableInfo } from "./catalog.ts";
 
 export interface TableCopy {
   readonly table: string;
@@ -45,7 +36,10 @@ export class SchemaMismatch extends Error {}
 
 /** What was written is not what was read; the transaction was rolled back. */
 export class CopyMismatch extends Error {
-  constructor(readonly table: string, detail: string) {
+  constructor(
+    readonly table: string,
+    detail: string,
+  ) {
     super(`${table}: ${detail}`);
   }
 }

@@ -35,8 +35,7 @@ export interface OidcCliCodeRow {
 }
 
 const IDENTITY = `id, user_id AS "userId", issuer, subject, email, created_at AS "createdAt"`;
-const STATE =
-  `state_hash AS "stateHash", nonce, code_verifier AS "codeVerifier", purpose, user_id AS "userId", return_to AS "returnTo", cli_port AS "cliPort", cli_nonce AS "cliNonce", expires_at AS "expiresAt"`;
+const STATE = `state_hash AS "stateHash", nonce, code_verifier AS "codeVerifier", purpose, user_id AS "userId", return_to AS "returnTo", cli_port AS "cliPort", cli_nonce AS "cliNonce", expires_at AS "expiresAt"`;
 
 export function identityRepo(sql: Sql) {
   return {
@@ -73,7 +72,12 @@ export function identityRepo(sql: Sql) {
       return sql.run("DELETE FROM oidc_states WHERE expires_at <= ?", [now]);
     },
     async putCliCode(c: OidcCliCodeRow): Promise<void> {
-      await sql.run("INSERT INTO oidc_cli_codes (code_hash, user_id, cli_nonce, expires_at) VALUES (?, ?, ?, ?)", [c.codeHash, c.userId, c.cliNonce, c.expiresAt]);
+      await sql.run("INSERT INTO oidc_cli_codes (code_hash, user_id, cli_nonce, expires_at) VALUES (?, ?, ?, ?)", [
+        c.codeHash,
+        c.userId,
+        c.cliNonce,
+        c.expiresAt,
+      ]);
     },
     async takeCliCode(codeHash: string): Promise<OidcCliCodeRow | undefined> {
       const row = await sql.get<OidcCliCodeRow>(

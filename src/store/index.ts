@@ -97,7 +97,10 @@ export interface StoreLocation {
 
 /** The store could not be opened: says which one and what to check (the CLI prints both and exits non-zero). */
 export class StoreOpenFailed extends Error {
-  constructor(message: string, readonly hint: string) {
+  constructor(
+    message: string,
+    readonly hint: string,
+  ) {
     super(message);
   }
 }
@@ -134,9 +137,14 @@ function explainOpenFailure(err: unknown, label: string): unknown {
   }
   const state = (err as { errno?: unknown } | null)?.errno;
   const detail = err instanceof Error ? err.message : String(err);
-  if (state === "28P01" || state === "28000") return new StoreOpenFailed(`PostgreSQL at ${label} refused the sign-in: ${detail}`, "check the user name and password in BROKER_DATABASE_URL");
+  if (state === "28P01" || state === "28000")
+    return new StoreOpenFailed(`PostgreSQL at ${label} refused the sign-in: ${detail}`, "check the user name and password in BROKER_DATABASE_URL");
   if (state === "3D000") return new StoreOpenFailed(`${detail} (at ${label})`, "create it first (createdb) or fix the database name in BROKER_DATABASE_URL");
-  if (state === "42501") return new StoreOpenFailed(`PostgreSQL at ${label}: ${detail}`, "the broker's user must own the database (it creates its tables): ALTER DATABASE … OWNER TO …");
+  if (state === "42501")
+    return new StoreOpenFailed(
+      `PostgreSQL at ${label}: ${detail}`,
+      "the broker's user must own the database (it creates its tables): ALTER DATABASE … OWNER TO …",
+    );
   return err;
 }
 

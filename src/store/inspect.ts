@@ -30,8 +30,18 @@ export function inspectSqlite(dataDir: string): StoreSummary | undefined {
     const has = (table: string) => db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table) !== null;
     const version = has("schema_migrations") ? (db.query("SELECT MAX(version) AS v FROM schema_migrations").get() as { v: number | null }).v : 0;
     const keyring = has("keyring") ? (db.query("SELECT mode FROM keyring WHERE id = 1").get() as { mode: "plain" | "password" } | null) : null;
-    const ca = has("ca_certs") ? (db.query("SELECT cert_pem AS certPem, not_after AS notAfter FROM ca_certs ORDER BY id DESC LIMIT 1").get() as { certPem: string; notAfter: number } | null) : null;
-    return { schemaVersion: Number(version ?? 0), knownVersion: KNOWN_VERSION, keyring: keyring?.mode, ca: ca ? { certPem: ca.certPem, notAfter: Number(ca.notAfter) } : undefined };
+    const ca = has("ca_certs")
+      ? (db.query("SELECT cert_pem AS certPem, not_after AS notAfter FROM ca_certs ORDER BY id DESC LIMIT 1").get() as {
+          certPem: string;
+          notAfter: number;
+        } | null)
+      : null;
+    return {
+      schemaVersion: Number(version ?? 0),
+      knownVersion: KNOWN_VERSION,
+      keyring: keyring?.mode,
+      ca: ca ? { certPem: ca.certPem, notAfter: Number(ca.notAfter) } : undefined,
+    };
   } finally {
     db.close();
   }
@@ -48,9 +58,17 @@ export async function inspectPostgres(url: string): Promise<StoreSummary> {
 }
 
 async function summarise(db: Db): Promise<StoreSummary> {
-  const has = async (table: string) => (await db.get("SELECT 1 AS one FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?", [table])) !== undefined;
+  const has = async (table: string) =>
+    (await db.get("SELECT 1 AS one FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?", [table])) !== undefined;
   const version = (await has("schema_migrations")) ? (await db.get<{ v: number | null }>("SELECT MAX(version) AS v FROM schema_migrations"))?.v : 0;
   const keyring = (await has("keyring")) ? await db.get<{ mode: "plain" | "password" }>("SELECT mode FROM keyring WHERE id = 1") : undefined;
-  const ca = (await has("ca_certs")) ? await db.get<{ certPem: string; notAfter: number }>(`SELECT cert_pem AS "certPem", not_after AS "notAfter" FROM ca_certs ORDER BY id DESC LIMIT 1`) : undefined;
-  return { schemaVersion: Number(version ?? 0), knownVersion: KNOWN_VERSION, keyring: keyring?.mode, ca: ca ? { certPem: ca.certPem, notAfter: Number(ca.notAfter) } : undefined };
+  const ca = (await has("ca_certs"))
+    ? await db.get<{ certPem: string; notAfter: number }>(`SELECT cert_pem AS "certPem", not_after AS "notAfter" FROM ca_certs ORDER BY id DESC LIMIT 1`)
+    : undefined;
+  return {
+    schemaVersion: Number(version ?? 0),
+    knownVersion: KNOWN_VERSION,
+    keyring: keyring?.mode,
+    ca: ca ? { certPem: ca.certPem, notAfter: Number(ca.notAfter) } : undefined,
+  };
 }

@@ -40,19 +40,25 @@ export function inviteRepo(sql: Sql) {
       return row && normalise(row);
     },
     async pending(vaultId: number, kind: InviteKind, now: number): Promise<InviteRow[]> {
-      const rows = await sql.all<InviteRow>(`SELECT ${COLUMNS} FROM invites WHERE vault_id = ? AND kind = ? AND used_at IS NULL AND expires_at > ? ORDER BY created_at, id`, [
+      const rows = await sql.all<InviteRow>(
+        `SELECT ${COLUMNS} FROM invites WHERE vault_id = ? AND kind = ? AND used_at IS NULL AND expires_at > ? ORDER BY created_at, id`,
+        [vaultId, kind, now],
+      );
+      return rows.map(normalise);
+    },
+    async countPending(vaultId: number, kind: InviteKind, now: number): Promise<number> {
+      const row = await sql.get<{ n: number }>("SELECT COUNT(*) AS n FROM invites WHERE vault_id = ? AND kind = ? AND used_at IS NULL AND expires_at > ?", [
         vaultId,
         kind,
         now,
       ]);
-      return rows.map(normalise);
-    },
-    async countPending(vaultId: number, kind: InviteKind, now: number): Promise<number> {
-      const row = await sql.get<{ n: number }>("SELECT COUNT(*) AS n FROM invites WHERE vault_id = ? AND kind = ? AND used_at IS NULL AND expires_at > ?", [vaultId, kind, now]);
       return Number(row?.n ?? 0);
     },
     async pendingAgentName(name: string, now: number): Promise<boolean> {
-      const row = await sql.get<{ n: number }>("SELECT COUNT(*) AS n FROM invites WHERE kind = 'agent' AND agent_name = ? AND used_at IS NULL AND expires_at > ?", [name, now]);
+      const row = await sql.get<{ n: number }>(
+        "SELECT COUNT(*) AS n FROM invites WHERE kind = 'agent' AND agent_name = ? AND used_at IS NULL AND expires_at > ?",
+        [name, now],
+      );
       return Number(row?.n ?? 0) > 0;
     },
     /** Burns the invite if it is still unused and unexpired; false means someone else got there first. */

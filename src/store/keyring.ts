@@ -53,10 +53,10 @@ export function keyringRepo(sql: Sql) {
 
     async replace(row: KeyringRow, now: number): Promise<void> {
       const v = columns(row);
-      await sql.run(
-        "UPDATE keyring SET mode = ?, data_key = ?, wrapped_key = ?, wrap_nonce = ?, kdf_salt = ?, kdf_params = ?, updated_at = ? WHERE id = 1",
-        [...v, now],
-      );
+      await sql.run("UPDATE keyring SET mode = ?, data_key = ?, wrapped_key = ?, wrap_nonce = ?, kdf_salt = ?, kdf_params = ?, updated_at = ? WHERE id = 1", [
+        ...v,
+        now,
+      ]);
     },
   };
 }

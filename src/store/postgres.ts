@@ -160,7 +160,6 @@ function translate(err: unknown): unknown {
 
 const UNIQUE_VIOLATION = "23505";
 
-
 const CONNECTION_CODES = new Set([
   "ERR_POSTGRES_CONNECTION_CLOSED",
   "ERR_POSTGRES_CONNECTION_TIMEOUT",

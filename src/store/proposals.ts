@@ -34,7 +34,19 @@ export function proposalRepo(sql: Sql) {
       const row = await sql.get<ProposalRow>(
         `INSERT INTO proposals (vault_id, status, message, user_message, services, credentials, created_by, created_at, expires_at, approval_token_hash, approval_expires_at, via_session)
          VALUES (?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
-        [p.vaultId, p.message, p.userMessage, p.services, p.credentials, p.createdBy, p.createdAt, p.expiresAt, p.approvalTokenHash, p.approvalExpiresAt, p.viaSession ? 1 : 0],
+        [
+          p.vaultId,
+          p.message,
+          p.userMessage,
+          p.services,
+          p.credentials,
+          p.createdBy,
+          p.createdAt,
+          p.expiresAt,
+          p.approvalTokenHash,
+          p.approvalExpiresAt,
+          p.viaSession ? 1 : 0,
+        ],
       );
       return normalise(row!);
     },
@@ -43,12 +55,10 @@ export function proposalRepo(sql: Sql) {
       return row && normalise(row);
     },
     async list(vaultId: number, status: ProposalStatus | null, limit: number): Promise<ProposalRow[]> {
-      const rows = await sql.all<ProposalRow>(`SELECT ${COLUMNS} FROM proposals WHERE vault_id = ? AND (CAST(? AS TEXT) IS NULL OR status = ?) ORDER BY id DESC LIMIT ?`, [
-        vaultId,
-        status,
-        status,
-        limit,
-      ]);
+      const rows = await sql.all<ProposalRow>(
+        `SELECT ${COLUMNS} FROM proposals WHERE vault_id = ? AND (CAST(? AS TEXT) IS NULL OR status = ?) ORDER BY id DESC LIMIT ?`,
+        [vaultId, status, status, limit],
+      );
       return rows.map(normalise);
     },
     async countPending(vaultId: number): Promise<number> {
@@ -57,11 +67,16 @@ export function proposalRepo(sql: Sql) {
     },
     /** Moves a pending proposal to `status`; false when it was no longer pending. */
     async decide(id: number, status: "applied" | "rejected", userId: number, at: number): Promise<boolean> {
-      return (await sql.run("UPDATE proposals SET status = ?, decided_at = ?, decided_by = ? WHERE id = ? AND status = 'pending'", [status, at, userId, id])) === 1;
+      return (
+        (await sql.run("UPDATE proposals SET status = ?, decided_at = ?, decided_by = ? WHERE id = ? AND status = 'pending'", [status, at, userId, id])) === 1
+      );
     },
     /** Replaces the approval token of a pending proposal (the old link stops working); false when no longer pending. */
     async renewApprovalToken(id: number, hash: string, expiresAt: number): Promise<boolean> {
-      return (await sql.run("UPDATE proposals SET approval_token_hash = ?, approval_expires_at = ? WHERE id = ? AND status = 'pending'", [hash, expiresAt, id])) === 1;
+      return (
+        (await sql.run("UPDATE proposals SET approval_token_hash = ?, approval_expires_at = ? WHERE id = ? AND status = 'pending'", [hash, expiresAt, id])) ===
+        1
+      );
     },
     /** Expires every pending proposal past its time; returns how many. */
     async expire(now: number): Promise<number> {
@@ -69,7 +84,10 @@ export function proposalRepo(sql: Sql) {
     },
     /** As expire, returning the rows it expired (so each is announced once, by the instance that expired it). */
     async expireReturning(now: number): Promise<ProposalRow[]> {
-      const rows = await sql.all<ProposalRow>(`UPDATE proposals SET status = 'expired', decided_at = ? WHERE status = 'pending' AND expires_at <= ? RETURNING ${COLUMNS}`, [now, now]);
+      const rows = await sql.all<ProposalRow>(
+        `UPDATE proposals SET status = 'expired', decided_at = ? WHERE status = 'pending' AND expires_at <= ? RETURNING ${COLUMNS}`,
+        [now, now],
+      );
       return rows.map(normalise);
     },
   };

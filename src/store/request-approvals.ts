@@ -50,7 +50,25 @@ export function requestApprovalRepo(sql: Sql) {
       const row = await sql.get<RequestApprovalRow>(
         `INSERT INTO request_approvals (public_id, vault_id, principal, fingerprint, state, method, host, target, service, headers, body_preview, body_bytes, body_sha256, created_at, expires_at, sealed_nonce, sealed_description, via_session)
          VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
-        [r.publicId, r.vaultId, r.principal, r.fingerprint, r.method, r.host, r.target, r.service, r.headers, r.bodyPreview, r.bodyBytes, r.bodySha256, r.createdAt, r.expiresAt, r.sealedNonce, r.sealedDescription, r.viaSession ? 1 : 0],
+        [
+          r.publicId,
+          r.vaultId,
+          r.principal,
+          r.fingerprint,
+          r.method,
+          r.host,
+          r.target,
+          r.service,
+          r.headers,
+          r.bodyPreview,
+          r.bodyBytes,
+          r.bodySha256,
+          r.createdAt,
+          r.expiresAt,
+          r.sealedNonce,
+          r.sealedDescription,
+          r.viaSession ? 1 : 0,
+        ],
       );
       return normalise(row!);
     },
@@ -85,15 +103,27 @@ export function requestApprovalRepo(sql: Sql) {
     },
     /** A human's decision on a pending, unexpired approval; false when it was no longer that. */
     async decide(id: number, state: "approved" | "denied", userId: number, at: number): Promise<boolean> {
-      return (await sql.run("UPDATE request_approvals SET state = ?, decided_at = ?, decided_by = ? WHERE id = ? AND state = 'pending' AND expires_at > ?", [state, at, userId, id, at])) === 1;
+      return (
+        (await sql.run("UPDATE request_approvals SET state = ?, decided_at = ?, decided_by = ? WHERE id = ? AND state = 'pending' AND expires_at > ?", [
+          state,
+          at,
+          userId,
+          id,
+          at,
+        ])) === 1
+      );
     },
     /** Spends an approved, unexpired approval on one request; false when another request already did (or it expired). */
     async use(id: number, at: number): Promise<boolean> {
-      return (await sql.run("UPDATE request_approvals SET state = 'used', used_at = ? WHERE id = ? AND state = 'approved' AND expires_at > ?", [at, id, at])) === 1;
+      return (
+        (await sql.run("UPDATE request_approvals SET state = 'used', used_at = ? WHERE id = ? AND state = 'approved' AND expires_at > ?", [at, id, at])) === 1
+      );
     },
     /** Records that an approval ran out undecided or unused (once told to the agent); false when it had changed. */
     async expire(id: number, at: number): Promise<boolean> {
-      return (await sql.run("UPDATE request_approvals SET state = 'expired' WHERE id = ? AND state IN ('pending', 'approved') AND expires_at <= ?", [id, at])) === 1;
+      return (
+        (await sql.run("UPDATE request_approvals SET state = 'expired' WHERE id = ? AND state IN ('pending', 'approved') AND expires_at <= ?", [id, at])) === 1
+      );
     },
     /** Removes approvals that ended before `before` (their descriptions are not kept for ever). */
     async prune(before: number): Promise<number> {

@@ -47,10 +47,17 @@ export function sessionRepo(sql: Sql) {
       return row && normalise(row);
     },
     async activeForUser(userId: number, now: number): Promise<SessionRow[]> {
-      return (await sql.all<SessionRow>(`SELECT ${COLUMNS} FROM sessions WHERE user_id = ? AND ${ACTIVE} ORDER BY created_at, id`, [userId, now])).map(normalise);
+      return (await sql.all<SessionRow>(`SELECT ${COLUMNS} FROM sessions WHERE user_id = ? AND ${ACTIVE} ORDER BY created_at, id`, [userId, now])).map(
+        normalise,
+      );
     },
     async activeScopedForVault(vaultId: number, now: number): Promise<SessionRow[]> {
-      return (await sql.all<SessionRow>(`SELECT ${COLUMNS} FROM sessions WHERE kind = 'scoped' AND vault_id = ? AND ${ACTIVE} ORDER BY created_at, id`, [vaultId, now])).map(normalise);
+      return (
+        await sql.all<SessionRow>(`SELECT ${COLUMNS} FROM sessions WHERE kind = 'scoped' AND vault_id = ? AND ${ACTIVE} ORDER BY created_at, id`, [
+          vaultId,
+          now,
+        ])
+      ).map(normalise);
     },
     async countActiveForAgent(agentId: number, now: number): Promise<number> {
       const row = await sql.get<{ n: number }>(`SELECT COUNT(*) AS n FROM sessions WHERE agent_id = ? AND ${ACTIVE}`, [agentId, now]);

@@ -14,8 +14,7 @@ export interface UserRow {
   createdAt: number;
 }
 
-const COLUMNS =
-  `id, email, password_hash AS "passwordHash", password_salt AS "passwordSalt", password_params AS "passwordParams", role, created_at AS "createdAt"`;
+const COLUMNS = `id, email, password_hash AS "passwordHash", password_salt AS "passwordSalt", password_params AS "passwordParams", role, created_at AS "createdAt"`;
 
 export function userRepo(sql: Sql) {
   return {

@@ -12,7 +12,10 @@ import { createChunkReader, writeAll } from "./reader.ts";
 /** Dials through the egress core, answers 200, and relays bytes both ways until either side ends. */
 export async function openBlindTunnel(client: Duplex, leftover: Uint8Array[], target: Authority, session: TunnelSession, deps: TunnelDeps): Promise<void> {
   const vault = { id: session.open.vault.id, name: session.open.vault.name };
-  const { conn, finish } = await egressBlind({ principal: session.principal.id, contained: isContained(session.principal), vault, host: target.host, port: target.port }, deps.egress);
+  const { conn, finish } = await egressBlind(
+    { principal: session.principal.id, contained: isContained(session.principal), vault, host: target.host, port: target.port },
+    deps.egress,
+  );
   let bytesIn = 0;
   let bytesOut = 0;
   const toUpstream = async () => {

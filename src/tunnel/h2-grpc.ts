@@ -46,6 +46,7 @@ export async function grpcErrorAnswer(res: Response): Promise<Answer> {
 /** grpc-message encoding: printable ASCII except "%" stays, everything else is %XX of its UTF-8 bytes. */
 export function percentEncode(text: string): string {
   let out = "";
-  for (const byte of Buffer.from(text, "utf8")) out += byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+  for (const byte of Buffer.from(text, "utf8"))
+    out += byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
   return out;
 }

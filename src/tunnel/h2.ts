@@ -67,7 +67,14 @@ export function serveHttp2(socket: Duplex, target: Authority, session: TunnelSes
   server.emit("connection", guarded);
 }
 
-async function serveStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, ended: boolean, target: Authority, session: TunnelSession, deps: TunnelDeps): Promise<void> {
+async function serveStream(
+  stream: ServerHttp2Stream,
+  headers: IncomingHttpHeaders,
+  ended: boolean,
+  target: Authority,
+  session: TunnelSession,
+  deps: TunnelDeps,
+): Promise<void> {
   const method = String(headers[":method"] ?? "");
   const grpc = isGrpcContentType(headers["content-type"]);
   const list = fieldLines(headers); // the egress core works on header lines
@@ -82,12 +89,19 @@ async function serveStream(stream: ServerHttp2Stream, headers: IncomingHttpHeade
     reply = errorResponse(new MethodNotAllowed("CONNECT is not allowed inside a tunnel"), deps.log);
   } else {
     const path = String(headers[":path"] ?? "");
-    reply = await egressForSession(() => {
-      // A stream the agent already reset (rapid reset) is not sent upstream at all.
-      if (stream.destroyed) throw new InvalidRequest("the agent reset the stream");
-      if (!path.startsWith("/")) throw new InvalidRequest("the :path must start with /", "path");
-      return { ...tunnelEgressInput({ method, target: path, headers: list }, target, session, body?.stream ?? null, body?.length ?? null, true), signal: gone.signal };
-    }, session, deps);
+    reply = await egressForSession(
+      () => {
+        // A stream the agent already reset (rapid reset) is not sent upstream at all.
+        if (stream.destroyed) throw new InvalidRequest("the agent reset the stream");
+        if (!path.startsWith("/")) throw new InvalidRequest("the :path must start with /", "path");
+        return {
+          ...tunnelEgressInput({ method, target: path, headers: list }, target, session, body?.stream ?? null, body?.length ?? null, true),
+          signal: gone.signal,
+        };
+      },
+      session,
+      deps,
+    );
   }
   if (stream.destroyed || stream.closed) {
     if (!(reply instanceof Response) && reply.body && !(reply.body instanceof Uint8Array)) await reply.body.cancel().catch(() => {});
@@ -96,7 +110,6 @@ async function serveStream(stream: ServerHttp2Stream, headers: IncomingHttpHeade
   const answer = reply instanceof Response ? (grpc ? await grpcErrorAnswer(reply) : answerOf(reply)) : reply;
   await respond(stream, answer, method === "HEAD");
 }
-
 
 /** Writes an answer on the stream: head, body with backpressure, then trailers when the upstream sent any. */
 async function respond(stream: ServerHttp2Stream, a: Answer, headOnly: boolean): Promise<void> {

@@ -4,7 +4,16 @@
 
 import type { Duplex } from "node:stream";
 import { egress, isWebSocketUpgrade, type Answer, type EgressInput } from "../egress/index.ts";
-import { createChunkedDecoder, findHeadEnd, headerValues, parseRequestHead, requestFraming, WireError, type BodyFraming, type RequestHead } from "../egress/index.ts";
+import {
+  createChunkedDecoder,
+  findHeadEnd,
+  headerValues,
+  parseRequestHead,
+  requestFraming,
+  WireError,
+  type BodyFraming,
+  type RequestHead,
+} from "../egress/index.ts";
 import { HeadRejected, InvalidRequest, RateLimited, toErrorResponse } from "../errors.ts";
 import { rateLimitHeaders, type RateDenied } from "../ratelimit/index.ts";
 import type { Authority, TunnelDeps, TunnelSession } from "./context.ts";
@@ -17,7 +26,13 @@ import { relayWebSocket } from "./websocket.ts";
 export type { Authority } from "./context.ts";
 
 /** `once`: the connection closes after its first response (a tunnel to a host the vault refuses). */
-export async function serveIntercepted(stream: Duplex, target: Authority, session: TunnelSession, deps: TunnelDeps, opts: { once?: boolean } = {}): Promise<void> {
+export async function serveIntercepted(
+  stream: Duplex,
+  target: Authority,
+  session: TunnelSession,
+  deps: TunnelDeps,
+  opts: { once?: boolean } = {},
+): Promise<void> {
   const reader = createChunkReader(stream);
   for (;;) {
     let head: RequestHead;
@@ -87,7 +102,10 @@ export async function forwardRequest(
   const abort = () => gone.abort();
   stream.once("close", abort);
   try {
-    const input = () => ({ ...tunnelEgressInput(head, target, session, body?.stream ?? null, framing.kind === "length" ? framing.length : null), signal: gone.signal });
+    const input = () => ({
+      ...tunnelEgressInput(head, target, session, body?.stream ?? null, framing.kind === "length" ? framing.length : null),
+      signal: gone.signal,
+    });
     const response = await egressForSession(input, session, deps);
     return { response, complete: body ? await body.drained() : true };
   } finally {

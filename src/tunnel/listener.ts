@@ -292,7 +292,13 @@ function reattach(stream: Duplex, reader: ChunkReader): Duplex {
 }
 
 /** `GET https://host/path HTTP/1.1` sent to the proxy (how axios uses one): served like /proxy. */
-async function handleAbsoluteHttps(stream: Duplex, reader: ChunkReader, head: RequestHead, proxyAuth: string | undefined, deps: ListenerDeps): Promise<boolean> {
+async function handleAbsoluteHttps(
+  stream: Duplex,
+  reader: ChunkReader,
+  head: RequestHead,
+  proxyAuth: string | undefined,
+  deps: ListenerDeps,
+): Promise<boolean> {
   let res: Answer | Response;
   let complete = false;
   try {

@@ -83,7 +83,10 @@ export async function readHead(reader: ChunkReader, maxBytes: number, findEnd: (
 }
 
 export class HeadError extends Error {
-  constructor(readonly status: number, message: string) {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -119,7 +122,12 @@ export async function withDeadline<T>(work: Promise<T>, ms: number, stream: Dupl
  * pooled connection is normal), then up to `headMs` for the rest of the head (slowloris bound).
  * Null when the peer closed cleanly in between.
  */
-export async function readNextHead(stream: Duplex, reader: ChunkReader, opts: { idleMs: number; headMs: number; maxBytes: number }, findEnd: (b: Uint8Array, from: number) => number): Promise<Uint8Array | null> {
+export async function readNextHead(
+  stream: Duplex,
+  reader: ChunkReader,
+  opts: { idleMs: number; headMs: number; maxBytes: number },
+  findEnd: (b: Uint8Array, from: number) => number,
+): Promise<Uint8Array | null> {
   const first = await withDeadline(reader.read(), opts.idleMs, stream);
   if (first === null) return null;
   reader.unread(first);

@@ -14,7 +14,14 @@ import { refreshSession } from "./session.ts";
 /** RFC 6455 §7.4.1: the server hit a condition that prevents it from fulfilling the request. */
 const CLOSE_INTERNAL_ERROR = 1011;
 
-export async function relayWebSocket(stream: Duplex, reader: ChunkReader, head: RequestHead, target: Authority, session: TunnelSession, deps: TunnelDeps): Promise<void> {
+export async function relayWebSocket(
+  stream: Duplex,
+  reader: ChunkReader,
+  head: RequestHead,
+  target: Authority,
+  session: TunnelSession,
+  deps: TunnelDeps,
+): Promise<void> {
   let upgraded;
   try {
     await refreshSession(deps, session);

@@ -23,7 +23,11 @@ export async function importAesKey(raw: Uint8Array): Promise<CryptoKey> {
 }
 
 export async function seal(key: CryptoKey, plaintext: Uint8Array, aad: Uint8Array, nonce = randomBytes(NONCE_BYTES)): Promise<Sealed> {
-  const ct = await crypto.subtle.encrypt({ name: "AES-GCM", iv: nonce as BufferSource, additionalData: aad as BufferSource, tagLength: 128 }, key, plaintext as BufferSource);
+  const ct = await crypto.subtle.encrypt(
+    { name: "AES-GCM", iv: nonce as BufferSource, additionalData: aad as BufferSource, tagLength: 128 },
+    key,
+    plaintext as BufferSource,
+  );
   return { nonce, ciphertext: new Uint8Array(ct) };
 }
 

@@ -63,7 +63,15 @@ export async function listAuditLog(d: Domain, open: OpenVault, q: AuditQuery): P
   if (!Number.isInteger(q.limit) || q.limit < 1 || q.limit > AUDIT_PAGE_MAX) throw new InvalidRequest(`limit must be 1 to ${AUDIT_PAGE_MAX}`, "limit");
   const principal = q.principal ? await resolvePrincipalFilter(d, q.principal.trim()) : undefined;
   if (principal === null) return { logs: [], next_cursor: null }; // a name nobody has made no request
-  const rows = await d.store.audit.list({ vaultId: open.vault.id, before: q.before, after: q.after, host: q.host || undefined, status: q.status, principal, limit: q.limit });
+  const rows = await d.store.audit.list({
+    vaultId: open.vault.id,
+    before: q.before,
+    after: q.after,
+    host: q.host || undefined,
+    status: q.status,
+    principal,
+    limit: q.limit,
+  });
   const names = createPrincipalNamer(d);
   const logs: AuditRecord[] = [];
   for (const r of rows) logs.push(await viewAuditRow(r, names));

@@ -14,8 +14,10 @@ import { requireInVault, type OpenVault } from "./vaults.ts";
 /** A credential value as every path must check it (API, CLI, console, approval page); `field` names it in errors. */
 export function readValue(v: unknown, field = "value"): Secret {
   if (typeof v !== "string" || v.length === 0) throw new InvalidRequest(`${field} must be a non-empty string`, field);
-  if (Buffer.byteLength(v) > LIMITS.credentialValueMaxBytes) throw new InvalidRequest(`${field} must be at most ${LIMITS.credentialValueMaxBytes} bytes`, field);
-  if (/[\r\n\0]/.test(v) && !PEM_BLOCK.test(v)) throw new InvalidRequest(`${field} must not contain line breaks or NUL (it is sent in an HTTP header); only a PEM key may span lines`, field);
+  if (Buffer.byteLength(v) > LIMITS.credentialValueMaxBytes)
+    throw new InvalidRequest(`${field} must be at most ${LIMITS.credentialValueMaxBytes} bytes`, field);
+  if (/[\r\n\0]/.test(v) && !PEM_BLOCK.test(v))
+    throw new InvalidRequest(`${field} must not contain line breaks or NUL (it is sent in an HTTP header); only a PEM key may span lines`, field);
   return new Secret(v);
 }
 

@@ -15,10 +15,7 @@ export async function encryptCredential(dataKey: CryptoKey, vaultId: number, key
   return seal(dataKey, new TextEncoder().encode(value.reveal()), credentialAad(vaultId, key)); // reveal: straight into AES-GCM
 }
 
-export async function decryptCredential(
-  dataKey: CryptoKey,
-  row: { vaultId: number; key: string; nonce: Uint8Array; ciphertext: Uint8Array },
-): Promise<Secret> {
+export async function decryptCredential(dataKey: CryptoKey, row: { vaultId: number; key: string; nonce: Uint8Array; ciphertext: Uint8Array }): Promise<Secret> {
   const plain = await open(dataKey, { nonce: row.nonce, ciphertext: row.ciphertext }, credentialAad(row.vaultId, row.key));
   return new Secret(new TextDecoder().decode(plain));
 }

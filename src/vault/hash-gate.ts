@@ -22,7 +22,8 @@ export function createHashGate(opts: { concurrency: number; queue: number }): Ha
         return await work();
       } finally {
         const next = waiting.shift();
-        if (next) next(); // hand our slot straight to the next waiter
+        if (next)
+          next(); // hand our slot straight to the next waiter
         else active--;
       }
     },

@@ -21,7 +21,13 @@ const aad = (vaultId: number, publicId: string) => encodeAad("broker", "held-req
 export async function sealDescription(d: Domain, vaultId: number, publicId: string, description: HeldDescription) {
   const sealed = await seal(d.dataKey, new TextEncoder().encode(JSON.stringify(description)), aad(vaultId, publicId));
   const q = description.target.indexOf("?");
-  return { target: q < 0 ? description.target : description.target.slice(0, q), headers: "[]", bodyPreview: null, sealedNonce: sealed.nonce, sealedDescription: sealed.ciphertext };
+  return {
+    target: q < 0 ? description.target : description.target.slice(0, q),
+    headers: "[]",
+    bodyPreview: null,
+    sealedNonce: sealed.nonce,
+    sealedDescription: sealed.ciphertext,
+  };
 }
 
 /** A row's description: opened when sealed, else (rows from before sealing) as stored. */

@@ -45,6 +45,25 @@ export * from "./schemas/index.ts";
 export * from "./limits.ts";
 export * from "./oidc.ts";
 export { createOidcClient, createTrustingFetch, OidcDiscoveryError, type OidcClaims, type OidcClient, type OidcClientOptions } from "./oidc-client.ts";
-export { ALWAYS_FRESH, createChangeFeed, REVALIDATE_MS, startChangeFeed, type Change, type ChangeFeed, type ChangeHandlers, type Freshness } from "./changes.ts";
-export { canonicalPath, describeRules, matchRule, needsApproval, parseRules, RULE_METHODS, type CanonicalPath, type Rules, type ServiceRule } from "./path-rules.ts";
+export {
+  ALWAYS_FRESH,
+  createChangeFeed,
+  REVALIDATE_MS,
+  startChangeFeed,
+  type Change,
+  type ChangeFeed,
+  type ChangeHandlers,
+  type Freshness,
+} from "./changes.ts";
+export {
+  canonicalPath,
+  describeRules,
+  matchRule,
+  needsApproval,
+  parseRules,
+  RULE_METHODS,
+  type CanonicalPath,
+  type Rules,
+  type ServiceRule,
+} from "./path-rules.ts";
 export { describeUrlAuth, readPathTemplate, readQueryParam, splitPathTemplate, VALUE_PLACEHOLDER } from "./url-auth.ts";

@@ -36,7 +36,8 @@ export async function createVaultInvite(d: Domain, p: Principal, open: OpenVault
   const body = (input ?? {}) as { email?: unknown; role?: unknown };
   let email: string | null = null;
   if (body.email !== undefined && body.email !== null) {
-    if (typeof body.email !== "string" || !/^[^\s@]{1,64}@[^\s@]+\.[^\s@]+$/.test(body.email.trim())) throw new InvalidRequest("email must be an email address", "email");
+    if (typeof body.email !== "string" || !/^[^\s@]{1,64}@[^\s@]+\.[^\s@]+$/.test(body.email.trim()))
+      throw new InvalidRequest("email must be an email address", "email");
     email = body.email.trim().toLowerCase();
   }
   const role = readRole(body.role, "member", open.role);
@@ -70,7 +71,11 @@ export async function createAgentInvite(d: Domain, p: Principal, open: OpenVault
     throw new InvalidRequest("token_ttl_seconds must be an integer from 60 to 315360000, or null for no expiry", "token_ttl_seconds");
   }
   let name: string;
-  if (body.name === undefined || body.name === null) name = `agent-${mintPublicId("").slice(0, 8).toLowerCase().replace(/[^a-z0-9]/g, "x")}`;
+  if (body.name === undefined || body.name === null)
+    name = `agent-${mintPublicId("")
+      .slice(0, 8)
+      .toLowerCase()
+      .replace(/[^a-z0-9]/g, "x")}`;
   else if (typeof body.name === "string" && NAME_PATTERN.test(body.name)) name = body.name;
   else throw new InvalidRequest("name must be 1-63 lower-case letters, digits or '-'", "name");
 
@@ -78,7 +83,8 @@ export async function createAgentInvite(d: Domain, p: Principal, open: OpenVault
   const row = await d.store.transaction(async (tx) => {
     const now = d.now();
     await assertRoom(tx, open.vault.id, "agent", now);
-    if ((await tx.agents.byName(name)) || (await tx.invites.pendingAgentName(name, now))) throw new Conflict(`an agent named ${name} already exists or is invited`);
+    if ((await tx.agents.byName(name)) || (await tx.invites.pendingAgentName(name, now)))
+      throw new Conflict(`an agent named ${name} already exists or is invited`);
     return tx.invites.create({
       publicId: mintPublicId("inv_"),
       tokenHash: minted.hash,

@@ -38,6 +38,7 @@ export function decodeParams(json: string): KdfParams {
   const ints = [p.iterations, p.memoryKiB, p.parallelism, p.hashLength];
   if (p.alg !== "argon2id" || !ints.every((n) => Number.isInteger(n) && (n as number) > 0)) throw new Error("unsupported KDF parameters");
   // Bounds stop a tampered row from making us allocate gigabytes or spin forever.
-  if ((p.memoryKiB as number) > 4 * 1024 * 1024 || (p.iterations as number) > 64 || (p.parallelism as number) > 64) throw new Error("KDF parameters out of range");
+  if ((p.memoryKiB as number) > 4 * 1024 * 1024 || (p.iterations as number) > 64 || (p.parallelism as number) > 64)
+    throw new Error("KDF parameters out of range");
   return Object.freeze(p as KdfParams);
 }

@@ -143,4 +143,3 @@ function sameRow(a: KeyringRow, b: KeyringRow): boolean {
   if (a.mode === "password" && b.mode === "password") return Buffer.from(a.wrappedKey).equals(b.wrappedKey) && Buffer.from(a.wrapNonce).equals(b.wrapNonce);
   return false;
 }
-

@@ -71,11 +71,17 @@ const AWS_NAME = /^[a-z0-9-]{1,64}$/;
  * credential key name. Unknown fields are refused: for a security setting a silently dropped field is
  * the worst answer.
  */
-export function readMintedAuth(type: MintedAuthType, a: Record<string, unknown>, field: string, readKey: (v: unknown, field: string) => string): MintedAuthFields {
+export function readMintedAuth(
+  type: MintedAuthType,
+  a: Record<string, unknown>,
+  field: string,
+  readKey: (v: unknown, field: string) => string,
+): MintedAuthFields {
   const shape = SHAPES[type];
   const known = new Set<string>(["type", ...shape.keys, ...shape.optionalKeys, ...shape.text]);
   for (const name of Object.keys(a)) {
-    if (!known.has(name)) throw new InvalidRequest(`${field}.${name} is not a field of ${type} (fields: ${[...known].filter((k) => k !== "type").join(", ")})`, `${field}.${name}`);
+    if (!known.has(name))
+      throw new InvalidRequest(`${field}.${name} is not a field of ${type} (fields: ${[...known].filter((k) => k !== "type").join(", ")})`, `${field}.${name}`);
   }
   const out: MintedAuthFields = {};
   for (const k of shape.keys) out[k] = readKey(a[k], `${field}.${k}`) as never;
@@ -84,7 +90,8 @@ export function readMintedAuth(type: MintedAuthType, a: Record<string, unknown>,
   if (type === "oauth2_client_credentials" || type === "oauth2_refresh") {
     out.token_url = readHttpsUrl(a.token_url, `${field}.token_url`);
     if (present("client_auth")) {
-      if (a.client_auth !== "basic" && a.client_auth !== "post") throw new InvalidRequest(`${field}.client_auth must be "basic" or "post"`, `${field}.client_auth`);
+      if (a.client_auth !== "basic" && a.client_auth !== "post")
+        throw new InvalidRequest(`${field}.client_auth must be "basic" or "post"`, `${field}.client_auth`);
       out.client_auth = a.client_auth;
     }
   }
@@ -100,23 +107,28 @@ export function readMintedAuth(type: MintedAuthType, a: Record<string, unknown>,
   if (type === "aws_sigv4") {
     for (const k of ["region", "service"] as const) {
       if (!present(k)) continue;
-      if (typeof a[k] !== "string" || !AWS_NAME.test(a[k] as string)) throw new InvalidRequest(`${field}.${k} must be lower-case letters, digits and '-' (e.g. ${k === "region" ? "us-east-1" : "s3"})`, `${field}.${k}`);
+      if (typeof a[k] !== "string" || !AWS_NAME.test(a[k] as string))
+        throw new InvalidRequest(`${field}.${k} must be lower-case letters, digits and '-' (e.g. ${k === "region" ? "us-east-1" : "s3"})`, `${field}.${k}`);
       out[k] = a[k] as string;
     }
   }
   if (type === "github_app") {
-    if (typeof a.app_id !== "string" && typeof a.app_id !== "number") throw new InvalidRequest(`${field}.app_id must be the app's id (e.g. "123456") or client id`, `${field}.app_id`);
+    if (typeof a.app_id !== "string" && typeof a.app_id !== "number")
+      throw new InvalidRequest(`${field}.app_id must be the app's id (e.g. "123456") or client id`, `${field}.app_id`);
     out.app_id = String(a.app_id);
-    if (!/^[A-Za-z0-9.]{1,64}$/.test(out.app_id)) throw new InvalidRequest(`${field}.app_id must be the app's id (e.g. "123456") or client id`, `${field}.app_id`);
+    if (!/^[A-Za-z0-9.]{1,64}$/.test(out.app_id))
+      throw new InvalidRequest(`${field}.app_id must be the app's id (e.g. "123456") or client id`, `${field}.app_id`);
     out.installation_id = String(a.installation_id ?? "");
-    if (!/^\d{1,20}$/.test(out.installation_id)) throw new InvalidRequest(`${field}.installation_id must be the installation's numeric id`, `${field}.installation_id`);
+    if (!/^\d{1,20}$/.test(out.installation_id))
+      throw new InvalidRequest(`${field}.installation_id must be the installation's numeric id`, `${field}.installation_id`);
     if (present("api_url")) out.api_url = readHttpsUrl(a.api_url, `${field}.api_url`).replace(/\/+$/, "");
   }
   return out;
 }
 
 function readText(v: unknown, field: string, max: number): string {
-  if (typeof v !== "string" || v.length > max || /[\0-\x1f\x7f]/.test(v)) throw new InvalidRequest(`${field} must be text of at most ${max} characters without control characters`, field);
+  if (typeof v !== "string" || v.length > max || /[\0-\x1f\x7f]/.test(v))
+    throw new InvalidRequest(`${field} must be text of at most ${max} characters without control characters`, field);
   return v;
 }
 

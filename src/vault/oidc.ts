@@ -28,10 +28,7 @@ export class OidcFailed extends Unauthorized {
   }
 }
 
-export type OidcStart =
-  | { purpose: "login"; returnTo?: string }
-  | { purpose: "link"; userId: number }
-  | { purpose: "cli"; cliPort: number; cliNonce: string };
+export type OidcStart = { purpose: "login"; returnTo?: string } | { purpose: "link"; userId: number } | { purpose: "cli"; cliPort: number; cliNonce: string };
 
 export type OidcOutcome =
   | { purpose: "login"; user: UserRow; token: Secret; returnTo: string } // SECRET: token never logged
@@ -182,7 +179,8 @@ async function linkIdentity(d: Domain, claims: OidcClaims, userId: number | null
     if (!user) return undefined;
     const known = await tx.identities.bySubject(claims.issuer, claims.subject);
     if (known && known.userId !== userId) return undefined; // someone else's identity
-    if (!known) await tx.identities.create({ userId, issuer: claims.issuer, subject: claims.subject, email: (claims.email ?? "").toLowerCase(), createdAt: d.now() });
+    if (!known)
+      await tx.identities.create({ userId, issuer: claims.issuer, subject: claims.subject, email: (claims.email ?? "").toLowerCase(), createdAt: d.now() });
     return { purpose: "link" as const, user };
   });
 }

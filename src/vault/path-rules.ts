@@ -16,7 +16,9 @@ export type Rules = readonly ServiceRule[];
 export const RULE_METHODS: readonly string[] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 const LIMITS = { rules: 32, perRule: 16, pathChars: 512 };
 
-export type CanonicalPath = { readonly ok: true; readonly path: string; readonly segments: readonly string[] } | { readonly ok: false; readonly reason: string };
+export type CanonicalPath =
+  | { readonly ok: true; readonly path: string; readonly segments: readonly string[] }
+  | { readonly ok: false; readonly reason: string };
 
 /** Characters a path segment keeps literally (RFC 3986 pchar minus `;`); everything else is %XX. */
 const LITERAL = /^[A-Za-z0-9\-._~!$&'()*+,=:@]$/;
@@ -134,7 +136,8 @@ export function parseRules(input: unknown, field = "rules"): Rules | undefined {
     if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new InvalidRequest(`${at} must be {"methods": [...], "paths": [...]}`, at);
     const unknown = Object.keys(raw).find((k) => k !== "methods" && k !== "paths" && k !== "approve");
     if (unknown) throw new InvalidRequest(`${at}.${unknown} is not a rule field (methods, paths, approve)`, `${at}.${unknown}`);
-    if (r.approve !== undefined && r.approve !== "each") throw new InvalidRequest(`${at}.approve must be "each" (a human approves every matching request) or left out`, `${at}.approve`);
+    if (r.approve !== undefined && r.approve !== "each")
+      throw new InvalidRequest(`${at}.approve must be "each" (a human approves every matching request) or left out`, `${at}.approve`);
     const methods = readList(r.methods, `${at}.methods`).map((m, j) => {
       const upper = typeof m === "string" ? m.toUpperCase() : "";
       if (!RULE_METHODS.includes(upper)) throw new InvalidRequest(`${at}.methods[${j}] must be one of ${RULE_METHODS.join(", ")}`, `${at}.methods[${j}]`);
@@ -186,7 +189,10 @@ function looseShapes(segments: readonly string[]): (readonly string[])[] {
   let bare = trimmed.at(-1) ?? "";
   for (let before = ""; before !== bare; ) {
     before = bare;
-    bare = bare.trim().replace(/\.+$/, "").replace(/(?<=.)\.[a-z0-9]{1,10}$/, "");
+    bare = bare
+      .trim()
+      .replace(/\.+$/, "")
+      .replace(/(?<=.)\.[a-z0-9]{1,10}$/, "");
   }
   const shapes: (readonly string[])[] = [given];
   if (trimmed !== given) shapes.push(trimmed);
@@ -200,7 +206,9 @@ const folded = new WeakMap<ServiceRule, PatternSegment[][]>();
 function foldedPatterns(rule: ServiceRule): PatternSegment[][] {
   let patterns = folded.get(rule);
   if (!patterns) {
-    patterns = rule.paths.map((p, j) => compilePattern(p, `paths[${j}]`).map((seg) => (seg.kind === "literal" ? { kind: "literal", value: seg.value.toLowerCase() } : seg)));
+    patterns = rule.paths.map((p, j) =>
+      compilePattern(p, `paths[${j}]`).map((seg) => (seg.kind === "literal" ? { kind: "literal", value: seg.value.toLowerCase() } : seg)),
+    );
     folded.set(rule, patterns);
   }
   return patterns;
@@ -216,5 +224,7 @@ function ruleMatches(rule: ServiceRule, method: string, segments: readonly strin
 /** In plain words: "GET and HEAD on /repos/*\/issues/**; POST on /a or /b". */
 export function describeRules(rules: Rules): string {
   const words = (items: readonly string[], last: string) => (items.length <= 1 ? items.join("") : `${items.slice(0, -1).join(", ")} ${last} ${items.at(-1)}`);
-  return rules.map((r) => `${words(r.methods, "and")} on ${words(r.paths, "or")}${r.approve === "each" ? " (each request approved by a human)" : ""}`).join("; ");
+  return rules
+    .map((r) => `${words(r.methods, "and")} on ${words(r.paths, "or")}${r.approve === "each" ? " (each request approved by a human)" : ""}`)
+    .join("; ");
 }

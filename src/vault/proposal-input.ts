@@ -66,7 +66,8 @@ export function readProposal(input: unknown): ProposalInput {
   if (!Array.isArray(rawServices)) throw new InvalidRequest("services must be a list", "services");
   if (!Array.isArray(rawSlots)) throw new InvalidRequest("credentials must be a list", "credentials");
   if (rawServices.length > LIMITS.servicesPerProposal) throw new InvalidRequest(`at most ${LIMITS.servicesPerProposal} services per proposal`, "services");
-  if (rawSlots.length > LIMITS.credentialsPerProposal) throw new InvalidRequest(`at most ${LIMITS.credentialsPerProposal} credential slots per proposal`, "credentials");
+  if (rawSlots.length > LIMITS.credentialsPerProposal)
+    throw new InvalidRequest(`at most ${LIMITS.credentialsPerProposal} credential slots per proposal`, "credentials");
   if (rawServices.length === 0 && rawSlots.length === 0) throw new InvalidRequest("a proposal needs at least one service or credential slot", "services");
 
   const services = rawServices.map((raw, i): ProposedService => {
@@ -93,8 +94,16 @@ export function readProposal(input: unknown): ProposalInput {
       obtain_instructions: readText(c.obtain_instructions, `${f}.obtain_instructions`, TEXT_LIMITS.obtain_instructions),
     };
   });
-  assertUnique(services.map((s) => s.host), "services", "host");
-  assertUnique(credentials.map((c) => c.key), "credentials", "key");
+  assertUnique(
+    services.map((s) => s.host),
+    "services",
+    "host",
+  );
+  assertUnique(
+    credentials.map((c) => c.key),
+    "credentials",
+    "key",
+  );
   return {
     services,
     credentials,
@@ -118,7 +127,10 @@ export function assertKeysResolve(p: ProposalInput, existing: readonly string[])
     // Static types name one key (auth.token); the minted ones several (client_id, refresh_token, private_key…).
     for (const [field, key] of authKeyFields(s.auth)) {
       if (available.has(key)) continue;
-      throw new InvalidRequest(`services[${i}].auth.${field} names ${key}, which is neither a credential slot in this proposal nor an existing credential`, `services[${i}].auth.${field}`);
+      throw new InvalidRequest(
+        `services[${i}].auth.${field} names ${key}, which is neither a credential slot in this proposal nor an existing credential`,
+        `services[${i}].auth.${field}`,
+      );
     }
   });
 }

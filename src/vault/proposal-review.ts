@@ -27,7 +27,11 @@ export interface ProposalReview extends ProposalView {
 export async function requesterOf(d: Domain, row: ProposalRow): Promise<{ name: string; kind: ProposalReview["requested_by_kind"]; role: VaultRole | null }> {
   const who = await nameRequester(d, row.createdBy, row.viaSession);
   const id = Number(/:(\d{1,15})$/.exec(row.createdBy)?.[1] ?? NaN);
-  const role = row.createdBy.startsWith("agent:") ? await d.store.access.grantRole(row.vaultId, id) : row.createdBy.startsWith("user:") ? await d.store.access.memberRole(row.vaultId, id) : undefined;
+  const role = row.createdBy.startsWith("agent:")
+    ? await d.store.access.grantRole(row.vaultId, id)
+    : row.createdBy.startsWith("user:")
+      ? await d.store.access.memberRole(row.vaultId, id)
+      : undefined;
   return { ...who, role: role ?? null };
 }
 
@@ -71,7 +75,8 @@ export async function reissueApprovalLink(d: Domain, open: OpenVault, row: Propo
   if (row.vaultId !== open.vault.id) throw new NotFound("no such proposal");
   const minted = mintToken("approval");
   const expiresAt = d.now() + LIMITS.approvalTokenTtlMs;
-  if (!(await d.store.proposals.renewApprovalToken(row.id, minted.hash, expiresAt))) throw new Conflict("this proposal was already decided; only a pending proposal has an approval link");
+  if (!(await d.store.proposals.renewApprovalToken(row.id, minted.hash, expiresAt)))
+    throw new Conflict("this proposal was already decided; only a pending proposal has an approval link");
   // reveal: the read-only approval token goes into the link shown once to the person who asked for it
   return { id: row.id, approval_url: `${d.publicUrl}/approve/${row.id}?token=${minted.token.reveal()}`, expires_at: iso(expiresAt) };
 }

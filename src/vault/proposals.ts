@@ -115,7 +115,11 @@ export async function proposalByApprovalToken(d: Domain, id: number, rawToken: s
  * Existing credentials that `services` would send to a host they do not go to today: the warning
  * the approval page and the console's service forms show before a person confirms.
  */
-export async function newHostUses(d: Domain, vaultId: number, services: readonly { host: string; auth: ServiceAuth }[]): Promise<{ key: string; host: string }[]> {
+export async function newHostUses(
+  d: Domain,
+  vaultId: number,
+  services: readonly { host: string; auth: ServiceAuth }[],
+): Promise<{ key: string; host: string }[]> {
   const existingKeys = new Set(await d.store.credentials.keys(vaultId));
   const current = await d.store.services.list(vaultId);
   const uses: { key: string; host: string }[] = [];
@@ -151,10 +155,13 @@ function keyDestinations(s: { host: string; auth: ServiceAuth }): [string, strin
 export async function approvalWarnings(d: Domain, row: ProposalRow): Promise<string[]> {
   const services = JSON.parse(row.services) as ProposedService[];
   const current = await d.store.services.list(row.vaultId);
-  const warnings = (await newHostUses(d, row.vaultId, services)).map(({ key, host }) => `This proposal sends your existing credential ${key} to a new host, ${host}.`);
+  const warnings = (await newHostUses(d, row.vaultId, services)).map(
+    ({ key, host }) => `This proposal sends your existing credential ${key} to a new host, ${host}.`,
+  );
   for (const s of services) {
     const replaced = current.find((c) => c.host === s.host);
-    if (replaced && authKeys(viewService(replaced).auth).join() !== authKeys(s.auth).join()) warnings.push(`This proposal replaces the existing service for ${s.host}.`);
+    if (replaced && authKeys(viewService(replaced).auth).join() !== authKeys(s.auth).join())
+      warnings.push(`This proposal replaces the existing service for ${s.host}.`);
     if (!replaced) continue;
     // Narrower or wider rules are shown beside each host; dropping them all is worth a warning of its own.
     const now = storedRules(replaced);
@@ -167,7 +174,13 @@ export async function approvalWarnings(d: Domain, row: ProposalRow): Promise<str
  * Applies a pending proposal: a value for every slot (optional for keys that already exist),
  * services and credentials written and the status set in one transaction.
  */
-export async function approveProposal(d: Domain, p: Principal, row: ProposalRow, values: Record<string, unknown>, decided: ApprovalChoices = {}): Promise<void> {
+export async function approveProposal(
+  d: Domain,
+  p: Principal,
+  row: ProposalRow,
+  values: Record<string, unknown>,
+  decided: ApprovalChoices = {},
+): Promise<void> {
   if (p.kind !== "user") throw new PermissionDenied("only a human with a user session can approve proposals");
   const slots = JSON.parse(row.credentials) as ProposedSlot[];
   const services = withChosenRules(JSON.parse(row.services) as ProposedService[], decided.rules);

@@ -90,10 +90,14 @@ export function createRequestApprovalGate(d: Domain): RequestApprovalGate {
       const now = d.now();
       const pending = await tx.requestApprovals.countPending(held.vault.id, now, held.principal);
       if (pending.principal >= LIMITS.pendingRequestApprovalsPerPrincipal) {
-        throw new Conflict(`${LIMITS.pendingRequestApprovalsPerPrincipal} of your requests already await a human in vault ${held.vault.name}; wait for some to be decided (or to expire) before sending more`);
+        throw new Conflict(
+          `${LIMITS.pendingRequestApprovalsPerPrincipal} of your requests already await a human in vault ${held.vault.name}; wait for some to be decided (or to expire) before sending more`,
+        );
       }
       if (pending.vault >= LIMITS.pendingRequestApprovalsPerVault) {
-        throw new Conflict(`vault ${held.vault.name} already has ${LIMITS.pendingRequestApprovalsPerVault} requests awaiting a human; wait for some to be decided`);
+        throw new Conflict(
+          `vault ${held.vault.name} already has ${LIMITS.pendingRequestApprovalsPerVault} requests awaiting a human; wait for some to be decided`,
+        );
       }
       return tx.requestApprovals.create({
         publicId,
@@ -122,7 +126,8 @@ export function createRequestApprovalGate(d: Domain): RequestApprovalGate {
     if (state === "pending") return new ApprovalRequired(links(row, vault));
     if (state === "denied" && row.expiresAt > now) return new ApprovalRefused("approval_denied", links(row, vault));
     // Told once: the retry after that asks a human again.
-    if (state === "expired" && row.state !== "expired" && (await d.store.requestApprovals.expire(row.id, now))) return new ApprovalRefused("approval_expired", links(row, vault));
+    if (state === "expired" && row.state !== "expired" && (await d.store.requestApprovals.expire(row.id, now)))
+      return new ApprovalRefused("approval_expired", links(row, vault));
     return undefined;
   }
 

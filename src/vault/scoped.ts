@@ -56,7 +56,14 @@ export async function listScopedSessions(d: Domain, p: Principal, vaultName: str
   const open = await openVault(d, p, readVaultName(vaultName), "read", xVault);
   const rows = await d.store.sessions.activeScopedForVault(open.vault.id, d.now());
   const visible = open.role === "admin" && p.kind !== "scoped" ? rows : rows.filter((r) => mintedBy(p, r) || r.id === p.sessionId);
-  return visible.map((r) => ({ id: r.publicId, vault: open.vault.name, role: r.role, created_at: iso(r.createdAt), expires_at: r.expiresAt === null ? null : iso(r.expiresAt), contained: r.contained }));
+  return visible.map((r) => ({
+    id: r.publicId,
+    vault: open.vault.name,
+    role: r.role,
+    created_at: iso(r.createdAt),
+    expires_at: r.expiresAt === null ? null : iso(r.expiresAt),
+    contained: r.contained,
+  }));
 }
 
 export async function revokeScopedSession(d: Domain, p: Principal, publicId: string): Promise<void> {

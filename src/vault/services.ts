@@ -11,7 +11,15 @@ import { parseHostPattern } from "./hosts.ts";
 import { requireInVault, type OpenVault } from "./vaults.ts";
 import { parseRules, type Rules } from "./path-rules.ts";
 import { readPathTemplate, readQueryParam } from "./url-auth.ts";
-import { isMintedAuthType, mintedAuthConfig, mintedAuthKeyFields, MINTED_AUTH_TYPES, parseMintedAuthConfig, readMintedAuth, type MintedAuthFields } from "./minted-auth.ts";
+import {
+  isMintedAuthType,
+  mintedAuthConfig,
+  mintedAuthKeyFields,
+  MINTED_AUTH_TYPES,
+  parseMintedAuthConfig,
+  readMintedAuth,
+  type MintedAuthFields,
+} from "./minted-auth.ts";
 
 export interface ServiceAuth extends MintedAuthFields {
   type: AuthType;
@@ -37,7 +45,22 @@ export interface ServiceView {
 const AUTH_TYPES: readonly AuthType[] = ["bearer", "basic", "header", "query", "path", "passthrough", ...MINTED_AUTH_TYPES];
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/;
 /** Headers the broker owns or that frame the message: never a credential slot. */
-const RESERVED_HEADERS = new Set(["host", "content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "te", "trailer", "proxy-authorization", "proxy-authenticate", "proxy-connection", "x-vault", "cookie", "set-cookie"]);
+const RESERVED_HEADERS = new Set([
+  "host",
+  "content-length",
+  "transfer-encoding",
+  "connection",
+  "keep-alive",
+  "upgrade",
+  "te",
+  "trailer",
+  "proxy-authorization",
+  "proxy-authenticate",
+  "proxy-connection",
+  "x-vault",
+  "cookie",
+  "set-cookie",
+]);
 
 export function readAuth(v: unknown, field = "auth"): ServiceAuth {
   const a = (v ?? {}) as Record<string, unknown>;
@@ -61,7 +84,8 @@ export function readAuth(v: unknown, field = "auth"): ServiceAuth {
   }
   const auth: ServiceAuth = { type, token, header: a.header.toLowerCase() };
   if (a.prefix !== undefined && a.prefix !== null && a.prefix !== "") {
-    if (typeof a.prefix !== "string" || a.prefix.length > 64 || /[\r\n\0]/.test(a.prefix)) throw new InvalidRequest(`${field}.prefix must be short text without line breaks`, `${field}.prefix`);
+    if (typeof a.prefix !== "string" || a.prefix.length > 64 || /[\r\n\0]/.test(a.prefix))
+      throw new InvalidRequest(`${field}.prefix must be short text without line breaks`, `${field}.prefix`);
     auth.prefix = a.prefix;
   }
   return auth;
@@ -144,7 +168,14 @@ export async function addService(d: Domain, open: OpenVault, input: unknown): Pr
   requireInVault(open, "write_secrets");
   const body = (input ?? {}) as Record<string, unknown>;
   const host = parseHostPattern(body.host, { allowIp: true }).text;
-  const row = toRow(open.vault.id, host, readDescription(body.description), readAuth(body.auth), body.enabled === undefined ? true : readEnabled(body.enabled), parseRules(body.rules));
+  const row = toRow(
+    open.vault.id,
+    host,
+    readDescription(body.description),
+    readAuth(body.auth),
+    body.enabled === undefined ? true : readEnabled(body.enabled),
+    parseRules(body.rules),
+  );
   await d.store.transaction(async (tx) => {
     if (await tx.services.get(open.vault.id, host)) throw new Conflict(`a service for ${host} already exists; update it instead`);
     await tx.services.put(row, d.now());

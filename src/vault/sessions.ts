@@ -44,7 +44,11 @@ async function assertAgentSessionRoom(repos: Repos, agentId: number, now: number
   }
 }
 
-async function insertSession(repos: Repos, s: Pick<SessionRow, "kind" | "userId" | "agentId" | "vaultId" | "role" | "expiresAt"> & { contained?: boolean }, now: number) {
+async function insertSession(
+  repos: Repos,
+  s: Pick<SessionRow, "kind" | "userId" | "agentId" | "vaultId" | "role" | "expiresAt"> & { contained?: boolean },
+  now: number,
+) {
   const minted = mintToken(s.kind === "agent" ? "agent" : "session");
   const row = await repos.sessions.create({ ...s, publicId: mintPublicId("ses_"), tokenHash: minted.hash, createdAt: now, lastSeenAt: now });
   return { token: minted.token, row };
@@ -175,7 +179,16 @@ async function toPrincipal(store: Store, row: SessionRow): Promise<Principal> {
   if (row.kind === "scoped" && row.vaultId !== null && row.role) {
     // Rate limits key on `id`: a scoped session counts against whoever minted it, so minting many cannot multiply a budget.
     const id = row.userId !== null ? `user:${row.userId}` : `agent:${row.agentId}`;
-    return { kind: "scoped", id, vaultId: row.vaultId, role: row.role as VaultRole, userId: row.userId, agentId: row.agentId, contained: row.contained, ...base };
+    return {
+      kind: "scoped",
+      id,
+      vaultId: row.vaultId,
+      role: row.role as VaultRole,
+      userId: row.userId,
+      agentId: row.agentId,
+      contained: row.contained,
+      ...base,
+    };
   }
   throw new Unauthorized();
 }

@@ -14,7 +14,8 @@ const TEMPLATE_MAX = 128;
 
 /** A query parameter name (letters, digits, _ . ~ -): any other spelling would need escaping to compare. */
 export function readQueryParam(v: unknown, field: string): string {
-  if (typeof v !== "string" || !QUERY_PARAM.test(v)) throw new InvalidRequest(`${field} must be a query parameter name of letters, digits, _ . ~ or - (at most 64)`, field);
+  if (typeof v !== "string" || !QUERY_PARAM.test(v))
+    throw new InvalidRequest(`${field} must be a query parameter name of letters, digits, _ . ~ or - (at most 64)`, field);
   return v;
 }
 
@@ -30,7 +31,8 @@ export function readPathTemplate(v: unknown, field: string): string {
   if (!v.startsWith("/")) throw fail("must start with /");
   if (v.split(VALUE_PLACEHOLDER).length !== 2) throw fail(`must hold ${VALUE_PLACEHOLDER} exactly once`);
   if (v.endsWith("/")) throw fail("must not end with / (the agent's path, which starts with /, follows it)");
-  if (!TEMPLATE_CHARS.test(v.replace(VALUE_PLACEHOLDER, ""))) throw fail("may hold only letters, digits, / and - . _ ~ ! $ & ' ( ) * + , = : @ besides {value}");
+  if (!TEMPLATE_CHARS.test(v.replace(VALUE_PLACEHOLDER, "")))
+    throw fail("may hold only letters, digits, / and - . _ ~ ! $ & ' ( ) * + , = : @ besides {value}");
   for (const segment of v.slice(1).split("/")) {
     if (segment === "") throw fail("must not hold empty segments (//)");
     if (segment === "." || segment === "..") throw fail("must not hold dot segments (. or ..)");

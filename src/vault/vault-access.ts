@@ -30,7 +30,13 @@ export interface VaultAccessCache {
  * read the store (DESIGN.md §3.11). Only grants are cached, never refusals; every write that
  * could narrow access (vault changes, deletions, revocations) clears it.
  */
-export function createVaultAccessCache(opts: { now: () => number; ttlMs?: number; max?: number; freshness?: Freshness; outageGraceMs?: number }): VaultAccessCache {
+export function createVaultAccessCache(opts: {
+  now: () => number;
+  ttlMs?: number;
+  max?: number;
+  freshness?: Freshness;
+  outageGraceMs?: number;
+}): VaultAccessCache {
   const entries = new Map<string, { grant: VaultGrant; at: number }>();
   const names = new Map<number, string>();
   const ttl = opts.ttlMs ?? 5_000;

@@ -122,7 +122,8 @@ export function describeVault(open: VaultGrant) {
 export async function updateVault(d: Domain, open: OpenVault, input: unknown) {
   const body = (input ?? {}) as { unmatched_hosts?: unknown };
   if (body.unmatched_hosts !== undefined) {
-    if (body.unmatched_hosts !== "tunnel" && body.unmatched_hosts !== "deny") throw new InvalidRequest("unmatched_hosts must be tunnel or deny", "unmatched_hosts");
+    if (body.unmatched_hosts !== "tunnel" && body.unmatched_hosts !== "deny")
+      throw new InvalidRequest("unmatched_hosts must be tunnel or deny", "unmatched_hosts");
     await d.store.vaults.setUnmatchedHosts(open.vault.id, body.unmatched_hosts);
     d.onVaultChange?.(open.vault.id);
   }

@@ -64,7 +64,8 @@ function requireWebhookAdmin(open: OpenVault): void {
 export function readWebhookInput(body: unknown): { url: string; format: WebhookFormat } {
   if (typeof body !== "object" || body === null || Array.isArray(body)) throw new InvalidRequest("expected a JSON object with url", "url");
   const b = body as Record<string, unknown>;
-  if (typeof b.url !== "string" || b.url.length === 0 || b.url.length > MAX_URL_LENGTH) throw new InvalidRequest(`url must be an http(s) URL of at most ${MAX_URL_LENGTH} characters`, "url");
+  if (typeof b.url !== "string" || b.url.length === 0 || b.url.length > MAX_URL_LENGTH)
+    throw new InvalidRequest(`url must be an http(s) URL of at most ${MAX_URL_LENGTH} characters`, "url");
   let url: URL;
   try {
     url = new URL(b.url);
@@ -97,10 +98,19 @@ export async function addWebhook(d: Domain, open: OpenVault, body: unknown): Pro
   const secret = new Secret(WEBHOOK_SECRET_PREFIX + Buffer.from(randomBytes(32)).toString("base64url"));
   const sealed = await seal(d.dataKey, new TextEncoder().encode(secret.reveal()), secretAad(open.vault.id, input.url)); // reveal: straight into AES-GCM
   const row = await d.store.transaction(async (tx) => {
-    if ((await tx.webhooks.count(open.vault.id)) >= MAX_WEBHOOKS_PER_VAULT) throw new Conflict(`vault ${open.vault.name} already has ${MAX_WEBHOOKS_PER_VAULT} webhooks; remove one first`);
+    if ((await tx.webhooks.count(open.vault.id)) >= MAX_WEBHOOKS_PER_VAULT)
+      throw new Conflict(`vault ${open.vault.name} already has ${MAX_WEBHOOKS_PER_VAULT} webhooks; remove one first`);
     if ((await tx.webhooks.list(open.vault.id)).some((w) => w.url === input.url)) throw new Conflict("this vault already has a webhook with that url");
     const createdBy = open.principal.kind === "user" ? open.principal.userId : null;
-    return tx.webhooks.create({ vaultId: open.vault.id, url: input.url, format: input.format, secretNonce: sealed.nonce, secretCiphertext: sealed.ciphertext, createdBy, createdAt: d.now() });
+    return tx.webhooks.create({
+      vaultId: open.vault.id,
+      url: input.url,
+      format: input.format,
+      secretNonce: sealed.nonce,
+      secretCiphertext: sealed.ciphertext,
+      createdBy,
+      createdAt: d.now(),
+    });
   });
   return { webhook: viewWebhook(row), secret };
 }

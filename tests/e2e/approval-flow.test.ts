@@ -138,14 +138,16 @@ describe("agent protocol with a human in a real browser", () => {
       // A session the owner minted (vault run) files as its minter, and the page says it was that session.
       expect((await page.locator("#requester").textContent())!.replace(/\s+/g, " ")).toContain(`Requested by a broker vault run session of ${OWNER.email}`);
       expect(await page.locator("time").first().textContent()).toMatch(/^in \d+ (day|hour|minute)s?$/);
-      if (process.env.UPDATE_SCREENSHOTS === "1") await page.screenshot({ path: join(import.meta.dir, "..", "..", "docs", "screenshots", "approval.png"), fullPage: true });
+      if (process.env.UPDATE_SCREENSHOTS === "1")
+        await page.screenshot({ path: join(import.meta.dir, "..", "..", "docs", "screenshots", "approval.png"), fullPage: true });
       await page.fill("input[name=value_UPSTREAM_TOKEN]", secret);
       await page.getByRole("button", { name: "Allow" }).click();
       await page.locator("#notice").waitFor();
       expect(await page.locator("#notice").textContent()).toStartWith("Approved");
       // Post-redirect-get: the result is the page itself, not the /decide URL, and a reload re-posts nothing.
       expect(page.url()).not.toContain("/decide");
-      if (process.env.UPDATE_SCREENSHOTS === "1") await page.screenshot({ path: join(import.meta.dir, "..", "..", "docs", "screenshots", "approval-result.png"), fullPage: true });
+      if (process.env.UPDATE_SCREENSHOTS === "1")
+        await page.screenshot({ path: join(import.meta.dir, "..", "..", "docs", "screenshots", "approval-result.png"), fullPage: true });
       expect(await page.locator("#status").textContent()).toBe("applied");
       html = await page.content();
     } finally {

@@ -15,5 +15,14 @@ for (const Range of JSON.parse(ranges) as string[]) {
   const got = await client.send(new GetObjectCommand({ Bucket, Key, Range }));
   const bytes = await got.Body!.transformToByteArray();
   const sha256 = createHash("sha256").update(bytes).digest("hex");
-  console.log(JSON.stringify({ range: Range, status: got.$metadata.httpStatusCode, contentRange: got.ContentRange, contentLength: got.ContentLength, length: bytes.byteLength, sha256 }));
+  console.log(
+    JSON.stringify({
+      range: Range,
+      status: got.$metadata.httpStatusCode,
+      contentRange: got.ContentRange,
+      contentLength: got.ContentLength,
+      length: bytes.byteLength,
+      sha256,
+    }),
+  );
 }

@@ -53,7 +53,12 @@ function expectVerified(rec: AwsRecord): void {
 
 type Via = "proxy" | "tunnel";
 
-async function send(via: Via, method: string, target: string, init: { body?: BodyInit; headers?: Record<string, string> } = {}): Promise<{ res: AgentAnswer; rec: AwsRecord }> {
+async function send(
+  via: Via,
+  method: string,
+  target: string,
+  init: { body?: BodyInit; headers?: Record<string, string> } = {},
+): Promise<{ res: AgentAnswer; rec: AwsRecord }> {
   const before = aws.records.length;
   const headers = { ...PLACEHOLDER, ...init.headers };
   const res =
@@ -61,7 +66,10 @@ async function send(via: Via, method: string, target: string, init: { body?: Bod
       ? await broker.proxy(host, target, { method, headers, body: init.body })
       : await fetch(`https://${host}${target}`, {
           method,
-          headers: { ...headers, authorization: `AWS4-HMAC-SHA256 Credential=placeholder/20000101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=${"0".repeat(64)}` },
+          headers: {
+            ...headers,
+            authorization: `AWS4-HMAC-SHA256 Credential=placeholder/20000101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=${"0".repeat(64)}`,
+          },
           body: init.body,
           proxy: proxyUrl,
           tls: { ca: brokerCa },
@@ -85,7 +93,18 @@ function widened(range: string): string {
   return `bytes=${Math.max(0, Number(m[1]) - K)}-${m[2] === "" ? "" : Number(m[2]) + K}`;
 }
 
-const RANGES = ["bytes=0-999", "bytes=0-0", "bytes=150000-160000", `bytes=${SIZE - 200}-${SIZE - 1}`, `bytes=${SIZE - 5000}-`, "bytes=-5000", "bytes=-1", `bytes=${SIZE - 100}-${SIZE + 5000}`, `bytes=${SIZE - 1}-`, "bytes=3000-3099"];
+const RANGES = [
+  "bytes=0-999",
+  "bytes=0-0",
+  "bytes=150000-160000",
+  `bytes=${SIZE - 200}-${SIZE - 1}`,
+  `bytes=${SIZE - 5000}-`,
+  "bytes=-5000",
+  "bytes=-1",
+  `bytes=${SIZE - 100}-${SIZE + 5000}`,
+  `bytes=${SIZE - 1}-`,
+  "bytes=3000-3099",
+];
 
 describe.skipIf(!python)("aws_sigv4 ranged reads", () => {
   beforeAll(async () => {
@@ -97,7 +116,14 @@ describe.skipIf(!python)("aws_sigv4 ranged reads", () => {
     await broker.setCredential("AWS_ACCESS_KEY_ID", AKID);
     await broker.setCredential("AWS_SECRET_ACCESS_KEY", SECRET);
     await broker.setCredential("AWS_SESSION_TOKEN", TOKEN);
-    const auth = { type: "aws_sigv4", access_key_id: "AWS_ACCESS_KEY_ID", secret_access_key: "AWS_SECRET_ACCESS_KEY", session_token: "AWS_SESSION_TOKEN", region: "us-east-1", service: "s3" };
+    const auth = {
+      type: "aws_sigv4",
+      access_key_id: "AWS_ACCESS_KEY_ID",
+      secret_access_key: "AWS_SECRET_ACCESS_KEY",
+      session_token: "AWS_SESSION_TOKEN",
+      region: "us-east-1",
+      service: "s3",
+    };
     await broker.addService(host, auth);
     await broker.addService(`s3.test:${aws.port}`, auth);
     brokerCa = await (await fetch(`${broker.apiUrl}/v1/ca.pem`)).text();
@@ -142,7 +168,11 @@ describe.skipIf(!python)("aws_sigv4 ranged reads", () => {
         const head = await send(via, "HEAD", "/ranges/object.bin", { headers: { range: "bytes=100-199" } });
         expectVerified(head.rec);
         expect(head.rec.range).toBe(widened("bytes=100-199"));
-        expect({ status: head.res.status, cr: head.res.headers["content-range"], cl: head.res.headers["content-length"] }).toEqual({ status: 206, cr: `bytes 100-199/${SIZE}`, cl: "100" });
+        expect({ status: head.res.status, cr: head.res.headers["content-range"], cl: head.res.headers["content-length"] }).toEqual({
+          status: 206,
+          cr: `bytes 100-199/${SIZE}`,
+          cl: "100",
+        });
       });
 
       test("a range past the end: 416, whether the widened range reached the object or not", async () => {
@@ -164,7 +194,13 @@ describe.skipIf(!python)("aws_sigv4 ranged reads", () => {
 
       test("an object echoing the access key id, read in ranges that split it: none of it, same lengths, offsets intact", async () => {
         const whole = Buffer.from(`${".".repeat(ECHO_AT)}${AKID}${".".repeat(300)}`, "latin1");
-        const ranges = [`bytes=${ECHO_AT - 10}-${ECHO_AT + 9}`, `bytes=${ECHO_AT + 10}-${ECHO_AT + 29}`, `bytes=${ECHO_AT + 10}-`, `bytes=-${300 + 10}`, "bytes=0-"];
+        const ranges = [
+          `bytes=${ECHO_AT - 10}-${ECHO_AT + 9}`,
+          `bytes=${ECHO_AT + 10}-${ECHO_AT + 29}`,
+          `bytes=${ECHO_AT + 10}-`,
+          `bytes=-${300 + 10}`,
+          "bytes=0-",
+        ];
         for (let i = ECHO_AT - 2; i < ECHO_AT + AKID.length + 2; i++) ranges.push(`bytes=${i}-${i}`);
         const sent = [];
         for (const range of ranges) sent.push({ range, ...(await send(via, "GET", ECHO_TARGET, { headers: { range } })) });
@@ -220,7 +256,10 @@ describe.skipIf(!python)("aws_sigv4 ranged reads", () => {
     const records = aws.records.slice(before);
     for (const rec of records) expectVerified(rec);
     expect(records.map((r) => r.range)).toEqual(ranges.map(widened));
-    const lines = out.trim().split("\n").map((l) => JSON.parse(l));
+    const lines = out
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(lines).toEqual(
       ranges.map((range) => {
         const [first, last] = expected(range, SIZE);

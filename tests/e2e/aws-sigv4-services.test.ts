@@ -20,21 +20,34 @@ let broker: Broker;
 const seen: string[] = [];
 const sha256 = (data: string | Uint8Array) => createHash("sha256").update(data).digest("hex");
 
-async function send(up: AwsUpstream, host: string, method: string, target: string, body?: string | Uint8Array<ArrayBuffer>): Promise<{ status: number; rec: AwsRecord | undefined }> {
+async function send(
+  up: AwsUpstream,
+  host: string,
+  method: string,
+  target: string,
+  body?: string | Uint8Array<ArrayBuffer>,
+): Promise<{ status: number; rec: AwsRecord | undefined }> {
   const before = up.records.length;
   const res = await broker.proxy(`${host}:${up.port}`, target, { method, body, headers: { "x-amz-date": "20000101T000000Z" } });
   const text = await dumpResponse(res);
   seen.push(text);
   for (let i = 0; i < 100 && up.records.length <= before; i++) await Bun.sleep(20);
   const rec = up.records.length > before ? up.records.at(-1) : undefined;
-  if (rec && !rec.ok) throw new Error(`botocore refused ${method} ${target}: ${rec.code} ${rec.reason}\n--- CanonicalRequest (botocore)\n${rec.CanonicalRequest ?? ""}\n--- StringToSign\n${rec.StringToSign ?? ""}`);
+  if (rec && !rec.ok)
+    throw new Error(
+      `botocore refused ${method} ${target}: ${rec.code} ${rec.reason}\n--- CanonicalRequest (botocore)\n${rec.CanonicalRequest ?? ""}\n--- StringToSign\n${rec.StringToSign ?? ""}`,
+    );
   return { status: res.status, rec };
 }
 
 describe.skipIf(!python)("aws_sigv4 services verified by botocore", () => {
   beforeAll(async () => {
     const names = { dns: ["localhost", "api.test", S3_REGION_HOST, S3_BUCKET_HOST], ips: ["127.0.0.1"] };
-    api = await startAwsUpstream(python!, { accessKeyId: "AKIDAPIEXAMPLE", secretAccessKey: API_SECRET, region: "eu-west-1", service: "execute-api" }, { names });
+    api = await startAwsUpstream(
+      python!,
+      { accessKeyId: "AKIDAPIEXAMPLE", secretAccessKey: API_SECRET, region: "eu-west-1", service: "execute-api" },
+      { names },
+    );
     s3 = await startAwsUpstream(python!, { accessKeyId: "AKIDS3EXAMPLE", secretAccessKey: S3_SECRET, region: "us-west-2", service: "s3" }, { pki: api.pki });
     broker = await startBroker({ caPem: api.pki.caPem });
     for (const h of ["api.test", S3_REGION_HOST, S3_BUCKET_HOST]) broker.dns.set(h, ["127.0.0.1"]);
@@ -42,8 +55,15 @@ describe.skipIf(!python)("aws_sigv4 services verified by botocore", () => {
     await broker.setCredential("API_SECRET", API_SECRET);
     await broker.setCredential("S3_ID", "AKIDS3EXAMPLE");
     await broker.setCredential("S3_SECRET", S3_SECRET);
-    await broker.addService(`api.test:${api.port}`, { type: "aws_sigv4", access_key_id: "API_ID", secret_access_key: "API_SECRET", region: "eu-west-1", service: "execute-api" });
-    for (const h of [S3_REGION_HOST, S3_BUCKET_HOST]) await broker.addService(`${h}:${s3.port}`, { type: "aws_sigv4", access_key_id: "S3_ID", secret_access_key: "S3_SECRET" });
+    await broker.addService(`api.test:${api.port}`, {
+      type: "aws_sigv4",
+      access_key_id: "API_ID",
+      secret_access_key: "API_SECRET",
+      region: "eu-west-1",
+      service: "execute-api",
+    });
+    for (const h of [S3_REGION_HOST, S3_BUCKET_HOST])
+      await broker.addService(`${h}:${s3.port}`, { type: "aws_sigv4", access_key_id: "S3_ID", secret_access_key: "S3_SECRET" });
   }, 60_000);
 
   afterAll(async () => {

@@ -46,14 +46,22 @@ async function recordAfter(count: number): Promise<AwsRecord> {
 
 /** Fails with botocore's canonical request and string to sign when the signature did not verify. */
 function expectVerified(rec: AwsRecord): void {
-  if (!rec.ok) throw new Error(`botocore refused ${rec.method} ${rec.target}: ${rec.code} ${rec.reason}\n--- CanonicalRequest (botocore)\n${rec.CanonicalRequest ?? ""}\n--- StringToSign\n${rec.StringToSign ?? ""}`);
+  if (!rec.ok)
+    throw new Error(
+      `botocore refused ${rec.method} ${rec.target}: ${rec.code} ${rec.reason}\n--- CanonicalRequest (botocore)\n${rec.CanonicalRequest ?? ""}\n--- StringToSign\n${rec.StringToSign ?? ""}`,
+    );
   expect(rec.status).toBe(200);
 }
 
 type Via = "proxy" | "tunnel";
 
 /** One request to the fake S3 as an agent makes it, through /proxy or the tunnel; returns the verifier's record. */
-async function send(via: Via, method: string, target: string, init: { body?: BodyInit; headers?: Record<string, string> } = {}): Promise<{ res: Response; text: string; rec: AwsRecord }> {
+async function send(
+  via: Via,
+  method: string,
+  target: string,
+  init: { body?: BodyInit; headers?: Record<string, string> } = {},
+): Promise<{ res: Response; text: string; rec: AwsRecord }> {
   const before = aws.records.length;
   const headers = { ...PLACEHOLDER, ...init.headers };
   const res =
@@ -61,7 +69,10 @@ async function send(via: Via, method: string, target: string, init: { body?: Bod
       ? await broker.proxy(host, target, { method, headers, body: init.body, duplex: "half" } as RequestInit)
       : await fetch(`https://${host}${target}`, {
           method,
-          headers: { ...headers, authorization: `AWS4-HMAC-SHA256 Credential=placeholder/20000101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=${"0".repeat(64)}` },
+          headers: {
+            ...headers,
+            authorization: `AWS4-HMAC-SHA256 Credential=placeholder/20000101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=${"0".repeat(64)}`,
+          },
           body: init.body,
           proxy: proxyUrl,
           tls: { ca: brokerCa },
@@ -124,7 +135,14 @@ describe.skipIf(!python)("aws_sigv4: signatures verified by botocore", () => {
     await broker.setCredential("AWS_ACCESS_KEY_ID", KEYS.accessKeyId);
     await broker.setCredential("AWS_SECRET_ACCESS_KEY", SECRET);
     await broker.setCredential("AWS_SESSION_TOKEN", TOKEN);
-    const auth = { type: "aws_sigv4", access_key_id: "AWS_ACCESS_KEY_ID", secret_access_key: "AWS_SECRET_ACCESS_KEY", session_token: "AWS_SESSION_TOKEN", region: "us-east-1", service: "s3" };
+    const auth = {
+      type: "aws_sigv4",
+      access_key_id: "AWS_ACCESS_KEY_ID",
+      secret_access_key: "AWS_SECRET_ACCESS_KEY",
+      session_token: "AWS_SESSION_TOKEN",
+      region: "us-east-1",
+      service: "s3",
+    };
     await broker.addService(host, auth);
     // The SDK agent's endpoint: a name vault run's NO_PROXY (localhost,127.0.0.1) does not bypass.
     await broker.addService(`s3.test:${aws.port}`, auth);
@@ -149,7 +167,13 @@ describe.skipIf(!python)("aws_sigv4: signatures verified by botocore", () => {
 
       const cases: [string, string, RequestInit, number, string][] = [
         ["another body", url(), { method: "PUT", headers: signed, body: "self-check bodY" }, 400, "XAmzContentSHA256Mismatch"],
-        ["another body with its hash", url(), { method: "PUT", headers: { ...signed, "X-Amz-Content-SHA256": sha256("other") }, body: "other" }, 403, "SignatureDoesNotMatch"],
+        [
+          "another body with its hash",
+          url(),
+          { method: "PUT", headers: { ...signed, "X-Amz-Content-SHA256": sha256("other") }, body: "other" },
+          403,
+          "SignatureDoesNotMatch",
+        ],
         ["another query value", url().replace("a=1", "a=2"), { method: "PUT", headers: signed, body }, 403, "SignatureDoesNotMatch"],
         ["another path", url().replace("obj%20one", "obj%20two"), { method: "PUT", headers: signed, body }, 403, "SignatureDoesNotMatch"],
         ["another method", url(), { method: "POST", headers: signed, body }, 403, "SignatureDoesNotMatch"],
@@ -197,13 +221,26 @@ describe.skipIf(!python)("aws_sigv4: signatures verified by botocore", () => {
       });
 
       test("a query with reserved characters, unicode, empty values and repeated keys", async () => {
-        const query = "b=a%20b&slash=%2Fx%2Fy&tilde=~t&pct=100%25&plus=1%2B1&raw+plus=x+y&uni=%C3%A9%E2%82%AC&lower=%2f&empty=&flag&rep=2&rep=1&Z=upper&eq=a%3Db%26c";
+        const query =
+          "b=a%20b&slash=%2Fx%2Fy&tilde=~t&pct=100%25&plus=1%2B1&raw+plus=x+y&uni=%C3%A9%E2%82%AC&lower=%2f&empty=&flag&rep=2&rep=1&Z=upper&eq=a%3Db%26c";
         const { rec } = await send(via, "GET", `/bucket-${via}/q?${query}`);
         expectVerified(rec);
         expect(rec.query_canonical).toBe(true);
         expect(rec.decoded_query).toEqual([
-          ["b", "a b"], ["slash", "/x/y"], ["tilde", "~t"], ["pct", "100%"], ["plus", "1+1"], ["raw+plus", "x+y"], ["uni", "é€"],
-          ["lower", "/"], ["empty", ""], ["flag", ""], ["rep", "2"], ["rep", "1"], ["Z", "upper"], ["eq", "a=b&c"],
+          ["b", "a b"],
+          ["slash", "/x/y"],
+          ["tilde", "~t"],
+          ["pct", "100%"],
+          ["plus", "1+1"],
+          ["raw+plus", "x+y"],
+          ["uni", "é€"],
+          ["lower", "/"],
+          ["empty", ""],
+          ["flag", ""],
+          ["rep", "2"],
+          ["rep", "1"],
+          ["Z", "upper"],
+          ["eq", "a=b&c"],
         ]);
       });
 
@@ -211,7 +248,13 @@ describe.skipIf(!python)("aws_sigv4: signatures verified by botocore", () => {
         const big = bigBody(BIG);
         const { rec } = await send(via, "PUT", `/bucket-${via}/big.bin`, { body: big.stream, headers: { "content-length": String(BIG) } });
         expectVerified(rec);
-        expect(rec).toMatchObject({ bytes: BIG, sha256: big.sha256(), content_sha256: "UNSIGNED-PAYLOAD", content_length: String(BIG), chunked_transfer: false });
+        expect(rec).toMatchObject({
+          bytes: BIG,
+          sha256: big.sha256(),
+          content_sha256: "UNSIGNED-PAYLOAD",
+          content_length: String(BIG),
+          chunked_transfer: false,
+        });
       }, 120_000);
 
       test("aws-chunked with the agent's chunk signatures is decoded and sent unsigned with its decoded length", async () => {
@@ -219,10 +262,20 @@ describe.skipIf(!python)("aws_sigv4: signatures verified by botocore", () => {
         const framed = awsChunked(data, 8192, true);
         const { rec } = await send(via, "PUT", `/bucket-${via}/signed-chunks.bin`, {
           body: framed,
-          headers: { "x-amz-content-sha256": "STREAMING-AWS4-HMAC-SHA256-PAYLOAD", "content-encoding": "aws-chunked", "x-amz-decoded-content-length": String(data.length) },
+          headers: {
+            "x-amz-content-sha256": "STREAMING-AWS4-HMAC-SHA256-PAYLOAD",
+            "content-encoding": "aws-chunked",
+            "x-amz-decoded-content-length": String(data.length),
+          },
         });
         expectVerified(rec);
-        expect(rec).toMatchObject({ bytes: data.length, sha256: sha256(data), content_sha256: "UNSIGNED-PAYLOAD", aws_chunked: false, content_length: String(data.length) });
+        expect(rec).toMatchObject({
+          bytes: data.length,
+          sha256: sha256(data),
+          content_sha256: "UNSIGNED-PAYLOAD",
+          aws_chunked: false,
+          content_length: String(data.length),
+        });
         expect(rec.headers_seen).not.toContain("x-amz-decoded-content-length");
       });
 
@@ -239,7 +292,14 @@ describe.skipIf(!python)("aws_sigv4: signatures verified by botocore", () => {
           },
         });
         expectVerified(rec);
-        expect(rec).toMatchObject({ bytes: data.length, sha256: sha256(data), content_sha256: "STREAMING-UNSIGNED-PAYLOAD-TRAILER", aws_chunked: true, trailers: ["x-amz-checksum-crc32"], wire_bytes: framed.length });
+        expect(rec).toMatchObject({
+          bytes: data.length,
+          sha256: sha256(data),
+          content_sha256: "STREAMING-UNSIGNED-PAYLOAD-TRAILER",
+          aws_chunked: true,
+          trailers: ["x-amz-checksum-crc32"],
+          wire_bytes: framed.length,
+        });
       });
     });
   }
@@ -251,7 +311,12 @@ describe.skipIf(!python)("aws_sigv4: signatures verified by botocore", () => {
     await ok(["vault", "use", broker.vault]);
     const before = aws.records.length;
     const agent = resolve(import.meta.dir, "aws-sdk-agent.ts");
-    const placeholders = ["AWS_ACCESS_KEY_ID=AKIDPLACEHOLDER", "AWS_SECRET_ACCESS_KEY=placeholder-secret", "AWS_SESSION_TOKEN=placeholder-token", "AWS_REGION=us-east-1"];
+    const placeholders = [
+      "AWS_ACCESS_KEY_ID=AKIDPLACEHOLDER",
+      "AWS_SECRET_ACCESS_KEY=placeholder-secret",
+      "AWS_SESSION_TOKEN=placeholder-token",
+      "AWS_REGION=us-east-1",
+    ];
     const r = await cli(["vault", "run", "--", "env", ...placeholders, process.execPath, agent, `https://s3.test:${aws.port}`]);
     const records = aws.records.slice(before);
     if (r.code !== 0) console.log(r.stdout, r.stderr, JSON.stringify(records, null, 1));

@@ -20,7 +20,12 @@ let token: string;
 let env: Record<string, string>;
 
 async function cli(args: string[], extra: Record<string, string> = {}) {
-  const proc = Bun.spawn([process.execPath, join(ROOT, "src", "index.ts"), ...args], { env: cleanEnv({ ...env, ...extra }), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([process.execPath, join(ROOT, "src", "index.ts"), ...args], {
+    env: cleanEnv({ ...env, ...extra }),
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const [stdout, stderr, exitCode] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   return { stdout, stderr, exitCode };
 }

@@ -17,7 +17,14 @@ describe("compiled binary", () => {
   test("server --help lists every BROKER_* setting", async () => {
     const r = await runBinary(bin, ["server", "--help"], { env: cleanEnv({}), cwd: dir });
     expect(r.exitCode).toBe(0);
-    for (const name of ["BROKER_DATA_DIR", "BROKER_PORT", "BROKER_PROXY_PORT", "BROKER_NETWORK_ALLOWLIST", "BROKER_RATELIMIT_PROFILE", "BROKER_MASTER_PASSWORD"]) {
+    for (const name of [
+      "BROKER_DATA_DIR",
+      "BROKER_PORT",
+      "BROKER_PROXY_PORT",
+      "BROKER_NETWORK_ALLOWLIST",
+      "BROKER_RATELIMIT_PROFILE",
+      "BROKER_MASTER_PASSWORD",
+    ]) {
       expect(r.stdout).toContain(name);
     }
     expect(r.stdout).not.toContain("\u001b["); // no colour codes when piped
@@ -34,7 +41,10 @@ describe("compiled binary", () => {
   });
 
   test("invalid settings are all reported at once and the server does not start", async () => {
-    const r = await runBinary(bin, ["server"], { env: cleanEnv({ BROKER_PORT: "70000", BROKER_LOG_LEVEL: "loud", BROKER_NETWORK_ALLOWLIST: "10.0.0.0/33" }), cwd: dir });
+    const r = await runBinary(bin, ["server"], {
+      env: cleanEnv({ BROKER_PORT: "70000", BROKER_LOG_LEVEL: "loud", BROKER_NETWORK_ALLOWLIST: "10.0.0.0/33" }),
+      cwd: dir,
+    });
     expect(r.exitCode).toBe(2);
     for (const name of ["BROKER_PORT", "BROKER_LOG_LEVEL", "BROKER_NETWORK_ALLOWLIST"]) expect(r.stderr).toContain(name);
   });

@@ -83,7 +83,9 @@ export function recordPages(page: Page, opts: { origin?: string; into?: SeenPage
       res
         .text()
         .catch(() => "")
-        .then((html) => pages.push({ url: res.url(), method: res.request().method(), status: res.status(), html, csp: res.headers()["content-security-policy"] ?? null })),
+        .then((html) =>
+          pages.push({ url: res.url(), method: res.request().method(), status: res.status(), html, csp: res.headers()["content-security-policy"] ?? null }),
+        ),
     );
   });
   return { pages, flushed: () => Promise.all(pending) };
@@ -133,7 +135,14 @@ export async function startBlankBroker(env: Record<string, string> = {}, opts: B
     extra.BROKER_NETWORK_ALLOWLIST = "127.0.0.1";
   }
   const log = createMemoryLogger();
-  const config = loadConfig({ BROKER_DATA_DIR: join(dir, "data"), BROKER_PORT: "0", BROKER_PROXY_PORT: "0", BROKER_RATELIMIT_PROFILE: "off", ...extra, ...env });
+  const config = loadConfig({
+    BROKER_DATA_DIR: join(dir, "data"),
+    BROKER_PORT: "0",
+    BROKER_PROXY_PORT: "0",
+    BROKER_RATELIMIT_PROFILE: "off",
+    ...extra,
+    ...env,
+  });
   const dns = opts.dns;
   const resolver = dns
     ? async (host: string) => {

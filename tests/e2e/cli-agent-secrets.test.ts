@@ -57,7 +57,16 @@ const REFUSED: [args: string[], kind: Kind, stdin?: string][] = [
 /** The two kinds of machine principal, each holding the admin role: how to run one CLI command as it. */
 const AS: Record<string, (args: string[], stdin?: string) => Promise<RunResult>> = {
   "agent token (admin grant)": (args, stdin) =>
-    cli(cleanEnv({ BROKER_CONFIG_DIR: join(tempDir("broker-agent-"), "config"), BROKER_ADDR: server.url, BROKER_SESSION_TOKEN: agentToken, BROKER_VAULT: "demo" }), args, stdin),
+    cli(
+      cleanEnv({
+        BROKER_CONFIG_DIR: join(tempDir("broker-agent-"), "config"),
+        BROKER_ADDR: server.url,
+        BROKER_SESSION_TOKEN: agentToken,
+        BROKER_VAULT: "demo",
+      }),
+      args,
+      stdin,
+    ),
   // The child of `vault run` holds a scoped session in BROKER_SESSION_TOKEN, while the human's own
   // login sits in the same config dir: the session, not the login, is what the child uses.
   "vault run --role admin (scoped session)": (args, stdin) => cli(owner, ["vault", "run", "--role", "admin", "--", bin, ...args, "--vault", "demo"], stdin),
@@ -70,7 +79,9 @@ function expectRefused(r: RunResult, kind: Kind): void {
   expect(r.stderr).toMatch(/^error: agents never /m);
   expect(r.stderr).toContain("POST /v1/proposals");
   expect(r.stderr).toMatch(/^hint: an agent /m);
-  expect(r.stderr).toContain(kind === "write" ? "hint: an agent files a proposal (POST $BROKER_ADDR/v1/proposals" : "hint: an agent calls the API through the broker");
+  expect(r.stderr).toContain(
+    kind === "write" ? "hint: an agent files a proposal (POST $BROKER_ADDR/v1/proposals" : "hint: an agent calls the API through the broker",
+  );
   expect(r.stderr).not.toContain("a vault admin can change it"); // no role would help
 }
 

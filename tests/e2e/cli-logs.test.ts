@@ -25,14 +25,22 @@ beforeAll(async () => {
   upstream = await startUpstream();
   const caFile = join(tempDir(), "upstream-ca.pem");
   writeFileSync(caFile, upstream.pki.caPem);
-  server = await startBinaryServer(bin, cleanEnv({ BROKER_DATA_DIR: join(tempDir(), "data"), BROKER_NETWORK_ALLOWLIST: "127.0.0.1", BROKER_UPSTREAM_CA_FILE: caFile }), dir);
+  server = await startBinaryServer(
+    bin,
+    cleanEnv({ BROKER_DATA_DIR: join(tempDir(), "data"), BROKER_NETWORK_ALLOWLIST: "127.0.0.1", BROKER_UPSTREAM_CA_FILE: caFile }),
+    dir,
+  );
   await cli(["auth", "register", "--email", "owner@example.com", "--password-stdin"], "logs owner password\n");
   await cli(["vault", "create", "main"]);
   await cli(["vault", "use", "main"]);
   await cli(["credential", "set", "API_KEY"], SECRET);
   await cli(["service", "add", `127.0.0.1:${upstream.port}`, "--auth", "bearer", "--token", "API_KEY"]);
   const owner = JSON.parse(await Bun.file(join(config, "cli.json")).text()).token as string;
-  const res = await fetch(`${server.url}/v1/sessions`, { method: "POST", headers: { authorization: `Bearer ${owner}`, "content-type": "application/json" }, body: JSON.stringify({ vault: "main" }) });
+  const res = await fetch(`${server.url}/v1/sessions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${owner}`, "content-type": "application/json" },
+    body: JSON.stringify({ vault: "main" }),
+  });
   session = ((await res.json()) as { token: string }).token;
 });
 

@@ -48,7 +48,12 @@ afterAll(async () => {
 
 describe("CLI messages", () => {
   test("rejecting a proposal twice says it was decided and how to see it, not 'pick another name'", async () => {
-    const filed = await broker.api("POST", "/v1/proposals", { services: [{ host: "api.test", auth: { type: "bearer", token: "API_KEY" } }], credentials: [{ key: "API_KEY" }], message: "m" }, broker.sessionToken);
+    const filed = await broker.api(
+      "POST",
+      "/v1/proposals",
+      { services: [{ host: "api.test", auth: { type: "bearer", token: "API_KEY" } }], credentials: [{ key: "API_KEY" }], message: "m" },
+      broker.sessionToken,
+    );
     expect(filed.status).toBe(201);
     const id = String(filed.body.id);
     await ok(["proposal", "reject", id]);
@@ -78,7 +83,10 @@ describe("CLI messages", () => {
 
   test("a wrong password at login says the email or password is wrong, not 'you are not logged in'", async () => {
     const typed = `not the password ${crypto.randomUUID()}`;
-    const r = await cli(["auth", "login", "--email", "owner@example.com", "--password-stdin"], { stdin: `${typed}\n`, env: { BROKER_CONFIG_DIR: join(home, "other-config") } });
+    const r = await cli(["auth", "login", "--email", "owner@example.com", "--password-stdin"], {
+      stdin: `${typed}\n`,
+      env: { BROKER_CONFIG_DIR: join(home, "other-config") },
+    });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("the email or password is wrong");
     expect(r.stderr).not.toContain("not logged in");
@@ -93,7 +101,9 @@ describe("CLI messages", () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('"https://api.github.com" is a URL, not a host');
     expect(r.stderr).toContain("drop the scheme: broker service add api.github.com …");
-    expect((await cli(["service", "add", "https://api.github.com/user", "--auth", "bearer", "--token", "T"])).stderr).toContain("drop the scheme and the path: broker service add api.github.com …");
+    expect((await cli(["service", "add", "https://api.github.com/user", "--auth", "bearer", "--token", "T"])).stderr).toContain(
+      "drop the scheme and the path: broker service add api.github.com …",
+    );
   });
 
   test("service add --token with a key the vault lacks warns, and still adds", async () => {

@@ -68,7 +68,9 @@ describe("broker proposal", () => {
     const id = filed.body.id as number;
 
     const list = expectOk(await cli(["proposal", "list"]));
-    expect(list.stdout).toMatch(new RegExp(`^ID\\s+STATUS\\s+HOSTS\\s+KEYS\\s+CREATED\\n${id}\\s+pending\\s+api\\.example\\.com\\s+NEW_KEY, OLD_KEY, OTHER_KEY`));
+    expect(list.stdout).toMatch(
+      new RegExp(`^ID\\s+STATUS\\s+HOSTS\\s+KEYS\\s+CREATED\\n${id}\\s+pending\\s+api\\.example\\.com\\s+NEW_KEY, OLD_KEY, OTHER_KEY`),
+    );
     const listJson = JSON.parse(expectOk(await cli(["proposal", "list", "--status", "pending", "--json"])).stdout);
     expect(listJson.map((p: { id: number }) => p.id)).toEqual([id]);
     expect(expectOk(await cli(["proposal", "list", "--status", "applied"])).stdout).toContain("No applied proposals in vault props.");
@@ -169,7 +171,12 @@ describe("an applied proposal's service uses its credential through the proxy", 
     broker.dns.set("upstream.test", ["127.0.0.1"]);
     const host = `upstream.test:${upstream.port}`;
     const value = "sk-proposal-proxy-e2e-4q9w";
-    const filed = await broker.api("POST", "/v1/proposals", { services: [{ host, auth: { type: "bearer", token: "UP_KEY" } }], credentials: [{ key: "UP_KEY" }] }, broker.sessionToken);
+    const filed = await broker.api(
+      "POST",
+      "/v1/proposals",
+      { services: [{ host, auth: { type: "bearer", token: "UP_KEY" } }], credentials: [{ key: "UP_KEY" }] },
+      broker.sessionToken,
+    );
     expect(filed.status).toBe(201);
     expect((await broker.proxy(host, "/before")).status).toBe(403);
     const approved = await broker.api("POST", `/v1/proposals/${filed.body.id}/approve`, { credentials: { UP_KEY: value } }, broker.userToken);

@@ -86,10 +86,15 @@ afterAll(async () => {
 
 describe("broker service add|update --approve", () => {
   test("adds rules whose requests a person approves one by one, in words", async () => {
-    const add = expectOk(await cli(["service", "add", host, "--auth", "bearer", "--token", "STRIPE_KEY", "--allow", "GET /v1/**", "--approve", "POST /v1/refunds"]));
+    const add = expectOk(
+      await cli(["service", "add", host, "--auth", "bearer", "--token", "STRIPE_KEY", "--allow", "GET /v1/**", "--approve", "POST /v1/refunds"]),
+    );
     expect(add.stdout).toContain("Agents may use GET on /v1/**; POST on /v1/refunds (each request approved by a human).");
     const listed = JSON.parse(expectOk(await cli(["service", "list", "--json"])).stdout);
-    expect(listed[0].rules).toEqual([{ methods: ["GET"], paths: ["/v1/**"] }, { methods: ["POST"], paths: ["/v1/refunds"], approve: "each" }]);
+    expect(listed[0].rules).toEqual([
+      { methods: ["GET"], paths: ["/v1/**"] },
+      { methods: ["POST"], paths: ["/v1/refunds"], approve: "each" },
+    ]);
     expect(expectOk(await cli(["service", "list"])).stdout).toContain("POST on /v1/refunds (each request approved by a human)");
     // update replaces the rules with the ones given, approval rules included, in the order typed.
     const upd = expectOk(await cli(["service", "update", host, "--approve", "POST /v1/refunds", "--allow=GET POST /v1/**"]));
@@ -117,7 +122,9 @@ describe("broker request", () => {
 
     const list = expectOk(await cli(["request", "list"]));
     expect(list.stdout).toMatch(/^ID\s+STATE\s+REQUEST\s+WHO\s+ASKED\s+EXPIRES\n/);
-    expect(list.stdout).toMatch(new RegExp(`${held}\\s+pending\\s+POST https://${host.replace(/\./g, "\\.")}/v1/refunds\\s+refunder\\s+\\d+ s ago\\s+in 1[45] min`));
+    expect(list.stdout).toMatch(
+      new RegExp(`${held}\\s+pending\\s+POST https://${host.replace(/\./g, "\\.")}/v1/refunds\\s+refunder\\s+\\d+ s ago\\s+in 1[45] min`),
+    );
     expect(list.stderr).toContain("1 awaiting a decision: `broker request show <id>`");
     expect(JSON.parse(expectOk(await cli(["request", "list", "--json"])).stdout).map((r: { id: string }) => r.id)).toEqual([held]);
 
@@ -132,22 +139,35 @@ describe("broker request", () => {
     expect(show.stdout).toContain('{\n    "charge": "ch_1",\n    "amount": 500\n  }');
     expect(show.stdout).toContain(`Approval page: ${server.url}/approve/requests/${held}`);
     expect(show.stdout).toContain(`Approve with: broker request approve ${held}   Deny with: broker request deny ${held}`);
-    expect(JSON.parse(expectOk(await cli(["request", "show", held, "--json"])).stdout)).toMatchObject({ id: held, state: "pending", method: "POST", body: '{"charge":"ch_1","amount":500}' });
+    expect(JSON.parse(expectOk(await cli(["request", "show", held, "--json"])).stdout)).toMatchObject({
+      id: held,
+      state: "pending",
+      method: "POST",
+      body: '{"charge":"ch_1","amount":500}',
+    });
   });
 
   test("an agent token cannot decide: it is told only a person can", async () => {
-    const r = await cli(["request", "approve", held], { env: cleanEnv({ BROKER_ADDR: server.url, BROKER_SESSION_TOKEN: agentToken, BROKER_VAULT: "demo", BROKER_CONFIG_DIR: join(tempDir(), "config") }) });
+    const r = await cli(["request", "approve", held], {
+      env: cleanEnv({ BROKER_ADDR: server.url, BROKER_SESSION_TOKEN: agentToken, BROKER_VAULT: "demo", BROKER_CONFIG_DIR: join(tempDir(), "config") }),
+    });
     expect(r.exitCode).toBe(1);
     expect(r.stderr).toContain("(403 forbidden)");
     expect(r.stderr).toContain("hint: only a person decides held requests, with their own login (`broker auth login`)");
-    const listed = await cli(["request", "list"], { env: cleanEnv({ BROKER_ADDR: server.url, BROKER_SESSION_TOKEN: agentToken, BROKER_VAULT: "demo", BROKER_CONFIG_DIR: join(tempDir(), "config") }) });
+    const listed = await cli(["request", "list"], {
+      env: cleanEnv({ BROKER_ADDR: server.url, BROKER_SESSION_TOKEN: agentToken, BROKER_VAULT: "demo", BROKER_CONFIG_DIR: join(tempDir(), "config") }),
+    });
     expect(listed.exitCode).toBe(1);
     expect(listed.stderr).toContain("poll_url");
   });
 
   test("approved: the identical retry reaches the upstream once with the credential; deciding again is refused", async () => {
     const ok = expectOk(await cli(["request", "approve", held]));
-    expect(ok.stdout).toMatch(new RegExp(`^Approved: the agent's next identical request \\(POST https://${host.replace(/\./g, "\\.")}/v1/refunds\\) will be sent once, until \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\.\\n$`));
+    expect(ok.stdout).toMatch(
+      new RegExp(
+        `^Approved: the agent's next identical request \\(POST https://${host.replace(/\./g, "\\.")}/v1/refunds\\) will be sent once, until \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\.\\n$`,
+      ),
+    );
     const again = await cli(["request", "deny", held]);
     expect(again.exitCode).toBe(1);
     expect(again.stderr).toContain("(409 conflict)");
@@ -166,7 +186,10 @@ describe("broker request", () => {
     // The same request once more is a new one to approve.
     expect((await refund('{"charge":"ch_1","amount":500}')).status).toBe(428);
     // The log names who approved the one that went (audit records are written behind the request).
-    const approvedLines = async () => expectOk(await cli(["logs"])).stdout.split("\n").filter((l) => /POST \S+\/v1\/refunds\s+200\b/.test(l));
+    const approvedLines = async () =>
+      expectOk(await cli(["logs"]))
+        .stdout.split("\n")
+        .filter((l) => /POST \S+\/v1\/refunds\s+200\b/.test(l));
     for (let i = 0; i < 50 && (await approvedLines()).length === 0; i++) await Bun.sleep(100);
     expect(expectOk(await cli(["logs"])).stdout.split("\n")[0]).toMatch(/\bAPPROVED BY\b/);
     expect((await approvedLines()).map((l) => l.includes("owner@example.com"))).toEqual([true]);
@@ -190,7 +213,9 @@ describe("broker request", () => {
   test("agent-written text cannot drive the terminal; a long body is marked truncated", async () => {
     // C0 controls make the broker call the body binary (not shown); C1 controls (8-bit CSI) and bidi overrides are text.
     const binary = await refund('{"note":"\u001b[2J\u001b]0;pwned\u0007"}');
-    expect(expectOk(await cli(["request", "show", binary.body.approval_id])).stdout).toContain("(not text: not shown; the SHA-256 above is what the approval binds)");
+    expect(expectOk(await cli(["request", "show", binary.body.approval_id])).stdout).toContain(
+      "(not text: not shown; the SHA-256 above is what the approval binds)",
+    );
     const res = await refund('{"note":"\u009b2J\u202eamount: 5\u007f"} trailing');
     const id = res.body.approval_id as string;
     const show = expectOk(await cli(["request", "show", id]));
@@ -219,7 +244,9 @@ describe("broker request", () => {
   test("mistakes say what went wrong and what to do", async () => {
     const bad = await cli(["request", "show", "12"]);
     expect(bad.exitCode).toBe(2);
-    expect(bad.stderr).toBe('error: "12" is not a held request\'s id\nhint: ids look like apr_ followed by 16 letters, digits, - or _; `broker request list` shows them\n');
+    expect(bad.stderr).toBe(
+      'error: "12" is not a held request\'s id\nhint: ids look like apr_ followed by 16 letters, digits, - or _; `broker request list` shows them\n',
+    );
     const unknown = await cli(["request", "approve", "apr_AAAAAAAAAAAAAAAA"]);
     expect(unknown.exitCode).toBe(1);
     expect(unknown.stderr).toContain("(404 not_found)");
@@ -241,7 +268,20 @@ describe("broker request", () => {
 
   test("`broker vault run -- curl` meets the rule: held, approved with the CLI, then sent once", async () => {
     if (!requireBinary("curl", "curl")) return;
-    const curl = ["vault", "run", "--", "curl", "-sS", "-X", "POST", "-H", "content-type: application/json", "-d", '{"charge":"ch_run"}', `https://${host}/v1/refunds`];
+    const curl = [
+      "vault",
+      "run",
+      "--",
+      "curl",
+      "-sS",
+      "-X",
+      "POST",
+      "-H",
+      "content-type: application/json",
+      "-d",
+      '{"charge":"ch_run"}',
+      `https://${host}/v1/refunds`,
+    ];
     const first = await cli(curl);
     expect(first.exitCode).toBe(0);
     const envelope = JSON.parse(first.stdout);

@@ -38,7 +38,18 @@ const status = async (method: string, path: string) => (await broker.proxy(host,
 
 describe("broker service with rules", () => {
   test("add --allow (repeated) sets the rules /proxy enforces, and says so in words", async () => {
-    const out = await ok(["service", "add", host, "--auth", "bearer", "--token", "GH_TOKEN", "--allow", "GET HEAD /repos/*/issues/**", "--allow=post /repos/*/issues"]);
+    const out = await ok([
+      "service",
+      "add",
+      host,
+      "--auth",
+      "bearer",
+      "--token",
+      "GH_TOKEN",
+      "--allow",
+      "GET HEAD /repos/*/issues/**",
+      "--allow=post /repos/*/issues",
+    ]);
     expect(out).toContain(`Added ${host}`);
     expect(out).toContain("Agents may use GET and HEAD on /repos/*/issues/**; POST on /repos/*/issues.");
     expect(await status("GET", "/repos/acme/issues/1/comments")).toBe(200);
@@ -77,7 +88,9 @@ describe("broker service with rules", () => {
   test("mistakes say what went wrong and what to do", async () => {
     const bad = await cli(["service", "update", host, "--allow", "GET /repos/../admin"]);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toBe('error: --allow "GET /repos/../admin": in path /repos/../admin, dot segments are not allowed\nhint: paths start with /; * matches one segment, ** any number; .., //, ;, %2F, %5C, %00 and backslashes are refused\n');
+    expect(bad.stderr).toBe(
+      'error: --allow "GET /repos/../admin": in path /repos/../admin, dot segments are not allowed\nhint: paths start with /; * matches one segment, ** any number; .., //, ;, %2F, %5C, %00 and backslashes are refused\n',
+    );
     const missing = await cli(["service", "update", "nope.example.com", "--no-rules"]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain("no service for nope.example.com");

@@ -61,7 +61,7 @@ describe("broker service add --auth query|path", () => {
     expect(body.url).toBe("/maps/api/geocode?address=1%20Main&key=[redacted]"); // the upstream's echo, redacted
   });
 
-  test('--auth path --template "/bot{value}": the template goes before the agent\'s path; rules see the agent\'s path', async () => {
+  test("--auth path --template \"/bot{value}\": the template goes before the agent's path; rules see the agent's path", async () => {
     const out = await ok(["service", "add", bot, "--auth", "path", "--template", "/bot{value}", "--token", "TELEGRAM_TOKEN", "--allow", "GET /getMe"]);
     expect(out).toBe(`Added ${bot} to vault ${broker.vault} (path /bot{value} from TELEGRAM_TOKEN).\nAgents may use GET on /getMe.\n`);
     const { status, body } = await call(bot, "/getMe?x=1");
@@ -87,7 +87,9 @@ describe("broker service add --auth query|path", () => {
   test("a template the broker refuses is named against --template, with the shape to type", async () => {
     const bad = await cli(["service", "add", "other.test", "--auth", "path", "--template", "/bot", "--token", "TELEGRAM_TOKEN"]);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toBe('error: --template must hold {value} exactly once\nhint: it starts with /, holds {value} once and does not end with /, e.g. --template "/bot{value}"\n');
+    expect(bad.stderr).toBe(
+      'error: --template must hold {value} exactly once\nhint: it starts with /, holds {value} once and does not end with /, e.g. --template "/bot{value}"\n',
+    );
     const param = await cli(["service", "add", "other.test", "--auth", "query", "--param", "key=", "--token", "GOOGLE_API_KEY"]);
     expect(param.code).toBe(2);
     expect(param.stderr).toStartWith("error: --param must be a query parameter name");

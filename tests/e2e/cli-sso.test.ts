@@ -34,7 +34,13 @@ interface Cli {
 
 /** Runs `broker <args>` from the sources, as the binary would, with its own config dir. */
 function runCli(args: string[], configDir = join(tempDir("broker-sso-"), "config")): Cli {
-  const proc = Bun.spawn([process.execPath, join(ROOT, "src", "index.ts"), ...args], { env: cleanEnv({ BROKER_CONFIG_DIR: configDir }), cwd: ROOT, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([process.execPath, join(ROOT, "src", "index.ts"), ...args], {
+    env: cleanEnv({ BROKER_CONFIG_DIR: configDir }),
+    cwd: ROOT,
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   let stderr = "";
   const collecting = (async () => {
     const decoder = new TextDecoder();

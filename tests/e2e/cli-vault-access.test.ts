@@ -51,6 +51,9 @@ test("set --unmatched-hosts switches the vault between blind tunnels and refusal
   const view = (await (await fetch(`${server.url}/v1/vaults/main`, { headers: { authorization: `Bearer ${owner}` } })).json()) as { unmatched_hosts: string };
   expect(view.unmatched_hosts).toBe("deny");
   expect((await cli(["vault", "set", "--unmatched-hosts", "tunnel"])).stdout).toContain("blind tunnels");
-  const bad = await runBinary(bin, ["vault", "set", "--unmatched-hosts", "maybe"], { env: cleanEnv({ BROKER_CONFIG_DIR: config, BROKER_ADDR: server.url }), cwd: dir });
+  const bad = await runBinary(bin, ["vault", "set", "--unmatched-hosts", "maybe"], {
+    env: cleanEnv({ BROKER_CONFIG_DIR: config, BROKER_ADDR: server.url }),
+    cwd: dir,
+  });
   expect(bad.exitCode).not.toBe(0);
 });

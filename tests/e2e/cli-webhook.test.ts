@@ -78,7 +78,11 @@ describe("broker vault webhook", () => {
     const filed = await fetch(`${broker.apiUrl}/v1/proposals`, {
       method: "POST",
       headers: { authorization: `Bearer ${agentToken}`, "x-vault": broker.vault, "content-type": "application/json" },
-      body: JSON.stringify({ message: "need the example API", services: [{ action: "set", host: "api.example.com", description: "d", auth: { type: "bearer", token: "EX_KEY" } }], credentials: [{ action: "set", key: "EX_KEY", description: "the key" }] }),
+      body: JSON.stringify({
+        message: "need the example API",
+        services: [{ action: "set", host: "api.example.com", description: "d", auth: { type: "bearer", token: "EX_KEY" } }],
+        credentials: [{ action: "set", key: "EX_KEY", description: "the key" }],
+      }),
     });
     expect(filed.status).toBe(201);
     const got = await waitFor(() => received[0], "the receiver");
@@ -88,7 +92,11 @@ describe("broker vault webhook", () => {
     expect(m).not.toBeNull();
     expect(createHmac("sha256", secret).update(`${m![1]}.${got.body}`).digest("hex")).toBe(m![2]!);
     const event = JSON.parse(got.body);
-    expect(event).toMatchObject({ event: "proposal.created", vault: broker.vault, proposal: { requested_by: "filer", hosts: ["api.example.com"], keys: ["EX_KEY"] } });
+    expect(event).toMatchObject({
+      event: "proposal.created",
+      vault: broker.vault,
+      proposal: { requested_by: "filer", hosts: ["api.example.com"], keys: ["EX_KEY"] },
+    });
   });
 
   test("list shows the delivery in words with the URL masked; --json too", async () => {

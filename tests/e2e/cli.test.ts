@@ -5,7 +5,17 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { statSync } from "node:fs";
 import { join } from "node:path";
-import { cleanEnv, expectOk, freePort, isolatedBinary, type RunResult, runBinary, type ServerProcess, startSelfAddressedServer, tempDir } from "../helpers/binary.ts";
+import {
+  cleanEnv,
+  expectOk,
+  freePort,
+  isolatedBinary,
+  type RunResult,
+  runBinary,
+  type ServerProcess,
+  startSelfAddressedServer,
+  tempDir,
+} from "../helpers/binary.ts";
 
 const { bin, dir } = isolatedBinary();
 const SECRET = "sk-live-Zq8w!-cli-e2e-value";
@@ -55,7 +65,9 @@ describe("broker CLI against a real server", () => {
   const owner = newUser();
 
   test("owner flow: register → vault → credential → service → agent invite → agent token → revoke", async () => {
-    const reg = expectOk(await cli(owner, ["auth", "register", "--email", "Owner@Example.com", "--password-stdin", "--address", server.url], `${OWNER_PASSWORD}\n`));
+    const reg = expectOk(
+      await cli(owner, ["auth", "register", "--email", "Owner@Example.com", "--password-stdin", "--address", server.url], `${OWNER_PASSWORD}\n`),
+    );
     expect(reg.stdout).toContain("Logged in as owner@example.com");
     expect(reg.stdout + reg.stderr).not.toContain("av_sess_");
     const cfgDir = owner.BROKER_CONFIG_DIR as string;
@@ -108,7 +120,9 @@ describe("broker CLI against a real server", () => {
     expect(after.exitCode).toBe(1);
     expect(after.stderr).toContain("401");
     expect(after.stderr).toContain("hint: BROKER_SESSION_TOKEN");
-    expect((await fetch(`${server.url}/v1/vaults/demo/credentials`, { headers: { authorization: `Bearer ${agentToken}`, "x-vault": "demo" } })).status).toBe(401);
+    expect((await fetch(`${server.url}/v1/vaults/demo/credentials`, { headers: { authorization: `Bearer ${agentToken}`, "x-vault": "demo" } })).status).toBe(
+      401,
+    );
   });
 
   test("secrets never come from the command line, and are never echoed when refused", async () => {
@@ -172,7 +186,9 @@ describe("broker CLI against a real server", () => {
     const joined = expectOk(await cli(member, ["vault", "join", link, "--email", "member@example.com", "--password-stdin"], "member password 1\n"));
     expect(joined.stdout).toContain("joined vault demo as member");
     expect(joined.stdout).not.toContain("av_sess_");
-    expect(JSON.parse(expectOk(await cli(member, ["vault", "list", "--json"])).stdout)).toEqual([{ name: "demo", role: "member", created_at: expect.any(String) }]);
+    expect(JSON.parse(expectOk(await cli(member, ["vault", "list", "--json"])).stdout)).toEqual([
+      { name: "demo", role: "member", created_at: expect.any(String) },
+    ]);
     const reused = await cli(member, ["vault", "join", link]);
     expect(reused.exitCode).toBe(1);
 
@@ -189,14 +205,20 @@ describe("broker CLI against a real server", () => {
     expectOk(await cli(user, ["auth", "login", "--email", "member@example.com", "--password-stdin"], "member password 1\n"));
     expectOk(await cli(user, ["account", "change-password", "--password-stdin"], "member password 1\nmember password 2\n"));
     expectOk(await cli(user, ["account", "whoami"]));
-    expect((await cli(newUser({ BROKER_ADDR: server.url }), ["auth", "login", "--email", "member@example.com", "--password-stdin"], "member password 1\n")).exitCode).toBe(1);
+    expect(
+      (await cli(newUser({ BROKER_ADDR: server.url }), ["auth", "login", "--email", "member@example.com", "--password-stdin"], "member password 1\n")).exitCode,
+    ).toBe(1);
     expectOk(await cli(newUser({ BROKER_ADDR: server.url }), ["auth", "login", "--email", "member@example.com", "--password-stdin"], "member password 2\n"));
   });
 
   test("owner settings: allowed domains restrict later accounts; an empty string clears them", async () => {
     const set = JSON.parse(expectOk(await cli(owner, ["owner", "settings", "set", "--allowed-domains", "example.com,Example.org", "--json"])).stdout);
     expect(set.allowed_domains).toEqual(expect.arrayContaining(["example.com", "example.org"]));
-    const outsider = await cli(newUser({ BROKER_ADDR: server.url }), ["auth", "register", "--email", "x@elsewhere.net", "--password-stdin"], "outsider password\n");
+    const outsider = await cli(
+      newUser({ BROKER_ADDR: server.url }),
+      ["auth", "register", "--email", "x@elsewhere.net", "--password-stdin"],
+      "outsider password\n",
+    );
     expect(outsider.exitCode).toBe(1);
     expect(outsider.stderr).toContain("403");
     expect(expectOk(await cli(owner, ["owner", "settings", "set", "--allowed-domains", ""])).stdout).toContain("(any");
@@ -237,10 +259,24 @@ describe("broker CLI against a real server", () => {
 describe("broker CLI on a terminal", () => {
   test("prompts hide passwords and credential values; confirmation is typed", async () => {
     const person = newUser({ BROKER_ADDR: server.url });
-    const mismatch = await cliOnTerminal(person, ["auth", "register", "--email", "tty@example.com"], [["New password: ", "terminal pw 1\r"], ["Repeat the new password: ", "terminal pw 2\r"]]);
+    const mismatch = await cliOnTerminal(
+      person,
+      ["auth", "register", "--email", "tty@example.com"],
+      [
+        ["New password: ", "terminal pw 1\r"],
+        ["Repeat the new password: ", "terminal pw 2\r"],
+      ],
+    );
     expect(mismatch.exitCode).toBe(1);
     expect(mismatch.stdout).toContain("entries differ");
-    const reg = await cliOnTerminal(person, ["auth", "register", "--email", "tty@example.com"], [["New password: ", "terminal pw 1\r"], ["Repeat the new password: ", "terminal pw 1\r"]]);
+    const reg = await cliOnTerminal(
+      person,
+      ["auth", "register", "--email", "tty@example.com"],
+      [
+        ["New password: ", "terminal pw 1\r"],
+        ["Repeat the new password: ", "terminal pw 1\r"],
+      ],
+    );
     expect(reg.stdout).toContain("Logged in as tty@example.com");
     expect(reg.stdout).not.toContain("terminal pw");
     expect((await cliOnTerminal(person, ["auth", "login", "--email", "tty@example.com"], [["Password: ", "terminal pw 1\r"]])).exitCode).toBe(0);
@@ -269,13 +305,34 @@ describe("broker CLI without a server", () => {
 
   test("every command has --help", async () => {
     const paths = [
-      ["auth"], ["auth", "register"], ["auth", "login"], ["auth", "logout"], ["auth", "sessions", "list"], ["auth", "sessions", "revoke"],
-      ["account", "change-password"], ["account", "whoami"],
-      ["vault", "create"], ["vault", "list"], ["vault", "delete"], ["vault", "use"], ["vault", "invite"], ["vault", "join"],
-      ["agent", "invite"], ["agent", "list"], ["agent", "revoke"],
-      ["credential", "set"], ["credential", "get"], ["credential", "list"], ["credential", "delete"],
-      ["service", "add"], ["service", "list"], ["service", "enable"], ["service", "disable"], ["service", "remove"],
-      ["owner", "settings", "get"], ["owner", "settings", "set"],
+      ["auth"],
+      ["auth", "register"],
+      ["auth", "login"],
+      ["auth", "logout"],
+      ["auth", "sessions", "list"],
+      ["auth", "sessions", "revoke"],
+      ["account", "change-password"],
+      ["account", "whoami"],
+      ["vault", "create"],
+      ["vault", "list"],
+      ["vault", "delete"],
+      ["vault", "use"],
+      ["vault", "invite"],
+      ["vault", "join"],
+      ["agent", "invite"],
+      ["agent", "list"],
+      ["agent", "revoke"],
+      ["credential", "set"],
+      ["credential", "get"],
+      ["credential", "list"],
+      ["credential", "delete"],
+      ["service", "add"],
+      ["service", "list"],
+      ["service", "enable"],
+      ["service", "disable"],
+      ["service", "remove"],
+      ["owner", "settings", "get"],
+      ["owner", "settings", "set"],
     ];
     for (const path of paths) {
       const r = await cli(newUser(), [...path, "--help"]);

@@ -12,7 +12,16 @@ import { afterAll, beforeAll, describe, expect } from "bun:test";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Page } from "playwright-core";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
-import { type BlankBroker, type BlankBrokerOptions, browserTestFor, openRecordingBrowser, type SeenPage, signInOnPage, startBlankBroker, submit } from "./browser.ts";
+import {
+  type BlankBroker,
+  type BlankBrokerOptions,
+  browserTestFor,
+  openRecordingBrowser,
+  type SeenPage,
+  signInOnPage,
+  startBlankBroker,
+  submit,
+} from "./browser.ts";
 
 const browserTest = browserTestFor("console day");
 const OWNER = { email: "owner@example.com", password: "correct horse battery" };
@@ -45,7 +54,10 @@ beforeAll(async () => {
   upstream = await startUpstream(route, { names: { dns: ["upstream.test", "reports.test"], ips: ["127.0.0.1"] } });
   mainHost = `upstream.test:${upstream.port}`;
   reportsHost = `reports.test:${upstream.port}`;
-  broker = await startDayBroker({ BROKER_RATELIMIT_PROFILE: "default" }, { upstreamCaPem: upstream.pki.caPem, dns: { "upstream.test": ["127.0.0.1"], "reports.test": ["127.0.0.1"] } });
+  broker = await startDayBroker(
+    { BROKER_RATELIMIT_PROFILE: "default" },
+    { upstreamCaPem: upstream.pki.caPem, dns: { "upstream.test": ["127.0.0.1"], "reports.test": ["127.0.0.1"] } },
+  );
 });
 afterAll(async () => {
   await broker?.stop();
@@ -244,9 +256,16 @@ describe("a person's day in the console (Chromium)", () => {
 
         // A cross-site form post, from a page on another local origin (same site, so the browser
         // even sends the SameSite=Strict cookies; the attacker also knows the CSRF token): refused.
-        const attacker = startAttacker(`${base}/vaults/${VAULT}/credentials`, { csrf: await cookieValue(page, "broker_csrf"), key: "EVIL_KEY", value: SECRETS.evil });
+        const attacker = startAttacker(`${base}/vaults/${VAULT}/credentials`, {
+          csrf: await cookieValue(page, "broker_csrf"),
+          key: "EVIL_KEY",
+          value: SECRETS.evil,
+        });
         try {
-          const [res] = await Promise.all([page.waitForResponse((r) => r.url() === `${base}/vaults/${VAULT}/credentials` && r.request().method() === "POST"), page.goto(`http://127.0.0.1:${attacker.port}/`, { waitUntil: "commit" })]);
+          const [res] = await Promise.all([
+            page.waitForResponse((r) => r.url() === `${base}/vaults/${VAULT}/credentials` && r.request().method() === "POST"),
+            page.goto(`http://127.0.0.1:${attacker.port}/`, { waitUntil: "commit" }),
+          ]);
           expect(res.status()).toBe(403);
           // It really was the browser's post with this person's cookies, from the same site but another origin.
           const sent = await res.request().allHeaders();
@@ -260,7 +279,10 @@ describe("a person's day in the console (Chromium)", () => {
         }
         // The same post as a plain HTTP client with the browser's cookies but a foreign Origin: refused.
         const cookie = `broker_session=${await cookieValue(page, "broker_session")}; broker_csrf=${await cookieValue(page, "broker_csrf")}`;
-        for (const [origin, site] of [["https://evil.example", "cross-site"], [`http://127.0.0.1:${upstream.port}`, "same-site"]]) {
+        for (const [origin, site] of [
+          ["https://evil.example", "cross-site"],
+          [`http://127.0.0.1:${upstream.port}`, "same-site"],
+        ]) {
           const forged = await fetch(`${base}/settings/rate-limits`, {
             method: "POST",
             redirect: "manual",
@@ -311,7 +333,11 @@ describe("a person's day in the console (Chromium)", () => {
       const invite = await broker.api("POST", "/v1/vaults/team/invites", { email: COLLEAGUE.email, role: "proxy" }, owner);
       expect(invite.status).toBe(201);
       // The colleague registers through the invite link.
-      const accepted = await fetch(invite.body.invite_url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(COLLEAGUE) });
+      const accepted = await fetch(invite.body.invite_url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(COLLEAGUE),
+      });
       expect(accepted.status).toBe(200);
       expect(((await accepted.json()) as any).role).toBe("proxy");
 
@@ -396,7 +422,12 @@ describe("a person's day in the console (Chromium)", () => {
         const res = await fetch(`${base}/settings/rate-limits`, {
           method: "POST",
           redirect: "manual",
-          headers: { cookie: `broker_session=${session}; broker_csrf=${csrf}`, origin: base, "sec-fetch-site": "same-origin", "content-type": "application/x-www-form-urlencoded" },
+          headers: {
+            cookie: `broker_session=${session}; broker_csrf=${csrf}`,
+            origin: base,
+            "sec-fetch-site": "same-origin",
+            "content-type": "application/x-www-form-urlencoded",
+          },
           body: new URLSearchParams({ csrf, profile: "off", "proxy.rps": "1" }),
         });
         expect(res.status).toBe(303);

@@ -94,7 +94,12 @@ describe("minted auth types in the console and on the approval page", () => {
 
         // A refused field: the domain's message as the error flash, the form as typed.
         await page.goto(`${base}/services`);
-        await fillService(page, "api.crm.example", "oauth2_refresh", { token_url: "http://auth.crm.example/oauth/token", client_id: "CRM_CLIENT_ID", client_secret: "CRM_CLIENT_SECRET", refresh_token: "CRM_REFRESH_TOKEN" });
+        await fillService(page, "api.crm.example", "oauth2_refresh", {
+          token_url: "http://auth.crm.example/oauth/token",
+          client_id: "CRM_CLIENT_ID",
+          client_secret: "CRM_CLIENT_SECRET",
+          refresh_token: "CRM_REFRESH_TOKEN",
+        });
         await submit(page, "#add-service-form button[type=submit]");
         expect(await page.textContent("#flash")).toBe("Token URL must be an https:// URL (a token endpoint is never reached over plain HTTP).");
         expect(await page.inputValue("#f-token_url")).toBe("http://auth.crm.example/oauth/token");
@@ -111,11 +116,17 @@ describe("minted auth types in the console and on the approval page", () => {
         await page.fill("#f-description", "CRM contacts, on behalf of the sales team");
         await submit(page, "#add-service-form button[type=submit]");
         const warning = (await page.textContent("main")) ?? "";
-        for (const key of ["CRM_CLIENT_ID", "CRM_CLIENT_SECRET", "CRM_REFRESH_TOKEN"]) expect(warning).toContain(`sends your existing credential ${key} to a new host, auth.crm.example`);
+        for (const key of ["CRM_CLIENT_ID", "CRM_CLIENT_SECRET", "CRM_REFRESH_TOKEN"])
+          expect(warning).toContain(`sends your existing credential ${key} to a new host, auth.crm.example`);
         await submit(page, "#confirm-service");
         expect(await page.textContent("#flash")).toContain("Service api.crm.example added");
 
-        await fillService(page, "s3.eu-west-1.amazonaws.com", "aws_sigv4", { access_key_id: "AWS_ACCESS_KEY_ID", secret_access_key: "AWS_SECRET_ACCESS_KEY", region: "eu-west-1", service: "s3" });
+        await fillService(page, "s3.eu-west-1.amazonaws.com", "aws_sigv4", {
+          access_key_id: "AWS_ACCESS_KEY_ID",
+          secret_access_key: "AWS_SECRET_ACCESS_KEY",
+          region: "eu-west-1",
+          service: "s3",
+        });
         await page.fill("#f-description", "Nightly exports bucket");
         await submit(page, "#add-service-form button[type=submit]");
         expect(await page.textContent("main")).toContain("sends your existing credential AWS_ACCESS_KEY_ID to a new host, s3.eu-west-1.amazonaws.com");
@@ -136,8 +147,20 @@ describe("minted auth types in the console and on the approval page", () => {
         const listed = await broker.api("GET", `/v1/vaults/${VAULT}/services`, undefined, userToken);
         apiSeen.push(JSON.stringify(listed.body));
         const byHost = Object.fromEntries((listed.body.services as { host: string; auth: unknown }[]).map((s) => [s.host, s.auth]));
-        expect(byHost["api.crm.example"]).toEqual({ type: "oauth2_refresh", token_url: "https://auth.crm.example/oauth/token", client_id: "CRM_CLIENT_ID", client_secret: "CRM_CLIENT_SECRET", refresh_token: "CRM_REFRESH_TOKEN" });
-        expect(byHost["s3.eu-west-1.amazonaws.com"]).toEqual({ type: "aws_sigv4", access_key_id: "AWS_ACCESS_KEY_ID", secret_access_key: "AWS_SECRET_ACCESS_KEY", region: "eu-west-1", service: "s3" });
+        expect(byHost["api.crm.example"]).toEqual({
+          type: "oauth2_refresh",
+          token_url: "https://auth.crm.example/oauth/token",
+          client_id: "CRM_CLIENT_ID",
+          client_secret: "CRM_CLIENT_SECRET",
+          refresh_token: "CRM_REFRESH_TOKEN",
+        });
+        expect(byHost["s3.eu-west-1.amazonaws.com"]).toEqual({
+          type: "aws_sigv4",
+          access_key_id: "AWS_ACCESS_KEY_ID",
+          secret_access_key: "AWS_SECRET_ACCESS_KEY",
+          region: "eu-west-1",
+          service: "s3",
+        });
 
         // Edit: every field comes back; the client now authenticates in the request body.
         await page.click('a[aria-label="Edit api.crm.example"]');
@@ -173,8 +196,21 @@ describe("minted auth types in the console and on the approval page", () => {
         // An agent proposes a GitHub App service with a slot for its private key.
         const agent = await newAgent("release-bot");
         const filed = await agent("POST", "/v1/proposals", {
-          services: [{ host: "api.github.com", description: "Releases of acme/widgets", auth: { type: "github_app", app_id: "123456", installation_id: "45678901", private_key: "GH_APP_PRIVATE_KEY" }, rules: [{ methods: ["GET", "POST"], paths: ["/repos/acme/widgets/releases/**"] }] }],
-          credentials: [{ key: "GH_APP_PRIVATE_KEY", description: "The private key of the acme-release GitHub App", obtain: "https://github.com/organizations/acme-widgets/settings/apps/acme-release-bot#private-key-generation-and-rotation" }],
+          services: [
+            {
+              host: "api.github.com",
+              description: "Releases of acme/widgets",
+              auth: { type: "github_app", app_id: "123456", installation_id: "45678901", private_key: "GH_APP_PRIVATE_KEY" },
+              rules: [{ methods: ["GET", "POST"], paths: ["/repos/acme/widgets/releases/**"] }],
+            },
+          ],
+          credentials: [
+            {
+              key: "GH_APP_PRIVATE_KEY",
+              description: "The private key of the acme-release GitHub App",
+              obtain: "https://github.com/organizations/acme-widgets/settings/apps/acme-release-bot#private-key-generation-and-rotation",
+            },
+          ],
           message: "I publish releases; a GitHub App installation token is narrower than a personal token.",
         });
         expect(filed.status).toBe(201);
@@ -202,8 +238,15 @@ describe("minted auth types in the console and on the approval page", () => {
 
         // A token endpoint the network guard refuses (a private address): the agent gets the 502, and
         // the list tells the person who must act what went wrong.
-        const erp = { type: "oauth2_client_credentials", token_url: "https://10.255.0.1/oauth/token", client_id: "CRM_CLIENT_ID", client_secret: "CRM_CLIENT_SECRET" };
-        expect((await broker.api("POST", `/v1/vaults/${VAULT}/services`, { host: "erp.example.com", description: "Orders", auth: erp }, userToken)).status).toBe(201);
+        const erp = {
+          type: "oauth2_client_credentials",
+          token_url: "https://10.255.0.1/oauth/token",
+          client_id: "CRM_CLIENT_ID",
+          client_secret: "CRM_CLIENT_SECRET",
+        };
+        expect(
+          (await broker.api("POST", `/v1/vaults/${VAULT}/services`, { host: "erp.example.com", description: "Orders", auth: erp }, userToken)).status,
+        ).toBe(201);
         const refused = await agent("GET", "/proxy/erp.example.com/v1/orders");
         expect(refused.status).toBe(502);
         expect(refused.body.error).toBe("credential_refresh_failed");

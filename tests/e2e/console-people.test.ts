@@ -44,7 +44,15 @@ function agentClient(token: string, seen: string[]) {
 
 const proposalFor = (key: string, message: string) => ({
   services: [{ action: "set", host, description: "Payments API", auth: { type: "bearer", token: key } }],
-  credentials: [{ action: "set", key, description: "Payments API key (read-only is enough)", obtain: "https://dashboard.example.com/api-keys", obtain_instructions: "Dashboard → Developers → API keys → Create restricted key" }],
+  credentials: [
+    {
+      action: "set",
+      key,
+      description: "Payments API key (read-only is enough)",
+      obtain: "https://dashboard.example.com/api-keys",
+      obtain_instructions: "Dashboard → Developers → API keys → Create restricted key",
+    },
+  ],
   message,
 });
 
@@ -102,7 +110,11 @@ describe("console: agents, proposals, members in Chromium", () => {
         await page.goto(`${broker.apiUrl}/vaults/${VAULT}/proposals`);
         await Promise.all([page.waitForLoadState("load"), page.click(`#deny-${first.body.id}-button`)]);
         expect(await page.textContent("#flash")).toContain("denied");
-        const second = await agent("POST", "/v1/proposals", proposalFor("PAYMENTS_KEY", "I need read access to the payments API to reconcile last month's invoices."));
+        const second = await agent(
+          "POST",
+          "/v1/proposals",
+          proposalFor("PAYMENTS_KEY", "I need read access to the payments API to reconcile last month's invoices."),
+        );
         expect(second.status).toBe(201);
         const id = second.body.id as number;
         await page.goto(`${broker.apiUrl}/vaults/${VAULT}/proposals`);

@@ -36,7 +36,12 @@ beforeAll(async () => {
   owner = (await broker.api("POST", "/v1/auth/register", OWNER)).body.token;
   expect((await broker.api("POST", "/v1/vaults", { name: "payments-bot" }, owner)).status).toBe(201);
   expect((await broker.api("PUT", "/v1/vaults/payments-bot/credentials/API_KEY", { value: SECRET }, owner)).status).toBe(200);
-  const svc = await broker.api("POST", "/v1/vaults/payments-bot/services", { host: `127.0.0.1:${upstream.port}`, description: "local API", auth: { type: "bearer", token: "API_KEY" } }, owner);
+  const svc = await broker.api(
+    "POST",
+    "/v1/vaults/payments-bot/services",
+    { host: `127.0.0.1:${upstream.port}`, description: "local API", auth: { type: "bearer", token: "API_KEY" } },
+    owner,
+  );
   expect(svc.status).toBe(201);
   const invite = await broker.api("POST", "/v1/vaults/payments-bot/agent-invites", { name: "deploy-bot", role: "proxy" }, owner);
   expect(invite.status).toBe(201);

@@ -68,7 +68,11 @@ describe("console credentials and services in Chromium", () => {
 
         await page.goto(`${base}/credentials`);
         expect(await page.textContent("main")).toContain("No credentials yet");
-        for (const [key, value] of [["STRIPE_API_KEY", sentinel], ["GITHUB_TOKEN", "ghp-not-a-real-token"], ["INTERNAL_API_KEY", "internal-not-real"]]) {
+        for (const [key, value] of [
+          ["STRIPE_API_KEY", sentinel],
+          ["GITHUB_TOKEN", "ghp-not-a-real-token"],
+          ["INTERNAL_API_KEY", "internal-not-real"],
+        ]) {
           await page.fill("#f-key", key!);
           await page.fill("#f-value", value!);
           expect(await page.inputValue("#f-value")).toBe(value!);
@@ -78,7 +82,13 @@ describe("console credentials and services in Chromium", () => {
         }
 
         await addService(page, base, { host: "api.stripe.com", type: "bearer", key: "STRIPE_API_KEY", description: "Payments API" });
-        await addService(page, base, { host: "api.github.com", type: "basic", key: "GITHUB_TOKEN", username: "deploy-bot", description: "Repositories, read-only" });
+        await addService(page, base, {
+          host: "api.github.com",
+          type: "basic",
+          key: "GITHUB_TOKEN",
+          username: "deploy-bot",
+          description: "Repositories, read-only",
+        });
         await addService(page, base, { host: "internal.example.com:8443", type: "header", key: "INTERNAL_API_KEY", header: "X-Api-Key", prefix: "Token " });
         await addService(page, base, { host: "*.status.example.org", type: "passthrough", description: "Status pages, no credential" });
         await page.goto(`${base}/services`);

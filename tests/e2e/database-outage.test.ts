@@ -110,7 +110,14 @@ async function startInstance(name: string, databaseUrl: string, extra: Record<st
   const owner = await must(apiUrl, "POST", "/v1/auth/register", { email: "owner@example.com", password: PASSWORD }, undefined, 201);
   await must(apiUrl, "POST", "/v1/vaults", { name: vault }, owner.token, 201);
   await must(apiUrl, "PUT", `/v1/vaults/${vault}/credentials/API_KEY`, { value: secret }, owner.token, 200);
-  await must(apiUrl, "POST", `/v1/vaults/${vault}/services`, { host: `localhost:${upstream.port}`, auth: { type: "bearer", token: "API_KEY" } }, owner.token, 201);
+  await must(
+    apiUrl,
+    "POST",
+    `/v1/vaults/${vault}/services`,
+    { host: `localhost:${upstream.port}`, auth: { type: "bearer", token: "API_KEY" } },
+    owner.token,
+    201,
+  );
   const session = await must(apiUrl, "POST", "/v1/sessions", { vault, role: "proxy", ttl_seconds: 3600 }, owner.token, 201);
   const unused = await must(apiUrl, "POST", "/v1/sessions", { vault, role: "proxy", ttl_seconds: 3600 }, owner.token, 201);
   const caPem = await fetch(`${apiUrl}/v1/ca.pem`).then((r) => r.text());
@@ -133,8 +140,14 @@ async function envelopeProblem(res: Response, where: string): Promise<string | u
   try {
     body = JSON.parse(text);
   } catch {}
-  const ok = body?.error === "database_unavailable" && typeof body?.message === "string" && res.headers.get("x-broker-error") === "database_unavailable" && res.headers.get("retry-after") !== null;
-  return ok ? undefined : `${where}: 503 x-broker-error=${res.headers.get("x-broker-error")} retry-after=${res.headers.get("retry-after")} ${text.slice(0, 200)}`;
+  const ok =
+    body?.error === "database_unavailable" &&
+    typeof body?.message === "string" &&
+    res.headers.get("x-broker-error") === "database_unavailable" &&
+    res.headers.get("retry-after") !== null;
+  return ok
+    ? undefined
+    : `${where}: 503 x-broker-error=${res.headers.get("x-broker-error")} retry-after=${res.headers.get("retry-after")} ${text.slice(0, 200)}`;
 }
 
 /** The scenario's clock, read by every load loop. */
@@ -150,7 +163,13 @@ interface Clock {
 
 /** The values no response and no log line may hold: the instance's credential, its tokens, the owner's password (each also in base64). */
 function secretsOf(inst: Instance): Record<string, string> {
-  return { credential: inst.secret, "proxy session token": inst.token, "unused session token": inst.unusedToken, "owner token": inst.ownerToken, password: PASSWORD };
+  return {
+    credential: inst.secret,
+    "proxy session token": inst.token,
+    "unused session token": inst.unusedToken,
+    "owner token": inst.ownerToken,
+    password: PASSWORD,
+  };
 }
 
 /** The names of the secrets of `inst` found in `text` (raw or base64). */
@@ -256,7 +275,12 @@ describe.skipIf(pgMissing)("PostgreSQL outage under proxied load (compiled binar
       }
       if (inst === aged) agedPrimedAt = performance.now();
     }
-    await waitFor("health before the outage", () => health(tolerant), (h) => h.body.status === "ok", 5000);
+    await waitFor(
+      "health before the outage",
+      () => health(tolerant),
+      (h) => h.body.status === "ok",
+      5000,
+    );
   }, 60_000);
 
   afterAll(async () => {
@@ -296,7 +320,12 @@ describe.skipIf(pgMissing)("PostgreSQL outage under proxied load (compiled binar
       (h) => h.status === 200 && h.body.status === "degraded" && h.body.database.reachable === false && h.body.database.announcements === "lost",
       5000,
     );
-    await waitFor("strict instance refusing its cached session", async () => strictOut.filter((o) => o.phase === "outage" && o.status === 503).length, (n) => n >= 2, 5000);
+    await waitFor(
+      "strict instance refusing its cached session",
+      async () => strictOut.filter((o) => o.phase === "outage" && o.status === 503).length,
+      (n) => n >= 2,
+      5000,
+    );
     const freshLogin = await timed(() => callApi(tolerant.apiUrl, "POST", "/v1/auth/login", { email: "owner@example.com", password: PASSWORD }));
     const unseenProxy = await timed(async () => {
       const res = await proxyRequest(tolerant, "/unseen", tolerant.unusedToken);
@@ -314,11 +343,21 @@ describe.skipIf(pgMissing)("PostgreSQL outage under proxied load (compiled binar
     const outageMs = performance.now() - clock.outageStart;
 
     clock.phase = "after";
-    const healthAfter = await waitFor("health after the outage", () => health(tolerant), (h) => h.body.status === "ok" && h.body.database.announcements === "listening", 10_000);
+    const healthAfter = await waitFor(
+      "health after the outage",
+      () => health(tolerant),
+      (h) => h.body.status === "ok" && h.body.database.announcements === "listening",
+      10_000,
+    );
     await Bun.sleep(AFTER_MS);
     clock.done = true;
     await Promise.all(loops);
-    await waitFor("audit queue drained", () => health(tolerant), (h) => h.body.database.audit_queued === 0, 10_000);
+    await waitFor(
+      "audit queue drained",
+      () => health(tolerant),
+      (h) => h.body.database.audit_queued === 0,
+      10_000,
+    );
 
     observed = {
       load,
@@ -431,9 +470,14 @@ describe.skipIf(pgMissing)("PostgreSQL outage under proxied load (compiled binar
       expect(lines.filter((l) => /"event":"unhandled_error"|"stack"/.test(l)).slice(0, 5)).toEqual([]);
       const name = inst.name as keyof typeof outcomes;
       const offset = observed.logOffsets[name];
-      const outageErrors = logs.slice(offset).split("\n").filter((l) => l.includes('"level":"error"'));
+      const outageErrors = logs
+        .slice(offset)
+        .split("\n")
+        .filter((l) => l.includes('"level":"error"'));
       const requests = outcomes[name].filter((o) => o.phase === "outage").length;
-      console.error(`[database-outage] ${inst.name}: ${outageErrors.length} error lines for ${requests} requests during the outage${outageErrors.length ? `: ${[...new Set(outageErrors.map((l) => /"event":"([^"]+)"/.exec(l)?.[1]))].join(", ")}` : ""}`);
+      console.error(
+        `[database-outage] ${inst.name}: ${outageErrors.length} error lines for ${requests} requests during the outage${outageErrors.length ? `: ${[...new Set(outageErrors.map((l) => /"event":"([^"]+)"/.exec(l)?.[1]))].join(", ")}` : ""}`,
+      );
       expect(outageErrors.length).toBeLessThan(Math.max(10, requests / 10));
     }
   });

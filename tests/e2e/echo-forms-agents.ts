@@ -38,7 +38,10 @@ export interface AgentEnv {
 export type OpenAgent = (env: AgentEnv, host: string) => Promise<Agent>;
 
 export function decodeBody(contentEncoding: string | undefined, body: Buffer): Buffer {
-  const names = (contentEncoding ?? "").split(",").map((s) => s.trim().toLowerCase()).filter((s) => s && s !== "identity");
+  const names = (contentEncoding ?? "")
+    .split(",")
+    .map((s) => s.trim().toLowerCase())
+    .filter((s) => s && s !== "identity");
   return names.reduceRight((b, n) => {
     if (n === "gzip" || n === "x-gzip") return zlib.gunzipSync(b);
     if (n === "br") return zlib.brotliDecompressSync(b);
@@ -52,7 +55,11 @@ export function decodeBody(contentEncoding: string | undefined, body: Buffer): B
 export function bodyText(plain: Buffer, contentType: string): string {
   const charset = /charset=([^;\s]+)/i.exec(contentType)?.[1]?.toLowerCase() ?? "utf-8";
   if (charset === "cp037") return decodeCp037(plain);
-  if (charset === "utf-32le") return [...plain.subarray(0, plain.length & ~3)].filter((_, i) => i % 4 === 0).map((b) => String.fromCharCode(b)).join("");
+  if (charset === "utf-32le")
+    return [...plain.subarray(0, plain.length & ~3)]
+      .filter((_, i) => i % 4 === 0)
+      .map((b) => String.fromCharCode(b))
+      .join("");
   if (!charset.startsWith("utf-16")) return plain.toString("utf8");
   let bytes = plain.subarray(0, plain.length & ~1);
   let be = charset === "utf-16be" || charset === "utf-16";
@@ -103,7 +110,8 @@ async function readH1(conn: Conn, timeoutMs = 10_000): Promise<Got> {
       if (size === 0) {
         conn.buf = conn.buf.subarray(lineEnd + 2);
         // Trailer lines up to an empty line.
-        if (!(await conn.until(() => conn.buf.subarray(0, 2).toString() === "\r\n" || conn.buf.includes("\r\n\r\n"), timeoutMs))) throw new Error("truncated trailers");
+        if (!(await conn.until(() => conn.buf.subarray(0, 2).toString() === "\r\n" || conn.buf.includes("\r\n\r\n"), timeoutMs)))
+          throw new Error("truncated trailers");
         const tEnd = conn.buf.subarray(0, 2).toString() === "\r\n" ? 0 : conn.buf.indexOf("\r\n\r\n") + 2;
         if (tEnd > 0) head += `\r\n${conn.buf.subarray(0, tEnd - 2).toString("latin1")}`;
         conn.buf = conn.buf.subarray(tEnd + 2);
@@ -142,7 +150,9 @@ export const proxyAgent: OpenAgent = async (env, host) => {
         const reused = conn !== undefined && !conn.closed;
         if (!reused) conn = await dial();
         const c = conn!;
-        c.write(`GET /proxy/${host}:${env.h1Port}${path} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: Bearer ${env.sessionToken}\r\nAccept-Encoding: gzip\r\nTE: trailers\r\n\r\n`);
+        c.write(
+          `GET /proxy/${host}:${env.h1Port}${path} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: Bearer ${env.sessionToken}\r\nAccept-Encoding: gzip\r\nTE: trailers\r\n\r\n`,
+        );
         try {
           const got = await readH1(c);
           if (/^connection:\s*close\s*$/im.test(got.head)) c.close();
@@ -229,7 +239,9 @@ export async function wsExchange(env: AgentEnv, host: string, path: string): Pro
   const authority = `${host}:${env.h1Port}`;
   const { conn } = await openTunnel(env.proxyPort, authority, env.proxyAuth, { ca: env.brokerCa });
   try {
-    conn.write(`GET ${path} HTTP/1.1\r\nHost: ${authority}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`);
+    conn.write(
+      `GET ${path} HTTP/1.1\r\nHost: ${authority}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`,
+    );
     if (!(await conn.until(() => conn.buf.includes("\r\n\r\n")))) throw new Error("no 101 head");
     const end = conn.buf.indexOf("\r\n\r\n");
     const head = conn.buf.subarray(0, end).toString("latin1");

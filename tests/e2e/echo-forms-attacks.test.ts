@@ -20,7 +20,20 @@ import zlib from "node:zlib";
 import { startTunnel } from "../../src/cli/commands/server.ts";
 import { createTestPki } from "../helpers/pki.ts";
 import { revealed, RUN } from "./echo-forms-check.ts";
-import { AFTER, AROUND_HEADER, BEFORE, FORMS, renderCase, sent, startFormsH2Upstream, startRawH1Upstream, WS_SCENARIOS, type Form, type Place, type Subjects } from "./echo-forms-upstream.ts";
+import {
+  AFTER,
+  AROUND_HEADER,
+  BEFORE,
+  FORMS,
+  renderCase,
+  sent,
+  startFormsH2Upstream,
+  startRawH1Upstream,
+  WS_SCENARIOS,
+  type Form,
+  type Place,
+  type Subjects,
+} from "./echo-forms-upstream.ts";
 import { expectNoLeak, startBroker, type Broker } from "./proxy-fixture.ts";
 import { bodyText, INGRESS, mask, PROXY, TUNNEL_H1, TUNNEL_H2, wsExchange, type Agent, type AgentEnv, type Got, type Ingress } from "./echo-forms-agents.ts";
 import { NOT_COVERED, reassembleParts, TRICKS, WS_NOT_COVERED } from "./echo-forms-tricks.ts";
@@ -43,9 +56,30 @@ interface Svc {
 
 const SERVICES: readonly Svc[] = [
   { name: "bearer", host: "upstream.test", key: "BEARER_KEY", value: `sk-live-${base62(32)}`, auth: { type: "bearer", token: "BEARER_KEY" }, user: "user" },
-  { name: "basic (username alice)", host: "basic.upstream.test", key: "BASIC_KEY", value: base62(28), auth: { type: "basic", token: "BASIC_KEY", username: "alice" }, user: "alice" },
-  { name: "custom header X-Api-Key (prefix 'Token ')", host: "header.upstream.test", key: "HEADER_KEY", value: `ghp_${base62(36)}`, auth: { type: "header", header: "X-Api-Key", token: "HEADER_KEY", prefix: "Token " }, user: "user" },
-  { name: "short bearer (8 characters)", host: "short.upstream.test", key: "SHORT_KEY", value: base62(8), auth: { type: "bearer", token: "SHORT_KEY" }, user: "user" },
+  {
+    name: "basic (username alice)",
+    host: "basic.upstream.test",
+    key: "BASIC_KEY",
+    value: base62(28),
+    auth: { type: "basic", token: "BASIC_KEY", username: "alice" },
+    user: "alice",
+  },
+  {
+    name: "custom header X-Api-Key (prefix 'Token ')",
+    host: "header.upstream.test",
+    key: "HEADER_KEY",
+    value: `ghp_${base62(36)}`,
+    auth: { type: "header", header: "X-Api-Key", token: "HEADER_KEY", prefix: "Token " },
+    user: "user",
+  },
+  {
+    name: "short bearer (8 characters)",
+    host: "short.upstream.test",
+    key: "SHORT_KEY",
+    value: base62(8),
+    auth: { type: "bearer", token: "SHORT_KEY" },
+    user: "user",
+  },
 ];
 
 const subjectsFor = (svc: Svc): Subjects => ({ value: svc.value, bearer: `Bearer ${svc.value}`, userpass: `${svc.user}:${svc.value}` });
@@ -67,7 +101,17 @@ describe("the checker finds every form it is handed directly", () => {
           // Each form that carries the whole value is read back whole, not merely caught by a 12-character run.
           else if (!form.longOnly && !found.startsWith("the whole value")) missed.push(`${form.id} @ ${at}: only ${found}`);
           // Client-joined header lines (fetch, node:http2) are found too.
-          if (at === "header" && !revealed(`x-echo: ${r.headers.filter(([k]) => k === "x-echo").map(([, v]) => v).join(", ")}`, svc.value)) missed.push(`${form.id} @ header joined with ", "`);
+          if (
+            at === "header" &&
+            !revealed(
+              `x-echo: ${r.headers
+                .filter(([k]) => k === "x-echo")
+                .map(([, v]) => v)
+                .join(", ")}`,
+              svc.value,
+            )
+          )
+            missed.push(`${form.id} @ header joined with ", "`);
           if (at === "gzip" && !revealed(zlib.gunzipSync(zlib.gzipSync(r.body)), svc.value)) missed.push(`${form.id} @ gzip round trip`);
         }
       }
@@ -83,7 +127,14 @@ describe("the checker finds every form it is handed directly", () => {
           const r = renderCase(form, subjectsFor(svc), at);
           const all = [`HTTP/1.1 200 ${r.statusMessage ?? "OK"}`, ...[...r.headers, ...(r.trailers ?? [])].map(([k, v]) => `${k}: ${v}`)].join("\r\n");
           const text = `${all}\r\n\r\n${r.body.toString("utf8")}`;
-          const found = at === "header" ? revealed(all, svc.value) : at === "custom" ? (form.reassemble ? revealed(form.reassemble(text), svc.value) : revealed(text, svc.value)) : revealed(r.body, svc.value);
+          const found =
+            at === "header"
+              ? revealed(all, svc.value)
+              : at === "custom"
+                ? form.reassemble
+                  ? revealed(form.reassemble(text), svc.value)
+                  : revealed(text, svc.value)
+                : revealed(r.body, svc.value);
           if (!found?.startsWith("the whole value")) missed.push(`${svc.name}: ${form.id} @ ${at}: ${found ?? "nothing"}`);
         }
       }
@@ -249,7 +300,9 @@ function checkCase(svc: Svc, form: Form, job: Job): string[] {
   if (!got) return [`${at}: no answer: ${job.error}`];
   const problems: string[] = [];
   const upAll = `${up.headers}\n\n${up.body.toString("utf8")}`;
-  if (!(reveals(at === "header" ? up.headers : at === "custom" ? upAll : up.body, svc.value) ?? (form.reassemble && reveals(form.reassemble(upAll), svc.value)))) {
+  if (
+    !(reveals(at === "header" ? up.headers : at === "custom" ? upAll : up.body, svc.value) ?? (form.reassemble && reveals(form.reassemble(upAll), svc.value)))
+  ) {
     problems.push(`${at}: TEST BUG: the checker does not see the upstream's echo`);
   }
   const text = bodyText(got.plain, got.contentType);
@@ -267,7 +320,8 @@ function checkCase(svc: Svc, form: Form, job: Job): string[] {
       break;
     }
   }
-  if (process.env.ECHO_FORMS_DEBUG) console.log(at, got.status, JSON.stringify(mask(got.head, svc.value)), JSON.stringify(mask(got.plain.toString("latin1"), svc.value)));
+  if (process.env.ECHO_FORMS_DEBUG)
+    console.log(at, got.status, JSON.stringify(mask(got.head, svc.value)), JSON.stringify(mask(got.plain.toString("latin1"), svc.value)));
   if (got.status !== 200) problems.push(`${at}: status ${got.status}, not 200`);
   if (!text.includes(BEFORE) || !text.includes(AFTER)) problems.push(`${at}: the body around the echo did not arrive intact`);
   if (!got.head.toLowerCase().includes(`${AROUND_HEADER[0]}: ${AROUND_HEADER[1]}`)) problems.push(`${at}: the header beside the echo did not arrive`);

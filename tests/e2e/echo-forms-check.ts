@@ -10,7 +10,38 @@ import zlib from "node:zlib";
 
 /** Soft hyphen, zero-width and other invisible format characters a value may be interleaved with. */
 const INVISIBLE = /[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]/g;
-const NAMED: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'", shy: "", zwj: "", zwnj: "", zerowidthspace: "", nobreak: "", invisibletimes: "", invisibleseparator: "", invisiblecomma: "", applyfunction: "", nbsp: "\u00a0", lrm: "", rlm: "", colon: ":", sol: "/", period: ".", lowbar: "_", hyphen: "-", dash: "-", plus: "+", equals: "=", num: "#", percnt: "%", comma: ",", semi: ";", excl: "!" };
+const NAMED: Record<string, string> = {
+  amp: "&",
+  lt: "<",
+  gt: ">",
+  quot: '"',
+  apos: "'",
+  shy: "",
+  zwj: "",
+  zwnj: "",
+  zerowidthspace: "",
+  nobreak: "",
+  invisibletimes: "",
+  invisibleseparator: "",
+  invisiblecomma: "",
+  applyfunction: "",
+  nbsp: "\u00a0",
+  lrm: "",
+  rlm: "",
+  colon: ":",
+  sol: "/",
+  period: ".",
+  lowbar: "_",
+  hyphen: "-",
+  dash: "-",
+  plus: "+",
+  equals: "=",
+  num: "#",
+  percnt: "%",
+  comma: ",",
+  semi: ";",
+  excl: "!",
+};
 /** Unicode tag characters (invisible). */
 const TAGS = /[\u{e0000}-\u{e007f}]/gu;
 /** The shortest run of a value that counts as revealing it (what item 5 asks to redact). */
@@ -24,23 +55,28 @@ function codePoint(n: number): string {
 
 /** HTML character references: numeric (decimal/hex, any leading zeros, semicolon optional) and the named ones that matter. */
 export function decodeHtml(t: string): string {
-  return t
-    .replace(/&#[xX]0*([0-9a-fA-F]{1,8});?/g, (_, h: string) => codePoint(parseInt(h, 16)))
-    .replace(/&#0*([0-9]{1,9});?/g, (_, d: string) => codePoint(parseInt(d, 10)))
-    .replace(/&([a-zA-Z]{2,31});?/g, (m, n: string) => NAMED[n.toLowerCase()] ?? m)
-    // Legacy references browsers decode without a semicolon, even before letters ("&shyabc" in text).
-    .replace(/&(shy|amp|lt|gt|quot|nbsp)/gi, (_, n: string) => NAMED[n.toLowerCase()]!);
+  return (
+    t
+      .replace(/&#[xX]0*([0-9a-fA-F]{1,8});?/g, (_, h: string) => codePoint(parseInt(h, 16)))
+      .replace(/&#0*([0-9]{1,9});?/g, (_, d: string) => codePoint(parseInt(d, 10)))
+      .replace(/&([a-zA-Z]{2,31});?/g, (m, n: string) => NAMED[n.toLowerCase()] ?? m)
+      // Legacy references browsers decode without a semicolon, even before letters ("&shyabc" in text).
+      .replace(/&(shy|amp|lt|gt|quot|nbsp)/gi, (_, n: string) => NAMED[n.toLowerCase()]!)
+  );
 }
 
 /** JSON/JavaScript string escapes, read left to right (so `\\u0073` is a backslash and "u0073", read again next round). */
 export function decodeJsonEscapes(t: string): string {
-  return t.replace(/\\(?:[uU]\{([0-9a-fA-F]{1,6})\}|[uU]([0-9a-fA-F]{4})|[xX]([0-9a-fA-F]{2})|([0-7]{3})|([\s\S]))/g, (m, braced?: string, u?: string, x?: string, oct?: string, one?: string) => {
-    if (braced) return codePoint(parseInt(braced, 16));
-    if (u) return String.fromCharCode(parseInt(u, 16));
-    if (x) return String.fromCharCode(parseInt(x, 16));
-    if (oct) return String.fromCharCode(parseInt(oct, 8));
-    return one !== undefined && "\\/\"'`-".includes(one) ? one : m;
-  });
+  return t.replace(
+    /\\(?:[uU]\{([0-9a-fA-F]{1,6})\}|[uU]([0-9a-fA-F]{4})|[xX]([0-9a-fA-F]{2})|([0-7]{3})|([\s\S]))/g,
+    (m, braced?: string, u?: string, x?: string, oct?: string, one?: string) => {
+      if (braced) return codePoint(parseInt(braced, 16));
+      if (u) return String.fromCharCode(parseInt(u, 16));
+      if (x) return String.fromCharCode(parseInt(x, 16));
+      if (oct) return String.fromCharCode(parseInt(oct, 8));
+      return one !== undefined && "\\/\"'`-".includes(one) ? one : m;
+    },
+  );
 }
 
 /** Percent-escapes (and %uXXXX), each run of bytes read as UTF-8 when it is valid, else as latin1. */
@@ -99,7 +135,18 @@ function utf16(bytes: Buffer, bigEndian: boolean, offset: number): string {
 }
 
 /** EBCDIC (code page 037) letters, digits and common punctuation, back to ASCII. */
-const FROM_CP037 = new Map<number, string>([[0x40, " "], [0x4b, "."], [0x4e, "+"], [0x60, "-"], [0x61, "/"], [0x6b, ","], [0x6d, "_"], [0x7a, ":"], [0x7e, "="], [0x25, "\n"]]);
+const FROM_CP037 = new Map<number, string>([
+  [0x40, " "],
+  [0x4b, "."],
+  [0x4e, "+"],
+  [0x60, "-"],
+  [0x61, "/"],
+  [0x6b, ","],
+  [0x6d, "_"],
+  [0x7a, ":"],
+  [0x7e, "="],
+  [0x25, "\n"],
+]);
 for (let i = 0; i < 26; i++) {
   const code = i < 9 ? 0x81 + i : i < 18 ? 0x91 + i - 9 : 0xa2 + i - 18;
   FROM_CP037.set(code, String.fromCharCode(97 + i)).set(code + 0x40, String.fromCharCode(65 + i));

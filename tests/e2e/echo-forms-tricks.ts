@@ -50,16 +50,37 @@ function decodingGaps(): Form[] {
 
 /** Splits over what the scanner reads separately, each piece under 12 characters. */
 function channelSplits(): Form[] {
-  const custom = (id: string, render: (s: Subjects) => Rendered, reassemble: Form["reassemble"] | null = reassembleParts): Form => ({ id, places: ["custom"], echo: () => "", render, ...(reassemble && { reassemble }) });
+  const custom = (id: string, render: (s: Subjects) => Rendered, reassemble: Form["reassemble"] | null = reassembleParts): Form => ({
+    id,
+    places: ["custom"],
+    echo: () => "",
+    render,
+    ...(reassemble && { reassemble }),
+  });
   return [
     custom(
       "same-named header lines interleaved with another header (x-echo, x-pad, x-echo, ...)",
-      (s) => ({ ...base(), headers: [...base().headers, ...pieces(s.value).flatMap((p): [string, string][] => [["x-echo", p], ["x-pad", "-"]])] }),
+      (s) => ({
+        ...base(),
+        headers: [
+          ...base().headers,
+          ...pieces(s.value).flatMap((p): [string, string][] => [
+            ["x-echo", p],
+            ["x-pad", "-"],
+          ]),
+        ],
+      }),
       null, // the checker joins same-named lines itself, as every HTTP client does
     ),
     // Held on /proxy and the HTTP/1.1 tunnel because HTTP/1.1 trailers are not forwarded; over HTTP/2 it is a split
     // with visible text around each piece (NOT_COVERED below).
-    custom("pieces in trailers of one name, between other trailers", (s) => ({ ...base(), trailers: pieces(s.value).flatMap((p, i): [string, string][] => [["x-echo", `part${i}=${p};`], ["x-pad", "-"]]) })),
+    custom("pieces in trailers of one name, between other trailers", (s) => ({
+      ...base(),
+      trailers: pieces(s.value).flatMap((p, i): [string, string][] => [
+        ["x-echo", `part${i}=${p};`],
+        ["x-pad", "-"],
+      ]),
+    })),
   ];
 }
 

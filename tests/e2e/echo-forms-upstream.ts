@@ -147,14 +147,38 @@ export const FORMS: readonly Form[] = [
   { id: "every character percent-encoded, upper hex", places: [...PLACES], echo: (s) => mapChars(s.value, (c) => `%${hex2(c.charCodeAt(0), true)}`) },
   { id: "every character percent-encoded, lower hex", places: [...PLACES], echo: (s) => mapChars(s.value, (c) => `%${hex2(c.charCodeAt(0), false)}`) },
   { id: "a random subset of characters percent-encoded", places: [...PLACES], echo: (s) => percentSome(s.value) },
-  { id: "HTML: one character as &#NN;", places: [...PLACES], echo: (s) => mapChars(s.value, (c, i) => (i === pickChar(s.value) ? `&#${c.charCodeAt(0)};` : c)) },
-  { id: "HTML: one character as &#xHH;", places: [...PLACES], echo: (s) => mapChars(s.value, (c, i) => (i === pickChar(s.value) ? `&#x${hex2(c.charCodeAt(0), false)};` : c)) },
+  {
+    id: "HTML: one character as &#NN;",
+    places: [...PLACES],
+    echo: (s) => mapChars(s.value, (c, i) => (i === pickChar(s.value) ? `&#${c.charCodeAt(0)};` : c)),
+  },
+  {
+    id: "HTML: one character as &#xHH;",
+    places: [...PLACES],
+    echo: (s) => mapChars(s.value, (c, i) => (i === pickChar(s.value) ? `&#x${hex2(c.charCodeAt(0), false)};` : c)),
+  },
   { id: "HTML: every character as &#NN;", places: [...PLACES], echo: (s) => mapChars(s.value, (c) => `&#${c.charCodeAt(0)};`) },
   { id: "HTML: every character as &#xHH;", places: [...PLACES], echo: (s) => mapChars(s.value, (c) => `&#x${hex2(c.charCodeAt(0), false)};`) },
-  { id: "HTML: every character as &#000NN; (leading zeros)", places: [...PLACES], echo: (s) => mapChars(s.value, (c) => `&#${String(c.charCodeAt(0)).padStart(5, "0")};`) },
-  { id: "HTML: every character as &#x00HH; (leading zeros, upper hex)", places: [...PLACES], echo: (s) => mapChars(s.value, (c) => `&#x${hex2(c.charCodeAt(0), true, 4)};`) },
-  { id: "JSON: one character as \\uXXXX, lower hex", places: [...PLACES], echo: (s) => mapChars(s.value, (c, i) => (i === pickChar(s.value) ? `\\u${hex2(c.charCodeAt(0), false, 4)}` : c)) },
-  { id: "JSON: one character as \\uXXXX, upper hex", places: [...PLACES], echo: (s) => mapChars(s.value, (c, i) => (i === pickChar(s.value) ? `\\u${hex2(c.charCodeAt(0), true, 4)}` : c)) },
+  {
+    id: "HTML: every character as &#000NN; (leading zeros)",
+    places: [...PLACES],
+    echo: (s) => mapChars(s.value, (c) => `&#${String(c.charCodeAt(0)).padStart(5, "0")};`),
+  },
+  {
+    id: "HTML: every character as &#x00HH; (leading zeros, upper hex)",
+    places: [...PLACES],
+    echo: (s) => mapChars(s.value, (c) => `&#x${hex2(c.charCodeAt(0), true, 4)};`),
+  },
+  {
+    id: "JSON: one character as \\uXXXX, lower hex",
+    places: [...PLACES],
+    echo: (s) => mapChars(s.value, (c, i) => (i === pickChar(s.value) ? `\\u${hex2(c.charCodeAt(0), false, 4)}` : c)),
+  },
+  {
+    id: "JSON: one character as \\uXXXX, upper hex",
+    places: [...PLACES],
+    echo: (s) => mapChars(s.value, (c, i) => (i === pickChar(s.value) ? `\\u${hex2(c.charCodeAt(0), true, 4)}` : c)),
+  },
   { id: "JSON: every character as \\uXXXX, lower hex", places: [...PLACES], echo: (s) => mapChars(s.value, (c) => `\\u${hex2(c.charCodeAt(0), false, 4)}`) },
   { id: "JSON: every character as \\uXXXX, upper hex", places: [...PLACES], echo: (s) => mapChars(s.value, (c) => `\\u${hex2(c.charCodeAt(0), true, 4)}`) },
   ...(
@@ -164,17 +188,23 @@ export const FORMS: readonly Form[] = [
       ["utf-16le", false, true],
       ["utf-16be", true, true],
     ] as const
-  ).map(([charset, be, bom]): Form => ({
-    id: `UTF-16${be ? "BE" : "LE"} text ${bom ? "with" : "without"} BOM (charset=${bom ? "utf-16" : charset})`,
-    places: BODY_PLACES,
-    echo: (s) => s.bearer,
-    charset: bom ? "utf-16" : charset,
-    encode: (text) => utf16(text, be, bom),
-  })),
+  ).map(
+    ([charset, be, bom]): Form => ({
+      id: `UTF-16${be ? "BE" : "LE"} text ${bom ? "with" : "without"} BOM (charset=${bom ? "utf-16" : charset})`,
+      places: BODY_PLACES,
+      echo: (s) => s.bearer,
+      charset: bom ? "utf-16" : charset,
+      encode: (text) => utf16(text, be, bom),
+    }),
+  ),
   { id: "the value upper-cased", places: [...PLACES], echo: (s) => s.value.toUpperCase() },
   { id: "the value with its case flipped", places: [...PLACES], echo: (s) => swapCase(s.value) },
   ...invisibleForms(),
-  { id: "split over two header lines of one name", places: HEADER_ONLY, echo: (s) => [s.value.slice(0, s.value.length >> 1), s.value.slice(s.value.length >> 1)] },
+  {
+    id: "split over two header lines of one name",
+    places: HEADER_ONLY,
+    echo: (s) => [s.value.slice(0, s.value.length >> 1), s.value.slice(s.value.length >> 1)],
+  },
   {
     id: "split over three header lines of one name",
     places: HEADER_ONLY,
@@ -183,9 +213,19 @@ export const FORMS: readonly Form[] = [
       return [s.value.slice(0, t), s.value.slice(t, 2 * t), s.value.slice(2 * t)];
     },
   },
-  { id: "masked key: first 12 characters then '...'", places: [...PLACES], longOnly: true, echo: (s) => `Incorrect API key provided: ${s.value.slice(0, 12)}...` },
+  {
+    id: "masked key: first 12 characters then '...'",
+    places: [...PLACES],
+    longOnly: true,
+    echo: (s) => `Incorrect API key provided: ${s.value.slice(0, 12)}...`,
+  },
   { id: "masked key: the last 12 characters", places: [...PLACES], longOnly: true, echo: (s) => `Incorrect API key provided: ...${s.value.slice(-12)}` },
-  { id: "masked key: 12 characters from the middle", places: [...PLACES], longOnly: true, echo: (s) => `Incorrect API key provided: ${s.value.slice(9, 21)}...` },
+  {
+    id: "masked key: 12 characters from the middle",
+    places: [...PLACES],
+    longOnly: true,
+    echo: (s) => `Incorrect API key provided: ${s.value.slice(9, 21)}...`,
+  },
 ];
 
 TABLES.set("form", FORMS);
@@ -225,15 +265,18 @@ export function renderCase(form: Form, subjects: Subjects, at: Place): Rendered 
   return { headers, body, contentType: `text/plain; charset=${form.charset ?? "utf-8"}` };
 }
 
-
 /** The answer for a request, or why there is none (an unknown case, or no credential injected). */
-function answerFor(path: string, headers: Record<string, string | string[] | undefined>): { r: Rendered; at: Place; wire: Buffer; lines: [string, string][] } | string {
+function answerFor(
+  path: string,
+  headers: Record<string, string | string[] | undefined>,
+): { r: Rendered; at: Place; wire: Buffer; lines: [string, string][] } | string {
   const url = new URL(path, "https://upstream.test");
   const m = /^\/(\w+)\/(\d+)$/.exec(url.pathname);
   const form = m ? TABLES.get(m[1]!)?.[Number(m[2])] : undefined;
   const at = (url.searchParams.get("at") ?? "body") as Place;
   const subjects = subjectsOf(headers);
-  if (!form || !subjects || !form.places.includes(at)) return `no such case, or no credential (form ${form ? "found" : "unknown"}, credential ${subjects ? "found" : "missing"})`;
+  if (!form || !subjects || !form.places.includes(at))
+    return `no such case, or no credential (form ${form ? "found" : "unknown"}, credential ${subjects ? "found" : "missing"})`;
   const r = renderCase(form, subjects, at);
   const rid = url.searchParams.get("rid");
   const all = [...r.headers, ...(r.trailers ?? [])].map(([k, v]) => `${k}: ${v}`);
@@ -257,7 +300,8 @@ export function formsHandler(req: Http2ServerRequest, res: Http2ServerResponse):
   }
   const streamed = a.at === "chunks" || a.r.trailers || a.r.pieces;
   const byName = new Map<string, string[]>();
-  for (const [k, v] of [...a.lines, ...(streamed ? [] : [["content-length", String(a.wire.byteLength)] as [string, string]])]) byName.set(k, [...(byName.get(k) ?? []), v]);
+  for (const [k, v] of [...a.lines, ...(streamed ? [] : [["content-length", String(a.wire.byteLength)] as [string, string]])])
+    byName.set(k, [...(byName.get(k) ?? []), v]);
   for (const [k, v] of byName) res.setHeader(k, v.length === 1 ? v[0]! : v);
   res.writeHead(200);
   void (async () => {
@@ -368,7 +412,10 @@ async function answerRaw(sock: TLSSocket, path: string, headers: Record<string, 
   const a = answerFor(path, headers);
   if (typeof a === "string") return void sock.write(`HTTP/1.1 404 Not Found\r\ncontent-length: ${Buffer.byteLength(a)}\r\n\r\n${a}`);
   const chunked = a.at === "chunks" || a.r.trailers || a.r.pieces;
-  const lines = [...a.lines, chunked ? (["transfer-encoding", "chunked"] as [string, string]) : (["content-length", String(a.wire.byteLength)] as [string, string])];
+  const lines = [
+    ...a.lines,
+    chunked ? (["transfer-encoding", "chunked"] as [string, string]) : (["content-length", String(a.wire.byteLength)] as [string, string]),
+  ];
   sock.write(Buffer.from(`HTTP/1.1 200 ${a.r.statusMessage ?? "OK"}\r\n${lines.map(([k, v]) => `${k}: ${v}\r\n`).join("")}\r\n`, "latin1"));
   if (!chunked) return void sock.write(a.wire);
   const parts = a.r.pieces ?? smallPieces(a.wire);

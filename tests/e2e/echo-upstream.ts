@@ -11,7 +11,9 @@ export type CodingCase = (typeof CODINGS)[number];
 
 /** Random, poorly compressible filler so large bodies stay large once compressed. */
 export function filler(bytes: number): string {
-  return Buffer.from(crypto.getRandomValues(new Uint8Array(Math.ceil((bytes * 3) / 4)))).toString("base64").slice(0, bytes);
+  return Buffer.from(crypto.getRandomValues(new Uint8Array(Math.ceil((bytes * 3) / 4))))
+    .toString("base64")
+    .slice(0, bytes);
 }
 
 const FILLER_A = filler(300);
@@ -67,7 +69,10 @@ export function encodeAs(c: CodingCase, plain: Buffer): Buffer {
 
 /** Decodes a body as the agent received it, by its Content-Encoding header (applied order, decoded in reverse). */
 export function decodeAs(contentEncoding: string | null, bytes: Buffer): Buffer {
-  const names = (contentEncoding ?? "").split(",").map((s) => s.trim().toLowerCase()).filter((s) => s && s !== "identity");
+  const names = (contentEncoding ?? "")
+    .split(",")
+    .map((s) => s.trim().toLowerCase())
+    .filter((s) => s && s !== "identity");
   return names.reduceRight((b, name) => decodeOne(name, b), bytes);
 }
 
@@ -186,7 +191,11 @@ function trick(kind: string, auth: string, res: ServerResponse): void {
 /** What an agent reads: the headers, the raw body bytes and the body decoded by its Content-Encoding. */
 export async function readAsAgent(res: Response): Promise<{ headers: string; raw: string; plain: string }> {
   const bytes = Buffer.from(await res.arrayBuffer());
-  return { headers: [...res.headers].join("\n"), raw: bytes.toString("latin1"), plain: decodeAs(res.headers.get("content-encoding"), bytes).toString("latin1") };
+  return {
+    headers: [...res.headers].join("\n"),
+    raw: bytes.toString("latin1"),
+    plain: decodeAs(res.headers.get("content-encoding"), bytes).toString("latin1"),
+  };
 }
 
 /** Reads /sse to its first event, then asks the upstream (`release`) for the second, then reads to the end. */

@@ -25,14 +25,28 @@ async function run(scenario: Scenario, tamper?: { verifier?: string | null }): P
     const state = oauth.generateRandomState();
     const nonce = oauth.generateRandomNonce();
     const url = new URL(as.authorization_endpoint!);
-    for (const [k, v] of Object.entries({ response_type: "code", client_id: fake.clientId, redirect_uri: redirectUri, scope: "openid email", state, nonce, code_challenge: await oauth.calculatePKCECodeChallenge(verifier), code_challenge_method: "S256" }))
+    for (const [k, v] of Object.entries({
+      response_type: "code",
+      client_id: fake.clientId,
+      redirect_uri: redirectUri,
+      scope: "openid email",
+      state,
+      nonce,
+      code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: "S256",
+    }))
       url.searchParams.set(k, v);
     const back = new URL((await fetch(url, { redirect: "manual" })).headers.get("location")!);
     const params = oauth.validateAuthResponse(as, client, back.searchParams, state);
     const sent = tamper?.verifier === undefined ? verifier : tamper.verifier;
-    const res = sent === null
-      ? await fetch(as.token_endpoint!, { method: "POST", headers: { authorization: `Basic ${btoa(`${fake.clientId}:${fake.clientSecret}`)}`, "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ grant_type: "authorization_code", code: params.get("code")!, redirect_uri: redirectUri }) })
-      : await oauth.authorizationCodeGrantRequest(as, client, oauth.ClientSecretBasic(fake.clientSecret), params, redirectUri, sent, opts);
+    const res =
+      sent === null
+        ? await fetch(as.token_endpoint!, {
+            method: "POST",
+            headers: { authorization: `Basic ${btoa(`${fake.clientId}:${fake.clientSecret}`)}`, "content-type": "application/x-www-form-urlencoded" },
+            body: new URLSearchParams({ grant_type: "authorization_code", code: params.get("code")!, redirect_uri: redirectUri }),
+          })
+        : await oauth.authorizationCodeGrantRequest(as, client, oauth.ClientSecretBasic(fake.clientSecret), params, redirectUri, sent, opts);
     const tokens = await oauth.processAuthorizationCodeResponse(as, client, res, { expectedNonce: nonce, requireIdToken: true });
     const jwks = (await (await fetch(as.jwks_uri!)).json()) as any;
     await jwtVerify(tokens.id_token!, createLocalJWKSet(jwks), { algorithms: ["RS256"], issuer: as.issuer, audience: fake.clientId });
@@ -50,7 +64,18 @@ describe("fake OIDC provider, checked by a reference relying party", () => {
     expect(fake.tokenRequests.at(-1)).toMatchObject({ clientAuth: "basic", verifierPresent: true, verifierMatched: true, outcome: "issued" });
   });
 
-  for (const s of ["wrong-key", "wrong-key-unknown-kid", "alg-none", "hs256-public-key", "wrong-iss", "wrong-aud", "expired", "wrong-nonce", "authorize-error", "tampered-challenge"] as const) {
+  for (const s of [
+    "wrong-key",
+    "wrong-key-unknown-kid",
+    "alg-none",
+    "hs256-public-key",
+    "wrong-iss",
+    "wrong-aud",
+    "expired",
+    "wrong-nonce",
+    "authorize-error",
+    "tampered-challenge",
+  ] as const) {
     test(`${s}: rejected`, async () => {
       expect((await run(s)).accepted).toBe(false);
     });

@@ -81,7 +81,9 @@ function expectNoValueIn(texts: string[]): void {
 
 /** Every comma-separated part of a `-bin` value, base64-decoded as gRPC libraries do. */
 function decodeBin(value: unknown): string[] {
-  const parts = String(value).split(",").map((p) => Buffer.from(p.trim(), "base64").toString("latin1"));
+  const parts = String(value)
+    .split(",")
+    .map((p) => Buffer.from(p.trim(), "base64").toString("latin1"));
   seen.push(String(value), ...parts);
   return parts;
 }
@@ -114,7 +116,14 @@ const tunnelCurl = (target: string, answer: string, extra: string[]) =>
   curl(["--proxy", env.proxyUrl, "--cacert", env.caFile, "-H", `x-answer: ${answer}`, ...extra, `https://${target}/echo.v1.Echo/Unary`]);
 
 const proxyCurl = (target: string, answer: string, extra: string[]) =>
-  curl(["-H", `authorization: Bearer ${env.broker.sessionToken}`, "-H", `x-answer: ${answer}`, ...extra, `${env.broker.apiUrl}/proxy/${target}/echo.v1.Echo/Unary`]);
+  curl([
+    "-H",
+    `authorization: Bearer ${env.broker.sessionToken}`,
+    "-H",
+    `x-answer: ${answer}`,
+    ...extra,
+    `${env.broker.apiUrl}/proxy/${target}/echo.v1.Echo/Unary`,
+  ]);
 
 function expectCurl502(r: CurlResult): void {
   expect(r.status).toBe(502);
@@ -133,7 +142,12 @@ async function viaProxy(target: string, answer: string): Promise<{ res: Response
 
 /** Through the tunnel over HTTP/1.1 with Bun's fetch, body left encoded. */
 async function viaTunnel(target: string, answer: string): Promise<{ res: Response; body: Buffer }> {
-  const res = await fetch(`https://${target}/echo.v1.Echo/Unary`, { proxy: env.proxyUrl, tls: { ca: env.caPem }, headers: { "x-answer": answer }, decompress: false } as RequestInit);
+  const res = await fetch(`https://${target}/echo.v1.Echo/Unary`, {
+    proxy: env.proxyUrl,
+    tls: { ca: env.caPem },
+    headers: { "x-answer": answer },
+    decompress: false,
+  } as RequestInit);
   const body = Buffer.from(await res.arrayBuffer());
   seen.push([...res.headers].join("\n"));
   return { res, body };
@@ -171,7 +185,10 @@ async function viaTunnelH2(target: string, answer: string, headers: http2.Outgoi
 
 describe("a gRPC body that is also a raw-deflate stream, sent with Content-Encoding: deflate", () => {
   test("/proxy with fetch: a 502 envelope, nothing of the value raw or inflated, from both upstreams", async () => {
-    for (const [server, target] of [[h1, h1Target], [h2, h2Target]] as const) {
+    for (const [server, target] of [
+      [h1, h1Target],
+      [h2, h2Target],
+    ] as const) {
       const { res, body } = await viaProxy(target, "polyglot");
       expect(res.status).toBe(502);
       expect(res.headers.get("x-broker-error")).toBe("undecodable_response");
@@ -226,7 +243,10 @@ describe("-bin metadata echoing the value", () => {
   }
 
   test("/proxy: the head's -bin fields decode to [redacted], from both upstreams", async () => {
-    for (const [server, target] of [[h1, h1Target], [h2, h2Target]] as const) {
+    for (const [server, target] of [
+      [h1, h1Target],
+      [h2, h2Target],
+    ] as const) {
       const { res, body } = await viaProxy(target, "bin");
       expect(res.status).toBe(200);
       expectBinHeaders((n) => res.headers.get(n));
@@ -293,7 +313,15 @@ interface CallResult {
 async function grpcCalls(calls: { name: string; answer: string }[]): Promise<Record<string, CallResult>> {
   const config = {
     proto: GRPC_PROTO,
-    calls: calls.map((c) => ({ name: c.name, kind: "unary", service: "Echo", method: "Unary", target: h2Target, requests: [{}], metadata: { "x-answer": c.answer } })),
+    calls: calls.map((c) => ({
+      name: c.name,
+      kind: "unary",
+      service: "Echo",
+      method: "Unary",
+      target: h2Target,
+      requests: [{}],
+      metadata: { "x-answer": c.answer },
+    })),
   };
   const proc = Bun.spawn(["node", join(import.meta.dir, "grpc-agent.mjs"), JSON.stringify(config)], {
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin", grpc_proxy: env.proxyUrl, GRPC_DEFAULT_SSL_ROOTS_FILE_PATH: env.caFile },

@@ -127,7 +127,9 @@ async function parallelBodies() {
   // answers past it with ENHANCE_YOUR_CALM itself; 40 MiB in flight needs more.
   const s = await openSession(cfg.h2, { maxSessionMemory: 256 });
   const body = pattern(2 * MiB);
-  const ups = Array.from({ length: 20 }, (_, i) => request(s, { ":method": "POST", ":path": `/digest?parallel=${i}`, "content-length": String(body.byteLength) }, body));
+  const ups = Array.from({ length: 20 }, (_, i) =>
+    request(s, { ":method": "POST", ":path": `/digest?parallel=${i}`, "content-length": String(body.byteLength) }, body),
+  );
   const downs = Array.from({ length: 20 }, (_, i) => request(s, { ":path": `/big?bytes=${2 * MiB}&parallel=${i}` }));
   const [up, down] = await Promise.all([Promise.all(ups), Promise.all(downs)]);
   s.close();

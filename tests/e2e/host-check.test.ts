@@ -40,7 +40,19 @@ test("curl -H 'Host: evil.example' gets 421 with the envelope, on the API and on
 
 test("a rebound DNS name (evil.example resolving to 127.0.0.1) is refused, as a browser's request would be", async () => {
   expectMisdirected(await curl(["--resolve", `evil.example:${port}:127.0.0.1`, `http://evil.example:${port}/health`]));
-  expectMisdirected(await curl(["--resolve", `evil.example:${port}:127.0.0.1`, "-X", "POST", "-H", "content-type: application/json", "--data", '{"email":"owner@example.com","password":"x"}', `http://evil.example:${port}/v1/auth/login`]));
+  expectMisdirected(
+    await curl([
+      "--resolve",
+      `evil.example:${port}:127.0.0.1`,
+      "-X",
+      "POST",
+      "-H",
+      "content-type: application/json",
+      "--data",
+      '{"email":"owner@example.com","password":"x"}',
+      `http://evil.example:${port}/v1/auth/login`,
+    ]),
+  );
 });
 
 test("loopback names, the bound address and BROKER_ALLOWED_HOSTS are answered", async () => {
@@ -57,7 +69,8 @@ test("bound to 0.0.0.0 without names: a start-up warning says what to set; IP li
   expect(warning).toContain("BROKER_PUBLIC_URL");
   expect(warning).toContain("BROKER_ALLOWED_HOSTS");
   const widePort = new URL(wide.apiUrl).port;
-  for (const host of ["10.9.8.7", `192.168.1.5:${widePort}`, "localhost"]) expect((await curl(["-H", `Host: ${host}`, `http://127.0.0.1:${widePort}/health`])).status).toBe(200);
+  for (const host of ["10.9.8.7", `192.168.1.5:${widePort}`, "localhost"])
+    expect((await curl(["-H", `Host: ${host}`, `http://127.0.0.1:${widePort}/health`])).status).toBe(200);
   expectMisdirected(await curl(["--resolve", `evil.example:${widePort}:127.0.0.1`, `http://evil.example:${widePort}/health`]));
   expect(broker.logLines.some((l) => l.includes("api_host_names_unset"))).toBe(false); // loopback bind: nothing to say
 });

@@ -58,7 +58,11 @@ beforeAll(async () => {
   await addVault("c", {}, { type: "passthrough" });
   const clientSecret = `cs-vault-m-${crypto.randomUUID()}`;
   secrets.push(clientSecret);
-  await addVault("m", { M_ID: "client-m", M_SECRET: clientSecret }, { type: "oauth2_client_credentials", token_url: `https://${env.authority}/token`, client_id: "M_ID", client_secret: "M_SECRET" });
+  await addVault(
+    "m",
+    { M_ID: "client-m", M_SECRET: clientSecret },
+    { type: "oauth2_client_credentials", token_url: `https://${env.authority}/token`, client_id: "M_ID", client_secret: "M_SECRET" },
+  );
 });
 
 afterAll(async () => {

@@ -17,7 +17,17 @@ afterAll(() => broker?.stop());
 
 async function curlLogin(password: string): Promise<{ status: number; headers: string; body: any }> {
   const proc = Bun.spawn(
-    ["curl", "-sS", "-D", "-", "-H", "content-type: application/json", "--data-binary", JSON.stringify({ email: "owner@example.com", password }), `${broker.apiUrl}/v1/auth/login`],
+    [
+      "curl",
+      "-sS",
+      "-D",
+      "-",
+      "-H",
+      "content-type: application/json",
+      "--data-binary",
+      JSON.stringify({ email: "owner@example.com", password }),
+      `${broker.apiUrl}/v1/auth/login`,
+    ],
     { stdout: "pipe", stderr: "pipe" },
   );
   const out = await new Response(proc.stdout).text();

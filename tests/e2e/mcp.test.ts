@@ -22,12 +22,20 @@ const seen: string[] = [];
 
 const api = async (method: string, path: string, body?: unknown) => {
   const token = JSON.parse(await Bun.file(`${env.owner.BROKER_CONFIG_DIR}/cli.json`).text()).token as string;
-  const res = await fetch(`${env.server.url}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...(body ? { "content-type": "application/json" } : {}) }, body: body ? JSON.stringify(body) : undefined });
+  const res = await fetch(`${env.server.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body ? { "content-type": "application/json" } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
   return { status: res.status, body: (await res.json().catch(() => undefined)) as any };
 };
 
 async function call(name: string, args: Record<string, unknown> = {}) {
-  const result = (await client.callTool({ name, arguments: args })) as { content: { type: string; text: string }[]; structuredContent?: any; isError?: boolean };
+  const result = (await client.callTool({ name, arguments: args })) as {
+    content: { type: string; text: string }[];
+    structuredContent?: any;
+    isError?: boolean;
+  };
   seen.push(JSON.stringify(result));
   return result;
 }
@@ -91,7 +99,11 @@ describe("broker mcp through the official MCP SDK", () => {
   test("a held request's approval goes from pending to approved", async () => {
     // The agent's own request, held by the rule (sent with a session the owner minted, as vault run does).
     const session = await api("POST", "/v1/sessions", { vault: "demo", role: "proxy" });
-    const held = await fetch(`${env.server.url}/proxy/${hostPort}/hold`, { method: "POST", body: "{}", headers: { authorization: `Bearer ${session.body.token}` } });
+    const held = await fetch(`${env.server.url}/proxy/${hostPort}/hold`, {
+      method: "POST",
+      body: "{}",
+      headers: { authorization: `Bearer ${session.body.token}` },
+    });
     expect(held.status).toBe(428);
     const { approval_id } = (await held.json()) as { approval_id: string };
     expect((await call("request_approval_status", { approval_id })).structuredContent.state).toBe("pending");

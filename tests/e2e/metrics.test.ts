@@ -67,7 +67,9 @@ describe("GET /metrics", () => {
   const token = `metrics-${crypto.randomUUID()}`;
 
   test("counters and histograms move with /proxy and tunnel traffic; labels hold no token, path, query or value", async () => {
-    t = await startTunnelEnv({ env: { BROKER_METRICS: "true", BROKER_RATELIMIT_PROFILE: "default", BROKER_RATELIMIT_PROXY_BURST: "7", BROKER_RATELIMIT_PROXY_RPS: "0.001" } });
+    t = await startTunnelEnv({
+      env: { BROKER_METRICS: "true", BROKER_RATELIMIT_PROFILE: "default", BROKER_RATELIMIT_PROXY_BURST: "7", BROKER_RATELIMIT_PROXY_RPS: "0.001" },
+    });
     cleanup.push(() => t.stop());
     const b = t.broker;
     const before = await scrape(b.apiUrl);
@@ -181,7 +183,10 @@ describe("GET /metrics", () => {
     const open = (path: string) =>
       new Promise<boolean>((resolve) => {
         // Bun's WebSocket accepts proxy and tls options (not in the DOM typings).
-        const ws = new WebSocket(`wss://${service}${path}`, { proxy: `http://${b.sessionToken}:${b.vault}@${b.proxyAddress}`, tls: { ca: caPem } } as unknown as string[]);
+        const ws = new WebSocket(`wss://${service}${path}`, {
+          proxy: `http://${b.sessionToken}:${b.vault}@${b.proxyAddress}`,
+          tls: { ca: caPem },
+        } as unknown as string[]);
         ws.onopen = () => ws.send("hi");
         ws.onmessage = () => (ws.close(), resolve(true));
         ws.onerror = () => resolve(false);

@@ -84,7 +84,14 @@ describe.skipIf(pgMissing)("broker migrate-db", () => {
       oldOwnerToken = token;
       await must(old.url, "POST", "/v1/vaults", { name: VAULT }, token, 201);
       await must(old.url, "PUT", `/v1/vaults/${VAULT}/credentials/API_KEY`, { value: SECRET }, token, 200);
-      await must(old.url, "POST", `/v1/vaults/${VAULT}/services`, { host: `127.0.0.1:${upstream.port}`, auth: { type: "bearer", token: "API_KEY" } }, token, 201);
+      await must(
+        old.url,
+        "POST",
+        `/v1/vaults/${VAULT}/services`,
+        { host: `127.0.0.1:${upstream.port}`, auth: { type: "bearer", token: "API_KEY" } },
+        token,
+        201,
+      );
       scopedToken = (await must(old.url, "POST", "/v1/sessions", { vault: VAULT, role: "proxy" }, token, 201)).token;
       expect(await proxiedAuth(old.url, scopedToken)).toBe(`Bearer ${SECRET}`);
     }
@@ -110,7 +117,15 @@ describe.skipIf(pgMissing)("broker migrate-db", () => {
     expect(next.logs()).not.toContain(dbPassword);
 
     // Neither the credential, the master and owner passwords nor any token reach migrate-db's output or either server's logs.
-    const secrets = { credential: SECRET, "master password": MASTER, "owner password": OWNER.password, "scoped token": scopedToken, "fresh scoped token": fresh, "old owner token": oldOwnerToken, "new owner token": token };
+    const secrets = {
+      credential: SECRET,
+      "master password": MASTER,
+      "owner password": OWNER.password,
+      "scoped token": scopedToken,
+      "fresh scoped token": fresh,
+      "old owner token": oldOwnerToken,
+      "new owner token": token,
+    };
     expectAbsent("migrate-db's stdout", moved.stdout, secrets);
     expectAbsent("migrate-db's stderr", moved.stderr, secrets);
     expectAbsent("the old (SQLite) server's logs", oldLogs(), secrets);
@@ -134,7 +149,9 @@ describe.skipIf(pgMissing)("broker migrate-db", () => {
     expect(again.stderr).toMatch(/error: the target database is not empty: table \w+ already has rows \(postgres:\/\/broker:\*\*\*@/);
     expect(again.stderr).toContain("hint: give migrate-db a new, empty database");
 
-    const wrong = await runBinary(cli, ["migrate-db", "--to", url.replace(`:${dbPassword}@`, ":not-the-password@")], { env: cleanEnv({ BROKER_DATA_DIR: dataDir }) });
+    const wrong = await runBinary(cli, ["migrate-db", "--to", url.replace(`:${dbPassword}@`, ":not-the-password@")], {
+      env: cleanEnv({ BROKER_DATA_DIR: dataDir }),
+    });
     expect(wrong.exitCode).toBe(1);
     expect(wrong.stderr).toContain("PostgreSQL refused the login");
     expect(wrong.stderr).not.toContain("not-the-password");

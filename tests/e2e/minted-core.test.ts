@@ -53,7 +53,13 @@ async function route(req: IncomingMessage, res: ServerResponse, body: Buffer) {
   }
   const auth = req.headers.authorization ?? "";
   if (reject401.has(auth)) return json(401, { message: `rejected ${auth}` });
-  json(200, { url: req.url, authorization: auth, amzDate: req.headers["x-amz-date"] ?? null, sha: req.headers["x-amz-content-sha256"] ?? null, token: req.headers["x-amz-security-token"] ?? null });
+  json(200, {
+    url: req.url,
+    authorization: auth,
+    amzDate: req.headers["x-amz-date"] ?? null,
+    sha: req.headers["x-amz-content-sha256"] ?? null,
+    token: req.headers["x-amz-security-token"] ?? null,
+  });
 }
 
 beforeAll(async () => {
@@ -83,16 +89,34 @@ describe("OAuth 2.0", () => {
     reset();
     await broker.setCredential("CC_ID", "client-one");
     await broker.setCredential("CC_SECRET", "cc-secret-sentinel-1");
-    await broker.addService(hp, { type: "oauth2_client_credentials", token_url: `https://${hp}/token`, client_id: "CC_ID", client_secret: "CC_SECRET", scopes: ["read", "write"] });
+    await broker.addService(hp, {
+      type: "oauth2_client_credentials",
+      token_url: `https://${hp}/token`,
+      client_id: "CC_ID",
+      client_secret: "CC_SECRET",
+      scopes: ["read", "write"],
+    });
     const outs = await Promise.all(Array.from({ length: 40 }, () => call("/api/x")));
     expect(outs.every((o) => o.status === 200)).toBe(true);
     expect(tokenRequests.length).toBe(1);
-    expect(tokenRequests[0]).toMatchObject({ grant_type: "client_credentials", scope: "read write", authorization: `Basic ${Buffer.from("client-one:cc-secret-sentinel-1").toString("base64")}` });
+    expect(tokenRequests[0]).toMatchObject({
+      grant_type: "client_credentials",
+      scope: "read write",
+      authorization: `Basic ${Buffer.from("client-one:cc-secret-sentinel-1").toString("base64")}`,
+    });
     const token = issued.at(-1)!;
     expect(upstream.received.at(-1)!.rawHeaders.find(([k]) => k.toLowerCase() === "authorization")?.[1]).toBe(`Bearer ${token}`);
     for (const o of outs) expect(o.text).not.toContain(token); // the echo is redacted
-    await expectNoLeak(broker, token, outs.map((o) => o.text));
-    await expectNoLeak(broker, "cc-secret-sentinel-1", outs.map((o) => o.text));
+    await expectNoLeak(
+      broker,
+      token,
+      outs.map((o) => o.text),
+    );
+    await expectNoLeak(
+      broker,
+      "cc-secret-sentinel-1",
+      outs.map((o) => o.text),
+    );
   });
 
   test("an upstream 401 refreshes once and retries; 50 concurrent 401s share one refresh", async () => {
@@ -114,10 +138,23 @@ describe("OAuth 2.0", () => {
     await broker.setCredential("RT_TOKEN", "rt-original-sentinel-3");
     const host = `localhost:${upstream.port}`;
     broker.dns.set("localhost", ["127.0.0.1"]);
-    await broker.addService(host, { type: "oauth2_refresh", token_url: `https://${hp}/token`, client_id: "RT_ID", client_secret: "RT_SECRET", refresh_token: "RT_TOKEN", client_auth: "post" });
+    await broker.addService(host, {
+      type: "oauth2_refresh",
+      token_url: `https://${hp}/token`,
+      client_id: "RT_ID",
+      client_secret: "RT_SECRET",
+      refresh_token: "RT_TOKEN",
+      client_auth: "post",
+    });
     const a = await broker.proxy(host, "/r1");
     expect(a.status).toBe(200);
-    expect(tokenRequests[0]).toMatchObject({ grant_type: "refresh_token", refresh_token: "rt-original-sentinel-3", client_id: "client-two", client_secret: "rt-secret-sentinel-2", authorization: "" });
+    expect(tokenRequests[0]).toMatchObject({
+      grant_type: "refresh_token",
+      refresh_token: "rt-original-sentinel-3",
+      client_id: "client-two",
+      client_secret: "rt-secret-sentinel-2",
+      authorization: "",
+    });
     await Bun.sleep(850); // past 1 s − a quarter of it
     const b = await broker.proxy(host, "/r2");
     expect(b.status).toBe(200);
@@ -133,7 +170,9 @@ describe("OAuth 2.0", () => {
     expect((await broker.proxy(host, "/r4")).status).toBe(502);
     expect(tokenRequests.length).toBe(n); // marked: not asked again
     // The console's services list says so, for the person who has to act.
-    const page = await fetch(`${broker.apiUrl}/vaults/${broker.vault}/services`, { headers: { cookie: `broker_session=${broker.userToken}`, accept: "text/html" } });
+    const page = await fetch(`${broker.apiUrl}/vaults/${broker.vault}/services`, {
+      headers: { cookie: `broker_session=${broker.userToken}`, accept: "text/html" },
+    });
     const html = await page.text();
     expect(page.status).toBe(200);
     expect(html).toContain("refresh refused");
@@ -141,7 +180,9 @@ describe("OAuth 2.0", () => {
     tokenStatus = 200;
     await broker.setCredential("RT_TOKEN", "rt-new-from-a-human-sentinel-4");
     expect((await broker.proxy(host, "/r5")).status).toBe(200);
-    const after = await (await fetch(`${broker.apiUrl}/vaults/${broker.vault}/services`, { headers: { cookie: `broker_session=${broker.userToken}`, accept: "text/html" } })).text();
+    const after = await (
+      await fetch(`${broker.apiUrl}/vaults/${broker.vault}/services`, { headers: { cookie: `broker_session=${broker.userToken}`, accept: "text/html" } })
+    ).text();
     expect(after).not.toContain("refresh refused");
     expect(after).toContain("token until");
     expect(tokenRequests.at(-1)!.refresh_token).toBe("rt-new-from-a-human-sentinel-4");
@@ -171,17 +212,30 @@ describe("GitHub App and SigV4", () => {
     await broker.setCredential("AWS_SESSION", "aws-session-sentinel-6");
     const host = `aws.test:${upstream.port}`;
     broker.dns.set("aws.test", ["127.0.0.1"]);
-    await broker.addService(host, { type: "aws_sigv4", access_key_id: "AWS_ID", secret_access_key: "AWS_SECRET", session_token: "AWS_SESSION", region: "eu-west-1", service: "s3" });
-    const res = await broker.proxy(host, "/bucket/key?list-type=2&prefix=a b", { headers: { "x-amz-date": "20000101T000000Z", "x-amz-content-sha256": "0".repeat(64) } });
+    await broker.addService(host, {
+      type: "aws_sigv4",
+      access_key_id: "AWS_ID",
+      secret_access_key: "AWS_SECRET",
+      session_token: "AWS_SESSION",
+      region: "eu-west-1",
+      service: "s3",
+    });
+    const res = await broker.proxy(host, "/bucket/key?list-type=2&prefix=a b", {
+      headers: { "x-amz-date": "20000101T000000Z", "x-amz-content-sha256": "0".repeat(64) },
+    });
     const text = await dumpResponse(res);
     if (res.status !== 200) console.log(text);
     expect(res.status).toBe(200);
     const seen = upstream.received.at(-1)!;
     const auth = seen.rawHeaders.find(([k]) => k.toLowerCase() === "authorization")![1];
-    expect(auth).toMatch(/^AWS4-HMAC-SHA256 Credential=AKIDSENTINEL12345\/\d{8}\/eu-west-1\/s3\/aws4_request, SignedHeaders=[a-z0-9;-]*host[a-z0-9;-]*, Signature=[0-9a-f]{64}$/);
+    expect(auth).toMatch(
+      /^AWS4-HMAC-SHA256 Credential=AKIDSENTINEL12345\/\d{8}\/eu-west-1\/s3\/aws4_request, SignedHeaders=[a-z0-9;-]*host[a-z0-9;-]*, Signature=[0-9a-f]{64}$/,
+    );
     expect(seen.url).toBe("/bucket/key?list-type=2&prefix=a%20b");
     expect(seen.rawHeaders.filter(([k]) => k.toLowerCase() === "x-amz-date").length).toBe(1);
-    expect(seen.rawHeaders.find(([k]) => k.toLowerCase() === "x-amz-content-sha256")![1]).toBe("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    expect(seen.rawHeaders.find(([k]) => k.toLowerCase() === "x-amz-content-sha256")![1]).toBe(
+      "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    );
     for (const s of ["aws-secret-sentinel-5", "aws-session-sentinel-6", "AKIDSENTINEL12345"]) await expectNoLeak(broker, s, [text]);
   });
 });

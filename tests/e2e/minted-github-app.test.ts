@@ -54,7 +54,10 @@ async function viaProxy(host: string, path: string): Promise<{ status: number; j
 }
 
 async function viaTunnel(host: string, path: string): Promise<{ status: number; json: any }> {
-  const res = await fetch(`https://${at(host)}${path}`, { proxy: `http://${broker.sessionToken}:${broker.vault}@${broker.proxyAddress}`, tls: { ca: brokerCa } } as RequestInit);
+  const res = await fetch(`https://${at(host)}${path}`, {
+    proxy: `http://${broker.sessionToken}:${broker.vault}@${broker.proxyAddress}`,
+    tls: { ca: brokerCa },
+  } as RequestInit);
   agentSaw.push(await dumpResponse(res.clone()));
   return { status: res.status, json: await res.json().catch(() => undefined) };
 }
@@ -140,14 +143,21 @@ describe("GitHub App installation tokens", () => {
     expect(refused.status).toBe(502);
     expect(refused.json?.error).toBe("credential_refresh_failed");
     expect(refused.res.headers.get("x-broker-error")).toBe("credential_refresh_failed");
-    expect(tokenRequestsFor(pkcs1App.installationId).slice(before).map((r) => [r.status, r.problem])).toEqual([[401, "jwt: JWSSignatureVerificationFailed"]]);
+    expect(
+      tokenRequestsFor(pkcs1App.installationId)
+        .slice(before)
+        .map((r) => [r.status, r.problem]),
+    ).toEqual([[401, "jwt: JWSSignatureVerificationFailed"]]);
     const again = await viaProxy("ghwrong.test", "/w2");
     expect(again.status).toBe(502);
     expect(again.json?.error).toBe("credential_refresh_failed");
     expect(tokenRequestsFor(pkcs1App.installationId).length).toBe(before + 1); // marked: GitHub is not asked again
     await Bun.sleep(400);
     const audit = (await broker.auditLogs()).filter((r: any) => r.path === "/w1" || r.path === "/w2");
-    expect(audit.map((r: any) => [r.path, r.status, r.error]).sort()).toEqual([["/w1", 502, "credential_refresh_failed"], ["/w2", 502, "credential_refresh_failed"]]);
+    expect(audit.map((r: any) => [r.path, r.status, r.error]).sort()).toEqual([
+      ["/w1", 502, "credential_refresh_failed"],
+      ["/w2", 502, "credential_refresh_failed"],
+    ]);
     await broker.setCredential("GH_WRONG", PKCS1_PEM);
     const fixed = await viaProxy("ghwrong.test", "/w3");
     expect(fixed.status).toBe(200);

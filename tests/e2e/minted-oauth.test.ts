@@ -18,7 +18,13 @@ import { dumpResponse, expectEnvelope, startBroker, type Broker } from "./proxy-
 const NAMES = ["cc.test", "ccpost.test", "cold.test", "rt.test", "rtpost.test", "bad.test"];
 const CLIENTS: OAuthTestClient[] = [
   // Reserved characters: client_secret_basic form-urlencodes id and secret before base64 (RFC 6749 §2.3.1).
-  { id: "cc basic:client", secret: "cc+secret/with:reserved=chars&sentinel-1", authMethod: "client_secret_basic", grant: "client_credentials", accessTokenTtl: 600 },
+  {
+    id: "cc basic:client",
+    secret: "cc+secret/with:reserved=chars&sentinel-1",
+    authMethod: "client_secret_basic",
+    grant: "client_credentials",
+    accessTokenTtl: 600,
+  },
   { id: "cc-post", secret: "cc-post-secret-sentinel-2", authMethod: "client_secret_post", grant: "client_credentials", accessTokenTtl: 600 },
   { id: "cc-cold", secret: "cc-cold-secret-sentinel-3", authMethod: "client_secret_basic", grant: "client_credentials", accessTokenTtl: 600 },
   { id: "rt-basic", secret: "rt-basic-secret-sentinel-4", authMethod: "client_secret_basic", grant: "refresh_token", accessTokenTtl: 3 },
@@ -61,7 +67,10 @@ async function viaProxy(host: string, path: string, init?: RequestInit): Promise
 }
 
 async function viaTunnel(host: string, path: string): Promise<{ status: number; json: any }> {
-  const res = await fetch(`https://${at(host)}${path}`, { proxy: `http://${broker.sessionToken}:${broker.vault}@${broker.proxyAddress}`, tls: { ca: brokerCa } } as RequestInit);
+  const res = await fetch(`https://${at(host)}${path}`, {
+    proxy: `http://${broker.sessionToken}:${broker.vault}@${broker.proxyAddress}`,
+    tls: { ca: brokerCa },
+  } as RequestInit);
   const text = await dumpResponse(res.clone());
   agentSaw.push(text);
   return { status: res.status, json: await res.json().catch(() => undefined) };
@@ -147,7 +156,10 @@ describe("client credentials", () => {
     expect(out.json).toMatchObject({ ok: true, path: "/after-401" });
     expect(brokerCalls(c.id).length).toBe(before + 1);
     const seen = hitsOn(from);
-    expect(seen.map((h) => [h.path, h.status])).toEqual([["/after-401", 401], ["/after-401", 200]]);
+    expect(seen.map((h) => [h.path, h.status])).toEqual([
+      ["/after-401", 401],
+      ["/after-401", 200],
+    ]);
     expect(seen[0]!.token).toBe(stale);
     expect(seen[1]!.token).not.toBe(stale);
 
@@ -155,10 +167,17 @@ describe("client credentials", () => {
     const fresh = seen[1]!.token;
     rs.rejectOnce(fresh);
     const n = rs.upstream.received.length;
-    const posted = await viaProxy("cc.test", "/post-401", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ hello: "again" }) });
+    const posted = await viaProxy("cc.test", "/post-401", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ hello: "again" }),
+    });
     expect(posted.status).toBe(200);
     const bodies = rs.upstream.received.slice(n).map((r) => [r.method, r.body.toString()]);
-    expect(bodies).toEqual([["POST", '{"hello":"again"}'], ["POST", '{"hello":"again"}']]);
+    expect(bodies).toEqual([
+      ["POST", '{"hello":"again"}'],
+      ["POST", '{"hello":"again"}'],
+    ]);
     expect(brokerCalls(c.id).length).toBe(before + 2);
   });
 
@@ -178,7 +197,13 @@ describe("client credentials", () => {
     const c = client("cc-post");
     await broker.setCredential("BAD_ID", c.id);
     await broker.setCredential("BAD_SECRET", "a-wrong-secret-sentinel-6");
-    await broker.addService(at("bad.test"), { type: "oauth2_client_credentials", token_url: as.tokenUrl, client_id: "BAD_ID", client_secret: "BAD_SECRET", client_auth: "post" });
+    await broker.addService(at("bad.test"), {
+      type: "oauth2_client_credentials",
+      token_url: as.tokenUrl,
+      client_id: "BAD_ID",
+      client_secret: "BAD_SECRET",
+      client_auth: "post",
+    });
     const from = rs.hits.length;
     const refused = await viaProxy("bad.test", "/refused");
     expect(refused.status).toBe(502);
@@ -192,7 +217,10 @@ describe("client credentials", () => {
     expect(hitsOn(from)).toEqual([]); // nothing reached the resource server
     await Bun.sleep(400); // the audit queue flushes every 250 ms
     const audit = (await broker.auditLogs()).filter((r: any) => r.path === "/refused" || r.path === "/refused-again");
-    expect(audit.map((r: any) => [r.status, r.error])).toEqual([[502, "credential_refresh_failed"], [502, "credential_refresh_failed"]]);
+    expect(audit.map((r: any) => [r.status, r.error])).toEqual([
+      [502, "credential_refresh_failed"],
+      [502, "credential_refresh_failed"],
+    ]);
     await broker.setCredential("BAD_SECRET", c.secret);
     const fixed = await viaProxy("bad.test", "/fixed");
     expect(fixed.status).toBe(200);
@@ -263,7 +291,10 @@ describe("refresh token", () => {
     expect(brokerCalls(c.id).length).toBe(before + 1); // marked: not asked again
     await Bun.sleep(400);
     const audit = (await broker.auditLogs()).filter((r: any) => r.path === "/r4" || r.path === "/r5");
-    expect(audit.map((r: any) => [r.path, r.status, r.error]).sort()).toEqual([["/r4", 502, "credential_refresh_failed"], ["/r5", 502, "credential_refresh_failed"]]);
+    expect(audit.map((r: any) => [r.path, r.status, r.error]).sort()).toEqual([
+      ["/r4", 502, "credential_refresh_failed"],
+      ["/r5", 502, "credential_refresh_failed"],
+    ]);
     expect(broker.logLines.some((l) => l.includes("credential_refresh_failed"))).toBe(true);
 
     const fresh = await as.obtainRefreshToken(c.id);
@@ -284,7 +315,10 @@ describe("refresh token", () => {
     await addOAuthService("rtpost.test", "RTPOST", c, { refresh_token: "RTPOST_TOKEN" });
     const out = await viaTunnel("rtpost.test", "/p1");
     expect(out.status).toBe(200);
-    expect(brokerCalls(c.id)[0]).toMatchObject({ authorization: "", form: { grant_type: "refresh_token", refresh_token: rt, client_id: c.id, client_secret: c.secret } });
+    expect(brokerCalls(c.id)[0]).toMatchObject({
+      authorization: "",
+      form: { grant_type: "refresh_token", refresh_token: rt, client_id: c.id, client_secret: c.secret },
+    });
 
     as.failNext(503); // the provider has an outage for one request
     rs.rejectOnce(rs.hits.at(-1)!.token);

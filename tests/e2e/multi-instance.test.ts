@@ -11,7 +11,20 @@ import { pgMissing, startPgCluster, type PgCluster } from "../helpers/postgres.t
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
 import { callApi } from "./proxy-fixture.ts";
 import { basicProxyAuth, dialProxy, openTunnel, sendConnect, startTls, type Conn } from "./tunnel-fixture.ts";
-import { adminUrl, buildFreshBinary, createRecorder, dumpResponse, findLeak, pollUntil, queryDb, spawnInstance, stopAllInstances, waitForQuietDatabase, type Instance, type Recorder } from "./multi-instance-fixture.ts";
+import {
+  adminUrl,
+  buildFreshBinary,
+  createRecorder,
+  dumpResponse,
+  findLeak,
+  pollUntil,
+  queryDb,
+  spawnInstance,
+  stopAllInstances,
+  waitForQuietDatabase,
+  type Instance,
+  type Recorder,
+} from "./multi-instance-fixture.ts";
 
 const PROPAGATION_MS = 1000; // the acceptance bound: a change on one instance is honoured by the other within a second
 // While announcements are lost caches are re-checked every second; one poll and one request on top of that.
@@ -106,11 +119,18 @@ describe.skipIf(pgMissing)("several broker instances on one PostgreSQL", () => {
     expect(everyInstance.filter((i) => i.logs().includes('"event":"keyring_created"')).length).toBe(1);
     for (const inst of [a, b]) {
       const health = await api(inst, "GET", "/health");
-      expect(health.body).toMatchObject({ status: "ok", database: { backend: "postgres", reachable: true, announcements: "listening", audit_queued: expect.any(Number) } });
+      expect(health.body).toMatchObject({
+        status: "ok",
+        database: { backend: "postgres", reachable: true, announcements: "listening", audit_queued: expect.any(Number) },
+      });
     }
     // Whatever each created at start, they settle on one root CA (the newest) once announcements flow.
     const t0 = performance.now();
-    const same = await pollUntil(t0, PROPAGATION_MS, async () => (await fetch(`${a.url}/v1/ca.pem`).then((r) => r.text())) === (await fetch(`${b.url}/v1/ca.pem`).then((r) => r.text())));
+    const same = await pollUntil(
+      t0,
+      PROPAGATION_MS,
+      async () => (await fetch(`${a.url}/v1/ca.pem`).then((r) => r.text())) === (await fetch(`${b.url}/v1/ca.pem`).then((r) => r.text())),
+    );
     expect(same ?? Infinity).toBeLessThanOrEqual(PROPAGATION_MS);
   });
 
@@ -198,7 +218,14 @@ describe.skipIf(pgMissing)("several broker instances on one PostgreSQL", () => {
     const before = await proxyVia(a, agent.token, hostName, "before-approval"); // A caches the vault's plan: no such service
     expect([before.status, before.code]).toEqual([403, "forbidden"]);
 
-    const filed = await must(a, "POST", "/v1/proposals", { services: [{ host: hostName, auth: { type: "bearer", token: "NEW_KEY" } }], credentials: [{ key: "NEW_KEY" }], message: "need the upstream" }, agent.token, 201);
+    const filed = await must(
+      a,
+      "POST",
+      "/v1/proposals",
+      { services: [{ host: hostName, auth: { type: "bearer", token: "NEW_KEY" } }], credentials: [{ key: "NEW_KEY" }], message: "need the upstream" },
+      agent.token,
+      201,
+    );
     await must(b, "POST", `/v1/proposals/${filed.id}/approve`, { credentials: { NEW_KEY: value } }, owner, 200);
     const t0 = performance.now();
     // The agent's protocol: poll the proposal (through A) until it is no longer pending, then use the service.
@@ -336,7 +363,14 @@ async function crashTest(): Promise<void> {
   for (let i = 0; i < 6; i++) {
     const host = i === 0 ? hostName : `crash-${i}.example.com`;
     const key = `PROP_${i}`;
-    const filed = await must(a, "POST", "/v1/proposals", { services: [{ host, auth: { type: "bearer", token: key } }], credentials: [{ key }] }, agent.token, 201);
+    const filed = await must(
+      a,
+      "POST",
+      "/v1/proposals",
+      { services: [{ host, auth: { type: "bearer", token: key } }], credentials: [{ key }] },
+      agent.token,
+      201,
+    );
     proposals.push({ id: filed.id, host, key, value: unique(`prop${i}`, 512), state: "pending" });
   }
   const attempts: Write[] = [];
@@ -344,7 +378,11 @@ async function crashTest(): Promise<void> {
   let killed = false;
   const send = async (x: Write, method: string, path: string, body: unknown) => {
     try {
-      const res = await fetch(`${a.url}${path}`, { method, headers: { authorization: `Bearer ${owner}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+      const res = await fetch(`${a.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${owner}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
       rec.outputs.push(await dumpResponse(res));
       x.state = res.status === 200 ? "ok" : "unknown";
     } catch {

@@ -147,7 +147,13 @@ function ranges(value: string, size: number): [number, number][] | undefined {
 const BOUNDARY = "attack3-boundary";
 
 function multipart(body: Buffer, list: [number, number][]): Buffer {
-  const parts = list.map(([a, b]) => Buffer.concat([Buffer.from(`--${BOUNDARY}\r\nContent-Type: text/plain\r\nContent-Range: bytes ${a}-${b}/${body.length}\r\n\r\n`), body.subarray(a, b + 1), Buffer.from("\r\n")]));
+  const parts = list.map(([a, b]) =>
+    Buffer.concat([
+      Buffer.from(`--${BOUNDARY}\r\nContent-Type: text/plain\r\nContent-Range: bytes ${a}-${b}/${body.length}\r\n\r\n`),
+      body.subarray(a, b + 1),
+      Buffer.from("\r\n"),
+    ]),
+  );
   return Buffer.concat([...parts, Buffer.from(`--${BOUNDARY}--\r\n`)]);
 }
 
@@ -158,7 +164,12 @@ function rangedAnswer(s: TLSSocket, body: Buffer, rangeValue: string | undefined
   if (list.length === 0) return answer(s, "416 Range Not Satisfiable", [["Content-Range", `bytes */${body.length}`]]);
   if (list.length === 1) {
     const [a, b] = list[0]!;
-    return answer(s, "206 Partial Content", [["Content-Type", "text/plain"], ["Content-Range", `bytes ${a}-${b}/${body.length}`], ...extra], body.subarray(a, b + 1));
+    return answer(
+      s,
+      "206 Partial Content",
+      [["Content-Type", "text/plain"], ["Content-Range", `bytes ${a}-${b}/${body.length}`], ...extra],
+      body.subarray(a, b + 1),
+    );
   }
   answer(s, "206 Partial Content", [["Content-Type", `multipart/byteranges; boundary=${BOUNDARY}`], ...extra], multipart(body, list));
 }
@@ -251,7 +262,15 @@ async function rawRoute(s: TLSSocket, req: RawRequest): Promise<void> {
     const value = slots.get(slot) ?? "";
     switch (req.url.searchParams.get("how") ?? "json") {
       case "json":
-        return answer(s, "200 OK", [["Content-Type", "application/json"], ["X-Previous", value]], JSON.stringify({ previous: value }));
+        return answer(
+          s,
+          "200 OK",
+          [
+            ["Content-Type", "application/json"],
+            ["X-Previous", value],
+          ],
+          JSON.stringify({ previous: value }),
+        );
       case "early":
         // 103 Early Hints whose Link carries the value, then the answer.
         s.write(head("103 Early Hints", [["Link", `<https://elsewhere.test/p?auth=${encodeURIComponent(value)}>; rel=preload`]]));
@@ -262,7 +281,13 @@ async function rawRoute(s: TLSSocket, req: RawRequest): Promise<void> {
         return answer(s, "302 Found", [["Location", `https://elsewhere.test/cb?auth=${encodeURIComponent(value)}`]]);
       case "sse": {
         // One event, its value split over two chunks written apart.
-        s.write(head("200 OK", [["Content-Type", "text/event-stream"], ["Transfer-Encoding", "chunked"], ["Connection", "close"]]));
+        s.write(
+          head("200 OK", [
+            ["Content-Type", "text/event-stream"],
+            ["Transfer-Encoding", "chunked"],
+            ["Connection", "close"],
+          ]),
+        );
         s.write(chunk(`data: previous ${value.slice(0, 17)}`));
         await Bun.sleep(150);
         s.write(chunk(`${value.slice(17)}\n\n`));
@@ -270,7 +295,14 @@ async function rawRoute(s: TLSSocket, req: RawRequest): Promise<void> {
       }
       case "ws": {
         const key = req.get("sec-websocket-key") ?? "";
-        s.write(head("101 Switching Protocols", [["Upgrade", "websocket"], ["Connection", "Upgrade"], ["Sec-WebSocket-Accept", wsAccept(key)], ["X-Previous", value]]));
+        s.write(
+          head("101 Switching Protocols", [
+            ["Upgrade", "websocket"],
+            ["Connection", "Upgrade"],
+            ["Sec-WebSocket-Accept", wsAccept(key)],
+            ["X-Previous", value],
+          ]),
+        );
         s.write(wsFrame(1, `previous ${value.slice(0, 20)}`));
         await Bun.sleep(100);
         s.write(wsFrame(1, `previous ${value}`));
@@ -280,7 +312,13 @@ async function rawRoute(s: TLSSocket, req: RawRequest): Promise<void> {
     }
   }
   if (p === "/live") {
-    s.write(head("200 OK", [["Content-Type", "text/event-stream"], ["Transfer-Encoding", "chunked"], ["Connection", "close"]]));
+    s.write(
+      head("200 OK", [
+        ["Content-Type", "text/event-stream"],
+        ["Transfer-Encoding", "chunked"],
+        ["Connection", "close"],
+      ]),
+    );
     s.write(chunk(": ready\n\n"));
     live.add(s);
     s.on("close", () => live.delete(s));
@@ -295,14 +333,31 @@ async function rawRoute(s: TLSSocket, req: RawRequest): Promise<void> {
   if (p === "/s3/part") {
     // S3 GetObject/HeadObject with partNumber: 206 and the part's Content-Range, no Range asked.
     const last = PART_BYTES - 1;
-    const fields: [string, string | number][] = [["Content-Type", "application/octet-stream"], ["Content-Range", `bytes 0-${last}/${OBJECT_BYTES}`], ["x-amz-mp-parts-count", 3], ["ETag", '"object-etag-3"']];
+    const fields: [string, string | number][] = [
+      ["Content-Type", "application/octet-stream"],
+      ["Content-Range", `bytes 0-${last}/${OBJECT_BYTES}`],
+      ["x-amz-mp-parts-count", 3],
+      ["ETag", '"object-etag-3"'],
+    ];
     return answer(s, "206 Partial Content", fields, OBJECT.subarray(0, PART_BYTES));
   }
   if (p === "/s3/echo") return s3Echo(s, req);
   if (p === "/postgrest") {
     // PostgREST (and Supabase's REST API) put Content-Range on every read, 200 included.
-    const rows = JSON.stringify([{ id: 1, name: "one" }, { id: 2, name: "two" }]);
-    return answer(s, "200 OK", [["Content-Type", "application/json; charset=utf-8"], ["Range-Unit", "items"], ["Content-Range", "0-1/*"]], rows);
+    const rows = JSON.stringify([
+      { id: 1, name: "one" },
+      { id: 2, name: "two" },
+    ]);
+    return answer(
+      s,
+      "200 OK",
+      [
+        ["Content-Type", "application/json; charset=utf-8"],
+        ["Range-Unit", "items"],
+        ["Content-Range", "0-1/*"],
+      ],
+      rows,
+    );
   }
   if (p === "/grpc-h1") {
     const body = polyglotBody(`you sent ${auth}`);
@@ -475,11 +530,17 @@ function h2Route(stream: ServerHttp2Stream, h: IncomingHttpHeaders): void {
       case "head-trailer": {
         const ps = pieces(8).map(b64);
         const half = Math.ceil(ps.length / 2);
-        return trailing({ ...grpc, "x-split-bin": ps.slice(0, half).join(",") }, lpm(0, Buffer.alloc(0)), { "grpc-status": "0", "x-split-bin": ps.slice(half).join(",") });
+        return trailing({ ...grpc, "x-split-bin": ps.slice(0, half).join(",") }, lpm(0, Buffer.alloc(0)), {
+          "grpc-status": "0",
+          "x-split-bin": ps.slice(half).join(","),
+        });
       }
       case "long": {
         const junk = Buffer.alloc(6 * 1024, 0x2a);
-        return trailing({ ...grpc, "x-long-bin": b64(Buffer.concat([junk, value, junk])) }, lpm(0, Buffer.alloc(0)), { "grpc-status": "0", "x-long-bin": b64(Buffer.concat([junk, value])) });
+        return trailing({ ...grpc, "x-long-bin": b64(Buffer.concat([junk, value, junk])) }, lpm(0, Buffer.alloc(0)), {
+          "grpc-status": "0",
+          "x-long-bin": b64(Buffer.concat([junk, value])),
+        });
       }
     }
   }
@@ -560,7 +621,10 @@ export function runsOf(value: string, text: string, run = 12): string[] {
   const width = Math.ceil((run * 8) / 6) + 1;
   for (let offset = 0; offset < 3; offset++) {
     const core = base64Core(bytes, offset);
-    for (const [name, form] of [["base64", core], ["base64url", core.replaceAll("+", "-").replaceAll("/", "_")]] as const) {
+    for (const [name, form] of [
+      ["base64", core],
+      ["base64url", core.replaceAll("+", "-").replaceAll("/", "_")],
+    ] as const) {
       for (let i = 0; i + width <= form.length; i++) if (text.includes(form.slice(i, i + width))) found.add(`${name}@${offset}[${i}..${i + width})`);
     }
   }

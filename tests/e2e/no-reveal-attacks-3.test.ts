@@ -94,7 +94,14 @@ async function addVault(name: string, creds: Record<string, string>, services: [
   agents.set(name, { vault: name, token: (await must("POST", "/v1/sessions", { vault: name, role: "proxy" })).token });
 }
 
-const sigv4 = { type: "aws_sigv4", access_key_id: "AWS_ACCESS_KEY_ID", secret_access_key: "AWS_SECRET_ACCESS_KEY", session_token: "AWS_SESSION_TOKEN", region: "us-east-1", service: "s3" };
+const sigv4 = {
+  type: "aws_sigv4",
+  access_key_id: "AWS_ACCESS_KEY_ID",
+  secret_access_key: "AWS_SECRET_ACCESS_KEY",
+  session_token: "AWS_SESSION_TOKEN",
+  region: "us-east-1",
+  service: "s3",
+};
 
 beforeAll(async () => {
   pki = await createTestPki({ dns: NAMES, ips: ["127.0.0.1"] });
@@ -132,9 +139,13 @@ beforeAll(async () => {
     [`api.wild.test:${p0}`, { type: "passthrough" }],
   ]);
   // Vault M: a minted OAuth token toward the bin (token endpoint on the bin too).
-  await addVault("m", { M_ID: "client-m", M_SECRET }, [[BIN, { type: "oauth2_client_credentials", token_url: `https://${BIN}/token`, client_id: "M_ID", client_secret: "M_SECRET" }]]);
+  await addVault("m", { M_ID: "client-m", M_SECRET }, [
+    [BIN, { type: "oauth2_client_credentials", token_url: `https://${BIN}/token`, client_id: "M_ID", client_secret: "M_SECRET" }],
+  ]);
   // Vault T: a minted token whose token endpoint is another host (auth.test) than its API (api.test).
-  await addVault("t", { T_ID: "client-t", T_SECRET }, [[`api.test:${p0}`, { type: "oauth2_client_credentials", token_url: `https://auth.test:${p0}/token`, client_id: "T_ID", client_secret: "T_SECRET" }]]);
+  await addVault("t", { T_ID: "client-t", T_SECRET }, [
+    [`api.test:${p0}`, { type: "oauth2_client_credentials", token_url: `https://auth.test:${p0}/token`, client_id: "T_ID", client_secret: "T_SECRET" }],
+  ]);
   // Vault W: a wildcard service covering api.wild.test.
   await addVault("w", { W_KEY: W_VALUE }, [[`*.wild.test:${p0}`, { type: "bearer", token: "W_KEY" }]]);
   // Vault E: a wildcard passthrough service, to touch many hosts. Vault N: no service at all (default unmatched_hosts: tunnel).
@@ -218,7 +229,10 @@ async function viaH2(who: string, authority: string, path: string, init: Init = 
       const req = session.request({ ":method": init.method ?? "GET", ":path": path, te: "trailers", ...init.headers }, { endStream: true });
       const out: Got = { status: 0, headers: [], trailers: [], body: Buffer.alloc(0) };
       const chunks: Buffer[] = [];
-      const pairs = (h: Record<string, unknown>) => Object.entries(h).filter(([k]) => !k.startsWith(":")).flatMap(([k, v]) => (Array.isArray(v) ? v.map((x) => [k, String(x)] as [string, string]) : [[k, String(v)] as [string, string]]));
+      const pairs = (h: Record<string, unknown>) =>
+        Object.entries(h)
+          .filter(([k]) => !k.startsWith(":"))
+          .flatMap(([k, v]) => (Array.isArray(v) ? v.map((x) => [k, String(x)] as [string, string]) : [[k, String(v)] as [string, string]]));
       req.on("response", (h) => ((out.status = Number(h[":status"])), (out.headers = pairs(h))));
       req.on("trailers", (t) => (out.trailers = pairs(t)));
       req.on("data", (d: Buffer) => chunks.push(d));
@@ -324,7 +338,11 @@ describe("ranges on a bearer service (Range dropped, the whole body redacted)", 
 
   test("HTTP/2 agent, lower-case range/if-range/request-range, HTTP/2-only upstream that honours Range: 200 whole, redacted", async () => {
     const got: Got[] = [];
-    const spelt: Record<string, string>[] = [{ range: `bytes=${AT}-${AT + 19}` }, { range: `bytes=${AT + 20}-${AT + 39}`, "if-range": '"v1"' }, { "request-range": `bytes=${AT}-${AT + 19}` }];
+    const spelt: Record<string, string>[] = [
+      { range: `bytes=${AT}-${AT + 19}` },
+      { range: `bytes=${AT + 20}-${AT + 39}`, "if-range": '"v1"' },
+      { "request-range": `bytes=${AT}-${AT + 19}` },
+    ];
     for (const headers of spelt) {
       got.push(await viaH2("a", H2, "/file", { headers }));
     }
@@ -349,7 +367,16 @@ describe("ranges on an aws_sigv4 service", () => {
   const AT = CONTEXT_BYTES + 5000; // the key's offset in /s3/echo (past CONTEXT_BYTES, so widened ranges do not start at 0)
 
   const s3 = (v: Via, authority: string, path: string, headers: Record<string, string> = {}, method = "GET") =>
-    via(v)("a", authority, path, { method, headers: { ...PLACEHOLDER, ...(v === "proxy" ? {} : { authorization: `AWS4-HMAC-SHA256 Credential=placeholder/20000101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=${"0".repeat(64)}` }), ...headers } });
+    via(v)("a", authority, path, {
+      method,
+      headers: {
+        ...PLACEHOLDER,
+        ...(v === "proxy"
+          ? {}
+          : { authorization: `AWS4-HMAC-SHA256 Credential=placeholder/20000101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=${"0".repeat(64)}` }),
+        ...headers,
+      },
+    });
 
   function expected(range: string, size: number): [number, number] {
     const m = /^bytes\s*=\s*(\d*)-(\d*)$/i.exec(range)!;
@@ -357,10 +384,22 @@ describe("ranges on an aws_sigv4 service", () => {
     return [Number(m[1]), m[2] === "" ? size - 1 : Math.min(Number(m[2]), size - 1)];
   }
 
-  for (const [v, name] of [["proxy", "/proxy"], ["tunnel", "tunnel HTTP/1.1"], ["h2", "tunnel HTTP/2 to an HTTP/2-only upstream"]] as const) {
+  for (const [v, name] of [
+    ["proxy", "/proxy"],
+    ["tunnel", "tunnel HTTP/1.1"],
+    ["h2", "tunnel HTTP/2 to an HTTP/2-only upstream"],
+  ] as const) {
     test(`legitimate: ranged reads byte for byte through ${name} (lower-case, "bytes = ", "Bytes=", suffix, open)`, async () => {
       const authority = v === "h2" ? S3H2 : S3;
-      for (const range of ["bytes=0-99", "bytes=5000-5999", "bytes=-300", `bytes=${OBJECT_BYTES - 10}-`, "bytes = 100-199", "Bytes=200-299", `bytes=${OBJECT_BYTES - 1}-${OBJECT_BYTES + 50}`]) {
+      for (const range of [
+        "bytes=0-99",
+        "bytes=5000-5999",
+        "bytes=-300",
+        `bytes=${OBJECT_BYTES - 10}-`,
+        "bytes = 100-199",
+        "Bytes=200-299",
+        `bytes=${OBJECT_BYTES - 1}-${OBJECT_BYTES + 50}`,
+      ]) {
         const g = await s3(v, authority, "/s3/object.bin", { range });
         const [first, last] = expected(range, OBJECT_BYTES);
         expect({ range, status: g.status, cr: header(g, "content-range"), exact: g.body.equals(OBJECT.subarray(first, last + 1)) }).toEqual({
@@ -378,7 +417,12 @@ describe("ranges on an aws_sigv4 service", () => {
     for (const v of ["proxy", "tunnel"] as const) {
       const get = await s3(v, S3, "/s3/part?partNumber=1");
       const body = JSON.parse(get.body.toString() || "null");
-      expect({ v, status: get.status, error: header(get, "x-broker-error"), body }).toEqual({ v, status: 502, error: "undecodable_response", body: { error: "undecodable_response", message: PART_NUMBER_REFUSAL } });
+      expect({ v, status: get.status, error: header(get, "x-broker-error"), body }).toEqual({
+        v,
+        status: 502,
+        error: "undecodable_response",
+        body: { error: "undecodable_response", message: PART_NUMBER_REFUSAL },
+      });
       expect(PART_NUMBER_REFUSAL).toContain("Range");
       const head = await s3(v, S3, "/s3/part?partNumber=1", {}, "HEAD");
       expect({ v, status: head.status, error: header(head, "x-broker-error") }).toEqual({ v, status: 502, error: "undecodable_response" });
@@ -398,7 +442,10 @@ describe("ranges on an aws_sigv4 service", () => {
   async function echoReads(mode: string, ranges: string[], v: Via = "proxy", extra = ""): Promise<{ got: Got[]; pieces: string[] }> {
     const got: Got[] = [];
     for (const range of ranges) got.push(await s3(v, v === "h2" ? S3H2 : S3, `/s3/echo?at=${AT}&mode=${mode}${extra}`, { range }));
-    const pieces = [...piecesOf(AKID, reassemble(got.filter((g) => g.status === 206 || g.status === 200).map(asAnswer))), ...piecesOf(AKID, got.map(textOf).join("\n"))];
+    const pieces = [
+      ...piecesOf(AKID, reassemble(got.filter((g) => g.status === 206 || g.status === 200).map(asAnswer))),
+      ...piecesOf(AKID, got.map(textOf).join("\n")),
+    ];
     return { got, pieces };
   }
 
@@ -466,7 +513,12 @@ describe("ranges on an aws_sigv4 service", () => {
     test(`a body shorter than its Content-Range, ending 11 characters into the key (${mode === "short" ? "chunked, ended cleanly" : "Content-Length, connection closed"}): none of the key's bytes reach the agent`, async () => {
       const got: Got[] = [];
       for (const v of ["proxy", "tunnel"] as const) {
-        const g = await s3(v, S3, `/s3/echo?at=${AT}&mode=${mode}`, { range: `bytes=${AT}-${AT + 5}` }).catch(() => ({ status: -1, headers: [], trailers: [], body: Buffer.alloc(0) }));
+        const g = await s3(v, S3, `/s3/echo?at=${AT}&mode=${mode}`, { range: `bytes=${AT}-${AT + 5}` }).catch(() => ({
+          status: -1,
+          headers: [],
+          trailers: [],
+          body: Buffer.alloc(0),
+        }));
         got.push(g);
       }
       expect(piecesOf(AKID, got.map(textOf).join("\n"))).toEqual([]);
@@ -500,7 +552,12 @@ describe("legitimate answers", () => {
   test("PostgREST / Supabase: a 200 with Content-Range 0-1/* (sent on every read) comes back, not 502", async () => {
     for (const v of ["proxy", "tunnel"] as const) {
       const g = await via(v)("a", BIN, "/postgrest");
-      expect({ v, status: g.status, cr: header(g, "content-range"), rows: g.status === 200 ? JSON.parse(g.body.toString()).length : null }).toEqual({ v, status: 200, cr: "0-1/*", rows: 2 });
+      expect({ v, status: g.status, cr: header(g, "content-range"), rows: g.status === 200 ? JSON.parse(g.body.toString()).length : null }).toEqual({
+        v,
+        status: 200,
+        cr: "0-1/*",
+        rows: 2,
+      });
     }
   }, 30_000);
 
@@ -527,7 +584,11 @@ describe("legitimate answers", () => {
 /** A /replay?how=json answer: 200, the kept Authorization shown as "<scheme> [redacted]", no run of `value` anywhere. */
 function expectHidden(g: Got, value: string): void {
   const previous = g.status === 200 ? String(JSON.parse(g.body.toString()).previous) : "";
-  expect({ status: g.status, redactedShown: / \[redacted\]$/.test(previous), runs: runsOf(value, textOf(g)) }).toEqual({ status: 200, redactedShown: true, runs: [] });
+  expect({ status: g.status, redactedShown: / \[redacted\]$/.test(previous), runs: runsOf(value, textOf(g)) }).toEqual({
+    status: 200,
+    redactedShown: true,
+    runs: [],
+  });
 }
 
 describe("vault A's value, kept by the bin, served to vault B's agent", () => {
@@ -539,7 +600,9 @@ describe("vault A's value, kept by the bin, served to vault B's agent", () => {
   test("as a WebSocket 101 head field and in text frames (tunnel)", async () => {
     await aStores("ws");
     const { conn } = await openTunnel(proxyPort, BIN, basicProxyAuth(agent("b").token, "b"), { ca: brokerCa });
-    conn.write(`GET /replay?slot=ws&how=ws HTTP/1.1\r\nHost: ${BIN}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+    conn.write(
+      `GET /replay?slot=ws&how=ws HTTP/1.1\r\nHost: ${BIN}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+    );
     const head = await conn.readResponse({ noBody: true });
     expect(head.status).toBe(101);
     await conn.closesWithin(5000);
@@ -708,7 +771,15 @@ interface CallResult {
 async function grpcCalls(who: string, calls: { name: string; answer: string }[]): Promise<Record<string, CallResult>> {
   const config = {
     proto: GRPC_PROTO,
-    calls: calls.map((c) => ({ name: c.name, kind: "unary", service: "Echo", method: "Unary", target: H2, requests: [{}], metadata: { "x-answer": c.answer } })),
+    calls: calls.map((c) => ({
+      name: c.name,
+      kind: "unary",
+      service: "Echo",
+      method: "Unary",
+      target: H2,
+      requests: [{}],
+      metadata: { "x-answer": c.answer },
+    })),
   };
   const proc = Bun.spawn(["node", join(import.meta.dir, "grpc-agent.mjs"), JSON.stringify(config)], {
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin", grpc_proxy: proxyUrlOf(who), GRPC_DEFAULT_SSL_ROOTS_FILE_PATH: caFile },

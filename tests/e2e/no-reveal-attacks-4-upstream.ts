@@ -77,14 +77,42 @@ function rangedAnswer(s: TLSSocket, body: Buffer, range: string | undefined): vo
         return [Number(r[1]), Math.min(Number(r[2]), body.length - 1)] as [number, number];
       })
     : undefined;
-  if (!list) return answer(s, "200 OK", [["Content-Type", "text/plain"], ["Accept-Ranges", "bytes"]], body);
+  if (!list)
+    return answer(
+      s,
+      "200 OK",
+      [
+        ["Content-Type", "text/plain"],
+        ["Accept-Ranges", "bytes"],
+      ],
+      body,
+    );
   if (list.length === 1) {
     const [a, b] = list[0]!;
-    return answer(s, "206 Partial Content", [["Content-Type", "text/plain"], ["Content-Range", `bytes ${a}-${b}/${body.length}`]], body.subarray(a, b + 1));
+    return answer(
+      s,
+      "206 Partial Content",
+      [
+        ["Content-Type", "text/plain"],
+        ["Content-Range", `bytes ${a}-${b}/${body.length}`],
+      ],
+      body.subarray(a, b + 1),
+    );
   }
   const boundary = "attack4-boundary";
-  const parts = list.map(([a, b]) => Buffer.concat([Buffer.from(`--${boundary}\r\nContent-Type: text/plain\r\nContent-Range: bytes ${a}-${b}/${body.length}\r\n\r\n`), body.subarray(a, b + 1), Buffer.from("\r\n")]));
-  answer(s, "206 Partial Content", [["Content-Type", `multipart/byteranges; boundary=${boundary}`]], Buffer.concat([...parts, Buffer.from(`--${boundary}--\r\n`)]));
+  const parts = list.map(([a, b]) =>
+    Buffer.concat([
+      Buffer.from(`--${boundary}\r\nContent-Type: text/plain\r\nContent-Range: bytes ${a}-${b}/${body.length}\r\n\r\n`),
+      body.subarray(a, b + 1),
+      Buffer.from("\r\n"),
+    ]),
+  );
+  answer(
+    s,
+    "206 Partial Content",
+    [["Content-Type", `multipart/byteranges; boundary=${boundary}`]],
+    Buffer.concat([...parts, Buffer.from(`--${boundary}--\r\n`)]),
+  );
 }
 
 async function route(s: TLSSocket, req: RawRequest): Promise<void> {
@@ -98,7 +126,13 @@ async function route(s: TLSSocket, req: RawRequest): Promise<void> {
   }
   if (p === "/replay") return answer(s, "200 OK", [["Content-Type", "application/json"]], JSON.stringify({ previous: slots.get(slot) ?? "" }));
   if (p === "/live") {
-    s.write(head("200 OK", [["Content-Type", "text/event-stream"], ["Transfer-Encoding", "chunked"], ["Connection", "close"]]));
+    s.write(
+      head("200 OK", [
+        ["Content-Type", "text/event-stream"],
+        ["Transfer-Encoding", "chunked"],
+        ["Connection", "close"],
+      ]),
+    );
     s.write(chunk(": ready\n\n"));
     live.add(s);
     s.on("close", () => live.delete(s));
@@ -118,25 +152,67 @@ async function route(s: TLSSocket, req: RawRequest): Promise<void> {
     slots.set("jwt", auth);
     const token = `ghs_${crypto.randomUUID().replaceAll("-", "")}`;
     issued.push(token);
-    return answer(s, "201 Created", [["Content-Type", "application/json"]], JSON.stringify({ token, expires_at: new Date(Date.now() + 3_600_000).toISOString() }));
+    return answer(
+      s,
+      "201 Created",
+      [["Content-Type", "application/json"]],
+      JSON.stringify({ token, expires_at: new Date(Date.now() + 3_600_000).toISOString() }),
+    );
   }
-  if (p === "/401") return answer(s, "401 Unauthorized", [["Content-Type", "application/json"], ["WWW-Authenticate", 'Bearer error="insufficient_scope"']], '{"error":"insufficient_scope"}');
+  if (p === "/401")
+    return answer(
+      s,
+      "401 Unauthorized",
+      [
+        ["Content-Type", "application/json"],
+        ["WWW-Authenticate", 'Bearer error="insufficient_scope"'],
+      ],
+      '{"error":"insufficient_scope"}',
+    );
   if (p === "/connection-tokens") {
     // A Connection header naming 12,000 distinct (nonexistent) hop-by-hop headers: 46 KB, under the 64 KiB head limit.
     const tokens = Array.from({ length: 12_000 }, (_, i) => i.toString(36)).join(",");
-    return answer(s, "200 OK", [["Content-Type", "application/json"], ["Connection", tokens]], PLAIN_JSON);
+    return answer(
+      s,
+      "200 OK",
+      [
+        ["Content-Type", "application/json"],
+        ["Connection", tokens],
+      ],
+      PLAIN_JSON,
+    );
   }
   if (p === "/json") return answer(s, "200 OK", [["Content-Type", "application/json"]], PLAIN_JSON);
   if (p === "/status099") return answer(s, "099 Odd", [["Content-Type", "text/plain"]], "ok");
   if (p === "/head-304") {
     // A HEAD answer with a Content-Encoding and the length a GET would get; a 304 echoing in a header.
-    if (req.get("if-none-match")) return answer(s, "304 Not Modified", [["ETag", '"e1"'], ["X-Echo", auth]]);
-    return answer(s, "200 OK", [["Content-Type", "text/plain"], ["Content-Encoding", "gzip"], ["ETag", '"e1"']], Buffer.alloc(1234, 0x2e), req.method);
+    if (req.get("if-none-match"))
+      return answer(s, "304 Not Modified", [
+        ["ETag", '"e1"'],
+        ["X-Echo", auth],
+      ]);
+    return answer(
+      s,
+      "200 OK",
+      [
+        ["Content-Type", "text/plain"],
+        ["Content-Encoding", "gzip"],
+        ["ETag", '"e1"'],
+      ],
+      Buffer.alloc(1234, 0x2e),
+      req.method,
+    );
   }
   if (p === "/ws-control") {
     // A WebSocket whose ping payload and close reason quote the value (control frames: one frame each).
     const key = req.get("sec-websocket-key") ?? "";
-    s.write(head("101 Switching Protocols", [["Upgrade", "websocket"], ["Connection", "Upgrade"], ["Sec-WebSocket-Accept", wsAccept(key)]]));
+    s.write(
+      head("101 Switching Protocols", [
+        ["Upgrade", "websocket"],
+        ["Connection", "Upgrade"],
+        ["Sec-WebSocket-Accept", wsAccept(key)],
+      ]),
+    );
     s.write(wsFrame(9, `ping ${auth}`.slice(0, 125)));
     s.write(wsFrame(1, "hello"));
     s.write(wsFrame(8, Buffer.concat([Buffer.from([0x03, 0xe8]), Buffer.from(`bye ${auth}`.slice(0, 123))])));

@@ -114,7 +114,12 @@ async function viaProxy(who: string, authority: string, path: string, init: Init
 async function rawTunnel(who: string, authority: string, lines: string[], opts: { noBody?: boolean } = {}): Promise<RawResponse & { rest: Buffer }> {
   const { conn } = await openTunnel(proxyPort, authority, basicProxyAuth(agent(who).token, agent(who).vault), { ca: brokerCa });
   try {
-    conn.write(`${lines[0]}\r\nHost: ${authority}\r\n${lines.slice(1).map((l) => `${l}\r\n`).join("")}\r\n`);
+    conn.write(
+      `${lines[0]}\r\nHost: ${authority}\r\n${lines
+        .slice(1)
+        .map((l) => `${l}\r\n`)
+        .join("")}\r\n`,
+    );
     const r = await conn.readResponse({ noBody: opts.noBody });
     if (opts.noBody) await conn.closesWithin(3000);
     return { ...r, rest: conn.buf };
@@ -148,7 +153,10 @@ describe("ranged reads through a WebSocket upgrade request", () => {
     const ranges: string[] = [];
     for (let at = AT; at < AT + aValue.length; at += 11) ranges.push(`${at}-${at + 10}`);
     const r = await rawTunnel("a", BIN, ["GET /file HTTP/1.1", ...WS, `Range: bytes=${ranges.join(", ")}`]);
-    expect({ runs: runsOf(aValue, reassemble([{ status: r.status, headers: r.headers, body: r.body }])).length, partial: r.status === 206 }).toEqual({ runs: 0, partial: false });
+    expect({ runs: runsOf(aValue, reassemble([{ status: r.status, headers: r.headers, body: r.body }])).length, partial: r.status === 206 }).toEqual({
+      runs: 0,
+      partial: false,
+    });
   }, 30_000);
 });
 
@@ -242,7 +250,9 @@ describe("values sent to a token endpoint that keeps them", () => {
     const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
     const pem = privateKey.export({ type: "pkcs8", format: "pem" }).toString();
     secrets.push(pem);
-    await addVault("g", { GH_KEY: pem }, [[BIN, { type: "github_app", app_id: "424242", installation_id: "777", private_key: "GH_KEY", api_url: `https://${BIN}` }]]);
+    await addVault("g", { GH_KEY: pem }, [
+      [BIN, { type: "github_app", app_id: "424242", installation_id: "777", private_key: "GH_KEY", api_url: `https://${BIN}` }],
+    ]);
     const first = await viaProxy("g", BIN, "/json"); // mints: the JWT goes to https://BIN/app/installations/777/access_tokens
     expect(first.status).toBe(200);
     const jwt = (slots.get("jwt") ?? "").replace(/^Bearer /, "");
@@ -254,19 +264,23 @@ describe("values sent to a token endpoint that keeps them", () => {
   }, 30_000);
 
   test("an OAuth client secret sent with client_secret_basic (the default: base64 of the form-encoded id:secret) is redacted when the token endpoint's host replays the header", async () => {
-    await addVault("o", { O_ID, O_SECRET }, [[BIN, { type: "oauth2_client_credentials", token_url: `https://${BIN}/token`, client_id: "O_ID", client_secret: "O_SECRET" }]]);
+    await addVault("o", { O_ID, O_SECRET }, [
+      [BIN, { type: "oauth2_client_credentials", token_url: `https://${BIN}/token`, client_id: "O_ID", client_secret: "O_SECRET" }],
+    ]);
     const first = await viaProxy("o", BIN, "/json");
     expect(first.status).toBe(200);
     expect((slots.get("token") ?? "").startsWith("Basic ")).toBe(true);
     const g = await viaProxy("o", BIN, "/replay?slot=token");
     expect(g.status).toBe(200);
     // What the agent does: base64-decode what follows the last "[redacted]" (trying the 4 alignments), then form-decode.
-    const blob = previousOf(g).replace(/^Basic /, "").split("[redacted]").at(-1)!;
+    const blob = previousOf(g)
+      .replace(/^Basic /, "")
+      .split("[redacted]")
+      .at(-1)!;
     const decoded = [0, 1, 2, 3].map((k) => percentDecoded(Buffer.from(blob.slice(k), "base64").toString("latin1"))).join("\n");
     expect(runsOf(O_SECRET, `${textOf(g)}\n${decoded}`).length).toBe(0);
   }, 30_000);
 });
-
 
 // =====================================================================================================
 // 6. One needle per request: an endpoint answering 401 mints a token every time
@@ -276,7 +290,9 @@ test("60 requests to an OAuth API path that answers 401 (insufficient scope): th
   // minted.ts regrant(): every 401 refreshes the token, with no backoff; each new token joins every
   // vault's needle set for 24 h (up to 65,536 values: about 1 GB of index and a synchronous rebuild
   // of ~17 s that stalls every agent, bun run on 30,000 values: 8 s, 440 MB). An agent alone drives it.
-  await addVault("m", { M_ID: "client-m4-0123456789", M_SECRET: rand("cs-m4-") }, [[BIN, { type: "oauth2_client_credentials", token_url: `https://${BIN}/token`, client_id: "M_ID", client_secret: "M_SECRET" }]]);
+  await addVault("m", { M_ID: "client-m4-0123456789", M_SECRET: rand("cs-m4-") }, [
+    [BIN, { type: "oauth2_client_credentials", token_url: `https://${BIN}/token`, client_id: "M_ID", client_secret: "M_SECRET" }],
+  ]);
   expect((await viaProxy("m", BIN, "/json")).status).toBe(200);
   const before = issued.length;
   for (let i = 0; i < 60; i++) expect((await viaProxy("m", BIN, "/401")).status).toBe(401);
@@ -290,21 +306,41 @@ test("60 requests to an OAuth API path that answers 401 (insufficient scope): th
 describe("held", () => {
   test("WebSocket control frames: a ping payload and a close reason quoting the injected value reach the agent redacted, the text frame intact", async () => {
     const { conn } = await openTunnel(proxyPort, BIN, basicProxyAuth(agent("a").token, agent("a").vault), { ca: brokerCa });
-    conn.write(`GET /ws-control HTTP/1.1\r\nHost: ${BIN}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+    conn.write(
+      `GET /ws-control HTTP/1.1\r\nHost: ${BIN}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+    );
     const head = await conn.readResponse({ noBody: true });
     await conn.closesWithin(5000);
     const frames = conn.buf.toString("latin1");
     conn.close();
-    expect({ status: head.status, ping: frames.includes("ping Bearer [redacted]"), text: frames.includes("hello"), runs: runsOf(aValue, frames).length }).toEqual({ status: 101, ping: true, text: true, runs: 0 });
+    expect({
+      status: head.status,
+      ping: frames.includes("ping Bearer [redacted]"),
+      text: frames.includes("hello"),
+      runs: runsOf(aValue, frames).length,
+    }).toEqual({ status: 101, ping: true, text: true, runs: 0 });
   }, 30_000);
 
   test("HEAD with a Content-Encoding keeps the GET's Content-Length and sends no body; a 304 echoing the value in a header reads [redacted]", async () => {
     const h = await rawTunnel("a", BIN, ["HEAD /head-304 HTTP/1.1", "Connection: close"], { noBody: true });
-    expect({ status: h.status, cl: h.headers["content-length"], ce: h.headers["content-encoding"], rest: h.rest.length }).toEqual({ status: 200, cl: "1234", ce: "gzip", rest: 0 });
+    expect({ status: h.status, cl: h.headers["content-length"], ce: h.headers["content-encoding"], rest: h.rest.length }).toEqual({
+      status: 200,
+      cl: "1234",
+      ce: "gzip",
+      rest: 0,
+    });
     for (const v of ["proxy", "tunnel"] as const) {
-      const g = v === "proxy" ? await viaProxy("a", BIN, "/head-304", { headers: { "if-none-match": '"e1"' } }) : await rawTunnel("a", BIN, ["GET /head-304 HTTP/1.1", 'If-None-Match: "e1"', "Connection: close"]);
+      const g =
+        v === "proxy"
+          ? await viaProxy("a", BIN, "/head-304", { headers: { "if-none-match": '"e1"' } })
+          : await rawTunnel("a", BIN, ["GET /head-304 HTTP/1.1", 'If-None-Match: "e1"', "Connection: close"]);
       const text = "head" in g ? rawText(g) : textOf(g);
-      expect({ v, status: g.status, redacted: text.includes("Bearer [redacted]"), runs: runsOf(aValue, text).length }).toEqual({ v, status: 304, redacted: true, runs: 0 });
+      expect({ v, status: g.status, redacted: text.includes("Bearer [redacted]"), runs: runsOf(aValue, text).length }).toEqual({
+        v,
+        status: 304,
+        redacted: true,
+        runs: 0,
+      });
     }
   }, 30_000);
 
@@ -331,7 +367,7 @@ test("no stored value, minted token, JWT or client secret in any broker log line
 // 8. (Last: it changes every later answer.) One vault's short value corrupts every vault's answers
 // =====================================================================================================
 
-test('a one-character value (`"`) stored by another vault for an unrelated host: vault A\'s ordinary JSON, nothing echoed, arrives unchanged', async () => {
+test("a one-character value (`\"`) stored by another vault for an unrelated host: vault A's ordinary JSON, nothing echoed, arrives unchanged", async () => {
   // Every answer is scanned for every vault's values (echo-needles.ts), a value shorter than 12 is
   // looked for whole, and nothing sets a minimum length (credential-ops.ts readValue): any member of
   // any vault can make every JSON answer of every vault unreadable.

@@ -186,7 +186,11 @@ describe("identity-provider sign-in against oidc-provider", () => {
   let ownerViaIdp = "";
 
   test("a signed-in user links a provider identity (POST /v1/auth/oidc/link with a bearer session), then signs in through it", async () => {
-    const start = await fetch(`${broker.apiUrl}/v1/auth/oidc/link`, { method: "POST", redirect: "manual", headers: { authorization: `Bearer ${broker.userToken}` } });
+    const start = await fetch(`${broker.apiUrl}/v1/auth/oidc/link`, {
+      method: "POST",
+      redirect: "manual",
+      headers: { authorization: `Bearer ${broker.userToken}` },
+    });
     expect(start.status).toBe(303);
     const { res } = await throughProvider(start, "owner.work@corp.test");
     expect(res.status).toBe(303);
@@ -317,7 +321,13 @@ function dataDirOf(b: Broker): string {
 test("a provider that puts the email only in userinfo (OIDC's default) still signs people up", async () => {
   const [mainIdp, mainBroker] = [idp, broker];
   const pki = await createTestPki();
-  idp = await startOidcProvider({ users: USERS, clientId: "broker-userinfo", clientSecret: randomBytes(24).toString("base64url"), redirectUris: [], emailInUserinfoOnly: true });
+  idp = await startOidcProvider({
+    users: USERS,
+    clientId: "broker-userinfo",
+    clientSecret: randomBytes(24).toString("base64url"),
+    redirectUris: [],
+    emailInUserinfoOnly: true,
+  });
   broker = await startBroker({ caPem: pki.caPem, env: idp.env({ BROKER_OIDC_NAME: "Userinfo IdP" }) });
   try {
     idp.setRedirectUris([`${broker.apiUrl}/v1/auth/oidc/callback`]);

@@ -318,14 +318,24 @@ describe.skipIf(!implemented && !inCi)("OIDC sign-in against a hostile provider"
 
   test("link CSRF: a link flow started by one account and completed in another person's browser links nothing", async () => {
     const victim = newUser();
-    const start = await fetch(`${broker.apiUrl}/v1/auth/oidc/link`, { method: "POST", redirect: "manual", headers: { authorization: `Bearer ${broker.userToken}` } });
+    const start = await fetch(`${broker.apiUrl}/v1/auth/oidc/link`, {
+      method: "POST",
+      redirect: "manual",
+      headers: { authorization: `Bearer ${broker.userToken}` },
+    });
     expect(start.status).toBe(303);
     // The attacker (the owner here) sends the provider URL to the victim, whose browser is signed in at the provider.
     const victimBrowser: Jar = new Map();
     const atProvider = await fetch(start.headers.get("location")!, { redirect: "manual" });
     const cbUrl = atProvider.headers.get("location")!;
     const back = new URL(cbUrl);
-    const flow: Flow = { jar: victimBrowser, authorize: new URL(start.headers.get("location")!), callbackUrl: cbUrl, state: back.searchParams.get("state") ?? "", code: back.searchParams.get("code") ?? undefined };
+    const flow: Flow = {
+      jar: victimBrowser,
+      authorize: new URL(start.headers.get("location")!),
+      callbackUrl: cbUrl,
+      state: back.searchParams.get("state") ?? "",
+      code: back.searchParams.get("code") ?? undefined,
+    };
     await expectRefused(await callback(cbUrl, victimBrowser), flow);
     const ids = await broker.api("GET", "/v1/account/identities", undefined, broker.userToken);
     expect(JSON.stringify(ids.body)).not.toContain(victim.email);

@@ -28,7 +28,12 @@ async function agentCall(method: string, path: string): Promise<Response> {
 
 describe("proposals with rules", () => {
   test("asked rules are validated like a service's", async () => {
-    const bad = await broker.api("POST", "/v1/proposals", { services: [{ host, auth: { type: "bearer", token: "API_KEY" }, rules: [{ methods: ["GET"], paths: ["/a/%2F"] }] }], credentials: [{ key: "API_KEY" }] }, broker.sessionToken);
+    const bad = await broker.api(
+      "POST",
+      "/v1/proposals",
+      { services: [{ host, auth: { type: "bearer", token: "API_KEY" }, rules: [{ methods: ["GET"], paths: ["/a/%2F"] }] }], credentials: [{ key: "API_KEY" }] },
+      broker.sessionToken,
+    );
     expect(bad.status).toBe(400);
     expect(bad.body.field).toBe("services[0].rules[0].paths[0]");
   });
@@ -38,16 +43,31 @@ describe("proposals with rules", () => {
       { methods: ["GET", "HEAD"], paths: ["/repos/*/issues/**"] },
       { methods: ["DELETE"], paths: ["/repos/**"] },
     ];
-    const filed = await broker.api("POST", "/v1/proposals", { services: [{ host, auth: { type: "bearer", token: "API_KEY" }, rules: asked }], credentials: [{ key: "API_KEY" }], message: "issues" }, broker.sessionToken);
+    const filed = await broker.api(
+      "POST",
+      "/v1/proposals",
+      { services: [{ host, auth: { type: "bearer", token: "API_KEY" }, rules: asked }], credentials: [{ key: "API_KEY" }], message: "issues" },
+      broker.sessionToken,
+    );
     expect(filed.status).toBe(201);
     const shown = await broker.api("GET", `/v1/proposals/${filed.body.id}`, undefined, broker.userToken);
     expect(shown.body.services[0].rules).toEqual(asked);
 
-    const typo = await broker.api("POST", `/v1/proposals/${filed.body.id}/approve`, { credentials: { API_KEY: SECRET }, rules: { "other.test": null } }, broker.userToken);
+    const typo = await broker.api(
+      "POST",
+      `/v1/proposals/${filed.body.id}/approve`,
+      { credentials: { API_KEY: SECRET }, rules: { "other.test": null } },
+      broker.userToken,
+    );
     expect(typo.status).toBe(400);
     expect(typo.body.field).toBe("rules.other.test");
 
-    const approved = await broker.api("POST", `/v1/proposals/${filed.body.id}/approve`, { credentials: { API_KEY: SECRET }, rules: { [host]: [asked[0]] } }, broker.userToken);
+    const approved = await broker.api(
+      "POST",
+      `/v1/proposals/${filed.body.id}/approve`,
+      { credentials: { API_KEY: SECRET }, rules: { [host]: [asked[0]] } },
+      broker.userToken,
+    );
     expect(approved.status).toBe(200);
     expect(approved.body.status).toBe("applied");
 

@@ -108,7 +108,10 @@ describe("passthrough services (nothing injected)", () => {
     await using bare = await startBroker({ caPem: upstream.pki.caPem });
     bare.dns.set("passthrough.upstream.test", ["127.0.0.1"]);
     await bare.addService(`passthrough.upstream.test:${upstream.port}`, { type: "passthrough" });
-    for (const [enc, size] of [["gzip", "small"], ["br", "large"]] as const) {
+    for (const [enc, size] of [
+      ["gzip", "small"],
+      ["br", "large"],
+    ] as const) {
       const res = await bare.proxy(`passthrough.upstream.test:${upstream.port}`, `/echo?enc=${enc}&size=${size}`, { decompress: false } as RequestInit);
       expect(res.headers.get("content-encoding")).toBe(enc);
       expect(Buffer.from(await res.arrayBuffer()).equals(encodeAs(enc, Buffer.from(echoBody("", size))))).toBe(true);
@@ -119,12 +122,19 @@ describe("passthrough services (nothing injected)", () => {
   });
 
   test("once a vault holds a value, their answers are scanned for it (DESIGN.md §3.22): same content, same encoding; an undecodable encoding fails closed", async () => {
-    for (const [enc, size] of [["gzip", "small"], ["br", "large"]] as const) {
+    for (const [enc, size] of [
+      ["gzip", "small"],
+      ["br", "large"],
+    ] as const) {
       const res = await broker.proxy(`passthrough.upstream.test:${upstream.port}`, `/echo?enc=${enc}&size=${size}`, { decompress: false } as RequestInit);
       expect(res.headers.get("content-encoding")).toBe(enc);
       expect(decodeAs(enc, Buffer.from(await res.arrayBuffer())).equals(Buffer.from(echoBody("", size)))).toBe(true);
     }
-    await expectEnvelope(await broker.proxy(`passthrough.upstream.test:${upstream.port}`, "/raw?enc=compress&body=as-is", { decompress: false } as RequestInit), 502, "undecodable_response");
+    await expectEnvelope(
+      await broker.proxy(`passthrough.upstream.test:${upstream.port}`, "/raw?enc=compress&body=as-is", { decompress: false } as RequestInit),
+      502,
+      "undecodable_response",
+    );
   });
 });
 

@@ -66,7 +66,13 @@ export async function startRuledUpstream(secret: string, rules: unknown, key = "
 }
 
 /** A JSON call to the broker's API at `apiUrl` (bearer `token` when given); a body that is not JSON stays text. */
-export async function callApi(apiUrl: string, method: string, path: string, body?: unknown, token?: string): Promise<{ status: number; body: any; headers: Headers }> {
+export async function callApi(
+  apiUrl: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  token?: string,
+): Promise<{ status: number; body: any; headers: Headers }> {
   const headers: Record<string, string> = {};
   if (token) headers.authorization = `Bearer ${token}`;
   if (body !== undefined) headers["content-type"] = "application/json";
@@ -79,7 +85,12 @@ export async function callApi(apiUrl: string, method: string, path: string, body
   return { status: res.status, body: parsed, headers: res.headers };
 }
 
-export async function startBroker(opts: { caPem: string; env?: Record<string, string>; startTunnel?: TunnelStarter; /** the server's clock (default Date.now) */ now?: () => number }): Promise<Broker> {
+export async function startBroker(opts: {
+  caPem: string;
+  env?: Record<string, string>;
+  startTunnel?: TunnelStarter /** the server's clock (default Date.now) */;
+  now?: () => number;
+}): Promise<Broker> {
   const dir = mkdtempSync(join(tmpdir(), "broker-proxy-e2e-"));
   const caFile = join(dir, "upstream-ca.pem");
   writeFileSync(caFile, opts.caPem);

@@ -70,11 +70,21 @@ describe("injection", () => {
     expect(authLines(last())).toEqual([["authorization", `Basic ${Buffer.from(`alice:${secret}`).toString("base64")}`]]);
     expect(last().rawHeaders.find(([k]) => k.toLowerCase() === "host")?.[1]).toBe(`upstream.test:${upstream.port}`);
 
-    await broker.api("PATCH", `/v1/vaults/${broker.vault}/services/${encodeURIComponent(`upstream.test:${upstream.port}`)}`, { auth: { type: "basic", token: "BASIC_KEY" } }, broker.userToken);
+    await broker.api(
+      "PATCH",
+      `/v1/vaults/${broker.vault}/services/${encodeURIComponent(`upstream.test:${upstream.port}`)}`,
+      { auth: { type: "basic", token: "BASIC_KEY" } },
+      broker.userToken,
+    );
     outs.push(await dumpResponse(await broker.proxy(`upstream.test:${upstream.port}`, "/nouser")));
     expect(authLines(last())).toEqual([["authorization", `Basic ${Buffer.from(secret).toString("base64")}`]]);
 
-    await broker.api("PATCH", `/v1/vaults/${broker.vault}/services/${encodeURIComponent(`upstream.test:${upstream.port}`)}`, { auth: { type: "header", header: "X-Api-Key", token: "HDR_KEY", prefix: "Token " } }, broker.userToken);
+    await broker.api(
+      "PATCH",
+      `/v1/vaults/${broker.vault}/services/${encodeURIComponent(`upstream.test:${upstream.port}`)}`,
+      { auth: { type: "header", header: "X-Api-Key", token: "HDR_KEY", prefix: "Token " } },
+      broker.userToken,
+    );
     outs.push(await dumpResponse(await broker.proxy(`upstream.test:${upstream.port}`, "/hdr", { headers: { "x-api-key": "client-value" } })));
     const keys = last().rawHeaders.filter(([k]) => k.toLowerCase() === "x-api-key");
     expect(keys.map(([, v]) => v)).toEqual([`Token ${secret}`]);
@@ -132,7 +142,16 @@ describe("fidelity", () => {
       ["x-dup", "two"],
       ["Content-Type", "application/octet-stream"],
     ];
-    const head = [`POST /proxy/${hp}/bytes?k=v HTTP/1.1`, `Host: ${new URL(broker.apiUrl).host}`, `Authorization: Bearer ${broker.sessionToken}`, ...sent.map(([k, v]) => `${k}: ${v}`), `Content-Length: ${body.length}`, "Connection: close", "", ""].join("\r\n");
+    const head = [
+      `POST /proxy/${hp}/bytes?k=v HTTP/1.1`,
+      `Host: ${new URL(broker.apiUrl).host}`,
+      `Authorization: Bearer ${broker.sessionToken}`,
+      ...sent.map(([k, v]) => `${k}: ${v}`),
+      `Content-Length: ${body.length}`,
+      "Connection: close",
+      "",
+      "",
+    ].join("\r\n");
     const raw = await rawRequest(broker.apiUrl, Buffer.concat([Buffer.from(head, "latin1"), body]));
     const split = raw.indexOf("\r\n\r\n");
     expect(raw.subarray(0, 12).toString()).toBe("HTTP/1.1 200");
@@ -189,7 +208,14 @@ describe("fidelity", () => {
     }
     const before = upstream.received.length;
     // fetch refuses TRACE itself, so send it raw.
-    const raw = (await rawRequest(broker.apiUrl, Buffer.from(`TRACE /proxy/${hp}/t HTTP/1.1\r\nHost: ${new URL(broker.apiUrl).host}\r\nAuthorization: Bearer ${broker.sessionToken}\r\nConnection: close\r\n\r\n`))).toString();
+    const raw = (
+      await rawRequest(
+        broker.apiUrl,
+        Buffer.from(
+          `TRACE /proxy/${hp}/t HTTP/1.1\r\nHost: ${new URL(broker.apiUrl).host}\r\nAuthorization: Bearer ${broker.sessionToken}\r\nConnection: close\r\n\r\n`,
+        ),
+      )
+    ).toString();
     expect(raw.startsWith("HTTP/1.1 405")).toBe(true);
     expect(raw.toLowerCase()).toContain("x-broker-error: method_not_allowed");
     expect(raw).toContain('"error":"method_not_allowed"');

@@ -72,7 +72,10 @@ if (import.meta.main) {
     const res = await broker.proxy(passHost, "/upload", { method: "POST", body, duplex: "half" } as RequestInit);
     Object.assign(out, { status: res.status, answer: await res.text(), growth: stop(), received: uploadReceived });
   }
-  out.leak = await expectNoLeak(broker, SECRET).then(() => null, (e: Error) => e.message);
+  out.leak = await expectNoLeak(broker, SECRET).then(
+    () => null,
+    (e: Error) => e.message,
+  );
   await broker.stop();
   await upstream.close();
   console.log(JSON.stringify(out));

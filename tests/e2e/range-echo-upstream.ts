@@ -32,14 +32,21 @@ function parseRanges(value: string, size: number): [number, number][] | undefine
   for (const spec of m[1]!.split(",")) {
     const r = /^\s*(\d*)-(\d*)\s*$/.exec(spec);
     if (!r || (r[1] === "" && r[2] === "")) return undefined;
-    const [first, last] = r[1] === "" ? [Math.max(0, size - Number(r[2])), size - 1] : [Number(r[1]), r[2] === "" ? size - 1 : Math.min(Number(r[2]), size - 1)];
+    const [first, last] =
+      r[1] === "" ? [Math.max(0, size - Number(r[2])), size - 1] : [Number(r[1]), r[2] === "" ? size - 1 : Math.min(Number(r[2]), size - 1)];
     if (first <= last && first < size) out.push([first, last]);
   }
   return out;
 }
 
 function multipart(body: Buffer, ranges: [number, number][]): Buffer {
-  const parts = ranges.map(([a, b]) => Buffer.concat([Buffer.from(`--${BOUNDARY}\r\nContent-Type: text/plain\r\nContent-Range: bytes ${a}-${b}/${body.length}\r\n\r\n`), body.subarray(a, b + 1), Buffer.from("\r\n")]));
+  const parts = ranges.map(([a, b]) =>
+    Buffer.concat([
+      Buffer.from(`--${BOUNDARY}\r\nContent-Type: text/plain\r\nContent-Range: bytes ${a}-${b}/${body.length}\r\n\r\n`),
+      body.subarray(a, b + 1),
+      Buffer.from("\r\n"),
+    ]),
+  );
   return Buffer.concat([...parts, Buffer.from(`--${BOUNDARY}--\r\n`)]);
 }
 
@@ -121,7 +128,10 @@ export function piecesOf(value: string, text: string): string[] {
   for (let i = 0; i + 4 <= value.length; i++) if (text.includes(value.slice(i, i + 4))) found.push(`value[${i}..${i + 4})`);
   for (const pad of ["", "x", "xy"]) {
     // The characters that depend on the padding's bytes are left out.
-    const b64 = Buffer.from(pad + value).toString("base64").replace(/=+$/, "").slice(pad.length ? 4 : 0, -2);
+    const b64 = Buffer.from(pad + value)
+      .toString("base64")
+      .replace(/=+$/, "")
+      .slice(pad.length ? 4 : 0, -2);
     for (let i = 0; i + 6 <= b64.length; i++) if (text.includes(b64.slice(i, i + 6))) found.push(`base64 (${pad.length} before) [${i}..${i + 6})`);
   }
   return found;

@@ -37,7 +37,11 @@ afterAll(async () => {
 type Get = (path: string, headers?: Record<string, string>) => Promise<AgentAnswer>;
 
 function recorded(status: number, headers: Record<string, string>, body: Buffer): AgentAnswer {
-  seen.push(`${status}\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join("\n")}\n\n${body.toString("latin1")}`);
+  seen.push(
+    `${status}\n${Object.entries(headers)
+      .map(([k, v]) => `${k}: ${v}`)
+      .join("\n")}\n\n${body.toString("latin1")}`,
+  );
   return { status, headers, body };
 }
 
@@ -69,13 +73,19 @@ const ingresses: Record<string, Get> = {
 
 /** The Range-ish headers the upstream received on its last `n` requests. */
 function rangesReceived(n: number): string[] {
-  return env.upstream.received.slice(-n).flatMap((r) => r.rawHeaders.filter(([k]) => /^(range|if-range|request-range)$/i.test(k)).map(([k, v]) => `${k}: ${v}`));
+  return env.upstream.received
+    .slice(-n)
+    .flatMap((r) => r.rawHeaders.filter(([k]) => /^(range|if-range|request-range)$/i.test(k)).map(([k, v]) => `${k}: ${v}`));
 }
 
 /** A whole, redacted 200: what every ranged request on an injected service gets. */
 function expectWhole(a: AgentAnswer): void {
   // Compared as a flag: a failure must not print a body that holds the value.
-  expect({ status: a.status, contentRange: a.headers["content-range"], redactedWhole: a.body.toString("latin1") === REDACTED_BODY }).toEqual({ status: 200, contentRange: undefined, redactedWhole: true });
+  expect({ status: a.status, contentRange: a.headers["content-range"], redactedWhole: a.body.toString("latin1") === REDACTED_BODY }).toEqual({
+    status: 200,
+    contentRange: undefined,
+    redactedWhole: true,
+  });
 }
 
 for (const [name, get] of Object.entries(ingresses)) {
@@ -84,7 +94,8 @@ for (const [name, get] of Object.entries(ingresses)) {
 
     test("two ranged requests, each holding half of the value: Range dropped, two whole redacted bodies", async () => {
       const got: AgentAnswer[] = [];
-      for (const range of [`bytes=${AT}-${AT + 19}`, `bytes=${AT + 20}-${AT + 39}`]) got.push(await get("/file", { range, "if-range": '"v1"', "request-range": range }));
+      for (const range of [`bytes=${AT}-${AT + 19}`, `bytes=${AT + 20}-${AT + 39}`])
+        got.push(await get("/file", { range, "if-range": '"v1"', "request-range": range }));
       answers.push(...got);
       got.forEach(expectWhole);
       expect(rangesReceived(2)).toEqual([]);
@@ -130,9 +141,12 @@ describe("another vault's value, served back by a request bin (DESIGN.md §3.22)
     const { broker } = env;
     await broker.api("POST", "/v1/vaults", { name: "bin-reader" }, broker.userToken);
     const session = await broker.api("POST", "/v1/sessions", { vault: "bin-reader", role: "proxy" }, broker.userToken);
-    expect((await broker.api("POST", "/v1/vaults/bin-reader/services", { host: env.authority, auth: { type: "passthrough" } }, broker.userToken)).status).toBe(201);
+    expect((await broker.api("POST", "/v1/vaults/bin-reader/services", { host: env.authority, auth: { type: "passthrough" } }, broker.userToken)).status).toBe(
+      201,
+    );
     await ingresses["/proxy"]!("/file"); // vault A's request: the bin logs its Authorization
-    const replay = async (range: string) => fromResponse(await fetch(`${broker.apiUrl}/proxy/${env.authority}/replay`, { headers: { authorization: `Bearer ${session.body.token}`, range } }));
+    const replay = async (range: string) =>
+      fromResponse(await fetch(`${broker.apiUrl}/proxy/${env.authority}/replay`, { headers: { authorization: `Bearer ${session.body.token}`, range } }));
     const got: AgentAnswer[] = [];
     for (const range of [`bytes=${AT}-${AT + 19}`, `bytes=${AT + 20}-${AT + 39}`, `bytes=${AT}-${AT + 9},${AT + 10}-${AT + 39}`]) got.push(await replay(range));
     for (let i = AT; i < AT + VALUE.length; i++) got.push(await replay(`bytes=${i}-${i}`));

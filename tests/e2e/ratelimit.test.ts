@@ -68,7 +68,9 @@ describe("PROXY tier on /proxy (movable server clock)", () => {
     // A second vault with the same service, for the owner's own (user) principal.
     expect((await b.api("POST", "/v1/vaults", { name: "second" }, b.userToken)).status).toBe(201);
     expect((await b.api("PUT", "/v1/vaults/second/credentials/API_KEY", { value: t.secret }, b.userToken)).status).toBe(200);
-    expect((await b.api("POST", "/v1/vaults/second/services", { host: t.authority, auth: { type: "bearer", token: "API_KEY" } }, b.userToken)).status).toBe(201);
+    expect((await b.api("POST", "/v1/vaults/second/services", { host: t.authority, auth: { type: "bearer", token: "API_KEY" } }, b.userToken)).status).toBe(
+      201,
+    );
 
     for (let i = 0; i < 4; i++) expect((await proxyAs(t, b.userToken, b.vault)).status).toBe(200);
     const denied = await expectLimitedFetch(await proxyAs(t, b.userToken, b.vault), 4);
@@ -143,12 +145,15 @@ describe("GLOBAL in-flight ceiling across the API and the tunnel", () => {
   test("3 requests held open against a slow upstream: the 4th (API or tunnel) is refused; released, all pass", async () => {
     const held: ServerResponse[] = [];
     let hold = true;
-    const t = await tunnelEnv({ BROKER_RATELIMIT_GLOBAL_INFLIGHT: "3" }, {
-      handler: (_req, res) => {
-        if (!hold) return void res.end("ok");
-        held.push(res);
+    const t = await tunnelEnv(
+      { BROKER_RATELIMIT_GLOBAL_INFLIGHT: "3" },
+      {
+        handler: (_req, res) => {
+          if (!hold) return void res.end("ok");
+          held.push(res);
+        },
       },
-    });
+    );
     const { conn } = await openTunnel(t.proxyPort, t.authority, t.proxyAuth, { ca: t.caPem }); // CONNECT takes no slot
     const pending = [0, 1, 2].map(() => proxyAs(t, t.broker.sessionToken));
     const deadline = Date.now() + 15_000;
@@ -177,9 +182,18 @@ describe("rate-limit settings across restarts", () => {
     cleanup.push(async () => rmSync(dir, { recursive: true, force: true }));
     const clock = createClock(Date.now()); // stands still: Argon2id time must not refill the AUTH bucket
     const boot = (env: Record<string, string> = {}) =>
-      startServer({ config: loadConfig({ BROKER_DATA_DIR: join(dir, "data"), BROKER_PORT: "0", BROKER_PROXY_PORT: "0", ...env }), log: createMemoryLogger(), masterPassword: undefined, now: clock.now });
+      startServer({
+        config: loadConfig({ BROKER_DATA_DIR: join(dir, "data"), BROKER_PORT: "0", BROKER_PROXY_PORT: "0", ...env }),
+        log: createMemoryLogger(),
+        masterPassword: undefined,
+        now: clock.now,
+      });
     const call = async (url: string, method: string, path: string, body?: unknown, token?: string) => {
-      const res = await fetch(`${url}${path}`, { method, headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: body === undefined ? undefined : JSON.stringify(body) });
+      const res = await fetch(`${url}${path}`, {
+        method,
+        headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
       return { status: res.status, body: await res.json().catch(() => undefined), headers: res.headers };
     };
     const creds = { email: "owner@example.com", password: "correct horse battery" };
@@ -222,7 +236,11 @@ describe("broker owner settings (compiled CLI)", () => {
     const server = await startBinaryServer(bin, cleanEnv({ BROKER_DATA_DIR: join(tempDir(), "data"), ...serverEnv }), dir);
     cleanup.push(() => server.stop());
     const env = cleanEnv({ BROKER_CONFIG_DIR: join(tempDir("broker-cli-"), "config") });
-    const reg = await runBinary(bin, ["auth", "register", "--email", "owner@example.com", "--password-stdin", "--address", server.url], { env, stdin: `${password}\n`, cwd: dir });
+    const reg = await runBinary(bin, ["auth", "register", "--email", "owner@example.com", "--password-stdin", "--address", server.url], {
+      env,
+      stdin: `${password}\n`,
+      cwd: dir,
+    });
     expect(reg.exitCode).toBe(0);
     return { env, cli: (args: string[]) => runBinary(bin, args, { env, cwd: dir }) };
   }

@@ -32,7 +32,10 @@ const outputs: string[] = [];
 const FORM = { "content-type": "application/x-www-form-urlencoded" };
 
 /** An HTTPS server on 127.0.0.1 with the given certificate, answering with `app`. */
-async function listenTls(pki: { certPem: string; keyPem: string }, app: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ server: Server; port: number }> {
+async function listenTls(
+  pki: { certPem: string; keyPem: string },
+  app: (req: IncomingMessage, res: ServerResponse) => void,
+): Promise<{ server: Server; port: number }> {
   const server = createServer({ cert: pki.certPem, key: pki.keyPem }, app);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return { server, port: (server.address() as AddressInfo).port };
@@ -96,7 +99,8 @@ describe("attacks through /proxy (2)", () => {
       fetch(`https://${ep}${path}`, { method: "POST", body, headers: { "content-type": type }, tls: { ca: upstream.pki.caPem } } as RequestInit);
     await direct("/v1/refunds", `{"amount":1,"memo":"${utf7('","amount":7,"x":"')}"}`, "application/json; charset=utf-7");
     await direct("/v1/customers/cus_sanity", Buffer.from(`{"_method":"DELETE"}`, "utf16le"), "application/json; charset=utf-16le");
-    if (JSON.stringify(expressDid) !== JSON.stringify([{ refund: { amount: 7, memo: "", x: "" } }, { deleted: "cus_sanity" }])) throw new Error(`Express quirks not as expected: ${JSON.stringify(expressDid)}`);
+    if (JSON.stringify(expressDid) !== JSON.stringify([{ refund: { amount: 7, memo: "", x: "" } }, { deleted: "cus_sanity" }]))
+      throw new Error(`Express quirks not as expected: ${JSON.stringify(expressDid)}`);
     expressDid.length = 0;
 
     const q = await listenTls(upstream.pki, (req, res) => {
@@ -126,7 +130,10 @@ describe("attacks through /proxy (2)", () => {
   const seenWith = (needle: string) => upstream.received.filter((r) => r.url.includes(needle) || r.body.toString().includes(needle));
 
   /** `untyped`: no Content-Type at all (pass the body as bytes, or fetch adds text/plain). */
-  async function send(path: string, init: { method?: string; body?: string | Uint8Array; headers?: Record<string, string>; to?: string; signal?: AbortSignal; untyped?: boolean } = {}): Promise<Response> {
+  async function send(
+    path: string,
+    init: { method?: string; body?: string | Uint8Array; headers?: Record<string, string>; to?: string; signal?: AbortSignal; untyped?: boolean } = {},
+  ): Promise<Response> {
     const headers: Record<string, string> = { ...(init.untyped ? {} : { "content-type": "application/json" }), ...init.headers };
     const res = await broker.proxy(init.to ?? hp, path, { method: init.method ?? "POST", body: init.body as BodyInit, headers, signal: init.signal });
     outputs.push(await dumpResponse(res.clone()));
@@ -180,7 +187,10 @@ describe("attacks through /proxy (2)", () => {
   test("bodies Rack, PHP and Laravel read as a form or JSON (no type, `form, text/plain`, text/json) are not read for _method", async () => {
     const id = `cus_ct_${uid()}`;
     const untyped = await send(`/v1/customers/${id}a`, { body: new TextEncoder().encode("_method=DELETE"), untyped: true });
-    const rackForm = await send(`/v1/customers/${id}b`, { body: "_method=DELETE", headers: { "content-type": "application/x-www-form-urlencoded, text/plain" } });
+    const rackForm = await send(`/v1/customers/${id}b`, {
+      body: "_method=DELETE",
+      headers: { "content-type": "application/x-www-form-urlencoded, text/plain" },
+    });
     const laravelJson = await send(`/v1/customers/${id}c`, { body: `{"_method":"DELETE"}`, headers: { "content-type": "text/json" } });
     expect([untyped.status, rackForm.status, laravelJson.status]).toEqual([428, 428, 428]);
     expect(seenWith(id)).toHaveLength(0);
@@ -193,7 +203,11 @@ describe("attacks through /proxy (2)", () => {
   // the POST passes on the broad rule. Nobody approved the DELETE.
   test("a JSON body in UTF-16 (charset=utf-16le) claims a held DELETE on Express", async () => {
     const id = `cus_u16_${uid()}`;
-    const res = await send(`/v1/customers/${id}`, { to: ep, body: Buffer.from(`{"_method":"DELETE"}`, "utf16le"), headers: { "content-type": "application/json; charset=utf-16le" } });
+    const res = await send(`/v1/customers/${id}`, {
+      to: ep,
+      body: Buffer.from(`{"_method":"DELETE"}`, "utf16le"),
+      headers: { "content-type": "application/json; charset=utf-16le" },
+    });
     expect(res.status).toBe(428);
     expect(expressDid.filter((d) => d.deleted === id)).toHaveLength(0);
   });
@@ -206,7 +220,10 @@ describe("attacks through /proxy (2)", () => {
   test("multipart bodies Bun cannot parse (no final boundary, bare LF) claim nothing and pass", async () => {
     const id = `cus_mp_${uid()}`;
     const type = { "content-type": "multipart/form-data; boundary=XyZ" };
-    const noEnd = await send(`/v1/customers/${id}a`, { body: `--XyZ\r\nContent-Disposition: form-data; name="_method"\r\n\r\nDELETE\r\n--XyZ\r\n`, headers: type });
+    const noEnd = await send(`/v1/customers/${id}a`, {
+      body: `--XyZ\r\nContent-Disposition: form-data; name="_method"\r\n\r\nDELETE\r\n--XyZ\r\n`,
+      headers: type,
+    });
     const bareLf = await send(`/v1/customers/${id}b`, { body: `--XyZ\nContent-Disposition: form-data; name="_method"\n\nDELETE\n--XyZ--\n`, headers: type });
     expect([noEnd.status, bareLf.status]).toEqual([428, 428]);
     expect(seenWith(id)).toHaveLength(0);
@@ -220,7 +237,8 @@ describe("attacks through /proxy (2)", () => {
   test("trailing dots and spaces mixed (/v1/refunds.%20.) skip the human", async () => {
     const n = uid();
     const statuses: number[] = [];
-    for (const path of ["/v1/refunds.%20", "/v1/refunds.%20.", "/v1/refunds.json%20."]) statuses.push((await send(path, { body: `{"charge":"ch_dots","n":"${n}"}` })).status);
+    for (const path of ["/v1/refunds.%20", "/v1/refunds.%20.", "/v1/refunds.json%20."])
+      statuses.push((await send(path, { body: `{"charge":"ch_dots","n":"${n}"}` })).status);
     expect(statuses).toEqual([428, 428, 428]);
     expect(seenWith(n)).toHaveLength(0);
   });
@@ -240,7 +258,10 @@ describe("attacks through /proxy (2)", () => {
     const v = await view(id);
     expect((await decide(id, "approve")).status).toBe(200);
     expect((await send("/v1/refunds", { to: ep, body, headers })).status).toBe(200);
-    const refunded = expressDid.map((d) => d.refund as { amount?: number } | undefined).filter((r) => r?.amount !== undefined).at(-1);
+    const refunded = expressDid
+      .map((d) => d.refund as { amount?: number } | undefined)
+      .filter((r) => r?.amount !== undefined)
+      .at(-1);
     // What the person was shown must contain the amount the upstream acted on (or not be shown as text).
     expect(v.body === null || v.body.includes(String(refunded!.amount))).toBe(true);
   });
@@ -382,7 +403,12 @@ describe("attacks inside the tunnel (2)", () => {
         res.end(JSON.stringify({ done: req.url, bytes: body.length }));
       },
     });
-    const set = await env.broker.api("PATCH", `/v1/vaults/${env.broker.vault}/services/${encodeURIComponent(env.authority)}`, { rules: RULES }, env.broker.userToken);
+    const set = await env.broker.api(
+      "PATCH",
+      `/v1/vaults/${env.broker.vault}/services/${encodeURIComponent(env.authority)}`,
+      { rules: RULES },
+      env.broker.userToken,
+    );
     if (set.status !== 200) throw new Error(`PATCH rules: ${set.status} ${JSON.stringify(set.body)}`);
   });
   afterAll(async () => {
@@ -410,7 +436,8 @@ describe("attacks inside the tunnel (2)", () => {
     expect(res.status).toBe(428);
     return JSON.parse(res.body.toString()).approval_id as string;
   };
-  const head = (lines: string[]) => `POST /v1/refunds HTTP/1.1\r\nHost: ${env.authority}\r\nContent-Type: application/json\r\n${lines.map((l) => `${l}\r\n`).join("")}\r\n`;
+  const head = (lines: string[]) =>
+    `POST /v1/refunds HTTP/1.1\r\nHost: ${env.authority}\r\nContent-Type: application/json\r\n${lines.map((l) => `${l}\r\n`).join("")}\r\n`;
   const chunked = (b: string, trailer = "") => `${b.length.toString(16)}\r\n${b}\r\n0\r\n${trailer}\r\n`;
 
   // Attack: chunked trailer fields. The person approves a chunked refund without Stripe-Account; the

@@ -61,8 +61,16 @@ describe("the human side", () => {
         return new Response("ok");
       },
     });
-    for (const [path, format] of [["/json", "json"], ["/slack", "slack"]] as const) {
-      const added = await broker.api("POST", `/v1/vaults/${broker.vault}/webhooks`, { url: `http://127.0.0.1:${receiver.port}${path}`, format }, broker.userToken);
+    for (const [path, format] of [
+      ["/json", "json"],
+      ["/slack", "slack"],
+    ] as const) {
+      const added = await broker.api(
+        "POST",
+        `/v1/vaults/${broker.vault}/webhooks`,
+        { url: `http://127.0.0.1:${receiver.port}${path}`, format },
+        broker.userToken,
+      );
       expect(added.status).toBe(201);
     }
   });
@@ -107,7 +115,12 @@ describe("the human side", () => {
     return { cookie: `broker_session=${broker.userToken}; broker_csrf=${csrf}`, csrf };
   }
   async function post(path: string, body: string, headers: Record<string, string>): Promise<Response> {
-    const res = await fetch(`${broker.apiUrl}${path}`, { method: "POST", redirect: "manual", headers: { "content-type": "application/x-www-form-urlencoded", ...headers }, body });
+    const res = await fetch(`${broker.apiUrl}${path}`, {
+      method: "POST",
+      redirect: "manual",
+      headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+      body,
+    });
     outputs.push(await dumpResponse(res.clone()));
     return res;
   }
@@ -171,7 +184,11 @@ describe("the human side", () => {
     }
     expect(await stateOf(id)).toBe("pending");
     // The same post from the page itself decides (so the refusals above are the checks, not a broken route).
-    const ok = await post(`/approve/requests/${id}/decide`, `csrf=${real.csrf}&decision=deny`, { cookie: real.cookie, origin: broker.apiUrl, "sec-fetch-site": "same-origin" });
+    const ok = await post(`/approve/requests/${id}/decide`, `csrf=${real.csrf}&decision=deny`, {
+      cookie: real.cookie,
+      origin: broker.apiUrl,
+      "sec-fetch-site": "same-origin",
+    });
     expect(ok.status).toBe(303);
     expect(await stateOf(id)).toBe("denied");
   });
@@ -184,7 +201,11 @@ describe("the human side", () => {
     const { cookie, csrf } = await ownerBrowser(id);
     const q = `csrf=${csrf}&decision=allow`;
     for (const method of ["GET", "HEAD"]) {
-      for (const path of [`/approve/requests/${id}/decide?${q}`, `/approve/requests/${id}?${q}`, `/vaults/${broker.vault}/requests/${id}/approve?csrf=${csrf}`]) {
+      for (const path of [
+        `/approve/requests/${id}/decide?${q}`,
+        `/approve/requests/${id}?${q}`,
+        `/vaults/${broker.vault}/requests/${id}/approve?csrf=${csrf}`,
+      ]) {
         const res = await fetch(`${broker.apiUrl}${path}`, { method, redirect: "manual", headers: { cookie, "x-http-method-override": "POST" } });
         outputs.push(await dumpResponse(res));
         expect({ method, path, decided: res.status === 303 }).toEqual({ method, path, decided: false });
@@ -193,7 +214,9 @@ describe("the human side", () => {
     const same = { cookie, origin: broker.apiUrl, "sec-fetch-site": "same-origin" };
     await post(`/approve/requests/${id}?_method=POST`, q, same);
     await post(`/approve/requests/${id}`, `${q}&_method=POST`, { ...same, "x-http-method-override": "POST" });
-    const api = await fetch(`${broker.apiUrl}${approvals()}/${id}/approve`, { headers: { authorization: `Bearer ${broker.userToken}`, "x-http-method-override": "POST" } });
+    const api = await fetch(`${broker.apiUrl}${approvals()}/${id}/approve`, {
+      headers: { authorization: `Bearer ${broker.userToken}`, "x-http-method-override": "POST" },
+    });
     expect(api.status).not.toBe(200);
     expect(await stateOf(id)).toBe("pending");
   });
@@ -204,7 +227,11 @@ describe("the human side", () => {
   test("a cross-site sign-in on the approval page signs nobody in, and a real one lands only on that page", async () => {
     const id = await held();
     const creds = new URLSearchParams({ email: READER.email, password: READER.password }).toString();
-    const crossSite: Record<string, string>[] = [{ origin: EVIL }, { origin: EVIL, cookie: `broker_csrf=${"Q".repeat(43)}` }, { "sec-fetch-site": "cross-site" }];
+    const crossSite: Record<string, string>[] = [
+      { origin: EVIL },
+      { origin: EVIL, cookie: `broker_csrf=${"Q".repeat(43)}` },
+      { "sec-fetch-site": "cross-site" },
+    ];
     for (const headers of crossSite) {
       const res = await post(`/approve/requests/${id}/login`, `${creds}&csrf=${"Q".repeat(43)}`, headers);
       expect(res.status).toBe(403);
@@ -212,11 +239,15 @@ describe("the human side", () => {
     }
     const { res } = await page(`/approve/requests/${id}`, "");
     const csrf = setCookieValue(res, "broker_csrf")!;
-    const signed = await post(`/approve/requests/${id}/login?return_to=${encodeURIComponent("//evil.example/x")}&returnTo=${encodeURIComponent(EVIL)}`, `${creds}&csrf=${csrf}&return_to=${encodeURIComponent(EVIL)}`, {
-      cookie: `broker_csrf=${csrf}`,
-      origin: broker.apiUrl,
-      "sec-fetch-site": "same-origin",
-    });
+    const signed = await post(
+      `/approve/requests/${id}/login?return_to=${encodeURIComponent("//evil.example/x")}&returnTo=${encodeURIComponent(EVIL)}`,
+      `${creds}&csrf=${csrf}&return_to=${encodeURIComponent(EVIL)}`,
+      {
+        cookie: `broker_csrf=${csrf}`,
+        origin: broker.apiUrl,
+        "sec-fetch-site": "same-origin",
+      },
+    );
     expect(signed.status).toBe(303);
     expect(signed.headers.get("location")).toBe(`/approve/requests/${id}`);
     expect(setCookieValue(signed, "broker_session")).toBeTruthy();
@@ -232,20 +263,28 @@ describe("the human side", () => {
     const before = hooks.length;
     const ids = [
       await held(`/v1/customers/${encodeURIComponent("<!channel>")}`, { method: "DELETE", body: undefined }),
-      await held(`/v1/customers/${encodeURIComponent("<https:evil.example|Allow here>")}?x=${encodeURIComponent("<!here>")}`, { method: "DELETE", body: undefined }),
+      await held(`/v1/customers/${encodeURIComponent("<https:evil.example|Allow here>")}?x=${encodeURIComponent("<!here>")}`, {
+        method: "DELETE",
+        body: undefined,
+      }),
     ];
     // Raw, as fetch would not send it: literal <, > and | in the request target.
     const raw = (
       await rawRequest(
         broker.apiUrl,
-        Buffer.from(`DELETE /proxy/${hp}/v1/customers/<!everyone>|x HTTP/1.1\r\nHost: ${new URL(broker.apiUrl).host}\r\nAuthorization: Bearer ${broker.sessionToken}\r\nConnection: close\r\n\r\n`),
+        Buffer.from(
+          `DELETE /proxy/${hp}/v1/customers/<!everyone>|x HTTP/1.1\r\nHost: ${new URL(broker.apiUrl).host}\r\nAuthorization: Bearer ${broker.sessionToken}\r\nConnection: close\r\n\r\n`,
+        ),
       )
     ).toString();
     outputs.push(raw);
     const rawId = /"approval_id":"(apr_[A-Za-z0-9_-]{16})"/.exec(raw)?.[1];
     if (rawId) ids.push(rawId);
     const texts = await waitFor(() => {
-      const slack = hooks.slice(before).filter((h) => h.path === "/slack").map((h) => JSON.parse(h.body).text as string);
+      const slack = hooks
+        .slice(before)
+        .filter((h) => h.path === "/slack")
+        .map((h) => JSON.parse(h.body).text as string);
       return ids.every((id) => slack.some((t) => t.includes(id))) ? slack : undefined;
     }, "the Slack notifications");
     for (const t of texts) {
@@ -344,7 +383,10 @@ describe("the human side", () => {
     const agentToken = (await broker.api("POST", new URL(inv.body.invite_url).pathname)).body.token as string;
     expect(agentToken).toBeTruthy();
     const marker = `pii-${uid()}`;
-    const id = await held(`/v1/refunds?email=${marker}`, { body: `{"customer":"${marker}","card_last4":"4242"}`, headers: { "x-own-session": `cookie-${marker}` } });
+    const id = await held(`/v1/refunds?email=${marker}`, {
+      body: `{"customer":"${marker}","card_last4":"4242"}`,
+      headers: { "x-own-session": `cookie-${marker}` },
+    });
     const asAgent = async (path: string) => {
       const res = await fetch(`${broker.apiUrl}${path}`, { headers: { authorization: `Bearer ${agentToken}`, "x-vault": broker.vault } });
       const text = await res.text();
@@ -368,7 +410,9 @@ describe("the human side", () => {
     const before = hooks.length;
     const id = await held(`/v1/refunds?q=${marker}`, { body: `{"customer":"${marker}"}`, headers: { "x-note": marker } });
     const { cookie, csrf } = await ownerBrowser(id);
-    expect((await post(`/approve/requests/${id}/decide`, `csrf=${csrf}&decision=allow`, { cookie, origin: broker.apiUrl, "sec-fetch-site": "same-origin" })).status).toBe(303);
+    expect(
+      (await post(`/approve/requests/${id}/decide`, `csrf=${csrf}&decision=allow`, { cookie, origin: broker.apiUrl, "sec-fetch-site": "same-origin" })).status,
+    ).toBe(303);
     const json = await waitFor(() => {
       const got = hooks.slice(before).filter((h) => h.path === "/json" && h.body.includes(id));
       return got.length >= 2 ? got.map((h) => JSON.parse(h.body)) : undefined; // created and approved
@@ -388,7 +432,9 @@ describe("the human side", () => {
   // distinct ones, and many parallel copies of one. Copies share one approval (one event), and past 50
   // pending requests a principal's new ones are refused before anything is announced.
   test("a flood of held requests announces at most one event per pending request, 50 per principal", async () => {
-    const pendingNow = (await broker.api("GET", approvals(), undefined, broker.userToken)).body.request_approvals.filter((a: { state: string; requested_by: string }) => a.state === "pending" && a.requested_by === "user:1").length;
+    const pendingNow = (await broker.api("GET", approvals(), undefined, broker.userToken)).body.request_approvals.filter(
+      (a: { state: string; requested_by: string }) => a.state === "pending" && a.requested_by === "user:1",
+    ).length;
     const before = hooks.length;
     const copies = await Promise.all(Array.from({ length: 20 }, () => send("/v1/refunds", { body: `{"flood":"copy"}` })));
     const copyIds = new Set(await Promise.all(copies.map(async (r) => (await r.json()).approval_id as string)));
@@ -400,7 +446,11 @@ describe("the human side", () => {
     expect(statuses.filter((s) => s === 409).length).toBe(60 - (filed - 1));
     await Bun.sleep(500);
     const created = await waitFor(() => {
-      const got = hooks.slice(before).filter((h) => h.path === "/json").map((h) => JSON.parse(h.body)).filter((e) => e.event === "request_approval.created");
+      const got = hooks
+        .slice(before)
+        .filter((h) => h.path === "/json")
+        .map((h) => JSON.parse(h.body))
+        .filter((e) => e.event === "request_approval.created");
       return got.length >= filed ? got : undefined;
     }, "the created events");
     expect(created.length).toBe(filed);
@@ -447,7 +497,14 @@ describe("resources (rate limits on)", () => {
   /** One raw request to /proxy on its own socket, left open; resolves with what came back once closed. */
   function rawOpen(token: string, path: string, headers: [string, string][], body: string): { socket: Socket; answer: Promise<string> } {
     const u = new URL(broker.apiUrl);
-    const lines = [`POST /proxy/${hp}${path} HTTP/1.1`, `Host: ${u.host}`, `Authorization: Bearer ${token}`, `X-Vault: ${broker.vault}`, `Content-Length: ${Buffer.byteLength(body)}`, ...headers.map(([k, v]) => `${k}: ${v}`)];
+    const lines = [
+      `POST /proxy/${hp}${path} HTTP/1.1`,
+      `Host: ${u.host}`,
+      `Authorization: Bearer ${token}`,
+      `X-Vault: ${broker.vault}`,
+      `Content-Length: ${Buffer.byteLength(body)}`,
+      ...headers.map(([k, v]) => `${k}: ${v}`),
+    ];
     const chunks: Buffer[] = [];
     const socket = connect({ host: u.hostname, port: Number(u.port) }, () => socket.write(`${lines.join("\r\n")}\r\n\r\n${body}`));
     sockets.push(socket);

@@ -38,12 +38,16 @@ describe("attacks through /proxy", () => {
 
   const approvals = (vault = broker.vault) => `/v1/vaults/${vault}/request-approvals`;
   const view = async (id: string, vault = broker.vault) => (await broker.api("GET", `${approvals(vault)}/${id}`, undefined, broker.userToken)).body;
-  const decide = (id: string, decision: "approve" | "deny", token = broker.userToken, vault = broker.vault) => broker.api("POST", `${approvals(vault)}/${id}/${decision}`, undefined, token);
+  const decide = (id: string, decision: "approve" | "deny", token = broker.userToken, vault = broker.vault) =>
+    broker.api("POST", `${approvals(vault)}/${id}/${decision}`, undefined, token);
   /** Requests the upstream saw whose path an Express/Rails-style router would route to the refunds action. */
   const refundsSeen = (): Received[] => upstream.received.filter((r) => /^\/v1\/refunds(\/|\.json)?(\?|$)/i.test(r.url));
   const seenWith = (needle: string) => upstream.received.filter((r) => r.body.toString().includes(needle));
 
-  async function send(path: string, init: { method?: string; body?: string | Uint8Array; headers?: Record<string, string>; token?: string } = {}): Promise<Response> {
+  async function send(
+    path: string,
+    init: { method?: string; body?: string | Uint8Array; headers?: Record<string, string>; token?: string } = {},
+  ): Promise<Response> {
     const headers: Record<string, string> = { "content-type": "application/json", ...init.headers };
     if (init.token) headers.authorization = `Bearer ${init.token}`;
     const res = await broker.proxy(hp, path, { method: init.method ?? "POST", body: init.body as BodyInit, headers });
@@ -57,7 +61,12 @@ describe("attacks through /proxy", () => {
   /** One raw HTTP/1.1 request to /proxy (for what fetch will not send); the status and body parsed. */
   async function raw(method: string, pathAndQuery: string, headers: [string, string][], body = ""): Promise<{ status: number; text: string }> {
     const u = new URL(broker.apiUrl);
-    const lines = [`${method} /proxy/${hp}${pathAndQuery} HTTP/1.1`, `Host: ${u.host}`, `Authorization: Bearer ${broker.sessionToken}`, ...headers.map(([k, v]) => `${k}: ${v}`)];
+    const lines = [
+      `${method} /proxy/${hp}${pathAndQuery} HTTP/1.1`,
+      `Host: ${u.host}`,
+      `Authorization: Bearer ${broker.sessionToken}`,
+      ...headers.map(([k, v]) => `${k}: ${v}`),
+    ];
     if (body || method.toUpperCase() === "POST") lines.push(`Content-Length: ${Buffer.byteLength(body)}`);
     if (!headers.some(([k]) => k.toLowerCase() === "connection")) lines.push("Connection: close");
     const out = (await rawRequest(broker.apiUrl, Buffer.from(`${lines.join("\r\n")}\r\n\r\n${body}`, "latin1"))).toString("latin1");
@@ -76,7 +85,20 @@ describe("attacks through /proxy", () => {
     }
     // Raw, as fetch would not send them: dot segments, empty segments, ; parameters, encoded slashes,
     // backslashes, NUL, over-long UTF-8.
-    for (const path of ["/v1/./refunds", "/v1/%2e/refunds", "/v1/x/../refunds", "/v1/x/%2e%2e/refunds", "/v1//refunds", "//v1/refunds", "/v1/refunds;x=1", "/v1/refunds%3bx", "/v1%2frefunds", "/v1\\refunds", "/v1/refunds%00", "/v1/%C0%AEfunds"]) {
+    for (const path of [
+      "/v1/./refunds",
+      "/v1/%2e/refunds",
+      "/v1/x/../refunds",
+      "/v1/x/%2e%2e/refunds",
+      "/v1//refunds",
+      "//v1/refunds",
+      "/v1/refunds;x=1",
+      "/v1/refunds%3bx",
+      "/v1%2frefunds",
+      "/v1\\refunds",
+      "/v1/refunds%00",
+      "/v1/%C0%AEfunds",
+    ]) {
       const r = await raw("POST", path, [["Content-Type", "application/json"]], `{"raw":"${uid()}"}`);
       expect({ path, held: [400, 403, 404, 428].includes(r.status) }).toEqual({ path, held: true });
     }
@@ -113,7 +135,11 @@ describe("attacks through /proxy", () => {
 
   test("method override headers naming a held method are held, whatever their spelling", async () => {
     const before = upstream.received.length;
-    for (const [name, value] of [["X-HTTP-Method-Override", "DELETE"], ["x-http-method", "delete"], ["X-Method-Override", " Delete "]] as const) {
+    for (const [name, value] of [
+      ["X-HTTP-Method-Override", "DELETE"],
+      ["x-http-method", "delete"],
+      ["X-Method-Override", " Delete "],
+    ] as const) {
       const res = await send(`/v1/customers/cus_${uid()}`, { body: "{}", headers: { [name]: value } });
       expect({ name, status: res.status }).toEqual({ name, status: 428 });
     }
@@ -140,13 +166,22 @@ describe("attacks through /proxy", () => {
     expect((await send(`/v1/customers/cus_${uid()}`, { body: plain })).status).toBe(200);
     expect(seenWith(plain)).toHaveLength(1);
     // A claim no rule allows is refused outright, as the same override header is.
-    await expectEnvelope(await send(`/v1/customers/cus_${uid()}`, { body: "_method=PUT", headers: { "content-type": "application/x-www-form-urlencoded" } }), 403, "request_not_allowed");
+    await expectEnvelope(
+      await send(`/v1/customers/cus_${uid()}`, { body: "_method=PUT", headers: { "content-type": "application/x-www-form-urlencoded" } }),
+      403,
+      "request_not_allowed",
+    );
   });
 
   test("a lower-case or odd method is not forwarded unheld", async () => {
     const before = upstream.received.length;
     for (const method of ["post", "Post", "DELETE"]) {
-      const r = await raw(method, method === "DELETE" ? `/v1/customers/cus_${uid()}` : "/v1/refunds", [["Content-Type", "application/json"]], `{"m":"${uid()}"}`);
+      const r = await raw(
+        method,
+        method === "DELETE" ? `/v1/customers/cus_${uid()}` : "/v1/refunds",
+        [["Content-Type", "application/json"]],
+        `{"m":"${uid()}"}`,
+      );
       // 0: Bun's server closes the connection on a method that is not upper case, answering nothing.
       expect({ method, ok: [0, 400, 403, 405, 428].includes(r.status) }).toEqual({ method, ok: true });
     }
@@ -180,7 +215,10 @@ describe("attacks through /proxy", () => {
   // or without Idempotency-Key (a double refund). The fingerprint binds headers as forwarded.
   test("a Connection header cannot strip a bound header from the approved request", async () => {
     const body = `{"charge":"ch_conn","n":"${uid()}"}`;
-    const headers: [string, string][] = [["Content-Type", "application/json"], ["Stripe-Account", "acct_A"]];
+    const headers: [string, string][] = [
+      ["Content-Type", "application/json"],
+      ["Stripe-Account", "acct_A"],
+    ];
     const first = await raw("POST", "/v1/refunds", [...headers, ["Connection", "close"]], body);
     expect(first.status).toBe(428);
     expect((await decide(approvalIdIn(first.text)!, "approve")).status).toBe(200);
@@ -221,7 +259,9 @@ describe("attacks through /proxy", () => {
     const id = await heldId(await send("/v1/refunds", { body }));
     expect((await decide(id, "approve")).status).toBe(200);
     const answers = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => send("/v1/refunds", { body, headers: { "user-agent": `agent/${i}`, traceparent: `00-${i}-1-01`, "x-stainless-retry-count": String(i) } })),
+      Array.from({ length: 20 }, (_, i) =>
+        send("/v1/refunds", { body, headers: { "user-agent": `agent/${i}`, traceparent: `00-${i}-1-01`, "x-stainless-retry-count": String(i) } }),
+      ),
     );
     expect(answers.filter((r) => r.status === 200)).toHaveLength(1);
     expect(answers.filter((r) => r.status === 428)).toHaveLength(19);
@@ -239,7 +279,11 @@ describe("attacks through /proxy", () => {
         c.close();
       },
     });
-    const streamed = await fetch(`${broker.apiUrl}/proxy/${hp}/v1/refunds`, { method: "POST", body: stream, headers: { authorization: `Bearer ${broker.sessionToken}` } });
+    const streamed = await fetch(`${broker.apiUrl}/proxy/${hp}/v1/refunds`, {
+      method: "POST",
+      body: stream,
+      headers: { authorization: `Bearer ${broker.sessionToken}` },
+    });
     expect(streamed.status).toBe(413);
     expect(upstream.received.length).toBe(before);
   });
@@ -359,7 +403,10 @@ describe("attacks through /proxy", () => {
       const r = await callApi(broker.apiUrl, method, `${approvals()}/${id}`, { state: "approved" }, broker.sessionToken);
       expect([403, 404, 405]).toContain(r.status);
     }
-    const viaHeader = await fetch(`${broker.apiUrl}${approvals()}/${id}/approve`, { method: "POST", headers: { authorization: `Bearer ${broker.sessionToken}`, "x-vault": broker.vault } });
+    const viaHeader = await fetch(`${broker.apiUrl}${approvals()}/${id}/approve`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${broker.sessionToken}`, "x-vault": broker.vault },
+    });
     expect(viaHeader.status).toBe(403);
     expect((await view(id)).state).toBe("pending");
   });
@@ -385,7 +432,16 @@ describe("attacks through /proxy", () => {
       otherVault = "attack-other";
       expect((await broker.api("POST", "/v1/vaults", { name: otherVault }, broker.userToken)).status).toBe(201);
       expect((await broker.api("PUT", `/v1/vaults/${otherVault}/credentials/STRIPE_KEY`, { value: SECRET }, broker.userToken)).status).toBe(200);
-      expect((await broker.api("POST", `/v1/vaults/${otherVault}/services`, { host: hp, auth: { type: "bearer", token: "STRIPE_KEY" }, rules: RULES }, broker.userToken)).status).toBe(201);
+      expect(
+        (
+          await broker.api(
+            "POST",
+            `/v1/vaults/${otherVault}/services`,
+            { host: hp, auth: { type: "bearer", token: "STRIPE_KEY" }, rules: RULES },
+            broker.userToken,
+          )
+        ).status,
+      ).toBe(201);
       const o = await broker.api("POST", "/v1/sessions", { vault: otherVault, role: "proxy" }, broker.userToken);
       expect(o.status).toBe(201);
       otherSession = o.body.token;
@@ -395,7 +451,11 @@ describe("attacks through /proxy", () => {
     });
 
     const other = (path: string, body: string, session = otherSession) =>
-      fetch(`${broker.apiUrl}/proxy/${hp}${path}`, { method: "POST", body, headers: { authorization: `Bearer ${session}`, "content-type": "application/json" } });
+      fetch(`${broker.apiUrl}/proxy/${hp}${path}`, {
+        method: "POST",
+        body,
+        headers: { authorization: `Bearer ${session}`, "content-type": "application/json" },
+      });
 
     test("an approval of one principal's request is not spent by another principal's identical request", async () => {
       const body = `{"charge":"ch_principal","n":"${uid()}"}`;
@@ -425,7 +485,10 @@ describe("attacks through /proxy", () => {
     });
 
     test("flooding: past 50 pending requests one principal gets 409 with a clear message, others in the vault still file theirs", async () => {
-      const pendingNow = async () => (await broker.api("GET", approvals(otherVault), undefined, broker.userToken)).body.request_approvals.filter((a: { state: string }) => a.state === "pending").length;
+      const pendingNow = async () =>
+        (await broker.api("GET", approvals(otherVault), undefined, broker.userToken)).body.request_approvals.filter(
+          (a: { state: string }) => a.state === "pending",
+        ).length;
       const already = await pendingNow(); // left by the tests above, all this principal's
       const first = await heldId(await other("/v1/refunds", `{"flood":"first-${uid()}"}`));
       let refused: Response | undefined;
@@ -470,7 +533,12 @@ describe("attacks inside the tunnel", () => {
         res.end(JSON.stringify({ done: req.url, bytes: body.length }));
       },
     });
-    const set = await env.broker.api("PATCH", `/v1/vaults/${env.broker.vault}/services/${encodeURIComponent(env.authority)}`, { rules: RULES }, env.broker.userToken);
+    const set = await env.broker.api(
+      "PATCH",
+      `/v1/vaults/${env.broker.vault}/services/${encodeURIComponent(env.authority)}`,
+      { rules: RULES },
+      env.broker.userToken,
+    );
     if (set.status !== 200) throw new Error(`PATCH rules: ${set.status} ${JSON.stringify(set.body)}`);
     // A WebSocket upstream under the same test CA, whose /v1/stream needs a human's approval.
     wsUpstream = Bun.serve({
@@ -483,10 +551,23 @@ describe("attacks inside the tunnel", () => {
         if (req.headers.get("upgrade") && srv.upgrade(req, { data: undefined })) return undefined;
         return Response.json({ plain: url.pathname });
       },
-      websocket: { message(ws, m) { ws.send(`echo:${m}`); } },
+      websocket: {
+        message(ws, m) {
+          ws.send(`echo:${m}`);
+        },
+      },
     });
     wsAuthority = `${UPSTREAM_NAME}:${wsUpstream.port}`;
-    await env.broker.addService(wsAuthority, { type: "bearer", token: "API_KEY" }, { rules: [{ methods: ["GET"], paths: ["/v1/**"] }, { methods: ["GET"], paths: ["/v1/stream"], approve: "each" }] });
+    await env.broker.addService(
+      wsAuthority,
+      { type: "bearer", token: "API_KEY" },
+      {
+        rules: [
+          { methods: ["GET"], paths: ["/v1/**"] },
+          { methods: ["GET"], paths: ["/v1/stream"], approve: "each" },
+        ],
+      },
+    );
   });
   afterAll(async () => {
     await expectNoLeak(env.broker, env.secret, outputs);
@@ -540,7 +621,8 @@ describe("attacks inside the tunnel", () => {
       const half = Math.floor(b.length / 2);
       return `${half.toString(16)}\r\n${b.slice(0, half)}\r\n${(b.length - half).toString(16)}\r\n${b.slice(half)}\r\n0\r\n\r\n`;
     };
-    const head = (extra = "") => `POST /v1/refunds HTTP/1.1\r\nHost: ${env.authority}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n${extra}\r\n`;
+    const head = (extra = "") =>
+      `POST /v1/refunds HTTP/1.1\r\nHost: ${env.authority}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n${extra}\r\n`;
     const conn = await tunnel();
     try {
       const id = idOf(await exchange(conn, head(), chunked(body)));
@@ -637,7 +719,10 @@ describe("attacks inside the tunnel", () => {
     const session = await h2Session();
     const body = `{"h2":"lower-${uid()}"}`;
     try {
-      const r = await h2Send(session, { ":method": "post", ":path": "/v1/refunds", "content-type": "application/json" }, body).catch(() => ({ status: 0, body: "" }));
+      const r = await h2Send(session, { ":method": "post", ":path": "/v1/refunds", "content-type": "application/json" }, body).catch(() => ({
+        status: 0,
+        body: "",
+      }));
       expect([0, 400, 403, 405, 428]).toContain(r.status);
     } finally {
       session.destroy();
@@ -649,7 +734,9 @@ describe("attacks inside the tunnel", () => {
     const conn = await tunnel(wsAuthority);
     try {
       const key = Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString("base64");
-      conn.write(`GET /v1/stream HTTP/1.1\r\nHost: ${wsAuthority}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+      conn.write(
+        `GET /v1/stream HTTP/1.1\r\nHost: ${wsAuthority}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+      );
       const res = await conn.readResponse();
       outputs.push(res.head, res.body.toString());
       expect(res.status).toBe(428);
@@ -673,7 +760,9 @@ describe("attacks inside the tunnel", () => {
       const id = JSON.parse(first.body.toString()).approval_id;
       expect((await decide(id, "approve")).status).toBe(200);
       const key = Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString("base64");
-      conn.write(`GET /v1/stream HTTP/1.1\r\nHost: ${wsAuthority}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+      conn.write(
+        `GET /v1/stream HTTP/1.1\r\nHost: ${wsAuthority}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+      );
       const res = await conn.readResponse();
       outputs.push(res.head, res.body.toString());
       expect(res.status).toBe(428);
@@ -681,7 +770,9 @@ describe("attacks inside the tunnel", () => {
       const upgradeId = JSON.parse(res.body.toString()).approval_id;
       const described = await env.broker.api("GET", `${approvals()}/${upgradeId}`, undefined, env.broker.userToken);
       expect(described.body.headers[0]).toEqual(["upgrade", "websocket"]);
-      const html = await (await fetch(`${env.broker.apiUrl}/approve/requests/${upgradeId}`, { headers: { cookie: `broker_session=${env.broker.userToken}` } })).text();
+      const html = await (
+        await fetch(`${env.broker.apiUrl}/approve/requests/${upgradeId}`, { headers: { cookie: `broker_session=${env.broker.userToken}` } })
+      ).text();
       expect(html).toContain('id="websocket"');
     } finally {
       conn.close();

@@ -36,7 +36,16 @@ beforeAll(async () => {
   broker = await startBroker({ caPem: upstream.pki.caPem });
   hp = `127.0.0.1:${upstream.port}`;
   await broker.setCredential("STRIPE_KEY", SECRET);
-  await broker.addService(hp, { type: "bearer", token: "STRIPE_KEY" }, { rules: [{ methods: ["GET"], paths: ["/v1/**"] }, { methods: ["POST"], paths: ["/v1/refunds"], approve: "each" }] });
+  await broker.addService(
+    hp,
+    { type: "bearer", token: "STRIPE_KEY" },
+    {
+      rules: [
+        { methods: ["GET"], paths: ["/v1/**"] },
+        { methods: ["POST"], paths: ["/v1/refunds"], approve: "each" },
+      ],
+    },
+  );
   // A second person, a member with the proxy role only: may not approve.
   expect((await callApi(broker.apiUrl, "POST", "/v1/auth/register", READER)).status).toBe(201);
   const reader = (await callApi(broker.apiUrl, "POST", "/v1/auth/login", READER)).body.token as string;
@@ -50,7 +59,11 @@ afterAll(async () => {
 });
 
 async function refund(body: unknown): Promise<Response> {
-  const res = await broker.proxy(hp, "/v1/refunds", { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json", "idempotency-key": "refund-1" } });
+  const res = await broker.proxy(hp, "/v1/refunds", {
+    method: "POST",
+    body: JSON.stringify(body),
+    headers: { "content-type": "application/json", "idempotency-key": "refund-1" },
+  });
   outputs.push(await dumpResponse(res.clone()));
   return res;
 }
@@ -104,7 +117,11 @@ describe("held requests in the browser", () => {
 
   browserTest("a body that names a key twice is shown whole, as sent, under a warning", async () => {
     const raw = '{"charge":"ch_twice","amount":100000,"amount":1,"fee":100000000000000000001,"note":"\\u202e0001 = tnuoma"}';
-    const res = await broker.proxy(hp, "/v1/refunds", { method: "POST", body: raw, headers: { "content-type": "application/json", "idempotency-key": "refund-2" } });
+    const res = await broker.proxy(hp, "/v1/refunds", {
+      method: "POST",
+      body: raw,
+      headers: { "content-type": "application/json", "idempotency-key": "refund-2" },
+    });
     outputs.push(await dumpResponse(res.clone()));
     const held = await expectEnvelope(res, 428, "approval_required");
     const browser = await openRecordingBrowser({ origin: broker.apiUrl, into: pages });

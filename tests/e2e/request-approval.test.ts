@@ -92,8 +92,16 @@ describe("a rule that asks a human for each request (/proxy)", () => {
     const logs = (await broker.auditLogs()).filter((l: { path: string }) => l.path === "/v1/refunds");
     const forwarded = logs.filter((l: { status: number }) => l.status === 200);
     expect(forwarded.length).toBeGreaterThan(0);
-    expect(forwarded.every((l: { approved_by: string | null; approved_by_name: string | null }) => l.approved_by === "user:1" && l.approved_by_name === "owner@example.com")).toBe(true);
-    expect(logs.filter((l: { status: number }) => l.status === 428).every((l: { error: string; approved_by: null }) => l.error === "approval_required" && l.approved_by === null)).toBe(true);
+    expect(
+      forwarded.every(
+        (l: { approved_by: string | null; approved_by_name: string | null }) => l.approved_by === "user:1" && l.approved_by_name === "owner@example.com",
+      ),
+    ).toBe(true);
+    expect(
+      logs
+        .filter((l: { status: number }) => l.status === 428)
+        .every((l: { error: string; approved_by: null }) => l.error === "approval_required" && l.approved_by === null),
+    ).toBe(true);
   });
 
   test("20 identical retries at once after one approval: one reaches the upstream, the rest share one new approval", async () => {
@@ -125,11 +133,21 @@ describe("a rule that asks a human for each request (/proxy)", () => {
       const held = await expectEnvelope(res, 428, "approval_required");
       expect(held.approval_id).not.toBe(first.approval_id);
     }
-    const otherQuery = await broker.proxy(hp, "/v1/refunds?expand=customer", { method: "POST", body: '{"charge":"ch_3","amount":100}', headers: { "content-type": "application/json", "idempotency-key": "k1", "stripe-account": "acct_A" } });
+    const otherQuery = await broker.proxy(hp, "/v1/refunds?expand=customer", {
+      method: "POST",
+      body: '{"charge":"ch_3","amount":100}',
+      headers: { "content-type": "application/json", "idempotency-key": "k1", "stripe-account": "acct_A" },
+    });
     expect(otherQuery.status).toBe(428);
     expect(reached()).toBe(before);
     // Headers that change nothing (tracing, user agent, SDK retry counters) do not count.
-    const same = await refund('{"charge":"ch_3","amount":100}', { "idempotency-key": "k1", "stripe-account": "acct_A", "user-agent": "other/2", traceparent: "00-1-2-01", "x-stainless-retry-count": "3" });
+    const same = await refund('{"charge":"ch_3","amount":100}', {
+      "idempotency-key": "k1",
+      "stripe-account": "acct_A",
+      "user-agent": "other/2",
+      traceparent: "00-1-2-01",
+      "x-stainless-retry-count": "3",
+    });
     expect(same.status).toBe(200);
     expect(reached()).toBe(before + 1);
   });
@@ -190,11 +208,15 @@ describe("a rule that asks a human for each request (/proxy)", () => {
     const body = '{"charge":"ch_gone"}';
     const gone = new AbortController();
     const before = reached();
-    const waiting = broker.proxy(hp, "/v1/refunds?expand=charge", { method: "POST", body, headers: { "content-type": "application/json", prefer: "wait=60" }, signal: gone.signal }).catch((e: Error) => e);
+    const waiting = broker
+      .proxy(hp, "/v1/refunds?expand=charge", { method: "POST", body, headers: { "content-type": "application/json", prefer: "wait=60" }, signal: gone.signal })
+      .catch((e: Error) => e);
     let id: string | undefined;
     for (let i = 0; i < 50 && !id; i++) {
       await Bun.sleep(100);
-      id = (await broker.api("GET", approvals(), undefined, broker.userToken)).body.request_approvals.find((a: { state: string; body: string }) => a.state === "pending" && a.body === body)?.id;
+      id = (await broker.api("GET", approvals(), undefined, broker.userToken)).body.request_approvals.find(
+        (a: { state: string; body: string }) => a.state === "pending" && a.body === body,
+      )?.id;
     }
     gone.abort();
     expect(await waiting).toBeInstanceOf(Error);
@@ -213,7 +235,9 @@ describe("a rule that asks a human for each request (/proxy)", () => {
     let id: string | undefined;
     for (let i = 0; i < 50 && !id; i++) {
       await Bun.sleep(100);
-      id = (await broker.api("GET", approvals(), undefined, broker.userToken)).body.request_approvals.find((a: { state: string; body: string }) => a.state === "pending" && a.body === body)?.id;
+      id = (await broker.api("GET", approvals(), undefined, broker.userToken)).body.request_approvals.find(
+        (a: { state: string; body: string }) => a.state === "pending" && a.body === body,
+      )?.id;
     }
     await decide(id!, "deny");
     await expectEnvelope(await waiting, 403, "approval_denied");
@@ -254,7 +278,8 @@ describe("a rule that asks a human for each request (/proxy)", () => {
     const stored = await broker.server.store.db.all<Record<string, unknown>>("SELECT * FROM request_approvals WHERE public_id = ?", [held.approval_id]);
     expect(stored).toHaveLength(1);
     const text = JSON.stringify(stored, (_k, v) => (v instanceof Uint8Array ? Buffer.from(v).toString("latin1") : v));
-    for (const clear of ["ch_leak", "key is", "session=abc", "header [redacted]", "expand=charge", "content-type"]) expect({ clear, stored: text.includes(clear) }).toEqual({ clear, stored: false });
+    for (const clear of ["ch_leak", "key is", "session=abc", "header [redacted]", "expand=charge", "content-type"])
+      expect({ clear, stored: text.includes(clear) }).toEqual({ clear, stored: false });
     expect(stored[0]!.target).toBe("/v1/refunds");
   });
 

@@ -94,7 +94,15 @@ describe("rules on /proxy", () => {
 
   test("ambiguous paths are refused with 400 and never reach the upstream", async () => {
     const before = upstream.received.length;
-    for (const path of ["/repos/acme%2Fother/issues", "/repos/acme%5Cother/issues", "/repos/acme/issues/%00", "/repos/acme;x=1/issues", "/repos/acme/issues/%C3", "/repos//issues", "/repos/acme/issues/%zz"]) {
+    for (const path of [
+      "/repos/acme%2Fother/issues",
+      "/repos/acme%5Cother/issues",
+      "/repos/acme/issues/%00",
+      "/repos/acme;x=1/issues",
+      "/repos/acme/issues/%C3",
+      "/repos//issues",
+      "/repos/acme/issues/%zz",
+    ]) {
       const res = await call("GET", path);
       expect(res.status).toBe(400);
       expect((await res.json()).error).toBe("invalid_request");
@@ -140,7 +148,12 @@ describe("rules on /proxy", () => {
   });
 
   test("rules are validated when set, and removing them allows everything again", async () => {
-    const bad = await broker.api("PATCH", `/v1/vaults/${broker.vault}/services/${encodeURIComponent(hp)}`, { rules: [{ methods: ["GET"], paths: ["/a/../b"] }] }, broker.userToken);
+    const bad = await broker.api(
+      "PATCH",
+      `/v1/vaults/${broker.vault}/services/${encodeURIComponent(hp)}`,
+      { rules: [{ methods: ["GET"], paths: ["/a/../b"] }] },
+      broker.userToken,
+    );
     expect(bad.status).toBe(400);
     expect(bad.body.field).toBe("rules[0].paths[0]");
     const empty = await broker.api("PATCH", `/v1/vaults/${broker.vault}/services/${encodeURIComponent(hp)}`, { rules: [] }, broker.userToken);

@@ -37,7 +37,11 @@ async function startBroker(): Promise<Broker> {
 }
 
 async function call(b: Broker, method: string, path: string, body: unknown, token = ""): Promise<any> {
-  const res = await fetch(`${b.api}${path}`, { method, headers: { "content-type": "application/json", ...(token && { authorization: `Bearer ${token}` }) }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(`${b.api}${path}`, {
+    method,
+    headers: { "content-type": "application/json", ...(token && { authorization: `Bearer ${token}` }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const text = await res.text();
   if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`);
   return text ? JSON.parse(text) : undefined;
@@ -73,7 +77,12 @@ const PASSWORD = "correct horse battery";
 
 /** Fails naming `where` and which value (never printing it) when the credential, a token or the password, or its base64, is in `text`. */
 function expectNothingSecret(where: string, text: string): void {
-  const values: Record<string, string> = { credential: SECRET, password: PASSWORD, ...(user && { "user token": user }), ...(session && { "session token": session }) };
+  const values: Record<string, string> = {
+    credential: SECRET,
+    password: PASSWORD,
+    ...(user && { "user token": user }),
+    ...(session && { "session token": session }),
+  };
   for (const [name, v] of Object.entries(values)) {
     const found = [v, Buffer.from(v).toString("base64")].some((form) => text.includes(form));
     expect(`${name} in ${where}: ${found ? "present" : "absent"}`).toBe(`${name} in ${where}: absent`);
@@ -87,7 +96,7 @@ beforeAll(async () => {
       let i = 0;
       const tick = setInterval(() => {
         res.write(`data: ${i++}\n\n`);
-        if (i === EVENTS) (clearInterval(tick), res.end());
+        if (i === EVENTS) clearInterval(tick), res.end();
       }, 200);
       res.on("close", () => clearInterval(tick));
     },
@@ -138,7 +147,9 @@ describe("graceful shutdown", () => {
       expect(await b.proc.exited).toBe(0);
       const logs = b.logs();
       expect(logs).toMatch(/"event":"shutting_down","reason":"SIGTERM","grace_s":10,"requests_in_flight":1/);
-      expect(logs).toMatch(/"event":"shutdown_complete".*"requests_open":1,"requests_cut":0,"tunnel_connections_open":1,"tunnel_connections_cut":0,"audit_unwritten":0/);
+      expect(logs).toMatch(
+        /"event":"shutdown_complete".*"requests_open":1,"requests_cut":0,"tunnel_connections_open":1,"tunnel_connections_cut":0,"audit_unwritten":0/,
+      );
     } finally {
       b.proc.kill("SIGKILL");
     }
@@ -167,7 +178,10 @@ describe("graceful shutdown", () => {
       const caFile = join(tempDir("broker-shutdown-h2-"), "ca.pem");
       writeFileSync(caFile, caPem);
       const proxy = `http://${session}:v@127.0.0.1:${b.proxyPort}`;
-      const curl = Bun.spawn(["curl", "-sS", "-N", "--http2", "-w", "\n%{http_version}", "--proxy", proxy, "--cacert", caFile, `https://${hostPort}/h2-sse`], { stdout: "pipe", stderr: "pipe" });
+      const curl = Bun.spawn(["curl", "-sS", "-N", "--http2", "-w", "\n%{http_version}", "--proxy", proxy, "--cacert", caFile, `https://${hostPort}/h2-sse`], {
+        stdout: "pipe",
+        stderr: "pipe",
+      });
       const out = collectOutput(curl);
       for (const deadline = Date.now() + 10_000; !out.text().includes("data: 0") && Date.now() < deadline; ) await Bun.sleep(25);
       b.proc.kill("SIGTERM");
@@ -189,7 +203,10 @@ describe("graceful shutdown", () => {
       const stream = readStream(fetch(`${b.api}/proxy/${hostPort}/cut`, { headers: { authorization: `Bearer ${session}` } }));
       await stream.started;
       // Handled from now on: the cut stream rejects while the test still awaits the process.
-      const outcome = stream.done.then((r) => r.text, () => "cut");
+      const outcome = stream.done.then(
+        (r) => r.text,
+        () => "cut",
+      );
       b.proc.kill("SIGTERM");
       await Bun.sleep(100);
       const sent = Date.now();

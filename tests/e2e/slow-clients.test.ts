@@ -107,7 +107,9 @@ describe("slow clients on the proxy listener", () => {
   });
 
   test("one principal's open tunnels are capped (429, BROKER_MAX_TUNNELS_PER_PRINCIPAL), and a closed tunnel frees its slot", async () => {
-    await using capped = await startTunnelEnv({ env: { BROKER_MAX_TUNNELS_PER_PRINCIPAL: "2" } }).then((e) => Object.assign(e, { [Symbol.asyncDispose]: () => e.stop() }));
+    await using capped = await startTunnelEnv({ env: { BROKER_MAX_TUNNELS_PER_PRINCIPAL: "2" } }).then((e) =>
+      Object.assign(e, { [Symbol.asyncDispose]: () => e.stop() }),
+    );
     const a = await openTunnel(capped.proxyPort, capped.authority, capped.proxyAuth, { ca: capped.caPem });
     const b = await openTunnel(capped.proxyPort, capped.authority, capped.proxyAuth, { ca: capped.caPem });
     const sock = await dialProxy(capped.proxyPort);
@@ -181,7 +183,9 @@ describe("head size bounds on the proxy listener", () => {
   });
 
   test("a complete request line over 8 KiB, sent in one write with its head, gets 414", async () => {
-    const r = await proxyRaw(`GET https://${t.authority}/${"a".repeat(9 * 1024)} HTTP/1.1\r\nHost: ${t.authority}\r\nProxy-Authorization: ${t.proxyAuth}\r\n\r\n`);
+    const r = await proxyRaw(
+      `GET https://${t.authority}/${"a".repeat(9 * 1024)} HTTP/1.1\r\nHost: ${t.authority}\r\nProxy-Authorization: ${t.proxyAuth}\r\n\r\n`,
+    );
     expect(r.status).toBe(414);
   });
 });

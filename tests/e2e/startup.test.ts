@@ -35,7 +35,13 @@ async function freePort(): Promise<number> {
 /** Runs `broker server`; kills it if it has not exited within `boundMs` (the bug: it ran on forever). */
 async function runServer(env: Record<string, string>, boundMs = 15_000) {
   const started = Date.now();
-  const proc = Bun.spawn([bin, "server"], { env: cleanEnv({ BROKER_DATA_DIR: join(tempDir(), "data"), ...env }), cwd: dir, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([bin, "server"], {
+    env: cleanEnv({ BROKER_DATA_DIR: join(tempDir(), "data"), ...env }),
+    cwd: dir,
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const killer = setTimeout(() => proc.kill("SIGKILL"), boundMs);
   const [stdout, stderr, exitCode] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   clearTimeout(killer);
@@ -48,7 +54,9 @@ describe("compiled binary, a port already taken", () => {
     const r = await runServer({ BROKER_PORT: "0", BROKER_PROXY_PORT: String(busy) });
     expect(r.signal).toBeNull(); // exited by itself, not killed at the bound
     expect(r.exitCode).not.toBe(0);
-    expect(r.stderr).toContain(`error: cannot start: BROKER_PROXY_PORT ${busy} is already in use on 127.0.0.1 (EADDRINUSE); choose another port or stop the other process`);
+    expect(r.stderr).toContain(
+      `error: cannot start: BROKER_PROXY_PORT ${busy} is already in use on 127.0.0.1 (EADDRINUSE); choose another port or stop the other process`,
+    );
     expect(r.stdout + r.stderr).not.toContain('"event":"listening"');
   }, 30_000);
 
@@ -57,14 +65,22 @@ describe("compiled binary, a port already taken", () => {
     const r = await runServer({ BROKER_PORT: String(busy), BROKER_PROXY_PORT: "0" });
     expect(r.signal).toBeNull();
     expect(r.exitCode).not.toBe(0);
-    expect(r.stderr).toContain(`error: cannot start: BROKER_PORT ${busy} is already in use on 127.0.0.1 (EADDRINUSE); choose another port or stop the other process`);
+    expect(r.stderr).toContain(
+      `error: cannot start: BROKER_PORT ${busy} is already in use on 127.0.0.1 (EADDRINUSE); choose another port or stop the other process`,
+    );
   }, 30_000);
 });
 
 describe("compiled binary, an identity provider it cannot use", () => {
   test("an unreachable BROKER_OIDC_ISSUER stops the start with a message naming it", async () => {
     const closed = await freePort();
-    const r = await runServer({ BROKER_PORT: "0", BROKER_PROXY_PORT: "0", BROKER_OIDC_ISSUER: `http://127.0.0.1:${closed}`, BROKER_OIDC_CLIENT_ID: "broker", BROKER_OIDC_CLIENT_SECRET: "s3cret-value" });
+    const r = await runServer({
+      BROKER_PORT: "0",
+      BROKER_PROXY_PORT: "0",
+      BROKER_OIDC_ISSUER: `http://127.0.0.1:${closed}`,
+      BROKER_OIDC_CLIENT_ID: "broker",
+      BROKER_OIDC_CLIENT_SECRET: "s3cret-value",
+    });
     expect(r.signal).toBeNull();
     expect(r.exitCode).not.toBe(0);
     expect(r.stderr).toContain("BROKER_OIDC_ISSUER");
@@ -83,7 +99,12 @@ describe("in process", () => {
     expect(failed).toBeInstanceOf(ListenFailed);
     expect(failed).toMatchObject({ setting: "BROKER_PROXY_PORT", port: busy, code: "EADDRINUSE" });
     // Nothing of the failed start is left: the same API port binds again, and so does a full start.
-    const again = await startServer({ config: loadConfig({ BROKER_DATA_DIR: data, BROKER_PORT: String(apiPort), BROKER_PROXY_PORT: "0" }), log: createMemoryLogger(), masterPassword: undefined, startTunnel });
+    const again = await startServer({
+      config: loadConfig({ BROKER_DATA_DIR: data, BROKER_PORT: String(apiPort), BROKER_PROXY_PORT: "0" }),
+      log: createMemoryLogger(),
+      masterPassword: undefined,
+      startTunnel,
+    });
     expect((await fetch(`${again.apiUrl}/health`)).status).toBe(200);
     await again.stop();
   });
@@ -104,11 +125,26 @@ describe("in process, a request during the start", () => {
         if (new URL(req.url).pathname !== "/.well-known/openid-configuration") return new Response("not found", { status: 404 });
         asked();
         await released;
-        return Response.json({ issuer, authorization_endpoint: `${issuer}/auth`, token_endpoint: `${issuer}/token`, jwks_uri: `${issuer}/jwks`, response_types_supported: ["code"], subject_types_supported: ["public"], id_token_signing_alg_values_supported: ["ES256"] });
+        return Response.json({
+          issuer,
+          authorization_endpoint: `${issuer}/auth`,
+          token_endpoint: `${issuer}/token`,
+          jwks_uri: `${issuer}/jwks`,
+          response_types_supported: ["code"],
+          subject_types_supported: ["public"],
+          id_token_signing_alg_values_supported: ["ES256"],
+        });
       },
     });
     const apiPort = await freePort();
-    const config = loadConfig({ BROKER_DATA_DIR: join(tempDir(), "data"), BROKER_PORT: String(apiPort), BROKER_PROXY_PORT: "0", BROKER_OIDC_ISSUER: `http://127.0.0.1:${idp.port}`, BROKER_OIDC_CLIENT_ID: "broker", BROKER_OIDC_CLIENT_SECRET: "s3cret-value" });
+    const config = loadConfig({
+      BROKER_DATA_DIR: join(tempDir(), "data"),
+      BROKER_PORT: String(apiPort),
+      BROKER_PROXY_PORT: "0",
+      BROKER_OIDC_ISSUER: `http://127.0.0.1:${idp.port}`,
+      BROKER_OIDC_CLIENT_ID: "broker",
+      BROKER_OIDC_CLIENT_SECRET: "s3cret-value",
+    });
     const starting = startServer({ config, log: createMemoryLogger(), masterPassword: undefined, startTunnel });
     await discoveryAsked;
     const early = fetch(`http://127.0.0.1:${apiPort}/health`);
@@ -139,22 +175,26 @@ describe("compiled binary, a database it cannot use", () => {
     expect(r.stdout + r.stderr).not.toContain(PASSWORD);
   }, 30_000);
 
-  test.skipIf(pgMissing)("a wrong password and a missing database are told apart", async () => {
-    cluster = await startPgCluster();
-    const url = new URL(await cluster.createDatabase());
-    url.password = PASSWORD;
-    const wrong = await runServer({ BROKER_PORT: "0", BROKER_PROXY_PORT: "0", BROKER_DATABASE_URL: url.toString() });
-    expect(wrong.exitCode).not.toBe(0);
-    expect(wrong.stderr).toContain("refused the sign-in: password authentication failed");
-    expect(wrong.stderr).toContain("hint: check the user name and password in BROKER_DATABASE_URL");
-    expect(wrong.stdout + wrong.stderr).not.toContain(PASSWORD);
+  test.skipIf(pgMissing)(
+    "a wrong password and a missing database are told apart",
+    async () => {
+      cluster = await startPgCluster();
+      const url = new URL(await cluster.createDatabase());
+      url.password = PASSWORD;
+      const wrong = await runServer({ BROKER_PORT: "0", BROKER_PROXY_PORT: "0", BROKER_DATABASE_URL: url.toString() });
+      expect(wrong.exitCode).not.toBe(0);
+      expect(wrong.stderr).toContain("refused the sign-in: password authentication failed");
+      expect(wrong.stderr).toContain("hint: check the user name and password in BROKER_DATABASE_URL");
+      expect(wrong.stdout + wrong.stderr).not.toContain(PASSWORD);
 
-    const missing = new URL(await cluster.createDatabase());
-    missing.pathname = "/no_such_db";
-    const r = await runServer({ BROKER_PORT: "0", BROKER_PROXY_PORT: "0", BROKER_DATABASE_URL: missing.toString() });
-    expect(r.exitCode).not.toBe(0);
-    expect(r.stderr).toContain('database "no_such_db" does not exist');
-    expect(r.stderr).toContain("hint: create it first");
-    expect(r.stdout + r.stderr).not.toContain(decodeURIComponent(missing.password));
-  }, 60_000);
+      const missing = new URL(await cluster.createDatabase());
+      missing.pathname = "/no_such_db";
+      const r = await runServer({ BROKER_PORT: "0", BROKER_PROXY_PORT: "0", BROKER_DATABASE_URL: missing.toString() });
+      expect(r.exitCode).not.toBe(0);
+      expect(r.stderr).toContain('database "no_such_db" does not exist');
+      expect(r.stderr).toContain("hint: create it first");
+      expect(r.stdout + r.stderr).not.toContain(decodeURIComponent(missing.password));
+    },
+    60_000,
+  );
 });

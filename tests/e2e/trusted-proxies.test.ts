@@ -29,7 +29,20 @@ afterAll(async () => {
 async function curlLogin(broker: Broker, email: string, password: string, forwardedFor: string[]): Promise<number> {
   const headers = forwardedFor.flatMap((v) => ["-H", `X-Forwarded-For: ${v}`]);
   const proc = Bun.spawn(
-    ["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", ...headers, "-H", "content-type: application/json", "--data-binary", JSON.stringify({ email, password }), `${broker.apiUrl}/v1/auth/login`],
+    [
+      "curl",
+      "-sS",
+      "-o",
+      "/dev/null",
+      "-w",
+      "%{http_code}",
+      ...headers,
+      "-H",
+      "content-type: application/json",
+      "--data-binary",
+      JSON.stringify({ email, password }),
+      `${broker.apiUrl}/v1/auth/login`,
+    ],
     { stdout: "pipe", stderr: "pipe" },
   );
   const out = await new Response(proc.stdout).text();

@@ -156,7 +156,8 @@ describe("git over smart HTTP", () => {
     const root = join(env.dir, "git-root");
     const work = join(env.dir, "git-work");
     mkdirSync(root, { recursive: true });
-    const git = (args: string[], cwd?: string) => run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main", ...args], { GIT_CONFIG_NOSYSTEM: "1" }, cwd);
+    const git = (args: string[], cwd?: string) =>
+      run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main", ...args], { GIT_CONFIG_NOSYSTEM: "1" }, cwd);
     expect((await git(["init", "-q", work])).code).toBe(0);
     await Bun.write(join(work, "README.md"), "hello through the broker\n");
     expect((await git(["add", "README.md"], work)).code).toBe(0);

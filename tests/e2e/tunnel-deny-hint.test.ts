@@ -22,7 +22,12 @@ afterAll(async () => {
 async function run(cmd: string[], extraEnv: Record<string, string> = {}) {
   const home = join(env.dir, "home");
   mkdirSync(home, { recursive: true });
-  const proc = Bun.spawn(cmd, { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, LANG: "C.UTF-8", ...extraEnv }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn(cmd, {
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, LANG: "C.UTF-8", ...extraEnv },
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   return { stdout, stderr, code };
 }
@@ -37,7 +42,10 @@ async function pythonReady(): Promise<boolean> {
 const PYTHON = "import requests,sys\nr=requests.post(sys.argv[1], data=b'secret-body')\nprint(r.status_code)\nprint(r.text)";
 
 describe("unmatched_hosts = deny through real clients", () => {
-  test.each([["--http1.1", "1\\.1"], ["--http2", "2"]])("curl %s sees 403 forbidden with the proposal_hint in the body", async (protocol, version) => {
+  test.each([
+    ["--http1.1", "1\\.1"],
+    ["--http2", "2"],
+  ])("curl %s sees 403 forbidden with the proposal_hint in the body", async (protocol, version) => {
     if (!requireBinary("curl", "curl")) return;
     const r = await run(["curl", "-sS", "-i", protocol, "--proxy", env.proxyUrl, "--cacert", env.caFile, "https://denied.example/v1/things?x=1"]);
     expect(r.code).toBe(0);

@@ -32,7 +32,10 @@ describe("echoed credential in every encoding", () => {
   for (const coding of CODINGS) {
     for (const size of ["small", "large"] as const) {
       test(`${coding}, ${size} body`, async () => {
-        const res = await get(`/echo?enc=${encodeURIComponent(coding)}&size=${size}`, { headers: { "accept-encoding": "gzip, deflate, br, zstd" }, decompress: false });
+        const res = await get(`/echo?enc=${encodeURIComponent(coding)}&size=${size}`, {
+          headers: { "accept-encoding": "gzip, deflate, br, zstd" },
+          decompress: false,
+        });
         const bytes = Buffer.from(await res.arrayBuffer());
         seen.push([...res.headers].join("\n"), bytes.toString("latin1"));
         expect(res.status).toBe(200);
@@ -47,7 +50,10 @@ describe("echoed credential in every encoding", () => {
 
   test("curl --compressed reads the redacted body", async () => {
     if (!requireBinary("curl", "curl")) return;
-    const proc = Bun.spawn(["curl", "-sS", "-i", "--compressed", "--proxy", env.proxyUrl, "--cacert", env.caFile, url("/echo?enc=gzip&size=large")], { stdout: "pipe", stderr: "pipe" });
+    const proc = Bun.spawn(["curl", "-sS", "-i", "--compressed", "--proxy", env.proxyUrl, "--cacert", env.caFile, url("/echo?enc=gzip&size=large")], {
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     const [out, err] = [await new Response(proc.stdout).text(), await new Response(proc.stderr).text()];
     expect(await proc.exited).toBe(0);
     seen.push(out, err);

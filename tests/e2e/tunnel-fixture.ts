@@ -261,7 +261,13 @@ export async function openTunnel(
 export function startTls(sock: Socket, opts: { ca: string; servername: string; anyName?: boolean }): Promise<TLSSocket> {
   return new Promise<TLSSocket>((resolve, reject) => {
     const t = tlsConnect(
-      { socket: sock, ca: opts.ca, servername: opts.servername, ALPNProtocols: ["http/1.1"], ...(opts.anyName ? { checkServerIdentity: () => undefined } : {}) },
+      {
+        socket: sock,
+        ca: opts.ca,
+        servername: opts.servername,
+        ALPNProtocols: ["http/1.1"],
+        ...(opts.anyName ? { checkServerIdentity: () => undefined } : {}),
+      },
       () => resolve(t),
     );
     t.once("error", reject);

@@ -161,9 +161,19 @@ describe("gRPC through HTTPS_PROXY under broker vault run", () => {
         requests: [{ message: "hello unary", headers: { "x-reply-header": "from the server" }, trailers: { "x-reply-trailer": "unary trailer" } }],
         metadata: { "x-agent-note": "from the agent" },
       },
-      { name: "serverStream", kind: "serverStream", method: "ServerStream", requests: [{ message: "tick", count: 5, trailers: { "x-reply-trailer": "stream trailer" } }] },
+      {
+        name: "serverStream",
+        kind: "serverStream",
+        method: "ServerStream",
+        requests: [{ message: "tick", count: 5, trailers: { "x-reply-trailer": "stream trailer" } }],
+      },
       { name: "clientStream", kind: "clientStream", method: "ClientStream", requests: ["a", "b", "c", "d"].map((message) => ({ message })) },
-      { name: "bidi", kind: "bidi", method: "Bidi", requests: [{ message: "one", trailers: { "x-reply-trailer": "bidi trailer" } }, { message: "two" }, { message: "three" }] },
+      {
+        name: "bidi",
+        kind: "bidi",
+        method: "Bidi",
+        requests: [{ message: "one", trailers: { "x-reply-trailer": "bidi trailer" } }, { message: "two" }, { message: "three" }],
+      },
       // Each message is sent only once the reply to the one before arrived: nothing may wait for the stream's end.
       { name: "pingPong", kind: "pingPong", method: "Bidi", requests: [1, 2, 3, 4, 5].map((i) => ({ message: `ping ${i}` })) },
       {
@@ -176,10 +186,18 @@ describe("gRPC through HTTPS_PROXY under broker vault run", () => {
         name: "streamAborted",
         kind: "serverStream",
         method: "ServerStream",
-        requests: [{ message: "partial", count: 2, fail_code: CODE.ABORTED, fail_details: "stopped after two", trailers: { "x-detail": "aborted mid-stream" } }],
+        requests: [
+          { message: "partial", count: 2, fail_code: CODE.ABORTED, fail_details: "stopped after two", trailers: { "x-detail": "aborted mid-stream" } },
+        ],
       },
       // The agent's own authorization metadata (a placeholder) is replaced, never sent alongside.
-      { name: "agentAuthorization", kind: "unary", method: "Unary", requests: [{ message: "placeholder" }], metadata: { authorization: "Bearer agent-placeholder" } },
+      {
+        name: "agentAuthorization",
+        kind: "unary",
+        method: "Unary",
+        requests: [{ message: "placeholder" }],
+        metadata: { authorization: "Bearer agent-placeholder" },
+      },
       // An endless server stream the agent cancels after three replies.
       { name: "cancelled", kind: "serverStream", method: "ServerStream", requests: [{ message: "endless", count: -1 }], cancelAfter: 3 },
       // Messages far past HTTP/2's initial 64 KiB windows, both ways.

@@ -7,7 +7,20 @@
 
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { createServer as createTlsServer, type Server } from "node:tls";
-import { FLAG, FRAME, frame, goawayCode, hpackIndexed, hpackIndexedLiteral, hpackLiterals, requestBlock, rstFrame, settingsFrame, windowUpdateFrame, type RawH2 } from "../helpers/h2-frames.ts";
+import {
+  FLAG,
+  FRAME,
+  frame,
+  goawayCode,
+  hpackIndexed,
+  hpackIndexedLiteral,
+  hpackLiterals,
+  requestBlock,
+  rstFrame,
+  settingsFrame,
+  windowUpdateFrame,
+  type RawH2,
+} from "../helpers/h2-frames.ts";
 import { headerValues } from "../helpers/h2-upstream.ts";
 import { expectHealthy, openRawTunnel, startH2TunnelEnv, statusOf, until, type H2TunnelEnv } from "./tunnel-h2-fixture.ts";
 import { UPSTREAM_NAME } from "./tunnel-fixture.ts";
@@ -179,7 +192,10 @@ describe("HPACK and header list limits", () => {
     const piece = (i: number) => hpackLiterals([[`x-big-${i}`, "b".repeat(15_000)]]);
     h2.write(frame(FRAME.HEADERS, FLAG.END_STREAM, 1, Buffer.concat([requestBlock(env.authority, "/list-big"), piece(0)])));
     for (let i = 1; i <= 4; i++) h2.write(frame(FRAME.CONTINUATION, i === 4 ? FLAG.END_HEADERS : 0, 1, piece(i)));
-    const refused = await h2.waitFor((f) => (f.type === FRAME.RST_STREAM && f.streamId === 1) || f.type === FRAME.GOAWAY || (f.type === FRAME.HEADERS && f.streamId === 1), 20_000);
+    const refused = await h2.waitFor(
+      (f) => (f.type === FRAME.RST_STREAM && f.streamId === 1) || f.type === FRAME.GOAWAY || (f.type === FRAME.HEADERS && f.streamId === 1),
+      20_000,
+    );
     expect(refused !== undefined || (await h2.closed(0))).toBe(true);
     if (refused?.type === FRAME.HEADERS) expect(statusOf(refused)).not.toBe(200);
     expect(upstreamSaw("/list-big")).toBe(0);
@@ -241,12 +257,20 @@ describe("concurrent streams", () => {
     const resets = () => h2.frames.filter((f) => f.type === FRAME.RST_STREAM);
     await until(() => env.h2.held() >= 100 && resets().length >= 50, 20_000);
     expect(env.h2.held()).toBe(100);
-    expect(resets().map((f) => f.streamId).sort((a, b) => a - b)).toEqual(ids.slice(100));
+    expect(
+      resets()
+        .map((f) => f.streamId)
+        .sort((a, b) => a - b),
+    ).toEqual(ids.slice(100));
     for (const f of resets()) expect(f.payload.readUInt32BE(0)).toBe(REFUSED_STREAM);
     env.h2.release();
     const answers = () => h2.frames.filter((f) => f.type === FRAME.HEADERS);
     await until(() => answers().length >= 100, 20_000);
-    expect(answers().map((f) => f.streamId).sort((a, b) => a - b)).toEqual(ids.slice(0, 100));
+    expect(
+      answers()
+        .map((f) => f.streamId)
+        .sort((a, b) => a - b),
+    ).toEqual(ids.slice(0, 100));
     expect(answers().map(statusOf)).toEqual(Array(100).fill(200));
     expect(upstreamSaw("/hold/c")).toBe(100);
     expect(await h2.closed(0)).toBe(false);
@@ -272,7 +296,11 @@ async function startRawH1(): Promise<{ authority: string; connections: string[];
 
 describe("HTTP/2 to HTTP/1.1 downgrade (request smuggling)", () => {
   const cases: [string, (authority: string) => [string, string][], string | null][] = [
-    ["transfer-encoding: chunked with a smuggled request in the body", (a) => [...pseudo("POST", a, "/te"), ["transfer-encoding", "chunked"]], "0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"],
+    [
+      "transfer-encoding: chunked with a smuggled request in the body",
+      (a) => [...pseudo("POST", a, "/te"), ["transfer-encoding", "chunked"]],
+      "0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n",
+    ],
     ["CRLF in a header value", (a) => [...pseudo("GET", a, "/crlf"), ["x-a", "b\r\nx-injected: 1"]], null],
     ["CRLF in :path", (a) => pseudo("GET", a, "/p HTTP/1.1\r\nx-injected: 1\r\nx:"), null],
     ["CRLF in :method", (a) => pseudo("GET /smuggled HTTP/1.1\r\nx-injected:", a, "/m"), null],
@@ -287,7 +315,10 @@ describe("HTTP/2 to HTTP/1.1 downgrade (request smuggling)", () => {
         const h2 = await attacker(up.authority);
         h2.write(frame(FRAME.HEADERS, FLAG.END_HEADERS | (body === null ? FLAG.END_STREAM : 0), 1, hpackLiterals(fields(up.authority))));
         if (body !== null) h2.write(frame(FRAME.DATA, FLAG.END_STREAM, 1, Buffer.from(body, "latin1")));
-        const reply = await h2.waitFor((f) => (f.streamId === 1 && (f.type === FRAME.RST_STREAM || f.type === FRAME.HEADERS)) || f.type === FRAME.GOAWAY, 20_000);
+        const reply = await h2.waitFor(
+          (f) => (f.streamId === 1 && (f.type === FRAME.RST_STREAM || f.type === FRAME.HEADERS)) || f.type === FRAME.GOAWAY,
+          20_000,
+        );
         expect(reply !== undefined || (await h2.closed(0))).toBe(true);
         if (reply?.type === FRAME.HEADERS) expect(statusOf(reply)).not.toBe(200);
         const seen = up.connections.join("\n");
@@ -303,11 +334,18 @@ describe("HTTP/2 to HTTP/1.1 downgrade (request smuggling)", () => {
     const up = await startRawH1();
     try {
       const h2 = await attacker(up.authority);
-      const extra: [string, string][] = [["host", "evil.example"], ["proxy-authorization", "Basic c2Vzc2lvbg=="], ["authorization", "Bearer from-the-agent"]];
+      const extra: [string, string][] = [
+        ["host", "evil.example"],
+        ["proxy-authorization", "Basic c2Vzc2lvbg=="],
+        ["authorization", "Bearer from-the-agent"],
+      ];
       h2.write(frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, 1, hpackLiterals([...pseudo("GET", up.authority, "/replaced"), ...extra])));
       const reply = await h2.waitFor((f) => f.streamId === 1 && f.type === FRAME.HEADERS, 20_000);
       expect(reply && statusOf(reply)).toBe(200);
-      const lines = up.connections.join("").split("\r\n").map((l) => l.toLowerCase());
+      const lines = up.connections
+        .join("")
+        .split("\r\n")
+        .map((l) => l.toLowerCase());
       expect(lines.filter((l) => l.startsWith("host:"))).toEqual([`host: ${up.authority}`]);
       expect(lines.filter((l) => l.startsWith("authorization:"))).toEqual([`authorization: bearer ${env.secret.toLowerCase()}`]);
       expect(lines.filter((l) => l.startsWith("proxy-authorization:") || l.includes("evil.example"))).toEqual([]);
@@ -352,5 +390,10 @@ describe("routing", () => {
 });
 
 function pseudo(method: string, authority: string, path: string): [string, string][] {
-  return [[":method", method], [":scheme", "https"], [":authority", authority], [":path", path]];
+  return [
+    [":method", method],
+    [":scheme", "https"],
+    [":authority", authority],
+    [":path", path],
+  ];
 }

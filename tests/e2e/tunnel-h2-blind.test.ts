@@ -36,7 +36,11 @@ afterAll(async () => {
 });
 
 async function curl(args: string[]) {
-  const proc = Bun.spawn(["curl", "-sS", "-w", "\n%{http_version}", "--proxy", env.proxyUrl, ...args], { stdout: "pipe", stderr: "pipe", env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } });
+  const proc = Bun.spawn(["curl", "-sS", "-w", "\n%{http_version}", "--proxy", env.proxyUrl, ...args], {
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+  });
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   return { code, err, body: out.slice(0, out.lastIndexOf("\n")), version: out.slice(out.lastIndexOf("\n") + 1) };
 }

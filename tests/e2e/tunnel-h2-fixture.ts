@@ -124,7 +124,11 @@ export interface H2Answer {
 }
 
 /** One HTTP/2 request on a fresh tunnel (Bun's node:http2 client); the session is closed afterwards. */
-export async function h2Request(env: H2TunnelEnv, path: string, opts: { authority?: string; method?: string; headers?: Record<string, string> } = {}): Promise<H2Answer> {
+export async function h2Request(
+  env: H2TunnelEnv,
+  path: string,
+  opts: { authority?: string; method?: string; headers?: Record<string, string> } = {},
+): Promise<H2Answer> {
   const tls = await openH2Tunnel(env, opts.authority ?? env.authority);
   const session = http2.connect(`https://${opts.authority ?? env.authority}`, { createConnection: () => tls });
   session.on("error", () => {});

@@ -49,7 +49,10 @@ async function rawH2Upstream(env: TunnelEnv, behave: Behaviour): Promise<{ port:
 }
 
 /** One HTTP/2 request from an agent through the tunnel; resolves with what the agent saw. */
-async function agentRequest(env: TunnelEnv, authority: string): Promise<{ status: number; headers: Record<string, unknown>; trailers: Record<string, unknown>; body: string }> {
+async function agentRequest(
+  env: TunnelEnv,
+  authority: string,
+): Promise<{ status: number; headers: Record<string, unknown>; trailers: Record<string, unknown>; body: string }> {
   const sock = await dialProxy(env.proxyPort);
   expect((await sendConnect(sock, authority, env.proxyAuth)).status).toBe(200);
   const session = http2.connect(`https://${authority}`, {
@@ -180,16 +183,18 @@ describe("a hostile HTTP/2 upstream", () => {
       createConnection: () => require("node:tls").connect({ socket: sock, servername: UPSTREAM_NAME, ca: env.caPem, ALPNProtocols: ["h2"] }),
     });
     const statuses = await Promise.all(
-      Array.from({ length: 40 }, (_, i) =>
-        new Promise<number>((resolve) => {
-          const req = session.request({ ":path": `/limited/${i}` });
-          let status = 0;
-          req.on("response", (h) => (status = Number(h[":status"])));
-          req.on("data", () => {});
-          req.on("end", () => resolve(status));
-          req.on("error", () => resolve(-1));
-          req.end();
-        }),
+      Array.from(
+        { length: 40 },
+        (_, i) =>
+          new Promise<number>((resolve) => {
+            const req = session.request({ ":path": `/limited/${i}` });
+            let status = 0;
+            req.on("response", (h) => (status = Number(h[":status"])));
+            req.on("data", () => {});
+            req.on("end", () => resolve(status));
+            req.on("error", () => resolve(-1));
+            req.end();
+          }),
       ),
     );
     session.destroy();
@@ -200,10 +205,55 @@ describe("a hostile HTTP/2 upstream", () => {
 
   test("a :status outside 200-599, or DATA longer or shorter than the content-length: the agent gets 502, the broker stays up", async () => {
     const answers: [string, Buffer][] = [
-      ["status 600", Buffer.concat([frame(FRAME.HEADERS, FLAG.END_HEADERS, 0, hpackLiterals([[":status", "600"]])), frame(FRAME.DATA, FLAG.END_STREAM, 0, Buffer.from("ok"))])],
-      ["longer", Buffer.concat([frame(FRAME.HEADERS, FLAG.END_HEADERS, 0, hpackLiterals([[":status", "200"], ["content-length", "5"]])), frame(FRAME.DATA, FLAG.END_STREAM, 0, Buffer.alloc(2000, 0x61))])],
-      ["shorter", Buffer.concat([frame(FRAME.HEADERS, FLAG.END_HEADERS, 0, hpackLiterals([[":status", "200"], ["content-length", "50"]])), frame(FRAME.DATA, FLAG.END_STREAM, 0, Buffer.alloc(20, 0x61))])],
-      ["no DATA at all", frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, 0, hpackLiterals([[":status", "200"], ["content-length", "50"]]))],
+      [
+        "status 600",
+        Buffer.concat([
+          frame(FRAME.HEADERS, FLAG.END_HEADERS, 0, hpackLiterals([[":status", "600"]])),
+          frame(FRAME.DATA, FLAG.END_STREAM, 0, Buffer.from("ok")),
+        ]),
+      ],
+      [
+        "longer",
+        Buffer.concat([
+          frame(
+            FRAME.HEADERS,
+            FLAG.END_HEADERS,
+            0,
+            hpackLiterals([
+              [":status", "200"],
+              ["content-length", "5"],
+            ]),
+          ),
+          frame(FRAME.DATA, FLAG.END_STREAM, 0, Buffer.alloc(2000, 0x61)),
+        ]),
+      ],
+      [
+        "shorter",
+        Buffer.concat([
+          frame(
+            FRAME.HEADERS,
+            FLAG.END_HEADERS,
+            0,
+            hpackLiterals([
+              [":status", "200"],
+              ["content-length", "50"],
+            ]),
+          ),
+          frame(FRAME.DATA, FLAG.END_STREAM, 0, Buffer.alloc(20, 0x61)),
+        ]),
+      ],
+      [
+        "no DATA at all",
+        frame(
+          FRAME.HEADERS,
+          FLAG.END_HEADERS | FLAG.END_STREAM,
+          0,
+          hpackLiterals([
+            [":status", "200"],
+            ["content-length", "50"],
+          ]),
+        ),
+      ],
     ];
     const got: [string, number, string][] = [];
     for (const [name, bytes] of answers) {

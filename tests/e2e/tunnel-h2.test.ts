@@ -30,7 +30,12 @@ afterAll(async () => {
 });
 
 async function run(cmd: string[]) {
-  const proc = Bun.spawn(cmd, { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: env.dir, LANG: "C.UTF-8" }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn(cmd, {
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: env.dir, LANG: "C.UTF-8" },
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   outputs.push(stdout, stderr);
   return { stdout, stderr, code };
@@ -47,7 +52,18 @@ const injected = () => [`Bearer ${env.secret}`];
 describe("curl", () => {
   test("curl --http2 through -x: HTTP/2 end to end, credential injected", async () => {
     if (!requireBinary("curl", "curl")) return;
-    const r = await run(["curl", "-sS", "--http2", "-x", env.proxyUrl, "--cacert", env.caFile, "-w", "\n%{http_version} %{http_code}", `https://${env.authority}/curl-h2?x=1`]);
+    const r = await run([
+      "curl",
+      "-sS",
+      "--http2",
+      "-x",
+      env.proxyUrl,
+      "--cacert",
+      env.caFile,
+      "-w",
+      "\n%{http_version} %{http_code}",
+      `https://${env.authority}/curl-h2?x=1`,
+    ]);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     expect(r.stdout.slice(r.stdout.lastIndexOf("\n") + 1)).toBe("2 200");
@@ -59,7 +75,18 @@ describe("curl", () => {
 
   test("curl --http1.1 still works as before: HTTP/1.1 both sides, even to an upstream that offers h2", async () => {
     if (!requireBinary("curl", "curl")) return;
-    const r = await run(["curl", "-sS", "--http1.1", "-x", env.proxyUrl, "--cacert", env.caFile, "-w", "\n%{http_version} %{http_code}", `https://${env.authority}/curl-h1`]);
+    const r = await run([
+      "curl",
+      "-sS",
+      "--http1.1",
+      "-x",
+      env.proxyUrl,
+      "--cacert",
+      env.caFile,
+      "-w",
+      "\n%{http_version} %{http_code}",
+      `https://${env.authority}/curl-h1`,
+    ]);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     expect(r.stdout.slice(r.stdout.lastIndexOf("\n") + 1)).toBe("1.1 200");
@@ -77,7 +104,18 @@ describe("curl", () => {
       const authority = `${UPSTREAM_NAME}:${only.port}`;
       await env.broker.addService(authority, { type: "bearer", token: "API_KEY" });
       for (const path of ["/only-h2/first", "/only-h2/again"]) {
-        const r = await run(["curl", "-sS", "--http1.1", "-x", env.proxyUrl, "--cacert", env.caFile, "-w", "\n%{http_version} %{http_code}", `https://${authority}${path}`]);
+        const r = await run([
+          "curl",
+          "-sS",
+          "--http1.1",
+          "-x",
+          env.proxyUrl,
+          "--cacert",
+          env.caFile,
+          "-w",
+          "\n%{http_version} %{http_code}",
+          `https://${authority}${path}`,
+        ]);
         expect(r.stderr).toBe("");
         expect(r.stdout.slice(r.stdout.lastIndexOf("\n") + 1)).toBe("1.1 200");
         expect(r.stdout).not.toContain(env.secret);
@@ -170,7 +208,10 @@ describe("Node's node:http2 client (run by node)", () => {
     expect(Number(h1.head.headers["content-length"])).toBeGreaterThan(0);
     expect(h1.many).toEqual(Array(20).fill(200));
     const at = (url: string) => env.h1.received.find((r) => r.url === url) ?? expect.unreachable(`h1 upstream never saw ${url}`);
-    const header = (url: string, name: string) => at(url).rawHeaders.filter(([k]) => k.toLowerCase() === name).map(([, v]) => v);
+    const header = (url: string, name: string) =>
+      at(url)
+        .rawHeaders.filter(([k]) => k.toLowerCase() === name)
+        .map(([, v]) => v);
     for (const url of ["/h1/get?q=1", "/h1/post", "/h1/unsized", "/h1/head"]) expect(header(url, "authorization")).toEqual(injected());
     expect(header("/h1/post", "content-length")).toEqual([String(2 * 1024 * 1024 + 5)]);
     // No length announced over h2: the HTTP/1.1 upstream gets the body chunked (or sized), never cut short.
@@ -239,7 +280,11 @@ describe("broker errors and bodies the agent abandons or misstates", () => {
 
   test("gRPC to an HTTP/1.1-only upstream: refused the gRPC way (trailers-only UNAVAILABLE), nothing sent", async () => {
     const before = env.h1.received.length;
-    const r = await h2Request(env, "/pkg.Service/Method", { authority: env.h1Authority, method: "POST", headers: { "content-type": "application/grpc", te: "trailers" } });
+    const r = await h2Request(env, "/pkg.Service/Method", {
+      authority: env.h1Authority,
+      method: "POST",
+      headers: { "content-type": "application/grpc", te: "trailers" },
+    });
     outputs.push(JSON.stringify(r.headers), r.body.toString());
     expect(r.status).toBe(200);
     expect(r.headers["grpc-status"]).toBe("14");

@@ -285,7 +285,10 @@ describe("the upstream's header lines reach the agent as sent", () => {
     conn.write(`GET /h HTTP/1.1\r\nHost: ${lines.authority}\r\n\r\n`);
     const res = await conn.readResponse();
     expect(res.status).toBe(200);
-    const names = res.head.split("\r\n").slice(1).map((l) => l.slice(0, l.indexOf(":")));
+    const names = res.head
+      .split("\r\n")
+      .slice(1)
+      .map((l) => l.slice(0, l.indexOf(":")));
     expect(names.filter((n) => n === "link")).toHaveLength(2);
     expect(res.head).toContain("\r\nlink: <https://a.example/x.css>; rel=preload\r\nlink: <https://a.example/y.js>; rel=preload\r\n");
     expect(names.indexOf("x-zeta")).toBeLessThan(names.indexOf("x-alpha"));

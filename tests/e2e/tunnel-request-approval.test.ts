@@ -26,7 +26,12 @@ beforeAll(async () => {
       res.end(JSON.stringify({ done: req.url, bytes: body.length }));
     },
   });
-  const set = await env.broker.api("PATCH", `/v1/vaults/${env.broker.vault}/services/${encodeURIComponent(env.authority)}`, { rules: RULES }, env.broker.userToken);
+  const set = await env.broker.api(
+    "PATCH",
+    `/v1/vaults/${env.broker.vault}/services/${encodeURIComponent(env.authority)}`,
+    { rules: RULES },
+    env.broker.userToken,
+  );
   if (set.status !== 200) throw new Error(`PATCH rules: ${set.status} ${JSON.stringify(set.body)}`);
 });
 afterAll(async () => {
@@ -44,7 +49,24 @@ interface CurlAnswer {
 /** curl through HTTPS_PROXY (the scoped session in the proxy URL), POSTing `body` as JSON; the inner answer parsed. */
 async function curlPost(protocol: (typeof PROTOCOLS)[number], body: string, extra: string[] = [], path = "/v1/refunds?expand=charge"): Promise<CurlAnswer> {
   // Spawned, never spawnSync: the broker runs in this process and must keep answering.
-  const args = ["curl", "-sS", "-i", protocol, ...extra, "--proxy", env.proxyUrl, "--cacert", env.caFile, "-X", "POST", "-H", "content-type: application/json", "--data-binary", body, `https://${env.authority}${path}`];
+  const args = [
+    "curl",
+    "-sS",
+    "-i",
+    protocol,
+    ...extra,
+    "--proxy",
+    env.proxyUrl,
+    "--cacert",
+    env.caFile,
+    "-X",
+    "POST",
+    "-H",
+    "content-type: application/json",
+    "--data-binary",
+    body,
+    `https://${env.authority}${path}`,
+  ];
   const proc = Bun.spawn(args, { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: env.dir }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   seen.push(stdout, stderr);

@@ -8,7 +8,17 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import type { TCPSocketListener } from "bun";
 import { expectNoLeak } from "./proxy-fixture.ts";
-import { basicProxyAuth, Conn, dialProxy, openTunnel, requireBinary, startTunnelEnv, UPSTREAM_NAME, type RawResponse, type TunnelEnv } from "./tunnel-fixture.ts";
+import {
+  basicProxyAuth,
+  Conn,
+  dialProxy,
+  openTunnel,
+  requireBinary,
+  startTunnelEnv,
+  UPSTREAM_NAME,
+  type RawResponse,
+  type TunnelEnv,
+} from "./tunnel-fixture.ts";
 
 const RULES = [
   { methods: ["GET", "HEAD"], paths: ["/repos/*/issues/**"] },
@@ -109,7 +119,7 @@ describe("rules inside an intercepted tunnel", () => {
       ["GET", "/repos/%61cme/issues/%7e1", "/repos/acme/issues/~1"],
       ["GET", "/repos/caf%c3%a9/issues", "/repos/caf%C3%A9/issues"],
       ["GET", "/repos/a%20b/issues/%22x%22", "/repos/a%20b/issues/%22x%22"],
-      ["GET", "/repos/a\"b/issues/{x}", "/repos/a%22b/issues/%7Bx%7D"],
+      ["GET", '/repos/a"b/issues/{x}', "/repos/a%22b/issues/%7Bx%7D"],
       ["GET", `${absolute}/repos/acme/issues/7`, "/repos/acme/issues/7"],
     ] as const) {
       const before = env.upstream.received.length;
@@ -201,7 +211,11 @@ describe("rules inside an intercepted tunnel", () => {
     const open = `localhost:${env.upstream.port}`;
     await env.broker.addService(open, { type: "bearer", token: "API_KEY" });
     const before = env.upstream.received.length;
-    for (const [method, target] of [["GET", "repos/acme"], ["OPTIONS", "*"], ["GET", `https://${open}\\..\\x`]] as const) {
+    for (const [method, target] of [
+      ["GET", "repos/acme"],
+      ["OPTIONS", "*"],
+      ["GET", `https://${open}\\..\\x`],
+    ] as const) {
       const conn = await tunnel(open);
       expectEnvelope(await send(conn, method, target), 400, "invalid_request");
       conn.close();
@@ -219,7 +233,9 @@ describe("rules inside an intercepted tunnel", () => {
     const before = env.upstream.received.length;
     const ask = async (path: string) => {
       const conn = new Conn(await dialProxy(env.proxyPort));
-      conn.write(`GET https://${env.authority}${path} HTTP/1.1\r\nHost: ${env.authority}\r\nProxy-Authorization: ${env.proxyAuth}\r\nConnection: close\r\n\r\n`);
+      conn.write(
+        `GET https://${env.authority}${path} HTTP/1.1\r\nHost: ${env.authority}\r\nProxy-Authorization: ${env.proxyAuth}\r\nConnection: close\r\n\r\n`,
+      );
       const res = await conn.readResponse();
       seen.push(res.head, res.body.toString("latin1"));
       conn.close();

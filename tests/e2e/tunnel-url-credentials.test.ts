@@ -36,7 +36,10 @@ describe("query parameter", () => {
     expect(lastUrl()).toBe(`/redirect?q=1&key=${QUERY_ON_WIRE}`);
     expect(res.headers.get("location")).toBe(`https://${env.maps}/redirect?q=1&key=[redacted]`);
     expect(res.headers.get("x-echo-url")).toBe(`https://${env.maps}/redirect?q=1&key=[redacted]`);
-    expect(JSON.parse(text).query).toEqual([["q", "1"], ["key", "[redacted]"]]);
+    expect(JSON.parse(text).query).toEqual([
+      ["q", "1"],
+      ["key", "[redacted]"],
+    ]);
   });
 
   test.each(["gzip", "stream", "gzip-stream"])("%s body", async (mode) => {
@@ -74,7 +77,9 @@ describe("path template", () => {
 test("a WebSocket upgrade gets the template in its request line; the 101 head and frames are redacted", async () => {
   const port = Number(env.broker.proxyAddress!.split(":").at(-1));
   const { conn } = await openTunnel(port, env.ws, basicProxyAuth(env.broker.sessionToken, env.broker.vault), { ca: env.caPem });
-  conn.write(`GET /stream?x=1 HTTP/1.1\r\nHost: ${env.ws}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`);
+  conn.write(
+    `GET /stream?x=1 HTTP/1.1\r\nHost: ${env.ws}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`,
+  );
   const head = await conn.readResponse({ noBody: true });
   await conn.closesWithin(5000);
   const wire = `${head.head}\r\n\r\n${conn.buf.toString("latin1")}`;
@@ -90,5 +95,7 @@ test("audit records keep the agent's paths", async () => {
   await Bun.sleep(400);
   const records: { host: string; path: string; ingress: string }[] = await env.broker.auditLogs();
   const paths = records.filter((r) => r.ingress === "transparent").map((r) => `${r.host}${r.path}`);
-  expect(paths).toEqual(expect.arrayContaining([`${env.maps}/redirect`, `${env.bot}/files/redirect`, `${env.ruled}/getMe`, `${env.ruled}/v1/x/api/getMe`, `${env.ws}/stream`]));
+  expect(paths).toEqual(
+    expect.arrayContaining([`${env.maps}/redirect`, `${env.bot}/files/redirect`, `${env.ruled}/getMe`, `${env.ruled}/v1/x/api/getMe`, `${env.ws}/stream`]),
+  );
 });

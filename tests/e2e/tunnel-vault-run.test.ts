@@ -36,7 +36,16 @@ afterAll(async () => {
   await upstream?.close();
 });
 
-const CA_VARS = ["SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "DENO_CERT", "AWS_CA_BUNDLE", "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"];
+const CA_VARS = [
+  "SSL_CERT_FILE",
+  "NODE_EXTRA_CA_CERTS",
+  "REQUESTS_CA_BUNDLE",
+  "CURL_CA_BUNDLE",
+  "GIT_SSL_CAINFO",
+  "DENO_CERT",
+  "AWS_CA_BUNDLE",
+  "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",
+];
 
 function parseEnv(text: string): Map<string, string> {
   const env = new Map<string, string>();
@@ -76,7 +85,8 @@ describe("broker vault run (compiled binary)", () => {
     const r = await cli(["vault", "run", "--", "sh", "-c", script], undefined, inherited);
     expect(r.exitCode).toBe(7);
 
-    for (const value of ["db-password-inherited", "master-password-inherited", "metrics-token-inherited-0123456789"]) expect(r.stdout + r.stderr).not.toContain(value);
+    for (const value of ["db-password-inherited", "master-password-inherited", "metrics-token-inherited-0123456789"])
+      expect(r.stdout + r.stderr).not.toContain(value);
     const [envText, rest] = r.stdout.split("__BODY__\n");
     const env = parseEnv(envText!);
     const token = env.get("BROKER_SESSION_TOKEN")!;
@@ -96,7 +106,9 @@ describe("broker vault run (compiled binary)", () => {
     for (const v of ["HTTP_PROXY", "http_proxy", "https_proxy", "no_proxy", "ALL_PROXY", "all_proxy"]) expect(env.has(v)).toBe(false);
     // The contract's variables and nothing else of the kind (BROKER_CONFIG_DIR is the caller's own).
     const kind = [...env.keys()].filter((k) => /proxy|^BROKER_|CERT|CA_BUNDLE|CAINFO|ROOTS/i.test(k) && k !== "BROKER_CONFIG_DIR").sort();
-    expect(kind).toEqual(["BROKER_ADDR", "BROKER_SESSION_TOKEN", "HTTPS_PROXY", "NODE_USE_ENV_PROXY", "NO_PROXY", "grpc_proxy", "no_grpc_proxy", ...CA_VARS].sort());
+    expect(kind).toEqual(
+      ["BROKER_ADDR", "BROKER_SESSION_TOKEN", "HTTPS_PROXY", "NODE_USE_ENV_PROXY", "NO_PROXY", "grpc_proxy", "no_grpc_proxy", ...CA_VARS].sort(),
+    );
 
     // The request went through the listener with the credential injected; curl saw no secret.
     expect(rest).toContain('"url":"/from-vault-run"');

@@ -61,8 +61,19 @@ async function script(s: Socket<unknown>, head: string): Promise<void> {
     // The 101 and half a frame head in one write; then the rest of the head, the payload in two, a ping in between.
     const wire = Buffer.concat([Buffer.from(switching()), first]);
     const headEnd = wire.length - first.length;
-    await writeSlowly(s, [wire.subarray(0, headEnd + 1), wire.subarray(headEnd + 1, headEnd + 9), wire.subarray(headEnd + 9), frame(9, `ping ${echoed}`), second.subarray(0, 12), second.subarray(12)]);
-    await writeSlowly(s, [frame(2, Buffer.concat([Buffer.from([0, 1, 2]), Buffer.from(echoed), Buffer.from([255])])), large.subarray(0, 35_000), large.subarray(35_000)]);
+    await writeSlowly(s, [
+      wire.subarray(0, headEnd + 1),
+      wire.subarray(headEnd + 1, headEnd + 9),
+      wire.subarray(headEnd + 9),
+      frame(9, `ping ${echoed}`),
+      second.subarray(0, 12),
+      second.subarray(12),
+    ]);
+    await writeSlowly(s, [
+      frame(2, Buffer.concat([Buffer.from([0, 1, 2]), Buffer.from(echoed), Buffer.from([255])])),
+      large.subarray(0, 35_000),
+      large.subarray(35_000),
+    ]);
     await writeSlowly(s, [close(4000, `bye ${echoed}`)]);
     return void s.end();
   }
@@ -70,11 +81,20 @@ async function script(s: Socket<unknown>, head: string): Promise<void> {
   // gRPC-style binary metadata: base64 (here unpadded) that a client decodes; then the same with "." inserted,
   // not base64, though Node's lenient decoder still reads the value out of it.
   if (path === "/bin") return void s.end(switching(`X-Echo-Bin: ${Buffer.from(echoed).toString("base64").replace(/=+$/, "")}\r\n`));
-  if (path === "/bad-bin") return void s.end(switching(`X-Echo-Bin: ${Buffer.from(echoed).toString("base64").replace(/(.{8})/g, "$1.")}\r\n`));
+  if (path === "/bad-bin")
+    return void s.end(
+      switching(
+        `X-Echo-Bin: ${Buffer.from(echoed)
+          .toString("base64")
+          .replace(/(.{8})/g, "$1.")}\r\n`,
+      ),
+    );
   if (path === "/rsv1") return writeSlowly(s, [Buffer.from(switching()), frame(1, "clean first"), frame(1, `compressed? ${echoed}`, { rsv1: true })]);
   if (path === "/refuse-plain") {
     const body = `{"error":"no","auth":"${echoed}"}`;
-    return void s.end(`HTTP/1.1 401 Nope ${echoed}\r\nContent-Type: application/json\r\nX-Echo: ${echoed}\r\nTransfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`);
+    return void s.end(
+      `HTTP/1.1 401 Nope ${echoed}\r\nContent-Type: application/json\r\nX-Echo: ${echoed}\r\nTransfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`,
+    );
   }
   if (path === "/refuse-gzip") {
     const body = gzipSync(Buffer.from(`{"auth":"${echoed}"}`));
@@ -122,7 +142,9 @@ afterAll(async () => {
 
 /** A raw agent: CONNECT, TLS with the broker CA, then an upgrade request offering permessage-deflate. */
 async function rawUpgrade(path: string): Promise<Conn> {
-  const { conn } = await openTunnel(Number(broker.proxyAddress!.split(":").at(-1)), authority, basicProxyAuth(broker.sessionToken, broker.vault), { ca: caPem });
+  const { conn } = await openTunnel(Number(broker.proxyAddress!.split(":").at(-1)), authority, basicProxyAuth(broker.sessionToken, broker.vault), {
+    ca: caPem,
+  });
   conn.write(
     `GET ${path} HTTP/1.1\r\nHost: ${authority}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n` +
       `Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n\r\n`,

@@ -71,7 +71,9 @@ function respond(req: IncomingMessage, res: ServerResponse): void {
     if (mode === "gzip-stream") res.setHeader("content-encoding", "gzip");
     // Plain: cuts inside the first echo. Compressed: eight even pieces (the decoder's output splits where it will).
     const cuts =
-      mode === "stream" ? [0, 1000, FILLER.length + 20, FILLER.length + 37, FILLER.length + 61, bytes.length - 500, bytes.length] : Array.from({ length: 9 }, (_, k) => Math.round((bytes.length * k) / 8));
+      mode === "stream"
+        ? [0, 1000, FILLER.length + 20, FILLER.length + 37, FILLER.length + 61, bytes.length - 500, bytes.length]
+        : Array.from({ length: 9 }, (_, k) => Math.round((bytes.length * k) / 8));
     let i = 0;
     const next = () => {
       if (i >= cuts.length - 1) return void res.end();
@@ -113,7 +115,9 @@ function startWsUpstream(pki: TestUpstream["pki"], received: string[]): TCPSocke
         received.push(head);
         const target = head.split(" ")[1] ?? "/";
         const key = /^sec-websocket-key: (.*)$/im.exec(head)?.[1] ?? "";
-        s.write(`HTTP/1.1 101 Switching ${target}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept(key)}\r\nX-Echo-Url: ${target}\r\n\r\n`);
+        s.write(
+          `HTTP/1.1 101 Switching ${target}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept(key)}\r\nX-Echo-Url: ${target}\r\n\r\n`,
+        );
         s.write(textFrame(`you asked for ${target} (${decodeURIComponent(target)})`));
         (s as Socket<unknown>).end(Buffer.from([0x88, 2, 0x03, 0xe8]));
       },

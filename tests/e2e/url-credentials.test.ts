@@ -35,7 +35,11 @@ describe("query parameter", () => {
     expect(lastUrl()).toBe(`/maps/api/geocode?address=1%20Main&x=%2F&key=${QUERY_ON_WIRE}`);
     const body = await res.json();
     // The upstream parsed one key, the secret itself; the agent reads it redacted in every form.
-    expect(body.query).toEqual([["address", "1 Main"], ["x", "/"], ["key", "[redacted]"]]);
+    expect(body.query).toEqual([
+      ["address", "1 Main"],
+      ["x", "/"],
+      ["key", "[redacted]"],
+    ]);
     expect(body.url).toBe("/maps/api/geocode?address=1%20Main&x=%2F&key=[redacted]");
     expect(body.decoded).toBe("/maps/api/geocode?address=1 Main&x=/&key=[redacted]");
     expect(res.headers.get("x-echo-url")).toBe(`https://${env.maps}/maps/api/geocode?address=1%20Main&x=%2F&key=[redacted]`);
@@ -156,7 +160,12 @@ describe("what agents and humans are shown", () => {
     expect(read.body.services[0].auth).toEqual({ type: "query", param: "api_key", token: "NEW_KEY" });
     const page = await (await fetch(filed.body.approval_url)).text();
     expect(page).toContain("NEW_KEY, sent as the ?api_key= query parameter");
-    const bad = await env.broker.api("POST", "/v1/proposals", { services: [{ host: "new.test", auth: { type: "path", template: "/bot", token: "NEW_KEY" } }] }, env.broker.sessionToken);
+    const bad = await env.broker.api(
+      "POST",
+      "/v1/proposals",
+      { services: [{ host: "new.test", auth: { type: "path", template: "/bot", token: "NEW_KEY" } }] },
+      env.broker.sessionToken,
+    );
     expect(bad.status).toBe(400);
     expect(bad.body.field).toBe("services[0].auth.template");
   });

@@ -40,7 +40,12 @@ beforeAll(async () => {
   hostPort = `127.0.0.2:${upstream.port}`;
   local = await startUpstream(undefined, { host: "127.0.0.1", names: { dns: ["localhost"], ips: [] } });
   outside = await startUpstream(undefined, { host: "127.0.0.2", names: { dns: [], ips: ["127.0.0.2"] } });
-  env = await startVaultRunEnv({ upstreamCas: [upstream.pki.caPem, local.pki.caPem], allowlist: "127.0.0.2,127.0.0.1", secret: SECRET, services: [hostPort, `localhost:${local.port}`] });
+  env = await startVaultRunEnv({
+    upstreamCas: [upstream.pki.caPem, local.pki.caPem],
+    allowlist: "127.0.0.2,127.0.0.1",
+    secret: SECRET,
+    services: [hostPort, `localhost:${local.port}`],
+  });
 }, 60_000);
 
 afterAll(async () => {

@@ -28,7 +28,12 @@ export async function startVaultRunEnv(opts: { upstreamCas: string[]; allowlist:
   writeFileSync(caFile, opts.upstreamCas.join("\n"));
   const server = await startBinaryServer(
     bin,
-    cleanEnv({ BROKER_DATA_DIR: join(dir, "data"), BROKER_NETWORK_ALLOWLIST: opts.allowlist, BROKER_UPSTREAM_CA_FILE: caFile, BROKER_RATELIMIT_PROFILE: "off" }),
+    cleanEnv({
+      BROKER_DATA_DIR: join(dir, "data"),
+      BROKER_NETWORK_ALLOWLIST: opts.allowlist,
+      BROKER_UPSTREAM_CA_FILE: caFile,
+      BROKER_RATELIMIT_PROFILE: "off",
+    }),
     dir,
   );
   const owner = cleanEnv({ BROKER_CONFIG_DIR: join(tempDir("broker-cli-"), "config") });

@@ -27,7 +27,11 @@ export interface TestApi {
   readonly clock: Clock;
   readonly logs: string[];
   /** Sends a JSON request; `token` becomes the bearer; `ip` is the client address the server sees (default: none). */
-  call(method: string, path: string, opts?: { token?: string; body?: unknown; headers?: Record<string, string>; ip?: string }): Promise<{ status: number; body: any; headers: Headers }>;
+  call(
+    method: string,
+    path: string,
+    opts?: { token?: string; body?: unknown; headers?: Record<string, string>; ip?: string },
+  ): Promise<{ status: number; body: any; headers: Headers }>;
 }
 
 export interface TestApiOptions {

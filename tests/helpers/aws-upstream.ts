@@ -83,25 +83,32 @@ export function requireBotocore(): string | undefined {
 export async function startAwsUpstream(
   python: string,
   keys: AwsKeys,
-  opts: { host?: string; /** certificate names (a fresh PKI) */ names?: { dns?: string[]; ips?: string[] }; /** or this PKI, shared with another upstream */ pki?: TestPki } = {},
+  opts: {
+    host?: string /** certificate names (a fresh PKI) */;
+    names?: { dns?: string[]; ips?: string[] } /** or this PKI, shared with another upstream */;
+    pki?: TestPki;
+  } = {},
 ): Promise<AwsUpstream> {
   const pki = opts.pki ?? (await createTestPki(opts.names));
   const dir = mkdtempSync(join(tmpdir(), "broker-aws-upstream-"));
   writeFileSync(join(dir, "cert.pem"), pki.certPem);
   writeFileSync(join(dir, "key.pem"), pki.keyPem, { mode: 0o600 });
-  const proc = Bun.spawn([python, "-B", "-u", SCRIPT, "serve", "--cert", join(dir, "cert.pem"), "--key", join(dir, "key.pem"), "--host", opts.host ?? "127.0.0.1"], {
-    env: {
-      PATH: process.env.PATH ?? "/usr/bin:/bin",
-      FAKE_AWS_ACCESS_KEY_ID: keys.accessKeyId,
-      FAKE_AWS_SECRET_ACCESS_KEY: keys.secretAccessKey,
-      FAKE_AWS_SESSION_TOKEN: keys.sessionToken ?? "",
-      FAKE_AWS_REGION: keys.region,
-      FAKE_AWS_SERVICE: keys.service,
+  const proc = Bun.spawn(
+    [python, "-B", "-u", SCRIPT, "serve", "--cert", join(dir, "cert.pem"), "--key", join(dir, "key.pem"), "--host", opts.host ?? "127.0.0.1"],
+    {
+      env: {
+        PATH: process.env.PATH ?? "/usr/bin:/bin",
+        FAKE_AWS_ACCESS_KEY_ID: keys.accessKeyId,
+        FAKE_AWS_SECRET_ACCESS_KEY: keys.secretAccessKey,
+        FAKE_AWS_SESSION_TOKEN: keys.sessionToken ?? "",
+        FAKE_AWS_REGION: keys.region,
+        FAKE_AWS_SERVICE: keys.service,
+      },
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
     },
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-  });
+  );
   const records: AwsRecord[] = [];
   let text = "";
   let port = 0;
@@ -145,7 +152,17 @@ export async function startAwsUpstream(
     records,
     output: () => text,
     async sign(spec) {
-      const input = { method: spec.method, url: spec.url, headers: spec.headers ?? {}, body: spec.body ?? "", access_key: spec.keys.accessKeyId, secret_key: spec.keys.secretAccessKey, token: spec.keys.sessionToken, region: spec.keys.region, service: spec.keys.service };
+      const input = {
+        method: spec.method,
+        url: spec.url,
+        headers: spec.headers ?? {},
+        body: spec.body ?? "",
+        access_key: spec.keys.accessKeyId,
+        secret_key: spec.keys.secretAccessKey,
+        token: spec.keys.sessionToken,
+        region: spec.keys.region,
+        service: spec.keys.service,
+      };
       const p = Bun.spawn([python, "-B", SCRIPT, "sign"], { stdin: new TextEncoder().encode(JSON.stringify(input)), stdout: "pipe", stderr: "pipe" });
       const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
       if (code !== 0) throw new Error(`aws-upstream.py sign: ${err}`);

@@ -122,5 +122,9 @@ export function expectOk(r: RunResult): RunResult {
 /** The binary's server on a fixed port whose BROKER_PUBLIC_URL is itself, so invite and approval links reach it. */
 export function startSelfAddressedServer(bin: string, cwd: string): Promise<ServerProcess> {
   const port = freePort();
-  return startBinaryServer(bin, cleanEnv({ BROKER_DATA_DIR: join(tempDir(), "data"), BROKER_PORT: String(port), BROKER_PUBLIC_URL: `http://127.0.0.1:${port}` }), cwd);
+  return startBinaryServer(
+    bin,
+    cleanEnv({ BROKER_DATA_DIR: join(tempDir(), "data"), BROKER_PORT: String(port), BROKER_PUBLIC_URL: `http://127.0.0.1:${port}` }),
+    cwd,
+  );
 }

@@ -15,7 +15,10 @@ export async function runOffline(args: string[]): Promise<{ code: number; out: s
     const code = await main(args, { out: (t) => void (out += t), err: (t) => void (err += t) });
     return { code, out, err };
   } finally {
-    for (const [k, v] of [["BROKER_ADDR", saved.addr], ["BROKER_CONFIG_DIR", saved.dir]] as const) {
+    for (const [k, v] of [
+      ["BROKER_ADDR", saved.addr],
+      ["BROKER_CONFIG_DIR", saved.dir],
+    ] as const) {
       if (v === undefined) delete process.env[k];
       else process.env[k] = v;
     }

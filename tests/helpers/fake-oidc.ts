@@ -101,7 +101,9 @@ async function newKey(): Promise<SigningKey> {
 const b64url = (b: Buffer | string) => Buffer.from(b).toString("base64url");
 export const s256 = (verifier: string) => createHash("sha256").update(verifier).digest("base64url");
 
-export async function startFakeOidc(opts: { clientId?: string; clientSecret?: string; /** clock for token times (default Date.now) */ now?: () => number } = {}): Promise<FakeOidc> {
+export async function startFakeOidc(
+  opts: { clientId?: string; clientSecret?: string /** clock for token times (default Date.now) */; now?: () => number } = {},
+): Promise<FakeOidc> {
   const clientId = opts.clientId ?? "broker-test-client";
   const clientSecret = opts.clientSecret ?? b64url(randomBytes(24));
   const now = opts.now ?? Date.now;
@@ -116,7 +118,10 @@ export async function startFakeOidc(opts: { clientId?: string; clientSecret?: st
   let issuer = "";
 
   const oauthError = (status: number, error: string) =>
-    new Response(JSON.stringify({ error, error_description: `fake provider: ${error}` }), { status, headers: { "content-type": "application/json", "cache-control": "no-store" } });
+    new Response(JSON.stringify({ error, error_description: `fake provider: ${error}` }), {
+      status,
+      headers: { "content-type": "application/json", "cache-control": "no-store" },
+    });
 
   async function idToken(grant: Grant): Promise<string> {
     // Token times that hold whether the broker checks them on the real clock or on a moved test clock.
@@ -242,17 +247,21 @@ export async function startFakeOidc(opts: { clientId?: string; clientSecret?: st
           const verifierMatched = !!grant?.challenge && !!verifier && grant.challengeMethod === "S256" && s256(verifier) === grant.challenge;
           const record = (outcome: string, extra: Partial<TokenRequestRecord> = {}) =>
             tokenRequests.push({ params, clientAuth: auth.kind, verifierPresent: !!verifier, verifierMatched, outcome, ...extra });
-          if (!auth.ok) return record("invalid_client"), oauthError(401, "invalid_client");
-          if (form.get("grant_type") !== "authorization_code") return record("unsupported_grant_type"), oauthError(400, "unsupported_grant_type");
-          if (!grant || grant.clientId !== clientId || form.get("redirect_uri") !== grant.redirectUri) return record("invalid_grant"), oauthError(400, "invalid_grant");
-          if (!verifierMatched) return record("invalid_grant"), oauthError(400, "invalid_grant");
+          if (!auth.ok) return (record("invalid_client"), oauthError(401, "invalid_client"));
+          if (form.get("grant_type") !== "authorization_code") return (record("unsupported_grant_type"), oauthError(400, "unsupported_grant_type"));
+          if (!grant || grant.clientId !== clientId || form.get("redirect_uri") !== grant.redirectUri)
+            return (record("invalid_grant"), oauthError(400, "invalid_grant"));
+          if (!verifierMatched) return (record("invalid_grant"), oauthError(400, "invalid_grant"));
           const id_token = await idToken(grant);
           const access_token = `fake-at-${b64url(randomBytes(18))}`;
           const refresh_token = `fake-rt-${b64url(randomBytes(18))}`;
           record("issued", { idToken: id_token, accessToken: access_token, refreshToken: refresh_token });
-          return new Response(JSON.stringify({ access_token, token_type: "Bearer", expires_in: 3600, refresh_token, id_token, scope: "openid email profile" }), {
-            headers: { "content-type": "application/json", "cache-control": "no-store" },
-          });
+          return new Response(
+            JSON.stringify({ access_token, token_type: "Bearer", expires_in: 3600, refresh_token, id_token, scope: "openid email profile" }),
+            {
+              headers: { "content-type": "application/json", "cache-control": "no-store" },
+            },
+          );
         }
         default:
           return new Response("not found", { status: 404 });

@@ -93,12 +93,21 @@ export async function startFakeGitHub(opts: { apps: FakeGitHubApp[]; names: { dn
         void (app ? checkJwt(bearer, app) : Promise.resolve({ claims: undefined, problem: "no such installation" })).then(({ claims, problem }) => {
           const status = fake.refuseTokens ?? (!app ? 404 : problem ? 401 : 201);
           fake.tokenRequests.push({ installationId: m[1]!, jwt: bearer, claims, accept: req.headers.accept ?? "", status, problem });
-          if (status !== 201) return json(res, status, { message: problem ? `A JSON web token could not be decoded (${bearer})` : "Bad credentials", documentation_url: "https://docs.github.com/rest" });
+          if (status !== 201)
+            return json(res, status, {
+              message: problem ? `A JSON web token could not be decoded (${bearer})` : "Bad credentials",
+              documentation_url: "https://docs.github.com/rest",
+            });
           const token = `ghs_${randomBytes(18).toString("base64url")}`;
           const expires = Math.floor(Date.now() / 1000) + fake.tokenLifetimeS;
           tokens.set(token, expires * 1000);
           fake.issued.push(token);
-          json(res, 201, { token, expires_at: new Date(expires * 1000).toISOString().replace(/\.\d{3}Z$/, "Z"), permissions: { contents: "read" }, repository_selection: "all" });
+          json(res, 201, {
+            token,
+            expires_at: new Date(expires * 1000).toISOString().replace(/\.\d{3}Z$/, "Z"),
+            permissions: { contents: "read" },
+            repository_selection: "all",
+          });
         });
         return;
       }

@@ -53,7 +53,9 @@ export function polyglotBody(text: string): Buffer {
 
 /** `value`'s base64 with a "." after every 8 characters: invalid, yet Buffer.from(…, "base64") reads `value`. */
 export function lenientBase64(value: string): string {
-  return Buffer.from(value).toString("base64").replace(/(.{8})/g, "$1.");
+  return Buffer.from(value)
+    .toString("base64")
+    .replace(/(.{8})/g, "$1.");
 }
 
 const EMPTY_MESSAGE = Buffer.alloc(5);
@@ -104,7 +106,11 @@ function answer(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, calls: 
     case "polyglot":
       return withTrailers({ ...grpc, "content-encoding": "deflate" }, polyglotBody(`you sent ${auth}`), { "grpc-status": "0" });
     case "bin":
-      return withTrailers({ ...grpc, ...binFields(auth) }, EMPTY_MESSAGE, { "grpc-status": "0", "grpc-status-details-bin": unpadded(auth), ...binFields(auth) });
+      return withTrailers({ ...grpc, ...binFields(auth) }, EMPTY_MESSAGE, {
+        "grpc-status": "0",
+        "grpc-status-details-bin": unpadded(auth),
+        ...binFields(auth),
+      });
     case "bin-trailers-only":
       return void stream.respond({ ...grpc, "grpc-status": "9", "grpc-message": "echo in details", "grpc-status-details-bin": b64(auth) }, { endStream: true });
     case "bad-bin-header":

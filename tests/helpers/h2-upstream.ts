@@ -93,19 +93,21 @@ export async function startH2Upstream(opts: { allowHTTP1?: boolean; pki?: TestPk
     req.on("data", (c: Buffer) => chunks.push(c));
     // Bun ends a reset request's body too, and says it was reset only later: judge it once the
     // stream says so, or after a short grace when nothing more comes.
-    req.on("end", () => settled(req).then(() => {
-      const r = record(req, Buffer.concat(chunks));
-      received.push(r);
-      if (r.aborted) return;
-      answer(r, res, () => {
-        return new Promise<void>((resolve) => {
-          const done = () => (waiting.delete(done), res.off("close", done), resolve());
-          waiting.add(done);
-          maxHeld = Math.max(maxHeld, waiting.size);
-          res.once("close", done);
+    req.on("end", () =>
+      settled(req).then(() => {
+        const r = record(req, Buffer.concat(chunks));
+        received.push(r);
+        if (r.aborted) return;
+        answer(r, res, () => {
+          return new Promise<void>((resolve) => {
+            const done = () => (waiting.delete(done), res.off("close", done), resolve());
+            waiting.add(done);
+            maxHeld = Math.max(maxHeld, waiting.size);
+            res.once("close", done);
+          });
         });
-      });
-    }));
+      }),
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
@@ -139,7 +141,16 @@ function record(req: Http2ServerRequest, body: Buffer): H2Received {
   }
   const host = headers.find(([k]) => k === "host")?.[1] ?? "";
   const aborted = req.aborted || (h2 && (req.stream.rstCode ?? 0) !== 0);
-  return { protocol: h2 ? "h2" : "http/1.1", method: req.method, path: req.url, authority: h2 ? (pseudo[":authority"] ?? "") : host, pseudo, headers, body, aborted };
+  return {
+    protocol: h2 ? "h2" : "http/1.1",
+    method: req.method,
+    path: req.url,
+    authority: h2 ? (pseudo[":authority"] ?? "") : host,
+    pseudo,
+    headers,
+    body,
+    aborted,
+  };
 }
 
 async function answer(r: H2Received, res: Http2ServerResponse, hold: () => Promise<void>): Promise<void> {
@@ -174,7 +185,11 @@ async function answer(r: H2Received, res: Http2ServerResponse, hold: () => Promi
     if (!res.writableEnded && !res.destroyed) sendJson(res, { path: r.path, held: true });
     return;
   }
-  sendJson(res, { protocol: r.protocol, method: r.method, path: r.path, authority: r.authority, headers: r.headers, body: r.body.toString("utf8") }, r.method === "HEAD");
+  sendJson(
+    res,
+    { protocol: r.protocol, method: r.method, path: r.path, authority: r.authority, headers: r.headers, body: r.body.toString("utf8") },
+    r.method === "HEAD",
+  );
 }
 
 function sendJson(res: Http2ServerResponse, value: unknown, headOnly = false): void {

@@ -96,11 +96,13 @@ export async function startOAuthProvider(opts: { pki: TestPki; clients: OAuthTes
   const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
   const jwk = { ...privateKey.export({ format: "jwk" }), kid: `k-${randomBytes(4).toString("hex")}`, alg: "RS256", use: "sig" };
   const policy = interactionPolicy.base();
-  policy.get("login")!.checks.add(
-    new interactionPolicy.Check("test_always_interact", "sign in on every authorization request", (ctx) =>
-      ctx.oidc.result ? interactionPolicy.Check.NO_NEED_TO_PROMPT : interactionPolicy.Check.REQUEST_PROMPT,
-    ),
-  );
+  policy
+    .get("login")!
+    .checks.add(
+      new interactionPolicy.Check("test_always_interact", "sign in on every authorization request", (ctx) =>
+        ctx.oidc.result ? interactionPolicy.Check.NO_NEED_TO_PROMPT : interactionPolicy.Check.REQUEST_PROMPT,
+      ),
+    );
   const ttlOf = (client: { clientId: string } | undefined) => byId.get(client?.clientId ?? "")?.accessTokenTtl ?? 600;
 
   const provider = new Provider(issuer, {
@@ -114,7 +116,14 @@ export async function startOAuthProvider(opts: { pki: TestPki; clients: OAuthTes
         redirect_uris: c.grant === "client_credentials" ? [] : [REDIRECT_URI],
         scope: c.grant === "client_credentials" ? "read write" : undefined,
       })),
-      { client_id: RESOURCE_CLIENT, client_secret: resourceSecret, token_endpoint_auth_method: "client_secret_basic", grant_types: [], response_types: [], redirect_uris: [] },
+      {
+        client_id: RESOURCE_CLIENT,
+        client_secret: resourceSecret,
+        token_endpoint_auth_method: "client_secret_basic",
+        grant_types: [],
+        response_types: [],
+        redirect_uris: [],
+      },
     ] as any,
     clientAuthMethods: ["client_secret_basic", "client_secret_post"],
     jwks: { keys: [jwk as any] },
@@ -126,7 +135,10 @@ export async function startOAuthProvider(opts: { pki: TestPki; clients: OAuthTes
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
       introspection: { enabled: true, allowedPolicy: async (_ctx: unknown, client: { clientId: string }) => client.clientId === RESOURCE_CLIENT },
-      revocation: { enabled: true, allowedPolicy: async (_ctx: unknown, client: { clientId: string }, token: { clientId: string }) => client.clientId === token.clientId },
+      revocation: {
+        enabled: true,
+        allowedPolicy: async (_ctx: unknown, client: { clientId: string }, token: { clientId: string }) => client.clientId === token.clientId,
+      },
     },
     interactions: { policy, url: (_ctx: unknown, interaction: { uid: string }) => `/test-interaction/${interaction.uid}` },
     ttl: {
@@ -165,7 +177,15 @@ export async function startOAuthProvider(opts: { pki: TestPki; clients: OAuthTes
     const oidc = ctx.oidc;
     const form = outage ?? Object.fromEntries(Object.entries((oidc?.body ?? {}) as Record<string, unknown>).map(([k, v]) => [k, String(v)]));
     const body = ctx.body as Record<string, unknown> | undefined;
-    tokenRequests.push({ grantType: form.grant_type ?? "", form, authorization: ctx.get("authorization"), userAgent: ctx.get("user-agent"), clientId: oidc?.client?.clientId ?? form.client_id ?? basicId(ctx.get("authorization")), status: ctx.status, error: typeof body?.error === "string" ? body.error : undefined });
+    tokenRequests.push({
+      grantType: form.grant_type ?? "",
+      form,
+      authorization: ctx.get("authorization"),
+      userAgent: ctx.get("user-agent"),
+      clientId: oidc?.client?.clientId ?? form.client_id ?? basicId(ctx.get("authorization")),
+      status: ctx.status,
+      error: typeof body?.error === "string" ? body.error : undefined,
+    });
     for (const k of ["access_token", "refresh_token"]) if (typeof body?.[k] === "string") issued.push(body[k] as string);
   });
 
@@ -246,7 +266,12 @@ export async function startOAuthProvider(opts: { pki: TestPki; clients: OAuthTes
       }
       const code = url.searchParams.get("code");
       if (!code) throw new Error(`authorization flow ended without a code: ${url.search}`);
-      const out = await post("/token", c.id, c.secret, c.authMethod, { grant_type: "authorization_code", code, redirect_uri: REDIRECT_URI, code_verifier: verifier });
+      const out = await post("/token", c.id, c.secret, c.authMethod, {
+        grant_type: "authorization_code",
+        code,
+        redirect_uri: REDIRECT_URI,
+        code_verifier: verifier,
+      });
       const rt = out.body.refresh_token;
       if (out.status !== 200 || typeof rt !== "string") throw new Error(`code exchange: ${out.status} ${JSON.stringify(out.body.error ?? out.body)}`);
       return rt;
@@ -257,7 +282,8 @@ export async function startOAuthProvider(opts: { pki: TestPki; clients: OAuthTes
       if (out.status !== 200) throw new Error(`revocation: ${out.status}`);
     },
     async introspect(token, hint) {
-      return (await post("/token/introspection", RESOURCE_CLIENT, resourceSecret, "client_secret_basic", { token, ...(hint && { token_type_hint: hint }) })).body;
+      return (await post("/token/introspection", RESOURCE_CLIENT, resourceSecret, "client_secret_basic", { token, ...(hint && { token_type_hint: hint }) }))
+        .body;
     },
     failNext(status) {
       failing = status;

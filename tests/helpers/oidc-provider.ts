@@ -105,11 +105,13 @@ export async function startOidcProvider(opts: OidcProviderOptions): Promise<Test
 
   // Every authorization request (not its resumption after our interaction) goes through the interaction.
   const policy = interactionPolicy.base();
-  policy.get("login")!.checks.add(
-    new interactionPolicy.Check("test_always_interact", "the test provider signs in the chosen user on every request", (ctx) =>
-      ctx.oidc.result ? interactionPolicy.Check.NO_NEED_TO_PROMPT : interactionPolicy.Check.REQUEST_PROMPT,
-    ),
-  );
+  policy
+    .get("login")!
+    .checks.add(
+      new interactionPolicy.Check("test_always_interact", "the test provider signs in the chosen user on every request", (ctx) =>
+        ctx.oidc.result ? interactionPolicy.Check.NO_NEED_TO_PROMPT : interactionPolicy.Check.REQUEST_PROMPT,
+      ),
+    );
 
   const provider = new Provider(issuer, {
     clients: [
@@ -198,7 +200,13 @@ export async function startOidcProvider(opts: OidcProviderOptions): Promise<Test
     clientId,
     clientSecret,
     env(extra = {}) {
-      return { BROKER_OIDC_ISSUER: issuer, BROKER_OIDC_CLIENT_ID: clientId, BROKER_OIDC_CLIENT_SECRET: clientSecret, BROKER_OIDC_CLIENT_AUTH_METHOD: authMethod, ...extra };
+      return {
+        BROKER_OIDC_ISSUER: issuer,
+        BROKER_OIDC_CLIENT_ID: clientId,
+        BROKER_OIDC_CLIENT_SECRET: clientSecret,
+        BROKER_OIDC_CLIENT_AUTH_METHOD: authMethod,
+        ...extra,
+      };
     },
     nextLogin(email) {
       const want = email.toLowerCase();

@@ -55,12 +55,14 @@ interface Ctx {
 
 function createRunner(): Runner {
   const bin = findPgBin();
-  if (!bin) throw new Error("PostgreSQL server binaries (initdb, pg_ctl, postgres) not found: install Debian's `postgresql` package (apt-get install postgresql)");
+  if (!bin)
+    throw new Error("PostgreSQL server binaries (initdb, pg_ctl, postgres) not found: install Debian's `postgresql` package (apt-get install postgresql)");
   if (process.getuid?.() !== 0) return { bin };
   const id = (flag: string) => Bun.spawnSync(["id", flag, "postgres"], { stdout: "pipe", stderr: "pipe" });
   const uid = id("-u");
   const gid = id("-g");
-  if (uid.exitCode !== 0 || gid.exitCode !== 0) throw new Error("running as root but there is no `postgres` system user to run initdb/postgres as: install Debian's `postgresql` package");
+  if (uid.exitCode !== 0 || gid.exitCode !== 0)
+    throw new Error("running as root but there is no `postgres` system user to run initdb/postgres as: install Debian's `postgresql` package");
   return { bin, asUser: { name: "postgres", uid: Number(uid.stdout.toString().trim()), gid: Number(gid.stdout.toString().trim()) } };
 }
 
@@ -103,7 +105,18 @@ async function initCluster(ctx: Ctx, password: string): Promise<void> {
   const pwfile = join(ctx.dir, "pwfile");
   writeOwned(ctx, pwfile, `${password}\n`);
   try {
-    await runTool(ctx, "initdb", "initdb", ["-D", ctx.dataDir, "-U", "broker", `--pwfile=${pwfile}`, "--auth=scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync"]);
+    await runTool(ctx, "initdb", "initdb", [
+      "-D",
+      ctx.dataDir,
+      "-U",
+      "broker",
+      `--pwfile=${pwfile}`,
+      "--auth=scram-sha-256",
+      "-E",
+      "UTF8",
+      "--locale=C",
+      "--no-sync",
+    ]);
   } finally {
     unlinkSync(pwfile);
   }
@@ -125,7 +138,8 @@ function configure(ctx: Ctx, port: number): void {
 }
 
 const pgStart = (ctx: Ctx) => runTool(ctx, "starting PostgreSQL", "pg_ctl", ["start", "-D", ctx.dataDir, "-l", ctx.logFile, "-w", "-t", "60"]);
-const pgStop = (ctx: Ctx, mode: "fast" | "immediate") => runTool(ctx, `stopping PostgreSQL (-m ${mode})`, "pg_ctl", ["stop", "-D", ctx.dataDir, "-m", mode, "-w", "-t", "60"]);
+const pgStop = (ctx: Ctx, mode: "fast" | "immediate") =>
+  runTool(ctx, `stopping PostgreSQL (-m ${mode})`, "pg_ctl", ["stop", "-D", ctx.dataDir, "-m", mode, "-w", "-t", "60"]);
 
 // Clusters still alive when the process ends (a crashed or interrupted test run): stopped synchronously.
 const live = new Set<Ctx>();
@@ -133,7 +147,12 @@ let exitHooksInstalled = false;
 
 function stopAllNow(): void {
   for (const c of live) {
-    Bun.spawnSync(commandFor(c.runner, "pg_ctl", ["stop", "-D", c.dataDir, "-m", "immediate"]), { cwd: c.dir, env: toolEnv(), stdout: "ignore", stderr: "ignore" });
+    Bun.spawnSync(commandFor(c.runner, "pg_ctl", ["stop", "-D", c.dataDir, "-m", "immediate"]), {
+      cwd: c.dir,
+      env: toolEnv(),
+      stdout: "ignore",
+      stderr: "ignore",
+    });
     rmSync(c.dir, { recursive: true, force: true });
   }
   live.clear();
@@ -224,7 +243,9 @@ function createHandle(ctx: Ctx, port: number, password: string): PgCluster {
     destroy() {
       destroyed ??= (async () => {
         // Not tracked whether it runs: a stop() or start() that failed half-way leaves that unknown. pg_ctl knows.
-        await pgStop(ctx, "fast").catch(() => pgStop(ctx, "immediate")).catch(() => {});
+        await pgStop(ctx, "fast")
+          .catch(() => pgStop(ctx, "immediate"))
+          .catch(() => {});
         live.delete(ctx);
         rmSync(ctx.dir, { recursive: true, force: true });
       })();

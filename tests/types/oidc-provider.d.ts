@@ -15,9 +15,17 @@ declare module "oidc-provider" {
     constructor(issuer: string, configuration: Record<string, any>);
     callback(): (req: IncomingMessage, res: ServerResponse) => void;
     interactionDetails(req: IncomingMessage, res: ServerResponse): Promise<{ uid: string; params: Record<string, unknown>; prompt: { name: string } }>;
-    interactionFinished(req: IncomingMessage, res: ServerResponse, result: Record<string, unknown>, opts?: { mergeWithLastSubmission?: boolean }): Promise<void>;
+    interactionFinished(
+      req: IncomingMessage,
+      res: ServerResponse,
+      result: Record<string, unknown>,
+      opts?: { mergeWithLastSubmission?: boolean },
+    ): Promise<void>;
     on(event: string, listener: (...args: any[]) => void): this;
-    Grant: new (p: { accountId: string; clientId: string }) => { addOIDCScope(scope: string): void; save(): Promise<string> };
+    Grant: new (p: {
+      accountId: string;
+      clientId: string;
+    }) => { addOIDCScope(scope: string): void; save(): Promise<string> };
     Client: any;
   }
 }

@@ -48,19 +48,37 @@ describe("defaults", () => {
 
   test("explicit values are read", () => {
     const c = loadConfig({
-      ...HOME, BROKER_DATA_DIR: "/var/lib/broker/", BROKER_HOST: "::1", BROKER_PORT: "8080", BROKER_PROXY_PORT: " 8081 ",
-      BROKER_ALLOW_PRIVATE_RANGES: "YES", BROKER_RATELIMIT_PROFILE: "Strict", BROKER_RATELIMIT_LOCK: "1", BROKER_LOG_LEVEL: "debug",
+      ...HOME,
+      BROKER_DATA_DIR: "/var/lib/broker/",
+      BROKER_HOST: "::1",
+      BROKER_PORT: "8080",
+      BROKER_PROXY_PORT: " 8081 ",
+      BROKER_ALLOW_PRIVATE_RANGES: "YES",
+      BROKER_RATELIMIT_PROFILE: "Strict",
+      BROKER_RATELIMIT_LOCK: "1",
+      BROKER_LOG_LEVEL: "debug",
       BROKER_UPSTREAM_CA_FILE: "/etc/ssl/extra.pem",
     });
     expect(c).toMatchObject({ dataDir: "/var/lib/broker", bindHost: "::1", apiPort: 8080, proxyPort: 8081 });
-    expect(c).toMatchObject({ allowPrivateRanges: true, rateLimit: { profile: "strict", locked: true }, logLevel: "debug", upstreamCaFile: "/etc/ssl/extra.pem" });
+    expect(c).toMatchObject({
+      allowPrivateRanges: true,
+      rateLimit: { profile: "strict", locked: true },
+      logLevel: "debug",
+      upstreamCaFile: "/etc/ssl/extra.pem",
+    });
   });
 
   test("a public URL is accepted without its trailing slash", () => {
     expect(loadConfig({ ...HOME, BROKER_PUBLIC_URL: "https://broker.example.com/" }).publicUrl).toBe("https://broker.example.com");
   });
 
-  test.each([["true", true], ["on", true], ["0", false], ["no", false], ["OFF", false]])("bool %p reads as %p", (raw, value) => {
+  test.each([
+    ["true", true],
+    ["on", true],
+    ["0", false],
+    ["no", false],
+    ["OFF", false],
+  ])("bool %p reads as %p", (raw, value) => {
     expect(loadConfig({ ...HOME, BROKER_ALLOW_PRIVATE_RANGES: raw }).allowPrivateRanges).toBe(value);
   });
 });
@@ -81,8 +99,18 @@ describe("validation", () => {
       BROKER_LOG_LEVEL: "loud",
     });
     const named = (name: string) => problems.filter((p) => p.startsWith(`${name}:`));
-    for (const name of ["BROKER_DATA_DIR", "BROKER_HOST", "BROKER_PORT", "BROKER_PUBLIC_URL", "BROKER_ALLOW_PRIVATE_RANGES",
-      "BROKER_NETWORK_ALLOWLIST", "BROKER_UPSTREAM_CA_FILE", "BROKER_RATELIMIT_PROFILE", "BROKER_RATELIMIT_LOCK", "BROKER_LOG_LEVEL"]) {
+    for (const name of [
+      "BROKER_DATA_DIR",
+      "BROKER_HOST",
+      "BROKER_PORT",
+      "BROKER_PUBLIC_URL",
+      "BROKER_ALLOW_PRIVATE_RANGES",
+      "BROKER_NETWORK_ALLOWLIST",
+      "BROKER_UPSTREAM_CA_FILE",
+      "BROKER_RATELIMIT_PROFILE",
+      "BROKER_RATELIMIT_LOCK",
+      "BROKER_LOG_LEVEL",
+    ]) {
       expect(named(name)).toHaveLength(1);
     }
     expect(problems).toHaveLength(10);
@@ -173,12 +201,15 @@ describe("trusted proxies", () => {
     expect(loadConfig({ ...HOME, BROKER_TRUSTED_PROXIES: "  " }).trustedProxies).toEqual([]);
   });
 
-  test.each(["proxy.example", "10.0.0.0/33", "::1/129", "1.2.3.4:80", "010.0.0.1", "10.1", "[::1]"])("%p is a problem naming the variable and the item", (item) => {
-    const problems = problemsOf({ ...HOME, BROKER_TRUSTED_PROXIES: `127.0.0.1,${item}` });
-    expect(problems).toHaveLength(1);
-    expect(problems[0]).toStartWith("BROKER_TRUSTED_PROXIES: ");
-    expect(problems[0]).toContain(`"${item}"`);
-  });
+  test.each(["proxy.example", "10.0.0.0/33", "::1/129", "1.2.3.4:80", "010.0.0.1", "10.1", "[::1]"])(
+    "%p is a problem naming the variable and the item",
+    (item) => {
+      const problems = problemsOf({ ...HOME, BROKER_TRUSTED_PROXIES: `127.0.0.1,${item}` });
+      expect(problems).toHaveLength(1);
+      expect(problems[0]).toStartWith("BROKER_TRUSTED_PROXIES: ");
+      expect(problems[0]).toContain(`"${item}"`);
+    },
+  );
 
   test.each(["0.0.0.0/0", "::/0", "10.0.0.0/0"])("%p (every address) is refused: the client would choose its own address", (item) => {
     const problems = problemsOf({ ...HOME, BROKER_TRUSTED_PROXIES: `127.0.0.1, ${item}` });
@@ -193,7 +224,15 @@ describe("trusted proxies", () => {
 
 describe("warnings and immutability", () => {
   test("unknown BROKER_* names become warnings; known client names and other variables do not", () => {
-    const c = loadConfig({ ...HOME, BROKER_PROT: "1", BROKER_LOGLEVEL: "debug", BROKER_ADDR: "x", BROKER_SESSION_TOKEN: "y", BROKER_MASTER_PASSWORD: "z", PATH: "/bin" });
+    const c = loadConfig({
+      ...HOME,
+      BROKER_PROT: "1",
+      BROKER_LOGLEVEL: "debug",
+      BROKER_ADDR: "x",
+      BROKER_SESSION_TOKEN: "y",
+      BROKER_MASTER_PASSWORD: "z",
+      PATH: "/bin",
+    });
     expect(c.warnings).toHaveLength(2);
     expect(c.warnings.some((w) => w.includes("BROKER_PROT"))).toBe(true);
     expect(c.warnings.some((w) => w.includes("BROKER_LOGLEVEL"))).toBe(true);
@@ -288,7 +327,12 @@ describe("identity-provider sign-in (BROKER_OIDC_*)", () => {
   });
 
   test("every missing or invalid piece is reported, each naming its variable", () => {
-    const problems = problemsOf({ ...HOME, BROKER_OIDC_ISSUER: "http://idp.example.com", BROKER_OIDC_SCOPES: "email", BROKER_OIDC_CLIENT_AUTH_METHOD: "private_key_jwt" });
+    const problems = problemsOf({
+      ...HOME,
+      BROKER_OIDC_ISSUER: "http://idp.example.com",
+      BROKER_OIDC_SCOPES: "email",
+      BROKER_OIDC_CLIENT_AUTH_METHOD: "private_key_jwt",
+    });
     for (const name of ["BROKER_OIDC_ISSUER", "BROKER_OIDC_CLIENT_ID", "BROKER_OIDC_SCOPES", "BROKER_OIDC_CLIENT_AUTH_METHOD"]) {
       expect(problems.some((p) => p.startsWith(`${name}:`))).toBe(true);
     }
@@ -301,7 +345,11 @@ describe("BROKER_DATABASE_URL", () => {
   });
 
   test("a postgres URL selects PostgreSQL, its password kept wrapped", () => {
-    const c = loadConfig({ ...HOME, BROKER_DATABASE_URL: "postgres://broker:pw-s3cret@db.internal:5432/broker?sslmode=verify-full", BROKER_DATABASE_POOL_SIZE: "20" });
+    const c = loadConfig({
+      ...HOME,
+      BROKER_DATABASE_URL: "postgres://broker:pw-s3cret@db.internal:5432/broker?sslmode=verify-full",
+      BROKER_DATABASE_POOL_SIZE: "20",
+    });
     expect(c.database?.url).toBeInstanceOf(Secret);
     expect(c.database?.url.reveal()).toBe("postgres://broker:pw-s3cret@db.internal:5432/broker?sslmode=verify-full");
     expect(c.database?.poolSize).toBe(20);
@@ -310,7 +358,12 @@ describe("BROKER_DATABASE_URL", () => {
   });
 
   test("bad values are named without repeating the URL (it holds a password)", () => {
-    const problems = problemsOf({ ...HOME, BROKER_DATABASE_URL: "mysql://root:pw-s3cret@db/x", BROKER_DATABASE_POOL_SIZE: "0", BROKER_DATABASE_OUTAGE_GRACE_SECONDS: "-1" });
+    const problems = problemsOf({
+      ...HOME,
+      BROKER_DATABASE_URL: "mysql://root:pw-s3cret@db/x",
+      BROKER_DATABASE_POOL_SIZE: "0",
+      BROKER_DATABASE_OUTAGE_GRACE_SECONDS: "-1",
+    });
     expect(problems.join("\n")).not.toContain("pw-s3cret");
     expect(problems.some((p) => p.startsWith("BROKER_DATABASE_URL: only PostgreSQL"))).toBe(true);
     expect(problems.some((p) => p.startsWith("BROKER_DATABASE_POOL_SIZE:"))).toBe(true);

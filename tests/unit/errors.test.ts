@@ -2,8 +2,19 @@
 
 import { describe, expect, test } from "bun:test";
 import {
-  Conflict, Internal, InvalidRequest, MethodNotAllowed, MisdirectedRequest, NotFound, PayloadTooLarge, PermissionDenied,
-  RateLimited, toErrorResponse, Unauthorized, Unavailable, type BrokerError,
+  Conflict,
+  Internal,
+  InvalidRequest,
+  MethodNotAllowed,
+  MisdirectedRequest,
+  NotFound,
+  PayloadTooLarge,
+  PermissionDenied,
+  RateLimited,
+  toErrorResponse,
+  Unauthorized,
+  Unavailable,
+  type BrokerError,
 } from "../../src/errors.ts";
 import { createMemoryLogger } from "../../src/log.ts";
 
@@ -39,7 +50,11 @@ describe("known errors", () => {
 
   test("the envelope is exactly {error, message, ...extra}", async () => {
     expect((await envelope(toErrorResponse(new Conflict("vault exists")))).body).toEqual({ error: "conflict", message: "vault exists" });
-    expect((await envelope(toErrorResponse(new InvalidRequest("bad name", "name")))).body).toEqual({ error: "invalid_request", message: "bad name", field: "name" });
+    expect((await envelope(toErrorResponse(new InvalidRequest("bad name", "name")))).body).toEqual({
+      error: "invalid_request",
+      message: "bad name",
+      field: "name",
+    });
   });
 
   test("RateLimited carries Retry-After and retry_after", async () => {
@@ -65,18 +80,15 @@ describe("known errors", () => {
 describe("unknown errors", () => {
   const leaky = "SQLITE_CONSTRAINT at /var/lib/broker/broker.db token=av_sess_abcdef";
 
-  test.each([new Error(leaky), new TypeError(leaky), leaky, { message: leaky }, undefined])(
-    "%p becomes a generic 500 internal",
-    async (thrown) => {
-      const res = toErrorResponse(thrown);
-      const text = await res.text();
-      expect(res.status).toBe(500);
-      expect(res.headers.get("x-broker-error")).toBe("internal");
-      expect(JSON.parse(text)).toEqual({ error: "internal", message: "internal error" });
-      expect(text).not.toContain("SQLITE");
-      expect(text).not.toContain("av_sess_");
-    },
-  );
+  test.each([new Error(leaky), new TypeError(leaky), leaky, { message: leaky }, undefined])("%p becomes a generic 500 internal", async (thrown) => {
+    const res = toErrorResponse(thrown);
+    const text = await res.text();
+    expect(res.status).toBe(500);
+    expect(res.headers.get("x-broker-error")).toBe("internal");
+    expect(JSON.parse(text)).toEqual({ error: "internal", message: "internal error" });
+    expect(text).not.toContain("SQLITE");
+    expect(text).not.toContain("av_sess_");
+  });
 
   test("are logged once as unhandled_error, through the redacting logger", () => {
     const log = createMemoryLogger();

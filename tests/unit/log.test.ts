@@ -72,7 +72,12 @@ describe("redaction", () => {
     const line = log.lines[0]!;
     expect(line).not.toContain(TOKEN.slice("av_sess_".length));
     expect(line).not.toContain("abc-DEF_123");
-    expect(parse(line)).toMatchObject({ event: "lookup av_sess_[redacted]", note: "Bearer av_sess_[redacted] was used", list: ["av_sess_[redacted]"], agent: "av_agt_[redacted]" });
+    expect(parse(line)).toMatchObject({
+      event: "lookup av_sess_[redacted]",
+      note: "Bearer av_sess_[redacted] was used",
+      list: ["av_sess_[redacted]"],
+      agent: "av_agt_[redacted]",
+    });
   });
 
   test("every token kind is masked", () => {

@@ -26,7 +26,12 @@ interface AgentView {
 /** 2592000 → "30d"; a whole unit when one fits, else seconds. */
 export function formatDuration(seconds: number | null | undefined): string {
   if (seconds === null || seconds === undefined) return "never expires";
-  for (const [unit, size] of [["w", 604800], ["d", 86400], ["h", 3600], ["m", 60]] as const) {
+  for (const [unit, size] of [
+    ["w", 604800],
+    ["d", 86400],
+    ["h", 3600],
+    ["m", 60],
+  ] as const) {
     if (seconds % size === 0) return `expires ${seconds / size}${unit} after redemption`;
   }
   return `expires ${seconds}s after redemption`;

@@ -83,7 +83,8 @@ const login = defineCommand({
 });
 
 async function loginInBrowser(ctx: CliContext, args: { email?: string; "password-stdin"?: boolean; "print-token"?: boolean }): Promise<void> {
-  if (args.email || args["password-stdin"]) throw new CliFailure("--sso takes no --email or --password-stdin: the identity provider checks who you are", undefined, 2);
+  if (args.email || args["password-stdin"])
+    throw new CliFailure("--sso takes no --email or --password-stdin: the identity provider checks who you are", undefined, 2);
   const abort = new AbortController();
   const onInterrupt = () => abort.abort();
   process.once("SIGINT", onInterrupt); // Ctrl-C ends the wait and closes the listener

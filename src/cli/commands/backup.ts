@@ -22,7 +22,10 @@ const backupCommand = defineCommand({
     const env = args["data-dir"] ? { ...process.env, BROKER_DATA_DIR: args["data-dir"] } : process.env;
     const config = loadConfig(env);
     if (config.database) {
-      throw new CliFailure("the store is in PostgreSQL (BROKER_DATABASE_URL is set); broker backup copies only the SQLite store", "back up PostgreSQL with its own tools: pg_dump --format=custom --file=broker.dump <database>");
+      throw new CliFailure(
+        "the store is in PostgreSQL (BROKER_DATABASE_URL is set); broker backup copies only the SQLite store",
+        "back up PostgreSQL with its own tools: pg_dump --format=custom --file=broker.dump <database>",
+      );
     }
     const target = resolve(String(args.file));
     if (!existsSync(`${config.dataDir}/${DB_FILE}`)) {
@@ -32,12 +35,28 @@ const backupCommand = defineCommand({
     try {
       report = backupSqlite(config.dataDir, target);
     } catch (err) {
-      if (err instanceof BackupTargetExists) throw new CliFailure(`${target} already exists; a backup never overwrites a file`, "choose a new file name, or move the old file away first");
-      throw new CliFailure(`backup failed, nothing was written to ${target}: ${err instanceof Error ? err.message : String(err)}`, "check that the target directory exists and is writable, and that the data directory is readable");
+      if (err instanceof BackupTargetExists)
+        throw new CliFailure(`${target} already exists; a backup never overwrites a file`, "choose a new file name, or move the old file away first");
+      throw new CliFailure(
+        `backup failed, nothing was written to ${target}: ${err instanceof Error ? err.message : String(err)}`,
+        "check that the target directory exists and is writable, and that the data directory is readable",
+      );
     }
-    const rows = Object.entries(report.tables).filter(([t]) => t !== "schema_migrations").reduce((n, [, c]) => n + c, 0);
-    if (args.json) return printJson({ file: report.path, bytes: report.bytes, mode: "0600", schema_version: report.schemaVersion, keyring: report.keyring ?? null, tables: report.tables });
-    printLine(`Wrote ${report.path} (${report.bytes} bytes, mode 0600): schema version ${report.schemaVersion}, ${rows} rows in ${Object.keys(report.tables).length} tables, integrity checked.`);
+    const rows = Object.entries(report.tables)
+      .filter(([t]) => t !== "schema_migrations")
+      .reduce((n, [, c]) => n + c, 0);
+    if (args.json)
+      return printJson({
+        file: report.path,
+        bytes: report.bytes,
+        mode: "0600",
+        schema_version: report.schemaVersion,
+        keyring: report.keyring ?? null,
+        tables: report.tables,
+      });
+    printLine(
+      `Wrote ${report.path} (${report.bytes} bytes, mode 0600): schema version ${report.schemaVersion}, ${rows} rows in ${Object.keys(report.tables).length} tables, integrity checked.`,
+    );
     printLine();
     printLine(keyNote(report.keyring));
   },

@@ -26,7 +26,11 @@ const KEY_PATTERN = /^[A-Z][A-Z0-9_]*$/;
 /** Checked before reading the value, so a typo fails before anyone pastes a secret. */
 export function checkKey(key: string): string {
   if (key.length > 128 || !KEY_PATTERN.test(key)) {
-    throw new CliFailure(`"${key}" is not a credential key`, "keys are upper-case letters, digits and underscores, starting with a letter, e.g. OPENAI_API_KEY", 2);
+    throw new CliFailure(
+      `"${key}" is not a credential key`,
+      "keys are upper-case letters, digits and underscores, starting with a letter, e.g. OPENAI_API_KEY",
+      2,
+    );
   }
   return key;
 }
@@ -54,7 +58,10 @@ const get = defineCommand({
     const key = checkKey(args.key);
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
-    const res = await hintOnForbidden(ctx.client.request<CredentialView>("GET", vaultPath(vault, "credentials", key), { vault, hints: listKeys(vault) }), SECRET_READ_HINT);
+    const res = await hintOnForbidden(
+      ctx.client.request<CredentialView>("GET", vaultPath(vault, "credentials", key), { vault, hints: listKeys(vault) }),
+      SECRET_READ_HINT,
+    );
     if (typeof res.value !== "string") throw new CliFailure("the broker returned no value", "check the server version");
     printSecret(new Secret(res.value));
   },

@@ -31,12 +31,22 @@ async function runChecks(env: Record<string, string | undefined>): Promise<Findi
     config = loadConfig(env);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
-    return err.problems.map((p) => ({ check: "configuration", level: "problem", message: p, fix: "fix the variable; `broker server --help` lists every setting" }));
+    return err.problems.map((p) => ({
+      check: "configuration",
+      level: "problem",
+      message: p,
+      fix: "fix the variable; `broker server --help` lists every setting",
+    }));
   }
   const findings: Finding[] = [
     config.warnings.length === 0
       ? { check: "configuration", level: "ok", message: "valid" }
-      : { check: "configuration", level: "warning", message: config.warnings.join("; "), fix: "remove or correct the variable (`broker server --help` lists every setting)" },
+      : {
+          check: "configuration",
+          level: "warning",
+          message: config.warnings.join("; "),
+          fix: "remove or correct the variable (`broker server --help` lists every setting)",
+        },
   ];
   findings.push(...(await checkPorts(config)));
   findings.push(...checkDataDir(config));

@@ -7,7 +7,18 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigError, loadConfig, maskDatabaseUrl, type Config } from "../../config.ts";
 import { DatabaseUnavailable } from "../../errors.ts";
-import { copyStore, CopyMismatch, DB_FILE, migrate, openPostgres, openStore, SchemaMismatch, TargetNotEmpty, type CopyReport, type Db } from "../../store/index.ts";
+import {
+  copyStore,
+  CopyMismatch,
+  DB_FILE,
+  migrate,
+  openPostgres,
+  openStore,
+  SchemaMismatch,
+  TargetNotEmpty,
+  type CopyReport,
+  type Db,
+} from "../../store/index.ts";
 import { jsonArg } from "../args.ts";
 import { CliFailure } from "../fail.ts";
 import { addHelpFooter } from "../help.ts";
@@ -23,7 +34,11 @@ interface Target {
 const migrateDbCommand = defineCommand({
   meta: { name: "migrate-db", description: "Copy this instance's SQLite store into an empty PostgreSQL database (stop the broker first)" },
   args: {
-    to: { type: "string", description: "postgres://user:password@host:5432/db of an empty database (default: BROKER_DATABASE_URL, which keeps the password out of ps and shell history)" },
+    to: {
+      type: "string",
+      description:
+        "postgres://user:password@host:5432/db of an empty database (default: BROKER_DATABASE_URL, which keeps the password out of ps and shell history)",
+    },
     "data-dir": { type: "string", description: "Data directory holding the SQLite store (default: BROKER_DATA_DIR or ~/.broker)" },
     ...jsonArg,
   },
@@ -31,11 +46,16 @@ const migrateDbCommand = defineCommand({
     const { config, target } = readSettings(args.to, args["data-dir"]);
     const dbFile = join(config.dataDir, DB_FILE);
     if (!existsSync(dbFile)) {
-      throw new CliFailure(`no SQLite store to copy: ${dbFile} does not exist`, `looked in ${config.dataDir}; set BROKER_DATA_DIR (or --data-dir) to the data directory of the broker you are moving`);
+      throw new CliFailure(
+        `no SQLite store to copy: ${dbFile} does not exist`,
+        `looked in ${config.dataDir}; set BROKER_DATA_DIR (or --data-dir) to the data directory of the broker you are moving`,
+      );
     }
     // SQLite removes the -wal file when its last connection closes cleanly.
     if (existsSync(`${dbFile}-wal`)) {
-      printNote(`warning: ${dbFile}-wal exists: a broker may still be using this store (or did not shut down cleanly). Stop it first: what it writes after the copy is not in PostgreSQL.`);
+      printNote(
+        `warning: ${dbFile}-wal exists: a broker may still be using this store (or did not shut down cleanly). Stop it first: what it writes after the copy is not in PostgreSQL.`,
+      );
     }
     if (!args.json) printNote(`Copying the SQLite store in ${config.dataDir} into ${target.shown} …`);
     using source = await openStore({ dataDir: config.dataDir }).catch((err) => failOnSource(err, config.dataDir));
@@ -60,11 +80,20 @@ function readSettings(to: string | undefined, dataDir: string | undefined): { co
     config = loadConfig(env);
   } catch (err) {
     const bad = err instanceof ConfigError && to !== undefined ? err.problems.find((p) => p.startsWith("BROKER_DATABASE_URL:")) : undefined;
-    if (bad) throw new CliFailure(bad.replace(/^BROKER_DATABASE_URL:/, "--to:").replace(/; leave it unset.*$/, ""), "give the URL of an empty PostgreSQL database: postgres://user:password@host:5432/database", 2);
+    if (bad)
+      throw new CliFailure(
+        bad.replace(/^BROKER_DATABASE_URL:/, "--to:").replace(/; leave it unset.*$/, ""),
+        "give the URL of an empty PostgreSQL database: postgres://user:password@host:5432/database",
+        2,
+      );
     throw err;
   }
   if (!config.database) {
-    throw new CliFailure("no target database: give --to or set BROKER_DATABASE_URL", "BROKER_DATABASE_URL=postgres://user:password@host:5432/broker broker migrate-db (the database must exist and be empty)", 2);
+    throw new CliFailure(
+      "no target database: give --to or set BROKER_DATABASE_URL",
+      "BROKER_DATABASE_URL=postgres://user:password@host:5432/broker broker migrate-db (the database must exist and be empty)",
+      2,
+    );
   }
   // The one place this command unwraps the URL: to open the pool, mask it for display and know what to scrub.
   const raw = config.database.url.reveal();
@@ -108,7 +137,10 @@ function failOnSource(err: unknown, dataDir: string): never {
   if (isSqliteBusy(err)) {
     throw new CliFailure(`the SQLite store in ${dataDir} is locked by another process`, "stop the broker that uses it, then run migrate-db again");
   }
-  throw new CliFailure(`cannot open the SQLite store in ${dataDir}: ${message}`, "check BROKER_DATA_DIR and the files' permissions; run migrate-db with the same broker version that last ran on it, or a newer one");
+  throw new CliFailure(
+    `cannot open the SQLite store in ${dataDir}: ${message}`,
+    "check BROKER_DATA_DIR and the files' permissions; run migrate-db with the same broker version that last ran on it, or a newer one",
+  );
 }
 
 /** Every failure on the PostgreSQL side as what went wrong and what to do, never showing the password. */
@@ -116,29 +148,48 @@ function failOnTarget(err: unknown, target: Target): never {
   const at = target.shown;
   const untouched = "nothing was committed: the target is as it was";
   if (err instanceof TargetNotEmpty) {
-    throw new CliFailure(`the target database is not empty: ${err.message} (${at})`, "give migrate-db a new, empty database (e.g. `createdb broker`); it never merges into or overwrites existing data");
+    throw new CliFailure(
+      `the target database is not empty: ${err.message} (${at})`,
+      "give migrate-db a new, empty database (e.g. `createdb broker`); it never merges into or overwrites existing data",
+    );
   }
   if (err instanceof CopyMismatch) {
-    throw new CliFailure(`verification failed, ${untouched}: ${err.message}`, "stop every broker using the SQLite store, then run migrate-db again; if it fails again, keep running on SQLite and report it");
+    throw new CliFailure(
+      `verification failed, ${untouched}: ${err.message}`,
+      "stop every broker using the SQLite store, then run migrate-db again; if it fails again, keep running on SQLite and report it",
+    );
   }
   if (err instanceof SchemaMismatch) throw new CliFailure(`${err.message} (${at})`, "give migrate-db a new, empty database");
   if (err instanceof DatabaseUnavailable) {
-    throw new CliFailure(`cannot reach PostgreSQL at ${at} (${err.reason})`, "check the host and port in the URL, that PostgreSQL is running, and that it accepts connections from here (listen_addresses, pg_hba.conf, firewall)");
+    throw new CliFailure(
+      `cannot reach PostgreSQL at ${at} (${err.reason})`,
+      "check the host and port in the URL, that PostgreSQL is running, and that it accepts connections from here (listen_addresses, pg_hba.conf, firewall)",
+    );
   }
   const state = (err as { errno?: unknown } | null)?.errno;
   const message = target.scrub(err instanceof Error ? err.message : String(err));
   if (state === "28P01" || state === "28000") {
-    throw new CliFailure(`PostgreSQL refused the login at ${at}: ${message}`, "check the user name and password in the URL (special characters in the password must be percent-encoded)");
+    throw new CliFailure(
+      `PostgreSQL refused the login at ${at}: ${message}`,
+      "check the user name and password in the URL (special characters in the password must be percent-encoded)",
+    );
   }
   if (state === "3D000") throw new CliFailure(`${message} (${at})`, "create it first (`createdb` or CREATE DATABASE), then run migrate-db again");
-  if (state === "42P07") throw new CliFailure(`the target database already has other tables: ${message}`, "give migrate-db a new, empty database (e.g. `createdb broker`)");
-  if (state === "42501") throw new CliFailure(`PostgreSQL denied a privilege: ${message}`, "the URL's user must be able to create tables in the database (e.g. its owner)");
-  throw new CliFailure(`copying into ${at} failed, ${untouched} unless the message says otherwise: ${message}`, "fix the cause above and run migrate-db again; the SQLite store was only read");
+  if (state === "42P07")
+    throw new CliFailure(`the target database already has other tables: ${message}`, "give migrate-db a new, empty database (e.g. `createdb broker`)");
+  if (state === "42501")
+    throw new CliFailure(`PostgreSQL denied a privilege: ${message}`, "the URL's user must be able to create tables in the database (e.g. its owner)");
+  throw new CliFailure(
+    `copying into ${at} failed, ${untouched} unless the message says otherwise: ${message}`,
+    "fix the cause above and run migrate-db again; the SQLite store was only read",
+  );
 }
 
 function printReport(report: CopyReport, dataDir: string, target: Target): void {
   const total = report.tables.reduce((n, t) => n + t.sourceRows, 0);
-  printLine(`Copied ${report.tables.length} tables (${total} rows, schema version ${report.schemaVersion}) from ${dataDir} into ${target.shown} in one transaction.`);
+  printLine(
+    `Copied ${report.tables.length} tables (${total} rows, schema version ${report.schemaVersion}) from ${dataDir} into ${target.shown} in one transaction.`,
+  );
   printLine();
   printLine(
     formatTable(report.tables, [
@@ -165,7 +216,11 @@ function printNextSteps(keyring: "plain" | "password" | undefined, dataDir: stri
   lines.push("  3. Sign in and check vaults, credentials and agents; existing logins and agent tokens carry over.");
   lines.push(`  4. Keep ${dataDir} as a backup until you are satisfied, then delete it: it holds the same ciphertext and keys.`);
   if (keyring === "plain") {
-    lines.push("", "Note: the store is passwordless, so the data key now sits unwrapped in PostgreSQL: anyone who can read the", "database can decrypt the credentials. Consider `broker master-password set` with BROKER_DATABASE_URL set.");
+    lines.push(
+      "",
+      "Note: the store is passwordless, so the data key now sits unwrapped in PostgreSQL: anyone who can read the",
+      "database can decrypt the credentials. Consider `broker master-password set` with BROKER_DATABASE_URL set.",
+    );
   }
   printLine(lines.join("\n"));
 }

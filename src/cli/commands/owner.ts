@@ -24,7 +24,11 @@ function printSettings(s: OwnerSettings): void {
   const r = s.rate_limits;
   if (!r) return;
   printLine(`Rate limits: profile ${r.profile}${r.locked ? " (pinned by BROKER_RATELIMIT_LOCK: read-only)" : ""}`);
-  for (const [name, t] of [["auth (per client IP)", r.auth], ["authed (per principal)", r.authed], ["proxy (per principal and vault)", r.proxy]] as const) {
+  for (const [name, t] of [
+    ["auth (per client IP)", r.auth],
+    ["authed (per principal)", r.authed],
+    ["proxy (per principal and vault)", r.proxy],
+  ] as const) {
     printLine(`  ${name.padEnd(32)} ${t.rps}/s, burst ${t.burst}`);
   }
   printLine(`  ${"global (whole server)".padEnd(32)} ${r.global.rps}/s, ${r.global.inflight} in flight`);
@@ -33,9 +37,17 @@ function printSettings(s: OwnerSettings): void {
 /** "proxy.rps=100,global.inflight=1024" → { proxy: { rps: 100 }, global: { inflight: 1024 } } */
 export function parseRateLimitKnobs(raw: string): Record<string, Record<string, number>> {
   const out: Record<string, Record<string, number>> = {};
-  for (const item of raw.split(",").map((s) => s.trim()).filter(Boolean)) {
+  for (const item of raw
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const m = /^(auth|authed|proxy|global)\.(rps|burst|inflight)=(\d+(?:\.\d+)?)$/.exec(item);
-    if (!m) throw new CliFailure(`--ratelimit: "${item}" is not tier.knob=number`, "tiers: auth, authed, proxy, global; knobs: rps, burst (global: rps, inflight)", 2);
+    if (!m)
+      throw new CliFailure(
+        `--ratelimit: "${item}" is not tier.knob=number`,
+        "tiers: auth, authed, proxy, global; knobs: rps, burst (global: rps, inflight)",
+        2,
+      );
     (out[m[1]!] ??= {})[m[2]!] = Number(m[3]);
   }
   return out;
@@ -64,7 +76,10 @@ const set = defineCommand({
     const body: Record<string, unknown> = {};
     if (args["allowed-domains"] !== undefined) body.allowed_domains = parseDomainList(args["allowed-domains"]);
     if (args["ratelimit-profile"] !== undefined || args.ratelimit !== undefined) {
-      body.rate_limits = { ...(args.ratelimit ? parseRateLimitKnobs(args.ratelimit) : {}), ...(args["ratelimit-profile"] ? { profile: args["ratelimit-profile"] } : {}) };
+      body.rate_limits = {
+        ...(args.ratelimit ? parseRateLimitKnobs(args.ratelimit) : {}),
+        ...(args["ratelimit-profile"] ? { profile: args["ratelimit-profile"] } : {}),
+      };
     }
     if (Object.keys(body).length === 0) throw new CliFailure("nothing to change", "pass --allowed-domains, --ratelimit-profile or --ratelimit", 2);
     const ctx = openContext();

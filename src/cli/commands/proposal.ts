@@ -100,7 +100,10 @@ const show = defineCommand({
     const p = await fetchProposal(ctx.client, id, optionalVault(ctx, args.vault));
     if (args.json) return printJson(p);
     printLine(`Proposal ${p.id} in vault ${p.vault}: ${p.status}`);
-    if (p.requested_by) printLine(`Requested by ${requesterPrefix(p.requested_by_kind ?? "unknown")}${clean(p.requested_by)}${p.requested_by_role ? ` (${p.requested_by_role} in this vault)` : ""}`);
+    if (p.requested_by)
+      printLine(
+        `Requested by ${requesterPrefix(p.requested_by_kind ?? "unknown")}${clean(p.requested_by)}${p.requested_by_role ? ` (${p.requested_by_role} in this vault)` : ""}`,
+      );
     printLine(`Created ${formatTime(p.created_at)}; ${p.status === "pending" ? `expires ${formatTime(p.expires_at)}` : `decided ${formatTime(p.decided_at)}`}`);
     if (p.message) printLine(`\nAgent's note:\n${indent(p.message)}`);
     if (p.user_message) printLine(`\nMessage for you:\n${indent(p.user_message)}`);
@@ -130,7 +133,8 @@ async function stdinLines(): Promise<string[]> {
 const approve = defineCommand({
   meta: {
     name: "approve",
-    description: "Approve a proposal, supplying each credential: typed at hidden prompts, or piped one line per slot in order (an empty line keeps a stored value)",
+    description:
+      "Approve a proposal, supplying each credential: typed at hidden prompts, or piped one line per slot in order (an empty line keeps a stored value)",
   },
   args: { ...idArg, ...vaultArg },
   async run({ args }) {
@@ -140,7 +144,9 @@ const approve = defineCommand({
     const p = await fetchProposal(ctx.client, id, vault);
     if (p.status !== "pending") throw new CliFailure(`proposal ${p.id} is ${p.status}, not pending`, "only pending proposals can be approved");
     const stored = p.credentials.length
-      ? (await ctx.client.request<{ credentials: { key: string }[] }>("GET", vaultPath(p.vault, "credentials"), { vault: p.vault })).credentials.map((c) => c.key)
+      ? (await ctx.client.request<{ credentials: { key: string }[] }>("GET", vaultPath(p.vault, "credentials"), { vault: p.vault })).credentials.map(
+          (c) => c.key,
+        )
       : [];
     const terminal = stdinIsTerminal();
     const piped = terminal || p.credentials.length === 0 ? [] : await stdinLines();
@@ -151,10 +157,20 @@ const approve = defineCommand({
       checkWholePem(p.services, slot.key, value, p.id);
       if (value.reveal() !== "") values[slot.key] = value;
       else if (!exists) {
-        throw new CliFailure(`no value for ${slot.key}: nothing was approved`, terminal ? "type the value at the prompt" : `pipe ${p.credentials.length} line(s), one value per slot in the order \`broker proposal show ${p.id}\` lists them`);
+        throw new CliFailure(
+          `no value for ${slot.key}: nothing was approved`,
+          terminal
+            ? "type the value at the prompt"
+            : `pipe ${p.credentials.length} line(s), one value per slot in the order \`broker proposal show ${p.id}\` lists them`,
+        );
       }
     }
-    await ctx.client.request("POST", apiPath("v1", "proposals", id, "approve"), { body: { credentials: values }, vault: vault ?? p.vault, headerVault: true, hints: { ...proposalHints(id, vault), 409: decidedHint(id) } });
+    await ctx.client.request("POST", apiPath("v1", "proposals", id, "approve"), {
+      body: { credentials: values },
+      vault: vault ?? p.vault,
+      headerVault: true,
+      hints: { ...proposalHints(id, vault), 409: decidedHint(id) },
+    });
     printLine(`Approved proposal ${p.id}`);
   },
 });

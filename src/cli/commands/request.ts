@@ -17,7 +17,9 @@ import { formatTime, hasCutCells, printJson, printLine, printNote, printTable, t
 
 const STATES = ["pending", "approved", "denied", "used", "expired"];
 const ID = /^apr_[A-Za-z0-9_-]{16}$/;
-const idArg = { id: { type: "positional", description: "The held request's id (apr_…), as the agent's 428 answer and `broker request list` show it", required: true } } as const;
+const idArg = {
+  id: { type: "positional", description: "The held request's id (apr_…), as the agent's 428 answer and `broker request list` show it", required: true },
+} as const;
 
 /** A person's login is what decides; say so instead of "ask an admin for a bigger role". */
 const DECIDE_FORBIDDEN =
@@ -26,7 +28,12 @@ const DECIDE_FORBIDDEN =
 
 function checkId(raw: string): string {
   const id = raw.trim();
-  if (!ID.test(id)) throw new CliFailure(`"${clean(raw)}" is not a held request's id`, "ids look like apr_ followed by 16 letters, digits, - or _; `broker request list` shows them", 2);
+  if (!ID.test(id))
+    throw new CliFailure(
+      `"${clean(raw)}" is not a held request's id`,
+      "ids look like apr_ followed by 16 letters, digits, - or _; `broker request list` shows them",
+      2,
+    );
   return id;
 }
 
@@ -50,7 +57,9 @@ const list = defineCommand({
     }
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
-    const hints = { 403: "the list is for the vault's members and admins, logged in as themselves (`broker auth login`); an agent polls its own request at the poll_url of its 428 answer" };
+    const hints = {
+      403: "the list is for the vault's members and admins, logged in as themselves (`broker auth login`); an agent polls its own request at the poll_url of its 428 answer",
+    };
     const res = await ctx.client.request<{ request_approvals: RequestApprovalView[] }>("GET", vaultPath(vault, "request-approvals"), { vault, hints });
     const rows = res.request_approvals.filter((r) => args.state === undefined || r.state === args.state);
     if (args.json) return printJson(rows);
@@ -66,7 +75,8 @@ const list = defineCommand({
     printTable(rows, columns, `No ${args.state ? `${args.state} ` : ""}held requests in vault ${vault}.`);
     if (hasCutCells(rows, columns)) printNote("`broker request show <id>` shows a request in full.");
     const pending = rows.filter((r) => r.state === "pending").length;
-    if (pending && !args.state) printNote(`${pending} awaiting a decision: \`broker request show <id>\`, then \`broker request approve <id>\` or \`broker request deny <id>\`.`);
+    if (pending && !args.state)
+      printNote(`${pending} awaiting a decision: \`broker request show <id>\`, then \`broker request approve <id>\` or \`broker request deny <id>\`.`);
   },
 });
 
@@ -103,7 +113,10 @@ function printRequest(r: RequestApprovalView): void {
   else if (r.body === null) printLine("  (not text: not shown; the SHA-256 above is what the approval binds)");
   else {
     printLine(indent(prettyBody(r.body, r.body_truncated)));
-    if (r.body_truncated) printLine(`  … (truncated: only the first ${Buffer.byteLength(r.body)} of ${r.body_bytes} bytes are shown; the approval binds the whole body by its SHA-256)`);
+    if (r.body_truncated)
+      printLine(
+        `  … (truncated: only the first ${Buffer.byteLength(r.body)} of ${r.body_bytes} bytes are shown; the approval binds the whole body by its SHA-256)`,
+      );
   }
   printLine(`\nApproval page: ${clean(r.approval_url)}`);
 }
@@ -122,7 +135,9 @@ function describeState(r: RequestApprovalView): string {
 function prettyBody(body: string, truncated: boolean): string {
   const layout = truncated ? null : layoutJson(body);
   if (!layout) return body;
-  const repeated = layout.duplicateKeys.length ? `(warning: the body names ${layout.duplicateKeys.join(", ")} more than once; services differ in which value they use)\n` : "";
+  const repeated = layout.duplicateKeys.length
+    ? `(warning: the body names ${layout.duplicateKeys.join(", ")} more than once; services differ in which value they use)\n`
+    : "";
   return repeated + layout.text;
 }
 
@@ -182,7 +197,10 @@ function clean(text: string): string {
 }
 
 function indent(text: string): string {
-  return text.split(/\r?\n/).map((l) => `  ${clean(l)}`).join("\n");
+  return text
+    .split(/\r?\n/)
+    .map((l) => `  ${clean(l)}`)
+    .join("\n");
 }
 
 const root = defineCommand({

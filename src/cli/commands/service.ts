@@ -13,7 +13,17 @@ import { CliFailure, hintOnForbidden, SECRET_WRITE_HINT } from "../fail.ts";
 import { addHelpFooter } from "../help.ts";
 import { printJson, printLine, printNote, printTable } from "../output.ts";
 import { AUTH_EXAMPLES, AUTH_NOTES, authKeyNames, buildAuth, describeAuth, MINTED_AUTH_ARGS, nameAuthFlag, type ServiceAuth } from "../service-auth.ts";
-import { ADD_RULES_EXAMPLE, ADD_RULES_NOTES, ALLOW_EXAMPLE, allowArg, approveArg, collectRuleFlags, describeAllowed, parseRuleFlags, UPDATE_EXAMPLES } from "../service-rules.ts";
+import {
+  ADD_RULES_EXAMPLE,
+  ADD_RULES_NOTES,
+  ALLOW_EXAMPLE,
+  allowArg,
+  approveArg,
+  collectRuleFlags,
+  describeAllowed,
+  parseRuleFlags,
+  UPDATE_EXAMPLES,
+} from "../service-rules.ts";
 
 interface ServiceView {
   readonly host: string;
@@ -61,7 +71,10 @@ const add = defineCommand({
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
     const body = { host: args.host, description: args.description, auth, enabled: !args.disabled, rules };
-    const svc = await hintOnForbidden(nameAuthFlag(ctx.client.request<ServiceView>("POST", vaultPath(vault, "services"), { body, vault }), args), SECRET_WRITE_HINT);
+    const svc = await hintOnForbidden(
+      nameAuthFlag(ctx.client.request<ServiceView>("POST", vaultPath(vault, "services"), { body, vault }), args),
+      SECRET_WRITE_HINT,
+    );
     await warnIfNoKeys(ctx.client, vault, authKeyNames(auth));
     if (args.json) return printJson(svc);
     printLine(`Added ${svc?.host ?? args.host} to vault ${vault} (${describeAuth(auth)}${args.disabled ? ", disabled" : ""}).`);
@@ -72,10 +85,19 @@ const add = defineCommand({
 export function checkHost(raw: string): void {
   if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(raw)) return;
   const url = URL.canParse(raw) ? new URL(raw) : undefined;
-  const host = url ? url.host : raw.replace(/^[a-z][a-z0-9+.-]*:\/\//i, "").split(/[/?#]/)[0]!.replace(/^.*@/, "");
+  const host = url
+    ? url.host
+    : raw
+        .replace(/^[a-z][a-z0-9+.-]*:\/\//i, "")
+        .split(/[/?#]/)[0]!
+        .replace(/^.*@/, "");
   // A pasted URL may carry a credential (user:password@, ?key=…): only its scheme and host are repeated.
   const shown = `${url ? url.protocol : `${raw.split(":")[0]}:`}//${host}${url && url.pathname === "/" && !url.search && !url.hash ? "" : "/…"}`;
-  throw new CliFailure(`"${shown}" is a URL, not a host`, `drop the scheme${/\/./.test(raw.replace(/^[^:]+:\/\//, "")) ? " and the path" : ""}: broker service add ${host} …`, 2);
+  throw new CliFailure(
+    `"${shown}" is a URL, not a host`,
+    `drop the scheme${/\/./.test(raw.replace(/^[^:]+:\/\//, "")) ? " and the path" : ""}: broker service add ${host} …`,
+    2,
+  );
 }
 
 /** The service is added either way: each key may be set next; until then requests get no credential. */
@@ -110,12 +132,25 @@ const update = defineCommand({
     const clear = (args as { rules?: boolean }).rules === false;
     if (clear && ruleFlags.length) {
       const given = ruleFlags[0]!.flag;
-      throw new CliFailure(`--${given} and --no-rules contradict each other`, `give --allow (and --approve) to replace the rules, or --no-rules to remove them`, 2);
+      throw new CliFailure(
+        `--${given} and --no-rules contradict each other`,
+        `give --allow (and --approve) to replace the rules, or --no-rules to remove them`,
+        2,
+      );
     }
     const detail = (Object.keys(AUTH_DETAIL_ARGS) as (keyof typeof AUTH_DETAIL_ARGS)[]).find((f) => args[f] !== undefined);
-    if (args.auth === undefined && detail) throw new CliFailure(`--${detail} changes the auth, which needs --auth`, `give the whole auth again: broker service update ${args.host} --auth <type> --${detail} …`, 2);
+    if (args.auth === undefined && detail)
+      throw new CliFailure(
+        `--${detail} changes the auth, which needs --auth`,
+        `give the whole auth again: broker service update ${args.host} --auth <type> --${detail} …`,
+        2,
+      );
     if (!clear && !ruleFlags.length && args.description === undefined && args.auth === undefined) {
-      throw new CliFailure("nothing to change", `give --auth with its flags, --allow or --approve to replace the rules (${ALLOW_EXAMPLE}), --no-rules to remove them, or --description`, 2);
+      throw new CliFailure(
+        "nothing to change",
+        `give --auth with its flags, --allow or --approve to replace the rules (${ALLOW_EXAMPLE}), --no-rules to remove them, or --description`,
+        2,
+      );
     }
     const body: Record<string, unknown> = {};
     const auth = args.auth === undefined ? undefined : buildAuth({ ...args, auth: args.auth });
@@ -163,7 +198,10 @@ function toggle(enabled: boolean) {
     async run({ args }) {
       const ctx = openContext();
       const vault = pickVault(ctx, args.vault);
-      await hintOnForbidden(ctx.client.request("PATCH", vaultPath(vault, "services", args.host), { body: { enabled }, vault, hints: listHosts(vault) }), SECRET_WRITE_HINT);
+      await hintOnForbidden(
+        ctx.client.request("PATCH", vaultPath(vault, "services", args.host), { body: { enabled }, vault, hints: listHosts(vault) }),
+        SECRET_WRITE_HINT,
+      );
       printLine(`${enabled ? "Enabled" : "Disabled"} ${args.host} in vault ${vault}.`);
     },
   });

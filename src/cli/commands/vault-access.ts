@@ -29,10 +29,14 @@ const members = defineCommand({
     const vault = pickVault(ctx, args.vault);
     const res = await ctx.client.request<{ members: Member[] }>("GET", vaultPath(vault, "members"), { vault });
     if (args.json) return printJson(res.members);
-    printTable(res.members, [
-      { title: "EMAIL", value: (m: Member) => m.email },
-      { title: "ROLE", value: (m: Member) => m.role },
-    ], `No members in vault ${vault}.`);
+    printTable(
+      res.members,
+      [
+        { title: "EMAIL", value: (m: Member) => m.email },
+        { title: "ROLE", value: (m: Member) => m.role },
+      ],
+      `No members in vault ${vault}.`,
+    );
   },
 });
 
@@ -46,12 +50,19 @@ function inviteCommands(path: "invites" | "agent-invites", who: string) {
       const vault = pickVault(ctx, args.vault);
       const res = await ctx.client.request<{ invites: PendingInvite[] }>("GET", vaultPath(vault, path), { vault });
       if (args.json) return printJson(res.invites);
-      printTable(res.invites, [
-        { title: "ID", value: (i: PendingInvite) => i.id },
-        { title: path === "invites" ? "EMAIL" : "AGENT", value: (i: PendingInvite) => (path === "invites" ? (i.email ?? "(anyone with the link)") : (i.name ?? "")) },
-        { title: "ROLE", value: (i: PendingInvite) => i.role },
-        { title: "EXPIRES", value: (i: PendingInvite) => formatTime(i.expires_at) },
-      ], `No pending ${who} invites in vault ${vault}.`);
+      printTable(
+        res.invites,
+        [
+          { title: "ID", value: (i: PendingInvite) => i.id },
+          {
+            title: path === "invites" ? "EMAIL" : "AGENT",
+            value: (i: PendingInvite) => (path === "invites" ? (i.email ?? "(anyone with the link)") : (i.name ?? "")),
+          },
+          { title: "ROLE", value: (i: PendingInvite) => i.role },
+          { title: "EXPIRES", value: (i: PendingInvite) => formatTime(i.expires_at) },
+        ],
+        `No pending ${who} invites in vault ${vault}.`,
+      );
     },
   });
   const revoke = defineCommand({
@@ -82,7 +93,9 @@ const set = defineCommand({
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
     const res = await ctx.client.request<{ unmatched_hosts: string }>("PATCH", vaultPath(vault), { body: { unmatched_hosts: args["unmatched-hosts"] }, vault });
-    printLine(`Vault ${vault}: hosts without a service are now ${res.unmatched_hosts === "deny" ? "refused (403 with a proposal hint)" : "relayed as blind tunnels"}.`);
+    printLine(
+      `Vault ${vault}: hosts without a service are now ${res.unmatched_hosts === "deny" ? "refused (403 with a proposal hint)" : "relayed as blind tunnels"}.`,
+    );
   },
 });
 

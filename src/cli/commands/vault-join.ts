@@ -46,7 +46,11 @@ export function parseInviteRef(raw: string): InviteRef {
 }
 
 function badInvite(): CliFailure {
-  return new CliFailure("that is neither an invite link nor an invite token", "paste the whole link you were sent, e.g. broker vault join https://broker.example/…", 2);
+  return new CliFailure(
+    "that is neither an invite link nor an invite token",
+    "paste the whole link you were sent, e.g. broker vault join https://broker.example/…",
+    2,
+  );
 }
 
 export default defineCommand({
@@ -64,9 +68,13 @@ export default defineCommand({
     let ctx = openContext({ address: args.address });
     if (!args.email) {
       if (!ctx.client.hasToken) {
-        throw new CliFailure("not logged in", `log in with \`broker auth login\`, or create your account through the invite: broker vault join <link> --email <you>`);
+        throw new CliFailure(
+          "not logged in",
+          `log in with \`broker auth login\`, or create your account through the invite: broker vault join <link> --email <you>`,
+        );
       }
-      if (ref.origin && ref.origin !== new URL(ctx.addr).origin) printNote(`note: the link names ${ref.origin}; the CLI uses ${ctx.addr} (change it with --address)`);
+      if (ref.origin && ref.origin !== new URL(ctx.addr).origin)
+        printNote(`note: the link names ${ref.origin}; the CLI uses ${ctx.addr} (change it with --address)`);
       const res = await ctx.client.request<Accepted>("POST", path);
       printLine(`Joined vault ${res.vault} as ${res.role}.`);
       if (!ctx.state.vault) printLine(`Make it the default with: broker vault use ${res.vault}`);

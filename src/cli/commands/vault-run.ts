@@ -20,9 +20,30 @@ import { assertContainable, CONTAIN_ENV, containedArgv, startBridges, type Conta
 
 // AWS_CA_BUNDLE: the AWS CLI and boto3 read their roots only from there (aws_sigv4 services).
 // GRPC_DEFAULT_SSL_ROOTS_FILE_PATH: gRPC's own libraries (grpc-js, grpcio) read their roots from there.
-const CA_VARIABLES = ["SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "DENO_CERT", "AWS_CA_BUNDLE", "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"];
+const CA_VARIABLES = [
+  "SSL_CERT_FILE",
+  "NODE_EXTRA_CA_CERTS",
+  "REQUESTS_CA_BUNDLE",
+  "CURL_CA_BUNDLE",
+  "GIT_SSL_CAINFO",
+  "DENO_CERT",
+  "AWS_CA_BUNDLE",
+  "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",
+];
 /** Inherited proxy settings that would send the child's traffic elsewhere (or bypass the broker). */
-const REPLACED = ["HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "grpc_proxy", "no_grpc_proxy", "BROKER_VAULT"];
+const REPLACED = [
+  "HTTP_PROXY",
+  "http_proxy",
+  "HTTPS_PROXY",
+  "https_proxy",
+  "ALL_PROXY",
+  "all_proxy",
+  "NO_PROXY",
+  "no_proxy",
+  "grpc_proxy",
+  "no_grpc_proxy",
+  "BROKER_VAULT",
+];
 const SYSTEM_BUNDLES = ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"];
 
 export function parseTtl(raw: string | undefined): number | undefined {
@@ -53,7 +74,10 @@ interface ScopedSession {
  */
 const serverOnly = (name: string) => name.startsWith("BROKER_") && name !== "BROKER_CONFIG_DIR";
 
-export function childEnvironment(base: Record<string, string | undefined>, s: { addr: string; token: string; vault: string; proxyPort: number; caFile: string; tls: boolean }) {
+export function childEnvironment(
+  base: Record<string, string | undefined>,
+  s: { addr: string; token: string; vault: string; proxyPort: number; caFile: string; tls: boolean },
+) {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(base)) if (v !== undefined && !REPLACED.includes(k) && !CA_VARIABLES.includes(k) && !serverOnly(k)) env[k] = v;
   const host = new URL(s.addr).hostname;
@@ -110,7 +134,8 @@ export default defineCommand({
       throw new CliExit(await runSupervised(contained ? containedArgv() : command, env));
     } catch (err) {
       if (err instanceof CliExit) throw err;
-      if (err instanceof Error && /ENOENT|not found/i.test(err.message)) throw new CliFailure(`cannot run ${command[0]}: command not found`, "check the command after --", 127);
+      if (err instanceof Error && /ENOENT|not found/i.test(err.message))
+        throw new CliFailure(`cannot run ${command[0]}: command not found`, "check the command after --", 127);
       throw err;
     } finally {
       onExit?.();
@@ -127,7 +152,11 @@ export default defineCommand({
 async function containment(dir: string, addr: string, proxyPort: number, ports: number[], command: string[]) {
   const api = new URL(addr);
   const apiPort = Number(api.port || (api.protocol === "https:" ? 443 : 80));
-  const bridges = await startBridges(dir, { host: api.hostname.replace(/^\[|\]$/g, ""), port: apiPort }, { host: api.hostname.replace(/^\[|\]$/g, ""), port: proxyPort });
+  const bridges = await startBridges(
+    dir,
+    { host: api.hostname.replace(/^\[|\]$/g, ""), port: apiPort },
+    { host: api.hostname.replace(/^\[|\]$/g, ""), port: proxyPort },
+  );
   const redirectPorts = [...new Set([443, ...ports])].filter((p) => p !== apiPort && p !== proxyPort);
   const caller = { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
   const spec: ContainSpec = { apiPort, proxyPort, apiSocket: bridges.apiSocket, proxySocket: bridges.proxySocket, redirectPorts, command, ...caller };
@@ -141,4 +170,3 @@ async function servicePorts(addr: string, token: string): Promise<number[]> {
   const { services = [] } = (await res.json()) as { services?: { host: string }[] };
   return services.map((s) => Number(/:(\d{1,5})$/.exec(s.host)?.[1] ?? 443));
 }
-

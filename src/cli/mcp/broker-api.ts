@@ -40,7 +40,11 @@ export function brokerApi(env: AgentEnv): BrokerApi {
     ...(json ? { "content-type": "application/json" } : {}),
   });
   async function call(method: string, path: string, body?: unknown): Promise<Response> {
-    const res = await fetch(`${env.addr}${path}`, { method, headers: headers(body !== undefined), body: body === undefined ? undefined : JSON.stringify(body) });
+    const res = await fetch(`${env.addr}${path}`, {
+      method,
+      headers: headers(body !== undefined),
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     if (res.ok) return res;
     const text = await res.text();
     let envelope: Record<string, unknown>;

@@ -23,12 +23,17 @@ async function guarded(run: () => Promise<unknown>): Promise<CallToolResult> {
   }
 }
 
-const Auth = z.looseObject({ type: z.string() }).describe('how the broker adds the credential, e.g. {"type": "bearer", "token": "GITHUB_TOKEN"}; key names only, never values');
+const Auth = z
+  .looseObject({ type: z.string() })
+  .describe('how the broker adds the credential, e.g. {"type": "bearer", "token": "GITHUB_TOKEN"}; key names only, never values');
 const ProposedService = z.object({
   host: z.string().describe("e.g. api.github.com (host:port when not 443; *.example.com for one sub-domain level)"),
   description: z.string().optional(),
   auth: Auth,
-  rules: z.array(z.looseObject({ methods: z.array(z.string()), paths: z.array(z.string()) })).optional().describe("methods and paths to allow; leave out for everything"),
+  rules: z
+    .array(z.looseObject({ methods: z.array(z.string()), paths: z.array(z.string()) }))
+    .optional()
+    .describe("methods and paths to allow; leave out for everything"),
 });
 const Slot = z.object({
   key: z.string().describe("credential key name: A-Z, 0-9, _ (starting with a letter)"),
@@ -64,7 +69,14 @@ export function createMcpServer(api: BrokerApi): McpServer {
         user_message: z.string().optional(),
       },
     },
-    (input) => guarded(() => api.json("POST", "/v1/proposals", { ...input, services: input.services?.map((s) => ({ action: "set", ...s })), credentials: input.credentials?.map((c) => ({ action: "set", ...c })) })),
+    (input) =>
+      guarded(() =>
+        api.json("POST", "/v1/proposals", {
+          ...input,
+          services: input.services?.map((s) => ({ action: "set", ...s })),
+          credentials: input.credentials?.map((c) => ({ action: "set", ...c })),
+        }),
+      ),
   );
 
   server.registerTool(
@@ -84,21 +96,38 @@ export function createMcpServer(api: BrokerApi): McpServer {
       title: "Has the person approved the held request?",
       description:
         "After a 428 approval_required (a rule asks a person to approve each such request), the state of that approval: pending, approved (send the identical request again now: it goes through once), denied (do not retry), used or expired.",
-      inputSchema: { approval_id: z.string().regex(/^apr_[A-Za-z0-9_-]{16}$/).describe("the approval_id from the 428 answer") },
+      inputSchema: {
+        approval_id: z
+          .string()
+          .regex(/^apr_[A-Za-z0-9_-]{16}$/)
+          .describe("the approval_id from the 428 answer"),
+      },
       annotations: { readOnlyHint: true },
     },
     ({ approval_id }) =>
       guarded(async () => {
         const { vault } = (await api.json("GET", "/discover")) as { vault: string };
         const view = (await api.json("GET", `/v1/vaults/${encodeURIComponent(vault)}/request-approvals/${approval_id}`)) as Record<string, unknown>;
-        return { id: view.id, state: view.state, method: view.method, url: view.url, expires_at: view.expires_at, decided_by: view.decided_by, approval_url: view.approval_url };
+        return {
+          id: view.id,
+          state: view.state,
+          method: view.method,
+          url: view.url,
+          expires_at: view.expires_at,
+          decided_by: view.decided_by,
+          approval_url: view.approval_url,
+        };
       }),
   );
 
   server.registerResource(
     "agent-guide",
     "broker://agent-guide",
-    { title: "Using the credential broker", description: "How an agent calls APIs through the broker, and what to do on 403, 428 and other answers", mimeType: "text/markdown" },
+    {
+      title: "Using the credential broker",
+      description: "How an agent calls APIs through the broker, and what to do on 403, 428 and other answers",
+      mimeType: "text/markdown",
+    },
     async (uri) => ({ contents: [{ uri: uri.href, mimeType: "text/markdown", text: await api.text("/v1/skills/agent") }] }),
   );
   return server;

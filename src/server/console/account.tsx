@@ -10,14 +10,27 @@ import { changePassword, listIdentities, listOwnSessions, logout, revokeOwnSessi
 import { clientIp } from "../limits.ts";
 import { clearPageCookie } from "../pages/security.ts";
 import { Badge, Button, FormField, Name, PostForm, Section, Table, Time } from "./components.tsx";
-import { describeError, formOf, redirectWithFlash, renderPage, requireSignedIn, runAction, signedIn, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
+import {
+  describeError,
+  formOf,
+  redirectWithFlash,
+  renderPage,
+  requireSignedIn,
+  runAction,
+  signedIn,
+  type ConsoleContext,
+  type ConsoleEnv,
+} from "./context.tsx";
 import { IdentitiesSection, issuerHost, providerOrigin } from "./sign-in-provider.tsx";
 
 function SessionKind(props: { s: SessionView }) {
   if (props.s.kind === "scoped") {
     return (
       <>
-        <span>vault run</span> <span class="muted small">({props.s.role} in <Name>{props.s.vault ?? "deleted vault"}</Name>)</span>
+        <span>vault run</span>{" "}
+        <span class="muted small">
+          ({props.s.role} in <Name>{props.s.vault ?? "deleted vault"}</Name>)
+        </span>
       </>
     );
   }
@@ -30,7 +43,20 @@ function SessionsTable(props: { sessions: SessionView[] }) {
       id="sessions"
       rows={props.sessions}
       columns={[
-        { label: "Session", cell: (s) => <><SessionKind s={s} />{s.current ? <> <Badge tone="info">this browser</Badge></> : null}</> },
+        {
+          label: "Session",
+          cell: (s) => (
+            <>
+              <SessionKind s={s} />
+              {s.current ? (
+                <>
+                  {" "}
+                  <Badge tone="info">this browser</Badge>
+                </>
+              ) : null}
+            </>
+          ),
+        },
         { label: "Started", cell: (s) => <Time iso={s.created_at} /> },
         { label: "Last used", cell: (s) => <Time iso={s.last_seen_at} /> },
         { label: "Expires", cell: (s) => <Time iso={s.expires_at} empty="never" /> },
@@ -67,12 +93,16 @@ async function renderAccount(c: ConsoleContext) {
   const user = signedIn(c);
   const { d } = c.get("kit");
   // The provider's link flow ends here (the API's callback sends ?linked=1): say it worked, in our words only.
-  if (c.req.query("linked") === "1" && d.oidc && !c.get("flash")) c.set("flash", { kind: "success", text: `Linked ${d.oidc.name}. You can now sign in with it.` });
+  if (c.req.query("linked") === "1" && d.oidc && !c.get("flash"))
+    c.set("flash", { kind: "success", text: `Linked ${d.oidc.name}. You can now sign in with it.` });
   const sessions = (await listOwnSessions(d, user)).sort((a, b) => Number(b.current) - Number(a.current));
   const identities = await listIdentities(d, user);
   const body = (
     <>
-      <Section title="Password" description="Changing it signs you out everywhere: every browser, CLI login and vault run session ends. Then sign in with the new one.">
+      <Section
+        title="Password"
+        description="Changing it signs you out everywhere: every browser, CLI login and vault run session ends. Then sign in with the new one."
+      >
         <ChangePasswordForm />
       </Section>
       <IdentitiesSection provider={d.oidc} identities={identities} />

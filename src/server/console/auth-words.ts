@@ -16,7 +16,9 @@ const FIELD_WORDS: Record<string, string> = {
 
 /** "the GitHub App private key for api.github.com", for each proposed service whose minted auth names `key`. */
 export function slotUses(services: readonly { host: string; auth: ServiceAuth }[], key: string): string[] {
-  return services.flatMap((s) => authKeyFields(s.auth).flatMap(([field, k]) => (k === key && FIELD_WORDS[field] ? [`${FIELD_WORDS[field]} for ${s.host}`] : [])));
+  return services.flatMap((s) =>
+    authKeyFields(s.auth).flatMap(([field, k]) => (k === key && FIELD_WORDS[field] ? [`${FIELD_WORDS[field]} for ${s.host}`] : [])),
+  );
 }
 
 /** A private key slot takes a whole PEM file; the password field drops its line breaks and the broker puts them back. */

@@ -26,7 +26,16 @@ export function PostForm(props: { action: string; children?: Child; class?: stri
 
 export type ButtonVariant = "primary" | "secondary" | "danger" | "link";
 
-export function Button(props: { variant?: ButtonVariant; type?: "submit" | "button"; name?: string; value?: string; children?: Child; id?: string; formnovalidate?: boolean; small?: boolean }) {
+export function Button(props: {
+  variant?: ButtonVariant;
+  type?: "submit" | "button";
+  name?: string;
+  value?: string;
+  children?: Child;
+  id?: string;
+  formnovalidate?: boolean;
+  small?: boolean;
+}) {
   const cls = `btn btn-${props.variant ?? "secondary"}${props.small ? " btn-small" : ""}`;
   return (
     <button type={props.type ?? "submit"} class={cls} name={props.name} value={props.value} id={props.id} formnovalidate={props.formnovalidate}>
@@ -90,7 +99,13 @@ export function FormField(props: FormFieldProps) {
           {props.value ?? ""}
         </textarea>
       ) : (
-        <input {...common} type={props.type ?? "text"} pattern={props.pattern} value={props.type === "password" ? undefined : props.value} spellcheck={props.type === "email" || props.type === "password" ? false : undefined} />
+        <input
+          {...common}
+          type={props.type ?? "text"}
+          pattern={props.pattern}
+          value={props.type === "password" ? undefined : props.value}
+          spellcheck={props.type === "email" || props.type === "password" ? false : undefined}
+        />
       )}
       {props.hint ? (
         <p class="hint" id={`${id}-hint`}>

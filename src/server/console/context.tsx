@@ -64,7 +64,12 @@ export function consoleContext(d: Domain, log: Logger, flash: FlashSigner = crea
         assertSameOrigin(c, d, form);
       } catch (err) {
         if (!(err instanceof CsrfRejected)) throw err;
-        return renderMessage(c, "Form refused", "This form was not sent from a page of this broker, so nothing was changed. Go back, reload the page and try again.", 403);
+        return renderMessage(
+          c,
+          "Form refused",
+          "This form was not sent from a page of this broker, so nothing was changed. Go back, reload the page and try again.",
+          403,
+        );
       }
       c.set("form", form);
     }
@@ -190,7 +195,12 @@ export function renderError(c: ConsoleContext, err: unknown): Response | Promise
     return renderMessage(c, title, describeError(err), statusOf(err.status));
   }
   c.get("kit")?.log.error("unhandled_error", { err });
-  return renderMessage(c, "Something went wrong", "The broker hit an internal error. Nothing secret was shown; try again, and tell the operator if it keeps happening.", 500);
+  return renderMessage(
+    c,
+    "Something went wrong",
+    "The broker hit an internal error. Nothing secret was shown; try again, and tell the operator if it keeps happening.",
+    500,
+  );
 }
 
 function statusOf(s: number): NonNullable<PageOptions["status"]> {

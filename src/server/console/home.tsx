@@ -47,8 +47,8 @@ async function renderVaultList(c: ConsoleContext) {
   const empty = (
     <EmptyState title="No vaults yet">
       <p>
-        A vault holds the credentials and services one agent (or one team of agents) may use. Create your first one below, then add a credential and the
-        service it belongs to.
+        A vault holds the credentials and services one agent (or one team of agents) may use. Create your first one below, then add a credential and the service
+        it belongs to.
       </p>
     </EmptyState>
   );
@@ -60,8 +60,22 @@ async function renderVaultList(c: ConsoleContext) {
           rows={vaults}
           empty={empty}
           columns={[
-            { label: "Vault", cell: (v) => <a href={vaultPath(v.name)} class="strong-link"><Name>{v.name}</Name></a> },
-            { label: "Your role", cell: (v) => <><Badge tone={toneOf(v.role)}>{v.role}</Badge> <span class="muted small">{ROLE_MEANING[v.role]}</span></> },
+            {
+              label: "Vault",
+              cell: (v) => (
+                <a href={vaultPath(v.name)} class="strong-link">
+                  <Name>{v.name}</Name>
+                </a>
+              ),
+            },
+            {
+              label: "Your role",
+              cell: (v) => (
+                <>
+                  <Badge tone={toneOf(v.role)}>{v.role}</Badge> <span class="muted small">{ROLE_MEANING[v.role]}</span>
+                </>
+              ),
+            },
             { label: "Created", cell: (v) => <Time iso={v.created_at} /> },
           ]}
         />
@@ -116,7 +130,20 @@ export function homeRoutes() {
         </dl>
       </Section>
     );
-    return renderPage(c, { title: "Overview", nav: "vaults", vault, lead: <>Created <Time iso={iso(open.vault.createdAt)} />.</> }, body);
+    return renderPage(
+      c,
+      {
+        title: "Overview",
+        nav: "vaults",
+        vault,
+        lead: (
+          <>
+            Created <Time iso={iso(open.vault.createdAt)} />.
+          </>
+        ),
+      },
+      body,
+    );
   });
 
   return r;

@@ -73,22 +73,38 @@ function RateLimitTable(props: { s: RateLimitSettings }) {
   return (
     <div class="table-wrap">
       <table class="table" id="rate-limits-table">
-        <caption>Profile {props.s.profile}: {PROFILE_HELP[props.s.profile]}.</caption>
+        <caption>
+          Profile {props.s.profile}: {PROFILE_HELP[props.s.profile]}.
+        </caption>
         <thead>
           <tr>
             <th scope="col">Tier</th>
             <th scope="col">Applies</th>
-            <th scope="col" class="num">Requests per second</th>
-            <th scope="col" class="num">Burst or in flight</th>
+            <th scope="col" class="num">
+              Requests per second
+            </th>
+            <th scope="col" class="num">
+              Burst or in flight
+            </th>
           </tr>
         </thead>
         <tbody>
           {TIERS.map((t) => (
             <tr>
-              <td data-label="Tier"><span class="cell"><code>{t.name}</code></span></td>
-              <td data-label="Applies"><span class="cell">{t.what}</span></td>
-              <td data-label="Requests per second" class="num"><span class="cell">{String(knobValue(props.s, t.tier, "rps"))}</span></td>
-              <td data-label="Burst or in flight" class="num"><span class="cell">{String(knobValue(props.s, t.tier, t.knobs[1]!))}</span></td>
+              <td data-label="Tier">
+                <span class="cell">
+                  <code>{t.name}</code>
+                </span>
+              </td>
+              <td data-label="Applies">
+                <span class="cell">{t.what}</span>
+              </td>
+              <td data-label="Requests per second" class="num">
+                <span class="cell">{String(knobValue(props.s, t.tier, "rps"))}</span>
+              </td>
+              <td data-label="Burst or in flight" class="num">
+                <span class="cell">{String(knobValue(props.s, t.tier, t.knobs[1]!))}</span>
+              </td>
             </tr>
           ))}
         </tbody>
@@ -121,7 +137,15 @@ function RateLimitForm(props: { s: RateLimitSettings }) {
             {t.knobs.map((k) => (
               <div class="field">
                 <label for={`f-${t.tier}-${k}`}>{KNOB_LABEL[k]}</label>
-                <input type="number" id={`f-${t.tier}-${k}`} name={`${t.tier}.${k}`} value={String(knobValue(s, t.tier, k))} min={k === "rps" ? "0.001" : "1"} step={k === "rps" ? "any" : "1"} required />
+                <input
+                  type="number"
+                  id={`f-${t.tier}-${k}`}
+                  name={`${t.tier}.${k}`}
+                  value={String(knobValue(s, t.tier, k))}
+                  min={k === "rps" ? "0.001" : "1"}
+                  step={k === "rps" ? "any" : "1"}
+                  required
+                />
               </div>
             ))}
           </div>
@@ -148,9 +172,9 @@ function RateLimitSection(props: { s: RateLimitSettings | undefined }) {
       {s.locked ? (
         <>
           <p class="warning" id="rate-locked">
-            <Badge tone="warning">read-only</Badge> These limits are pinned to the server's environment by <code>BROKER_RATELIMIT_LOCK=true</code>, so they cannot be
-            changed here or through the API. To change them, set <code>BROKER_RATELIMIT_PROFILE</code> or the <code>BROKER_RATELIMIT_&lt;TIER&gt;_&lt;KNOB&gt;</code>{" "}
-            variables and restart the broker.
+            <Badge tone="warning">read-only</Badge> These limits are pinned to the server's environment by <code>BROKER_RATELIMIT_LOCK=true</code>, so they
+            cannot be changed here or through the API. To change them, set <code>BROKER_RATELIMIT_PROFILE</code> or the{" "}
+            <code>BROKER_RATELIMIT_&lt;TIER&gt;_&lt;KNOB&gt;</code> variables and restart the broker.
           </p>
           <RateLimitTable s={s} />
         </>
@@ -164,16 +188,26 @@ function RateLimitSection(props: { s: RateLimitSettings | undefined }) {
 function RetentionSection(props: { retention: AuditRetention | undefined }) {
   const r = props.retention;
   return (
-    <Section title="Audit log retention" id="retention" description="How long each vault's request log is kept. Set by the server's environment; restart the broker to change it.">
+    <Section
+      title="Audit log retention"
+      id="retention"
+      description="How long each vault's request log is kept. Set by the server's environment; restart the broker to change it."
+    >
       {r ? (
         <dl class="overview" id="retention-facts">
           <dt>Kept for</dt>
           <dd>
-            {r.days} {r.days === 1 ? "day" : "days"} <span class="muted small">(<code>BROKER_AUDIT_RETENTION_DAYS</code>)</span>
+            {r.days} {r.days === 1 ? "day" : "days"}{" "}
+            <span class="muted small">
+              (<code>BROKER_AUDIT_RETENTION_DAYS</code>)
+            </span>
           </dd>
           <dt>At most</dt>
           <dd>
-            {r.maxRows.toLocaleString("en-US")} records in all <span class="muted small">(<code>BROKER_AUDIT_MAX_ROWS</code>)</span>
+            {r.maxRows.toLocaleString("en-US")} records in all{" "}
+            <span class="muted small">
+              (<code>BROKER_AUDIT_MAX_ROWS</code>)
+            </span>
           </dd>
         </dl>
       ) : (
@@ -239,7 +273,8 @@ export function instanceSettingsRoutes(opts: InstanceSettingsOptions = {}) {
         if (!current) return updateOwnerSettings(d, signedIn(c), { rate_limits: {} }); // the domain explains
         return updateOwnerSettings(d, signedIn(c), { rate_limits: readRatePatch(formOf(c), current) });
       },
-      success: (s) => `Saved: rate limits now follow the ${s.rate_limits?.profile ?? "default"} profile${s.rate_limits?.profile === "off" ? " (no limits)" : ""} with the numbers shown.`,
+      success: (s) =>
+        `Saved: rate limits now follow the ${s.rate_limits?.profile ?? "default"} profile${s.rate_limits?.profile === "off" ? " (no limits)" : ""} with the numbers shown.`,
       redirect: "/settings",
     });
   });

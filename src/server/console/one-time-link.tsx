@@ -15,7 +15,15 @@ export function CopyField(props: { id: string; label: string; value: string; hin
     <div class="field copy-field">
       <label for={props.id}>{props.label}</label>
       <div class="form-inline">
-        <input type="text" id={props.id} value={props.value} readonly spellcheck={false} autocomplete="off" aria-describedby={props.hint ? `${props.id}-hint` : undefined} />
+        <input
+          type="text"
+          id={props.id}
+          value={props.value}
+          readonly
+          spellcheck={false}
+          autocomplete="off"
+          aria-describedby={props.hint ? `${props.id}-hint` : undefined}
+        />
         <div class="actions copy-actions">
           <button type="button" class="btn btn-secondary" data-copy={props.id} hidden>
             Copy
@@ -38,7 +46,14 @@ const ROLE_HELP: Record<VaultRole, string> = {
 };
 
 /** Roles up to `ceiling` (nobody grants above their own role, as the domain enforces too). */
-export function RoleSelect(props: { name?: string; ceiling: VaultRole; selected: VaultRole; label?: string; id?: string; help?: Partial<Record<VaultRole, string>> }) {
+export function RoleSelect(props: {
+  name?: string;
+  ceiling: VaultRole;
+  selected: VaultRole;
+  label?: string;
+  id?: string;
+  help?: Partial<Record<VaultRole, string>>;
+}) {
   const id = props.id ?? `f-${props.name ?? "role"}`;
   return (
     <div class="field">

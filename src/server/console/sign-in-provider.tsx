@@ -54,7 +54,11 @@ function IdentitiesTable(props: { identities: readonly IdentityView[] }) {
     <Table
       id="identities"
       rows={props.identities}
-      empty={<p class="muted" id="no-identities">No provider is linked to this account yet.</p>}
+      empty={
+        <p class="muted" id="no-identities">
+          No provider is linked to this account yet.
+        </p>
+      }
       columns={[
         { label: "Provider", cell: (i) => <span title={i.issuer}>{issuerHost(i.issuer)}</span> },
         { label: "Email there", cell: (i) => i.email },

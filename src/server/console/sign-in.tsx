@@ -33,7 +33,15 @@ export function SignInForm(props: { state: SignInState }) {
           {error}
         </div>
       ) : null}
-      <FormField label="Email" name="email" type="email" autocomplete="username" required value={s.form !== "register" ? s.email : undefined} autofocus={!s.email} />
+      <FormField
+        label="Email"
+        name="email"
+        type="email"
+        autocomplete="username"
+        required
+        value={s.form !== "register" ? s.email : undefined}
+        autofocus={!s.email}
+      />
       <FormField label="Password" name="password" type="password" autocomplete="current-password" required autofocus={!!s.email} />
       <div class="actions">
         <Button variant="primary" id="sign-in">
@@ -54,8 +62,26 @@ function RegisterForm(props: { state: SignInState; first: boolean }) {
           {error}
         </div>
       ) : null}
-      <FormField label="Email" name="email" type="email" autocomplete="username" required value={s.form === "register" ? s.email : undefined} id="reg-email" autofocus={props.first} />
-      <FormField label="Password" name="password" type="password" autocomplete="new-password" required minlength={8} id="reg-password" hint="At least 8 characters. A long passphrase is best." />
+      <FormField
+        label="Email"
+        name="email"
+        type="email"
+        autocomplete="username"
+        required
+        value={s.form === "register" ? s.email : undefined}
+        id="reg-email"
+        autofocus={props.first}
+      />
+      <FormField
+        label="Password"
+        name="password"
+        type="password"
+        autocomplete="new-password"
+        required
+        minlength={8}
+        id="reg-password"
+        hint="At least 8 characters. A long passphrase is best."
+      />
       <FormField label="Repeat the password" name="password_again" type="password" autocomplete="new-password" required minlength={8} id="reg-password-again" />
       <div class="actions">
         <Button variant="primary" id="register">
@@ -73,8 +99,8 @@ export function renderSignIn(c: ConsoleContext, mode: SignInMode, state: SignInS
     body = (
       <div class="card">
         <p>
-          This broker has no accounts yet. The first account becomes the <strong>owner</strong>: it can create vaults, invite people and agents, and
-          change the instance settings.
+          This broker has no accounts yet. The first account becomes the <strong>owner</strong>: it can create vaults, invite people and agents, and change the
+          instance settings.
         </p>
         <RegisterForm state={{ ...state, form: "register" }} first />
       </div>

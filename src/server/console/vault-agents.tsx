@@ -75,14 +75,27 @@ function AgentTable(props: { vault: string; agents: readonly AgentItem[] }) {
       rows={props.agents}
       empty={
         <EmptyState title="No agents yet">
-          <p>Invite one below: it redeems the link once with curl and gets its own token. Its requests then go through the broker with this vault's credentials.</p>
+          <p>
+            Invite one below: it redeems the link once with curl and gets its own token. Its requests then go through the broker with this vault's credentials.
+          </p>
         </EmptyState>
       }
       columns={[
         { label: "Agent", cell: (a) => <Name>{a.name}</Name> },
         { label: "Role here", cell: (a) => <Badge tone={toneOf(roleHere(a))}>{roleHere(a)}</Badge> },
         { label: "Active sessions", class: "num", cell: (a) => String(a.sessions) },
-        { label: "Other vaults", cell: (a) => (a.vaults.length > 1 ? a.vaults.filter((v) => v.name !== props.vault).map((v) => v.name).join(", ") : <span class="muted">none</span>) },
+        {
+          label: "Other vaults",
+          cell: (a) =>
+            a.vaults.length > 1 ? (
+              a.vaults
+                .filter((v) => v.name !== props.vault)
+                .map((v) => v.name)
+                .join(", ")
+            ) : (
+              <span class="muted">none</span>
+            ),
+        },
         { label: "Joined", cell: (a) => <Time iso={a.created_at} /> },
         {
           label: "",
@@ -150,7 +163,11 @@ async function renderAgents(c: ConsoleContext) {
       <Section title={`Agents (${agents.length})`} id="agent-list">
         <AgentTable vault={open.vault.name} agents={agents} />
       </Section>
-      <Section title="Invite an agent" id="invite" description="You get a link to give the agent once. It redeems it with a POST and receives its token; the link then stops working.">
+      <Section
+        title="Invite an agent"
+        id="invite"
+        description="You get a link to give the agent once. It redeems it with a POST and receives its token; the link then stops working."
+      >
         <InviteForm open={open} />
       </Section>
       <Section title="Pending agent invites" id="pending-invites">
@@ -188,11 +205,16 @@ export function agentPages() {
     const body = (
       <Section title={`Invite for ${invite.name}`} id="agent-invite">
         <p>
-          Give the agent this link. It works once, for the next {plural(minutes, "minute")} (until <Time iso={invite.expires_at} />), and makes <Name>{invite.name}</Name> a{" "}
-          <Badge tone={toneOf(invite.role)}>{invite.role}</Badge> of this vault.
+          Give the agent this link. It works once, for the next {plural(minutes, "minute")} (until <Time iso={invite.expires_at} />
+          ), and makes <Name>{invite.name}</Name> a <Badge tone={toneOf(invite.role)}>{invite.role}</Badge> of this vault.
         </p>
         <CopyField id="invite-url" label="Invite link" value={invite.invite_url} hint="Shown only once: this page is the only place it appears." />
-        <CopyField id="redeem-command" label="Redeem command (the agent runs it)" value={`curl -X POST ${invite.invite_url}`} hint="The answer holds the agent's token, broker URL and proxy settings." />
+        <CopyField
+          id="redeem-command"
+          label="Redeem command (the agent runs it)"
+          value={`curl -X POST ${invite.invite_url}`}
+          hint="The answer holds the agent's token, broker URL and proxy settings."
+        />
         <p>
           <a href={back}>Back to agents</a>
         </p>

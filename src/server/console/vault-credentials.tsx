@@ -22,7 +22,19 @@ import {
 } from "../../vault/index.ts";
 import { clientIp } from "../limits.ts";
 import { Badge, Button, ConfirmForm, EmptyState, FormField, LinkButton, Name, PostForm, Section, Table, Time } from "./components.tsx";
-import { describeError, formOf, openConsoleVault, redirectWithFlash, renderPage, requireConfirmation, requireSignedIn, runAction, signedIn, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
+import {
+  describeError,
+  formOf,
+  openConsoleVault,
+  redirectWithFlash,
+  renderPage,
+  requireConfirmation,
+  requireSignedIn,
+  runAction,
+  signedIn,
+  type ConsoleContext,
+  type ConsoleEnv,
+} from "./context.tsx";
 import { vaultPath } from "./layout.tsx";
 
 const KEY_PATTERN = "[A-Z][A-Z0-9_]*";
@@ -60,7 +72,16 @@ function ValueField(props: { label: string }) {
 function SetCredentialForm(props: { vault: string }) {
   return (
     <PostForm action={credentialPath(props.vault)} id="set-credential" label="Set a credential">
-      <FormField label="Key name" name="key" required pattern={KEY_PATTERN} maxlength={128} autocomplete="off" placeholder="e.g. STRIPE_API_KEY" hint={`${KEY_HINT} Using an existing name replaces its value.`} />
+      <FormField
+        label="Key name"
+        name="key"
+        required
+        pattern={KEY_PATTERN}
+        maxlength={128}
+        autocomplete="off"
+        placeholder="e.g. STRIPE_API_KEY"
+        hint={`${KEY_HINT} Using an existing name replaces its value.`}
+      />
       <ValueField label="Value" />
       <div class="actions">
         <Button variant="primary">Save credential</Button>
@@ -166,7 +187,11 @@ async function renderManage(c: ConsoleContext) {
       <Section title="Reveal the value" description="Shows the stored value once, after you type your password again.">
         <LinkButton href={credentialPath(vault, item.key, "reveal")}>Reveal {item.key}…</LinkButton>
       </Section>
-      <Section title="Delete" tone="danger" description={item.usedBy.length ? "Services that use this key stop getting a credential until you set it again." : "No service uses this key."}>
+      <Section
+        title="Delete"
+        tone="danger"
+        description={item.usedBy.length ? "Services that use this key stop getting a credential until you set it again." : "No service uses this key."}
+      >
         <ConfirmForm action={credentialPath(vault, item.key, "delete")} phrase={item.key} button="Delete credential" />
       </Section>
     </>
@@ -183,7 +208,15 @@ async function renderManage(c: ConsoleContext) {
 function PasswordForm(props: { vault: string; keyName: string }) {
   return (
     <PostForm action={credentialPath(props.vault, props.keyName, "reveal")} id="reveal-form" label={`Reveal ${props.keyName}`}>
-      <FormField label="Your password" name="password" type="password" autocomplete="current-password" required autofocus hint="The same password you sign in with. Wrong attempts count towards the sign-in limit." />
+      <FormField
+        label="Your password"
+        name="password"
+        type="password"
+        autocomplete="current-password"
+        required
+        autofocus
+        hint="The same password you sign in with. Wrong attempts count towards the sign-in limit."
+      />
       <div class="actions">
         <Button variant="primary" id="reveal">
           Reveal value

@@ -41,7 +41,9 @@ function Pending(props: { r: RequestApprovalView; vault: string; canDecide: bool
       <h3>
         <strong>{r.method}</strong> <Name>{r.url}</Name>
       </h3>
-      {isWebSocket(r) ? <p class="warning small">A WebSocket upgrade: Allow opens a connection that stays open, every message on it unchecked by a person.</p> : null}
+      {isWebSocket(r) ? (
+        <p class="warning small">A WebSocket upgrade: Allow opens a connection that stays open, every message on it unchecked by a person.</p>
+      ) : null}
       <p class="small">
         Asked by <RequesterPrefix kind={r.requested_by_kind} />
         <strong>{r.requested_by_name}</strong> <Time iso={r.created_at} /> · {stateWords(r, props.now)}
@@ -89,8 +91,8 @@ async function renderRequests(c: ConsoleContext) {
         <Section title="Waiting for a decision" id="pending">
           <EmptyState title="Nothing to decide">
             <p>
-              A service rule with <code>approve</code> (for example <code>approve POST /v1/refunds</code>) holds each request it matches until a person allows that exact
-              request here. Held requests show up in this list.
+              A service rule with <code>approve</code> (for example <code>approve POST /v1/refunds</code>) holds each request it matches until a person allows
+              that exact request here. Held requests show up in this list.
             </p>
           </EmptyState>
         </Section>
@@ -109,15 +111,32 @@ async function renderRequests(c: ConsoleContext) {
           empty={<p class="muted">None yet.</p>}
           columns={[
             { label: "Request", cell: (r: RequestApprovalView) => <Name>{`${r.method} ${r.url}`}</Name> },
-            { label: "From", cell: (r: RequestApprovalView) => <><RequesterPrefix kind={r.requested_by_kind} />{r.requested_by_name}</> },
-            { label: "Outcome", cell: (r: RequestApprovalView) => <><Badge tone={toneOf(r.state === "used" ? "applied" : r.state)}>{r.state === "used" ? "sent" : r.state}</Badge>{r.decided_by ? <span class="small"> by {r.decided_by}</span> : null}</> },
+            {
+              label: "From",
+              cell: (r: RequestApprovalView) => (
+                <>
+                  <RequesterPrefix kind={r.requested_by_kind} />
+                  {r.requested_by_name}
+                </>
+              ),
+            },
+            {
+              label: "Outcome",
+              cell: (r: RequestApprovalView) => (
+                <>
+                  <Badge tone={toneOf(r.state === "used" ? "applied" : r.state)}>{r.state === "used" ? "sent" : r.state}</Badge>
+                  {r.decided_by ? <span class="small"> by {r.decided_by}</span> : null}
+                </>
+              ),
+            },
             { label: "Asked", cell: (r: RequestApprovalView) => <Time iso={r.created_at} /> },
           ]}
         />
       </Section>
     </>
   );
-  const lead = "Requests that a service's rules hold until a person allows them, one by one. Allow sends that exact request once; the agent never sees the credential.";
+  const lead =
+    "Requests that a service's rules hold until a person allows them, one by one. Allow sends that exact request once; the agent never sees the credential.";
   return renderPage(c, { title: "Requests", nav: "vaults", vault: vaultOf(open), lead }, body);
 }
 
@@ -135,7 +154,10 @@ export function heldRequestPages() {
           c.get("kit").log.info(decision === "approve" ? "request_approved" : "request_denied", { approval: view.id, by: signedIn(c).id, via: "console" });
           return view;
         },
-        success: (v) => (decision === "approve" ? `Allowed ${v.method} ${v.url}: the agent's identical request is sent once.` : `Denied ${v.method} ${v.url}: it was not sent.`),
+        success: (v) =>
+          decision === "approve"
+            ? `Allowed ${v.method} ${v.url}: the agent's identical request is sent once.`
+            : `Denied ${v.method} ${v.url}: it was not sent.`,
         redirect: back,
       });
     });

@@ -81,8 +81,23 @@ function LogFilterForm(props: { filter: LogFilter; action: string }) {
   return (
     <form method="get" action={props.action} class="form-inline" id="log-filter" aria-label="Filter the log">
       <FormField label="Host" name="host" value={f.host} placeholder="api.example.com" autocomplete="off" hint="Exactly as shown in the Request column." />
-      <FormField label="Who" name="who" id="f-who" value={f.principal} placeholder="agent name or email" autocomplete="off" hint="An agent's name or a person's email." />
-      <FormField label="Status" name="status" type="number" value={f.status === undefined ? undefined : String(f.status)} placeholder="e.g. 403" hint="An HTTP status code." />
+      <FormField
+        label="Who"
+        name="who"
+        id="f-who"
+        value={f.principal}
+        placeholder="agent name or email"
+        autocomplete="off"
+        hint="An agent's name or a person's email."
+      />
+      <FormField
+        label="Status"
+        name="status"
+        type="number"
+        value={f.status === undefined ? undefined : String(f.status)}
+        placeholder="e.g. 403"
+        hint="An HTTP status code."
+      />
       <div class="actions">
         <Button variant="primary">Filter</Button>
         {f.host || f.principal || f.status !== undefined ? <LinkButton href={props.action}>Clear</LinkButton> : null}
@@ -98,9 +113,31 @@ function LogTable(props: { rows: readonly AuditRecord[] }) {
       rows={props.rows}
       columns={[
         { label: "Time", cell: (r) => <Time iso={r.time} /> },
-        { label: "Who", cell: (r) => <>{r.principal_name} <span class="muted small">{r.principal_kind === "unknown" ? "" : r.principal_kind === "user" ? "person" : "agent"}</span></> },
-        { label: "Request", cell: (r) => <><Name>{`${r.method} ${r.host}${r.path}`}</Name> <span class="muted small">{howText(r)}</span></> },
-        { label: "Status", cell: (r) => <><Badge tone={statusTone(r.status)}>{String(r.status)}</Badge>{r.error ? <span class="small"> {r.error}</span> : null}</> },
+        {
+          label: "Who",
+          cell: (r) => (
+            <>
+              {r.principal_name} <span class="muted small">{r.principal_kind === "unknown" ? "" : r.principal_kind === "user" ? "person" : "agent"}</span>
+            </>
+          ),
+        },
+        {
+          label: "Request",
+          cell: (r) => (
+            <>
+              <Name>{`${r.method} ${r.host}${r.path}`}</Name> <span class="muted small">{howText(r)}</span>
+            </>
+          ),
+        },
+        {
+          label: "Status",
+          cell: (r) => (
+            <>
+              <Badge tone={statusTone(r.status)}>{String(r.status)}</Badge>
+              {r.error ? <span class="small"> {r.error}</span> : null}
+            </>
+          ),
+        },
         { label: "Took", class: "num", cell: (r) => `${r.duration_ms} ms` },
         { label: "Credential", cell: (r) => (r.credential_keys.length ? <Name>{r.credential_keys.join(", ")}</Name> : <span class="muted">none</span>) },
       ]}
@@ -138,8 +175,8 @@ async function renderLogs(c: ConsoleContext, open: OpenVault) {
   ) : (
     <EmptyState title="No requests yet">
       <p>
-        Every request an agent makes through the broker for this vault (through <code>HTTPS_PROXY</code> or <code>/proxy</code>) appears here: who, which
-        host, the status and which credential was used. Run an agent with <code>broker vault run</code> and its requests show up within seconds.
+        Every request an agent makes through the broker for this vault (through <code>HTTPS_PROXY</code> or <code>/proxy</code>) appears here: who, which host,
+        the status and which credential was used. Run an agent with <code>broker vault run</code> and its requests show up within seconds.
       </p>
     </EmptyState>
   );
@@ -158,7 +195,13 @@ async function renderLogs(c: ConsoleContext, open: OpenVault) {
         <p class="muted small">
           Newest first; times in UTC.{" "}
           <span id="live-status" role="status" aria-live="polite" data-feed={live ? `${base}/feed${query(filter)}` : undefined} data-after={String(newest)}>
-            {live ? <><a href={`${base}${query(filter)}`}>Refresh</a> to see new requests.</> : <>An older page of the log.</>}
+            {live ? (
+              <>
+                <a href={`${base}${query(filter)}`}>Refresh</a> to see new requests.
+              </>
+            ) : (
+              <>An older page of the log.</>
+            )}
           </span>
         </p>
         {shown.length ? <LogTable rows={shown} /> : empty}
@@ -175,7 +218,15 @@ async function renderLogs(c: ConsoleContext, open: OpenVault) {
   const vault = { name: open.vault.name, role: open.role, section: "logs" as const };
   return renderPage(
     c,
-    { title: "Logs", nav: "vaults", vault, lead: "Every request made through the broker with this vault. No header values, bodies or query strings are recorded.", script: live ? "log-tail" : undefined, scripts: live, status: filterError ? 400 : 200 },
+    {
+      title: "Logs",
+      nav: "vaults",
+      vault,
+      lead: "Every request made through the broker with this vault. No header values, bodies or query strings are recorded.",
+      script: live ? "log-tail" : undefined,
+      scripts: live,
+      status: filterError ? 400 : 200,
+    },
     body,
   );
 }
@@ -187,7 +238,11 @@ export function vaultLogRoutes() {
     const open = await openConsoleVault(c, "read");
     if (!mayInVault(open.principal, open.role, "read_logs")) {
       const vault = { name: open.vault.name, role: open.role, section: "logs" as const };
-      return renderPage(c, { title: "Logs", nav: "vaults", vault, status: 403 }, <p id="message">Your role in this vault ({open.role}) does not show the log. Ask an admin of the vault for the member role.</p>);
+      return renderPage(
+        c,
+        { title: "Logs", nav: "vaults", vault, status: 403 },
+        <p id="message">Your role in this vault ({open.role}) does not show the log. Ask an admin of the vault for the member role.</p>,
+      );
     }
     return renderLogs(c, open);
   });

@@ -9,7 +9,18 @@ import { BrokerError } from "../../errors.ts";
 import { createVaultInvite, listInvites, listMembers, mayInVault, revokeInvite } from "../../vault/index.ts";
 import type { OpenVault } from "../../vault/index.ts";
 import { Badge, Button, EmptyState, FormField, PostForm, Section, Table, Time, toneOf } from "./components.tsx";
-import { describeError, formOf, openConsoleVault, redirectWithFlash, renderPage, requireSignedIn, runAction, signedIn, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
+import {
+  describeError,
+  formOf,
+  openConsoleVault,
+  redirectWithFlash,
+  renderPage,
+  requireSignedIn,
+  runAction,
+  signedIn,
+  type ConsoleContext,
+  type ConsoleEnv,
+} from "./context.tsx";
 import { vaultPath } from "./layout.tsx";
 import { COPY_SCRIPT_NAME, CopyField, RoleSelect, SubmitRow } from "./one-time-link.tsx";
 
@@ -29,7 +40,15 @@ function MemberTable(props: { members: readonly Member[]; me: string }) {
       rows={props.members}
       empty={<EmptyState title="No members">Invite a person below.</EmptyState>}
       columns={[
-        { label: "Person", cell: (m) => <>{m.email}{m.email === props.me ? <span class="muted small"> (you)</span> : null}</> },
+        {
+          label: "Person",
+          cell: (m) => (
+            <>
+              {m.email}
+              {m.email === props.me ? <span class="muted small"> (you)</span> : null}
+            </>
+          ),
+        },
         { label: "Role", cell: (m) => <Badge tone={toneOf(m.role)}>{m.role}</Badge> },
       ]}
     />
@@ -101,7 +120,11 @@ async function renderMembers(c: ConsoleContext) {
         <MemberTable members={members} me={user.email} />
       </Section>
       {mayInVault(user, open.role, "invite_people") ? (
-        <Section title="Invite a person" id="invite" description="You get a link to send them. They accept it with their account, or register through it. Agents are invited on the Agents page.">
+        <Section
+          title="Invite a person"
+          id="invite"
+          description="You get a link to send them. They accept it with their account, or register through it. Agents are invited on the Agents page."
+        >
           <InviteForm open={open} />
         </Section>
       ) : null}

@@ -9,13 +9,35 @@
 import { Hono } from "hono";
 import { BrokerError, NotFound } from "../../errors.ts";
 import { Secret } from "../../secret.ts";
-import { approveProposal, describeMintedAuth, describeUrlAuth, isMintedAuthType, mayInVault, readProposalFor, readProposalId, rejectProposal, reissueApprovalLink, reviewProposals } from "../../vault/index.ts";
+import {
+  approveProposal,
+  describeMintedAuth,
+  describeUrlAuth,
+  isMintedAuthType,
+  mayInVault,
+  readProposalFor,
+  readProposalId,
+  rejectProposal,
+  reissueApprovalLink,
+  reviewProposals,
+} from "../../vault/index.ts";
 import { listServices, viewProposal } from "../../vault/index.ts";
 import type { OpenVault, ProposalReview, Rules, VaultRole } from "../../vault/index.ts";
 import { RulesBox, RulesReview } from "../pages/rules-field.tsx";
 import { formatRulesText, readChosenRules, rulesFieldName, typedRules } from "../pages/rules-text.ts";
 import { Badge, Button, EmptyState, Name, PostForm, Section, Time, toneOf } from "./components.tsx";
-import { describeError, formOf, openConsoleVault, redirectWithFlash, renderPage, requireSignedIn, runAction, signedIn, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
+import {
+  describeError,
+  formOf,
+  openConsoleVault,
+  redirectWithFlash,
+  renderPage,
+  requireSignedIn,
+  runAction,
+  signedIn,
+  type ConsoleContext,
+  type ConsoleEnv,
+} from "./context.tsx";
 import { vaultPath } from "./layout.tsx";
 import { COPY_SCRIPT_NAME, CopyField } from "./one-time-link.tsx";
 import { isPemSlot, PEM_HINT, slotUses } from "./auth-words.ts";
@@ -121,7 +143,15 @@ function Slot(props: { p: ProposalReview; slot: ProposalReview["credentials"][nu
   );
 }
 
-function PendingProposal(props: { p: ProposalReview; vault: string; canDecide: boolean; role: VaultRole; existing: readonly string[]; current: CurrentServices; typed?: TypedRules }) {
+function PendingProposal(props: {
+  p: ProposalReview;
+  vault: string;
+  canDecide: boolean;
+  role: VaultRole;
+  existing: readonly string[];
+  current: CurrentServices;
+  typed?: TypedRules;
+}) {
   const { p, vault } = props;
   const slots = p.credentials.map((s) => <Slot p={p} slot={s} editable={props.canDecide} exists={props.existing.includes(s.key)} />);
   return (
@@ -130,10 +160,24 @@ function PendingProposal(props: { p: ProposalReview; vault: string; canDecide: b
         #{p.id} from <span class="who">{p.requested_by}</span> <Badge tone={toneOf(p.status)}>{p.status}</Badge>
       </h2>
       <p class="muted small">
-        {p.requested_by_kind === "agent" ? "Filed by an agent" : p.requested_by_kind === "user" ? "Filed by a person" : p.requested_by_kind === "session" ? <>Filed by a <code>broker vault run</code> session of this person</> : "Filed"} <Time iso={p.created_at} /> · expires{" "}
-        <Time iso={p.expires_at} />
+        {p.requested_by_kind === "agent" ? (
+          "Filed by an agent"
+        ) : p.requested_by_kind === "user" ? (
+          "Filed by a person"
+        ) : p.requested_by_kind === "session" ? (
+          <>
+            Filed by a <code>broker vault run</code> session of this person
+          </>
+        ) : (
+          "Filed"
+        )}{" "}
+        <Time iso={p.created_at} /> · expires <Time iso={p.expires_at} />
       </p>
-      {p.message ? <div class="note" aria-label="The agent's note">{p.message}</div> : null}
+      {p.message ? (
+        <div class="note" aria-label="The agent's note">
+          {p.message}
+        </div>
+      ) : null}
       {p.user_message ? (
         <>
           <h3>Message for you</h3>
@@ -165,7 +209,12 @@ function PendingProposal(props: { p: ProposalReview; vault: string; canDecide: b
             </div>
           </PostForm>
           <PostForm action={proposalPath(vault, p.id, "deny")} id={`deny-${p.id}`} class="inline-form" label={`Deny proposal ${p.id}`} />
-          <PostForm action={proposalPath(vault, p.id, "approval-link")} id={`link-${p.id}`} class="inline-form" label={`New approval link for proposal ${p.id}`} />
+          <PostForm
+            action={proposalPath(vault, p.id, "approval-link")}
+            id={`link-${p.id}`}
+            class="inline-form"
+            label={`New approval link for proposal ${p.id}`}
+          />
         </>
       ) : (
         <>
@@ -337,8 +386,15 @@ export function proposalPages() {
     }
     const body = (
       <Section title={`Approval link for proposal #${link.id}`} id="approval-link">
-        <p>Send this link to the person who should decide. It works until <Time iso={link.expires_at} />; the previous link no longer works.</p>
-        <CopyField id="approval-url" label="Approval link" value={link.approval_url} hint="Shown only once. Anyone with the link can read the proposal; only a signed-in admin or member can decide it." />
+        <p>
+          Send this link to the person who should decide. It works until <Time iso={link.expires_at} />; the previous link no longer works.
+        </p>
+        <CopyField
+          id="approval-url"
+          label="Approval link"
+          value={link.approval_url}
+          hint="Shown only once. Anyone with the link can read the proposal; only a signed-in admin or member can decide it."
+        />
         <p>
           <a href={back}>Back to proposals</a>
         </p>

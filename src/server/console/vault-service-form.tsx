@@ -25,7 +25,19 @@ export interface ServiceFormValues extends MintedFormValues {
   rules?: string;
 }
 
-const EMPTY: ServiceFormValues = { ...EMPTY_MINTED, host: "", auth_type: "bearer", credential_key: "", username: "", header_name: "", header_prefix: "", query_param: "", path_template: "", description: "", enabled: true };
+const EMPTY: ServiceFormValues = {
+  ...EMPTY_MINTED,
+  host: "",
+  auth_type: "bearer",
+  credential_key: "",
+  username: "",
+  header_name: "",
+  header_prefix: "",
+  query_param: "",
+  path_template: "",
+  description: "",
+  enabled: true,
+};
 
 const AUTH_TYPES = [
   { type: "bearer", label: "Bearer token", help: "Authorization: Bearer <value>" },
@@ -76,7 +88,20 @@ function KeyField(props: { value: string; keys: string[] }) {
       </datalist>
       <p class="hint" id="f-credential_key-hint">
         Which stored credential this host receives (for the first five types above; the others name their keys in their details).{" "}
-        {props.keys.length ? <>Stored now: {props.keys.map((k, i) => <>{i ? ", " : ""}<Name>{k}</Name></>)}.</> : "No credential is stored yet: set it on the Credentials tab."}
+        {props.keys.length ? (
+          <>
+            Stored now:{" "}
+            {props.keys.map((k, i) => (
+              <>
+                {i ? ", " : ""}
+                <Name>{k}</Name>
+              </>
+            ))}
+            .
+          </>
+        ) : (
+          "No credential is stored yet: set it on the Credentials tab."
+        )}
       </p>
     </div>
   );
@@ -107,20 +132,66 @@ export function ServiceFields(props: { values?: ServiceFormValues; keys: string[
       <fieldset>
         <legend>Details for Basic auth and Custom header</legend>
         <div class="form-inline">
-          <FormField label="Username (optional)" name="username" value={v.username} maxlength={256} autocomplete="off" hint="Basic auth only. Empty for none." />
-          <FormField label="Header name" name="header_name" value={v.header_name} maxlength={64} autocomplete="off" placeholder="e.g. X-Api-Key" hint="Custom header only." />
-          <FormField label="Header prefix (optional)" name="header_prefix" value={v.header_prefix} maxlength={64} autocomplete="off" placeholder="e.g. Token" hint="Custom header only; spaces count." />
+          <FormField
+            label="Username (optional)"
+            name="username"
+            value={v.username}
+            maxlength={256}
+            autocomplete="off"
+            hint="Basic auth only. Empty for none."
+          />
+          <FormField
+            label="Header name"
+            name="header_name"
+            value={v.header_name}
+            maxlength={64}
+            autocomplete="off"
+            placeholder="e.g. X-Api-Key"
+            hint="Custom header only."
+          />
+          <FormField
+            label="Header prefix (optional)"
+            name="header_prefix"
+            value={v.header_prefix}
+            maxlength={64}
+            autocomplete="off"
+            placeholder="e.g. Token"
+            hint="Custom header only; spaces count."
+          />
         </div>
       </fieldset>
       <fieldset>
         <legend>Details for a credential in the URL</legend>
         <div class="form-inline">
-          <FormField label="Query parameter" name="query_param" value={v.query_param} maxlength={64} autocomplete="off" placeholder="e.g. key" hint="Query parameter only." />
-          <FormField label="Path template" name="path_template" value={v.path_template} maxlength={128} autocomplete="off" placeholder="e.g. /bot{value}" hint="In the path only: holds {value} once." />
+          <FormField
+            label="Query parameter"
+            name="query_param"
+            value={v.query_param}
+            maxlength={64}
+            autocomplete="off"
+            placeholder="e.g. key"
+            hint="Query parameter only."
+          />
+          <FormField
+            label="Path template"
+            name="path_template"
+            value={v.path_template}
+            maxlength={128}
+            autocomplete="off"
+            placeholder="e.g. /bot{value}"
+            hint="In the path only: holds {value} once."
+          />
         </div>
       </fieldset>
       <MintedFields values={v} />
-      <FormField label="Description (optional)" name="description" value={v.description} maxlength={500} autocomplete="off" hint="What this service is for, for the people who read this list." />
+      <FormField
+        label="Description (optional)"
+        name="description"
+        value={v.description}
+        maxlength={500}
+        autocomplete="off"
+        hint="What this service is for, for the people who read this list."
+      />
       <RulesBox id="f-rules" name="rules" value={v.rules ?? ""} label="Allowed requests (optional)" intro="Limit what agents may do on this host." />
       <div class="field">
         <label class="choice" for="f-enabled">

@@ -59,10 +59,22 @@ const FIELDS_OF: Record<MintedAuthType, MintedFormField[]> = {
 };
 
 export const MINTED_CHOICES = [
-  { type: "oauth2_client_credentials", label: "OAuth 2.0 client credentials", help: "The broker gets an access token with a client ID and secret and sends it as Authorization: Bearer <token>" },
-  { type: "oauth2_refresh", label: "OAuth 2.0 refresh token", help: "The broker refreshes an access token with a stored refresh token, and keeps the refresh token current when the provider rotates it" },
+  {
+    type: "oauth2_client_credentials",
+    label: "OAuth 2.0 client credentials",
+    help: "The broker gets an access token with a client ID and secret and sends it as Authorization: Bearer <token>",
+  },
+  {
+    type: "oauth2_refresh",
+    label: "OAuth 2.0 refresh token",
+    help: "The broker refreshes an access token with a stored refresh token, and keeps the refresh token current when the provider rotates it",
+  },
   { type: "aws_sigv4", label: "AWS Signature V4", help: "The broker signs each request with a stored access key; the secret key never leaves the broker" },
-  { type: "github_app", label: "GitHub App", help: "The broker mints an installation token with the app's private key and sends it as Authorization: Bearer <token>" },
+  {
+    type: "github_app",
+    label: "GitHub App",
+    help: "The broker mints an installation token with the app's private key and sends it as Authorization: Bearer <token>",
+  },
 ] as const;
 
 export function isMintedChoice(type: string): type is MintedAuthType {
@@ -140,7 +152,17 @@ function TextInput(props: { name: MintedFormField; label: string; value: string;
   return (
     <div class="field">
       <label for={id}>{props.label}</label>
-      <input type="text" id={id} name={props.name} value={props.value} maxlength={props.maxlength ?? 256} autocomplete="off" spellcheck={false} placeholder={props.placeholder} aria-describedby={`${id}-hint`} />
+      <input
+        type="text"
+        id={id}
+        name={props.name}
+        value={props.value}
+        maxlength={props.maxlength ?? 256}
+        autocomplete="off"
+        spellcheck={false}
+        placeholder={props.placeholder}
+        aria-describedby={`${id}-hint`}
+      />
       <p class="hint" id={`${id}-hint`}>
         {props.hint}
       </p>
@@ -174,39 +196,123 @@ export function MintedFields(props: { values: MintedFormValues }) {
     <>
       <fieldset id="details-oauth">
         <legend>Details for OAuth 2.0</legend>
-        <TextInput name="token_url" label="Token URL" value={v.token_url} maxlength={2048} placeholder="e.g. https://auth.example.com/oauth/token" hint="Both OAuth types: the provider's token endpoint (https)." />
+        <TextInput
+          name="token_url"
+          label="Token URL"
+          value={v.token_url}
+          maxlength={2048}
+          placeholder="e.g. https://auth.example.com/oauth/token"
+          hint="Both OAuth types: the provider's token endpoint (https)."
+        />
         <div class="form-inline">
           <KeyInput name="client_id" label="Client ID (credential key)" value={v.client_id} placeholder="e.g. EXAMPLE_CLIENT_ID" hint="Both OAuth types." />
-          <KeyInput name="client_secret" label="Client secret (credential key)" value={v.client_secret} placeholder="e.g. EXAMPLE_CLIENT_SECRET" hint="Both OAuth types." />
-          <KeyInput name="refresh_token" label="Refresh token (credential key)" value={v.refresh_token} placeholder="e.g. EXAMPLE_REFRESH_TOKEN" hint="Refresh token only; replaced in the vault when the provider rotates it." />
+          <KeyInput
+            name="client_secret"
+            label="Client secret (credential key)"
+            value={v.client_secret}
+            placeholder="e.g. EXAMPLE_CLIENT_SECRET"
+            hint="Both OAuth types."
+          />
+          <KeyInput
+            name="refresh_token"
+            label="Refresh token (credential key)"
+            value={v.refresh_token}
+            placeholder="e.g. EXAMPLE_REFRESH_TOKEN"
+            hint="Refresh token only; replaced in the vault when the provider rotates it."
+          />
         </div>
         <div class="form-inline">
           <ClientAuthSelect value={v.client_auth} />
-          <TextInput name="scopes" label="Scopes (optional)" value={v.scopes} maxlength={2048} placeholder="e.g. read:orders write:orders" hint="Client credentials only; separated by spaces or commas." />
-          <TextInput name="audience" label="Audience (optional)" value={v.audience} maxlength={512} hint="Client credentials only; some providers (Auth0, Okta) require it." />
+          <TextInput
+            name="scopes"
+            label="Scopes (optional)"
+            value={v.scopes}
+            maxlength={2048}
+            placeholder="e.g. read:orders write:orders"
+            hint="Client credentials only; separated by spaces or commas."
+          />
+          <TextInput
+            name="audience"
+            label="Audience (optional)"
+            value={v.audience}
+            maxlength={512}
+            hint="Client credentials only; some providers (Auth0, Okta) require it."
+          />
         </div>
       </fieldset>
       <fieldset id="details-aws">
         <legend>Details for AWS Signature V4</legend>
         <div class="form-inline">
-          <KeyInput name="access_key_id" label="Access key ID (credential key)" value={v.access_key_id} placeholder="e.g. AWS_ACCESS_KEY_ID" hint="Sent in each request's signature." />
-          <KeyInput name="secret_access_key" label="Secret access key (credential key)" value={v.secret_access_key} placeholder="e.g. AWS_SECRET_ACCESS_KEY" hint="Only signs; never sent." />
-          <KeyInput name="session_token" label="Session token (optional)" value={v.session_token} placeholder="e.g. AWS_SESSION_TOKEN" hint="A credential key, for temporary credentials only." />
+          <KeyInput
+            name="access_key_id"
+            label="Access key ID (credential key)"
+            value={v.access_key_id}
+            placeholder="e.g. AWS_ACCESS_KEY_ID"
+            hint="Sent in each request's signature."
+          />
+          <KeyInput
+            name="secret_access_key"
+            label="Secret access key (credential key)"
+            value={v.secret_access_key}
+            placeholder="e.g. AWS_SECRET_ACCESS_KEY"
+            hint="Only signs; never sent."
+          />
+          <KeyInput
+            name="session_token"
+            label="Session token (optional)"
+            value={v.session_token}
+            placeholder="e.g. AWS_SESSION_TOKEN"
+            hint="A credential key, for temporary credentials only."
+          />
         </div>
         <div class="form-inline">
-          <TextInput name="region" label="Region (optional)" value={v.region} maxlength={64} placeholder="e.g. us-east-1" hint="Empty: read from the host, as in s3.eu-west-1.amazonaws.com." />
+          <TextInput
+            name="region"
+            label="Region (optional)"
+            value={v.region}
+            maxlength={64}
+            placeholder="e.g. us-east-1"
+            hint="Empty: read from the host, as in s3.eu-west-1.amazonaws.com."
+          />
           <TextInput name="service" label="Service (optional)" value={v.service} maxlength={64} placeholder="e.g. s3" hint="Empty: read from the host." />
         </div>
       </fieldset>
       <fieldset id="details-github-app">
         <legend>Details for a GitHub App</legend>
         <div class="form-inline">
-          <TextInput name="app_id" label="App ID" value={v.app_id} maxlength={64} placeholder="e.g. 123456" hint="The app's ID or client ID, from its settings page." />
-          <TextInput name="installation_id" label="Installation ID" value={v.installation_id} maxlength={20} placeholder="e.g. 45678901" hint="The number at the end of the installation's settings URL." />
+          <TextInput
+            name="app_id"
+            label="App ID"
+            value={v.app_id}
+            maxlength={64}
+            placeholder="e.g. 123456"
+            hint="The app's ID or client ID, from its settings page."
+          />
+          <TextInput
+            name="installation_id"
+            label="Installation ID"
+            value={v.installation_id}
+            maxlength={20}
+            placeholder="e.g. 45678901"
+            hint="The number at the end of the installation's settings URL."
+          />
         </div>
         <div class="form-inline">
-          <KeyInput name="private_key" label="Private key (credential key)" value={v.private_key} placeholder="e.g. GITHUB_APP_PRIVATE_KEY" hint="The app's PEM private key; it never leaves the broker." />
-          <TextInput name="api_url" label="API URL (optional)" value={v.api_url} maxlength={2048} placeholder="https://api.github.com" hint="GitHub Enterprise Server: https://<host>/api/v3." />
+          <KeyInput
+            name="private_key"
+            label="Private key (credential key)"
+            value={v.private_key}
+            placeholder="e.g. GITHUB_APP_PRIVATE_KEY"
+            hint="The app's PEM private key; it never leaves the broker."
+          />
+          <TextInput
+            name="api_url"
+            label="API URL (optional)"
+            value={v.api_url}
+            maxlength={2048}
+            placeholder="https://api.github.com"
+            hint="GitHub Enterprise Server: https://<host>/api/v3."
+          />
         </div>
       </fieldset>
     </>

@@ -7,7 +7,12 @@ import type { MintedAuthType } from "../../store/index.ts";
 import type { ServiceAuth } from "../../vault/index.ts";
 import { Name } from "./components.tsx";
 
-export const MINTED_LABEL: Record<MintedAuthType, string> = { oauth2_client_credentials: "OAuth client", oauth2_refresh: "OAuth refresh", aws_sigv4: "AWS SigV4", github_app: "GitHub App" };
+export const MINTED_LABEL: Record<MintedAuthType, string> = {
+  oauth2_client_credentials: "OAuth client",
+  oauth2_refresh: "OAuth refresh",
+  aws_sigv4: "AWS SigV4",
+  github_app: "GitHub App",
+};
 
 /** Where an https URL points, host and path, for a table cell. */
 function shortUrl(url: string | undefined): string {
@@ -20,12 +25,14 @@ function shortUrl(url: string | undefined): string {
 export function MintedSummary(props: { auth: ServiceAuth }) {
   const a = props.auth;
   const keys = (names: (string | undefined)[]) =>
-    names.filter((k): k is string => !!k).map((k, i) => (
-      <>
-        {i ? " " : ""}
-        <Name>{k}</Name>
-      </>
-    ));
+    names
+      .filter((k): k is string => !!k)
+      .map((k, i) => (
+        <>
+          {i ? " " : ""}
+          <Name>{k}</Name>
+        </>
+      ));
   switch (a.type) {
     case "oauth2_client_credentials":
       return (

@@ -8,10 +8,33 @@
 
 import { Hono } from "hono";
 import { BrokerError, NotFound } from "../../errors.ts";
-import { addService, describeUrlAuth, listCredentials, listServices, mayInVault, newHostUses, parseHostPattern, readAuth, removeService, updateService, type OpenVault, type ServiceView } from "../../vault/index.ts";
+import {
+  addService,
+  describeUrlAuth,
+  listCredentials,
+  listServices,
+  mayInVault,
+  newHostUses,
+  parseHostPattern,
+  readAuth,
+  removeService,
+  updateService,
+  type OpenVault,
+  type ServiceView,
+} from "../../vault/index.ts";
 import { Badge, Button, ConfirmForm, EmptyState, LinkButton, Name, PostForm, Section, Table, Time } from "./components.tsx";
 import type { MintedState } from "../../egress/index.ts";
-import { describeError, formOf, openConsoleVault, renderPage, requireConfirmation, requireSignedIn, runAction, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
+import {
+  describeError,
+  formOf,
+  openConsoleVault,
+  renderPage,
+  requireConfirmation,
+  requireSignedIn,
+  runAction,
+  type ConsoleContext,
+  type ConsoleEnv,
+} from "./context.tsx";
 import { vaultPath } from "./layout.tsx";
 import { rulesInWords } from "../pages/rules-field.tsx";
 import { formatRulesText, parseRulesText } from "../pages/rules-text.ts";
@@ -27,7 +50,15 @@ function vaultOf(open: OpenVault) {
   return { name: open.vault.name, role: open.role, section: "services" as const };
 }
 
-const AUTH_LABEL: Record<string, string> = { bearer: "Bearer", basic: "Basic", header: "Header", query: "Query", path: "Path", passthrough: "Passthrough", ...MINTED_LABEL };
+const AUTH_LABEL: Record<string, string> = {
+  bearer: "Bearer",
+  basic: "Basic",
+  header: "Header",
+  query: "Query",
+  path: "Path",
+  passthrough: "Passthrough",
+  ...MINTED_LABEL,
+};
 
 function AuthSummary(props: { s: ServiceView }) {
   const a = props.s.auth;
@@ -56,7 +87,8 @@ function MintedStatus(props: { state: MintedState | undefined }) {
   if (st.kind === "refused") {
     return (
       <div class="small">
-        <Badge tone="danger">refresh refused</Badge> <span class="muted">{st.reason}. Agents get an error until the service or one of its credentials changes.</span>
+        <Badge tone="danger">refresh refused</Badge>{" "}
+        <span class="muted">{st.reason}. Agents get an error until the service or one of its credentials changes.</span>
       </div>
     );
   }
@@ -172,7 +204,10 @@ async function renderList(c: ConsoleContext, state: FormState = {}, status: 200 
   );
   const body = (
     <>
-      <Section title="Services" description="Requests to a host with no service here are tunnelled or refused, as the vault's settings say, and never get a credential.">
+      <Section
+        title="Services"
+        description="Requests to a host with no service here are tunnelled or refused, as the vault's settings say, and never get a credential."
+      >
         <ServicesTable vault={open.vault.name} rows={rows} canWrite={canWrite} empty={empty} minted={(host) => mintedState?.(open.vault.id, host)} />
       </Section>
       {canWrite ? (
@@ -187,7 +222,17 @@ async function renderList(c: ConsoleContext, state: FormState = {}, status: 200 
       ) : null}
     </>
   );
-  return renderPage(c, { title: "Services", nav: "vaults", vault: vaultOf(open), status, lead: "The hosts agents may reach through the broker, and which credential each one gets." }, body);
+  return renderPage(
+    c,
+    {
+      title: "Services",
+      nav: "vaults",
+      vault: vaultOf(open),
+      status,
+      lead: "The hosts agents may reach through the broker, and which credential each one gets.",
+    },
+    body,
+  );
 }
 
 async function findService(c: ConsoleContext, open: OpenVault, host: string): Promise<ServiceView> {
@@ -244,14 +289,16 @@ function renderWarning(c: ConsoleContext, open: OpenVault, values: ServiceFormVa
     <Section title="Check before you continue">
       {uses.map((u) => (
         <p class="warning" role="alert">
-          This service sends your existing credential <Name>{u.key}</Name> to a new host, <Name>{u.host}</Name>. Whoever runs that host receives the value. Continue only
-          if you trust it with this credential.
+          This service sends your existing credential <Name>{u.key}</Name> to a new host, <Name>{u.host}</Name>. Whoever runs that host receives the value.
+          Continue only if you trust it with this credential.
         </p>
       ))}
       <PostForm action={action} id="confirm-new-host" label="Confirm the new host">
-        {Object.entries(hidden).filter(([, value]) => value !== undefined).map(([name, value]) => (
-          <input type="hidden" name={name} value={String(value)} />
-        ))}
+        {Object.entries(hidden)
+          .filter(([, value]) => value !== undefined)
+          .map(([name, value]) => (
+            <input type="hidden" name={name} value={String(value)} />
+          ))}
         <div class="actions">
           <Button variant="primary" id="confirm-service">
             Yes, send {uses.map((u) => u.key).join(", ")} to {values.host}
@@ -268,7 +315,8 @@ function renderWarning(c: ConsoleContext, open: OpenVault, values: ServiceFormVa
 async function saveService(c: ConsoleContext, host: string | undefined, mintedState?: MintedStateOf) {
   const { d } = c.get("kit");
   const values = readValues(formOf(c), host);
-  const rerender = (status: 400 | 403 | 404 | 409) => (host ? renderEdit(c, { values }, status === 403 ? 400 : status) : renderList(c, { values }, status, mintedState));
+  const rerender = (status: 400 | 403 | 404 | 409) =>
+    host ? renderEdit(c, { values }, status === 403 ? 400 : status) : renderList(c, { values }, status, mintedState);
   try {
     const open = await openConsoleVault(c, "write_secrets");
     const body = toBody(values);
@@ -302,12 +350,18 @@ export function vaultServiceRoutes(mintedState?: MintedStateOf) {
   r.get("/vaults/:vault/services/:host/edit", (c) => renderEdit(c));
   r.post("/vaults/:vault/services/:host", (c) => saveService(c, c.req.param("host")));
 
-  for (const [action, enabled] of [["enable", true], ["disable", false]] as const) {
+  for (const [action, enabled] of [
+    ["enable", true],
+    ["disable", false],
+  ] as const) {
     r.post(`/vaults/:vault/services/:host/${action}`, (c) => {
       const host = c.req.param("host");
       return runAction(c, {
         run: async () => updateService(c.get("kit").d, await openConsoleVault(c, "write_secrets"), host, { enabled }),
-        success: (s) => (enabled ? `Service ${s.host} enabled: agents can use it again.` : `Service ${s.host} disabled: agents' requests to it are refused until you enable it.`),
+        success: (s) =>
+          enabled
+            ? `Service ${s.host} enabled: agents can use it again.`
+            : `Service ${s.host} disabled: agents' requests to it are refused until you enable it.`,
         redirect: vaultPath(c.req.param("vault") ?? "", "services"),
       });
     });

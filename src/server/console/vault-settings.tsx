@@ -31,7 +31,14 @@ function UnmatchedHostsForm(props: { action: string; current: string }) {
         <legend>When an agent connects through HTTPS_PROXY to a host that matches no service</legend>
         {CHOICES.map((ch) => (
           <label class="choice" for={`unmatched-${ch.value}`}>
-            <input type="radio" name="unmatched_hosts" id={`unmatched-${ch.value}`} value={ch.value} checked={props.current === ch.value} aria-describedby={`unmatched-${ch.value}-help`} />
+            <input
+              type="radio"
+              name="unmatched_hosts"
+              id={`unmatched-${ch.value}`}
+              value={ch.value}
+              checked={props.current === ch.value}
+              aria-describedby={`unmatched-${ch.value}-help`}
+            />
             <span>
               <strong>{ch.label}</strong>
               <br />
@@ -78,7 +85,12 @@ async function renderSettings(c: ConsoleContext, open: OpenVault) {
         )}
       </Section>
       {notifications}
-      <Section title="Delete this vault" id="delete" tone="danger" description="Deleting the vault removes its credentials, services, proposals, agent grants, members, invites and sessions. Agents using it stop working at once.">
+      <Section
+        title="Delete this vault"
+        id="delete"
+        tone="danger"
+        description="Deleting the vault removes its credentials, services, proposals, agent grants, members, invites and sessions. Agents using it stop working at once."
+      >
         {remove ? (
           <ConfirmForm action={`${vaultPath(name, "settings")}/delete`} phrase={name} button="Delete this vault forever" />
         ) : (
@@ -90,7 +102,20 @@ async function renderSettings(c: ConsoleContext, open: OpenVault) {
     </>
   );
   const vault = { name, role: open.role, section: "settings" as const };
-  return renderPage(c, { title: "Vault settings", nav: "vaults", vault, lead: <>Settings of <Name>{name}</Name>.</> }, body);
+  return renderPage(
+    c,
+    {
+      title: "Vault settings",
+      nav: "vaults",
+      vault,
+      lead: (
+        <>
+          Settings of <Name>{name}</Name>.
+        </>
+      ),
+    },
+    body,
+  );
 }
 
 export function vaultSettingsRoutes() {
@@ -103,7 +128,10 @@ export function vaultSettingsRoutes() {
     const back = vaultPath(c.req.param("vault"), "settings");
     return runAction(c, {
       run: async () => updateVault(c.get("kit").d, await openConsoleVault(c, "manage"), { unmatched_hosts: formOf(c).unmatched_hosts ?? "" }),
-      success: (v) => (v.unmatched_hosts === "deny" ? "Saved: hosts that match no service are now refused." : "Saved: agents reach hosts that match no service directly, through a blind tunnel."),
+      success: (v) =>
+        v.unmatched_hosts === "deny"
+          ? "Saved: hosts that match no service are now refused."
+          : "Saved: agents reach hosts that match no service directly, through a blind tunnel.",
       redirect: back,
     });
   });

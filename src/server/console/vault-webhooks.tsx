@@ -8,11 +8,23 @@ import { Hono } from "hono";
 import { BrokerError, PermissionDenied } from "../../errors.ts";
 import { addWebhook, DELIVERY_STATUS_WORDS, listWebhooks, removeWebhook, type OpenVault, type WebhookView } from "../../vault/index.ts";
 import { Badge, ConfirmForm, FormField, LinkButton, Name, PostForm, Section, Table, Time, type BadgeTone } from "./components.tsx";
-import { describeError, formOf, openConsoleVault, redirectWithFlash, renderPage, requireConfirmation, requireSignedIn, runAction, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
+import {
+  describeError,
+  formOf,
+  openConsoleVault,
+  redirectWithFlash,
+  renderPage,
+  requireConfirmation,
+  requireSignedIn,
+  runAction,
+  type ConsoleContext,
+  type ConsoleEnv,
+} from "./context.tsx";
 import { vaultPath } from "./layout.tsx";
 import { COPY_SCRIPT_NAME, CopyField, SubmitRow } from "./one-time-link.tsx";
 
-const DESCRIPTION = "The broker tells a URL when an agent files a proposal and when one is approved, rejected or expires: names, hosts and key names, never a credential value.";
+const DESCRIPTION =
+  "The broker tells a URL when an agent files a proposal and when one is approved, rejected or expires: names, hosts and key names, never a credential value.";
 
 const TONE: Record<string, BadgeTone> = { delivered: "success", pending: "info", retrying: "warning", failed: "danger", blocked: "danger" };
 
@@ -23,7 +35,11 @@ function WebhookTable(props: { vault: string; hooks: readonly WebhookView[] }) {
     <Table
       id="webhooks"
       rows={props.hooks}
-      empty={<p class="muted" id="webhooks-empty">No webhooks yet: nobody is told about new proposals except on the Proposals page.</p>}
+      empty={
+        <p class="muted" id="webhooks-empty">
+          No webhooks yet: nobody is told about new proposals except on the Proposals page.
+        </p>
+      }
       columns={[
         { label: "Receiver", cell: (w) => <Name>{w.url /* masked by listWebhooks */}</Name> },
         { label: "Format", cell: (w) => (w.format === "slack" ? "Slack" : "JSON") },
@@ -80,7 +96,16 @@ export async function renderNotifications(props: { c: ConsoleContext; open: Open
       <WebhookTable vault={vault} hooks={hooks} />
       <h3>Add a webhook</h3>
       <PostForm action={hooksPath(vault)} id="add-webhook" label="Add a webhook">
-        <FormField label="Receiver URL" name="url" type="url" required maxlength={2048} autocomplete="off" placeholder="https://hooks.slack.com/services/…" hint="https:// (or http:// for a receiver on a private network the operator allowed)." />
+        <FormField
+          label="Receiver URL"
+          name="url"
+          type="url"
+          required
+          maxlength={2048}
+          autocomplete="off"
+          placeholder="https://hooks.slack.com/services/…"
+          hint="https:// (or http:// for a receiver on a private network the operator allowed)."
+        />
         <div class="field">
           <label class="choice" for="f-slack">
             <input type="checkbox" name="slack" id="f-slack" />
@@ -115,12 +140,17 @@ export function vaultWebhookRoutes() {
     const body = (
       <Section title="Webhook added" id="webhook-added">
         <p>
-          Proposal events of this vault now go to the receiver at <Name>{new URL(webhook.url).host}</Name> ({webhook.format === "slack" ? "Slack format" : "JSON events"}). Each request carries a{" "}
-          <code>Broker-Signature</code> header: an HMAC-SHA256 of the timestamp and body, keyed with the secret below. Check it on the receiver (see the API documentation, section
-          Webhooks).
+          Proposal events of this vault now go to the receiver at <Name>{new URL(webhook.url).host}</Name> (
+          {webhook.format === "slack" ? "Slack format" : "JSON events"}). Each request carries a <code>Broker-Signature</code> header: an HMAC-SHA256 of the
+          timestamp and body, keyed with the secret below. Check it on the receiver (see the API documentation, section Webhooks).
         </p>
         {/* reveal: the admin who added the webhook sees its signing secret once */}
-        <CopyField id="webhook-secret" label="Signing secret" value={secret.reveal()} hint="Shown only once: store it now. This page is the only place it appears." />
+        <CopyField
+          id="webhook-secret"
+          label="Signing secret"
+          value={secret.reveal()}
+          hint="Shown only once: store it now. This page is the only place it appears."
+        />
         <div class="actions">
           <LinkButton href={back} variant="primary">
             Done
@@ -129,7 +159,18 @@ export function vaultWebhookRoutes() {
       </Section>
     );
     const lead = <Badge tone="warning">shown once</Badge>;
-    return renderPage(c, { title: "Webhook added", nav: "vaults", vault: { name: open.vault.name, role: open.role, section: "settings" }, lead, scripts: true, script: COPY_SCRIPT_NAME }, body);
+    return renderPage(
+      c,
+      {
+        title: "Webhook added",
+        nav: "vaults",
+        vault: { name: open.vault.name, role: open.role, section: "settings" },
+        lead,
+        scripts: true,
+        script: COPY_SCRIPT_NAME,
+      },
+      body,
+    );
   });
 
   r.post("/vaults/:vault/settings/webhooks/:id/delete", (c) => {

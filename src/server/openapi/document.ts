@@ -70,7 +70,12 @@ function jsonSchemaOf(schema: StandardSchemaV1, io: "input" | "output"): Record<
 function securityOf(auth: Auth | readonly Auth[]): Record<string, string[]>[] {
   const list = (Array.isArray(auth) ? auth : [auth]) as Auth[];
   if (list.includes("none")) return [];
-  const names: Record<Exclude<Auth, "none">, string> = { bearer: "bearerToken", cookie: "sessionCookie", "basic-proxy": "proxyBasic", "metrics-token": "metricsToken" };
+  const names: Record<Exclude<Auth, "none">, string> = {
+    bearer: "bearerToken",
+    cookie: "sessionCookie",
+    "basic-proxy": "proxyBasic",
+    "metrics-token": "metricsToken",
+  };
   return list.map((a) => ({ [names[a as Exclude<Auth, "none">]]: [] }));
 }
 
@@ -81,7 +86,11 @@ function operation(method: string, path: string, doc: OperationDoc, body: Standa
   const s = doc.success;
   responses[String(s.status)] = {
     description: s.description ?? "Success",
-    ...(s.schema ? { content: { "application/json": { schema: jsonSchemaOf(s.schema, "output") } } } : s.contentType ? { content: { [s.contentType]: { schema: { type: "string" } } } } : {}),
+    ...(s.schema
+      ? { content: { "application/json": { schema: jsonSchemaOf(s.schema, "output") } } }
+      : s.contentType
+        ? { content: { [s.contentType]: { schema: { type: "string" } } } }
+        : {}),
   };
   const errors = new Set<number>(doc.errors ?? []);
   if (body || params.length || query.length) errors.add(400);
@@ -89,7 +98,10 @@ function operation(method: string, path: string, doc: OperationDoc, body: Standa
   if (params.length) errors.add(404);
   errors.add(429);
   for (const status of [...errors].sort()) {
-    responses[String(status)] = { description: STATUS_TEXT[status] ?? "Error", content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } };
+    responses[String(status)] = {
+      description: STATUS_TEXT[status] ?? "Error",
+      content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
+    };
   }
   return {
     operationId: `${method}${path.replace(/\{([^}]+)\}/g, "By_$1").replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ""))}`,
@@ -129,7 +141,8 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], serverUrl: stri
     info: {
       title: "broker",
       version: VERSION,
-      description: "A credential broker for AI agents: people store credentials in vaults; agents call APIs through the broker, which adds the credential and never reveals it. Errors share one envelope (components.schemas.Error).",
+      description:
+        "A credential broker for AI agents: people store credentials in vaults; agents call APIs through the broker, which adds the credential and never reveals it. Errors share one envelope (components.schemas.Error).",
     },
     servers: [{ url: serverUrl }],
     paths: Object.fromEntries(Object.entries(paths).sort(([a], [b]) => (a < b ? -1 : 1))),

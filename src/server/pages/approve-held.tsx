@@ -23,7 +23,13 @@ export interface HeldApprovalPageProps {
   readonly provider?: SignInProvider;
 }
 
-const STATE_TONE: Record<RequestApprovalView["state"], string> = { pending: "badge-warning", approved: "badge-success", used: "badge-info", denied: "badge-danger", expired: "badge" };
+const STATE_TONE: Record<RequestApprovalView["state"], string> = {
+  pending: "badge-warning",
+  approved: "badge-success",
+  used: "badge-info",
+  denied: "badge-danger",
+  expired: "badge",
+};
 
 /** What the state means for the agent, in words. */
 export function stateWords(r: RequestApprovalView, now: number): string {
@@ -55,25 +61,46 @@ export function ReadableBody(props: { body: string; id?: string }) {
     <>
       {repeated.length ? (
         <p class="warning" id="duplicate-keys">
-          The body names {repeated.map((k, i) => <>{i ? ", " : ""}<code>{k}</code></>)} more than once. Services differ in which value they use: read every one before you allow it.
+          The body names{" "}
+          {repeated.map((k, i) => (
+            <>
+              {i ? ", " : ""}
+              <code>{k}</code>
+            </>
+          ))}{" "}
+          more than once. Services differ in which value they use: read every one before you allow it.
         </p>
       ) : null}
-      <pre class="note body-text" id={props.id}>{layout ? layout.text : props.body}</pre>
+      <pre class="note body-text" id={props.id}>
+        {layout ? layout.text : props.body}
+      </pre>
     </>
   );
 }
 
 function Body(props: { r: RequestApprovalView }) {
   const r = props.r;
-  if (r.body === null) return <p class="muted" id="body-none">{r.body_bytes > 0 ? `A body of ${r.body_bytes} bytes that is not text (not shown).` : "No body."}</p>;
+  if (r.body === null)
+    return (
+      <p class="muted" id="body-none">
+        {r.body_bytes > 0 ? `A body of ${r.body_bytes} bytes that is not text (not shown).` : "No body."}
+      </p>
+    );
   return (
     <>
       {r.body_truncated ? (
         <p class="warning" id="body-truncated">
-          Showing the first {Buffer.byteLength(r.body)} of {r.body_bytes} bytes. The approval covers the whole body (SHA-256 <code>{r.body_sha256.slice(0, 16)}…</code>).
+          Showing the first {Buffer.byteLength(r.body)} of {r.body_bytes} bytes. The approval covers the whole body (SHA-256{" "}
+          <code>{r.body_sha256.slice(0, 16)}…</code>).
         </p>
       ) : null}
-      {r.body_truncated ? <pre class="note body-text" id="body">{r.body}</pre> : <ReadableBody body={r.body} id="body" />}
+      {r.body_truncated ? (
+        <pre class="note body-text" id="body">
+          {r.body}
+        </pre>
+      ) : (
+        <ReadableBody body={r.body} id="body" />
+      )}
     </>
   );
 }
@@ -151,7 +178,15 @@ export function HeldApprovalPage(props: HeldApprovalPageProps) {
   return (
     <Document title="Request awaiting approval">
       <Brand />
-      <h1>{r ? <>An agent asks to send this request in vault <code>{r.vault}</code></> : "A request awaiting approval"}</h1>
+      <h1>
+        {r ? (
+          <>
+            An agent asks to send this request in vault <code>{r.vault}</code>
+          </>
+        ) : (
+          "A request awaiting approval"
+        )}
+      </h1>
       <Session viewer={props.viewer} csrf={props.csrf} />
       {props.notice ? (
         <p class={props.noticeKind === "success" ? "flash flash-success" : "warning"} id="notice" role="status">

@@ -14,10 +14,7 @@ import { Brand, Document } from "./document.tsx";
 import { RulesBox, RulesReview } from "./rules-field.tsx";
 import { formatRulesText, rulesFieldName } from "./rules-text.ts";
 
-export type Viewer =
-  | { kind: "anonymous" }
-  | { kind: "not-allowed"; email: string }
-  | { kind: "approver"; email: string };
+export type Viewer = { kind: "anonymous" } | { kind: "not-allowed"; email: string } | { kind: "approver"; email: string };
 
 export interface ApprovePageProps {
   readonly proposal: ProposalView;
@@ -130,7 +127,11 @@ function Services(props: { proposal: ProposalView; current: ApprovePageProps["cu
                 name={rulesFieldName(s.host)}
                 value={props.typed?.[s.host] ?? formatRulesText(s.rules)}
                 label={`Allowed requests to ${s.host} after approval`}
-                intro={s.rules ? "Delete lines or paths to narrow what the agent asked for." : "The agent asked for every method and path; write rules to narrow that."}
+                intro={
+                  s.rules
+                    ? "Delete lines or paths to narrow what the agent asked for."
+                    : "The agent asked for every method and path; write rules to narrow that."
+                }
                 empty={s.rules ? "To allow nothing, Deny the request." : undefined}
               />
             ) : null}
@@ -151,14 +152,21 @@ function Slot(props: { slot: ProposalView["credentials"][number]; services: Prop
         {props.exists ? <span class="badge">already stored</span> : null}
       </legend>
       <p>{slot.description}</p>
-      {uses.length ? <p class="muted" id={`uses_${slot.key}`}>Used as {uses.join("; ")}.</p> : null}
+      {uses.length ? (
+        <p class="muted" id={`uses_${slot.key}`}>
+          Used as {uses.join("; ")}.
+        </p>
+      ) : null}
       <p>
         Where to get it: <ObtainLink url={slot.obtain} />
       </p>
       {slot.obtain_instructions ? <div class="instructions">{slot.obtain_instructions}</div> : null}
       {props.editable ? (
         <>
-          <label for={`value_${slot.key}`}>Value for {slot.key}{props.exists ? " (leave empty to keep the stored value)" : ""}</label>
+          <label for={`value_${slot.key}`}>
+            Value for {slot.key}
+            {props.exists ? " (leave empty to keep the stored value)" : ""}
+          </label>
           <input type="password" id={`value_${slot.key}`} name={`value_${slot.key}`} autocomplete="off" required={!props.exists} />
           {isPemSlot(props.services, slot.key) ? <p class="hint">{PEM_HINT}</p> : null}
         </>
@@ -192,7 +200,9 @@ export function PageSignInForm(props: { action: string; csrf: string; token?: st
       <label for="password">Password</label>
       <input type="password" id="password" name="password" autocomplete="current-password" required />
       <div class="actions">
-        <button type="submit" class="btn btn-primary">Sign in</button>
+        <button type="submit" class="btn btn-primary">
+          Sign in
+        </button>
       </div>
     </form>
   );
@@ -227,9 +237,13 @@ export function ApprovePage(props: ApprovePageProps) {
         {props.requester.role ? <span class="muted"> ({props.requester.role} in this vault)</span> : null}
       </p>
       <p>
-        Status: <span class="badge" id="status">{p.status}</span>{" "}
+        Status:{" "}
+        <span class="badge" id="status">
+          {p.status}
+        </span>{" "}
         <span class="muted">
-          {pending ? "expires" : p.status === "expired" ? "expired" : "decided"} <When iso={pending || p.status === "expired" ? p.expires_at : (p.decided_at ?? p.expires_at)} now={props.now} />
+          {pending ? "expires" : p.status === "expired" ? "expired" : "decided"}{" "}
+          <When iso={pending || p.status === "expired" ? p.expires_at : (p.decided_at ?? p.expires_at)} now={props.now} />
         </span>
       </p>
       <Session viewer={props.viewer} csrf={props.csrf} />

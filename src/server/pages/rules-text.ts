@@ -46,7 +46,11 @@ function readLine(body: string, where: string): ServiceRule {
   const tokens = body.split(/\s+/);
   const approve = tokens[0]!.toLowerCase() === APPROVE;
   if (approve) tokens.shift();
-  if (approve && tokens.length === 0) throw new InvalidRequest(`${where}: after approve, write the methods and paths whose requests a person approves one by one, e.g. approve POST /v1/refunds`, "rules");
+  if (approve && tokens.length === 0)
+    throw new InvalidRequest(
+      `${where}: after approve, write the methods and paths whose requests a person approves one by one, e.g. approve POST /v1/refunds`,
+      "rules",
+    );
   for (const token of tokens) {
     if (token.startsWith("/")) {
       paths.push(token);
@@ -54,14 +58,17 @@ function readLine(body: string, where: string): ServiceRule {
     }
     for (const m of token.split(",").filter(Boolean)) {
       const method = m.toUpperCase();
-      if (paths.length) throw new InvalidRequest(`${where}: write the methods first, then the paths (${m} comes after a path); put each rule on its own line`, "rules");
+      if (paths.length)
+        throw new InvalidRequest(`${where}: write the methods first, then the paths (${m} comes after a path); put each rule on its own line`, "rules");
       if (method === APPROVE.toUpperCase()) throw new InvalidRequest(`${where}: approve goes first on the line, e.g. approve POST /v1/refunds`, "rules");
-      if (!RULE_METHODS.includes(method)) throw new InvalidRequest(`${where}: ${clip(m)} is not a method (${RULE_METHODS.join(", ")}), and paths start with /`, "rules");
+      if (!RULE_METHODS.includes(method))
+        throw new InvalidRequest(`${where}: ${clip(m)} is not a method (${RULE_METHODS.join(", ")}), and paths start with /`, "rules");
       methods.push(method);
     }
   }
   const lead = approve ? `${APPROVE} ` : "";
-  if (methods.length === 0) throw new InvalidRequest(`${where}: start with the methods, e.g. ${lead}${approve ? "POST" : "GET HEAD"} ${clip(paths[0] ?? "/path")}`, "rules");
+  if (methods.length === 0)
+    throw new InvalidRequest(`${where}: start with the methods, e.g. ${lead}${approve ? "POST" : "GET HEAD"} ${clip(paths[0] ?? "/path")}`, "rules");
   if (paths.length === 0) throw new InvalidRequest(`${where}: add at least one path after the methods, e.g. ${lead}${methods.join(" ")} /repos/**`, "rules");
   return approve ? { methods, paths, approve: "each" } : { methods, paths };
 }
@@ -83,7 +90,11 @@ export function readChosenRules(form: Readonly<Record<string, string>>, services
     if (text === undefined) continue;
     const label = `Rules for ${s.host}`;
     const rules = parseRulesText(text, label);
-    if (!rules && s.rules) throw new InvalidRequest(`${label}: the box is empty, which would allow every method and path, more than was asked. Keep at least one rule, or Deny the request`, "rules");
+    if (!rules && s.rules)
+      throw new InvalidRequest(
+        `${label}: the box is empty, which would allow every method and path, more than was asked. Keep at least one rule, or Deny the request`,
+        "rules",
+      );
     chosen[s.host] = rules ?? null;
   }
   return chosen;

@@ -11,20 +11,51 @@ import type { ApiEnv } from "../env.ts";
 export function agentRoutes(d: Domain) {
   const r = new Hono<ApiEnv>();
   r.use("*", requirePrincipal(d));
-  r.get("/", describe({ summary: "Agents in the vaults you administer", tags: ["agents"], auth: "bearer", who: "admins (the owner sees all)", success: { status: 200, schema: AgentList } }), async (c) => c.json({ agents: await listAgents(d, c.get("principal")) }));
-  r.delete("/:name", describe({ summary: "Revoke an agent: its tokens and scoped sessions end", tags: ["agents"], auth: "bearer", who: "admins of every vault it holds a role in, or the owner", success: { status: 204 } }), async (c) => {
-    await revokeAgent(d, c.get("principal"), c.req.param("name"));
-    return c.body(null, 204);
-  });
+  r.get(
+    "/",
+    describe({
+      summary: "Agents in the vaults you administer",
+      tags: ["agents"],
+      auth: "bearer",
+      who: "admins (the owner sees all)",
+      success: { status: 200, schema: AgentList },
+    }),
+    async (c) => c.json({ agents: await listAgents(d, c.get("principal")) }),
+  );
+  r.delete(
+    "/:name",
+    describe({
+      summary: "Revoke an agent: its tokens and scoped sessions end",
+      tags: ["agents"],
+      auth: "bearer",
+      who: "admins of every vault it holds a role in, or the owner",
+      success: { status: 204 },
+    }),
+    async (c) => {
+      await revokeAgent(d, c.get("principal"), c.req.param("name"));
+      return c.body(null, 204);
+    },
+  );
   return r;
 }
 
 /** POST /invite/:token: no authentication; the invite token is the credential. */
 export function inviteRedemptionRoutes(d: Domain) {
   const r = new Hono<ApiEnv>();
-  r.post("/:token", describe({ summary: "Redeem an agent invite for an agent token (no body, no authentication: the invite is the credential)", tags: ["agents"], auth: "none", success: { status: 201, schema: AgentRedeemed } }), async (c) => c.json(await redeemAgentInvite(d, c.req.param("token")), 201));
-  r.get("/:token", describe({ summary: "What an agent invite link is, in words", tags: ["agents"], auth: "none", success: { status: 200, schema: Message } }), (c) =>
-    c.json({ message: "This is an agent invite. Redeem it once with POST to this same URL (no body needed); the response holds the agent token." }),
+  r.post(
+    "/:token",
+    describe({
+      summary: "Redeem an agent invite for an agent token (no body, no authentication: the invite is the credential)",
+      tags: ["agents"],
+      auth: "none",
+      success: { status: 201, schema: AgentRedeemed },
+    }),
+    async (c) => c.json(await redeemAgentInvite(d, c.req.param("token")), 201),
+  );
+  r.get(
+    "/:token",
+    describe({ summary: "What an agent invite link is, in words", tags: ["agents"], auth: "none", success: { status: 200, schema: Message } }),
+    (c) => c.json({ message: "This is an agent invite. Redeem it once with POST to this same URL (no body needed); the response holds the agent token." }),
   );
   return r;
 }

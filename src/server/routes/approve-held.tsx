@@ -34,12 +34,30 @@ async function lookerOf(c: Context, d: Domain, id: string): Promise<{ viewer: He
 export function heldApprovalRoutes(d: Domain, log: Logger) {
   const r = new Hono<ApiEnv>();
 
-  async function render(c: Context, id: string, notice?: string, noticeKind: "success" | "warning" = "warning", status: 200 | 400 | 403 | 404 | 409 | 429 = 200) {
+  async function render(
+    c: Context,
+    id: string,
+    notice?: string,
+    noticeKind: "success" | "warning" = "warning",
+    status: 200 | 400 | 403 | 404 | 409 | 429 = 200,
+  ) {
     const { viewer, open } = await lookerOf(c, d, id);
     const request = open ? await viewRequestApproval(d, await readRequestApproval(d, open, id), open.vault.name) : undefined;
     setPageHeaders(c);
     const shown = viewer.kind === "not-allowed" && status === 200 ? 404 : status;
-    return c.html(<HeldApprovalPage request={request} id={PUBLIC_ID.test(id) ? id : ""} viewer={viewer} now={d.now()} csrf={csrfToken(c, d)} notice={notice} noticeKind={noticeKind} provider={d.oidc} />, shown);
+    return c.html(
+      <HeldApprovalPage
+        request={request}
+        id={PUBLIC_ID.test(id) ? id : ""}
+        viewer={viewer}
+        now={d.now()}
+        csrf={csrfToken(c, d)}
+        notice={notice}
+        noticeKind={noticeKind}
+        provider={d.oidc}
+      />,
+      shown,
+    );
   }
 
   const RESULT: Record<string, string> = {

@@ -15,15 +15,31 @@ export function authRoutes(d: Domain) {
   const r = new Hono<ApiEnv>();
 
   const tags = ["sign-in"];
-  r.post("/register", describe({ summary: "Register (the first person becomes the instance owner)", tags, auth: "none", success: { status: 201, schema: SignedIn }, errors: [409] }), jsonBody(CredentialsInput), async (c) => {
-    const { user, token } = await registerUser(d, readCredentials(c.req.valid("json")));
-    return c.json({ token: token.reveal(), user: publicUser(user) }, 201); // reveal: the caller's own new session token
-  });
+  r.post(
+    "/register",
+    describe({
+      summary: "Register (the first person becomes the instance owner)",
+      tags,
+      auth: "none",
+      success: { status: 201, schema: SignedIn },
+      errors: [409],
+    }),
+    jsonBody(CredentialsInput),
+    async (c) => {
+      const { user, token } = await registerUser(d, readCredentials(c.req.valid("json")));
+      return c.json({ token: token.reveal(), user: publicUser(user) }, 201); // reveal: the caller's own new session token
+    },
+  );
 
-  r.post("/login", describe({ summary: "Sign in with email and password", tags, auth: "none", success: { status: 200, schema: SignedIn } }), jsonBody(CredentialsInput), async (c) => {
-    const { user, token } = await loginUser(d, readCredentials(c.req.valid("json")), clientIp(c));
-    return c.json({ token: token.reveal(), user: publicUser(user) }); // reveal: the caller's own new session token
-  });
+  r.post(
+    "/login",
+    describe({ summary: "Sign in with email and password", tags, auth: "none", success: { status: 200, schema: SignedIn } }),
+    jsonBody(CredentialsInput),
+    async (c) => {
+      const { user, token } = await loginUser(d, readCredentials(c.req.valid("json")), clientIp(c));
+      return c.json({ token: token.reveal(), user: publicUser(user) }); // reveal: the caller's own new session token
+    },
+  );
 
   r.use("*", requirePrincipal(d));
 
@@ -41,17 +57,42 @@ export function authRoutes(d: Domain) {
     return c.json({ kind: p.kind, vault: vault?.name ?? null, role: p.role, session });
   });
 
-  r.post("/change-password", describe({ summary: "Change your password (every other session ends)", tags, auth: "bearer", who: "user sessions", success: { status: 200, schema: FreshSession } }), jsonBody(ChangePasswordInput), async (c) => {
-    const token = await changePassword(d, c.get("principal"), c.req.valid("json"), clientIp(c));
-    return c.json({ token: token.reveal() }); // reveal: the caller's fresh session token
-  });
+  r.post(
+    "/change-password",
+    describe({
+      summary: "Change your password (every other session ends)",
+      tags,
+      auth: "bearer",
+      who: "user sessions",
+      success: { status: 200, schema: FreshSession },
+    }),
+    jsonBody(ChangePasswordInput),
+    async (c) => {
+      const token = await changePassword(d, c.get("principal"), c.req.valid("json"), clientIp(c));
+      return c.json({ token: token.reveal() }); // reveal: the caller's fresh session token
+    },
+  );
 
-  r.get("/sessions", describe({ summary: "Your active sessions (scoped sessions you minted too)", tags, auth: "bearer", who: "user sessions", success: { status: 200, schema: OwnSessions } }), async (c) => c.json({ sessions: await listOwnSessions(d, c.get("principal")) }));
+  r.get(
+    "/sessions",
+    describe({
+      summary: "Your active sessions (scoped sessions you minted too)",
+      tags,
+      auth: "bearer",
+      who: "user sessions",
+      success: { status: 200, schema: OwnSessions },
+    }),
+    async (c) => c.json({ sessions: await listOwnSessions(d, c.get("principal")) }),
+  );
 
-  r.delete("/sessions/:id", describe({ summary: "End one of your sessions", tags, auth: "bearer", who: "user sessions", success: { status: 204 } }), async (c) => {
-    await revokeOwnSession(d, c.get("principal"), c.req.param("id"));
-    return c.body(null, 204);
-  });
+  r.delete(
+    "/sessions/:id",
+    describe({ summary: "End one of your sessions", tags, auth: "bearer", who: "user sessions", success: { status: 204 } }),
+    async (c) => {
+      await revokeOwnSession(d, c.get("principal"), c.req.param("id"));
+      return c.body(null, 204);
+    },
+  );
 
   return r;
 }

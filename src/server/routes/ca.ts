@@ -12,12 +12,32 @@ import type { ApiEnv } from "../env.ts";
 
 export function caRoutes(d: Domain, ca: CaHolder, log: Logger) {
   const r = new Hono<ApiEnv>();
-  r.get("/", describe({ summary: "The root CA certificate (as /v1/ca.pem)", tags: ["ca"], auth: "none", success: { status: 200, contentType: "application/x-pem-file" } }), (c) => c.body(ca.current.certPem, 200, { "content-type": "application/x-pem-file", "cache-control": "no-cache" }));
-  r.post("/rotate", describe({ summary: "Replace the root CA (new tunnels get leaves from the new one)", tags: ["ca"], auth: "bearer", who: "the instance owner", success: { status: 200, schema: CaRotated } }), requirePrincipal(d), async (c) => {
-    requireOwner(c.get("principal"));
-    const fresh = await ca.rotate();
-    log.info("ca_rotated", { by: c.get("principal").id });
-    return c.json({ certificate: fresh.certPem, not_after: new Date(fresh.notAfter).toISOString() });
-  });
+  r.get(
+    "/",
+    describe({
+      summary: "The root CA certificate (as /v1/ca.pem)",
+      tags: ["ca"],
+      auth: "none",
+      success: { status: 200, contentType: "application/x-pem-file" },
+    }),
+    (c) => c.body(ca.current.certPem, 200, { "content-type": "application/x-pem-file", "cache-control": "no-cache" }),
+  );
+  r.post(
+    "/rotate",
+    describe({
+      summary: "Replace the root CA (new tunnels get leaves from the new one)",
+      tags: ["ca"],
+      auth: "bearer",
+      who: "the instance owner",
+      success: { status: 200, schema: CaRotated },
+    }),
+    requirePrincipal(d),
+    async (c) => {
+      requireOwner(c.get("principal"));
+      const fresh = await ca.rotate();
+      log.info("ca_rotated", { by: c.get("principal").id });
+      return c.json({ certificate: fresh.certPem, not_after: new Date(fresh.notAfter).toISOString() });
+    },
+  );
   return r;
 }

@@ -27,20 +27,27 @@ export function logRoutes(d: Domain) {
       tags: ["audit"],
       auth: "bearer",
       who: "admins and members (agents with those roles too)",
-      query: { limit: "1 to 1000 (default 100)", before: "records older than this id (the next_cursor)", after: "records newer than this id, oldest first (following)", host: "only this host", status: "only this HTTP status", principal: "an id (agent:3), an agent's name or a person's email" },
+      query: {
+        limit: "1 to 1000 (default 100)",
+        before: "records older than this id (the next_cursor)",
+        after: "records newer than this id, oldest first (following)",
+        host: "only this host",
+        status: "only this HTTP status",
+        principal: "an id (agent:3), an agent's name or a person's email",
+      },
       success: { status: 200, schema: AuditPageAnswer },
     }),
     async (c) => {
-    const open = await openVaultFor(d, c, "read_logs");
-    const page = await listAuditLog(d, open, {
-      before: readInt(c.req.query("before"), "before"),
-      after: readInt(c.req.query("after"), "after"),
-      host: c.req.query("host") || undefined,
-      status: readInt(c.req.query("status"), "status", 999),
-      principal: c.req.query("principal") || undefined,
-      limit: readInt(c.req.query("limit"), "limit", AUDIT_PAGE_MAX) ?? 100,
-    });
-    return c.json(page);
+      const open = await openVaultFor(d, c, "read_logs");
+      const page = await listAuditLog(d, open, {
+        before: readInt(c.req.query("before"), "before"),
+        after: readInt(c.req.query("after"), "after"),
+        host: c.req.query("host") || undefined,
+        status: readInt(c.req.query("status"), "status", 999),
+        principal: c.req.query("principal") || undefined,
+        limit: readInt(c.req.query("limit"), "limit", AUDIT_PAGE_MAX) ?? 100,
+      });
+      return c.json(page);
     },
   );
   return r;

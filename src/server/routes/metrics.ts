@@ -13,13 +13,24 @@ export function metricsRoutes(metrics: Metrics, token: Secret | undefined) {
   // Digests of equal length, so the comparison time says nothing about the token's length or prefix.
   const expected = token && createHash("sha256").update(token.reveal()).digest(); // reveal: hashed once, never logged
   const r = new Hono<ApiEnv>();
-  r.get("/", describe({ summary: "Prometheus metrics (names and numbers only)", tags: ["meta"], auth: "metrics-token", who: "anyone when BROKER_METRICS_TOKEN is unset; else its bearer", success: { status: 200, contentType: "text/plain" } }), async (c) => {
-    if (expected) {
-      const given = /^Bearer\s+(.+)$/i.exec(c.req.header("authorization") ?? "")?.[1]?.trim() ?? "";
-      if (!timingSafeEqual(createHash("sha256").update(given).digest(), expected)) throw new Unauthorized("GET /metrics needs the bearer token from BROKER_METRICS_TOKEN");
-    }
-    const { body, contentType } = await metrics.render();
-    return c.body(body, 200, { "content-type": contentType });
-  });
+  r.get(
+    "/",
+    describe({
+      summary: "Prometheus metrics (names and numbers only)",
+      tags: ["meta"],
+      auth: "metrics-token",
+      who: "anyone when BROKER_METRICS_TOKEN is unset; else its bearer",
+      success: { status: 200, contentType: "text/plain" },
+    }),
+    async (c) => {
+      if (expected) {
+        const given = /^Bearer\s+(.+)$/i.exec(c.req.header("authorization") ?? "")?.[1]?.trim() ?? "";
+        if (!timingSafeEqual(createHash("sha256").update(given).digest(), expected))
+          throw new Unauthorized("GET /metrics needs the bearer token from BROKER_METRICS_TOKEN");
+      }
+      const { body, contentType } = await metrics.render();
+      return c.body(body, 200, { "content-type": contentType });
+    },
+  );
   return r;
 }

@@ -10,7 +10,17 @@ import { InvalidRequest, NotFound, Unauthorized } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import type { Domain, OidcClient } from "../../vault/index.ts";
 import { IdentityList, OidcCliExchangeInput, OidcStatus, SignedIn } from "../../vault/index.ts";
-import { beginOidc, completeOidc, exchangeCliCode, isCliNonce, isSafeReturnTo, listIdentities, publicUser, requireUser, unlinkIdentity } from "../../vault/index.ts";
+import {
+  beginOidc,
+  completeOidc,
+  exchangeCliCode,
+  isCliNonce,
+  isSafeReturnTo,
+  listIdentities,
+  publicUser,
+  requireUser,
+  unlinkIdentity,
+} from "../../vault/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
 import { authTier } from "../limits.ts";
@@ -59,54 +69,96 @@ export function oidcRoutes(d: Domain, log: Logger) {
   const r = new Hono<ApiEnv>();
 
   const tags = ["sign-in"];
-  r.get("/", describe({ summary: "Whether identity-provider sign-in is on, and the provider's name", tags, auth: "none", success: { status: 200, schema: OidcStatus } }), (c) => c.json(d.oidc ? { enabled: true, name: d.oidc.name } : { enabled: false }));
+  r.get(
+    "/",
+    describe({ summary: "Whether identity-provider sign-in is on, and the provider's name", tags, auth: "none", success: { status: 200, schema: OidcStatus } }),
+    (c) => c.json(d.oidc ? { enabled: true, name: d.oidc.name } : { enabled: false }),
+  );
 
-  r.get("/login", describe({ summary: "Start signing in with the identity provider (redirects to it)", tags, auth: "none", query: { return_to: "a path on this site to land on", cli_port: "the CLI's loopback port (broker auth login --sso)", cli_nonce: "the CLI's nonce" }, success: { status: 302, description: "Redirect to the provider" } }), authTier(d.rateLimiter), async (c) => {
-    const o = requireOidc(d);
-    const port = c.req.query("cli_port");
-    const cliNonce = c.req.query("cli_nonce");
-    if (port !== undefined || cliNonce !== undefined) {
-      const cliPort = Number(port);
-      if (!/^\d{4,5}$/.test(port ?? "") || cliPort < 1024 || cliPort > 65535) throw new InvalidRequest("cli_port must be a port from 1024 to 65535", "cli_port");
-      if (!cliNonce || !isCliNonce(cliNonce)) throw new InvalidRequest("cli_nonce must be 43 base64url characters", "cli_nonce");
-      return redirectToProvider(c, d, await beginOidc(d, o, { purpose: "cli", cliPort, cliNonce }), 302);
-    }
-    const returnTo = c.req.query("return_to");
-    if (returnTo !== undefined && !isSafeReturnTo(returnTo)) throw new InvalidRequest("return_to must be a path on this site", "return_to");
-    return redirectToProvider(c, d, await beginOidc(d, o, { purpose: "login", returnTo }), 302);
-  });
-
-  r.post("/link", describe({ summary: "Link your account to an identity at the provider (redirects to it)", tags, auth: ["bearer", "cookie"], success: { status: 303, description: "Redirect to the provider" } }), authTier(d.rateLimiter), async (c) => {
-    const o = requireOidc(d);
-    const user = requireUser(await linkingPrincipal(c, d));
-    return redirectToProvider(c, d, await beginOidc(d, o, { purpose: "link", userId: user.userId }), 303);
-  });
-
-  r.get("/callback", describe({ summary: "Where the provider returns the browser (signs in, links, or hands the CLI a code)", tags, auth: "none", success: { status: 303, description: "Redirect into the console, or a page saying what failed" } }), authTier(d.rateLimiter), async (c) => {
-    const o = requireOidc(d);
-    if (!startedHere(c, d)) {
-      log.info("oidc_rejected", { reason: "flow_not_started_in_this_browser" });
-      return failurePage(c, o.name);
-    }
-    try {
-      const outcome = await completeOidc(d, o, new URL(c.req.url), (reason) => log.info("oidc_rejected", { reason }));
-      if (outcome.purpose === "login") {
-        setSessionCookie(c, d, outcome.token.reveal()); // reveal: the browser's own new session, cookie only
-        return c.redirect(outcome.returnTo, 303);
+  r.get(
+    "/login",
+    describe({
+      summary: "Start signing in with the identity provider (redirects to it)",
+      tags,
+      auth: "none",
+      query: { return_to: "a path on this site to land on", cli_port: "the CLI's loopback port (broker auth login --sso)", cli_nonce: "the CLI's nonce" },
+      success: { status: 302, description: "Redirect to the provider" },
+    }),
+    authTier(d.rateLimiter),
+    async (c) => {
+      const o = requireOidc(d);
+      const port = c.req.query("cli_port");
+      const cliNonce = c.req.query("cli_nonce");
+      if (port !== undefined || cliNonce !== undefined) {
+        const cliPort = Number(port);
+        if (!/^\d{4,5}$/.test(port ?? "") || cliPort < 1024 || cliPort > 65535)
+          throw new InvalidRequest("cli_port must be a port from 1024 to 65535", "cli_port");
+        if (!cliNonce || !isCliNonce(cliNonce)) throw new InvalidRequest("cli_nonce must be 43 base64url characters", "cli_nonce");
+        return redirectToProvider(c, d, await beginOidc(d, o, { purpose: "cli", cliPort, cliNonce }), 302);
       }
-      if (outcome.purpose === "link") return c.redirect("/account?linked=1", 303);
-      return c.redirect(`http://127.0.0.1:${outcome.cliPort}/callback?code=${encodeURIComponent(outcome.code)}`, 303);
-    } catch (err) {
-      if (!(err instanceof Unauthorized)) log.warn("oidc_callback_error", { error: err instanceof Error ? err.name : "error" });
-      return failurePage(c, o.name);
-    }
-  });
+      const returnTo = c.req.query("return_to");
+      if (returnTo !== undefined && !isSafeReturnTo(returnTo)) throw new InvalidRequest("return_to must be a path on this site", "return_to");
+      return redirectToProvider(c, d, await beginOidc(d, o, { purpose: "login", returnTo }), 302);
+    },
+  );
 
-  r.post("/cli-exchange", describe({ summary: "The CLI trades its one-time code for a session", tags, auth: "none", success: { status: 200, schema: SignedIn } }), authTier(d.rateLimiter), jsonBody(OidcCliExchangeInput), async (c) => {
-    const o = requireOidc(d);
-    const { user, token } = await exchangeCliCode(d, o, c.req.valid("json"));
-    return c.json({ token: token.reveal(), user: publicUser(user) }); // reveal: the CLI's own new session token
-  });
+  r.post(
+    "/link",
+    describe({
+      summary: "Link your account to an identity at the provider (redirects to it)",
+      tags,
+      auth: ["bearer", "cookie"],
+      success: { status: 303, description: "Redirect to the provider" },
+    }),
+    authTier(d.rateLimiter),
+    async (c) => {
+      const o = requireOidc(d);
+      const user = requireUser(await linkingPrincipal(c, d));
+      return redirectToProvider(c, d, await beginOidc(d, o, { purpose: "link", userId: user.userId }), 303);
+    },
+  );
+
+  r.get(
+    "/callback",
+    describe({
+      summary: "Where the provider returns the browser (signs in, links, or hands the CLI a code)",
+      tags,
+      auth: "none",
+      success: { status: 303, description: "Redirect into the console, or a page saying what failed" },
+    }),
+    authTier(d.rateLimiter),
+    async (c) => {
+      const o = requireOidc(d);
+      if (!startedHere(c, d)) {
+        log.info("oidc_rejected", { reason: "flow_not_started_in_this_browser" });
+        return failurePage(c, o.name);
+      }
+      try {
+        const outcome = await completeOidc(d, o, new URL(c.req.url), (reason) => log.info("oidc_rejected", { reason }));
+        if (outcome.purpose === "login") {
+          setSessionCookie(c, d, outcome.token.reveal()); // reveal: the browser's own new session, cookie only
+          return c.redirect(outcome.returnTo, 303);
+        }
+        if (outcome.purpose === "link") return c.redirect("/account?linked=1", 303);
+        return c.redirect(`http://127.0.0.1:${outcome.cliPort}/callback?code=${encodeURIComponent(outcome.code)}`, 303);
+      } catch (err) {
+        if (!(err instanceof Unauthorized)) log.warn("oidc_callback_error", { error: err instanceof Error ? err.name : "error" });
+        return failurePage(c, o.name);
+      }
+    },
+  );
+
+  r.post(
+    "/cli-exchange",
+    describe({ summary: "The CLI trades its one-time code for a session", tags, auth: "none", success: { status: 200, schema: SignedIn } }),
+    authTier(d.rateLimiter),
+    jsonBody(OidcCliExchangeInput),
+    async (c) => {
+      const o = requireOidc(d);
+      const { user, token } = await exchangeCliCode(d, o, c.req.valid("json"));
+      return c.json({ token: token.reveal(), user: publicUser(user) }); // reveal: the CLI's own new session token
+    },
+  );
 
   return r;
 }
@@ -119,13 +171,27 @@ export function identityRoutes(d: Domain) {
     await next();
   });
   r.use("*", requirePrincipal(d));
-  r.get("/", describe({ summary: "Your linked identities at the provider", tags: ["sign-in"], auth: "bearer", who: "user sessions", success: { status: 200, schema: IdentityList } }), async (c) => c.json({ identities: await listIdentities(d, c.get("principal")) }));
-  r.delete("/:id", describe({ summary: "Unlink an identity", tags: ["sign-in"], auth: "bearer", who: "user sessions", success: { status: 204 } }), async (c) => {
-    const id = Number(c.req.param("id"));
-    if (!Number.isSafeInteger(id) || id <= 0) throw new NotFound("no such linked identity");
-    await unlinkIdentity(d, c.get("principal"), id);
-    return c.body(null, 204);
-  });
+  r.get(
+    "/",
+    describe({
+      summary: "Your linked identities at the provider",
+      tags: ["sign-in"],
+      auth: "bearer",
+      who: "user sessions",
+      success: { status: 200, schema: IdentityList },
+    }),
+    async (c) => c.json({ identities: await listIdentities(d, c.get("principal")) }),
+  );
+  r.delete(
+    "/:id",
+    describe({ summary: "Unlink an identity", tags: ["sign-in"], auth: "bearer", who: "user sessions", success: { status: 204 } }),
+    async (c) => {
+      const id = Number(c.req.param("id"));
+      if (!Number.isSafeInteger(id) || id <= 0) throw new NotFound("no such linked identity");
+      await unlinkIdentity(d, c.get("principal"), id);
+      return c.body(null, 204);
+    },
+  );
   return r;
 }
 

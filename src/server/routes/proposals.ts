@@ -34,23 +34,37 @@ import { AGENT_GUIDE } from "../agent-guide.ts";
 export function discoverRoutes(d: Domain) {
   const r = new Hono<ApiEnv>();
   r.use("/discover", requirePrincipal(d));
-  r.get("/discover", describe({ summary: "What this session can reach: the vault's services and credential key names", tags: ["agents"], auth: "bearer", who: "any role, agents included (agent tokens send X-Vault)", success: { status: 200, schema: Discovery } }), async (c) => {
-    const open = await openHeaderVault(d, c, "read");
-    const services = await d.store.services.list(open.vault.id);
-    return c.json({
-      vault: open.vault.name,
-      proxy_url: `${d.publicUrl}/proxy`,
-      services: services
-        .filter((s) => s.enabled)
-        .map((s) => {
-          // An agent learns what a service allows before it tries (absent: every method and path).
-          const rules = storedRules(s);
-          return { host: s.host, description: s.description, auth: discoveredAuth(s), ...(rules && { rules, allows: describeRules(rules) }) };
-        }),
-      available_credentials: await d.store.credentials.keys(open.vault.id),
-    });
-  });
-  r.get("/v1/skills/agent", describe({ summary: "The guide for agents (Markdown)", tags: ["agents"], auth: "none", success: { status: 200, contentType: "text/markdown" } }), (c) => c.body(AGENT_GUIDE.replaceAll("{base_url}", d.publicUrl), 200, { "content-type": "text/markdown; charset=utf-8" }));
+  r.get(
+    "/discover",
+    describe({
+      summary: "What this session can reach: the vault's services and credential key names",
+      tags: ["agents"],
+      auth: "bearer",
+      who: "any role, agents included (agent tokens send X-Vault)",
+      success: { status: 200, schema: Discovery },
+    }),
+    async (c) => {
+      const open = await openHeaderVault(d, c, "read");
+      const services = await d.store.services.list(open.vault.id);
+      return c.json({
+        vault: open.vault.name,
+        proxy_url: `${d.publicUrl}/proxy`,
+        services: services
+          .filter((s) => s.enabled)
+          .map((s) => {
+            // An agent learns what a service allows before it tries (absent: every method and path).
+            const rules = storedRules(s);
+            return { host: s.host, description: s.description, auth: discoveredAuth(s), ...(rules && { rules, allows: describeRules(rules) }) };
+          }),
+        available_credentials: await d.store.credentials.keys(open.vault.id),
+      });
+    },
+  );
+  r.get(
+    "/v1/skills/agent",
+    describe({ summary: "The guide for agents (Markdown)", tags: ["agents"], auth: "none", success: { status: 200, contentType: "text/markdown" } }),
+    (c) => c.body(AGENT_GUIDE.replaceAll("{base_url}", d.publicUrl), 200, { "content-type": "text/markdown; charset=utf-8" }),
+  );
   return r;
 }
 
@@ -61,12 +75,19 @@ export function discoverRoutes(d: Domain) {
  */
 function discoveredAuth(s: ServiceRow): Record<string, string> {
   if (s.authType === "query" && s.authParam) return { type: s.authType, param: s.authParam, sent: describeUrlAuth({ type: s.authType, param: s.authParam })! };
-  if (s.authType === "path" && s.authTemplate) return { type: s.authType, template: s.authTemplate, sent: describeUrlAuth({ type: s.authType, template: s.authTemplate })! };
+  if (s.authType === "path" && s.authTemplate)
+    return { type: s.authType, template: s.authTemplate, sent: describeUrlAuth({ type: s.authType, template: s.authTemplate })! };
   if (s.authType === "aws_sigv4") {
     const f = viewService(s).auth;
-    return { type: s.authType, ...(f.region && { region: f.region }), ...(f.service && { service: f.service }), sent: "sign with any placeholder AWS keys (e.g. AWS_ACCESS_KEY_ID=placeholder); the broker drops that signature and signs each request itself" };
+    return {
+      type: s.authType,
+      ...(f.region && { region: f.region }),
+      ...(f.service && { service: f.service }),
+      sent: "sign with any placeholder AWS keys (e.g. AWS_ACCESS_KEY_ID=placeholder); the broker drops that signature and signs each request itself",
+    };
   }
-  if (isMintedAuthType(s.authType)) return { type: s.authType, sent: "the broker mints a short-lived token and sends it as Authorization: Bearer <token>; send no Authorization header" };
+  if (isMintedAuthType(s.authType))
+    return { type: s.authType, sent: "the broker mints a short-lived token and sends it as Authorization: Bearer <token>; send no Authorization header" };
   return { type: s.authType };
 }
 
@@ -79,54 +100,115 @@ export function proposalRoutes(d: Domain) {
 
   r.post(
     "/",
-    describe({ summary: "File a proposal: services and credential slots a human approves", tags: ["proposals"], auth: "bearer", who: "any role, agents included", success: { status: 201, schema: ProposalCreated }, errors: [409] }),
+    describe({
+      summary: "File a proposal: services and credential slots a human approves",
+      tags: ["proposals"],
+      auth: "bearer",
+      who: "any role, agents included",
+      success: { status: 201, schema: ProposalCreated },
+      errors: [409],
+    }),
     jsonBody(ProposalInput),
     async (c) => c.json(await createProposal(d, c.get("principal"), await openHeaderVault(d, c, "read"), c.req.valid("json")), 201),
   );
 
-  r.get("/", describe({ summary: "The vault's proposals", tags: ["proposals"], auth: "bearer", who: "any role", query: { status: "pending, applied, rejected or expired" }, success: { status: 200, schema: ProposalList } }), async (c) => {
-    const open = await openHeaderVault(d, c, "read");
-    return c.json({ proposals: await listProposals(d, open, c.req.query("status")) });
-  });
-
-  r.get("/:id", describe({ summary: "One proposal (agents poll it until it leaves pending)", tags: ["proposals"], auth: "bearer", who: "any role in its vault", success: { status: 200, schema: ProposalAnswer } }), async (c) => {
-    const p = c.get("principal");
-    const { row, open } = await readProposalFor(d, p, readProposalId(c.req.param("id")), c.req.header("x-vault"), "read");
-    // Another instance may have applied it a moment ago, its announcement still on the way: an agent
-    // that reads "applied" here must get the new service on its next request through this instance.
-    // Only just after the decision, so polling an old proposal cannot keep flushing the caches.
-    if (row.status === "applied" && row.decidedAt !== null && d.now() - row.decidedAt < FRESHLY_DECIDED_MS) d.onVaultChange?.(row.vaultId);
-    // People see who asked, by name (`broker proposal show`); agents polling their proposal need not.
-    const requester = p.kind === "user" ? await requesterOf(d, row) : undefined;
-    return c.json({ ...viewProposal(row, open.vault.name), ...(requester && { requested_by: requester.name, requested_by_kind: requester.kind, requested_by_role: requester.role }) });
-  });
-
-  r.post(
-    "/:id/approve",
-    describe({ summary: "Approve a proposal with the credential values (applied in one transaction)", tags: ["proposals"], auth: "bearer", who: "human user sessions of admins and members; never agents or scoped sessions", success: { status: 200, schema: ProposalAnswer }, errors: [409] }),
-    jsonBody(ProposalApprovalInput),
+  r.get(
+    "/",
+    describe({
+      summary: "The vault's proposals",
+      tags: ["proposals"],
+      auth: "bearer",
+      who: "any role",
+      query: { status: "pending, applied, rejected or expired" },
+      success: { status: 200, schema: ProposalList },
+    }),
     async (c) => {
-    const p = c.get("principal");
-    const { row, open } = await readProposalFor(d, p, readProposalId(c.req.param("id")), c.req.header("x-vault"), "approve");
-    const body = (c.req.valid("json") ?? {}) as { credentials?: unknown; rules?: unknown };
-    const values = body.credentials ?? {};
-    if (typeof values !== "object" || values === null || Array.isArray(values)) throw new InvalidRequest("credentials must map each key to its value", "credentials");
-    await approveProposal(d, p, row, values as Record<string, unknown>, { rules: body.rules });
-    return c.json(viewProposal((await d.store.proposals.byId(row.id))!, open.vault.name));
+      const open = await openHeaderVault(d, c, "read");
+      return c.json({ proposals: await listProposals(d, open, c.req.query("status")) });
     },
   );
 
-  r.post("/:id/reject", describe({ summary: "Reject a proposal", tags: ["proposals"], auth: "bearer", who: "human user sessions of admins and members", success: { status: 200, schema: ProposalAnswer }, errors: [409] }), async (c) => {
-    const p = c.get("principal");
-    const { row, open } = await readProposalFor(d, p, readProposalId(c.req.param("id")), c.req.header("x-vault"), "approve");
-    await rejectProposal(d, p, row);
-    return c.json(viewProposal((await d.store.proposals.byId(row.id))!, open.vault.name));
-  });
+  r.get(
+    "/:id",
+    describe({
+      summary: "One proposal (agents poll it until it leaves pending)",
+      tags: ["proposals"],
+      auth: "bearer",
+      who: "any role in its vault",
+      success: { status: 200, schema: ProposalAnswer },
+    }),
+    async (c) => {
+      const p = c.get("principal");
+      const { row, open } = await readProposalFor(d, p, readProposalId(c.req.param("id")), c.req.header("x-vault"), "read");
+      // Another instance may have applied it a moment ago, its announcement still on the way: an agent
+      // that reads "applied" here must get the new service on its next request through this instance.
+      // Only just after the decision, so polling an old proposal cannot keep flushing the caches.
+      if (row.status === "applied" && row.decidedAt !== null && d.now() - row.decidedAt < FRESHLY_DECIDED_MS) d.onVaultChange?.(row.vaultId);
+      // People see who asked, by name (`broker proposal show`); agents polling their proposal need not.
+      const requester = p.kind === "user" ? await requesterOf(d, row) : undefined;
+      return c.json({
+        ...viewProposal(row, open.vault.name),
+        ...(requester && { requested_by: requester.name, requested_by_kind: requester.kind, requested_by_role: requester.role }),
+      });
+    },
+  );
+
+  r.post(
+    "/:id/approve",
+    describe({
+      summary: "Approve a proposal with the credential values (applied in one transaction)",
+      tags: ["proposals"],
+      auth: "bearer",
+      who: "human user sessions of admins and members; never agents or scoped sessions",
+      success: { status: 200, schema: ProposalAnswer },
+      errors: [409],
+    }),
+    jsonBody(ProposalApprovalInput),
+    async (c) => {
+      const p = c.get("principal");
+      const { row, open } = await readProposalFor(d, p, readProposalId(c.req.param("id")), c.req.header("x-vault"), "approve");
+      const body = (c.req.valid("json") ?? {}) as { credentials?: unknown; rules?: unknown };
+      const values = body.credentials ?? {};
+      if (typeof values !== "object" || values === null || Array.isArray(values))
+        throw new InvalidRequest("credentials must map each key to its value", "credentials");
+      await approveProposal(d, p, row, values as Record<string, unknown>, { rules: body.rules });
+      return c.json(viewProposal((await d.store.proposals.byId(row.id))!, open.vault.name));
+    },
+  );
+
+  r.post(
+    "/:id/reject",
+    describe({
+      summary: "Reject a proposal",
+      tags: ["proposals"],
+      auth: "bearer",
+      who: "human user sessions of admins and members",
+      success: { status: 200, schema: ProposalAnswer },
+      errors: [409],
+    }),
+    async (c) => {
+      const p = c.get("principal");
+      const { row, open } = await readProposalFor(d, p, readProposalId(c.req.param("id")), c.req.header("x-vault"), "approve");
+      await rejectProposal(d, p, row);
+      return c.json(viewProposal((await d.store.proposals.byId(row.id))!, open.vault.name));
+    },
+  );
 
   // A fresh approval link (the old one stops working), for a person who may decide the proposal.
-  r.post("/:id/approval-link", describe({ summary: "A fresh approval link for a pending proposal (the old one stops working)", tags: ["proposals"], auth: "bearer", who: "human user sessions of admins and members", success: { status: 201, schema: ProposalApprovalLink }, errors: [409] }), async (c) => {
-    const { row, open } = await readProposalFor(d, c.get("principal"), readProposalId(c.req.param("id")), c.req.header("x-vault"), "approve");
-    return c.json(await reissueApprovalLink(d, open, row), 201);
-  });
+  r.post(
+    "/:id/approval-link",
+    describe({
+      summary: "A fresh approval link for a pending proposal (the old one stops working)",
+      tags: ["proposals"],
+      auth: "bearer",
+      who: "human user sessions of admins and members",
+      success: { status: 201, schema: ProposalApprovalLink },
+      errors: [409],
+    }),
+    async (c) => {
+      const { row, open } = await readProposalFor(d, c.get("principal"), readProposalId(c.req.param("id")), c.req.header("x-vault"), "approve");
+      return c.json(await reissueApprovalLink(d, open, row), 201);
+    },
+  );
   return r;
 }

@@ -32,37 +32,37 @@ export function proxyRoutes(d: Domain, deps: EgressDeps) {
       errors: [403, 413, 428, 502, 503],
     }),
     async (c) => {
-    const p = c.get("principal");
-    const { authority, target } = splitProxyUrl(c.req.raw.url);
-    const pattern = targetHost(authority, parsedTargets);
-    const open = await openHeaderVault(d, c, "read");
-    if (d.rateLimiter) enforce(d.rateLimiter.checkProxy(p.id, open.vault.id));
-    const length = c.req.header("content-length");
-    const req = c.req.raw;
-    const answer = await egress(
-      {
-        principal: p.id,
-        contained: isContained(p),
-        scoped: p.kind === "scoped",
-        vault: { id: open.vault.id, name: open.vault.name },
-        host: pattern.name,
-        port: pattern.port,
-        method: req.method,
-        target,
-        headers: headerPairs(req.headers),
-        body: req.body,
-        bodyLength: length !== undefined && /^\d+$/.test(length) ? Number(length) : req.body ? null : null,
-        ingress: "explicit",
-        // The agent went away: stop waiting (a held request's Prefer: wait, the upstream's answer).
-        signal: req.signal,
-      },
-      deps,
-    );
-    const res = toWebResponse(answer);
-    // An upstream page shown at /proxy would run on the console's origin: a browser gets it sandboxed
-    // (no scripts, an opaque origin), whatever the upstream sent. Agents' HTTP clients ignore this.
-    res.headers.append("content-security-policy", "sandbox");
-    return res;
+      const p = c.get("principal");
+      const { authority, target } = splitProxyUrl(c.req.raw.url);
+      const pattern = targetHost(authority, parsedTargets);
+      const open = await openHeaderVault(d, c, "read");
+      if (d.rateLimiter) enforce(d.rateLimiter.checkProxy(p.id, open.vault.id));
+      const length = c.req.header("content-length");
+      const req = c.req.raw;
+      const answer = await egress(
+        {
+          principal: p.id,
+          contained: isContained(p),
+          scoped: p.kind === "scoped",
+          vault: { id: open.vault.id, name: open.vault.name },
+          host: pattern.name,
+          port: pattern.port,
+          method: req.method,
+          target,
+          headers: headerPairs(req.headers),
+          body: req.body,
+          bodyLength: length !== undefined && /^\d+$/.test(length) ? Number(length) : req.body ? null : null,
+          ingress: "explicit",
+          // The agent went away: stop waiting (a held request's Prefer: wait, the upstream's answer).
+          signal: req.signal,
+        },
+        deps,
+      );
+      const res = toWebResponse(answer);
+      // An upstream page shown at /proxy would run on the console's origin: a browser gets it sandboxed
+      // (no scripts, an opaque origin), whatever the upstream sent. Agents' HTTP clients ignore this.
+      res.headers.append("content-security-policy", "sandbox");
+      return res;
     },
   );
   return r;

@@ -4,7 +4,14 @@
 
 import { Hono } from "hono";
 import type { Domain } from "../../vault/index.ts";
-import { decideRequestApproval, listRequestApprovals, readRequestApproval, RequestApprovalAnswer, RequestApprovalList, viewRequestApproval } from "../../vault/index.ts";
+import {
+  decideRequestApproval,
+  listRequestApprovals,
+  readRequestApproval,
+  RequestApprovalAnswer,
+  RequestApprovalList,
+  viewRequestApproval,
+} from "../../vault/index.ts";
 import { describe } from "../openapi/describe.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
@@ -15,21 +22,52 @@ export function requestApprovalRoutes(d: Domain) {
   r.use("/:vault/request-approvals", requirePrincipal(d));
   r.use("/:vault/request-approvals/*", requirePrincipal(d));
   const tags = ["request approvals"];
-  r.get("/:vault/request-approvals", describe({ summary: "Requests held for a person's approval, pending first", tags, auth: "bearer", who: "admins and members", success: { status: 200, schema: RequestApprovalList } }), async (c) => {
-    const open = await openVaultFor(d, c, "read_logs");
-    return c.json({ request_approvals: await listRequestApprovals(d, open) });
-  });
-  r.get("/:vault/request-approvals/:id", describe({ summary: "One held request (its poll_url)", tags, auth: "bearer", who: "admins, members, and the principal whose request it is", success: { status: 200, schema: RequestApprovalAnswer } }), async (c) => {
-    const open = await openVaultFor(d, c, "read");
-    const row = await readRequestApproval(d, open, c.req.param("id"));
-    return c.json(await viewRequestApproval(d, row, open.vault.name));
-  });
+  r.get(
+    "/:vault/request-approvals",
+    describe({
+      summary: "Requests held for a person's approval, pending first",
+      tags,
+      auth: "bearer",
+      who: "admins and members",
+      success: { status: 200, schema: RequestApprovalList },
+    }),
+    async (c) => {
+      const open = await openVaultFor(d, c, "read_logs");
+      return c.json({ request_approvals: await listRequestApprovals(d, open) });
+    },
+  );
+  r.get(
+    "/:vault/request-approvals/:id",
+    describe({
+      summary: "One held request (its poll_url)",
+      tags,
+      auth: "bearer",
+      who: "admins, members, and the principal whose request it is",
+      success: { status: 200, schema: RequestApprovalAnswer },
+    }),
+    async (c) => {
+      const open = await openVaultFor(d, c, "read");
+      const row = await readRequestApproval(d, open, c.req.param("id"));
+      return c.json(await viewRequestApproval(d, row, open.vault.name));
+    },
+  );
   for (const decision of ["approve", "deny"] as const) {
     const summary = decision === "approve" ? "Allow the held request: the agent's identical retry is sent once" : "Deny the held request";
-    r.post(`/:vault/request-approvals/:id/${decision}`, describe({ summary, tags, auth: "bearer", who: "human user sessions of admins and members; never agents or scoped sessions", success: { status: 200, schema: RequestApprovalAnswer }, errors: [409] }), async (c) => {
-      const open = await openVaultFor(d, c, "approve");
-      return c.json(await decideRequestApproval(d, open, c.req.param("id"), decision));
-    });
+    r.post(
+      `/:vault/request-approvals/:id/${decision}`,
+      describe({
+        summary,
+        tags,
+        auth: "bearer",
+        who: "human user sessions of admins and members; never agents or scoped sessions",
+        success: { status: 200, schema: RequestApprovalAnswer },
+        errors: [409],
+      }),
+      async (c) => {
+        const open = await openVaultFor(d, c, "approve");
+        return c.json(await decideRequestApproval(d, open, c.req.param("id"), decision));
+      },
+    );
   }
   return r;
 }

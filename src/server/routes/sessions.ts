@@ -3,7 +3,14 @@
 import { Hono } from "hono";
 import { InvalidRequest } from "../../errors.ts";
 import type { Domain } from "../../vault/index.ts";
-import { createScopedSession, listScopedSessions, revokeScopedSession, ScopedSessionCreated, ScopedSessionInput, ScopedSessionList } from "../../vault/index.ts";
+import {
+  createScopedSession,
+  listScopedSessions,
+  revokeScopedSession,
+  ScopedSessionCreated,
+  ScopedSessionInput,
+  ScopedSessionList,
+} from "../../vault/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import { jsonBody } from "../body.ts";
 import type { ApiEnv } from "../env.ts";
@@ -16,13 +23,27 @@ export function sessionRoutes(d: Domain) {
   r.use("*", requirePrincipal(d));
   r.post(
     "/",
-    describe({ summary: "Mint a scoped session bound to one vault", tags, auth: "bearer", who: "user sessions and agent tokens, not scoped sessions", success: { status: 201, schema: ScopedSessionCreated }, errors: [409] }),
+    describe({
+      summary: "Mint a scoped session bound to one vault",
+      tags,
+      auth: "bearer",
+      who: "user sessions and agent tokens, not scoped sessions",
+      success: { status: 201, schema: ScopedSessionCreated },
+      errors: [409],
+    }),
     jsonBody(ScopedSessionInput),
     async (c) => c.json(await createScopedSession(d, c.get("principal"), c.req.valid("json"), c.req.header("x-vault")), 201),
   );
   r.get(
     "/",
-    describe({ summary: "List the vault's active scoped sessions", tags, auth: "bearer", who: "their minters; vault admins see all", query: { vault: "the vault's name (or X-Vault)" }, success: { status: 200, schema: ScopedSessionList } }),
+    describe({
+      summary: "List the vault's active scoped sessions",
+      tags,
+      auth: "bearer",
+      who: "their minters; vault admins see all",
+      query: { vault: "the vault's name (or X-Vault)" },
+      success: { status: 200, schema: ScopedSessionList },
+    }),
     async (c) => {
       const vault = c.req.query("vault") ?? c.req.header("x-vault");
       if (!vault) throw new InvalidRequest("name the vault with ?vault=", "vault");

@@ -14,14 +14,28 @@ export function vaultInviteRoutes(d: Domain) {
   const r = new Hono<ApiEnv>();
   const tags = ["invites"];
   r.get("/:token/accept", describe({ summary: "What a vault invite link is, in words", tags, auth: "none", success: { status: 200, schema: Message } }), (c) =>
-    c.json({ message: "This is a vault invite. Accept it with `broker vault join <this link>`, or POST here with your session (or with email and password to register)." }),
+    c.json({
+      message:
+        "This is a vault invite. Accept it with `broker vault join <this link>`, or POST here with your session (or with email and password to register).",
+    }),
   );
-  r.post("/:token/accept", describe({ summary: "Accept a vault invite: with your session, or with email and password to register through it", tags, auth: ["none", "bearer"], success: { status: 200, schema: InviteAccepted }, errors: [409] }), jsonBody(InviteAcceptInput), async (c) => {
-    const bearer = bearerToken(c);
-    const principal = bearer ? await d.auth.authenticate(bearer) : undefined;
-    const body = principal ? undefined : c.req.valid("json");
-    const creds = body === undefined ? undefined : readCredentials(body);
-    return c.json(await acceptVaultInvite(d, c.req.param("token"), principal, creds));
-  });
+  r.post(
+    "/:token/accept",
+    describe({
+      summary: "Accept a vault invite: with your session, or with email and password to register through it",
+      tags,
+      auth: ["none", "bearer"],
+      success: { status: 200, schema: InviteAccepted },
+      errors: [409],
+    }),
+    jsonBody(InviteAcceptInput),
+    async (c) => {
+      const bearer = bearerToken(c);
+      const principal = bearer ? await d.auth.authenticate(bearer) : undefined;
+      const body = principal ? undefined : c.req.valid("json");
+      const creds = body === undefined ? undefined : readCredentials(body);
+      return c.json(await acceptVaultInvite(d, c.req.param("token"), principal, creds));
+    },
+  );
   return r;
 }

@@ -16,12 +16,37 @@ export function webhookRoutes(d: Domain) {
   const r = new Hono<ApiEnv>();
   r.use("/:vault/webhooks", requirePrincipal(d));
   r.use("/:vault/webhooks/*", requirePrincipal(d));
-  r.post("/:vault/webhooks", describe({ summary: "Add a webhook for proposal and held-request events (the signing secret is shown once)", tags, auth: "bearer", who, success: { status: 201, schema: WebhookCreated }, errors: [409] }), jsonBody(WebhookInput), async (c) => {
-    const { webhook, secret } = await addWebhook(d, await openVaultFor(d, c, "manage"), c.req.valid("json"));
-    // reveal: the signing secret, shown to the admin who added the webhook, once
-    return c.json({ ...webhook, secret: secret.reveal(), message: "Keep this secret: it is shown once. Verify Broker-Signature with it (docs/api.md, Webhooks)." }, 201);
-  });
-  r.get("/:vault/webhooks", describe({ summary: "The vault's webhooks with their last delivery (receiver URLs masked)", tags, auth: "bearer", who, success: { status: 200, schema: WebhookList } }), async (c) => c.json({ webhooks: await listWebhooks(d, await openVaultFor(d, c, "manage")) }));
+  r.post(
+    "/:vault/webhooks",
+    describe({
+      summary: "Add a webhook for proposal and held-request events (the signing secret is shown once)",
+      tags,
+      auth: "bearer",
+      who,
+      success: { status: 201, schema: WebhookCreated },
+      errors: [409],
+    }),
+    jsonBody(WebhookInput),
+    async (c) => {
+      const { webhook, secret } = await addWebhook(d, await openVaultFor(d, c, "manage"), c.req.valid("json"));
+      // reveal: the signing secret, shown to the admin who added the webhook, once
+      return c.json(
+        { ...webhook, secret: secret.reveal(), message: "Keep this secret: it is shown once. Verify Broker-Signature with it (docs/api.md, Webhooks)." },
+        201,
+      );
+    },
+  );
+  r.get(
+    "/:vault/webhooks",
+    describe({
+      summary: "The vault's webhooks with their last delivery (receiver URLs masked)",
+      tags,
+      auth: "bearer",
+      who,
+      success: { status: 200, schema: WebhookList },
+    }),
+    async (c) => c.json({ webhooks: await listWebhooks(d, await openVaultFor(d, c, "manage")) }),
+  );
   r.delete("/:vault/webhooks/:id", describe({ summary: "Remove a webhook", tags, auth: "bearer", who, success: { status: 204 } }), async (c) => {
     await removeWebhook(d, await openVaultFor(d, c, "manage"), c.req.param("id"));
     return c.body(null, 204);

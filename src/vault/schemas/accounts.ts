@@ -22,7 +22,16 @@ export const Whoami = z.object({
   session: z.object({ id: z.string(), expires_at: Time.nullable() }),
 });
 export const OwnSessions = z.object({
-  sessions: z.array(z.looseObject({ id: z.string(), kind: z.enum(["user", "scoped"]), vault: z.string().nullable(), role: z.string().nullable(), created_at: Time, expires_at: Time.nullable() })),
+  sessions: z.array(
+    z.looseObject({
+      id: z.string(),
+      kind: z.enum(["user", "scoped"]),
+      vault: z.string().nullable(),
+      role: z.string().nullable(),
+      created_at: Time,
+      expires_at: Time.nullable(),
+    }),
+  ),
 });
 export const InviteAccepted = z.object({ vault: z.string(), role: z.enum(["proxy", "member", "admin"]), token: z.string().optional(), user: User.optional() });
 

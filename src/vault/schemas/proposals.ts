@@ -9,7 +9,9 @@ const Role = z.enum(["proxy", "member", "admin"]);
 export const DiscoveredService = z.object({
   host: z.string().describe("host pattern; host:port when the port is not 443"),
   description: z.string(),
-  auth: z.looseObject({ type: z.string(), sent: z.string().optional().describe("how the credential travels, in words, where the agent must do something") }).describe("how the broker adds the credential: the type, and for query and path auth where it goes; never a key name or value"),
+  auth: z
+    .looseObject({ type: z.string(), sent: z.string().optional().describe("how the credential travels, in words, where the agent must do something") })
+    .describe("how the broker adds the credential: the type, and for query and path auth where it goes; never a key name or value"),
   rules: z.array(z.looseObject({ methods: z.array(z.string()), paths: z.array(z.string()), approve: z.literal("each").optional() })).optional(),
   allows: z.string().optional().describe("the rules in words"),
 });
@@ -41,7 +43,13 @@ export const ProposalCreated = z.object({
   message: z.string(),
 });
 
-const ProposedServiceView = z.looseObject({ action: z.literal("set"), host: z.string(), description: z.string(), auth: z.looseObject({ type: z.string() }), rules: z.array(z.looseObject({})).optional() });
+const ProposedServiceView = z.looseObject({
+  action: z.literal("set"),
+  host: z.string(),
+  description: z.string(),
+  auth: z.looseObject({ type: z.string() }),
+  rules: z.array(z.looseObject({})).optional(),
+});
 const ProposedSlotView = z.object({ action: z.literal("set"), key: z.string(), description: z.string(), obtain: z.string(), obtain_instructions: z.string() });
 
 export const ProposalAnswer = z.object({
@@ -68,10 +76,14 @@ export const HealthView = z.object({
   status: z.enum(["ok", "degraded"]),
   version: z.string(),
   database: z
-    .object({ backend: z.enum(["sqlite", "postgres"]), reachable: z.boolean(), announcements: z.enum(["listening", "lost"]).optional(), audit_queued: z.number() })
+    .object({
+      backend: z.enum(["sqlite", "postgres"]),
+      reachable: z.boolean(),
+      announcements: z.enum(["listening", "lost"]).optional(),
+      audit_queued: z.number(),
+    })
     .optional(),
 });
-
 
 export const ProposedServiceInput = z.strictObject({
   action: z.literal("set").optional().describe('"set", the only action (adds the service or replaces it)'),

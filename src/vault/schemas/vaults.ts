@@ -9,12 +9,17 @@ const Role = z.enum(["proxy", "member", "admin"]);
 const Time = z.string().describe("ISO-8601, UTC");
 
 export const VaultInput = z.strictObject({ name: z.unknown().describe("1-63 lower-case letters, digits or '-'") });
-export const VaultUpdateInput = z.strictObject({ unmatched_hosts: z.unknown().optional().describe('"tunnel" (blind tunnels to hosts that are no service) or "deny"') });
+export const VaultUpdateInput = z.strictObject({
+  unmatched_hosts: z.unknown().optional().describe('"tunnel" (blind tunnels to hosts that are no service) or "deny"'),
+});
 export const VaultAnswer = z.object({ name: z.string(), role: Role, created_at: Time, unmatched_hosts: z.enum(["tunnel", "deny"]).optional() });
 export const VaultList = z.object({ vaults: z.array(z.object({ name: z.string(), role: Role, created_at: Time })) });
 export const MemberList = z.object({ members: z.array(z.object({ email: z.string(), role: Role })) });
 
-export const VaultInviteInput = z.strictObject({ email: z.unknown().optional().describe("only this address may accept"), role: z.unknown().optional().describe("admin, member (default) or proxy") });
+export const VaultInviteInput = z.strictObject({
+  email: z.unknown().optional().describe("only this address may accept"),
+  role: z.unknown().optional().describe("admin, member (default) or proxy"),
+});
 export const AgentInviteInput = z.strictObject({
   name: z.unknown().optional().describe("the agent's name (default: a generated one)"),
   role: z.unknown().optional().describe("admin, member or proxy (default)"),
@@ -29,9 +34,13 @@ export const InviteCreated = z.object({
   role: Role,
   expires_at: Time,
 });
-export const InviteList = z.object({ invites: z.array(z.object({ id: z.string(), email: z.string().nullable().optional(), name: z.string().nullable().optional(), role: Role, expires_at: Time })) });
+export const InviteList = z.object({
+  invites: z.array(z.object({ id: z.string(), email: z.string().nullable().optional(), name: z.string().nullable().optional(), role: Role, expires_at: Time })),
+});
 
-export const CredentialInput = z.strictObject({ value: z.unknown().describe("the credential's value (at most 64 KiB); never shown again except to people who reveal it") });
+export const CredentialInput = z.strictObject({
+  value: z.unknown().describe("the credential's value (at most 64 KiB); never shown again except to people who reveal it"),
+});
 export const CredentialSet = z.object({ key: z.string(), updated_at: Time });
 export const CredentialList = z.object({
   credentials: z.array(z.object({ key: z.string(), updated_at: Time, value: z.string().optional().describe("only with ?reveal=true, for people") })),
@@ -81,13 +90,28 @@ export const ServiceInput = z.strictObject({
   enabled: z.unknown().optional(),
   rules: RulesInput,
 });
-export const ServiceUpdateInput = z.strictObject({ description: z.unknown().optional(), auth: ServiceAuthInput.optional(), enabled: z.unknown().optional(), rules: RulesInput });
+export const ServiceUpdateInput = z.strictObject({
+  description: z.unknown().optional(),
+  auth: ServiceAuthInput.optional(),
+  enabled: z.unknown().optional(),
+  rules: RulesInput,
+});
 
 const Rule = z.object({ methods: z.array(z.string()), paths: z.array(z.string()), approve: z.literal("each").optional() });
-export const ServiceAnswer = z.object({ host: z.string(), description: z.string(), auth: z.looseObject({ type: z.string() }), enabled: z.boolean(), rules: z.array(Rule).optional() });
+export const ServiceAnswer = z.object({
+  host: z.string(),
+  description: z.string(),
+  auth: z.looseObject({ type: z.string() }),
+  enabled: z.boolean(),
+  rules: z.array(Rule).optional(),
+});
 export const ServiceList = z.object({ services: z.array(ServiceAnswer) });
 
-export const WebhookInput = z.strictObject({ url: z.unknown().describe("https:// (or http://) receiver"), format: z.unknown().optional().describe('"json" (default) or "slack"'), slack: z.unknown().optional() });
+export const WebhookInput = z.strictObject({
+  url: z.unknown().describe("https:// (or http://) receiver"),
+  format: z.unknown().optional().describe('"json" (default) or "slack"'),
+  slack: z.unknown().optional(),
+});
 const Webhook = z.object({
   id: z.number(),
   url: z.string(),

@@ -38,7 +38,7 @@ describe("loadClientConfig", () => {
     expect(err).toBeInstanceOf(ConfigError);
     expect((err as ConfigError).problems.join("\n")).toContain("BROKER_CONFIG_DIR");
     expect((err as ConfigError).problems.join("\n")).toContain("BROKER_ADDR");
-    expect(() => loadClientConfig({ BROKER_ADDR: "http://u:p@h" , HOME: "/h" })).toThrow(ConfigError);
+    expect(() => loadClientConfig({ BROKER_ADDR: "http://u:p@h", HOME: "/h" })).toThrow(ConfigError);
     expect(() => loadClientConfig({})).toThrow("HOME is unknown");
   });
 });

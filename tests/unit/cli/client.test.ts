@@ -77,7 +77,9 @@ describe("failures", () => {
   });
 
   test("429 says how long to wait; a body that is not the envelope still fails clearly", async () => {
-    const limited = await failureOf(createClient({ addr: "http://b", fetch: recorder(429, { error: "rate_limited", message: "slow down", retry_after: 7 }).fetch }).request("GET", "/x"));
+    const limited = await failureOf(
+      createClient({ addr: "http://b", fetch: recorder(429, { error: "rate_limited", message: "slow down", retry_after: 7 }).fetch }).request("GET", "/x"),
+    );
     expect(limited.hint).toBe("wait 7 s and try again");
     const html = async () => new Response("<html>bad gateway</html>", { status: 502, statusText: "Bad Gateway" });
     const err = await failureOf(createClient({ addr: "http://b", fetch: html }).request("GET", "/x"));
@@ -91,7 +93,9 @@ describe("failures", () => {
     const short = await failureOf(client.request("POST", "/v1/auth/register", { body: { email: "a@b.c", password: new Secret("short") }, anonymous: true }));
     expect(short).toBeInstanceOf(ApiFailure);
     expect(short).toMatchObject({ status: 400, code: "invalid_request" });
-    const reg = await client.request<{ token: string; user: { role: string } }>("POST", "/v1/auth/register", { body: { email: "a@b.c", password: new Secret("long enough pw") } });
+    const reg = await client.request<{ token: string; user: { role: string } }>("POST", "/v1/auth/register", {
+      body: { email: "a@b.c", password: new Secret("long enough pw") },
+    });
     expect(reg.user.role).toBe("owner");
     const authed = createClient({ addr: "http://broker.test", token: new Secret(reg.token), tokenSource: "file", fetch: (req) => app.request(req) });
     const missing = await failureOf(authed.request("GET", vaultPath("nope"), { vault: "nope" }));

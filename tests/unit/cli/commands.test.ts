@@ -32,9 +32,11 @@ test("formatDuration", () => {
   expect(formatDuration(61)).toBe("expires 61s after redemption");
 });
 
-test("every CLI file stays within 200 lines", () => {
+test("every CLI file stays within 250 formatted lines", () => {
   const root = join(import.meta.dir, "..", "..", "..", "src", "cli");
-  const files = [...readdirSync(root).map((f) => join(root, f)), ...readdirSync(join(root, "commands")).map((f) => join(root, "commands", f))].filter((f) => f.endsWith(".ts"));
-  const long = files.filter((f) => readFileSync(f, "utf8").split("\n").length > 200);
+  const files = [...readdirSync(root).map((f) => join(root, f)), ...readdirSync(join(root, "commands")).map((f) => join(root, "commands", f))].filter((f) =>
+    f.endsWith(".ts"),
+  );
+  const long = files.filter((f) => readFileSync(f, "utf8").split("\n").length > 250);
   expect(long).toEqual([]);
 });

@@ -24,7 +24,11 @@ describe("nodeProxyWarning", () => {
   const path = process.env.PATH;
   test("node, npx and npm running an old Node get the warning with the fix; other commands and new Nodes none", () => {
     const old = () => "v20.11.1";
-    for (const cmd of [["node", "app.js"], ["npx", "tsx", "a.ts"], ["npm", "start"]]) {
+    for (const cmd of [
+      ["node", "app.js"],
+      ["npx", "tsx", "a.ts"],
+      ["npm", "start"],
+    ]) {
       const w = nodeProxyWarning(cmd, path, old);
       expect(w).toContain("is Node v20.11.1, which ignores NODE_USE_ENV_PROXY");
       expect(w).toContain("Use Node 22.21+ or 24.5+");

@@ -5,16 +5,28 @@ import { formatTable, formatTime, hasCutCells } from "../../../src/cli/output.ts
 
 describe("formatTable", () => {
   test("aligns columns and trims trailing blanks", () => {
-    const rows = [{ a: "x", b: "long value" }, { a: "longer", b: "" }];
-    const text = formatTable(rows, [{ title: "A", value: (r) => r.a }, { title: "B", value: (r) => r.b }]);
+    const rows = [
+      { a: "x", b: "long value" },
+      { a: "longer", b: "" },
+    ];
+    const text = formatTable(rows, [
+      { title: "A", value: (r) => r.a },
+      { title: "B", value: (r) => r.b },
+    ]);
     expect(text).toBe("A       B\nx       long value\nlonger");
   });
   test("a multi-line cell cannot break the table into extra rows", () => {
     expect(formatTable([{ v: "a\nb" }], [{ title: "V", value: (r) => r.v }])).toBe("V\na\\nb");
   });
   test("a column with max cuts long cells with …, so one long path does not pad every row", () => {
-    const rows = [{ p: `GET api.example.com/${"x".repeat(100)}`, s: "200" }, { p: "GET a.test/", s: "404" }];
-    const columns = [{ title: "REQUEST", value: (r: (typeof rows)[number]) => r.p, max: 24 }, { title: "STATUS", value: (r: (typeof rows)[number]) => r.s }];
+    const rows = [
+      { p: `GET api.example.com/${"x".repeat(100)}`, s: "200" },
+      { p: "GET a.test/", s: "404" },
+    ];
+    const columns = [
+      { title: "REQUEST", value: (r: (typeof rows)[number]) => r.p, max: 24 },
+      { title: "STATUS", value: (r: (typeof rows)[number]) => r.s },
+    ];
     expect(formatTable(rows, columns)).toBe("REQUEST                   STATUS\nGET api.example.com/xxx…  200\nGET a.test/               404");
     expect(hasCutCells(rows, columns)).toBe(true);
     expect(hasCutCells(rows.slice(1), columns)).toBe(false);

@@ -14,9 +14,18 @@ describe("buildAuth", () => {
   test("builds each auth type from its flags", () => {
     expect(buildAuth({ auth: "bearer", token: "K" })).toEqual({ type: "bearer", token: "K" });
     expect(buildAuth({ auth: "basic", token: "K", username: "u" })).toEqual({ type: "basic", token: "K", username: "u" });
-    expect(buildAuth({ auth: "header", header: "X-Api-Key", token: "K", prefix: "Token " })).toEqual({ type: "header", header: "X-Api-Key", token: "K", prefix: "Token " });
+    expect(buildAuth({ auth: "header", header: "X-Api-Key", token: "K", prefix: "Token " })).toEqual({
+      type: "header",
+      header: "X-Api-Key",
+      token: "K",
+      prefix: "Token ",
+    });
     expect(buildAuth({ auth: "query", param: "key", token: "GOOGLE_API_KEY" })).toEqual({ type: "query", param: "key", token: "GOOGLE_API_KEY" });
-    expect(buildAuth({ auth: "path", template: "/bot{value}", token: "TELEGRAM_TOKEN" })).toEqual({ type: "path", template: "/bot{value}", token: "TELEGRAM_TOKEN" });
+    expect(buildAuth({ auth: "path", template: "/bot{value}", token: "TELEGRAM_TOKEN" })).toEqual({
+      type: "path",
+      template: "/bot{value}",
+      token: "TELEGRAM_TOKEN",
+    });
     expect(buildAuth({ auth: "passthrough" })).toEqual({ type: "passthrough" });
   });
 
@@ -86,7 +95,11 @@ describe("nameAuthFlag: the broker's 400 on an auth field, told against the flag
     [{ auth: "query", param: "?key=", token: "K" }, "--param must be a query parameter name of letters, digits, _ . ~ or - (at most 64)", "--param key"],
     [{ auth: "path", template: "bot{value}", token: "K" }, "--template must start with /", '--template "/bot{value}"'],
     [{ auth: "path", template: "/bot", token: "K" }, "--template must hold {value} exactly once", "holds {value} once"],
-    [{ auth: "path", template: "/bot{value}/", token: "K" }, "--template must not end with / (the agent's path, which starts with /, follows it)", "does not end with /"],
+    [
+      { auth: "path", template: "/bot{value}/", token: "K" },
+      "--template must not end with / (the agent's path, which starts with /, follows it)",
+      "does not end with /",
+    ],
     [{ auth: "path", template: "/a/../bot{value}", token: "K" }, "--template must not hold dot segments (. or ..)", "/bot{value}"],
     [{ auth: "query", param: "key", token: "lower" }, "--token must be a credential key name (A-Z, 0-9, _; starting with a letter)", "broker credential list"],
   ] as [AuthFlags, string, string][])("%j", async (flags, message, hint) => {
@@ -126,7 +139,11 @@ describe("broker service add with query and path auth, before any request", () =
 
   test("a missing companion flag is named, with what it is for", async () => {
     const q = await run(["service", "add", "maps.googleapis.com", "--auth", "query", "--token", "GOOGLE_API_KEY"]);
-    expect(q).toEqual({ code: 2, out: "", err: "error: --auth query needs --param\nhint: --param names the query parameter that carries the credential, e.g. --param key\n" });
+    expect(q).toEqual({
+      code: 2,
+      out: "",
+      err: "error: --auth query needs --param\nhint: --param names the query parameter that carries the credential, e.g. --param key\n",
+    });
     const p = await run(["service", "add", "api.telegram.org", "--auth", "path", "--token", "TELEGRAM_TOKEN", "--param", "key"]);
     expect(p.code).toBe(2);
     expect(p.err).toStartWith("error: --auth path needs --template\n");
@@ -135,7 +152,9 @@ describe("broker service add with query and path auth, before any request", () =
   test("help lists both types with an example of each", async () => {
     const help = await run(["service", "add", "--help"]);
     expect(help.out).toContain("--auth=<type>");
-    expect(help.out).toContain("--auth is one of bearer, basic, header, query, path, passthrough (a stored credential sent as is) or\noauth2_client_credentials, oauth2_refresh, aws_sigv4, github_app (made or signed by the broker).");
+    expect(help.out).toContain(
+      "--auth is one of bearer, basic, header, query, path, passthrough (a stored credential sent as is) or\noauth2_client_credentials, oauth2_refresh, aws_sigv4, github_app (made or signed by the broker).",
+    );
     expect(help.out).toContain("--param=<param>");
     expect(help.out).toContain("--template=<template>");
     expect(help.out).toContain("broker service add maps.googleapis.com --auth query --param key --token GOOGLE_API_KEY");
@@ -157,8 +176,16 @@ describe("the minted types: flags, words, keys", () => {
       audience: "https://api",
       client_auth: "post",
     });
-    expect(buildAuth({ ...cc, auth: "oauth2_refresh", "refresh-token": "RT" })).toEqual({ type: "oauth2_refresh", token_url: "https://auth.example.com/token", client_id: "CID", client_secret: "CSECRET", refresh_token: "RT" });
-    expect(buildAuth({ auth: "aws_sigv4", "access-key-id": "AK", "secret-access-key": "SK", "session-token": "ST", region: "eu-west-1", service: "s3" })).toEqual({
+    expect(buildAuth({ ...cc, auth: "oauth2_refresh", "refresh-token": "RT" })).toEqual({
+      type: "oauth2_refresh",
+      token_url: "https://auth.example.com/token",
+      client_id: "CID",
+      client_secret: "CSECRET",
+      refresh_token: "RT",
+    });
+    expect(
+      buildAuth({ auth: "aws_sigv4", "access-key-id": "AK", "secret-access-key": "SK", "session-token": "ST", region: "eu-west-1", service: "s3" }),
+    ).toEqual({
       type: "aws_sigv4",
       access_key_id: "AK",
       secret_access_key: "SK",
@@ -166,7 +193,9 @@ describe("the minted types: flags, words, keys", () => {
       region: "eu-west-1",
       service: "s3",
     });
-    expect(buildAuth({ auth: "github_app", "app-id": "123", "installation-id": "456", "private-key": "PK", "api-url": "https://ghe.example.com/api/v3" })).toEqual({
+    expect(
+      buildAuth({ auth: "github_app", "app-id": "123", "installation-id": "456", "private-key": "PK", "api-url": "https://ghe.example.com/api/v3" }),
+    ).toEqual({
       type: "github_app",
       app_id: "123",
       installation_id: "456",
@@ -176,21 +205,30 @@ describe("the minted types: flags, words, keys", () => {
   });
 
   test("what it builds is what the broker accepts", () => {
-    for (const flags of [cc, { ...cc, auth: "oauth2_refresh", "refresh-token": "RT" }, { auth: "aws_sigv4", "access-key-id": "AK", "secret-access-key": "SK" }, { auth: "github_app", "app-id": "1", "installation-id": "2", "private-key": "PK" }]) {
+    for (const flags of [
+      cc,
+      { ...cc, auth: "oauth2_refresh", "refresh-token": "RT" },
+      { auth: "aws_sigv4", "access-key-id": "AK", "secret-access-key": "SK" },
+      { auth: "github_app", "app-id": "1", "installation-id": "2", "private-key": "PK" },
+    ]) {
       const auth = buildAuth(flags);
       expect(readAuth(auth)).toEqual(auth as never);
     }
   });
 
   test("names missing and misplaced flags, with what a missing one is for", () => {
-    expect(() => buildAuth({ auth: "oauth2_refresh", "token-url": "https://a/t", "client-id": "C", "client-secret": "S" })).toThrow("--auth oauth2_refresh needs --refresh-token");
+    expect(() => buildAuth({ auth: "oauth2_refresh", "token-url": "https://a/t", "client-id": "C", "client-secret": "S" })).toThrow(
+      "--auth oauth2_refresh needs --refresh-token",
+    );
     expect(() => buildAuth({ auth: "aws_sigv4" })).toThrow("--auth aws_sigv4 needs --access-key-id and --secret-access-key");
     expect(() => buildAuth({ auth: "github_app", "app-id": "1" })).toThrow("--auth github_app needs --installation-id and --private-key");
     expect(() => buildAuth({ ...cc, "refresh-token": "RT" })).toThrow("--auth oauth2_client_credentials does not take --refresh-token");
     expect(() => buildAuth({ ...cc, auth: "oauth2_refresh", "refresh-token": "RT", scopes: "a" })).toThrow("--auth oauth2_refresh does not take --scopes");
     expect(() => buildAuth({ ...cc, token: "K" })).toThrow("does not take --token");
     expect(() => buildAuth({ auth: "bearer", token: "K", region: "us-east-1" })).toThrow("--auth bearer does not take --region");
-    expect(() => buildAuth({ auth: "oauth2" })).toThrow("--auth must be one of bearer, basic, header, query, path, passthrough, oauth2_client_credentials, oauth2_refresh, aws_sigv4, github_app");
+    expect(() => buildAuth({ auth: "oauth2" })).toThrow(
+      "--auth must be one of bearer, basic, header, query, path, passthrough, oauth2_client_credentials, oauth2_refresh, aws_sigv4, github_app",
+    );
     const hint = (flags: AuthFlags) => {
       try {
         buildAuth(flags);
@@ -204,14 +242,24 @@ describe("the minted types: flags, words, keys", () => {
 
   test("describes each type with key names and settings only", () => {
     expect(describeAuth(buildAuth({ ...cc, scopes: "a b" }))).toBe("oauth2_client_credentials CID/CSECRET at auth.example.com/token scopes a b");
-    expect(describeAuth(buildAuth({ ...cc, auth: "oauth2_refresh", "refresh-token": "RT" }))).toBe("oauth2_refresh RT (client CID/CSECRET) at auth.example.com/token");
-    expect(describeAuth(buildAuth({ auth: "aws_sigv4", "access-key-id": "AK", "secret-access-key": "SK" }))).toBe("aws_sigv4 AK/SK <service from host> <region from host>");
-    expect(describeAuth(buildAuth({ auth: "github_app", "app-id": "1", "installation-id": "2", "private-key": "PK" }))).toBe("github_app 1 installation 2 key PK");
+    expect(describeAuth(buildAuth({ ...cc, auth: "oauth2_refresh", "refresh-token": "RT" }))).toBe(
+      "oauth2_refresh RT (client CID/CSECRET) at auth.example.com/token",
+    );
+    expect(describeAuth(buildAuth({ auth: "aws_sigv4", "access-key-id": "AK", "secret-access-key": "SK" }))).toBe(
+      "aws_sigv4 AK/SK <service from host> <region from host>",
+    );
+    expect(describeAuth(buildAuth({ auth: "github_app", "app-id": "1", "installation-id": "2", "private-key": "PK" }))).toBe(
+      "github_app 1 installation 2 key PK",
+    );
   });
 
   test("authKeyNames lists every key a service names, none for passthrough", () => {
     expect(authKeyNames(buildAuth({ ...cc, auth: "oauth2_refresh", "refresh-token": "RT" }))).toEqual(["CID", "CSECRET", "RT"]);
-    expect(authKeyNames(buildAuth({ auth: "aws_sigv4", "access-key-id": "AK", "secret-access-key": "SK", "session-token": "ST", region: "x" }))).toEqual(["AK", "SK", "ST"]);
+    expect(authKeyNames(buildAuth({ auth: "aws_sigv4", "access-key-id": "AK", "secret-access-key": "SK", "session-token": "ST", region: "x" }))).toEqual([
+      "AK",
+      "SK",
+      "ST",
+    ]);
     expect(authKeyNames({ type: "bearer", token: "K" })).toEqual(["K"]);
     expect(authKeyNames({ type: "passthrough" })).toEqual([]);
   });

@@ -36,10 +36,10 @@ describe("parseAllowFlags", () => {
   });
 
   test.each([
-    ["", "--allow needs methods then paths", "--allow \"GET HEAD"],
+    ["", "--allow needs methods then paths", '--allow "GET HEAD'],
     ["GET HEAD", '--allow "GET HEAD": no path given', '--allow "GET HEAD /repos/**"'],
     ["/repos/**", '--allow "/repos/**": no method given', '--allow "GET HEAD /repos/**"'],
-    ["GET /a POST /b", '--allow "GET /a POST /b": "POST" comes after a path; methods go first, and each --allow is one rule', "--allow \"POST"],
+    ["GET /a POST /b", '--allow "GET /a POST /b": "POST" comes after a path; methods go first, and each --allow is one rule', '--allow "POST'],
     ["FETCH /a", '--allow "FETCH /a": FETCH is not a method a rule can allow', "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"],
     ["TRACE /a", '--allow "TRACE /a": TRACE is not a method a rule can allow', "OPTIONS"],
     ["GET /a/../b", '--allow "GET /a/../b": in path /a/../b, dot segments are not allowed', "refused"],
@@ -93,7 +93,12 @@ describe("--approve", () => {
     ["FETCH /a", '--approve "FETCH /a": FETCH is not a method a rule can approve', "GET, HEAD"],
     ["POST /a/../b", '--approve "POST /a/../b": in path /a/../b, dot segments are not allowed', "refused"],
   ])("%j is refused naming --approve", (value, message, hint) => {
-    const f = failure(() => parseRuleFlags([{ flag: "allow", value: "GET /fine" }, { flag: "approve", value }]));
+    const f = failure(() =>
+      parseRuleFlags([
+        { flag: "allow", value: "GET /fine" },
+        { flag: "approve", value },
+      ]),
+    );
     expect(f.message).toBe(message);
     expect(f.hint).toContain(hint);
     expect(f.exitCode).toBe(2);
@@ -107,9 +112,12 @@ describe("--approve", () => {
 
 test("describeAllowed: the rules in words, or everything", () => {
   expect(describeAllowed(undefined)).toBe("every method and path");
-  expect(describeAllowed([{ methods: ["GET", "HEAD"], paths: ["/repos/*/issues/**"] }, { methods: ["POST"], paths: ["/a", "/b"] }])).toBe(
-    "GET and HEAD on /repos/*/issues/**; POST on /a or /b",
-  );
+  expect(
+    describeAllowed([
+      { methods: ["GET", "HEAD"], paths: ["/repos/*/issues/**"] },
+      { methods: ["POST"], paths: ["/a", "/b"] },
+    ]),
+  ).toBe("GET and HEAD on /repos/*/issues/**; POST on /a or /b");
 });
 
 describe("broker service add|update refuse bad rule flags before any request", () => {
@@ -119,10 +127,22 @@ describe("broker service add|update refuse bad rule flags before any request", (
     [["service", "update", "api.example.com"], "error: nothing to change", "--no-rules to remove them"],
     [["service", "update", "api.example.com", "--no-rules", "--allow", "GET /a"], "error: --allow and --no-rules contradict each other", "hint: give --allow"],
     [["service", "update", "api.example.com", "--allow", "GET"], 'error: --allow "GET": no path given', "hint: add one or more paths"],
-    [["service", "add", "api.example.com", "--auth", "bearer", "--token", "K", "--allow", "GET /a", "--allow", "DELETE"], 'error: --allow "DELETE": no path given', "hint:"],
+    [
+      ["service", "add", "api.example.com", "--auth", "bearer", "--token", "K", "--allow", "GET /a", "--allow", "DELETE"],
+      'error: --allow "DELETE": no path given',
+      "hint:",
+    ],
     [["service", "update", "api.example.com", "--rules"], "error: unknown option --rules", "--help"],
-    [["service", "update", "api.example.com", "--approve", "POST /v1/refunds", "--no-rules"], "error: --approve and --no-rules contradict each other", "hint: give --allow (and --approve)"],
-    [["service", "add", "api.example.com", "--auth", "bearer", "--token", "K", "--approve", "/v1/refunds"], 'error: --approve "/v1/refunds": no method given', "hint: start with the methods"],
+    [
+      ["service", "update", "api.example.com", "--approve", "POST /v1/refunds", "--no-rules"],
+      "error: --approve and --no-rules contradict each other",
+      "hint: give --allow (and --approve)",
+    ],
+    [
+      ["service", "add", "api.example.com", "--auth", "bearer", "--token", "K", "--approve", "/v1/refunds"],
+      'error: --approve "/v1/refunds": no method given',
+      "hint: start with the methods",
+    ],
   ])("%j", async (args, message, hint) => {
     const r = await run(args);
     expect(r.code).toBe(2);

@@ -9,7 +9,10 @@ import { loginWithSso } from "../../../src/cli/sso.ts";
 const client = createClient({ addr: "http://broker.test", fetch: () => Response.json({ enabled: true, name: "Acme SSO" }) });
 
 async function failureOf(p: Promise<unknown>): Promise<CliFailure> {
-  const err = await p.then(() => undefined, (e: unknown) => e);
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(CliFailure);
   return err as CliFailure;
 }

@@ -62,7 +62,9 @@ test("the logs API filters, pages newest first and follows oldest first", async 
   const token = reg.body.token as string;
   expect((await h.call("POST", "/v1/vaults", { token, body: { name: "main" } })).status).toBe(201);
   const vaultId = (await h.store.vaults.byName("main"))!.id;
-  const rows = Array.from({ length: 7 }, (_, i) => entry(h.clock.now() + i, { vaultId, host: i % 2 ? "a.example.com" : "b.example.com", status: i === 3 ? 502 : 200 }));
+  const rows = Array.from({ length: 7 }, (_, i) =>
+    entry(h.clock.now() + i, { vaultId, host: i % 2 ? "a.example.com" : "b.example.com", status: i === 3 ? 502 : 200 }),
+  );
   await h.store.audit.insert(rows);
   const first = await h.call("GET", "/v1/vaults/main/logs?limit=3", { token });
   expect(first.status).toBe(200);

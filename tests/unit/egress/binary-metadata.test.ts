@@ -80,7 +80,11 @@ describe("redactBinaryValue", () => {
 
 describe("redactBinaryHeaders (a response head)", () => {
   test("only -bin fields are decoded, whatever the name's case; the rest is left to the text scan", () => {
-    const head: HeaderList = [["content-type", "application/grpc"], ["X-Echo-Bin", b64(AUTH)], ["x-plain", b64(AUTH)]];
+    const head: HeaderList = [
+      ["content-type", "application/grpc"],
+      ["X-Echo-Bin", b64(AUTH)],
+      ["x-plain", b64(AUTH)],
+    ];
     const out = redactBinaryHeaders(head, NEEDLES);
     expect(out[0]).toEqual(["content-type", "application/grpc"]);
     expect(out[1]![0]).toBe("X-Echo-Bin");
@@ -114,14 +118,27 @@ describe("redactBinaryTrailers (after the body was passed on)", () => {
   const bad = b64(AUTH).replace(/(.{8})/g, "$1.");
 
   test("decodable -bin trailers are rewritten like head fields; grpc-status-details-bin too", () => {
-    const out = redactBinaryTrailers([["grpc-status", "0"], ["grpc-status-details-bin", unpadded(AUTH)]], NEEDLES, true);
+    const out = redactBinaryTrailers(
+      [
+        ["grpc-status", "0"],
+        ["grpc-status-details-bin", unpadded(AUTH)],
+      ],
+      NEEDLES,
+      true,
+    );
     expect(out[0]).toEqual(["grpc-status", "0"]);
     expect(parts(out[1]![1])).toEqual([REDACTED_AUTH]);
   });
 
   test("gRPC: one that is not base64 is dropped and the call fails INTERNAL, the upstream's status and details gone", () => {
     const out = redactBinaryTrailers(
-      [["grpc-status", "0"], ["grpc-message", "fine"], ["grpc-status-details-bin", b64("details")], ["x-note", "kept"], ["x-echo-bin", bad]],
+      [
+        ["grpc-status", "0"],
+        ["grpc-message", "fine"],
+        ["grpc-status-details-bin", b64("details")],
+        ["x-note", "kept"],
+        ["x-echo-bin", bad],
+      ],
       NEEDLES,
       true,
     );
@@ -133,13 +150,30 @@ describe("redactBinaryTrailers (after the body was passed on)", () => {
   });
 
   test("a grpc-status among the trailers makes it a gRPC call whatever the content type", () => {
-    const out = redactBinaryTrailers([["grpc-status", "0"], ["x-echo-bin", bad]], NEEDLES, false);
+    const out = redactBinaryTrailers(
+      [
+        ["grpc-status", "0"],
+        ["x-echo-bin", bad],
+      ],
+      NEEDLES,
+      false,
+    );
     expect(Object.fromEntries(out)).toEqual({ "x-broker-error": "undecodable_response", "grpc-status": "13", "grpc-message": expect.any(String) });
   });
 
   test("not gRPC: the field is dropped and x-broker-error says why; no gRPC status is invented", () => {
-    const out = redactBinaryTrailers([["x-checksum", "abc"], ["x-echo-bin", bad]], NEEDLES, false);
-    expect(out).toEqual([["x-checksum", "abc"], ["x-broker-error", "undecodable_response"]]);
+    const out = redactBinaryTrailers(
+      [
+        ["x-checksum", "abc"],
+        ["x-echo-bin", bad],
+      ],
+      NEEDLES,
+      false,
+    );
+    expect(out).toEqual([
+      ["x-checksum", "abc"],
+      ["x-broker-error", "undecodable_response"],
+    ]);
   });
 });
 
@@ -178,7 +212,10 @@ describe("pieces a caller can join (each shorter than 12 characters of the value
   test("10 characters in the head, the next 10 in the trailers: the trailers' pieces are masked against the head's", () => {
     const b64s = (text: string) => (text.match(/.{1,8}/g) ?? []).map((p) => Buffer.from(p).toString("base64")).join(",");
     const head = redactBinaryHeaders([["x-split-bin", b64s(`..${SECRET.slice(0, 10)}`)]], NEEDLES);
-    const trailers: HeaderList = [["grpc-status", "0"], ["x-split-bin", b64s(`${SECRET.slice(10, 20)}..`)]];
+    const trailers: HeaderList = [
+      ["grpc-status", "0"],
+      ["x-split-bin", b64s(`${SECRET.slice(10, 20)}..`)],
+    ];
     expect(head[0]![1]).toBe(b64s(`..${SECRET.slice(0, 10)}`)); // alone, neither holds 12 characters
     expect(redactBinaryTrailers(trailers, NEEDLES, true)).toEqual(trailers);
     const out = redactBinaryTrailers(trailers, NEEDLES, true, binaryPartsOf(head));

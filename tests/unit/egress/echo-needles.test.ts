@@ -14,7 +14,16 @@ import { createTestApi, type TestApi } from "../../helpers/api.ts";
 
 const HOST = "api.example.com";
 const v = (name: string) => `${name}-${crypto.randomUUID()}`;
-const VALUES = { a: v("va"), b: v("vb"), c: `vc/${crypto.randomUUID()}+x`, d: v("vd"), e: v("ve"), f: v("vf"), akid: `AKID${crypto.randomUUID().replaceAll("-", "").toUpperCase()}`, aws: v("aws") };
+const VALUES = {
+  a: v("va"),
+  b: v("vb"),
+  c: `vc/${crypto.randomUUID()}+x`,
+  d: v("vd"),
+  e: v("ve"),
+  f: v("vf"),
+  akid: `AKID${crypto.randomUUID().replaceAll("-", "").toUpperCase()}`,
+  aws: v("aws"),
+};
 
 let api: TestApi;
 let token: string;
@@ -46,7 +55,9 @@ beforeAll(async () => {
   await vaultWith("e", { K: VALUES.e }, [{ host: "other.example.com", auth: { type: "bearer", token: "K" } }]);
   await vaultWith("f", { K: VALUES.f }, [{ host: `${HOST}:8443`, auth: { type: "bearer", token: "K" } }]);
   await vaultWith("g", {}, [{ host: HOST, auth: { type: "passthrough" } }]);
-  await vaultWith("h", { ID: VALUES.akid, SECRET: VALUES.aws }, [{ host: HOST, auth: { type: "aws_sigv4", access_key_id: "ID", secret_access_key: "SECRET", region: "eu-west-1", service: "s3" } }]);
+  await vaultWith("h", { ID: VALUES.akid, SECRET: VALUES.aws }, [
+    { host: HOST, auth: { type: "aws_sigv4", access_key_id: "ID", secret_access_key: "SECRET", region: "eu-west-1", service: "s3" } },
+  ]);
 });
 
 const cache = (opts: Parameters<typeof createPlanCache>[3] = {}) => createPlanCache(api.store, api.domain.dataKey, () => ({}), opts);
@@ -184,4 +195,3 @@ describe("streams and short values", () => {
     expect(holds(other, VALUES.e)).toBe(true);
   });
 });
-

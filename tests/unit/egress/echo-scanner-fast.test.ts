@@ -30,7 +30,7 @@ const hex2 = (b: number, upper: boolean) => b.toString(16).padStart(2, "0")[uppe
 const VALUES = [
   "sk-live-4eC39HqLyjWDarjtT1zdp7dc9Fz2",
   "tok_9f8e7d6c5b4a",
-  "p@ss/wörd+\"x\"=ÿ &amp;%41\\u0041",
+  'p@ss/wörd+"x"=ÿ &amp;%41\\u0041',
   "hunter2", // a group of its own width (7)
   "abcdefghi", // 9
   "xyz", // too short for sampling: every run byte by byte
@@ -44,29 +44,152 @@ const SETS = [[VALUES[0]!], [VALUES[1]!, VALUES[2]!], [VALUES[3]!, VALUES[0]!], 
 );
 
 type Rnd = () => number;
-const pick = <T,>(rnd: Rnd, xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
+const pick = <T>(rnd: Rnd, xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
 const int = (rnd: Rnd, n: number) => Math.floor(rnd() * n);
 
-const PLAIN = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 {}[]\":,.-_/+=?!\n\t*#;xX";
-const INVISIBLE = ["\u00ad", "\u034f", "\u061c", "\u115f", "\u1160", "\u17b4", "\u180b", "\u180e", "\u200b", "\u200c", "\u200d", "\u200e", "\u200f", "\u202a", "\u202e", "\u2060", "\u2061", "\u2064", "\u2066", "\u206f", "\u3164", "\ufe00", "\ufe0f", "\ufeff", "\uffa0", "&shy;", "&shy", "&ZeroWidthSpace;", "&zwnj;", "&NoBreak;", "&NegativeVeryThinSpace;"];
+const PLAIN = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 {}[]":,.-_/+=?!\n\t*#;xX';
+const INVISIBLE = [
+  "\u00ad",
+  "\u034f",
+  "\u061c",
+  "\u115f",
+  "\u1160",
+  "\u17b4",
+  "\u180b",
+  "\u180e",
+  "\u200b",
+  "\u200c",
+  "\u200d",
+  "\u200e",
+  "\u200f",
+  "\u202a",
+  "\u202e",
+  "\u2060",
+  "\u2061",
+  "\u2064",
+  "\u2066",
+  "\u206f",
+  "\u3164",
+  "\ufe00",
+  "\ufe0f",
+  "\ufeff",
+  "\uffa0",
+  "&shy;",
+  "&shy",
+  "&ZeroWidthSpace;",
+  "&zwnj;",
+  "&NoBreak;",
+  "&NegativeVeryThinSpace;",
+];
 // UTF-8 that starts like an invisible character and is not one (lead bytes 0xC2 0xCD 0xE1 0xE2 0xEF).
-const NEAR_INVISIBLE = ["\u00a0", "\u00e9", "\u0350", "\u061b", "\u115e", "\u17b6", "\u1800", "\u2019", "\u201c", "\u2029", "\u2065", "\u2070", "\u3165", "\ufe10", "\ufeee", "\uffa1", "\uff21", "€", "…", "ö"];
+const NEAR_INVISIBLE = [
+  "\u00a0",
+  "\u00e9",
+  "\u0350",
+  "\u061b",
+  "\u115e",
+  "\u17b6",
+  "\u1800",
+  "\u2019",
+  "\u201c",
+  "\u2029",
+  "\u2065",
+  "\u2070",
+  "\u3165",
+  "\ufe10",
+  "\ufeee",
+  "\uffa1",
+  "\uff21",
+  "€",
+  "…",
+  "ö",
+];
 const MALFORMED = [
   // percent and numeric references, cut short or out of range
-  "%", "%4", "%zz", "%g1", "&", "&#", "&#;", "&#x;", "&#xg", "&#0;", "&#1114112;", "&#x110000;", "&#" + "0".repeat(70) + "65;",
+  "%",
+  "%4",
+  "%zz",
+  "%g1",
+  "&",
+  "&#",
+  "&#;",
+  "&#x;",
+  "&#xg",
+  "&#0;",
+  "&#1114112;",
+  "&#x110000;",
+  "&#" + "0".repeat(70) + "65;",
   // names: unknown, unended, of the wrong case, one letter too many
-  "&bogus;", "&amp", "&ampx;", "&QUOT", "&Amp;", "&quota;", "&QUOTA;", "&aposa;", "&ltt;", "&l;", "&abcdefg;",
+  "&bogus;",
+  "&amp",
+  "&ampx;",
+  "&QUOT",
+  "&Amp;",
+  "&quota;",
+  "&QUOTA;",
+  "&aposa;",
+  "&ltt;",
+  "&l;",
+  "&abcdefg;",
   // legacy names without ';' (read as a prefix), long names, one letter past the longest
-  "&shyk", "&ampamp;", "&nbspx", "&lowbar;", "&period;", "&colon;", "&ZeroWidthSpac;", "&NegativeVeryThinSpacex;", "&" + "a".repeat(30) + ";", "&shy" + "b".repeat(30),
+  "&shyk",
+  "&ampamp;",
+  "&nbspx",
+  "&lowbar;",
+  "&period;",
+  "&colon;",
+  "&ZeroWidthSpac;",
+  "&NegativeVeryThinSpacex;",
+  "&" + "a".repeat(30) + ";",
+  "&shy" + "b".repeat(30),
   // backslash escapes: unknown, cut short, surrogates alone and in pairs
-  "\\", "\\q", "\\u", "\\x", "\\u12", "\\u12g4", "\\x4", "\\xzz", "\\ud83d", "\\ud83dx", "\\ude00",
-  "\\ud83d\\ude00", "\\ud83d\\u0041", "\\ud83d%41", "\\ud83d\\n",
+  "\\",
+  "\\q",
+  "\\u",
+  "\\x",
+  "\\u12",
+  "\\u12g4",
+  "\\x4",
+  "\\xzz",
+  "\\ud83d",
+  "\\ud83dx",
+  "\\ude00",
+  "\\ud83d\\ude00",
+  "\\ud83d\\u0041",
+  "\\ud83d%41",
+  "\\ud83d\\n",
   // %uXXXX (surrogate pairs too), \u{...}, octal: well-formed, cut short, without their end
-  "%u0073", "%U004B", "%uD83D%uDE00", "%uD83D\\uDE00", "\\uD83D%uDE00", "%u", "%u12", "%u12g4", "%uzz",
-  "\\u{73}", "\\u{1F600}", "\\u{0000000000041}", "\\u{D83D}\\u{DE00}", "\\u{}", "\\u{41", "\\u{41x", "\\u{110000}", "\\u{" + "0".repeat(70) + "41}",
-  "\\163", "\\053", "\\377", "\\0", "\\08", "\\4", "\\39", "\\1234",
+  "%u0073",
+  "%U004B",
+  "%uD83D%uDE00",
+  "%uD83D\\uDE00",
+  "\\uD83D%uDE00",
+  "%u",
+  "%u12",
+  "%u12g4",
+  "%uzz",
+  "\\u{73}",
+  "\\u{1F600}",
+  "\\u{0000000000041}",
+  "\\u{D83D}\\u{DE00}",
+  "\\u{}",
+  "\\u{41",
+  "\\u{41x",
+  "\\u{110000}",
+  "\\u{" + "0".repeat(70) + "41}",
+  "\\163",
+  "\\053",
+  "\\377",
+  "\\0",
+  "\\08",
+  "\\4",
+  "\\39",
+  "\\1234",
   // invisible characters spelt by escapes
-  "%C2%AD", "%e2%80%8b", "%C2\u00ad", "&#173;&#173;",
+  "%C2%AD",
+  "%e2%80%8b",
+  "%C2\u00ad",
+  "&#173;&#173;",
 ];
 
 /** Lead bytes of invisible characters whose other bytes come escaped (the view decodes, then drops). */
@@ -108,7 +231,22 @@ function escaped(rnd: Rnd, ch: string): string {
     case 4:
       return cp < 0x100 ? `\\x${hex2(cp, rnd() < 0.5)}` : ch;
     case 5: {
-      const named: Record<string, string[]> = { "&": ["&amp;", "&AMP;", "&amp"], "<": ["&lt;", "&lt"], ">": ["&gt;"], '"': ["&quot;", "\\\""], "'": ["&apos;", "\\'"], "/": ["\\/", "&sol;"], "\\": ["\\\\", "&bsol;"], "\n": ["\\n"], "_": ["&lowbar;", "&UnderBar;"], ".": ["&period;"], "-": ["&#45;"], ":": ["&colon;"], "+": ["&plus;"], "=": ["&equals;"] };
+      const named: Record<string, string[]> = {
+        "&": ["&amp;", "&AMP;", "&amp"],
+        "<": ["&lt;", "&lt"],
+        ">": ["&gt;"],
+        '"': ["&quot;", '\\"'],
+        "'": ["&apos;", "\\'"],
+        "/": ["\\/", "&sol;"],
+        "\\": ["\\\\", "&bsol;"],
+        "\n": ["\\n"],
+        _: ["&lowbar;", "&UnderBar;"],
+        ".": ["&period;"],
+        "-": ["&#45;"],
+        ":": ["&colon;"],
+        "+": ["&plus;"],
+        "=": ["&equals;"],
+      };
       return named[ch] ? pick(rnd, named[ch]!) : ch;
     }
     case 6:
@@ -122,7 +260,8 @@ function escaped(rnd: Rnd, ch: string): string {
 function form(rnd: Rnd, value: string): string {
   let v = value;
   const r = rnd();
-  if (r < 0.15) v = value.slice(int(rnd, value.length), value.length); // a tail
+  if (r < 0.15)
+    v = value.slice(int(rnd, value.length), value.length); // a tail
   else if (r < 0.3) {
     const start = int(rnd, value.length);
     v = value.slice(start, start + 10 + int(rnd, 5)); // about 12 characters: near misses and hits
@@ -162,7 +301,8 @@ function body(rnd: Rnd, values: readonly string[]): Uint8Array {
     else if (r < 0.9) {
       const bin = new Uint8Array(int(rnd, 120));
       const dense = rnd() < 0.5; // triggers and lead bytes often, or uniform bytes
-      for (let i = 0; i < bin.length; i++) bin[i] = dense && rnd() < 0.3 ? pick(rnd, [0x25, 0x26, 0x5c, 0xc2, 0xcd, 0xe1, 0xe2, 0xef, 0x80, 0xad, 0xbb, 0xbf, 0x3b, 0x23]) : int(rnd, 256);
+      for (let i = 0; i < bin.length; i++)
+        bin[i] = dense && rnd() < 0.3 ? pick(rnd, [0x25, 0x26, 0x5c, 0xc2, 0xcd, 0xe1, 0xe2, 0xef, 0x80, 0xad, 0xbb, 0xbf, 0x3b, 0x23]) : int(rnd, 256);
       parts.push(bin);
     } else parts.push(enc(pick(rnd, values).repeat(1 + int(rnd, 4))));
   }
@@ -251,7 +391,9 @@ describe("the fast scanner reads as the byte-by-byte one", () => {
           for (const piece of [value, value.slice(0, 12), value.slice(1, 12), value.slice(-12), value.toUpperCase()]) {
             const bytes = enc(plain(rnd, offset) + piece + plain(rnd, int(rnd, 40)) + "%20" + plain(rnd, 30) + piece + plain(rnd, offset));
             const at = cuts(rnd, bytes.length);
-            expect(trace(new EchoScanner(index), bytes, at, Infinity, index.longest)).toEqual(trace(new ReferenceScanner(index), bytes, at, Infinity, index.longest));
+            expect(trace(new EchoScanner(index), bytes, at, Infinity, index.longest)).toEqual(
+              trace(new ReferenceScanner(index), bytes, at, Infinity, index.longest),
+            );
           }
         }
       }

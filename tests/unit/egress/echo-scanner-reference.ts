@@ -8,7 +8,20 @@
 // remembers the span of body bytes it came from, so a match in the view redacts exactly the body
 // bytes that spelt it. Needles are matched by a rolling hash over fixed-length windows
 // (needle-index.ts), which is what makes "any 12 characters of a value" as cheap as the whole value.
-import { CLASS, HEX, ignorable2, ignorable3, isLetter, MAX_DIGITS, MAX_IGNORABLE_RUN, MAX_NAME, MAX_TOKEN, mayBeIgnorable3, resolveName, SIMPLE_ESCAPES } from "../../../src/egress/echo-syntax.ts";
+import {
+  CLASS,
+  HEX,
+  ignorable2,
+  ignorable3,
+  isLetter,
+  MAX_DIGITS,
+  MAX_IGNORABLE_RUN,
+  MAX_NAME,
+  MAX_TOKEN,
+  mayBeIgnorable3,
+  resolveName,
+  SIMPLE_ESCAPES,
+} from "../../../src/egress/echo-syntax.ts";
 //
 // Bounded by design: an escape is at most 8 bytes (a numeric reference 64 digits), and at most 64 ignorable characters in a row
 // are dropped (beyond that they are matched as ordinary bytes), so what a stream holds back stays
@@ -78,7 +91,8 @@ export class EchoScanner {
     const n = bytes.length;
     let i = 0;
     while (i < n) {
-      if (this.esc === Esc.None && this.heldLen === 0 && this.highSurrogate < 0 && this.index && this.index.groups.length === 1) i = this.plainRun(bytes, i, at);
+      if (this.esc === Esc.None && this.heldLen === 0 && this.highSurrogate < 0 && this.index && this.index.groups.length === 1)
+        i = this.plainRun(bytes, i, at);
       if (i < n) this.step(bytes[i]!, at + i++);
     }
   }
@@ -477,7 +491,6 @@ export class EchoScanner {
     this.openEnd = end;
   }
 }
-
 
 /** Bytes as the scanner's view reads them: escapes decoded, invisible characters dropped, case folded. */
 export function viewOf(bytes: Uint8Array): Uint8Array {

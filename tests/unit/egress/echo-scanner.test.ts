@@ -43,7 +43,13 @@ const FORMS: [string, string][] = [
   ["one character &#NN;", `${VALUE.slice(0, 5)}&#${VALUE.charCodeAt(5)};${VALUE.slice(6)}`],
   ["one character &#xHH;", `${VALUE.slice(0, 5)}&#x${VALUE.charCodeAt(5).toString(16)};${VALUE.slice(6)}`],
   ["all &#NNN; with zeros", [...VALUE].map((c) => `&#000${c.charCodeAt(0)};`).join("")],
-  ["all &#XHH without ;", [...VALUE].map((c) => `&#X${c.charCodeAt(0).toString(16)}`).join(" ").replaceAll(" ", "")],
+  [
+    "all &#XHH without ;",
+    [...VALUE]
+      .map((c) => `&#X${c.charCodeAt(0).toString(16)}`)
+      .join(" ")
+      .replaceAll(" ", ""),
+  ],
   ["one \\u escape", `${VALUE.slice(0, 7)}\\u${VALUE.charCodeAt(7).toString(16).padStart(4, "0")}${VALUE.slice(8)}`],
   ["all \\u escapes, upper hex", [...VALUE].map((c) => `\\u${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`).join("")],
   ["soft hyphen inside", `${VALUE.slice(0, 10)}\u00ad${VALUE.slice(10)}`],
@@ -80,7 +86,8 @@ describe("forms found in a body", () => {
           const out = whole(`blob=${encoded};`);
           expect(out).toContain("[redacted]");
           // what is left of the encoding decodes to no 12 characters of the value
-          for (const piece of out.split(/\[redacted\]|[=;]/)) expect(Buffer.from(piece, url ? "base64url" : "base64").toString("latin1")).not.toMatch(/sk-live-4eC3|9Fz2/);
+          for (const piece of out.split(/\[redacted\]|[=;]/))
+            expect(Buffer.from(piece, url ? "base64url" : "base64").toString("latin1")).not.toMatch(/sk-live-4eC3|9Fz2/);
         });
       }
     }
@@ -91,7 +98,8 @@ describe("forms found in a body", () => {
     const header = `Basic ${Buffer.from(`client%20id:${encodeURIComponent(secret)}`).toString("base64")}`;
     const out = whole(header, new Needles([secret]));
     expect(out).toContain("[redacted]");
-    for (const piece of out.replace("Basic ", "").split("[redacted]")) expect(decodeURIComponent(Buffer.from(piece, "base64").toString("latin1"))).not.toContain(secret.slice(0, 12));
+    for (const piece of out.replace("Basic ", "").split("[redacted]"))
+      expect(decodeURIComponent(Buffer.from(piece, "base64").toString("latin1"))).not.toContain(secret.slice(0, 12));
   });
 
   test("UTF-16LE and UTF-16BE", () => {
@@ -136,7 +144,11 @@ describe("forms found in a body", () => {
 });
 
 describe("UTF-16 text", () => {
-  for (const [order, bom] of [["le", false], ["be", false], ["bom", true]] as const) {
+  for (const [order, bom] of [
+    ["le", false],
+    ["be", false],
+    ["bom", true],
+  ] as const) {
     test(`a match is replaced by "[redacted]" in UTF-16 (${order}), on whole code units`, () => {
       const encode = (s: string) => (order === "be" ? Buffer.from(s, "utf16le").swap16() : Buffer.from(s, "utf16le"));
       const body = Buffer.concat([bom ? Buffer.from([0xff, 0xfe]) : Buffer.alloc(0), encode(`id: ${VALUE.slice(5)} ok \u00e9`)]);
@@ -144,7 +156,7 @@ describe("UTF-16 text", () => {
         const r = createRedactor(needles, { utf16: order });
         const parts: Uint8Array[] = [];
         let at = 0;
-        for (const c of [...cuts, body.length]) (parts.push(r.push(body.subarray(at, c))), (at = c));
+        for (const c of [...cuts, body.length]) parts.push(r.push(body.subarray(at, c))), (at = c);
         parts.push(r.flush());
         const out = Buffer.concat(parts);
         expect(out.length % 2).toBe(0);
@@ -158,7 +170,7 @@ describe("UTF-16 text", () => {
 describe("streaming", () => {
   test("every chunking gives what the whole body gives", () => {
     let seed = 7;
-    const rnd = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+    const rnd = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
     for (let round = 0; round < 200; round++) {
       const [, form] = FORMS[round % FORMS.length]!;
       const body = enc(`{"a":"${"x".repeat(Math.floor(rnd() * 30))}${form}%zz&#;\\q${form.slice(0, 7)}"}`);
@@ -170,13 +182,18 @@ describe("streaming", () => {
   test("a byte at a time", () => {
     for (const [, form] of FORMS) {
       const body = enc(`[${form}]`);
-      expect(streamed(body, Array.from({ length: body.length }, (_, i) => i))).toBe(whole(body));
+      expect(
+        streamed(
+          body,
+          Array.from({ length: body.length }, (_, i) => i),
+        ),
+      ).toBe(whole(body));
     }
   });
 
   test("a tail that is no part of a value is emitted at once (SSE)", () => {
     const r = createRedactor(needles);
-    expect(text(r.push(enc("data: {\"t\":\"hi\"}\n\n")))).toBe('data: {"t":"hi"}\n\n');
+    expect(text(r.push(enc('data: {"t":"hi"}\n\n')))).toBe('data: {"t":"hi"}\n\n');
   });
 
   test("what is held back stays small: long runs of invisible characters, an endless repeated value", () => {
@@ -213,16 +230,37 @@ describe("headers", () => {
 
   test("lines of one name with other lines between them, and the items of one folded line", () => {
     const [a, b, c] = [VALUE.slice(0, 10), VALUE.slice(10, 20), VALUE.slice(20)];
-    const interleaved = redactHeaders([["x-echo", a], ["x-pad", "1"], ["x-echo", b], ["x-pad", "2"], ["x-echo", c]], needles);
-    expect(interleaved.filter(([k]) => k === "x-pad")).toEqual([["x-pad", "1"], ["x-pad", "2"]]);
+    const interleaved = redactHeaders(
+      [
+        ["x-echo", a],
+        ["x-pad", "1"],
+        ["x-echo", b],
+        ["x-pad", "2"],
+        ["x-echo", c],
+      ],
+      needles,
+    );
+    expect(interleaved.filter(([k]) => k === "x-pad")).toEqual([
+      ["x-pad", "1"],
+      ["x-pad", "2"],
+    ]);
     expect(interleaved.map(([, v]) => v).join("")).not.toContain(VALUE.slice(0, 4));
     const folded = redactHeaders([["x-echo", `you sent: ${a}, ${b}, ${c}`]], needles);
     expect(folded[0]![1]).toBe("you sent: [redacted], [redacted], [redacted]");
   });
 
   test("an unrelated header next to an echo keeps its value", () => {
-    const out = redactHeaders([["x-a", `k=${VALUE}`], ["x-b", "plain"]], needles);
-    expect(out).toEqual([["x-a", "k=[redacted]"], ["x-b", "plain"]]);
+    const out = redactHeaders(
+      [
+        ["x-a", `k=${VALUE}`],
+        ["x-b", "plain"],
+      ],
+      needles,
+    );
+    expect(out).toEqual([
+      ["x-a", "k=[redacted]"],
+      ["x-b", "plain"],
+    ]);
   });
 
   test("redactText reads escapes and case in a reason phrase", () => {

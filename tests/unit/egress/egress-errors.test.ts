@@ -21,7 +21,10 @@ beforeAll(async () => {
   const token = reg.body.token as string;
   expect((await api.call("POST", "/v1/vaults", { token, body: { name: "v1" } })).status).toBe(201);
   expect((await api.call("PUT", "/v1/vaults/v1/credentials/API_KEY", { token, body: { value: SECRET } })).status).toBe(200);
-  const svc = await api.call("POST", "/v1/vaults/v1/services", { token, body: { host: "api.example.com", auth: { type: "basic", username: "bot", token: "API_KEY" } } });
+  const svc = await api.call("POST", "/v1/vaults/v1/services", {
+    token,
+    body: { host: "api.example.com", auth: { type: "basic", username: "bot", token: "API_KEY" } },
+  });
   expect(svc.status).toBe(201);
   vault = { id: (await api.store.vaults.byName("v1"))!.id, name: "v1" };
   plans = createPlanCache(api.store, api.domain.dataKey, () => ({}));
@@ -62,7 +65,19 @@ const variants = [SECRET, JSON.stringify(SECRET).slice(1, -1), basic];
 describe("an error quoting the injected header", () => {
   test("is logged once, scrubbed, and answered as a plain 500 that no later handler logs raw", async () => {
     const log = createMemoryLogger(); // no defence-in-depth scrub: the egress path alone must hold
-    const input = { principal: "p", contained: false, vault, host: "api.example.com", port: 443, method: "GET", target: "/", headers: [] as [string, string][], body: null, bodyLength: null, ingress: "explicit" as const };
+    const input = {
+      principal: "p",
+      contained: false,
+      vault,
+      host: "api.example.com",
+      port: 443,
+      method: "GET",
+      target: "/",
+      headers: [] as [string, string][],
+      body: null,
+      bodyLength: null,
+      ingress: "explicit" as const,
+    };
     const err = await egress(input, deps(log)).then(
       () => undefined,
       (e: unknown) => e,
@@ -111,7 +126,20 @@ describe("the logger's own scrub", () => {
 describe("a service row that no longer passes the host rules", () => {
   test("matches nothing, and the rest of the vault keeps working", async () => {
     // Stored before public-suffix wildcards were refused: it would send the credential to every github.io site.
-    await api.store.services.put({ vaultId: vault.id, host: "*.github.io", description: "", authType: "bearer", authKey: "API_KEY", authHeader: null, authPrefix: null, authUsername: null, enabled: true }, Date.now());
+    await api.store.services.put(
+      {
+        vaultId: vault.id,
+        host: "*.github.io",
+        description: "",
+        authType: "bearer",
+        authKey: "API_KEY",
+        authHeader: null,
+        authPrefix: null,
+        authUsername: null,
+        enabled: true,
+      },
+      Date.now(),
+    );
     plans.invalidate(vault.id);
     await expect(plans.plan(vault, "attacker.github.io", 443)).rejects.toBeInstanceOf(HostNotAllowed);
     expect((await plans.plan(vault, "api.example.com", 443)).credentialKeys).toEqual(["API_KEY"]);

@@ -25,7 +25,9 @@ beforeAll(async () => {
   const token = reg.body.token as string;
   expect((await api.call("POST", "/v1/vaults", { token, body: { name: "v1" } })).status).toBe(201);
   expect((await api.call("PUT", "/v1/vaults/v1/credentials/API_KEY", { token, body: { value: SECRET } })).status).toBe(200);
-  expect((await api.call("POST", "/v1/vaults/v1/services", { token, body: { host: "grpc.example.com", auth: { type: "bearer", token: "API_KEY" } } })).status).toBe(201);
+  expect(
+    (await api.call("POST", "/v1/vaults/v1/services", { token, body: { host: "grpc.example.com", auth: { type: "bearer", token: "API_KEY" } } })).status,
+  ).toBe(201);
   vault = { id: (await api.store.vaults.byName("v1"))!.id, name: "v1" };
   plans = createPlanCache(api.store, api.domain.dataKey, () => ({}));
 });
@@ -68,7 +70,18 @@ function deps(upstream: Upstream): EgressDeps {
   };
 }
 
-const input = { principal: "p", contained: false, host: "grpc.example.com", port: 443, method: "POST", target: "/echo.v1.Echo/Unary", headers: [["content-type", "application/grpc"]] as [string, string][], body: null, bodyLength: null, ingress: "transparent" as const };
+const input = {
+  principal: "p",
+  contained: false,
+  host: "grpc.example.com",
+  port: 443,
+  method: "POST",
+  target: "/echo.v1.Echo/Unary",
+  headers: [["content-type", "application/grpc"]] as [string, string][],
+  body: null,
+  bodyLength: null,
+  ingress: "transparent" as const,
+};
 
 async function refusal(headers: HeaderList): Promise<{ err: unknown; cancelled: boolean }> {
   const { upstream, state } = scripted(headers);
@@ -82,14 +95,20 @@ async function refusal(headers: HeaderList): Promise<{ err: unknown; cancelled: 
 
 describe("refused before any byte reaches the agent, the upstream body let go", () => {
   test("a gRPC response under Content-Encoding: deflate", async () => {
-    const { err, cancelled } = await refusal([["content-type", "application/grpc"], ["content-encoding", "deflate"]]);
+    const { err, cancelled } = await refusal([
+      ["content-type", "application/grpc"],
+      ["content-encoding", "deflate"],
+    ]);
     expect(err).toBeInstanceOf(UndecodableResponse);
     expect(cancelled).toBe(true);
   });
 
   test("a -bin header that is not base64, on a gRPC response or any other", async () => {
     for (const type of ["application/grpc", "application/json"]) {
-      const { err, cancelled } = await refusal([["content-type", type], ["x-echo-bin", lenient(AUTH)]]);
+      const { err, cancelled } = await refusal([
+        ["content-type", type],
+        ["x-echo-bin", lenient(AUTH)],
+      ]);
       expect(err).toBeInstanceOf(UndecodableResponse);
       expect((err as Error).message.includes(SECRET)).toBe(false);
       expect(cancelled).toBe(true);
@@ -99,7 +118,16 @@ describe("refused before any byte reaches the agent, the upstream body let go", 
 
 describe("scanned decoded on the way to the agent", () => {
   test("-bin head fields and trailers hold Bearer [redacted] once decoded", async () => {
-    const { upstream } = scripted([["content-type", "application/grpc"], ["x-echo-bin", b64(AUTH)]], [["grpc-status", "0"], ["grpc-status-details-bin", b64(AUTH)]]);
+    const { upstream } = scripted(
+      [
+        ["content-type", "application/grpc"],
+        ["x-echo-bin", b64(AUTH)],
+      ],
+      [
+        ["grpc-status", "0"],
+        ["grpc-status-details-bin", b64(AUTH)],
+      ],
+    );
     const res = await egress({ ...input, vault }, deps(upstream));
     const decode = (lines: HeaderList, name: string) => Buffer.from(lines.find(([k]) => k === name)?.[1] ?? "", "base64").toString();
     expect(decode(res.headers, "x-echo-bin")).toBe("Bearer [redacted]");
@@ -110,7 +138,13 @@ describe("scanned decoded on the way to the agent", () => {
   });
 
   test("a -bin trailer that is not base64: dropped, grpc-status INTERNAL, x-broker-error says why", async () => {
-    const { upstream } = scripted([["content-type", "application/grpc"]], [["grpc-status", "0"], ["x-echo-bin", lenient(AUTH)]]);
+    const { upstream } = scripted(
+      [["content-type", "application/grpc"]],
+      [
+        ["grpc-status", "0"],
+        ["x-echo-bin", lenient(AUTH)],
+      ],
+    );
     const res = await egress({ ...input, vault }, deps(upstream));
     expect(res.status).toBe(200);
     const trailers = Object.fromEntries(await res.trailers!);

@@ -69,7 +69,15 @@ describe("fails closed", () => {
 
 describe("Content-Encoding on a gRPC response", () => {
   test("none, identity (any case, any number of lines) and empty pass", () => {
-    for (const headers of [[], [["content-encoding", "identity"]], [["content-encoding", " Identity "]], [["content-encoding", "identity"], ["content-encoding", ""]]] as [string, string][][]) {
+    for (const headers of [
+      [],
+      [["content-encoding", "identity"]],
+      [["content-encoding", " Identity "]],
+      [
+        ["content-encoding", "identity"],
+        ["content-encoding", ""],
+      ],
+    ] as [string, string][][]) {
       expect(() => refuseGrpcContentCoding([["content-type", "application/grpc"], ...headers])).not.toThrow();
     }
   });
@@ -79,7 +87,10 @@ describe("Content-Encoding on a gRPC response", () => {
     for (const coding of ["deflate", "gzip", "br", "zstd", "identity, deflate", hostile]) {
       let caught: unknown;
       try {
-        refuseGrpcContentCoding([["content-type", "application/grpc"], ["content-encoding", coding]]);
+        refuseGrpcContentCoding([
+          ["content-type", "application/grpc"],
+          ["content-encoding", coding],
+        ]);
       } catch (err) {
         caught = err;
       }
@@ -88,7 +99,12 @@ describe("Content-Encoding on a gRPC response", () => {
       expect((caught as Error).message.includes(SECRET)).toBe(false);
     }
     // A second header line counts as much as the first.
-    expect(() => refuseGrpcContentCoding([["content-encoding", "identity"], ["content-encoding", "deflate"]])).toThrow(UndecodableResponse);
+    expect(() =>
+      refuseGrpcContentCoding([
+        ["content-encoding", "identity"],
+        ["content-encoding", "deflate"],
+      ]),
+    ).toThrow(UndecodableResponse);
   });
 });
 
@@ -130,7 +146,10 @@ describe("gRPC-Web and Connect framings", () => {
     const pieces = Array.from({ length: Math.ceil(value.length / 8) }, (_, i) => value.subarray(i * 8, i * 8 + 8));
     const half = Math.ceil(pieces.length / 2);
     const head = pieces.slice(0, half).map((bytes) => ({ name: "x-split-bin", bytes }));
-    const text = `grpc-status: 0\r\n${pieces.slice(half).map((p) => `x-split-bin: ${p.toString("base64")}\r\n`).join("")}`;
+    const text = `grpc-status: 0\r\n${pieces
+      .slice(half)
+      .map((p) => `x-split-bin: ${p.toString("base64")}\r\n`)
+      .join("")}`;
     const r = createGrpcRedactor([SECRET], undefined, { framing: "grpc-web", head });
     const out = framesOf(Buffer.concat(r.push(flagged(0x80, Buffer.from(text)))));
     expect(out.length).toBe(1);
@@ -142,7 +161,10 @@ describe("gRPC-Web and Connect framings", () => {
   });
 
   test("Connect: compressed envelopes (flag 1), and a compressed end-of-stream (flag 3), decoded; end-of-stream kept (flag 2)", () => {
-    const body = Buffer.concat([flagged(1, gzipSync(JSON.stringify({ echoed: SECRET }))), flagged(3, gzipSync(JSON.stringify({ error: { message: SECRET } })))]);
+    const body = Buffer.concat([
+      flagged(1, gzipSync(JSON.stringify({ echoed: SECRET }))),
+      flagged(3, gzipSync(JSON.stringify({ error: { message: SECRET } }))),
+    ]);
     expect(runFraming(body, "connect")).toEqual([
       [0, '{"echoed":"[redacted]"}'],
       [2, '{"error":{"message":"[redacted]"}}'],
@@ -165,7 +187,8 @@ describe("gRPC-Web and Connect framings", () => {
     expect(framing("application/connect+json")).toBe("connect");
     // Compressed as a whole by an HTTP proxy: the ordinary (decoding) scan, where a per-message codec is refused.
     expect(framing("application/grpc-web+proto", [["content-encoding", "gzip"]])).toBeUndefined();
-    for (const ct of ["application/grpc-web-text", "application/grpcx", "text/plain", "application/json", "application/connect"]) expect(framing(ct)).toBeUndefined();
+    for (const ct of ["application/grpc-web-text", "application/grpcx", "text/plain", "application/json", "application/connect"])
+      expect(framing(ct)).toBeUndefined();
   });
 });
 
@@ -175,7 +198,10 @@ describe("a per-message codec on an answer not read as messages", () => {
       [["grpc-encoding", "gzip"]],
       [["Grpc-Encoding", "GZIP"]],
       [["connect-content-encoding", "gzip"]],
-      [["grpc-encoding", "identity"], ["grpc-encoding", `x-${SECRET}`]],
+      [
+        ["grpc-encoding", "identity"],
+        ["grpc-encoding", `x-${SECRET}`],
+      ],
     ] as [string, string][][]) {
       let caught: unknown;
       try {

@@ -33,11 +33,19 @@ describe("a well-behaved connection passes, however the bytes are sliced", () =>
 
 describe("each limit names its abuse", () => {
   test("endless empty CONTINUATION frames (CVE-2024-27316 family)", () => {
-    const bytes = Buffer.concat([PREFACE, frame(FRAME.HEADERS, 0, 1, requestBlock("a", "/")), ...Array.from({ length: 17 }, () => frame(FRAME.CONTINUATION, 0, 1))]);
+    const bytes = Buffer.concat([
+      PREFACE,
+      frame(FRAME.HEADERS, 0, 1, requestBlock("a", "/")),
+      ...Array.from({ length: 17 }, () => frame(FRAME.CONTINUATION, 0, 1)),
+    ]);
     expect(feed(bytes)).toEqual(["header block too long (CONTINUATION frames)"]);
   });
   test("a header block over the byte bound in few frames", () => {
-    const bytes = Buffer.concat([PREFACE, frame(FRAME.HEADERS, 0, 1, Buffer.alloc(16_000)), ...Array.from({ length: 5 }, () => frame(FRAME.CONTINUATION, 0, 1, Buffer.alloc(16_000)))]);
+    const bytes = Buffer.concat([
+      PREFACE,
+      frame(FRAME.HEADERS, 0, 1, Buffer.alloc(16_000)),
+      ...Array.from({ length: 5 }, () => frame(FRAME.CONTINUATION, 0, 1, Buffer.alloc(16_000))),
+    ]);
     expect(feed(bytes)).toEqual(["header block too long (CONTINUATION frames)"]);
   });
   test("rapid reset (CVE-2023-44487): more resets than the burst", () => {

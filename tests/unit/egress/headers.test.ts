@@ -76,7 +76,10 @@ describe("buildUpstreamHeaders", () => {
     for (const explicit of [true, false]) {
       const out = buildUpstreamHeaders(src, inject("authorization", "Bearer real"), explicit);
       expect(out.filter(([k]) => k.toLowerCase() === "authorization")).toEqual([["authorization", "Bearer real"]]);
-      expect(out).toEqual([["accept", "a"], ["authorization", "Bearer real"]]);
+      expect(out).toEqual([
+        ["accept", "a"],
+        ["authorization", "Bearer real"],
+      ]);
     }
   });
 
@@ -134,7 +137,16 @@ describe("cleanResponseHeaders", () => {
   });
 
   test("names are compared whatever their case (a list from any producer)", () => {
-    const out = cleanResponseHeaders([["Set-Cookie", "a=1"], ["X-Broker-Error", "forbidden"], ["Connection", "X-Hop"], ["X-Hop", "1"], ["Content-Type", "text/plain"]], { keepCookies: false });
+    const out = cleanResponseHeaders(
+      [
+        ["Set-Cookie", "a=1"],
+        ["X-Broker-Error", "forbidden"],
+        ["Connection", "X-Hop"],
+        ["X-Hop", "1"],
+        ["Content-Type", "text/plain"],
+      ],
+      { keepCookies: false },
+    );
     expect(out).toEqual([["Content-Type", "text/plain"]]);
   });
 
@@ -161,6 +173,9 @@ describe("cleanResponseHeaders", () => {
       ["X-Kept", "1"],
     ];
     const out = cleanResponseHeaders(src, { keepCookies: true });
-    expect(out).toEqual([["Content-Encoding", "gzip"], ["X-Kept", "1"]]);
+    expect(out).toEqual([
+      ["Content-Encoding", "gzip"],
+      ["X-Kept", "1"],
+    ]);
   });
 });

@@ -14,7 +14,14 @@ import { describeRules, parseRules } from "../../../src/vault/index.ts";
 const SECRET = `sk-held-${crypto.randomUUID()}`;
 const needles = new Needles([SECRET]);
 const plan = (rules: unknown) =>
-  ({ service: { host: "api.stripe.com", authType: "bearer" }, rules: parseRules(rules), auth: { type: "bearer", token: "K" }, injection: { header: "authorization", value: { reveal: () => SECRET } }, credentialKeys: ["K"], needles }) as unknown as EgressPlan;
+  ({
+    service: { host: "api.stripe.com", authType: "bearer" },
+    rules: parseRules(rules),
+    auth: { type: "bearer", token: "K" },
+    injection: { header: "authorization", value: { reveal: () => SECRET } },
+    credentialKeys: ["K"],
+    needles,
+  }) as unknown as EgressPlan;
 const refunds = plan([
   { methods: ["GET", "POST"], paths: ["/v1/**"] },
   { methods: ["POST", "DELETE"], paths: ["/v1/refunds", "/v1/customers/*"], approve: "each" },
@@ -27,7 +34,12 @@ const base: HeldRequestInput = {
   host: "api.stripe.com",
   port: 443,
   target: "/v1/refunds?expand=charge",
-  headers: [["content-type", "application/json"], ["idempotency-key", "k1"], ["authorization", "Bearer placeholder"], ["user-agent", "sdk/1"]],
+  headers: [
+    ["content-type", "application/json"],
+    ["idempotency-key", "k1"],
+    ["authorization", "Bearer placeholder"],
+    ["user-agent", "sdk/1"],
+  ],
   body: new TextEncoder().encode('{"charge":"ch_1"}'),
   ingress: "transparent",
 };
@@ -53,14 +65,29 @@ describe("rules that hold", () => {
   });
 
   test("an approve rule matches the spellings servers route to the same handler", () => {
-    for (const path of ["/v1/refunds/", "/v1/Refunds", "/v1/REFUNDS/", "/v1/refunds.json", "/v1/Refunds.xml?x=1", "/v1/refunds%20", "/v1/refunds.", "/v1/refunds.%20.", "/v1/refunds.json%20.", "/v1/customers/cus_1/", "/V1/Customers/cus_1.json"]) {
+    for (const path of [
+      "/v1/refunds/",
+      "/v1/Refunds",
+      "/v1/REFUNDS/",
+      "/v1/refunds.json",
+      "/v1/Refunds.xml?x=1",
+      "/v1/refunds%20",
+      "/v1/refunds.",
+      "/v1/refunds.%20.",
+      "/v1/refunds.json%20.",
+      "/v1/customers/cus_1/",
+      "/V1/Customers/cus_1.json",
+    ]) {
       expect({ path, held: heldByRule(refunds, path.includes("customers") ? "DELETE" : "POST", path) }).toEqual({ path, held: true });
     }
     // Only approval rules match loosely: the broad rule still decides what is allowed, literally.
     expect(heldByRule(refunds, "POST", "/v1/refunds/extra")).toBe(false);
     expect(heldByRule(refunds, "POST", "/v1/refundsx")).toBe(false);
     // HEAD runs the GET handler in Express and Rails: held where GET is.
-    const exports = plan([{ methods: ["GET", "HEAD"], paths: ["/**"] }, { methods: ["GET"], paths: ["/export"], approve: "each" }]);
+    const exports = plan([
+      { methods: ["GET", "HEAD"], paths: ["/**"] },
+      { methods: ["GET"], paths: ["/export"], approve: "each" },
+    ]);
     expect(heldByRule(exports, "HEAD", "/export")).toBe(true);
     expect(heldByRule(exports, "HEAD", "/other")).toBe(false);
   });
@@ -91,19 +118,31 @@ describe("rules that hold", () => {
     expect(claimedInBody(text('{"_method":"DELETE"}'), "text/json")).toEqual(["DELETE"]);
     // Names as PHP stores them; multipart read leniently (bare LF, no closing boundary).
     expect(claimedInBody(text(".method=DELETE&%20_method=PUT&x=1"), "application/x-www-form-urlencoded")).toEqual(["DELETE", "PUT"]);
-    expect(claimedInBody(text('--B\nContent-Disposition: form-data; name="_method"\n\nDELETE\n--B--\n'), "multipart/form-data; boundary=B")).toEqual(["DELETE"]);
-    expect(claimedInBody(text('--B\r\nContent-Disposition: form-data; name=_method\r\n\r\nPATCH\r\n--B\r\n'), undefined)).toEqual(["PATCH"]);
+    expect(claimedInBody(text('--B\nContent-Disposition: form-data; name="_method"\n\nDELETE\n--B--\n'), "multipart/form-data; boundary=B")).toEqual([
+      "DELETE",
+    ]);
+    expect(claimedInBody(text("--B\r\nContent-Disposition: form-data; name=_method\r\n\r\nPATCH\r\n--B\r\n"), undefined)).toEqual(["PATCH"]);
     // In the declared charset; one the broker cannot decode is refused, not passed.
     expect(claimedInBody(new Uint8Array(Buffer.from('{"_method":"DELETE"}', "utf16le")), "application/json; charset=utf-16le")).toEqual(["DELETE"]);
     expect(() => claimedInBody(text('{"_method":"DELETE"}'), "application/json; charset=utf-7")).toThrow(expect.objectContaining({ field: "content-type" }));
     // Bodies that merely mention a method claim nothing.
-    for (const body of ['{"payment_method":"pm_1","note":"_method=DELETE"}', "payment_method=pm_1&x=_method", "[1]", "{bad"]) expect(claimedInBody(text(body), "application/json")).toEqual([]);
+    for (const body of ['{"payment_method":"pm_1","note":"_method=DELETE"}', "payment_method=pm_1&x=_method", "[1]", "{bad"])
+      expect(claimedInBody(text(body), "application/json")).toEqual([]);
   });
 });
 
 describe("the fingerprint", () => {
   test("the same request is the same fingerprint, whatever the order of headers or the telemetry", () => {
-    const same = fp({ headers: [["user-agent", "other/9"], ["idempotency-key", "k1"], ["traceparent", "00-a-b-01"], ["Content-Type", "application/json"], ["x-stainless-retry-count", "2"], ["prefer", "wait=10"]] });
+    const same = fp({
+      headers: [
+        ["user-agent", "other/9"],
+        ["idempotency-key", "k1"],
+        ["traceparent", "00-a-b-01"],
+        ["Content-Type", "application/json"],
+        ["x-stainless-retry-count", "2"],
+        ["prefer", "wait=10"],
+      ],
+    });
     expect(same).toBe(fp({}));
   });
 
@@ -116,8 +155,18 @@ describe("the fingerprint", () => {
       fp({ target: "/v1/refunds" }),
       fp({ body: new TextEncoder().encode('{"charge":"ch_2"}') }),
       fp({ headers: [...base.headers, ["stripe-account", "acct_B"]] }),
-      fp({ headers: [["content-type", "text/plain"], ["idempotency-key", "k1"]] }),
-      fp({ headers: [["content-type", "application/json"], ["idempotency-key", "k2"]] }),
+      fp({
+        headers: [
+          ["content-type", "text/plain"],
+          ["idempotency-key", "k1"],
+        ],
+      }),
+      fp({
+        headers: [
+          ["content-type", "application/json"],
+          ["idempotency-key", "k2"],
+        ],
+      }),
       fp({ headers: [...base.headers, ["x-http-method-override", "DELETE"]] }),
       fp({ headers: [...base.headers, ["accept", "application/vnd.github.v3+json"]] }),
       fp({ headers: [...base.headers, ["accept-language", "de"]] }),
@@ -140,7 +189,11 @@ describe("the fingerprint", () => {
   });
 
   test("headers the broker replaces are not bound: the agent's Authorization on /proxy, a SigV4 signature and its date", () => {
-    const bearer = (token: string) => [["content-type", "application/json"], ["authorization", `Bearer ${token}`]] as [string, string][];
+    const bearer = (token: string) =>
+      [
+        ["content-type", "application/json"],
+        ["authorization", `Bearer ${token}`],
+      ] as [string, string][];
     const keyed = plan([{ methods: ["POST"], paths: ["/**"], approve: "each" }]);
     Object.assign(keyed, { injection: { header: "x-api-key", value: { reveal: () => SECRET } } });
     const at = (headers: [string, string][], ingress: "explicit" | "transparent") => describeHeld({ ...base, headers, ingress }, keyed, needles).fingerprint;
@@ -148,7 +201,19 @@ describe("the fingerprint", () => {
     expect(at(bearer("own-1"), "transparent")).not.toBe(at(bearer("own-2"), "transparent"));
     const sigv4 = plan([{ methods: ["POST"], paths: ["/**"], approve: "each" }]);
     Object.assign(sigv4, { injection: undefined, minted: { type: "aws_sigv4" } });
-    const signed = (date: string) => describeHeld({ ...base, headers: [["x-amz-date", date], ["authorization", `AWS4-HMAC-SHA256 Signature=${date}`], ["x-amz-target", "Svc.Delete"]] }, sigv4, needles);
+    const signed = (date: string) =>
+      describeHeld(
+        {
+          ...base,
+          headers: [
+            ["x-amz-date", date],
+            ["authorization", `AWS4-HMAC-SHA256 Signature=${date}`],
+            ["x-amz-target", "Svc.Delete"],
+          ],
+        },
+        sigv4,
+        needles,
+      );
     expect(signed("20261127T000000Z").fingerprint).toBe(signed("20261127T000001Z").fingerprint);
     expect(signed("20261127T000000Z").headers).toEqual([["x-amz-target", "Svc.Delete"]]);
   });
@@ -157,7 +222,12 @@ describe("the fingerprint", () => {
 describe("the description", () => {
   test("credential headers are left out and an echo of the credential is redacted everywhere", () => {
     const held = describeHeld(
-      { ...base, target: `/v1/refunds?k=${SECRET}`, headers: [...base.headers, ["cookie", "s=1"], ["x-note", `is ${SECRET}`]], body: new TextEncoder().encode(`{"note":"${SECRET}"}`) },
+      {
+        ...base,
+        target: `/v1/refunds?k=${SECRET}`,
+        headers: [...base.headers, ["cookie", "s=1"], ["x-note", `is ${SECRET}`]],
+        body: new TextEncoder().encode(`{"note":"${SECRET}"}`),
+      },
       refunds,
       needles,
     );
@@ -183,7 +253,8 @@ describe("the description", () => {
   });
 
   test("a body is shown as its declared charset reads, or not at all when the broker cannot decode it", () => {
-    const typed = (contentType: string, body: Uint8Array) => describeHeld({ ...base, headers: [["content-type", contentType]], body }, refunds, needles).bodyPreview;
+    const typed = (contentType: string, body: Uint8Array) =>
+      describeHeld({ ...base, headers: [["content-type", contentType]], body }, refunds, needles).bodyPreview;
     expect(typed("application/json; charset=utf-16le", new Uint8Array(Buffer.from('{"amount":7}', "utf16le")))).toBe('{"amount":7}');
     expect(typed("application/json; charset=utf-7", new TextEncoder().encode('{"amount":1,"m":"+ACI-"}'))).toBeNull();
     expect(typed("text/plain; charset=iso-8859-1", new Uint8Array([0x63, 0x61, 0x66, 0xe9]))).toBe("café");
@@ -203,7 +274,12 @@ describe("reading and waiting", () => {
     expect(preferredWaitMs([])).toBe(0);
     expect(preferredWaitMs([["prefer", "wait=30"]])).toBe(30_000);
     expect(preferredWaitMs([["Prefer", "respond-async, wait=5"]])).toBe(5_000);
-    expect(preferredWaitMs([["prefer", "return=minimal"], ["prefer", 'wait="7"']])).toBe(7_000);
+    expect(
+      preferredWaitMs([
+        ["prefer", "return=minimal"],
+        ["prefer", 'wait="7"'],
+      ]),
+    ).toBe(7_000);
     expect(preferredWaitMs([["prefer", "wait=100000"]])).toBe(120_000);
     expect(preferredWaitMs([["prefer", "nowait=5"]])).toBe(0);
   });
@@ -211,12 +287,23 @@ describe("reading and waiting", () => {
 
 describe("what the person deciding reads", () => {
   test("headers as they will be sent: no Host, X-Vault or hop-by-hop ones", () => {
-    const held = describeHeld({ ...base, headers: [...base.headers, ["host", "127.0.0.1:8080"], ["x-vault", "demo"], ["connection", "keep-alive, x-drop"], ["x-drop", "1"], ["keep-alive", "5"]] }, refunds, needles);
+    const held = describeHeld(
+      {
+        ...base,
+        headers: [...base.headers, ["host", "127.0.0.1:8080"], ["x-vault", "demo"], ["connection", "keep-alive, x-drop"], ["x-drop", "1"], ["keep-alive", "5"]],
+      },
+      refunds,
+      needles,
+    );
     expect(held.headers.map(([n]) => n)).toEqual(["content-type", "idempotency-key", "user-agent"]);
   });
 
   test("controls and bidirectional overrides are written out, not hidden in the text", () => {
-    const held = describeHeld({ ...base, target: "/v1/refunds?n=\u202Egnp.exe", headers: [["x-note", "a\u009Bb"]], body: new TextEncoder().encode('{"to":"\u202Eevil","x":"\u007F"}') }, refunds, needles);
+    const held = describeHeld(
+      { ...base, target: "/v1/refunds?n=\u202Egnp.exe", headers: [["x-note", "a\u009Bb"]], body: new TextEncoder().encode('{"to":"\u202Eevil","x":"\u007F"}') },
+      refunds,
+      needles,
+    );
     expect(held.target).toBe("/v1/refunds?n=<U+202E>gnp.exe");
     expect(held.headers).toEqual([["x-note", "a<U+009B>b"]]);
     expect(held.bodyPreview).toBe('{"to":"<U+202E>evil","x":"<U+007F>"}');

@@ -38,7 +38,7 @@ function decodeAll(pieces: Uint8Array[]) {
   return { body: text(data), done: d.done, rest: text(rest) };
 }
 
-const WIRE = "5\r\nhello\r\n1;name=value;x=\"q\"\r\n \r\nB\r\n, world!!!!\r\n0\r\nX-Trailer: a\r\nY: b\r\n\r\n";
+const WIRE = '5\r\nhello\r\n1;name=value;x="q"\r\n \r\nB\r\n, world!!!!\r\n0\r\nX-Trailer: a\r\nY: b\r\n\r\n';
 
 describe("createChunkedDecoder", () => {
   test("decodes a whole message in one push", () => {
@@ -123,11 +123,27 @@ function head(status: number, headers: HeaderList, version: "1.0" | "1.1" = "1.1
 
 describe("responseFraming", () => {
   test("Content-Length and Transfer-Encoding together is an error", () => {
-    expect(() => responseFraming(head(200, [["Content-Length", "5"], ["Transfer-Encoding", "chunked"]]), "GET")).toThrow(WireError);
+    expect(() =>
+      responseFraming(
+        head(200, [
+          ["Content-Length", "5"],
+          ["Transfer-Encoding", "chunked"],
+        ]),
+        "GET",
+      ),
+    ).toThrow(WireError);
   });
 
   test("duplicate differing Content-Length is an error (both repeated headers and a list)", () => {
-    expect(() => responseFraming(head(200, [["Content-Length", "5"], ["Content-Length", "6"]]), "GET")).toThrow(WireError);
+    expect(() =>
+      responseFraming(
+        head(200, [
+          ["Content-Length", "5"],
+          ["Content-Length", "6"],
+        ]),
+        "GET",
+      ),
+    ).toThrow(WireError);
     expect(() => responseFraming(head(200, [["Content-Length", "5, 6"]]), "GET")).toThrow(WireError);
   });
 
@@ -135,12 +151,28 @@ describe("responseFraming", () => {
     for (const te of ["gzip, chunked", "gzip", "chunked, chunked", "deflate,chunked", "identity"]) {
       expect(() => responseFraming(head(200, [["Transfer-Encoding", te]]), "GET"), te).toThrow(WireError);
     }
-    expect(() => responseFraming(head(200, [["Transfer-Encoding", "gzip"], ["Transfer-Encoding", "chunked"]]), "GET")).toThrow(WireError);
+    expect(() =>
+      responseFraming(
+        head(200, [
+          ["Transfer-Encoding", "gzip"],
+          ["Transfer-Encoding", "chunked"],
+        ]),
+        "GET",
+      ),
+    ).toThrow(WireError);
     expect(responseFraming(head(200, [["Transfer-Encoding", "Chunked"]]), "GET")).toEqual({ kind: "chunked" });
   });
 
   test("identical repeated Content-Length is accepted", () => {
-    expect(responseFraming(head(200, [["Content-Length", "5"], ["content-length", "5"]]), "GET")).toEqual({ kind: "length", length: 5 });
+    expect(
+      responseFraming(
+        head(200, [
+          ["Content-Length", "5"],
+          ["content-length", "5"],
+        ]),
+        "GET",
+      ),
+    ).toEqual({ kind: "length", length: 5 });
     expect(responseFraming(head(200, [["Content-Length", "7, 7"]]), "GET")).toEqual({ kind: "length", length: 7 });
   });
 
@@ -171,7 +203,16 @@ describe("responseFraming", () => {
 describe("parseResponseHead", () => {
   test("parses status line, version and headers in order with original names", () => {
     const h = parseResponseHead(enc("HTTP/1.1 404 Not Found\r\nX-A: 1\r\nx-a: 2\r\nContent-Length:3\r\n\r\n"));
-    expect(h).toEqual({ status: 404, statusText: "Not Found", version: "1.1", headers: [["X-A", "1"], ["x-a", "2"], ["Content-Length", "3"]] });
+    expect(h).toEqual({
+      status: 404,
+      statusText: "Not Found",
+      version: "1.1",
+      headers: [
+        ["X-A", "1"],
+        ["x-a", "2"],
+        ["Content-Length", "3"],
+      ],
+    });
     expect(parseResponseHead(enc("HTTP/1.0 200\r\n\r\n"))).toMatchObject({ status: 200, statusText: "", version: "1.0" });
   });
 
@@ -200,7 +241,13 @@ describe("parseResponseHead", () => {
 
 describe("serializeHead", () => {
   test("writes start line and headers in order, names as given", () => {
-    const out = Buffer.from(serializeHead("GET /x?y=1 HTTP/1.1", [["Host", "a.test"], ["x-Dup", "1"], ["x-Dup", "2"]])).toString("latin1");
+    const out = Buffer.from(
+      serializeHead("GET /x?y=1 HTTP/1.1", [
+        ["Host", "a.test"],
+        ["x-Dup", "1"],
+        ["x-Dup", "2"],
+      ]),
+    ).toString("latin1");
     expect(out).toBe("GET /x?y=1 HTTP/1.1\r\nHost: a.test\r\nx-Dup: 1\r\nx-Dup: 2\r\n\r\n");
   });
 
@@ -224,7 +271,10 @@ function readRequest(wire: string): string | ReturnType<typeof requestFraming> {
   }
 }
 
-const CONTROL_BYTES = [...Array(32).keys()].filter((c) => c !== 9).concat(0x7f).map((c) => String.fromCharCode(c));
+const CONTROL_BYTES = [...Array(32).keys()]
+  .filter((c) => c !== 9)
+  .concat(0x7f)
+  .map((c) => String.fromCharCode(c));
 
 describe("trimOws", () => {
   test("strips SP and HTAB only", () => {
@@ -241,7 +291,10 @@ describe("parseRequestHead and requestFraming: strictness", () => {
       method: "POST",
       target: "/a?b=1",
       version: "1.1",
-      headers: [["Host", "x"], ["Content-Length", "5"]],
+      headers: [
+        ["Host", "x"],
+        ["Content-Length", "5"],
+      ],
     });
     expect(readRequest("POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\n")).toEqual({ kind: "length", length: 5 });
   });
@@ -261,8 +314,12 @@ describe("parseRequestHead and requestFraming: strictness", () => {
   });
 
   test("Transfer-Encoding with Content-Length is refused, in either order and any case", () => {
-    expect(readRequest("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n")).toBe("refused: both Transfer-Encoding and Content-Length");
-    expect(readRequest("POST / HTTP/1.1\r\ncontent-length: 5\r\nTRANSFER-ENCODING: chunked\r\n\r\n")).toBe("refused: both Transfer-Encoding and Content-Length");
+    expect(readRequest("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n")).toBe(
+      "refused: both Transfer-Encoding and Content-Length",
+    );
+    expect(readRequest("POST / HTTP/1.1\r\ncontent-length: 5\r\nTRANSFER-ENCODING: chunked\r\n\r\n")).toBe(
+      "refused: both Transfer-Encoding and Content-Length",
+    );
   });
 
   test.each(["chunked\xa0", "\xa0chunked", "chunked\x0b", "\x0cchunked", "chunked, chunked", "gzip, chunked", "chunked,", "identity"])(
@@ -282,7 +339,16 @@ describe("parseRequestHead and requestFraming: strictness", () => {
   });
 
   test("HTAB, SP and doubled spaces in the request line are refused", () => {
-    for (const line of ["GET /a\tb HTTP/1.1", "GET /a b HTTP/1.1", "GET  / HTTP/1.1", "GET / HTTP/1.1 ", "GET\t/ HTTP/1.1", " GET / HTTP/1.1", "GET / HTTP/1.2", "GET / http/1.1"]) {
+    for (const line of [
+      "GET /a\tb HTTP/1.1",
+      "GET /a b HTTP/1.1",
+      "GET  / HTTP/1.1",
+      "GET / HTTP/1.1 ",
+      "GET\t/ HTTP/1.1",
+      " GET / HTTP/1.1",
+      "GET / HTTP/1.2",
+      "GET / http/1.1",
+    ]) {
       expect(readRequest(`${line}\r\nHost: x\r\n\r\n`), JSON.stringify(line)).toMatch(/^refused: /);
     }
   });
@@ -299,7 +365,7 @@ describe("parseRequestHead and requestFraming: strictness", () => {
     expect(readRequest(`GET / HTTP/1.1\r\n${name}: v\r\n\r\n`)).toMatch(/^refused: /);
   });
 
-  test("a space before the colon is refused (\"Content-Length : 5\")", () => {
+  test('a space before the colon is refused ("Content-Length : 5")', () => {
     expect(readRequest("POST / HTTP/1.1\r\nContent-Length : 5\r\n\r\n")).toMatch(/^refused: /);
   });
 

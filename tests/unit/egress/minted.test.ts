@@ -104,11 +104,17 @@ test("an OAuth grant says it sent the client authentication as encoded, the refr
   const secret = "Zx9/Qw+Er=Ty~Ui/Op+As";
   const ep = tokenEndpoint({ refresh_token: "rt-rotated-0123456789" });
   const fields: MintedAuthFields = { token_url: "https://auth.example.com/token", client_id: "ID", client_secret: "SECRET", refresh_token: "RT" };
-  const basic = await minterWith(ep.upstream, { now: Date.now() }).grant(VAULT, mintedPlan("oauth2_refresh", fields, { client_id: "client 1", client_secret: secret, refresh_token: "rt-original+/=" }));
+  const basic = await minterWith(ep.upstream, { now: Date.now() }).grant(
+    VAULT,
+    mintedPlan("oauth2_refresh", fields, { client_id: "client 1", client_secret: secret, refresh_token: "rt-original+/=" }),
+  );
   const blob = header(ep.requests[0]!.headers, "authorization").replace(/^Basic /, "");
   expect(sentOf(basic)).toEqual(expect.arrayContaining([blob, "rt-original+/=", "rt-original%2B%2F%3D", "rt-rotated-0123456789"]));
   const plain = tokenEndpoint();
-  const post = await minterWith(plain.upstream, { now: Date.now() }).grant(VAULT, mintedPlan("oauth2_client_credentials", { ...fields, client_auth: "post", refresh_token: undefined }, { client_id: "client 1", client_secret: secret }));
+  const post = await minterWith(plain.upstream, { now: Date.now() }).grant(
+    VAULT,
+    mintedPlan("oauth2_client_credentials", { ...fields, client_auth: "post", refresh_token: undefined }, { client_id: "client 1", client_secret: secret }),
+  );
   expect(plain.requests[0]!.body).toContain("client_secret=Zx9%2FQw%2BEr%3DTy%7EUi%2FOp%2BAs");
   expect(sentOf(post)).toEqual(["Zx9%2FQw%2BEr%3DTy%7EUi%2FOp%2BAs"]);
 });
@@ -117,7 +123,11 @@ test(`refreshes after 401s: ${REGRANT_BURST} in a row, then none until a cooldow
   const ep = tokenEndpoint();
   const clock = { now: 1_000_000 };
   const minter = minterWith(ep.upstream, clock);
-  const plan = mintedPlan("oauth2_client_credentials", { token_url: "https://auth.example.com/token", client_id: "ID", client_secret: "SECRET" }, { client_id: "c", client_secret: "s" });
+  const plan = mintedPlan(
+    "oauth2_client_credentials",
+    { token_url: "https://auth.example.com/token", client_id: "ID", client_secret: "SECRET" },
+    { client_id: "c", client_secret: "s" },
+  );
   let g = await minter.grant(VAULT, plan);
   // 50 requests rejected with the same token: one refresh, all get the new token.
   const shared = await Promise.all(Array.from({ length: 50 }, () => minter.regrant(VAULT, plan, g)));

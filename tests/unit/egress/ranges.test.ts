@@ -41,10 +41,18 @@ describe("the agent's Range", () => {
     expect(parseSingleRange(value)).toEqual(range as ByteRange);
   });
 
-  test.each(["bytes=0-1,3-4", "bytes=0-1, 3-4", "bytes=9-5", "items=0-1", "bytes=-", "bytes=", "bytes=1-2-3", "bytes=a-b", `bytes=0-${"9".repeat(16)}`, "bytes 0-1"])(
-    "%s is not (several, reversed, another unit or malformed)",
-    (value) => expect(parseSingleRange(value)).toBeUndefined(),
-  );
+  test.each([
+    "bytes=0-1,3-4",
+    "bytes=0-1, 3-4",
+    "bytes=9-5",
+    "items=0-1",
+    "bytes=-",
+    "bytes=",
+    "bytes=1-2-3",
+    "bytes=a-b",
+    `bytes=0-${"9".repeat(16)}`,
+    "bytes 0-1",
+  ])("%s is not (several, reversed, another unit or malformed)", (value) => expect(parseSingleRange(value)).toBeUndefined());
 
   test("widened by k on each side, never before byte 0, and written back", () => {
     expect(formatRange(widenRange({ kind: "span", first: K + 10_000, last: K + 10_099 }, K))).toBe(`bytes=10000-${2 * K + 10_099}`);
@@ -56,24 +64,45 @@ describe("the agent's Range", () => {
 });
 
 describe("what goes upstream", () => {
-  const agent: HeaderList = [["Accept", "*/*"], ["Range", "bytes=81-100"], ["If-Range", '"etag-1"'], ["Request-Range", "bytes=81-100"], ["authorization", "Bearer x"]];
+  const agent: HeaderList = [
+    ["Accept", "*/*"],
+    ["Range", "bytes=81-100"],
+    ["If-Range", '"etag-1"'],
+    ["Request-Range", "bytes=81-100"],
+    ["authorization", "Bearer x"],
+  ];
 
   test("every auth type but aws_sigv4: Range, If-Range and Request-Range are dropped", () => {
     for (const type of ["bearer", "basic", "header", "query", "path", "oauth_client_credentials"]) {
       const r = planRanges(type, agent);
       expect(r.asked).toBeUndefined();
-      expect(r.upstreamHeaders(agent)).toEqual([["Accept", "*/*"], ["authorization", "Bearer x"]]);
+      expect(r.upstreamHeaders(agent)).toEqual([
+        ["Accept", "*/*"],
+        ["authorization", "Bearer x"],
+      ]);
     }
   });
 
   test("aws_sigv4 keeps one range, widened, and If-Range with it", () => {
     const r = planRanges("aws_sigv4", agent);
     expect(r.asked).toEqual({ kind: "span", first: 81, last: 100 });
-    expect(r.upstreamHeaders(agent)).toEqual([["Accept", "*/*"], ["If-Range", '"etag-1"'], ["authorization", "Bearer x"], ["range", `bytes=0-${100 + K}`]]);
+    expect(r.upstreamHeaders(agent)).toEqual([
+      ["Accept", "*/*"],
+      ["If-Range", '"etag-1"'],
+      ["authorization", "Bearer x"],
+      ["range", `bytes=0-${100 + K}`],
+    ]);
   });
 
   test("aws_sigv4 with several ranges, two Range lines or one it cannot read: dropped", () => {
-    for (const headers of [[["range", "bytes=0-9,20-29"]], [["range", "bytes=0-9"], ["Range", "bytes=20-29"]], [["range", "bytes=z"]]] as HeaderList[]) {
+    for (const headers of [
+      [["range", "bytes=0-9,20-29"]],
+      [
+        ["range", "bytes=0-9"],
+        ["Range", "bytes=20-29"],
+      ],
+      [["range", "bytes=z"]],
+    ] as HeaderList[]) {
       const r = planRanges("aws_sigv4", [...headers, ["if-range", "x"]]);
       expect(r.asked).toBeUndefined();
       expect(r.upstreamHeaders([...headers, ["if-range", "x"], ["x-amz-date", "d"]])).toEqual([["x-amz-date", "d"]]);
@@ -104,20 +133,50 @@ describe("the context covers the scanner's widest match", () => {
 describe("which Ranges are byte ranges, which answers partial", () => {
   test.each(["bytes=0-9", "Bytes = 0-9", "BYTES=0-1,5-6", "bytes=z", "garbage", "-20", "0-9, 20-29", ""])("Range %p may be read as bytes: dropped", (value) => {
     expect(isByteRange(value)).toBe(true);
-    expect(planRanges("bearer", [["range", value], ["if-range", '"e"']]).upstreamHeaders([["range", value], ["if-range", '"e"']])).toEqual([]);
+    expect(
+      planRanges("bearer", [
+        ["range", value],
+        ["if-range", '"e"'],
+      ]).upstreamHeaders([
+        ["range", value],
+        ["if-range", '"e"'],
+      ]),
+    ).toEqual([]);
   });
 
   test.each(["items=0-19", "rows = 5-", "0-19", " 20 - ", "0-"])("Range %p is not bytes (PostgREST rows): sent as it is, If-Range with it", (value) => {
     expect(isByteRange(value)).toBe(false);
     for (const type of ["bearer", "aws_sigv4"]) {
-      const r = planRanges(type, [["Range", value], ["If-Range", '"e"']]);
+      const r = planRanges(type, [
+        ["Range", value],
+        ["If-Range", '"e"'],
+      ]);
       expect(r.asked).toBeUndefined();
-      expect(r.upstreamHeaders([["Range", value], ["If-Range", '"e"'], ["accept", "*/*"]])).toEqual([["Range", value], ["If-Range", '"e"'], ["accept", "*/*"]]);
+      expect(
+        r.upstreamHeaders([
+          ["Range", value],
+          ["If-Range", '"e"'],
+          ["accept", "*/*"],
+        ]),
+      ).toEqual([
+        ["Range", value],
+        ["If-Range", '"e"'],
+        ["accept", "*/*"],
+      ]);
     }
   });
 
   test("a rows Range next to a byte one, or a Request-Range: all dropped", () => {
-    for (const headers of [[["range", "0-19"], ["range", "bytes=0-9"]], [["range", "items=0-19"], ["request-range", "bytes=0-9"]]] as HeaderList[]) {
+    for (const headers of [
+      [
+        ["range", "0-19"],
+        ["range", "bytes=0-9"],
+      ],
+      [
+        ["range", "items=0-19"],
+        ["request-range", "bytes=0-9"],
+      ],
+    ] as HeaderList[]) {
       expect(planRanges("bearer", headers).upstreamHeaders(headers)).toEqual([]);
     }
   });
@@ -139,15 +198,17 @@ describe("Content-Range", () => {
     ["bytes 10-19/*", { first: 10, last: 19, total: undefined }],
   ])("%s", (value, want) => expect(parseContentRange(value)).toEqual(want));
 
-  test.each(["bytes 9-5/100", "bytes 0-100/100", "bytes */100", "bytes 0-9", "items 0-9/10", "bytes 0-9/10, bytes 0-1/10", "bytes -1-9/10"])("%s is refused", (value) =>
-    expect(parseContentRange(value)).toBeUndefined(),
+  test.each(["bytes 9-5/100", "bytes 0-100/100", "bytes */100", "bytes 0-9", "items 0-9/10", "bytes 0-9/10, bytes 0-1/10", "bytes -1-9/10"])(
+    "%s is refused",
+    (value) => expect(parseContentRange(value)).toBeUndefined(),
   );
 });
 
 describe("the cut of a widened answer", () => {
   const T = 4 * K; // an object with room for a range and its context on both sides
   const M = 2 * K; // a range in its middle
-  const cutOf = (asked: ByteRange, first: number, last: number, total: number | "unknown" = T) => planCut(asked, { first, last, total: total === "unknown" ? undefined : total }, K);
+  const cutOf = (asked: ByteRange, first: number, last: number, total: number | "unknown" = T) =>
+    planCut(asked, { first, last, total: total === "unknown" ? undefined : total }, K);
 
   test("a span in the middle, with its context", () => {
     expect(cutOf({ kind: "span", first: M, last: M + 99 }, M - K, M + 99 + K)).toEqual({
@@ -161,7 +222,11 @@ describe("the cut of a widened answer", () => {
 
   test("near the start, past the end, from, suffix, suffix longer than the object", () => {
     expect(cutOf({ kind: "span", first: 81, last: 100 }, 0, 100 + K)).toMatchObject({ skip: 81, length: 20, contentRange: `bytes 81-100/${T}` });
-    expect(cutOf({ kind: "span", first: T - 10, last: T + 500 }, T - 10 - K, T - 1)).toMatchObject({ skip: K, length: 10, contentRange: `bytes ${T - 10}-${T - 1}/${T}` });
+    expect(cutOf({ kind: "span", first: T - 10, last: T + 500 }, T - 10 - K, T - 1)).toMatchObject({
+      skip: K,
+      length: 10,
+      contentRange: `bytes ${T - 10}-${T - 1}/${T}`,
+    });
     expect(cutOf({ kind: "from", first: T - 10_000 }, T - 10_000 - K, T - 1)).toMatchObject({ skip: K, length: 10_000 });
     expect(cutOf({ kind: "suffix", length: 20 }, T - 20 - K, T - 1)).toMatchObject({ skip: K, length: 20, contentRange: `bytes ${T - 20}-${T - 1}/${T}` });
     expect(cutOf({ kind: "suffix", length: 20 }, 0, 49, 50)).toMatchObject({ skip: 30, length: 20, contentRange: "bytes 30-49/50" });
@@ -258,7 +323,12 @@ describe("mask and cut", () => {
     const after = Buffer.alloc(5000, ".");
     const body = Buffer.concat([before, Buffer.from(`Bearer ${SECRET}`), after]);
     const at = before.length + "Bearer ".length;
-    for (const [first, last] of [[at - 10, at + 9], [at + 10, at + 29], [at + 5, at + 5], [at, at + SECRET.length - 1]] as const) {
+    for (const [first, last] of [
+      [at - 10, at + 9],
+      [at + 10, at + 29],
+      [at + 5, at + 5],
+      [at, at + SECRET.length - 1],
+    ] as const) {
       const got = { first: Math.max(0, first - K), last: Math.min(body.length - 1, last + K), total: body.length };
       const cut = planCut({ kind: "span", first, last }, got, K);
       if (!cut.satisfiable) throw new Error("unsatisfiable");
@@ -316,7 +386,18 @@ describe("answers", () => {
   });
 
   test("PostgREST's rows Content-Range on a 200: an ordinary answer", async () => {
-    expect(await answerRange(dropped, answer(200, [["content-range", "0-1/*"], ["range-unit", "items"]]), [SECRET], 0, done)).toBeUndefined();
+    expect(
+      await answerRange(
+        dropped,
+        answer(200, [
+          ["content-range", "0-1/*"],
+          ["range-unit", "items"],
+        ]),
+        [SECRET],
+        0,
+        done,
+      ),
+    ).toBeUndefined();
     expect(await answerRange(dropped, answer(200, [["content-range", "items 0-19/*"]]), [SECRET], 0, done)).toBeUndefined();
   });
 
@@ -328,7 +409,9 @@ describe("answers", () => {
       expect((err as Error).message).toBe(PART_NUMBER_REFUSAL);
     }
     // Without partNumber, the general message.
-    const err = await answerRange(planRanges("aws_sigv4", [], "/bucket/key"), answer(206, [["content-range", "bytes 0-6/100"]]), [SECRET], 0, done).catch((e: unknown) => e);
+    const err = await answerRange(planRanges("aws_sigv4", [], "/bucket/key"), answer(206, [["content-range", "bytes 0-6/100"]]), [SECRET], 0, done).catch(
+      (e: unknown) => e,
+    );
     expect((err as Error).message).not.toBe(PART_NUMBER_REFUSAL);
   });
 
@@ -336,9 +419,27 @@ describe("answers", () => {
     const object = `${".".repeat(18)}${SECRET}${".".repeat(K + 5000)}`;
     const got = object.slice(0, 29 + K + 1);
     for (const body of [bytes(got), new Blob([bytes(got)]).stream()]) {
-      const res = await answerRange(kept, answer(206, [["content-type", "text/plain"], ["content-range", `bytes 0-${29 + K}/${object.length}`], ["content-length", String(got.length)]], body), [SECRET], 0, done);
+      const res = await answerRange(
+        kept,
+        answer(
+          206,
+          [
+            ["content-type", "text/plain"],
+            ["content-range", `bytes 0-${29 + K}/${object.length}`],
+            ["content-length", String(got.length)],
+          ],
+          body,
+        ),
+        [SECRET],
+        0,
+        done,
+      );
       expect(res?.status).toBe(206);
-      expect(res?.headers).toEqual([["content-type", "text/plain"], ["content-range", `bytes 20-29/${object.length}`], ["content-length", "10"]]);
+      expect(res?.headers).toEqual([
+        ["content-type", "text/plain"],
+        ["content-range", `bytes 20-29/${object.length}`],
+        ["content-length", "10"],
+      ]);
       const out = Buffer.from(await new Response(res!.body as BodyInit).arrayBuffer()).toString("latin1");
       expect(out.length).toBe(10);
       expect(pieces(out)).toEqual([]);
@@ -373,27 +474,75 @@ describe("answers", () => {
   test("a widened 206 the broker cannot check: compressed, not covering, several parts, malformed", async () => {
     const cr = `bytes 0-${29 + K}/${K + 10_000}`;
     for (const headers of [
-      [["content-range", cr], ["content-encoding", "gzip"]],
+      [
+        ["content-range", cr],
+        ["content-encoding", "gzip"],
+      ],
       [["content-range", `bytes 16-${29 + K}/${K + 10_000}`]],
       [["content-range", `bytes 0-29/${K + 10_000}`]],
-      [["content-range", cr], ["content-range", cr]],
+      [
+        ["content-range", cr],
+        ["content-range", cr],
+      ],
       [["content-type", "multipart/byteranges; boundary=b"]],
       [["content-range", "garbage"]],
       [],
-      [["content-range", cr], ["content-length", "12"]],
+      [
+        ["content-range", cr],
+        ["content-length", "12"],
+      ],
     ] as HeaderList[]) {
       await expect(answerRange(kept, answer(206, headers), [SECRET], 0, done)).rejects.toThrow(UndecodableResponse);
     }
   });
 
   test("a widened 206 for a range past the object's end: 416 with no body", async () => {
-    const res = await answerRange(kept, answer(206, [["content-range", "bytes 0-14/15"], ["etag", '"e"']], bytes("x".repeat(15))), [SECRET], 0, done);
-    expect(res).toMatchObject({ status: 416, headers: [["content-range", "bytes */15"], ["content-length", "0"]] });
+    const res = await answerRange(
+      kept,
+      answer(
+        206,
+        [
+          ["content-range", "bytes 0-14/15"],
+          ["etag", '"e"'],
+        ],
+        bytes("x".repeat(15)),
+      ),
+      [SECRET],
+      0,
+      done,
+    );
+    expect(res).toMatchObject({
+      status: 416,
+      headers: [
+        ["content-range", "bytes */15"],
+        ["content-length", "0"],
+      ],
+    });
     expect((res!.body as Uint8Array).byteLength).toBe(0);
   });
 
   test("a HEAD answer (no body) describes the agent's range", async () => {
-    const res = await answerRange(kept, answer(206, [["content-range", `bytes 0-${29 + K}/${K + 10_000}`], ["content-length", String(30 + K)]], null), [SECRET], 0, done);
-    expect(res).toMatchObject({ status: 206, body: null, headers: [["content-range", `bytes 20-29/${K + 10_000}`], ["content-length", "10"]] });
+    const res = await answerRange(
+      kept,
+      answer(
+        206,
+        [
+          ["content-range", `bytes 0-${29 + K}/${K + 10_000}`],
+          ["content-length", String(30 + K)],
+        ],
+        null,
+      ),
+      [SECRET],
+      0,
+      done,
+    );
+    expect(res).toMatchObject({
+      status: 206,
+      body: null,
+      headers: [
+        ["content-range", `bytes 20-29/${K + 10_000}`],
+        ["content-length", "10"],
+      ],
+    });
   });
 });

@@ -67,8 +67,25 @@ function deps(upstream: Upstream): EgressDeps {
 }
 
 function upgradeInput(host: string, port: number) {
-  const headers: [string, string][] = [["Upgrade", "websocket"], ["Connection", "Upgrade"], ["Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="], ["Sec-WebSocket-Version", "13"]];
-  return { principal: "p", contained: false, vault, host, port, method: "GET", target: "/ws", headers, body: null, bodyLength: null, ingress: "explicit" as const };
+  const headers: [string, string][] = [
+    ["Upgrade", "websocket"],
+    ["Connection", "Upgrade"],
+    ["Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="],
+    ["Sec-WebSocket-Version", "13"],
+  ];
+  return {
+    principal: "p",
+    contained: false,
+    vault,
+    host,
+    port,
+    method: "GET",
+    target: "/ws",
+    headers,
+    body: null,
+    bodyLength: null,
+    ingress: "explicit" as const,
+  };
 }
 
 async function upgradeHead(host: string, port: number): Promise<string> {

@@ -25,9 +25,18 @@ const bytewise = (text: string) => [...text].map((c) => c);
 
 describe("readResponseHead", () => {
   test("a head paced one byte at a time, after interim answers, leaves the body on the connection", async () => {
-    const conn = fakeConnection(bytewise("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 4\r\nX-A: b\r\n\r\nbody"));
+    const conn = fakeConnection(
+      bytewise("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 4\r\nX-A: b\r\n\r\nbody"),
+    );
     const head = await readResponseHead(conn);
-    expect({ status: head.status, text: head.statusText, headers: head.headers }).toEqual({ status: 200, text: "OK", headers: [["Content-Length", "4"], ["X-A", "b"]] });
+    expect({ status: head.status, text: head.statusText, headers: head.headers }).toEqual({
+      status: 200,
+      text: "OK",
+      headers: [
+        ["Content-Length", "4"],
+        ["X-A", "b"],
+      ],
+    });
     expect(conn.rest()).toBe("body");
   });
 

@@ -91,7 +91,12 @@ describe("data messages", () => {
   });
 
   test("every split of the TCP stream, including inside a frame head and the payload", () => {
-    const wire = concat(frame(1, `a${SECRET}`, { fin: false }), frame(0, `b${SECRET.slice(0, 5)}`, { fin: false }), frame(0, `${SECRET.slice(5)}c`), frame(2, enc(`x${SECRET}y`)));
+    const wire = concat(
+      frame(1, `a${SECRET}`, { fin: false }),
+      frame(0, `b${SECRET.slice(0, 5)}`, { fin: false }),
+      frame(0, `${SECRET.slice(5)}c`),
+      frame(2, enc(`x${SECRET}y`)),
+    );
     for (let a = 0; a <= wire.length; a++) {
       for (const b of [a + 1, a + 7, wire.length]) {
         const out = scan(wire, b <= wire.length && b > a ? [a, b] : [a]);
@@ -115,7 +120,10 @@ describe("data messages", () => {
       const text = `${"x".repeat(size / 2)}${SECRET}${"y".repeat(size / 2)}`;
       const wire = frame(1, text);
       expect(wire[1]).toBe(size < 65536 ? 126 : 127);
-      const out = scan(wire, [3, 9, 1000, 40_000].filter((c) => c < wire.length));
+      const out = scan(
+        wire,
+        [3, 9, 1000, 40_000].filter((c) => c < wire.length),
+      );
       expect(messages(decode(out))).toEqual([{ opcode: 1, data: Buffer.from(text.replace(SECRET, "[redacted]")) }]);
     }
   });

@@ -2,12 +2,7 @@
 // and the documentation rows for `broker server --help`.
 
 import { describe, expect, test } from "bun:test";
-import {
-  RATE_LIMIT_ENV_NAMES,
-  RATE_LIMIT_SETTINGS,
-  readRateLimitEnv,
-  resolveSettings,
-} from "../../../src/ratelimit/index.ts";
+import { RATE_LIMIT_ENV_NAMES, RATE_LIMIT_SETTINGS, readRateLimitEnv, resolveSettings } from "../../../src/ratelimit/index.ts";
 
 describe("readRateLimitEnv", () => {
   test("reads every knob", () => {

@@ -166,11 +166,13 @@ describe("GLOBAL", () => {
     expect(allowed).toBe(10);
     expect(l.stats().inflight).toBe(0);
     clock.advance(500);
-    expect(countAllowed(() => {
-      const e = l.enterGlobal();
-      if (e.ok) e.release();
-      return e.ok ? e.decision : e;
-    })).toBe(5);
+    expect(
+      countAllowed(() => {
+        const e = l.enterGlobal();
+        if (e.ok) e.release();
+        return e.ok ? e.decision : e;
+      }),
+    ).toBe(5);
   });
 });
 
@@ -182,8 +184,15 @@ describe("run-time settings", () => {
     expect(countAllowed(() => l.checkProxy("a", "v"))).toBe(5);
     expect(l.update({ profile: "strict" }).proxy).toEqual({ rps: 25, burst: 100 });
     expect(l.update({ profile: "loose", auth: { rps: 1 } }).auth).toEqual({ rps: 1, burst: 40 });
-    for (const bad of [{ proxy: { rps: 0 } }, { proxy: { rps: Infinity } }, { auth: { burst: 2.5 } }, { global: { inflight: 1e9 } },
-      { authed: { rps: "9" } }, { global: { burst: 3 } }, { profile: "fast" }] as never[]) {
+    for (const bad of [
+      { proxy: { rps: 0 } },
+      { proxy: { rps: Infinity } },
+      { auth: { burst: 2.5 } },
+      { global: { inflight: 1e9 } },
+      { authed: { rps: "9" } },
+      { global: { burst: 3 } },
+      { profile: "fast" },
+    ] as never[]) {
       expect(() => l.update(bad)).toThrow(InvalidRequest);
     }
     try {

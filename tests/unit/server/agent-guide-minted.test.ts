@@ -5,7 +5,14 @@ import { expect, test } from "bun:test";
 import { AGENT_GUIDE } from "../../../src/server/agent-guide.ts";
 
 test("the agent guide documents the minted auth types", () => {
-  for (const shape of ['"type": "oauth2_client_credentials"', '"type": "oauth2_refresh"', '"type": "aws_sigv4"', '"type": "github_app"', '"refresh_token": "KEY"', '"private_key": "KEY"']) {
+  for (const shape of [
+    '"type": "oauth2_client_credentials"',
+    '"type": "oauth2_refresh"',
+    '"type": "aws_sigv4"',
+    '"type": "github_app"',
+    '"refresh_token": "KEY"',
+    '"private_key": "KEY"',
+  ]) {
     expect(AGENT_GUIDE).toContain(shape);
   }
   expect(AGENT_GUIDE).toContain("send no Authorization header");

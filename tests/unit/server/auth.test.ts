@@ -4,7 +4,20 @@
 
 import { beforeEach, describe, expect, test } from "bun:test";
 import { hashToken } from "../../../src/vault/tokens.ts";
-import { createHarness, createVault, headerPairs, expectNoLeak, expectNoTokensInLogs, type Harness, login, mintScoped, PASSWORD, register, sentinel, setCredential } from "./fixtures.ts";
+import {
+  createHarness,
+  createVault,
+  headerPairs,
+  expectNoLeak,
+  expectNoTokensInLogs,
+  type Harness,
+  login,
+  mintScoped,
+  PASSWORD,
+  register,
+  sentinel,
+  setCredential,
+} from "./fixtures.ts";
 
 let h: Harness;
 let reg: string; // the session from registration
@@ -86,7 +99,10 @@ describe("change-password", () => {
   });
 
   test("a wrong current password changes nothing", async () => {
-    const res = await h.call("POST", "/v1/auth/change-password", { token: reg, body: { current_password: "not my password", new_password: "a brand new password" } });
+    const res = await h.call("POST", "/v1/auth/change-password", {
+      token: reg,
+      body: { current_password: "not my password", new_password: "a brand new password" },
+    });
     expect(res.status).toBe(401);
     expect(await status(reg)).toBe(200);
     expect((await login(h, "alice@example.com")).status).toBe(200);
@@ -95,7 +111,10 @@ describe("change-password", () => {
 
   test("needs a user session (not an agent or scoped session)", async () => {
     const scoped = await mintScoped(h, { token: reg }, "v1");
-    const res = await h.call("POST", "/v1/auth/change-password", { token: scoped.body.token, body: { current_password: PASSWORD, new_password: "a brand new password" } });
+    const res = await h.call("POST", "/v1/auth/change-password", {
+      token: scoped.body.token,
+      body: { current_password: PASSWORD, new_password: "a brand new password" },
+    });
     expect(res.status).toBe(403);
     expect((await login(h, "alice@example.com")).status).toBe(200);
   });
@@ -115,7 +134,16 @@ describe("sessions", () => {
     }
     expect(list.filter((s) => s.current)).toHaveLength(1);
     const scopedView = list.find((s) => s.id === scoped.body.id);
-    expect(scopedView).toEqual({ id: scoped.body.id, kind: "scoped", vault: "v1", role: "member", created_at: expect.any(String), last_seen_at: expect.any(String), expires_at: scoped.body.expires_at, current: false });
+    expect(scopedView).toEqual({
+      id: scoped.body.id,
+      kind: "scoped",
+      vault: "v1",
+      role: "member",
+      created_at: expect.any(String),
+      last_seen_at: expect.any(String),
+      expires_at: scoped.body.expires_at,
+      current: false,
+    });
     const text = JSON.stringify(res.body);
     expect(text).not.toMatch(/av_(sess|agt|inv|uinv|appr)_/);
     for (const t of [reg, other, scoped.body.token]) {

@@ -3,7 +3,19 @@
 // the sessions that hang off it on the very next request.
 
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { addAgent, addUser, createHarness, createVault, expectNoLeak, expectNoTokensInLogs, type Harness, mintScoped, register, sentinel, setCredential } from "./fixtures.ts";
+import {
+  addAgent,
+  addUser,
+  createHarness,
+  createVault,
+  expectNoLeak,
+  expectNoTokensInLogs,
+  type Harness,
+  mintScoped,
+  register,
+  sentinel,
+  setCredential,
+} from "./fixtures.ts";
 
 let h: Harness;
 let owner: string;
@@ -77,7 +89,12 @@ describe("scoped sessions", () => {
     const s = await mintScoped(h, { token: owner }, "v1", { role: "member" });
     expect(s.status).toBe(201);
     // structuredClone: Bun 1.4.5's toMatchObject writes asymmetric matchers into the received object.
-    expect(structuredClone(s.body)).toMatchObject({ vault: "v1", role: "member", token: expect.stringMatching(/^av_sess_/), id: expect.stringMatching(/^ses_/) });
+    expect(structuredClone(s.body)).toMatchObject({
+      vault: "v1",
+      role: "member",
+      token: expect.stringMatching(/^av_sess_/),
+      id: expect.stringMatching(/^ses_/),
+    });
     expect((await h.call("GET", "/v1/vaults/v1/credentials", { token: s.body.token })).status).toBe(200);
     for (const [method, path] of [
       ["GET", "/v1/vaults/v2/credentials"],
@@ -150,7 +167,9 @@ describe("revoking an agent", () => {
     expect((await h.call("GET", "/v1/vaults/v1/services", { token: agent.token, headers: agent.headers })).status).toBe(200);
 
     const listed = await h.call("GET", "/v1/agents", { token: owner });
-    expect(listed.body.agents).toEqual([{ name: "bot", role: "member", created_at: expect.any(String), vaults: [{ name: "v1", role: "member" }], sessions: 2 }]);
+    expect(listed.body.agents).toEqual([
+      { name: "bot", role: "member", created_at: expect.any(String), vaults: [{ name: "v1", role: "member" }], sessions: 2 },
+    ]);
 
     expect((await h.call("DELETE", "/v1/agents/bot", { token: owner })).status).toBe(204);
     expect((await h.call("GET", "/v1/vaults/v1/services", { token: agent.token, headers: agent.headers })).status).toBe(401);

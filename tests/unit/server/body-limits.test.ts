@@ -47,7 +47,11 @@ test("the approval page's form posts are capped too", async () => {
   const h = await createTestApi();
   const api = createApi({ domain: h.domain, log: createMemoryLogger() });
   let pulled = 0;
-  const res = await api.request("/approve/1/login", { method: "POST", body: endlessBody((n) => (pulled = n)), headers: { "content-type": "application/x-www-form-urlencoded" } });
+  const res = await api.request("/approve/1/login", {
+    method: "POST",
+    body: endlessBody((n) => (pulled = n)),
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+  });
   expect(res.status).toBe(413);
   expect(pulled).toBeLessThan(1024 * 1024);
 });

@@ -78,7 +78,11 @@ describe("pickClientAddress", () => {
 
   test("parseForwardedAddress accepts the shapes proxies write and nothing else", () => {
     expect(["192.0.2.1", " 192.0.2.1:443 ", "2001:db8::1", "[2001:db8::1]", "[2001:db8::1]:443"].map((v) => parseForwardedAddress(v)?.toString())).toEqual([
-      "192.0.2.1", "192.0.2.1", "2001:db8::1", "2001:db8::1", "2001:db8::1",
+      "192.0.2.1",
+      "192.0.2.1",
+      "2001:db8::1",
+      "2001:db8::1",
+      "2001:db8::1",
     ]);
     for (const bad of ["", "unknown", "_hidden", "192.0.2.1:", "192.0.2.1:123456", "[192.0.2.1", "2001:db8::1:", "1.2.3.4.5", "192.0.2.01"]) {
       expect(parseForwardedAddress(bad)).toBeUndefined();
@@ -100,7 +104,11 @@ async function failTwentyTimes(api: TestApi, via: (i: number) => { ip: string; x
 
 async function apiBehindProxy(trustedProxies?: readonly string[]): Promise<TestApi> {
   const api = await createTestApi({ trustedProxies });
-  const res = await api.call("POST", "/v1/auth/register", { body: { email: "owner@example.com", password: PASSWORD }, ip: PROXY, headers: { "x-forwarded-for": "192.0.2.200" } });
+  const res = await api.call("POST", "/v1/auth/register", {
+    body: { email: "owner@example.com", password: PASSWORD },
+    ip: PROXY,
+    headers: { "x-forwarded-for": "192.0.2.200" },
+  });
   expect(res.status).toBe(201);
   return api;
 }

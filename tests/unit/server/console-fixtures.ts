@@ -58,7 +58,8 @@ export function createBrowser(app: PageApp, opts: BrowserOptions = {}) {
   }
 
   const get = (path: string, headers: Record<string, string> = {}) => send("GET", path, undefined, headers);
-  const post = (path: string, form: Record<string, string>, headers: Record<string, string> = SAME_ORIGIN, csrf = true) => send("POST", path, form, headers, csrf);
+  const post = (path: string, form: Record<string, string>, headers: Record<string, string> = SAME_ORIGIN, csrf = true) =>
+    send("POST", path, form, headers, csrf);
   /** Posts as a person would (a page first for the CSRF cookie) and follows a 303 to the page it shows, flash included. */
   async function submit(path: string, form: Record<string, string>) {
     if (csrfOf(jar) === undefined) await get("/");

@@ -90,7 +90,10 @@ describe("Sign in with <provider> on the approval page", () => {
   test("the link starts the API's flow (302 to the provider), and the API takes the page's return_to", async () => {
     const { h, path } = await pendingProposal();
     const b = browserOf(h, { oidc: true });
-    const href = LOGIN_LINK.exec((await b.get(path)).text)?.[0].match(/href="([^"]+)"/)?.[1]?.replaceAll("&amp;", "&") ?? "";
+    const href =
+      LOGIN_LINK.exec((await b.get(path)).text)?.[0]
+        .match(/href="([^"]+)"/)?.[1]
+        ?.replaceAll("&amp;", "&") ?? "";
     const res = await b.get(href);
     expect(res.status).toBe(302);
     expect(res.location).toBe(`${ISSUER}/auth`);
@@ -123,8 +126,12 @@ describe("Sign-in providers on the account page", () => {
     expect(section).toContain(`<span title="${ISSUER}">id.example.com</span>`);
     expect(section).toContain("owner@acme.example");
     expect(section).toContain('<time datetime="2026-01-01T00:00:00.000Z">2026-01-01 00:00 UTC</time>');
-    expect(section).toMatch(/<form method="post" action="\/account\/identities\/\d+\/unlink" class="inline-form"><input type="hidden" name="csrf" value="[A-Za-z0-9_-]{43}"\/>/);
-    expect(section).toMatch(/<form method="post" action="\/v1\/auth\/oidc\/link" id="link-provider" aria-label="Link Acme SSO"><input type="hidden" name="csrf" value="[A-Za-z0-9_-]{43}"\/>/);
+    expect(section).toMatch(
+      /<form method="post" action="\/account\/identities\/\d+\/unlink" class="inline-form"><input type="hidden" name="csrf" value="[A-Za-z0-9_-]{43}"\/>/,
+    );
+    expect(section).toMatch(
+      /<form method="post" action="\/v1\/auth\/oidc\/link" id="link-provider" aria-label="Link Acme SSO"><input type="hidden" name="csrf" value="[A-Za-z0-9_-]{43}"\/>/,
+    );
     expect(section).toContain("Link Acme SSO");
   });
 
@@ -160,7 +167,14 @@ describe("Sign-in providers on the account page", () => {
 
   test("a provider-only person cannot unlink their last way in (409 from the domain, shown as an error)", async () => {
     const { h } = await withOwner();
-    const user = await h.store.users.create({ email: "pat@acme.example", passwordHash: randomBytes(32), passwordSalt: randomBytes(16), passwordParams: PASSWORDLESS_PARAMS, role: "member", createdAt: h.clock.now() });
+    const user = await h.store.users.create({
+      email: "pat@acme.example",
+      passwordHash: randomBytes(32),
+      passwordSalt: randomBytes(16),
+      passwordParams: PASSWORDLESS_PARAMS,
+      role: "member",
+      createdAt: h.clock.now(),
+    });
     const identity = await linked(h, user.id, "pat@acme.example");
     const session = await mintUserSession(h.store, user.id, h.clock.now());
     const b = browserOf(h, { oidc: true, session: session.token.reveal() });

@@ -17,7 +17,13 @@ beforeEach(async () => {
   ({ h, owner, b } = await setUpOwnerConsole());
 });
 
-const slot = (key: string, extra: Record<string, unknown> = {}) => ({ action: "set", key, description: `${key} for the API`, obtain: "https://example.com/keys", ...extra });
+const slot = (key: string, extra: Record<string, unknown> = {}) => ({
+  action: "set",
+  key,
+  description: `${key} for the API`,
+  obtain: "https://example.com/keys",
+  ...extra,
+});
 const service = (host: string, token: string) => ({ action: "set", host, description: "the API", auth: { type: "bearer", token } });
 
 async function fileProposal(agent: { token: string; headers: Record<string, string> }, body: Record<string, unknown>) {
@@ -38,7 +44,11 @@ describe("proposals", () => {
     const old = sentinel("old");
     await setCredential(h, { token: owner }, "v1", "OLD_KEY", old);
     const agent = await addAgent(h, owner, "v1", "proxy", "billing-bot");
-    const first = await fileProposal(agent, { services: [service("api.example.com", "API_KEY")], credentials: [slot("API_KEY", { obtain_instructions: "Open <b>settings</b> & create a key" })], message: "Need the billing API <script>alert(1)</script>" });
+    const first = await fileProposal(agent, {
+      services: [service("api.example.com", "API_KEY")],
+      credentials: [slot("API_KEY", { obtain_instructions: "Open <b>settings</b> & create a key" })],
+      message: "Need the billing API <script>alert(1)</script>",
+    });
     const second = await fileProposal(agent, { services: [service("new.example.com", "OLD_KEY")], message: "reuse the old key" });
 
     const page = await b.get("/vaults/v1/proposals");
@@ -177,7 +187,10 @@ describe("agents", () => {
 
   test("members and proxy-role people neither see nor invite nor revoke agents", async () => {
     await addAgent(h, owner, "v1", "proxy", "bot");
-    for (const [email, role] of [["member@example.com", "member"], ["proxy@example.com", "proxy"]] as const) {
+    for (const [email, role] of [
+      ["member@example.com", "member"],
+      ["proxy@example.com", "proxy"],
+    ] as const) {
       await addUser(h, owner, "v1", email, role);
       const them = await signIn(email);
       const page = await them.get("/vaults/v1/agents");
@@ -216,7 +229,10 @@ describe("members", () => {
   });
 
   test("members and proxy-role people cannot list or invite people; a role above one's own is refused", async () => {
-    for (const [email, role] of [["member@example.com", "member"], ["proxy@example.com", "proxy"]] as const) {
+    for (const [email, role] of [
+      ["member@example.com", "member"],
+      ["proxy@example.com", "proxy"],
+    ] as const) {
       await addUser(h, owner, "v1", email, role);
       const them = await signIn(email);
       const page = await them.get("/vaults/v1/members");

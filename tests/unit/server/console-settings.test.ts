@@ -147,7 +147,12 @@ describe("Logs", () => {
     expect(feed.status).toBe(200);
     const body = JSON.parse(feed.text) as { logs: { id: number; who: string; request: string; status_tone: string; time_text: string }[] };
     expect(body.logs.map((r) => r.id)).toEqual([2, 3]);
-    expect(body.logs[0]).toMatchObject({ who: "owner@example.com", request: "GET api.example.com/item/1", status_tone: "success", time_text: "2026-01-01 00:00 UTC" });
+    expect(body.logs[0]).toMatchObject({
+      who: "owner@example.com",
+      request: "GET api.example.com/item/1",
+      status_tone: "success",
+      time_text: "2026-01-01 00:00 UTC",
+    });
     const script = await s.app.request(`${BASE}/assets/log-tail.js`);
     expect(script.status).toBe(200);
     expect(script.headers.get("content-type")).toContain("javascript");
@@ -260,7 +265,17 @@ describe("Instance settings", () => {
     const page = await b.get("/settings");
     expect(page.text).toContain('id="rate-limits"');
     expect(page.text).toMatch(/name="proxy\.rps" value="50"/);
-    const form = { profile: "default", "auth.rps": "5", "auth.burst": "20", "authed.rps": "20", "authed.burst": "100", "proxy.rps": "50", "proxy.burst": "200", "global.rps": "2000", "global.inflight": "512" };
+    const form = {
+      profile: "default",
+      "auth.rps": "5",
+      "auth.burst": "20",
+      "authed.rps": "20",
+      "authed.burst": "100",
+      "proxy.rps": "50",
+      "proxy.burst": "200",
+      "global.rps": "2000",
+      "global.inflight": "512",
+    };
     const saved = await b.submit("/settings/rate-limits", { ...form, "proxy.rps": "75" });
     expect(saved.text).toContain("Saved: rate limits now follow the default profile");
     expect(s.h.domain.rateLimiter!.settings().proxy).toEqual({ rps: 75, burst: 200 });
@@ -303,7 +318,8 @@ describe("Instance settings", () => {
     expect(page.text).toContain(fingerprint);
     expect(page.text).toContain('href="/v1/ca.pem"');
     expect(page.text).toContain(new Date(s.ca.current.notAfter).toISOString().slice(0, 10));
-    for (const how of ["curl --cacert", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "http.sslCAInfo", "update-ca-certificates", "add-trusted-cert"]) expect(page.text).toContain(how);
+    for (const how of ["curl --cacert", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "http.sslCAInfo", "update-ca-certificates", "add-trusted-cert"])
+      expect(page.text).toContain(how);
     expect(page.text).not.toContain("PRIVATE KEY");
     const before = s.ca.current.certPem;
     const wrong = await b.submit("/settings/ca/rotate", { confirm: "yes" });

@@ -55,7 +55,13 @@ describe("credentials page", () => {
   test("reveal: only after the right password, on one no-store POST response; the sentinel is in no other page", async () => {
     const secret = sentinel("reveal");
     await setCredential(h, { token: owner }, "v1", "API_KEY", secret);
-    for (const path of ["/vaults/v1", "/vaults/v1/credentials", "/vaults/v1/credentials/API_KEY", "/vaults/v1/credentials/API_KEY/reveal", "/vaults/v1/services"]) {
+    for (const path of [
+      "/vaults/v1",
+      "/vaults/v1/credentials",
+      "/vaults/v1/credentials/API_KEY",
+      "/vaults/v1/credentials/API_KEY/reveal",
+      "/vaults/v1/services",
+    ]) {
       expect((await b.get(path)).status).toBe(200);
     }
     expect(b.pages.at(-2)!.html).toContain('action="/vaults/v1/credentials/API_KEY/reveal"');
@@ -113,13 +119,19 @@ describe("credentials page", () => {
     const services = await p.get("/vaults/v1/services");
     expect(services.text).not.toContain("Add a service");
     expect((await p.get("/vaults/v1/services/example.com/edit")).status).toBe(403);
-    expect((await p.submit("/vaults/v1/services", { host: "api.example.com", auth_type: "bearer", credential_key: "API_KEY", enabled: "on" })).text).toContain("does not allow this");
+    expect((await p.submit("/vaults/v1/services", { host: "api.example.com", auth_type: "bearer", credential_key: "API_KEY", enabled: "on" })).text).toContain(
+      "does not allow this",
+    );
     expect(await storedServices()).toEqual([]);
     for (const page of p.pages) expect(page.html.includes(secret)).toBe(false);
   });
 
   test("cross-site posts are refused and change nothing", async () => {
-    for (const [headers, csrf] of [[{ origin: "http://evil.example" }, true], [{ "sec-fetch-site": "cross-site" }, true], [SAME_ORIGIN, false]] as const) {
+    for (const [headers, csrf] of [
+      [{ origin: "http://evil.example" }, true],
+      [{ "sec-fetch-site": "cross-site" }, true],
+      [SAME_ORIGIN, false],
+    ] as const) {
       expect((await b.post("/vaults/v1/credentials", { key: "EVIL", value: "x" }, headers, csrf)).status).toBe(403);
       expect((await b.post("/vaults/v1/services", { host: "evil.example", auth_type: "passthrough", enabled: "on" }, headers, csrf)).status).toBe(403);
     }
@@ -143,7 +155,12 @@ describe("services page", () => {
     ];
     for (const f of forms) expect((await b.submit("/vaults/v1/services", f)).text).toContain(`Service ${f.host} added`);
     const byHost = Object.fromEntries((await storedServices()).map((s: { host: string }) => [s.host, s]));
-    expect(byHost["api.bearer.test"]).toEqual({ host: "api.bearer.test", description: "Bearer API", auth: { type: "bearer", token: "BEARER_KEY" }, enabled: true });
+    expect(byHost["api.bearer.test"]).toEqual({
+      host: "api.bearer.test",
+      description: "Bearer API",
+      auth: { type: "bearer", token: "BEARER_KEY" },
+      enabled: true,
+    });
     expect(byHost["api.basic.test"].auth).toEqual({ type: "basic", token: "BASIC_KEY", username: "robot" });
     expect(byHost["api.header.test:8443"].auth).toEqual({ type: "header", token: "HEADER_KEY", header: "x-api-key", prefix: "Token " });
     expect(byHost["*.pass.test"]).toEqual({ host: "*.pass.test", description: "Open", auth: { type: "passthrough" }, enabled: false });
@@ -154,9 +171,19 @@ describe("services page", () => {
     const edit = await b.get(`/vaults/v1/services/${encodeURIComponent("api.basic.test")}/edit`);
     expect(edit.status).toBe(200);
     expect(edit.text).toContain('value="robot"');
-    const saved = await b.submit("/vaults/v1/services/api.basic.test", { auth_type: "basic", credential_key: "BASIC_KEY", description: "now without user", enabled: "on" });
+    const saved = await b.submit("/vaults/v1/services/api.basic.test", {
+      auth_type: "basic",
+      credential_key: "BASIC_KEY",
+      description: "now without user",
+      enabled: "on",
+    });
     expect(saved.text).toContain("Service api.basic.test updated.");
-    expect((await storedServices()).find((s: { host: string }) => s.host === "api.basic.test")).toEqual({ host: "api.basic.test", description: "now without user", auth: { type: "basic", token: "BASIC_KEY" }, enabled: true });
+    expect((await storedServices()).find((s: { host: string }) => s.host === "api.basic.test")).toEqual({
+      host: "api.basic.test",
+      description: "now without user",
+      auth: { type: "basic", token: "BASIC_KEY" },
+      enabled: true,
+    });
 
     expect((await b.submit("/vaults/v1/services/api.bearer.test/disable", {})).text).toContain("Service api.bearer.test disabled");
     expect((await storedServices()).find((s: { host: string }) => s.host === "api.bearer.test").enabled).toBe(false);
@@ -193,7 +220,13 @@ describe("services page", () => {
     expect(warn.status).toBe(200);
     expect(warn.html).toContain("sends your existing credential");
     expect(warn.html).toContain("api.good.test");
-    const ok = await b.submit("/vaults/v1/services", { host: "api.good.test", auth_type: "bearer", credential_key: "API_KEY", enabled: "on", confirm_new_host: "yes" });
+    const ok = await b.submit("/vaults/v1/services", {
+      host: "api.good.test",
+      auth_type: "bearer",
+      credential_key: "API_KEY",
+      enabled: "on",
+      confirm_new_host: "yes",
+    });
     expect(ok.text).toContain("Service api.good.test added.");
 
     // Editing the service it already goes to: no question. Pointing another service at it: asked.
@@ -211,7 +244,11 @@ describe("services page", () => {
 describe("red-team mends", () => {
   test("a not-found page never quotes the key or host taken from the URL", async () => {
     const spoof = "SESSION EXPIRED. Sign in again at https://broker-login.evil.example";
-    for (const path of [`/vaults/v1/credentials/${encodeURIComponent(spoof)}/reveal`, `/vaults/v1/credentials/${encodeURIComponent(spoof)}`, `/vaults/v1/services/${encodeURIComponent(spoof)}/edit`]) {
+    for (const path of [
+      `/vaults/v1/credentials/${encodeURIComponent(spoof)}/reveal`,
+      `/vaults/v1/credentials/${encodeURIComponent(spoof)}`,
+      `/vaults/v1/services/${encodeURIComponent(spoof)}/edit`,
+    ]) {
       const res = await b.get(path);
       expect(res.status).toBe(404);
       expect(res.text).not.toContain("broker-login.evil.example");

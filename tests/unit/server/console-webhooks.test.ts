@@ -39,7 +39,13 @@ describe("vault settings: Notifications", () => {
     expect(hook).toMatchObject({ format: "slack" });
 
     const vault = (await h.store.vaults.byName("v1"))!;
-    await h.store.webhooks.recordDelivery(hook!.id, { status: "blocked", event: "proposal.created", attempts: 1, error: "the network guard refused 10.0.0.1", at: h.clock.now() });
+    await h.store.webhooks.recordDelivery(hook!.id, {
+      status: "blocked",
+      event: "proposal.created",
+      attempts: 1,
+      error: "the network guard refused 10.0.0.1",
+      at: h.clock.now(),
+    });
     const list = await b.get("/vaults/v1/settings");
     expect(list.text).toContain("https://hooks.slack.com/services/");
     expect(list.text).toContain("blocked by the network guard");

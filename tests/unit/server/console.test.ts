@@ -138,7 +138,11 @@ describe("vaults and account", () => {
   test("changing the password ends every session, this browser's too; the new one signs in", async () => {
     await registerInPage(b, "owner@example.com");
     const cli = (await h.call("POST", "/v1/auth/login", { body: { email: "owner@example.com", password: PASSWORD } })).body.token;
-    const wrong = await b.post("/account/password", { current_password: "not it at all", new_password: "new password 42", new_password_again: "new password 42" });
+    const wrong = await b.post("/account/password", {
+      current_password: "not it at all",
+      new_password: "new password 42",
+      new_password_again: "new password 42",
+    });
     expect(wrong.location).toBe("/account");
     expect((await b.get("/account")).text).toContain("The current password is not right");
     const res = await b.post("/account/password", { current_password: PASSWORD, new_password: "new password 42", new_password_again: "new password 42" });
@@ -235,7 +239,11 @@ describe("page security", () => {
   test("under https the cookies are Secure with the __Host- prefix", async () => {
     const tls = createPageBrowser({ ...h.domain, publicUrl: "https://broker.test" }, "https://broker.test");
     await tls.get("/");
-    await tls.post("/register", { email: "owner@example.com", password: PASSWORD, password_again: PASSWORD }, { origin: "https://broker.test", "sec-fetch-site": "same-origin" });
+    await tls.post(
+      "/register",
+      { email: "owner@example.com", password: PASSWORD, password_again: PASSWORD },
+      { origin: "https://broker.test", "sec-fetch-site": "same-origin" },
+    );
     const names = tls.setCookies.map((c) => c.slice(0, c.indexOf("=")));
     expect(names).toContain("__Host-broker_session");
     expect(names).toContain("__Host-broker_csrf");

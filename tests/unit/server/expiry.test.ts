@@ -4,7 +4,21 @@
 
 import { beforeEach, describe, expect, test } from "bun:test";
 import type { SqlValue } from "../../../src/store/index.ts";
-import { addAgent, createAgentInvite, createHarness, createVault, DAY, expectNoTokensInLogs, type Harness, HOUR, login, MINUTE, mintScoped, pathOf, register } from "./fixtures.ts";
+import {
+  addAgent,
+  createAgentInvite,
+  createHarness,
+  createVault,
+  DAY,
+  expectNoTokensInLogs,
+  type Harness,
+  HOUR,
+  login,
+  MINUTE,
+  mintScoped,
+  pathOf,
+  register,
+} from "./fixtures.ts";
 
 let h: Harness;
 let owner: string;

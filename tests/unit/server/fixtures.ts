@@ -148,7 +148,10 @@ export async function fileAgentProposal(h: Harness, ownerToken: string, vault: s
   const res = await h.call("POST", "/v1/proposals", {
     token: agent.token,
     headers: agent.headers,
-    body: { services: [{ action: "set", host: "api.example.com", description: "Example", auth: { type: "bearer", token: "K" } }], credentials: [{ action: "set", key: "K", description: "A key" }] },
+    body: {
+      services: [{ action: "set", host: "api.example.com", description: "Example", auth: { type: "bearer", token: "K" } }],
+      credentials: [{ action: "set", key: "K", description: "A key" }],
+    },
   });
   expect(res.status).toBe(201);
   const url = new URL(res.body.approval_url);

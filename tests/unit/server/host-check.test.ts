@@ -62,7 +62,16 @@ describe("default names (loopback and the public URL's host)", () => {
 
   test("any other Host gets 421 with the envelope, on every path", async () => {
     const { get } = await apiWith();
-    for (const host of ["evil.example", "evil.example:14321", "broker.test.evil.example", "localhost.evil.example", "127.0.0.2", "[::2]", "10.0.0.5", "localhost, evil.example"]) {
+    for (const host of [
+      "evil.example",
+      "evil.example:14321",
+      "broker.test.evil.example",
+      "localhost.evil.example",
+      "127.0.0.2",
+      "[::2]",
+      "10.0.0.5",
+      "localhost, evil.example",
+    ]) {
       await expectMisdirected(await get(host));
     }
     for (const path of ["/discover", "/v1/vaults", "/approve/1?token=x", "/proxy/api.example.com/x", "/no-such-route", "/assets/broker.css"]) {
@@ -76,7 +85,13 @@ describe("default names (loopback and the public URL's host)", () => {
     const gate = t.domain.hashing;
     (t.domain as { hashing: typeof gate }).hashing = { run: (work) => ((hashed += 1), gate.run(work)) };
     for (let i = 0; i < 10; i++) {
-      await expectMisdirected(await get("evil.example", "/v1/auth/login", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: "a@example.com", password: "whatever password" }) }));
+      await expectMisdirected(
+        await get("evil.example", "/v1/auth/login", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ email: "a@example.com", password: "whatever password" }),
+        }),
+      );
     }
     expect(hashed).toBe(0);
     expect(t.domain.loginThrottle.stats().accounts).toBe(0);
@@ -93,7 +108,8 @@ describe("default names (loopback and the public URL's host)", () => {
 describe("configured names", () => {
   test("a named bind address, BROKER_PUBLIC_URL and BROKER_ALLOWED_HOSTS are answered; other IPs are not", async () => {
     const { get } = await apiWith({ hosts: listApiHosts("192.168.1.5", "https://broker.example.com/base", ["broker.internal", "10.0.0.9", "::1"]) });
-    for (const host of ["192.168.1.5:14321", "broker.example.com", "Broker.Internal.", "10.0.0.9:1", "localhost"]) expect((await get(host)).status, host).toBe(200);
+    for (const host of ["192.168.1.5:14321", "broker.example.com", "Broker.Internal.", "10.0.0.9:1", "localhost"])
+      expect((await get(host)).status, host).toBe(200);
     for (const host of ["10.1.2.3", "evil.example", "example.com", "0.0.0.0"]) await expectMisdirected(await get(host));
   });
 
@@ -102,7 +118,8 @@ describe("configured names", () => {
       const hosts = listApiHosts(bind, `http://${bind.includes(":") ? `[${bind}]` : bind}:14321`, ["broker.lan"]);
       expect(hosts).not.toContain(bind);
       const { get } = await apiWith({ hosts, anyIpLiteral: true });
-      for (const host of ["10.1.2.3:14321", "192.168.1.5", "[2001:db8::5]:14321", "broker.lan", "localhost"]) expect((await get(host)).status, `${bind} ${host}`).toBe(200);
+      for (const host of ["10.1.2.3:14321", "192.168.1.5", "[2001:db8::5]:14321", "broker.lan", "localhost"])
+        expect((await get(host)).status, `${bind} ${host}`).toBe(200);
       for (const host of ["evil.example", "rebind.evil.example:14321", "2130706433", "0x7f.1", "127.1"]) await expectMisdirected(await get(host));
     }
   });

@@ -27,7 +27,14 @@ describe("agent invites", () => {
     expect(inv.status).toBe(201);
     expect(inv.body.token).toMatch(/^av_inv_[A-Za-z0-9_-]{43}$/);
     expect(inv.body.invite_url).toBe(`http://broker.test/invite/${inv.body.token}`);
-    expect(inv.body).toEqual({ id: expect.stringMatching(/^inv_/), invite_url: inv.body.invite_url, token: inv.body.token, name: "bot", role: "member", expires_at: expect.any(String) });
+    expect(inv.body).toEqual({
+      id: expect.stringMatching(/^inv_/),
+      invite_url: inv.body.invite_url,
+      token: inv.body.token,
+      name: "bot",
+      role: "member",
+      expires_at: expect.any(String),
+    });
 
     // GET explains, and does not burn.
     expect((await h.call("GET", pathOf(inv.body.invite_url))).status).toBe(200);
@@ -65,7 +72,7 @@ describe("agent invites", () => {
     const squatter = await h.store.agents.create({ name: "bot", role: "member", createdBy: null, createdAt: h.clock.now() });
     const failed = await h.call("POST", pathOf(inv.body.invite_url));
     expect(failed.status).toBeGreaterThanOrEqual(400);
-    expect((await h.store.access.grantsOfAgent(squatter.id))).toEqual([]); // the failed attempt granted nothing
+    expect(await h.store.access.grantsOfAgent(squatter.id)).toEqual([]); // the failed attempt granted nothing
     await h.store.agents.remove(squatter.id);
     const ok = await h.call("POST", pathOf(inv.body.invite_url));
     expect(ok.status).toBe(201);
@@ -107,7 +114,12 @@ describe("vault invites", () => {
     expect(inv.email).toBe("new@example.com");
     const res = await accept(inv.token, { body: { email: "new@example.com", password: "long enough pw" } });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ vault: "v1", role: "member", token: expect.stringMatching(/^av_sess_/), user: { id: expect.any(Number), email: "new@example.com", role: "member" } });
+    expect(res.body).toEqual({
+      vault: "v1",
+      role: "member",
+      token: expect.stringMatching(/^av_sess_/),
+      user: { id: expect.any(Number), email: "new@example.com", role: "member" },
+    });
     expect((await h.call("GET", "/v1/vaults/v1/credentials", { token: res.body.token })).status).toBe(200);
     expect((await login(h, "new@example.com", "long enough pw")).status).toBe(200);
     expectNoTokensInLogs(h);

@@ -3,7 +3,20 @@
 // count: expired, used or revoked ones make room again.
 
 import { beforeEach, describe, expect, test } from "bun:test";
-import { addAgent, createAgentInvite, createHarness, createVault, DAY, expectNoTokensInLogs, type Harness, HOUR, MINUTE, mintScoped, pathOf, register } from "./fixtures.ts";
+import {
+  addAgent,
+  createAgentInvite,
+  createHarness,
+  createVault,
+  DAY,
+  expectNoTokensInLogs,
+  type Harness,
+  HOUR,
+  MINUTE,
+  mintScoped,
+  pathOf,
+  register,
+} from "./fixtures.ts";
 
 let h: Harness;
 let owner: string;

@@ -129,7 +129,8 @@ describe("every password check", () => {
   test("change-password: five wrong current passwords, then 429 (even with the right one) until the lock ends", async () => {
     const api = await createTestApi();
     const token = await register(api, "owner@example.com");
-    const change = (current: string) => api.call("POST", "/v1/auth/change-password", { token, body: { current_password: current, new_password: "a brand new password" }, ip: "203.0.113.7" });
+    const change = (current: string) =>
+      api.call("POST", "/v1/auth/change-password", { token, body: { current_password: current, new_password: "a brand new password" }, ip: "203.0.113.7" });
     for (let i = 0; i < 5; i++) expect((await change("not my password")).status).toBe(401);
     const wait = expectThrottled(await change(PASSWORD));
     // Login shares the account's count: the guesses above were against the same password.
@@ -151,7 +152,12 @@ describe("every password check", () => {
     const signIn = (password: string) =>
       page.request(`/approve/${proposal.id}/login`, {
         method: "POST",
-        headers: { "content-type": "application/x-www-form-urlencoded", cookie: `broker_csrf=${csrf}`, origin: "http://localhost", "sec-fetch-site": "same-origin" },
+        headers: {
+          "content-type": "application/x-www-form-urlencoded",
+          cookie: `broker_csrf=${csrf}`,
+          origin: "http://localhost",
+          "sec-fetch-site": "same-origin",
+        },
         body: new URLSearchParams({ token, csrf, email: "owner@example.com", password }).toString(),
       });
     for (let i = 0; i < 5; i++) expect((await signIn("wrong password")).status).toBe(403);

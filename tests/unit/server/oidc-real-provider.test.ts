@@ -29,7 +29,14 @@ beforeAll(async () => {
 afterAll(() => idp.stop());
 
 async function newApi(): Promise<TestApi> {
-  const oidc = await createOidcClient({ issuer: idp.issuer, clientId: idp.clientId, clientSecret: new Secret(idp.clientSecret), name: "Unit IdP", scopes: "openid email profile", redirectUri: REDIRECT });
+  const oidc = await createOidcClient({
+    issuer: idp.issuer,
+    clientId: idp.clientId,
+    clientSecret: new Secret(idp.clientSecret),
+    name: "Unit IdP",
+    scopes: "openid email profile",
+    redirectUri: REDIRECT,
+  });
   return createTestApi({ oidc });
 }
 
@@ -38,12 +45,18 @@ async function signInThroughProvider(api: TestApi, email: string) {
   idp.nextLogin(email);
   const start = await api.call("GET", "/v1/auth/oidc/login");
   expect(start.status).toBe(302);
-  const flowCookie = start.headers.getSetCookie().map((c) => c.split(";")[0]).join("; ");
+  const flowCookie = start.headers
+    .getSetCookie()
+    .map((c) => c.split(";")[0])
+    .join("; ");
   let url = new URL(start.headers.get("location")!);
   let providerCookies = "";
   while (url.origin === idp.issuer) {
     const res = await fetch(url, { redirect: "manual", headers: providerCookies ? { cookie: providerCookies } : {} });
-    const set = res.headers.getSetCookie().map((c) => c.split(";")[0]).join("; ");
+    const set = res.headers
+      .getSetCookie()
+      .map((c) => c.split(";")[0])
+      .join("; ");
     if (set) providerCookies = set;
     url = new URL(res.headers.get("location")!, url);
   }

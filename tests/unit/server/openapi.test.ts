@@ -27,7 +27,13 @@ const NO_BODY = new Set([
 async function setUp() {
   const h = await createTestApi();
   // Every optional part registered, so every route exists (none is called here but the document).
-  const app = createApi({ domain: h.domain, log: createMemoryLogger(), egress: {} as EgressDeps, ca: {} as CaHolder, metrics: { registry: {} as Metrics, token: undefined } });
+  const app = createApi({
+    domain: h.domain,
+    log: createMemoryLogger(),
+    egress: {} as EgressDeps,
+    ca: {} as CaHolder,
+    metrics: { registry: {} as Metrics, token: undefined },
+  });
   const res = await app.request("/v1/openapi.json", { headers: { host: "127.0.0.1" } });
   expect(res.status).toBe(200);
   return { h, app, doc: (await res.json()) as { openapi: string; paths: Record<string, Record<string, any>> } };
@@ -87,7 +93,11 @@ describe("the OpenAPI document", () => {
         if (!ops[method]?.requestBody) continue;
         const url = path.replace(/\{([^}]+)\}/g, (_m, p: string) => params[p] ?? "x");
         const res = await h.call(method.toUpperCase(), url, { token: owner, body: { zz_not_a_field: 1 } });
-        expect({ at: `${method} ${path}`, status: res.status, field: res.body?.field }).toEqual({ at: `${method} ${path}`, status: 400, field: "zz_not_a_field" });
+        expect({ at: `${method} ${path}`, status: res.status, field: res.body?.field }).toEqual({
+          at: `${method} ${path}`,
+          status: 400,
+          field: "zz_not_a_field",
+        });
         expect(res.body.message).toContain("zz_not_a_field is not a field");
         checked.push(`${method} ${path}`);
       }
@@ -102,14 +112,25 @@ describe("the OpenAPI document", () => {
     const misspelt = [
       [{ vault: "main", contianed: true }, "/v1/sessions", "contianed"],
       [{ host: "api.example.com", auth: { type: "bearer", tokn: "K" } }, "/v1/vaults/main/services", "auth.tokn"],
-      [{ host: "api.example.com", auth: { type: "passthrough" }, rules: [{ methods: ["POST"], paths: ["/a"], aprove: "each" }] }, "/v1/vaults/main/services", "rules[0].aprove"],
+      [
+        { host: "api.example.com", auth: { type: "passthrough" }, rules: [{ methods: ["POST"], paths: ["/a"], aprove: "each" }] },
+        "/v1/vaults/main/services",
+        "rules[0].aprove",
+      ],
     ] as const;
     for (const [body, path, field] of misspelt) {
       const res = await h.call("POST", path, { token: owner, body });
       expect({ path, status: res.status, error: res.body.error, field: res.body.field }).toEqual({ path, status: 400, error: "invalid_request", field });
     }
     // Spelt right, the same bodies are accepted.
-    expect((await h.call("POST", "/v1/vaults/main/services", { token: owner, body: { host: "api.example.com", auth: { type: "passthrough" }, rules: [{ methods: ["POST"], paths: ["/a"], approve: "each" }] } })).status).toBe(201);
+    expect(
+      (
+        await h.call("POST", "/v1/vaults/main/services", {
+          token: owner,
+          body: { host: "api.example.com", auth: { type: "passthrough" }, rules: [{ methods: ["POST"], paths: ["/a"], approve: "each" }] },
+        })
+      ).status,
+    ).toBe(201);
   });
 });
 

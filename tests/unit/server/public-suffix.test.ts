@@ -43,7 +43,17 @@ describe("a row stored before the rule", () => {
   beforeEach(async () => {
     const vault = await h.store.vaults.byName("v");
     await h.store.services.put(
-      { vaultId: vault!.id, host: "*.github.io", description: "", authType: "passthrough", authKey: null, authHeader: null, authPrefix: null, authUsername: null, enabled: true },
+      {
+        vaultId: vault!.id,
+        host: "*.github.io",
+        description: "",
+        authType: "passthrough",
+        authKey: null,
+        authHeader: null,
+        authPrefix: null,
+        authUsername: null,
+        enabled: true,
+      },
       Date.now(),
     );
   });
@@ -64,7 +74,11 @@ describe("POST /v1/proposals", () => {
   test.each(SUFFIX_WILDCARDS)("%p is refused, naming services[1].host", async (host) => {
     const agent = await addAgent(h, owner, "v", "proxy", "bot");
     const service = (host: string) => ({ action: "set", host, description: "d", auth: { type: "passthrough" } });
-    const res = await h.call("POST", "/v1/proposals", { token: agent.token, headers: agent.headers, body: { services: [service("ok.example.com"), service(host)] } });
+    const res = await h.call("POST", "/v1/proposals", {
+      token: agent.token,
+      headers: agent.headers,
+      body: { services: [service("ok.example.com"), service(host)] },
+    });
     expectRefusal(res, "services[1].host", host);
   });
 });

@@ -25,7 +25,8 @@ function apiWith(env: Record<string, string>, opts: { realKdf?: boolean } = {}):
   });
 }
 
-const badLogin = (api: TestApi, ip = "203.0.113.7") => api.call("POST", "/v1/auth/login", { body: { email: "nobody@example.com", password: "wrong password" }, ip });
+const badLogin = (api: TestApi, ip = "203.0.113.7") =>
+  api.call("POST", "/v1/auth/login", { body: { email: "nobody@example.com", password: "wrong password" }, ip });
 
 async function register(api: TestApi, email: string, ip = "198.51.100.1"): Promise<string> {
   const res = await api.call("POST", "/v1/auth/register", { body: { email, password: PASSWORD }, ip });
@@ -217,7 +218,10 @@ describe("Argon2id behind the AUTH tier", () => {
     const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 5);
     const results = await Promise.all(
       Array.from({ length: 200 }, async (_, i) => {
-        const res = await api.call("POST", "/v1/auth/login", { body: { email: i % 2 ? "owner@example.com" : `nobody${i}@example.com`, password: "wrong password" }, ip: `10.0.${i >> 8}.${i & 255}` });
+        const res = await api.call("POST", "/v1/auth/login", {
+          body: { email: i % 2 ? "owner@example.com" : `nobody${i}@example.com`, password: "wrong password" },
+          ip: `10.0.${i >> 8}.${i & 255}`,
+        });
         peak = Math.max(peak, process.memoryUsage.rss());
         return res;
       }),
@@ -226,7 +230,11 @@ describe("Argon2id behind the AUTH tier", () => {
     const counts: Record<number, number> = {};
     for (const r of results) counts[r.status] = (counts[r.status] ?? 0) + 1;
     expect(counts[500]).toBeUndefined();
-    expect(Object.keys(counts).map(Number).every((s) => s === 401 || s === 503 || s === 429)).toBe(true);
+    expect(
+      Object.keys(counts)
+        .map(Number)
+        .every((s) => s === 401 || s === 503 || s === 429),
+    ).toBe(true);
     // 2 hashing + 64 queued are served; everything beyond is refused without hashing.
     expect(counts[401]).toBe(66);
     expect(counts[503]).toBe(134);

@@ -22,7 +22,8 @@ const ASKED = [
   { methods: ["GET", "HEAD"], paths: ["/repos/*/issues/**"] },
   { methods: ["DELETE"], paths: ["/repos/**"] },
 ];
-const storedService = async (host = HOST) => (await h.call("GET", "/v1/vaults/v1/services", { token: owner })).body.services.find((s: { host: string }) => s.host === host);
+const storedService = async (host = HOST) =>
+  (await h.call("GET", "/v1/vaults/v1/services", { token: owner })).body.services.find((s: { host: string }) => s.host === host);
 
 async function propose(rules: unknown = ASKED, withSlot = true) {
   const res = await h.call("POST", "/v1/proposals", {
@@ -53,7 +54,12 @@ describe("the approval page", () => {
     expect(page.text).toContain("new host");
     expect(boxText(page.text, `rules:${HOST}`)).toBe("GET HEAD /repos/*/issues/**\nDELETE /repos/**");
     const value = sentinel("page-rules");
-    const res = await b.post(`/approve/${p.id}/decide`, { token: p.token, decision: "allow", value_GH_TOKEN: value, [`rules:${HOST}`]: "GET HEAD /repos/*/issues/**\n" });
+    const res = await b.post(`/approve/${p.id}/decide`, {
+      token: p.token,
+      decision: "allow",
+      value_GH_TOKEN: value,
+      [`rules:${HOST}`]: "GET HEAD /repos/*/issues/**\n",
+    });
     expect(res.status).toBe(303);
     expect((await storedService()).rules).toEqual([ASKED[0]]);
     const result = await b.get(res.location!);
@@ -94,7 +100,10 @@ describe("the approval page", () => {
 
   test("against a current service: now and after approval, wider marked with what it adds", async () => {
     await setCredential(h, { token: owner }, "v1", "GH_TOKEN", sentinel());
-    expect((await h.call("POST", "/v1/vaults/v1/services", { token: owner, body: { host: HOST, auth: { type: "bearer", token: "GH_TOKEN" }, rules: [ASKED[0]] } })).status).toBe(201);
+    expect(
+      (await h.call("POST", "/v1/vaults/v1/services", { token: owner, body: { host: HOST, auth: { type: "bearer", token: "GH_TOKEN" }, rules: [ASKED[0]] } }))
+        .status,
+    ).toBe(201);
     const wider = await propose(ASKED, false);
     const page = (await b.get(wider.page)).text;
     expect(page).toContain("changes a current service");
@@ -132,20 +141,32 @@ describe("the console's Proposals page", () => {
 
 describe("the console's Services page", () => {
   test("rules added as text, listed in words, edited, refused with the line named (form kept), and removed", async () => {
-    const add = await b.submit("/vaults/v1/services", { host: HOST, auth_type: "passthrough", enabled: "on", rules: "GET HEAD /repos/*/issues/**\nPOST /repos/*/issues" });
+    const add = await b.submit("/vaults/v1/services", {
+      host: HOST,
+      auth_type: "passthrough",
+      enabled: "on",
+      rules: "GET HEAD /repos/*/issues/**\nPOST /repos/*/issues",
+    });
     expect(add.text).toContain(`Service ${HOST} added`);
     expect(add.text).toContain("GET and HEAD on /repos/*/issues/**; POST on /repos/*/issues");
     expect((await storedService()).rules).toEqual([ASKED[0], { methods: ["POST"], paths: ["/repos/*/issues"] }]);
 
     const edit = await b.get(`/vaults/v1/services/${HOST}/edit`);
     expect(boxText(edit.text, "rules")).toBe("GET HEAD /repos/*/issues/**\nPOST /repos/*/issues");
-    const bad = await b.submit(`/vaults/v1/services/${HOST}`, { auth_type: "passthrough", enabled: "on", description: "kept", rules: "GET /repos/*/issues/**\nGET /a//b" });
+    const bad = await b.submit(`/vaults/v1/services/${HOST}`, {
+      auth_type: "passthrough",
+      enabled: "on",
+      description: "kept",
+      rules: "GET /repos/*/issues/**\nGET /a//b",
+    });
     expect(bad.status).toBe(400);
     expect(bad.text).toContain("Rules, line 2 (/a//b): empty segments (//) are not allowed");
     expect(boxText(bad.text, "rules")).toBe("GET /repos/*/issues/**\nGET /a//b");
     expect(bad.text).toContain('value="kept"');
 
-    expect((await b.submit(`/vaults/v1/services/${HOST}`, { auth_type: "passthrough", enabled: "on", rules: "GET /repos/**" })).text).toContain("GET on /repos/**");
+    expect((await b.submit(`/vaults/v1/services/${HOST}`, { auth_type: "passthrough", enabled: "on", rules: "GET /repos/**" })).text).toContain(
+      "GET on /repos/**",
+    );
     expect((await storedService()).rules).toEqual([{ methods: ["GET"], paths: ["/repos/**"] }]);
     // Disabling posts no box: the rules stay.
     await b.submit(`/vaults/v1/services/${HOST}/disable`, {});

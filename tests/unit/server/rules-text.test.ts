@@ -40,7 +40,9 @@ describe("approval rules: a line starting with approve", () => {
   });
 
   test("mistakes name the line and what to write", () => {
-    expect(errorOf("GET /a\napprove")).toBe("Rules, line 2: after approve, write the methods and paths whose requests a person approves one by one, e.g. approve POST /v1/refunds");
+    expect(errorOf("GET /a\napprove")).toBe(
+      "Rules, line 2: after approve, write the methods and paths whose requests a person approves one by one, e.g. approve POST /v1/refunds",
+    );
     expect(errorOf("approve /v1/refunds")).toBe("Rules, line 1: start with the methods, e.g. approve POST /v1/refunds");
     expect(errorOf("approve POST")).toBe("Rules, line 1: add at least one path after the methods, e.g. approve POST /repos/**");
     expect(errorOf("POST approve /v1/refunds")).toBe("Rules, line 1: approve goes first on the line, e.g. approve POST /v1/refunds");
@@ -55,13 +57,22 @@ describe("approval rules: a line starting with approve", () => {
     // The approval rule dropped: refunds are allowed without asking.
     expect(widening(now, [{ methods: ["GET", "POST"], paths: ["/v1/**"] }])).toEqual([{ methods: ["POST"], paths: ["/v1/refunds"] }]);
     // The same rule without approve.
-    expect(widening([{ methods: ["POST"], paths: ["/v1/refunds"], approve: "each" }], [{ methods: ["POST"], paths: ["/v1/refunds"] }])).toEqual([{ methods: ["POST"], paths: ["/v1/refunds"] }]);
+    expect(widening([{ methods: ["POST"], paths: ["/v1/refunds"], approve: "each" }], [{ methods: ["POST"], paths: ["/v1/refunds"] }])).toEqual([
+      { methods: ["POST"], paths: ["/v1/refunds"] },
+    ]);
     // Adding an approval is narrower, not wider; the same rules are the same.
     expect(widening([{ methods: ["GET", "POST"], paths: ["/v1/**"] }], now)).toBeUndefined();
     expect(widening(now, now)).toBeUndefined();
-    expect(widening(now, [{ methods: ["GET", "POST"], paths: ["/v1/**"] }, { methods: ["POST"], paths: ["/v1/**"], approve: "each" }])).toBeUndefined();
+    expect(
+      widening(now, [
+        { methods: ["GET", "POST"], paths: ["/v1/**"] },
+        { methods: ["POST"], paths: ["/v1/**"], approve: "each" },
+      ]),
+    ).toBeUndefined();
     // A new approval rule outside today's rules is added, and said to be approved one by one.
-    expect(widening([{ methods: ["GET"], paths: ["/v1/**"] }], [{ methods: ["DELETE"], paths: ["/v1/x"], approve: "each" }])).toEqual([{ methods: ["DELETE"], paths: ["/v1/x"], approve: "each" }]);
+    expect(widening([{ methods: ["GET"], paths: ["/v1/**"] }], [{ methods: ["DELETE"], paths: ["/v1/x"], approve: "each" }])).toEqual([
+      { methods: ["DELETE"], paths: ["/v1/x"], approve: "each" },
+    ]);
   });
 });
 

@@ -17,7 +17,8 @@ beforeEach(async () => {
   await setCredential(h, { token: owner }, "v1", "API_KEY", secret);
 });
 
-const add = (body: Record<string, unknown>) => h.call("POST", "/v1/vaults/v1/services", { token: owner, body: { auth: { type: "bearer", token: "API_KEY" }, ...body } });
+const add = (body: Record<string, unknown>) =>
+  h.call("POST", "/v1/vaults/v1/services", { token: owner, body: { auth: { type: "bearer", token: "API_KEY" }, ...body } });
 const patch = (host: string, body: unknown) => h.call("PATCH", `/v1/vaults/v1/services/${encodeURIComponent(host)}`, { token: owner, body });
 const remove = (host: string) => h.call("DELETE", `/v1/vaults/v1/services/${encodeURIComponent(host)}`, { token: owner });
 const hosts = async () => ((await h.call("GET", "/v1/vaults/v1/services", { token: owner })).body.services as { host: string }[]).map((s) => s.host).sort();
@@ -56,12 +57,15 @@ describe("hosts are stored in canonical form", () => {
   });
 
   // "user@api.example.com": URL syntax must be refused, not silently rewritten to api.example.com.
-  test.each(["*", "*.com", "a.*.com", "*.*.com", "example.com:0", "example.com:70000", "1.2.3", "", "user@api.example.com"])("%p is refused with 400 naming host", async (host) => {
-    const res = await add({ host });
-    expect(res.status).toBe(400);
-    expect(res.body).toEqual({ error: "invalid_request", message: expect.any(String), field: "host" });
-    expect(await hosts()).toEqual([]);
-  });
+  test.each(["*", "*.com", "a.*.com", "*.*.com", "example.com:0", "example.com:70000", "1.2.3", "", "user@api.example.com"])(
+    "%p is refused with 400 naming host",
+    async (host) => {
+      const res = await add({ host });
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({ error: "invalid_request", message: expect.any(String), field: "host" });
+      expect(await hosts()).toEqual([]);
+    },
+  );
 });
 
 describe("addressing a service by host in the path", () => {
@@ -92,7 +96,12 @@ describe("addressing a service by host in the path", () => {
   test("a partial update keeps the other fields", async () => {
     await add({ host: "api.example.com", description: "first", auth: { type: "header", header: "X-Api-Key", token: "API_KEY", prefix: "Key " } });
     const res = await patch("api.example.com", { description: "second" });
-    expect(res.body).toEqual({ host: "api.example.com", description: "second", auth: { type: "header", header: "x-api-key", token: "API_KEY", prefix: "Key " }, enabled: true });
+    expect(res.body).toEqual({
+      host: "api.example.com",
+      description: "second",
+      auth: { type: "header", header: "x-api-key", token: "API_KEY", prefix: "Key " },
+      enabled: true,
+    });
     const auth = await patch("api.example.com", { auth: { type: "passthrough" } });
     expect(auth.body).toEqual({ host: "api.example.com", description: "second", auth: { type: "passthrough" }, enabled: true });
   });

@@ -73,7 +73,11 @@ const secretHookUrl = () => {
 async function expectNoWebhookLeak(values: string[]): Promise<void> {
   const hooks = (await h.call("GET", "/v1/vaults/v1/webhooks", { token: owner })).body.webhooks as { delivery: { error: string | null } }[];
   expect(hooks.length).toBeGreaterThan(0);
-  const where = { "delivery error": hooks.map((w) => w.delivery.error ?? "").join("\n"), "sender log": senderLog.lines.join("\n"), "server log": h.logs.join("\n") };
+  const where = {
+    "delivery error": hooks.map((w) => w.delivery.error ?? "").join("\n"),
+    "sender log": senderLog.lines.join("\n"),
+    "server log": h.logs.join("\n"),
+  };
   for (const v of values) {
     expect(v.length).toBeGreaterThan(8); // distinctive, or the check proves nothing
     for (const [name, text] of Object.entries(where)) expect(`${name}: ${text.includes(v) ? "present" : "absent"}`).toBe(`${name}: absent`);
@@ -84,7 +88,11 @@ const propose = () =>
   h.call("POST", "/v1/proposals", {
     token: agent.token,
     headers: agent.headers,
-    body: { message: "need stripe for billing", services: [{ action: "set", host: "api.stripe.com", description: "d", auth: { type: "bearer", token: "STRIPE_KEY" } }], credentials: [{ action: "set", key: "STRIPE_KEY", description: "the key" }] },
+    body: {
+      message: "need stripe for billing",
+      services: [{ action: "set", host: "api.stripe.com", description: "d", auth: { type: "bearer", token: "STRIPE_KEY" } }],
+      credentials: [{ action: "set", key: "STRIPE_KEY", description: "the key" }],
+    },
   });
 
 async function settle() {
@@ -115,7 +123,15 @@ describe("managing webhooks", () => {
     expect(add.body.secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
     const list = await h.call("GET", "/v1/vaults/v1/webhooks", { token: owner });
     // The list masks the query and a lone path segment (the full URL was only in the 201).
-    expect(list.body.webhooks).toEqual([{ id: add.body.id, url: `http://127.0.0.1:${receiver.port}/…`, format: "json", created_at: expect.any(String), delivery: { status: "never", event: null, attempts: 0, error: null, at: null } }]);
+    expect(list.body.webhooks).toEqual([
+      {
+        id: add.body.id,
+        url: `http://127.0.0.1:${receiver.port}/…`,
+        format: "json",
+        created_at: expect.any(String),
+        delivery: { status: "never", event: null, attempts: 0, error: null, at: null },
+      },
+    ]);
     expect(JSON.stringify(list.body).includes(String(add.body.secret))).toBe(false);
     expect((await addHook({ url: hookUrl() })).status).toBe(409);
     const del = await h.call("DELETE", `/v1/vaults/v1/webhooks/${add.body.id}`, { token: owner });
@@ -160,7 +176,9 @@ describe("delivery", () => {
     expect(first.status).toBe(201);
     await settle();
     const approveValue = sentinel("approve");
-    expect((await h.call("POST", `/v1/proposals/${first.body.id}/approve`, { token: owner, body: { credentials: { STRIPE_KEY: approveValue } } })).status).toBe(200);
+    expect((await h.call("POST", `/v1/proposals/${first.body.id}/approve`, { token: owner, body: { credentials: { STRIPE_KEY: approveValue } } })).status).toBe(
+      200,
+    );
     await settle();
     const second = await propose();
     await settle();
@@ -173,11 +191,25 @@ describe("delivery", () => {
     await settle();
 
     const events = received.map((r) => verify(r, secret) as any);
-    expect(events.map((e) => e.event)).toEqual(["proposal.created", "proposal.approved", "proposal.created", "proposal.rejected", "proposal.created", "proposal.expired"]);
+    expect(events.map((e) => e.event)).toEqual([
+      "proposal.created",
+      "proposal.approved",
+      "proposal.created",
+      "proposal.rejected",
+      "proposal.created",
+      "proposal.expired",
+    ]);
     expect(events[0]).toMatchObject({
       vault: "v1",
       approval_url: first.body.approval_url,
-      proposal: { id: first.body.id, requested_by: "ci-bot", requested_by_kind: "agent", message: "need stripe for billing", hosts: ["api.stripe.com"], keys: ["STRIPE_KEY"] },
+      proposal: {
+        id: first.body.id,
+        requested_by: "ci-bot",
+        requested_by_kind: "agent",
+        message: "need stripe for billing",
+        hosts: ["api.stripe.com"],
+        keys: ["STRIPE_KEY"],
+      },
     });
     expect(events[1].proposal).toMatchObject({ status: "applied", decided_by: "owner@example.com" });
     expect(events[1].approval_url).toBeNull();
@@ -248,11 +280,22 @@ describe("delivery", () => {
     const vault = (await h.store.vaults.byName("v1"))!;
     const agentId = (await h.store.agents.byName("ci-bot"))!.id;
     const held = {
-      vault: { id: vault.id, name: "v1" }, principal: `agent:${agentId}`, viaSession: false, fingerprint: "f".repeat(64), method: "POST", host: "api.stripe.com",
-      target: "/v1/refunds?customer=cus_secretish", service: "api.stripe.com", headers: [["content-type", "application/json"]] as [string, string][],
-      bodyPreview: '{"charge":"ch_1","amount":500}', bodyBytes: 30, bodySha256: "b".repeat(64),
+      vault: { id: vault.id, name: "v1" },
+      principal: `agent:${agentId}`,
+      viaSession: false,
+      fingerprint: "f".repeat(64),
+      method: "POST",
+      host: "api.stripe.com",
+      target: "/v1/refunds?customer=cus_secretish",
+      service: "api.stripe.com",
+      headers: [["content-type", "application/json"]] as [string, string][],
+      bodyPreview: '{"charge":"ch_1","amount":500}',
+      bodyBytes: 30,
+      bodySha256: "b".repeat(64),
     };
-    const refused = await createRequestApprovalGate(h.domain).pass(held, { waitMs: 0 }).catch((e: unknown) => e);
+    const refused = await createRequestApprovalGate(h.domain)
+      .pass(held, { waitMs: 0 })
+      .catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(ApprovalRequired);
     const id = (refused as ApprovalRequired).links.approval_id;
     await settle();
@@ -263,11 +306,21 @@ describe("delivery", () => {
     expect(json[0]).toMatchObject({
       vault: "v1",
       approval_url: `${h.domain.publicUrl}/approve/requests/${id}`,
-      request_approval: { id, state: "pending", requested_by: "ci-bot", requested_by_kind: "agent", method: "POST", url: "https://api.stripe.com/v1/refunds", body_bytes: 30 },
+      request_approval: {
+        id,
+        state: "pending",
+        requested_by: "ci-bot",
+        requested_by_kind: "agent",
+        method: "POST",
+        url: "https://api.stripe.com/v1/refunds",
+        body_bytes: 30,
+      },
     });
     expect(json[1].request_approval).toMatchObject({ state: "approved", decided_by: "owner@example.com" });
     const texts = received.filter((r) => r.body.startsWith('{"text"')).map((r) => (verify(r, slack.body.secret) as { text: string }).text);
-    expect(texts[0]).toBe(`agent ci-bot asks to send POST https://api.stripe.com/v1/refunds in vault v1; approve or deny it: ${h.domain.publicUrl}/approve/requests/${id}`);
+    expect(texts[0]).toBe(
+      `agent ci-bot asks to send POST https://api.stripe.com/v1/refunds in vault v1; approve or deny it: ${h.domain.publicUrl}/approve/requests/${id}`,
+    );
     expect(texts[1]).toBe("POST https://api.stripe.com/v1/refunds (agent ci-bot) in vault v1 was approved by owner@example.com");
     const all = received.map((r) => r.body).join("\n");
     for (const hidden of ["cus_secretish", "ch_1", owner, agent.token, stored]) expect(all.includes(hidden)).toBe(false);

@@ -14,15 +14,41 @@ export function addUser(store: Pick<Store, "users">, email: string, role: UserRo
 /** A session row tagged `tag` (public id ses_<tag>, token hash hash-<tag>); a user session unless overridden. */
 export function newSession(tag: string, over: Partial<Omit<SessionRow, "id" | "revokedAt">> = {}): Omit<SessionRow, "id" | "revokedAt"> {
   return {
-    publicId: `ses_${tag}`, tokenHash: `hash-${tag}`, kind: "user", userId: null, agentId: null, vaultId: null, role: null,
-    createdAt: 10, expiresAt: null, lastSeenAt: 10, contained: false, ...over,
+    publicId: `ses_${tag}`,
+    tokenHash: `hash-${tag}`,
+    kind: "user",
+    userId: null,
+    agentId: null,
+    vaultId: null,
+    role: null,
+    createdAt: 10,
+    expiresAt: null,
+    lastSeenAt: 10,
+    contained: false,
+    ...over,
     ...(over.createdAt !== undefined && over.lastSeenAt === undefined ? { lastSeenAt: over.createdAt } : {}),
   };
 }
 
 export function auditRow(over: Partial<Omit<AuditRow, "id">> = {}): Omit<AuditRow, "id"> {
   return {
-    at: 1, principal: "user:1", vaultId: 1, vault: "v", ingress: "proxy", method: "GET", host: "api.example.com", path: "/",
-    service: "api.example.com", credentialKeys: "K", status: 200, bytesIn: 10, bytesOut: 20, durationMs: 3, error: null, contained: false, approvedBy: null, ...over,
+    at: 1,
+    principal: "user:1",
+    vaultId: 1,
+    vault: "v",
+    ingress: "proxy",
+    method: "GET",
+    host: "api.example.com",
+    path: "/",
+    service: "api.example.com",
+    credentialKeys: "K",
+    status: 200,
+    bytesIn: 10,
+    bytesOut: 20,
+    durationMs: 3,
+    error: null,
+    contained: false,
+    approvedBy: null,
+    ...over,
   };
 }

@@ -25,17 +25,47 @@ async function vaultCounts(store: Store, vaultId: number): Promise<Record<string
 async function fillVault(store: Store, name: string, who: { userId: number; agentId: number; creatorId: number }) {
   const v = await store.vaults.create(name, 1);
   await store.credentials.put({ vaultId: v.id, key: "K", nonce: bytes(12, 1), ciphertext: bytes(20, 2) }, 1);
-  await store.services.put({ vaultId: v.id, host: "api.example.com", description: "", authType: "bearer", authKey: "K", authHeader: null, authPrefix: null, authUsername: null, enabled: true }, 1);
+  await store.services.put(
+    {
+      vaultId: v.id,
+      host: "api.example.com",
+      description: "",
+      authType: "bearer",
+      authKey: "K",
+      authHeader: null,
+      authPrefix: null,
+      authUsername: null,
+      enabled: true,
+    },
+    1,
+  );
   await store.access.setMember(v.id, who.userId, "member", 1);
   await store.access.setGrant(v.id, who.agentId, "proxy", 1);
   await store.invites.create({
-    publicId: `inv_${name}`, tokenHash: `inv-hash-${name}`, kind: "vault", vaultId: v.id, role: "member", email: null, agentName: null,
-    agentTokenTtlMs: null, createdBy: who.creatorId, createdAt: 1, expiresAt: 1000,
+    publicId: `inv_${name}`,
+    tokenHash: `inv-hash-${name}`,
+    kind: "vault",
+    vaultId: v.id,
+    role: "member",
+    email: null,
+    agentName: null,
+    agentTokenTtlMs: null,
+    createdBy: who.creatorId,
+    createdAt: 1,
+    expiresAt: 1000,
   });
   await store.sessions.create(newSession(`scoped-${name}`, { kind: "scoped", userId: who.userId, vaultId: v.id, role: "proxy" }));
   await store.proposals.create({
-    vaultId: v.id, message: "m", userMessage: "u", services: "[]", credentials: "[]", createdBy: "agent:bot", createdAt: 1, expiresAt: 1000,
-    approvalTokenHash: `appr-${name}`, approvalExpiresAt: 1000,
+    vaultId: v.id,
+    message: "m",
+    userMessage: "u",
+    services: "[]",
+    credentials: "[]",
+    createdBy: "agent:bot",
+    createdAt: 1,
+    expiresAt: 1000,
+    approvalTokenHash: `appr-${name}`,
+    approvalExpiresAt: 1000,
   });
   await store.audit.insert([auditRow({ vaultId: v.id, vault: name })]);
   return v;
@@ -73,13 +103,30 @@ forEachBackend((backend) => {
     await store.sessions.create(newSession("stays-user", { userId: stays.id }));
     await store.access.setMember(v.id, stays.id, "admin", 1);
     await store.identities.create({ userId: gone.id, issuer: "https://idp", subject: "s", email: gone.email, createdAt: 1 });
-    await store.identities.putState({ stateHash: "st", nonce: "n", codeVerifier: "cv", purpose: "link", userId: gone.id, returnTo: null, cliPort: null, cliNonce: null, expiresAt: 9 });
+    await store.identities.putState({
+      stateHash: "st",
+      nonce: "n",
+      codeVerifier: "cv",
+      purpose: "link",
+      userId: gone.id,
+      returnTo: null,
+      cliPort: null,
+      cliNonce: null,
+      expiresAt: 9,
+    });
     await store.identities.putCliCode({ codeHash: "cc", userId: gone.id, cliNonce: "n", expiresAt: 9 });
     const [proposal] = await store.proposals.list(v.id, "pending", 1);
     expect(await store.proposals.decide(proposal!.id, "rejected", gone.id, 5)).toBe(true);
 
     expect(await store.db.run("DELETE FROM users WHERE id = ?", [gone.id])).toBe(1);
-    const owned = [["sessions", "user_id"], ["vault_members", "user_id"], ["user_identities", "user_id"], ["oidc_states", "user_id"], ["oidc_cli_codes", "user_id"], ["invites", "created_by"]] as const;
+    const owned = [
+      ["sessions", "user_id"],
+      ["vault_members", "user_id"],
+      ["user_identities", "user_id"],
+      ["oidc_states", "user_id"],
+      ["oidc_cli_codes", "user_id"],
+      ["invites", "created_by"],
+    ] as const;
     for (const [table, column] of owned) {
       expect({ table, n: await countWhere(store, table, column, gone.id) }).toEqual({ table, n: 0 });
     }
@@ -96,7 +143,10 @@ forEachBackend((backend) => {
   test("deleting an agent removes its sessions and grants, and only those", async () => {
     const store = await backend.open();
     const v = await store.vaults.create("v", 1);
-    const [gone, stays] = [await store.agents.create({ name: "gone", role: "member", createdBy: null, createdAt: 1 }), await store.agents.create({ name: "stays", role: "member", createdBy: null, createdAt: 1 })];
+    const [gone, stays] = [
+      await store.agents.create({ name: "gone", role: "member", createdBy: null, createdAt: 1 }),
+      await store.agents.create({ name: "stays", role: "member", createdBy: null, createdAt: 1 }),
+    ];
     for (const a of [gone, stays]) {
       await store.access.setGrant(v.id, a.id, "proxy", 1);
       await store.sessions.create(newSession(`agent-${a.name}`, { kind: "agent", agentId: a.id }));

@@ -10,8 +10,21 @@ import { createLoginThrottle } from "../../../src/ratelimit/index.ts";
 import { Secret } from "../../../src/secret.ts";
 import type { Store } from "../../../src/store/index.ts";
 import {
-  acceptVaultInvite, approveProposal, createAgentInvite, createAuthenticator, createHashGate, createProposal, createVaultInvite, loadCredential,
-  openVault, redeemAgentInvite, registerUser, rejectProposal, unlockKeyring, type Domain, type UserPrincipal,
+  acceptVaultInvite,
+  approveProposal,
+  createAgentInvite,
+  createAuthenticator,
+  createHashGate,
+  createProposal,
+  createVaultInvite,
+  loadCredential,
+  openVault,
+  redeemAgentInvite,
+  registerUser,
+  rejectProposal,
+  unlockKeyring,
+  type Domain,
+  type UserPrincipal,
 } from "../../../src/vault/index.ts";
 import { CHEAP_KDF } from "../../helpers/api.ts";
 import { forEachBackend } from "../../helpers/store-backends.ts";
@@ -24,10 +37,13 @@ async function createDomain(store: Store): Promise<Domain> {
   const now = () => Date.UTC(2026, 0, 1);
   const keyring = await unlockKeyring(store, undefined, { now });
   return {
-    store, now, dataKey: keyring.dataKey,
+    store,
+    now,
+    dataKey: keyring.dataKey,
     auth: createAuthenticator(store, { now, cacheTtlMs: 0 }),
     hashing: createHashGate({ concurrency: N, queue: 64 }),
-    publicUrl: "http://broker.test", proxyUrl: "http://broker.test:14322",
+    publicUrl: "http://broker.test",
+    proxyUrl: "http://broker.test:14322",
     passwordKdf: CHEAP_KDF,
     loginThrottle: createLoginThrottle({ now }),
   };
@@ -137,7 +153,10 @@ forEachBackend((backend) => {
     const vault = await d.store.vaults.create("v", d.now());
     const invite = await createVaultInvite(d, owner, await openVault(d, owner, "v", "invite_people"), { role: "proxy" });
     const { winners, errors } = await race(
-      Array.from({ length: N }, (_, i) => () => acceptVaultInvite(d, invite.token, undefined, { email: `new${i}@example.com`, password: new Secret(PASSWORD) })),
+      Array.from(
+        { length: N },
+        (_, i) => () => acceptVaultInvite(d, invite.token, undefined, { email: `new${i}@example.com`, password: new Secret(PASSWORD) }),
+      ),
     );
     expect(winners.length).toBe(1);
     expectLosers(errors, NotFound, "invite not found, already used or expired");

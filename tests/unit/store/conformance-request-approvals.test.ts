@@ -7,9 +7,24 @@ import type { RequestApprovalRow, Store } from "../../../src/store/index.ts";
 import { forEachBackend } from "../../helpers/store-backends.ts";
 
 const row = (vaultId: number, tag: string, over: Partial<RequestApprovalRow> = {}) => ({
-  publicId: `apr_${tag.padEnd(16, "x")}`, vaultId, principal: "agent:1", viaSession: false, fingerprint: tag.padEnd(64, "0"), method: "POST", host: "api.example.com",
-  target: "/v1/refunds?a=1", service: "api.example.com", headers: '[["content-type","application/json"]]', bodyPreview: "{}", bodyBytes: 2,
-  bodySha256: "e".repeat(64), createdAt: 100, expiresAt: 1000, sealedNonce: null, sealedDescription: null, ...over,
+  publicId: `apr_${tag.padEnd(16, "x")}`,
+  vaultId,
+  principal: "agent:1",
+  viaSession: false,
+  fingerprint: tag.padEnd(64, "0"),
+  method: "POST",
+  host: "api.example.com",
+  target: "/v1/refunds?a=1",
+  service: "api.example.com",
+  headers: '[["content-type","application/json"]]',
+  bodyPreview: "{}",
+  bodyBytes: 2,
+  bodySha256: "e".repeat(64),
+  createdAt: 100,
+  expiresAt: 1000,
+  sealedNonce: null,
+  sealedDescription: null,
+  ...over,
 });
 
 forEachBackend((backend) => {
@@ -19,10 +34,25 @@ forEachBackend((backend) => {
     store = await backend.open();
     const v = await store.vaults.create("v", 1);
     const a = await store.requestApprovals.create(row(v.id, "a"));
-    expect(a).toMatchObject({ state: "pending", vaultId: v.id, bodyBytes: 2, decidedAt: null, decidedBy: null, usedAt: null, sealedNonce: null, sealedDescription: null });
+    expect(a).toMatchObject({
+      state: "pending",
+      vaultId: v.id,
+      bodyBytes: 2,
+      decidedAt: null,
+      decidedBy: null,
+      usedAt: null,
+      sealedNonce: null,
+      sealedDescription: null,
+    });
     // Sealed descriptions come back as the bytes stored.
-    const sealed = await store.requestApprovals.create(row(v.id, "s", { sealedNonce: new Uint8Array([1, 2, 3]), sealedDescription: new Uint8Array([0, 255, 7]), viaSession: true }));
-    expect(await store.requestApprovals.byPublicId(sealed.publicId)).toMatchObject({ sealedNonce: new Uint8Array([1, 2, 3]), sealedDescription: new Uint8Array([0, 255, 7]), viaSession: true });
+    const sealed = await store.requestApprovals.create(
+      row(v.id, "s", { sealedNonce: new Uint8Array([1, 2, 3]), sealedDescription: new Uint8Array([0, 255, 7]), viaSession: true }),
+    );
+    expect(await store.requestApprovals.byPublicId(sealed.publicId)).toMatchObject({
+      sealedNonce: new Uint8Array([1, 2, 3]),
+      sealedDescription: new Uint8Array([0, 255, 7]),
+      viaSession: true,
+    });
     expect(a.viaSession).toBe(false);
     expect(await store.requestApprovals.expire(sealed.id, 1000)).toBe(true);
     // A second pending approval of the same request is refused by the index; another principal's is not.

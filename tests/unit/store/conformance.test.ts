@@ -70,8 +70,23 @@ forEachBackend((backend) => {
   test("users: create with hash bytes, look up, count, unique email, change password", async () => {
     await open();
     expect(await store.users.count()).toBe(0);
-    const u = await store.users.create({ email: "a@example.com", passwordHash: bytes(32, 1), passwordSalt: bytes(16, 9), passwordParams: '{"t":1}', role: "owner", createdAt: 5 });
-    expect({ ...u, passwordHash: [], passwordSalt: [] }).toEqual({ id: expect.any(Number), email: "a@example.com", passwordHash: [], passwordSalt: [], passwordParams: '{"t":1}', role: "owner", createdAt: 5 });
+    const u = await store.users.create({
+      email: "a@example.com",
+      passwordHash: bytes(32, 1),
+      passwordSalt: bytes(16, 9),
+      passwordParams: '{"t":1}',
+      role: "owner",
+      createdAt: 5,
+    });
+    expect({ ...u, passwordHash: [], passwordSalt: [] }).toEqual({
+      id: expect.any(Number),
+      email: "a@example.com",
+      passwordHash: [],
+      passwordSalt: [],
+      passwordParams: '{"t":1}',
+      role: "owner",
+      createdAt: 5,
+    });
     expectBytes(u.passwordHash, bytes(32, 1));
     expectBytes(u.passwordSalt, bytes(16, 9));
     expect(await store.users.byEmail("a@example.com")).toEqual(u);
@@ -93,8 +108,19 @@ forEachBackend((backend) => {
     const v = await store.vaults.create("v", 1);
     const live = await store.sessions.create(newSession("live", { userId: u.id, expiresAt: 1000 }));
     expect(live).toEqual({
-      id: expect.any(Number), publicId: "ses_live", tokenHash: "hash-live", kind: "user", userId: u.id, agentId: null, vaultId: null,
-      role: null, createdAt: 10, expiresAt: 1000, lastSeenAt: 10, revokedAt: null, contained: false,
+      id: expect.any(Number),
+      publicId: "ses_live",
+      tokenHash: "hash-live",
+      kind: "user",
+      userId: u.id,
+      agentId: null,
+      vaultId: null,
+      role: null,
+      createdAt: 10,
+      expiresAt: 1000,
+      lastSeenAt: 10,
+      revokedAt: null,
+      contained: false,
     });
     expect(await store.sessions.byTokenHash("hash-live")).toEqual(live);
     expect(await store.sessions.byPublicId("ses_live")).toEqual(live);
@@ -112,7 +138,10 @@ forEachBackend((backend) => {
 
     await store.sessions.create(newSession("scoped1", { kind: "scoped", userId: u.id, vaultId: v.id, role: "proxy", createdAt: 14, expiresAt: 300 }));
     await store.sessions.create(newSession("scoped2", { kind: "scoped", userId: u.id, vaultId: v.id, role: "member", createdAt: 15, expiresAt: 900 }));
-    expect((await store.sessions.activeScopedForVault(v.id, 299)).map((s) => [s.publicId, s.role])).toEqual([["ses_scoped1", "proxy"], ["ses_scoped2", "member"]]);
+    expect((await store.sessions.activeScopedForVault(v.id, 299)).map((s) => [s.publicId, s.role])).toEqual([
+      ["ses_scoped1", "proxy"],
+      ["ses_scoped2", "member"],
+    ]);
     expect((await store.sessions.activeScopedForVault(v.id, 300)).map((s) => s.publicId)).toEqual(["ses_scoped2"]);
     expect(forever.expiresAt).toBeNull();
     expect(expiring.expiresAt).toBe(500);
@@ -127,7 +156,8 @@ forEachBackend((backend) => {
     expect((await store.sessions.byTokenHash("hash-s"))?.lastSeenAt).toBe(50);
 
     const agent = await store.agents.create({ name: "bot", role: "member", createdBy: u.id, createdAt: 1 });
-    for (const tag of ["a1", "a2", "a3"]) await store.sessions.create(newSession(tag, { kind: "agent", agentId: agent.id, expiresAt: tag === "a3" ? 100 : null }));
+    for (const tag of ["a1", "a2", "a3"])
+      await store.sessions.create(newSession(tag, { kind: "agent", agentId: agent.id, expiresAt: tag === "a3" ? 100 : null }));
     expect(await store.sessions.countActiveForAgent(agent.id, 99)).toBe(3);
     expect(await store.sessions.countActiveForAgent(agent.id, 100)).toBe(2);
     await store.sessions.revoke((await store.sessions.byPublicId("ses_a1"))!.id, 60);
@@ -146,7 +176,9 @@ forEachBackend((backend) => {
     expect(await store.sessions.byPublicId("ses_a1")).toBeUndefined();
     expect(await store.sessions.byPublicId("ses_s")).toBeDefined();
     expect(await store.sessions.prune(101)).toBe(3); // s, minted (revoked at 80) and a3 (expired at 100)
-    expect((await store.db.all<{ publicId: string }>(`SELECT public_id AS "publicId" FROM sessions ORDER BY public_id`)).map((r) => r.publicId)).toEqual(["ses_a2"]);
+    expect((await store.db.all<{ publicId: string }>(`SELECT public_id AS "publicId" FROM sessions ORDER BY public_id`)).map((r) => r.publicId)).toEqual([
+      "ses_a2",
+    ]);
   });
 
   test("agents: create, look up, list by name, unique names, creator may be null, remove", async () => {
@@ -186,7 +218,10 @@ forEachBackend((backend) => {
     ]);
     expect(await store.access.vaultsOfUser(zed.id)).toEqual([{ vaultId: va.id, vaultName: "va", role: "admin" }]);
 
-    const [bot, ant] = [await store.agents.create({ name: "bot", role: "member", createdBy: null, createdAt: 1 }), await store.agents.create({ name: "ant", role: "member", createdBy: null, createdAt: 1 })];
+    const [bot, ant] = [
+      await store.agents.create({ name: "bot", role: "member", createdBy: null, createdAt: 1 }),
+      await store.agents.create({ name: "ant", role: "member", createdBy: null, createdAt: 1 }),
+    ];
     expect(await store.access.grantRole(va.id, bot.id)).toBeUndefined();
     await store.access.setGrant(vb.id, bot.id, "proxy", 1);
     await store.access.setGrant(va.id, bot.id, "member", 1);
@@ -211,15 +246,35 @@ forEachBackend((backend) => {
     const v = await store.vaults.create("v", 1);
     const invite = (tag: string, kind: "agent" | "vault", createdAt: number, expiresAt: number) =>
       store.invites.create({
-        publicId: `inv_${tag}`, tokenHash: `hash-${tag}`, kind, vaultId: v.id, role: "proxy", email: kind === "vault" ? `${tag}@example.com` : null,
-        agentName: kind === "agent" ? `agent-${tag}` : null, agentTokenTtlMs: kind === "agent" ? 3_600_000 : null, createdBy: kind === "agent" ? null : u.id, createdAt, expiresAt,
+        publicId: `inv_${tag}`,
+        tokenHash: `hash-${tag}`,
+        kind,
+        vaultId: v.id,
+        role: "proxy",
+        email: kind === "vault" ? `${tag}@example.com` : null,
+        agentName: kind === "agent" ? `agent-${tag}` : null,
+        agentTokenTtlMs: kind === "agent" ? 3_600_000 : null,
+        createdBy: kind === "agent" ? null : u.id,
+        createdAt,
+        expiresAt,
       });
     const a1 = await invite("a1", "agent", 10, 100);
     const a2 = await invite("a2", "agent", 11, 200);
     const h1 = await invite("h1", "vault", 12, 300);
     expect(a1).toEqual({
-      id: expect.any(Number), publicId: "inv_a1", tokenHash: "hash-a1", kind: "agent", vaultId: v.id, role: "proxy", email: null,
-      agentName: "agent-a1", agentTokenTtlMs: 3_600_000, createdBy: null, createdAt: 10, expiresAt: 100, usedAt: null,
+      id: expect.any(Number),
+      publicId: "inv_a1",
+      tokenHash: "hash-a1",
+      kind: "agent",
+      vaultId: v.id,
+      role: "proxy",
+      email: null,
+      agentName: "agent-a1",
+      agentTokenTtlMs: 3_600_000,
+      createdBy: null,
+      createdAt: 10,
+      expiresAt: 100,
+      usedAt: null,
     });
     expect(await store.invites.byTokenHash("hash-h1")).toEqual(h1);
     expect(await store.invites.byTokenHash("nope")).toBeUndefined();
@@ -248,15 +303,38 @@ forEachBackend((backend) => {
   test("services: put is an upsert per (vault, host); nullable auth fields and enabled round-trip", async () => {
     await open();
     const v = await store.vaults.create("v", 1);
-    const base = { vaultId: v.id, description: "", authKey: null, authHeader: null, authPrefix: null, authUsername: null, authParam: null, authTemplate: null, authConfig: null, enabled: true, rules: null } as const;
+    const base = {
+      vaultId: v.id,
+      description: "",
+      authKey: null,
+      authHeader: null,
+      authPrefix: null,
+      authUsername: null,
+      authParam: null,
+      authTemplate: null,
+      authConfig: null,
+      enabled: true,
+      rules: null,
+    } as const;
     await store.services.put({ ...base, host: "b.example.com", authType: "bearer", authKey: "K" }, 10);
-    await store.services.put({ ...base, host: "a.example.com", authType: "header", authKey: "H", authHeader: "x-api-key", authPrefix: "Key ", enabled: false }, 11);
+    await store.services.put(
+      { ...base, host: "a.example.com", authType: "header", authKey: "H", authHeader: "x-api-key", authPrefix: "Key ", enabled: false },
+      11,
+    );
     expect(await store.services.list(v.id)).toEqual([
       { ...base, host: "a.example.com", authType: "header", authKey: "H", authHeader: "x-api-key", authPrefix: "Key ", enabled: false, updatedAt: 11 },
       { ...base, host: "b.example.com", authType: "bearer", authKey: "K", updatedAt: 10 },
     ]);
     await store.services.put({ ...base, host: "b.example.com", description: "now basic", authType: "basic", authKey: "P", authUsername: "me" }, 20);
-    expect(await store.services.get(v.id, "b.example.com")).toEqual({ ...base, host: "b.example.com", description: "now basic", authType: "basic", authKey: "P", authUsername: "me", updatedAt: 20 });
+    expect(await store.services.get(v.id, "b.example.com")).toEqual({
+      ...base,
+      host: "b.example.com",
+      description: "now basic",
+      authType: "basic",
+      authKey: "P",
+      authUsername: "me",
+      updatedAt: 20,
+    });
     expect((await store.services.list(v.id)).length).toBe(2);
     const rules = '[{"methods":["GET"],"paths":["/x/**"]}]';
     await store.services.put({ ...base, host: "b.example.com", authType: "bearer", authKey: "K", rules }, 21);
@@ -268,15 +346,36 @@ forEachBackend((backend) => {
     // URL credentials (migration 9): the query parameter and path template round-trip and are cleared by a put without them.
     await store.services.put({ ...base, host: "q.example.com", authType: "query", authKey: "G", authParam: "key" }, 30);
     await store.services.put({ ...base, host: "p.example.com", authType: "path", authKey: "T", authTemplate: "/bot{value}" }, 31);
-    expect(await store.services.get(v.id, "q.example.com")).toEqual({ ...base, host: "q.example.com", authType: "query", authKey: "G", authParam: "key", updatedAt: 30 });
-    expect(await store.services.get(v.id, "p.example.com")).toEqual({ ...base, host: "p.example.com", authType: "path", authKey: "T", authTemplate: "/bot{value}", updatedAt: 31 });
+    expect(await store.services.get(v.id, "q.example.com")).toEqual({
+      ...base,
+      host: "q.example.com",
+      authType: "query",
+      authKey: "G",
+      authParam: "key",
+      updatedAt: 30,
+    });
+    expect(await store.services.get(v.id, "p.example.com")).toEqual({
+      ...base,
+      host: "p.example.com",
+      authType: "path",
+      authKey: "T",
+      authTemplate: "/bot{value}",
+      updatedAt: 31,
+    });
     await store.services.put({ ...base, host: "q.example.com", authType: "bearer", authKey: "G" }, 32);
     expect(await store.services.get(v.id, "q.example.com")).toEqual({ ...base, host: "q.example.com", authType: "bearer", authKey: "G", updatedAt: 32 });
     // Minted types (migration 11): their fields as JSON in auth_config, cleared by a put without them.
     const config = '{"token_url":"https://idp.example.com/token","client_id":"CID","client_secret":"CSECRET"}';
     await store.services.put({ ...base, host: "m.example.com", authType: "oauth2_client_credentials", authConfig: config }, 34);
-    expect(await store.services.get(v.id, "m.example.com")).toEqual({ ...base, host: "m.example.com", authType: "oauth2_client_credentials", authConfig: config, updatedAt: 34 });
-    for (const authType of ["oauth2_refresh", "aws_sigv4", "github_app"] as const) await store.services.put({ ...base, host: "m.example.com", authType, authConfig: "{}" }, 35);
+    expect(await store.services.get(v.id, "m.example.com")).toEqual({
+      ...base,
+      host: "m.example.com",
+      authType: "oauth2_client_credentials",
+      authConfig: config,
+      updatedAt: 34,
+    });
+    for (const authType of ["oauth2_refresh", "aws_sigv4", "github_app"] as const)
+      await store.services.put({ ...base, host: "m.example.com", authType, authConfig: "{}" }, 35);
     await store.services.put({ ...base, host: "m.example.com", authType: "bearer", authKey: "K" }, 36);
     expect((await store.services.get(v.id, "m.example.com"))?.authConfig).toBeNull();
     // The widened CHECK still refuses anything else.
@@ -286,8 +385,24 @@ forEachBackend((backend) => {
   test("services: all lists every vault's rows, enabled or not, by vault then host", async () => {
     await open();
     const [a, b] = [await store.vaults.create("a", 1), await store.vaults.create("b", 1)];
-    const row = (vaultId: number, host: string) => ({ vaultId, host, description: "", authType: "bearer" as const, authKey: "K", authHeader: null, authPrefix: null, authUsername: null, enabled: vaultId !== b.id });
-    for (const [v, h] of [[b, "api.example.com"], [a, "api.example.com"], [a, "*.example.com"], [b, "other.example.com:8443"]] as const) await store.services.put(row(v.id, h), 1);
+    const row = (vaultId: number, host: string) => ({
+      vaultId,
+      host,
+      description: "",
+      authType: "bearer" as const,
+      authKey: "K",
+      authHeader: null,
+      authPrefix: null,
+      authUsername: null,
+      enabled: vaultId !== b.id,
+    });
+    for (const [v, h] of [
+      [b, "api.example.com"],
+      [a, "api.example.com"],
+      [a, "*.example.com"],
+      [b, "other.example.com:8443"],
+    ] as const)
+      await store.services.put(row(v.id, h), 1);
     expect((await store.services.all()).map((r) => [r.vaultId, r.host, r.enabled])).toEqual([
       [a.id, "*.example.com", true],
       [a.id, "api.example.com", true],
@@ -367,19 +482,52 @@ forEachBackend((backend) => {
     const other = await store.vaults.create("other", 1);
     const propose = (vaultId: number, tag: string, expiresAt = 1000) =>
       store.proposals.create({
-        vaultId, message: `m-${tag}`, userMessage: `u-${tag}`, services: "[]", credentials: '[{"key":"K"}]', createdBy: "agent:bot", createdAt: 10, expiresAt,
-        approvalTokenHash: `appr-${tag}`, approvalExpiresAt: 500,
+        vaultId,
+        message: `m-${tag}`,
+        userMessage: `u-${tag}`,
+        services: "[]",
+        credentials: '[{"key":"K"}]',
+        createdBy: "agent:bot",
+        createdAt: 10,
+        expiresAt,
+        approvalTokenHash: `appr-${tag}`,
+        approvalExpiresAt: 500,
       });
     const p1 = await propose(v.id, "1");
     const p2 = await propose(v.id, "2", 50);
     const p3 = await propose(v.id, "3");
     await propose(other.id, "4");
     expect(p1).toEqual({
-      id: expect.any(Number), vaultId: v.id, status: "pending", message: "m-1", userMessage: "u-1", services: "[]", credentials: '[{"key":"K"}]',
-      createdBy: "agent:bot", viaSession: false, createdAt: 10, expiresAt: 1000, approvalTokenHash: "appr-1", approvalExpiresAt: 500, decidedAt: null, decidedBy: null,
+      id: expect.any(Number),
+      vaultId: v.id,
+      status: "pending",
+      message: "m-1",
+      userMessage: "u-1",
+      services: "[]",
+      credentials: '[{"key":"K"}]',
+      createdBy: "agent:bot",
+      viaSession: false,
+      createdAt: 10,
+      expiresAt: 1000,
+      approvalTokenHash: "appr-1",
+      approvalExpiresAt: 500,
+      decidedAt: null,
+      decidedBy: null,
     });
     expect(await store.proposals.byId(p1.id)).toEqual(p1);
-    const bySession = await store.proposals.create({ vaultId: other.id, message: "s", userMessage: "", services: "[]", credentials: "[]", createdBy: "user:1", viaSession: true, createdAt: 10, expiresAt: 1000, approvalTokenHash: "appr-s", approvalExpiresAt: 500 });
+    const bySession = await store.proposals.create({
+      vaultId: other.id,
+      message: "s",
+      userMessage: "",
+      services: "[]",
+      credentials: "[]",
+      createdBy: "user:1",
+      viaSession: true,
+      createdAt: 10,
+      expiresAt: 1000,
+      approvalTokenHash: "appr-s",
+      approvalExpiresAt: 500,
+    });
     expect((await store.proposals.byId(bySession.id))!.viaSession).toBe(true);
     expect(await store.proposals.byId(p1.id + 1000)).toBeUndefined();
     expect(await store.proposals.countPending(v.id)).toBe(3);
@@ -396,7 +544,11 @@ forEachBackend((backend) => {
     expect(await store.proposals.decide(p2.id, "applied", u.id, 60)).toBe(false);
     expect(await store.proposals.countPending(v.id)).toBe(1);
 
-    expect((await store.proposals.list(v.id, null, 10)).map((p) => [p.id, p.status])).toEqual([[p3.id, "pending"], [p2.id, "expired"], [p1.id, "applied"]]);
+    expect((await store.proposals.list(v.id, null, 10)).map((p) => [p.id, p.status])).toEqual([
+      [p3.id, "pending"],
+      [p2.id, "expired"],
+      [p1.id, "applied"],
+    ]);
     expect((await store.proposals.list(v.id, null, 2)).map((p) => p.id)).toEqual([p3.id, p2.id]);
     expect((await store.proposals.list(v.id, "pending", 10)).map((p) => p.id)).toEqual([p3.id]);
     expect((await store.proposals.list(v.id, "applied", 10)).map((p) => p.id)).toEqual([p1.id]);
@@ -409,7 +561,14 @@ forEachBackend((backend) => {
     await store.ca.insert({ certPem: "PEM-1", keyNonce: bytes(12, 1), keyCiphertext: bytes(80, 2), createdAt: 10, notAfter: 1_900_000_000_000 });
     await store.ca.insert({ certPem: "PEM-2", keyNonce: bytes(12, 3), keyCiphertext: bytes(81, 4), createdAt: 5, notAfter: 2_000_000_000_000 });
     const active = (await store.ca.active())!;
-    expect({ ...active, keyNonce: [], keyCiphertext: [] }).toEqual({ id: expect.any(Number), certPem: "PEM-2", keyNonce: [], keyCiphertext: [], createdAt: 5, notAfter: 2_000_000_000_000 });
+    expect({ ...active, keyNonce: [], keyCiphertext: [] }).toEqual({
+      id: expect.any(Number),
+      certPem: "PEM-2",
+      keyNonce: [],
+      keyCiphertext: [],
+      createdAt: 5,
+      notAfter: 2_000_000_000_000,
+    });
     expectBytes(active.keyNonce, bytes(12, 3));
     expectBytes(active.keyCiphertext, bytes(81, 4));
   });

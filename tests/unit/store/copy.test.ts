@@ -30,8 +30,22 @@ const tempDir = () => {
 async function seed(store: Store): Promise<void> {
   const { dataKey } = await unlockKeyring(store, MASTER, { kdf: CHEAP, now: () => T0 });
   await loadRootCa(store, dataKey, T0);
-  const owner = await store.users.create({ email: "owner@example.com", passwordHash: bytes(32, 1), passwordSalt: bytes(16, 2), passwordParams: '{"alg":"argon2id"}', role: "owner", createdAt: T0 });
-  const member = await store.users.create({ email: "naïve@example.com", passwordHash: bytes(32, 3), passwordSalt: bytes(16, 4), passwordParams: "{}", role: "member", createdAt: T0 + 1 });
+  const owner = await store.users.create({
+    email: "owner@example.com",
+    passwordHash: bytes(32, 1),
+    passwordSalt: bytes(16, 2),
+    passwordParams: '{"alg":"argon2id"}',
+    role: "owner",
+    createdAt: T0,
+  });
+  const member = await store.users.create({
+    email: "naïve@example.com",
+    passwordHash: bytes(32, 3),
+    passwordSalt: bytes(16, 4),
+    passwordParams: "{}",
+    role: "member",
+    createdAt: T0 + 1,
+  });
   const gone = await store.vaults.create("deleted-later", T0);
   const vault = await store.vaults.create("prod ☃", T0 + 2);
   const other = await store.vaults.create("staging", T0 + 3);
@@ -39,38 +53,190 @@ async function seed(store: Store): Promise<void> {
   await store.vaults.setUnmatchedHosts(other.id, "deny");
   for (const [key, value] of Object.entries(CREDENTIALS)) await storeCredential(store, dataKey, vault.id, key, new Secret(value), T0 + 5);
   await storeCredential(store, dataKey, other.id, "API_KEY", new Secret("staging-key"), T0 + 6);
-  await store.services.put({ vaultId: vault.id, host: "api.example.com", description: "Example", authType: "bearer", authKey: "API_KEY", authHeader: null, authPrefix: null, authUsername: null, enabled: true }, T0);
-  await store.services.put({ vaultId: vault.id, host: "*.internal.example", description: "", authType: "header", authKey: "API_KEY", authHeader: "x-api-key", authPrefix: "Key ", authUsername: null, enabled: false }, T0);
+  await store.services.put(
+    {
+      vaultId: vault.id,
+      host: "api.example.com",
+      description: "Example",
+      authType: "bearer",
+      authKey: "API_KEY",
+      authHeader: null,
+      authPrefix: null,
+      authUsername: null,
+      enabled: true,
+    },
+    T0,
+  );
+  await store.services.put(
+    {
+      vaultId: vault.id,
+      host: "*.internal.example",
+      description: "",
+      authType: "header",
+      authKey: "API_KEY",
+      authHeader: "x-api-key",
+      authPrefix: "Key ",
+      authUsername: null,
+      enabled: false,
+    },
+    T0,
+  );
   const agent = await store.agents.create({ name: "claude", role: "member", createdBy: owner.id, createdAt: T0 });
   await store.access.setMember(vault.id, owner.id, "admin", T0);
   await store.access.setMember(vault.id, member.id, "member", T0);
   await store.access.setGrant(vault.id, agent.id, "proxy", T0);
-  await store.sessions.create({ publicId: "ses_user", tokenHash: "h1", kind: "user", userId: owner.id, agentId: null, vaultId: null, role: null, createdAt: T0, expiresAt: T0 + 86_400_000, lastSeenAt: T0 });
-  await store.sessions.create({ publicId: "ses_agent", tokenHash: "h2", kind: "agent", userId: null, agentId: agent.id, vaultId: null, role: null, createdAt: T0, expiresAt: null, lastSeenAt: T0 });
-  const scoped = await store.sessions.create({ publicId: "ses_scoped", tokenHash: "h3", kind: "scoped", userId: owner.id, agentId: null, vaultId: vault.id, role: "proxy", createdAt: T0, expiresAt: T0 + 1000, lastSeenAt: T0 });
+  await store.sessions.create({
+    publicId: "ses_user",
+    tokenHash: "h1",
+    kind: "user",
+    userId: owner.id,
+    agentId: null,
+    vaultId: null,
+    role: null,
+    createdAt: T0,
+    expiresAt: T0 + 86_400_000,
+    lastSeenAt: T0,
+  });
+  await store.sessions.create({
+    publicId: "ses_agent",
+    tokenHash: "h2",
+    kind: "agent",
+    userId: null,
+    agentId: agent.id,
+    vaultId: null,
+    role: null,
+    createdAt: T0,
+    expiresAt: null,
+    lastSeenAt: T0,
+  });
+  const scoped = await store.sessions.create({
+    publicId: "ses_scoped",
+    tokenHash: "h3",
+    kind: "scoped",
+    userId: owner.id,
+    agentId: null,
+    vaultId: vault.id,
+    role: "proxy",
+    createdAt: T0,
+    expiresAt: T0 + 1000,
+    lastSeenAt: T0,
+  });
   await store.sessions.revoke(scoped.id, T0 + 10);
-  await store.invites.create({ publicId: "inv_1", tokenHash: "ih1", kind: "agent", vaultId: vault.id, role: "proxy", email: null, agentName: "codex", agentTokenTtlMs: 3_600_000, createdBy: owner.id, createdAt: T0, expiresAt: T0 + 86_400_000 });
-  await store.invites.create({ publicId: "inv_2", tokenHash: "ih2", kind: "vault", vaultId: other.id, role: "member", email: "new@example.com", agentName: null, agentTokenTtlMs: null, createdBy: owner.id, createdAt: T0, expiresAt: T0 + 86_400_000 });
+  await store.invites.create({
+    publicId: "inv_1",
+    tokenHash: "ih1",
+    kind: "agent",
+    vaultId: vault.id,
+    role: "proxy",
+    email: null,
+    agentName: "codex",
+    agentTokenTtlMs: 3_600_000,
+    createdBy: owner.id,
+    createdAt: T0,
+    expiresAt: T0 + 86_400_000,
+  });
+  await store.invites.create({
+    publicId: "inv_2",
+    tokenHash: "ih2",
+    kind: "vault",
+    vaultId: other.id,
+    role: "member",
+    email: "new@example.com",
+    agentName: null,
+    agentTokenTtlMs: null,
+    createdBy: owner.id,
+    createdAt: T0,
+    expiresAt: T0 + 86_400_000,
+  });
   await store.settings.put("signup", { allowedDomains: ["example.com"] }, T0);
   await store.settings.put("ratelimit", { profile: "loose" }, T0);
   const audit = Array.from({ length: 1234 }, (_, i) => ({
-    at: T0 + i, principal: i % 2 ? "agent:claude" : "user:owner@example.com", vaultId: vault.id, vault: vault.name, ingress: i % 3 ? "explicit" : "transparent", method: "GET",
-    host: "api.example.com", path: `/v1/items/${i}`, service: i % 5 ? "api.example.com" : null, credentialKeys: "API_KEY", status: 200 + (i % 3), bytesIn: i, bytesOut: 2 ** 40 + i, durationMs: i % 100, error: i % 7 ? null : "upstream_timeout", contained: i % 4 === 0, approvedBy: i % 9 ? null : "user:1",
+    at: T0 + i,
+    principal: i % 2 ? "agent:claude" : "user:owner@example.com",
+    vaultId: vault.id,
+    vault: vault.name,
+    ingress: i % 3 ? "explicit" : "transparent",
+    method: "GET",
+    host: "api.example.com",
+    path: `/v1/items/${i}`,
+    service: i % 5 ? "api.example.com" : null,
+    credentialKeys: "API_KEY",
+    status: 200 + (i % 3),
+    bytesIn: i,
+    bytesOut: 2 ** 40 + i,
+    durationMs: i % 100,
+    error: i % 7 ? null : "upstream_timeout",
+    contained: i % 4 === 0,
+    approvedBy: i % 9 ? null : "user:1",
   }));
   await store.transaction((tx) => tx.audit.insert(audit));
-  const p = await store.proposals.create({ vaultId: vault.id, message: "need GitHub", userMessage: "please", services: '[{"host":"api.github.com"}]', credentials: '[{"key":"GH_TOKEN"}]', createdBy: "agent:claude", createdAt: T0, expiresAt: T0 + 7 * 86_400_000, approvalTokenHash: "ah1", approvalExpiresAt: T0 + 86_400_000 });
-  await store.proposals.create({ vaultId: vault.id, message: "pending one", userMessage: "", services: "[]", credentials: "[]", createdBy: "agent:claude", createdAt: T0, expiresAt: T0 + 7 * 86_400_000, approvalTokenHash: "ah2", approvalExpiresAt: T0 + 86_400_000 });
+  const p = await store.proposals.create({
+    vaultId: vault.id,
+    message: "need GitHub",
+    userMessage: "please",
+    services: '[{"host":"api.github.com"}]',
+    credentials: '[{"key":"GH_TOKEN"}]',
+    createdBy: "agent:claude",
+    createdAt: T0,
+    expiresAt: T0 + 7 * 86_400_000,
+    approvalTokenHash: "ah1",
+    approvalExpiresAt: T0 + 86_400_000,
+  });
+  await store.proposals.create({
+    vaultId: vault.id,
+    message: "pending one",
+    userMessage: "",
+    services: "[]",
+    credentials: "[]",
+    createdBy: "agent:claude",
+    createdAt: T0,
+    expiresAt: T0 + 7 * 86_400_000,
+    approvalTokenHash: "ah2",
+    approvalExpiresAt: T0 + 86_400_000,
+  });
   const held = await store.requestApprovals.create({
-    publicId: "apr_AAAAAAAAAAAAAAAA", vaultId: vault.id, principal: "agent:1", fingerprint: "f".repeat(64), method: "POST", host: "api.stripe.com", target: "/v1/refunds?x=1",
-    service: "api.stripe.com", headers: '[["content-type","application/json"]]', bodyPreview: '{"charge":"ch_1"}', bodyBytes: 17, bodySha256: "a".repeat(64), createdAt: T0, expiresAt: T0 + 900_000,
-    sealedNonce: bytes(12, 9), sealedDescription: bytes(90, 10), viaSession: true,
+    publicId: "apr_AAAAAAAAAAAAAAAA",
+    vaultId: vault.id,
+    principal: "agent:1",
+    fingerprint: "f".repeat(64),
+    method: "POST",
+    host: "api.stripe.com",
+    target: "/v1/refunds?x=1",
+    service: "api.stripe.com",
+    headers: '[["content-type","application/json"]]',
+    bodyPreview: '{"charge":"ch_1"}',
+    bodyBytes: 17,
+    bodySha256: "a".repeat(64),
+    createdAt: T0,
+    expiresAt: T0 + 900_000,
+    sealedNonce: bytes(12, 9),
+    sealedDescription: bytes(90, 10),
+    viaSession: true,
   });
   await store.requestApprovals.decide(held.id, "approved", owner.id, T0 + 1);
   await store.proposals.decide(p.id, "applied", owner.id, T0 + 100);
   await store.identities.create({ userId: member.id, issuer: "https://idp.example.com", subject: "sub-1", email: member.email, createdAt: T0 });
-  await store.identities.putState({ stateHash: "sh1", nonce: "n", codeVerifier: "cv", purpose: "cli", userId: null, returnTo: null, cliPort: 50123, cliNonce: "cn", expiresAt: T0 + 600_000 });
+  await store.identities.putState({
+    stateHash: "sh1",
+    nonce: "n",
+    codeVerifier: "cv",
+    purpose: "cli",
+    userId: null,
+    returnTo: null,
+    cliPort: 50123,
+    cliNonce: "cn",
+    expiresAt: T0 + 600_000,
+  });
   await store.identities.putCliCode({ codeHash: "ch1", userId: member.id, cliNonce: "cn", expiresAt: T0 + 60_000 });
-  const hook = await store.webhooks.create({ vaultId: vault.id, url: "https://hooks.example.com/broker", format: "slack", secretNonce: bytes(12, 7), secretCiphertext: bytes(70, 8), createdBy: owner.id, createdAt: T0 });
+  const hook = await store.webhooks.create({
+    vaultId: vault.id,
+    url: "https://hooks.example.com/broker",
+    format: "slack",
+    secretNonce: bytes(12, 7),
+    secretCiphertext: bytes(70, 8),
+    createdBy: owner.id,
+    createdAt: T0,
+  });
   await store.webhooks.recordDelivery(hook.id, { status: "delivered", event: "proposal.created", attempts: 2, error: null, at: T0 + 5 });
 }
 

@@ -38,7 +38,17 @@ forEachBackend((backend) => {
 
   test("a state is taken once, and pruning removes expired ones", async () => {
     const { store, user } = await setup(backend);
-    const state = { stateHash: "h1", nonce: "n", codeVerifier: "v", purpose: "link" as const, userId: user.id, returnTo: null, cliPort: null, cliNonce: null, expiresAt: 100 };
+    const state = {
+      stateHash: "h1",
+      nonce: "n",
+      codeVerifier: "v",
+      purpose: "link" as const,
+      userId: user.id,
+      returnTo: null,
+      cliPort: null,
+      cliNonce: null,
+      expiresAt: 100,
+    };
     await store.identities.putState(state);
     await store.identities.putState({ ...state, stateHash: "h2", purpose: "cli", userId: null, cliPort: 5000, cliNonce: "c", expiresAt: 10 });
     expect(await store.identities.takeState("h1")).toEqual(state);

@@ -76,17 +76,32 @@ forEachBackend((backend) => {
 
   test("migration 9 widens auth types in place: rows, ids, uniqueness and the vault cascade survive (and on PostgreSQL the announce trigger)", async () => {
     const db = (await backend.freshDatabase())();
-    await migrate(db, MIGRATIONS.filter((m) => m.version < 9));
+    await migrate(
+      db,
+      MIGRATIONS.filter((m) => m.version < 9),
+    );
     await db.run("INSERT INTO vaults (name, created_at) VALUES (?, ?)", ["v", 1]);
     const vaultId = Number((await db.get<{ id: number }>("SELECT id FROM vaults"))!.id);
     await db.run(
       "INSERT INTO services (id, vault_id, host, description, auth_type, auth_key, auth_header, auth_prefix, enabled, rules, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       [41, vaultId, "api.example.com", "kept", "header", "K", "x-api-key", "Key ", 0, '[{"methods":["GET"],"paths":["/**"]}]', 2, 3],
     );
-    await expect(db.run("INSERT INTO services (vault_id, host, auth_type, created_at, updated_at) VALUES (?, ?, ?, ?, ?)", [vaultId, "q.example.com", "query", 1, 1])).rejects.toThrow();
-    expect(await migrate(db, MIGRATIONS.filter((m) => m.version <= 9))).toEqual([9]);
-    const row = await db.get<Record<string, unknown>>("SELECT id, host, description, auth_type, auth_key, auth_header, auth_prefix, auth_username, auth_param, auth_template, enabled, rules, created_at, updated_at FROM services");
-    expect({ ...row, id: Number(row!.id), enabled: Number(row!.enabled), created_at: Number(row!.created_at), updated_at: Number(row!.updated_at) } as Record<string, unknown>).toEqual({
+    await expect(
+      db.run("INSERT INTO services (vault_id, host, auth_type, created_at, updated_at) VALUES (?, ?, ?, ?, ?)", [vaultId, "q.example.com", "query", 1, 1]),
+    ).rejects.toThrow();
+    expect(
+      await migrate(
+        db,
+        MIGRATIONS.filter((m) => m.version <= 9),
+      ),
+    ).toEqual([9]);
+    const row = await db.get<Record<string, unknown>>(
+      "SELECT id, host, description, auth_type, auth_key, auth_header, auth_prefix, auth_username, auth_param, auth_template, enabled, rules, created_at, updated_at FROM services",
+    );
+    expect({ ...row, id: Number(row!.id), enabled: Number(row!.enabled), created_at: Number(row!.created_at), updated_at: Number(row!.updated_at) } as Record<
+      string,
+      unknown
+    >).toEqual({
       id: 41,
       host: "api.example.com",
       description: "kept",
@@ -102,7 +117,8 @@ forEachBackend((backend) => {
       created_at: 2,
       updated_at: 3,
     });
-    const insert = "INSERT INTO services (vault_id, host, auth_type, auth_key, auth_param, auth_template, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)";
+    const insert =
+      "INSERT INTO services (vault_id, host, auth_type, auth_key, auth_param, auth_template, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)";
     await db.run(insert, [vaultId, "q.example.com", "query", "G", "key", null, 4, 4]);
     await db.run(insert, [vaultId, "p.example.com", "path", "T", null, "/bot{value}", 4, 4]);
     await expect(db.run(insert, [vaultId, "x.example.com", "cookie", "K", null, null, 4, 4])).rejects.toThrow();

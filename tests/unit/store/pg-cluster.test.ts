@@ -33,7 +33,10 @@ describe.skipIf(pgMissing)("throwaway PostgreSQL cluster", () => {
     await withDb(a, (sql) => sql`CREATE TABLE only_in_a (id int)`);
     expect(await tableExists(a, "only_in_a")).toBe(true);
     expect(await tableExists(b, "only_in_a")).toBe(false);
-    expect(await withDb(b, async (sql) => (await sql`SELECT current_user AS u, inet_server_addr()::text AS addr`)[0])).toEqual({ u: "broker", addr: "127.0.0.1/32" });
+    expect(await withDb(b, async (sql) => (await sql`SELECT current_user AS u, inet_server_addr()::text AS addr`)[0])).toEqual({
+      u: "broker",
+      addr: "127.0.0.1/32",
+    });
   });
 
   test("a database name that is not a plain identifier is refused before it reaches SQL", async () => {

@@ -52,7 +52,8 @@ const PLACEHOLDER_ROWS = /^\$\{placeholderRows\([\w.]+, [\w.]+\)\}$/;
 function sqlOffenders(src: string): string[] {
   const constants = fixedStringConstants(src);
   const allowed = new Set([...constants.keys()].map((name) => `\${${name}}`));
-  const isSql = (t: { text: string; interpolations: string[] }) => SQL_VERB.test(t.text) || t.interpolations.some((x) => SQL_VERB.test(constants.get(x.slice(2, -1)) ?? ""));
+  const isSql = (t: { text: string; interpolations: string[] }) =>
+    SQL_VERB.test(t.text) || t.interpolations.some((x) => SQL_VERB.test(constants.get(x.slice(2, -1)) ?? ""));
   return templateLiterals(src)
     .filter(isSql)
     .flatMap((t) => t.interpolations.filter((x) => !allowed.has(x) && !PLACEHOLDER_ROWS.test(x)).map((x) => `${x} in ${t.text.slice(0, 80)}`));
@@ -68,7 +69,7 @@ describe("src/store SQL", () => {
     const consts = fixedStringConstants('const COLUMNS = "a, b";\nconst BAD = `x ${y}`;\n  const INNER = "z";');
     expect([...consts.keys()]).toEqual(["COLUMNS"]);
     expect(fixedStringConstants(readFileSync(join(STORE_DIR, "credentials.ts"), "utf8")).has("COLUMNS")).toBe(true);
-    const bad = 'const COLUMNS = "id";\nconst f = (name) => sql.get(`SELECT ${COLUMNS} FROM vaults WHERE name = \'${name}\'`);';
+    const bad = "const COLUMNS = \"id\";\nconst f = (name) => sql.get(`SELECT ${COLUMNS} FROM vaults WHERE name = '${name}'`);";
     expect(sqlOffenders(bad)).toEqual(["${name} in `SELECT ${COLUMNS} FROM vaults WHERE name = '${name}'`"]);
     // The verb may sit in a constant; besides constants only placeholder rows are interpolated.
     const head = 'const HEAD = "INSERT INTO t (a) VALUES";\n';

@@ -24,7 +24,8 @@ describe("parseChange", () => {
     expect(parseChange('{"t":"ca","id":"3"}')).toEqual({ t: "ca" });
     expect(parseChange('{"t":"settings","id":"rate_limits"}')).toEqual({ t: "settings" });
     expect(parseChange('{"t":"principal","id":"1"}')).toEqual({ t: "principal" });
-    for (const bad of ["", "null", "[]", '{"t":"vault","id":"x"}', '{"t":"session","id":"short"}', '{"t":"drop tables"}']) expect(parseChange(bad)).toBeUndefined();
+    for (const bad of ["", "null", "[]", '{"t":"vault","id":"x"}', '{"t":"session","id":"short"}', '{"t":"drop tables"}'])
+      expect(parseChange(bad)).toBeUndefined();
   });
 });
 
@@ -130,19 +131,55 @@ describe.skipIf(pgMissing)("PostgreSQL announces committed changes", () => {
     const now = Date.now();
     const vault = await store.vaults.create("alpha", now);
     const key = new Uint8Array(12);
-    expect(await announced(() => store.credentials.put({ vaultId: vault.id, key: "K", nonce: key, ciphertext: key }, now))).toEqual([{ t: "vault", id: vault.id }]);
+    expect(await announced(() => store.credentials.put({ vaultId: vault.id, key: "K", nonce: key, ciphertext: key }, now))).toEqual([
+      { t: "vault", id: vault.id },
+    ]);
     expect(
       await announced(() =>
-        store.services.put({ vaultId: vault.id, host: "api.example.com", description: "", authType: "bearer", authKey: "K", authHeader: null, authPrefix: null, authUsername: null, enabled: true }, now),
+        store.services.put(
+          {
+            vaultId: vault.id,
+            host: "api.example.com",
+            description: "",
+            authType: "bearer",
+            authKey: "K",
+            authHeader: null,
+            authPrefix: null,
+            authUsername: null,
+            enabled: true,
+          },
+          now,
+        ),
       ),
     ).toEqual([{ t: "vault", id: vault.id }]);
     // Still announced after migration 9 widened the auth types (PostgreSQL altered the table in place, trigger and all).
     expect(
       await announced(() =>
-        store.services.put({ vaultId: vault.id, host: "maps.example.com", description: "", authType: "query", authKey: "K", authParam: "key", authHeader: null, authPrefix: null, authUsername: null, enabled: true }, now),
+        store.services.put(
+          {
+            vaultId: vault.id,
+            host: "maps.example.com",
+            description: "",
+            authType: "query",
+            authKey: "K",
+            authParam: "key",
+            authHeader: null,
+            authPrefix: null,
+            authUsername: null,
+            enabled: true,
+          },
+          now,
+        ),
       ),
     ).toEqual([{ t: "vault", id: vault.id }]);
-    const user = await store.users.create({ email: "a@example.com", passwordHash: key, passwordSalt: key, passwordParams: "{}", role: "member", createdAt: now });
+    const user = await store.users.create({
+      email: "a@example.com",
+      passwordHash: key,
+      passwordSalt: key,
+      passwordParams: "{}",
+      role: "member",
+      createdAt: now,
+    });
     expect(await announced(() => store.access.setMember(vault.id, user.id, "member", now))).toEqual([{ t: "vault", id: vault.id }]);
     // The cascade touches credentials, services and members: PostgreSQL folds identical payloads of one transaction.
     expect(await announced(() => store.vaults.remove(vault.id))).toEqual([{ t: "vault", id: vault.id }]);
@@ -150,16 +187,38 @@ describe.skipIf(pgMissing)("PostgreSQL announces committed changes", () => {
 
   test("a revoked session announces its token hash, a touch announces nothing", async () => {
     const now = Date.now();
-    const user = await store.users.create({ email: "b@example.com", passwordHash: new Uint8Array(1), passwordSalt: new Uint8Array(1), passwordParams: "{}", role: "member", createdAt: now });
+    const user = await store.users.create({
+      email: "b@example.com",
+      passwordHash: new Uint8Array(1),
+      passwordSalt: new Uint8Array(1),
+      passwordParams: "{}",
+      role: "member",
+      createdAt: now,
+    });
     const hash = "c".repeat(64);
-    const session = await store.sessions.create({ kind: "user", userId: user.id, agentId: null, vaultId: null, role: null, expiresAt: null, publicId: "ses_x", tokenHash: hash, createdAt: now, lastSeenAt: now });
+    const session = await store.sessions.create({
+      kind: "user",
+      userId: user.id,
+      agentId: null,
+      vaultId: null,
+      role: null,
+      expiresAt: null,
+      publicId: "ses_x",
+      tokenHash: hash,
+      createdAt: now,
+      lastSeenAt: now,
+    });
     expect(await announced(() => store.sessions.touch(session.id, now + 1))).toEqual([]);
     expect(await announced(() => store.sessions.revoke(session.id, now + 2))).toEqual([{ t: "session", tokenHash: hash }]);
   });
 
   test("a new root CA and a changed setting are announced; a rolled-back write is not", async () => {
     const now = Date.now();
-    expect(await announced(() => store.ca.insert({ certPem: "pem", keyNonce: new Uint8Array(12), keyCiphertext: new Uint8Array(4), createdAt: now, notAfter: now + 1 }))).toEqual([{ t: "ca" }]);
+    expect(
+      await announced(() =>
+        store.ca.insert({ certPem: "pem", keyNonce: new Uint8Array(12), keyCiphertext: new Uint8Array(4), createdAt: now, notAfter: now + 1 }),
+      ),
+    ).toEqual([{ t: "ca" }]);
     expect(await announced(() => store.settings.put("rate_limits", { profile: "strict" }, now))).toEqual([{ t: "settings" }]);
     const rolledBack = await announced(() =>
       store

@@ -43,12 +43,23 @@ test("contained must be a boolean", async () => {
 test("audit records made with a contained session are marked, and read back marked through the logs API", async () => {
   const { h, owner } = await setUp();
   const vaultId = (await h.store.vaults.byName("main"))!.id;
-  const request = { principal: "user:1", vault: { id: vaultId, name: "main" }, ingress: "transparent", method: "GET", host: "api.example.com", port: 443, target: "/x?q=1" };
+  const request = {
+    principal: "user:1",
+    vault: { id: vaultId, name: "main" },
+    ingress: "transparent",
+    method: "GET",
+    host: "api.example.com",
+    port: 443,
+    target: "/x?q=1",
+  };
   const outcome = { status: 200, bytesIn: 0, bytesOut: 1, error: null, service: "api.example.com", credentialKeys: ["K"] };
   await h.store.audit.insert([
     auditEntry({ ...request, contained: true }, h.clock.now(), h.clock.now(), outcome),
     auditEntry({ ...request, contained: false }, h.clock.now(), h.clock.now(), outcome),
   ]);
   const logs = (await h.call("GET", "/v1/vaults/main/logs", { token: owner })).body.logs as { id: number; contained: boolean }[];
-  expect(logs.map((l) => [l.id, l.contained])).toEqual([[2, false], [1, true]]);
+  expect(logs.map((l) => [l.id, l.contained])).toEqual([
+    [2, false],
+    [1, true],
+  ]);
 });

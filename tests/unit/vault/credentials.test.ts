@@ -58,7 +58,8 @@ describe("through the store", () => {
     const v1 = await store.vaults.create("v1", 1);
     const v2 = await store.vaults.create("v2", 1);
     await storeCredential(store, key, v1.id, "API_KEY", new Secret(VALUE));
-    const copy = "INSERT INTO credentials (vault_id, key, nonce, ciphertext, created_at, updated_at) SELECT ?, ?, nonce, ciphertext, 1, 1 FROM credentials WHERE vault_id = ? AND key = ?";
+    const copy =
+      "INSERT INTO credentials (vault_id, key, nonce, ciphertext, created_at, updated_at) SELECT ?, ?, nonce, ciphertext, 1, 1 FROM credentials WHERE vault_id = ? AND key = ?";
     await store.db.run(copy, [v1.id, "STOLEN", v1.id, "API_KEY"]);
     await store.db.run(copy, [v2.id, "API_KEY", v1.id, "API_KEY"]);
     await expect(loadCredential(store, key, v1.id, "STOLEN")).rejects.toBeInstanceOf(DecryptError);

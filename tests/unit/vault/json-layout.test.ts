@@ -6,7 +6,9 @@ import { layoutJson } from "../../../src/vault/json-layout.ts";
 
 describe("layoutJson", () => {
   test("indents objects and arrays; empty ones stay on one line", () => {
-    expect(layoutJson('{"a":1,"b":[true,null,{}],"c":{ },"d":[ ]}')!.text).toBe('{\n  "a": 1,\n  "b": [\n    true,\n    null,\n    {}\n  ],\n  "c": {},\n  "d": []\n}');
+    expect(layoutJson('{"a":1,"b":[true,null,{}],"c":{ },"d":[ ]}')!.text).toBe(
+      '{\n  "a": 1,\n  "b": [\n    true,\n    null,\n    {}\n  ],\n  "c": {},\n  "d": []\n}',
+    );
     expect(layoutJson("  42 ")!.text).toBe("42");
   });
 

@@ -14,11 +14,21 @@ const CHEAP: KdfParams = { alg: "argon2id", iterations: 1, memoryKiB: 1024, para
 const deps = { kdf: CHEAP, now: () => 1_700_000_000_000 };
 const pw = (s: string) => new Secret(s);
 
-interface RawKeyring { mode: string; data_key: Uint8Array | null; wrapped_key: Uint8Array | null; wrap_nonce: Uint8Array | null; kdf_salt: Uint8Array | null; kdf_params: string | null }
+interface RawKeyring {
+  mode: string;
+  data_key: Uint8Array | null;
+  wrapped_key: Uint8Array | null;
+  wrap_nonce: Uint8Array | null;
+  kdf_salt: Uint8Array | null;
+  kdf_params: string | null;
+}
 const readKeyring = (store: Store) => store.db.get<RawKeyring>("SELECT mode, data_key, wrapped_key, wrap_nonce, kdf_salt, kdf_params FROM keyring");
 
 async function expectKeyringError(p: Promise<unknown>, message: string | RegExp): Promise<void> {
-  const err = await p.then(() => undefined, (e: unknown) => e);
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(KeyringError);
   expect((err as KeyringError).message).toMatch(message);
   expect((err as KeyringError).hint.length).toBeGreaterThan(0);
@@ -104,9 +114,11 @@ describe("master password lifecycle", () => {
   const SECRETS: Record<string, string> = { API_KEY: "sk-aaaa", DB_URL: "postgres://u:p@h/db", TOKEN: "t0k3n" };
   const snapshot = async (store: Store) =>
     JSON.stringify(
-      (await store.db.all<{ vault_id: number; key: string; nonce: Uint8Array; ciphertext: Uint8Array }>(
-        "SELECT vault_id, key, nonce, ciphertext FROM credentials ORDER BY vault_id, key",
-      )).map((r) => [r.vault_id, r.key, Buffer.from(r.nonce).toString("hex"), Buffer.from(r.ciphertext).toString("hex")]),
+      (
+        await store.db.all<{ vault_id: number; key: string; nonce: Uint8Array; ciphertext: Uint8Array }>(
+          "SELECT vault_id, key, nonce, ciphertext FROM credentials ORDER BY vault_id, key",
+        )
+      ).map((r) => [r.vault_id, r.key, Buffer.from(r.nonce).toString("hex"), Buffer.from(r.ciphertext).toString("hex")]),
     );
   const expectReadable = async (store: Store, password: Secret | undefined) => {
     const { dataKey } = await unlockKeyring(store, password, deps);

@@ -6,8 +6,22 @@ import { describe, expect, test } from "bun:test";
 import { authKeys, readAuth, viewService, toRow } from "../../../src/vault/index.ts";
 
 const ok = {
-  oauth2_client_credentials: { type: "oauth2_client_credentials", token_url: "https://idp.example.com/oauth/token", client_id: "CID", client_secret: "CSECRET", scopes: ["read:all", "write"], audience: "https://api.example.com" },
-  oauth2_refresh: { type: "oauth2_refresh", token_url: "https://oauth2.googleapis.com/token", client_id: "GID", client_secret: "GSECRET", refresh_token: "GREFRESH", client_auth: "post" },
+  oauth2_client_credentials: {
+    type: "oauth2_client_credentials",
+    token_url: "https://idp.example.com/oauth/token",
+    client_id: "CID",
+    client_secret: "CSECRET",
+    scopes: ["read:all", "write"],
+    audience: "https://api.example.com",
+  },
+  oauth2_refresh: {
+    type: "oauth2_refresh",
+    token_url: "https://oauth2.googleapis.com/token",
+    client_id: "GID",
+    client_secret: "GSECRET",
+    refresh_token: "GREFRESH",
+    client_auth: "post",
+  },
   aws_sigv4: { type: "aws_sigv4", access_key_id: "AWS_ID", secret_access_key: "AWS_SECRET", session_token: "AWS_SESSION", region: "eu-west-1", service: "s3" },
   github_app: { type: "github_app", app_id: "123456", installation_id: "7890", private_key: "GH_PEM", api_url: "https://ghe.example.com/api/v3/" },
 } as const;
@@ -27,7 +41,11 @@ describe("accepted shapes", () => {
   });
   test("a trailing slash of api_url is dropped; region and service may be left to the host", () => {
     expect(readAuth(ok.github_app).api_url).toBe("https://ghe.example.com/api/v3");
-    expect(readAuth({ type: "aws_sigv4", access_key_id: "A", secret_access_key: "B" })).toEqual({ type: "aws_sigv4", access_key_id: "A", secret_access_key: "B" });
+    expect(readAuth({ type: "aws_sigv4", access_key_id: "A", secret_access_key: "B" })).toEqual({
+      type: "aws_sigv4",
+      access_key_id: "A",
+      secret_access_key: "B",
+    });
   });
 });
 

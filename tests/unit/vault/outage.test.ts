@@ -42,7 +42,14 @@ describe("sessions during an outage", () => {
   test("a session checked within the grace period keeps working; after it, 503; an unknown token gets 503, not 401", async () => {
     const { store, down } = await switchableStore();
     let clock = 1_000_000;
-    const user = await store.users.create({ email: "a@example.com", passwordHash: new Uint8Array(1), passwordSalt: new Uint8Array(1), passwordParams: "{}", role: "member", createdAt: clock });
+    const user = await store.users.create({
+      email: "a@example.com",
+      passwordHash: new Uint8Array(1),
+      passwordSalt: new Uint8Array(1),
+      passwordParams: "{}",
+      role: "member",
+      createdAt: clock,
+    });
     const { token } = await mintUserSession(store, user.id, clock);
     const auth = createAuthenticator(store, { now: () => clock, freshness: deaf, outageGraceMs: GRACE });
     expect((await auth.authenticate(token.reveal())).kind).toBe("user");
@@ -64,7 +71,14 @@ describe("sessions during an outage", () => {
   test("without a grace period a cached session is refused as soon as it must be re-checked", async () => {
     const { store, down } = await switchableStore();
     let clock = 1_000_000;
-    const user = await store.users.create({ email: "b@example.com", passwordHash: new Uint8Array(1), passwordSalt: new Uint8Array(1), passwordParams: "{}", role: "member", createdAt: clock });
+    const user = await store.users.create({
+      email: "b@example.com",
+      passwordHash: new Uint8Array(1),
+      passwordSalt: new Uint8Array(1),
+      passwordParams: "{}",
+      role: "member",
+      createdAt: clock,
+    });
     const { token } = await mintUserSession(store, user.id, clock);
     const auth = createAuthenticator(store, { now: () => clock, freshness: deaf, outageGraceMs: 0 });
     await auth.authenticate(token.reveal());
@@ -78,7 +92,14 @@ describe("sessions on an asynchronous store", () => {
   test("requests in flight when an entry goes stale share one look-up", async () => {
     const { store, reads } = await switchableStore();
     let clock = 1_000_000;
-    const user = await store.users.create({ email: "c@example.com", passwordHash: new Uint8Array(1), passwordSalt: new Uint8Array(1), passwordParams: "{}", role: "member", createdAt: clock });
+    const user = await store.users.create({
+      email: "c@example.com",
+      passwordHash: new Uint8Array(1),
+      passwordSalt: new Uint8Array(1),
+      passwordParams: "{}",
+      role: "member",
+      createdAt: clock,
+    });
     const { token } = await mintUserSession(store, user.id, clock);
     const auth = createAuthenticator(store, { now: () => clock });
     await auth.authenticate(token.reveal());
@@ -91,7 +112,14 @@ describe("sessions on an asynchronous store", () => {
   test("a look-up in flight when a revocation is announced is not cached", async () => {
     const { store } = await switchableStore();
     const clock = 1_000_000;
-    const user = await store.users.create({ email: "d@example.com", passwordHash: new Uint8Array(1), passwordSalt: new Uint8Array(1), passwordParams: "{}", role: "member", createdAt: clock });
+    const user = await store.users.create({
+      email: "d@example.com",
+      passwordHash: new Uint8Array(1),
+      passwordSalt: new Uint8Array(1),
+      passwordParams: "{}",
+      role: "member",
+      createdAt: clock,
+    });
     const { token, row } = await mintUserSession(store, user.id, clock);
     const auth = createAuthenticator(store, { now: () => clock });
     const inFlight = auth.authenticate(token.reveal()); // reads the row as it was before the revocation
@@ -107,15 +135,30 @@ describe("vault grants on an asynchronous store", () => {
     const { store, reads } = await switchableStore();
     const clock = 1_000_000;
     const vault = await store.vaults.create("alpha", clock);
-    const user = await store.users.create({ email: "e@example.com", passwordHash: new Uint8Array(1), passwordSalt: new Uint8Array(1), passwordParams: "{}", role: "member", createdAt: clock });
+    const user = await store.users.create({
+      email: "e@example.com",
+      passwordHash: new Uint8Array(1),
+      passwordSalt: new Uint8Array(1),
+      passwordParams: "{}",
+      role: "member",
+      createdAt: clock,
+    });
     await store.access.setMember(vault.id, user.id, "member", clock);
     const vaultAccess = createVaultAccessCache({ now: () => clock });
     const d = { store, vaultAccess, now: () => clock } as unknown as Domain;
-    const p = { kind: "user", id: `user:${user.id}`, userId: user.id, email: "e@example.com", instanceRole: "member", sessionId: 1, sessionPublicId: "ses_1", expiresAt: null } as Principal;
+    const p = {
+      kind: "user",
+      id: `user:${user.id}`,
+      userId: user.id,
+      email: "e@example.com",
+      instanceRole: "member",
+      sessionId: 1,
+      sessionPublicId: "ses_1",
+      expiresAt: null,
+    } as Principal;
     const before = reads();
     await Promise.all(Array.from({ length: 10 }, () => openVault(d, p, "alpha", "read")));
     expect(reads() - before).toBe(2); // the vault and the membership, once
-
 
     // A read in flight when a change is announced (the cache cleared) is used once but not kept.
     let release!: (g: { vault: typeof vault; role: "member" }) => void;
@@ -135,7 +178,20 @@ describe("egress plans during an outage", () => {
     const dataKey = await importAesKey(crypto.getRandomValues(new Uint8Array(32)));
     const vault = await store.vaults.create("alpha", clock);
     await storeCredential(store, dataKey, vault.id, "API_KEY", new Secret("sk-outage-1234567890"), clock);
-    await store.services.put({ vaultId: vault.id, host: "api.example.com", description: "", authType: "bearer", authKey: "API_KEY", authHeader: null, authPrefix: null, authUsername: null, enabled: true }, clock);
+    await store.services.put(
+      {
+        vaultId: vault.id,
+        host: "api.example.com",
+        description: "",
+        authType: "bearer",
+        authKey: "API_KEY",
+        authHeader: null,
+        authPrefix: null,
+        authUsername: null,
+        enabled: true,
+      },
+      clock,
+    );
     const plans = createPlanCache(store, dataKey, () => ({}), { now: () => clock, freshness: deaf, outageGraceMs: GRACE });
     const first = await plans.plan(vault, "api.example.com", 443);
     expect(first.credentialKeys).toEqual(["API_KEY"]);

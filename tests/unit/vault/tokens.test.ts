@@ -84,8 +84,16 @@ describe("minting", () => {
 // Built by a function (not an inline literal) so it fits SessionRow as the schema grows.
 function scopedSession(vaultId: number, tokenHash: string) {
   return {
-    publicId: mintPublicId("ses_"), tokenHash, kind: "scoped" as const, userId: null, agentId: null, vaultId,
-    role: "proxy", createdAt: 1, expiresAt: 2, lastSeenAt: 1,
+    publicId: mintPublicId("ses_"),
+    tokenHash,
+    kind: "scoped" as const,
+    userId: null,
+    agentId: null,
+    vaultId,
+    role: "proxy",
+    createdAt: 1,
+    expiresAt: 2,
+    lastSeenAt: 1,
   };
 }
 

@@ -26,7 +26,11 @@ describe("query auth", () => {
 
   test("needs a credential key, and only the fields of its type are kept", () => {
     expect(fieldOf(() => readAuth({ type: "query", param: "key" }))).toBe("auth.token");
-    expect(readAuth({ type: "query", param: "key", token: "K", header: "x-a", prefix: "p", username: "u", template: "/{value}" })).toEqual({ type: "query", param: "key", token: "K" });
+    expect(readAuth({ type: "query", param: "key", token: "K", header: "x-a", prefix: "p", username: "u", template: "/{value}" })).toEqual({
+      type: "query",
+      param: "key",
+      token: "K",
+    });
   });
 });
 
