@@ -1,12 +1,18 @@
 // The permission matrix: every kind of principal against every identity-and-access operation,
-// each in a fresh world, asserting the exact status. Key rules: only human user sessions of vault
-// admins/members ever read credential values or create, change or delete credentials and services;
-// agents and scoped sessions never, whatever their vault or instance role (DESIGN.md §3.18), and
-// their refusal says to file a proposal; a user without a role on the vault gets 404 (its existence
-// is not revealed). Roles still decide everything else agents do (logs, invites, members, proposals).
+// each in a fresh world, asserting the exact status (the world is built once through the API; every
+// case starts from a restored copy of it, checked against the built one: freshWorld). Key rules: only
+// human user sessions of vault admins/members ever read credential values or create, change or delete
+// credentials and services; agents and scoped sessions never, whatever their vault or instance role
+// (DESIGN.md §3.18), and their refusal says to file a proposal; a user without a role on the vault
+// gets 404 (its existence is not revealed). Roles still decide everything else agents do (logs,
+// invites, members, proposals).
 
-import { describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { PermissionDenied } from "../../../src/errors.ts";
+import { createLoginThrottle } from "../../../src/ratelimit/index.ts";
 import {
   addService,
   createVaultInvite,
@@ -109,6 +115,98 @@ async function buildWorld(): Promise<World> {
       scopedAdmin: { token: sa.body.token },
     },
   };
+}
+
+/**
+ * The world as buildWorld left it: the database (a `VACUUM INTO` copy in `file`, and every table's rows
+ * to compare against) and the harness's in-memory state (recorded responses, tokens, log lines, clock).
+ */
+interface Built {
+  readonly w: World;
+  readonly dir: string;
+  readonly file: string;
+  readonly tables: readonly string[];
+  readonly rows: Readonly<Record<string, unknown[]>>;
+  /** PRAGMA database_list: the copy is attached only while it is read back. */
+  readonly databases: readonly string[];
+  readonly responses: number;
+  readonly tokens: readonly string[];
+  readonly logs: readonly string[];
+  readonly now: number;
+}
+
+const tableRows = (w: World, table: string) => w.h.store.db.all(`SELECT * FROM main."${table}"`);
+const databases = async (w: World) => (await w.h.store.db.all<{ name: string }>("PRAGMA database_list")).map((d) => d.name);
+
+async function snapshot(w: World): Promise<Built> {
+  const db = w.h.store.db;
+  const tables = (await db.all<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")).map(
+    (t) => t.name,
+  );
+  const rows: Record<string, unknown[]> = {};
+  for (const t of tables) rows[t] = await tableRows(w, t);
+  const attached = await databases(w);
+  const dir = mkdtempSync(join(tmpdir(), "broker-permissions-"));
+  const file = join(dir, "world.db");
+  await db.run("VACUUM INTO ?", [file]);
+  const { h } = w;
+  return { w, dir, file, tables, rows, databases: attached, responses: h.responses.length, tokens: [...h.tokens], logs: [...h.logs], now: h.clock.now() };
+}
+
+let built: Built | undefined;
+beforeAll(async () => {
+  built = await snapshot(await buildWorld());
+});
+afterAll(() => {
+  if (built) rmSync(built.dir, { recursive: true, force: true });
+});
+
+/**
+ * The built world again, as buildWorld left it: every table emptied and refilled from the copy, the
+ * recorded responses, tokens and log lines cut back, the clock rewound, the authenticator's cache
+ * dropped and a new login throttle (as createTestApi makes it). Then checked: each table row for row
+ * against the built world, and the in-memory state. Cases run one after another (bun's default), so
+ * one world serves them all.
+ */
+async function freshWorld(): Promise<World> {
+  const b = built!;
+  const { h } = b.w;
+  const db = h.store.db;
+  await db.run("PRAGMA foreign_keys = OFF"); // the tables are refilled in name order, not in dependency order
+  await db.run("ATTACH DATABASE ? AS snap", [b.file]);
+  try {
+    await db.transaction(async (tx) => {
+      for (const t of b.tables) {
+        await tx.run(`DELETE FROM main."${t}"`);
+        await tx.run(`INSERT INTO main."${t}" SELECT * FROM snap."${t}"`);
+      }
+    });
+  } finally {
+    await db.run("DETACH DATABASE snap");
+    await db.run("PRAGMA foreign_keys = ON");
+  }
+  h.responses.length = b.responses;
+  h.tokens.clear();
+  for (const t of b.tokens) h.tokens.add(t);
+  h.logs.length = 0;
+  h.logs.push(...b.logs);
+  h.clock.advance(b.now - h.clock.now());
+  h.domain.auth.forget();
+  Object.assign(h.domain, { loginThrottle: createLoginThrottle({ now: h.clock.now }) });
+
+  for (const t of b.tables) expect({ table: t, rows: await tableRows(b.w, t) }).toEqual({ table: t, rows: b.rows[t]! });
+  expect(await db.all("PRAGMA foreign_key_check")).toEqual([]);
+  expect(await db.get("PRAGMA foreign_keys")).toEqual({ foreign_keys: 1 });
+  expect(await databases(b.w)).toEqual([...b.databases]);
+  expect(h.responses.length).toBe(b.responses);
+  expect([...h.tokens]).toEqual([...b.tokens]);
+  expect(h.logs).toEqual([...b.logs]);
+  expect(h.clock.now()).toBe(b.now);
+  expect(h.domain.loginThrottle.stats()).toEqual({ accounts: 0, addresses: 0, pairs: 0 });
+  // This harness has no vault-access cache and no rate limiter (createTestApi): nothing else to reset.
+  expect(h.domain.vaultAccess).toBeUndefined();
+  expect(h.domain.rateLimiter).toBeUndefined();
+  return b.w;
 }
 
 /** A proposal that reuses the stored key for another host: only a human may let it through. */
@@ -214,7 +312,7 @@ describe("permission matrix", () => {
       WHO.forEach((who, i) => {
         const want = statuses[i]!;
         test(`${who} → ${want}`, async () => {
-          const w = await buildWorld();
+          const w = await freshWorld();
           const before = w.h.responses.length;
           const res = await op(w, w.as[who]);
           expect(res.status).toBe(want);
@@ -241,7 +339,7 @@ describe("permission matrix", () => {
 
 describe("effects of allowed operations", () => {
   test("a denied write leaves the vault unchanged; an allowed one changes it", async () => {
-    const w = await buildWorld();
+    const w = await freshWorld();
     const services = async () => (await on("GET", "/v1/vaults/v1/services")(w, w.as.owner)).body.services;
     const before = await services();
     for (const who of MACHINES) {
@@ -264,7 +362,7 @@ describe("effects of allowed operations", () => {
   });
 
   test("a refused agent learns to file a proposal, which a human then approves", async () => {
-    const w = await buildWorld();
+    const w = await freshWorld();
     const refused = await on("POST", "/v1/vaults/v1/services", { host: "new.example.com", auth: { type: "bearer", token: "API_KEY" } })(w, w.as.agentAdmin);
     expect(refused.status).toBe(403);
     expect(refused.body).toEqual({ error: "forbidden", message: expect.stringContaining("file a proposal") });
@@ -276,7 +374,7 @@ describe("effects of allowed operations", () => {
   });
 
   test("an admin agent cannot mint itself a human login through a people invite", async () => {
-    const w = await buildWorld();
+    const w = await freshWorld();
     // A people invite is accepted without a session, with any fresh email and password: an agent
     // holding one could become a human admin. So no machine gets one, whatever its role.
     for (const who of MACHINES) {
@@ -291,7 +389,7 @@ describe("effects of allowed operations", () => {
   });
 
   test("a scoped session never exceeds its minter's current role", async () => {
-    const w = await buildWorld();
+    const w = await freshWorld();
     // scopedMember was minted by admin@; demote admin@ to proxy: what the member role allowed is refused now.
     expect((await on("GET", "/v1/vaults/v1/logs")(w, w.as.scopedMember)).status).toBe(200);
     const adminUser = (await w.h.store.users.byEmail("admin@example.com"))!;
@@ -304,7 +402,7 @@ describe("effects of allowed operations", () => {
   });
 
   test("a user without a role sees the same 404 for an existing and a missing vault", async () => {
-    const w = await buildWorld();
+    const w = await freshWorld();
     const a = await on("GET", "/v1/vaults/v1/credentials")(w, w.as.norole);
     const b = await on("GET", "/v1/vaults/nope/credentials")(w, w.as.norole);
     expect(a.status).toBe(404);
@@ -317,7 +415,7 @@ describe("the rule lives in the domain, not in the routes", () => {
   // A future caller (the web console, a new route) that opens a vault for "read" still cannot write
   // or reveal for a machine: each operation checks its own action against the same rule.
   test("operations on a vault opened for read refuse agents and scoped sessions of every role", async () => {
-    const w = await buildWorld();
+    const w = await freshWorld();
     for (const who of MACHINES) {
       const p = await w.h.domain.auth.authenticate(w.as[who].token!);
       const open = await openVault(w.h.domain, p, "v1", "read", "v1");
