@@ -2,7 +2,7 @@
 // when PostgreSQL is installed, on PostgreSQL too (a throwaway cluster, or BENCH_POSTGRES_URL). The
 // broker runs in-process here (startServer + the CLI's tunnel starter) so store.db can be wrapped
 // with counters after warm-up; then requests go through the CONNECT tunnel and through /proxy.
-// Reads must be zero (DESIGN.md §3.11); writes are the audit batches, reported separately. On
+// Reads must be zero (architecture.md D11); writes are the audit batches, reported separately. On
 // PostgreSQL the change feed's heartbeat NOTIFY is counted apart, on a LISTEN connection of our own:
 // it reads no table and is sent on a timer, whatever the traffic.
 // `--json` prints one JSON line; `--no-postgres` skips the second count.

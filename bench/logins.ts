@@ -1,4 +1,4 @@
-// The Argon2id hashing gate under a login burst at the real parameters (DESIGN.md §3.16): N concurrent
+// The Argon2id hashing gate under a login burst at the real parameters (architecture.md D16): N concurrent
 // logins (default 200; odd ones a wrong password for a real account, even ones unknown emails, each
 // from its own client address) against an in-process API over an in-memory store, built as
 // tests/helpers/api.ts builds it but with the production KDF (KDF_DEFAULTS) and the production gate

@@ -1,6 +1,6 @@
 // Micro-benchmarks of the hot pieces, in-process over an in-memory store: leaf mint (first and
 // cached), host matching over 1,000 services, header rewriting, the guard's classification,
-// credential decryption vs a plan-cache hit, audit batching, the host-wide needle set (§3.22) with
+// credential decryption vs a plan-cache hit, audit batching, the host-wide needle set (architecture.md D22) with
 // 1, 100 and 1,000 vaults sharing one host. `--json` prints one JSON line (name → ns per op, or
 // records/s for names ending in "/s"); the text output adds the host-wide set's ratios.
 
@@ -157,7 +157,7 @@ const ruleCheck = (plan: EgressPlan) =>
 await bench("rules check (plain rules)", 300_000, () => ruleCheck(plainRules));
 await bench("rules check (with approval rules)", 300_000, () => ruleCheck(approveRules));
 
-// needles follow the host (DESIGN.md §3.22): N vaults, each with its own bearer value for one host.
+// needles follow the host (architecture.md D22): N vaults, each with its own bearer value for one host.
 // Per answer: getting the host's compiled set (a plan-cache look-up), then that plus scanning a
 // 4 KiB JSON answer with it, without an echo (the usual case) and with one vault's value in it.
 // The cold build (store read, N decryptions, one compile) is paid once per host and change, measured once.

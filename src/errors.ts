@@ -1,5 +1,5 @@
 // Typed errors, one class per error the broker can produce, and the single JSON envelope
-// ({ error, message, ...safe extras } plus X-Broker-Error) they become (DESIGN.md §3.1).
+// ({ error, message, ...safe extras } plus X-Broker-Error) they become (architecture.md D1).
 // Messages never contain request input, header values or credential values.
 
 export abstract class BrokerError extends Error {

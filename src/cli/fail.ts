@@ -18,7 +18,7 @@ export class CliExit extends Error {
 }
 
 // No role lets an agent token or a scoped session (what `vault run` hands its child) touch secrets
-// (DESIGN.md §3.18), so "ask an admin for a bigger role" would send an agent the wrong way. The
+// (architecture.md D18), so "ask an admin for a bigger role" would send an agent the wrong way. The
 // broker's message says why; these say what to do next.
 const PEOPLE = "a person needs the member or admin role in the vault and their own login (`broker auth login`)";
 

@@ -1,4 +1,4 @@
-// Content codings of responses to injected requests (DESIGN.md §3.15): the body is decoded so the
+// Content codings of responses to injected requests (architecture.md D15): the body is decoded so the
 // redactor can scan the plain bytes, then encoded again in the same codings, in the same order, so
 // the agent gets the Content-Encoding it was sent. Streaming keeps server-sent events immediate:
 // every upstream chunk is decoded, redacted, encoded and flushed before the next one is read.

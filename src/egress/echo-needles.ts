@@ -1,4 +1,4 @@
-// Needles follow the values, not the request (DESIGN.md §3.22): every answer the broker scans is
+// Needles follow the values, not the request (architecture.md D22): every answer the broker scans is
 // scanned for every value it sends or could send anywhere, whichever vault, service, session or
 // host it belongs to. One compiled set holds every vault's stored values in the forms they travel
 // in (the store half, read once per change: stored-values.ts) and every value this instance sent

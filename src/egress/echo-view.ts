@@ -1,4 +1,4 @@
-// The decoding view the echo redactor matches in (DESIGN.md §3.22): one pass over the body bytes,
+// The decoding view the echo redactor matches in (architecture.md D22): one pass over the body bytes,
 // no backtracking, that reads percent-escapes (%XX, %uXXXX), HTML numeric and named references,
 // JSON and script escapes (\uXXXX with surrogate pairs, \u{…}, \xHH, octal, \" \\ \/), drops
 // invisible characters and folds ASCII case (echo-syntax.ts says which). Each byte of that view

@@ -164,7 +164,7 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
     const minting = planned.minted !== undefined && !signing;
     let grant = minting ? await minterOf(deps).grant(input.vault, planned) : undefined;
     // The answer is scanned for every value any vault sends anywhere, not only this request's
-    // (DESIGN.md §3.22): one map look-up, the set compiled once per change (echo-needles.ts).
+    // (architecture.md D22): one map look-up, the set compiled once per change (echo-needles.ts).
     const hostWide = (g: typeof grant) => deps.plans.responseNeedles(planned, g);
     let needles = await hostWide(grant);
     // A scanned answer must not come in pieces the agent can join (ranges.ts): Range dropped or widened.
@@ -288,7 +288,7 @@ async function shapeResponse(
   ranged?: RangedRequest,
 ): Promise<Answer> {
   // Inside a tunnel the agent talks to the real origin, so its cookies are forwarded; on /proxy they
-  // would land on the broker's own origin, where the console's session cookie lives (DESIGN.md §3.19).
+  // would land on the broker's own origin, where the console's session cookie lives (architecture.md D19).
   // `-bin` fields are base64 that gRPC clients decode: scanned decoded first (binary-metadata.ts); one
   // that does not decode refuses the response, so the upstream's body is let go.
   let headers: HeaderList;

@@ -145,7 +145,7 @@ export const ALWAYS_BLOCKED: readonly LabelledCidr[] = [
 ];
 
 /** Blocked unless private ranges are allowed or the allowlist covers the address. The contract's list plus (design
- *  §3.13) the rest of 0.0.0.0/8, ::, multicast, broadcast, reserved 240/4 and the deprecated site-local fec0::/10. */
+ *  architecture.md D13) the rest of 0.0.0.0/8, ::, multicast, broadcast, reserved 240/4 and the deprecated site-local fec0::/10. */
 export const DEFAULT_BLOCKED: readonly LabelledCidr[] = [
   ...labelled("private", ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"]),
   ...labelled("loopback", ["127.0.0.0/8", "::1/128"]),

@@ -1,4 +1,4 @@
-// The outbound network guard (contract "Authentication" 11, design §3.4 and §3.13): compiles the policy once,
+// The outbound network guard (contract "Authentication" 11, architecture.md D4 and D13): compiles the policy once,
 // classifies addresses by their bytes, resolves a host and checks every answer. Never caches an answer (a cached
 // answer is what DNS rebinding exploits) and never dials: the caller connects only to the addresses returned here.
 

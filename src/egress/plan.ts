@@ -2,8 +2,8 @@
 // inject (or, for 'query' and 'path' auth, where the value goes in the URL). Per vault, the compiled
 // service table and decrypted credentials (as Secrets) live in memory and are dropped on every
 // write to that vault, so the hot path does not touch the store and a credential changed by a
-// human is used on the very next request (DESIGN.md §3.11). Per host, the needles a response is
-// scanned for are every vault's values for that host, not only the plan's (echo-needles.ts, §3.22).
+// human is used on the very next request (architecture.md D11). Per host, the needles a response is
+// scanned for are every vault's values for that host, not only the plan's (echo-needles.ts, architecture.md D22).
 
 import { CredentialNotFound, DatabaseUnavailable, HostNotAllowed, ServiceDisabled } from "../errors.ts";
 import { Secret } from "../secret.ts";
@@ -83,7 +83,7 @@ export interface PlanCache {
   /** Whether a host has a service in the vault (for the tunnel's unmatched-host decision). */
   has(vault: { id: number }, host: string, port: number): Promise<boolean>;
   /**
-   * SECRET: the needles every answer is scanned for (DESIGN.md §3.22): what every vault's services
+   * SECRET: the needles every answer is scanned for (architecture.md D22): what every vault's services
    * send or could send, anywhere, and what was sent lately (rotated values, minted tokens); `plan`,
    * and `grant` when minted, are what this request sent.
    */

@@ -1,8 +1,8 @@
-// Ranged reads on scanned requests (DESIGN.md §3.21, issue 31): an agent must not learn any byte of
+// Ranged reads on scanned requests (architecture.md D21, issue 31): an agent must not learn any byte of
 // a value from ranged responses of an echoing upstream. A scan of a 206 body alone cannot promise
 // that: `bytes=81-100` and then `bytes=101-120` each hold half of an echoed value, neither half is a
 // match, and the agent joins them (a multipart/byteranges answer splits it the same way). This holds
-// for every request whose answer is scanned: every answer once any vault holds a value (§3.22: a
+// for every request whose answer is scanned: every answer once any vault holds a value (architecture.md D22: a
 // request bin serves vault A's value to B, whatever B's service). So:
 //
 // - Every auth type but aws_sigv4 and passthrough: a byte Range (unit "bytes" in any case, or a
@@ -89,7 +89,7 @@ const AS_SENT_PART: RangedRequest = { partNumber: true, upstreamHeaders: keepAll
  */
 /**
  * The services whose ranged reads are widened rather than dropped: S3 through aws_sigv4, and
- * passthrough services (their answers are scanned for other vaults' values, §3.22, yet nothing of
+ * passthrough services (their answers are scanned for other vaults' values, architecture.md D22, yet nothing of
  * theirs is injected: resumable and parallel downloads keep working).
  */
 const WIDENED = new Set(["aws_sigv4", "passthrough"]);

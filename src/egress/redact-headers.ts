@@ -1,4 +1,4 @@
-// No reveal by echo in header text (DESIGN.md §3.22): status lines, header values and names. A
+// No reveal by echo in header text (architecture.md D22): status lines, header values and names. A
 // value split over header lines is found by reading lines together, as an agent could join them:
 // every value in the order it came (a value split over lines of different names, side by side),
 // and the lines of each name with their list items joined without the commas and blanks between

@@ -1,4 +1,4 @@
-// No reveal by echo (DESIGN.md §3.15, §3.22): replaces every occurrence of an injected value, in
+// No reveal by echo (architecture.md D15, D22): replaces every occurrence of an injected value, in
 // any of the forms servers quote values in, with "[redacted]" in response headers and (decoded)
 // response bodies, streaming, including occurrences split across chunk boundaries. The matching is
 // done in a decoding view of the bytes (echo-scanner.ts) against the value's forms

@@ -1,6 +1,6 @@
 // WebSocket upgrades through the egress core (wss:// for realtime APIs): the same plan, header
 // rules, injection and network guard as any request, then the upstream's answer, redacted. On an
-// injected upgrade no extension may be negotiated and every server frame is scanned (§3.15).
+// injected upgrade no extension may be negotiated and every server frame is scanned (architecture.md D15).
 // Metrics count an upgrade when the upstream answers: a 101 is status class "1xx", the relay after it
 // is not timed (a socket open for hours is not a slow request).
 
@@ -88,7 +88,7 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
     if (plan.minted?.type === "aws_sigv4") throw new CredentialRefreshFailed(plan.service.host, "WebSocket upgrades cannot be signed with SigV4", true);
     if (plan.minted && !deps.minter) throw new Internal();
     const grant = plan.minted ? await deps.minter!.grant(input.vault, plan) : undefined;
-    // Every value any vault sends this host is looked for, not only this upgrade's (DESIGN.md §3.22).
+    // Every value any vault sends this host is looked for, not only this upgrade's (architecture.md D22).
     const needles = await deps.plans.responseNeedles(plan, grant);
     // A WebSocket upgrade is a GET on the wire: the service's rules decide on that.
     const allowed = allowedTarget(

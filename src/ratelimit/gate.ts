@@ -1,5 +1,5 @@
 // In-flight gates: a counter with a ceiling. Used for the GLOBAL in-flight ceiling and reusable for any small
-// concurrency cap (Argon2id hashing, DESIGN.md §3.16). Never queues: a full gate refuses at once.
+// concurrency cap (Argon2id hashing, architecture.md D16). Never queues: a full gate refuses at once.
 
 export interface Gate {
   /** A release function when a slot is free, undefined at the ceiling. Releasing twice frees one slot only. */

@@ -4,7 +4,7 @@
 // authority, unmatched ones follow the vault's unmatched_hosts setting. Plain http:// requests get
 // 405; absolute-form https:// requests (axios) go through the egress core like /proxy.
 // Built on node:net/node:tls streams: TLS inside TLS (the --proxy-tls form) needs a stream to
-// wrap, and sniffing must be able to push the first bytes back (DESIGN.md §3.6).
+// wrap, and sniffing must be able to push the first bytes back (architecture.md D6).
 
 import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { TLSSocket, type SecureContext } from "node:tls";

@@ -1,4 +1,4 @@
-// Proxy-Authorization for the CONNECT listener (DESIGN.md §3.7): `Basic base64(<token>:<vault>)`,
+// Proxy-Authorization for the CONNECT listener (architecture.md D7): `Basic base64(<token>:<vault>)`,
 // which clients build from http://<token>:<vault>@host:port, or `Bearer <token>`. The header is
 // hop-by-hop and never forwarded.
 

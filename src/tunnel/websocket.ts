@@ -35,7 +35,7 @@ export async function relayWebSocket(
     return void stream.end();
   }
   const { head: res, conn, finish } = upgraded;
-  // Inside the tunnel the agent talks to the origin, so cookies pass (§3.19); X-Broker-Error is only ever the broker's.
+  // Inside the tunnel the agent talks to the origin, so cookies pass (architecture.md D19); X-Broker-Error is only ever the broker's.
   const headers = res.headers.filter(([name]) => name.toLowerCase() !== "x-broker-error");
   await writeAll(stream, serializeHead(`HTTP/1.1 101 ${res.statusText || "Switching Protocols"}`, headers));
 

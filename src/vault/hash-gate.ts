@@ -1,5 +1,5 @@
 // Argon2id costs 64 MiB and tens of milliseconds per call: run at most a few at once and queue a
-// bounded number more; beyond that, refuse (503) instead of exhausting memory (DESIGN.md §3.16).
+// bounded number more; beyond that, refuse (503) instead of exhausting memory (architecture.md D16).
 
 import { Unavailable } from "../errors.ts";
 

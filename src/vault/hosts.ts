@@ -1,4 +1,4 @@
-// Host names of services (DESIGN.md §3.14): exact `name` or `name:port` (443 when absent), or
+// Host names of services (architecture.md D14): exact `name` or `name:port` (443 when absent), or
 // `*.domain` matching exactly one extra label and never the bare domain; `*` and a wildcard over a
 // public suffix (`*.com`, `*.co.uk`, `*.github.io`) are rejected. Names compare lower-cased, without
 // a trailing dot, in punycode.

@@ -77,7 +77,7 @@ export type VaultAction =
 /**
  * The one permission rule for everything inside a vault (API routes, the approval page, the future
  * console all ask here). Machines (agent tokens, scoped sessions) never read or write secrets,
- * whatever their vault or instance role (DESIGN.md §3.18): a service is where a credential is
+ * whatever their vault or instance role (architecture.md D18): a service is where a credential is
  * sent, so an agent able to add or repoint one could send a stored value to a host it controls.
  * Such changes reach a vault only through a proposal a human approves.
  */

@@ -1,5 +1,5 @@
-// Validation of an agent's proposal body (contract: POST /v1/proposals). Hosts follow DESIGN.md
-// §3.14 with no IP literals; `obtain` must be an https URL; every text field has a length limit;
+// Validation of an agent's proposal body (contract: POST /v1/proposals). Hosts follow architecture.md
+// D14 with no IP literals; `obtain` must be an https URL; every text field has a length limit;
 // an agent never sends a credential value, so a slot carrying one is refused.
 
 import { InvalidRequest } from "../errors.ts";

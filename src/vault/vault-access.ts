@@ -1,4 +1,4 @@
-// The per-session cache of vault grants the proxy hot path reads (DESIGN.md §3.11): what a grant is
+// The per-session cache of vault grants the proxy hot path reads (architecture.md D11): what a grant is
 // and the cache itself. Holds vault rows and roles only, never a credential; imports no domain operation.
 
 import type { VaultRole, VaultRow } from "../store/index.ts";
@@ -27,7 +27,7 @@ export interface VaultAccessCache {
 
 /**
  * Remembers successful vault look-ups per session for a few seconds, so proxied requests do not
- * read the store (DESIGN.md §3.11). Only grants are cached, never refusals; every write that
+ * read the store (architecture.md D11). Only grants are cached, never refusals; every write that
  * could narrow access (vault changes, deletions, revocations) clears it.
  */
 export function createVaultAccessCache(opts: {

@@ -1,4 +1,4 @@
-// Ranged S3 GetObject through an aws_sigv4 service (issue 31, DESIGN.md §3.21): the broker widens the
+// Ranged S3 GetObject through an aws_sigv4 service (issue 31, architecture.md D21): the broker widens the
 // agent's one range by CONTEXT_BYTES on each side before signing, and cuts the masked 206 back to the
 // bytes asked for. Verified against the botocore-checked fake S3 (tests/helpers/aws-upstream.py):
 // every byte right for ranges at the start, middle and end, `bytes=N-`, `bytes=-N`, past the end,

@@ -1,4 +1,4 @@
-// Agents never change or read secrets, through the CLI too (DESIGN.md §3.18): the compiled binary,
+// Agents never change or read secrets, through the CLI too (architecture.md D18): the compiled binary,
 // run with an agent token (admin grant) or under `broker vault run --role admin` (a scoped session),
 // is refused every credential and service write and every value read, exits non-zero, and says to
 // file a proposal. The vault is unchanged afterwards and the stored value is in no output or log.

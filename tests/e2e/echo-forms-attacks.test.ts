@@ -1,4 +1,4 @@
-// Issue 31 item 5, acceptance: "the forms servers quote values in" (DESIGN.md §3.15, §3.22). A hostile
+// Issue 31 item 5, acceptance: "the forms servers quote values in" (architecture.md D15, D22). A hostile
 // upstream (echo-forms-upstream.ts) turns the credential it was given into base64/base64url at every
 // alignment, hex, percent-escapes, HTML and JSON escapes, UTF-16, other case, invisible characters,
 // same-named header lines and masked-key texts, and sends it in the body (plain, gzip, many small

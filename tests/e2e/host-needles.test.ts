@@ -1,4 +1,4 @@
-// Another vault's value (issue 31, item 4; DESIGN.md §3.22): an upstream that keeps the last
+// Another vault's value (issue 31, item 4; architecture.md D22): an upstream that keeps the last
 // Authorization it received and returns it in the next answer (a request bin, a shared logging API)
 // is reached by several vaults of one broker. Vault B's agent (a bearer service of its own) and
 // vault C's (passthrough, nothing injected) must read "[redacted]" where vault A's value, or vault

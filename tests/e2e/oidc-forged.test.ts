@@ -4,7 +4,7 @@
 // on 127.0.0.1 (http is allowed for loopback issuers); the broker runs in-process with a movable clock.
 //
 // Until the server side exists the suite skips locally (probe: GET /v1/auth/oidc → {"enabled": true});
-// under CI=true it runs and fails instead, so CI cannot pass by skipping (DESIGN.md §5).
+// under CI=true it runs and fails instead, so CI cannot pass by skipping (architecture.md §8).
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";

@@ -1,4 +1,4 @@
-// No reveal by echo on /proxy (DESIGN.md §3.15): a hostile upstream echoes the injected
+// No reveal by echo on /proxy (architecture.md D15): a hostile upstream echoes the injected
 // Authorization in a header and in bodies of every Content-Encoding (stacked too), whole and split
 // across many small chunks; the agent reads [redacted] and the rest of the body intact, in the
 // encoding the upstream chose. Encodings the broker cannot decode fail closed. Upstream cookies and
@@ -121,7 +121,7 @@ describe("passthrough services (nothing injected)", () => {
     expect(await odd.text()).toBe("as-is");
   });
 
-  test("once a vault holds a value, their answers are scanned for it (DESIGN.md §3.22): same content, same encoding; an undecodable encoding fails closed", async () => {
+  test("once a vault holds a value, their answers are scanned for it (architecture.md D22): same content, same encoding; an undecodable encoding fails closed", async () => {
     for (const [enc, size] of [
       ["gzip", "small"],
       ["br", "large"],

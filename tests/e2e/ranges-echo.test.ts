@@ -1,4 +1,4 @@
-// Ranges cannot reassemble a value (issue 31, DESIGN.md §3.21): an upstream that honestly supports
+// Ranges cannot reassemble a value (issue 31, architecture.md D21): an upstream that honestly supports
 // Range over a body echoing the Authorization it received, a bearer service, and an agent asking for
 // the value in pieces: two halves, one multi-range request, one byte at a time. On /proxy, through
 // the tunnel over HTTP/1.1 and over HTTP/2, the broker drops Range and If-Range, the agent gets the
@@ -136,7 +136,7 @@ for (const [name, get] of Object.entries(ingresses)) {
   });
 }
 
-describe("another vault's value, served back by a request bin (DESIGN.md §3.22)", () => {
+describe("another vault's value, served back by a request bin (architecture.md D22)", () => {
   test("an agent of a vault with a passthrough service on the host gets no piece of it through ranges (widened and masked)", async () => {
     const { broker } = env;
     await broker.api("POST", "/v1/vaults", { name: "bin-reader" }, broker.userToken);

@@ -1,4 +1,4 @@
-// No reveal by echo inside the transparent proxy (DESIGN.md §3.15): the same hostile upstream as
+// No reveal by echo inside the transparent proxy (architecture.md D15): the same hostile upstream as
 // proxy-echo.test.ts, reached as https://upstream.test through CONNECT by real clients (Bun fetch,
 // curl --compressed). The agent reads [redacted] in every encoding, whole or split across chunks,
 // and the rest of the body intact. Inside the tunnel the agent talks to the real origin, so upstream

@@ -1,4 +1,4 @@
-// No reveal by echo over WebSockets through the transparent proxy (DESIGN.md §3.15): a raw TLS
+// No reveal by echo over WebSockets through the transparent proxy (architecture.md D15): a raw TLS
 // upstream (Bun.listen, exact control of every frame and TCP write) echoes the injected
 // Authorization in its 101 head (base64 in a -bin header too), in frames split every way, in control
 // frames, in a refusal body, and tries to negotiate compression; the agent must never read the value.

@@ -1,4 +1,4 @@
-// The module map of DESIGN.md §2, checked mechanically: modules meet only through their index.ts,
+// The module map of architecture.md §2, checked mechanically: modules meet only through their index.ts,
 // the server and the tunnel never import each other, the core stays free of Hono, and leaves
 // (ratelimit, errors, config) import nothing above them, and no file imports itself through others
 // (an import cycle, type-only ones included: a shared type belongs to the module that owns it).

@@ -163,7 +163,7 @@ describe("network allowlist", () => {
     expect(problemsOf({ ...HOME, BROKER_NETWORK_ALLOWLIST: item })).toEqual([expect.stringMatching(/^BROKER_NETWORK_ALLOWLIST: /)]);
   });
 
-  // inet_aton-style spellings are how IP parsers get fooled (DESIGN.md §13, the `ip` package CVEs):
+  // inet_aton-style spellings are how IP parsers get fooled (architecture.md D13, the `ip` package CVEs):
   // "0177.0.0.1" is read as 127.0.0.1 (octal) and "010.0.0.0/8" as 8.0.0.0/8, so an operator who
   // means one range silently allowlists another. Only four-part decimal IPv4 should be accepted.
   test("BROKER_ALLOWED_HOSTS: names and IPs trimmed, lower-cased, trailing dot and brackets dropped, IDN in punycode, frozen", () => {

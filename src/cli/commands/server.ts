@@ -69,7 +69,7 @@ function isLoopback(host: string): boolean {
  */
 const TUNNEL_IDLE_MS = 10 * 60_000;
 
-/** The CLI composes the two listeners: the server never imports the tunnel (DESIGN.md §2). */
+/** The CLI composes the two listeners: the server never imports the tunnel (architecture.md §2). */
 export const startTunnel: TunnelStarter = async (host, port) => {
   const bound = await bindTunnelListener(host, port);
   return { port: bound.port, close: bound.close, serve: (ctx) => bound.serve({ ...ctx, maxHeadBytes: 64 * 1024, idleTimeoutMs: TUNNEL_IDLE_MS }) };

@@ -1,4 +1,4 @@
-// Needles follow the values (DESIGN.md §3.22): the plan cache's one echo needle set holds every
+// Needles follow the values (architecture.md D22): the plan cache's one echo needle set holds every
 // vault's values, whatever host they go to (exact and wildcard services, enabled or not, in their
 // sent forms, minted inputs too), is compiled once per change, is read again after a write to any
 // vault while keeping the values it held, takes values noted later in place (a stream opened

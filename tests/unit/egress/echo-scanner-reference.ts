@@ -1,7 +1,7 @@
 // The echo scanner as it was before the plain-run fast path (commit 7e98554), kept verbatim (only
 // its import path changed) as the oracle that echo-scanner-fast.test.ts checks the fast scanner against.
 
-// The decoding view the echo redactor matches in (DESIGN.md §3.22): one pass over the body bytes,
+// The decoding view the echo redactor matches in (architecture.md D22): one pass over the body bytes,
 // no backtracking, that reads percent-escapes (%XX), HTML numeric and basic named entities
 // (&#NN; &#xHH; &amp; …), JSON and script escapes (\uXXXX with surrogate pairs, \xHH, \" \\ \/),
 // drops soft hyphens and zero-width characters, and folds ASCII case. Each byte of that view

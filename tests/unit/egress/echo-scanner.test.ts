@@ -1,4 +1,4 @@
-// The echo redactor's decoding view and forms (DESIGN.md §3.22): every form a server quotes a value
+// The echo redactor's decoding view and forms (architecture.md D22): every form a server quotes a value
 // in is found, in a whole body and streamed in any chunking, linear and bounded; text around it
 // survives, and near misses (11 characters of a value, other values) pass untouched.
 

@@ -113,7 +113,7 @@ describe("the logger's own scrub", () => {
     expect([...plans.secrets.values()]).toContain(SECRET);
     plans.invalidate(vault.id);
     // Sent to api.example.com above: an upstream may have kept it, so that host's answers are
-    // scanned for it for a day (DESIGN.md §3.22), and the logger keeps scrubbing it as long.
+    // scanned for it for a day (architecture.md D22), and the logger keeps scrubbing it as long.
     expect(new Set(plans.secrets.values())).toEqual(new Set([SECRET, basic]));
     const unsent = createPlanCache(api.store, api.domain.dataKey, () => ({}));
     await unsent.plan(vault, "api.example.com", 443);

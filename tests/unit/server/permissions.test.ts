@@ -3,7 +3,7 @@
 // case starts from a restored copy of it, checked against the built one: freshWorld). Key rules: only
 // human user sessions of vault admins/members ever read credential values or create, change or delete
 // credentials and services; agents and scoped sessions never, whatever their vault or instance role
-// (DESIGN.md §3.18), and their refusal says to file a proposal; a user without a role on the vault
+// (architecture.md D18), and their refusal says to file a proposal; a user without a role on the vault
 // gets 404 (its existence is not revealed). Roles still decide everything else agents do (logs,
 // invites, members, proposals).
 

@@ -1,4 +1,4 @@
-// Service host patterns (DESIGN.md §3.14): canonical form (lower case, no trailing dot, punycode,
+// Service host patterns (architecture.md D14): canonical form (lower case, no trailing dot, punycode,
 // port kept unless 443), the one-label wildcard, IP literals only where allowed, and matching.
 
 import { describe, expect, test } from "bun:test";
