@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { cleanEnv, runBinary, startBinaryServer, tempDir, type RunResult } from "../helpers/binary.ts";
-import { type PgCluster, pgMissing, startPgCluster } from "../helpers/postgres.ts";
+import { pgMissing, type SharedPgCluster, sharedPgCluster } from "../helpers/postgres.ts";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
 import { callApi } from "./proxy-fixture.ts";
 
@@ -43,12 +43,12 @@ const expectAbsent = (where: string, text: string, values: Record<string, string
 };
 
 describe.skipIf(pgMissing)("broker migrate-db", () => {
-  let cluster: PgCluster;
+  let cluster: SharedPgCluster;
   let upstream: TestUpstream;
   let cli: string;
   let baseEnv: Record<string, string>;
   beforeAll(async () => {
-    cluster = await startPgCluster();
+    cluster = await sharedPgCluster();
     upstream = await startUpstream();
     cli = sourceCli();
     const caFile = join(tempDir(), "upstream-ca.pem");
@@ -57,7 +57,7 @@ describe.skipIf(pgMissing)("broker migrate-db", () => {
   }, 60_000);
   afterAll(async () => {
     await upstream?.close();
-    await cluster?.destroy();
+    await cluster?.release();
   });
 
   /** The Authorization header the upstream saw for one request proxied with `token`. */

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { MIGRATIONS } from "../../src/store/schema.ts";
-import { pgMissing, startPgCluster, type PgCluster } from "../helpers/postgres.ts";
+import { pgMissing, sharedPgCluster, type SharedPgCluster } from "../helpers/postgres.ts";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
 import { callApi } from "./proxy-fixture.ts";
 import { basicProxyAuth, dialProxy, openTunnel, sendConnect, startTls, type Conn } from "./tunnel-fixture.ts";
@@ -30,7 +30,7 @@ const PROPAGATION_MS = 1000; // the acceptance bound: a change on one instance i
 // While announcements are lost caches are re-checked every second; one poll and one request on top of that.
 const DEGRADED_MS = PROPAGATION_MS + 150;
 
-let cluster: PgCluster;
+let cluster: SharedPgCluster;
 let dbUrl: string;
 let upstream: TestUpstream;
 let bin: string;
@@ -57,7 +57,7 @@ function spawn(name: string): Promise<Instance> {
 
 beforeAll(async () => {
   bin = buildFreshBinary();
-  [cluster, upstream] = await Promise.all([startPgCluster(), startUpstream(answer)]);
+  [cluster, upstream] = await Promise.all([sharedPgCluster(), startUpstream(answer)]);
   rec = createRecorder(upstream);
   dbUrl = await cluster.createDatabase();
   hostIp = `127.0.0.1:${upstream.port}`;
@@ -70,7 +70,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await stopAllInstances();
   await upstream?.close();
-  await cluster?.destroy();
+  await cluster?.release();
 });
 
 const api: Recorder["api"] = (...args) => rec.api(...args);

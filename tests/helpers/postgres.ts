@@ -1,5 +1,9 @@
 // Throwaway PostgreSQL clusters for tests: initdb into a fresh temp dir, a postmaster on a loopback port,
 // one empty database per caller. Never touches the system cluster or service; every cluster dies with the process.
+//
+// sharedPgCluster(): one cluster per test process, shared by every file that only needs a database of its
+// own (initdb and a postmaster start cost about a second each time). startPgCluster(): a private cluster,
+// for the files that stop/start the server or change what is server-wide.
 
 import { SQL } from "bun";
 import { appendFileSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
@@ -19,6 +23,23 @@ export interface PgCluster {
   start(): Promise<void>;
   /** Stops the server and deletes the temp directory. Idempotent. */
   destroy(): Promise<void>;
+}
+
+/**
+ * The process's shared cluster, as one caller (a test file, a describe block) sees it: databases of its own,
+ * nothing server-wide. Other files use the same server, so there is no stop(), start() or destroy().
+ */
+export interface SharedPgCluster {
+  readonly port: number;
+  readonly host: "127.0.0.1";
+  /** A fresh empty database with a name no other caller has (t_<random>); the URL as PgCluster.createDatabase. */
+  createDatabase(): Promise<string>;
+  /**
+   * Drops every database this handle created, cutting the connections still open to them (WITH (FORCE)), so
+   * nothing a file leaves behind takes disk or connection slots from the files after it. The cluster stays up
+   * until the process ends. Idempotent; never throws (a failed drop is a warning).
+   */
+  release(): Promise<void>;
 }
 
 const DEBIAN_ROOT = "/usr/lib/postgresql";
@@ -128,7 +149,9 @@ function configure(ctx: Ctx, port: number): void {
     port: String(port),
     listen_addresses: "'127.0.0.1'",
     unix_socket_directories: `'${ctx.dir}'`,
-    max_connections: "200",
+    // The shared cluster serves every file of a test process. One file opens up to ~130 at once (16 stores with
+    // pools of 8); release() cuts what a file left open, so this is room for a file that does not release().
+    max_connections: "400",
     fsync: "off", // throwaway data: durability buys nothing and costs seconds
     synchronous_commit: "off",
     full_page_writes: "off",
@@ -141,59 +164,150 @@ const pgStart = (ctx: Ctx) => runTool(ctx, "starting PostgreSQL", "pg_ctl", ["st
 const pgStop = (ctx: Ctx, mode: "fast" | "immediate") =>
   runTool(ctx, `stopping PostgreSQL (-m ${mode})`, "pg_ctl", ["stop", "-D", ctx.dataDir, "-m", mode, "-w", "-t", "60"]);
 
-// Clusters still alive when the process ends (a crashed or interrupted test run): stopped synchronously.
-const live = new Set<Ctx>();
-let exitHooksInstalled = false;
+// Every cluster dies with the process, however it ends: bun test never fires process.on("exit") (nor does
+// a SIGKILL), so a detached watchdog polls for this process and then stops the server and deletes its
+// directory. It ignores the signals that end the process (Ctrl-C reaches the whole process group);
+// destroy() kills it with SIGKILL once it has cleaned up itself.
+const WATCHDOG = `trap "" INT TERM HUP
+owner=$1 dir=$2 info=$3; shift 3
+while kill -0 "$owner" 2>/dev/null; do sleep 0.25; done
+"$@" >/dev/null 2>&1
+rm -rf "$dir"
+if [ -n "$info" ]; then rm -f "$info"; fi`;
 
-function stopAllNow(): void {
-  for (const c of live) {
-    Bun.spawnSync(commandFor(c.runner, "pg_ctl", ["stop", "-D", c.dataDir, "-m", "immediate"]), {
-      cwd: c.dir,
-      env: toolEnv(),
-      stdout: "ignore",
-      stderr: "ignore",
-    });
-    rmSync(c.dir, { recursive: true, force: true });
-  }
-  live.clear();
+/** Starts the watchdog for ctx's server (and `infoFile`, removed with it). Returns its pid. */
+function killOnExit(ctx: Ctx, infoFile = ""): number {
+  const stop = commandFor(ctx.runner, "pg_ctl", ["stop", "-D", ctx.dataDir, "-m", "immediate", "-w", "-t", "30"]);
+  const proc = Bun.spawn(["sh", "-c", WATCHDOG, "broker-pg-watchdog", String(process.pid), ctx.dir, infoFile, ...stop], {
+    cwd: "/",
+    env: toolEnv(),
+    stdio: ["ignore", "ignore", "ignore"],
+    detached: true,
+  });
+  proc.unref();
+  return proc.pid;
 }
 
-function killOnExit(ctx: Ctx): void {
-  live.add(ctx);
-  if (exitHooksInstalled) return;
-  exitHooksInstalled = true;
-  process.on("exit", stopAllNow);
-  // 'exit' does not fire when a signal (Ctrl-C, a CI timeout) ends the process: clean up, then let the signal
-  // do what it would have done, unless someone else listens for it and decides.
-  for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
-    const onSignal = () => {
-      stopAllNow();
-      process.off(sig, onSignal);
-      if (process.listenerCount(sig) === 0) process.kill(process.pid, sig);
-    };
-    process.on(sig, onSignal);
+function killWatchdog(pid: number): void {
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch {
+    // already gone
   }
 }
+
+const ctxFor = (runner: Runner, dir: string): Ctx => ({ runner, dir, dataDir: join(dir, "data"), logFile: join(dir, "server.log") });
 
 function createTempDir(runner: Runner): Ctx {
   const dir = mkdtempSync(join(tmpdir(), "broker-pg-"));
   if (runner.asUser) chownSync(dir, runner.asUser.uid, runner.asUser.gid);
-  return { runner, dir, dataDir: join(dir, "data"), logFile: join(dir, "server.log") };
+  return ctxFor(runner, dir);
+}
+
+/** A running server: what a handle needs to reach it. */
+interface Server {
+  readonly ctx: Ctx;
+  readonly port: number;
+  readonly password: string; // SECRET: never log (hex, so URL-safe as is)
+  readonly watchdog: number;
+}
+
+/** initdb and a postmaster on a free port, in a fresh temp directory watched by killOnExit. */
+async function startServer(infoFile?: string): Promise<Server> {
+  const ctx = createTempDir(createRunner());
+  const watchdog = killOnExit(ctx, infoFile);
+  const password = crypto.randomUUID().replaceAll("-", "");
+  try {
+    await initCluster(ctx, password);
+    return { ctx, port: await startOnFreePort(ctx), password, watchdog };
+  } catch (err) {
+    killWatchdog(watchdog);
+    await pgStop(ctx, "immediate").catch(() => {});
+    rmSync(ctx.dir, { recursive: true, force: true });
+    throw err;
+  }
 }
 
 /** Starts a new cluster in a fresh temp directory on a free loopback port. */
 export async function startPgCluster(): Promise<PgCluster> {
-  const ctx = createTempDir(createRunner());
-  killOnExit(ctx);
-  const password = crypto.randomUUID().replaceAll("-", ""); // SECRET: never log (hex, so URL-safe as is)
-  try {
-    await initCluster(ctx, password);
-    const port = await startOnFreePort(ctx);
-    return createHandle(ctx, port, password);
-  } catch (err) {
-    live.delete(ctx);
-    rmSync(ctx.dir, { recursive: true, force: true });
+  return createHandle(await startServer());
+}
+
+// --- the shared cluster ---------------------------------------------------------------------------------
+// One per process. Found again by a later file through a file named after the process, not a module or
+// globalThis variable: with --isolate (which --parallel implies) every test file gets a fresh global object
+// and module registry, but it runs in the same process. The file holds the password: mode 0600, and the
+// watchdog deletes it with the cluster.
+
+let shared: Promise<Server> | undefined;
+
+const sharedInfoFile = () => join(tmpdir(), `broker-shared-pg-${process.pid}.json`);
+
+/** One fresh database for each createDatabase() on the process's one shared cluster, started on first use. */
+export async function sharedPgCluster(): Promise<SharedPgCluster> {
+  shared ??= findOrStartShared().catch((err) => {
+    shared = undefined; // the next file tries again
     throw err;
+  });
+  return lease(await shared);
+}
+
+async function findOrStartShared(): Promise<Server> {
+  const infoFile = sharedInfoFile();
+  const found = readShared(infoFile);
+  if (found) return found;
+  const server = await startServer(infoFile);
+  const { ctx, port, password, watchdog } = server;
+  writeFileSync(infoFile, JSON.stringify({ dir: ctx.dir, port, password, watchdog }), { mode: 0o600 });
+  return server;
+}
+
+/** The cluster an earlier (isolated) file of this process started, while its watchdog and server are up. */
+function readShared(infoFile: string): Server | undefined {
+  let info: { dir: string; port: number; password: string; watchdog: number };
+  try {
+    info = JSON.parse(readFileSync(infoFile, "utf8"));
+    process.kill(info.watchdog, 0); // throws when it is gone: then so is (or soon is) the cluster
+  } catch {
+    return undefined;
+  }
+  const ctx = ctxFor(createRunner(), info.dir);
+  return existsSync(join(ctx.dataDir, "postmaster.pid")) ? { ctx, port: info.port, password: info.password, watchdog: info.watchdog } : undefined;
+}
+
+function lease(server: Server): SharedPgCluster {
+  const mine: string[] = [];
+  let released: Promise<void> | undefined;
+  return {
+    port: server.port,
+    host: "127.0.0.1",
+    async createDatabase() {
+      if (released) throw new Error("createDatabase() after release()");
+      const name = randomDbName();
+      mine.push(name); // before CREATE: one that half-failed is dropped too
+      return createDb(server, name);
+    },
+    release() {
+      released ??= dropDatabases(server, mine.splice(0));
+      return released;
+    },
+  };
+}
+
+async function dropDatabases(server: Server, names: readonly string[]): Promise<void> {
+  if (names.length === 0) return;
+  // Side by side: each DROP DATABASE waits for a checkpoint, and concurrent ones share it.
+  const admin = new SQL({ url: dbUrl(server, "postgres"), max: Math.min(names.length, 8), connectionTimeout: 10 });
+  try {
+    await Promise.all(
+      names.map((name) =>
+        admin.unsafe(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch((err: Error) => {
+          console.warn(`[postgres helper] DROP DATABASE "${name}" on 127.0.0.1:${server.port} failed (left behind): ${err.message}`);
+        }),
+      ),
+    );
+  } finally {
+    await admin.close().catch(() => {});
   }
 }
 
@@ -214,26 +328,34 @@ async function startOnFreePort(ctx: Ctx): Promise<number> {
   }
 }
 
-function createHandle(ctx: Ctx, port: number, password: string): PgCluster {
-  const url = (db: string) => `postgres://broker:${password}@127.0.0.1:${port}/${db}`;
+const dbUrl = (server: Server, db: string) => `postgres://broker:${server.password}@127.0.0.1:${server.port}/${db}`;
+
+const randomDbName = () => `t_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`;
+
+async function createDb(server: Server, name: string): Promise<string> {
+  // The name is interpolated into CREATE DATABASE: only plain lower-case identifiers get through.
+  if (!DB_NAME.test(name)) throw new Error(`invalid database name ${JSON.stringify(name)}: must match ${DB_NAME}`);
+  const admin = new SQL({ url: dbUrl(server, "postgres"), max: 1, connectionTimeout: 10 });
+  try {
+    await admin.unsafe(`CREATE DATABASE "${name}"`);
+  } catch (err) {
+    throw new Error(
+      `CREATE DATABASE "${name}" on 127.0.0.1:${server.port} failed: ${(err as Error).message}\n--- tail of ${server.ctx.logFile} ---\n${logTail(server.ctx)}`,
+    );
+  } finally {
+    await admin.close();
+  }
+  return dbUrl(server, name);
+}
+
+function createHandle(server: Server): PgCluster {
+  const { ctx } = server;
   let destroyed: Promise<void> | undefined;
   return {
-    port,
+    port: server.port,
     host: "127.0.0.1",
     dir: ctx.dir,
-    async createDatabase(name = `t_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`) {
-      // The name is interpolated into CREATE DATABASE: only plain lower-case identifiers get through.
-      if (!DB_NAME.test(name)) throw new Error(`invalid database name ${JSON.stringify(name)}: must match ${DB_NAME}`);
-      const admin = new SQL({ url: url("postgres"), max: 1, connectionTimeout: 10 });
-      try {
-        await admin.unsafe(`CREATE DATABASE "${name}"`);
-      } catch (err) {
-        throw new Error(`CREATE DATABASE "${name}" on 127.0.0.1:${port} failed: ${(err as Error).message}\n--- tail of ${ctx.logFile} ---\n${logTail(ctx)}`);
-      } finally {
-        await admin.close();
-      }
-      return url(name);
-    },
+    createDatabase: (name = randomDbName()) => createDb(server, name),
     async stop() {
       await pgStop(ctx, "fast");
     },
@@ -246,7 +368,7 @@ function createHandle(ctx: Ctx, port: number, password: string): PgCluster {
         await pgStop(ctx, "fast")
           .catch(() => pgStop(ctx, "immediate"))
           .catch(() => {});
-        live.delete(ctx);
+        killWatchdog(server.watchdog);
         rmSync(ctx.dir, { recursive: true, force: true });
       })();
       return destroyed;

@@ -1,6 +1,6 @@
 // One store test suite, run on every backend: forEachBackend wraps a suite in describe("sqlite")
-// and describe("postgres"). PostgreSQL gets one throwaway cluster per test file and a fresh
-// database per open(); it is skipped only where pgMissing (never under CI=true).
+// and describe("postgres"). PostgreSQL gets a fresh database per open() on the process's shared
+// throwaway cluster (dropped after the suite); it is skipped only where pgMissing (never under CI=true).
 
 import { afterAll, beforeAll, describe } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createStore, migrate, openMemoryStore, openPostgres, type Db, type Store } from "../../src/store/index.ts";
 import { openSqliteFile } from "../../src/store/sqlite.ts";
-import { pgMissing, startPgCluster, type PgCluster } from "./postgres.ts";
+import { pgMissing, sharedPgCluster, type SharedPgCluster } from "./postgres.ts";
 
 export type BackendName = "sqlite" | "postgres";
 
@@ -47,13 +47,13 @@ export function forEachBackend(suite: (backend: Backend) => void): void {
 
   describe.skipIf(pgMissing)("postgres", () => {
     const { track, closeAll } = createTracker();
-    let cluster: PgCluster | undefined;
+    let cluster: SharedPgCluster | undefined;
     beforeAll(async () => {
-      cluster = await startPgCluster();
+      cluster = await sharedPgCluster();
     }, 60_000);
     afterAll(async () => {
       closeAll();
-      await cluster?.destroy();
+      await cluster?.release();
     });
     const freshDatabase = async () => {
       if (!cluster) throw new Error("the PostgreSQL cluster did not start (see beforeAll)");

@@ -10,7 +10,7 @@ import { Secret } from "../../../src/secret.ts";
 import { readCatalog, type TableInfo } from "../../../src/store/catalog.ts";
 import { copyStore, CopyMismatch, MIGRATIONS, openMemoryStore, openStore, TargetNotEmpty, type Db, type Sql, type Store } from "../../../src/store/index.ts";
 import { loadCredential, loadRootCa, storeCredential, unlockKeyring, type KdfParams } from "../../../src/vault/index.ts";
-import { type PgCluster, pgMissing, startPgCluster } from "../../helpers/postgres.ts";
+import { pgMissing, type SharedPgCluster, sharedPgCluster } from "../../helpers/postgres.ts";
 
 const CHEAP: KdfParams = { alg: "argon2id", iterations: 1, memoryKiB: 1024, parallelism: 1, hashLength: 32 };
 const MASTER = new Secret("correct horse battery staple");
@@ -304,11 +304,11 @@ describe("SQLite into SQLite (no PostgreSQL needed)", () => {
 });
 
 describe.skipIf(pgMissing)("SQLite into PostgreSQL", () => {
-  let cluster: PgCluster;
+  let cluster: SharedPgCluster;
   beforeAll(async () => {
-    cluster = await startPgCluster();
+    cluster = await sharedPgCluster();
   }, 60_000);
-  afterAll(() => cluster?.destroy());
+  afterAll(() => cluster?.release());
 
   const openPg = async (url: string) => openStore({ dataDir: tempDir(), database: { url: new Secret(url), poolSize: 2 } });
 

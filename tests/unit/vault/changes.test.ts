@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { CHANGES_CHANNEL, createStore, migrate, openPostgres, type Db, type Store } from "../../../src/store/index.ts";
 import { openSqliteMemory } from "../../../src/store/sqlite.ts";
 import { ALWAYS_FRESH, parseChange, REVALIDATE_MS, startChangeFeed, type Change } from "../../../src/vault/changes.ts";
-import { pgMissing, startPgCluster, type PgCluster } from "../../helpers/postgres.ts";
+import { pgMissing, sharedPgCluster, type SharedPgCluster } from "../../helpers/postgres.ts";
 
 const until = async (check: () => boolean, ms = 3000) => {
   const end = Date.now() + ms;
@@ -99,14 +99,14 @@ describe("change feed", () => {
 });
 
 describe.skipIf(pgMissing)("PostgreSQL announces committed changes", () => {
-  let cluster: PgCluster;
+  let cluster: SharedPgCluster;
   let store: Store;
   let db: Db;
   const heard: string[] = [];
   let unlisten: () => Promise<void>;
 
   beforeAll(async () => {
-    cluster = await startPgCluster();
+    cluster = await sharedPgCluster();
     db = openPostgres(await cluster.createDatabase(), { max: 4 });
     await migrate(db);
     store = createStore(db);
@@ -115,7 +115,7 @@ describe.skipIf(pgMissing)("PostgreSQL announces committed changes", () => {
   afterAll(async () => {
     await unlisten?.();
     store?.close();
-    await cluster?.destroy();
+    await cluster?.release();
   });
 
   /** Runs `write`, then returns the announcements it caused (parsed). */
