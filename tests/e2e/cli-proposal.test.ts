@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { cleanEnv, expectOk, isolatedBinary, type RunResult, runBinary, type ServerProcess, startSelfAddressedServer, tempDir } from "../helpers/binary.ts";
+import { runInProcess } from "../helpers/cli-offline.ts";
 
 const { bin, dir } = isolatedBinary();
 const VALUE_A = "sk-proposal-e2e-A-7f3k!q";
@@ -20,6 +21,13 @@ const ownerConfig = join(tempDir("broker-cli-"), "config");
 
 async function cli(args: string[], stdin?: string): Promise<RunResult> {
   const r = await runBinary(bin, args, { env: owner(), stdin, cwd: dir });
+  outputs.push(r.stdout, r.stderr);
+  return r;
+}
+
+/** Help text and argument errors: the CLI's main() in process, no server to reach (kept like `cli`'s output). */
+async function offline(args: string[]): Promise<RunResult> {
+  const r = await runInProcess(args);
   outputs.push(r.stdout, r.stderr);
   return r;
 }
@@ -74,7 +82,7 @@ describe("broker proposal", () => {
     const listJson = JSON.parse(expectOk(await cli(["proposal", "list", "--status", "pending", "--json"])).stdout);
     expect(listJson.map((p: { id: number }) => p.id)).toEqual([id]);
     expect(expectOk(await cli(["proposal", "list", "--status", "applied"])).stdout).toContain("No applied proposals in vault props.");
-    expect((await cli(["proposal", "list", "--status", "bogus"])).exitCode).toBe(2);
+    expect((await offline(["proposal", "list", "--status", "bogus"])).exitCode).toBe(2);
 
     const show = expectOk(await cli(["proposal", "show", String(id)]));
     expect(show.stdout).toContain(`Proposal ${id} in vault props: pending`);
@@ -124,7 +132,7 @@ describe("broker proposal", () => {
     expect(twice.exitCode).toBe(1);
     expect(twice.stderr).toContain("409");
     expect((await cli(["proposal", "approve", id], "x\n")).stderr).toContain("rejected, not pending");
-    expect((await cli(["proposal", "show", "12abc"])).exitCode).toBe(2);
+    expect((await offline(["proposal", "show", "12abc"])).exitCode).toBe(2);
     expect((await cli(["proposal", "show", "999999"])).stderr).toContain("404");
     expect((await asAgent("GET", "/discover")).body.services.map((s: { host: string }) => s.host)).not.toContain("other.example.org");
   });
@@ -144,7 +152,7 @@ describe("broker proposal", () => {
 
   test("--help for every proposal command", async () => {
     for (const sub of ["list", "show", "approve", "reject"]) {
-      const r = await runBinary(bin, ["proposal", sub, "--help"], { env: owner(), cwd: dir });
+      const r = await runInProcess(["proposal", sub, "--help"]);
       expect(r.exitCode).toBe(0);
       expect(r.stdout).toContain(`USAGE proposal ${sub}`);
     }

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { builtBinary, cleanEnv, expectOk, freePort, type RunResult, runBinary, type ServerProcess, startBinaryServer, tempDir } from "../helpers/binary.ts";
+import { runInProcess } from "../helpers/cli-offline.ts";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
 import { requireBinary } from "./tunnel-fixture.ts";
 
@@ -25,6 +26,13 @@ const owner = () => cleanEnv({ BROKER_CONFIG_DIR: ownerConfig, BROKER_ADDR: serv
 
 async function cli(args: string[], opts: { stdin?: string; env?: Record<string, string> } = {}): Promise<RunResult> {
   const r = await runBinary(bin, args, { env: opts.env ?? owner(), stdin: opts.stdin });
+  outputs.push(r.stdout, r.stderr);
+  return r;
+}
+
+/** Help text and argument errors: the CLI's main() in process, no server to reach (kept like `cli`'s output). */
+async function offline(args: string[]): Promise<RunResult> {
+  const r = await runInProcess(args);
   outputs.push(r.stdout, r.stderr);
   return r;
 }
@@ -99,11 +107,11 @@ describe("broker service add|update --approve", () => {
     // update replaces the rules with the ones given, approval rules included, in the order typed.
     const upd = expectOk(await cli(["service", "update", host, "--approve", "POST /v1/refunds", "--allow=GET POST /v1/**"]));
     expect(upd.stdout).toContain("agents may use POST on /v1/refunds (each request approved by a human); GET and POST on /v1/**.");
-    const bad = await cli(["service", "update", host, "--approve", "/v1/refunds"]);
+    const bad = await offline(["service", "update", host, "--approve", "/v1/refunds"]);
     expect(bad.exitCode).toBe(2);
     expect(bad.stderr).toContain('error: --approve "/v1/refunds": no method given');
     expect(bad.stderr).toContain('--approve "POST /v1/refunds"');
-    const help = expectOk(await cli(["service", "add", "--help"]));
+    const help = expectOk(await offline(["service", "add", "--help"]));
     expect(help.stdout).toContain("--approve=<METHODS PATHS>");
     expect(help.stdout).toContain('--approve "POST /v1/refunds"');
   });
@@ -242,7 +250,7 @@ describe("broker request", () => {
   });
 
   test("mistakes say what went wrong and what to do", async () => {
-    const bad = await cli(["request", "show", "12"]);
+    const bad = await offline(["request", "show", "12"]);
     expect(bad.exitCode).toBe(2);
     expect(bad.stderr).toBe(
       'error: "12" is not a held request\'s id\nhint: ids look like apr_ followed by 16 letters, digits, - or _; `broker request list` shows them\n',
@@ -251,19 +259,19 @@ describe("broker request", () => {
     expect(unknown.exitCode).toBe(1);
     expect(unknown.stderr).toContain("(404 not_found)");
     expect(unknown.stderr).toContain("hint: there is no held request apr_AAAAAAAAAAAAAAAA in vault demo: `broker request list --vault demo` shows them");
-    const state = await cli(["request", "list", "--state", "waiting"]);
+    const state = await offline(["request", "list", "--state", "waiting"]);
     expect(state.exitCode).toBe(2);
     expect(state.stderr).toContain("use one of pending, approved, denied, used, expired");
     const noVault = await cli(["request", "list", "--vault", "nope"]);
     expect(noVault.exitCode).toBe(1);
     expect(noVault.stderr).toContain("vault");
     for (const sub of ["list", "show", "approve", "deny"]) {
-      const r = await cli(["request", sub, "--help"]);
+      const r = await offline(["request", sub, "--help"]);
       expect(r.exitCode).toBe(0);
       expect(r.stdout).toContain(`USAGE request ${sub}`);
       expect(r.stdout).toContain("broker request approve apr_");
     }
-    expect(expectOk(await cli(["--help"])).stdout).toMatch(/request\s+Review, approve and deny single requests/);
+    expect(expectOk(await offline(["--help"])).stdout).toMatch(/request\s+Review, approve and deny single requests/);
   });
 
   test("`broker vault run -- curl` meets the rule: held, approved with the CLI, then sent once", async () => {

@@ -3,6 +3,7 @@
 // with a different message).
 
 import { main } from "../../src/cli/index.ts";
+import type { RunResult } from "./binary.ts";
 
 export async function runOffline(args: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = "";
@@ -23,4 +24,13 @@ export async function runOffline(args: string[]): Promise<{ code: number; out: s
       else process.env[k] = v;
     }
   }
+}
+
+/**
+ * `runOffline` shaped like `runBinary`'s result, for the end-to-end files: help text and argument errors
+ * need no process of their own (the compiled entry point stays covered by the files' other runs).
+ */
+export async function runInProcess(args: string[]): Promise<RunResult> {
+  const r = await runOffline(args);
+  return { exitCode: r.code, stdout: r.out, stderr: r.err };
 }
