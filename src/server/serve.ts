@@ -32,6 +32,7 @@ import {
   unlockKeyring,
   type CaHolder,
   type Domain,
+  type KdfParams,
   type LeafCache,
 } from "../vault/index.ts";
 import { createChangeFeed, REVALIDATE_MS, type ChangeHandlers, type Freshness } from "../vault/index.ts";
@@ -86,6 +87,8 @@ export interface StartOptions {
   readonly resolver?: Resolver;
   /** Starts the transparent proxy listener (tunnel/); omitted, only the API runs. */
   readonly startTunnel?: TunnelStarter;
+  /** Argon2id parameters for user passwords, for in-process test fixtures only; the binary never sets it, so it hashes with KDF_DEFAULTS. */
+  readonly passwordKdf?: KdfParams;
 }
 
 export function upstreamRoots(config: Config): string[] | undefined {
@@ -228,6 +231,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       now,
       publicUrl,
       proxyUrl: `http://${hostPart}:${proxyPort}`,
+      passwordKdf: opts.passwordKdf,
       vaultAccess,
       // Not part of the rate-limit profile: password guessing is throttled even with BROKER_RATELIMIT_PROFILE=off.
       loginThrottle: createLoginThrottle({

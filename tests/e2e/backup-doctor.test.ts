@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { loadConfig } from "../../src/config.ts";
 import { createMemoryLogger } from "../../src/log.ts";
 import { startServer, type RunningServer } from "../../src/server/serve.ts";
+import { CHEAP_KDF } from "../helpers/api.ts";
 import { cleanEnv, tempDir } from "../helpers/binary.ts";
 import { callApi, findClosedPort } from "./proxy-fixture.ts";
 
@@ -34,7 +35,7 @@ beforeAll(async () => {
   dir = tempDir("broker-backup-doctor-");
   dataDir = join(dir, "data");
   const config = loadConfig({ BROKER_DATA_DIR: dataDir, BROKER_PORT: "0", BROKER_PROXY_PORT: "0", BROKER_RATELIMIT_PROFILE: "off" });
-  server = await startServer({ config, log: createMemoryLogger(), masterPassword: undefined });
+  server = await startServer({ config, log: createMemoryLogger(), masterPassword: undefined, passwordKdf: CHEAP_KDF });
   const reg = await callApi(server.apiUrl, "POST", "/v1/auth/register", { email: "owner@example.com", password: "correct horse battery" });
   token = reg.body.token;
   const port = new URL(server.apiUrl).port;

@@ -1,15 +1,17 @@
 // Shared set-up for browser tests: headless Debian Chromium driven by playwright-core (DESIGN.md §5),
-// a recorder of the HTML pages it receives, and a blank in-process broker (no users yet) for tests
-// that start from the first-run page. Locally a missing browser skips the test; under CI=true it fails instead.
+// launched once per test process with a fresh context per test, a recorder of the HTML pages it
+// receives, and a blank in-process broker (no users yet) for tests that start from the first-run page.
+// Locally a missing browser skips the test; under CI=true it fails instead.
 
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "bun:test";
-import { chromium, type BrowserContext, type BrowserContextOptions, type Page } from "playwright-core";
+import { type Browser, chromium, type BrowserContext, type BrowserContextOptions, type Page } from "playwright-core";
 import { loadConfig } from "../../src/config.ts";
 import { createMemoryLogger } from "../../src/log.ts";
 import { startServer, type RunningServer } from "../../src/server/serve.ts";
+import { CHEAP_KDF } from "../helpers/api.ts";
 import { callApi } from "./proxy-fixture.ts";
 
 export const CHROMIUM = "/usr/bin/chromium";
@@ -39,19 +41,88 @@ export interface OpenBrowser {
   close(): Promise<void>;
 }
 
-/** A headless Chromium with a fresh profile; closed and removed by `close()`. */
+const SHARED = Symbol.for("broker.tests.sharedChromium");
+const shared: { browser?: Promise<Browser> } = ((globalThis as any)[SHARED] ??= {});
+
+/**
+ * The test process's one headless Chromium, launched on first use and shared by every test file the
+ * process runs. A browser that fails to start or goes away is launched again by the next caller.
+ */
+function sharedChromium(): Promise<Browser> {
+  if (!shared.browser) {
+    const launching = launchChromium();
+    shared.browser = launching;
+    launching.then(
+      (browser) => browser.on("disconnected", () => void (shared.browser === launching && (shared.browser = undefined))),
+      () => void (shared.browser === launching && (shared.browser = undefined)),
+    );
+  }
+  return shared.browser;
+}
+
+// Waits for the test process ($1) to end, gives Chromium ($2) 5 s to quit, kills what is left of its
+// process group and removes the directory ($0) holding its profile and artifacts. It runs in the
+// background of a shell that exits at once: Bun ends the subprocesses it knows of when a file's global
+// is torn down (--isolate), and this one must outlive the test process.
+const REAPER = `(while kill -0 "$1" 2>/dev/null; do sleep 0.5; done
+for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$2" 2>/dev/null || break; sleep 0.5; done
+kill -0 "$2" 2>/dev/null && kill -KILL -- "-$2"
+rm -rf -- "$0") &`;
+
+/**
+ * Launches Chromium with Playwright's temporary profile and artifact directories under a directory of
+ * its own. Bun's test runner ends without an 'exit' event, so Playwright's exit handler (kill the
+ * browser, remove those directories) never runs: Chromium quits by itself once its DevTools pipe
+ * closes with this process, and REAPER cleans up after it.
+ */
+async function launchChromium(): Promise<Browser> {
+  const dir = mkdtempSync(join(tmpdir(), "broker-chromium-"));
+  const savedTmp = process.env.TMPDIR;
+  process.env.TMPDIR = dir; // read by Playwright's os.tmpdir() while it prepares the launch
+  let browser: Browser;
+  try {
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  } finally {
+    if (savedTmp === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = savedTmp;
+  }
+  const chromiumPid = String(mainProcessUsing(dir) ?? ""); // "": not found, then only the directory goes
+  Bun.spawn(["sh", "-c", REAPER, dir, String(process.pid), chromiumPid], { stdio: ["ignore", "ignore", "ignore"], detached: true }).unref();
+  return browser;
+}
+
+/** The Chromium browser process (not one of its helpers) whose profile is under `dir`. */
+function mainProcessUsing(dir: string): number | undefined {
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    let args: string[];
+    try {
+      args = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+    } catch {
+      continue; // gone meanwhile
+    }
+    if (args.some((a) => a.startsWith(`--user-data-dir=${dir}/`)) && !args.some((a) => a.startsWith("--type="))) return Number(entry);
+  }
+  return undefined;
+}
+
+/**
+ * A fresh, isolated browser context (no cookies, storage or cache from any other test) with one page,
+ * in the process's shared headless Chromium; `close()` closes this context only.
+ */
 export async function openBrowser(options: Omit<BrowserContextOptions, "executablePath"> = {}): Promise<OpenBrowser> {
   if (!haveChromium) throw new Error(MISSING_CHROMIUM);
-  const profile = mkdtempSync(join(tmpdir(), "broker-chromium-"));
-  const context = await chromium.launchPersistentContext(profile, { ...options, executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+  const context = await (await sharedChromium()).newContext(options);
   context.setDefaultTimeout(10_000);
-  const page = context.pages()[0] ?? (await context.newPage());
+  const page = await context.newPage();
   return {
     context,
     page,
     async close() {
       await context.close();
-      rmSync(profile, { recursive: true, force: true });
     },
   };
 }
@@ -151,7 +222,7 @@ export async function startBlankBroker(env: Record<string, string> = {}, opts: B
         return a;
       }
     : undefined;
-  const server = await startServer({ config, log, masterPassword: undefined, resolver });
+  const server = await startServer({ config, log, masterPassword: undefined, passwordKdf: CHEAP_KDF, resolver });
   return {
     apiUrl: server.apiUrl,
     server,

@@ -9,6 +9,7 @@ import { connect } from "node:net";
 import { loadConfig } from "../../src/config.ts";
 import { createMemoryLogger } from "../../src/log.ts";
 import { startServer, type RunningServer, type TunnelStarter } from "../../src/server/serve.ts";
+import { CHEAP_KDF } from "../helpers/api.ts";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
 
 export interface Broker {
@@ -111,6 +112,7 @@ export async function startBroker(opts: {
     config,
     log,
     masterPassword: undefined,
+    passwordKdf: CHEAP_KDF, // no test on this fixture is about hashing cost
     now: opts.now,
     startTunnel: opts.startTunnel,
     resolver: async (host) => {
@@ -191,7 +193,7 @@ export async function expectNoLeak(broker: Broker, secret: string, outputs: stri
   }
 }
 
-/** Envelope rule (DESIGN §3.1): JSON {error, message}, X-Broker-Error header equal to the code. */
+/** Envelope rule (architecture.md D1): JSON {error, message}, X-Broker-Error header equal to the code. */
 export async function expectEnvelope(res: Response, status: number, code: string): Promise<any> {
   const body = await res.json().catch(() => undefined);
   if (res.status !== status || res.headers.get("x-broker-error") !== code || body?.error !== code || typeof body?.message !== "string") {

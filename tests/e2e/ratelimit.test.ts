@@ -11,7 +11,7 @@ import type { ServerResponse } from "node:http";
 import { loadConfig } from "../../src/config.ts";
 import { createMemoryLogger } from "../../src/log.ts";
 import { startServer } from "../../src/server/serve.ts";
-import { createClock } from "../helpers/api.ts";
+import { CHEAP_KDF, createClock } from "../helpers/api.ts";
 import { cleanEnv, isolatedBinary, runBinary, startBinaryServer, tempDir } from "../helpers/binary.ts";
 import { expectEnvelope } from "./proxy-fixture.ts";
 import { basicProxyAuth, dialProxy, openTunnel, sendConnect, startTunnelEnv, type Conn, type TunnelEnv } from "./tunnel-fixture.ts";
@@ -186,6 +186,7 @@ describe("rate-limit settings across restarts", () => {
         config: loadConfig({ BROKER_DATA_DIR: join(dir, "data"), BROKER_PORT: "0", BROKER_PROXY_PORT: "0", ...env }),
         log: createMemoryLogger(),
         masterPassword: undefined,
+        passwordKdf: CHEAP_KDF,
         now: clock.now,
       });
     const call = async (url: string, method: string, path: string, body?: unknown, token?: string) => {
