@@ -9,7 +9,7 @@ import { startTunnel } from "../../src/cli/commands/server.ts";
 import { createMemoryLogger } from "../../src/log.ts";
 import { ListenFailed, startServer } from "../../src/server/index.ts";
 import { cleanEnv, isolatedBinary, tempDir } from "../helpers/binary.ts";
-import { pgMissing, startPgCluster, type PgCluster } from "../helpers/postgres.ts";
+import { pgMissing, sharedPgCluster, type SharedPgCluster } from "../helpers/postgres.ts";
 
 const { bin, dir } = isolatedBinary();
 const held: Server[] = [];
@@ -162,8 +162,8 @@ describe("in process, a request during the start", () => {
 
 describe("compiled binary, a database it cannot use", () => {
   const PASSWORD = "pw-start-Zq81";
-  let cluster: PgCluster | undefined;
-  afterAll(() => cluster?.destroy());
+  let cluster: SharedPgCluster | undefined;
+  afterAll(() => cluster?.release());
 
   test("PostgreSQL not listening: exits non-zero naming the database (without its password) and what to check", async () => {
     const closed = await freePort();
@@ -178,7 +178,7 @@ describe("compiled binary, a database it cannot use", () => {
   test.skipIf(pgMissing)(
     "a wrong password and a missing database are told apart",
     async () => {
-      cluster = await startPgCluster();
+      cluster = await sharedPgCluster();
       const url = new URL(await cluster.createDatabase());
       url.password = PASSWORD;
       const wrong = await runServer({ BROKER_PORT: "0", BROKER_PROXY_PORT: "0", BROKER_DATABASE_URL: url.toString() });
