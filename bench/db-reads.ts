@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { startTunnel } from "../src/cli/commands/server.ts";
 import { loadConfig } from "../src/config.ts";
 import { createLogger } from "../src/log.ts";
-import { startServer } from "../src/server/serve.ts";
+import { startServer } from "../src/app/start.ts";
 import type { Sql } from "../src/store/index.ts";
 import { benchEnv, setUp } from "./broker.ts";
 import { runLoad, type Target } from "./load.ts";

@@ -14,7 +14,8 @@ import { createLogger } from "../src/log.ts";
 import { Secret } from "../src/secret.ts";
 import { openMemoryStore } from "../src/store/index.ts";
 import { createMetrics } from "../src/server/metrics.ts";
-import { createLeafCache, decryptCredential, loadRootCa, mintLeaf, parseRules, storeCredential, unlockKeyring } from "../src/vault/index.ts";
+import { createLeafCache, decryptCredential, loadRootCa, mintLeaf, storeCredential, unlockKeyring } from "../src/crypto/index.ts";
+import { parseRules } from "../src/policy/index.ts";
 
 const quick = process.argv.includes("--quick");
 const scale = quick ? 0.1 : 1;

@@ -5,7 +5,7 @@
 // the examples in the commands' help.
 
 import { InvalidRequest } from "../errors.ts";
-import { describeRules, parseRules, RULE_METHODS, type Rules } from "../vault/index.ts";
+import { describeRules, parseRules, RULE_METHODS, type Rules } from "../policy/index.ts";
 import { CliFailure } from "./fail.ts";
 
 export const ALLOW_EXAMPLE = 'e.g. --allow "GET HEAD /repos/*/issues/**" --allow "POST /repos/*/issues"';

@@ -4,7 +4,7 @@
 // request; /proxy turns it into a Response once, at its own edge.
 
 import { UpstreamUnreachable } from "../errors.ts";
-import type { HeaderList } from "./http1.ts";
+import type { HeaderList } from "../http/index.ts";
 
 export interface Answer {
   readonly status: number;

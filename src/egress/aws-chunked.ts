@@ -3,7 +3,7 @@
 // that described the encoding taken away, so the decoded body goes out with a plain length (sigv4.ts).
 
 import { InvalidRequest } from "../errors.ts";
-import { WireError, type HeaderList } from "./http1.ts";
+import { WireError, type HeaderList } from "../http/index.ts";
 
 /** The headers without what described aws-chunked: the body now goes out plain, with its decoded length. */
 export function withoutAwsChunked(headers: HeaderList): HeaderList {

@@ -13,7 +13,7 @@
 // arrive after the body was passed on, the field is dropped and the call is made to fail (see below).
 
 import { UndecodableResponse } from "../errors.ts";
-import type { HeaderList } from "./http1.ts";
+import type { HeaderList } from "../http/index.ts";
 import { compileNeedles, redactWhole, type Needles, type NeedleSet } from "./redact.ts";
 
 /** One base64 part: the standard alphabet, then at most two "=" of padding. */

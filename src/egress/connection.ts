@@ -4,7 +4,7 @@
 // writes that wait for drain. Knows nothing about HTTP.
 
 import type { Socket } from "bun";
-import { createPullQueue } from "./pull-queue.ts";
+import { createPullQueue } from "../http/index.ts";
 
 export interface DialOptions {
   readonly ip: string;

@@ -18,7 +18,7 @@ import { inflateSync, gunzipSync } from "node:zlib";
 import { PayloadTooLarge, UndecodableResponse } from "../errors.ts";
 import { headerOf, joinedHeader } from "./answer.ts";
 import { redactBinaryTrailers, type BinaryPart } from "./binary-metadata.ts";
-import type { HeaderList } from "./http1.ts";
+import type { HeaderList } from "../http/index.ts";
 import { compileNeedles, redactWhole, type Needles, type NeedleSet } from "./redact.ts";
 import { transformBody, type BodyDone } from "./scan-body.ts";
 

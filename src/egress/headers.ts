@@ -4,7 +4,7 @@
 // hop-by-hop headers and any upstream X-Broker-Error are dropped, Set-Cookie too unless the caller
 // keeps cookies (the tunnel). Never logs header values.
 
-import type { HeaderList } from "./http1.ts";
+import type { HeaderList } from "../http/index.ts";
 
 const HOP_BY_HOP = new Set([
   "connection",

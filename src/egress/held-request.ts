@@ -11,10 +11,11 @@
 
 import { createHash } from "node:crypto";
 import { Internal, PayloadTooLarge } from "../errors.ts";
-import { LIMITS, type HeldRequest, type RequestApprovalGate } from "../vault/index.ts";
+import { LIMITS } from "../policy/index.ts";
+import { type HeldRequest, type RequestApprovalGate } from "../workflows/index.ts";
 import { wholeBody } from "./answer.ts";
 import { bodyCharset, buildUpstreamHeaders, WEBSOCKET_HEADERS } from "./headers.ts";
-import { headerValues } from "./http1.ts";
+import { headerValues } from "../http/index.ts";
 import type { EgressPlan } from "./plan.ts";
 import type { Needles } from "./redact.ts";
 import { redactText } from "./redact-headers.ts";

@@ -8,19 +8,9 @@
 import { CredentialNotFound, DatabaseUnavailable, HostNotAllowed, ServiceDisabled } from "../errors.ts";
 import { Secret } from "../secret.ts";
 import type { MintedAuthType, ServiceRow, Store } from "../store/index.ts";
-import {
-  decryptCredential,
-  hostMatches,
-  isMintedAuthType,
-  mintedAuthKeyFields,
-  parseHostPattern,
-  storedRules,
-  viewService,
-  type HostPattern,
-  type MintedAuthFields,
-  type Rules,
-  type ServiceAuth,
-} from "../vault/index.ts";
+import { decryptCredential } from "../crypto/index.ts";
+import { hostMatches, isMintedAuthType, mintedAuthKeyFields, parseHostPattern, type HostPattern, type MintedAuthFields, type Rules } from "../policy/index.ts";
+import { storedRules, viewService, type ServiceAuth } from "../workflows/index.ts";
 import type { LiveSecrets } from "../log.ts";
 import type { Injection } from "./headers.ts";
 import { createEchoNeedles, MIN_SHARED, type EchoNeedlesOptions } from "./echo-needles.ts";
@@ -29,7 +19,7 @@ import { createShortValues } from "./short-values.ts";
 import { Needles, NO_NEEDLES } from "./redact.ts";
 import { isMultiLine, staticSend } from "./service-values.ts";
 import type { UrlPlacement } from "./url-credential.ts";
-import { ALWAYS_FRESH, type Freshness } from "../vault/index.ts";
+import { ALWAYS_FRESH, type Freshness } from "../store/index.ts";
 
 export interface EgressPlan {
   readonly service: { readonly host: string; readonly authType: ServiceRow["authType"] };

@@ -34,7 +34,7 @@
 
 import { PayloadTooLarge, UndecodableResponse } from "../errors.ts";
 import { headerOf, type Answer } from "./answer.ts";
-import type { HeaderList } from "./http1.ts";
+import type { HeaderList } from "../http/index.ts";
 import { MAX_DIGITS as MAX_REFERENCE_DIGITS, MAX_IGNORABLE_RUN } from "./echo-syntax.ts";
 import { WINDOW } from "./needle-index.ts";
 import { createRedactor, redactWhole, type NeedleSet, type Redactor } from "./redact.ts";

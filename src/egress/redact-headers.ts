@@ -5,7 +5,7 @@
 // them (a value split over lines of one name, wherever the lines sit, or over the items of one
 // line, as an HTTP/2 hop folds same-named fields into "a, b").
 
-import type { HeaderList } from "./http1.ts";
+import type { HeaderList } from "../http/index.ts";
 import { compileNeedles, matchSpans, redactWhole, type Needles, type NeedleSet } from "./redact.ts";
 import { REDACTED } from "../secret.ts";
 

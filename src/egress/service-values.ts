@@ -5,7 +5,7 @@
 
 import { Secret } from "../secret.ts";
 import type { ServiceRow } from "../store/index.ts";
-import { splitPathTemplate } from "../vault/index.ts";
+import { splitPathTemplate } from "../policy/index.ts";
 import type { Injection } from "./headers.ts";
 import { pathPlacement, queryPlacement, type UrlPlacement } from "./url-credential.ts";
 

@@ -11,7 +11,7 @@ import { createHash, createHmac, type Hash, type Hmac } from "node:crypto";
 import { SignatureV4 } from "@smithy/signature-v4";
 import { CredentialRefreshFailed, InvalidRequest, PayloadTooLarge } from "../errors.ts";
 import { decodeAwsChunked, withoutAwsChunked } from "./aws-chunked.ts";
-import { hostHeader, type HeaderList } from "./http1.ts";
+import { hostHeader, type HeaderList } from "../http/index.ts";
 import type { MintedPlan } from "./plan.ts";
 
 /** What goes upstream: headers without Host (the upstream client adds it), the body and its length. */

@@ -5,7 +5,9 @@
 
 import type { Secret } from "../secret.ts";
 import type { ServiceRow, Store } from "../store/index.ts";
-import { DecryptError, decryptCredential, isMintedAuthType, mintedAuthKeyFields, viewService } from "../vault/index.ts";
+import { DecryptError, decryptCredential } from "../crypto/index.ts";
+import { isMintedAuthType, mintedAuthKeyFields } from "../policy/index.ts";
+import { viewService } from "../workflows/index.ts";
 import { isMultiLine, staticSend } from "./service-values.ts";
 
 /** SECRET: per vault id, the values its services send (search patterns only). */

@@ -9,7 +9,7 @@ import { auditEntry } from "./audit.ts";
 import type { Connection } from "./connection.ts";
 import type { EgressDeps, EgressInput, EgressMetrics } from "./egress.ts";
 import { buildUpstreamHeaders, WEBSOCKET_HEADERS } from "./headers.ts";
-import { hostHeader, serializeHead, type ResponseHead } from "./http1.ts";
+import { hostHeader, serializeHead, type ResponseHead } from "../http/index.ts";
 import { resolveChecked } from "./netguard.ts";
 import { RANGE_HEADERS } from "./ranges.ts";
 import { ClosedBeforeHead, readResponseHead } from "./upstream-head.ts";

@@ -4,7 +4,7 @@
 
 import { InvalidRequest } from "../errors.ts";
 import type { Connection } from "./connection.ts";
-import { createChunkedDecoder, encodeChunk, LAST_CHUNK, WireError, type BodyFraming, type HeaderList } from "./http1.ts";
+import { createChunkedDecoder, encodeChunk, LAST_CHUNK, WireError, type BodyFraming, type HeaderList } from "../http/index.ts";
 
 export interface OutboundRequest {
   readonly method: string;

@@ -9,12 +9,12 @@ import { connect as http2Connect, constants, sensitiveHeaders, type ClientHttp2S
 import { connect as tlsConnect, type TLSSocket } from "node:tls";
 import { ClientClosedRequest, UpstreamTimeout, UpstreamUnreachable } from "../errors.ts";
 import type { Answer } from "./answer.ts";
-import { drained } from "./coalescing-socket.ts";
-import { fieldLines, linesToFields } from "./h2-fields.ts";
-import { FRAME_LIMITS, guardFrames } from "./h2-frame-guard.ts";
+import { drained } from "../http/index.ts";
+import { fieldLines, linesToFields } from "../http/index.ts";
+import { FRAME_LIMITS, guardFrames } from "../http/index.ts";
 import { ConnectError, ConnectionTimeout } from "./connection.ts";
-import { hostHeader, type HeaderList } from "./http1.ts";
-import { createPullQueue } from "./pull-queue.ts";
+import { hostHeader, type HeaderList } from "../http/index.ts";
+import { createPullQueue } from "../http/index.ts";
 import type { HeldRequest } from "./upstream-body.ts";
 
 /** An origin that answered ALPN with http/1.1 is not asked again for this long. */

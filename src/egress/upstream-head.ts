@@ -3,7 +3,7 @@
 // asked to switch protocols. Bytes after the head stay on the connection for the body or the relay.
 
 import type { Connection } from "./connection.ts";
-import { findHeadEnd, parseResponseHead, WireError, type ResponseHead } from "./http1.ts";
+import { findHeadEnd, parseResponseHead, WireError, type ResponseHead } from "../http/index.ts";
 
 export const MAX_HEAD_BYTES = 64 * 1024;
 

@@ -12,7 +12,7 @@ import { bodyStream, holdSmallBody, pumpBody, readExactly, SMALL_BODY_BYTES, typ
 export type { Connection } from "./connection.ts";
 export { SMALL_BODY_BYTES } from "./upstream-body.ts";
 export type { OutboundRequest } from "./upstream-body.ts";
-import { headerValues, hostHeader, responseFraming, serializeHead, WireError, type BodyFraming, type HeaderList, type ResponseHead } from "./http1.ts";
+import { headerValues, hostHeader, responseFraming, serializeHead, WireError, type BodyFraming, type HeaderList, type ResponseHead } from "../http/index.ts";
 
 export interface UpstreamOptions {
   /** Trusted roots for upstream TLS; undefined means the runtime defaults (system/Mozilla roots). */

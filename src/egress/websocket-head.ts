@@ -5,7 +5,7 @@
 import { UndecodableResponse } from "../errors.ts";
 import type { Connection } from "./connection.ts";
 import { parseCodings } from "./content-coding.ts";
-import { headerValues, responseFraming, type HeaderList, type ResponseHead } from "./http1.ts";
+import { headerValues, responseFraming, type HeaderList, type ResponseHead } from "../http/index.ts";
 import { redactBinaryHeaders } from "./binary-metadata.ts";
 import { isPartialAnswer } from "./ranges.ts";
 import { compileNeedles, type NeedleSet } from "./redact.ts";

@@ -3,7 +3,7 @@
 import type { MiddlewareHandler } from "hono";
 import { Unauthorized } from "../errors.ts";
 import { enforce } from "./limits.ts";
-import type { Domain } from "../vault/index.ts";
+import type { Domain } from "../identity/index.ts";
 import type { ApiEnv } from "./env.ts";
 import { bearerToken } from "./request.ts";
 

@@ -10,7 +10,7 @@
 
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import type { MiddlewareHandler } from "hono";
-import { issueError } from "../vault/index.ts";
+import { issueError } from "../contract/index.ts";
 import { BODY_SCHEMA } from "./openapi/describe.ts";
 import { readJson } from "./request.ts";
 

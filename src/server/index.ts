@@ -1,5 +1,9 @@
 // The API server: Hono routes over Bun.serve. Never imports the tunnel.
 
 export { createApi, type ApiDeps } from "./app.ts";
-export { startServer, type RunningServer, type StartOptions, type TunnelContext, type TunnelStarter } from "./serve.ts";
-export { ListenFailed, type ListenSetting } from "./listen-error.ts";
+export { type DatabaseHealth } from "./app.ts";
+export { isWildcardBind } from "./host-check.ts";
+export { listApiHosts } from "./host-check.ts";
+export { countRefusals } from "./metrics.ts";
+export { createMetrics } from "./metrics.ts";
+export { type Metrics } from "./metrics.ts";

@@ -2,9 +2,9 @@
 
 import type { Context } from "hono";
 import { InvalidRequest, PayloadTooLarge } from "../errors.ts";
-import type { Domain } from "../vault/index.ts";
-import type { VaultAction } from "../vault/index.ts";
-import { openVault, vaultNameById, type OpenVault } from "../vault/index.ts";
+import type { Domain } from "../identity/index.ts";
+import type { VaultAction } from "../identity/index.ts";
+import { openVault, vaultNameById, type OpenVault } from "../identity/index.ts";
 import type { ApiEnv } from "./env.ts";
 
 export const MAX_JSON_BYTES = 256 * 1024;

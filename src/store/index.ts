@@ -153,3 +153,13 @@ export async function openMemoryStore(): Promise<Store> {
   await migrate(db);
   return createStore(db);
 }
+export {
+  ALWAYS_FRESH,
+  createChangeFeed,
+  REVALIDATE_MS,
+  startChangeFeed,
+  type Change,
+  type ChangeFeed,
+  type ChangeHandlers,
+  type Freshness,
+} from "./changes.ts";

@@ -5,7 +5,7 @@
 
 import type { Duplex } from "node:stream";
 import { egressBlind } from "../egress/index.ts";
-import { isContained } from "../vault/index.ts";
+import { isContained } from "../identity/index.ts";
 import type { Authority, TunnelDeps, TunnelSession } from "./context.ts";
 import { createChunkReader, writeAll } from "./reader.ts";
 

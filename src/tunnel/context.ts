@@ -3,8 +3,9 @@
 import type { Duplex } from "node:stream";
 import type { EgressDeps } from "../egress/index.ts";
 import type { Logger } from "../log.ts";
-import type { Domain, LeafCache, Principal } from "../vault/index.ts";
-import type { OpenVault } from "../vault/index.ts";
+import type { Domain, Principal } from "../identity/index.ts";
+import type { LeafCache } from "../crypto/index.ts";
+import type { OpenVault } from "../identity/index.ts";
 
 export interface TunnelDeps {
   readonly domain: Domain;

@@ -1,9 +1,10 @@
 // A request read inside a tunnel, as the egress core takes it: the CONNECT's authority, the path the
 // agent sent (absolute-form reduced to its path, anything else refused, never rewritten) and who asks.
 
-import type { RequestHead, EgressInput } from "../egress/index.ts";
+import type { RequestHead } from "../http/index.ts";
+import type { EgressInput } from "../egress/index.ts";
 import { InvalidRequest } from "../errors.ts";
-import { isContained } from "../vault/index.ts";
+import { isContained } from "../identity/index.ts";
 import type { Authority, TunnelSession } from "./context.ts";
 
 /** `http2`: the request is an HTTP/2 stream (the upstream is asked for HTTP/2, trailers pass). */

@@ -3,7 +3,7 @@
 // the Content-Length the agent announced, so an upstream never gets a body that contradicts it.
 
 import type { ServerHttp2Stream } from "node:http2";
-import { createPullQueue, type HeaderList } from "../egress/index.ts";
+import { createPullQueue, type HeaderList } from "../http/index.ts";
 import { InvalidRequest } from "../errors.ts";
 
 export interface H2Body {

@@ -7,7 +7,8 @@
 
 import { constants, createServer, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import type { Duplex } from "node:stream";
-import { answerOf, drained, fieldLines, FRAME_LIMITS, guardFrames, isGrpcContentType, linesToFields, type Answer } from "../egress/index.ts";
+import { answerOf, isGrpcContentType, type Answer } from "../egress/index.ts";
+import { drained, fieldLines, FRAME_LIMITS, guardFrames, linesToFields } from "../http/index.ts";
 import { InvalidRequest, MethodNotAllowed, toErrorResponse, UpstreamUnreachable } from "../errors.ts";
 import type { Authority, TunnelDeps, TunnelSession } from "./context.ts";
 import { tunnelEgressInput } from "./egress-input.ts";

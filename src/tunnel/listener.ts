@@ -10,8 +10,9 @@ import { createServer, type AddressInfo, type Server, type Socket } from "node:n
 import { TLSSocket, type SecureContext } from "node:tls";
 import type { Duplex } from "node:stream";
 import { InvalidRequest, MethodNotAllowed, RateLimited } from "../errors.ts";
-import { findHeadEnd, headerValues, parseRequestHead, requestFraming, WireError, type Answer, type RequestHead } from "../egress/index.ts";
-import { parseHostPattern } from "../vault/index.ts";
+import { findHeadEnd, headerValues, parseRequestHead, requestFraming, WireError, type RequestHead } from "../http/index.ts";
+import { type Answer } from "../egress/index.ts";
+import { parseHostPattern } from "../policy/index.ts";
 import { openBlindTunnel } from "./blind.ts";
 import type { TunnelDeps, TunnelSession } from "./context.ts";
 import { serveHttp2 } from "./h2.ts";

@@ -3,7 +3,7 @@
 // The stream is paused while unread data piles up, so a slow consumer applies backpressure to the client.
 
 import type { Duplex } from "node:stream";
-import { createPullQueue } from "../egress/index.ts";
+import { createPullQueue } from "../http/index.ts";
 
 export interface ChunkReader {
   read(): Promise<Uint8Array | null>;

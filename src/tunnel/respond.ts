@@ -4,7 +4,7 @@
 import type { Duplex } from "node:stream";
 import { toErrorResponse } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import { encodeChunk, LAST_CHUNK, serializeHead, type HeaderList } from "../egress/index.ts";
+import { encodeChunk, LAST_CHUNK, serializeHead, type HeaderList } from "../http/index.ts";
 import { answerOf, SMALL_BODY_BYTES, wholeBody, type Answer } from "../egress/index.ts";
 import { writeAll } from "./reader.ts";
 

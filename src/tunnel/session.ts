@@ -3,7 +3,8 @@
 // pair is re-checked on every request so a revoked token fails at once, even in an open tunnel.
 
 import { InvalidRequest, Unauthorized } from "../errors.ts";
-import { hashToken, openVault, vaultNameById } from "../vault/index.ts";
+import { hashToken } from "../crypto/index.ts";
+import { openVault, vaultNameById } from "../identity/index.ts";
 import type { TunnelDeps, TunnelSession } from "./context.ts";
 import { parseProxyAuthorization } from "./proxy-auth.ts";
 import { ProxyAuthRequired } from "./respond.ts";

@@ -4,7 +4,8 @@
 // through the core's frame scanner when a credential was injected (no reveal by echo).
 
 import type { Duplex } from "node:stream";
-import { egressUpgrade, encodeCloseFrame, serializeHead, WebSocketProtocolError, type RequestHead, type Switched } from "../egress/index.ts";
+import { egressUpgrade, encodeCloseFrame, WebSocketProtocolError, type Switched } from "../egress/index.ts";
+import { serializeHead, type RequestHead } from "../http/index.ts";
 import type { Authority, TunnelDeps, TunnelSession } from "./context.ts";
 import { tunnelEgressInput } from "./egress-input.ts";
 import { writeAll, type ChunkReader } from "./reader.ts";

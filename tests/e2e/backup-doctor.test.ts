@@ -8,7 +8,7 @@ import { chmodSync, existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { loadConfig } from "../../src/config.ts";
 import { createMemoryLogger } from "../../src/log.ts";
-import { startServer, type RunningServer } from "../../src/server/serve.ts";
+import { startServer, type RunningServer } from "../../src/app/start.ts";
 import { CHEAP_KDF } from "../helpers/api.ts";
 import { cleanEnv, tempDir } from "../helpers/binary.ts";
 import { callApi, findClosedPort } from "./proxy-fixture.ts";

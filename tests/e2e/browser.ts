@@ -10,7 +10,7 @@ import { test } from "bun:test";
 import { type Browser, chromium, type BrowserContext, type BrowserContextOptions, type Page } from "playwright-core";
 import { loadConfig } from "../../src/config.ts";
 import { createMemoryLogger } from "../../src/log.ts";
-import { startServer, type RunningServer } from "../../src/server/serve.ts";
+import { startServer, type RunningServer } from "../../src/app/start.ts";
 import { CHEAP_KDF } from "../helpers/api.ts";
 import { callApi } from "./proxy-fixture.ts";
 

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { connect } from "node:net";
 import { loadConfig } from "../../src/config.ts";
 import { createMemoryLogger } from "../../src/log.ts";
-import { startServer, type RunningServer, type TunnelStarter } from "../../src/server/serve.ts";
+import { startServer, type RunningServer, type TunnelStarter } from "../../src/app/start.ts";
 import { CHEAP_KDF } from "../helpers/api.ts";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
 

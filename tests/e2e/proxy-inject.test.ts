@@ -3,7 +3,7 @@
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { createChunkedDecoder } from "../../src/egress/http1.ts";
+import { createChunkedDecoder } from "../../src/http/http1.ts";
 import { startUpstream, type Received, type TestUpstream } from "../helpers/upstream.ts";
 import { dumpResponse, expectEnvelope, expectNoLeak, rawRequest, startBroker, type Broker } from "./proxy-fixture.ts";
 

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import type { ServerResponse } from "node:http";
 import { loadConfig } from "../../src/config.ts";
 import { createMemoryLogger } from "../../src/log.ts";
-import { startServer } from "../../src/server/serve.ts";
+import { startServer } from "../../src/app/start.ts";
 import { CHEAP_KDF, createClock } from "../helpers/api.ts";
 import { cleanEnv, isolatedBinary, runBinary, startBinaryServer, tempDir } from "../helpers/binary.ts";
 import { expectEnvelope } from "./proxy-fixture.ts";

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { loadConfig } from "../../src/config.ts";
 import { startTunnel } from "../../src/cli/commands/server.ts";
 import { createMemoryLogger } from "../../src/log.ts";
-import { ListenFailed, startServer } from "../../src/server/index.ts";
+import { ListenFailed, startServer } from "../../src/app/index.ts";
 import { cleanEnv, isolatedBinary, tempDir } from "../helpers/binary.ts";
 import { pgMissing, sharedPgCluster, type SharedPgCluster } from "../helpers/postgres.ts";
 

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import { connect as tlsConnect, type TLSSocket } from "node:tls";
 import { startTunnel } from "../../src/cli/commands/server.ts";
-import type { TunnelStarter } from "../../src/server/serve.ts";
+import type { TunnelStarter } from "../../src/app/start.ts";
 import { bindTunnelListener, type TunnelDeps } from "../../src/tunnel/index.ts";
 import { startUpstream, type TestUpstream, type UpstreamHandler } from "../helpers/upstream.ts";
 import { startBroker, type Broker } from "./proxy-fixture.ts";

@@ -5,8 +5,9 @@ import { createApi } from "../../src/server/app.ts";
 import { createMemoryLogger } from "../../src/log.ts";
 import { openMemoryStore, type Store } from "../../src/store/index.ts";
 import { createLoginThrottle, type LoginThrottle, type RateLimiter } from "../../src/ratelimit/index.ts";
-import type { KdfParams } from "../../src/vault/kdf.ts";
-import { createAuthenticator, createHashGate, unlockKeyring, type Domain, type OidcClient } from "../../src/vault/index.ts";
+import type { KdfParams } from "../../src/crypto/kdf.ts";
+import { createAuthenticator, type Domain, type OidcClient } from "../../src/identity/index.ts";
+import { createHashGate, unlockKeyring } from "../../src/crypto/index.ts";
 
 /** Cheap Argon2id for tests that are not about hashing; tests of the real parameters live in tests/unit/vault. */
 export const CHEAP_KDF = { alg: "argon2id", iterations: 1, memoryKiB: 64, parallelism: 1, hashLength: 32 } as const;

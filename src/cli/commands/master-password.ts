@@ -7,7 +7,7 @@ import { loadConfig, takeMasterPassword } from "../../config.ts";
 import { KeyringError } from "../../errors.ts";
 import type { Secret } from "../../secret.ts";
 import { openStore, type Store } from "../../store/index.ts";
-import { changeMasterPassword, removeMasterPassword, setMasterPassword } from "../../vault/index.ts";
+import { changeMasterPassword, removeMasterPassword, setMasterPassword } from "../../crypto/index.ts";
 import { CliFailure } from "../fail.ts";
 import { promptHidden, promptNewPassword, readStdinLine } from "../prompt.ts";
 

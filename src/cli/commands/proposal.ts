@@ -12,7 +12,7 @@ import { CliFailure } from "../fail.ts";
 import { formatTime, printJson, printLine, printTable } from "../output.ts";
 import { promptHidden, stdinIsTerminal } from "../prompt.ts";
 import { checkWholePem, describeAuth, slotPrompt, type ServiceAuth } from "../service-auth.ts";
-import { requesterPrefix, type RequesterKind } from "../../vault/index.ts";
+import { requesterPrefix, type RequesterKind } from "../../identity/index.ts";
 
 interface SlotView {
   readonly key: string;

@@ -7,7 +7,8 @@
 // Everything shown was written by an agent: control characters are neutralised before printing.
 
 import { defineCommand } from "citty";
-import { layoutJson, requesterPrefix, type RequestApprovalView } from "../../vault/index.ts";
+import { layoutJson, type RequestApprovalView } from "../../workflows/index.ts";
+import { requesterPrefix } from "../../identity/index.ts";
 import { jsonArg, vaultArg } from "../args.ts";
 import { vaultPath } from "../client.ts";
 import { openContext, pickVault } from "../context.ts";

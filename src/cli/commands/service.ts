@@ -5,7 +5,7 @@
 // people change them; agents file proposals instead.
 
 import { defineCommand } from "citty";
-import type { Rules } from "../../vault/index.ts";
+import type { Rules } from "../../policy/index.ts";
 import { jsonArg, vaultArg } from "../args.ts";
 import { type Client, vaultPath } from "../client.ts";
 import { openContext, pickVault } from "../context.ts";

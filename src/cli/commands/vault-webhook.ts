@@ -7,7 +7,7 @@ import { jsonArg, vaultArg } from "../args.ts";
 import { vaultPath } from "../client.ts";
 import { openContext, pickVault } from "../context.ts";
 import { formatTime, printJson, printLine, printTable } from "../output.ts";
-import { DELIVERY_STATUS_WORDS } from "../../vault/index.ts";
+import { DELIVERY_STATUS_WORDS } from "../../workflows/index.ts";
 
 interface WebhookView {
   readonly id: number;

@@ -6,7 +6,7 @@
 
 import { Hono } from "hono";
 import { BrokerError, InvalidRequest } from "../../errors.ts";
-import { changePassword, listIdentities, listOwnSessions, logout, revokeOwnSession, unlinkIdentity, type SessionView } from "../../vault/index.ts";
+import { changePassword, listIdentities, listOwnSessions, logout, revokeOwnSession, unlinkIdentity, type SessionView } from "../../identity/index.ts";
 import { clientIp } from "../limits.ts";
 import { clearPageCookie } from "../pages/security.ts";
 import { Badge, Button, FormField, Name, PostForm, Section, Table, Time } from "./components.tsx";

@@ -2,7 +2,7 @@
 // types' fields ("the GitHub App private key for api.github.com"): shown beside the slot on the approval
 // page and the console's proposals, so the person pastes the right value. Key names only, never values.
 
-import { authKeyFields, type ServiceAuth } from "../../vault/index.ts";
+import { authKeyFields, type ServiceAuth } from "../../workflows/index.ts";
 
 const FIELD_WORDS: Record<string, string> = {
   client_id: "the OAuth client ID",

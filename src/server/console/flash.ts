@@ -4,8 +4,8 @@
 
 import { createHmac, timingSafeEqual } from "node:crypto";
 import type { Context } from "hono";
-import type { Domain } from "../../vault/index.ts";
-import { randomBytes } from "../../vault/index.ts";
+import type { Domain } from "../../identity/index.ts";
+import { randomBytes } from "../../crypto/index.ts";
 import { clearPageCookie, readPageCookie, setPageCookie } from "../pages/security.ts";
 
 export type FlashKind = "success" | "error" | "info";

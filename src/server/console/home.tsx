@@ -3,7 +3,7 @@
 // create-vault form (createVault, as POST /v1/vaults), and `/vaults/:vault`, a vault's overview.
 
 import { Hono } from "hono";
-import { createVault, iso, listVaults, type VaultRole } from "../../vault/index.ts";
+import { createVault, iso, listVaults, type VaultRole } from "../../identity/index.ts";
 import { Badge, Button, EmptyState, FormField, Name, PostForm, Section, Table, Time, toneOf } from "./components.tsx";
 import { formOf, openConsoleVault, renderPage, requireSignedIn, runAction, signedIn, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
 import { vaultPath, type VaultSection } from "./layout.tsx";

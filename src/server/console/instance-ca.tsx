@@ -3,7 +3,7 @@
 // kind of client trusts it, and rotation behind a typed confirmation (owner only, as POST
 // /v1/ca/rotate). Shows only the public certificate; the CA key never leaves the vault.
 
-import type { RootCa } from "../../vault/index.ts";
+import type { RootCa } from "../../crypto/index.ts";
 import { ConfirmForm, Name, Section, Time } from "./components.tsx";
 
 export const ROTATE_PHRASE = "rotate";

@@ -3,8 +3,8 @@
 // (read-only field, copy button driven by /assets/copy.js, works without it too) and a role select.
 // The token travels only in the body of the POST's answer: never a flash cookie, URL or log.
 
-import type { VaultRole } from "../../vault/index.ts";
-import { roleRank, VAULT_ROLES } from "../../vault/index.ts";
+import type { VaultRole } from "../../identity/index.ts";
+import { roleRank, VAULT_ROLES } from "../../identity/index.ts";
 import { Button } from "./components.tsx";
 
 export const COPY_SCRIPT_NAME = "copy";

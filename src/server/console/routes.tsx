@@ -6,7 +6,7 @@
 
 import { Hono } from "hono";
 import type { Logger } from "../../log.ts";
-import type { Domain } from "../../vault/index.ts";
+import type { Domain } from "../../identity/index.ts";
 import { accountRoutes } from "./account.tsx";
 import { consoleContext, renderError, renderMessage, requireSignedIn, type ConsoleEnv } from "./context.tsx";
 import { homeRoutes } from "./home.tsx";

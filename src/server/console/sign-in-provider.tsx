@@ -3,7 +3,7 @@
 // sign-in and approval pages, and the account page's list of linked providers with Link and
 // Unlink. The flows themselves are the API's, under /v1/auth/oidc; pages only link and post there.
 
-import { type IdentityView, isSafeReturnTo } from "../../vault/index.ts";
+import { type IdentityView, isSafeReturnTo } from "../../identity/index.ts";
 import { Button, PostForm, Section, Table, Time } from "./components.tsx";
 
 /** What the pages need of the configured provider (Domain.oidc, from BROKER_OIDC_*); absent: the feature is off. */

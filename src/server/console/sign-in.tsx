@@ -7,7 +7,7 @@
 import { Hono } from "hono";
 import type { Child } from "hono/jsx";
 import { BrokerError, RateLimited } from "../../errors.ts";
-import { loginUser, logout, readCredentials, registerUser } from "../../vault/index.ts";
+import { loginUser, logout, readCredentials, registerUser } from "../../identity/index.ts";
 import { authTier, clientIp } from "../limits.ts";
 import { clearPageCookie, setSessionCookie } from "../pages/security.ts";
 import { Button, FormField, PostForm } from "./components.tsx";

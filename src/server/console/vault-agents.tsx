@@ -6,8 +6,8 @@
 
 import { Hono } from "hono";
 import { BrokerError } from "../../errors.ts";
-import { createAgentInvite, listAgents, listInvites, mayInVault, revokeAgent, revokeInvite } from "../../vault/index.ts";
-import type { OpenVault } from "../../vault/index.ts";
+import { createAgentInvite, listAgents, listInvites, mayInVault, revokeAgent, revokeInvite } from "../../identity/index.ts";
+import type { OpenVault } from "../../identity/index.ts";
 import { Badge, Button, ConfirmForm, EmptyState, FormField, Name, PostForm, Section, Table, Time, toneOf } from "./components.tsx";
 import {
   describeError,

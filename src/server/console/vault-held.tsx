@@ -5,7 +5,8 @@
 // through decideRequestApproval, so only a human admin or member decides, as on the API.
 
 import { Hono } from "hono";
-import { listRequestApprovals, decideRequestApproval, mayInVault, type OpenVault, type RequestApprovalView } from "../../vault/index.ts";
+import { listRequestApprovals, decideRequestApproval, type RequestApprovalView } from "../../workflows/index.ts";
+import { mayInVault, type OpenVault } from "../../identity/index.ts";
 import { RequesterPrefix } from "../pages/approve.tsx";
 import { isWebSocket, ReadableBody, stateWords } from "../pages/approve-held.tsx";
 import { Badge, Button, EmptyState, Name, PostForm, Section, Table, Time, toneOf } from "./components.tsx";

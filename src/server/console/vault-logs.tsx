@@ -6,7 +6,8 @@
 
 import { Hono } from "hono";
 import { BrokerError, InvalidRequest } from "../../errors.ts";
-import { listAuditLog, mayInVault, type AuditRecord, type OpenVault } from "../../vault/index.ts";
+import { listAuditLog, type AuditRecord } from "../../workflows/index.ts";
+import { mayInVault, type OpenVault } from "../../identity/index.ts";
 import { readInt } from "../routes/logs.ts";
 import { Badge, Button, EmptyState, formatTime, FormField, LinkButton, Name, Section, Table, Time, type BadgeTone } from "./components.tsx";
 import { openConsoleVault, renderPage, requireSignedIn, type ConsoleContext, type ConsoleEnv } from "./context.tsx";

@@ -6,8 +6,8 @@
 
 import { Hono } from "hono";
 import { BrokerError } from "../../errors.ts";
-import { createVaultInvite, listInvites, listMembers, mayInVault, revokeInvite } from "../../vault/index.ts";
-import type { OpenVault } from "../../vault/index.ts";
+import { createVaultInvite, listInvites, listMembers, mayInVault, revokeInvite } from "../../identity/index.ts";
+import type { OpenVault } from "../../identity/index.ts";
 import { Badge, Button, EmptyState, FormField, PostForm, Section, Table, Time, toneOf } from "./components.tsx";
 import {
   describeError,

@@ -9,20 +9,13 @@
 import { Hono } from "hono";
 import { BrokerError, NotFound } from "../../errors.ts";
 import { Secret } from "../../secret.ts";
-import {
-  approveProposal,
-  describeMintedAuth,
-  describeUrlAuth,
-  isMintedAuthType,
-  mayInVault,
-  readProposalFor,
-  readProposalId,
-  rejectProposal,
-  reissueApprovalLink,
-  reviewProposals,
-} from "../../vault/index.ts";
-import { listServices, viewProposal } from "../../vault/index.ts";
-import type { OpenVault, ProposalReview, Rules, VaultRole } from "../../vault/index.ts";
+import { approveProposal, readProposalFor, readProposalId, rejectProposal, reissueApprovalLink, reviewProposals } from "../../workflows/index.ts";
+import { describeMintedAuth, describeUrlAuth, isMintedAuthType } from "../../policy/index.ts";
+import { mayInVault } from "../../identity/index.ts";
+import { listServices, viewProposal } from "../../workflows/index.ts";
+import type { OpenVault, VaultRole } from "../../identity/index.ts";
+import type { ProposalReview } from "../../workflows/index.ts";
+import type { Rules } from "../../policy/index.ts";
 import { RulesBox, RulesReview } from "../pages/rules-field.tsx";
 import { formatRulesText, readChosenRules, rulesFieldName, typedRules } from "../pages/rules-text.ts";
 import { Badge, Button, EmptyState, Name, PostForm, Section, Time, toneOf } from "./components.tsx";

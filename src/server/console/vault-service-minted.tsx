@@ -5,7 +5,7 @@
 // Fields marked key name vault credentials; no field here ever holds a credential's value.
 
 import type { MintedAuthType } from "../../store/index.ts";
-import type { ServiceAuth } from "../../vault/index.ts";
+import type { ServiceAuth } from "../../workflows/index.ts";
 
 /** The form's fields for the minted types, named as the API names them; all kept as typed text. */
 export interface MintedFormValues {

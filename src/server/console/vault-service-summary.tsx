@@ -4,7 +4,7 @@
 // and settings only, never a value.
 
 import type { MintedAuthType } from "../../store/index.ts";
-import type { ServiceAuth } from "../../vault/index.ts";
+import type { ServiceAuth } from "../../workflows/index.ts";
 import { Name } from "./components.tsx";
 
 export const MINTED_LABEL: Record<MintedAuthType, string> = {

@@ -8,22 +8,11 @@
 
 import { Hono } from "hono";
 import { BrokerError, NotFound } from "../../errors.ts";
-import {
-  addService,
-  describeUrlAuth,
-  listCredentials,
-  listServices,
-  mayInVault,
-  newHostUses,
-  parseHostPattern,
-  readAuth,
-  removeService,
-  updateService,
-  type OpenVault,
-  type ServiceView,
-} from "../../vault/index.ts";
+import { addService, listCredentials, listServices, newHostUses, readAuth, removeService, updateService, type ServiceView } from "../../workflows/index.ts";
+import { describeUrlAuth, parseHostPattern } from "../../policy/index.ts";
+import { mayInVault, type OpenVault } from "../../identity/index.ts";
 import { Badge, Button, ConfirmForm, EmptyState, LinkButton, Name, PostForm, Section, Table, Time } from "./components.tsx";
-import type { MintedState } from "../../egress/index.ts";
+import type { MintedState } from "../../minting/index.ts";
 import {
   describeError,
   formOf,

@@ -5,7 +5,7 @@
 // (proposal webhooks) lives in vault-webhooks.tsx.
 
 import { Hono } from "hono";
-import { deleteVault, describeVault, mayInVault, updateVault, type OpenVault } from "../../vault/index.ts";
+import { deleteVault, describeVault, mayInVault, updateVault, type OpenVault } from "../../identity/index.ts";
 import { Badge, Button, ConfirmForm, Name, PostForm, Section } from "./components.tsx";
 import { formOf, openConsoleVault, renderPage, requireConfirmation, requireSignedIn, runAction, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
 import { vaultPath } from "./layout.tsx";

@@ -6,7 +6,8 @@
 
 import { Hono } from "hono";
 import { BrokerError, PermissionDenied } from "../../errors.ts";
-import { addWebhook, DELIVERY_STATUS_WORDS, listWebhooks, removeWebhook, type OpenVault, type WebhookView } from "../../vault/index.ts";
+import { addWebhook, DELIVERY_STATUS_WORDS, listWebhooks, removeWebhook, type WebhookView } from "../../workflows/index.ts";
+import { type OpenVault } from "../../identity/index.ts";
 import { Badge, ConfirmForm, FormField, LinkButton, Name, PostForm, Section, Table, Time, type BadgeTone } from "./components.tsx";
 import {
   describeError,

@@ -4,7 +4,7 @@
 // the body, laid out when it is JSON) with Allow and Deny; for anyone else a sign-in form and
 // nothing of the request. Everything the agent wrote is rendered as escaped text (hono/jsx escapes).
 
-import { layoutJson, type RequestApprovalView } from "../../vault/index.ts";
+import { layoutJson, type RequestApprovalView } from "../../workflows/index.ts";
 import { ProviderSignIn, type SignInProvider } from "../console/sign-in-provider.tsx";
 import { PageSignInForm, relativeTime, RequesterPrefix, Session, type Viewer } from "./approve.tsx";
 import { Brand, Document } from "./document.tsx";

@@ -6,8 +6,11 @@
 // only for https URLs; no inline script or style exists (the CSP forbids them).
 
 import type { Child } from "hono/jsx";
-import { describeMintedAuth, describeUrlAuth, requesterPrefix, type ProposalView } from "../../vault/index.ts";
-import type { RequesterKind, Rules } from "../../vault/index.ts";
+import { describeMintedAuth, describeUrlAuth } from "../../policy/index.ts";
+import { requesterPrefix } from "../../identity/index.ts";
+import { type ProposalView } from "../../workflows/index.ts";
+import type { RequesterKind } from "../../identity/index.ts";
+import type { Rules } from "../../policy/index.ts";
 import { isPemSlot, PEM_HINT, slotUses } from "../console/auth-words.ts";
 import { ProviderSignIn, type SignInProvider } from "../console/sign-in-provider.tsx";
 import { Brand, Document } from "./document.tsx";

@@ -4,8 +4,8 @@
 
 import type { Context } from "hono";
 import { BrokerError, RateLimited } from "../../errors.ts";
-import type { Domain } from "../../vault/index.ts";
-import { loginUser, readCredentials } from "../../vault/index.ts";
+import type { Domain } from "../../identity/index.ts";
+import { loginUser, readCredentials } from "../../identity/index.ts";
 import { clientIp } from "../limits.ts";
 import { setSessionCookie } from "./security.ts";
 

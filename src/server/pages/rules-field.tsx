@@ -3,7 +3,7 @@
 // asks for against what the vault allows today (wider marked as a warning), and the rules box a
 // person edits (one rule per line, see rules-text.ts). Escaped text only; no secret passes here.
 
-import { describeRules, type Rules } from "../../vault/index.ts";
+import { describeRules, type Rules } from "../../policy/index.ts";
 import { widening } from "./rules-text.ts";
 
 export const EVERYTHING = "every method and path";

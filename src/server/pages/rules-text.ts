@@ -5,7 +5,7 @@
 // rules get exactly the API's checks; its errors are reworded to name the line. Nothing here is secret.
 
 import { InvalidRequest } from "../../errors.ts";
-import { parseRules, RULE_METHODS, type Rules, type ServiceRule } from "../../vault/index.ts";
+import { parseRules, RULE_METHODS, type Rules, type ServiceRule } from "../../policy/index.ts";
 
 /** The word that starts an approval rule's line: "approve POST /v1/refunds". */
 const APPROVE = "approve";

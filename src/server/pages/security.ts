@@ -5,8 +5,8 @@
 import { timingSafeEqual } from "node:crypto";
 import type { Context, MiddlewareHandler } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
-import type { Domain } from "../../vault/index.ts";
-import { randomBytes } from "../../vault/index.ts";
+import type { Domain } from "../../identity/index.ts";
+import { randomBytes } from "../../crypto/index.ts";
 import { readCappedText } from "../request.ts";
 
 /** No inline code of any kind; scripts (where a page opts in) only from our own origin. */

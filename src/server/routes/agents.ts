@@ -1,10 +1,10 @@
 // Agents: listing and revocation (/v1/agents), and redemption of an agent invite (POST {invite_url}).
 
 import { Hono } from "hono";
-import { listAgents, redeemAgentInvite, revokeAgent } from "../../vault/index.ts";
-import { AgentList, AgentRedeemed, Message } from "../../vault/index.ts";
+import { listAgents, redeemAgentInvite, revokeAgent } from "../../identity/index.ts";
+import { AgentList, AgentRedeemed, Message } from "../../contract/index.ts";
 import { describe } from "../openapi/describe.ts";
-import type { Domain } from "../../vault/index.ts";
+import type { Domain } from "../../identity/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
 

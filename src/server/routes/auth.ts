@@ -2,9 +2,9 @@
 // Password checks (login, change-password) pass the client address to the domain's login throttle.
 
 import { Hono } from "hono";
-import type { Domain } from "../../vault/index.ts";
-import { ChangePasswordInput, CredentialsInput, FreshSession, OwnSessions, SignedIn, Whoami } from "../../vault/index.ts";
-import { changePassword, iso, listOwnSessions, loginUser, logout, publicUser, readCredentials, registerUser, revokeOwnSession } from "../../vault/index.ts";
+import type { Domain } from "../../identity/index.ts";
+import { ChangePasswordInput, CredentialsInput, FreshSession, OwnSessions, SignedIn, Whoami } from "../../contract/index.ts";
+import { changePassword, iso, listOwnSessions, loginUser, logout, publicUser, readCredentials, registerUser, revokeOwnSession } from "../../identity/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
 import { clientIp } from "../limits.ts";

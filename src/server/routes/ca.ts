@@ -3,10 +3,11 @@
 
 import { Hono } from "hono";
 import type { Logger } from "../../log.ts";
-import type { CaHolder, Domain } from "../../vault/index.ts";
-import { CaRotated } from "../../vault/index.ts";
+import type { CaHolder } from "../../crypto/index.ts";
+import type { Domain } from "../../identity/index.ts";
+import { CaRotated } from "../../contract/index.ts";
 import { describe } from "../openapi/describe.ts";
-import { requireOwner } from "../../vault/index.ts";
+import { requireOwner } from "../../identity/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
 

@@ -4,8 +4,9 @@
 
 import { Hono } from "hono";
 import { InvalidRequest } from "../../errors.ts";
-import type { Domain } from "../../vault/index.ts";
-import { AUDIT_PAGE_MAX, AuditPageAnswer, listAuditLog } from "../../vault/index.ts";
+import type { Domain } from "../../identity/index.ts";
+import { AUDIT_PAGE_MAX, listAuditLog } from "../../workflows/index.ts";
+import { AuditPageAnswer } from "../../contract/index.ts";
 import { describe } from "../openapi/describe.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";

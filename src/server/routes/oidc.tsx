@@ -8,19 +8,9 @@ import { Hono, type Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { InvalidRequest, NotFound, Unauthorized } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
-import type { Domain, OidcClient } from "../../vault/index.ts";
-import { IdentityList, OidcCliExchangeInput, OidcStatus, SignedIn } from "../../vault/index.ts";
-import {
-  beginOidc,
-  completeOidc,
-  exchangeCliCode,
-  isCliNonce,
-  isSafeReturnTo,
-  listIdentities,
-  publicUser,
-  requireUser,
-  unlinkIdentity,
-} from "../../vault/index.ts";
+import type { Domain, OidcClient } from "../../identity/index.ts";
+import { IdentityList, OidcCliExchangeInput, OidcStatus, SignedIn } from "../../contract/index.ts";
+import { beginOidc, completeOidc, exchangeCliCode, isCliNonce, isSafeReturnTo, listIdentities, publicUser, requireUser, unlinkIdentity } from "../../identity/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
 import { authTier } from "../limits.ts";

@@ -1,9 +1,9 @@
 // /v1/owner/settings: instance settings for the owner (allowed signup domains).
 
 import { Hono } from "hono";
-import type { Domain } from "../../vault/index.ts";
-import { OwnerSettingsAnswer, OwnerSettingsInput } from "../../vault/index.ts";
-import { getOwnerSettings, updateOwnerSettings } from "../../vault/index.ts";
+import type { Domain } from "../../identity/index.ts";
+import { OwnerSettingsAnswer, OwnerSettingsInput } from "../../contract/index.ts";
+import { getOwnerSettings, updateOwnerSettings } from "../../identity/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
 import { jsonBody } from "../body.ts";

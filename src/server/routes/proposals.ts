@@ -3,27 +3,12 @@
 
 import { Hono } from "hono";
 import { InvalidRequest } from "../../errors.ts";
-import type { Domain } from "../../vault/index.ts";
-import { describeRules, describeUrlAuth, isMintedAuthType, storedRules, viewService } from "../../vault/index.ts";
+import type { Domain } from "../../identity/index.ts";
+import { describeRules, describeUrlAuth, isMintedAuthType } from "../../policy/index.ts";
+import { storedRules, viewService } from "../../workflows/index.ts";
 import type { ServiceRow } from "../../store/index.ts";
-import {
-  approveProposal,
-  createProposal,
-  listProposals,
-  readProposalFor,
-  requesterOf,
-  readProposalId,
-  reissueApprovalLink,
-  rejectProposal,
-  viewProposal,
-  Discovery,
-  ProposalAnswer,
-  ProposalApprovalInput,
-  ProposalApprovalLink,
-  ProposalCreated,
-  ProposalInput,
-  ProposalList,
-} from "../../vault/index.ts";
+import { approveProposal, createProposal, listProposals, readProposalFor, requesterOf, readProposalId, reissueApprovalLink, rejectProposal, viewProposal } from "../../workflows/index.ts";
+import { Discovery, ProposalAnswer, ProposalApprovalInput, ProposalApprovalLink, ProposalCreated, ProposalInput, ProposalList } from "../../contract/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
 import { jsonBody } from "../body.ts";

@@ -7,8 +7,9 @@
 import { Hono } from "hono";
 import { InvalidRequest } from "../../errors.ts";
 import { egress, toWebResponse, type EgressDeps } from "../../egress/index.ts";
-import type { Domain } from "../../vault/index.ts";
-import { isContained, parseHostPattern, type HostPattern } from "../../vault/index.ts";
+import type { Domain } from "../../identity/index.ts";
+import { isContained } from "../../identity/index.ts";
+import { parseHostPattern, type HostPattern } from "../../policy/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
 import { openHeaderVault } from "../request.ts";

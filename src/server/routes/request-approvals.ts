@@ -3,15 +3,9 @@
 // whose request it is (the poll_url of its 428). Approve and deny: human user sessions only.
 
 import { Hono } from "hono";
-import type { Domain } from "../../vault/index.ts";
-import {
-  decideRequestApproval,
-  listRequestApprovals,
-  readRequestApproval,
-  RequestApprovalAnswer,
-  RequestApprovalList,
-  viewRequestApproval,
-} from "../../vault/index.ts";
+import type { Domain } from "../../identity/index.ts";
+import { decideRequestApproval, listRequestApprovals, readRequestApproval, viewRequestApproval } from "../../workflows/index.ts";
+import { RequestApprovalAnswer, RequestApprovalList } from "../../contract/index.ts";
 import { describe } from "../openapi/describe.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";

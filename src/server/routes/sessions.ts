@@ -2,15 +2,9 @@
 
 import { Hono } from "hono";
 import { InvalidRequest } from "../../errors.ts";
-import type { Domain } from "../../vault/index.ts";
-import {
-  createScopedSession,
-  listScopedSessions,
-  revokeScopedSession,
-  ScopedSessionCreated,
-  ScopedSessionInput,
-  ScopedSessionList,
-} from "../../vault/index.ts";
+import type { Domain } from "../../identity/index.ts";
+import { createScopedSession, listScopedSessions, revokeScopedSession } from "../../identity/index.ts";
+import { ScopedSessionCreated, ScopedSessionInput, ScopedSessionList } from "../../contract/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import { jsonBody } from "../body.ts";
 import type { ApiEnv } from "../env.ts";

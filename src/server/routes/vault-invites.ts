@@ -1,10 +1,10 @@
 // POST /v1/vault-invites/:token/accept: a human joins a vault, logged in or registering on the way.
 
 import { Hono } from "hono";
-import type { Domain } from "../../vault/index.ts";
-import { InviteAccepted, InviteAcceptInput, Message } from "../../vault/index.ts";
-import { acceptVaultInvite } from "../../vault/index.ts";
-import { readCredentials } from "../../vault/index.ts";
+import type { Domain } from "../../identity/index.ts";
+import { InviteAccepted, InviteAcceptInput, Message } from "../../contract/index.ts";
+import { acceptVaultInvite } from "../../identity/index.ts";
+import { readCredentials } from "../../identity/index.ts";
 import type { ApiEnv } from "../env.ts";
 import { jsonBody } from "../body.ts";
 import { describe } from "../openapi/describe.ts";

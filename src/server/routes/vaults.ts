@@ -3,11 +3,11 @@
 // vault/principal.ts (agents and scoped sessions never read or write credentials and services).
 
 import { Hono } from "hono";
-import { revealCredential, deleteCredential, listCredentials, setCredential } from "../../vault/index.ts";
-import type { Domain } from "../../vault/index.ts";
-import { createAgentInvite, createVaultInvite, listInvites, revokeInvite } from "../../vault/index.ts";
-import { addService, listServices, removeService, updateService } from "../../vault/index.ts";
-import { createVault, deleteVault, describeVault, listMembers, listVaults, updateVault } from "../../vault/index.ts";
+import { revealCredential, deleteCredential, listCredentials, setCredential } from "../../workflows/index.ts";
+import type { Domain } from "../../identity/index.ts";
+import { createAgentInvite, createVaultInvite, listInvites, revokeInvite } from "../../identity/index.ts";
+import { addService, listServices, removeService, updateService } from "../../workflows/index.ts";
+import { createVault, deleteVault, describeVault, listMembers, listVaults, updateVault } from "../../identity/index.ts";
 import * as S from "../../vault/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import { jsonBody } from "../body.ts";

@@ -2,7 +2,9 @@
 // The signing secret is in the 201 answer once; the list shows each webhook's last delivery, never a secret.
 
 import { Hono } from "hono";
-import { addWebhook, listWebhooks, removeWebhook, WebhookCreated, WebhookInput, WebhookList, type Domain } from "../../vault/index.ts";
+import { addWebhook, listWebhooks, removeWebhook } from "../../workflows/index.ts";
+import { WebhookCreated, WebhookInput, WebhookList } from "../../contract/index.ts";
+import { type Domain } from "../../identity/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import { jsonBody } from "../body.ts";
 import type { ApiEnv } from "../env.ts";

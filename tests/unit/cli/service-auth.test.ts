@@ -8,7 +8,7 @@ import { createClient } from "../../../src/cli/client.ts";
 import { CliFailure } from "../../../src/cli/fail.ts";
 import { type AuthFlags, authKeyNames, buildAuth, describeAuth, nameAuthFlag } from "../../../src/cli/service-auth.ts";
 import { InvalidRequest } from "../../../src/errors.ts";
-import { readAuth } from "../../../src/vault/services.ts";
+import { readAuth } from "../../../src/workflows/services.ts";
 
 describe("buildAuth", () => {
   test("builds each auth type from its flags", () => {

@@ -7,7 +7,7 @@
 import { describe, expect, test } from "bun:test";
 import { UndecodableResponse } from "../../../src/errors.ts";
 import { binaryPartsOf, redactBinaryHeaders, redactBinaryTrailers, redactBinaryValue } from "../../../src/egress/binary-metadata.ts";
-import type { HeaderList } from "../../../src/egress/http1.ts";
+import type { HeaderList } from "../../../src/http/http1.ts";
 
 const SECRET = `sk-bin-${crypto.randomUUID()}`;
 const AUTH = `Bearer ${SECRET}`;

@@ -7,7 +7,7 @@
 import { beforeAll, describe, expect, test } from "bun:test";
 import { UndecodableResponse } from "../../../src/errors.ts";
 import { compileNetPolicy, createPlanCache, egress, type Answer, type EgressDeps, type PlanCache, type Upstream } from "../../../src/egress/index.ts";
-import type { HeaderList } from "../../../src/egress/http1.ts";
+import type { HeaderList } from "../../../src/http/http1.ts";
 import { createMemoryLogger } from "../../../src/log.ts";
 import { createTestApi, type TestApi } from "../../helpers/api.ts";
 

@@ -2,7 +2,7 @@
 // well-behaved connection through and names the abuse that crosses each limit.
 
 import { describe, expect, test } from "bun:test";
-import { createFrameInspector, FRAME_LIMITS, type FrameLimits } from "../../../src/egress/h2-frame-guard.ts";
+import { createFrameInspector, FRAME_LIMITS, type FrameLimits } from "../../../src/http/h2-frame-guard.ts";
 import { FLAG, FRAME, frame, PREFACE, requestBlock, rstFrame, settingsFrame, windowUpdateFrame } from "../../helpers/h2-frames.ts";
 
 function feed(bytes: Buffer, limits: FrameLimits = FRAME_LIMITS, slice = bytes.byteLength, side: "server" | "client" = "server"): string[] {

@@ -16,7 +16,7 @@ import {
   WireError,
   type HeaderList,
   type ResponseHead,
-} from "../../../src/egress/http1.ts";
+} from "../../../src/http/http1.ts";
 
 const enc = (s: string) => new Uint8Array(Buffer.from(s, "latin1"));
 const text = (parts: Uint8Array[]) => Buffer.concat(parts).toString("latin1");

@@ -3,7 +3,7 @@
 
 import { expect, test } from "bun:test";
 import { createPrivateKey, generateKeyPairSync } from "node:crypto";
-import { reflowPem } from "../../../src/egress/minted-tokens.ts";
+import { reflowPem } from "../../../src/minting/minted-tokens.ts";
 
 const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
 

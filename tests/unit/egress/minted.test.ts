@@ -5,14 +5,14 @@
 
 import { expect, test } from "bun:test";
 import { generateKeyPairSync } from "node:crypto";
-import { createMinter, REGRANT_BURST, REGRANT_COOLDOWN_MS, type Grant } from "../../../src/egress/minted.ts";
+import { createMinter, REGRANT_BURST, REGRANT_COOLDOWN_MS, type Grant } from "../../../src/minting/minted.ts";
 import type { EgressPlan } from "../../../src/egress/plan.ts";
 import type { OutboundRequest, Upstream } from "../../../src/egress/upstream.ts";
 import { compileNetPolicy } from "../../../src/egress/netguard.ts";
 import { createMemoryLogger } from "../../../src/log.ts";
 import { Secret } from "../../../src/secret.ts";
 import type { MintedAuthType } from "../../../src/store/index.ts";
-import type { MintedAuthFields } from "../../../src/vault/index.ts";
+import type { MintedAuthFields } from "../../../src/policy/index.ts";
 
 /** A token endpoint that answers every request with a new token and records each request's headers. */
 function tokenEndpoint(extra: Record<string, unknown> = {}) {

@@ -2,7 +2,7 @@
 // end and failure after the queued bytes, and backpressure with a gap between pause and resume.
 
 import { expect, test } from "bun:test";
-import { createPullQueue } from "../../../src/egress/index.ts";
+import { createPullQueue } from "../../../src/http/index.ts";
 
 const bytes = (n: number) => new Uint8Array(n);
 

@@ -7,7 +7,7 @@ import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { UndecodableResponse } from "../../../src/errors.ts";
 import type { Answer } from "../../../src/egress/answer.ts";
-import type { HeaderList } from "../../../src/egress/http1.ts";
+import type { HeaderList } from "../../../src/http/http1.ts";
 import { createRedactor, redactWhole, type Redactor } from "../../../src/egress/redact.ts";
 import {
   answerRange,

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { Connection } from "../../../src/egress/connection.ts";
-import { WireError } from "../../../src/egress/http1.ts";
+import { WireError } from "../../../src/http/http1.ts";
 import { ClosedBeforeHead, readResponseHead } from "../../../src/egress/upstream-head.ts";
 
 /** A connection that hands out the given pieces one read at a time (and keeps what is unread). */

@@ -5,7 +5,7 @@
 import { expect, test } from "bun:test";
 import { UndecodableResponse } from "../../../src/errors.ts";
 import type { Connection } from "../../../src/egress/connection.ts";
-import type { HeaderList } from "../../../src/egress/http1.ts";
+import type { HeaderList } from "../../../src/http/http1.ts";
 import { namesExtension, redactResponseHead, shapeRefusal, withoutExtensions } from "../../../src/egress/websocket-head.ts";
 
 const SECRET = "sk-ws-head-42";

@@ -3,7 +3,7 @@
 // by public id only, revocation by id, logout.
 
 import { beforeEach, describe, expect, test } from "bun:test";
-import { hashToken } from "../../../src/vault/tokens.ts";
+import { hashToken } from "../../../src/crypto/tokens.ts";
 import {
   createHarness,
   createVault,

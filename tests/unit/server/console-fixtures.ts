@@ -5,7 +5,7 @@
 import { expect } from "bun:test";
 import { createMemoryLogger } from "../../../src/log.ts";
 import { createApi } from "../../../src/server/app.ts";
-import type { Domain } from "../../../src/vault/index.ts";
+import type { Domain } from "../../../src/identity/index.ts";
 import { createHarness, createVault, type Harness, PASSWORD, register } from "./fixtures.ts";
 
 export const BASE = "http://broker.test";

@@ -5,9 +5,10 @@
 import { describe, expect, test } from "bun:test";
 import { createApi } from "../../../src/server/app.ts";
 import { createMemoryLogger } from "../../../src/log.ts";
-import { randomBytes, type Domain, type OidcClient } from "../../../src/vault/index.ts";
-import { mintUserSession } from "../../../src/vault/sessions.ts";
-import { PASSWORDLESS_PARAMS } from "../../../src/vault/passwords.ts";
+import { randomBytes } from "../../../src/crypto/index.ts";
+import { type Domain, type OidcClient } from "../../../src/identity/index.ts";
+import { mintUserSession } from "../../../src/identity/sessions.ts";
+import { PASSWORDLESS_PARAMS } from "../../../src/crypto/passwords.ts";
 import { providerLoginHref } from "../../../src/server/console/sign-in-provider.tsx";
 import { createBrowser, SAME_ORIGIN, signInPage } from "./console-fixtures.ts";
 import { createHarness, createVault, fileAgentProposal, type Harness, register } from "./fixtures.ts";

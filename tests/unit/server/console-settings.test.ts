@@ -7,8 +7,8 @@ import { beforeEach, describe, expect, test } from "bun:test";
 import { createMemoryLogger } from "../../../src/log.ts";
 import { createRateLimiter, resolveSettings } from "../../../src/ratelimit/index.ts";
 import { createApi } from "../../../src/server/app.ts";
-import type { CaHolder } from "../../../src/vault/index.ts";
-import { loadRootCa, rotateRootCa, type RootCa } from "../../../src/vault/index.ts";
+import type { CaHolder } from "../../../src/crypto/index.ts";
+import { loadRootCa, rotateRootCa, type RootCa } from "../../../src/crypto/index.ts";
 import { createBrowser, BASE, SAME_ORIGIN } from "./console-fixtures.ts";
 import { addAgent, addUser, createHarness, createVault, type Harness, register } from "./fixtures.ts";
 

@@ -9,8 +9,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, spyOn, test } from "b
 import { createTestApi, type TestApi } from "../../helpers/api.ts";
 import { startOidcProvider, type TestOidcProvider } from "../../helpers/oidc-provider.ts";
 import { Secret } from "../../../src/secret.ts";
-import * as kdf from "../../../src/vault/kdf.ts";
-import { createOidcClient, type HashGate } from "../../../src/vault/index.ts";
+import * as kdf from "../../../src/crypto/kdf.ts";
+import { createOidcClient } from "../../../src/identity/index.ts";
+import { type HashGate } from "../../../src/crypto/index.ts";
 
 const REDIRECT = "http://broker.test/v1/auth/oidc/callback";
 let idp: TestOidcProvider;

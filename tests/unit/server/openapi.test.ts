@@ -10,7 +10,7 @@ import { createMemoryLogger } from "../../../src/log.ts";
 import { createApi } from "../../../src/server/app.ts";
 import type { Metrics } from "../../../src/server/metrics.ts";
 import { isApiPath, openApiPath } from "../../../src/server/openapi/document.ts";
-import type { CaHolder } from "../../../src/vault/index.ts";
+import type { CaHolder } from "../../../src/crypto/index.ts";
 import { createTestApi } from "../../helpers/api.ts";
 
 /** Write routes that take no JSON body (a decision, a logout, a revocation). */

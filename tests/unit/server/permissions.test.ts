@@ -13,18 +13,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PermissionDenied } from "../../../src/errors.ts";
 import { createLoginThrottle } from "../../../src/ratelimit/index.ts";
-import {
-  addService,
-  createVaultInvite,
-  deleteCredential,
-  deleteVault,
-  listCredentials,
-  openVault,
-  removeService,
-  revealCredential,
-  setCredential as setCredentialOp,
-  updateService,
-} from "../../../src/vault/index.ts";
+import { addService, deleteCredential, listCredentials, removeService, revealCredential, setCredential as setCredentialOp, updateService } from "../../../src/workflows/index.ts";
+import { createVaultInvite, deleteVault, openVault } from "../../../src/identity/index.ts";
 import {
   addAgent,
   addUser,

@@ -3,7 +3,7 @@
 // and the agent guide. Approval (API and page) lives in proposals-approve.test.ts.
 
 import { beforeEach, describe, expect, test } from "bun:test";
-import { expireProposals } from "../../../src/vault/proposals.ts";
+import { expireProposals } from "../../../src/workflows/proposals.ts";
 import { addAgent, createHarness, createVault, DAY, type Harness, mintScoped, register, sentinel, setCredential, expectNoLeak } from "./fixtures.ts";
 
 let h: Harness;

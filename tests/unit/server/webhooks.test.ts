@@ -4,10 +4,11 @@
 
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { createHmac } from "node:crypto";
-import { compileNetPolicy, createWebhookSender, systemResolver, type WebhookSender } from "../../../src/egress/index.ts";
+import { compileNetPolicy, systemResolver } from "../../../src/egress/index.ts";
+import { createWebhookSender, type WebhookSender } from "../../../src/webhooks/index.ts";
 import { createMemoryLogger } from "../../../src/log.ts";
 import { ApprovalRequired } from "../../../src/errors.ts";
-import { createRequestApprovalGate, expireProposals } from "../../../src/vault/index.ts";
+import { createRequestApprovalGate, expireProposals } from "../../../src/workflows/index.ts";
 import { addAgent, createHarness, createVault, DAY, RAW_TOKEN, register, sentinel, setCredential, type Harness } from "./fixtures.ts";
 
 interface Received {

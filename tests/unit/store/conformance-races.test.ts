@@ -9,23 +9,9 @@ import { Conflict, NotFound } from "../../../src/errors.ts";
 import { createLoginThrottle } from "../../../src/ratelimit/index.ts";
 import { Secret } from "../../../src/secret.ts";
 import type { Store } from "../../../src/store/index.ts";
-import {
-  acceptVaultInvite,
-  approveProposal,
-  createAgentInvite,
-  createAuthenticator,
-  createHashGate,
-  createProposal,
-  createVaultInvite,
-  loadCredential,
-  openVault,
-  redeemAgentInvite,
-  registerUser,
-  rejectProposal,
-  unlockKeyring,
-  type Domain,
-  type UserPrincipal,
-} from "../../../src/vault/index.ts";
+import { acceptVaultInvite, createAgentInvite, createAuthenticator, createVaultInvite, openVault, redeemAgentInvite, registerUser, type Domain, type UserPrincipal } from "../../../src/identity/index.ts";
+import { approveProposal, createProposal, rejectProposal } from "../../../src/workflows/index.ts";
+import { createHashGate, loadCredential, unlockKeyring } from "../../../src/crypto/index.ts";
 import { CHEAP_KDF } from "../../helpers/api.ts";
 import { forEachBackend } from "../../helpers/store-backends.ts";
 

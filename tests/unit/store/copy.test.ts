@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { Secret } from "../../../src/secret.ts";
 import { readCatalog, type TableInfo } from "../../../src/store/catalog.ts";
 import { copyStore, CopyMismatch, MIGRATIONS, openMemoryStore, openStore, TargetNotEmpty, type Db, type Sql, type Store } from "../../../src/store/index.ts";
-import { loadCredential, loadRootCa, storeCredential, unlockKeyring, type KdfParams } from "../../../src/vault/index.ts";
+import { loadCredential, loadRootCa, storeCredential, unlockKeyring, type KdfParams } from "../../../src/crypto/index.ts";
 import { pgMissing, type SharedPgCluster, sharedPgCluster } from "../../helpers/postgres.ts";
 
 const CHEAP: KdfParams = { alg: "argon2id", iterations: 1, memoryKiB: 1024, parallelism: 1, hashLength: 32 };

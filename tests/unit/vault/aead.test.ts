@@ -1,7 +1,7 @@
 // AES-256-GCM: a published known-answer vector, fresh 96-bit nonces, and tamper detection.
 
 import { describe, expect, test } from "bun:test";
-import { DecryptError, encodeAad, importAesKey, NONCE_BYTES, open, seal } from "../../../src/vault/aead.ts";
+import { DecryptError, encodeAad, importAesKey, NONCE_BYTES, open, seal } from "../../../src/crypto/aead.ts";
 
 const hex = (s: string) => new Uint8Array(Buffer.from(s, "hex"));
 const toHex = (b: Uint8Array) => Buffer.from(b).toString("hex");

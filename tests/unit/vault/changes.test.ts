@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { CHANGES_CHANNEL, createStore, migrate, openPostgres, type Db, type Store } from "../../../src/store/index.ts";
 import { openSqliteMemory } from "../../../src/store/sqlite.ts";
-import { ALWAYS_FRESH, parseChange, REVALIDATE_MS, startChangeFeed, type Change } from "../../../src/vault/changes.ts";
+import { ALWAYS_FRESH, parseChange, REVALIDATE_MS, startChangeFeed, type Change } from "../../../src/store/changes.ts";
 import { pgMissing, sharedPgCluster, type SharedPgCluster } from "../../helpers/postgres.ts";
 
 const until = async (check: () => boolean, ms = 3000) => {

@@ -3,7 +3,7 @@
 
 import { expect, test } from "bun:test";
 import { auditEntry } from "../../../src/egress/audit.ts";
-import { isContained } from "../../../src/vault/index.ts";
+import { isContained } from "../../../src/identity/index.ts";
 import { createTestApi } from "../../helpers/api.ts";
 
 async function setUp() {

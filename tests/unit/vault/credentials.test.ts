@@ -3,8 +3,8 @@
 import { describe, expect, test } from "bun:test";
 import { Secret } from "../../../src/secret.ts";
 import { openMemoryStore } from "../../../src/store/index.ts";
-import { DecryptError, importAesKey } from "../../../src/vault/aead.ts";
-import { CREDENTIAL_KEY_PATTERN, decryptCredential, encryptCredential, loadCredential, storeCredential } from "../../../src/vault/credentials.ts";
+import { DecryptError, importAesKey } from "../../../src/crypto/aead.ts";
+import { CREDENTIAL_KEY_PATTERN, decryptCredential, encryptCredential, loadCredential, storeCredential } from "../../../src/crypto/credentials.ts";
 
 const newKey = () => importAesKey(crypto.getRandomValues(new Uint8Array(32)));
 const VALUE = "sk-live-7f3a9c1e";

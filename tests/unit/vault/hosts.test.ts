@@ -3,7 +3,7 @@
 
 import { describe, expect, test } from "bun:test";
 import { InvalidRequest } from "../../../src/errors.ts";
-import { hostMatches, parseHostPattern } from "../../../src/vault/hosts.ts";
+import { hostMatches, parseHostPattern } from "../../../src/policy/hosts.ts";
 
 const IP_OK = { allowIp: true };
 const NO_IP = { allowIp: false };

@@ -2,7 +2,7 @@
 // exactly as sent (no dropped duplicate keys, no rounded numbers, no decoded escapes).
 
 import { describe, expect, test } from "bun:test";
-import { layoutJson } from "../../../src/vault/json-layout.ts";
+import { layoutJson } from "../../../src/workflows/json-layout.ts";
 
 describe("layoutJson", () => {
   test("indents objects and arrays; empty ones stay on one line", () => {

@@ -6,7 +6,7 @@
 
 import { describe, expect, test } from "bun:test";
 import { Secret } from "../../../src/secret.ts";
-import { decodeParams, deriveKey, encodeParams, KDF_DEFAULTS, type KdfParams, SALT_BYTES } from "../../../src/vault/kdf.ts";
+import { decodeParams, deriveKey, encodeParams, KDF_DEFAULTS, type KdfParams, SALT_BYTES } from "../../../src/crypto/kdf.ts";
 
 const toHex = (b: Uint8Array) => Buffer.from(b).toString("hex");
 const utf8 = (s: string) => new TextEncoder().encode(s);

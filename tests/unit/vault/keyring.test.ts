@@ -5,9 +5,9 @@ import { describe, expect, test } from "bun:test";
 import { KeyringError } from "../../../src/errors.ts";
 import { Secret } from "../../../src/secret.ts";
 import { openMemoryStore, type Store } from "../../../src/store/index.ts";
-import { loadCredential, storeCredential } from "../../../src/vault/credentials.ts";
-import { encodeParams, KDF_DEFAULTS, type KdfParams } from "../../../src/vault/kdf.ts";
-import { changeMasterPassword, keyringMode, removeMasterPassword, setMasterPassword, unlockKeyring } from "../../../src/vault/keyring.ts";
+import { loadCredential, storeCredential } from "../../../src/crypto/credentials.ts";
+import { encodeParams, KDF_DEFAULTS, type KdfParams } from "../../../src/crypto/kdf.ts";
+import { changeMasterPassword, keyringMode, removeMasterPassword, setMasterPassword, unlockKeyring } from "../../../src/crypto/keyring.ts";
 
 // Cheap Argon2id so the suite stays fast; one test below uses the real defaults.
 const CHEAP: KdfParams = { alg: "argon2id", iterations: 1, memoryKiB: 1024, parallelism: 1, hashLength: 32 };

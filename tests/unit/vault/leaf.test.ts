@@ -3,8 +3,8 @@
 import "reflect-metadata";
 import { describe, expect, test } from "bun:test";
 import * as x509 from "@peculiar/x509";
-import { EC_ALG, type RootCa } from "../../../src/vault/ca.ts";
-import { createLeafCache, mintLeaf, type Leaf } from "../../../src/vault/leaf.ts";
+import { EC_ALG, type RootCa } from "../../../src/crypto/ca.ts";
+import { createLeafCache, mintLeaf, type Leaf } from "../../../src/crypto/leaf.ts";
 
 x509.cryptoProvider.set(crypto);
 

@@ -3,7 +3,7 @@
 // checked (https token endpoints only, scope tokens, AWS names), and the keys each type names.
 
 import { describe, expect, test } from "bun:test";
-import { authKeys, readAuth, viewService, toRow } from "../../../src/vault/index.ts";
+import { authKeys, readAuth, viewService, toRow } from "../../../src/workflows/index.ts";
 
 const ok = {
   oauth2_client_credentials: {

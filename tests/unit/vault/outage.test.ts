@@ -9,13 +9,15 @@ import { createMemoryLogger } from "../../../src/log.ts";
 import { Secret } from "../../../src/secret.ts";
 import { createStore, migrate, type Db, type Store } from "../../../src/store/index.ts";
 import { openSqliteMemory } from "../../../src/store/sqlite.ts";
-import { importAesKey } from "../../../src/vault/aead.ts";
-import { createAuthenticator, storeCredential, type Freshness } from "../../../src/vault/index.ts";
-import { mintUserSession } from "../../../src/vault/sessions.ts";
-import { createVaultAccessCache } from "../../../src/vault/vault-access.ts";
-import { openVault } from "../../../src/vault/vaults.ts";
-import type { Domain } from "../../../src/vault/context.ts";
-import type { Principal } from "../../../src/vault/principal.ts";
+import { importAesKey } from "../../../src/crypto/aead.ts";
+import { createAuthenticator } from "../../../src/identity/index.ts";
+import { storeCredential } from "../../../src/crypto/index.ts";
+import { type Freshness } from "../../../src/store/index.ts";
+import { mintUserSession } from "../../../src/identity/sessions.ts";
+import { createVaultAccessCache } from "../../../src/identity/vault-access.ts";
+import { openVault } from "../../../src/identity/vaults.ts";
+import type { Domain } from "../../../src/identity/context.ts";
+import type { Principal } from "../../../src/identity/principal.ts";
 
 const GRACE = 60_000;
 

@@ -2,8 +2,8 @@
 
 import { describe, expect, test } from "bun:test";
 import { Secret } from "../../../src/secret.ts";
-import { type KdfParams, SALT_BYTES } from "../../../src/vault/kdf.ts";
-import { hashPassword, verifyAgainstNothing, verifyPassword } from "../../../src/vault/passwords.ts";
+import { type KdfParams, SALT_BYTES } from "../../../src/crypto/kdf.ts";
+import { hashPassword, verifyAgainstNothing, verifyPassword } from "../../../src/crypto/passwords.ts";
 
 const CHEAP: KdfParams = { alg: "argon2id", iterations: 1, memoryKiB: 1024, parallelism: 1, hashLength: 32 };
 const pw = (s: string) => new Secret(s);

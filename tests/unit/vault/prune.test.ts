@@ -1,7 +1,7 @@
 // Housekeeping: sessions and invites that ended more than 30 days ago are deleted; live ones stay.
 
 import { expect, test } from "bun:test";
-import { pruneEndedRows } from "../../../src/vault/index.ts";
+import { pruneEndedRows } from "../../../src/workflows/index.ts";
 import { createTestApi } from "../../helpers/api.ts";
 
 test("ended sessions and invites older than 30 days are pruned, live ones kept", async () => {

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Secret } from "../../../src/secret.ts";
 import { openStore } from "../../../src/store/index.ts";
-import { hashToken, mintPublicId, mintToken, TOKEN_PREFIXES, TOKEN_RANDOM_BYTES, tokenKindOf, type TokenKind } from "../../../src/vault/tokens.ts";
+import { hashToken, mintPublicId, mintToken, TOKEN_PREFIXES, TOKEN_RANDOM_BYTES, tokenKindOf, type TokenKind } from "../../../src/crypto/tokens.ts";
 
 const EXPECTED_PREFIXES: Record<TokenKind, string> = {
   session: "av_sess_",

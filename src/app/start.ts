@@ -1,0 +1,400 @@
+// Starts the API listener: opens the store, unlocks the keyring, wires the domain and the egress
+// core, and binds Bun.serve to the Hono app. A listener that cannot bind undoes the whole start and
+// throws ListenFailed naming its variable and port.
+
+import { readFileSync } from "node:fs";
+import { rootCertificates } from "node:tls";
+import { describeStore, type Config } from "../config.ts";
+import { buildProposalHint, compileNetPolicy, createAuditLog, createPlanCache, createUpstream, systemResolver, type EgressDeps, type Resolver } from "../egress/index.ts";
+import { createMinter } from "../minting/index.ts";
+import { createWebhookSender } from "../webhooks/index.ts";
+import { DatabaseUnavailable, toErrorResponse, Unavailable } from "../errors.ts";
+import type { LiveSecrets, Logger } from "../log.ts";
+import type { Secret } from "../secret.ts";
+import { openStore, type Store } from "../store/index.ts";
+import { createAuthenticator, createVaultAccessCache, type Domain } from "../identity/index.ts";
+import { createHashGate, createLeafCache, loadRootCa, mintLeaf, rotateRootCa, unlockKeyring, type CaHolder, type KdfParams, type LeafCache } from "../crypto/index.ts";
+import { createChangeFeed, REVALIDATE_MS, type ChangeHandlers, type Freshness } from "../store/index.ts";
+import { createLoginThrottle, createRateLimiter, resolveSettings } from "../ratelimit/index.ts";
+import { createRequestApprovalGate, expireProposals, pruneEndedRows, pruneRequestApprovals, replaceRotatedCredential } from "../workflows/index.ts";
+import { restoreRateLimits } from "../identity/index.ts";
+import { createOidcClient } from "../identity/index.ts";
+import { createApi, type DatabaseHealth } from "../server/index.ts";
+import { isWildcardBind, listApiHosts } from "../server/index.ts";
+import { listenOrExplain } from "./listen-error.ts";
+import { drainListeners } from "./shutdown.ts";
+import { countRefusals, createMetrics, type Metrics } from "../server/index.ts";
+
+export interface RunningServer {
+  readonly apiUrl: string;
+  /** host:port of the transparent proxy, when a tunnel starter was given. */
+  readonly proxyAddress: string | undefined;
+  readonly store: Store;
+  /**
+   * Stops accepting on both listeners; in-flight requests and open tunnels get up to graceMs
+   * (default 0: cut at once) to finish; then the audit queue is flushed and the store closed.
+   */
+  stop(opts?: { graceMs?: number; reason?: string }): Promise<void>;
+}
+
+/** What the transparent proxy needs; the CLI passes a starter so the server never imports the tunnel. */
+export interface TunnelContext {
+  readonly domain: Domain;
+  readonly egress: EgressDeps;
+  readonly leaves: LeafCache;
+  readonly listenerContext: () => Promise<import("node:tls").SecureContext>;
+  readonly log: Logger;
+  readonly maxTunnelsPerPrincipal: number;
+}
+export interface RunningTunnel {
+  readonly port: number;
+  stop(graceMs?: number): Promise<{ open: number; cut: number }>;
+  stats?(): { connections: number; tunnels: number };
+}
+/** Binds first (the domain and the guard need the port), serves once given its context; close() undoes a bind never served. */
+export type TunnelStarter = (
+  host: string,
+  port: number,
+) => Promise<{ readonly port: number; serve(ctx: TunnelContext): RunningTunnel; close(): Promise<void> }>;
+
+export interface StartOptions {
+  readonly config: Config;
+  readonly log: Logger;
+  readonly masterPassword: Secret | undefined;
+  readonly now?: () => number;
+  /** Tests replay DNS answers (rebinding) through this; production uses the system resolver. */
+  readonly resolver?: Resolver;
+  /** Starts the transparent proxy listener (tunnel/); omitted, only the API runs. */
+  readonly startTunnel?: TunnelStarter;
+  /** Argon2id parameters for user passwords, for in-process test fixtures only; the binary never sets it, so it hashes with KDF_DEFAULTS. */
+  readonly passwordKdf?: KdfParams;
+}
+
+export function upstreamRoots(config: Config): string[] | undefined {
+  if (!config.upstreamCaFile) return undefined;
+  let pem: string;
+  try {
+    pem = readFileSync(config.upstreamCaFile, "utf8");
+  } catch {
+    throw new Error(`BROKER_UPSTREAM_CA_FILE: cannot read ${config.upstreamCaFile}`);
+  }
+  // One entry per certificate, as the TLS options document them (a bundle file may hold several).
+  const certs = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+  if (!certs.length) throw new Error(`BROKER_UPSTREAM_CA_FILE: ${config.upstreamCaFile} holds no PEM certificate`);
+  // Extra roots are added to, never substituted for, the default ones.
+  return [...rootCertificates, ...certs];
+}
+
+export async function startServer(opts: StartOptions): Promise<RunningServer> {
+  const { config } = opts;
+  // Defence in depth: every line is scrubbed of the credential values held in memory (item 4 of the
+  // no-reveal rules); the plan cache that holds them joins once the keyring is open.
+  const cached: LiveSecrets[] = [];
+  const log = opts.log.scrubbing({
+    *values() {
+      for (const source of cached) yield* source.values();
+    },
+  });
+  const now = opts.now ?? Date.now;
+  const upstreamCa = upstreamRoots(config);
+  const store = await openStore(config);
+  // What a failed start must undo, newest first: a bound API port must not outlive a busy proxy port.
+  const undo: (() => unknown)[] = [];
+  try {
+    const keyring = await unlockKeyring(store, opts.masterPassword, { now });
+    if (keyring.created) log.info("keyring_created", { mode: keyring.mode });
+    if (keyring.passwordUnused) {
+      log.warn("master_password_unused", { hint: "the store has no master password; run `broker master-password set` to add one" });
+    }
+    // The API port is bound first: the guard, the public URL and every link need the bound port. A
+    // request that arrives before the app below is built waits for it; one during a failed start gets 503.
+    const app = Promise.withResolvers<ReturnType<typeof createApi>>();
+    app.promise.catch(() => {});
+    let ready: ReturnType<typeof createApi> | undefined; // set once, so requests after the start take no extra promise hop
+    const server = await listenOrExplain("BROKER_PORT", config.bindHost, config.apiPort, () =>
+      Bun.serve({
+        hostname: config.bindHost,
+        port: config.apiPort,
+        maxRequestBodySize: Number.MAX_SAFE_INTEGER,
+        idleTimeout: 255, // Bun's maximum: a model API may think for minutes before its first byte
+        fetch: (req, srv) => (ready ? ready.fetch(req, srv) : app.promise.then((api) => api.fetch(req, srv))),
+        error: (err) => toErrorResponse(err, log),
+      }),
+    );
+    undo.push(
+      () => server.stop(true),
+      () => app.reject(new Unavailable("the broker could not start")),
+    );
+    const start = opts.startTunnel;
+    const boundTunnel =
+      start && (await listenOrExplain("BROKER_PROXY_PORT", config.bindHost, config.proxyPort, () => start(config.bindHost, config.proxyPort)));
+    if (boundTunnel) undo.push(() => boundTunnel.close());
+    const hostPart = config.bindHost.includes(":") ? `[${config.bindHost}]` : config.bindHost;
+    const apiUrl = `http://${hostPart}:${server.port}`;
+    const publicUrl = config.publicUrl ?? apiUrl; // the bound port, so BROKER_PORT=0 still yields working links
+    // Identity-provider sign-in: an unreachable or invalid provider stops the start (message names BROKER_OIDC_ISSUER).
+    const oidc = config.oidc && (await createOidcClient({ ...config.oidc, redirectUri: `${publicUrl}/v1/auth/oidc/callback`, ca: upstreamCa }));
+    let rootCa = await loadRootCa(store, keyring.dataKey, now());
+    // Read at scrape time, after the start (the API answers only then): the audit log and the tunnel are bound below.
+    const metrics: Metrics | undefined =
+      config.metrics &&
+      createMetrics({
+        auditQueued: () => audit.queued,
+        auditDropped: () => audit.droppedTotal ?? 0,
+        proposalsPending: async () => Number((await store.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM proposals WHERE status = 'pending'"))?.n ?? 0),
+        requestApprovalsPending: async () =>
+          Number(
+            (await store.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM request_approvals WHERE state = 'pending' AND expires_at > ?", [now()]))?.n ?? 0,
+          ),
+        tunnel: () => tunnel?.stats?.(),
+      });
+    const leaves = createLeafCache((host) => mintLeaf(rootCa, host, now()), { max: 10_000, now, onLookup: metrics && ((o) => metrics.leaf(o)) });
+    const ca: CaHolder = {
+      get current() {
+        return rootCa;
+      },
+      async rotate() {
+        rootCa = await rotateRootCa(store, keyring.dataKey, now());
+        leaves.clear();
+        return rootCa;
+      },
+    };
+    // Several instances on PostgreSQL: caches are dropped when another instance announces a change,
+    // and re-validated every second while announcements may be missed (vault/changes.ts).
+    const outageGraceMs = config.database?.outageGraceMs ?? 0;
+    const feed = createChangeFeed(store.db, {
+      now,
+      onState: (listening) =>
+        listening
+          ? log.info("database_listening", {})
+          : log.warn("database_announcements_lost", { detail: "caches are re-validated every second until they arrive again" }),
+      onError: (err) => log.debug("database_heartbeat_failed", { err }), // an outage is told once, by database_announcements_lost
+    });
+    undo.push(() => feed.stop());
+    const freshness: Freshness = feed;
+    const vaultAccess = createVaultAccessCache({ now, freshness, outageGraceMs });
+    const limiter = createRateLimiter(resolveSettings(config.rateLimit.profile, config.rateLimit.overrides, config.rateLimit.locked), now);
+    const rateLimiter = metrics ? countRefusals(limiter, metrics) : limiter;
+    const plans = createPlanCache(store, keyring.dataKey, (host, port) => buildProposalHint(publicUrl, host, port), { now, freshness, outageGraceMs });
+    cached.push(plans.secrets);
+    const audit = createAuditLog(store, { now, log, retentionMs: config.auditRetentionDays * 86_400_000, retentionRows: config.auditMaxRows });
+    const upstream = createUpstream({
+      ca: upstreamCa,
+      connectTimeoutMs: Math.min(10_000, config.upstreamTimeoutMs),
+      idleTimeoutSeconds: Math.ceil(config.upstreamTimeoutMs / 1000),
+      onConnectError: metrics && ((kind) => metrics.connectFailed(kind)),
+    });
+    undo.push(
+      () => audit.stop(),
+      () => upstream.close(),
+    );
+    // Both listeners are bound: the guard never dials either, and agents get the bound (maybe ephemeral) proxy port.
+    const proxyPort = boundTunnel?.port ?? config.proxyPort;
+    const policy = compileNetPolicy({
+      allowPrivateRanges: config.allowPrivateRanges,
+      allowlist: config.networkAllowlist,
+      ownListeners: [
+        { host: config.bindHost, port: Number(server.port) },
+        { host: config.bindHost, port: proxyPort },
+      ],
+    });
+    const resolver = opts.resolver ?? systemResolver;
+    // Proposal notifications go through the same guard and the same roots.
+    const webhooks = createWebhookSender({ store, dataKey: keyring.dataKey, policy: () => policy, resolver, ca: upstreamCa, now, log });
+    undo.push(() => webhooks.stop());
+    const domain: Domain = {
+      store,
+      dataKey: keyring.dataKey,
+      auth: createAuthenticator(store, { now, freshness, outageGraceMs }),
+      hashing: createHashGate({ concurrency: 2, queue: 64 }),
+      now,
+      publicUrl,
+      proxyUrl: `http://${hostPart}:${proxyPort}`,
+      passwordKdf: opts.passwordKdf,
+      vaultAccess,
+      // Not part of the rate-limit profile: password guessing is throttled even with BROKER_RATELIMIT_PROFILE=off.
+      loginThrottle: createLoginThrottle({
+        now,
+        onLock: (e) =>
+          log.warn("login_throttled", { scope: e.scope, [e.scope === "account" ? "email" : "address"]: e.key, failures: e.failures, lock_s: e.lockSec }),
+      }),
+      rateLimiter,
+      oidc,
+      onVaultChange: (id) => {
+        plans.invalidate(id);
+        vaultAccess.clear();
+      },
+      webhooks,
+    };
+    const minter = createMinter({
+      upstream,
+      policy,
+      resolver,
+      now,
+      log,
+      saveRotated: (vaultId, key, value) => replaceRotatedCredential(domain, vaultId, key, value),
+      noteSent: (values) => plans.noteSent(values),
+    });
+    cached.push(minter.secrets);
+    const egress: EgressDeps = {
+      minter,
+      approvals: createRequestApprovalGate(domain),
+      plans,
+      policy,
+      resolver,
+      upstream,
+      audit,
+      log,
+      ...(metrics && { metrics: metrics.egress }),
+      now,
+      maxRequestBytes: config.maxRequestBytes,
+      maxResponseBytes: config.maxResponseBytes,
+    };
+    await restoreRateLimits(domain).catch((err) => log.warn("saved_rate_limits_ignored", { err }));
+    const reloadCa = () =>
+      loadRootCa(store, keyring.dataKey, now()).then((fresh) => {
+        if (fresh.certPem === rootCa.certPem) return;
+        rootCa = fresh;
+        leaves.clear();
+        log.info("ca_reloaded", { not_after: new Date(fresh.notAfter).toISOString() });
+      });
+    const changes: ChangeHandlers = {
+      apply(change) {
+        if (change.t === "vault") {
+          plans.invalidate(change.id);
+          vaultAccess.clear();
+        } else if (change.t === "session") {
+          domain.auth.forget([change.tokenHash]);
+        } else if (change.t === "principal") {
+          domain.auth.forget();
+          vaultAccess.clear();
+        } else if (change.t === "ca") {
+          void reloadCa().catch((err) => log.error("ca_reload_failed", { err }));
+        } else {
+          void restoreRateLimits(domain).catch((err) => log.error("settings_reload_failed", { err }));
+        }
+      },
+      resync() {
+        plans.clear();
+        vaultAccess.clear();
+        domain.auth.forget();
+        void reloadCa().catch((err) => log.error("ca_reload_failed", { err }));
+        void restoreRateLimits(domain).catch((err) => log.error("settings_reload_failed", { err }));
+      },
+    };
+    await feed.start(changes);
+    // The root CA and saved rate limits have no trust period of their own: while announcements are
+    // lost they are re-read every second like every other cache (an outage is not worth a log line).
+    const quiet = (event: string) => (err: unknown) => {
+      if (!(err instanceof DatabaseUnavailable)) log.error(event, { err });
+    };
+    const revalidate = setInterval(() => {
+      if (feed.listening) return;
+      void reloadCa().catch(quiet("ca_reload_failed"));
+      void restoreRateLimits(domain).catch(quiet("settings_reload_failed"));
+    }, REVALIDATE_MS);
+    revalidate.unref?.();
+    undo.push(() => clearInterval(revalidate));
+    const hosts = { hosts: listApiHosts(config.bindHost, publicUrl, config.allowedHosts), anyIpLiteral: isWildcardBind(config.bindHost) };
+    if (hosts.anyIpLiteral && !config.publicUrl && config.allowedHosts.length === 0) {
+      // Binding every interface usually means "reachable by name from elsewhere": say what that needs.
+      log.warn("api_host_names_unset", {
+        detail: `the API listens on every interface (${config.bindHost}) but answers only to localhost and IP addresses; a request naming it by a DNS name gets 421 misdirected_request. Set BROKER_PUBLIC_URL to the address clients use, or list the names in BROKER_ALLOWED_HOSTS`,
+      });
+    }
+    if (config.publicUrl?.startsWith("https://") && config.trustedProxies.length === 0) {
+      // An https:// public URL in front of a plain-HTTP listener means a TLS-terminating proxy is the peer of every request.
+      log.warn("trusted_proxies_unset", {
+        detail:
+          "BROKER_PUBLIC_URL is https:// but BROKER_TRUSTED_PROXIES is empty: if a reverse proxy connects to the API, every client shares its address for the sign-in throttle and the AUTH rate-limit tier, so one client's failed sign-ins lock out everyone; set BROKER_TRUSTED_PROXIES to the proxy's address",
+      });
+    }
+    const auditRetention = { days: config.auditRetentionDays, maxRows: config.auditMaxRows };
+    const databaseHealth = async (): Promise<DatabaseHealth> => {
+      const reachable = await store.db.get("SELECT 1").then(
+        () => true,
+        (err) => {
+          if (err instanceof DatabaseUnavailable) return false;
+          throw err;
+        },
+      );
+      const announcements = config.database ? (feed.listening ? "listening" : "lost") : undefined;
+      return { backend: store.db.dialect, reachable, ...(announcements && { announcements }), audit_queued: audit.queued };
+    };
+    const api = createApi({
+      domain,
+      log,
+      egress,
+      ca,
+      hosts,
+      trustedProxies: config.trustedProxies,
+      auditRetention,
+      databaseHealth,
+      ...(metrics && { metrics: { registry: metrics, token: config.metrics?.token } }),
+    });
+    const listenerName = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? "127.0.0.1" : config.bindHost;
+    const tunnel = boundTunnel?.serve({
+      domain,
+      egress,
+      leaves,
+      log,
+      listenerContext: async () => (await leaves.get(listenerName)).context,
+      maxTunnelsPerPrincipal: config.maxTunnelsPerPrincipal,
+    });
+    ready = api;
+    app.resolve(api);
+    // Pending proposals expire by time, not when someone happens to read them.
+    let sweeps = 0;
+    const sweep = () => {
+      void expireProposals(domain).catch((err) => log.error("proposal_expiry_failed", { err }));
+      if (sweeps++ % 60 === 0) {
+        // hourly
+        void pruneEndedRows(domain).catch((err) => log.error("prune_failed", { err }));
+        void pruneRequestApprovals(domain).catch((err) => log.error("prune_failed", { err }));
+      }
+    };
+    sweep();
+    const sweeper = setInterval(sweep, 60_000);
+    const proxyAddress = tunnel ? `${hostPart}:${tunnel.port}` : undefined;
+    log.info("listening", { api: apiUrl, proxy: proxyAddress ?? null, data_dir: config.dataDir, store: describeStore(config), keyring: keyring.mode });
+    return {
+      apiUrl,
+      proxyAddress,
+      store,
+      async stop({ graceMs = 0, reason }: { graceMs?: number; reason?: string } = {}) {
+        clearInterval(sweeper);
+        clearInterval(revalidate);
+        log.info("shutting_down", {
+          reason: reason ?? null,
+          grace_s: graceMs / 1000,
+          requests_in_flight: server.pendingRequests,
+          websockets: server.pendingWebSockets,
+          audit_queued: audit.queued,
+        });
+        // The change feed keeps caches fresh while requests drain: it stops after them.
+        const drained = await drainListeners(server, tunnel, graceMs);
+        await feed.stop();
+        webhooks.stop();
+        upstream.close();
+        await audit.stop(); // flushes the queue
+        store.close();
+        log.info("shutdown_complete", {
+          waited_ms: drained.waitedMs,
+          requests_open: drained.requestsOpen,
+          requests_cut: drained.requestsCut,
+          tunnel_connections_open: drained.tunnelConnectionsOpen,
+          tunnel_connections_cut: drained.tunnelConnectionsCut,
+          audit_unwritten: audit.queued,
+        });
+      },
+    };
+  } catch (err) {
+    // Best effort: every step runs and a failed one is logged, but the first error is the one to report.
+    for (const step of undo.reverse())
+      await Promise.resolve()
+        .then(step)
+        .catch((undoErr: unknown) => log.warn("start_undo_failed", { err: undoErr }));
+    store.close();
+    throw err;
+  }
+}

@@ -1,0 +1,3 @@
+// (module index: describe this module)
+export { fieldPath, issueError, parseWith } from "./schema-input.ts";
+export * from "./schemas.ts";

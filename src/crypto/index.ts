@@ -1,0 +1,22 @@
+// (module index: describe this module)
+export { DecryptError, encodeAad, importAesKey, open, randomBytes, seal, type Sealed } from "./aead.ts";
+export { KDF_DEFAULTS, deriveKey, type KdfParams } from "./kdf.ts";
+export {
+  changeMasterPassword,
+  keyringMode,
+  removeMasterPassword,
+  setMasterPassword,
+  unlockKeyring,
+  type KeyringMode,
+  type UnlockedKeyring,
+} from "./keyring.ts";
+export { hashToken, mintPublicId, mintToken, tokenKindOf, TOKEN_PREFIXES, TOKEN_RANDOM_BYTES, type TokenKind } from "./tokens.ts";
+export { hashPassword, verifyAgainstNothing, verifyPassword, type PasswordHash } from "./passwords.ts";
+export { CREDENTIAL_KEY_PATTERN, decryptCredential, encryptCredential, loadCredential, storeCredential } from "./credentials.ts";
+export { createHashGate, type HashGate } from "./hash-gate.ts";
+export { EC_ALG, loadRootCa, randomSerial, rotateRootCa, type CaHolder, type RootCa } from "./ca.ts";
+export { createLeafCache, mintLeaf, type Leaf, type LeafCache } from "./leaf.ts";
+export { isPasswordless } from "./passwords.ts";
+export { MAX_PASSWORD_LENGTH } from "./passwords.ts";
+export { MIN_PASSWORD_LENGTH } from "./passwords.ts";
+export { PASSWORDLESS_PARAMS } from "./passwords.ts";

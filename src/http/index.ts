@@ -1,0 +1,23 @@
+// (module index: describe this module)
+export { coalescingSocket, drained } from "./coalescing-socket.ts";
+export { fieldLines, linesToFields } from "./h2-fields.ts";
+export { createFrameInspector, FRAME_LIMITS, guardFrames, type FrameLimits } from "./h2-frame-guard.ts";
+export { createPullQueue, type PullQueue } from "./pull-queue.ts";
+export {
+  createChunkedDecoder,
+  encodeChunk,
+  findHeadEnd,
+  headerValues,
+  LAST_CHUNK,
+  parseRequestHead,
+  requestFraming,
+  serializeHead,
+  WireError,
+  type BodyFraming,
+  type HeaderList,
+  type RequestHead,
+} from "./http1.ts";
+export { parseResponseHead } from "./http1.ts";
+export { type ResponseHead } from "./http1.ts";
+export { responseFraming } from "./http1.ts";
+export { hostHeader } from "./http1.ts";

@@ -1,0 +1,38 @@
+// What every domain operation needs, passed in one object (no module-level singletons).
+
+import type { LoginThrottle, RateLimiter } from "../ratelimit/index.ts";
+import type { Store } from "../store/index.ts";
+import type { HashGate } from "../crypto/index.ts";
+import type { KdfParams } from "../crypto/index.ts";
+import type { OidcClient } from "./oidc-client.ts";
+import type { Authenticator } from "./sessions.ts";
+import type { VaultAccessCache } from "./vault-access.ts";
+import type { WebhookNotifier } from "./webhook-event.ts";
+
+export interface Domain {
+  readonly store: Store;
+  /** Non-extractable AES-GCM data key. */
+  readonly dataKey: CryptoKey;
+  readonly auth: Authenticator;
+  /** Bounds concurrent Argon2id work (64 MiB each). */
+  readonly hashing: HashGate;
+  readonly now: () => number;
+  /** Base URL written into invite and approval links. */
+  readonly publicUrl: string;
+  /** The transparent proxy's address as agents should use it, e.g. http://127.0.0.1:14322. */
+  readonly proxyUrl: string;
+  /** Argon2id parameters for new user passwords (tests pass cheap ones); production uses KDF_DEFAULTS. */
+  readonly passwordKdf?: KdfParams;
+  /** Short-lived cache of vault look-ups for the hot path (absent in tests that want every read). */
+  readonly vaultAccess?: VaultAccessCache;
+  /** Failed sign-ins per account and client address; always present, whatever the rate-limit profile. */
+  readonly loginThrottle: LoginThrottle;
+  /** Tiered rate limits (absent: unlimited, as in most unit tests). */
+  readonly rateLimiter?: RateLimiter;
+  /** Identity-provider sign-in; absent when BROKER_OIDC_ISSUER is unset (the feature is off). */
+  readonly oidc?: OidcClient;
+  /** Called after any write that changes what the proxy hot path caches for a vault. */
+  readonly onVaultChange?: (vaultId: number) => void;
+  /** Proposal notifications to the vault's webhooks (absent: none are sent, as in most unit tests). */
+  readonly webhooks?: WebhookNotifier;
+}

@@ -1,0 +1,22 @@
+// (module index: describe this module)
+export { createAuthenticator, type Authenticator } from "./sessions.ts";
+export type { Domain } from "./context.ts";
+export type { Principal, VaultRole, InstanceRole } from "./principal.ts";
+export { createVaultAccessCache, type VaultAccessCache } from "./vault-access.ts";
+export * from "./agents.ts";
+export * from "./invites.ts";
+export * from "./principal.ts";
+export * from "./scoped.ts";
+export * from "./settings.ts";
+export * from "./users.ts";
+export * from "./vaults.ts";
+export { requesterPrefix, type RequesterKind } from "./principal-name.ts";
+export * from "./oidc.ts";
+export { createOidcClient, createTrustingFetch, OidcDiscoveryError, type OidcClaims, type OidcClient, type OidcClientOptions } from "./oidc-client.ts";
+export { nameRequester } from "./principal-name.ts";
+export { type BrokerEvent } from "./webhook-event.ts";
+export { type ProposalEventType } from "./webhook-event.ts";
+export { type RequestApprovalEvent } from "./webhook-event.ts";
+export { type RequestApprovalEventType } from "./webhook-event.ts";
+export { type ProposalEvent } from "./webhook-event.ts";
+export { type WebhookNotifier } from "./webhook-event.ts";

@@ -1,0 +1,150 @@
+// Vault invites for humans (av_uinv_, 48 h, at most 50 pending per vault) and agent invites
+// (av_inv_, 15 min, single use, at most 10 pending per vault). Tokens are shown once; only their
+// hash is stored. Redemption happens in agents.ts (agents) and acceptVaultInvite (humans). Only
+// people invite people: an agent could accept its own invite and hold a human login.
+
+import { Conflict, InvalidRequest, NotFound, PermissionDenied } from "../errors.ts";
+import type { InviteKind, InviteRow, Repos, VaultRole } from "../store/index.ts";
+import type { Domain } from "./context.ts";
+import { LIMITS, NAME_PATTERN } from "../policy/index.ts";
+import { isVaultRole, roleRank, type Principal } from "./principal.ts";
+import { mintPublicId, mintToken, hashToken } from "../crypto/index.ts";
+import { assertEmailDomainAllowed } from "./settings.ts";
+import { type Credentials, iso, publicUser, registerUser } from "./users.ts";
+import { requireInVault, type OpenVault } from "./vaults.ts";
+
+function readRole(v: unknown, fallback: VaultRole, ceiling: VaultRole): VaultRole {
+  if (v === undefined || v === null) return fallback;
+  if (!isVaultRole(v)) throw new InvalidRequest("role must be admin, member or proxy", "role");
+  if (roleRank(v) > roleRank(ceiling)) throw new PermissionDenied(`you cannot grant a role above your own (${ceiling})`);
+  return v;
+}
+
+async function assertRoom(tx: Repos, vaultId: number, kind: InviteKind, now: number) {
+  const cap = kind === "agent" ? LIMITS.pendingAgentInvitesPerVault : LIMITS.pendingVaultInvitesPerVault;
+  if ((await tx.invites.countPending(vaultId, kind, now)) >= cap) {
+    throw new Conflict(`this vault already has ${cap} pending ${kind} invites; revoke some or wait for them to expire`);
+  }
+}
+
+function creatorId(p: Principal): number | null {
+  return p.kind === "user" ? p.userId : null;
+}
+
+export async function createVaultInvite(d: Domain, p: Principal, open: OpenVault, input: unknown) {
+  requireInVault(open, "invite_people");
+  const body = (input ?? {}) as { email?: unknown; role?: unknown };
+  let email: string | null = null;
+  if (body.email !== undefined && body.email !== null) {
+    if (typeof body.email !== "string" || !/^[^\s@]{1,64}@[^\s@]+\.[^\s@]+$/.test(body.email.trim()))
+      throw new InvalidRequest("email must be an email address", "email");
+    email = body.email.trim().toLowerCase();
+  }
+  const role = readRole(body.role, "member", open.role);
+  const minted = mintToken("vaultInvite");
+  const row = await d.store.transaction(async (tx) => {
+    const now = d.now();
+    await assertRoom(tx, open.vault.id, "vault", now);
+    return tx.invites.create({
+      publicId: mintPublicId("inv_"),
+      tokenHash: minted.hash,
+      kind: "vault",
+      vaultId: open.vault.id,
+      role,
+      email,
+      agentName: null,
+      agentTokenTtlMs: null,
+      createdBy: creatorId(p),
+      createdAt: now,
+      expiresAt: now + LIMITS.vaultInviteTtlMs,
+    });
+  });
+  const token = minted.token.reveal(); // reveal: an invite token is returned to its creator once
+  return { id: row.publicId, token, invite_url: `${d.publicUrl}/v1/vault-invites/${token}/accept`, email, role, expires_at: iso(row.expiresAt) };
+}
+
+export async function createAgentInvite(d: Domain, p: Principal, open: OpenVault, input: unknown) {
+  const body = (input ?? {}) as { name?: unknown; role?: unknown; token_ttl_seconds?: unknown };
+  const role = readRole(body.role, "proxy", open.role);
+  const ttl = body.token_ttl_seconds;
+  if (ttl !== undefined && ttl !== null && !(Number.isInteger(ttl) && (ttl as number) >= 60 && (ttl as number) <= 10 * 365 * 86400)) {
+    throw new InvalidRequest("token_ttl_seconds must be an integer from 60 to 315360000, or null for no expiry", "token_ttl_seconds");
+  }
+  let name: string;
+  if (body.name === undefined || body.name === null)
+    name = `agent-${mintPublicId("")
+      .slice(0, 8)
+      .toLowerCase()
+      .replace(/[^a-z0-9]/g, "x")}`;
+  else if (typeof body.name === "string" && NAME_PATTERN.test(body.name)) name = body.name;
+  else throw new InvalidRequest("name must be 1-63 lower-case letters, digits or '-'", "name");
+
+  const minted = mintToken("agentInvite");
+  const row = await d.store.transaction(async (tx) => {
+    const now = d.now();
+    await assertRoom(tx, open.vault.id, "agent", now);
+    if ((await tx.agents.byName(name)) || (await tx.invites.pendingAgentName(name, now)))
+      throw new Conflict(`an agent named ${name} already exists or is invited`);
+    return tx.invites.create({
+      publicId: mintPublicId("inv_"),
+      tokenHash: minted.hash,
+      kind: "agent",
+      vaultId: open.vault.id,
+      role,
+      email: null,
+      agentName: name,
+      agentTokenTtlMs: typeof ttl === "number" ? ttl * 1000 : null,
+      createdBy: creatorId(p),
+      createdAt: now,
+      expiresAt: now + LIMITS.agentInviteTtlMs,
+    });
+  });
+  const token = minted.token.reveal(); // reveal: an invite token is returned to its creator once
+  return { id: row.publicId, token, invite_url: `${d.publicUrl}/invite/${token}`, name, role, expires_at: iso(row.expiresAt) };
+}
+
+export async function listInvites(d: Domain, open: OpenVault, kind: InviteKind) {
+  const rows = await d.store.invites.pending(open.vault.id, kind, d.now());
+  return rows.map((r) =>
+    kind === "agent"
+      ? { id: r.publicId, name: r.agentName, role: r.role, expires_at: iso(r.expiresAt) }
+      : { id: r.publicId, email: r.email, role: r.role, expires_at: iso(r.expiresAt) },
+  );
+}
+
+export async function revokeInvite(d: Domain, open: OpenVault, kind: InviteKind, publicId: string): Promise<void> {
+  if (!(await d.store.invites.remove(open.vault.id, kind, publicId))) throw new NotFound("no such pending invite");
+}
+
+/** Finds a live invite of `kind` by raw token, or throws the same NotFound for unknown, used and expired. */
+export async function findLiveInvite(repos: Repos, rawToken: string, kind: InviteKind, now: number): Promise<InviteRow> {
+  const row = await repos.invites.byTokenHash(hashToken(rawToken));
+  if (!row || row.kind !== kind || row.usedAt !== null || row.expiresAt <= now) throw new NotFound("invite not found, already used or expired");
+  return row;
+}
+
+/** A logged-in user joins, or (with credentials) a new member registers and joins, in one transaction. */
+export async function acceptVaultInvite(d: Domain, rawToken: string, p: Principal | undefined, creds: Credentials | undefined) {
+  const now = d.now();
+  const invite = await findLiveInvite(d.store, rawToken, "vault", now);
+  const vault = (await d.store.vaults.byId(invite.vaultId))!;
+  let role = invite.role;
+  const join = async (tx: Repos, userId: number) => {
+    if (!(await tx.invites.burn(invite.id, d.now()))) throw new NotFound("invite not found, already used or expired");
+    const existing = await tx.access.memberRole(invite.vaultId, userId);
+    // An invite never lowers a role someone already holds; report the role they end up with.
+    if (!existing || roleRank(invite.role) > roleRank(existing)) await tx.access.setMember(invite.vaultId, userId, invite.role, d.now());
+    else role = existing;
+  };
+  if (p) {
+    if (p.kind !== "user") throw new PermissionDenied("vault invites are for humans; agents use agent invites");
+    if (invite.email && invite.email !== p.email) throw new PermissionDenied("this invite was issued for a different email address");
+    if (p.instanceRole !== "owner") await assertEmailDomainAllowed(d.store, p.email);
+    await d.store.transaction((tx) => join(tx, p.userId));
+    return { vault: vault.name, role };
+  }
+  if (!creds) throw new InvalidRequest("log in first, or send email and password to register through this invite");
+  if (invite.email && invite.email !== creds.email) throw new PermissionDenied("this invite was issued for a different email address");
+  const { user, token } = await registerUser(d, creds, (tx, u) => join(tx, u.id));
+  return { vault: vault.name, role: invite.role, token: token.reveal(), user: publicUser(user) }; // reveal: a new user's first session token
+}

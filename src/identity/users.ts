@@ -1,0 +1,180 @@
+// Human accounts: registration (first user becomes owner), login, logout, change-password and
+// session listing. Login failures look the same whether or not the email exists, and unknown
+// emails pay the same Argon2id cost as known ones; every password check passes the login throttle first.
+
+import { Conflict, InvalidRequest, NotFound, PermissionDenied, RateLimited, Unauthorized } from "../errors.ts";
+import { Secret } from "../secret.ts";
+import type { Repos, SessionRow, UserRow } from "../store/index.ts";
+import type { Domain } from "./context.ts";
+import { hashPassword, isPasswordless, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, verifyAgainstNothing, verifyPassword } from "../crypto/index.ts";
+import type { Principal, UserPrincipal } from "./principal.ts";
+import { isLive, mintUserSession } from "./sessions.ts";
+import { assertEmailDomainAllowed } from "./settings.ts";
+
+const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]+$/;
+const LOGIN_FAILED = "invalid email or password";
+
+export interface PublicUser {
+  id: number;
+  email: string;
+  role: "owner" | "member";
+}
+
+export interface Credentials {
+  email: string;
+  password: Secret;
+}
+
+export function publicUser(u: UserRow): PublicUser {
+  return { id: u.id, email: u.email, role: u.role };
+}
+
+export function readCredentials(input: unknown): Credentials {
+  const body = (input ?? {}) as { email?: unknown; password?: unknown };
+  if (typeof body.email !== "string" || body.email.length > 254 || !EMAIL.test(body.email.trim())) {
+    throw new InvalidRequest("email must be an email address", "email");
+  }
+  return { email: body.email.trim().toLowerCase(), password: readPassword(body.password, "password") };
+}
+
+export function readPassword(v: unknown, field: string): Secret {
+  if (typeof v !== "string") throw new InvalidRequest(`${field} is required`, field);
+  if (v.length < MIN_PASSWORD_LENGTH || v.length > MAX_PASSWORD_LENGTH) {
+    throw new InvalidRequest(`${field} must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters`, field);
+  }
+  return new Secret(v);
+}
+
+/** Creates a user and a first session; `inTx` lets invite acceptance add its own writes atomically. */
+export async function registerUser(d: Domain, creds: Credentials, inTx?: (tx: Repos, user: UserRow) => Promise<void>) {
+  const hashed = await d.hashing.run(() => hashPassword(creds.password, d.passwordKdf));
+  return d.store.transaction(async (tx) => {
+    const now = d.now();
+    let first = (await tx.users.count()) === 0;
+    if (first) {
+      // Under PostgreSQL's READ COMMITTED two first registrations would both count 0 and both become
+      // owner: wait for any other one to finish, then count again (a new statement sees what it committed).
+      await tx.keyring.lock();
+      first = (await tx.users.count()) === 0;
+    }
+    if (!first) await assertEmailDomainAllowed(tx, creds.email);
+    if (await tx.users.byEmail(creds.email)) throw new Conflict("an account with this email already exists; log in instead");
+    const user = await tx.users.create({
+      email: creds.email,
+      passwordHash: hashed.hash,
+      passwordSalt: hashed.salt,
+      passwordParams: hashed.params,
+      role: first ? "owner" : "member",
+      createdAt: now,
+    });
+    await inTx?.(tx, user);
+    const session = await mintUserSession(tx, user.id, now);
+    return { user, token: session.token };
+  });
+}
+
+/**
+ * Checks email and password; throws the same Unauthorized for an unknown email and a wrong password.
+ * The throttle is asked first, keyed on the email whether or not an account has it (so a 429 reveals
+ * nothing), and a refused attempt never reaches Argon2id. `clientAddress` is the peer IP.
+ */
+export async function authenticateUser(d: Domain, creds: Credentials, clientAddress: string): Promise<UserRow> {
+  const attempt = d.loginThrottle.admit(creds.email, clientAddress);
+  if (!attempt.ok) throw new RateLimited(attempt.retryAfterSec, "too many failed sign-in attempts; wait before trying again");
+  try {
+    const user = await d.store.users.byEmail(creds.email);
+    const ok = await d.hashing.run(() =>
+      // A provider-only user has no password: the same dummy work as an unknown email, the same failure.
+      user && !isPasswordless(user)
+        ? verifyPassword(creds.password, { hash: user.passwordHash, salt: user.passwordSalt, params: user.passwordParams })
+        : verifyAgainstNothing(creds.password, d.passwordKdf),
+    );
+    if (!user || !ok) {
+      attempt.fail();
+      throw new Unauthorized(LOGIN_FAILED);
+    }
+    attempt.succeed();
+    return user;
+  } finally {
+    attempt.abandon(); // no-op once settled; frees the slot when hashing was refused or the store failed
+  }
+}
+
+export async function loginUser(d: Domain, creds: Credentials, clientAddress: string) {
+  const user = await authenticateUser(d, creds, clientAddress);
+  const session = await mintUserSession(d.store, user.id, d.now());
+  return { user, token: session.token };
+}
+
+export async function logout(d: Domain, p: Principal): Promise<void> {
+  const row = await d.store.sessions.byPublicId(p.sessionPublicId);
+  await d.store.sessions.revoke(p.sessionId, d.now());
+  if (row) d.auth.forget([row.tokenHash]);
+}
+
+export async function changePassword(d: Domain, p: Principal, input: unknown, clientAddress: string): Promise<Secret> {
+  const user = requireUser(p);
+  const body = (input ?? {}) as { current_password?: unknown; new_password?: unknown };
+  const current = readPassword(body.current_password, "current_password");
+  const next = readPassword(body.new_password, "new_password");
+  const row = await authenticateUser(d, { email: user.email, password: current }, clientAddress);
+  const hashed = await d.hashing.run(() => hashPassword(next, d.passwordKdf));
+  const { token, revoked } = await d.store.transaction(async (tx) => {
+    const now = d.now();
+    await tx.users.setPassword(row.id, hashed.hash, hashed.salt, hashed.params);
+    const revoked = await tx.sessions.revokeAllForUser(row.id, now);
+    const session = await mintUserSession(tx, row.id, now);
+    return { token: session.token, revoked };
+  });
+  d.auth.forget(revoked);
+  return token;
+}
+
+export interface SessionView {
+  id: string;
+  kind: "user" | "scoped";
+  vault: string | null;
+  role: string | null;
+  created_at: string;
+  last_seen_at: string;
+  expires_at: string | null;
+  current: boolean;
+}
+
+export async function listOwnSessions(d: Domain, p: Principal): Promise<SessionView[]> {
+  const user = requireUser(p);
+  const now = d.now();
+  const rows = (await d.store.sessions.activeForUser(user.userId, now)).filter((r) => isLive(r, r.id === p.sessionId ? now : r.lastSeenAt, now));
+  const vaultNames = new Map((await d.store.vaults.list()).map((v) => [v.id, v.name]));
+  return rows.map((r) => viewSession(r, r.vaultId === null ? null : (vaultNames.get(r.vaultId) ?? null), r.id === p.sessionId));
+}
+
+export async function revokeOwnSession(d: Domain, p: Principal, publicId: string): Promise<void> {
+  const user = requireUser(p);
+  const row = await d.store.sessions.byPublicId(publicId);
+  if (!row || row.userId !== user.userId || row.revokedAt !== null) throw new NotFound("no such session");
+  await d.store.sessions.revoke(row.id, d.now());
+  d.auth.forget([row.tokenHash]);
+}
+
+export function viewSession(r: SessionRow, vault: string | null, current: boolean): SessionView {
+  return {
+    id: r.publicId,
+    kind: r.kind === "scoped" ? "scoped" : "user",
+    vault,
+    role: r.role,
+    created_at: iso(r.createdAt),
+    last_seen_at: iso(r.lastSeenAt),
+    expires_at: r.expiresAt === null ? null : iso(r.expiresAt),
+    current,
+  };
+}
+
+export function requireUser(p: Principal): UserPrincipal {
+  if (p.kind !== "user") throw new PermissionDenied("this needs a human user session (log in with `broker auth login`)");
+  return p;
+}
+
+export function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}

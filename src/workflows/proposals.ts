@@ -1,0 +1,260 @@
+// Proposals: an agent asks for host access and credential slots; a human approves (supplying
+// the values) or rejects. Applying is one transaction (services and credentials written, status
+// applied) guarded by the pending status, so approving twice or concurrently applies once.
+
+import { Conflict, InvalidRequest, NotFound, PermissionDenied } from "../errors.ts";
+import type { ProposalRow, ProposalStatus } from "../store/index.ts";
+import { Secret } from "../secret.ts";
+import type { Domain } from "../identity/index.ts";
+import { encryptCredential } from "../crypto/index.ts";
+import { readValue } from "./credential-ops.ts";
+import { LIMITS } from "../policy/index.ts";
+import type { Principal } from "../identity/index.ts";
+import { assertKeysResolve, readProposal, type ProposedService, type ProposedSlot } from "./proposal-input.ts";
+import { authKeys, storedRules, toRow, viewService, type ServiceAuth } from "./services.ts";
+import { describeRules, parseRules } from "../policy/index.ts";
+import { hashToken, mintToken } from "../crypto/index.ts";
+import { iso } from "../identity/index.ts";
+import { openVault, type OpenVault } from "../identity/index.ts";
+import { announceProposal } from "./webhooks.ts";
+
+const PROPOSAL_TTL_MS = 7 * 86_400_000;
+
+export interface ProposalView {
+  id: number;
+  status: ProposalStatus;
+  vault: string;
+  message: string;
+  user_message: string;
+  services: ProposedService[];
+  credentials: ProposedSlot[];
+  created_at: string;
+  expires_at: string;
+  decided_at: string | null;
+}
+
+export function viewProposal(row: ProposalRow, vault: string): ProposalView {
+  return {
+    id: row.id,
+    status: row.status,
+    vault,
+    message: row.message,
+    user_message: row.userMessage,
+    services: JSON.parse(row.services) as ProposedService[],
+    credentials: JSON.parse(row.credentials) as ProposedSlot[],
+    created_at: iso(row.createdAt),
+    expires_at: iso(row.expiresAt),
+    decided_at: row.decidedAt === null ? null : iso(row.decidedAt),
+  };
+}
+
+export async function createProposal(d: Domain, p: Principal, open: OpenVault, input: unknown) {
+  const proposal = readProposal(input);
+  const minted = mintToken("approval");
+  const row = await d.store.transaction(async (tx) => {
+    assertKeysResolve(proposal, await tx.credentials.keys(open.vault.id));
+    if ((await tx.proposals.countPending(open.vault.id)) >= LIMITS.pendingProposalsPerVault) {
+      throw new Conflict(`vault ${open.vault.name} already has ${LIMITS.pendingProposalsPerVault} pending proposals; wait for a human to decide some`);
+    }
+    const now = d.now();
+    return tx.proposals.create({
+      vaultId: open.vault.id,
+      message: proposal.message,
+      userMessage: proposal.user_message,
+      services: JSON.stringify(proposal.services),
+      credentials: JSON.stringify(proposal.credentials),
+      createdBy: p.id,
+      viaSession: p.kind === "scoped",
+      createdAt: now,
+      expiresAt: now + PROPOSAL_TTL_MS,
+      approvalTokenHash: minted.hash,
+      approvalExpiresAt: now + LIMITS.approvalTokenTtlMs,
+    });
+  });
+  // reveal: the read-only approval token goes into the link the agent hands to a human
+  const approvalUrl = `${d.publicUrl}/approve/${row.id}?token=${minted.token.reveal()}`;
+  void announceProposal(d, "proposal.created", row, approvalUrl); // off the request path: never waits for a receiver
+  return {
+    id: row.id,
+    status: row.status,
+    vault: open.vault.name,
+    approval_url: approvalUrl,
+    message: `Proposal ${row.id} is pending. Ask a human to open ${approvalUrl} to approve it, then poll GET ${d.publicUrl}/v1/proposals/${row.id} until its status is no longer pending.`,
+  };
+}
+
+/** A proposal the principal may see (its vault, with X-Vault for agent tokens). */
+export async function readProposalFor(d: Domain, p: Principal, id: number, xVault: string | undefined, action: "read" | "approve") {
+  if (p.kind === "agent" && !xVault) throw new InvalidRequest("agent tokens must send the X-Vault header naming the vault", "x-vault");
+  const row = await d.store.proposals.byId(id);
+  const vault = row && (await d.store.vaults.byId(row.vaultId));
+  if (!row || !vault) throw new NotFound("no such proposal");
+  const open = await openVault(d, p, vault.name, action, p.kind === "agent" ? xVault : undefined).catch((err) => {
+    throw err instanceof PermissionDenied && action === "approve" ? err : new NotFound("no such proposal");
+  });
+  return { row, open };
+}
+
+export async function listProposals(d: Domain, open: OpenVault, status: string | undefined) {
+  if (status !== undefined && !["pending", "applied", "rejected", "expired"].includes(status)) {
+    throw new InvalidRequest("status must be pending, applied, rejected or expired", "status");
+  }
+  const rows = await d.store.proposals.list(open.vault.id, (status as ProposalStatus) ?? null, 200);
+  return rows.map((r) => viewProposal(r, open.vault.name));
+}
+
+/** Checks a read-only approval token (24 hours) for proposal `id`. */
+export async function proposalByApprovalToken(d: Domain, id: number, rawToken: string) {
+  const row = await d.store.proposals.byId(id);
+  if (!row || row.approvalTokenHash !== hashToken(rawToken) || row.approvalExpiresAt <= d.now()) return undefined;
+  const vault = await d.store.vaults.byId(row.vaultId);
+  return vault && { row, vault };
+}
+
+/**
+ * Existing credentials that `services` would send to a host they do not go to today: the warning
+ * the approval page and the console's service forms show before a person confirms.
+ */
+export async function newHostUses(
+  d: Domain,
+  vaultId: number,
+  services: readonly { host: string; auth: ServiceAuth }[],
+): Promise<{ key: string; host: string }[]> {
+  const existingKeys = new Set(await d.store.credentials.keys(vaultId));
+  const current = await d.store.services.list(vaultId);
+  const uses: { key: string; host: string }[] = [];
+  const today = current.map((c) => ({ host: c.host, auth: viewService(c).auth }));
+  for (const s of services) {
+    for (const [key, host] of keyDestinations(s)) {
+      if (!existingKeys.has(key)) continue;
+      if (!today.some((c) => keyDestinations(c).some(([k, h]) => k === key && h === host))) uses.push({ key, host });
+    }
+  }
+  return uses;
+}
+
+/**
+ * Where each key's value travels, as [key, host]: the service's host for the static types and for an
+ * AWS access key id or session token; an OAuth client's id, secret and refresh token go only to the
+ * token endpoint's host, which is what a person must see before a proposal reuses one of their
+ * credentials. A SigV4 secret key never leaves the broker (it signs one request at a time).
+ */
+function keyDestinations(s: { host: string; auth: ServiceAuth }): [string, string][] {
+  const a = s.auth;
+  if (a.type === "oauth2_client_credentials" || a.type === "oauth2_refresh") {
+    const tokenHost = a.token_url ? new URL(a.token_url).host : s.host;
+    return authKeys(a).map((k) => [k, tokenHost]);
+  }
+  if (a.type === "aws_sigv4") return [a.access_key_id, a.session_token].filter((k): k is string => !!k).map((k) => [k, s.host]);
+  // The private key stays here, but the app JWT it signs (good for ten minutes, for any installation) goes to the API host.
+  if (a.type === "github_app") return a.private_key ? [[a.private_key, new URL(a.api_url ?? "https://api.github.com").host]] : [];
+  return authKeys(a).map((k) => [k, s.host]);
+}
+
+/** Plain warnings for the approver: existing credentials sent to hosts they do not go to today. */
+export async function approvalWarnings(d: Domain, row: ProposalRow): Promise<string[]> {
+  const services = JSON.parse(row.services) as ProposedService[];
+  const current = await d.store.services.list(row.vaultId);
+  const warnings = (await newHostUses(d, row.vaultId, services)).map(
+    ({ key, host }) => `This proposal sends your existing credential ${key} to a new host, ${host}.`,
+  );
+  for (const s of services) {
+    const replaced = current.find((c) => c.host === s.host);
+    if (replaced && authKeys(viewService(replaced).auth).join() !== authKeys(s.auth).join())
+      warnings.push(`This proposal replaces the existing service for ${s.host}.`);
+    if (!replaced) continue;
+    // Narrower or wider rules are shown beside each host; dropping them all is worth a warning of its own.
+    const now = storedRules(replaced);
+    if (now && !s.rules) warnings.push(`This proposal removes the rules of ${s.host}: every method and path would be allowed (today: ${describeRules(now)}).`);
+  }
+  return warnings;
+}
+
+/**
+ * Applies a pending proposal: a value for every slot (optional for keys that already exist),
+ * services and credentials written and the status set in one transaction.
+ */
+export async function approveProposal(
+  d: Domain,
+  p: Principal,
+  row: ProposalRow,
+  values: Record<string, unknown>,
+  decided: ApprovalChoices = {},
+): Promise<void> {
+  if (p.kind !== "user") throw new PermissionDenied("only a human with a user session can approve proposals");
+  const slots = JSON.parse(row.credentials) as ProposedSlot[];
+  const services = withChosenRules(JSON.parse(row.services) as ProposedService[], decided.rules);
+  const existing = new Set(await d.store.credentials.keys(row.vaultId));
+  const sealed: { key: string; nonce: Uint8Array; ciphertext: Uint8Array }[] = [];
+  for (const slot of slots) {
+    const raw = values[slot.key];
+    if ((raw === undefined || raw === "") && existing.has(slot.key)) continue; // keep the stored value
+    if (raw === undefined || raw === "") throw new InvalidRequest(`a value for ${slot.key} is required`, slot.key);
+    // A value typed in a page arrives already wrapped; it gets the same checks as one posted as JSON.
+    const value: Secret = readValue(raw instanceof Secret ? raw.reveal() : raw, slot.key); // reveal: validation only
+    sealed.push({ key: slot.key, ...(await encryptCredential(d.dataKey, row.vaultId, slot.key, value)) });
+  }
+  const now = d.now();
+  await d.store.transaction(async (tx) => {
+    if (!(await tx.proposals.decide(row.id, "applied", p.userId, now))) throw new Conflict("this proposal was already decided");
+    for (const c of sealed) await tx.credentials.put({ vaultId: row.vaultId, ...c }, now);
+    for (const s of services) await tx.services.put(toRow(row.vaultId, s.host, s.description, s.auth, true, s.rules), now);
+  });
+  d.onVaultChange?.(row.vaultId);
+  void announceProposal(d, "proposal.approved", { ...row, status: "applied", decidedAt: now, decidedBy: p.userId });
+}
+
+/** What the approving human decides beside the values: rules per host, replacing the ones asked for (to narrow them). */
+export interface ApprovalChoices {
+  readonly rules?: unknown;
+}
+
+/**
+ * The human's rules win over the agent's for each host they name (null: no rules, everything allowed).
+ * Naming a host the proposal does not carry is refused, so a typo cannot pass silently.
+ */
+function withChosenRules(services: ProposedService[], chosen: unknown): ProposedService[] {
+  if (chosen === undefined || chosen === null) return services;
+  if (typeof chosen !== "object" || Array.isArray(chosen)) throw new InvalidRequest("rules must map each host of the proposal to its rules", "rules");
+  const byHost = chosen as Record<string, unknown>;
+  for (const host of Object.keys(byHost)) {
+    if (!services.some((s) => s.host === host)) throw new InvalidRequest(`rules names ${host}, which this proposal does not ask for`, `rules.${host}`);
+  }
+  return services.map((s) => {
+    if (!(s.host in byHost)) return s;
+    const rules = parseRules(byHost[s.host], `rules.${s.host}`);
+    const { rules: _asked, ...rest } = s;
+    return rules ? { ...rest, rules } : rest;
+  });
+}
+
+export async function rejectProposal(d: Domain, p: Principal, row: ProposalRow): Promise<void> {
+  if (p.kind !== "user") throw new PermissionDenied("only a human with a user session can reject proposals");
+  const now = d.now();
+  if (!(await d.store.proposals.decide(row.id, "rejected", p.userId, now))) throw new Conflict("this proposal was already decided");
+  void announceProposal(d, "proposal.rejected", { ...row, status: "rejected", decidedAt: now, decidedBy: p.userId });
+}
+
+/** Expires pending proposals past their 7 days (run on a timer, so expiry does not wait for a read). */
+export async function expireProposals(d: Domain): Promise<number> {
+  // RETURNING: each expired row is announced once, by the instance whose sweep expired it.
+  const rows = await d.store.proposals.expireReturning(d.now());
+  for (const row of rows) void announceProposal(d, "proposal.expired", row);
+  return rows.length;
+}
+
+const KEEP_DEAD_ROWS_MS = 30 * 86_400_000;
+
+/**
+ * Housekeeping on the same timer: sessions and invites that ended more than 30 days ago are deleted,
+ * so those tables do not grow without bound (they hold only hashes; the audit log keeps the history).
+ */
+export async function pruneEndedRows(d: Domain): Promise<number> {
+  const before = d.now() - KEEP_DEAD_ROWS_MS;
+  return (await d.store.sessions.prune(before)) + (await d.store.invites.prune(before));
+}
+
+export function readProposalId(raw: string): number {
+  if (!/^\d{1,15}$/.test(raw)) throw new NotFound("no such proposal");
+  return Number(raw);
+}

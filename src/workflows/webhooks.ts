@@ -1,0 +1,230 @@
+// Proposal notifications, the domain side: a vault's webhooks (human admins add, list and remove them),
+// the signing secret (sealed with the data key, shown once at creation, never again) and the events a
+// proposal raises. Events carry names, hosts and key names, never a credential value; delivery (guard,
+// signing, retries) lives in egress/webhook-delivery.ts. Never logs a secret or a receiver's URL.
+
+import { InvalidRequest, NotFound, PermissionDenied, Conflict } from "../errors.ts";
+import type { ProposalRow, RequestApprovalRow, WebhookFormat, WebhookRow } from "../store/index.ts";
+import { Secret } from "../secret.ts";
+import { encodeAad, open, randomBytes, seal } from "../crypto/index.ts";
+import type { Domain } from "../identity/index.ts";
+import type { ProposedService, ProposedSlot } from "./proposal-input.ts";
+import { nameRequester, type RequesterKind } from "../identity/index.ts";
+import { iso } from "../identity/index.ts";
+import { requireInVault, type OpenVault } from "../identity/index.ts";
+import type { BrokerEvent, ProposalEventType, RequestApprovalEvent, RequestApprovalEventType } from "../identity/index.ts";
+import { maskWebhookReceiver } from "./webhook-url.ts";
+
+export type { BrokerEvent, ProposalEvent, ProposalEventType, RequestApprovalEvent, RequestApprovalEventType, WebhookNotifier } from "../identity/index.ts";
+
+export const WEBHOOK_SECRET_PREFIX = "whsec_";
+export const MAX_WEBHOOKS_PER_VAULT = 10;
+
+/** A webhook's last delivery status in words, for people (console and CLI say the same). */
+export const DELIVERY_STATUS_WORDS: Readonly<Record<string, string>> = {
+  never: "nothing sent yet",
+  pending: "sending",
+  delivered: "delivered",
+  retrying: "retrying (the receiver failed)",
+  failed: "failed (gave up after 5 tries)",
+  blocked: "blocked by the network guard",
+};
+const MAX_URL_LENGTH = 2048;
+
+export interface WebhookView {
+  id: number;
+  url: string;
+  format: WebhookFormat;
+  created_at: string;
+  delivery: { status: string; event: string | null; attempts: number; error: string | null; at: string | null };
+}
+
+export function viewWebhook(row: WebhookRow): WebhookView {
+  return {
+    id: row.id,
+    url: row.url,
+    format: row.format,
+    created_at: iso(row.createdAt),
+    delivery: {
+      status: row.lastStatus ?? "never",
+      event: row.lastEvent,
+      attempts: row.lastAttempts,
+      error: row.lastError,
+      at: row.lastAttemptAt === null ? null : iso(row.lastAttemptAt),
+    },
+  };
+}
+
+/** Webhooks steer approval links to a receiver: human admins only, never an agent or a scoped session. */
+function requireWebhookAdmin(open: OpenVault): void {
+  requireInVault(open, "manage");
+  if (open.principal.kind !== "user") throw new PermissionDenied("only a human admin of the vault manages its webhooks; ask one");
+}
+
+export function readWebhookInput(body: unknown): { url: string; format: WebhookFormat } {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) throw new InvalidRequest("expected a JSON object with url", "url");
+  const b = body as Record<string, unknown>;
+  if (typeof b.url !== "string" || b.url.length === 0 || b.url.length > MAX_URL_LENGTH)
+    throw new InvalidRequest(`url must be an http(s) URL of at most ${MAX_URL_LENGTH} characters`, "url");
+  let url: URL;
+  try {
+    url = new URL(b.url);
+  } catch {
+    throw new InvalidRequest("url must be an http(s) URL", "url");
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:") throw new InvalidRequest("url must start with https:// (or http://)", "url");
+  if (url.username || url.password) throw new InvalidRequest("url must not carry a user name or password", "url");
+  if (url.hash) throw new InvalidRequest("url must not carry a #fragment", "url");
+  if (b.format !== undefined && b.format !== "json" && b.format !== "slack") throw new InvalidRequest('format must be "json" or "slack"', "format");
+  if (b.slack !== undefined && typeof b.slack !== "boolean") throw new InvalidRequest("slack must be true or false", "slack");
+  const format: WebhookFormat = b.format === "slack" || b.slack === true ? "slack" : "json";
+  return { url: url.href, format };
+}
+
+function secretAad(vaultId: number, url: string): Uint8Array {
+  return encodeAad("broker", "webhook-secret", 1, vaultId, url);
+}
+
+/** The signing secret of a webhook (for delivery only). */
+export async function openWebhookSecret(dataKey: CryptoKey, row: WebhookRow): Promise<Secret> {
+  const plain = await open(dataKey, { nonce: row.secretNonce, ciphertext: row.secretCiphertext }, secretAad(row.vaultId, row.url));
+  return new Secret(new TextDecoder().decode(plain));
+}
+
+/** Adds a webhook; the secret is in the answer once and never again. */
+export async function addWebhook(d: Domain, open: OpenVault, body: unknown): Promise<{ webhook: WebhookView; secret: Secret }> {
+  requireWebhookAdmin(open);
+  const input = readWebhookInput(body);
+  const secret = new Secret(WEBHOOK_SECRET_PREFIX + Buffer.from(randomBytes(32)).toString("base64url"));
+  const sealed = await seal(d.dataKey, new TextEncoder().encode(secret.reveal()), secretAad(open.vault.id, input.url)); // reveal: straight into AES-GCM
+  const row = await d.store.transaction(async (tx) => {
+    if ((await tx.webhooks.count(open.vault.id)) >= MAX_WEBHOOKS_PER_VAULT)
+      throw new Conflict(`vault ${open.vault.name} already has ${MAX_WEBHOOKS_PER_VAULT} webhooks; remove one first`);
+    if ((await tx.webhooks.list(open.vault.id)).some((w) => w.url === input.url)) throw new Conflict("this vault already has a webhook with that url");
+    const createdBy = open.principal.kind === "user" ? open.principal.userId : null;
+    return tx.webhooks.create({
+      vaultId: open.vault.id,
+      url: input.url,
+      format: input.format,
+      secretNonce: sealed.nonce,
+      secretCiphertext: sealed.ciphertext,
+      createdBy,
+      createdAt: d.now(),
+    });
+  });
+  return { webhook: viewWebhook(row), secret };
+}
+
+/** The vault's webhooks, receiver URLs masked: the full URL (a secret for Slack) is only in addWebhook's answer. */
+export async function listWebhooks(d: Domain, open: OpenVault): Promise<WebhookView[]> {
+  requireWebhookAdmin(open);
+  return (await d.store.webhooks.list(open.vault.id)).map((row) => ({ ...viewWebhook(row), url: maskWebhookReceiver(row.url) }));
+}
+
+export async function removeWebhook(d: Domain, open: OpenVault, rawId: string): Promise<void> {
+  requireWebhookAdmin(open);
+  if (!/^\d{1,15}$/.test(rawId) || !(await d.store.webhooks.remove(open.vault.id, Number(rawId)))) throw new NotFound("no such webhook in this vault");
+}
+
+/** Builds the event for a proposal (names looked up now) and hands it to the notifier; never throws, never waits for delivery. */
+export async function announceProposal(d: Domain, type: ProposalEventType, row: ProposalRow, approvalUrl: string | null = null): Promise<void> {
+  if (!d.webhooks) return;
+  try {
+    const vault = await d.store.vaults.byId(row.vaultId);
+    if (!vault || (await d.store.webhooks.count(row.vaultId)) === 0) return;
+    const who = await nameRequester(d, row.createdBy, row.viaSession);
+    const decider = row.decidedBy === null ? null : ((await d.store.users.byId(row.decidedBy))?.email ?? "a removed user");
+    const services = JSON.parse(row.services) as ProposedService[];
+    const slots = JSON.parse(row.credentials) as ProposedSlot[];
+    d.webhooks.notify(row.vaultId, {
+      event: type,
+      vault: vault.name,
+      proposal: {
+        id: row.id,
+        status: row.status,
+        requested_by: who.name,
+        requested_by_kind: who.kind,
+        message: row.message,
+        user_message: row.userMessage,
+        hosts: services.map((s) => s.host),
+        keys: slots.map((s) => s.key),
+        created_at: iso(row.createdAt),
+        expires_at: iso(row.expiresAt),
+        decided_at: row.decidedAt === null ? null : iso(row.decidedAt),
+        decided_by: decider,
+      },
+      approval_url: approvalUrl,
+      console_url: `${d.publicUrl}/vaults/${encodeURIComponent(vault.name)}/proposals`,
+    });
+  } catch {
+    // A notification must never fail the proposal action; the delivery status shows what was sent.
+  }
+}
+
+/** Builds the event for a held request (names looked up now); never throws, never waits for delivery. */
+export async function announceRequestApproval(d: Domain, type: RequestApprovalEventType, row: RequestApprovalRow, vault: string): Promise<void> {
+  if (!d.webhooks) return;
+  try {
+    if ((await d.store.webhooks.count(row.vaultId)) === 0) return;
+    const who = await nameRequester(d, row.principal, row.viaSession);
+    const decider = row.decidedBy === null ? null : ((await d.store.users.byId(row.decidedBy))?.email ?? "a removed user");
+    const q = row.target.indexOf("?");
+    d.webhooks.notify(row.vaultId, {
+      event: type,
+      vault,
+      request_approval: {
+        id: row.publicId,
+        state: type === "request_approval.created" ? "pending" : type === "request_approval.approved" ? "approved" : "denied",
+        requested_by: who.name,
+        requested_by_kind: who.kind,
+        method: row.method,
+        url: `https://${row.host}${q < 0 ? row.target : row.target.slice(0, q)}`,
+        service: row.service,
+        body_bytes: row.bodyBytes,
+        created_at: iso(row.createdAt),
+        expires_at: iso(row.expiresAt),
+        decided_by: decider,
+      },
+      approval_url: `${d.publicUrl}/approve/requests/${row.publicId}`,
+      console_url: `${d.publicUrl}/vaults/${encodeURIComponent(vault)}/requests`,
+    });
+  } catch {
+    // A notification must never fail the request; the delivery status shows what was sent.
+  }
+}
+
+/** The requester in a notification line: "agent ci-bot", "a `vault run` session of ann@…", "ann@…". */
+function requesterShort(kind: RequesterKind, name: string): string {
+  return `${kind === "agent" ? "agent " : kind === "session" ? "a `vault run` session of " : ""}${name}`;
+}
+
+/** The Slack incoming-webhook text: "agent ci-bot asks for api.stripe.com: <link>". */
+export function describeEventText(e: BrokerEvent): string {
+  if ("request_approval" in e) return describeRequestApprovalText(e);
+  const p = e.proposal;
+  const who = requesterShort(p.requested_by_kind, p.requested_by);
+  const what = [...p.hosts, ...p.keys.map((k) => `credential ${k}`)].join(", ") || "changes";
+  switch (e.event) {
+    case "proposal.created":
+      return `${who} asks for ${what} in vault ${e.vault}: ${e.approval_url ?? e.console_url}`;
+    case "proposal.approved":
+      return `proposal ${p.id} (${who}: ${what}) in vault ${e.vault} was approved by ${p.decided_by ?? "a person"}`;
+    case "proposal.rejected":
+      return `proposal ${p.id} (${who}: ${what}) in vault ${e.vault} was rejected by ${p.decided_by ?? "a person"}`;
+    case "proposal.expired":
+      return `proposal ${p.id} (${who}: ${what}) in vault ${e.vault} expired undecided`;
+  }
+}
+
+function describeRequestApprovalText(e: RequestApprovalEvent): string {
+  const r = e.request_approval;
+  const who = requesterShort(r.requested_by_kind, r.requested_by);
+  switch (e.event) {
+    case "request_approval.created":
+      return `${who} asks to send ${r.method} ${r.url} in vault ${e.vault}; approve or deny it: ${e.approval_url}`;
+    case "request_approval.approved":
+      return `${r.method} ${r.url} (${who}) in vault ${e.vault} was approved by ${r.decided_by ?? "a person"}`;
+    case "request_approval.denied":
+      return `${r.method} ${r.url} (${who}) in vault ${e.vault} was denied by ${r.decided_by ?? "a person"}`;
+  }
+}
