@@ -10,7 +10,6 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startTunnel } from "../src/cli/commands/server.ts";
 import { loadConfig } from "../src/config.ts";
 import { createLogger } from "../src/log.ts";
 import { startServer } from "../src/app/start.ts";
@@ -121,7 +120,7 @@ async function countReads(pki: BenchPki, upstreamPort: number, database?: string
   const caFile = join(dir, "upstream-ca.pem");
   writeFileSync(caFile, pki.caPem);
   const config = loadConfig({ ...benchEnv(dir, caFile), ...(database && { BROKER_DATABASE_URL: database }) });
-  const server = await startServer({ config, log: createLogger({ level: "warn", write: (l) => console.error(l) }), masterPassword: undefined, startTunnel });
+  const server = await startServer({ config, log: createLogger({ level: "warn", write: (l) => console.error(l) }), masterPassword: undefined, tunnel: true });
   const channel = database ? await countChannel(database) : undefined;
   let counting = false;
   const { counts, wrap } = createCounter(() => counting);

@@ -1,3 +1,3 @@
 // (module index: describe this module)
-export { startServer, type RunningServer, type StartOptions, type TunnelContext, type TunnelStarter } from "./start.ts";
+export { startServer, type RunningServer, type StartOptions } from "./start.ts";
 export { ListenFailed, type ListenSetting } from "./listen-error.ts";

@@ -5,7 +5,16 @@
 import { readFileSync } from "node:fs";
 import { rootCertificates } from "node:tls";
 import { describeStore, type Config } from "../config.ts";
-import { buildProposalHint, compileNetPolicy, createAuditLog, createPlanCache, createUpstream, systemResolver, type EgressDeps, type Resolver } from "../egress/index.ts";
+import {
+  buildProposalHint,
+  compileNetPolicy,
+  createAuditLog,
+  createPlanCache,
+  createUpstream,
+  systemResolver,
+  type EgressDeps,
+  type Resolver,
+} from "../egress/index.ts";
 import { createMinter } from "../minting/index.ts";
 import { createWebhookSender } from "../webhooks/index.ts";
 import { DatabaseUnavailable, toErrorResponse, Unavailable } from "../errors.ts";
@@ -22,12 +31,13 @@ import { createOidcClient } from "../identity/index.ts";
 import { createApi, type DatabaseHealth } from "../server/index.ts";
 import { isWildcardBind, listApiHosts } from "../server/index.ts";
 import { listenOrExplain } from "./listen-error.ts";
+import { bindTunnelListener, type TunnelLimits } from "../tunnel/index.ts";
 import { drainListeners } from "./shutdown.ts";
 import { countRefusals, createMetrics, type Metrics } from "../server/index.ts";
 
 export interface RunningServer {
   readonly apiUrl: string;
-  /** host:port of the transparent proxy, when a tunnel starter was given. */
+  /** host:port of the transparent proxy, when it runs. */
   readonly proxyAddress: string | undefined;
   readonly store: Store;
   /**
@@ -37,25 +47,13 @@ export interface RunningServer {
   stop(opts?: { graceMs?: number; reason?: string }): Promise<void>;
 }
 
-/** What the transparent proxy needs; the CLI passes a starter so the server never imports the tunnel. */
-export interface TunnelContext {
-  readonly domain: Domain;
-  readonly egress: EgressDeps;
-  readonly leaves: LeafCache;
-  readonly listenerContext: () => Promise<import("node:tls").SecureContext>;
-  readonly log: Logger;
-  readonly maxTunnelsPerPrincipal: number;
-}
-export interface RunningTunnel {
-  readonly port: number;
-  stop(graceMs?: number): Promise<{ open: number; cut: number }>;
-  stats?(): { connections: number; tunnels: number };
-}
-/** Binds first (the domain and the guard need the port), serves once given its context; close() undoes a bind never served. */
-export type TunnelStarter = (
-  host: string,
-  port: number,
-) => Promise<{ readonly port: number; serve(ctx: TunnelContext): RunningTunnel; close(): Promise<void> }>;
+/**
+ * A silent tunnel is closed after 10 minutes: longer than the default upstream timeout (a model API
+ * may think for minutes while the agent's connection carries nothing); slow clients are bounded by
+ * the head and handshake deadlines instead.
+ */
+const TUNNEL_IDLE_MS = 10 * 60_000;
+const TUNNEL_MAX_HEAD_BYTES = 64 * 1024;
 
 export interface StartOptions {
   readonly config: Config;
@@ -64,8 +62,11 @@ export interface StartOptions {
   readonly now?: () => number;
   /** Tests replay DNS answers (rebinding) through this; production uses the system resolver. */
   readonly resolver?: Resolver;
-  /** Starts the transparent proxy listener (tunnel/); omitted, only the API runs. */
-  readonly startTunnel?: TunnelStarter;
+  /**
+   * Also runs the transparent proxy (tunnel/), as the binary always does; off, only the API runs.
+   * Tests may replace the listener's production limits.
+   */
+  readonly tunnel?: boolean | TunnelLimits;
   /** Argon2id parameters for user passwords, for in-process test fixtures only; the binary never sets it, so it hashes with KDF_DEFAULTS. */
   readonly passwordKdf?: KdfParams;
 }
@@ -125,9 +126,9 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       () => server.stop(true),
       () => app.reject(new Unavailable("the broker could not start")),
     );
-    const start = opts.startTunnel;
-    const boundTunnel =
-      start && (await listenOrExplain("BROKER_PROXY_PORT", config.bindHost, config.proxyPort, () => start(config.bindHost, config.proxyPort)));
+    const boundTunnel = opts.tunnel
+      ? await listenOrExplain("BROKER_PROXY_PORT", config.bindHost, config.proxyPort, () => bindTunnelListener(config.bindHost, config.proxyPort))
+      : undefined;
     if (boundTunnel) undo.push(() => boundTunnel.close());
     const hostPart = config.bindHost.includes(":") ? `[${config.bindHost}]` : config.bindHost;
     const apiUrl = `http://${hostPart}:${server.port}`;
@@ -340,6 +341,9 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       log,
       listenerContext: async () => (await leaves.get(listenerName)).context,
       maxTunnelsPerPrincipal: config.maxTunnelsPerPrincipal,
+      maxHeadBytes: TUNNEL_MAX_HEAD_BYTES,
+      idleTimeoutMs: TUNNEL_IDLE_MS,
+      ...(typeof opts.tunnel === "object" && opts.tunnel),
     });
     ready = api;
     app.resolve(api);

@@ -22,7 +22,7 @@ import { claimedInBody } from "./method-override.ts";
 import { awaitApproval, readHeldBody } from "./held-request.ts";
 import { scanBodyStream, utf16Of, type BodyDone } from "./scan-body.ts";
 import { SMALL_BODY_BYTES, type OutboundRequest, type SendOptions, type Upstream } from "./upstream.ts";
-import type { Minter } from "../minting/index.ts";
+import type { Minter } from "./minter.ts";
 import type { RequestApprovalGate } from "../workflows/index.ts";
 import { signAwsRequest } from "./sigv4.ts";
 import { placeCredential } from "./url-credential.ts";

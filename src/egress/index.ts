@@ -23,3 +23,4 @@ export { type Injection } from "./headers.ts";
 export { type EgressPlan } from "./plan.ts";
 export { type MintedPlan } from "./plan.ts";
 export { Needles } from "./redact.ts";
+export type { Grant, MintedState, MintedToken, Minter } from "./minter.ts";

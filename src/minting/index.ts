@@ -1,2 +1,2 @@
 // (module index: describe this module)
-export { createMinter, type Minter, type MintedState } from "./minted.ts";
+export { createMinter } from "./minted.ts";

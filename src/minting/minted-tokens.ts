@@ -9,23 +9,8 @@ import { CredentialRefreshFailed } from "../errors.ts";
 import { Secret } from "../secret.ts";
 import type { MintedAuthFields } from "../policy/index.ts";
 import type { HeaderList } from "../http/index.ts";
+import type { MintedToken } from "../egress/index.ts";
 import { oauthErrorCode, postToTokenEndpoint, type TokenEndpointDeps } from "./token-endpoint.ts";
-
-export interface MintedToken {
-  /** SECRET: the access or installation token. */
-  readonly value: Secret;
-  /** When it was obtained and when it stops working (ms since the epoch). */
-  readonly issuedAt: number;
-  readonly expiresAt: number;
-  /** SECRET: a refresh token the provider rotated to, to be stored in place of the old one. */
-  readonly rotatedRefreshToken?: Secret;
-  /**
-   * SECRET: what the token request carried that its endpoint could keep and replay, in the forms it
-   * went out in (the app JWT; the refresh token; the client authentication as encoded): search
-   * patterns for echo redaction, like the values a service sends (plan.ts responseNeedles).
-   */
-  readonly sent: readonly Secret[];
-}
 
 /** Tokens that say nothing of their lifetime are kept this long (a 401 from the upstream still refreshes early). */
 const DEFAULT_LIFETIME_S = 3600;

@@ -10,43 +10,10 @@
 import { CredentialRefreshFailed } from "../errors.ts";
 import type { LiveSecrets, Logger } from "../log.ts";
 import { Secret } from "../secret.ts";
-import type { Injection } from "../egress/index.ts";
-import { requestInstallationToken, requestOAuthToken, type MintedToken } from "./minted-tokens.ts";
-import type { EgressPlan, MintedPlan } from "../egress/index.ts";
+import { requestInstallationToken, requestOAuthToken } from "./minted-tokens.ts";
+import type { EgressPlan, Grant, MintedPlan, MintedState, MintedToken, Minter } from "../egress/index.ts";
 import { Needles } from "../egress/index.ts";
 import type { TokenEndpointDeps } from "./token-endpoint.ts";
-
-/** What one request uses: the header to inject and the echo needles with the token among them. */
-export interface Grant {
-  readonly injection: Injection;
-  /** SECRET: the service's input values and the token, for response redaction. */
-  readonly needles: Needles;
-  /** Identity of the token, to refresh exactly it after an upstream 401. */
-  readonly token: MintedToken;
-  /**
-   * SECRET: what was sent to obtain it that an endpoint could keep (the app JWT, the refresh token,
-   * the client authentication as encoded) and the rotated refresh token to be sent next: search
-   * patterns only, noted with the token as values sent (plan.ts responseNeedles).
-   */
-  readonly sent: readonly Secret[];
-}
-
-export interface Minter {
-  /** The credential for a request to a minted-token service (oauth2_*, github_app). */
-  grant(vault: { id: number }, plan: EgressPlan): Promise<Grant>;
-  /**
-   * After the upstream answered 401 to `stale`: a fresh token (one refresh, shared with concurrent
-   * callers), or undefined when this service has been refreshed for 401s too often lately (see
-   * REGRANT_BURST): the 401 stands and the current token is kept.
-   */
-  regrant(vault: { id: number }, plan: EgressPlan, stale: Grant): Promise<Grant> | undefined;
-  /** Minted tokens in memory, for the logger's last-line scrub. */
-  readonly secrets: LiveSecrets;
-  /** What a person should know of a service's minted credential (the console's services list); never a value. */
-  state(vaultId: number, host: string): MintedState | undefined;
-}
-
-export type MintedState = { readonly kind: "refused"; readonly reason: string } | { readonly kind: "ready"; readonly expiresAt: number };
 
 export interface MinterDeps extends TokenEndpointDeps {
   readonly now: () => number;

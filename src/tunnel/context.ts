@@ -41,3 +41,6 @@ export interface Authority {
   readonly host: string;
   readonly port: number;
 }
+
+/** The listener's limits a caller may set (the composition has production defaults for each). */
+export type TunnelLimits = Partial<Pick<TunnelDeps, "maxHeadBytes" | "idleTimeoutMs" | "headerTimeoutMs" | "maxTunnelsPerPrincipal">>;

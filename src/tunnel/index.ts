@@ -2,4 +2,4 @@
 // tunnels, blind tunnels. Never imports the server.
 
 export { bindTunnelListener, startTunnelListener, type BoundTunnelListener, type TunnelListener } from "./listener.ts";
-export type { TunnelDeps } from "./context.ts";
+export type { TunnelDeps, TunnelLimits } from "./context.ts";

@@ -4,7 +4,16 @@
 
 import type { Duplex } from "node:stream";
 import { egress, isWebSocketUpgrade, type Answer, type EgressInput } from "../egress/index.ts";
-import { createChunkedDecoder, findHeadEnd, headerValues, parseRequestHead, requestFraming, WireError, type BodyFraming, type RequestHead } from "../http/index.ts";
+import {
+  createChunkedDecoder,
+  findHeadEnd,
+  headerValues,
+  parseRequestHead,
+  requestFraming,
+  WireError,
+  type BodyFraming,
+  type RequestHead,
+} from "../http/index.ts";
 import { HeadRejected, InvalidRequest, RateLimited, toErrorResponse } from "../errors.ts";
 import { rateLimitHeaders, type RateDenied } from "../ratelimit/index.ts";
 import type { Authority, TunnelDeps, TunnelSession } from "./context.ts";

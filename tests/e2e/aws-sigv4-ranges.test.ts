@@ -11,7 +11,6 @@ import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { startTunnel } from "../../src/cli/commands/server.ts";
 import { CONTEXT_BYTES as K } from "../../src/egress/ranges.ts";
 import { requireBotocore, startAwsUpstream, type AwsKeys, type AwsRecord, type AwsUpstream } from "../helpers/aws-upstream.ts";
 import { expectNoLeak, startBroker, type Broker } from "./proxy-fixture.ts";
@@ -109,7 +108,7 @@ const RANGES = [
 describe.skipIf(!python)("aws_sigv4 ranged reads", () => {
   beforeAll(async () => {
     aws = await startAwsUpstream(python!, KEYS, { names: { dns: ["localhost", "s3.test"], ips: ["127.0.0.1"] } });
-    broker = await startBroker({ caPem: aws.pki.caPem, startTunnel });
+    broker = await startBroker({ caPem: aws.pki.caPem, tunnel: true });
     broker.dns.set("localhost", ["127.0.0.1"]);
     broker.dns.set("s3.test", ["127.0.0.1"]);
     host = `localhost:${aws.port}`;

@@ -9,7 +9,6 @@ import { createHash } from "node:crypto";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { startTunnel } from "../../src/cli/commands/server.ts";
 import { requireBotocore, startAwsUpstream, type AwsKeys, type AwsRecord, type AwsUpstream } from "../helpers/aws-upstream.ts";
 import { sourceCli } from "./cli-from-source.ts";
 import { dumpResponse, expectNoLeak, startBroker, type Broker } from "./proxy-fixture.ts";
@@ -128,7 +127,7 @@ function crc32Base64(data: Buffer): string {
 describe.skipIf(!python)("aws_sigv4: signatures verified by botocore", () => {
   beforeAll(async () => {
     aws = await startAwsUpstream(python!, KEYS, { names: { dns: ["localhost", "s3.test"], ips: ["127.0.0.1"] } });
-    broker = await startBroker({ caPem: aws.pki.caPem, startTunnel });
+    broker = await startBroker({ caPem: aws.pki.caPem, tunnel: true });
     broker.dns.set("localhost", ["127.0.0.1"]);
     broker.dns.set("s3.test", ["127.0.0.1"]);
     host = `localhost:${aws.port}`;

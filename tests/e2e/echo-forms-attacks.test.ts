@@ -17,7 +17,6 @@
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import zlib from "node:zlib";
-import { startTunnel } from "../../src/cli/commands/server.ts";
 import { createTestPki } from "../helpers/pki.ts";
 import { revealed, RUN } from "./echo-forms-check.ts";
 import {
@@ -193,7 +192,7 @@ beforeAll(async () => {
   const pki = await createTestPki({ dns: SERVICES.map((s) => s.host) });
   h1 = await startRawH1Upstream(pki);
   h2 = await startFormsH2Upstream(pki);
-  broker = await startBroker({ caPem: pki.caPem, startTunnel });
+  broker = await startBroker({ caPem: pki.caPem, tunnel: true });
   for (const svc of SERVICES) {
     broker.dns.set(svc.host, ["127.0.0.1"]);
     await broker.setCredential(svc.key, svc.value);

@@ -3,7 +3,6 @@
 // the session token, the credential value, a path or a query string that the traffic used.
 
 import { afterAll, describe, expect, test } from "bun:test";
-import { startTunnel } from "../../src/cli/commands/server.ts";
 import { dumpResponse, expectEnvelope, expectNoLeak, startBroker } from "./proxy-fixture.ts";
 import { createTestPki } from "../helpers/pki.ts";
 import { startUpstream } from "../helpers/upstream.ts";
@@ -172,7 +171,7 @@ describe("GET /metrics", () => {
       websocket: { message: (ws, msg) => void ws.send(`echo:${msg}`) },
     });
     cleanup.push(async () => void upstream.stop(true));
-    const b = await startBroker({ caPem: pki.caPem, startTunnel, env: { BROKER_METRICS: "true" } });
+    const b = await startBroker({ caPem: pki.caPem, tunnel: true, env: { BROKER_METRICS: "true" } });
     cleanup.push(() => b.stop());
     const service = `upstream.test:${upstream.port}`;
     b.dns.set("upstream.test", ["127.0.0.1"]);

@@ -9,7 +9,6 @@
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { generateKeyPairSync } from "node:crypto";
-import { startTunnel } from "../../src/cli/commands/server.ts";
 import { startFakeGitHub, type FakeGitHub } from "../helpers/github-fake.ts";
 import { dumpResponse, startBroker, type Broker } from "./proxy-fixture.ts";
 
@@ -32,7 +31,7 @@ beforeAll(async () => {
     apps: [pkcs1App, pkcs8App].map((a) => ({ appId: a.appId, installationId: a.installationId, publicKey: a.keys.publicKey })),
     names: { dns: NAMES, ips: ["127.0.0.1"] },
   });
-  broker = await startBroker({ caPem: gh.upstream.pki.caPem, startTunnel });
+  broker = await startBroker({ caPem: gh.upstream.pki.caPem, tunnel: true });
   for (const n of NAMES) broker.dns.set(n, ["127.0.0.1"]);
   brokerCa = await (await fetch(`${broker.apiUrl}/v1/ca.pem`)).text();
   await broker.setCredential("GH_PKCS1", PKCS1_PEM);

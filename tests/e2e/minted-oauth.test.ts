@@ -10,7 +10,6 @@
 // secret, refresh token or minted token anywhere the agent, the log or the audit trail can see.
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { startTunnel } from "../../src/cli/commands/server.ts";
 import { startOAuthProvider, type OAuthTestClient, type TestOAuthProvider } from "../helpers/oauth-provider.ts";
 import { startResourceServer, type TestResourceServer } from "../helpers/resource-server.ts";
 import { dumpResponse, expectEnvelope, startBroker, type Broker } from "./proxy-fixture.ts";
@@ -44,7 +43,7 @@ const humanRefreshTokens: string[] = [];
 beforeAll(async () => {
   rs = await startResourceServer({ names: { dns: NAMES, ips: ["127.0.0.1"] }, as: () => as });
   as = await startOAuthProvider({ pki: rs.upstream.pki, clients: CLIENTS });
-  broker = await startBroker({ caPem: rs.upstream.pki.caPem, startTunnel });
+  broker = await startBroker({ caPem: rs.upstream.pki.caPem, tunnel: true });
   for (const n of NAMES) broker.dns.set(n, ["127.0.0.1"]);
   brokerCa = await (await fetch(`${broker.apiUrl}/v1/ca.pem`)).text();
 });

@@ -15,7 +15,6 @@ import type { ClientHttp2Session } from "node:http2";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { constants, gunzipSync, inflateRawSync, inflateSync } from "node:zlib";
-import { startTunnel } from "../../src/cli/commands/server.ts";
 import { CONTEXT_BYTES, PART_NUMBER_REFUSAL } from "../../src/egress/ranges.ts";
 import { GRPC_PROTO } from "../helpers/grpc-server.ts";
 import { createTestPki, type TestPki } from "../helpers/pki.ts";
@@ -107,7 +106,7 @@ beforeAll(async () => {
   pki = await createTestPki({ dns: NAMES, ips: ["127.0.0.1"] });
   raw = await startRawUpstream(pki, 2);
   h2 = await startH2Bin(pki);
-  broker = await startBroker({ caPem: pki.caPem, startTunnel });
+  broker = await startBroker({ caPem: pki.caPem, tunnel: true });
   for (const n of NAMES) broker.dns.set(n, ["127.0.0.1"]);
   const [p0, p1] = raw.ports as [number, number];
   BIN = `bin.test:${p0}`;

@@ -11,7 +11,6 @@
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { generateKeyPairSync } from "node:crypto";
-import { startTunnel } from "../../src/cli/commands/server.ts";
 import { createTestPki, type TestPki } from "../helpers/pki.ts";
 import { startBroker, type Broker } from "./proxy-fixture.ts";
 import { runsOf } from "./no-reveal-attacks-3-upstream.ts";
@@ -59,7 +58,7 @@ async function addVault(name: string, creds: Record<string, string>, services: [
 beforeAll(async () => {
   pki = await createTestPki({ dns: NAMES, ips: ["127.0.0.1"] });
   up = await startUpstreams(pki);
-  broker = await startBroker({ caPem: pki.caPem, startTunnel });
+  broker = await startBroker({ caPem: pki.caPem, tunnel: true });
   for (const n of NAMES) broker.dns.set(n, ["127.0.0.1"]);
   BIN = `bin4.test:${up.port}`;
   H2 = `h2only4.test:${up.h2Port}`;

@@ -8,14 +8,14 @@ import { join } from "node:path";
 import { connect } from "node:net";
 import { loadConfig } from "../../src/config.ts";
 import { createMemoryLogger } from "../../src/log.ts";
-import { startServer, type RunningServer, type TunnelStarter } from "../../src/app/start.ts";
+import { startServer, type RunningServer, type StartOptions } from "../../src/app/start.ts";
 import { CHEAP_KDF } from "../helpers/api.ts";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
 
 export interface Broker {
   readonly apiUrl: string;
   readonly server: RunningServer;
-  /** host:port of the transparent proxy listener, when started with `startTunnel`. */
+  /** host:port of the transparent proxy listener, when started with `tunnel`. */
   readonly proxyAddress: string | undefined;
   readonly logLines: string[];
   readonly vault: string;
@@ -89,7 +89,9 @@ export async function callApi(
 export async function startBroker(opts: {
   caPem: string;
   env?: Record<string, string>;
-  startTunnel?: TunnelStarter /** the server's clock (default Date.now) */;
+  /** Also run the transparent proxy (optionally with test limits). */
+  tunnel?: StartOptions["tunnel"];
+  /** the server's clock (default Date.now) */
   now?: () => number;
 }): Promise<Broker> {
   const dir = mkdtempSync(join(tmpdir(), "broker-proxy-e2e-"));
@@ -114,7 +116,7 @@ export async function startBroker(opts: {
     masterPassword: undefined,
     passwordKdf: CHEAP_KDF, // no test on this fixture is about hashing cost
     now: opts.now,
-    startTunnel: opts.startTunnel,
+    tunnel: opts.tunnel,
     resolver: async (host) => {
       lookups.push(host);
       const a = dns.get(host);

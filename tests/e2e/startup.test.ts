@@ -5,7 +5,6 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { loadConfig } from "../../src/config.ts";
-import { startTunnel } from "../../src/cli/commands/server.ts";
 import { createMemoryLogger } from "../../src/log.ts";
 import { ListenFailed, startServer } from "../../src/app/index.ts";
 import { cleanEnv, isolatedBinary, tempDir } from "../helpers/binary.ts";
@@ -95,7 +94,7 @@ describe("in process", () => {
     const apiPort = await freePort();
     const data = join(tempDir(), "data");
     const config = loadConfig({ BROKER_DATA_DIR: data, BROKER_PORT: String(apiPort), BROKER_PROXY_PORT: String(busy) });
-    const failed = await startServer({ config, log: createMemoryLogger(), masterPassword: undefined, startTunnel }).catch((err: unknown) => err);
+    const failed = await startServer({ config, log: createMemoryLogger(), masterPassword: undefined, tunnel: true }).catch((err: unknown) => err);
     expect(failed).toBeInstanceOf(ListenFailed);
     expect(failed).toMatchObject({ setting: "BROKER_PROXY_PORT", port: busy, code: "EADDRINUSE" });
     // Nothing of the failed start is left: the same API port binds again, and so does a full start.
@@ -103,7 +102,7 @@ describe("in process", () => {
       config: loadConfig({ BROKER_DATA_DIR: data, BROKER_PORT: String(apiPort), BROKER_PROXY_PORT: "0" }),
       log: createMemoryLogger(),
       masterPassword: undefined,
-      startTunnel,
+      tunnel: true,
     });
     expect((await fetch(`${again.apiUrl}/health`)).status).toBe(200);
     await again.stop();
@@ -145,7 +144,7 @@ describe("in process, a request during the start", () => {
       BROKER_OIDC_CLIENT_ID: "broker",
       BROKER_OIDC_CLIENT_SECRET: "s3cret-value",
     });
-    const starting = startServer({ config, log: createMemoryLogger(), masterPassword: undefined, startTunnel });
+    const starting = startServer({ config, log: createMemoryLogger(), masterPassword: undefined, tunnel: true });
     await discoveryAsked;
     const early = fetch(`http://127.0.0.1:${apiPort}/health`);
     const first = await Promise.race([early.then(() => "answered"), Bun.sleep(300).then(() => "waiting")]);

@@ -9,9 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import { connect as tlsConnect, type TLSSocket } from "node:tls";
-import { startTunnel } from "../../src/cli/commands/server.ts";
-import type { TunnelStarter } from "../../src/app/start.ts";
-import { bindTunnelListener, type TunnelDeps } from "../../src/tunnel/index.ts";
+import type { TunnelDeps } from "../../src/tunnel/index.ts";
 import { startUpstream, type TestUpstream, type UpstreamHandler } from "../helpers/upstream.ts";
 import { startBroker, type Broker } from "./proxy-fixture.ts";
 
@@ -48,13 +46,7 @@ export interface TunnelEnvOptions {
 export async function startTunnelEnv(opts: TunnelEnvOptions = {}): Promise<TunnelEnv> {
   const upstream = await startUpstream(opts.handler);
   const limits = opts.tunnel;
-  const starter: TunnelStarter = limits
-    ? async (host, port) => {
-        const bound = await bindTunnelListener(host, port);
-        return { port: bound.port, close: bound.close, serve: (ctx) => bound.serve({ ...ctx, maxHeadBytes: 64 * 1024, idleTimeoutMs: 120_000, ...limits }) };
-      }
-    : startTunnel;
-  const broker = await startBroker({ caPem: upstream.pki.caPem, startTunnel: starter, env: opts.env, now: opts.now });
+  const broker = await startBroker({ caPem: upstream.pki.caPem, tunnel: limits ? { idleTimeoutMs: 120_000, ...limits } : true, env: opts.env, now: opts.now });
   if (!broker.proxyAddress) throw new Error("the tunnel listener did not start");
   broker.dns.set(UPSTREAM_NAME, ["127.0.0.1"]);
   const authority = `${UPSTREAM_NAME}:${upstream.port}`;

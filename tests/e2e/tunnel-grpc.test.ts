@@ -16,7 +16,6 @@ import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startTunnel } from "../../src/cli/commands/server.ts";
 import {
   GRPC_PROTO,
   startCompressingGrpcServer,
@@ -60,7 +59,7 @@ beforeAll(async () => {
   h1 = await startUpstream();
   grpc = await startGrpcEchoServer({ pki: h1.pki });
   gzipServer = await startCompressingGrpcServer({ pki: h1.pki });
-  broker = await startBroker({ caPem: h1.pki.caPem, startTunnel });
+  broker = await startBroker({ caPem: h1.pki.caPem, tunnel: true });
   if (!broker.proxyAddress) throw new Error("the tunnel listener did not start");
   broker.dns.set(UPSTREAM_NAME, ["127.0.0.1"]);
   target = `${UPSTREAM_NAME}:${grpc.port}`;

@@ -7,7 +7,6 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { gzipSync } from "node:zlib";
 import type { Socket, TCPSocketListener } from "bun";
-import { startTunnel } from "../../src/cli/commands/server.ts";
 import { createTestPki } from "../helpers/pki.ts";
 import { expectNoLeak, startBroker, type Broker } from "./proxy-fixture.ts";
 import { basicProxyAuth, openTunnel, type Conn } from "./tunnel-fixture.ts";
@@ -126,7 +125,7 @@ beforeAll(async () => {
       },
     },
   });
-  broker = await startBroker({ caPem: pki.caPem, startTunnel });
+  broker = await startBroker({ caPem: pki.caPem, tunnel: true });
   broker.dns.set("upstream.test", ["127.0.0.1"]);
   authority = `upstream.test:${upstream.port}`;
   await broker.setCredential("WS_KEY", secret);

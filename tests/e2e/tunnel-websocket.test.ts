@@ -2,7 +2,6 @@
 // injected by the egress core, then frames are relayed both ways; revocation and audit apply.
 
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { startTunnel } from "../../src/cli/commands/server.ts";
 import { createTestPki } from "../helpers/pki.ts";
 import { expectNoLeak, startBroker, type Broker } from "./proxy-fixture.ts";
 
@@ -28,7 +27,7 @@ beforeAll(async () => {
       },
     },
   });
-  broker = await startBroker({ caPem: pki.caPem, startTunnel });
+  broker = await startBroker({ caPem: pki.caPem, tunnel: true });
   broker.dns.set("upstream.test", ["127.0.0.1"]);
   await broker.setCredential("WS_KEY", secret);
   await broker.addService(`upstream.test:${upstream.port}`, { type: "bearer", token: "WS_KEY" });

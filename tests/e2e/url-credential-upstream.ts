@@ -8,7 +8,6 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { createHash } from "node:crypto";
 import { gzipSync } from "node:zlib";
 import type { Socket, TCPSocketListener } from "bun";
-import { startTunnel } from "../../src/cli/commands/server.ts";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
 import { filler } from "./echo-upstream.ts";
 import { expectNoLeak, startBroker, type Broker } from "./proxy-fixture.ts";
@@ -129,7 +128,7 @@ export async function startUrlCredentialEnv(): Promise<UrlCredentialEnv> {
   const upstream = await startUpstream(respond, { names: { dns: ["maps.test", "bot.test", "ruled.test", "ws.test", "new.test"] } });
   const wsReceived: string[] = [];
   const wsUpstream = startWsUpstream(upstream.pki, wsReceived);
-  const broker = await startBroker({ caPem: upstream.pki.caPem, startTunnel });
+  const broker = await startBroker({ caPem: upstream.pki.caPem, tunnel: true });
   for (const name of ["maps.test", "bot.test", "ruled.test", "ws.test", "new.test"]) broker.dns.set(name, ["127.0.0.1"]);
   const [maps, bot, ruled, ws] = [`maps.test:${upstream.port}`, `bot.test:${upstream.port}`, `ruled.test:${upstream.port}`, `ws.test:${wsUpstream.port}`];
   await broker.setCredential("GOOGLE_API_KEY", QUERY_SECRET);

@@ -7,7 +7,18 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigError, loadConfig, maskDatabaseUrl, type Config } from "../../config.ts";
 import { DatabaseUnavailable } from "../../errors.ts";
-import { copyStore, CopyMismatch, DB_FILE, migrate, openPostgres, openStore, SchemaMismatch, TargetNotEmpty, type CopyReport, type Db } from "../../store/index.ts";
+import {
+  copyStore,
+  CopyMismatch,
+  DB_FILE,
+  migrate,
+  openPostgres,
+  openStore,
+  SchemaMismatch,
+  TargetNotEmpty,
+  type CopyReport,
+  type Db,
+} from "../../store/index.ts";
 import { jsonArg } from "../args.ts";
 import { CliFailure } from "../fail.ts";
 import { addHelpFooter } from "../help.ts";

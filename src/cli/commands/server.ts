@@ -6,8 +6,7 @@ import { RATE_LIMIT_SETTINGS } from "../../ratelimit/index.ts";
 import { KeyringError } from "../../errors.ts";
 import { createLogger } from "../../log.ts";
 import { openStore } from "../../store/index.ts";
-import { ListenFailed, startServer, type TunnelStarter } from "../../app/index.ts";
-import { bindTunnelListener } from "../../tunnel/index.ts";
+import { ListenFailed, startServer } from "../../app/index.ts";
 import { keyringMode } from "../../crypto/index.ts";
 import { CliFailure } from "../fail.ts";
 import { addHelpFooter } from "../help.ts";
@@ -35,7 +34,7 @@ const serverCommand = defineCommand({
       using store = await openStore(config);
       if ((await keyringMode(store)) === "password") password = await promptHidden("Master password: ");
     }
-    const server = await startServer({ config, log, masterPassword: password, startTunnel }).catch((err) => {
+    const server = await startServer({ config, log, masterPassword: password, tunnel: true }).catch((err) => {
       if (err instanceof KeyringError) throw new CliFailure(`cannot start: ${err.message}`, err.hint);
       // Nothing is left listening (startServer undid its start): the process can exit non-zero.
       if (err instanceof ListenFailed) throw new CliFailure(`cannot start: ${err.message}`);
@@ -61,19 +60,6 @@ const serverCommand = defineCommand({
 function isLoopback(host: string): boolean {
   return host === "localhost" || host === "::1" || /^127\./.test(host);
 }
-
-/**
- * A silent tunnel is closed after 10 minutes: longer than the default upstream timeout (a model API
- * may think for minutes while the agent's connection carries nothing); slow clients are bounded by
- * the head and handshake deadlines instead.
- */
-const TUNNEL_IDLE_MS = 10 * 60_000;
-
-/** The CLI composes the two listeners: the server never imports the tunnel (architecture.md §2). */
-export const startTunnel: TunnelStarter = async (host, port) => {
-  const bound = await bindTunnelListener(host, port);
-  return { port: bound.port, close: bound.close, serve: (ctx) => bound.serve({ ...ctx, maxHeadBytes: 64 * 1024, idleTimeoutMs: TUNNEL_IDLE_MS }) };
-};
 
 addHelpFooter(serverCommand, () => {
   const all = [...SETTINGS, ...RATE_LIMIT_SETTINGS];

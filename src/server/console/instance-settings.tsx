@@ -10,7 +10,7 @@ import type { RateLimitPatch, RateLimitSettings, RateProfile } from "../../ratel
 import { RATE_PROFILES } from "../../ratelimit/index.ts";
 import { getOwnerSettings, requireOwner, updateOwnerSettings, type OwnerSettings } from "../../identity/index.ts";
 import type { CaHolder } from "../../crypto/index.ts";
-import type { MintedState } from "../../minting/index.ts";
+import type { MintedState } from "../../egress/index.ts";
 import { Badge, Button, FormField, PostForm, Section } from "./components.tsx";
 import { formOf, renderPage, requireConfirmation, requireSignedIn, runAction, signedIn, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
 import { CaSection, fingerprintOf, ROTATE_PHRASE } from "./instance-ca.tsx";

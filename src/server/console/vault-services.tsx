@@ -12,7 +12,7 @@ import { addService, listCredentials, listServices, newHostUses, readAuth, remov
 import { describeUrlAuth, parseHostPattern } from "../../policy/index.ts";
 import { mayInVault, type OpenVault } from "../../identity/index.ts";
 import { Badge, Button, ConfirmForm, EmptyState, LinkButton, Name, PostForm, Section, Table, Time } from "./components.tsx";
-import type { MintedState } from "../../minting/index.ts";
+import type { MintedState } from "../../egress/index.ts";
 import {
   describeError,
   formOf,

@@ -10,7 +10,17 @@ import { InvalidRequest, NotFound, Unauthorized } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import type { Domain, OidcClient } from "../../identity/index.ts";
 import { IdentityList, OidcCliExchangeInput, OidcStatus, SignedIn } from "../../contract/index.ts";
-import { beginOidc, completeOidc, exchangeCliCode, isCliNonce, isSafeReturnTo, listIdentities, publicUser, requireUser, unlinkIdentity } from "../../identity/index.ts";
+import {
+  beginOidc,
+  completeOidc,
+  exchangeCliCode,
+  isCliNonce,
+  isSafeReturnTo,
+  listIdentities,
+  publicUser,
+  requireUser,
+  unlinkIdentity,
+} from "../../identity/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";
 import { authTier } from "../limits.ts";

@@ -7,7 +7,17 @@ import type { Domain } from "../../identity/index.ts";
 import { describeRules, describeUrlAuth, isMintedAuthType } from "../../policy/index.ts";
 import { storedRules, viewService } from "../../workflows/index.ts";
 import type { ServiceRow } from "../../store/index.ts";
-import { approveProposal, createProposal, listProposals, readProposalFor, requesterOf, readProposalId, reissueApprovalLink, rejectProposal, viewProposal } from "../../workflows/index.ts";
+import {
+  approveProposal,
+  createProposal,
+  listProposals,
+  readProposalFor,
+  requesterOf,
+  readProposalId,
+  reissueApprovalLink,
+  rejectProposal,
+  viewProposal,
+} from "../../workflows/index.ts";
 import { Discovery, ProposalAnswer, ProposalApprovalInput, ProposalApprovalLink, ProposalCreated, ProposalInput, ProposalList } from "../../contract/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import type { ApiEnv } from "../env.ts";

@@ -8,7 +8,7 @@ import type { Domain } from "../../identity/index.ts";
 import { createAgentInvite, createVaultInvite, listInvites, revokeInvite } from "../../identity/index.ts";
 import { addService, listServices, removeService, updateService } from "../../workflows/index.ts";
 import { createVault, deleteVault, describeVault, listMembers, listVaults, updateVault } from "../../identity/index.ts";
-import * as S from "../../vault/index.ts";
+import * as S from "../../contract/index.ts";
 import { requirePrincipal } from "../auth.ts";
 import { jsonBody } from "../body.ts";
 import type { ApiEnv } from "../env.ts";

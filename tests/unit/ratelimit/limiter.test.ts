@@ -4,7 +4,15 @@
 
 import { describe, expect, test } from "bun:test";
 import { InvalidRequest, toErrorResponse } from "../../../src/errors.ts";
-import { createRateLimiter, proxyKey, RateLimitsLocked, resolveSettings, type RateDecision, type RateLimiter, type RateProfile } from "../../../src/ratelimit/index.ts";
+import {
+  createRateLimiter,
+  proxyKey,
+  RateLimitsLocked,
+  resolveSettings,
+  type RateDecision,
+  type RateLimiter,
+  type RateProfile,
+} from "../../../src/ratelimit/index.ts";
 
 function makeClock(start = 5_000_000) {
   let t = start;

@@ -13,7 +13,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PermissionDenied } from "../../../src/errors.ts";
 import { createLoginThrottle } from "../../../src/ratelimit/index.ts";
-import { addService, deleteCredential, listCredentials, removeService, revealCredential, setCredential as setCredentialOp, updateService } from "../../../src/workflows/index.ts";
+import {
+  addService,
+  deleteCredential,
+  listCredentials,
+  removeService,
+  revealCredential,
+  setCredential as setCredentialOp,
+  updateService,
+} from "../../../src/workflows/index.ts";
 import { createVaultInvite, deleteVault, openVault } from "../../../src/identity/index.ts";
 import {
   addAgent,

@@ -9,7 +9,17 @@ import { Conflict, NotFound } from "../../../src/errors.ts";
 import { createLoginThrottle } from "../../../src/ratelimit/index.ts";
 import { Secret } from "../../../src/secret.ts";
 import type { Store } from "../../../src/store/index.ts";
-import { acceptVaultInvite, createAgentInvite, createAuthenticator, createVaultInvite, openVault, redeemAgentInvite, registerUser, type Domain, type UserPrincipal } from "../../../src/identity/index.ts";
+import {
+  acceptVaultInvite,
+  createAgentInvite,
+  createAuthenticator,
+  createVaultInvite,
+  openVault,
+  redeemAgentInvite,
+  registerUser,
+  type Domain,
+  type UserPrincipal,
+} from "../../../src/identity/index.ts";
 import { approveProposal, createProposal, rejectProposal } from "../../../src/workflows/index.ts";
 import { createHashGate, loadCredential, unlockKeyring } from "../../../src/crypto/index.ts";
 import { CHEAP_KDF } from "../../helpers/api.ts";

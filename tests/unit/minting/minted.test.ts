@@ -5,7 +5,8 @@
 
 import { expect, test } from "bun:test";
 import { generateKeyPairSync } from "node:crypto";
-import { createMinter, REGRANT_BURST, REGRANT_COOLDOWN_MS, type Grant } from "../../../src/minting/minted.ts";
+import { createMinter, REGRANT_BURST, REGRANT_COOLDOWN_MS } from "../../../src/minting/minted.ts";
+import type { Grant } from "../../../src/egress/minter.ts";
 import type { EgressPlan } from "../../../src/egress/plan.ts";
 import type { OutboundRequest, Upstream } from "../../../src/egress/upstream.ts";
 import { compileNetPolicy } from "../../../src/egress/netguard.ts";
