@@ -1,3 +1,6 @@
-// (module index: describe this module)
+// Composition: builds the whole broker (store, keyring, domain, egress core, API, transparent proxy),
+// binds its listeners and owns its lifecycle (start, undo of a failed start, graceful stop). The only
+// module that knows every other; the CLI's `server` command calls it.
+
 export { startServer, type RunningServer, type StartOptions } from "./start.ts";
 export { ListenFailed, type ListenSetting } from "./listen-error.ts";

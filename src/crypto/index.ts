@@ -1,4 +1,6 @@
-// (module index: describe this module)
+// Key material and certificates: AES-256-GCM sealing, Argon2id, the keyring and master password,
+// broker tokens, credential sealing, the root CA and the leaf certificates minted for interception.
+
 export { DecryptError, encodeAad, importAesKey, open, randomBytes, seal, type Sealed } from "./aead.ts";
 export { KDF_DEFAULTS, deriveKey, type KdfParams } from "./kdf.ts";
 export {

@@ -1,4 +1,7 @@
-// (module index: describe this module)
+// HTTP wire format shared by the tunnel (which speaks HTTP/1.1 and HTTP/2 to agents) and the egress
+// core (which speaks them to upstreams): head parsing and serialising, chunked framing, HTTP/2 field
+// lists and frame guard, a socket whose queued writes leave together, the pull side of a byte stream.
+
 export { coalescingSocket, drained } from "./coalescing-socket.ts";
 export { fieldLines, linesToFields } from "./h2-fields.ts";
 export { createFrameInspector, FRAME_LIMITS, guardFrames, type FrameLimits } from "./h2-frame-guard.ts";

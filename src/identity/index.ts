@@ -1,4 +1,7 @@
-// (module index: describe this module)
+// Who is asking and what they may do: users, sessions, agents, invites, scoped `vault run` sessions,
+// OpenID Connect sign-in, vaults and their roles, instance settings, and the Domain context every
+// domain operation takes.
+
 export { createAuthenticator, type Authenticator } from "./sessions.ts";
 export type { Domain } from "./context.ts";
 export type { Principal, VaultRole, InstanceRole } from "./principal.ts";

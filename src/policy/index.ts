@@ -1,4 +1,6 @@
-// (module index: describe this module)
+// Pure rules with no state of their own: host patterns, path rules, how a credential goes into a URL,
+// the minted auth types' fields, and the size limits every input is held to.
+
 export { hostMatches, parseHostPattern, type HostPattern } from "./hosts.ts";
 export * from "./minted-auth.ts";
 export * from "./limits.ts";

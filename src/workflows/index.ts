@@ -1,4 +1,6 @@
-// (module index: describe this module)
+// What people and agents do in a vault: credentials, services, proposals and their review, held
+// requests and their approval, webhook settings, the audit log's queries.
+
 export * from "./audit-log.ts";
 export * from "./credential-ops.ts";
 export * from "./proposals.ts";
