@@ -15,7 +15,7 @@ import { authKeys, storedRules, toRow, viewService, type ServiceAuth } from "./s
 import { describeRules, parseRules } from "../policy/index.ts";
 import { hashToken, mintToken } from "../crypto/index.ts";
 import { iso } from "../identity/index.ts";
-import { openVault, type OpenVault } from "../identity/index.ts";
+import { openVault, requireInVault, type OpenVault, type UserPrincipal } from "../identity/index.ts";
 import { announceProposal } from "./webhooks.ts";
 
 const PROPOSAL_TTL_MS = 7 * 86_400_000;
@@ -176,12 +176,12 @@ export async function approvalWarnings(d: Domain, row: ProposalRow): Promise<str
  */
 export async function approveProposal(
   d: Domain,
-  p: Principal,
+  open: OpenVault,
   row: ProposalRow,
   values: Record<string, unknown>,
   decided: ApprovalChoices = {},
 ): Promise<void> {
-  if (p.kind !== "user") throw new PermissionDenied("only a human with a user session can approve proposals");
+  const p = mayDecide(open, row, "approve");
   const slots = JSON.parse(row.credentials) as ProposedSlot[];
   const services = withChosenRules(JSON.parse(row.services) as ProposedService[], decided.rules);
   const existing = new Set(await d.store.credentials.keys(row.vaultId));
@@ -228,11 +228,23 @@ function withChosenRules(services: ProposedService[], chosen: unknown): Proposed
   });
 }
 
-export async function rejectProposal(d: Domain, p: Principal, row: ProposalRow): Promise<void> {
-  if (p.kind !== "user") throw new PermissionDenied("only a human with a user session can reject proposals");
+export async function rejectProposal(d: Domain, open: OpenVault, row: ProposalRow): Promise<void> {
+  const p = mayDecide(open, row, "reject");
   const now = d.now();
   if (!(await d.store.proposals.decide(row.id, "rejected", p.userId, now))) throw new Conflict("this proposal was already decided");
   void announceProposal(d, "proposal.rejected", { ...row, status: "rejected", decidedAt: now, decidedBy: p.userId });
+}
+
+/**
+ * Who decides a proposal (architecture.md D9): a person with a user session who is an admin or
+ * member of the proposal's vault, checked here whoever calls (API, approval page, console).
+ */
+function mayDecide(open: OpenVault, row: ProposalRow, verb: "approve" | "reject"): UserPrincipal {
+  const p = open.principal;
+  if (p.kind !== "user") throw new PermissionDenied(`only a human with a user session can ${verb} proposals`);
+  if (open.vault.id !== row.vaultId) throw new NotFound("no such proposal");
+  requireInVault(open, "approve");
+  return p;
 }
 
 /** Expires pending proposals past their 7 days (run on a timer, so expiry does not wait for a read). */

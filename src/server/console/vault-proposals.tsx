@@ -338,7 +338,7 @@ export function proposalPages() {
       const { row, open } = await openForDecision(c);
       const services = viewProposal(row, open.vault.name).services;
       typed = { id: row.id, rules: typedRules(formOf(c), services) };
-      await approveProposal(c.get("kit").d, signedIn(c), row, typedValues(formOf(c)), { rules: readChosenRules(formOf(c), services) });
+      await approveProposal(c.get("kit").d, open, row, typedValues(formOf(c)), { rules: readChosenRules(formOf(c), services) });
       c.get("kit").log.info("proposal_applied", { proposal: row.id, by: signedIn(c).id, via: "console" });
       return redirectWithFlash(c, back, "success", `Proposal #${row.id} approved. The agent sees the change on its next request.`);
     } catch (err) {
@@ -354,8 +354,8 @@ export function proposalPages() {
     const back = vaultPath(c.req.param("vault"), "proposals");
     return runAction(c, {
       run: async () => {
-        const { row } = await openForDecision(c);
-        await rejectProposal(c.get("kit").d, signedIn(c), row);
+        const { row, open } = await openForDecision(c);
+        await rejectProposal(c.get("kit").d, open, row);
         c.get("kit").log.info("proposal_rejected", { proposal: row.id, by: signedIn(c).id, via: "console" });
         return row;
       },

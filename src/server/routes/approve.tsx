@@ -10,7 +10,7 @@ import { BrokerError } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import { Secret } from "../../secret.ts";
 import type { Domain } from "../../identity/index.ts";
-import { mayInVault, type Principal } from "../../identity/index.ts";
+import { mayInVault, openVault, type Principal } from "../../identity/index.ts";
 import { approvalWarnings, approveProposal, proposalByApprovalToken, rejectProposal, requesterOf, viewProposal, viewService } from "../../workflows/index.ts";
 import { roleIn } from "../../identity/index.ts";
 import type { ApiEnv } from "../env.ts";
@@ -125,12 +125,12 @@ export function approveRoutes(d: Domain, log: Logger) {
         for (const [name, value] of Object.entries(form)) {
           if (name.startsWith("value_") && typeof value === "string" && value !== "") values[name.slice(6)] = new Secret(value);
         }
-        await approveProposal(d, principal, found.row, values, { rules: readChosenRules(form, services) });
+        await approveProposal(d, await openVault(d, principal, found.vault.name, "approve"), found.row, values, { rules: readChosenRules(form, services) });
         log.info("proposal_applied", { proposal: id, vault: found.vault.name, by: principal.id });
         return decided(c, id, token);
       }
       if (form.decision === "deny") {
-        await rejectProposal(d, principal, found.row);
+        await rejectProposal(d, await openVault(d, principal, found.vault.name, "approve"), found.row);
         log.info("proposal_rejected", { proposal: id, vault: found.vault.name, by: principal.id });
         return decided(c, id, token);
       }

@@ -166,7 +166,7 @@ export function proposalRoutes(d: Domain) {
       const values = body.credentials ?? {};
       if (typeof values !== "object" || values === null || Array.isArray(values))
         throw new InvalidRequest("credentials must map each key to its value", "credentials");
-      await approveProposal(d, p, row, values as Record<string, unknown>, { rules: body.rules });
+      await approveProposal(d, open, row, values as Record<string, unknown>, { rules: body.rules });
       return c.json(viewProposal((await d.store.proposals.byId(row.id))!, open.vault.name));
     },
   );
@@ -184,7 +184,7 @@ export function proposalRoutes(d: Domain) {
     async (c) => {
       const p = c.get("principal");
       const { row, open } = await readProposalFor(d, p, readProposalId(c.req.param("id")), c.req.header("x-vault"), "approve");
-      await rejectProposal(d, p, row);
+      await rejectProposal(d, open, row);
       return c.json(viewProposal((await d.store.proposals.byId(row.id))!, open.vault.name));
     },
   );

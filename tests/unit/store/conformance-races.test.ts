@@ -63,7 +63,7 @@ async function setUpProposal(d: Domain) {
     credentials: [{ action: "set", key: "K", description: "a key" }],
   });
   const row = (await d.store.proposals.byId(filed.id))!;
-  return { owner, row };
+  return { owner, row, open: await openVault(d, owner, "v", "approve") };
 }
 
 /** Runs every contender at once; the indexes of those that succeeded, and the errors of the rest. */
@@ -91,8 +91,8 @@ forEachBackend((backend) => {
 
   test(`${N} concurrent approvals of one proposal: one applies (its value is the one stored), the rest get Conflict`, async () => {
     const d = await createDomain(await backend.open());
-    const { owner, row } = await setUpProposal(d);
-    const { winners, errors } = await race(Array.from({ length: N }, (_, i) => () => approveProposal(d, owner, row, { K: `value-${i}` })));
+    const { owner, row, open } = await setUpProposal(d);
+    const { winners, errors } = await race(Array.from({ length: N }, (_, i) => () => approveProposal(d, open, row, { K: `value-${i}` })));
     expect(winners.length).toBe(1);
     expectLosers(errors, Conflict, "this proposal was already decided");
     expect(await d.store.proposals.byId(row.id)).toMatchObject({ status: "applied", decidedBy: owner.userId });
@@ -103,9 +103,9 @@ forEachBackend((backend) => {
 
   test(`${N} concurrent approvals and rejections of one proposal: exactly one decides it, and a rejection stores nothing`, async () => {
     const d = await createDomain(await backend.open());
-    const { owner, row } = await setUpProposal(d);
+    const { owner, row, open } = await setUpProposal(d);
     const { winners, errors } = await race(
-      Array.from({ length: N }, (_, i) => () => (i % 2 === 0 ? approveProposal(d, owner, row, { K: `value-${i}` }) : rejectProposal(d, owner, row))),
+      Array.from({ length: N }, (_, i) => () => (i % 2 === 0 ? approveProposal(d, open, row, { K: `value-${i}` }) : rejectProposal(d, open, row))),
     );
     expect(winners.length).toBe(1);
     expectLosers(errors, Conflict, "this proposal was already decided");
