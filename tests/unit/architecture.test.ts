@@ -124,3 +124,25 @@ test("no import cycles among src/ files", () => {
   for (const file of sourceFiles(SRC)) if (!state.has(file)) visit(file);
   expect(cycles).toEqual([]);
 });
+
+test("every design citation in the code resolves in docs/architecture.md", () => {
+  const root = resolve(SRC, "..");
+  const doc = readFileSync(join(root, "docs", "architecture.md"), "utf8");
+  const sections = new Set([...doc.matchAll(/^## (§\d+) /gm)].map((m) => m[1]));
+  const decisions = new Set([...doc.matchAll(/^### (D\d+)\. /gm)].map((m) => m[1]));
+  const files = [SRC, join(root, "tests"), join(root, "bench")].flatMap(sourceFiles);
+  const unresolved: string[] = [];
+  let cited = 0;
+  for (const file of files) {
+    const text = readFileSync(file, "utf8");
+    if (/DESIGN\.md/.test(text)) unresolved.push(`${relative(root, file)}: cites DESIGN.md, which is not in the repository`);
+    for (const m of text.matchAll(/architecture\.md,? ((?:§|D)\d+)(?:(?:,| and) ((?:§|D)\d+))?/g)) {
+      for (const ref of [m[1], m[2]].filter((r): r is string => r !== undefined)) {
+        cited++;
+        if (!(ref.startsWith("§") ? sections : decisions).has(ref)) unresolved.push(`${relative(root, file)}: architecture.md ${ref}`);
+      }
+    }
+  }
+  expect(unresolved).toEqual([]);
+  expect(cited).toBeGreaterThan(30);
+});
