@@ -13,7 +13,7 @@ import { allowedTarget, heldByRule } from "../src/egress/rules.ts";
 import { createLogger } from "../src/log.ts";
 import { Secret } from "../src/secret.ts";
 import { openMemoryStore } from "../src/store/index.ts";
-import { createMetrics } from "../src/server/metrics.ts";
+import { createMetrics } from "../src/server/kit/metrics.ts";
 import { createLeafCache, decryptCredential, loadRootCa, mintLeaf, storeCredential, unlockKeyring } from "../src/crypto/index.ts";
 import { parseRules } from "../src/policy/index.ts";
 

@@ -6,9 +6,9 @@ import { ConfigError } from "../config.ts";
 import { KeyringError } from "../errors.ts";
 import { StoreOpenFailed } from "../store/index.ts";
 import { VERSION } from "../version.ts";
-import { CliExit, CliFailure } from "./fail.ts";
-import { assertArgs } from "./args.ts";
-import { renderHelp, resolve, resolveCommand, splitCommand } from "./help.ts";
+import { CliExit, CliFailure } from "./kit/index.ts";
+import { assertArgs } from "./kit/index.ts";
+import { renderHelp, resolve, resolveCommand, splitCommand } from "./kit/index.ts";
 
 export const rootCommand = defineCommand({
   meta: { name: "broker", version: VERSION, description: "Credential broker for AI agents: agents call APIs, the broker holds the keys" },
@@ -94,6 +94,6 @@ function stripAnsi(s: string): string {
 
 /** The contained side of `vault run --contain` (the spec comes from the outside half, never a secret). */
 export async function runContainedSide(spec: string): Promise<number> {
-  const { runContained } = await import("./contain-inside.ts");
+  const { runContained } = await import("./kit/contain-inside.ts");
   return runContained(JSON.parse(spec));
 }

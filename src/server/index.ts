@@ -2,8 +2,8 @@
 
 export { createApi, type ApiDeps } from "./app.ts";
 export { type DatabaseHealth } from "./app.ts";
-export { isWildcardBind } from "./host-check.ts";
-export { listApiHosts } from "./host-check.ts";
-export { countRefusals } from "./metrics.ts";
-export { createMetrics } from "./metrics.ts";
-export { type Metrics } from "./metrics.ts";
+export { isWildcardBind } from "./kit/index.ts";
+export { listApiHosts } from "./kit/index.ts";
+export { countRefusals } from "./kit/index.ts";
+export { createMetrics } from "./kit/index.ts";
+export { type Metrics } from "./kit/index.ts";

@@ -39,6 +39,20 @@ test("cross-module imports go through the other module's index.ts", () => {
   expect(bad.map(({ file, spec }) => `${relative(SRC, file)} → ${spec}`)).toEqual([]);
 });
 
+test("inside a module, no folder imports its parent, and a sibling folder only through its index.ts", () => {
+  const bad = edges.filter(({ file, spec }) => {
+    if (!spec.startsWith(".")) return false;
+    const target = resolve(dirname(file), spec);
+    if (!target.startsWith(`${SRC}/`) || moduleOf(target) !== moduleOf(file)) return false;
+    const from = dirname(file);
+    const to = dirname(target);
+    if (from === to) return false;
+    if (from.startsWith(`${to}/`)) return true; // a parent folder
+    return !target.endsWith("/index.ts");
+  });
+  expect(bad.map(({ file, spec }) => `${relative(SRC, file)} → ${spec}`)).toEqual([]);
+});
+
 // Who may import whom, bottom to top (docs/architecture.md, "Module map"). A module not listed
 // here fails the test: a new folder takes its place in the map on purpose.
 const LEAVES = ["errors", "secret", "log", "config", "config-client", "config-master-password", "config-oidc", "config-secret-file", "version"];

@@ -2,7 +2,7 @@
 
 import { expect, test } from "bun:test";
 import { loadConfig } from "../../src/config.ts";
-import { statusClass } from "../../src/server/metrics.ts";
+import { statusClass } from "../../src/server/kit/metrics.ts";
 
 const base = { BROKER_DATA_DIR: "/tmp/broker-metrics-config" };
 

@@ -3,11 +3,11 @@
 
 import { defineCommand } from "citty";
 import { Secret } from "../../secret.ts";
-import { jsonArg, passwordStdinArg } from "../args.ts";
-import { openContext } from "../context.ts";
-import { formatTime, printJson, printLine, printNote } from "../output.ts";
-import { promptHidden, promptNewPassword, readStdinLine } from "../prompt.ts";
-import { updateCliState } from "../state.ts";
+import { jsonArg, passwordStdinArg } from "../kit/index.ts";
+import { openContext } from "../kit/index.ts";
+import { formatTime, printJson, printLine, printNote } from "../kit/index.ts";
+import { promptHidden, promptNewPassword, readStdinLine } from "../kit/index.ts";
+import { updateCliState } from "../kit/index.ts";
 
 interface Whoami {
   readonly kind: "user" | "agent" | "scoped";

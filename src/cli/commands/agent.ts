@@ -2,10 +2,10 @@
 // agent redeems itself (`curl -X POST <link>`), so no agent token ever passes through the CLI.
 
 import { defineCommand } from "citty";
-import { jsonArg, parseTokenTtl, vaultArg } from "../args.ts";
-import { apiPath, vaultPath } from "../client.ts";
-import { openContext, pickVault } from "../context.ts";
-import { formatTime, printJson, printLine, printTable } from "../output.ts";
+import { jsonArg, parseTokenTtl, vaultArg } from "../kit/index.ts";
+import { apiPath, vaultPath } from "../kit/index.ts";
+import { openContext, pickVault } from "../kit/index.ts";
+import { formatTime, printJson, printLine, printTable } from "../kit/index.ts";
 
 interface AgentInvite {
   readonly id: string;

@@ -4,14 +4,14 @@
 
 import { defineCommand } from "citty";
 import { Secret } from "../../secret.ts";
-import { addressArg, jsonArg, passwordStdinArg } from "../args.ts";
-import { ApiFailure, apiPath } from "../client.ts";
-import { forgetLogin, openContext, saveLogin, type CliContext } from "../context.ts";
-import { addHelpFooter } from "../help.ts";
-import { formatTime, printJson, printLine, printNote, printSecret, printTable } from "../output.ts";
-import { promptHidden, promptNewPassword, readStdinLine } from "../prompt.ts";
-import { CliFailure } from "../fail.ts";
-import { loginWithSso } from "../sso.ts";
+import { addressArg, jsonArg, passwordStdinArg } from "../kit/index.ts";
+import { ApiFailure, apiPath } from "../kit/index.ts";
+import { forgetLogin, openContext, saveLogin, type CliContext } from "../kit/index.ts";
+import { addHelpFooter } from "../kit/index.ts";
+import { formatTime, printJson, printLine, printNote, printSecret, printTable } from "../kit/index.ts";
+import { promptHidden, promptNewPassword, readStdinLine } from "../kit/index.ts";
+import { CliFailure } from "../kit/index.ts";
+import { loginWithSso } from "../kit/index.ts";
 
 export interface UserView {
   readonly id: string;

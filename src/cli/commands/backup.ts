@@ -6,10 +6,10 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { loadConfig } from "../../config.ts";
 import { backupSqlite, BackupTargetExists, DB_FILE, type BackupReport } from "../../store/index.ts";
-import { jsonArg } from "../args.ts";
-import { CliFailure } from "../fail.ts";
-import { addHelpFooter } from "../help.ts";
-import { printJson, printLine } from "../output.ts";
+import { jsonArg } from "../kit/index.ts";
+import { CliFailure } from "../kit/index.ts";
+import { addHelpFooter } from "../kit/index.ts";
+import { printJson, printLine } from "../kit/index.ts";
 
 const backupCommand = defineCommand({
   meta: { name: "backup", description: "Copy the SQLite store to a new file (0600) while the broker runs" },

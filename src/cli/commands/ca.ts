@@ -2,10 +2,10 @@
 
 import { defineCommand } from "citty";
 import { writeFileSync } from "node:fs";
-import { apiPath } from "../client.ts";
-import { openContext } from "../context.ts";
-import { CliFailure } from "../fail.ts";
-import { printLine, printNote } from "../output.ts";
+import { apiPath } from "../kit/index.ts";
+import { openContext } from "../kit/index.ts";
+import { CliFailure } from "../kit/index.ts";
+import { printLine, printNote } from "../kit/index.ts";
 
 const exportCommand = defineCommand({
   meta: { name: "export", description: "Print the broker's root CA certificate (PEM), or write it with --out" },

@@ -5,12 +5,12 @@
 
 import { defineCommand } from "citty";
 import { Secret } from "../../secret.ts";
-import { jsonArg, vaultArg } from "../args.ts";
-import { vaultPath } from "../client.ts";
-import { openContext, pickVault } from "../context.ts";
-import { CliFailure, hintOnForbidden, SECRET_READ_HINT, SECRET_WRITE_HINT } from "../fail.ts";
-import { formatTime, printJson, printLine, printSecret, printTable } from "../output.ts";
-import { promptHidden, readStdinValue, stdinIsTerminal } from "../prompt.ts";
+import { jsonArg, vaultArg } from "../kit/index.ts";
+import { vaultPath } from "../kit/index.ts";
+import { openContext, pickVault } from "../kit/index.ts";
+import { CliFailure, hintOnForbidden, SECRET_READ_HINT, SECRET_WRITE_HINT } from "../kit/index.ts";
+import { formatTime, printJson, printLine, printSecret, printTable } from "../kit/index.ts";
+import { promptHidden, readStdinValue, stdinIsTerminal } from "../kit/index.ts";
 
 interface CredentialView {
   readonly key: string;

@@ -3,11 +3,11 @@
 
 import { defineCommand } from "citty";
 import { ConfigError, loadConfig, type Config } from "../../config.ts";
-import { jsonArg } from "../args.ts";
-import { CliExit } from "../fail.ts";
-import { checkGuard, checkOidc, checkPorts, checkPublicUrl, type Finding } from "../doctor-checks.ts";
-import { checkCa, checkDataDir, checkDatabase, checkKeyring } from "../doctor-store.ts";
-import { printJson, printLine } from "../output.ts";
+import { jsonArg } from "../kit/index.ts";
+import { CliExit } from "../kit/index.ts";
+import { checkGuard, checkOidc, checkPorts, checkPublicUrl, type Finding } from "../kit/index.ts";
+import { checkCa, checkDataDir, checkDatabase, checkKeyring } from "../kit/index.ts";
+import { printJson, printLine } from "../kit/index.ts";
 
 const doctorCommand = defineCommand({
   meta: { name: "doctor", description: "Check the server's configuration, files, database and CA, and say how to fix what is wrong" },

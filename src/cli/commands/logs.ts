@@ -2,11 +2,11 @@
 // Records hold names and numbers only; there is nothing secret to print.
 
 import { defineCommand } from "citty";
-import { jsonArg, vaultArg } from "../args.ts";
-import { vaultPath } from "../client.ts";
-import { openContext, pickVault } from "../context.ts";
-import { CliFailure } from "../fail.ts";
-import { formatTable, hasCutCells, printJson, printLine, printNote } from "../output.ts";
+import { jsonArg, vaultArg } from "../kit/index.ts";
+import { vaultPath } from "../kit/index.ts";
+import { openContext, pickVault } from "../kit/index.ts";
+import { CliFailure } from "../kit/index.ts";
+import { formatTable, hasCutCells, printJson, printLine, printNote } from "../kit/index.ts";
 
 interface LogRecord {
   id: number;

@@ -8,8 +8,8 @@ import { KeyringError } from "../../errors.ts";
 import type { Secret } from "../../secret.ts";
 import { openStore, type Store } from "../../store/index.ts";
 import { changeMasterPassword, removeMasterPassword, setMasterPassword } from "../../crypto/index.ts";
-import { CliFailure } from "../fail.ts";
-import { promptHidden, promptNewPassword, readStdinLine } from "../prompt.ts";
+import { CliFailure } from "../kit/index.ts";
+import { promptHidden, promptNewPassword, readStdinLine } from "../kit/index.ts";
 
 const sharedArgs = {
   "password-stdin": { type: "boolean", description: "Read passwords from standard input, one per line" },

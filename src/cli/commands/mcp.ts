@@ -4,10 +4,10 @@
 
 import { defineCommand } from "citty";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import { CliFailure } from "../fail.ts";
-import { addHelpFooter } from "../help.ts";
-import { brokerApi, readAgentEnv } from "../mcp/broker-api.ts";
-import { createMcpServer } from "../mcp/server.ts";
+import { CliFailure } from "../kit/index.ts";
+import { addHelpFooter } from "../kit/index.ts";
+import { brokerApi, readAgentEnv } from "../mcp/index.ts";
+import { createMcpServer } from "../mcp/index.ts";
 
 const command = defineCommand({
   meta: { name: "mcp", description: "Serve the broker to an agent over the Model Context Protocol (stdio); run it under `broker vault run`" },

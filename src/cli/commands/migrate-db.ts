@@ -19,10 +19,10 @@ import {
   type CopyReport,
   type Db,
 } from "../../store/index.ts";
-import { jsonArg } from "../args.ts";
-import { CliFailure } from "../fail.ts";
-import { addHelpFooter } from "../help.ts";
-import { formatTable, printJson, printLine, printNote } from "../output.ts";
+import { jsonArg } from "../kit/index.ts";
+import { CliFailure } from "../kit/index.ts";
+import { addHelpFooter } from "../kit/index.ts";
+import { formatTable, printJson, printLine, printNote } from "../kit/index.ts";
 
 /** The target database, its URL masked for display and its password for scrubbing error text. */
 interface Target {

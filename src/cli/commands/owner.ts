@@ -2,10 +2,10 @@
 // allowed signup domains and rate limits (read-only when BROKER_RATELIMIT_LOCK pins them).
 
 import { defineCommand } from "citty";
-import { jsonArg, parseDomainList } from "../args.ts";
-import { openContext } from "../context.ts";
-import { CliFailure } from "../fail.ts";
-import { printJson, printLine } from "../output.ts";
+import { jsonArg, parseDomainList } from "../kit/index.ts";
+import { openContext } from "../kit/index.ts";
+import { CliFailure } from "../kit/index.ts";
+import { printJson, printLine } from "../kit/index.ts";
 
 interface Tier {
   rps: number;

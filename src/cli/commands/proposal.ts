@@ -5,13 +5,13 @@
 
 import { defineCommand } from "citty";
 import { Secret } from "../../secret.ts";
-import { jsonArg, vaultArg } from "../args.ts";
-import { apiPath, type Client, vaultPath } from "../client.ts";
-import { type CliContext, openContext, pickVault } from "../context.ts";
-import { CliFailure } from "../fail.ts";
-import { formatTime, printJson, printLine, printTable } from "../output.ts";
-import { promptHidden, stdinIsTerminal } from "../prompt.ts";
-import { checkWholePem, describeAuth, slotPrompt, type ServiceAuth } from "../service-auth.ts";
+import { jsonArg, vaultArg } from "../kit/index.ts";
+import { apiPath, type Client, vaultPath } from "../kit/index.ts";
+import { type CliContext, openContext, pickVault } from "../kit/index.ts";
+import { CliFailure } from "../kit/index.ts";
+import { formatTime, printJson, printLine, printTable } from "../kit/index.ts";
+import { promptHidden, stdinIsTerminal } from "../kit/index.ts";
+import { checkWholePem, describeAuth, slotPrompt, type ServiceAuth } from "../kit/index.ts";
 import { requesterPrefix, type RequesterKind } from "../../identity/index.ts";
 
 interface SlotView {

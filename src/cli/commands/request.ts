@@ -9,12 +9,12 @@
 import { defineCommand } from "citty";
 import { layoutJson, type RequestApprovalView } from "../../workflows/index.ts";
 import { requesterPrefix } from "../../identity/index.ts";
-import { jsonArg, vaultArg } from "../args.ts";
-import { vaultPath } from "../client.ts";
-import { openContext, pickVault } from "../context.ts";
-import { CliFailure } from "../fail.ts";
-import { addHelpFooter } from "../help.ts";
-import { formatTime, hasCutCells, printJson, printLine, printNote, printTable, type Column } from "../output.ts";
+import { jsonArg, vaultArg } from "../kit/index.ts";
+import { vaultPath } from "../kit/index.ts";
+import { openContext, pickVault } from "../kit/index.ts";
+import { CliFailure } from "../kit/index.ts";
+import { addHelpFooter } from "../kit/index.ts";
+import { formatTime, hasCutCells, printJson, printLine, printNote, printTable, type Column } from "../kit/index.ts";
 
 const STATES = ["pending", "approved", "denied", "used", "expired"];
 const ID = /^apr_[A-Za-z0-9_-]{16}$/;

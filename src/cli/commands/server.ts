@@ -8,9 +8,9 @@ import { createLogger } from "../../log.ts";
 import { openStore } from "../../store/index.ts";
 import { ListenFailed, startServer } from "../../app/index.ts";
 import { keyringMode } from "../../crypto/index.ts";
-import { CliFailure } from "../fail.ts";
-import { addHelpFooter } from "../help.ts";
-import { promptHidden, stdinIsTerminal } from "../prompt.ts";
+import { CliFailure } from "../kit/index.ts";
+import { addHelpFooter } from "../kit/index.ts";
+import { promptHidden, stdinIsTerminal } from "../kit/index.ts";
 
 const serverCommand = defineCommand({
   meta: { name: "server", description: "Run the broker server (API, web console and proxy) in the foreground" },

@@ -6,13 +6,13 @@
 
 import { defineCommand } from "citty";
 import type { Rules } from "../../policy/index.ts";
-import { jsonArg, vaultArg } from "../args.ts";
-import { type Client, vaultPath } from "../client.ts";
-import { openContext, pickVault } from "../context.ts";
-import { CliFailure, hintOnForbidden, SECRET_WRITE_HINT } from "../fail.ts";
-import { addHelpFooter } from "../help.ts";
-import { printJson, printLine, printNote, printTable } from "../output.ts";
-import { AUTH_EXAMPLES, AUTH_NOTES, authKeyNames, buildAuth, describeAuth, MINTED_AUTH_ARGS, nameAuthFlag, type ServiceAuth } from "../service-auth.ts";
+import { jsonArg, vaultArg } from "../kit/index.ts";
+import { type Client, vaultPath } from "../kit/index.ts";
+import { openContext, pickVault } from "../kit/index.ts";
+import { CliFailure, hintOnForbidden, SECRET_WRITE_HINT } from "../kit/index.ts";
+import { addHelpFooter } from "../kit/index.ts";
+import { printJson, printLine, printNote, printTable } from "../kit/index.ts";
+import { AUTH_EXAMPLES, AUTH_NOTES, authKeyNames, buildAuth, describeAuth, MINTED_AUTH_ARGS, nameAuthFlag, type ServiceAuth } from "../kit/index.ts";
 import {
   ADD_RULES_EXAMPLE,
   ADD_RULES_NOTES,
@@ -23,7 +23,7 @@ import {
   describeAllowed,
   parseRuleFlags,
   UPDATE_EXAMPLES,
-} from "../service-rules.ts";
+} from "../kit/index.ts";
 
 interface ServiceView {
   readonly host: string;

@@ -3,10 +3,10 @@
 // `broker vault set --unmatched-hosts tunnel|deny` (admin).
 
 import { defineCommand } from "citty";
-import { jsonArg, vaultArg } from "../args.ts";
-import { vaultPath } from "../client.ts";
-import { openContext, pickVault } from "../context.ts";
-import { formatTime, printJson, printLine, printTable } from "../output.ts";
+import { jsonArg, vaultArg } from "../kit/index.ts";
+import { vaultPath } from "../kit/index.ts";
+import { openContext, pickVault } from "../kit/index.ts";
+import { formatTime, printJson, printLine, printTable } from "../kit/index.ts";
 
 interface Member {
   email: string;

@@ -4,12 +4,12 @@
 
 import { defineCommand } from "citty";
 import { Secret } from "../../secret.ts";
-import { addressArg, passwordStdinArg } from "../args.ts";
-import { apiPath } from "../client.ts";
-import { openContext, rememberVault, saveLogin } from "../context.ts";
-import { CliFailure } from "../fail.ts";
-import { printLine, printNote, printSecret } from "../output.ts";
-import { promptNewPassword, readStdinLine } from "../prompt.ts";
+import { addressArg, passwordStdinArg } from "../kit/index.ts";
+import { apiPath } from "../kit/index.ts";
+import { openContext, rememberVault, saveLogin } from "../kit/index.ts";
+import { CliFailure } from "../kit/index.ts";
+import { printLine, printNote, printSecret } from "../kit/index.ts";
+import { promptNewPassword, readStdinLine } from "../kit/index.ts";
 import type { UserView } from "./auth.ts";
 
 interface Accepted {

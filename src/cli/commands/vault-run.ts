@@ -9,14 +9,14 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { rootCertificates } from "node:tls";
-import { vaultArg } from "../args.ts";
-import { apiPath } from "../client.ts";
-import { openContext, pickVault } from "../context.ts";
-import { CliExit, CliFailure } from "../fail.ts";
-import { nodeProxyWarning } from "../node-proxy.ts";
-import { printNote } from "../output.ts";
-import { runSupervised } from "../supervise.ts";
-import { assertContainable, CONTAIN_ENV, containedArgv, startBridges, type ContainSpec } from "../contain.ts";
+import { vaultArg } from "../kit/index.ts";
+import { apiPath } from "../kit/index.ts";
+import { openContext, pickVault } from "../kit/index.ts";
+import { CliExit, CliFailure } from "../kit/index.ts";
+import { nodeProxyWarning } from "../kit/index.ts";
+import { printNote } from "../kit/index.ts";
+import { runSupervised } from "../kit/index.ts";
+import { assertContainable, CONTAIN_ENV, containedArgv, startBridges, type ContainSpec } from "../kit/index.ts";
 
 // AWS_CA_BUNDLE: the AWS CLI and boto3 read their roots only from there (aws_sigv4 services).
 // GRPC_DEFAULT_SSL_ROOTS_FILE_PATH: gRPC's own libraries (grpc-js, grpcio) read their roots from there.

@@ -3,10 +3,10 @@
 // are secrets themselves) and never shows a secret.
 
 import { defineCommand } from "citty";
-import { jsonArg, vaultArg } from "../args.ts";
-import { vaultPath } from "../client.ts";
-import { openContext, pickVault } from "../context.ts";
-import { formatTime, printJson, printLine, printTable } from "../output.ts";
+import { jsonArg, vaultArg } from "../kit/index.ts";
+import { vaultPath } from "../kit/index.ts";
+import { openContext, pickVault } from "../kit/index.ts";
+import { formatTime, printJson, printLine, printTable } from "../kit/index.ts";
 import { DELIVERY_STATUS_WORDS } from "../../workflows/index.ts";
 
 interface WebhookView {

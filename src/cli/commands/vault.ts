@@ -3,12 +3,12 @@
 
 import { defineCommand } from "citty";
 import { vaultAccessCommands } from "./vault-access.ts";
-import { jsonArg, vaultArg } from "../args.ts";
-import { vaultPath } from "../client.ts";
-import { openContext, pickVault, rememberVault } from "../context.ts";
-import { CliFailure } from "../fail.ts";
-import { formatTime, printJson, printLine, printTable } from "../output.ts";
-import { promptLine } from "../prompt.ts";
+import { jsonArg, vaultArg } from "../kit/index.ts";
+import { vaultPath } from "../kit/index.ts";
+import { openContext, pickVault, rememberVault } from "../kit/index.ts";
+import { CliFailure } from "../kit/index.ts";
+import { formatTime, printJson, printLine, printTable } from "../kit/index.ts";
+import { promptLine } from "../kit/index.ts";
 import joinCommand from "./vault-join.ts";
 
 interface VaultView {

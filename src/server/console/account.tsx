@@ -7,9 +7,9 @@
 import { Hono } from "hono";
 import { BrokerError, InvalidRequest } from "../../errors.ts";
 import { changePassword, listIdentities, listOwnSessions, logout, revokeOwnSession, unlinkIdentity, type SessionView } from "../../identity/index.ts";
-import { clientIp } from "../limits.ts";
-import { clearPageCookie } from "../pages/security.ts";
-import { Badge, Button, FormField, Name, PostForm, Section, Table, Time } from "./components.tsx";
+import { clientIp } from "../kit/index.ts";
+import { clearPageCookie } from "../ui/index.ts";
+import { Badge, Button, FormField, Name, PostForm, Section, Table, Time } from "../ui/index.ts";
 import {
   describeError,
   formOf,
@@ -21,7 +21,7 @@ import {
   type ConsoleContext,
   type ConsoleEnv,
 } from "./context.tsx";
-import { IdentitiesSection, issuerHost, providerOrigin } from "./sign-in-provider.tsx";
+import { IdentitiesSection, issuerHost, providerOrigin } from "../ui/index.ts";
 
 function SessionKind(props: { s: SessionView }) {
   if (props.s.kind === "scoped") {

@@ -10,9 +10,9 @@ import { BrokerError, InvalidRequest, NotFound, RateLimited, toErrorResponse, Un
 import type { Logger } from "../../log.ts";
 import type { Domain, OpenVault, Principal, UserPrincipal, VaultAction } from "../../identity/index.ts";
 import { openVault } from "../../identity/index.ts";
-import { enforce } from "../limits.ts";
-import { assertSameOrigin, CsrfRejected, csrfToken, readForm, readSessionCookie, setPageHeaders } from "../pages/security.ts";
-import { CONFIRM_FIELD } from "./components.tsx";
+import { enforce } from "../kit/index.ts";
+import { assertSameOrigin, CsrfRejected, csrfToken, readForm, readSessionCookie, setPageHeaders } from "../ui/index.ts";
+import { CONFIRM_FIELD } from "../ui/index.ts";
 import { createFlashSigner, type Flash, type FlashKind, type FlashSigner } from "./flash.ts";
 import { Layout, type LayoutProps } from "./layout.tsx";
 

@@ -6,7 +6,7 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 import type { Context } from "hono";
 import type { Domain } from "../../identity/index.ts";
 import { randomBytes } from "../../crypto/index.ts";
-import { clearPageCookie, readPageCookie, setPageCookie } from "../pages/security.ts";
+import { clearPageCookie, readPageCookie, setPageCookie } from "../ui/index.ts";
 
 export type FlashKind = "success" | "error" | "info";
 

@@ -4,7 +4,7 @@
 
 import { Hono } from "hono";
 import { createVault, iso, listVaults, type VaultRole } from "../../identity/index.ts";
-import { Badge, Button, EmptyState, FormField, Name, PostForm, Section, Table, Time, toneOf } from "./components.tsx";
+import { Badge, Button, EmptyState, FormField, Name, PostForm, Section, Table, Time, toneOf } from "../ui/index.ts";
 import { formOf, openConsoleVault, renderPage, requireSignedIn, runAction, signedIn, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
 import { vaultPath, type VaultSection } from "./layout.tsx";
 import { renderSignIn, signInMode } from "./sign-in.tsx";

@@ -4,7 +4,7 @@
 // /v1/ca/rotate). Shows only the public certificate; the CA key never leaves the vault.
 
 import type { RootCa } from "../../crypto/index.ts";
-import { ConfirmForm, Name, Section, Time } from "./components.tsx";
+import { ConfirmForm, Name, Section, Time } from "../ui/index.ts";
 
 export const ROTATE_PHRASE = "rotate";
 

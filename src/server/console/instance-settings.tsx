@@ -11,7 +11,7 @@ import { RATE_PROFILES } from "../../ratelimit/index.ts";
 import { getOwnerSettings, requireOwner, updateOwnerSettings, type OwnerSettings } from "../../identity/index.ts";
 import type { CaHolder } from "../../crypto/index.ts";
 import type { MintedState } from "../../egress/index.ts";
-import { Badge, Button, FormField, PostForm, Section } from "./components.tsx";
+import { Badge, Button, FormField, PostForm, Section } from "../ui/index.ts";
 import { formOf, renderPage, requireConfirmation, requireSignedIn, runAction, signedIn, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
 import { CaSection, fingerprintOf, ROTATE_PHRASE } from "./instance-ca.tsx";
 

@@ -5,8 +5,8 @@
 
 import type { Child } from "hono/jsx";
 import { VERSION } from "../../version.ts";
-import { Document } from "../pages/document.tsx";
-import { Badge, Button, PageContext, PostForm } from "./components.tsx";
+import { Document } from "../ui/index.ts";
+import { Badge, Button, PageContext, PostForm } from "../ui/index.ts";
 import type { Flash } from "./flash.ts";
 
 export type NavItem = "vaults" | "account" | "settings";

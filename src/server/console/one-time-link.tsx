@@ -5,7 +5,7 @@
 
 import type { VaultRole } from "../../identity/index.ts";
 import { roleRank, VAULT_ROLES } from "../../identity/index.ts";
-import { Button } from "./components.tsx";
+import { Button } from "../ui/index.ts";
 
 export const COPY_SCRIPT_NAME = "copy";
 

@@ -8,11 +8,11 @@ import { Hono } from "hono";
 import type { Child } from "hono/jsx";
 import { BrokerError, RateLimited } from "../../errors.ts";
 import { loginUser, logout, readCredentials, registerUser } from "../../identity/index.ts";
-import { authTier, clientIp } from "../limits.ts";
-import { clearPageCookie, setSessionCookie } from "../pages/security.ts";
-import { Button, FormField, PostForm } from "./components.tsx";
+import { authTier, clientIp } from "../kit/index.ts";
+import { clearPageCookie, setSessionCookie } from "../ui/index.ts";
+import { Button, FormField, PostForm } from "../ui/index.ts";
 import { describeError, formOf, plural, redirectWithFlash, renderPage, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
-import { ProviderSignIn } from "./sign-in-provider.tsx";
+import { ProviderSignIn } from "../ui/index.ts";
 
 export type SignInMode = "sign-in" | "first-user";
 

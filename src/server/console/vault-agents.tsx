@@ -8,7 +8,7 @@ import { Hono } from "hono";
 import { BrokerError } from "../../errors.ts";
 import { createAgentInvite, listAgents, listInvites, mayInVault, revokeAgent, revokeInvite } from "../../identity/index.ts";
 import type { OpenVault } from "../../identity/index.ts";
-import { Badge, Button, ConfirmForm, EmptyState, FormField, Name, PostForm, Section, Table, Time, toneOf } from "./components.tsx";
+import { Badge, Button, ConfirmForm, EmptyState, FormField, Name, PostForm, Section, Table, Time, toneOf } from "../ui/index.ts";
 import {
   describeError,
   formOf,

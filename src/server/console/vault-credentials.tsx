@@ -9,8 +9,8 @@ import { Hono } from "hono";
 import { BrokerError, NotFound, Unauthorized } from "../../errors.ts";
 import { authenticateUser, mayInVault, readPassword, type OpenVault } from "../../identity/index.ts";
 import { authKeys, deleteCredential, listCredentials, listServices, revealCredential, setCredential, type ServiceView } from "../../workflows/index.ts";
-import { clientIp } from "../limits.ts";
-import { Badge, Button, ConfirmForm, EmptyState, FormField, LinkButton, Name, PostForm, Section, Table, Time } from "./components.tsx";
+import { clientIp } from "../kit/index.ts";
+import { Badge, Button, ConfirmForm, EmptyState, FormField, LinkButton, Name, PostForm, Section, Table, Time } from "../ui/index.ts";
 import {
   describeError,
   formOf,

@@ -7,9 +7,9 @@
 import { Hono } from "hono";
 import { listRequestApprovals, decideRequestApproval, type RequestApprovalView } from "../../workflows/index.ts";
 import { mayInVault, type OpenVault } from "../../identity/index.ts";
-import { RequesterPrefix } from "../pages/approve.tsx";
-import { isWebSocket, ReadableBody, stateWords } from "../pages/approve-held.tsx";
-import { Badge, Button, EmptyState, Name, PostForm, Section, Table, Time, toneOf } from "./components.tsx";
+import { RequesterPrefix } from "../ui/index.ts";
+import { isWebSocket, ReadableBody, stateWords } from "../ui/index.ts";
+import { Badge, Button, EmptyState, Name, PostForm, Section, Table, Time, toneOf } from "../ui/index.ts";
 import { openConsoleVault, renderPage, requireSignedIn, runAction, signedIn, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
 import { vaultPath } from "./layout.tsx";
 

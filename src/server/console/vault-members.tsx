@@ -8,7 +8,7 @@ import { Hono } from "hono";
 import { BrokerError } from "../../errors.ts";
 import { createVaultInvite, listInvites, listMembers, mayInVault, revokeInvite } from "../../identity/index.ts";
 import type { OpenVault } from "../../identity/index.ts";
-import { Badge, Button, EmptyState, FormField, PostForm, Section, Table, Time, toneOf } from "./components.tsx";
+import { Badge, Button, EmptyState, FormField, PostForm, Section, Table, Time, toneOf } from "../ui/index.ts";
 import {
   describeError,
   formOf,

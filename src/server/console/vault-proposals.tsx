@@ -16,9 +16,9 @@ import { listServices, viewProposal } from "../../workflows/index.ts";
 import type { OpenVault, VaultRole } from "../../identity/index.ts";
 import type { ProposalReview } from "../../workflows/index.ts";
 import type { Rules } from "../../policy/index.ts";
-import { RulesBox, RulesReview } from "../pages/rules-field.tsx";
-import { formatRulesText, readChosenRules, rulesFieldName, typedRules } from "../pages/rules-text.ts";
-import { Badge, Button, EmptyState, Name, PostForm, Section, Time, toneOf } from "./components.tsx";
+import { RulesBox, RulesReview } from "../ui/index.ts";
+import { formatRulesText, readChosenRules, rulesFieldName, typedRules } from "../ui/index.ts";
+import { Badge, Button, EmptyState, Name, PostForm, Section, Time, toneOf } from "../ui/index.ts";
 import {
   describeError,
   formOf,
@@ -33,7 +33,7 @@ import {
 } from "./context.tsx";
 import { vaultPath } from "./layout.tsx";
 import { COPY_SCRIPT_NAME, CopyField } from "./one-time-link.tsx";
-import { isPemSlot, PEM_HINT, slotUses } from "./auth-words.ts";
+import { isPemSlot, PEM_HINT, slotUses } from "../ui/index.ts";
 
 const VALUE_PREFIX = "value_";
 

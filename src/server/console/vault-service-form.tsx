@@ -6,8 +6,8 @@
 // their own fieldsets (vault-service-minted.tsx). The rules box takes one rule per line
 // (rules-text.ts); empty allows every method and path. No field holds a secret value.
 
-import { RulesBox } from "../pages/rules-field.tsx";
-import { FormField, Name } from "./components.tsx";
+import { RulesBox } from "../ui/index.ts";
+import { FormField, Name } from "../ui/index.ts";
 import { EMPTY_MINTED, KeyNameInput, MINTED_CHOICES, MintedFields, type MintedFormValues } from "./vault-service-minted.tsx";
 
 export interface ServiceFormValues extends MintedFormValues {

@@ -5,7 +5,7 @@
 
 import type { MintedAuthType } from "../../store/index.ts";
 import type { ServiceAuth } from "../../workflows/index.ts";
-import { Name } from "./components.tsx";
+import { Name } from "../ui/index.ts";
 
 export const MINTED_LABEL: Record<MintedAuthType, string> = {
   oauth2_client_credentials: "OAuth client",

@@ -11,7 +11,7 @@ import { BrokerError, NotFound } from "../../errors.ts";
 import { addService, listCredentials, listServices, newHostUses, readAuth, removeService, updateService, type ServiceView } from "../../workflows/index.ts";
 import { describeUrlAuth, parseHostPattern } from "../../policy/index.ts";
 import { mayInVault, type OpenVault } from "../../identity/index.ts";
-import { Badge, Button, ConfirmForm, EmptyState, LinkButton, Name, PostForm, Section, Table, Time } from "./components.tsx";
+import { Badge, Button, ConfirmForm, EmptyState, LinkButton, Name, PostForm, Section, Table, Time } from "../ui/index.ts";
 import type { MintedState } from "../../egress/index.ts";
 import {
   describeError,
@@ -25,8 +25,8 @@ import {
   type ConsoleEnv,
 } from "./context.tsx";
 import { vaultPath } from "./layout.tsx";
-import { rulesInWords } from "../pages/rules-field.tsx";
-import { formatRulesText, parseRulesText } from "../pages/rules-text.ts";
+import { rulesInWords } from "../ui/index.ts";
+import { formatRulesText, parseRulesText } from "../ui/index.ts";
 import { ServiceFields, type ServiceFormValues } from "./vault-service-form.tsx";
 import { isMintedChoice, mintedAuthBody, mintedValuesOf, readMintedValues } from "./vault-service-minted.tsx";
 import { labelAuthField, MINTED_LABEL, MintedSummary } from "./vault-service-summary.tsx";

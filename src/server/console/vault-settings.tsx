@@ -6,7 +6,7 @@
 
 import { Hono } from "hono";
 import { deleteVault, describeVault, mayInVault, updateVault, type OpenVault } from "../../identity/index.ts";
-import { Badge, Button, ConfirmForm, Name, PostForm, Section } from "./components.tsx";
+import { Badge, Button, ConfirmForm, Name, PostForm, Section } from "../ui/index.ts";
 import { formOf, openConsoleVault, renderPage, requireConfirmation, requireSignedIn, runAction, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
 import { vaultPath } from "./layout.tsx";
 import { renderNotifications, vaultWebhookRoutes } from "./vault-webhooks.tsx";

@@ -8,7 +8,7 @@ import { Hono } from "hono";
 import { BrokerError, PermissionDenied } from "../../errors.ts";
 import { addWebhook, DELIVERY_STATUS_WORDS, listWebhooks, removeWebhook, type WebhookView } from "../../workflows/index.ts";
 import { type OpenVault } from "../../identity/index.ts";
-import { Badge, ConfirmForm, FormField, LinkButton, Name, PostForm, Section, Table, Time, type BadgeTone } from "./components.tsx";
+import { Badge, ConfirmForm, FormField, LinkButton, Name, PostForm, Section, Table, Time, type BadgeTone } from "../ui/index.ts";
 import {
   describeError,
   formOf,

@@ -3,10 +3,10 @@
 import { Hono } from "hono";
 import { listAgents, redeemAgentInvite, revokeAgent } from "../../identity/index.ts";
 import { AgentList, AgentRedeemed, Message } from "../../contract/index.ts";
-import { describe } from "../openapi/describe.ts";
+import { describe } from "../openapi/index.ts";
 import type { Domain } from "../../identity/index.ts";
-import { requirePrincipal } from "../auth.ts";
-import type { ApiEnv } from "../env.ts";
+import { requirePrincipal } from "../kit/index.ts";
+import type { ApiEnv } from "../kit/index.ts";
 
 export function agentRoutes(d: Domain) {
   const r = new Hono<ApiEnv>();

@@ -12,10 +12,10 @@ import type { Logger } from "../../log.ts";
 import type { Domain, OpenVault } from "../../identity/index.ts";
 import { decideRequestApproval, readRequestApproval, viewRequestApproval } from "../../workflows/index.ts";
 import { openVault } from "../../identity/index.ts";
-import type { ApiEnv } from "../env.ts";
-import { HeldApprovalPage, type HeldViewer } from "../pages/approve-held.tsx";
-import { signInFromForm } from "../pages/form-sign-in.ts";
-import { assertSameOrigin, csrfToken, readForm, readSessionCookie, setPageHeaders } from "../pages/security.ts";
+import type { ApiEnv } from "../kit/index.ts";
+import { HeldApprovalPage, type HeldViewer } from "../ui/index.ts";
+import { signInFromForm } from "../ui/index.ts";
+import { assertSameOrigin, csrfToken, readForm, readSessionCookie, setPageHeaders } from "../ui/index.ts";
 
 const PUBLIC_ID = /^apr_[A-Za-z0-9_-]{16}$/;
 

@@ -13,13 +13,13 @@ import type { Domain } from "../../identity/index.ts";
 import { mayInVault, openVault, type Principal } from "../../identity/index.ts";
 import { approvalWarnings, approveProposal, proposalByApprovalToken, rejectProposal, requesterOf, viewProposal, viewService } from "../../workflows/index.ts";
 import { roleIn } from "../../identity/index.ts";
-import type { ApiEnv } from "../env.ts";
-import { ApprovePage, MessagePage, type Viewer } from "../pages/approve.tsx";
-import { readChosenRules, typedRules } from "../pages/rules-text.ts";
-import { signInFromForm } from "../pages/form-sign-in.ts";
-import { assertSameOrigin, csrfToken, readForm, readSessionCookie, setPageHeaders } from "../pages/security.ts";
-import { STYLESHEET } from "../pages/style.ts";
-import { COPY_SCRIPT } from "../console/copy-script.ts";
+import type { ApiEnv } from "../kit/index.ts";
+import { ApprovePage, MessagePage, type Viewer } from "../ui/index.ts";
+import { readChosenRules, typedRules } from "../ui/index.ts";
+import { signInFromForm } from "../ui/index.ts";
+import { assertSameOrigin, csrfToken, readForm, readSessionCookie, setPageHeaders } from "../ui/index.ts";
+import { STYLESHEET } from "../ui/index.ts";
+import { COPY_SCRIPT } from "../ui/index.ts";
 
 async function viewerOf(c: Context, d: Domain, vaultId: number): Promise<{ viewer: Viewer; principal?: Principal }> {
   const token = readSessionCookie(c, d);

@@ -5,11 +5,11 @@ import { Hono } from "hono";
 import type { Domain } from "../../identity/index.ts";
 import { ChangePasswordInput, CredentialsInput, FreshSession, OwnSessions, SignedIn, Whoami } from "../../contract/index.ts";
 import { changePassword, iso, listOwnSessions, loginUser, logout, publicUser, readCredentials, registerUser, revokeOwnSession } from "../../identity/index.ts";
-import { requirePrincipal } from "../auth.ts";
-import type { ApiEnv } from "../env.ts";
-import { clientIp } from "../limits.ts";
-import { jsonBody } from "../body.ts";
-import { describe } from "../openapi/describe.ts";
+import { requirePrincipal } from "../kit/index.ts";
+import type { ApiEnv } from "../kit/index.ts";
+import { clientIp } from "../kit/index.ts";
+import { jsonBody } from "../kit/index.ts";
+import { describe } from "../openapi/index.ts";
 
 export function authRoutes(d: Domain) {
   const r = new Hono<ApiEnv>();

@@ -6,10 +6,10 @@ import type { Logger } from "../../log.ts";
 import type { CaHolder } from "../../crypto/index.ts";
 import type { Domain } from "../../identity/index.ts";
 import { CaRotated } from "../../contract/index.ts";
-import { describe } from "../openapi/describe.ts";
+import { describe } from "../openapi/index.ts";
 import { requireOwner } from "../../identity/index.ts";
-import { requirePrincipal } from "../auth.ts";
-import type { ApiEnv } from "../env.ts";
+import { requirePrincipal } from "../kit/index.ts";
+import type { ApiEnv } from "../kit/index.ts";
 
 export function caRoutes(d: Domain, ca: CaHolder, log: Logger) {
   const r = new Hono<ApiEnv>();

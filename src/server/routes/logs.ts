@@ -7,10 +7,10 @@ import { InvalidRequest } from "../../errors.ts";
 import type { Domain } from "../../identity/index.ts";
 import { AUDIT_PAGE_MAX, listAuditLog } from "../../workflows/index.ts";
 import { AuditPageAnswer } from "../../contract/index.ts";
-import { describe } from "../openapi/describe.ts";
-import { requirePrincipal } from "../auth.ts";
-import type { ApiEnv } from "../env.ts";
-import { openVaultFor } from "../request.ts";
+import { describe } from "../openapi/index.ts";
+import { requirePrincipal } from "../kit/index.ts";
+import type { ApiEnv } from "../kit/index.ts";
+import { openVaultFor } from "../kit/index.ts";
 
 export function readInt(v: string | undefined, field: string, max = Number.MAX_SAFE_INTEGER): number | undefined {
   if (v === undefined || v === "") return undefined;

@@ -3,11 +3,11 @@
 
 import { createHash, timingSafeEqual } from "node:crypto";
 import { Hono } from "hono";
-import { describe } from "../openapi/describe.ts";
+import { describe } from "../openapi/index.ts";
 import { Unauthorized } from "../../errors.ts";
 import type { Secret } from "../../secret.ts";
-import type { ApiEnv } from "../env.ts";
-import type { Metrics } from "../metrics.ts";
+import type { ApiEnv } from "../kit/index.ts";
+import type { Metrics } from "../kit/index.ts";
 
 export function metricsRoutes(metrics: Metrics, token: Secret | undefined) {
   // Digests of equal length, so the comparison time says nothing about the token's length or prefix.

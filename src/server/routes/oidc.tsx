@@ -21,14 +21,14 @@ import {
   requireUser,
   unlinkIdentity,
 } from "../../identity/index.ts";
-import { requirePrincipal } from "../auth.ts";
-import type { ApiEnv } from "../env.ts";
-import { authTier } from "../limits.ts";
-import { Brand, Document } from "../pages/document.tsx";
-import { assertSameOrigin, readForm, readSessionCookie, setPageHeaders, setSessionCookie } from "../pages/security.ts";
-import { jsonBody } from "../body.ts";
-import { describe } from "../openapi/describe.ts";
-import { bearerToken } from "../request.ts";
+import { requirePrincipal } from "../kit/index.ts";
+import type { ApiEnv } from "../kit/index.ts";
+import { authTier } from "../kit/index.ts";
+import { Brand, Document } from "../ui/index.ts";
+import { assertSameOrigin, readForm, readSessionCookie, setPageHeaders, setSessionCookie } from "../ui/index.ts";
+import { jsonBody } from "../kit/index.ts";
+import { describe } from "../openapi/index.ts";
+import { bearerToken } from "../kit/index.ts";
 
 const OFF = "identity-provider sign-in is not configured";
 

@@ -4,10 +4,10 @@ import { Hono } from "hono";
 import type { Domain } from "../../identity/index.ts";
 import { OwnerSettingsAnswer, OwnerSettingsInput } from "../../contract/index.ts";
 import { getOwnerSettings, updateOwnerSettings } from "../../identity/index.ts";
-import { requirePrincipal } from "../auth.ts";
-import type { ApiEnv } from "../env.ts";
-import { jsonBody } from "../body.ts";
-import { describe } from "../openapi/describe.ts";
+import { requirePrincipal } from "../kit/index.ts";
+import type { ApiEnv } from "../kit/index.ts";
+import { jsonBody } from "../kit/index.ts";
+import { describe } from "../openapi/index.ts";
 
 export function ownerRoutes(d: Domain) {
   const r = new Hono<ApiEnv>();

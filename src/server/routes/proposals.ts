@@ -19,12 +19,12 @@ import {
   viewProposal,
 } from "../../workflows/index.ts";
 import { Discovery, ProposalAnswer, ProposalApprovalInput, ProposalApprovalLink, ProposalCreated, ProposalInput, ProposalList } from "../../contract/index.ts";
-import { requirePrincipal } from "../auth.ts";
-import type { ApiEnv } from "../env.ts";
-import { jsonBody } from "../body.ts";
-import { describe } from "../openapi/describe.ts";
-import { openHeaderVault } from "../request.ts";
-import { AGENT_GUIDE } from "../agent-guide.ts";
+import { requirePrincipal } from "../kit/index.ts";
+import type { ApiEnv } from "../kit/index.ts";
+import { jsonBody } from "../kit/index.ts";
+import { describe } from "../openapi/index.ts";
+import { openHeaderVault } from "../kit/index.ts";
+import { AGENT_GUIDE } from "./agent-guide.ts";
 
 export function discoverRoutes(d: Domain) {
   const r = new Hono<ApiEnv>();

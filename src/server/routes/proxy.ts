@@ -10,11 +10,11 @@ import { egress, toWebResponse, type EgressDeps } from "../../egress/index.ts";
 import type { Domain } from "../../identity/index.ts";
 import { isContained } from "../../identity/index.ts";
 import { parseHostPattern, type HostPattern } from "../../policy/index.ts";
-import { requirePrincipal } from "../auth.ts";
-import type { ApiEnv } from "../env.ts";
-import { openHeaderVault } from "../request.ts";
-import { enforce } from "../limits.ts";
-import { describe } from "../openapi/describe.ts";
+import { requirePrincipal } from "../kit/index.ts";
+import type { ApiEnv } from "../kit/index.ts";
+import { openHeaderVault } from "../kit/index.ts";
+import { enforce } from "../kit/index.ts";
+import { describe } from "../openapi/index.ts";
 
 export function proxyRoutes(d: Domain, deps: EgressDeps) {
   const r = new Hono<ApiEnv>();

@@ -6,10 +6,10 @@ import { Hono } from "hono";
 import type { Domain } from "../../identity/index.ts";
 import { decideRequestApproval, listRequestApprovals, readRequestApproval, viewRequestApproval } from "../../workflows/index.ts";
 import { RequestApprovalAnswer, RequestApprovalList } from "../../contract/index.ts";
-import { describe } from "../openapi/describe.ts";
-import { requirePrincipal } from "../auth.ts";
-import type { ApiEnv } from "../env.ts";
-import { openVaultFor } from "../request.ts";
+import { describe } from "../openapi/index.ts";
+import { requirePrincipal } from "../kit/index.ts";
+import type { ApiEnv } from "../kit/index.ts";
+import { openVaultFor } from "../kit/index.ts";
 
 export function requestApprovalRoutes(d: Domain) {
   const r = new Hono<ApiEnv>();

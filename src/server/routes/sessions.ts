@@ -5,10 +5,10 @@ import { InvalidRequest } from "../../errors.ts";
 import type { Domain } from "../../identity/index.ts";
 import { createScopedSession, listScopedSessions, revokeScopedSession } from "../../identity/index.ts";
 import { ScopedSessionCreated, ScopedSessionInput, ScopedSessionList } from "../../contract/index.ts";
-import { requirePrincipal } from "../auth.ts";
-import { jsonBody } from "../body.ts";
-import type { ApiEnv } from "../env.ts";
-import { describe } from "../openapi/describe.ts";
+import { requirePrincipal } from "../kit/index.ts";
+import { jsonBody } from "../kit/index.ts";
+import type { ApiEnv } from "../kit/index.ts";
+import { describe } from "../openapi/index.ts";
 
 const tags = ["sessions"];
 

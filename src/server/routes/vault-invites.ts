@@ -5,10 +5,10 @@ import type { Domain } from "../../identity/index.ts";
 import { InviteAccepted, InviteAcceptInput, Message } from "../../contract/index.ts";
 import { acceptVaultInvite } from "../../identity/index.ts";
 import { readCredentials } from "../../identity/index.ts";
-import type { ApiEnv } from "../env.ts";
-import { jsonBody } from "../body.ts";
-import { describe } from "../openapi/describe.ts";
-import { bearerToken } from "../request.ts";
+import type { ApiEnv } from "../kit/index.ts";
+import { jsonBody } from "../kit/index.ts";
+import { describe } from "../openapi/index.ts";
+import { bearerToken } from "../kit/index.ts";
 
 export function vaultInviteRoutes(d: Domain) {
   const r = new Hono<ApiEnv>();

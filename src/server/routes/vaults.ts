@@ -9,11 +9,11 @@ import { createAgentInvite, createVaultInvite, listInvites, revokeInvite } from 
 import { addService, listServices, removeService, updateService } from "../../workflows/index.ts";
 import { createVault, deleteVault, describeVault, listMembers, listVaults, updateVault } from "../../identity/index.ts";
 import * as S from "../../contract/index.ts";
-import { requirePrincipal } from "../auth.ts";
-import { jsonBody } from "../body.ts";
-import type { ApiEnv } from "../env.ts";
-import { describe } from "../openapi/describe.ts";
-import { openVaultFor } from "../request.ts";
+import { requirePrincipal } from "../kit/index.ts";
+import { jsonBody } from "../kit/index.ts";
+import type { ApiEnv } from "../kit/index.ts";
+import { describe } from "../openapi/index.ts";
+import { openVaultFor } from "../kit/index.ts";
 
 const HUMANS_WRITE = "human admins and members; never agents or scoped sessions, whatever their role";
 

@@ -5,11 +5,11 @@ import { Hono } from "hono";
 import { addWebhook, listWebhooks, removeWebhook } from "../../workflows/index.ts";
 import { WebhookCreated, WebhookInput, WebhookList } from "../../contract/index.ts";
 import { type Domain } from "../../identity/index.ts";
-import { requirePrincipal } from "../auth.ts";
-import { jsonBody } from "../body.ts";
-import type { ApiEnv } from "../env.ts";
-import { describe } from "../openapi/describe.ts";
-import { openVaultFor } from "../request.ts";
+import { requirePrincipal } from "../kit/index.ts";
+import { jsonBody } from "../kit/index.ts";
+import type { ApiEnv } from "../kit/index.ts";
+import { describe } from "../openapi/index.ts";
+import { openVaultFor } from "../kit/index.ts";
 
 const tags = ["webhooks"];
 const who = "human admins of the vault; agents and scoped sessions get 403";

@@ -2,8 +2,8 @@
 
 import { describe, expect, test } from "bun:test";
 import type { ArgsDef } from "citty";
-import { findArgProblem, parseDomainList, parseTokenTtl } from "../../../src/cli/args.ts";
-import { CliFailure } from "../../../src/cli/fail.ts";
+import { findArgProblem, parseDomainList, parseTokenTtl } from "../../../src/cli/kit/args.ts";
+import { CliFailure } from "../../../src/cli/kit/fail.ts";
 
 describe("parseTokenTtl", () => {
   test.each([

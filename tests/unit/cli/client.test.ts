@@ -2,8 +2,8 @@
 // envelope turned into a message plus a hint. Real envelopes come from the in-process API.
 
 import { describe, expect, test } from "bun:test";
-import { ApiFailure, apiPath, createClient, serialiseBody, vaultPath } from "../../../src/cli/client.ts";
-import { CliFailure } from "../../../src/cli/fail.ts";
+import { ApiFailure, apiPath, createClient, serialiseBody, vaultPath } from "../../../src/cli/kit/client.ts";
+import { CliFailure } from "../../../src/cli/kit/fail.ts";
 import { createMemoryLogger } from "../../../src/log.ts";
 import { Secret } from "../../../src/secret.ts";
 import { createApi } from "../../../src/server/app.ts";

@@ -5,7 +5,7 @@
 import { describe, expect, test } from "bun:test";
 import { createServer } from "node:net";
 import { connect } from "node:tls";
-import { parseClientHello, refusalText } from "../../../src/cli/contain-redirect.ts";
+import { parseClientHello, refusalText } from "../../../src/cli/kit/contain-redirect.ts";
 
 /** The first bytes a node:tls client sends for `servername`. */
 async function clientHello(servername: string | undefined): Promise<Buffer> {

@@ -1,9 +1,9 @@
 // Which address, token and vault a command uses, from flags, environment and cli.json.
 
 import { describe, expect, test } from "bun:test";
-import { openContext, pickVault, saveLogin } from "../../../src/cli/context.ts";
-import { CliFailure } from "../../../src/cli/fail.ts";
-import { readCliState, updateCliState } from "../../../src/cli/state.ts";
+import { openContext, pickVault, saveLogin } from "../../../src/cli/kit/context.ts";
+import { CliFailure } from "../../../src/cli/kit/fail.ts";
+import { readCliState, updateCliState } from "../../../src/cli/kit/state.ts";
 import { Secret } from "../../../src/secret.ts";
 import { tempDir } from "../../helpers/binary.ts";
 

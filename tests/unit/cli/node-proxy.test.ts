@@ -1,7 +1,7 @@
 // `vault run` warns when the child's Node ignores NODE_USE_ENV_PROXY (before 22.21 and 24.5).
 
 import { describe, expect, test } from "bun:test";
-import { honoursEnvProxy, nodeProxyWarning } from "../../../src/cli/node-proxy.ts";
+import { honoursEnvProxy, nodeProxyWarning } from "../../../src/cli/kit/node-proxy.ts";
 
 describe("honoursEnvProxy", () => {
   test("22.21+ and 24.5+ (and 25 on) honour it; older lines and 23 do not", () => {

@@ -1,7 +1,7 @@
 // Tables and times as people read them.
 
 import { describe, expect, test } from "bun:test";
-import { formatTable, formatTime, hasCutCells } from "../../../src/cli/output.ts";
+import { formatTable, formatTime, hasCutCells } from "../../../src/cli/kit/output.ts";
 
 describe("formatTable", () => {
   test("aligns columns and trims trailing blanks", () => {

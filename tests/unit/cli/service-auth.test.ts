@@ -4,9 +4,9 @@
 
 import { describe, expect, test } from "bun:test";
 import { runOffline } from "../../helpers/cli-offline.ts";
-import { createClient } from "../../../src/cli/client.ts";
-import { CliFailure } from "../../../src/cli/fail.ts";
-import { type AuthFlags, authKeyNames, buildAuth, describeAuth, nameAuthFlag } from "../../../src/cli/service-auth.ts";
+import { createClient } from "../../../src/cli/kit/client.ts";
+import { CliFailure } from "../../../src/cli/kit/fail.ts";
+import { type AuthFlags, authKeyNames, buildAuth, describeAuth, nameAuthFlag } from "../../../src/cli/kit/service-auth.ts";
 import { InvalidRequest } from "../../../src/errors.ts";
 import { readAuth } from "../../../src/workflows/services.ts";
 

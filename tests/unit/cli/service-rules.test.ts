@@ -4,8 +4,8 @@
 
 import { describe, expect, test } from "bun:test";
 import { runOffline } from "../../helpers/cli-offline.ts";
-import { CliFailure } from "../../../src/cli/fail.ts";
-import { collectFlagValues, collectRuleFlags, describeAllowed, parseAllowFlags, parseRuleFlags } from "../../../src/cli/service-rules.ts";
+import { CliFailure } from "../../../src/cli/kit/fail.ts";
+import { collectFlagValues, collectRuleFlags, describeAllowed, parseAllowFlags, parseRuleFlags } from "../../../src/cli/kit/service-rules.ts";
 
 function failure(fn: () => unknown): CliFailure {
   try {

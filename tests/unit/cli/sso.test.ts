@@ -2,9 +2,9 @@
 // the loopback listener. The whole flow against the real server is tests/e2e/cli-sso.test.ts.
 
 import { expect, test } from "bun:test";
-import { createClient } from "../../../src/cli/client.ts";
-import { CliFailure } from "../../../src/cli/fail.ts";
-import { loginWithSso } from "../../../src/cli/sso.ts";
+import { createClient } from "../../../src/cli/kit/client.ts";
+import { CliFailure } from "../../../src/cli/kit/fail.ts";
+import { loginWithSso } from "../../../src/cli/kit/sso.ts";
 
 const client = createClient({ addr: "http://broker.test", fetch: () => Response.json({ enabled: true, name: "Acme SSO" }) });
 

@@ -3,7 +3,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { readCliState, statePath, updateCliState } from "../../../src/cli/state.ts";
+import { readCliState, statePath, updateCliState } from "../../../src/cli/kit/state.ts";
 import { Secret } from "../../../src/secret.ts";
 import { tempDir } from "../../helpers/binary.ts";
 

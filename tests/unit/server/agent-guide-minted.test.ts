@@ -2,7 +2,7 @@
 // for minted tokens, placeholder keys for SigV4, slots for every key, and the 502 an agent may meet.
 
 import { expect, test } from "bun:test";
-import { AGENT_GUIDE } from "../../../src/server/agent-guide.ts";
+import { AGENT_GUIDE } from "../../../src/server/routes/agent-guide.ts";
 
 test("the agent guide documents the minted auth types", () => {
   for (const shape of [

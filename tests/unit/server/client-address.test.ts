@@ -5,7 +5,7 @@
 import { describe, expect, test } from "bun:test";
 import { loadConfig } from "../../../src/config.ts";
 import { createLoginThrottle, createRateLimiter, resolveSettings } from "../../../src/ratelimit/index.ts";
-import { compileTrustedProxies, parseForwardedAddress, pickClientAddress } from "../../../src/server/client-address.ts";
+import { compileTrustedProxies, parseForwardedAddress, pickClientAddress } from "../../../src/server/kit/client-address.ts";
 import { createTestApi, type TestApi } from "../../helpers/api.ts";
 
 const TRUSTED = loadConfig({ HOME: "/nonexistent", BROKER_TRUSTED_PROXIES: "127.0.0.1, 10.0.0.0/8, ::1, fd00::/8" }).trustedProxies;

@@ -9,7 +9,7 @@ import { randomBytes } from "../../../src/crypto/index.ts";
 import { type Domain, type OidcClient } from "../../../src/identity/index.ts";
 import { mintUserSession } from "../../../src/identity/sessions.ts";
 import { PASSWORDLESS_PARAMS } from "../../../src/crypto/passwords.ts";
-import { providerLoginHref } from "../../../src/server/console/sign-in-provider.tsx";
+import { providerLoginHref } from "../../../src/server/ui/sign-in-provider.tsx";
 import { createBrowser, SAME_ORIGIN, signInPage } from "./console-fixtures.ts";
 import { createHarness, createVault, fileAgentProposal, type Harness, register } from "./fixtures.ts";
 

@@ -5,7 +5,7 @@
 import { describe, expect, test } from "bun:test";
 import { createMemoryLogger } from "../../../src/log.ts";
 import { createApi } from "../../../src/server/app.ts";
-import { hostOfHeader, listApiHosts, type HostCheckOptions } from "../../../src/server/host-check.ts";
+import { hostOfHeader, listApiHosts, type HostCheckOptions } from "../../../src/server/kit/host-check.ts";
 import { createTestApi } from "../../helpers/api.ts";
 
 async function apiWith(hosts?: HostCheckOptions) {

@@ -8,7 +8,7 @@ import { Validator } from "@seriousme/openapi-schema-validator";
 import type { EgressDeps } from "../../../src/egress/index.ts";
 import { createMemoryLogger } from "../../../src/log.ts";
 import { createApi } from "../../../src/server/app.ts";
-import type { Metrics } from "../../../src/server/metrics.ts";
+import type { Metrics } from "../../../src/server/kit/metrics.ts";
 import { isApiPath, openApiPath } from "../../../src/server/openapi/document.ts";
 import type { CaHolder } from "../../../src/crypto/index.ts";
 import { createTestApi } from "../../helpers/api.ts";

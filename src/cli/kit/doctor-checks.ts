@@ -3,8 +3,8 @@
 
 import { readFileSync } from "node:fs";
 import ipaddr from "ipaddr.js";
-import type { Config } from "../config.ts";
-import { ALWAYS_BLOCKED } from "../egress/index.ts";
+import type { Config } from "../../config.ts";
+import { ALWAYS_BLOCKED } from "../../egress/index.ts";
 
 export type Level = "ok" | "warning" | "problem";
 

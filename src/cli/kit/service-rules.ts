@@ -4,8 +4,8 @@
 // the flag the person typed, before any request. Also the rules in words for `service list`, and
 // the examples in the commands' help.
 
-import { InvalidRequest } from "../errors.ts";
-import { describeRules, parseRules, RULE_METHODS, type Rules } from "../policy/index.ts";
+import { InvalidRequest } from "../../errors.ts";
+import { describeRules, parseRules, RULE_METHODS, type Rules } from "../../policy/index.ts";
 import { CliFailure } from "./fail.ts";
 
 export const ALLOW_EXAMPLE = 'e.g. --allow "GET HEAD /repos/*/issues/**" --allow "POST /repos/*/issues"';

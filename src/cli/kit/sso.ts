@@ -3,7 +3,7 @@
 // nonce are exchanged for a broker session. Never sees the provider's tokens; never prints a code.
 
 import { randomBytes } from "node:crypto";
-import { Secret } from "../secret.ts";
+import { Secret } from "../../secret.ts";
 import { ApiFailure, type Client } from "./client.ts";
 import { CliFailure } from "./fail.ts";
 

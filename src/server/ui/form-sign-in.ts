@@ -6,7 +6,7 @@ import type { Context } from "hono";
 import { BrokerError, RateLimited } from "../../errors.ts";
 import type { Domain } from "../../identity/index.ts";
 import { loginUser, readCredentials } from "../../identity/index.ts";
-import { clientIp } from "../limits.ts";
+import { clientIp } from "../kit/index.ts";
 import { setSessionCookie } from "./security.ts";
 
 export interface SignInRefusal {

@@ -7,7 +7,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { Domain } from "../../identity/index.ts";
 import { randomBytes } from "../../crypto/index.ts";
-import { readCappedText } from "../request.ts";
+import { readCappedText } from "../kit/index.ts";
 
 /** No inline code of any kind; scripts (where a page opts in) only from our own origin. */
 const BASE_CSP = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";

@@ -1,7 +1,7 @@
 // Reading secrets from a person or a pipe: a prompt without echo on a terminal, or stdin lines
 // (`--password-stdin`, piped credential values). Values come back inside Secret.
 
-import { Secret } from "../secret.ts";
+import { Secret } from "../../secret.ts";
 import { CliFailure } from "./fail.ts";
 
 export function stdinIsTerminal(): boolean {

@@ -1,7 +1,7 @@
 // Printing for people and for scripts: aligned tables, JSON, short times. Commands print
 // only through here (or `printSecret`), so what reaches the terminal is easy to audit.
 
-import type { Secret } from "../secret.ts";
+import type { Secret } from "../../secret.ts";
 
 export interface Column<T> {
   readonly title: string;

@@ -4,7 +4,7 @@
 
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { Secret } from "../secret.ts";
+import { Secret } from "../../secret.ts";
 import { CliFailure } from "./fail.ts";
 
 export interface CliState {

@@ -1,10 +1,10 @@
 // Request helpers: the bearer token, a size-capped JSON body, and the vault a route addresses.
 
 import type { Context } from "hono";
-import { InvalidRequest, PayloadTooLarge } from "../errors.ts";
-import type { Domain } from "../identity/index.ts";
-import type { VaultAction } from "../identity/index.ts";
-import { openVault, vaultNameById, type OpenVault } from "../identity/index.ts";
+import { InvalidRequest, PayloadTooLarge } from "../../errors.ts";
+import type { Domain } from "../../identity/index.ts";
+import type { VaultAction } from "../../identity/index.ts";
+import { openVault, vaultNameById, type OpenVault } from "../../identity/index.ts";
 import type { ApiEnv } from "./env.ts";
 
 export const MAX_JSON_BYTES = 256 * 1024;

@@ -10,8 +10,8 @@
 
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import type { MiddlewareHandler } from "hono";
-import { issueError } from "../contract/index.ts";
-import { BODY_SCHEMA } from "./openapi/describe.ts";
+import { issueError } from "../../contract/index.ts";
+import { BODY_SCHEMA } from "../openapi/index.ts";
 import { readJson } from "./request.ts";
 
 /**

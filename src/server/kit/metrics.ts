@@ -5,8 +5,8 @@
 // collect callbacks, so the hot path pays only for the per-request counter and two histogram observations.
 
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { ConnectFailure, EgressMetrics, ExchangeObservation } from "../egress/index.ts";
-import type { GlobalEntry, RateDecision, RateDenied, RateLimiter } from "../ratelimit/index.ts";
+import type { ConnectFailure, EgressMetrics, ExchangeObservation } from "../../egress/index.ts";
+import type { GlobalEntry, RateDecision, RateDenied, RateLimiter } from "../../ratelimit/index.ts";
 
 export type RefusalTier = "auth" | "authed" | "proxy" | "global";
 

@@ -3,7 +3,7 @@
 // is for, the types in words for tables, their help examples, and the approve-time check that a GitHub
 // App's PEM key was not cut off at its first line. Key flags name credential KEYs, never values.
 
-import type { Secret } from "../secret.ts";
+import type { Secret } from "../../secret.ts";
 import { CliFailure } from "./fail.ts";
 
 export type MintedServiceAuth =

@@ -1,9 +1,9 @@
 // Authentication middleware: resolves the bearer token to a principal or answers 401.
 
 import type { MiddlewareHandler } from "hono";
-import { Unauthorized } from "../errors.ts";
+import { Unauthorized } from "../../errors.ts";
 import { enforce } from "./limits.ts";
-import type { Domain } from "../identity/index.ts";
+import type { Domain } from "../../identity/index.ts";
 import type { ApiEnv } from "./env.ts";
 import { bearerToken } from "./request.ts";
 

@@ -5,8 +5,8 @@
 // client-address.ts resolved (X-Forwarded-For behind BROKER_TRUSTED_PROXIES), else the socket peer.
 
 import type { Context, MiddlewareHandler } from "hono";
-import { RateLimited } from "../errors.ts";
-import { rateLimitHeaders, type RateDecision, type RateLimiter } from "../ratelimit/index.ts";
+import { RateLimited } from "../../errors.ts";
+import { rateLimitHeaders, type RateDecision, type RateLimiter } from "../../ratelimit/index.ts";
 import { readPeerAddress } from "./client-address.ts";
 
 /** Throws 429 (envelope, integer Retry-After, RateLimit-* headers) for a denied decision. */

@@ -3,8 +3,8 @@
 // Precedence: address --address > BROKER_ADDR > saved > default; token BROKER_SESSION_TOKEN >
 // saved; vault --vault > `broker vault use` > BROKER_VAULT.
 
-import { type ClientConfig, DEFAULT_CLIENT_ADDR, loadClientConfig, readClientAddr } from "../config-client.ts";
-import type { Secret } from "../secret.ts";
+import { type ClientConfig, DEFAULT_CLIENT_ADDR, loadClientConfig, readClientAddr } from "../../config-client.ts";
+import type { Secret } from "../../secret.ts";
 import { type Client, createClient } from "./client.ts";
 import { CliFailure } from "./fail.ts";
 import { type CliState, readCliState, updateCliState } from "./state.ts";

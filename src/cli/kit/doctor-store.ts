@@ -5,9 +5,9 @@
 import { X509Certificate } from "node:crypto";
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { maskDatabaseUrl, type Config } from "../config.ts";
-import { DatabaseUnavailable } from "../errors.ts";
-import { DB_FILE, inspectPostgres, inspectSqlite, type StoreSummary } from "../store/index.ts";
+import { maskDatabaseUrl, type Config } from "../../config.ts";
+import { DatabaseUnavailable } from "../../errors.ts";
+import { DB_FILE, inspectPostgres, inspectSqlite, type StoreSummary } from "../../store/index.ts";
 import type { Finding } from "./doctor-checks.ts";
 
 const CA_WARN_DAYS = 60;

@@ -5,7 +5,7 @@
 // nothing of the request. Everything the agent wrote is rendered as escaped text (hono/jsx escapes).
 
 import { layoutJson, type RequestApprovalView } from "../../workflows/index.ts";
-import { ProviderSignIn, type SignInProvider } from "../console/sign-in-provider.tsx";
+import { ProviderSignIn, type SignInProvider } from "./sign-in-provider.tsx";
 import { PageSignInForm, relativeTime, RequesterPrefix, Session, type Viewer } from "./approve.tsx";
 import { Brand, Document } from "./document.tsx";
 

@@ -5,8 +5,8 @@
 
 import ipaddr from "ipaddr.js";
 import type { MiddlewareHandler } from "hono";
-import { normaliseHostName } from "../config.ts";
-import { MisdirectedRequest, toErrorResponse } from "../errors.ts";
+import { normaliseHostName } from "../../config.ts";
+import { MisdirectedRequest, toErrorResponse } from "../../errors.ts";
 
 /** Names every broker answers to: a browser or CLI on the same machine. */
 export const LOOPBACK_HOSTS: readonly string[] = ["localhost", "127.0.0.1", "::1"];

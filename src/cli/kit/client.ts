@@ -2,7 +2,7 @@
 // envelope into a CliFailure carrying the server's message and a hint for the person at the
 // terminal. Secrets in request bodies are revealed only while serialising onto the wire.
 
-import { Secret } from "../secret.ts";
+import { Secret } from "../../secret.ts";
 import { CliFailure } from "./fail.ts";
 
 export const AGENT_TOKEN_PREFIX = "av_agt_";

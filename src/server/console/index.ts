@@ -1,0 +1,3 @@
+// The web console: server-rendered pages over the same domain functions as the JSON API.
+
+export { consoleRoutes } from "./routes.tsx";
