@@ -17,8 +17,9 @@ import { createLogger } from "../src/log.ts";
 import { createLoginThrottle, createRateLimiter, resolveSettings } from "../src/ratelimit/index.ts";
 import { createApi } from "../src/server/app.ts";
 import { openMemoryStore } from "../src/store/index.ts";
-import { KDF_DEFAULTS } from "../src/vault/kdf.ts";
-import { createAuthenticator, createHashGate, type Domain, unlockKeyring } from "../src/vault/index.ts";
+import { KDF_DEFAULTS } from "../src/crypto/kdf.ts";
+import { createHashGate, unlockKeyring } from "../src/crypto/index.ts";
+import { createAuthenticator, type Domain } from "../src/identity/index.ts";
 import { percentile } from "./load.ts";
 
 const CONCURRENCY = 2;

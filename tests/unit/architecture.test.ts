@@ -147,9 +147,10 @@ test("every design citation in the code resolves in docs/architecture.md", () =>
   const files = [SRC, join(root, "tests"), join(root, "bench")].flatMap(sourceFiles);
   const unresolved: string[] = [];
   let cited = 0;
+  const outside = new RegExp(["DESIGN", "md"].join("\\.")); // spelled so this file does not match itself
   for (const file of files) {
     const text = readFileSync(file, "utf8");
-    if (/DESIGN\.md/.test(text)) unresolved.push(`${relative(root, file)}: cites DESIGN.md, which is not in the repository`);
+    if (outside.test(text)) unresolved.push(`${relative(root, file)}: cites the design sketch outside the repository`);
     for (const m of text.matchAll(/architecture\.md,? ((?:§|D)\d+)(?:(?:,| and) ((?:§|D)\d+))?/g)) {
       for (const ref of [m[1], m[2]].filter((r): r is string => r !== undefined)) {
         cited++;

@@ -7,7 +7,7 @@
 import { describe, expect, test } from "bun:test";
 import { loadConfig } from "../../../src/config.ts";
 import { createLoginThrottle, createRateLimiter, resolveSettings } from "../../../src/ratelimit/index.ts";
-import type { HashGate } from "../../../src/vault/index.ts";
+import type { HashGate } from "../../../src/crypto/index.ts";
 import { createTestApi, type TestApi } from "../../helpers/api.ts";
 
 const PASSWORD = "correct horse battery";
