@@ -5,7 +5,7 @@
 import { BrokerError, UpstreamUnreachable } from "../errors.ts";
 import { auditEntry } from "./audit.ts";
 import type { Connection } from "./connection.ts";
-import type { EgressDeps, EgressInput } from "./egress.ts";
+import type { EgressDeps, EgressInput } from "./exchange.ts";
 import { resolveChecked } from "./netguard.ts";
 
 export type BlindInput = Pick<EgressInput, "principal" | "contained" | "vault" | "host" | "port">;

@@ -33,6 +33,26 @@ export function allowedTarget(
   return canon.path + (q < 0 ? "" : target.slice(q));
 }
 
+/**
+ * The methods a POST's body claims (`_method`), checked against the rules for the target allowedTarget
+ * already returned: only these, since the request's own and header-claimed methods passed there.
+ */
+export function allowClaimedMethods(
+  plan: EgressPlan,
+  allowed: string,
+  claims: readonly string[],
+  hint: (method: string, path: string) => Record<string, unknown>,
+): void {
+  if (!plan.rules || claims.length === 0) return;
+  const q = allowed.indexOf("?");
+  const canon = canonicalPath(q < 0 ? allowed : allowed.slice(0, q)); // canonical already: the same segments allowedTarget matched
+  if (!canon.ok) throw new InvalidRequest(`the service for ${plan.service.host} has rules, so ambiguous paths are refused: ${canon.reason}`, "path");
+  for (const m of claims) {
+    if (matchRule(plan.rules, m, canon.segments) < 0)
+      throw new RequestNotAllowed(plan.service.host, plan.rules, describeRules(plan.rules), hint(m, canon.path));
+  }
+}
+
 const holdsAny = (plan: EgressPlan) => plan.rules?.some((r) => r.approve === "each") ?? false;
 
 /**

@@ -7,7 +7,7 @@
 import { BrokerError, CredentialRefreshFailed, Internal, UndecodableResponse, UpstreamUnreachable } from "../errors.ts";
 import { auditEntry } from "./audit.ts";
 import type { Connection } from "./connection.ts";
-import type { EgressDeps, EgressInput, EgressMetrics } from "./egress.ts";
+import type { EgressDeps, EgressInput, EgressMetrics } from "./exchange.ts";
 import { buildUpstreamHeaders, WEBSOCKET_HEADERS } from "./headers.ts";
 import { hostHeader, serializeHead, type ResponseHead } from "../http/index.ts";
 import { resolveChecked } from "./netguard.ts";

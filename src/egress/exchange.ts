@@ -1,0 +1,127 @@
+// One request through the pipeline (architecture.md §3): what an ingress hands in (EgressInput), what
+// the pipeline runs on (EgressDeps), and the state the stages share as they pass it along (Exchange):
+// the plan once matched, who approved it, the bytes read so far, and the clocks the audit record and
+// the metrics report. Each stage reads and writes only this object, so a decision is made once.
+
+import type { Logger } from "../log.ts";
+import type { RequestApprovalGate } from "../workflows/index.ts";
+import { auditEntry, type AuditLog } from "./audit.ts";
+import type { Minter } from "./minter.ts";
+import type { NetPolicy, Resolver } from "./netguard.ts";
+import type { EgressPlan, PlanCache } from "./plan.ts";
+import type { Upstream } from "./upstream.ts";
+
+export interface EgressInput {
+  /** Stable principal id (rate limits and audit). */
+  readonly principal: string;
+  /** The session was minted by `vault run --contain`: its audit records say so. */
+  readonly contained: boolean;
+  /** A `vault run` session acting for whoever minted it (`principal` is the minter's id). */
+  readonly scoped?: boolean;
+  readonly vault: { readonly id: number; readonly name: string };
+  /** Canonical lower-case host (or IP literal) and port the agent addressed. */
+  readonly host: string;
+  readonly port: number;
+  readonly method: string;
+  /** Path and query exactly as sent. */
+  readonly target: string;
+  /** An array, not a one-shot iterator: the rules check and the header builder both read it. */
+  readonly headers: readonly [string, string][];
+  readonly body: ReadableStream<Uint8Array> | null;
+  readonly bodyLength: number | null;
+  readonly ingress: "explicit" | "transparent";
+  /** The agent speaks HTTP/2 (a tunnel stream): the upstream is asked for HTTP/2 too, trailers pass. */
+  readonly http2?: boolean;
+  /** Aborted when the agent goes away: the upstream exchange is cancelled, not left to run. */
+  readonly signal?: AbortSignal;
+}
+
+export interface EgressDeps {
+  readonly plans: PlanCache;
+  readonly policy: NetPolicy;
+  readonly resolver: Resolver;
+  readonly upstream: Upstream;
+  readonly audit: AuditLog;
+  readonly log: Logger;
+  readonly now: () => number;
+  /** 0 = unlimited. */
+  readonly maxRequestBytes: number;
+  readonly maxResponseBytes: number;
+  /** Prometheus counters and histograms (server/metrics.ts); absent when metrics are off. */
+  readonly metrics?: EgressMetrics;
+  /** Minted OAuth and GitHub App tokens (minted.ts); a minted-token service fails closed without it. */
+  readonly minter?: Minter;
+  /** Human approval of single requests (rules with "approve": "each"); such a rule fails closed without it. */
+  readonly approvals?: RequestApprovalGate;
+}
+
+/** What one exchange tells the metrics: names and numbers only, never a path, query or value. */
+export interface ExchangeObservation {
+  readonly ingress: EgressInput["ingress"];
+  readonly vault: string;
+  /** The matched service's host pattern, or null before a service matched. */
+  readonly service: string | null;
+  readonly status: number;
+  /** Time spent in the broker until the response head was handed back (seconds). */
+  readonly brokerSeconds: number;
+  /** Time from dispatch to the upstream's response head, or null when the upstream was never asked. */
+  readonly upstreamSeconds: number | null;
+}
+
+export interface EgressMetrics {
+  /** A monotonic clock in milliseconds (performance.now): broker-added time is sub-millisecond. */
+  readonly now: () => number;
+  observe(o: ExchangeObservation): void;
+}
+
+export interface Exchange {
+  readonly input: EgressInput;
+  readonly deps: EgressDeps;
+  /** deps.now() when the request came in (the audit record's time). */
+  readonly started: number;
+  /** The matched service and its credential, once the match stage ran. */
+  plan?: EgressPlan;
+  /** The person who approved a held request, for the audit record. */
+  approvedBy: string | null;
+  /** Request body bytes read so far (counted as they stream, or the whole body once read). */
+  bytesIn: number;
+  /** What failed on the agent's side of the body (malformed chunking, the agent gone), if anything. */
+  bodyFailure?: unknown;
+  /** Metrics clocks (ms): the request came in, was dispatched upstream, got its answer's head. */
+  readonly clock: { readonly t0: number; tSend: number; tHead: number };
+}
+
+export function openExchange(input: EgressInput, deps: EgressDeps): Exchange {
+  return { input, deps, started: deps.now(), approvedBy: null, bytesIn: 0, clock: { t0: deps.metrics ? deps.metrics.now() : 0, tSend: 0, tHead: 0 } };
+}
+
+/** The one audit record of the exchange (architecture.md §3, stage 8). */
+export function auditExchange(x: Exchange, status: number, bytesOut: number, error: string | null): void {
+  x.deps.audit.record(
+    auditEntry(x.input, x.started, x.deps.now(), {
+      status,
+      bytesIn: x.bytesIn,
+      bytesOut,
+      error,
+      service: x.plan?.service.host ?? null,
+      credentialKeys: x.plan?.credentialKeys ?? [],
+      approvedBy: x.approvedBy,
+    }),
+  );
+}
+
+/** Names and numbers for the metrics, when they are on: the broker's own time, the upstream's apart. */
+export function observeExchange(x: Exchange, status: number): void {
+  const m = x.deps.metrics;
+  if (!m) return;
+  const { t0, tSend, tHead } = x.clock;
+  const upstreamMs = tHead ? tHead - tSend : 0;
+  m.observe({
+    ingress: x.input.ingress,
+    vault: x.input.vault.name,
+    service: x.plan?.service.host ?? null,
+    status,
+    brokerSeconds: (m.now() - t0 - upstreamMs) / 1000,
+    upstreamSeconds: tHead ? upstreamMs / 1000 : null,
+  });
+}

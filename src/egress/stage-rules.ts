@@ -1,0 +1,42 @@
+// The pipeline's rules stage (architecture.md §3, stage 3): the service's rules allow or refuse the
+// method and path, once; a POST whose body could claim (`_method`) a method a rule holds is read
+// first so its claims are checked too; a request a rule holds for a person waits (428) until this
+// exact request is approved, its body read whole so what goes out is what was approved.
+
+import { headerValues } from "../http/index.ts";
+import type { Exchange } from "./exchange.ts";
+import { awaitApproval, readHeldBody } from "./held-request.ts";
+import { claimedInBody } from "./method-override.ts";
+import type { EgressPlan } from "./plan.ts";
+import { allowClaimedMethods, allowedTarget, bodyMayClaimHeld, heldByRule, widenRulesHint } from "./rules.ts";
+
+export interface Ruled {
+  /** The target the rules allowed, in the canonical form they checked (what is sent and audited). */
+  readonly target: string;
+  /** The body, when this stage had to read it whole (its claims, or a person's approval). */
+  readonly body?: Uint8Array;
+}
+
+export async function applyRules(x: Exchange, plan: EgressPlan): Promise<Ruled> {
+  const { input, deps } = x;
+  const hint = (method: string, path: string) => widenRulesHint(deps.plans.hintFor(input.host, input.port), plan, method, path);
+  const target = allowedTarget(plan, input.method, input.target, hint, input.headers);
+  let body: Uint8Array | undefined;
+  let claims: string[] = [];
+  if (bodyMayClaimHeld(plan, input.method, target)) {
+    body = await readHeldBody(
+      input.body,
+      input.bodyLength,
+      "a POST to a path where a rule holds other methods for a human (its body is read for a _method field)",
+    );
+    x.bytesIn = body.byteLength;
+    claims = claimedInBody(body, headerValues(input.headers, "content-type")[0]);
+    allowClaimedMethods(plan, target, claims, hint);
+  }
+  if (heldByRule(plan, input.method, target, input.headers, claims)) {
+    body ??= await readHeldBody(input.body, input.bodyLength);
+    x.bytesIn = body.byteLength;
+    x.approvedBy = await awaitApproval(deps.approvals, { ...input, target, body }, plan, plan.needles, input.signal);
+  }
+  return body ? { target, body } : { target };
+}
