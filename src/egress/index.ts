@@ -24,3 +24,4 @@ export { type EgressPlan } from "./plan.ts";
 export { type MintedPlan } from "./plan.ts";
 export { Needles } from "./redact.ts";
 export type { Grant, MintedState, MintedToken, Minter } from "./minter.ts";
+export { decideConnect, type ConnectDecision } from "./connect-decision.ts";

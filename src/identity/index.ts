@@ -23,3 +23,4 @@ export { type RequestApprovalEvent } from "./webhook-event.ts";
 export { type RequestApprovalEventType } from "./webhook-event.ts";
 export { type ProposalEvent } from "./webhook-event.ts";
 export { type WebhookNotifier } from "./webhook-event.ts";
+export { admitToVault } from "./admission.ts";

@@ -14,7 +14,7 @@ export type { GlobalEntry, KeyedTier, RateLimiter, RateLimiterOptions } from "./
 export { applyPatch, checkKnob, profileNumbers, RATE_LIMIT_BOUNDS, RATE_PROFILES, resolveSettings } from "./settings.ts";
 export type { GlobalLimit, RateLimitOverrides, RateLimitPatch, RateLimitSettings, RateProfile, TierLimit } from "./settings.ts";
 export { RATE_LIMIT_ENV_NAMES, RATE_LIMIT_SETTINGS, readRateLimitEnv, type RateLimitSettingDoc } from "./env.ts";
-export { rateLimitHeaders } from "./headers.ts";
+export { enforce, rateLimitHeaders, refusal } from "./headers.ts";
 export { RateLimitsLocked } from "./errors.ts";
 export { addressKey, createLoginThrottle, LOGIN_THROTTLE_DEFAULTS } from "./login-throttle.ts";
 export type { LoginAttempt, LoginLockEvent, LoginRefused, LoginThrottle, LoginThrottleOptions, LoginThrottleScope } from "./login-throttle.ts";

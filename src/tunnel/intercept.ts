@@ -14,8 +14,8 @@ import {
   type BodyFraming,
   type RequestHead,
 } from "../http/index.ts";
-import { HeadRejected, InvalidRequest, RateLimited, toErrorResponse } from "../errors.ts";
-import { rateLimitHeaders, type RateDenied } from "../ratelimit/index.ts";
+import { HeadRejected, InvalidRequest, toErrorResponse } from "../errors.ts";
+import { refusal } from "../ratelimit/index.ts";
 import type { Authority, TunnelDeps, TunnelSession } from "./context.ts";
 import { tunnelEgressInput } from "./egress-input.ts";
 import { createChunkReader, HeadError, readNextHead, writeAll, type ChunkReader } from "./reader.ts";
@@ -122,20 +122,14 @@ export async function egressForSession(input: () => EgressInput, session: Tunnel
   const limiter = deps.domain.rateLimiter;
   const entry = limiter?.enterGlobal();
   try {
-    if (entry && !entry.ok) throw rateLimited(entry);
-    await refreshSession(deps, session);
-    const budget = limiter?.checkProxy(session.principal.id, session.open.vault.id);
-    if (budget && !budget.ok) throw rateLimited(budget);
+    if (entry && !entry.ok) throw refusal(entry);
+    await refreshSession(deps, session); // admission: the session re-checked, the PROXY tier charged
     return await egress(input(), deps.egress);
   } catch (err) {
     return errorResponse(err, deps.log);
   } finally {
     if (entry?.ok) entry.release();
   }
-}
-
-export function rateLimited(d: RateDenied): RateLimited {
-  return new RateLimited(d.retryAfterSec, d.reason === "inflight" ? "too many requests in flight; retry shortly" : "rate limit exceeded", rateLimitHeaders(d));
 }
 
 /** The egress core's view of a request read from a tunnel: routed to the CONNECT authority. */

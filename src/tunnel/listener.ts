@@ -11,15 +11,15 @@ import { TLSSocket, type SecureContext } from "node:tls";
 import type { Duplex } from "node:stream";
 import { InvalidRequest, MethodNotAllowed, RateLimited } from "../errors.ts";
 import { findHeadEnd, headerValues, parseRequestHead, requestFraming, WireError, type RequestHead } from "../http/index.ts";
-import { type Answer } from "../egress/index.ts";
+import { decideConnect, type Answer, type ConnectDecision } from "../egress/index.ts";
 import { parseHostPattern } from "../policy/index.ts";
 import { openBlindTunnel } from "./blind.ts";
 import type { TunnelDeps, TunnelSession } from "./context.ts";
 import { serveHttp2 } from "./h2.ts";
-import { forwardRequest, headErrorResponse, rateLimited, readIdleHead, serveIntercepted, type Authority } from "./intercept.ts";
+import { forwardRequest, headErrorResponse, readIdleHead, serveIntercepted, type Authority } from "./intercept.ts";
 import { createChunkReader, HeadError, withDeadline, type ChunkReader } from "./reader.ts";
 import { errorResponse, ProxyAuthRequired, writeResponse } from "./respond.ts";
-import { authenticateProxy } from "./session.ts";
+import { authenticateProxy, proxySession } from "./session.ts";
 
 /** The listener's own state travels with the deps: no module-level singletons. */
 interface ListenerDeps extends TunnelDeps {
@@ -219,10 +219,8 @@ async function handleConnect(stream: Duplex, reader: ChunkReader, head: RequestH
   let session: TunnelSession;
   try {
     target = parseAuthority(head.target, "connect_target");
+    // Admission charges each CONNECT to the same PROXY budget as the requests (blind tunnels included).
     session = await authenticateProxy(deps, proxyAuth);
-    // Each CONNECT spends from the same PROXY budget as the requests (blind tunnels included).
-    const budget = deps.domain.rateLimiter?.checkProxy(session.principal.id, session.open.vault.id);
-    if (budget && !budget.ok) throw rateLimited(budget);
     holdTunnelSlot(deps.openTunnels, deps.maxTunnelsPerPrincipal ?? MAX_TUNNELS_PER_PRINCIPAL, session.principal.id, stream);
   } catch (err) {
     // 407 keeps the connection open: git and curl --proxy-anyauth retry on the same connection.
@@ -231,19 +229,15 @@ async function handleConnect(stream: Duplex, reader: ChunkReader, head: RequestH
     if (!keep) return void stream.end();
     return serveProxyRequests(reattach(stream, reader), deps);
   }
-  let matched: boolean;
+  let decision: ConnectDecision;
   try {
-    matched = await deps.egress.plans.has(session.open.vault, target.host, target.port);
+    decision = await decideConnect(deps.egress.plans, session.open.vault, target.host, target.port);
   } catch (err) {
     // The vault's services cannot be read (the database is away and nothing usable is cached): say so.
     await writeResponse(stream, errorResponse(err, deps.log), { close: true }).catch(() => {});
     return void stream.end();
   }
-  // Under deny the tunnel is still intercepted: a client shows only "CONNECT tunnel failed" for a
-  // refused CONNECT, while the agent's own request can carry the 403 envelope and its proposal_hint.
-  // The egress core refuses it at the plan step, before any body byte is read or any upstream dialled.
-  const refuse = !matched && session.open.vault.unmatchedHosts === "deny";
-  if (!matched && !refuse) {
+  if (decision === "blind") {
     try {
       return await openBlindTunnel(stream, reader.detach(), target, session, deps);
     } catch (err) {
@@ -251,6 +245,9 @@ async function handleConnect(stream: Duplex, reader: ChunkReader, head: RequestH
       return void stream.end();
     }
   }
+  // "refuse" is intercepted too, for one request: the pipeline refuses it at the match stage, before
+  // any body byte is read or any upstream dialled, with the 403 envelope and its proposal_hint.
+  const refuse = decision === "refuse";
   const leaf = await deps.leaves.get(target.host);
   const leftover = reader.detach();
   stream.write("HTTP/1.1 200 Connection Established\r\n\r\n");
@@ -306,7 +303,7 @@ async function handleAbsoluteHttps(
     const framing = requestFraming(head);
     const url = new URL(head.target);
     const target = parseAuthority(`${url.hostname}:${url.port || "443"}`, "target");
-    const session = await authenticateProxy(deps, proxyAuth);
+    const session = proxySession(proxyAuth); // admitted with the request, like any in a tunnel
     ({ response: res, complete } = await forwardRequest(stream, reader, head, framing, target, session, deps));
   } catch (err) {
     res = errorResponse(err, deps.log);

@@ -4,18 +4,26 @@
 
 import { InvalidRequest, Unauthorized } from "../errors.ts";
 import { hashToken } from "../crypto/index.ts";
-import { openVault, vaultNameById } from "../identity/index.ts";
+import { admitToVault, vaultNameById } from "../identity/index.ts";
 import type { TunnelDeps, TunnelSession } from "./context.ts";
 import { parseProxyAuthorization } from "./proxy-auth.ts";
 import { ProxyAuthRequired } from "./respond.ts";
 
 export async function authenticateProxy(deps: TunnelDeps, header: string | undefined): Promise<TunnelSession> {
+  const session = proxySession(header);
+  await refreshSession(deps, session);
+  return session;
+}
+
+/**
+ * The session a Proxy-Authorization header names, not yet checked: a request sent to the proxy
+ * without CONNECT is admitted with the request itself (refreshSession, in egressForSession).
+ */
+export function proxySession(header: string | undefined): TunnelSession {
   const creds = parseProxyAuthorization(header);
   if (!creds) throw new ProxyAuthRequired("proxy authentication required: use http://<session_token>:<vault>@host:port");
   // Only the token's hash is kept for the tunnel's life: it is all the per-request re-check needs.
-  const session = { tokenHash: hashToken(creds.token), vaultName: creds.vault } as TunnelSession;
-  await refreshSession(deps, session);
-  return session;
+  return { tokenHash: hashToken(creds.token), vaultName: creds.vault } as TunnelSession;
 }
 
 export async function refreshSession(deps: TunnelDeps, session: TunnelSession): Promise<void> {
@@ -25,7 +33,8 @@ export async function refreshSession(deps: TunnelDeps, session: TunnelSession): 
   });
   const vaultName = session.vaultName ?? (principal.kind === "scoped" ? await vaultNameById(d, principal.vaultId) : undefined);
   if (!vaultName) throw new InvalidRequest("name the vault in the proxy URL: http://<token>:<vault>@host:port");
-  // The vault in the proxy URL plays the role of X-Vault for agent tokens.
+  // The vault in the proxy URL plays the role of X-Vault for agent tokens. Admission charges the
+  // PROXY tier: each CONNECT and each request inside a tunnel spend from the same budget as /proxy.
   session.principal = principal;
-  session.open = await openVault(d, principal, vaultName, "read", principal.kind === "agent" ? vaultName : undefined);
+  session.open = await admitToVault(d, principal, vaultName, principal.kind === "agent" ? vaultName : undefined);
 }

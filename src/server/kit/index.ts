@@ -18,5 +18,5 @@ export { requirePrincipal } from "./auth.ts";
 export { jsonBody } from "./body.ts";
 export { openVaultFor } from "./request.ts";
 export { bearerToken } from "./request.ts";
-export { openHeaderVault } from "./request.ts";
+export { headerVaultName, openHeaderVault } from "./request.ts";
 export { enforce } from "./limits.ts";

@@ -6,14 +6,11 @@
 
 import type { Context, MiddlewareHandler } from "hono";
 import { RateLimited } from "../../errors.ts";
-import { rateLimitHeaders, type RateDecision, type RateLimiter } from "../../ratelimit/index.ts";
+import { enforce, rateLimitHeaders, type RateLimiter } from "../../ratelimit/index.ts";
 import { readPeerAddress } from "./client-address.ts";
 
 /** Throws 429 (envelope, integer Retry-After, RateLimit-* headers) for a denied decision. */
-export function enforce(d: RateDecision): void {
-  if (!d.ok)
-    throw new RateLimited(d.retryAfterSec, d.reason === "inflight" ? "too many requests in flight; retry shortly" : "rate limit exceeded", rateLimitHeaders(d));
-}
+export { enforce };
 
 export function globalGate(limiter: RateLimiter | undefined): MiddlewareHandler {
   return async (_c, next) => {

@@ -59,9 +59,13 @@ export function openVaultFor(d: Domain, c: Context<ApiEnv>, action: VaultAction)
  * otherwise the X-Vault header (required for agent tokens and user sessions).
  */
 export async function openHeaderVault(d: Domain, c: Context<ApiEnv>, action: VaultAction): Promise<OpenVault> {
+  return openVault(d, c.get("principal"), await headerVaultName(d, c), action, c.req.header("x-vault"));
+}
+
+/** The vault a request addresses: a scoped session's own, or the one X-Vault names. */
+export async function headerVaultName(d: Domain, c: Context<ApiEnv>): Promise<string> {
   const p = c.get("principal");
-  const xVault = c.req.header("x-vault");
-  const name = p.kind === "scoped" ? await vaultNameById(d, p.vaultId) : xVault;
+  const name = p.kind === "scoped" ? await vaultNameById(d, p.vaultId) : c.req.header("x-vault");
   if (!name) throw new InvalidRequest("send X-Vault naming the vault (agent tokens and user sessions)", "x-vault");
-  return openVault(d, p, name, action, xVault);
+  return name;
 }

@@ -8,12 +8,11 @@ import { Hono } from "hono";
 import { InvalidRequest } from "../../errors.ts";
 import { egress, toWebResponse, type EgressDeps } from "../../egress/index.ts";
 import type { Domain } from "../../identity/index.ts";
-import { isContained } from "../../identity/index.ts";
+import { admitToVault, isContained } from "../../identity/index.ts";
 import { parseHostPattern, type HostPattern } from "../../policy/index.ts";
 import { requirePrincipal } from "../kit/index.ts";
 import type { ApiEnv } from "../kit/index.ts";
-import { openHeaderVault } from "../kit/index.ts";
-import { enforce } from "../kit/index.ts";
+import { headerVaultName } from "../kit/index.ts";
 import { describe } from "../openapi/index.ts";
 
 export function proxyRoutes(d: Domain, deps: EgressDeps) {
@@ -36,8 +35,7 @@ export function proxyRoutes(d: Domain, deps: EgressDeps) {
       const p = c.get("principal");
       const { authority, target } = splitProxyUrl(c.req.raw.url);
       const pattern = targetHost(authority, parsedTargets);
-      const open = await openHeaderVault(d, c, "read");
-      if (d.rateLimiter) enforce(d.rateLimiter.checkProxy(p.id, open.vault.id));
+      const open = await admitToVault(d, p, await headerVaultName(d, c), c.req.header("x-vault"));
       const length = c.req.header("content-length");
       const req = c.req.raw;
       const answer = await egress(
