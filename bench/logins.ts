@@ -2,7 +2,7 @@
 // logins (default 200; odd ones a wrong password for a real account, even ones unknown emails, each
 // from its own client address) against an in-process API over an in-memory store, built as
 // tests/helpers/api.ts builds it but with the production KDF (KDF_DEFAULTS) and the production gate
-// (2 hashing, 64 waiting, as src/server/serve.ts makes it). The AUTH tier is raised out of the way
+// (2 hashing, 64 waiting, as src/app/start.ts makes it). The AUTH tier is raised out of the way
 // and the login throttle never locks, so the gate alone decides.
 //
 // Prints each status's count and latency, the wall time, and the RSS the burst added (sampled every

@@ -22,7 +22,17 @@ import type { LiveSecrets, Logger } from "../log.ts";
 import type { Secret } from "../secret.ts";
 import { openStore, type Store } from "../store/index.ts";
 import { createAuthenticator, createVaultAccessCache, type Domain } from "../identity/index.ts";
-import { createHashGate, createLeafCache, loadRootCa, mintLeaf, rotateRootCa, unlockKeyring, type CaHolder, type KdfParams, type LeafCache } from "../crypto/index.ts";
+import {
+  createHashGate,
+  createLeafCache,
+  loadRootCa,
+  mintLeaf,
+  rotateRootCa,
+  unlockKeyring,
+  type CaHolder,
+  type KdfParams,
+  type LeafCache,
+} from "../crypto/index.ts";
 import { createChangeFeed, REVALIDATE_MS, type ChangeHandlers, type Freshness } from "../store/index.ts";
 import { createLoginThrottle, createRateLimiter, resolveSettings } from "../ratelimit/index.ts";
 import { createRequestApprovalGate, expireProposals, pruneEndedRows, pruneRequestApprovals, replaceRotatedCredential } from "../workflows/index.ts";
@@ -161,7 +171,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       },
     };
     // Several instances on PostgreSQL: caches are dropped when another instance announces a change,
-    // and re-validated every second while announcements may be missed (vault/changes.ts).
+    // and re-validated every second while announcements may be missed (store/changes.ts).
     const outageGraceMs = config.database?.outageGraceMs ?? 0;
     const feed = createChangeFeed(store.db, {
       now,

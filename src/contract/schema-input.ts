@@ -1,6 +1,6 @@
 // Reading untrusted input with its schema (zod, through the Standard Schema interface): the first issue
 // becomes the broker's 400 with the field's path (`rules[0].paths[1]`) in `field`, and a field the
-// schema does not know is named, never dropped. The routes (server/body.ts) and the domain use it alike.
+// schema does not know is named, never dropped. The routes (server/kit/body.ts) and the domain use it alike.
 
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import { InvalidRequest } from "../errors.ts";

@@ -47,7 +47,7 @@ export interface EgressDeps {
   /** 0 = unlimited. */
   readonly maxRequestBytes: number;
   readonly maxResponseBytes: number;
-  /** Prometheus counters and histograms (server/metrics.ts); absent when metrics are off. */
+  /** Prometheus counters and histograms (server/kit/metrics.ts); absent when metrics are off. */
   readonly metrics?: EgressMetrics;
   /** Minted OAuth and GitHub App tokens (minted.ts); a minted-token service fails closed without it. */
   readonly minter?: Minter;

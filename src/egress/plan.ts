@@ -38,7 +38,7 @@ export interface EgressPlan {
   readonly minted?: MintedPlan;
 }
 
-/** A service whose credential the broker makes or signs (vault/minted-auth.ts). */
+/** A service whose credential the broker makes or signs (policy/minted-auth.ts). */
 export interface MintedPlan {
   readonly type: MintedAuthType;
   readonly fields: MintedAuthFields;
@@ -88,7 +88,7 @@ export interface PlanCache {
 
 export interface PlanCacheOptions {
   readonly now?: () => number;
-  /** Several instances: a table is trusted only as long as announcements of changes arrive (vault/changes.ts). */
+  /** Several instances: a table is trusted only as long as announcements of changes arrive (store/changes.ts). */
   readonly freshness?: Freshness;
   /** While the database is unreachable, a table loaded less than this long ago keeps serving. */
   readonly outageGraceMs?: number;
@@ -203,7 +203,7 @@ export function createPlanCache(
     if (row.authType === "passthrough" || !row.authKey) return { service, ...ruled, injection: undefined, credentialKeys: [], needles: NO_NEEDLES };
     const key = row.authKey;
     const secret = await requiredCredential(vaultId, key);
-    // Only a PEM key may span lines (vault/credential-ops.ts), and it has no place in a header or URL.
+    // Only a PEM key may span lines (workflows/credential-ops.ts), and it has no place in a header or URL.
     if (isMultiLine(secret)) throw new CredentialNotFound(key, "is a multi-line value (a PEM key), which cannot be sent in a header or URL");
     // The value's sent forms are the search patterns; the logger's last-line scrub gets the same values.
     const { injection, placement, values } = staticSend(row, secret);

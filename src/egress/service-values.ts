@@ -32,7 +32,7 @@ export function staticSend(row: ServiceRow, secret: Secret): StaticSend {
   return { injection, placement, values };
 }
 
-/** Only a PEM key may span lines (vault/credential-ops.ts), and it has no place in a header or URL. */
+/** Only a PEM key may span lines (workflows/credential-ops.ts), and it has no place in a header or URL. */
 export function isMultiLine(secret: Secret): boolean {
   return /[\r\n\0]/.test(secret.reveal()); // reveal: checked, not kept
 }

@@ -76,7 +76,7 @@ export interface AuthenticatorOptions {
   /** How long a cached look-up is trusted before the store is asked again (other instances may revoke). */
   readonly cacheTtlMs?: number;
   readonly maxEntries?: number;
-  /** Shortens that trust while announcements from other instances may be missed (vault/changes.ts). */
+  /** Shortens that trust while announcements from other instances may be missed (store/changes.ts). */
   readonly freshness?: Freshness;
   /** While the database is unreachable, a session checked less than this long ago keeps working. */
   readonly outageGraceMs?: number;

@@ -59,7 +59,7 @@ export interface RequestApprovalEvent {
 
 export type BrokerEvent = ProposalEvent | RequestApprovalEvent;
 
-/** Delivers events to a vault's webhooks off the request path (egress/webhook-delivery.ts). */
+/** Delivers events to a vault's webhooks off the request path (webhooks/webhook-delivery.ts). */
 export interface WebhookNotifier {
   notify(vaultId: number, event: BrokerEvent): void;
 }

@@ -28,7 +28,7 @@ export interface RequestApprovalRow {
   headers: string;
   /** The body's start as text (redacted), or null for no body or one that is not text (null when sealed). */
   bodyPreview: string | null;
-  /** The full target, headers and body preview sealed with the data key (vault/held-description.ts); null in rows from before. */
+  /** The full target, headers and body preview sealed with the data key (workflows/held-description.ts); null in rows from before. */
   sealedNonce: Uint8Array | null;
   sealedDescription: Uint8Array | null; // sealed: never log
   bodyBytes: number;

@@ -8,7 +8,7 @@ export const ADDITIONS: readonly Migration[] = [
     version: 8,
     name: "service-rules",
     sql: `
-      -- An optional allow list of methods and paths for a service, as JSON (vault/services.ts validates it);
+      -- An optional allow list of methods and paths for a service, as JSON (workflows/services.ts validates it);
       -- NULL allows every method and path.
       ALTER TABLE services ADD COLUMN rules TEXT;
     `,

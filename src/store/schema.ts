@@ -9,7 +9,7 @@ import type { Migration } from "./migration.ts";
 
 export type { Migration };
 
-/** The channel on which PostgreSQL announces committed changes to every instance (see vault/changes.ts). */
+/** The channel on which PostgreSQL announces committed changes to every instance (see store/changes.ts). */
 export const CHANGES_CHANNEL = "broker_changes";
 
 export const MIGRATIONS: readonly Migration[] = [...FOUNDATION, ...ADDITIONS];

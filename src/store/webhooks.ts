@@ -1,5 +1,5 @@
 // Webhook rows: a vault's proposal-notification receivers. The signing secret is stored sealed (nonce and
-// ciphertext, opened only by vault/webhooks.ts); the last_* columns record the newest delivery's outcome.
+// ciphertext, opened only by workflows/webhooks.ts); the last_* columns record the newest delivery's outcome.
 
 import type { Sql } from "./db.ts";
 

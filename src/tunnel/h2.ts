@@ -3,7 +3,7 @@
 // CONNECT authority (never :authority), rules, injection, guard, audit, redaction. Response
 // trailers pass (gRPC's status lives there); a broker error on a gRPC call is answered the gRPC way,
 // so the agent's client reports it instead of failing on a JSON body. Bun's node:http2 does the
-// framing, HPACK, flow control and SETTINGS; the frame guard (egress/h2-frame-guard.ts) stands in front of it.
+// framing, HPACK, flow control and SETTINGS; the frame guard (http/h2-frame-guard.ts) stands in front of it.
 
 import { constants, createServer, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import type { Duplex } from "node:stream";

@@ -1,4 +1,4 @@
-// Credential operations with their permission rules (vault/principal.ts): key names are visible to
+// Credential operations with their permission rules (identity/principal.ts): key names are visible to
 // every role; setting, deleting and revealing values is for human user sessions of admins and
 // members only. Agents and scoped sessions never, whatever their role: each operation checks itself.
 
@@ -23,7 +23,7 @@ export function readValue(v: unknown, field = "value"): Secret {
 
 /**
  * One PEM block (a GitHub App's private key): the only multi-line value. It is only ever read as a
- * key (egress/minted-tokens.ts); the header and URL injections refuse a value with line breaks.
+ * key (minting/minted-tokens.ts); the header and URL injections refuse a value with line breaks.
  */
 const PEM_BLOCK = /^-----BEGIN [A-Z0-9 ]{1,40}-----\r?\n(?:[A-Za-z0-9+/=]{1,128}\r?\n){1,200}-----END [A-Z0-9 ]{1,40}-----\r?\n?$/;
 

@@ -1,7 +1,7 @@
 // Proposal notifications, the domain side: a vault's webhooks (human admins add, list and remove them),
 // the signing secret (sealed with the data key, shown once at creation, never again) and the events a
 // proposal raises. Events carry names, hosts and key names, never a credential value; delivery (guard,
-// signing, retries) lives in egress/webhook-delivery.ts. Never logs a secret or a receiver's URL.
+// signing, retries) lives in webhooks/webhook-delivery.ts. Never logs a secret or a receiver's URL.
 
 import { InvalidRequest, NotFound, PermissionDenied, Conflict } from "../errors.ts";
 import type { ProposalRow, RequestApprovalRow, WebhookFormat, WebhookRow } from "../store/index.ts";

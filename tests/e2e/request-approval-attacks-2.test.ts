@@ -229,7 +229,7 @@ describe("attacks through /proxy (2)", () => {
     expect(seenWith(id)).toHaveLength(0);
   });
 
-  // Attack: the loose matching in needsApproval (vault/path-rules.ts looseShapes) strips trailing
+  // Attack: the loose matching in needsApproval (policy/path-rules.ts looseShapes) strips trailing
   // spaces, then dots, then one format suffix, then spaces, in one pass. It holds `/v1/refunds.%20`
   // and `/v1/refunds%20.` (the IIS/Win32 rule it models: trailing dots and spaces are dropped from a
   // name), but not `/v1/refunds.%20.` nor `/v1/refunds.json%20.`, which the same rule reduces to
@@ -277,7 +277,7 @@ describe("attacks through /proxy (2)", () => {
     expect(await page(id)).toContain('id="duplicate-keys"');
   });
 
-  // Attack: layoutJson (vault/json-layout.ts) indents by depth with no bound, so its output grows with
+  // Attack: layoutJson (workflows/json-layout.ts) indents by depth with no bound, so its output grows with
   // the square of the nesting: a 12 KB body of 6000 nested arrays renders as a ~72 MB page; the
   // 64 KiB a preview may hold (32000 levels) renders as ~2 GB (2.1 GB RSS measured for one render,
   // seconds of CPU), per view of the page or of the console's Requests page. The person cannot

@@ -315,7 +315,7 @@ describe("the human side", () => {
   });
 
   // Attack: a scoped session (`broker vault run`, the token a sandboxed agent holds) is named after the
-  // person who minted it (src/vault/sessions.ts toPrincipal: id `user:<minter>`), so its held request
+  // person who minted it (src/identity/sessions.ts toPrincipal: id `user:<minter>`), so its held request
   // is shown on the approval page, the console, the CLI and webhooks as "Asked by owner@example.com"
   // with requested_by_kind "user": the person reads a request the agent in their sandbox wrote as one
   // they made themselves, and is likelier to allow it.
@@ -372,7 +372,7 @@ describe("the human side", () => {
   });
 
   // Attack: mayInVault grants read_logs to any principal with role member, agents included, and
-  // listRequestApprovals / readRequestApproval (src/vault/request-approvals.ts) open every sealed
+  // listRequestApprovals / readRequestApproval (src/workflows/request-approvals.ts) open every sealed
   // description for it. An agent invited as member (to read the audit log, which holds no bodies) lists
   // every other principal's held requests in full: the query, the body (a customer's details) and the
   // headers that principal sent itself (its own Cookie or X-Api-Key, forwarded and shown). The
@@ -543,10 +543,10 @@ describe("resources (rate limits on)", () => {
   });
 
   // Attack: `Prefer: wait=120` keeps a held request's connection open, polling the database every 500 ms
-  // (src/vault/request-approvals.ts pass()), for up to two minutes. Identical requests share one pending
+  // (src/workflows/request-approvals.ts pass()), for up to two minutes. Identical requests share one pending
   // approval, so the 50-per-principal cap never applies to them, and nothing bounds how many one
   // principal keeps waiting: only the PROXY rate (burst 200, then 50/s). Each one holds a slot of the
-  // GLOBAL in-flight ceiling (src/server/limits.ts globalGate covers every route), so one agent soon
+  // GLOBAL in-flight ceiling (src/server/kit/limits.ts globalGate covers every route), so one agent soon
   // holds them all, and every other request of the broker gets 429 "too many requests in flight":
   // other agents, and the very person trying to Allow or Deny (API, approval page, console) — for as
   // long as the agent renews its waits. Waits should be capped per principal (e.g. a few, beyond which

@@ -205,7 +205,7 @@ describe("HPACK and header list limits", () => {
 describe("flow control", () => {
   // FAILING (Bun 1.4.5): on a protocol error Bun's server writes its GOAWAY natively when its socket
   // is a native TLSSocket, but never hands it to a JS stream socket (the frame guard's): the write
-  // never reaches egress/coalescing-socket.ts, only end() does. The agent sees a bare close.
+  // never reaches http/coalescing-socket.ts, only end() does. The agent sees a bare close.
   test.failing("a connection WINDOW_UPDATE past 2^31-1: GOAWAY FLOW_CONTROL_ERROR", async () => {
     const h2 = await attacker();
     h2.write(windowUpdateFrame(0, 0x7fffffff));

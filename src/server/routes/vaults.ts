@@ -1,6 +1,6 @@
 // /v1/vaults and everything addressed inside one vault: members, invites, agent invites,
 // credentials and services. Each handler opens the vault for the action it needs; the rules live in
-// vault/principal.ts (agents and scoped sessions never read or write credentials and services).
+// identity/principal.ts (agents and scoped sessions never read or write credentials and services).
 
 import { Hono } from "hono";
 import { revealCredential, deleteCredential, listCredentials, setCredential } from "../../workflows/index.ts";
