@@ -1,7 +1,7 @@
 // Auth types whose credential the broker makes or signs itself (issue 18): OAuth 2.0 access tokens
 // from client credentials or a refresh token, AWS Signature V4, GitHub App installation tokens. The
 // service names which vault credentials hold the long-lived secrets (key names, never values) and a few
-// plain settings; the egress core (egress/minted/) does the minting and signing. Field names follow
+// plain settings; minting/ and the egress core (egress/sigv4.ts) do the minting and signing. Field names follow
 // the API's snake_case, as stored in services.auth_config.
 
 import { InvalidRequest } from "../errors.ts";

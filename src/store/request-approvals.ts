@@ -15,7 +15,7 @@ export interface RequestApprovalRow {
   principal: string;
   /** Sent by a `vault run` session of `principal`. */
   viaSession: boolean;
-  /** SHA-256 over the method, URL, body and the headers that count (vault/held-request.ts). */
+  /** SHA-256 over the method, URL, body and the headers that count (egress/held-request.ts). */
   fingerprint: string;
   state: RequestApprovalState;
   method: string;

@@ -1,4 +1,4 @@
-// Shared set-up for browser tests: headless Debian Chromium driven by playwright-core (DESIGN.md §5),
+// Shared set-up for browser tests: headless Debian Chromium driven by playwright-core (architecture.md §8),
 // launched once per test process with a fresh context per test, a recorder of the HTML pages it
 // receives, and a blank in-process broker (no users yet) for tests that start from the first-run page.
 // Locally a missing browser skips the test; under CI=true it fails instead.
