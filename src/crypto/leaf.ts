@@ -2,6 +2,7 @@
 // 7-day validity back-dated a day for clock skew), signed by the root CA, turned into a TLS
 // secure context, and kept in a bounded LRU cache that shares one mint between concurrent asks.
 
+import "reflect-metadata"; // @peculiar/x509 needs it loaded first (tests import this module directly)
 import { createSecureContext, type SecureContext } from "node:tls";
 import * as x509 from "@peculiar/x509";
 import ipaddr from "ipaddr.js";
