@@ -94,9 +94,8 @@ export async function forwardRequest(
   deps: TunnelDeps,
 ): Promise<{ response: Answer | Response; complete: boolean }> {
   const body = bodyStream(reader, framing);
-  if (body && headerValues(head.headers, "expect").some((v) => v.toLowerCase() === "100-continue")) {
-    await writeAll(stream, "HTTP/1.1 100 Continue\r\n\r\n");
-  }
+  // The body is asked for only once the request is admitted: a refused one never uploads it.
+  const expectsContinue = body !== null && headerValues(head.headers, "expect").some((v) => v.toLowerCase() === "100-continue");
   // An agent that drops the connection while the upstream thinks cancels the upstream exchange too.
   const gone = new AbortController();
   const abort = () => gone.abort();
@@ -106,7 +105,8 @@ export async function forwardRequest(
       ...tunnelEgressInput(head, target, session, body?.stream ?? null, framing.kind === "length" ? framing.length : null),
       signal: gone.signal,
     });
-    const response = await egressForSession(input, session, deps);
+    const admitted = expectsContinue ? () => writeAll(stream, "HTTP/1.1 100 Continue\r\n\r\n") : undefined;
+    const response = await egressForSession(input, session, deps, admitted);
     return { response, complete: body ? await body.drained() : true };
   } finally {
     stream.off("close", abort);
@@ -118,12 +118,18 @@ export async function forwardRequest(
  * re-checked (a revoked token stops working at its next request). Every failure becomes the
  * broker's error envelope. Shared by HTTP/1.1 requests and HTTP/2 streams.
  */
-export async function egressForSession(input: () => EgressInput, session: TunnelSession, deps: TunnelDeps): Promise<Answer | Response> {
+export async function egressForSession(
+  input: () => EgressInput,
+  session: TunnelSession,
+  deps: TunnelDeps,
+  admitted?: () => Promise<void>,
+): Promise<Answer | Response> {
   const limiter = deps.domain.rateLimiter;
   const entry = limiter?.enterGlobal();
   try {
     if (entry && !entry.ok) throw refusal(entry);
     await refreshSession(deps, session); // admission: the session re-checked, the PROXY tier charged
+    await admitted?.();
     return await egress(input(), deps.egress);
   } catch (err) {
     return errorResponse(err, deps.log);
