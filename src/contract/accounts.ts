@@ -58,3 +58,11 @@ export const IdentityList = z.object({ identities: z.array(z.looseObject({ id: z
 
 export const CaRotated = z.object({ certificate: z.string().describe("PEM"), not_after: Time });
 export const Message = z.object({ message: z.string() });
+
+// The answers' types, for readers of the API (the CLI reads answers by them).
+export type SignedInBody = z.infer<typeof SignedIn>;
+export type FreshSessionBody = z.infer<typeof FreshSession>;
+export type WhoamiBody = z.infer<typeof Whoami>;
+export type InviteAcceptedBody = z.infer<typeof InviteAccepted>;
+export type OidcStatusBody = z.infer<typeof OidcStatus>;
+export type CaRotatedBody = z.infer<typeof CaRotated>;

@@ -104,3 +104,8 @@ export const ProposalApprovalInput = z.strictObject({
   credentials: z.record(z.string(), z.unknown()).nullish().describe("each slot's key → its value (optional for keys the vault already has)"),
   rules: z.record(z.string(), z.unknown()).nullish().describe("host → rules replacing the ones asked for (null: no rules)"),
 });
+
+// The answers' types, for readers of the API (the CLI reads answers by them).
+export type DiscoveryBody = z.infer<typeof Discovery>;
+export type ProposalAnswerBody = z.infer<typeof ProposalAnswer>;
+export type ProposalListBody = z.infer<typeof ProposalList>;

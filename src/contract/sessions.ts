@@ -29,3 +29,6 @@ export const ScopedSessionCreated = z.object({
 });
 
 export const ScopedSessionList = z.object({ sessions: z.array(ScopedSessionView) });
+
+// The answers' types, for readers of the API (the CLI reads answers by them).
+export type ScopedSessionCreatedBody = z.infer<typeof ScopedSessionCreated>;

@@ -174,3 +174,19 @@ export const RequestApprovalAnswer = z.object({
   poll_url: z.string(),
 });
 export const RequestApprovalList = z.object({ request_approvals: z.array(RequestApprovalAnswer) });
+
+// The answers' types, for readers of the API (the CLI reads answers by them).
+export type VaultAnswerBody = z.infer<typeof VaultAnswer>;
+export type VaultListBody = z.infer<typeof VaultList>;
+export type MemberListBody = z.infer<typeof MemberList>;
+export type InviteCreatedBody = z.infer<typeof InviteCreated>;
+export type InviteListBody = z.infer<typeof InviteList>;
+export type CredentialListBody = z.infer<typeof CredentialList>;
+export type CredentialRevealedBody = z.infer<typeof CredentialRevealed>;
+export type ServiceAnswerBody = z.infer<typeof ServiceAnswer>;
+export type ServiceListBody = z.infer<typeof ServiceList>;
+export type WebhookCreatedBody = z.infer<typeof WebhookCreated>;
+export type WebhookListBody = z.infer<typeof WebhookList>;
+export type AuditPageAnswerBody = z.infer<typeof AuditPageAnswer>;
+export type RequestApprovalAnswerBody = z.infer<typeof RequestApprovalAnswer>;
+export type RequestApprovalListBody = z.infer<typeof RequestApprovalList>;

@@ -5,7 +5,8 @@
 // "each" holds it for a human (held-request.ts).
 
 import { InvalidRequest, RequestNotAllowed } from "../errors.ts";
-import { canonicalPath, describeRules, matchRule, needsApproval, RULE_METHODS } from "../policy/index.ts";
+import { canonicalPath, matchRule, needsApproval, RULE_METHODS } from "../policy/index.ts";
+import { describeRules } from "../words/index.ts";
 import { claimedMethods } from "./method-override.ts";
 import type { EgressPlan } from "./plan.ts";
 

@@ -1,12 +1,12 @@
-// Pure rules with no state of their own: host patterns, path rules, how a credential goes into a URL,
-// the minted auth types' fields, and the size limits every input is held to.
+// Pure rules with no state of their own: host patterns, path rules and what a change of them adds,
+// how a credential goes into a URL, the minted auth types' fields, and the size limits every input is
+// held to. Saying any of it in words for people and agents is words/'s.
 
 export { hostMatches, parseHostPattern, type HostPattern } from "./hosts.ts";
 export * from "./minted-auth.ts";
 export * from "./limits.ts";
 export {
   canonicalPath,
-  describeRules,
   matchRule,
   needsApproval,
   parseRules,
@@ -15,4 +15,5 @@ export {
   type Rules,
   type ServiceRule,
 } from "./path-rules.ts";
-export { describeUrlAuth, readPathTemplate, readQueryParam, splitPathTemplate, VALUE_PLACEHOLDER } from "./url-auth.ts";
+export { covers, widening } from "./rules-diff.ts";
+export { readPathTemplate, readQueryParam, splitPathTemplate, VALUE_PLACEHOLDER } from "./url-auth.ts";

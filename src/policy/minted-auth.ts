@@ -161,18 +161,3 @@ export function parseMintedAuthConfig(text: string | null): MintedAuthFields {
     return {};
   }
 }
-
-/** How a minted credential is made and sent, in words, for the approval page, the console and the CLI. */
-export function describeMintedAuth(type: MintedAuthType, f: MintedAuthFields): string {
-  const at = (url: string | undefined) => (url ? new URL(url).host + new URL(url).pathname : "?");
-  switch (type) {
-    case "oauth2_client_credentials":
-      return `OAuth 2.0 access token from ${at(f.token_url)} (client ${f.client_id}, secret ${f.client_secret}${f.scopes?.length ? `, scopes ${f.scopes.join(" ")}` : ""}${f.audience ? `, audience ${f.audience}` : ""}), sent as Authorization: Bearer <token>`;
-    case "oauth2_refresh":
-      return `OAuth 2.0 access token refreshed at ${at(f.token_url)} with ${f.refresh_token} (client ${f.client_id}, secret ${f.client_secret}), sent as Authorization: Bearer <token>`;
-    case "aws_sigv4":
-      return `AWS Signature V4 with ${f.access_key_id} and ${f.secret_access_key}${f.session_token ? ` (session token ${f.session_token})` : ""}, service ${f.service ?? "from the host"}, region ${f.region ?? "from the host"}`;
-    case "github_app":
-      return `GitHub App ${f.app_id} installation ${f.installation_id} token, minted with ${f.private_key}${f.api_url ? ` at ${at(f.api_url)}` : ""}, sent as Authorization: Bearer <token>`;
-  }
-}

@@ -220,11 +220,3 @@ function ruleMatches(rule: ServiceRule, method: string, segments: readonly strin
   if (!patterns) compiled.set(rule, (patterns = rule.paths.map((p, j) => compilePattern(p, `paths[${j}]`))));
   return patterns.some((p) => matches(p, segments));
 }
-
-/** In plain words: "GET and HEAD on /repos/*\/issues/**; POST on /a or /b". */
-export function describeRules(rules: Rules): string {
-  const words = (items: readonly string[], last: string) => (items.length <= 1 ? items.join("") : `${items.slice(0, -1).join(", ")} ${last} ${items.at(-1)}`);
-  return rules
-    .map((r) => `${words(r.methods, "and")} on ${words(r.paths, "or")}${r.approve === "each" ? " (each request approved by a human)" : ""}`)
-    .join("; ");
-}

@@ -1,6 +1,7 @@
 // Credentials that travel in the URL: which query parameter carries the value ('query' auth), and
-// the path template that places it before the agent's path ('path' auth). Validation and plain
-// words only; the value itself is placed by egress/url-credential.ts and never passes through here.
+// the path template that places it before the agent's path ('path' auth). Validation only (words/
+// says where the value goes); the value itself is placed by egress/url-credential.ts and never
+// passes through here.
 
 import { InvalidRequest } from "../errors.ts";
 
@@ -44,11 +45,4 @@ export function readPathTemplate(v: unknown, field: string): string {
 export function splitPathTemplate(template: string): { readonly before: string; readonly after: string } {
   const at = template.indexOf(VALUE_PLACEHOLDER);
   return { before: template.slice(0, at), after: template.slice(at + VALUE_PLACEHOLDER.length) };
-}
-
-/** Where a URL credential travels, in words (names only, never a value); undefined for header types. */
-export function describeUrlAuth(auth: { readonly type: string; readonly param?: string; readonly template?: string }): string | undefined {
-  if (auth.type === "query") return `sent as the ?${auth.param ?? ""}= query parameter`;
-  if (auth.type === "path") return `sent in the path as ${auth.template ?? ""}, before the requested path`;
-  return undefined;
 }

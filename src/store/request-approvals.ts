@@ -4,6 +4,7 @@
 // in the WHERE clause, so two approvals, or two uses of one approval, cannot both apply.
 
 import type { Sql } from "./db.ts";
+import { assertList, fail, isText, parseStoredJson } from "./stored-json.ts";
 
 export type RequestApprovalState = "pending" | "approved" | "denied" | "used" | "expired";
 
@@ -24,8 +25,8 @@ export interface RequestApprovalRow {
   /** Path and query as they would be forwarded (redacted); the path alone when the description is sealed. */
   target: string;
   service: string;
-  /** JSON [[name, value], …]: the request's headers without credentials, values redacted ("[]" when sealed). */
-  headers: string;
+  /** [[name, value], …]: the request's headers without credentials, values redacted ([] when sealed). Stored as JSON text, checked when read. */
+  headers: readonly (readonly [string, string])[];
   /** The body's start as text (redacted), or null for no body or one that is not text (null when sealed). */
   bodyPreview: string | null;
   /** The full target, headers and body preview sealed with the data key (workflows/held-description.ts); null in rows from before. */
@@ -40,6 +41,9 @@ export interface RequestApprovalRow {
   usedAt: number | null;
 }
 
+/** The row as the database holds it: headers as JSON text. */
+type StoredRequestApprovalRow = Omit<RequestApprovalRow, "headers"> & { headers: string };
+
 const COLUMNS = `id, public_id AS "publicId", vault_id AS "vaultId", principal, fingerprint, state, method, host, target, service, headers,
   body_preview AS "bodyPreview", body_bytes AS "bodyBytes", body_sha256 AS "bodySha256", created_at AS "createdAt", expires_at AS "expiresAt",
   decided_at AS "decidedAt", decided_by AS "decidedBy", used_at AS "usedAt", sealed_nonce AS "sealedNonce", sealed_description AS "sealedDescription", via_session AS "viaSession"`;
@@ -47,7 +51,7 @@ const COLUMNS = `id, public_id AS "publicId", vault_id AS "vaultId", principal, 
 export function requestApprovalRepo(sql: Sql) {
   return {
     async create(r: Omit<RequestApprovalRow, "id" | "state" | "decidedAt" | "decidedBy" | "usedAt">): Promise<RequestApprovalRow> {
-      const row = await sql.get<RequestApprovalRow>(
+      const row = await sql.get<StoredRequestApprovalRow>(
         `INSERT INTO request_approvals (public_id, vault_id, principal, fingerprint, state, method, host, target, service, headers, body_preview, body_bytes, body_sha256, created_at, expires_at, sealed_nonce, sealed_description, via_session)
          VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
         [
@@ -59,7 +63,7 @@ export function requestApprovalRepo(sql: Sql) {
           r.host,
           r.target,
           r.service,
-          r.headers,
+          JSON.stringify(r.headers),
           r.bodyPreview,
           r.bodyBytes,
           r.bodySha256,
@@ -73,12 +77,12 @@ export function requestApprovalRepo(sql: Sql) {
       return normalise(row!);
     },
     async byPublicId(publicId: string): Promise<RequestApprovalRow | undefined> {
-      const row = await sql.get<RequestApprovalRow>(`SELECT ${COLUMNS} FROM request_approvals WHERE public_id = ?`, [publicId]);
+      const row = await sql.get<StoredRequestApprovalRow>(`SELECT ${COLUMNS} FROM request_approvals WHERE public_id = ?`, [publicId]);
       return row && normalise(row);
     },
     /** The newest approval of this exact request by this principal. */
     async latest(vaultId: number, principal: string, fingerprint: string): Promise<RequestApprovalRow | undefined> {
-      const row = await sql.get<RequestApprovalRow>(
+      const row = await sql.get<StoredRequestApprovalRow>(
         `SELECT ${COLUMNS} FROM request_approvals WHERE vault_id = ? AND principal = ? AND fingerprint = ? ORDER BY id DESC LIMIT 1`,
         [vaultId, principal, fingerprint],
       );
@@ -86,7 +90,7 @@ export function requestApprovalRepo(sql: Sql) {
     },
     /** Pending (and not yet expired) first, oldest of them first; then the rest, newest first. */
     async list(vaultId: number, now: number, limit: number): Promise<RequestApprovalRow[]> {
-      const rows = await sql.all<RequestApprovalRow>(
+      const rows = await sql.all<StoredRequestApprovalRow>(
         `SELECT ${COLUMNS} FROM request_approvals WHERE vault_id = ?
          ORDER BY CASE WHEN state = 'pending' AND expires_at > ? THEN 0 ELSE 1 END, CASE WHEN state = 'pending' AND expires_at > ? THEN id ELSE -id END LIMIT ?`,
         [vaultId, now, now, limit],
@@ -134,11 +138,13 @@ export function requestApprovalRepo(sql: Sql) {
 
 export type RequestApprovalRepo = ReturnType<typeof requestApprovalRepo>;
 
-function normalise(r: RequestApprovalRow): RequestApprovalRow {
+function normalise(r: StoredRequestApprovalRow): RequestApprovalRow {
   const n = (v: number | null) => (v === null ? null : Number(v));
+  const id = Number(r.id);
   return {
     ...r,
-    id: Number(r.id),
+    id,
+    headers: parseStoredJson("request_approvals", id, "headers", r.headers, assertHeaders),
     vaultId: Number(r.vaultId),
     bodyBytes: Number(r.bodyBytes),
     viaSession: Boolean(Number(r.viaSession)),
@@ -150,4 +156,12 @@ function normalise(r: RequestApprovalRow): RequestApprovalRow {
     decidedBy: n(r.decidedBy),
     usedAt: n(r.usedAt),
   };
+}
+
+/** The headers column: a list of [name, value] pairs of text (see stored-json.ts). */
+function assertHeaders(v: unknown, at: string): asserts v is [string, string][] {
+  assertList(v, at);
+  v.forEach((h, i) => {
+    if (!Array.isArray(h) || h.length !== 2 || !isText(h[0]) || !isText(h[1])) fail(`${at}[${i}]`, "must be a [name, value] pair of text");
+  });
 }

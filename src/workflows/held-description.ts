@@ -23,7 +23,7 @@ export async function sealDescription(d: Domain, vaultId: number, publicId: stri
   const q = description.target.indexOf("?");
   return {
     target: q < 0 ? description.target : description.target.slice(0, q),
-    headers: "[]",
+    headers: [],
     bodyPreview: null,
     sealedNonce: sealed.nonce,
     sealedDescription: sealed.ciphertext,
@@ -33,7 +33,7 @@ export async function sealDescription(d: Domain, vaultId: number, publicId: stri
 /** A row's description: opened when sealed, else (rows from before sealing) as stored. */
 export async function openDescription(d: Domain, row: RequestApprovalRow): Promise<HeldDescription> {
   if (row.sealedNonce === null || row.sealedDescription === null) {
-    return { target: row.target, headers: JSON.parse(row.headers) as [string, string][], bodyPreview: row.bodyPreview };
+    return { target: row.target, headers: row.headers, bodyPreview: row.bodyPreview };
   }
   const plain = await open(d.dataKey, { nonce: row.sealedNonce, ciphertext: row.sealedDescription }, aad(row.vaultId, row.publicId));
   return JSON.parse(new TextDecoder().decode(plain)) as HeldDescription;

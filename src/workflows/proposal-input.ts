@@ -7,23 +7,18 @@ import { parseHostPattern } from "../policy/index.ts";
 import { LIMITS } from "../policy/index.ts";
 import { parseRules, type Rules } from "../policy/index.ts";
 import { authKeyFields, readAuth, readKey, type ServiceAuth } from "./services.ts";
+import type { ProposedAuth, ProposedRule, ProposedService, ProposedSlot } from "../store/index.ts";
 
-export interface ProposedService {
-  action: "set";
-  host: string;
-  description: string;
-  auth: ServiceAuth;
-  /** Allowed methods and paths asked for; absent: everything on the host. */
-  rules?: Rules;
-}
+// The shapes a proposal is stored in are the store's (it checks them when it reads a row).
+export type { ProposedService, ProposedSlot } from "../store/index.ts";
 
-export interface ProposedSlot {
-  action: "set";
-  key: string;
-  description: string;
-  obtain: string;
-  obtain_instructions: string;
-}
+/**
+ * The store keeps its own copy of a service's auth and rules (it imports no module above it); these
+ * fail to compile when ServiceAuth or Rules gain, lose or change a field the store's copy does not.
+ */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type SameShape<A, B> = [Same<A, B>, Same<keyof A, keyof B>] extends [true, true] ? true : never;
+const _storedShapesMatch: [SameShape<ServiceAuth, ProposedAuth>, SameShape<Rules[number], ProposedRule>] = [true, true];
 
 export interface ProposalInput {
   services: ProposedService[];

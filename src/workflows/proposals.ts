@@ -12,7 +12,8 @@ import { LIMITS } from "../policy/index.ts";
 import type { Principal } from "../identity/index.ts";
 import { assertKeysResolve, readProposal, type ProposedService, type ProposedSlot } from "./proposal-input.ts";
 import { authKeys, storedRules, toRow, viewService, type ServiceAuth } from "./services.ts";
-import { describeRules, parseRules } from "../policy/index.ts";
+import { parseRules } from "../policy/index.ts";
+import { newHostWarning, replacedServiceWarning, rulesRemovedWarning } from "../words/index.ts";
 import { hashToken, mintToken } from "../crypto/index.ts";
 import { iso } from "../identity/index.ts";
 import { openVault, requireInVault, type OpenVault, type UserPrincipal } from "../identity/index.ts";
@@ -26,8 +27,8 @@ export interface ProposalView {
   vault: string;
   message: string;
   user_message: string;
-  services: ProposedService[];
-  credentials: ProposedSlot[];
+  services: readonly ProposedService[];
+  credentials: readonly ProposedSlot[];
   created_at: string;
   expires_at: string;
   decided_at: string | null;
@@ -40,8 +41,8 @@ export function viewProposal(row: ProposalRow, vault: string): ProposalView {
     vault,
     message: row.message,
     user_message: row.userMessage,
-    services: JSON.parse(row.services) as ProposedService[],
-    credentials: JSON.parse(row.credentials) as ProposedSlot[],
+    services: row.services,
+    credentials: row.credentials,
     created_at: iso(row.createdAt),
     expires_at: iso(row.expiresAt),
     decided_at: row.decidedAt === null ? null : iso(row.decidedAt),
@@ -61,8 +62,8 @@ export async function createProposal(d: Domain, p: Principal, open: OpenVault, i
       vaultId: open.vault.id,
       message: proposal.message,
       userMessage: proposal.user_message,
-      services: JSON.stringify(proposal.services),
-      credentials: JSON.stringify(proposal.credentials),
+      services: proposal.services,
+      credentials: proposal.credentials,
       createdBy: p.id,
       viaSession: p.kind === "scoped",
       createdAt: now,
@@ -153,19 +154,16 @@ function keyDestinations(s: { host: string; auth: ServiceAuth }): [string, strin
 
 /** Plain warnings for the approver: existing credentials sent to hosts they do not go to today. */
 export async function approvalWarnings(d: Domain, row: ProposalRow): Promise<string[]> {
-  const services = JSON.parse(row.services) as ProposedService[];
+  const services = row.services;
   const current = await d.store.services.list(row.vaultId);
-  const warnings = (await newHostUses(d, row.vaultId, services)).map(
-    ({ key, host }) => `This proposal sends your existing credential ${key} to a new host, ${host}.`,
-  );
+  const warnings = (await newHostUses(d, row.vaultId, services)).map(({ key, host }) => newHostWarning(key, host));
   for (const s of services) {
     const replaced = current.find((c) => c.host === s.host);
-    if (replaced && authKeys(viewService(replaced).auth).join() !== authKeys(s.auth).join())
-      warnings.push(`This proposal replaces the existing service for ${s.host}.`);
+    if (replaced && authKeys(viewService(replaced).auth).join() !== authKeys(s.auth).join()) warnings.push(replacedServiceWarning(s.host));
     if (!replaced) continue;
     // Narrower or wider rules are shown beside each host; dropping them all is worth a warning of its own.
     const now = storedRules(replaced);
-    if (now && !s.rules) warnings.push(`This proposal removes the rules of ${s.host}: every method and path would be allowed (today: ${describeRules(now)}).`);
+    if (now && !s.rules) warnings.push(rulesRemovedWarning(s.host, now));
   }
   return warnings;
 }
@@ -182,8 +180,8 @@ export async function approveProposal(
   decided: ApprovalChoices = {},
 ): Promise<void> {
   const p = mayDecide(open, row, "approve");
-  const slots = JSON.parse(row.credentials) as ProposedSlot[];
-  const services = withChosenRules(JSON.parse(row.services) as ProposedService[], decided.rules);
+  const slots = row.credentials;
+  const services = withChosenRules(row.services, decided.rules);
   const existing = new Set(await d.store.credentials.keys(row.vaultId));
   const sealed: { key: string; nonce: Uint8Array; ciphertext: Uint8Array }[] = [];
   for (const slot of slots) {
@@ -213,7 +211,7 @@ export interface ApprovalChoices {
  * The human's rules win over the agent's for each host they name (null: no rules, everything allowed).
  * Naming a host the proposal does not carry is refused, so a typo cannot pass silently.
  */
-function withChosenRules(services: ProposedService[], chosen: unknown): ProposedService[] {
+function withChosenRules(services: readonly ProposedService[], chosen: unknown): readonly ProposedService[] {
   if (chosen === undefined || chosen === null) return services;
   if (typeof chosen !== "object" || Array.isArray(chosen)) throw new InvalidRequest("rules must map each host of the proposal to its rules", "rules");
   const byHost = chosen as Record<string, unknown>;

@@ -8,7 +8,6 @@ import type { ProposalRow, RequestApprovalRow, WebhookFormat, WebhookRow } from 
 import { Secret } from "../secret.ts";
 import { encodeAad, open, randomBytes, seal } from "../crypto/index.ts";
 import type { Domain } from "../identity/index.ts";
-import type { ProposedService, ProposedSlot } from "./proposal-input.ts";
 import { nameRequester, type RequesterKind } from "../identity/index.ts";
 import { iso } from "../identity/index.ts";
 import { requireInVault, type OpenVault } from "../identity/index.ts";
@@ -134,8 +133,6 @@ export async function announceProposal(d: Domain, type: ProposalEventType, row: 
     if (!vault || (await d.store.webhooks.count(row.vaultId)) === 0) return;
     const who = await nameRequester(d, row.createdBy, row.viaSession);
     const decider = row.decidedBy === null ? null : ((await d.store.users.byId(row.decidedBy))?.email ?? "a removed user");
-    const services = JSON.parse(row.services) as ProposedService[];
-    const slots = JSON.parse(row.credentials) as ProposedSlot[];
     d.webhooks.notify(row.vaultId, {
       event: type,
       vault: vault.name,
@@ -146,8 +143,8 @@ export async function announceProposal(d: Domain, type: ProposalEventType, row: 
         requested_by_kind: who.kind,
         message: row.message,
         user_message: row.userMessage,
-        hosts: services.map((s) => s.host),
-        keys: slots.map((s) => s.key),
+        hosts: row.services.map((s) => s.host),
+        keys: row.credentials.map((s) => s.key),
         created_at: iso(row.createdAt),
         expires_at: iso(row.expiresAt),
         decided_at: row.decidedAt === null ? null : iso(row.decidedAt),

@@ -8,15 +8,7 @@ import { openContext } from "../kit/index.ts";
 import { formatTime, printJson, printLine, printNote } from "../kit/index.ts";
 import { promptHidden, promptNewPassword, readStdinLine } from "../kit/index.ts";
 import { updateCliState } from "../kit/index.ts";
-
-interface Whoami {
-  readonly kind: "user" | "agent" | "scoped";
-  readonly user?: { id: string; email: string; role: string };
-  readonly agent?: { name: string; role: string };
-  readonly vault?: string;
-  readonly role?: string;
-  readonly session: { id: string; expires_at: string | null };
-}
+import type { FreshSessionBody, WhoamiBody } from "../../contract/index.ts";
 
 const changePassword = defineCommand({
   meta: { name: "change-password", description: "Change your password; every other session of yours ends" },
@@ -26,7 +18,7 @@ const changePassword = defineCommand({
     const fromStdin = Boolean(args["password-stdin"]);
     const current = fromStdin ? await readStdinLine("current password") : await promptHidden("Current password: ");
     const next = fromStdin ? await readStdinLine("new password") : await promptNewPassword("password");
-    const res = await ctx.client.request<{ token: string }>("POST", "/v1/auth/change-password", {
+    const res = await ctx.client.request<FreshSessionBody>("POST", "/v1/auth/change-password", {
       body: { current_password: current, new_password: next },
     });
     // The server ended every session, including the one we used: keep the fresh one instead.
@@ -36,7 +28,7 @@ const changePassword = defineCommand({
   },
 });
 
-function describePrincipal(me: Whoami): string {
+function describePrincipal(me: WhoamiBody): string {
   if (me.kind === "user" && me.user) return `${me.user.email} (${me.user.role})`;
   if (me.kind === "agent" && me.agent) return `agent ${me.agent.name} (${me.agent.role})`;
   return `scoped session for vault ${me.vault ?? "?"} (${me.role ?? "?"})`;
@@ -47,7 +39,7 @@ const whoami = defineCommand({
   args: jsonArg,
   async run({ args }) {
     const ctx = openContext();
-    const me = await ctx.client.request<Whoami>("GET", "/v1/auth/whoami");
+    const me = await ctx.client.request<WhoamiBody>("GET", "/v1/auth/whoami");
     const vault = ctx.state.vault ?? ctx.config.vault ?? null;
     if (args.json) return printJson({ ...me, address: ctx.addr, current_vault: vault });
     const rows: [string, string][] = [

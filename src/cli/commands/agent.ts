@@ -6,15 +6,9 @@ import { jsonArg, parseTokenTtl, vaultArg } from "../kit/index.ts";
 import { apiPath, vaultPath } from "../kit/index.ts";
 import { openContext, pickVault } from "../kit/index.ts";
 import { formatTime, printJson, printLine, printTable } from "../kit/index.ts";
+import type { InviteCreatedBody } from "../../contract/index.ts";
 
-interface AgentInvite {
-  readonly id: string;
-  readonly invite_url: string;
-  readonly name: string;
-  readonly role: string;
-  readonly expires_at: string;
-}
-
+// GET /v1/agents: the contract's AgentList declares only each agent's name, not the fields the table shows.
 interface AgentView {
   readonly name: string;
   readonly role: string;
@@ -51,7 +45,7 @@ const invite = defineCommand({
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
     const body = { name: args.name || undefined, role: args.role, token_ttl_seconds: ttl };
-    const inv = await ctx.client.request<AgentInvite>("POST", vaultPath(vault, "agent-invites"), { body, vault });
+    const inv = await ctx.client.request<InviteCreatedBody>("POST", vaultPath(vault, "agent-invites"), { body, vault });
     if (args.json) return printJson(inv);
     printLine(`Agent invite for ${inv.name} (role ${inv.role} in vault ${vault}); single use, expires ${formatTime(inv.expires_at)}.`);
     printLine(`Its token ${formatDuration(ttl)}.`);

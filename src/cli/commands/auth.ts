@@ -12,18 +12,9 @@ import { formatTime, printJson, printLine, printNote, printSecret, printTable } 
 import { promptHidden, promptNewPassword, readStdinLine } from "../kit/index.ts";
 import { CliFailure } from "../kit/index.ts";
 import { loginWithSso } from "../kit/index.ts";
+import type { SignedInBody } from "../../contract/index.ts";
 
-export interface UserView {
-  readonly id: string;
-  readonly email: string;
-  readonly role: string;
-}
-
-export interface LoginResponse {
-  readonly token: string; // SECRET: wrapped in Secret as soon as it arrives
-  readonly user: UserView;
-}
-
+// GET /v1/auth/sessions: the contract's OwnSessions does not declare last_seen_at or current, which the table shows.
 interface SessionView {
   readonly id: string;
   readonly kind: string;
@@ -43,7 +34,7 @@ const loginArgs = {
 } as const;
 
 /** Saves the new session and says who is logged in; the token is shown only on request. */
-export function finishLogin(ctx: CliContext, res: LoginResponse, message: string, printToken: boolean): void {
+export function finishLogin(ctx: CliContext, res: SignedInBody, message: string, printToken: boolean): void {
   const token = new Secret(res.token);
   saveLogin(ctx, { token, email: res.user.email });
   if (printToken) {
@@ -58,7 +49,7 @@ const register = defineCommand({
   async run({ args }) {
     const ctx = openContext({ address: args.address });
     const password = args["password-stdin"] ? await readStdinLine("password") : await promptNewPassword("password");
-    const res = await ctx.client.request<LoginResponse>("POST", "/v1/auth/register", { body: { email: args.email, password }, anonymous: true });
+    const res = await ctx.client.request<SignedInBody>("POST", "/v1/auth/register", { body: { email: args.email, password }, anonymous: true });
     const owner = res.user.role === "owner" ? " as the instance owner" : "";
     finishLogin(ctx, res, `Registered ${res.user.email}${owner} at ${ctx.addr}. Logged in as ${res.user.email}`, Boolean(args["print-token"]));
   },
@@ -77,7 +68,7 @@ const login = defineCommand({
     if (!args.email) throw new CliFailure("--email is required", "pass --email <you>, or sign in through the identity provider with --sso", 2);
     const password = args["password-stdin"] ? await readStdinLine("password") : await promptHidden("Password: ");
     const hints = { 401: "the email or password is wrong: check both and try again (`broker auth register` creates an account)" };
-    const res = await ctx.client.request<LoginResponse>("POST", "/v1/auth/login", { body: { email: args.email, password }, anonymous: true, hints });
+    const res = await ctx.client.request<SignedInBody>("POST", "/v1/auth/login", { body: { email: args.email, password }, anonymous: true, hints });
     finishLogin(ctx, res, `Logged in as ${res.user.email}`, Boolean(args["print-token"]));
   },
 });

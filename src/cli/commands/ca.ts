@@ -6,6 +6,7 @@ import { apiPath } from "../kit/index.ts";
 import { openContext } from "../kit/index.ts";
 import { CliFailure } from "../kit/index.ts";
 import { printLine, printNote } from "../kit/index.ts";
+import type { CaRotatedBody } from "../../contract/index.ts";
 
 const exportCommand = defineCommand({
   meta: { name: "export", description: "Print the broker's root CA certificate (PEM), or write it with --out" },
@@ -29,7 +30,7 @@ const rotateCommand = defineCommand({
   meta: { name: "rotate", description: "Replace the root CA (owner only); clients must trust the new certificate" },
   async run() {
     const ctx = openContext();
-    const res = await ctx.client.request<{ not_after: string }>("POST", apiPath("v1", "ca", "rotate"));
+    const res = await ctx.client.request<CaRotatedBody>("POST", apiPath("v1", "ca", "rotate"));
     printLine(`Rotated the root CA (valid until ${res.not_after}). Re-export it with \`broker ca export\` for your clients.`);
   },
 });

@@ -11,12 +11,7 @@ import { openContext, pickVault } from "../kit/index.ts";
 import { CliFailure, hintOnForbidden, SECRET_READ_HINT, SECRET_WRITE_HINT } from "../kit/index.ts";
 import { formatTime, printJson, printLine, printSecret, printTable } from "../kit/index.ts";
 import { promptHidden, readStdinValue, stdinIsTerminal } from "../kit/index.ts";
-
-interface CredentialView {
-  readonly key: string;
-  readonly updated_at: string;
-  readonly value?: string; // SECRET: wrapped at once, shown only with --reveal
-}
+import type { CredentialListBody, CredentialRevealedBody } from "../../contract/index.ts";
 
 /** A 404 on one key: the command that lists the keys that do exist. */
 const listKeys = (vault: string) => ({ 404: `\`broker credential list\` shows the keys in vault ${vault}` });
@@ -59,7 +54,7 @@ const get = defineCommand({
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
     const res = await hintOnForbidden(
-      ctx.client.request<CredentialView>("GET", vaultPath(vault, "credentials", key), { vault, hints: listKeys(vault) }),
+      ctx.client.request<CredentialRevealedBody>("GET", vaultPath(vault, "credentials", key), { vault, hints: listKeys(vault) }),
       SECRET_READ_HINT,
     );
     if (typeof res.value !== "string") throw new CliFailure("the broker returned no value", "check the server version");
@@ -78,7 +73,7 @@ const list = defineCommand({
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
     const query = args.reveal ? "?reveal=true" : "";
-    const call = ctx.client.request<{ credentials: CredentialView[] }>("GET", `${vaultPath(vault, "credentials")}${query}`, { vault });
+    const call = ctx.client.request<CredentialListBody>("GET", `${vaultPath(vault, "credentials")}${query}`, { vault });
     const res = args.reveal ? await hintOnForbidden(call, SECRET_READ_HINT) : await call;
     const rows = res.credentials.map((c) => ({ key: c.key, updated_at: c.updated_at, value: c.value === undefined ? undefined : new Secret(c.value) }));
     // Without --reveal, never show a value even if a server sent one; with it, showing is the point.

@@ -7,26 +7,10 @@ import { vaultPath } from "../kit/index.ts";
 import { openContext, pickVault } from "../kit/index.ts";
 import { CliFailure } from "../kit/index.ts";
 import { formatTable, hasCutCells, printJson, printLine, printNote } from "../kit/index.ts";
+import type { AuditPageAnswerBody } from "../../contract/index.ts";
 
-interface LogRecord {
-  id: number;
-  time: string;
-  principal: string;
-  /** The agent's name or the person's email (servers before this field: absent). */
-  principal_name?: string;
-  ingress: string;
-  method: string;
-  host: string;
-  path: string;
-  status: number;
-  duration_ms: number;
-  credential_keys: string[];
-  error: string | null;
-  /** Made by a `vault run --contain` command (servers before this field: absent). */
-  contained?: boolean;
-  /** Who approved a request a rule held for a person (servers before this field: absent). */
-  approved_by_name?: string | null;
-}
+/** One audit record. Servers older than principal_name, contained and approved_by_name omit them: the columns fall back. */
+type LogRecord = AuditPageAnswerBody["logs"][number];
 
 const COLUMNS = [
   { title: "TIME", value: (r: LogRecord) => r.time },
@@ -56,7 +40,7 @@ export default defineCommand({
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
     const filter = (args.host ? `&host=${encodeURIComponent(args.host)}` : "") + (args.who ? `&principal=${encodeURIComponent(args.who)}` : "");
-    const first = await ctx.client.request<{ logs: LogRecord[] }>("GET", `${vaultPath(vault, "logs")}?limit=${limit}${filter}`, { vault });
+    const first = await ctx.client.request<AuditPageAnswerBody>("GET", `${vaultPath(vault, "logs")}?limit=${limit}${filter}`, { vault });
     const shown = first.logs.reverse();
     const print = (rows: LogRecord[], header: boolean) => {
       if (args.json) return rows.forEach((r) => printLine(JSON.stringify(r)));
@@ -73,7 +57,7 @@ export default defineCommand({
     let after = shown.at(-1)?.id ?? 0;
     for (;;) {
       await Bun.sleep(1000);
-      const next = await ctx.client.request<{ logs: LogRecord[] }>("GET", `${vaultPath(vault, "logs")}?after=${after}&limit=1000${filter}`, { vault });
+      const next = await ctx.client.request<AuditPageAnswerBody>("GET", `${vaultPath(vault, "logs")}?after=${after}&limit=1000${filter}`, { vault });
       if (next.logs.length === 0) continue;
       print(next.logs, false);
       after = next.logs.at(-1)!.id;

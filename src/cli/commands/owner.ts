@@ -13,6 +13,7 @@ interface Tier {
   inflight?: number;
 }
 
+// GET/PATCH /v1/owner/settings: the contract's OwnerSettingsAnswer leaves rate_limits' fields undeclared (a loose object).
 interface OwnerSettings {
   readonly allowed_domains: string[];
   readonly rate_limits?: { profile: string; locked: boolean; auth: Tier; authed: Tier; proxy: Tier; global: Tier };

@@ -11,32 +11,9 @@ import { type CliContext, openContext, pickVault } from "../kit/index.ts";
 import { CliFailure } from "../kit/index.ts";
 import { formatTime, printJson, printLine, printTable } from "../kit/index.ts";
 import { promptHidden, stdinIsTerminal } from "../kit/index.ts";
-import { checkWholePem, describeAuth, slotPrompt, type ServiceAuth } from "../kit/index.ts";
-import { requesterPrefix, type RequesterKind } from "../../identity/index.ts";
-
-interface SlotView {
-  readonly key: string;
-  readonly description: string;
-  readonly obtain: string;
-  readonly obtain_instructions: string;
-}
-
-interface ProposalView {
-  readonly id: number;
-  readonly status: string;
-  readonly vault: string;
-  readonly message: string;
-  readonly user_message: string;
-  readonly services: { host: string; description: string; auth: ServiceAuth }[];
-  readonly credentials: SlotView[];
-  readonly created_at: string;
-  readonly expires_at: string;
-  readonly decided_at: string | null;
-  /** Who asked, by name (shown to people only). */
-  readonly requested_by?: string;
-  readonly requested_by_kind?: RequesterKind;
-  readonly requested_by_role?: string | null;
-}
+import { checkWholePem, describeAuth, slotPrompt } from "../kit/index.ts";
+import { requesterPrefix } from "../../identity/index.ts";
+import type { CredentialListBody, ProposalAnswerBody, ProposalListBody } from "../../contract/index.ts";
 
 const STATUSES = ["pending", "applied", "rejected", "expired"];
 const idArg = { id: { type: "positional", description: "Proposal id (a number, as `broker proposal list` shows)", required: true } } as const;
@@ -56,8 +33,8 @@ function proposalHints(id: string, vault: string | undefined): Record<number, st
   return { 404: `there is no proposal ${id} in ${vault ? `vault ${vault}` : "your vaults"}: \`broker proposal list\` shows them` };
 }
 
-function fetchProposal(client: Client, id: string, vault: string | undefined): Promise<ProposalView> {
-  return client.request<ProposalView>("GET", apiPath("v1", "proposals", id), { vault, headerVault: true, hints: proposalHints(id, vault) });
+function fetchProposal(client: Client, id: string, vault: string | undefined): Promise<ProposalAnswerBody> {
+  return client.request<ProposalAnswerBody>("GET", apiPath("v1", "proposals", id), { vault, headerVault: true, hints: proposalHints(id, vault) });
 }
 
 const list = defineCommand({
@@ -74,7 +51,7 @@ const list = defineCommand({
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
     const query = args.status ? `?status=${encodeURIComponent(args.status)}` : "";
-    const res = await ctx.client.request<{ proposals: ProposalView[] }>("GET", `/v1/proposals${query}`, { vault, headerVault: true });
+    const res = await ctx.client.request<ProposalListBody>("GET", `/v1/proposals${query}`, { vault, headerVault: true });
     if (args.json) return printJson(res.proposals);
     const empty = `No ${args.status ?? ""}${args.status ? " " : ""}proposals in vault ${vault}.`;
     printTable(
@@ -144,9 +121,7 @@ const approve = defineCommand({
     const p = await fetchProposal(ctx.client, id, vault);
     if (p.status !== "pending") throw new CliFailure(`proposal ${p.id} is ${p.status}, not pending`, "only pending proposals can be approved");
     const stored = p.credentials.length
-      ? (await ctx.client.request<{ credentials: { key: string }[] }>("GET", vaultPath(p.vault, "credentials"), { vault: p.vault })).credentials.map(
-          (c) => c.key,
-        )
+      ? (await ctx.client.request<CredentialListBody>("GET", vaultPath(p.vault, "credentials"), { vault: p.vault })).credentials.map((c) => c.key)
       : [];
     const terminal = stdinIsTerminal();
     const piped = terminal || p.credentials.length === 0 ? [] : await stdinLines();
@@ -183,7 +158,7 @@ const reject = defineCommand({
     const ctx = openContext();
     const vault = optionalVault(ctx, args.vault);
     const hints = { ...proposalHints(id, vault), 409: decidedHint(id) };
-    const res = await ctx.client.request<ProposalView>("POST", apiPath("v1", "proposals", id, "reject"), { vault, headerVault: true, hints });
+    const res = await ctx.client.request<ProposalAnswerBody>("POST", apiPath("v1", "proposals", id, "reject"), { vault, headerVault: true, hints });
     printLine(`Rejected proposal ${res.id}`);
   },
 });

@@ -7,7 +7,8 @@
 // Everything shown was written by an agent: control characters are neutralised before printing.
 
 import { defineCommand } from "citty";
-import { layoutJson, type RequestApprovalView } from "../../workflows/index.ts";
+import { layoutJson } from "../../workflows/index.ts";
+import type { RequestApprovalAnswerBody, RequestApprovalListBody } from "../../contract/index.ts";
 import { requesterPrefix } from "../../identity/index.ts";
 import { jsonArg, vaultArg } from "../kit/index.ts";
 import { vaultPath } from "../kit/index.ts";
@@ -61,11 +62,11 @@ const list = defineCommand({
     const hints = {
       403: "the list is for the vault's members and admins, logged in as themselves (`broker auth login`); an agent polls its own request at the poll_url of its 428 answer",
     };
-    const res = await ctx.client.request<{ request_approvals: RequestApprovalView[] }>("GET", vaultPath(vault, "request-approvals"), { vault, hints });
+    const res = await ctx.client.request<RequestApprovalListBody>("GET", vaultPath(vault, "request-approvals"), { vault, hints });
     const rows = res.request_approvals.filter((r) => args.state === undefined || r.state === args.state);
     if (args.json) return printJson(rows);
     const now = Date.now();
-    const columns: Column<RequestApprovalView>[] = [
+    const columns: Column<RequestApprovalAnswerBody>[] = [
       { title: "ID", value: (r) => r.id },
       { title: "STATE", value: (r) => r.state },
       { title: "REQUEST", value: (r) => clean(`${r.method} ${r.url}`), max: 70 },
@@ -88,7 +89,7 @@ const show = defineCommand({
     const id = checkId(args.id);
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
-    const r = await ctx.client.request<RequestApprovalView>("GET", vaultPath(vault, "request-approvals", id), { vault, hints: hintsFor(id, vault) });
+    const r = await ctx.client.request<RequestApprovalAnswerBody>("GET", vaultPath(vault, "request-approvals", id), { vault, hints: hintsFor(id, vault) });
     if (args.json) return printJson(r);
     printRequest(r);
     if (r.state === "pending") printLine(`\nApprove with: broker request approve ${r.id}   Deny with: broker request deny ${r.id}`);
@@ -96,7 +97,7 @@ const show = defineCommand({
 });
 
 /** The request in full, as the person judges it; every agent-written text cleaned. */
-function printRequest(r: RequestApprovalView): void {
+function printRequest(r: RequestApprovalAnswerBody): void {
   printLine(`Held request ${r.id} in vault ${clean(r.vault)}: ${describeState(r)}`);
   printLine("");
   printLine(`  ${clean(r.method)} ${clean(r.url)}`);
@@ -122,7 +123,7 @@ function printRequest(r: RequestApprovalView): void {
   printLine(`\nApproval page: ${clean(r.approval_url)}`);
 }
 
-function describeState(r: RequestApprovalView): string {
+function describeState(r: RequestApprovalAnswerBody): string {
   const words: Record<string, string> = {
     pending: `awaiting a decision (until ${formatTime(r.expires_at)})`,
     approved: `approved, not sent yet: the agent's next identical request is sent once, until ${formatTime(r.expires_at)}`,
@@ -156,7 +157,7 @@ function decide(decision: "approve" | "deny") {
       const id = checkId(args.id);
       const ctx = openContext();
       const vault = pickVault(ctx, args.vault);
-      const r = await ctx.client.request<RequestApprovalView>("POST", vaultPath(vault, "request-approvals", id, decision), {
+      const r = await ctx.client.request<RequestApprovalAnswerBody>("POST", vaultPath(vault, "request-approvals", id, decision), {
         vault,
         hints: { ...hintsFor(id, vault), 403: DECIDE_FORBIDDEN },
       });

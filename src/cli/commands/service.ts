@@ -5,14 +5,14 @@
 // people change them; agents file proposals instead.
 
 import { defineCommand } from "citty";
-import type { Rules } from "../../policy/index.ts";
+import type { CredentialListBody, ServiceAnswerBody, ServiceListBody } from "../../contract/index.ts";
 import { jsonArg, vaultArg } from "../kit/index.ts";
 import { type Client, vaultPath } from "../kit/index.ts";
 import { openContext, pickVault } from "../kit/index.ts";
 import { CliFailure, hintOnForbidden, SECRET_WRITE_HINT } from "../kit/index.ts";
 import { addHelpFooter } from "../kit/index.ts";
 import { printJson, printLine, printNote, printTable } from "../kit/index.ts";
-import { AUTH_EXAMPLES, AUTH_NOTES, authKeyNames, buildAuth, describeAuth, MINTED_AUTH_ARGS, nameAuthFlag, type ServiceAuth } from "../kit/index.ts";
+import { AUTH_EXAMPLES, AUTH_NOTES, authKeyNames, buildAuth, describeAuth, MINTED_AUTH_ARGS, nameAuthFlag } from "../kit/index.ts";
 import {
   ADD_RULES_EXAMPLE,
   ADD_RULES_NOTES,
@@ -24,14 +24,6 @@ import {
   parseRuleFlags,
   UPDATE_EXAMPLES,
 } from "../kit/index.ts";
-
-interface ServiceView {
-  readonly host: string;
-  readonly description: string | null;
-  readonly auth: ServiceAuth;
-  readonly enabled: boolean;
-  readonly rules?: Rules;
-}
 
 /** A 404 on one host: the command that lists the hosts that do exist. */
 const listHosts = (vault: string) => ({ 404: `\`broker service list\` shows the hosts in vault ${vault}` });
@@ -72,7 +64,7 @@ const add = defineCommand({
     const vault = pickVault(ctx, args.vault);
     const body = { host: args.host, description: args.description, auth, enabled: !args.disabled, rules };
     const svc = await hintOnForbidden(
-      nameAuthFlag(ctx.client.request<ServiceView>("POST", vaultPath(vault, "services"), { body, vault }), args),
+      nameAuthFlag(ctx.client.request<ServiceAnswerBody>("POST", vaultPath(vault, "services"), { body, vault }), args),
       SECRET_WRITE_HINT,
     );
     await warnIfNoKeys(ctx.client, vault, authKeyNames(auth));
@@ -103,7 +95,7 @@ export function checkHost(raw: string): void {
 /** The service is added either way: each key may be set next; until then requests get no credential. */
 async function warnIfNoKeys(client: Client, vault: string, keys: string[]): Promise<void> {
   if (!keys.length) return;
-  const listed = await client.request<{ credentials: { key: string }[] }>("GET", vaultPath(vault, "credentials"), { vault }).catch(() => undefined);
+  const listed = await client.request<CredentialListBody>("GET", vaultPath(vault, "credentials"), { vault }).catch(() => undefined);
   for (const key of keys) {
     if (listed && !listed.credentials.some((c) => c.key === key)) {
       printNote(`warning: vault ${vault} has no credential ${key} yet; set it with \`broker credential set ${key}\` before agents use this service`);
@@ -160,7 +152,7 @@ const update = defineCommand({
     if (args.description !== undefined) body.description = args.description;
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
-    const patched = ctx.client.request<ServiceView>("PATCH", vaultPath(vault, "services", args.host), { body, vault, hints: listHosts(vault) });
+    const patched = ctx.client.request<ServiceAnswerBody>("PATCH", vaultPath(vault, "services", args.host), { body, vault, hints: listHosts(vault) });
     const svc = await hintOnForbidden(auth ? nameAuthFlag(patched, { ...args, auth: args.auth! }) : patched, SECRET_WRITE_HINT);
     if (auth) await warnIfNoKeys(ctx.client, vault, authKeyNames(auth));
     if (args.json) return printJson(svc);
@@ -175,7 +167,7 @@ const list = defineCommand({
   async run({ args }) {
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
-    const { services } = await ctx.client.request<{ services: ServiceView[] }>("GET", vaultPath(vault, "services"), { vault });
+    const { services } = await ctx.client.request<ServiceListBody>("GET", vaultPath(vault, "services"), { vault });
     if (args.json) return printJson(services);
     printTable(
       services,

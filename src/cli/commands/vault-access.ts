@@ -7,19 +7,10 @@ import { jsonArg, vaultArg } from "../kit/index.ts";
 import { vaultPath } from "../kit/index.ts";
 import { openContext, pickVault } from "../kit/index.ts";
 import { formatTime, printJson, printLine, printTable } from "../kit/index.ts";
+import type { InviteListBody, MemberListBody, VaultAnswerBody } from "../../contract/index.ts";
 
-interface Member {
-  email: string;
-  role: string;
-}
-
-interface PendingInvite {
-  id: string;
-  email?: string | null;
-  name?: string | null;
-  role: string;
-  expires_at: string;
-}
+type Member = MemberListBody["members"][number];
+type PendingInvite = InviteListBody["invites"][number];
 
 const members = defineCommand({
   meta: { name: "members", description: "List the people who can use a vault and their roles (admin)" },
@@ -27,7 +18,7 @@ const members = defineCommand({
   async run({ args }) {
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
-    const res = await ctx.client.request<{ members: Member[] }>("GET", vaultPath(vault, "members"), { vault });
+    const res = await ctx.client.request<MemberListBody>("GET", vaultPath(vault, "members"), { vault });
     if (args.json) return printJson(res.members);
     printTable(
       res.members,
@@ -48,7 +39,7 @@ function inviteCommands(path: "invites" | "agent-invites", who: string) {
     async run({ args }) {
       const ctx = openContext();
       const vault = pickVault(ctx, args.vault);
-      const res = await ctx.client.request<{ invites: PendingInvite[] }>("GET", vaultPath(vault, path), { vault });
+      const res = await ctx.client.request<InviteListBody>("GET", vaultPath(vault, path), { vault });
       if (args.json) return printJson(res.invites);
       printTable(
         res.invites,
@@ -92,7 +83,7 @@ const set = defineCommand({
   async run({ args }) {
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
-    const res = await ctx.client.request<{ unmatched_hosts: string }>("PATCH", vaultPath(vault), { body: { unmatched_hosts: args["unmatched-hosts"] }, vault });
+    const res = await ctx.client.request<VaultAnswerBody>("PATCH", vaultPath(vault), { body: { unmatched_hosts: args["unmatched-hosts"] }, vault });
     printLine(
       `Vault ${vault}: hosts without a service are now ${res.unmatched_hosts === "deny" ? "refused (403 with a proposal hint)" : "relayed as blind tunnels"}.`,
     );

@@ -10,14 +10,7 @@ import { openContext, rememberVault, saveLogin } from "../kit/index.ts";
 import { CliFailure } from "../kit/index.ts";
 import { printLine, printNote, printSecret } from "../kit/index.ts";
 import { promptNewPassword, readStdinLine } from "../kit/index.ts";
-import type { UserView } from "./auth.ts";
-
-interface Accepted {
-  readonly vault: string;
-  readonly role: string;
-  readonly token?: string; // SECRET: present when the invite registered a new account
-  readonly user?: UserView;
-}
+import type { InviteAcceptedBody } from "../../contract/index.ts";
 
 export interface InviteRef {
   readonly token: string;
@@ -75,7 +68,7 @@ export default defineCommand({
       }
       if (ref.origin && ref.origin !== new URL(ctx.addr).origin)
         printNote(`note: the link names ${ref.origin}; the CLI uses ${ctx.addr} (change it with --address)`);
-      const res = await ctx.client.request<Accepted>("POST", path);
+      const res = await ctx.client.request<InviteAcceptedBody>("POST", path);
       printLine(`Joined vault ${res.vault} as ${res.role}.`);
       if (!ctx.state.vault) printLine(`Make it the default with: broker vault use ${res.vault}`);
       return;
@@ -83,7 +76,7 @@ export default defineCommand({
     // A new account belongs to the broker that issued the link, unless told otherwise.
     if (!args.address && !ctx.config.addr && ref.origin) ctx = openContext({ address: ref.origin });
     const password = args["password-stdin"] ? await readStdinLine("password") : await promptNewPassword("password");
-    const res = await ctx.client.request<Accepted>("POST", path, { body: { email: args.email, password }, anonymous: true });
+    const res = await ctx.client.request<InviteAcceptedBody>("POST", path, { body: { email: args.email, password }, anonymous: true });
     if (!res.token) throw new CliFailure("the broker accepted the invite but returned no session", "log in with `broker auth login`");
     const token = new Secret(res.token);
     saveLogin(ctx, { token, email: res.user?.email ?? args.email });

@@ -17,6 +17,7 @@ import { nodeProxyWarning } from "../kit/index.ts";
 import { printNote } from "../kit/index.ts";
 import { runSupervised } from "../kit/index.ts";
 import { assertContainable, CONTAIN_ENV, containedArgv, startBridges, type ContainSpec } from "../kit/index.ts";
+import type { DiscoveryBody, ScopedSessionCreatedBody } from "../../contract/index.ts";
 
 // AWS_CA_BUNDLE: the AWS CLI and boto3 read their roots only from there (aws_sigv4 services).
 // GRPC_DEFAULT_SSL_ROOTS_FILE_PATH: gRPC's own libraries (grpc-js, grpcio) read their roots from there.
@@ -57,14 +58,6 @@ export function parseTtl(raw: string | undefined): number | undefined {
 function systemRoots(): string {
   for (const path of SYSTEM_BUNDLES) if (existsSync(path)) return readFileSync(path, "utf8");
   return rootCertificates.join("\n");
-}
-
-interface ScopedSession {
-  id: string;
-  token: string; // SECRET: handed to the child only
-  vault: string;
-  role: string;
-  proxy_port: number | null;
 }
 
 /**
@@ -117,7 +110,7 @@ export default defineCommand({
     const vault = pickVault(ctx, args.vault);
     // A contained run says so: the audit log marks every request made with its session.
     const body = { vault, role: args.role ?? "proxy", ttl_seconds: parseTtl(args.ttl), ...(args.contain ? { contained: true } : {}) };
-    const session = await ctx.client.request<ScopedSession>("POST", apiPath("v1", "sessions"), { body, vault });
+    const session = await ctx.client.request<ScopedSessionCreatedBody>("POST", apiPath("v1", "sessions"), { body, vault });
     const dir = mkdtempSync(join(tmpdir(), "broker-run-")); // 0700
     const revoke = () => ctx.client.request("DELETE", apiPath("v1", "sessions", session.id)).catch(() => undefined);
     let onExit: (() => void) | undefined;
@@ -167,6 +160,6 @@ async function containment(dir: string, addr: string, proxyPort: number, ports: 
 async function servicePorts(addr: string, token: string): Promise<number[]> {
   const res = await fetch(`${addr}/discover`, { headers: { authorization: `Bearer ${token}` } });
   if (!res.ok) return [];
-  const { services = [] } = (await res.json()) as { services?: { host: string }[] };
+  const { services = [] } = (await res.json()) as DiscoveryBody;
   return services.map((s) => Number(/:(\d{1,5})$/.exec(s.host)?.[1] ?? 443));
 }

@@ -8,14 +8,7 @@ import { vaultPath } from "../kit/index.ts";
 import { openContext, pickVault } from "../kit/index.ts";
 import { formatTime, printJson, printLine, printTable } from "../kit/index.ts";
 import { DELIVERY_STATUS_WORDS } from "../../workflows/index.ts";
-
-interface WebhookView {
-  readonly id: number;
-  readonly url: string;
-  readonly format: "json" | "slack";
-  readonly created_at: string;
-  readonly delivery: { status: string; event: string | null; attempts: number; error: string | null; at: string | null };
-}
+import type { WebhookCreatedBody, WebhookListBody } from "../../contract/index.ts";
 
 const DOCS = "docs/api.md, section Webhooks";
 const ADMIN_HINT = "only a human admin of the vault manages its webhooks (agents and `vault run` sessions cannot); ask one";
@@ -54,7 +47,7 @@ const add = defineCommand({
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
     const body = { url: args.url, format: args.slack ? "slack" : "json" };
-    const hook = await ctx.client.request<WebhookView & { secret: string }>("POST", vaultPath(vault, "webhooks"), {
+    const hook = await ctx.client.request<WebhookCreatedBody>("POST", vaultPath(vault, "webhooks"), {
       body,
       vault,
       hints: { 403: ADMIN_HINT, 409: "`broker vault webhook list` shows the vault's webhooks; remove one first" },
@@ -73,7 +66,7 @@ const list = defineCommand({
   async run({ args }) {
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
-    const res = await ctx.client.request<{ webhooks: WebhookView[] }>("GET", vaultPath(vault, "webhooks"), { vault, hints: { 403: ADMIN_HINT } });
+    const res = await ctx.client.request<WebhookListBody>("GET", vaultPath(vault, "webhooks"), { vault, hints: { 403: ADMIN_HINT } });
     const hooks = res.webhooks.map((w) => ({ ...w, url: maskWebhookUrl(w.url) }));
     if (args.json) return printJson(hooks);
     printTable(

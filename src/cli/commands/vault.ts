@@ -10,21 +10,7 @@ import { CliFailure } from "../kit/index.ts";
 import { formatTime, printJson, printLine, printTable } from "../kit/index.ts";
 import { promptLine } from "../kit/index.ts";
 import joinCommand from "./vault-join.ts";
-
-interface VaultView {
-  readonly name: string;
-  readonly role: string;
-  readonly created_at: string;
-  readonly unmatched_hosts?: string;
-}
-
-interface VaultInvite {
-  readonly id: string;
-  readonly invite_url: string;
-  readonly email: string | null;
-  readonly role: string;
-  readonly expires_at: string;
-}
+import type { InviteCreatedBody, VaultAnswerBody, VaultListBody } from "../../contract/index.ts";
 
 const nameArg = { name: { type: "positional", description: "Vault name (lower-case letters, digits and dashes)", required: true } } as const;
 
@@ -33,7 +19,7 @@ const create = defineCommand({
   args: { ...nameArg, ...jsonArg },
   async run({ args }) {
     const ctx = openContext();
-    const vault = await ctx.client.request<VaultView>("POST", "/v1/vaults", { body: { name: args.name } });
+    const vault = await ctx.client.request<VaultAnswerBody>("POST", "/v1/vaults", { body: { name: args.name } });
     if (args.json) return printJson(vault);
     printLine(`Created vault ${vault.name} (your role: ${vault.role}).`);
     if (!ctx.state.vault) printLine(`Make it the default for later commands with: broker vault use ${vault.name}`);
@@ -45,7 +31,7 @@ const list = defineCommand({
   args: jsonArg,
   async run({ args }) {
     const ctx = openContext();
-    const { vaults } = await ctx.client.request<{ vaults: VaultView[] }>("GET", "/v1/vaults");
+    const { vaults } = await ctx.client.request<VaultListBody>("GET", "/v1/vaults");
     if (args.json) return printJson(vaults);
     const current = ctx.state.vault ?? ctx.config.vault;
     printTable(
@@ -82,7 +68,7 @@ const use = defineCommand({
   async run({ args }) {
     const ctx = openContext();
     // Check first: a typo here would otherwise surface later, far from its cause.
-    const vault = await ctx.client.request<VaultView>("GET", vaultPath(args.name), { vault: args.name });
+    const vault = await ctx.client.request<VaultAnswerBody>("GET", vaultPath(args.name), { vault: args.name });
     rememberVault(ctx, vault.name);
     printLine(`Using vault ${vault.name} (your role: ${vault.role}).`);
   },
@@ -100,7 +86,7 @@ const invite = defineCommand({
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
     const body = { email: args.email || undefined, role: args.role };
-    const inv = await ctx.client.request<VaultInvite>("POST", vaultPath(vault, "invites"), { body, vault });
+    const inv = await ctx.client.request<InviteCreatedBody>("POST", vaultPath(vault, "invites"), { body, vault });
     if (args.json) return printJson(inv);
     printLine(`Invited ${inv.email ?? "whoever holds the link"} to vault ${vault} as ${inv.role} (single use, expires ${formatTime(inv.expires_at)}).`);
     printLine("Send them this link:");

@@ -1,9 +1,10 @@
 // The flags of the auth types whose credential the broker mints or signs itself (oauth2_client_credentials,
 // oauth2_refresh, aws_sigv4, github_app): which each type needs and allows, what a missing or refused one
-// is for, the types in words for tables, their help examples, and the approve-time check that a GitHub
-// App's PEM key was not cut off at its first line. Key flags name credential KEYs, never values.
+// is for, their help examples, and the approve-time check that a GitHub App's PEM key was not cut off at
+// its first line. Key flags name credential KEYs, never values. The types in words are words/'s.
 
 import type { Secret } from "../../secret.ts";
+import { isPemSlot } from "../../words/index.ts";
 import { CliFailure } from "./fail.ts";
 
 export type MintedServiceAuth =
@@ -91,29 +92,6 @@ export const MINTED_FIELD_HINTS: Partial<Record<string, string>> = {
   ...Object.fromEntries(MINTED_KEY_FLAGS.map((f) => [f, "`broker credential list` shows the vault's keys"])),
 };
 
-/** An https URL as host and path, for a table. */
-function shortUrl(url: string): string {
-  if (!URL.canParse(url)) return url;
-  const u = new URL(url);
-  return `${u.host}${u.pathname === "/" ? "" : u.pathname}`;
-}
-
-/** One line for tables: `aws_sigv4 AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY s3 eu-west-1`. Key names and settings only. */
-export function describeMintedAuth(auth: MintedServiceAuth): string {
-  switch (auth.type) {
-    case "oauth2_client_credentials":
-      return `oauth2_client_credentials ${auth.client_id}/${auth.client_secret} at ${shortUrl(auth.token_url)}${auth.scopes?.length ? ` scopes ${auth.scopes.join(" ")}` : ""}`;
-    case "oauth2_refresh":
-      return `oauth2_refresh ${auth.refresh_token} (client ${auth.client_id}/${auth.client_secret}) at ${shortUrl(auth.token_url)}`;
-    case "aws_sigv4":
-      return `aws_sigv4 ${auth.access_key_id}/${auth.secret_access_key}${auth.session_token ? `+${auth.session_token}` : ""} ${auth.service ?? "<service from host>"} ${auth.region ?? "<region from host>"}`;
-    case "github_app":
-      return `github_app ${auth.app_id} installation ${auth.installation_id} key ${auth.private_key}${auth.api_url ? ` at ${shortUrl(auth.api_url)}` : ""}`;
-    default:
-      return (auth as { type: string }).type;
-  }
-}
-
 export const MINTED_EXAMPLES = `  broker service add api.example.com --auth oauth2_client_credentials --token-url https://auth.example.com/oauth/token \\
       --client-id EXAMPLE_CLIENT_ID --client-secret EXAMPLE_CLIENT_SECRET --scopes "read:orders write:orders"
   broker service add api.crm.example --auth oauth2_refresh --token-url https://auth.crm.example/oauth/token \\
@@ -132,11 +110,9 @@ host says, as in s3.eu-west-1.amazonaws.com); github_app mints installation toke
 
 type ProposedServices = readonly { auth: { type: string; private_key?: string } }[];
 
-const isPemKey = (services: ProposedServices, key: string) => services.some((s) => s.auth.type === "github_app" && s.auth.private_key === key);
-
 /** `proposal approve`'s prompt for a slot; a GitHub App key says it is one. */
 export function slotPrompt(services: ProposedServices, key: string, exists: boolean): string {
-  return `Value for ${key}${isPemKey(services, key) ? " (the GitHub App's PEM private key)" : ""}${exists ? " (empty keeps the stored value)" : ""} (input hidden): `;
+  return `Value for ${key}${isPemSlot(services, key) ? " (the GitHub App's PEM private key)" : ""}${exists ? " (empty keeps the stored value)" : ""} (input hidden): `;
 }
 
 /**
@@ -145,7 +121,7 @@ export function slotPrompt(services: ProposedServices, key: string, exists: bool
  */
 export function checkWholePem(services: ProposedServices, key: string, value: Secret, id: number): void {
   const text = value.reveal();
-  if (!isPemKey(services, key) || !text.startsWith("-----BEGIN") || text.includes("-----END")) return;
+  if (!isPemSlot(services, key) || !text.startsWith("-----BEGIN") || text.includes("-----END")) return;
   throw new CliFailure(
     `${key} got only the first line of a PEM key: nothing was approved`,
     `store the key from its file first, \`broker credential set ${key} < app.pem\`, then run \`broker proposal approve ${id}\` and leave ${key} empty to keep it`,

@@ -1,12 +1,12 @@
 // `--auth` and its companion flags for `broker service add`: the API's auth object built from them
-// (--token-url sets token_url), auth in words for tables (key names and where they go, never a value),
-// and the broker's 400 on an auth field told against the flag that set it. The broker validates; this
-// only names flags.
+// (--token-url sets token_url), auth in words for tables (words/'s authSummary: key names and where
+// they go, never a value), and the broker's 400 on an auth field told against the flag that set it.
+// The broker validates; this only names flags.
 
 import { ApiFailure } from "./client.ts";
 import { CliFailure } from "./fail.ts";
+import { authSummary, type AuthShape } from "../../words/index.ts";
 import {
-  describeMintedAuth,
   MINTED_EXAMPLES,
   MINTED_FIELD_HINTS,
   MINTED_FLAGS,
@@ -96,25 +96,10 @@ export function authKeyNames(auth: ServiceAuth): string[] {
 
 /**
  * One-line summary for tables: `bearer OPENAI_API_KEY`, `header X-Api-Key: Token <KEY>`, `query ?key= from KEY`,
- * `aws_sigv4 AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY s3 eu-west-1`. Key names and settings only.
+ * `aws_sigv4 AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY s3 eu-west-1`. Key names and settings only; words/ words it.
  */
-export function describeAuth(auth: ServiceAuth): string {
-  switch (auth.type) {
-    case "bearer":
-      return `bearer ${auth.token}`;
-    case "basic":
-      return `basic ${auth.username ? `${auth.username}:` : ""}${auth.token}`;
-    case "header":
-      return `header ${auth.header}: ${auth.prefix ?? ""}<${auth.token}>`;
-    case "query":
-      return `query ?${auth.param}= from ${auth.token}`;
-    case "path":
-      return `path ${auth.template} from ${auth.token}`;
-    case "passthrough":
-      return "passthrough";
-    default:
-      return describeMintedAuth(auth);
-  }
+export function describeAuth(answer: { readonly type: string; readonly [field: string]: unknown }): string {
+  return authSummary(answer as unknown as AuthShape); // the broker's answer types auth loosely; its type names the fields
 }
 
 export const AUTH_EXAMPLES = `  broker service add api.openai.com --auth bearer --token OPENAI_API_KEY

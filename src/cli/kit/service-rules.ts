@@ -5,7 +5,8 @@
 // the examples in the commands' help.
 
 import { InvalidRequest } from "../../errors.ts";
-import { describeRules, parseRules, RULE_METHODS, type Rules } from "../../policy/index.ts";
+import { parseRules, RULE_METHODS, type Rules } from "../../policy/index.ts";
+import { describeRulesInWords } from "../../words/index.ts";
 import { CliFailure } from "./fail.ts";
 
 export const ALLOW_EXAMPLE = 'e.g. --allow "GET HEAD /repos/*/issues/**" --allow "POST /repos/*/issues"';
@@ -150,7 +151,7 @@ function usage(message: string, hint: string): CliFailure {
   return new CliFailure(message, hint, 2);
 }
 
-/** For tables and messages: the rules in plain words, or that the service allows everything. */
+/** For tables and messages: the rules in plain words, or that the service allows everything (words/, as the console says it). */
 export function describeAllowed(rules: Rules | undefined): string {
-  return rules ? describeRules(rules) : "every method and path";
+  return describeRulesInWords(rules);
 }

@@ -6,17 +6,13 @@ import { randomBytes } from "node:crypto";
 import { Secret } from "../../secret.ts";
 import { ApiFailure, type Client } from "./client.ts";
 import { CliFailure } from "./fail.ts";
+import type { OidcStatusBody, SignedInBody } from "../../contract/index.ts";
 
 export const SSO_TIMEOUT_MS = 5 * 60_000;
 /** How long the browser's callback page waits for the exchange before answering anyway. */
 const REPLY_WAIT_MS = 30_000;
 /** The one-time code's shape: URL-safe characters only, so nothing odd reaches the request body. */
 const CODE_SHAPE = /^[A-Za-z0-9._~-]{1,512}$/;
-
-export interface SsoLogin {
-  readonly token: string; // SECRET: the caller wraps it in Secret at once
-  readonly user: { readonly id: string; readonly email: string; readonly role: string };
-}
 
 export interface SsoOptions {
   /** Shows the sign-in link to the person (the CLI prints it). */
@@ -27,14 +23,14 @@ export interface SsoOptions {
 }
 
 /** Runs the whole terminal sign-in: status check, loopback listener, link, wait, exchange. */
-export async function loginWithSso(client: Client, opts: SsoOptions): Promise<SsoLogin> {
+export async function loginWithSso(client: Client, opts: SsoOptions): Promise<SignedInBody> {
   const name = await providerName(client);
   const nonce = randomBytes(32).toString("base64url"); // 43 characters; binds the code to this process
   await using receiver = startCallbackReceiver();
   opts.show(`${client.addr}/v1/auth/oidc/login?cli_port=${receiver.port}&cli_nonce=${nonce}`, name);
   const code = await waitFor(receiver.code, opts.timeoutMs ?? SSO_TIMEOUT_MS, opts.signal);
   try {
-    const res = await client.request<SsoLogin>("POST", "/v1/auth/oidc/cli-exchange", { body: { code, cli_nonce: nonce }, anonymous: true });
+    const res = await client.request<SignedInBody>("POST", "/v1/auth/oidc/cli-exchange", { body: { code, cli_nonce: nonce }, anonymous: true });
     receiver.reply(true);
     return res;
   } catch (err) {
@@ -55,7 +51,7 @@ async function providerName(client: Client): Promise<string> {
     `identity-provider sign-in is not enabled on the broker at ${client.addr}`,
     "log in with your password instead: `broker auth login --email <you>` (the operator enables it with BROKER_OIDC_ISSUER, BROKER_OIDC_CLIENT_ID and BROKER_OIDC_CLIENT_SECRET)",
   );
-  const status = await client.request<{ enabled?: unknown; name?: unknown }>("GET", "/v1/auth/oidc", { anonymous: true }).catch((err: unknown) => {
+  const status = await client.request<OidcStatusBody>("GET", "/v1/auth/oidc", { anonymous: true }).catch((err: unknown) => {
     if (err instanceof ApiFailure && err.status === 404) throw off; // a broker from before identity-provider sign-in
     throw err;
   });

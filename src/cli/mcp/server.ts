@@ -5,6 +5,7 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
+import type { DiscoveryBody, RequestApprovalAnswerBody } from "../../contract/index.ts";
 import { VERSION } from "../../version.ts";
 import { BrokerApiError, type BrokerApi } from "./broker-api.ts";
 
@@ -106,8 +107,8 @@ export function createMcpServer(api: BrokerApi): McpServer {
     },
     ({ approval_id }) =>
       guarded(async () => {
-        const { vault } = (await api.json("GET", "/discover")) as { vault: string };
-        const view = (await api.json("GET", `/v1/vaults/${encodeURIComponent(vault)}/request-approvals/${approval_id}`)) as Record<string, unknown>;
+        const { vault } = (await api.json("GET", "/discover")) as DiscoveryBody;
+        const view = (await api.json("GET", `/v1/vaults/${encodeURIComponent(vault)}/request-approvals/${approval_id}`)) as RequestApprovalAnswerBody;
         return {
           id: view.id,
           state: view.state,

@@ -1,16 +1,16 @@
 /** @jsxImportSource hono/jsx */
 // `/vaults/:vault/proposals`: agents' requests, pending first, with who asked (by name), its note,
-// hosts with their rules in words beside today's, the credentials asked for and the new-host
-// warnings; approve (typing each value into a password field, narrowing each host's rules in its
-// box) or deny, and a fresh approval link, through the API's domain functions
-// (readProposalFor, approveProposal, rejectProposal, reissueApprovalLink), so only human admins
-// and members decide. A typed value goes straight into a Secret; no page ever shows one.
+// hosts (new or changed, how the credential is sent, rules beside today's: worded by words/ as on the
+// approval page), the credentials asked for and the new-host warnings; approve (typing each value
+// into a password field, narrowing each host's rules in its box) or deny, and a fresh approval
+// link, through the API's domain functions (readProposalFor, approveProposal, rejectProposal,
+// reissueApprovalLink), so only human admins and members decide. A typed value goes straight into
+// a Secret; no page ever shows one.
 
 import { Hono } from "hono";
 import { BrokerError, NotFound } from "../../errors.ts";
 import { Secret } from "../../secret.ts";
 import { approveProposal, readProposalFor, readProposalId, rejectProposal, reissueApprovalLink, reviewProposals } from "../../workflows/index.ts";
-import { describeMintedAuth, describeUrlAuth, isMintedAuthType } from "../../policy/index.ts";
 import { mayInVault } from "../../identity/index.ts";
 import { listServices, viewProposal } from "../../workflows/index.ts";
 import type { OpenVault, VaultRole } from "../../identity/index.ts";
@@ -33,7 +33,7 @@ import {
 } from "./context.tsx";
 import { vaultPath } from "./layout.tsx";
 import { COPY_SCRIPT_NAME, CopyField } from "./one-time-link.tsx";
-import { isPemSlot, PEM_HINT, slotUses } from "../ui/index.ts";
+import { describeProposalChange, isPemSlot, PEM_HINT, slotUses } from "../../words/index.ts";
 
 const VALUE_PREFIX = "value_";
 
@@ -56,14 +56,6 @@ function ObtainLink(props: { url: string }) {
   );
 }
 
-function authText(auth: ProposalReview["services"][number]["auth"]): string {
-  if (auth.type === "passthrough") return "none (passthrough)";
-  if (auth.type === "header") return `header ${auth.header ?? ""} from ${auth.token ?? ""}`;
-  if (auth.type === "query" || auth.type === "path") return `${auth.token ?? ""}, ${describeUrlAuth(auth)}`;
-  if (isMintedAuthType(auth.type)) return describeMintedAuth(auth.type, auth);
-  return `${auth.type} from ${auth.token ?? ""}`;
-}
-
 /** The vault's services today, by host: what "Allowed now" and "wider than now" compare against. */
 type CurrentServices = Readonly<Record<string, { readonly rules?: Rules }>>;
 
@@ -81,12 +73,15 @@ function Hosts(props: { p: ProposalReview; current: CurrentServices; editable: b
       <ul class="plain-list">
         {props.p.services.map((s, i) => {
           const id = `rules-${props.p.id}-${i}`;
+          const pending = props.p.status === "pending";
+          // The approval page words each host with the same call, so a proposal reads alike in both.
+          const change = describeProposalChange(s, props.current[s.host], pending);
           return (
             <li class="proposed-host">
-              <Name>{s.host}</Name> <span class="muted small">{authText(s.auth)}</span>
+              <Name>{s.host}</Name> {pending ? <Badge>{change.status}</Badge> : null} <span class="muted small">{change.auth}</span>
               {s.description ? <span class="small"> · {s.description}</span> : null}
               <dl class="overview rules-review">
-                <RulesReview asked={s.rules} current={props.current[s.host]} pending={props.p.status === "pending"} id={id} />
+                <RulesReview change={change.rules} id={id} />
               </dl>
               {props.editable ? (
                 <RulesBox

@@ -9,7 +9,8 @@
 import { Hono } from "hono";
 import { BrokerError, NotFound } from "../../errors.ts";
 import { addService, listCredentials, listServices, newHostUses, readAuth, removeService, updateService, type ServiceView } from "../../workflows/index.ts";
-import { describeUrlAuth, parseHostPattern } from "../../policy/index.ts";
+import { parseHostPattern } from "../../policy/index.ts";
+import { authCell, AUTH_TYPE_LABELS, describeRulesInWords } from "../../words/index.ts";
 import { mayInVault, type OpenVault } from "../../identity/index.ts";
 import { Badge, Button, ConfirmForm, EmptyState, LinkButton, Name, PostForm, Section, Table, Time } from "../ui/index.ts";
 import type { MintedState } from "../../egress/index.ts";
@@ -25,11 +26,10 @@ import {
   type ConsoleEnv,
 } from "./context.tsx";
 import { vaultPath } from "./layout.tsx";
-import { rulesInWords } from "../ui/index.ts";
 import { formatRulesText, parseRulesText } from "../ui/index.ts";
 import { ServiceFields, type ServiceFormValues } from "./vault-service-form.tsx";
 import { isMintedChoice, mintedAuthBody, mintedValuesOf, readMintedValues } from "./vault-service-minted.tsx";
-import { labelAuthField, MINTED_LABEL, MintedSummary } from "./vault-service-summary.tsx";
+import { labelAuthField } from "./vault-service-summary.tsx";
 
 function servicePath(vault: string, host?: string, action?: "edit" | "enable" | "disable" | "remove"): string {
   return `${vaultPath(vault, "services")}${host ? `/${encodeURIComponent(host)}` : ""}${action ? `/${action}` : ""}`;
@@ -39,32 +39,20 @@ function vaultOf(open: OpenVault) {
   return { name: open.vault.name, role: open.role, section: "services" as const };
 }
 
-const AUTH_LABEL: Record<string, string> = {
-  bearer: "Bearer",
-  basic: "Basic",
-  header: "Header",
-  query: "Query",
-  path: "Path",
-  passthrough: "Passthrough",
-  ...MINTED_LABEL,
-};
-
+/** The keys a service's auth uses, then in words where they go (words/'s authCell); names set as code. */
 function AuthSummary(props: { s: ServiceView }) {
-  const a = props.s.auth;
-  if (a.type === "passthrough") return <span class="muted">no credential; requests pass as sent</span>;
-  if (isMintedChoice(a.type)) return <MintedSummary auth={a} />;
+  const { keys, detail } = authCell(props.s.auth);
+  const words = detail.map((part) => (typeof part === "string" ? part : <Name>{part.name}</Name>));
+  if (keys.length === 0) return <span class="muted">{words}</span>;
   return (
     <>
-      <Name>{a.token}</Name>
-      {a.type === "basic" && a.username ? <span class="muted small"> as user {a.username}</span> : null}
-      {a.type === "header" ? (
-        <span class="muted small">
-          {" "}
-          in <Name>{a.header}</Name>
-          {a.prefix ? <> after “{a.prefix}”</> : null}
-        </span>
-      ) : null}
-      {a.type === "query" || a.type === "path" ? <span class="muted small"> {describeUrlAuth(a)}</span> : null}
+      {keys.map((k, i) => (
+        <>
+          {i ? " " : ""}
+          <Name>{k}</Name>
+        </>
+      ))}
+      {words.length ? <span class="muted small"> {words}</span> : null}
     </>
   );
 }
@@ -95,11 +83,14 @@ function ServicesTable(props: { vault: string; rows: ServiceView[]; canWrite: bo
       label: "Auth and credential",
       cell: (s: ServiceView) => (
         <>
-          <Badge>{AUTH_LABEL[s.auth.type] ?? s.auth.type}</Badge> <AuthSummary s={s} />
+          <Badge>{AUTH_TYPE_LABELS[s.auth.type] ?? s.auth.type}</Badge> <AuthSummary s={s} />
         </>
       ),
     },
-    { label: "Allowed requests", cell: (s: ServiceView) => (s.rules ? rulesInWords(s.rules) : <span class="muted">{rulesInWords(undefined)}</span>) },
+    {
+      label: "Allowed requests",
+      cell: (s: ServiceView) => (s.rules ? describeRulesInWords(s.rules) : <span class="muted">{describeRulesInWords(undefined)}</span>),
+    },
     { label: "Description", cell: (s: ServiceView) => (s.description ? s.description : <span class="muted">none</span>) },
     {
       label: "Status",

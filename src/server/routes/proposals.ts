@@ -4,7 +4,7 @@
 import { Hono } from "hono";
 import { InvalidRequest } from "../../errors.ts";
 import type { Domain } from "../../identity/index.ts";
-import { describeRules, describeUrlAuth, isMintedAuthType } from "../../policy/index.ts";
+import { describeAuthForAgent, describeRules } from "../../words/index.ts";
 import { storedRules, viewService } from "../../workflows/index.ts";
 import type { ServiceRow } from "../../store/index.ts";
 import {
@@ -64,26 +64,23 @@ export function discoverRoutes(d: Domain) {
 }
 
 /**
- * How a service's credential travels, for the agent: the type, and where a URL credential goes (its
- * query parameter or path template, so the agent leaves it out and sends only its own path). Never
- * the key name or a value.
+ * How a service's credential travels, for the agent: the type, where a URL credential goes (its
+ * query parameter or path template, so the agent leaves it out and sends only its own path), a SigV4
+ * service's region and service, and in `sent` what the agent must do, in words/'s words. Never the
+ * key name or a value.
  */
 function discoveredAuth(s: ServiceRow): Record<string, string> {
-  if (s.authType === "query" && s.authParam) return { type: s.authType, param: s.authParam, sent: describeUrlAuth({ type: s.authType, param: s.authParam })! };
-  if (s.authType === "path" && s.authTemplate)
-    return { type: s.authType, template: s.authTemplate, sent: describeUrlAuth({ type: s.authType, template: s.authTemplate })! };
-  if (s.authType === "aws_sigv4") {
-    const f = viewService(s).auth;
-    return {
-      type: s.authType,
-      ...(f.region && { region: f.region }),
-      ...(f.service && { service: f.service }),
-      sent: "sign with any placeholder AWS keys (e.g. AWS_ACCESS_KEY_ID=placeholder); the broker drops that signature and signs each request itself",
-    };
-  }
-  if (isMintedAuthType(s.authType))
-    return { type: s.authType, sent: "the broker mints a short-lived token and sends it as Authorization: Bearer <token>; send no Authorization header" };
-  return { type: s.authType };
+  const a = viewService(s).auth;
+  // A URL credential whose row lost its place has nothing to tell.
+  if ((a.type === "query" && !a.param) || (a.type === "path" && !a.template)) return { type: a.type };
+  const sent = describeAuthForAgent(a);
+  return {
+    type: a.type,
+    ...(a.type === "query" && { param: a.param! }),
+    ...(a.type === "path" && { template: a.template! }),
+    ...(a.type === "aws_sigv4" && { ...(a.region && { region: a.region }), ...(a.service && { service: a.service }) }),
+    ...(sent && { sent }),
+  };
 }
 
 /** Announcements arrive within milliseconds; a few seconds covers a slow one. */

@@ -6,12 +6,11 @@
 // only for https URLs; no inline script or style exists (the CSP forbids them).
 
 import type { Child } from "hono/jsx";
-import { describeMintedAuth, describeUrlAuth } from "../../policy/index.ts";
 import { requesterPrefix } from "../../identity/index.ts";
 import { type ProposalView } from "../../workflows/index.ts";
 import type { RequesterKind } from "../../identity/index.ts";
 import type { Rules } from "../../policy/index.ts";
-import { isPemSlot, PEM_HINT, slotUses } from "./auth-words.ts";
+import { describeProposalChange, isPemSlot, PEM_HINT, slotUses } from "../../words/index.ts";
 import { ProviderSignIn, type SignInProvider } from "./sign-in-provider.tsx";
 import { Brand, Document } from "./document.tsx";
 import { RulesBox, RulesReview } from "./rules-field.tsx";
@@ -39,25 +38,6 @@ export interface ApprovePageProps {
   readonly noticeKind?: "success" | "warning";
   /** The identity provider to offer beside the password form (absent: that sign-in is off). */
   readonly provider?: SignInProvider;
-}
-
-/** How the credential would be sent, in words: the header name for header auth, the user name for Basic. */
-function describeAuth(auth: ProposalView["services"][number]["auth"]): string {
-  switch (auth.type) {
-    case "passthrough":
-      return "none (passthrough)";
-    case "bearer":
-      return `${auth.token}, sent as Authorization: Bearer <value>`;
-    case "basic":
-      return `${auth.token}, sent as Authorization: Basic${auth.username ? ` (user ${auth.username}, the value as password)` : " (the value)"}`;
-    case "header":
-      return `${auth.token} in the ${auth.header} header${auth.prefix ? ` after "${auth.prefix}"` : ""}`;
-    case "query":
-    case "path":
-      return `${auth.token}, ${describeUrlAuth(auth)}`;
-    default:
-      return describeMintedAuth(auth.type, auth);
-  }
 }
 
 const UNITS: [number, string][] = [
@@ -112,17 +92,17 @@ function Services(props: { proposal: ProposalView; current: ApprovePageProps["cu
     <section id="services">
       <h2>Hosts the agent wants to reach</h2>
       {props.proposal.services.map((s, i) => {
-        const current = props.current[s.host];
+        const change = describeProposalChange(s, props.current[s.host], pending);
         return (
           <fieldset class="service" id={`service-${i}`}>
             <legend>
-              <code>{s.host}</code> {pending ? <span class="badge">{current ? "changes a current service" : "new host"}</span> : null}
+              <code>{s.host}</code> {pending ? <span class="badge">{change.status}</span> : null}
             </legend>
             {s.description ? <p>{s.description}</p> : null}
             <dl class="overview">
               <dt>Credential</dt>
-              <dd>{describeAuth(s.auth)}</dd>
-              <RulesReview asked={s.rules} current={current} pending={pending} id={`service-${i}-rules`} />
+              <dd>{change.auth}</dd>
+              <RulesReview change={change.rules} id={`service-${i}-rules`} />
             </dl>
             {props.editable ? (
               <RulesBox

@@ -1,5 +1,6 @@
 // Page parts shared one way by the routes, the approval pages and the console: the document frame,
-// styles, components, security headers, the rules fields, sign-in forms and how auth shapes are worded.
+// styles, components, security headers, the rules fields and sign-in forms. What
+// they say of auth, rules and proposals comes from words/.
 
 export { Brand } from "./document.tsx";
 export { Document } from "./document.tsx";
@@ -31,9 +32,6 @@ export { PostForm } from "./components.tsx";
 export { Section } from "./components.tsx";
 export { Time } from "./components.tsx";
 export { toneOf } from "./components.tsx";
-export { isPemSlot } from "./auth-words.ts";
-export { PEM_HINT } from "./auth-words.ts";
-export { slotUses } from "./auth-words.ts";
 export { FormField } from "./components.tsx";
 export { Table } from "./components.tsx";
 export { ConfirmForm } from "./components.tsx";
@@ -48,7 +46,6 @@ export { RequesterPrefix } from "./approve.tsx";
 export { isWebSocket } from "./approve-held.tsx";
 export { ReadableBody } from "./approve-held.tsx";
 export { stateWords } from "./approve-held.tsx";
-export { rulesInWords } from "./rules-field.tsx";
 export { parseRulesText } from "./rules-text.ts";
 export { IdentitiesSection } from "./sign-in-provider.tsx";
 export { issuerHost } from "./sign-in-provider.tsx";

@@ -9,7 +9,8 @@ import { Needles } from "../../../src/egress/redact.ts";
 import { claimedInBody } from "../../../src/egress/method-override.ts";
 import { bodyMayClaimHeld, heldByRule } from "../../../src/egress/rules.ts";
 import { PayloadTooLarge } from "../../../src/errors.ts";
-import { describeRules, parseRules } from "../../../src/policy/index.ts";
+import { parseRules } from "../../../src/policy/index.ts";
+import { describeRules } from "../../../src/words/index.ts";
 
 const SECRET = `sk-held-${crypto.randomUUID()}`;
 const needles = new Needles([SECRET]);

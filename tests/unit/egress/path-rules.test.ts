@@ -4,7 +4,8 @@
 
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { canonicalPath, describeRules, matchRule, parseRules, RULE_METHODS, type Rules } from "../../../src/policy/path-rules.ts";
+import { canonicalPath, matchRule, parseRules, RULE_METHODS, type Rules } from "../../../src/policy/path-rules.ts";
+import { describeRules } from "../../../src/words/index.ts";
 import { InvalidRequest } from "../../../src/errors.ts";
 
 const RUNS = { numRuns: 500 };

@@ -3,7 +3,8 @@
 
 import { describe, expect, test } from "bun:test";
 import { InvalidRequest } from "../../../src/errors.ts";
-import { describeUrlAuth, splitPathTemplate } from "../../../src/policy/index.ts";
+import { splitPathTemplate } from "../../../src/policy/index.ts";
+import { describeUrlAuth } from "../../../src/words/index.ts";
 import { readAuth } from "../../../src/workflows/index.ts";
 
 const fieldOf = (f: () => unknown): string | undefined => {

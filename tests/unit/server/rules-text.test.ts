@@ -3,7 +3,8 @@
 
 import { describe, expect, test } from "bun:test";
 import { InvalidRequest } from "../../../src/errors.ts";
-import { covers, formatRulesText, parseRulesText, widening } from "../../../src/server/ui/rules-text.ts";
+import { covers, widening } from "../../../src/policy/index.ts";
+import { formatRulesText, parseRulesText } from "../../../src/server/ui/rules-text.ts";
 
 const RULES = [
   { methods: ["GET", "HEAD"], paths: ["/repos/*/issues/**", "/repos/*/pulls"] },

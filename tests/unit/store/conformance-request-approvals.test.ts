@@ -16,7 +16,7 @@ const row = (vaultId: number, tag: string, over: Partial<RequestApprovalRow> = {
   host: "api.example.com",
   target: "/v1/refunds?a=1",
   service: "api.example.com",
-  headers: '[["content-type","application/json"]]',
+  headers: [["content-type", "application/json"]] as const,
   bodyPreview: "{}",
   bodyBytes: 2,
   bodySha256: "e".repeat(64),

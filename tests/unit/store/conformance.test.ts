@@ -13,6 +13,8 @@ function expectBytes(got: Uint8Array, want: Uint8Array) {
   expect([...got]).toEqual([...want]);
 }
 
+const SLOT = { action: "set", key: "K", description: "", obtain: "", obtain_instructions: "" } as const;
+
 forEachBackend((backend) => {
   let store: Store;
   const open = async () => (store = await backend.open());
@@ -485,8 +487,8 @@ forEachBackend((backend) => {
         vaultId,
         message: `m-${tag}`,
         userMessage: `u-${tag}`,
-        services: "[]",
-        credentials: '[{"key":"K"}]',
+        services: [],
+        credentials: [SLOT],
         createdBy: "agent:bot",
         createdAt: 10,
         expiresAt,
@@ -503,8 +505,8 @@ forEachBackend((backend) => {
       status: "pending",
       message: "m-1",
       userMessage: "u-1",
-      services: "[]",
-      credentials: '[{"key":"K"}]',
+      services: [],
+      credentials: [SLOT],
       createdBy: "agent:bot",
       viaSession: false,
       createdAt: 10,
@@ -519,8 +521,8 @@ forEachBackend((backend) => {
       vaultId: other.id,
       message: "s",
       userMessage: "",
-      services: "[]",
-      credentials: "[]",
+      services: [],
+      credentials: [],
       createdBy: "user:1",
       viaSession: true,
       createdAt: 10,
