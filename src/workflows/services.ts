@@ -84,8 +84,10 @@ export function readAuth(v: unknown, field = "auth"): ServiceAuth {
   }
   const auth: ServiceAuth = { type, token, header: a.header.toLowerCase() };
   if (a.prefix !== undefined && a.prefix !== null && a.prefix !== "") {
-    if (typeof a.prefix !== "string" || a.prefix.length > 64 || /[\r\n\0]/.test(a.prefix))
-      throw new InvalidRequest(`${field}.prefix must be short text without line breaks`, `${field}.prefix`);
+    // A header value's visible characters only: the prefix is sent as header bytes, and it is shown to
+    // the person approving, where a bidi or invisible character could reorder what they read.
+    if (typeof a.prefix !== "string" || a.prefix.length > 64 || !/^[\x20-\x7e\t]+$/.test(a.prefix))
+      throw new InvalidRequest(`${field}.prefix must be short text of printable ASCII characters (what a header value may hold)`, `${field}.prefix`);
     auth.prefix = a.prefix;
   }
   return auth;

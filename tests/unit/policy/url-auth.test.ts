@@ -78,3 +78,17 @@ test("both are described in plain words, names only", () => {
   expect(describeUrlAuth({ type: "path", template: "/bot{value}" })).toBe("sent in the path as /bot{value}, before the requested path");
   expect(describeUrlAuth({ type: "bearer" })).toBeUndefined();
 });
+
+describe("a header prefix holds what a header value may: printable ASCII", () => {
+  test("bidi, zero-width and other non-ASCII characters are refused; ordinary prefixes pass", () => {
+    for (const prefix of ["Token \u202e", "Bearer\u200b ", "Clé ", "a\u0000", "x\r\n"]) {
+      expect(fieldOf(() => readAuth({ type: "header", header: "x-key", prefix, token: "K" }))).toBe("auth.prefix");
+    }
+    expect(readAuth({ type: "header", header: "x-key", prefix: "Token token=", token: "K" })).toEqual({
+      type: "header",
+      header: "x-key",
+      prefix: "Token token=",
+      token: "K",
+    });
+  });
+});
