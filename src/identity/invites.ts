@@ -64,6 +64,7 @@ export async function createVaultInvite(d: Domain, p: Principal, open: OpenVault
 }
 
 export async function createAgentInvite(d: Domain, p: Principal, open: OpenVault, input: unknown) {
+  requireInVault(open, "manage"); // the domain decides, whoever calls (architecture.md §2)
   const body = (input ?? {}) as { name?: unknown; role?: unknown; token_ttl_seconds?: unknown };
   const role = readRole(body.role, "proxy", open.role);
   const ttl = body.token_ttl_seconds;
@@ -113,6 +114,7 @@ export async function listInvites(d: Domain, open: OpenVault, kind: InviteKind) 
 }
 
 export async function revokeInvite(d: Domain, open: OpenVault, kind: InviteKind, publicId: string): Promise<void> {
+  requireInVault(open, "manage");
   if (!(await d.store.invites.remove(open.vault.id, kind, publicId))) throw new NotFound("no such pending invite");
 }
 

@@ -1,0 +1,42 @@
+// Agent invites are created and invites revoked only by a vault admin, and the domain checks that
+// itself (architecture.md §2): a vault opened by a member for reading, or by an admin agent's scoped
+// session, invites and revokes nothing, whatever the caller passes.
+
+import { expect, test } from "bun:test";
+import { PermissionDenied } from "../../../src/errors.ts";
+import { Secret } from "../../../src/secret.ts";
+import { createAgentInvite, createVaultInvite, openVault, registerUser, revokeInvite, type Domain, type UserPrincipal } from "../../../src/identity/index.ts";
+import { createTestApi } from "../../helpers/api.ts";
+
+async function registerAs(d: Domain, email: string): Promise<UserPrincipal> {
+  const { token } = await registerUser(d, { email, password: new Secret("correct horse battery") });
+  const p = await d.auth.authenticate(token.reveal()); // reveal: handed straight back to the authenticator
+  if (p.kind !== "user") throw new Error(`a user session authenticated as ${p.kind}`);
+  return p;
+}
+
+async function world() {
+  const { domain: d } = await createTestApi();
+  const owner = await registerAs(d, "owner@example.com");
+  const member = await registerAs(d, "member@example.com");
+  const v = await d.store.vaults.create("v", d.now());
+  await d.store.access.setMember(v.id, member.userId, "member", d.now());
+  return { d, owner, member, v };
+}
+
+test("a member's opened vault creates no agent invite", async () => {
+  const { d, member, v } = await world();
+  const open = await openVault(d, member, "v", "read");
+  await expect(createAgentInvite(d, member, open, { name: "bot" })).rejects.toBeInstanceOf(PermissionDenied);
+  expect(await d.store.invites.countPending(v.id, "agent", d.now())).toBe(0);
+});
+
+test("a member's opened vault revokes no invite; an admin's does", async () => {
+  const { d, owner, member, v } = await world();
+  const invite = await createVaultInvite(d, owner, await openVault(d, owner, "v", "manage"), { role: "member" });
+  const asMember = await openVault(d, member, "v", "read");
+  await expect(revokeInvite(d, asMember, "vault", invite.id)).rejects.toBeInstanceOf(PermissionDenied);
+  expect(await d.store.invites.countPending(v.id, "vault", d.now())).toBe(1);
+  await revokeInvite(d, await openVault(d, owner, "v", "manage"), "vault", invite.id);
+  expect(await d.store.invites.countPending(v.id, "vault", d.now())).toBe(0);
+});
