@@ -74,7 +74,9 @@ img, svg { max-width: 100%; }
 h1 { font-size: 1.75rem; line-height: 1.25; margin: 0 0 .35rem; font-weight: 650; letter-spacing: -.01em; }
 h2 { font-size: 1.1rem; line-height: 1.3; margin: 1.5rem 0 .6rem; font-weight: 650; }
 h3 { font-size: 1rem; margin: 1.25rem 0 .5rem; font-weight: 650; }
-p { margin: .5rem 0; }
+p { margin: .5rem 0; overflow-wrap: break-word; }
+/* Agent-chosen text (hosts, keys, descriptions) breaks anywhere rather than widen the page on a phone. */
+.proposed-host { overflow-wrap: anywhere; }
 a { color: var(--accent); text-underline-offset: .15em; overflow-wrap: anywhere; }
 a:hover { color: var(--accent-hover); }
 strong { font-weight: 650; }
@@ -171,7 +173,7 @@ code, .name { font-family: var(--mono); font-size: .9em; overflow-wrap: anywhere
 /* Forms */
 form { margin: 0; }
 .field { margin: 0 0 1rem; }
-label { display: block; margin: 0 0 .3rem; font-weight: 600; font-size: .9375rem; }
+label { display: block; margin: 0 0 .3rem; font-weight: 600; font-size: .9375rem; overflow-wrap: anywhere; }
 input[type=text], input[type=email], input[type=password], input[type=url], input[type=number], input[type=search], input:not([type]), select, textarea {
   display: block; width: 100%; padding: .55rem .7rem; font: inherit; color: var(--text); background: var(--surface);
   border: 1px solid var(--border-strong); border-radius: var(--radius-small); min-height: 2.6rem;
