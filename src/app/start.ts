@@ -2,8 +2,6 @@
 // core, and binds Bun.serve to the Hono app. A listener that cannot bind undoes the whole start and
 // throws ListenFailed naming its variable and port.
 
-import { readFileSync } from "node:fs";
-import { rootCertificates } from "node:tls";
 import { describeStore, type Config } from "../config.ts";
 import {
   buildProposalHint,
@@ -33,7 +31,7 @@ import {
   type KdfParams,
   type LeafCache,
 } from "../crypto/index.ts";
-import { createChangeFeed, REVALIDATE_MS, type ChangeHandlers, type Freshness } from "../store/index.ts";
+import { createChangeFeed, type Freshness } from "../store/index.ts";
 import { createLoginThrottle, createRateLimiter, resolveSettings } from "../ratelimit/index.ts";
 import { createRequestApprovalGate, expireProposals, pruneEndedRows, pruneRequestApprovals, replaceRotatedCredential } from "../workflows/index.ts";
 import { restoreRateLimits } from "../identity/index.ts";
@@ -42,7 +40,9 @@ import { createApi, type DatabaseHealth } from "../server/index.ts";
 import { isWildcardBind, listApiHosts } from "../server/index.ts";
 import { listenOrExplain } from "./listen-error.ts";
 import { bindTunnelListener, type TunnelLimits } from "../tunnel/index.ts";
+import { changeHandlers, revalidateWhileUnannounced } from "./freshness.ts";
 import { drainListeners } from "./shutdown.ts";
+import { upstreamRoots } from "./upstream-roots.ts";
 import { countRefusals, createMetrics, type Metrics } from "../server/index.ts";
 
 export interface RunningServer {
@@ -79,21 +79,6 @@ export interface StartOptions {
   readonly tunnel?: boolean | TunnelLimits;
   /** Argon2id parameters for user passwords, for in-process test fixtures only; the binary never sets it, so it hashes with KDF_DEFAULTS. */
   readonly passwordKdf?: KdfParams;
-}
-
-export function upstreamRoots(config: Config): string[] | undefined {
-  if (!config.upstreamCaFile) return undefined;
-  let pem: string;
-  try {
-    pem = readFileSync(config.upstreamCaFile, "utf8");
-  } catch {
-    throw new Error(`BROKER_UPSTREAM_CA_FILE: cannot read ${config.upstreamCaFile}`);
-  }
-  // One entry per certificate, as the TLS options document them (a bundle file may hold several).
-  const certs = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
-  if (!certs.length) throw new Error(`BROKER_UPSTREAM_CA_FILE: ${config.upstreamCaFile} holds no PEM certificate`);
-  // Extra roots are added to, never substituted for, the default ones.
-  return [...rootCertificates, ...certs];
 }
 
 export async function startServer(opts: StartOptions): Promise<RunningServer> {
@@ -269,43 +254,10 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
         leaves.clear();
         log.info("ca_reloaded", { not_after: new Date(fresh.notAfter).toISOString() });
       });
-    const changes: ChangeHandlers = {
-      apply(change) {
-        if (change.t === "vault") {
-          plans.invalidate(change.id);
-          vaultAccess.clear();
-        } else if (change.t === "session") {
-          domain.auth.forget([change.tokenHash]);
-        } else if (change.t === "principal") {
-          domain.auth.forget();
-          vaultAccess.clear();
-        } else if (change.t === "ca") {
-          void reloadCa().catch((err) => log.error("ca_reload_failed", { err }));
-        } else {
-          void restoreRateLimits(domain).catch((err) => log.error("settings_reload_failed", { err }));
-        }
-      },
-      resync() {
-        plans.clear();
-        vaultAccess.clear();
-        domain.auth.forget();
-        void reloadCa().catch((err) => log.error("ca_reload_failed", { err }));
-        void restoreRateLimits(domain).catch((err) => log.error("settings_reload_failed", { err }));
-      },
-    };
-    await feed.start(changes);
-    // The root CA and saved rate limits have no trust period of their own: while announcements are
-    // lost they are re-read every second like every other cache (an outage is not worth a log line).
-    const quiet = (event: string) => (err: unknown) => {
-      if (!(err instanceof DatabaseUnavailable)) log.error(event, { err });
-    };
-    const revalidate = setInterval(() => {
-      if (feed.listening) return;
-      void reloadCa().catch(quiet("ca_reload_failed"));
-      void restoreRateLimits(domain).catch(quiet("settings_reload_failed"));
-    }, REVALIDATE_MS);
-    revalidate.unref?.();
-    undo.push(() => clearInterval(revalidate));
+    const fresh = { plans, vaultAccess, domain, reloadCa, log };
+    await feed.start(changeHandlers(fresh));
+    const stopRevalidating = revalidateWhileUnannounced(feed, fresh);
+    undo.push(stopRevalidating);
     const hosts = { hosts: listApiHosts(config.bindHost, publicUrl, config.allowedHosts), anyIpLiteral: isWildcardBind(config.bindHost) };
     if (hosts.anyIpLiteral && !config.publicUrl && config.allowedHosts.length === 0) {
       // Binding every interface usually means "reachable by name from elsewhere": say what that needs.
@@ -377,7 +329,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       store,
       async stop({ graceMs = 0, reason }: { graceMs?: number; reason?: string } = {}) {
         clearInterval(sweeper);
-        clearInterval(revalidate);
+        stopRevalidating();
         log.info("shutting_down", {
           reason: reason ?? null,
           grace_s: graceMs / 1000,

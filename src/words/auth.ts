@@ -4,37 +4,14 @@
 // read what they must do themselves (/discover's `sent`). Key names and settings only, never a value.
 
 import { isMintedAuthType } from "../policy/index.ts";
-import type { AuthType } from "../store/index.ts";
+import type { AuthType, ProposedAuth } from "../store/index.ts";
 
 /**
- * The API's auth object as every caller holds it (the domain's ServiceAuth, the CLI's answers):
- * the type, the key names and the plain settings. Read only, so any of them fits.
+ * The API's auth object as every caller holds it (the domain's ServiceAuth, a stored proposal's, the
+ * CLI's answers): the type, the key names and the plain settings. The store's shape, loosened where an
+ * answer's fields are plain strings, so any of them fits.
  */
-export interface AuthShape {
-  readonly type: AuthType;
-  readonly token?: string;
-  readonly header?: string;
-  readonly prefix?: string;
-  readonly username?: string;
-  readonly param?: string;
-  readonly template?: string;
-  readonly token_url?: string;
-  readonly client_id?: string;
-  readonly client_secret?: string;
-  readonly refresh_token?: string;
-  readonly client_auth?: string;
-  readonly scopes?: readonly string[];
-  readonly audience?: string;
-  readonly access_key_id?: string;
-  readonly secret_access_key?: string;
-  readonly session_token?: string;
-  readonly region?: string;
-  readonly service?: string;
-  readonly app_id?: string;
-  readonly installation_id?: string;
-  readonly private_key?: string;
-  readonly api_url?: string;
-}
+export type AuthShape = Omit<ProposedAuth, "client_auth" | "scopes"> & { readonly client_auth?: string; readonly scopes?: readonly string[] };
 
 /** An https URL as host and path (no lone "/"), the way every description shows an endpoint. */
 function shortUrl(url: string | undefined): string {
