@@ -8,6 +8,10 @@ import { createClock } from "../helpers/api.ts";
 import { basicProxyAuth, Conn, dialProxy, openTunnel, startTunnelEnv, type TunnelEnv } from "./tunnel-fixture.ts";
 
 const cleanup: (() => Promise<unknown>)[] = [];
+/** Everything the broker answered here, and the brokers whose logs are checked at the end. */
+const seen: string[] = [];
+const envs: TunnelEnv[] = [];
+const keep = <T extends { head: string; body: Buffer }>(res: T): T => (seen.push(res.head, res.body.toString("latin1")), res);
 afterAll(async () => {
   for (const c of cleanup.reverse()) await c().catch(() => {});
 });
@@ -15,6 +19,7 @@ afterAll(async () => {
 async function tunnelEnv(env: Record<string, string>, opts: Parameters<typeof startTunnelEnv>[0] = {}): Promise<TunnelEnv> {
   const t = await startTunnelEnv({ ...opts, env: { BROKER_RATELIMIT_PROFILE: "default", ...env } });
   cleanup.push(() => t.stop());
+  envs.push(t);
   return t;
 }
 
@@ -28,7 +33,7 @@ describe("the PROXY tier inside a tunnel", () => {
     const t = await tunnelEnv({ BROKER_RATELIMIT_PROXY_BURST: "1", BROKER_RATELIMIT_PROXY_RPS: "1" }, { now: clock.now });
     const { conn } = await openTunnel(t.proxyPort, t.authority, t.proxyAuth, { ca: t.caPem }); // spends the one token
     conn.write(wsUpgrade(t.authority));
-    const res = await conn.readResponse({ timeoutMs: 10_000 });
+    const res = keep(await conn.readResponse({ timeoutMs: 10_000 }));
     expect(res.status).toBe(429);
     expect(res.headers["x-broker-error"]).toBe("rate_limited");
     expect(res.headers["retry-after"]).toBeDefined();
@@ -48,7 +53,7 @@ describe("https:// URLs sent to the proxy without CONNECT", () => {
     conn.write(
       `POST https://${t.authority}/x HTTP/1.1\r\nHost: ${t.authority}\r\nProxy-Authorization: ${bad}\r\n` + `Content-Length: 5\r\nExpect: 100-continue\r\n\r\n`,
     );
-    const first = await conn.readResponse();
+    const first = keep(await conn.readResponse());
     expect(first.status).toBe(407);
     conn.close();
   });
@@ -57,13 +62,20 @@ describe("https:// URLs sent to the proxy without CONNECT", () => {
     const conn = new Conn(await dialProxy(t.proxyPort));
     const bad = basicProxyAuth("brk_not-a-token", t.broker.vault);
     conn.write(`GET https://${t.authority}/x HTTP/1.1\r\nHost: ${t.authority}\r\nProxy-Authorization: ${bad}\r\n\r\n`);
-    const refused = await conn.readResponse();
+    const refused = keep(await conn.readResponse());
     expect(refused.status).toBe(407);
     expect(refused.headers["proxy-authenticate"]).toBe('Basic realm="broker"');
     conn.write(`GET https://${t.authority}/x HTTP/1.1\r\nHost: ${t.authority}\r\nProxy-Authorization: ${t.proxyAuth}\r\n\r\n`);
-    const retried = await conn.readResponse({ timeoutMs: 10_000 });
+    const retried = keep(await conn.readResponse({ timeoutMs: 10_000 }));
     expect(retried.status).not.toBe(407);
     expect(retried.headers["x-broker-error"]).toBeUndefined();
     conn.close();
   });
+});
+
+test("no answer or log line here holds the stored credential", () => {
+  expect(envs.length).toBe(2);
+  for (const t of envs) {
+    for (const text of [...seen, ...t.broker.logLines]) expect(text).not.toContain(t.secret);
+  }
 });
