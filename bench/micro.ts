@@ -15,7 +15,7 @@ import { Secret } from "../src/secret.ts";
 import { openMemoryStore } from "../src/store/index.ts";
 import { createMetrics } from "../src/server/kit/metrics.ts";
 import { createLeafCache, decryptCredential, loadRootCa, mintLeaf, storeCredential, unlockKeyring } from "../src/crypto/index.ts";
-import { parseRules } from "../src/policy/index.ts";
+import { RulesList } from "../src/policy/index.ts";
 
 const quick = process.argv.includes("--quick");
 const scale = quick ? 0.1 : 1;
@@ -145,7 +145,7 @@ await bench("metrics scrape (render)", 2_000, () => metrics.render());
 
 // service rules on a request that passes: plain rules, then the same with approval rules beside them
 // (the loose matching and the claimed-method reading every ruled request now pays)
-const ruled = (rules: unknown) => ({ service: { host: "api.stripe.com" }, rules: parseRules(rules) }) as unknown as EgressPlan;
+const ruled = (rules: unknown) => ({ service: { host: "api.stripe.com" }, rules: RulesList.parse(rules) }) as unknown as EgressPlan;
 const plainRules = ruled([{ methods: ["GET", "POST"], paths: ["/v1/**"] }]);
 const approveRules = ruled([
   { methods: ["GET", "POST"], paths: ["/v1/**"] },

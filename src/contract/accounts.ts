@@ -1,16 +1,26 @@
 // People and machines signing in: registration, sign-in, sessions, the owner's settings, agents, agent
-// invite redemption, identity-provider sign-in and the CA. Request bodies are strict; types are loose
-// where the domain's reader checks the value and words its error.
+// invite redemption, identity-provider sign-in and the CA. Request bodies are strict, and their schemas
+// are the one check they get: what a handler receives is read (an email lower-cased, a password in its
+// Secret).
 
 import { z } from "zod";
+import { says } from "../schema-input.ts";
+import { Email, Password } from "./people-fields.ts";
+
+export { OwnerSettingsInput } from "./owner-settings.ts";
+/** A password typed on its own (the console asks for it before showing a value). */
+export { Password } from "./people-fields.ts";
 
 const Time = z.string().describe("ISO-8601, UTC");
 const User = z.object({ id: z.number(), email: z.string(), role: z.enum(["owner", "member"]) });
 
-export const CredentialsInput = z.strictObject({ email: z.unknown().describe("an email address"), password: z.unknown().describe("at least 8 characters") });
+export const CredentialsInput = z.strictObject({ email: Email, password: Password });
 /** Accepting a vault invite: nothing with a session; email and password to register through it. */
-export const InviteAcceptInput = z.strictObject({ email: z.unknown().optional(), password: z.unknown().optional() });
-export const ChangePasswordInput = z.strictObject({ current_password: z.unknown(), new_password: z.unknown() });
+export const InviteAcceptInput = z.strictObject({
+  email: Email.optional().describe("without a session: an email address, to register through the invite"),
+  password: Password.optional().describe("without a session: the new account's password"),
+});
+export const ChangePasswordInput = z.strictObject({ current_password: Password, new_password: Password });
 export const SignedIn = z.object({ token: z.string().describe("a user session token (av_sess_…), shown once"), user: User });
 export const FreshSession = z.object({ token: z.string().describe("your new session token; every other session of yours has ended") });
 export const Whoami = z.object({
@@ -35,10 +45,6 @@ export const OwnSessions = z.object({
 });
 export const InviteAccepted = z.object({ vault: z.string(), role: z.enum(["proxy", "member", "admin"]), token: z.string().optional(), user: User.optional() });
 
-export const OwnerSettingsInput = z.strictObject({
-  allowed_domains: z.unknown().optional().describe("email domains that may sign up; [] allows any"),
-  rate_limits: z.unknown().optional().describe('{"profile"?, "auth"?: {"rps"?, "burst"?}, "authed"?, "proxy"?, "global"?}'),
-});
 export const OwnerSettingsAnswer = z.looseObject({ allowed_domains: z.array(z.string()), rate_limits: z.looseObject({}).optional() });
 
 export const AgentList = z.object({ agents: z.array(z.looseObject({ name: z.string() })) });
@@ -53,7 +59,11 @@ export const AgentRedeemed = z.object({
 });
 
 export const OidcStatus = z.object({ enabled: z.boolean(), name: z.string().optional() });
-export const OidcCliExchangeInput = z.strictObject({ code: z.unknown(), cli_nonce: z.unknown().optional() });
+/** Either missing is the same failed sign-in as a wrong one (the domain's 401), so both are optional here. */
+export const OidcCliExchangeInput = z.strictObject({
+  code: z.string(says("{field} must be text")).optional().describe("the one-time code the sign-in callback handed the CLI"),
+  cli_nonce: z.string(says("{field} must be text")).optional().describe("the nonce the CLI chose when it started the sign-in"),
+});
 export const IdentityList = z.object({ identities: z.array(z.looseObject({ id: z.number() })) });
 
 export const CaRotated = z.object({ certificate: z.string().describe("PEM"), not_after: Time });

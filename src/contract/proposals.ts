@@ -1,8 +1,14 @@
 // The agent protocol's bodies: /discover, proposals (filed by agents, decided by humans) and their views.
-// A proposal's services use the service schemas (services.ts): the same `auth` and `rules` as a service.
+// A proposal's services use the service schemas (service-auth.ts, policy's RulesList): the same `auth`
+// and `rules` as a service.
 
 import { z } from "zod";
-import { RulesInput, ServiceAuthInput } from "./vaults.ts";
+import { LIMITS, parseHostPattern, RulesList } from "../policy/index.ts";
+import { parsedBy, says } from "../schema-input.ts";
+import type { Secret } from "../secret.ts";
+import { credentialValue, KeyName, omittedWhenEmpty, optionalText } from "./fields.ts";
+import { NO_AUTH, ServiceAuthInput } from "./service-auth.ts";
+import { HOST_TEXT } from "./services.ts";
 
 const Role = z.enum(["proxy", "member", "admin"]);
 
@@ -21,18 +27,6 @@ export const Discovery = z.object({
   proxy_url: z.string().describe("{base_url}/proxy: the explicit proxy's prefix"),
   services: z.array(DiscoveredService).describe("enabled services only"),
   available_credentials: z.array(z.string()).describe("credential key names, never values"),
-});
-
-/** One credential slot a proposal asks a human to fill (never a value). */
-export const ProposedSlotInput = z.strictObject({
-  action: z.literal("set").optional(),
-  key: z.string().describe("credential key name (A-Z, 0-9, _; starting with a letter)"),
-  description: z.string().nullish(),
-  obtain: z.string().nullish().describe("https URL where a human can create the credential"),
-  obtain_instructions: z.string().nullish(),
-  // Named so the domain answers with its own message: agents never send credential values.
-  value: z.never().optional().describe("refused: agents never send credential values; a human types them at approval"),
-  secret: z.never().optional().describe("refused, as value"),
 });
 
 export const ProposalCreated = z.object({
@@ -85,25 +79,109 @@ export const HealthView = z.object({
     .optional(),
 });
 
+// What an agent may ask for (architecture.md D14: hosts without IP literals); every text has a limit,
+// `obtain` is an https link, and a slot never carries a value: the human types it at approval.
+const proposalText = (max: number) => optionalText(max);
+const Action = z
+  .literal("set", says('{field} must be "set" (the only supported action)'))
+  .optional()
+  .transform(() => "set" as const)
+  .describe('"set", the only action (adds the service or replaces it)');
+const OBTAIN = "{field} must be an https URL";
+const Obtain = proposalText(2048)
+  .transform((text, ctx) => {
+    if (text === "") return "";
+    let url: URL;
+    try {
+      url = new URL(text);
+    } catch {
+      ctx.addIssue({ code: "custom", message: OBTAIN, input: text });
+      return z.NEVER;
+    }
+    if (url.protocol === "https:" && !url.username && !url.password) return url.href;
+    ctx.addIssue({ code: "custom", message: `${OBTAIN} without credentials`, input: text });
+    return z.NEVER;
+  })
+  .describe("https URL where a human can create the credential");
+// Named so the answer is the broker's own: agents never send credential values.
+const NeverAValue = z
+  .unknown()
+  .refine(() => false, says("{parent}: agents never send credential values; a human types them at approval"))
+  .optional()
+  .describe("refused: agents never send credential values; a human types them at approval");
+
 export const ProposedServiceInput = z.strictObject({
-  action: z.literal("set").optional().describe('"set", the only action (adds the service or replaces it)'),
-  host: z.string().describe("host pattern (no IP literals), host:port when the port is not 443"),
-  description: z.string().nullish(),
-  auth: ServiceAuthInput,
-  rules: RulesInput,
+  rules: RulesList.nullish().transform((r) => r ?? undefined),
+  action: Action,
+  host: parsedBy((v, field) => parseHostPattern(v, { allowIp: false }, field).text, HOST_TEXT).describe(
+    "host pattern (no IP literals), host:port when the port is not 443",
+  ),
+  description: proposalText(500),
+  auth: ServiceAuthInput.prefault(NO_AUTH),
 });
 
-export const ProposalInput = z.strictObject({
-  services: z.array(ProposedServiceInput).nullish().describe("at most 10"),
-  credentials: z.array(ProposedSlotInput).nullish().describe("at most 10 slots; never values"),
-  message: z.string().nullish().describe("to the human approving: what the agent needs and why"),
-  user_message: z.string().nullish(),
+/** One credential slot a proposal asks a human to fill (never a value). */
+export const ProposedSlotInput = z.strictObject({
+  value: NeverAValue,
+  secret: NeverAValue,
+  action: Action,
+  key: KeyName,
+  description: proposalText(500),
+  obtain: Obtain,
+  obtain_instructions: proposalText(2000),
 });
 
+const unique =
+  <T>(field: string, what: string, of: (item: T) => string) =>
+  (items: readonly T[], ctx: z.RefinementCtx) => {
+    const seen = new Set<string>();
+    for (const item of items) {
+      const value = of(item);
+      if (seen.has(value)) ctx.addIssue({ code: "custom", message: `${field}: ${what} ${value} appears twice`, input: items });
+      seen.add(value);
+    }
+  };
+
+export const ProposalInput = z
+  .strictObject({
+    services: z
+      .array(ProposedServiceInput, says("services must be a list"))
+      .max(LIMITS.servicesPerProposal, says(`at most ${LIMITS.servicesPerProposal} services per proposal`))
+      .nullish()
+      .transform((s) => s ?? [])
+      .describe(`at most ${LIMITS.servicesPerProposal}`)
+      .superRefine(unique("services", "host", (s) => s.host)),
+    credentials: z
+      .array(ProposedSlotInput, says("credentials must be a list"))
+      .max(LIMITS.credentialsPerProposal, says(`at most ${LIMITS.credentialsPerProposal} credential slots per proposal`))
+      .nullish()
+      .transform((c) => (c ?? []).map(({ value: _v, secret: _s, ...slot }) => slot))
+      .describe(`at most ${LIMITS.credentialsPerProposal} slots; never values`)
+      .superRefine(unique("credentials", "key", (c) => c.key)),
+    message: proposalText(2000).describe("to the human approving: what the agent needs and why"),
+    user_message: proposalText(2000),
+  })
+  .superRefine((p, ctx) => {
+    if (p.services.length === 0 && p.credentials.length === 0)
+      ctx.addIssue({ code: "custom", path: ["services"], message: "a proposal needs at least one service or credential slot", input: p });
+  });
+
+/** A person's approval: the slots' values by key, and rules by host replacing the ones asked for. */
 export const ProposalApprovalInput = z.strictObject({
-  credentials: z.record(z.string(), z.unknown()).nullish().describe("each slot's key → its value (optional for keys the vault already has)"),
-  rules: z.record(z.string(), z.unknown()).nullish().describe("host → rules replacing the ones asked for (null: no rules)"),
+  credentials: z
+    // "" is no value: a slot whose key the vault already has keeps the stored one.
+    .record(z.string(), omittedWhenEmpty(credentialValue("{key}")), says("credentials must map each key to its value"))
+    .nullish()
+    .transform((values) => Object.fromEntries(Object.entries(values ?? {}).filter((e): e is [string, Secret] => e[1] !== undefined)))
+    .describe("each slot's key → its value (optional for keys the vault already has)"),
+  rules: z
+    .record(z.string(), RulesList.nullable(), says("rules must map each host of the proposal to its rules"))
+    .nullish()
+    .transform((r) => r ?? undefined)
+    .describe("host → rules replacing the ones asked for (null: no rules)"),
 });
+
+export type ProposalSpec = z.output<typeof ProposalInput>;
 
 // The answers' types, for readers of the API (the CLI reads answers by them).
 export type DiscoveryBody = z.infer<typeof Discovery>;

@@ -4,4 +4,5 @@
 export * from "./sessions.ts";
 export * from "./proposals.ts";
 export * from "./vaults.ts";
+export * from "./services.ts";
 export * from "./accounts.ts";

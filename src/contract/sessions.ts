@@ -1,12 +1,32 @@
-// Scoped sessions (POST /v1/sessions): the request body and the answers, one schema each.
+// Scoped sessions (POST /v1/sessions): the request body and the answers, one schema each. Whether the
+// role asked for is within the minter's own is the domain's decision; the body's shape is read here.
 
 import { z } from "zod";
+import { LIMITS } from "../policy/index.ts";
+import { says } from "../schema-input.ts";
+import { VaultName, VaultRoleInput } from "./people-fields.ts";
+
+/** A vault's name where a query names it (`GET /v1/sessions?vault=`). */
+export { VaultName };
+
+const MIN_TTL = LIMITS.scopedSessionMinMs / 1000;
+const MAX_TTL = LIMITS.scopedSessionMaxMs / 1000;
+const TTL = `{field} must be an integer from ${MIN_TTL} (5 minutes) to ${MAX_TTL} (7 days)`;
 
 export const ScopedSessionInput = z.strictObject({
-  vault: z.string().describe("the vault's name"),
-  role: z.enum(["proxy", "member", "admin"]).nullish().describe("defaults to your own role in the vault; never above it"),
-  ttl_seconds: z.number().nullish().describe("300 (5 minutes) to 604800 (7 days); default 86400"),
-  contained: z.boolean().optional().describe("set by `vault run --contain`: the audit log marks every request made with the session"),
+  vault: VaultName.describe("the vault's name"),
+  role: VaultRoleInput.nullish().describe("defaults to your own role in the vault; never above it"),
+  ttl_seconds: z
+    .number(says(TTL))
+    .int(says(TTL))
+    .min(MIN_TTL, says(TTL))
+    .max(MAX_TTL, says(TTL))
+    .nullish()
+    .describe(`${MIN_TTL} (5 minutes) to ${MAX_TTL} (7 days); default ${LIMITS.scopedSessionDefaultMs / 1000}`),
+  contained: z
+    .boolean(says("{field} must be true or false"))
+    .optional()
+    .describe("set by `vault run --contain`: the audit log marks every request made with the session"),
 });
 
 export const ScopedSessionView = z.object({

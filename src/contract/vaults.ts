@@ -1,29 +1,52 @@
 // Vaults and what lives in one: members, invites, credentials (values only where people ask to read
-// them), services (their auth and rules), webhooks and the audit log. Request bodies are strict: a
-// field they do not name is refused. Types are loose where the domain's own reader checks the value
-// (and words its error), so both always agree on what is accepted.
+// them), webhooks and the audit log; services are in services.ts. Request bodies are strict (a field
+// they do not name is refused) and their schemas are the one check they get: a handler receives what
+// they read, a credential value already in its Secret.
 
 import { z } from "zod";
+import { says } from "../schema-input.ts";
+import { credentialValue } from "./fields.ts";
+import { AgentName, Email, VaultName, VaultRoleInput } from "./people-fields.ts";
+import { WebhookInput } from "./webhook-input.ts";
+
+export { WebhookInput };
+/** A credential's key as a URL names it (`/credentials/:key`): read with parseWith(KeyName, raw, "key"). */
+export { KeyName } from "./fields.ts";
 
 const Role = z.enum(["proxy", "member", "admin"]);
 const Time = z.string().describe("ISO-8601, UTC");
 
-export const VaultInput = z.strictObject({ name: z.unknown().describe("1-63 lower-case letters, digits or '-'") });
+export const VaultInput = z.strictObject({ name: VaultName });
 export const VaultUpdateInput = z.strictObject({
-  unmatched_hosts: z.unknown().optional().describe('"tunnel" (blind tunnels to hosts that are no service) or "deny"'),
+  unmatched_hosts: z
+    .enum(["tunnel", "deny"], says("{field} must be tunnel or deny"))
+    .optional()
+    .describe('"tunnel" (blind tunnels to hosts that are no service) or "deny"'),
 });
 export const VaultAnswer = z.object({ name: z.string(), role: Role, created_at: Time, unmatched_hosts: z.enum(["tunnel", "deny"]).optional() });
 export const VaultList = z.object({ vaults: z.array(z.object({ name: z.string(), role: Role, created_at: Time })) });
 export const MemberList = z.object({ members: z.array(z.object({ email: z.string(), role: Role })) });
 
 export const VaultInviteInput = z.strictObject({
-  email: z.unknown().optional().describe("only this address may accept"),
-  role: z.unknown().optional().describe("admin, member (default) or proxy"),
+  email: Email.nullish()
+    .transform((e) => e ?? null)
+    .describe("only this address may accept"),
+  role: VaultRoleInput.nullish().describe("admin, member (default) or proxy; never above your own"),
 });
+
+const AGENT_TTL_MAX = 10 * 365 * 86400;
+const AGENT_TTL = `{field} must be an integer from 60 to ${AGENT_TTL_MAX}, or null for no expiry`;
+// Keys in the order they were always checked, so a body with several faults is answered about the same one.
 export const AgentInviteInput = z.strictObject({
-  name: z.unknown().optional().describe("the agent's name (default: a generated one)"),
-  role: z.unknown().optional().describe("admin, member or proxy (default)"),
-  token_ttl_seconds: z.unknown().optional().describe("60 to 315360000, or null: the agent token never expires"),
+  role: VaultRoleInput.nullish().describe("admin, member or proxy (default); never above your own"),
+  token_ttl_seconds: z
+    .number(says(AGENT_TTL))
+    .int(says(AGENT_TTL))
+    .min(60, says(AGENT_TTL))
+    .max(AGENT_TTL_MAX, says(AGENT_TTL))
+    .nullish()
+    .describe(`60 to ${AGENT_TTL_MAX}, or null: the agent token never expires`),
+  name: AgentName.nullish().describe("the agent's name (default: a generated one)"),
 });
 export const InviteCreated = z.object({
   id: z.string(),
@@ -39,7 +62,7 @@ export const InviteList = z.object({
 });
 
 export const CredentialInput = z.strictObject({
-  value: z.unknown().describe("the credential's value (at most 64 KiB); never shown again except to people who reveal it"),
+  value: credentialValue().describe("the credential's value (at most 64 KiB); never shown again except to people who reveal it"),
 });
 export const CredentialSet = z.object({ key: z.string(), updated_at: Time });
 export const CredentialList = z.object({
@@ -47,71 +70,6 @@ export const CredentialList = z.object({
 });
 export const CredentialRevealed = z.object({ key: z.string(), value: z.string().describe("the value, for a person who asked to read it"), updated_at: Time });
 
-const RuleInput = z.strictObject({
-  methods: z.unknown().describe("GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"),
-  paths: z.unknown().describe("patterns starting with /; * one segment, ** any number"),
-  approve: z.unknown().optional().describe('"each": every matching request waits for a person to approve it'),
-});
-export const RulesInput = z.array(RuleInput).nullish().describe("allowed methods and paths; absent: everything; null (update): remove them");
-
-/** A service's auth: the type decides which fields apply (docs/api.md, Services). */
-export const ServiceAuthInput = z
-  .strictObject({
-    type: z.unknown().describe("bearer, basic, header, query, path, passthrough, oauth2_client_credentials, oauth2_refresh, aws_sigv4, github_app"),
-    token: z.unknown().optional().describe("credential key whose value is sent"),
-    username: z.unknown().optional(),
-    header: z.unknown().optional(),
-    prefix: z.unknown().optional(),
-    param: z.unknown().optional(),
-    template: z.unknown().optional(),
-    token_url: z.unknown().optional(),
-    client_id: z.unknown().optional(),
-    client_secret: z.unknown().optional(),
-    refresh_token: z.unknown().optional(),
-    scopes: z.unknown().optional(),
-    audience: z.unknown().optional(),
-    client_auth: z.unknown().optional(),
-    access_key_id: z.unknown().optional(),
-    secret_access_key: z.unknown().optional(),
-    session_token: z.unknown().optional(),
-    region: z.unknown().optional(),
-    service: z.unknown().optional(),
-    app_id: z.unknown().optional(),
-    installation_id: z.unknown().optional(),
-    private_key: z.unknown().optional(),
-    api_url: z.unknown().optional(),
-  })
-  .describe("how the credential is added; key names only, never values");
-
-export const ServiceInput = z.strictObject({
-  host: z.unknown().describe("host pattern; host:port when the port is not 443; *.example.com matches one label"),
-  description: z.unknown().optional(),
-  auth: ServiceAuthInput,
-  enabled: z.unknown().optional(),
-  rules: RulesInput,
-});
-export const ServiceUpdateInput = z.strictObject({
-  description: z.unknown().optional(),
-  auth: ServiceAuthInput.optional(),
-  enabled: z.unknown().optional(),
-  rules: RulesInput,
-});
-
-const Rule = z.object({ methods: z.array(z.string()), paths: z.array(z.string()), approve: z.literal("each").optional() });
-export const ServiceAnswer = z.object({
-  host: z.string(),
-  description: z.string(),
-  auth: z.looseObject({ type: z.string() }),
-  enabled: z.boolean(),
-  rules: z.array(Rule).optional(),
-});
-export const ServiceList = z.object({ services: z.array(ServiceAnswer) });
-
-export const WebhookInput = z.strictObject({
-  url: z.unknown().describe("https:// (or http://) receiver"),
-  format: z.unknown().optional().describe('"json" (default) or "slack"'),
-  slack: z.unknown().optional(),
-});
 const Webhook = z.object({
   id: z.number(),
   url: z.string(),
@@ -183,8 +141,6 @@ export type InviteCreatedBody = z.infer<typeof InviteCreated>;
 export type InviteListBody = z.infer<typeof InviteList>;
 export type CredentialListBody = z.infer<typeof CredentialList>;
 export type CredentialRevealedBody = z.infer<typeof CredentialRevealed>;
-export type ServiceAnswerBody = z.infer<typeof ServiceAnswer>;
-export type ServiceListBody = z.infer<typeof ServiceList>;
 export type WebhookCreatedBody = z.infer<typeof WebhookCreated>;
 export type WebhookListBody = z.infer<typeof WebhookList>;
 export type AuditPageAnswerBody = z.infer<typeof AuditPageAnswer>;

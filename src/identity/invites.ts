@@ -1,23 +1,37 @@
 // Vault invites for humans (av_uinv_, 48 h, at most 50 pending per vault) and agent invites
 // (av_inv_, 15 min, single use, at most 10 pending per vault). Tokens are shown once; only their
 // hash is stored. Redemption happens in agents.ts (agents) and acceptVaultInvite (humans). Only
-// people invite people: an agent could accept its own invite and hold a human login.
+// people invite people: an agent could accept its own invite and hold a human login. Requests arrive
+// read by the contract's schemas; the role ceiling (never above your own) is decided here.
 
 import { Conflict, InvalidRequest, NotFound, PermissionDenied } from "../errors.ts";
 import type { InviteKind, InviteRow, Repos, VaultRole } from "../store/index.ts";
 import type { Domain } from "./context.ts";
-import { LIMITS, NAME_PATTERN } from "../policy/index.ts";
-import { isVaultRole, roleRank, type Principal } from "./principal.ts";
+import { LIMITS } from "../policy/index.ts";
+import { roleRank, type Principal } from "./principal.ts";
 import { mintPublicId, mintToken, hashToken } from "../crypto/index.ts";
 import { assertEmailDomainAllowed } from "./settings.ts";
 import { type Credentials, iso, publicUser, registerUser } from "./users.ts";
 import { requireInVault, type OpenVault } from "./vaults.ts";
 
-function readRole(v: unknown, fallback: VaultRole, ceiling: VaultRole): VaultRole {
-  if (v === undefined || v === null) return fallback;
-  if (!isVaultRole(v)) throw new InvalidRequest("role must be admin, member or proxy", "role");
-  if (roleRank(v) > roleRank(ceiling)) throw new PermissionDenied(`you cannot grant a role above your own (${ceiling})`);
-  return v;
+/** An invite for a person: only `email` may accept it (any address when null); `role` defaults to member. */
+export interface VaultInviteRequest {
+  email?: string | null;
+  role?: VaultRole | null;
+}
+
+/** An invite for an agent: its name (generated when absent), role (default proxy) and token lifetime (null: none). */
+export interface AgentInviteRequest {
+  name?: string | null;
+  role?: VaultRole | null;
+  token_ttl_seconds?: number | null;
+}
+
+/** The role an invite grants: `fallback` when none is asked for, never above the inviter's own. */
+function grantedRole(asked: VaultRole | null | undefined, fallback: VaultRole, ceiling: VaultRole): VaultRole {
+  if (asked === undefined || asked === null) return fallback;
+  if (roleRank(asked) > roleRank(ceiling)) throw new PermissionDenied(`you cannot grant a role above your own (${ceiling})`);
+  return asked;
 }
 
 async function assertRoom(tx: Repos, vaultId: number, kind: InviteKind, now: number) {
@@ -31,16 +45,10 @@ function creatorId(p: Principal): number | null {
   return p.kind === "user" ? p.userId : null;
 }
 
-export async function createVaultInvite(d: Domain, p: Principal, open: OpenVault, input: unknown) {
+export async function createVaultInvite(d: Domain, p: Principal, open: OpenVault, input: VaultInviteRequest) {
   requireInVault(open, "invite_people");
-  const body = (input ?? {}) as { email?: unknown; role?: unknown };
-  let email: string | null = null;
-  if (body.email !== undefined && body.email !== null) {
-    if (typeof body.email !== "string" || !/^[^\s@]{1,64}@[^\s@]+\.[^\s@]+$/.test(body.email.trim()))
-      throw new InvalidRequest("email must be an email address", "email");
-    email = body.email.trim().toLowerCase();
-  }
-  const role = readRole(body.role, "member", open.role);
+  const email = input.email ?? null;
+  const role = grantedRole(input.role, "member", open.role);
   const minted = mintToken("vaultInvite");
   const row = await d.store.transaction(async (tx) => {
     const now = d.now();
@@ -63,22 +71,16 @@ export async function createVaultInvite(d: Domain, p: Principal, open: OpenVault
   return { id: row.publicId, token, invite_url: `${d.publicUrl}/v1/vault-invites/${token}/accept`, email, role, expires_at: iso(row.expiresAt) };
 }
 
-export async function createAgentInvite(d: Domain, p: Principal, open: OpenVault, input: unknown) {
+export async function createAgentInvite(d: Domain, p: Principal, open: OpenVault, input: AgentInviteRequest) {
   requireInVault(open, "manage"); // the domain decides, whoever calls (architecture.md §2)
-  const body = (input ?? {}) as { name?: unknown; role?: unknown; token_ttl_seconds?: unknown };
-  const role = readRole(body.role, "proxy", open.role);
-  const ttl = body.token_ttl_seconds;
-  if (ttl !== undefined && ttl !== null && !(Number.isInteger(ttl) && (ttl as number) >= 60 && (ttl as number) <= 10 * 365 * 86400)) {
-    throw new InvalidRequest("token_ttl_seconds must be an integer from 60 to 315360000, or null for no expiry", "token_ttl_seconds");
-  }
-  let name: string;
-  if (body.name === undefined || body.name === null)
-    name = `agent-${mintPublicId("")
+  const role = grantedRole(input.role, "proxy", open.role);
+  const ttl = input.token_ttl_seconds ?? null;
+  const name =
+    input.name ??
+    `agent-${mintPublicId("")
       .slice(0, 8)
       .toLowerCase()
       .replace(/[^a-z0-9]/g, "x")}`;
-  else if (typeof body.name === "string" && NAME_PATTERN.test(body.name)) name = body.name;
-  else throw new InvalidRequest("name must be 1-63 lower-case letters, digits or '-'", "name");
 
   const minted = mintToken("agentInvite");
   const row = await d.store.transaction(async (tx) => {
@@ -94,7 +96,7 @@ export async function createAgentInvite(d: Domain, p: Principal, open: OpenVault
       role,
       email: null,
       agentName: name,
-      agentTokenTtlMs: typeof ttl === "number" ? ttl * 1000 : null,
+      agentTokenTtlMs: ttl === null ? null : ttl * 1000,
       createdBy: creatorId(p),
       createdAt: now,
       expiresAt: now + LIMITS.agentInviteTtlMs,

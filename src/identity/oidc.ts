@@ -93,12 +93,21 @@ export async function completeOidc(d: Domain, o: OidcClient, callback: URL, onRe
   return { purpose: "login", user, token: session.token, returnTo: row.returnTo ?? "/" };
 }
 
-/** Exchanges a one-time CLI code (with the nonce the CLI chose) for a user session. */
-export async function exchangeCliCode(d: Domain, o: OidcClient, input: unknown): Promise<{ user: UserRow; token: Secret }> {
-  const body = (input ?? {}) as { code?: unknown; cli_nonce?: unknown };
-  if (typeof body.code !== "string" || typeof body.cli_nonce !== "string" || body.code.length > 128) throw new OidcFailed(o.name);
-  const row = await d.store.identities.takeCliCode(sha256(body.code));
-  if (!row || row.expiresAt <= d.now() || !safeEqual(row.cliNonce, body.cli_nonce)) throw new OidcFailed(o.name);
+/** What the CLI sends back: the one-time code and the nonce it chose (text, read by the contract). */
+export interface CliExchange {
+  code?: string;
+  cli_nonce?: string;
+}
+
+/**
+ * Exchanges a one-time CLI code (with the nonce the CLI chose) for a user session. A missing code or
+ * nonce, or a code longer than any minted, fails as a wrong one does: the same 401, nothing told apart.
+ */
+export async function exchangeCliCode(d: Domain, o: OidcClient, input: CliExchange): Promise<{ user: UserRow; token: Secret }> {
+  const { code, cli_nonce: nonce } = input;
+  if (code === undefined || nonce === undefined || code.length > 128) throw new OidcFailed(o.name);
+  const row = await d.store.identities.takeCliCode(sha256(code));
+  if (!row || row.expiresAt <= d.now() || !safeEqual(row.cliNonce, nonce)) throw new OidcFailed(o.name);
   const user = await d.store.users.byId(row.userId);
   if (!user) throw new OidcFailed(o.name);
   const session = await mintUserSession(d.store, user.id, d.now());

@@ -1,37 +1,36 @@
 // Scoped sessions (POST /v1/sessions): bound to one vault, TTL 5 minutes to 7 days (default 24 h),
-// with a role no higher than the minter's own. Used by `broker vault run`.
+// with a role no higher than the minter's own. Used by `broker vault run`. The request arrives read
+// by the contract's schema (its name, role and TTL within their ranges); who may mint what is decided here.
 
-import { InvalidRequest, NotFound, PermissionDenied } from "../errors.ts";
+import { NotFound, PermissionDenied } from "../errors.ts";
+import type { VaultRole } from "../store/index.ts";
 import type { Domain } from "./context.ts";
 import { LIMITS } from "../policy/index.ts";
-import { isVaultRole, roleRank, type Principal } from "./principal.ts";
+import { roleRank, type Principal } from "./principal.ts";
 import { mintScopedSession } from "./sessions.ts";
 import { iso } from "./users.ts";
-import { openVault, readVaultName, roleIn } from "./vaults.ts";
+import { openVault, roleIn } from "./vaults.ts";
 
-export async function createScopedSession(d: Domain, p: Principal, input: unknown, xVault?: string) {
+/** What a minter asks for: the vault, a role (default: their own), a lifetime in seconds (default 24 h). */
+export interface ScopedSessionRequest {
+  vault: string;
+  role?: VaultRole | null;
+  ttl_seconds?: number | null;
+  /** `vault run --contain`: the audit log marks every request made with the session. */
+  contained?: boolean;
+}
+
+export async function createScopedSession(d: Domain, p: Principal, input: ScopedSessionRequest, xVault?: string) {
   if (p.kind === "scoped") throw new PermissionDenied("a scoped session cannot mint further sessions");
-  const body = (input ?? {}) as { vault?: unknown; role?: unknown; ttl_seconds?: unknown; contained?: unknown };
-  const name = readVaultName(body.vault);
+  const name = input.vault;
   const open = await openVault(d, p, name, "read", p.kind === "agent" ? (xVault ?? name) : xVault);
   let role = open.role;
-  if (body.role !== undefined && body.role !== null) {
-    if (!isVaultRole(body.role)) throw new InvalidRequest("role must be admin, member or proxy", "role");
-    if (roleRank(body.role) > roleRank(open.role)) throw new PermissionDenied(`you cannot mint a session above your own role (${open.role})`);
-    role = body.role;
+  if (input.role !== undefined && input.role !== null) {
+    if (roleRank(input.role) > roleRank(open.role)) throw new PermissionDenied(`you cannot mint a session above your own role (${open.role})`);
+    role = input.role;
   }
-  const minS = LIMITS.scopedSessionMinMs / 1000;
-  const maxS = LIMITS.scopedSessionMaxMs / 1000;
-  let ttlMs: number = LIMITS.scopedSessionDefaultMs;
-  if (body.ttl_seconds !== undefined && body.ttl_seconds !== null) {
-    const s = body.ttl_seconds;
-    if (typeof s !== "number" || !Number.isInteger(s) || s < minS || s > maxS) {
-      throw new InvalidRequest(`ttl_seconds must be an integer from ${minS} (5 minutes) to ${maxS} (7 days)`, "ttl_seconds");
-    }
-    ttlMs = s * 1000;
-  }
-  if (body.contained !== undefined && typeof body.contained !== "boolean") throw new InvalidRequest("contained must be true or false", "contained");
-  const contained = body.contained === true;
+  let ttlMs: number = input.ttl_seconds == null ? LIMITS.scopedSessionDefaultMs : input.ttl_seconds * 1000;
+  const contained = input.contained === true;
   const owner = p.kind === "user" ? { userId: p.userId, agentId: null } : { userId: null, agentId: p.agentId };
   // A scoped session never outlives the token that minted it (no extending an expiring agent token).
   if (p.expiresAt !== null) ttlMs = Math.min(ttlMs, p.expiresAt - d.now());
@@ -52,8 +51,9 @@ function mintedBy(p: Principal, row: { userId: number | null; agentId: number | 
   return (p.kind === "user" && row.userId === p.userId) || (p.kind === "agent" && row.agentId === p.agentId);
 }
 
+/** `vaultName` as the caller read it (the route, from ?vault= or X-Vault, by the contract's VaultName). */
 export async function listScopedSessions(d: Domain, p: Principal, vaultName: string, xVault?: string) {
-  const open = await openVault(d, p, readVaultName(vaultName), "read", xVault);
+  const open = await openVault(d, p, vaultName, "read", xVault);
   const rows = await d.store.sessions.activeScopedForVault(open.vault.id, d.now());
   const visible = open.role === "admin" && p.kind !== "scoped" ? rows : rows.filter((r) => mintedBy(p, r) || r.id === p.sessionId);
   return visible.map((r) => ({

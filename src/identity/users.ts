@@ -1,17 +1,18 @@
 // Human accounts: registration (first user becomes owner), login, logout, change-password and
 // session listing. Login failures look the same whether or not the email exists, and unknown
 // emails pay the same Argon2id cost as known ones; every password check passes the login throttle first.
+// Emails and passwords arrive read (the contract's schemas: an email trimmed and lower-cased, a
+// password in its Secret); what is decided here is who may do what.
 
-import { Conflict, InvalidRequest, NotFound, PermissionDenied, RateLimited, Unauthorized } from "../errors.ts";
+import { Conflict, NotFound, PermissionDenied, RateLimited, Unauthorized } from "../errors.ts";
 import { Secret } from "../secret.ts";
 import type { Repos, SessionRow, UserRow } from "../store/index.ts";
 import type { Domain } from "./context.ts";
-import { hashPassword, isPasswordless, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, verifyAgainstNothing, verifyPassword } from "../crypto/index.ts";
+import { hashPassword, isPasswordless, verifyAgainstNothing, verifyPassword } from "../crypto/index.ts";
 import type { Principal, UserPrincipal } from "./principal.ts";
 import { isLive, mintUserSession } from "./sessions.ts";
 import { assertEmailDomainAllowed } from "./settings.ts";
 
-const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]+$/;
 const LOGIN_FAILED = "invalid email or password";
 
 export interface PublicUser {
@@ -20,29 +21,20 @@ export interface PublicUser {
   role: "owner" | "member";
 }
 
+/** An email (trimmed, lower-cased) and a password, as registration and sign-in read them. */
 export interface Credentials {
   email: string;
   password: Secret;
 }
 
+/** The current password (checked as a sign-in is) and the new one. */
+export interface PasswordChange {
+  current_password: Secret;
+  new_password: Secret;
+}
+
 export function publicUser(u: UserRow): PublicUser {
   return { id: u.id, email: u.email, role: u.role };
-}
-
-export function readCredentials(input: unknown): Credentials {
-  const body = (input ?? {}) as { email?: unknown; password?: unknown };
-  if (typeof body.email !== "string" || body.email.length > 254 || !EMAIL.test(body.email.trim())) {
-    throw new InvalidRequest("email must be an email address", "email");
-  }
-  return { email: body.email.trim().toLowerCase(), password: readPassword(body.password, "password") };
-}
-
-export function readPassword(v: unknown, field: string): Secret {
-  if (typeof v !== "string") throw new InvalidRequest(`${field} is required`, field);
-  if (v.length < MIN_PASSWORD_LENGTH || v.length > MAX_PASSWORD_LENGTH) {
-    throw new InvalidRequest(`${field} must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters`, field);
-  }
-  return new Secret(v);
 }
 
 /** Creates a user and a first session; `inTx` lets invite acceptance add its own writes atomically. */
@@ -112,13 +104,10 @@ export async function logout(d: Domain, p: Principal): Promise<void> {
   if (row) d.auth.forget([row.tokenHash]);
 }
 
-export async function changePassword(d: Domain, p: Principal, input: unknown, clientAddress: string): Promise<Secret> {
+export async function changePassword(d: Domain, p: Principal, change: PasswordChange, clientAddress: string): Promise<Secret> {
   const user = requireUser(p);
-  const body = (input ?? {}) as { current_password?: unknown; new_password?: unknown };
-  const current = readPassword(body.current_password, "current_password");
-  const next = readPassword(body.new_password, "new_password");
-  const row = await authenticateUser(d, { email: user.email, password: current }, clientAddress);
-  const hashed = await d.hashing.run(() => hashPassword(next, d.passwordKdf));
+  const row = await authenticateUser(d, { email: user.email, password: change.current_password }, clientAddress);
+  const hashed = await d.hashing.run(() => hashPassword(change.new_password, d.passwordKdf));
   const { token, revoked } = await d.store.transaction(async (tx) => {
     const now = d.now();
     await tx.users.setPassword(row.id, hashed.hash, hashed.salt, hashed.params);

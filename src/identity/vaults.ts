@@ -3,9 +3,8 @@
 // X-Vault; scoped sessions, bound to one vault and never above their minter's current role).
 
 import { Conflict, DatabaseUnavailable, InvalidRequest, NotFound, PermissionDenied } from "../errors.ts";
-import type { Repos, VaultRole, VaultRow } from "../store/index.ts";
+import type { Repos, UnmatchedHosts, VaultRole, VaultRow } from "../store/index.ts";
 import type { Domain } from "./context.ts";
-import { NAME_PATTERN } from "../policy/index.ts";
 import { explainRefusal, lowerRole, mayInVault, type Principal, type VaultAction } from "./principal.ts";
 import { iso } from "./users.ts";
 import type { VaultGrant } from "./vault-access.ts";
@@ -82,15 +81,13 @@ export async function vaultNameById(d: Domain, id: number): Promise<string | und
   return d.vaultAccess?.nameOf(id) ?? (await d.store.vaults.byId(id))?.name;
 }
 
-export function readVaultName(v: unknown): string {
-  if (typeof v !== "string" || !NAME_PATTERN.test(v)) {
-    throw new InvalidRequest("vault name must be 1-63 lower-case letters, digits or '-', starting with a letter or digit", "name");
-  }
-  return v;
+/** A new vault, its name read by the contract (1-63 lower-case letters, digits or '-'). */
+export interface NewVault {
+  name: string;
 }
 
-export async function createVault(d: Domain, p: Principal, input: unknown) {
-  const name = readVaultName((input as { name?: unknown } | null)?.name);
+export async function createVault(d: Domain, p: Principal, input: NewVault) {
+  const { name } = input;
   if (p.kind === "scoped" || (p.kind === "agent" && p.instanceRole !== "owner")) {
     throw new PermissionDenied("only users and owner-role agents can create vaults");
   }
@@ -119,12 +116,14 @@ export function describeVault(open: VaultGrant) {
   return { name: open.vault.name, role: open.role, created_at: iso(open.vault.createdAt), unmatched_hosts: open.vault.unmatchedHosts };
 }
 
-export async function updateVault(d: Domain, open: OpenVault, input: unknown) {
-  const body = (input ?? {}) as { unmatched_hosts?: unknown };
-  if (body.unmatched_hosts !== undefined) {
-    if (body.unmatched_hosts !== "tunnel" && body.unmatched_hosts !== "deny")
-      throw new InvalidRequest("unmatched_hosts must be tunnel or deny", "unmatched_hosts");
-    await d.store.vaults.setUnmatchedHosts(open.vault.id, body.unmatched_hosts);
+/** A change to a vault's settings: an absent field keeps what the vault has. */
+export interface VaultChange {
+  unmatched_hosts?: UnmatchedHosts;
+}
+
+export async function updateVault(d: Domain, open: OpenVault, change: VaultChange) {
+  if (change.unmatched_hosts !== undefined) {
+    await d.store.vaults.setUnmatchedHosts(open.vault.id, change.unmatched_hosts);
     d.onVaultChange?.(open.vault.id);
   }
   const vault = (await d.store.vaults.byId(open.vault.id))!;

@@ -9,11 +9,11 @@ export {
   canonicalPath,
   matchRule,
   needsApproval,
-  parseRules,
   RULE_METHODS,
   type CanonicalPath,
   type Rules,
   type ServiceRule,
 } from "./path-rules.ts";
 export { covers, widening } from "./rules-diff.ts";
+export { RulesList } from "./rules-schema.ts";
 export { readPathTemplate, readQueryParam, splitPathTemplate, VALUE_PLACEHOLDER } from "./url-auth.ts";

@@ -14,7 +14,8 @@ export interface ServiceRule {
 export type Rules = readonly ServiceRule[];
 
 export const RULE_METHODS: readonly string[] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
-const LIMITS = { rules: 32, perRule: 16, pathChars: 512 };
+/** How many rules a service holds, entries a rule lists, and characters a path pattern has, at most. */
+export const RULE_LIMITS = { rules: 32, perRule: 16, pathChars: 512 } as const;
 
 export type CanonicalPath =
   | { readonly ok: true; readonly path: string; readonly segments: readonly string[] }
@@ -91,9 +92,10 @@ type PatternSegment = { readonly kind: "literal"; readonly value: string } | { r
 
 const compiled = new WeakMap<ServiceRule, PatternSegment[][]>();
 
-function compilePattern(pattern: string, field: string): PatternSegment[] {
-  if (typeof pattern !== "string" || pattern.length === 0 || pattern.length > LIMITS.pathChars || !pattern.startsWith("/")) {
-    throw new InvalidRequest(`${field} must be a path pattern starting with / (at most ${LIMITS.pathChars} characters)`, field);
+/** A path pattern's segments; a pattern that is not one throws the broker's 400 naming `field`. */
+export function compilePattern(pattern: string, field: string): PatternSegment[] {
+  if (typeof pattern !== "string" || pattern.length === 0 || pattern.length > RULE_LIMITS.pathChars || !pattern.startsWith("/")) {
+    throw new InvalidRequest(`${field} must be a path pattern starting with / (at most ${RULE_LIMITS.pathChars} characters)`, field);
   }
   const parts = pattern.slice(1).split("/");
   return parts.map((part, i) => {
@@ -122,39 +124,6 @@ function matches(pattern: readonly PatternSegment[], segments: readonly string[]
     can = next;
   }
   return can[segments.length]!;
-}
-
-/** Validates and normalises rules from untrusted input; undefined or null means no rules (everything allowed). */
-export function parseRules(input: unknown, field = "rules"): Rules | undefined {
-  if (input === undefined || input === null) return undefined;
-  if (!Array.isArray(input)) throw new InvalidRequest(`${field} must be a list of {"methods": [...], "paths": [...]}`, field);
-  if (input.length === 0) throw new InvalidRequest(`${field} is empty, which would allow nothing; leave it out to allow every method and path`, field);
-  if (input.length > LIMITS.rules) throw new InvalidRequest(`${field} may hold at most ${LIMITS.rules} rules`, field);
-  return input.map((raw, i) => {
-    const at = `${field}[${i}]`;
-    const r = (raw ?? {}) as { methods?: unknown; paths?: unknown; approve?: unknown };
-    if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new InvalidRequest(`${at} must be {"methods": [...], "paths": [...]}`, at);
-    const unknown = Object.keys(raw).find((k) => k !== "methods" && k !== "paths" && k !== "approve");
-    if (unknown) throw new InvalidRequest(`${at}.${unknown} is not a rule field (methods, paths, approve)`, `${at}.${unknown}`);
-    if (r.approve !== undefined && r.approve !== "each")
-      throw new InvalidRequest(`${at}.approve must be "each" (a human approves every matching request) or left out`, `${at}.approve`);
-    const methods = readList(r.methods, `${at}.methods`).map((m, j) => {
-      const upper = typeof m === "string" ? m.toUpperCase() : "";
-      if (!RULE_METHODS.includes(upper)) throw new InvalidRequest(`${at}.methods[${j}] must be one of ${RULE_METHODS.join(", ")}`, `${at}.methods[${j}]`);
-      return upper;
-    });
-    const paths = readList(r.paths, `${at}.paths`).map((p, j) => {
-      compilePattern(p as string, `${at}.paths[${j}]`);
-      return p as string;
-    });
-    return { methods: [...new Set(methods)], paths: [...new Set(paths)], ...(r.approve === "each" ? { approve: "each" as const } : {}) };
-  });
-}
-
-function readList(v: unknown, field: string): unknown[] {
-  if (!Array.isArray(v) || v.length === 0) throw new InvalidRequest(`${field} must be a non-empty list`, field);
-  if (v.length > LIMITS.perRule) throw new InvalidRequest(`${field} may hold at most ${LIMITS.perRule} entries`, field);
-  return v;
 }
 
 /** Index of the first rule allowing (method, segments), or -1. */

@@ -11,7 +11,7 @@ export type { BucketLimits, KeyedBucket, KeyedBucketOptions, RateAllowed, RateDe
 export { createGate, type Gate } from "./gate.ts";
 export { createRateLimiter, proxyKey } from "./limiter.ts";
 export type { GlobalEntry, KeyedTier, RateLimiter, RateLimiterOptions } from "./limiter.ts";
-export { applyPatch, checkKnob, profileNumbers, RATE_LIMIT_BOUNDS, RATE_PROFILES, resolveSettings } from "./settings.ts";
+export { applyPatch, checkKnob, checkRateLimitPatch, profileNumbers, RATE_LIMIT_BOUNDS, RATE_PROFILES, resolveSettings } from "./settings.ts";
 export type { GlobalLimit, RateLimitOverrides, RateLimitPatch, RateLimitSettings, RateProfile, TierLimit } from "./settings.ts";
 export { RATE_LIMIT_ENV_NAMES, RATE_LIMIT_SETTINGS, readRateLimitEnv, type RateLimitSettingDoc } from "./env.ts";
 export { enforce, rateLimitHeaders, refusal } from "./headers.ts";

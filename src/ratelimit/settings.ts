@@ -89,13 +89,23 @@ export function resolveSettings(profile: RateProfile, overrides: RateLimitOverri
  * same patch then replace single values. Throws InvalidRequest (400, naming the field) on a bad value.
  */
 export function applyPatch(current: RateLimitSettings, patch: RateLimitPatch): RateLimitSettings {
+  checkRateLimitPatch(patch);
+  const base = patch.profile ? profileNumbers(patch.profile) : current;
+  return freezeSettings({ profile: patch.profile ?? current.profile, locked: current.locked, ...applyOverrides(base, patch) });
+}
+
+/**
+ * The grammar of a patch from outside (the owner settings API's `rate_limits`, read by the contract's
+ * schema; a saved one again when it is applied): throws InvalidRequest naming the first bad field
+ * ("profile", "proxy.rps") and every problem in the message. Returns the patch it checked.
+ */
+export function checkRateLimitPatch(patch: RateLimitPatch): RateLimitPatch {
   const problems: string[] = [];
-  const profile = patch.profile ?? current.profile;
-  if (!RATE_PROFILES.includes(profile)) throw new InvalidRequest(`profile must be one of ${RATE_PROFILES.join(", ")}`, "profile");
+  if (patch.profile != null && !RATE_PROFILES.includes(patch.profile))
+    throw new InvalidRequest(`profile must be one of ${RATE_PROFILES.join(", ")}`, "profile");
   checkOverrides(patch, problems);
   if (problems.length) throw new InvalidRequest(problems.join("; "), problems[0]!.split(":")[0]);
-  const base = patch.profile ? profileNumbers(patch.profile) : current;
-  return freezeSettings({ profile, locked: current.locked, ...applyOverrides(base, patch) });
+  return patch;
 }
 
 /** Validates one knob ("proxy.rps", 50); pushes "<field>: <why>" onto problems when it is out of range. */

@@ -2,35 +2,16 @@
 // every role; setting, deleting and revealing values is for human user sessions of admins and
 // members only. Agents and scoped sessions never, whatever their role: each operation checks itself.
 
-import { InvalidRequest, NotFound } from "../errors.ts";
-import { Secret } from "../secret.ts";
+import { NotFound } from "../errors.ts";
+import type { Secret } from "../secret.ts";
 import type { Domain } from "../identity/index.ts";
 import { decryptCredential, encryptCredential } from "../crypto/index.ts";
-import { LIMITS } from "../policy/index.ts";
-import { readKey } from "./services.ts";
 import { iso } from "../identity/index.ts";
 import { requireInVault, type OpenVault } from "../identity/index.ts";
 
-/** A credential value as every path must check it (API, CLI, console, approval page); `field` names it in errors. */
-export function readValue(v: unknown, field = "value"): Secret {
-  if (typeof v !== "string" || v.length === 0) throw new InvalidRequest(`${field} must be a non-empty string`, field);
-  if (Buffer.byteLength(v) > LIMITS.credentialValueMaxBytes)
-    throw new InvalidRequest(`${field} must be at most ${LIMITS.credentialValueMaxBytes} bytes`, field);
-  if (/[\r\n\0]/.test(v) && !PEM_BLOCK.test(v))
-    throw new InvalidRequest(`${field} must not contain line breaks or NUL (it is sent in an HTTP header); only a PEM key may span lines`, field);
-  return new Secret(v);
-}
-
-/**
- * One PEM block (a GitHub App's private key): the only multi-line value. It is only ever read as a
- * key (minting/minted-tokens.ts); the header and URL injections refuse a value with line breaks.
- */
-const PEM_BLOCK = /^-----BEGIN [A-Z0-9 ]{1,40}-----\r?\n(?:[A-Za-z0-9+/=]{1,128}\r?\n){1,200}-----END [A-Z0-9 ]{1,40}-----\r?\n?$/;
-
-export async function setCredential(d: Domain, open: OpenVault, rawKey: string, input: unknown) {
+/** `key` and `value` arrive read by the contract (a key name; a value of at most 64 KiB, in its Secret). */
+export async function setCredential(d: Domain, open: OpenVault, key: string, value: Secret) {
   requireInVault(open, "write_secrets");
-  const key = readKey(rawKey, "key");
-  const value = readValue((input as { value?: unknown } | null)?.value);
   const sealed = await encryptCredential(d.dataKey, open.vault.id, key, value);
   const now = d.now();
   await d.store.credentials.put({ vaultId: open.vault.id, key, ...sealed }, now);
@@ -58,17 +39,15 @@ export async function listCredentials(d: Domain, open: OpenVault, reveal: boolea
   return out;
 }
 
-export async function revealCredential(d: Domain, open: OpenVault, rawKey: string) {
+export async function revealCredential(d: Domain, open: OpenVault, key: string) {
   requireInVault(open, "reveal");
-  const key = readKey(rawKey, "key");
   const row = await d.store.credentials.get(open.vault.id, key);
   if (!row) throw new NotFound(`no credential ${key} in this vault`);
   return { key, value: await decryptCredential(d.dataKey, row), updated_at: iso(row.updatedAt) };
 }
 
-export async function deleteCredential(d: Domain, open: OpenVault, rawKey: string): Promise<void> {
+export async function deleteCredential(d: Domain, open: OpenVault, key: string): Promise<void> {
   requireInVault(open, "write_secrets");
-  const key = readKey(rawKey, "key");
   if (!(await d.store.credentials.remove(open.vault.id, key))) throw new NotFound(`no credential ${key} in this vault`);
   d.onVaultChange?.(open.vault.id);
 }

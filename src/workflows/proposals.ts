@@ -7,12 +7,11 @@ import type { ProposalRow, ProposalStatus } from "../store/index.ts";
 import { Secret } from "../secret.ts";
 import type { Domain } from "../identity/index.ts";
 import { encryptCredential } from "../crypto/index.ts";
-import { readValue } from "./credential-ops.ts";
 import { LIMITS } from "../policy/index.ts";
 import type { Principal } from "../identity/index.ts";
-import { assertKeysResolve, readProposal, type ProposedService, type ProposedSlot } from "./proposal-input.ts";
+import { assertKeysResolve, type ProposalInput, type ProposedService, type ProposedSlot } from "./proposal-input.ts";
 import { authKeys, storedRules, toRow, viewService, type ServiceAuth } from "./services.ts";
-import { parseRules } from "../policy/index.ts";
+import type { Rules } from "../policy/index.ts";
 import { newHostWarning, replacedServiceWarning, rulesRemovedWarning } from "../words/index.ts";
 import { hashToken, mintToken } from "../crypto/index.ts";
 import { iso } from "../identity/index.ts";
@@ -49,8 +48,10 @@ export function viewProposal(row: ProposalRow, vault: string): ProposalView {
   };
 }
 
-export async function createProposal(d: Domain, p: Principal, open: OpenVault, input: unknown) {
-  const proposal = readProposal(input);
+/** Files a proposal in the opened vault; every role may ask (reading the vault is all it needs), people too. */
+export async function createProposal(d: Domain, open: OpenVault, proposal: ProposalInput) {
+  requireInVault(open, "read");
+  const p = open.principal;
   const minted = mintToken("approval");
   const row = await d.store.transaction(async (tx) => {
     assertKeysResolve(proposal, await tx.credentials.keys(open.vault.id));
@@ -176,20 +177,19 @@ export async function approveProposal(
   d: Domain,
   open: OpenVault,
   row: ProposalRow,
-  values: Record<string, unknown>,
+  values: Readonly<Record<string, Secret>>,
   decided: ApprovalChoices = {},
 ): Promise<void> {
-  const p = mayDecide(open, row, "approve");
+  const p = mayDecide(open, row);
   const slots = row.credentials;
   const services = withChosenRules(row.services, decided.rules);
   const existing = new Set(await d.store.credentials.keys(row.vaultId));
   const sealed: { key: string; nonce: Uint8Array; ciphertext: Uint8Array }[] = [];
   for (const slot of slots) {
-    const raw = values[slot.key];
-    if ((raw === undefined || raw === "") && existing.has(slot.key)) continue; // keep the stored value
-    if (raw === undefined || raw === "") throw new InvalidRequest(`a value for ${slot.key} is required`, slot.key);
-    // A value typed in a page arrives already wrapped; it gets the same checks as one posted as JSON.
-    const value: Secret = readValue(raw instanceof Secret ? raw.reveal() : raw, slot.key); // reveal: validation only
+    // Values were read by the contract's ProposalApprovalInput, whichever page or body they came from.
+    const value = values[slot.key];
+    if (value === undefined && existing.has(slot.key)) continue; // keep the stored value
+    if (value === undefined) throw new InvalidRequest(`a value for ${slot.key} is required`, slot.key);
     sealed.push({ key: slot.key, ...(await encryptCredential(d.dataKey, row.vaultId, slot.key, value)) });
   }
   const now = d.now();
@@ -204,30 +204,28 @@ export async function approveProposal(
 
 /** What the approving human decides beside the values: rules per host, replacing the ones asked for (to narrow them). */
 export interface ApprovalChoices {
-  readonly rules?: unknown;
+  readonly rules?: Readonly<Record<string, Rules | null>>;
 }
 
 /**
  * The human's rules win over the agent's for each host they name (null: no rules, everything allowed).
  * Naming a host the proposal does not carry is refused, so a typo cannot pass silently.
  */
-function withChosenRules(services: readonly ProposedService[], chosen: unknown): readonly ProposedService[] {
-  if (chosen === undefined || chosen === null) return services;
-  if (typeof chosen !== "object" || Array.isArray(chosen)) throw new InvalidRequest("rules must map each host of the proposal to its rules", "rules");
-  const byHost = chosen as Record<string, unknown>;
+function withChosenRules(services: readonly ProposedService[], byHost: ApprovalChoices["rules"]): readonly ProposedService[] {
+  if (byHost === undefined) return services;
   for (const host of Object.keys(byHost)) {
     if (!services.some((s) => s.host === host)) throw new InvalidRequest(`rules names ${host}, which this proposal does not ask for`, `rules.${host}`);
   }
   return services.map((s) => {
     if (!(s.host in byHost)) return s;
-    const rules = parseRules(byHost[s.host], `rules.${s.host}`);
+    const rules = byHost[s.host];
     const { rules: _asked, ...rest } = s;
     return rules ? { ...rest, rules } : rest;
   });
 }
 
 export async function rejectProposal(d: Domain, open: OpenVault, row: ProposalRow): Promise<void> {
-  const p = mayDecide(open, row, "reject");
+  const p = mayDecide(open, row);
   const now = d.now();
   if (!(await d.store.proposals.decide(row.id, "rejected", p.userId, now))) throw new Conflict("this proposal was already decided");
   void announceProposal(d, "proposal.rejected", { ...row, status: "rejected", decidedAt: now, decidedBy: p.userId });
@@ -237,11 +235,11 @@ export async function rejectProposal(d: Domain, open: OpenVault, row: ProposalRo
  * Who decides a proposal (architecture.md D9): a person with a user session who is an admin or
  * member of the proposal's vault, checked here whoever calls (API, approval page, console).
  */
-function mayDecide(open: OpenVault, row: ProposalRow, verb: "approve" | "reject"): UserPrincipal {
-  const p = open.principal;
-  if (p.kind !== "user") throw new PermissionDenied(`only a human with a user session can ${verb} proposals`);
+function mayDecide(open: OpenVault, row: ProposalRow): UserPrincipal {
   if (open.vault.id !== row.vaultId) throw new NotFound("no such proposal");
-  requireInVault(open, "approve");
+  requireInVault(open, "approve"); // people only, admins and members: worded as every refusal is (identity's explainRefusal)
+  const p = open.principal;
+  if (p.kind !== "user") throw new PermissionDenied("only a human with a user session can approve or reject proposals");
   return p;
 }
 

@@ -3,23 +3,13 @@
 // credential). A service decides where a stored value is sent, so every change is a secret write:
 // human admins and members only.
 
-import { Conflict, InvalidRequest, NotFound } from "../errors.ts";
+import { Conflict, NotFound } from "../errors.ts";
 import type { AuthType, ServiceRow } from "../store/index.ts";
 import type { Domain } from "../identity/index.ts";
-import { CREDENTIAL_KEY_PATTERN } from "../crypto/index.ts";
 import { parseHostPattern } from "../policy/index.ts";
 import { requireInVault, type OpenVault } from "../identity/index.ts";
-import { parseRules, type Rules } from "../policy/index.ts";
-import { readPathTemplate, readQueryParam } from "../policy/index.ts";
-import {
-  isMintedAuthType,
-  mintedAuthConfig,
-  mintedAuthKeyFields,
-  MINTED_AUTH_TYPES,
-  parseMintedAuthConfig,
-  readMintedAuth,
-  type MintedAuthFields,
-} from "../policy/index.ts";
+import { RulesList, type Rules } from "../policy/index.ts";
+import { isMintedAuthType, mintedAuthConfig, mintedAuthKeyFields, parseMintedAuthConfig, type MintedAuthFields } from "../policy/index.ts";
 
 export interface ServiceAuth extends MintedAuthFields {
   type: AuthType;
@@ -33,6 +23,23 @@ export interface ServiceAuth extends MintedAuthFields {
   template?: string;
 }
 
+/** A new service as the contract's ServiceInput reads it. */
+export interface ServiceSpec {
+  host: string;
+  description: string;
+  auth: ServiceAuth;
+  enabled: boolean;
+  rules?: Rules;
+}
+
+/** A change to a service (ServiceUpdateInput): absent keeps the current value; `rules: null` removes the rules. */
+export interface ServicePatch {
+  description?: string;
+  auth?: ServiceAuth;
+  enabled?: boolean;
+  rules?: Rules | null;
+}
+
 export interface ServiceView {
   host: string;
   description: string;
@@ -40,70 +47,6 @@ export interface ServiceView {
   enabled: boolean;
   /** Allowed methods and paths; absent: everything on the host. */
   rules?: Rules;
-}
-
-const AUTH_TYPES: readonly AuthType[] = ["bearer", "basic", "header", "query", "path", "passthrough", ...MINTED_AUTH_TYPES];
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/;
-/** Headers the broker owns or that frame the message: never a credential slot. */
-const RESERVED_HEADERS = new Set([
-  "host",
-  "content-length",
-  "transfer-encoding",
-  "connection",
-  "keep-alive",
-  "upgrade",
-  "te",
-  "trailer",
-  "proxy-authorization",
-  "proxy-authenticate",
-  "proxy-connection",
-  "x-vault",
-  "cookie",
-  "set-cookie",
-]);
-
-export function readAuth(v: unknown, field = "auth"): ServiceAuth {
-  const a = (v ?? {}) as Record<string, unknown>;
-  if (!AUTH_TYPES.includes(a.type as AuthType)) throw new InvalidRequest(`${field}.type must be one of ${AUTH_TYPES.join(", ")}`, `${field}.type`);
-  const type = a.type as AuthType;
-  if (type === "passthrough") return { type };
-  if (isMintedAuthType(type)) return { type, ...readMintedAuth(type, a, field, readKey) };
-  const token = readKey(a.token, `${field}.token`);
-  if (type === "bearer") return { type, token };
-  if (type === "query") return { type, token, param: readQueryParam(a.param, `${field}.param`) };
-  if (type === "path") return { type, token, template: readPathTemplate(a.template, `${field}.template`) };
-  if (type === "basic") {
-    if (a.username === undefined || a.username === null) return { type, token };
-    if (typeof a.username !== "string" || a.username.length > 256 || /[:\r\n]/.test(a.username)) {
-      throw new InvalidRequest(`${field}.username must be text without ':' or line breaks`, `${field}.username`);
-    }
-    return { type, token, username: a.username };
-  }
-  if (typeof a.header !== "string" || !HEADER_NAME.test(a.header) || RESERVED_HEADERS.has(a.header.toLowerCase())) {
-    throw new InvalidRequest(`${field}.header must be a header name the broker does not reserve`, `${field}.header`);
-  }
-  const auth: ServiceAuth = { type, token, header: a.header.toLowerCase() };
-  if (a.prefix !== undefined && a.prefix !== null && a.prefix !== "") {
-    // A header value's visible characters only: the prefix is sent as header bytes, and it is shown to
-    // the person approving, where a bidi or invisible character could reorder what they read.
-    if (typeof a.prefix !== "string" || a.prefix.length > 64 || !/^[\x20-\x7e\t]+$/.test(a.prefix))
-      throw new InvalidRequest(`${field}.prefix must be short text of printable ASCII characters (what a header value may hold)`, `${field}.prefix`);
-    auth.prefix = a.prefix;
-  }
-  return auth;
-}
-
-export function readKey(v: unknown, field: string): string {
-  if (typeof v !== "string" || v.length > 128 || !CREDENTIAL_KEY_PATTERN.test(v)) {
-    throw new InvalidRequest(`${field} must be a credential key name (A-Z, 0-9, _; starting with a letter)`, field);
-  }
-  return v;
-}
-
-function readDescription(v: unknown): string {
-  if (v === undefined || v === null) return "";
-  if (typeof v !== "string" || v.length > 500) throw new InvalidRequest("description must be text of at most 500 characters", "description");
-  return v;
 }
 
 /** Every credential key a service's auth uses (none for passthrough). */
@@ -133,7 +76,8 @@ export function viewService(r: ServiceRow): ServiceView {
 export function storedRules(r: Pick<ServiceRow, "rules">): Rules | undefined {
   if (r.rules === null) return undefined;
   try {
-    return parseRules(JSON.parse(r.rules)) ?? [];
+    const read = RulesList.safeParse(JSON.parse(r.rules));
+    return read.success ? read.data : [];
   } catch {
     return [];
   }
@@ -166,18 +110,10 @@ export async function listServices(d: Domain, open: OpenVault): Promise<ServiceV
   return (await d.store.services.list(open.vault.id)).map(viewService);
 }
 
-export async function addService(d: Domain, open: OpenVault, input: unknown): Promise<ServiceView> {
+export async function addService(d: Domain, open: OpenVault, spec: ServiceSpec): Promise<ServiceView> {
   requireInVault(open, "write_secrets");
-  const body = (input ?? {}) as Record<string, unknown>;
-  const host = parseHostPattern(body.host, { allowIp: true }).text;
-  const row = toRow(
-    open.vault.id,
-    host,
-    readDescription(body.description),
-    readAuth(body.auth),
-    body.enabled === undefined ? true : readEnabled(body.enabled),
-    parseRules(body.rules),
-  );
+  const host = spec.host;
+  const row = toRow(open.vault.id, host, spec.description, spec.auth, spec.enabled, spec.rules);
   await d.store.transaction(async (tx) => {
     if (await tx.services.get(open.vault.id, host)) throw new Conflict(`a service for ${host} already exists; update it instead`);
     await tx.services.put(row, d.now());
@@ -186,10 +122,9 @@ export async function addService(d: Domain, open: OpenVault, input: unknown): Pr
   return viewService({ ...row, updatedAt: d.now() });
 }
 
-export async function updateService(d: Domain, open: OpenVault, rawHost: string, input: unknown): Promise<ServiceView> {
+export async function updateService(d: Domain, open: OpenVault, rawHost: string, patch: ServicePatch): Promise<ServiceView> {
   requireInVault(open, "write_secrets");
   const host = parseHostPattern(rawHost, { allowIp: true }).text;
-  const body = (input ?? {}) as Record<string, unknown>;
   const updated = await d.store.transaction(async (tx) => {
     const current = await tx.services.get(open.vault.id, host);
     if (!current) throw new NotFound(`no service for ${host} in this vault`);
@@ -197,11 +132,11 @@ export async function updateService(d: Domain, open: OpenVault, rawHost: string,
     const row = toRow(
       open.vault.id,
       host,
-      body.description === undefined ? view.description : readDescription(body.description),
-      body.auth === undefined ? view.auth : readAuth(body.auth),
-      body.enabled === undefined ? view.enabled : readEnabled(body.enabled),
+      patch.description ?? view.description,
+      patch.auth ?? view.auth,
+      patch.enabled ?? view.enabled,
       // Absent keeps the current rules; null removes them (everything allowed again).
-      body.rules === undefined ? view.rules : parseRules(body.rules),
+      patch.rules === undefined ? view.rules : (patch.rules ?? undefined),
     );
     await tx.services.put(row, d.now());
     return row;
@@ -216,9 +151,4 @@ export async function removeService(d: Domain, open: OpenVault, rawHost: string)
   const host = parseHostPattern(rawHost, { allowIp: true, acceptPublicSuffixWildcard: true }).text;
   if (!(await d.store.services.remove(open.vault.id, host))) throw new NotFound(`no service for ${host} in this vault`);
   d.onVaultChange?.(open.vault.id);
-}
-
-function readEnabled(v: unknown): boolean {
-  if (typeof v !== "boolean") throw new InvalidRequest("enabled must be true or false", "enabled");
-  return v;
 }

@@ -3,7 +3,7 @@
 // proposal raises. Events carry names, hosts and key names, never a credential value; delivery (guard,
 // signing, retries) lives in webhooks/webhook-delivery.ts. Never logs a secret or a receiver's URL.
 
-import { InvalidRequest, NotFound, PermissionDenied, Conflict } from "../errors.ts";
+import { NotFound, PermissionDenied, Conflict } from "../errors.ts";
 import type { ProposalRow, RequestApprovalRow, WebhookFormat, WebhookRow } from "../store/index.ts";
 import { Secret } from "../secret.ts";
 import { encodeAad, open, randomBytes, seal } from "../crypto/index.ts";
@@ -28,7 +28,6 @@ export const DELIVERY_STATUS_WORDS: Readonly<Record<string, string>> = {
   failed: "failed (gave up after 5 tries)",
   blocked: "blocked by the network guard",
 };
-const MAX_URL_LENGTH = 2048;
 
 export interface WebhookView {
   id: number;
@@ -60,24 +59,10 @@ function requireWebhookAdmin(open: OpenVault): void {
   if (open.principal.kind !== "user") throw new PermissionDenied("only a human admin of the vault manages its webhooks; ask one");
 }
 
-export function readWebhookInput(body: unknown): { url: string; format: WebhookFormat } {
-  if (typeof body !== "object" || body === null || Array.isArray(body)) throw new InvalidRequest("expected a JSON object with url", "url");
-  const b = body as Record<string, unknown>;
-  if (typeof b.url !== "string" || b.url.length === 0 || b.url.length > MAX_URL_LENGTH)
-    throw new InvalidRequest(`url must be an http(s) URL of at most ${MAX_URL_LENGTH} characters`, "url");
-  let url: URL;
-  try {
-    url = new URL(b.url);
-  } catch {
-    throw new InvalidRequest("url must be an http(s) URL", "url");
-  }
-  if (url.protocol !== "https:" && url.protocol !== "http:") throw new InvalidRequest("url must start with https:// (or http://)", "url");
-  if (url.username || url.password) throw new InvalidRequest("url must not carry a user name or password", "url");
-  if (url.hash) throw new InvalidRequest("url must not carry a #fragment", "url");
-  if (b.format !== undefined && b.format !== "json" && b.format !== "slack") throw new InvalidRequest('format must be "json" or "slack"', "format");
-  if (b.slack !== undefined && typeof b.slack !== "boolean") throw new InvalidRequest("slack must be true or false", "slack");
-  const format: WebhookFormat = b.format === "slack" || b.slack === true ? "slack" : "json";
-  return { url: url.href, format };
+/** A receiver as the contract reads it: an http(s) URL without credentials or #fragment, normalised; its format. */
+export interface WebhookRequest {
+  url: string;
+  format: WebhookFormat;
 }
 
 function secretAad(vaultId: number, url: string): Uint8Array {
@@ -91,9 +76,8 @@ export async function openWebhookSecret(dataKey: CryptoKey, row: WebhookRow): Pr
 }
 
 /** Adds a webhook; the secret is in the answer once and never again. */
-export async function addWebhook(d: Domain, open: OpenVault, body: unknown): Promise<{ webhook: WebhookView; secret: Secret }> {
+export async function addWebhook(d: Domain, open: OpenVault, input: WebhookRequest): Promise<{ webhook: WebhookView; secret: Secret }> {
   requireWebhookAdmin(open);
-  const input = readWebhookInput(body);
   const secret = new Secret(WEBHOOK_SECRET_PREFIX + Buffer.from(randomBytes(32)).toString("base64url"));
   const sealed = await seal(d.dataKey, new TextEncoder().encode(secret.reveal()), secretAad(open.vault.id, input.url)); // reveal: straight into AES-GCM
   const row = await d.store.transaction(async (tx) => {

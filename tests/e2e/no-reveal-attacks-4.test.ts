@@ -368,7 +368,7 @@ test("no stored value, minted token, JWT or client secret in any broker log line
 
 test("a one-character value (`\"`) stored by another vault for an unrelated host: vault A's ordinary JSON, nothing echoed, arrives unchanged", async () => {
   // Every answer is scanned for every vault's values (echo-needles.ts), a value shorter than 12 is
-  // looked for whole, and nothing sets a minimum length (credential-ops.ts readValue): any member of
+  // looked for whole, and nothing sets a minimum length (contract/fields.ts credentialValue): any member of
   // any vault can make every JSON answer of every vault unreadable.
   const before = await viaProxy("a", BIN, "/json");
   expect(before.body.toString("latin1")).toBe(PLAIN_JSON);

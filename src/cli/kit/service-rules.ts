@@ -5,7 +5,8 @@
 // the examples in the commands' help.
 
 import { InvalidRequest } from "../../errors.ts";
-import { parseRules, RULE_METHODS, type Rules } from "../../policy/index.ts";
+import { parseWith } from "../../contract/index.ts";
+import { RULE_METHODS, RulesList, type Rules } from "../../policy/index.ts";
 import { describeRulesInWords } from "../../words/index.ts";
 import { CliFailure } from "./fail.ts";
 
@@ -99,7 +100,7 @@ export function parseRuleFlags(flags: readonly RuleFlag[]): Rules {
   const values = flags.map((f) => f.value);
   const named = (i: number) => `--${flags[i]!.flag}`;
   try {
-    return parseRules(raw) ?? [];
+    return parseWith(RulesList, raw, "rules");
   } catch (err) {
     if (!(err instanceof InvalidRequest)) throw err;
     // The server's field names (rules[1].paths[0]) mean nothing here: name the flag and the word instead.

@@ -5,6 +5,7 @@
 // this browser's included (contract): the person signs in again with the new one.
 
 import { Hono } from "hono";
+import { ChangePasswordInput, parseWith } from "../../contract/index.ts";
 import { BrokerError, InvalidRequest } from "../../errors.ts";
 import { changePassword, listIdentities, listOwnSessions, logout, revokeOwnSession, unlinkIdentity, type SessionView } from "../../identity/index.ts";
 import { clientIp } from "../kit/index.ts";
@@ -131,7 +132,8 @@ export function accountRoutes() {
     const form = formOf(c);
     try {
       if ((form.new_password ?? "") !== (form.new_password_again ?? "")) throw new InvalidRequest("the two new passwords differ; type the same one twice");
-      const fresh = await changePassword(d, user, { current_password: form.current_password, new_password: form.new_password }, clientIp(c));
+      const change = parseWith(ChangePasswordInput, { current_password: form.current_password, new_password: form.new_password });
+      const fresh = await changePassword(d, user, change, clientIp(c));
       // Every session ended, as the contract says; the fresh one too, so this browser signs in again like every other.
       await logout(d, await d.auth.authenticate(fresh.reveal())); // reveal: only to look up and end the fresh session
     } catch (err) {

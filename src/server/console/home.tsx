@@ -3,6 +3,7 @@
 // create-vault form (createVault, as POST /v1/vaults), and `/vaults/:vault`, a vault's overview.
 
 import { Hono } from "hono";
+import { parseWith, VaultInput } from "../../contract/index.ts";
 import { createVault, iso, listVaults, type VaultRole } from "../../identity/index.ts";
 import { Badge, Button, EmptyState, FormField, Name, PostForm, Section, Table, Time, toneOf } from "../ui/index.ts";
 import { formOf, openConsoleVault, renderPage, requireSignedIn, runAction, signedIn, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
@@ -106,7 +107,7 @@ export function homeRoutes() {
   r.post("/vaults", requireSignedIn, (c) => {
     const name = (formOf(c).name ?? "").trim();
     return runAction(c, {
-      run: () => createVault(c.get("kit").d, signedIn(c), { name }),
+      run: async () => createVault(c.get("kit").d, signedIn(c), parseWith(VaultInput, { name })),
       success: (v) => `Vault ${v.name} created. You are its admin.`,
       redirect: (v) => vaultPath(v.name),
       failure: "/",

@@ -2,11 +2,13 @@
 // `/settings` (the instance owner only; getOwnerSettings refuses anyone else): allowed signup
 // domains and rate limits (updateOwnerSettings, as PATCH /v1/owner/settings; read-only with the
 // reason under BROKER_RATELIMIT_LOCK), audit retention (environment only, shown read-only), and
-// the root CA (instance-ca.tsx). Every refusal is the domain's, so the page and the API agree.
+// the root CA (instance-ca.tsx). Every refusal is the API's (the domain's, or its OwnerSettingsInput
+// reading what is typed), so the page and the API agree.
 
 import { Hono } from "hono";
+import { OwnerSettingsInput, parseWith } from "../../contract/index.ts";
 import { NotFound } from "../../errors.ts";
-import type { RateLimitPatch, RateLimitSettings, RateProfile } from "../../ratelimit/index.ts";
+import type { RateLimitSettings, RateProfile } from "../../ratelimit/index.ts";
 import { RATE_PROFILES } from "../../ratelimit/index.ts";
 import { getOwnerSettings, requireOwner, updateOwnerSettings, type OwnerSettings } from "../../identity/index.ts";
 import type { CaHolder } from "../../crypto/index.ts";
@@ -234,8 +236,8 @@ async function renderInstanceSettings(c: ConsoleContext, opts: InstanceSettingsO
   return renderPage(c, { title: "Instance settings", nav: "settings", lead: "Settings for the whole broker. Only you, the owner, see this page." }, body);
 }
 
-/** The knobs a person changed (compared with `current`), plus the profile when it changed. */
-function readRatePatch(form: Record<string, string>, current: RateLimitSettings): RateLimitPatch {
+/** The knobs a person changed (compared with `current`), plus the profile when it changed, as a body would carry them. */
+function ratePatchOf(form: Record<string, string>, current: RateLimitSettings): Record<string, unknown> {
   const patch: Record<string, unknown> = {};
   if (form.profile !== undefined && form.profile !== current.profile) patch.profile = form.profile;
   for (const t of TIERS) {
@@ -243,12 +245,12 @@ function readRatePatch(form: Record<string, string>, current: RateLimitSettings)
     for (const k of t.knobs) {
       const raw = (form[`${t.tier}.${k}`] ?? "").trim();
       if (raw === "") continue;
-      const n = Number(raw); // NaN is refused by the domain, naming the field
+      const n = Number(raw); // NaN is refused by the schema, naming the field
       if (n !== knobValue(current, t.tier, k)) knobs[k] = n;
     }
     if (Object.keys(knobs).length) patch[t.tier] = knobs;
   }
-  return patch as RateLimitPatch;
+  return patch;
 }
 
 export function instanceSettingsRoutes(opts: InstanceSettingsOptions = {}) {
@@ -259,7 +261,10 @@ export function instanceSettingsRoutes(opts: InstanceSettingsOptions = {}) {
   r.post("/settings/domains", requireSignedIn, (c) => {
     const domains = (formOf(c).allowed_domains ?? "").split(/[\s,]+/).filter(Boolean);
     return runAction(c, {
-      run: () => updateOwnerSettings(c.get("kit").d, signedIn(c), { allowed_domains: domains }),
+      run: async () => {
+        requireOwner(signedIn(c)); // anyone else is refused before what they typed is read
+        return updateOwnerSettings(c.get("kit").d, signedIn(c), parseWith(OwnerSettingsInput, { allowed_domains: domains }));
+      },
       success: (s) => (s.allowed_domains.length ? `Saved: only ${s.allowed_domains.join(", ")} may sign up.` : "Saved: anyone may sign up."),
       redirect: "/settings",
     });
@@ -271,7 +276,7 @@ export function instanceSettingsRoutes(opts: InstanceSettingsOptions = {}) {
       run: async () => {
         const current = (await getOwnerSettings(d, signedIn(c))).rate_limits; // the owner check comes first
         if (!current) return updateOwnerSettings(d, signedIn(c), { rate_limits: {} }); // the domain explains
-        return updateOwnerSettings(d, signedIn(c), { rate_limits: readRatePatch(formOf(c), current) });
+        return updateOwnerSettings(d, signedIn(c), parseWith(OwnerSettingsInput, { rate_limits: ratePatchOf(formOf(c), current) }));
       },
       success: (s) =>
         `Saved: rate limits now follow the ${s.rate_limits?.profile ?? "default"} profile${s.rate_limits?.profile === "off" ? " (no limits)" : ""} with the numbers shown.`,

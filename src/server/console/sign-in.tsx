@@ -1,13 +1,14 @@
 /** @jsxImportSource hono/jsx */
 // Signing in, registering and signing out in the browser, through the API's own domain calls
 // (loginUser with the login throttle, registerUser with the first-user and allowed-domain rules,
-// logout), plus "Sign in with <provider>" when one is configured. A failed attempt re-renders the
+// logout; the form read by the API's CredentialsInput), plus "Sign in with <provider>" when one is configured. A failed attempt re-renders the
 // form with the email kept; the password never is.
 
 import { Hono } from "hono";
 import type { Child } from "hono/jsx";
 import { BrokerError, RateLimited } from "../../errors.ts";
-import { loginUser, logout, readCredentials, registerUser } from "../../identity/index.ts";
+import { CredentialsInput, parseWith } from "../../contract/index.ts";
+import { loginUser, logout, registerUser } from "../../identity/index.ts";
 import { authTier, clientIp } from "../kit/index.ts";
 import { clearPageCookie, setSessionCookie } from "../ui/index.ts";
 import { Button, FormField, PostForm } from "../ui/index.ts";
@@ -146,7 +147,7 @@ export function signInRoutes() {
     const form = formOf(c);
     const email = keptEmail(form.email);
     try {
-      const { token } = await loginUser(d, readCredentials({ email: form.email, password: form.password }), clientIp(c));
+      const { token } = await loginUser(d, parseWith(CredentialsInput, { email: form.email, password: form.password }), clientIp(c));
       setSessionCookie(c, d, token.reveal()); // reveal: only into the HttpOnly session cookie
       return c.redirect("/", 303);
     } catch (err) {
@@ -171,7 +172,7 @@ export function signInRoutes() {
       return renderSignIn(c, mode, { email, error: "The two passwords differ. Type the same password twice.", form: "register" }, 400);
     }
     try {
-      const { user, token } = await registerUser(d, readCredentials({ email: form.email, password: form.password }));
+      const { user, token } = await registerUser(d, parseWith(CredentialsInput, { email: form.email, password: form.password }));
       setSessionCookie(c, d, token.reveal()); // reveal: only into the HttpOnly session cookie
       const welcome = user.role === "owner" ? "Welcome! You are the owner of this broker. Create a vault to start." : "Welcome! Your account is ready.";
       return redirectWithFlash(c, "/", "success", welcome);

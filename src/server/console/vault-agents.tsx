@@ -2,9 +2,11 @@
 // `/vaults/:vault/agents`: invite an agent (the link is shown once, in the POST's answer, with the
 // redeem command), the vault's agents with role and active sessions, revoke one, and the pending
 // agent invites. Every action is the API's domain function (createAgentInvite, listAgents,
-// revokeAgent, listInvites, revokeInvite) on a vault opened for "manage", as the API opens it.
+// revokeAgent, listInvites, revokeInvite) on a vault opened for "manage", as the API opens it; the
+// invite form is read by the API's AgentInviteInput.
 
 import { Hono } from "hono";
+import { AgentInviteInput, parseWith } from "../../contract/index.ts";
 import { BrokerError } from "../../errors.ts";
 import { createAgentInvite, listAgents, listInvites, mayInVault, revokeAgent, revokeInvite } from "../../identity/index.ts";
 import type { OpenVault } from "../../identity/index.ts";
@@ -178,6 +180,7 @@ async function renderAgents(c: ConsoleContext) {
   return renderPage(c, { title: "Agents", nav: "vaults", vault: vaultOf(open), lead }, body);
 }
 
+/** The form's fields as the API's body would carry them (empty fields left out; no TTL: never expires). */
 function readInviteForm(form: Record<string, string>) {
   const name = (form.name ?? "").trim();
   const ttl = (form.token_ttl_seconds ?? "").trim();
@@ -196,7 +199,7 @@ export function agentPages() {
     let invite: Awaited<ReturnType<typeof createAgentInvite>>;
     try {
       open = await openConsoleVault(c, "manage");
-      invite = await createAgentInvite(c.get("kit").d, signedIn(c), open, readInviteForm(formOf(c)));
+      invite = await createAgentInvite(c.get("kit").d, signedIn(c), open, parseWith(AgentInviteInput, readInviteForm(formOf(c))));
     } catch (err) {
       if (!(err instanceof BrokerError)) throw err;
       return redirectWithFlash(c, back, "error", describeError(err));

@@ -2,12 +2,14 @@
 // `/vaults/:vault/credentials`: key names and update times for every role; setting, replacing and
 // deleting values, and revealing one after the password is typed again, for human members and
 // admins, through the API's own calls (setCredential, deleteCredential, revealCredential) so the
-// permission rule is decided in one place. A value is never prefilled, never put in a URL or a
+// permission rule is decided in one place, and the API's own schemas (KeyName, CredentialInput) read
+// what is typed. A value is never prefilled, never put in a URL or a
 // flash, and appears in exactly one response: the no-store page that answers the reveal post.
 
 import { Hono } from "hono";
 import { BrokerError, NotFound, Unauthorized } from "../../errors.ts";
-import { authenticateUser, mayInVault, readPassword, type OpenVault } from "../../identity/index.ts";
+import { CredentialInput, KeyName, Password, parseWith } from "../../contract/index.ts";
+import { authenticateUser, mayInVault, type OpenVault } from "../../identity/index.ts";
 import { authKeys, deleteCredential, listCredentials, listServices, revealCredential, setCredential, type ServiceView } from "../../workflows/index.ts";
 import { clientIp } from "../kit/index.ts";
 import { Badge, Button, ConfirmForm, EmptyState, FormField, LinkButton, Name, PostForm, Section, Table, Time } from "../ui/index.ts";
@@ -237,7 +239,7 @@ async function revealAfterPassword(c: ConsoleContext) {
   const wrong = "That password is not right. Nothing was shown.";
   let password;
   try {
-    password = readPassword(formOf(c).password, "password");
+    password = parseWith(Password, formOf(c).password, "password");
   } catch {
     return redirectWithFlash(c, back, "error", wrong);
   }
@@ -245,7 +247,7 @@ async function revealAfterPassword(c: ConsoleContext) {
   try {
     // The sign-in check itself: same Argon2id verification, same throttle keyed on the email.
     await authenticateUser(d, { email: user.email, password }, clientIp(c));
-    cred = await revealCredential(d, open, key);
+    cred = await revealCredential(d, open, parseWith(KeyName, key, "key"));
   } catch (err) {
     if (!(err instanceof BrokerError)) throw err;
     return redirectWithFlash(c, back, "error", err instanceof Unauthorized ? wrong : describeError(err));
@@ -281,7 +283,11 @@ export function vaultCredentialRoutes() {
   const save = (c: ConsoleContext, key: string, replacing: boolean) => {
     const list = vaultPath(c.req.param("vault") ?? "", "credentials");
     return runAction(c, {
-      run: async () => setCredential(c.get("kit").d, await openConsoleVault(c, "write_secrets"), key, { value: formOf(c).value }),
+      run: async () => {
+        const open = await openConsoleVault(c, "write_secrets");
+        const name = parseWith(KeyName, key, "key");
+        return setCredential(c.get("kit").d, open, name, parseWith(CredentialInput, { value: formOf(c).value }).value);
+      },
       success: (r) => (replacing ? `The value of ${r.key} was replaced.` : `Credential ${r.key} saved.`),
       redirect: list,
       failure: replacing ? credentialPath(c.req.param("vault") ?? "", key) : list,
@@ -300,7 +306,7 @@ export function vaultCredentialRoutes() {
       run: async () => {
         const open = await openConsoleVault(c, "write_secrets");
         requireConfirmation(c, key);
-        await deleteCredential(c.get("kit").d, open, key);
+        await deleteCredential(c.get("kit").d, open, parseWith(KeyName, key, "key"));
       },
       success: `Credential ${key} deleted.`,
       redirect: vaultPath(c.req.param("vault") ?? "", "credentials"),

@@ -2,9 +2,11 @@
 // `/vaults/:vault/members`: the people of a vault with their roles, and invites for people (create,
 // with the link shown once in the POST's answer; list; revoke). The API's domain functions decide
 // (listMembers and listInvites on "manage", createVaultInvite on "invite_people": human admins
-// only, never agents), so the page and the API refuse the same people.
+// only, never agents), so the page and the API refuse the same people; the invite form is read by
+// the API's VaultInviteInput.
 
 import { Hono } from "hono";
+import { parseWith, VaultInviteInput } from "../../contract/index.ts";
 import { BrokerError } from "../../errors.ts";
 import { createVaultInvite, listInvites, listMembers, mayInVault, revokeInvite } from "../../identity/index.ts";
 import type { OpenVault } from "../../identity/index.ts";
@@ -150,7 +152,8 @@ export function memberPages() {
     try {
       open = await openConsoleVault(c, "invite_people");
       const email = (form.email ?? "").trim();
-      invite = await createVaultInvite(c.get("kit").d, signedIn(c), open, { email: email === "" ? undefined : email, role: form.role || undefined });
+      const request = parseWith(VaultInviteInput, { email: email === "" ? undefined : email, role: form.role || undefined });
+      invite = await createVaultInvite(c.get("kit").d, signedIn(c), open, request);
     } catch (err) {
       if (!(err instanceof BrokerError)) throw err;
       return redirectWithFlash(c, back, "error", describeError(err));

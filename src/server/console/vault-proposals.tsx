@@ -9,7 +9,8 @@
 
 import { Hono } from "hono";
 import { BrokerError, NotFound } from "../../errors.ts";
-import { Secret } from "../../secret.ts";
+import { parseWith, ProposalApprovalInput } from "../../contract/index.ts";
+import type { Secret } from "../../secret.ts";
 import { approveProposal, readProposalFor, readProposalId, rejectProposal, reissueApprovalLink, reviewProposals } from "../../workflows/index.ts";
 import { mayInVault } from "../../identity/index.ts";
 import { listServices, viewProposal } from "../../workflows/index.ts";
@@ -313,12 +314,11 @@ async function openForDecision(c: ConsoleContext) {
 }
 
 /** The typed values, each wrapped in a Secret at once; empty fields mean "keep the stored value". */
+/** The values typed for each slot, read by the API's own schema (the same checks as a value posted as JSON). */
 function typedValues(form: Record<string, string>): Record<string, Secret> {
-  const values: Record<string, Secret> = {};
-  for (const [name, value] of Object.entries(form)) {
-    if (name.startsWith(VALUE_PREFIX) && value !== "") values[name.slice(VALUE_PREFIX.length)] = new Secret(value);
-  }
-  return values;
+  const typed: Record<string, string> = {};
+  for (const [name, value] of Object.entries(form)) if (name.startsWith(VALUE_PREFIX)) typed[name.slice(VALUE_PREFIX.length)] = value;
+  return parseWith(ProposalApprovalInput, { credentials: typed }).credentials;
 }
 
 export function proposalPages() {

@@ -8,7 +8,17 @@
 
 import { Hono } from "hono";
 import { BrokerError, NotFound } from "../../errors.ts";
-import { addService, listCredentials, listServices, newHostUses, readAuth, removeService, updateService, type ServiceView } from "../../workflows/index.ts";
+import {
+  addService,
+  listCredentials,
+  listServices,
+  newHostUses,
+  removeService,
+  updateService,
+  type ServiceSpec,
+  type ServiceView,
+} from "../../workflows/index.ts";
+import { parseWith, ServiceInput, ServiceUpdateInput } from "../../contract/index.ts";
 import { parseHostPattern } from "../../policy/index.ts";
 import { authCell, AUTH_TYPE_LABELS, describeRulesInWords } from "../../words/index.ts";
 import { mayInVault, type OpenVault } from "../../identity/index.ts";
@@ -299,15 +309,19 @@ async function saveService(c: ConsoleContext, host: string | undefined, mintedSt
     host ? renderEdit(c, { values }, status === 403 ? 400 : status) : renderList(c, { values }, status, mintedState);
   try {
     const open = await openConsoleVault(c, "write_secrets");
-    const body = toBody(values);
-    const target = parseHostPattern(body.host, { allowIp: true }).text;
-    const auth = readAuth(body.auth);
-    const uses = await newHostUses(d, open.vault.id, [{ host: target, auth }]);
+    // The API's own schemas read the form, so a service saved here is checked exactly as one posted as JSON.
+    const { host: typedHost, ...fields } = toBody(values);
+    const spec = host
+      ? { ...parseWith(ServiceUpdateInput, fields), host: parseHostPattern(host, { allowIp: true }).text }
+      : parseWith(ServiceInput, { host: typedHost, ...fields });
+    const target = spec.host;
+    const auth = spec.auth ?? (await listServices(d, open)).find((s) => s.host === target)?.auth;
+    const uses = auth ? await newHostUses(d, open.vault.id, [{ host: target, auth }]) : [];
     if (uses.length && formOf(c).confirm_new_host !== "yes") {
       const action = servicePath(open.vault.name, host);
       return renderWarning(c, open, values, uses, action, host ? servicePath(open.vault.name, host, "edit") : servicePath(open.vault.name));
     }
-    const saved = host ? await updateService(d, open, host, body) : await addService(d, open, body);
+    const saved = host ? await updateService(d, open, host, spec) : await addService(d, open, spec as ServiceSpec);
     const verb = host ? "updated" : "added";
     c.get("kit").flash.write(c, { kind: "success", text: `Service ${saved.host} ${verb}${saved.enabled ? "" : " (disabled)"}.` });
     return c.redirect(servicePath(open.vault.name), 303);

@@ -5,6 +5,7 @@
 // (proposal webhooks) lives in vault-webhooks.tsx.
 
 import { Hono } from "hono";
+import { parseWith, VaultUpdateInput } from "../../contract/index.ts";
 import { deleteVault, describeVault, mayInVault, updateVault, type OpenVault } from "../../identity/index.ts";
 import { Badge, Button, ConfirmForm, Name, PostForm, Section } from "../ui/index.ts";
 import { formOf, openConsoleVault, renderPage, requireConfirmation, requireSignedIn, runAction, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
@@ -127,7 +128,10 @@ export function vaultSettingsRoutes() {
   r.post("/vaults/:vault/settings/unmatched-hosts", requireSignedIn, (c) => {
     const back = vaultPath(c.req.param("vault"), "settings");
     return runAction(c, {
-      run: async () => updateVault(c.get("kit").d, await openConsoleVault(c, "manage"), { unmatched_hosts: formOf(c).unmatched_hosts ?? "" }),
+      run: async () => {
+        const open = await openConsoleVault(c, "manage");
+        return updateVault(c.get("kit").d, open, parseWith(VaultUpdateInput, { unmatched_hosts: formOf(c).unmatched_hosts ?? "" }));
+      },
       success: (v) =>
         v.unmatched_hosts === "deny"
           ? "Saved: hosts that match no service are now refused."

@@ -1,10 +1,12 @@
 /** @jsxImportSource hono/jsx */
 // The "Notifications" section of `/vaults/:vault/settings`: the vault's proposal webhooks (listWebhooks,
-// addWebhook, removeWebhook, as /v1/vaults/:vault/webhooks; human admins only, decided by the domain).
+// addWebhook, removeWebhook, as /v1/vaults/:vault/webhooks; human admins only, decided by the domain;
+// the add form read by the API's WebhookInput).
 // The signing secret appears in exactly one response, the no-store page answering the add post: never a
 // flash, URL or log. Receiver URLs are shown masked (listWebhooks does it: Slack's webhook URLs are secrets).
 
 import { Hono } from "hono";
+import { parseWith, WebhookInput } from "../../contract/index.ts";
 import { BrokerError, PermissionDenied } from "../../errors.ts";
 import { addWebhook, DELIVERY_STATUS_WORDS, listWebhooks, removeWebhook, type WebhookView } from "../../workflows/index.ts";
 import { type OpenVault } from "../../identity/index.ts";
@@ -132,7 +134,7 @@ export function vaultWebhookRoutes() {
     let added: Awaited<ReturnType<typeof addWebhook>>;
     try {
       open = await openConsoleVault(c, "manage");
-      added = await addWebhook(c.get("kit").d, open, { url: (form.url ?? "").trim(), slack: form.slack !== undefined });
+      added = await addWebhook(c.get("kit").d, open, parseWith(WebhookInput, { url: (form.url ?? "").trim(), slack: form.slack !== undefined }));
     } catch (err) {
       if (!(err instanceof BrokerError)) throw err;
       return redirectWithFlash(c, back, "error", describeError(err));

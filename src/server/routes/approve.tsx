@@ -8,7 +8,7 @@ import type { Context } from "hono";
 import { Hono } from "hono";
 import { BrokerError } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
-import { Secret } from "../../secret.ts";
+import { parseWith, ProposalApprovalInput } from "../../contract/index.ts";
 import type { Domain } from "../../identity/index.ts";
 import { mayInVault, openVault, type Principal } from "../../identity/index.ts";
 import { approvalWarnings, approveProposal, proposalByApprovalToken, rejectProposal, requesterOf, viewProposal, viewService } from "../../workflows/index.ts";
@@ -121,10 +121,10 @@ export function approveRoutes(d: Domain, log: Logger) {
     const services = viewProposal(found.row, found.vault.name).services;
     try {
       if (form.decision === "allow") {
-        const values: Record<string, Secret> = {};
-        for (const [name, value] of Object.entries(form)) {
-          if (name.startsWith("value_") && typeof value === "string" && value !== "") values[name.slice(6)] = new Secret(value);
-        }
+        const typed: Record<string, string> = {};
+        for (const [name, value] of Object.entries(form)) if (name.startsWith("value_") && typeof value === "string") typed[name.slice(6)] = value;
+        // The API's own schema reads the typed values: a value posted here gets exactly the checks of one posted as JSON.
+        const { credentials: values } = parseWith(ProposalApprovalInput, { credentials: typed });
         await approveProposal(d, await openVault(d, principal, found.vault.name, "approve"), found.row, values, { rules: readChosenRules(form, services) });
         log.info("proposal_applied", { proposal: id, vault: found.vault.name, by: principal.id });
         return decided(c, id, token);

@@ -4,7 +4,7 @@
 import { Hono } from "hono";
 import type { Domain } from "../../identity/index.ts";
 import { ChangePasswordInput, CredentialsInput, FreshSession, OwnSessions, SignedIn, Whoami } from "../../contract/index.ts";
-import { changePassword, iso, listOwnSessions, loginUser, logout, publicUser, readCredentials, registerUser, revokeOwnSession } from "../../identity/index.ts";
+import { changePassword, iso, listOwnSessions, loginUser, logout, publicUser, registerUser, revokeOwnSession } from "../../identity/index.ts";
 import { requirePrincipal } from "../kit/index.ts";
 import type { ApiEnv } from "../kit/index.ts";
 import { clientIp } from "../kit/index.ts";
@@ -26,7 +26,7 @@ export function authRoutes(d: Domain) {
     }),
     jsonBody(CredentialsInput),
     async (c) => {
-      const { user, token } = await registerUser(d, readCredentials(c.req.valid("json")));
+      const { user, token } = await registerUser(d, c.req.valid("json"));
       return c.json({ token: token.reveal(), user: publicUser(user) }, 201); // reveal: the caller's own new session token
     },
   );
@@ -36,7 +36,7 @@ export function authRoutes(d: Domain) {
     describe({ summary: "Sign in with email and password", tags, auth: "none", success: { status: 200, schema: SignedIn } }),
     jsonBody(CredentialsInput),
     async (c) => {
-      const { user, token } = await loginUser(d, readCredentials(c.req.valid("json")), clientIp(c));
+      const { user, token } = await loginUser(d, c.req.valid("json"), clientIp(c));
       return c.json({ token: token.reveal(), user: publicUser(user) }); // reveal: the caller's own new session token
     },
   );

@@ -101,7 +101,7 @@ export function proposalRoutes(d: Domain) {
       errors: [409],
     }),
     jsonBody(ProposalInput),
-    async (c) => c.json(await createProposal(d, c.get("principal"), await openHeaderVault(d, c, "read"), c.req.valid("json")), 201),
+    async (c) => c.json(await createProposal(d, await openHeaderVault(d, c, "read"), c.req.valid("json")), 201),
   );
 
   r.get(
@@ -159,11 +159,8 @@ export function proposalRoutes(d: Domain) {
     async (c) => {
       const p = c.get("principal");
       const { row, open } = await readProposalFor(d, p, readProposalId(c.req.param("id")), c.req.header("x-vault"), "approve");
-      const body = (c.req.valid("json") ?? {}) as { credentials?: unknown; rules?: unknown };
-      const values = body.credentials ?? {};
-      if (typeof values !== "object" || values === null || Array.isArray(values))
-        throw new InvalidRequest("credentials must map each key to its value", "credentials");
-      await approveProposal(d, open, row, values as Record<string, unknown>, { rules: body.rules });
+      const body = c.req.valid("json");
+      await approveProposal(d, open, row, body.credentials, { rules: body.rules });
       return c.json(viewProposal((await d.store.proposals.byId(row.id))!, open.vault.name));
     },
   );

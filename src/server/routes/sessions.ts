@@ -4,7 +4,7 @@ import { Hono } from "hono";
 import { InvalidRequest } from "../../errors.ts";
 import type { Domain } from "../../identity/index.ts";
 import { createScopedSession, listScopedSessions, revokeScopedSession } from "../../identity/index.ts";
-import { ScopedSessionCreated, ScopedSessionInput, ScopedSessionList } from "../../contract/index.ts";
+import { parseWith, ScopedSessionCreated, ScopedSessionInput, ScopedSessionList, VaultName } from "../../contract/index.ts";
 import { requirePrincipal } from "../kit/index.ts";
 import { jsonBody } from "../kit/index.ts";
 import type { ApiEnv } from "../kit/index.ts";
@@ -41,7 +41,9 @@ export function sessionRoutes(d: Domain) {
     async (c) => {
       const vault = c.req.query("vault") ?? c.req.header("x-vault");
       if (!vault) throw new InvalidRequest("name the vault with ?vault=", "vault");
-      return c.json({ sessions: await listScopedSessions(d, c.get("principal"), vault, c.req.header("x-vault")) });
+      // Refused as it always was, under the field `name` (a vault's name wherever it comes from).
+      const name = parseWith(VaultName, vault, "name");
+      return c.json({ sessions: await listScopedSessions(d, c.get("principal"), name, c.req.header("x-vault")) });
     },
   );
   r.delete(

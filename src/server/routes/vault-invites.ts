@@ -2,9 +2,8 @@
 
 import { Hono } from "hono";
 import type { Domain } from "../../identity/index.ts";
-import { InviteAccepted, InviteAcceptInput, Message } from "../../contract/index.ts";
+import { CredentialsInput, InviteAccepted, InviteAcceptInput, Message, parseWith } from "../../contract/index.ts";
 import { acceptVaultInvite } from "../../identity/index.ts";
-import { readCredentials } from "../../identity/index.ts";
 import type { ApiEnv } from "../kit/index.ts";
 import { jsonBody } from "../kit/index.ts";
 import { describe } from "../openapi/index.ts";
@@ -32,8 +31,10 @@ export function vaultInviteRoutes(d: Domain) {
     async (c) => {
       const bearer = bearerToken(c);
       const principal = bearer ? await d.auth.authenticate(bearer) : undefined;
-      const body = principal ? undefined : c.req.valid("json");
-      const creds = body === undefined ? undefined : readCredentials(body);
+      const { email, password } = c.req.valid("json");
+      // Without a session the body registers: a missing field is refused as registration refuses it
+      // (the email alone is read again, so it is named first; a present email reads the same twice).
+      const creds = principal ? undefined : email !== undefined && password !== undefined ? { email, password } : parseWith(CredentialsInput, { email });
       return c.json(await acceptVaultInvite(d, c.req.param("token"), principal, creds));
     },
   );

@@ -1,6 +1,8 @@
 // /v1/vaults and everything addressed inside one vault: members, invites, agent invites,
 // credentials and services. Each handler opens the vault for the action it needs; the rules live in
 // identity/principal.ts (agents and scoped sessions never read or write credentials and services).
+// Bodies are read by their schemas (jsonBody); a credential's key in the URL by the contract's KeyName,
+// once the vault is open, so a refused principal learns nothing about the key it named.
 
 import { Hono } from "hono";
 import { revealCredential, deleteCredential, listCredentials, setCredential } from "../../workflows/index.ts";
@@ -9,6 +11,7 @@ import { createAgentInvite, createVaultInvite, listInvites, revokeInvite } from 
 import { addService, listServices, removeService, updateService } from "../../workflows/index.ts";
 import { createVault, deleteVault, describeVault, listMembers, listVaults, updateVault } from "../../identity/index.ts";
 import * as S from "../../contract/index.ts";
+import { parseWith } from "../../contract/index.ts";
 import { requirePrincipal } from "../kit/index.ts";
 import { jsonBody } from "../kit/index.ts";
 import type { ApiEnv } from "../kit/index.ts";
@@ -157,7 +160,8 @@ export function vaultRoutes(d: Domain) {
       success: { status: 200, schema: S.CredentialRevealed },
     }),
     async (c) => {
-      const cred = await revealCredential(d, await openVaultFor(d, c, "reveal"), c.req.param("key"));
+      const open = await openVaultFor(d, c, "reveal");
+      const cred = await revealCredential(d, open, parseWith(S.KeyName, c.req.param("key"), "key"));
       return c.json({ ...cred, value: cred.value.reveal() }); // reveal: as above, a human admin/member asked for it
     },
   );
@@ -172,13 +176,17 @@ export function vaultRoutes(d: Domain) {
       errors: [413],
     }),
     jsonBody(S.CredentialInput),
-    async (c) => c.json(await setCredential(d, await openVaultFor(d, c, "write_secrets"), c.req.param("key"), c.req.valid("json"))),
+    async (c) => {
+      const open = await openVaultFor(d, c, "write_secrets");
+      return c.json(await setCredential(d, open, parseWith(S.KeyName, c.req.param("key"), "key"), c.req.valid("json").value));
+    },
   );
   r.delete(
     "/:vault/credentials/:key",
     describe({ summary: "Delete a credential", tags: creds, auth: "bearer", who: HUMANS_WRITE, success: { status: 204 } }),
     async (c) => {
-      await deleteCredential(d, await openVaultFor(d, c, "write_secrets"), c.req.param("key"));
+      const open = await openVaultFor(d, c, "write_secrets");
+      await deleteCredential(d, open, parseWith(S.KeyName, c.req.param("key"), "key"));
       return c.body(null, 204);
     },
   );

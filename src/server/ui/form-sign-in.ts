@@ -5,7 +5,8 @@
 import type { Context } from "hono";
 import { BrokerError, RateLimited } from "../../errors.ts";
 import type { Domain } from "../../identity/index.ts";
-import { loginUser, readCredentials } from "../../identity/index.ts";
+import { CredentialsInput, parseWith } from "../../contract/index.ts";
+import { loginUser } from "../../identity/index.ts";
 import { clientIp } from "../kit/index.ts";
 import { setSessionCookie } from "./security.ts";
 
@@ -17,7 +18,7 @@ export interface SignInRefusal {
 /** Undefined once signed in; otherwise what to tell the person. */
 export async function signInFromForm(c: Context, d: Domain, form: Record<string, string>): Promise<SignInRefusal | undefined> {
   try {
-    const { token } = await loginUser(d, readCredentials({ email: form.email, password: form.password }), clientIp(c));
+    const { token } = await loginUser(d, parseWith(CredentialsInput, { email: form.email, password: form.password }), clientIp(c));
     setSessionCookie(c, d, token.reveal()); // reveal: only into the HttpOnly, SameSite=Strict session cookie
     return undefined;
   } catch (err) {

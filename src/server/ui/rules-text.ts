@@ -1,11 +1,12 @@
 // Service rules for people: the one-rule-per-line text of the approval page's and the console's
 // rules boxes ("GET HEAD /repos/*/issues/** /repos/*/pulls": methods first, then paths; a line
-// starting with the word `approve` holds each matching request for a person). Parsing ends in the
-// domain's parseRules, so typed rules get exactly the API's checks; its errors are reworded to name
+// starting with the word `approve` holds each matching request for a person). Parsing ends in
+// policy's RulesList schema, so typed rules get exactly the API's checks; its errors are reworded to name
 // the line. What a change of rules adds to today's is policy's (rules-diff.ts). Nothing here is secret.
 
 import { InvalidRequest } from "../../errors.ts";
-import { parseRules, RULE_METHODS, type Rules, type ServiceRule } from "../../policy/index.ts";
+import { parseWith } from "../../contract/index.ts";
+import { RULE_METHODS, RulesList, type Rules, type ServiceRule } from "../../policy/index.ts";
 
 /** The word that starts an approval rule's line: "approve POST /v1/refunds". */
 const APPROVE = "approve";
@@ -32,7 +33,7 @@ export function parseRulesText(text: string, label = "Rules"): Rules | undefined
   });
   if (raw.length === 0) return undefined;
   try {
-    return parseRules(raw, "rules");
+    return parseWith(RulesList, raw, "rules");
   } catch (err) {
     if (!(err instanceof InvalidRequest) || !err.field) throw err;
     throw new InvalidRequest(reword(err, raw, lines, label), "rules");
@@ -110,7 +111,7 @@ export function typedRules(form: Readonly<Record<string, string>>, services: rea
   return typed;
 }
 
-/** parseRules names fields (rules[2].paths[0]); a person reads lines and the path they typed. */
+/** RulesList names fields (rules[2].paths[0]); a person reads lines and the path they typed. */
 function reword(err: InvalidRequest, raw: readonly ServiceRule[], lines: readonly number[], label: string): string {
   const m = /^rules\[(\d+)\](?:\.(methods|paths)(?:\[(\d+)\])?)?/.exec(err.field!);
   if (!m) return `${label}${err.message.replace(/^rules\b/, "")}`; // "… may hold at most 32 rules"

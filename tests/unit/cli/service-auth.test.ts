@@ -8,7 +8,10 @@ import { createClient } from "../../../src/cli/kit/client.ts";
 import { CliFailure } from "../../../src/cli/kit/fail.ts";
 import { type AuthFlags, authKeyNames, buildAuth, describeAuth, nameAuthFlag } from "../../../src/cli/kit/service-auth.ts";
 import { InvalidRequest } from "../../../src/errors.ts";
-import { readAuth } from "../../../src/workflows/services.ts";
+import { parseWith, ServiceAuthInput } from "../../../src/contract/index.ts";
+
+/** The contract's service auth schema, read as a body's `auth` field (or `field`) would be. */
+const readAuth = (v: unknown, field = "auth") => parseWith(ServiceAuthInput, v, field);
 
 describe("buildAuth", () => {
   test("builds each auth type from its flags", () => {

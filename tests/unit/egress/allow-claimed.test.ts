@@ -6,7 +6,17 @@
 import { expect, test } from "bun:test";
 import { allowClaimedMethods, allowedTarget } from "../../../src/egress/rules.ts";
 import type { EgressPlan } from "../../../src/egress/plan.ts";
-import { canonicalPath, parseRules, RULE_METHODS } from "../../../src/policy/index.ts";
+import { canonicalPath, RULE_METHODS } from "../../../src/policy/index.ts";
+import { parseWith } from "../../../src/contract/index.ts";
+import { RulesList } from "../../../src/policy/index.ts";
+
+/** The rules schema, as a body's `rules` field (or `field`) is read; absent or null is no rules. */
+const parseRules = (v: unknown, field = "rules") =>
+  parseWith(
+    RulesList.nullish().transform((r) => r ?? undefined),
+    v,
+    field,
+  );
 
 const ALPHABET = [
   "a",

@@ -9,8 +9,17 @@ import { Needles } from "../../../src/egress/redact.ts";
 import { claimedInBody } from "../../../src/egress/method-override.ts";
 import { bodyMayClaimHeld, heldByRule } from "../../../src/egress/rules.ts";
 import { PayloadTooLarge } from "../../../src/errors.ts";
-import { parseRules } from "../../../src/policy/index.ts";
+import { parseWith } from "../../../src/contract/index.ts";
+import { RulesList } from "../../../src/policy/index.ts";
 import { describeRules } from "../../../src/words/index.ts";
+
+/** The rules schema, as a body's `rules` field (or `field`) is read; absent or null is no rules. */
+const parseRules = (v: unknown, field = "rules") =>
+  parseWith(
+    RulesList.nullish().transform((r) => r ?? undefined),
+    v,
+    field,
+  );
 
 const SECRET = `sk-held-${crypto.randomUUID()}`;
 const needles = new Needles([SECRET]);

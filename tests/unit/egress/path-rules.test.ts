@@ -4,9 +4,19 @@
 
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { canonicalPath, matchRule, parseRules, RULE_METHODS, type Rules } from "../../../src/policy/path-rules.ts";
+import { canonicalPath, matchRule, RULE_METHODS, type Rules } from "../../../src/policy/path-rules.ts";
+import { parseWith } from "../../../src/contract/index.ts";
+import { RulesList } from "../../../src/policy/index.ts";
 import { describeRules } from "../../../src/words/index.ts";
 import { InvalidRequest } from "../../../src/errors.ts";
+
+/** The rules schema, as a body's `rules` field (or `field`) is read; absent or null is no rules. */
+const parseRules = (v: unknown, field = "rules") =>
+  parseWith(
+    RulesList.nullish().transform((r) => r ?? undefined),
+    v,
+    field,
+  );
 
 const RUNS = { numRuns: 500 };
 const LITERAL = /^[A-Za-z0-9\-._~!$&'()*+,=:@]$/;

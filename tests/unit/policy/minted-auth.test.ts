@@ -3,7 +3,11 @@
 // checked (https token endpoints only, scope tokens, AWS names), and the keys each type names.
 
 import { describe, expect, test } from "bun:test";
-import { authKeys, readAuth, viewService, toRow } from "../../../src/workflows/index.ts";
+import { authKeys, viewService, toRow } from "../../../src/workflows/index.ts";
+import { parseWith, ServiceAuthInput } from "../../../src/contract/index.ts";
+
+/** The contract's service auth schema, read as a body's `auth` field (or `field`) would be. */
+const readAuth = (v: unknown, field = "auth") => parseWith(ServiceAuthInput, v, field);
 
 const ok = {
   oauth2_client_credentials: {

@@ -5,7 +5,10 @@ import { describe, expect, test } from "bun:test";
 import { InvalidRequest } from "../../../src/errors.ts";
 import { splitPathTemplate } from "../../../src/policy/index.ts";
 import { describeUrlAuth } from "../../../src/words/index.ts";
-import { readAuth } from "../../../src/workflows/index.ts";
+import { parseWith, ServiceAuthInput } from "../../../src/contract/index.ts";
+
+/** The contract's service auth schema, read as a body's `auth` field (or `field`) would be. */
+const readAuth = (v: unknown, field = "auth") => parseWith(ServiceAuthInput, v, field);
 
 const fieldOf = (f: () => unknown): string | undefined => {
   try {

@@ -37,6 +37,7 @@ import {
   sentinel,
   setCredential,
 } from "./fixtures.ts";
+import { CredentialInput, parseWith, ServiceInput, ServiceUpdateInput } from "../../../src/contract/index.ts";
 
 const WHO = [
   "owner",
@@ -418,12 +419,24 @@ describe("the rule lives in the domain, not in the routes", () => {
       const p = await w.h.domain.auth.authenticate(w.as[who].token!);
       const open = await openVault(w.h.domain, p, "v1", "read", "v1");
       const attempts: [string, () => Promise<unknown>][] = [
-        ["set", () => setCredentialOp(w.h.domain, open, "API_KEY", { value: "attacker-chosen" })],
+        ["set", () => setCredentialOp(w.h.domain, open, "API_KEY", parseWith(CredentialInput, { value: "attacker-chosen" }).value)],
         ["delete", () => deleteCredential(w.h.domain, open, "API_KEY")],
         ["reveal", () => revealCredential(w.h.domain, open, "API_KEY")],
         ["list values", () => listCredentials(w.h.domain, open, true)],
-        ["add service", () => addService(w.h.domain, open, { host: "attacker.example.net", auth: { type: "bearer", token: "API_KEY" } })],
-        ["repoint service", () => updateService(w.h.domain, open, "api.example.com", { auth: { type: "header", header: "X-Echo-Me", token: "API_KEY" } })],
+        [
+          "add service",
+          () => addService(w.h.domain, open, parseWith(ServiceInput, { host: "attacker.example.net", auth: { type: "bearer", token: "API_KEY" } })),
+        ],
+        [
+          "repoint service",
+          () =>
+            updateService(
+              w.h.domain,
+              open,
+              "api.example.com",
+              parseWith(ServiceUpdateInput, { auth: { type: "header", header: "X-Echo-Me", token: "API_KEY" } }),
+            ),
+        ],
         ["remove service", () => removeService(w.h.domain, open, "api.example.com")],
         ["delete vault", () => deleteVault(w.h.domain, open)],
         ["invite a person", () => createVaultInvite(w.h.domain, p, open, { role: "admin" })],

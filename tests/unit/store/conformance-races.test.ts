@@ -24,6 +24,7 @@ import { approveProposal, createProposal, rejectProposal } from "../../../src/wo
 import { createHashGate, loadCredential, unlockKeyring } from "../../../src/crypto/index.ts";
 import { CHEAP_KDF } from "../../helpers/api.ts";
 import { forEachBackend } from "../../helpers/store-backends.ts";
+import { parseWith, ProposalInput } from "../../../src/contract/index.ts";
 
 /** Contenders per race: fewer than the PostgreSQL pool (8), so every one holds its own connection. */
 const N = 6;
@@ -58,10 +59,14 @@ async function setUpProposal(d: Domain) {
   await d.store.vaults.create("v", d.now());
   const invite = await createAgentInvite(d, owner, await openVault(d, owner, "v", "manage"), { name: "bot", role: "admin" });
   const agent = await d.auth.authenticate((await redeemAgentInvite(d, invite.token)).token);
-  const filed = await createProposal(d, agent, await openVault(d, agent, "v", "read", "v"), {
-    services: [{ action: "set", host: "api.example.com", auth: { type: "bearer", token: "K" } }],
-    credentials: [{ action: "set", key: "K", description: "a key" }],
-  });
+  const filed = await createProposal(
+    d,
+    await openVault(d, agent, "v", "read", "v"),
+    parseWith(ProposalInput, {
+      services: [{ action: "set", host: "api.example.com", auth: { type: "bearer", token: "K" } }],
+      credentials: [{ action: "set", key: "K", description: "a key" }],
+    }),
+  );
   const row = (await d.store.proposals.byId(filed.id))!;
   return { owner, row, open: await openVault(d, owner, "v", "approve") };
 }
@@ -92,7 +97,7 @@ forEachBackend((backend) => {
   test(`${N} concurrent approvals of one proposal: one applies (its value is the one stored), the rest get Conflict`, async () => {
     const d = await createDomain(await backend.open());
     const { owner, row, open } = await setUpProposal(d);
-    const { winners, errors } = await race(Array.from({ length: N }, (_, i) => () => approveProposal(d, open, row, { K: `value-${i}` })));
+    const { winners, errors } = await race(Array.from({ length: N }, (_, i) => () => approveProposal(d, open, row, { K: new Secret(`value-${i}`) })));
     expect(winners.length).toBe(1);
     expectLosers(errors, Conflict, "this proposal was already decided");
     expect(await d.store.proposals.byId(row.id)).toMatchObject({ status: "applied", decidedBy: owner.userId });
@@ -105,7 +110,7 @@ forEachBackend((backend) => {
     const d = await createDomain(await backend.open());
     const { owner, row, open } = await setUpProposal(d);
     const { winners, errors } = await race(
-      Array.from({ length: N }, (_, i) => () => (i % 2 === 0 ? approveProposal(d, open, row, { K: `value-${i}` }) : rejectProposal(d, open, row))),
+      Array.from({ length: N }, (_, i) => () => (i % 2 === 0 ? approveProposal(d, open, row, { K: new Secret(`value-${i}`) }) : rejectProposal(d, open, row))),
     );
     expect(winners.length).toBe(1);
     expectLosers(errors, Conflict, "this proposal was already decided");

@@ -8,6 +8,7 @@ import { Secret } from "../../../src/secret.ts";
 import { createAgentInvite, openVault, redeemAgentInvite, registerUser, type Domain, type UserPrincipal } from "../../../src/identity/index.ts";
 import { approveProposal, createProposal, rejectProposal } from "../../../src/workflows/index.ts";
 import { createTestApi } from "../../helpers/api.ts";
+import { parseWith, ProposalInput } from "../../../src/contract/index.ts";
 
 async function registerAs(d: Domain, email: string): Promise<UserPrincipal> {
   const { token } = await registerUser(d, { email, password: new Secret("correct horse battery") });
@@ -25,10 +26,14 @@ async function world() {
   await d.store.access.setMember(v.id, member.userId, "proxy", d.now());
   const invite = await createAgentInvite(d, owner, await openVault(d, owner, "v", "manage"), { name: "bot", role: "admin" });
   const agent = await d.auth.authenticate((await redeemAgentInvite(d, invite.token)).token);
-  const filed = await createProposal(d, agent, await openVault(d, agent, "v", "read", "v"), {
-    services: [{ action: "set", host: "api.example.com", auth: { type: "bearer", token: "K" } }],
-    credentials: [{ action: "set", key: "K", description: "a key" }],
-  });
+  const filed = await createProposal(
+    d,
+    await openVault(d, agent, "v", "read", "v"),
+    parseWith(ProposalInput, {
+      services: [{ action: "set", host: "api.example.com", auth: { type: "bearer", token: "K" } }],
+      credentials: [{ action: "set", key: "K", description: "a key" }],
+    }),
+  );
   const row = (await d.store.proposals.byId(filed.id))!;
   return { d, owner, member, agent, row };
 }
@@ -36,7 +41,7 @@ async function world() {
 test("an agent's own admin access to the vault decides nothing", async () => {
   const { d, agent, row } = await world();
   const open = await openVault(d, agent, "v", "read", "v");
-  await expect(approveProposal(d, open, row, { K: "value" })).rejects.toBeInstanceOf(PermissionDenied);
+  await expect(approveProposal(d, open, row, { K: new Secret("value") })).rejects.toBeInstanceOf(PermissionDenied);
   await expect(rejectProposal(d, open, row)).rejects.toBeInstanceOf(PermissionDenied);
   expect((await d.store.proposals.byId(row.id))?.status).toBe("pending");
 });
@@ -44,7 +49,7 @@ test("an agent's own admin access to the vault decides nothing", async () => {
 test("a person whose role in the vault is proxy decides nothing", async () => {
   const { d, member, row } = await world();
   const open = await openVault(d, member, "v", "read");
-  await expect(approveProposal(d, open, row, { K: "value" })).rejects.toBeInstanceOf(PermissionDenied);
+  await expect(approveProposal(d, open, row, { K: new Secret("value") })).rejects.toBeInstanceOf(PermissionDenied);
   await expect(rejectProposal(d, open, row)).rejects.toBeInstanceOf(PermissionDenied);
   expect((await d.store.proposals.byId(row.id))?.status).toBe("pending");
   expect(await d.store.credentials.keys(row.vaultId)).toEqual([]);
@@ -53,13 +58,13 @@ test("a person whose role in the vault is proxy decides nothing", async () => {
 test("a vault opened for another vault cannot decide this vault's proposal", async () => {
   const { d, owner, row } = await world();
   const other = await openVault(d, owner, "w", "approve");
-  await expect(approveProposal(d, other, row, { K: "value" })).rejects.toBeInstanceOf(NotFound);
+  await expect(approveProposal(d, other, row, { K: new Secret("value") })).rejects.toBeInstanceOf(NotFound);
   await expect(rejectProposal(d, other, row)).rejects.toBeInstanceOf(NotFound);
   expect((await d.store.proposals.byId(row.id))?.status).toBe("pending");
 });
 
 test("an admin of the vault decides it", async () => {
   const { d, owner, row } = await world();
-  await approveProposal(d, await openVault(d, owner, "v", "approve"), row, { K: "value" });
+  await approveProposal(d, await openVault(d, owner, "v", "approve"), row, { K: new Secret("value") });
   expect((await d.store.proposals.byId(row.id))?.status).toBe("applied");
 });

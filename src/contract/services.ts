@@ -1,0 +1,52 @@
+// A vault's services: the bodies that add and change one, and the answers. The host is read by the
+// same grammar as everywhere a host pattern is named (policy's parseHostPattern), the rules by
+// policy's RulesList, the auth by service-auth.ts.
+
+import { z } from "zod";
+import { parseHostPattern, RulesList } from "../policy/index.ts";
+import { parsedBy, says } from "../schema-input.ts";
+import { NO_AUTH, ServiceAuthInput } from "./service-auth.ts";
+
+export { AUTH_TYPES, ServiceAuthInput } from "./service-auth.ts";
+
+/** A service's host: a name or an IP address, `*.` for one label, `:port` when it is not 443. */
+export const HOST_TEXT = z.string(says("{field}: must be a host name"));
+export const ServiceHost = parsedBy((v, field) => parseHostPattern(v, { allowIp: true }, field).text, HOST_TEXT).describe(
+  "host pattern; host:port when the port is not 443; *.example.com matches one label",
+);
+
+const DESCRIPTION = "{field} must be text of at most 500 characters";
+const Description = z.string(says(DESCRIPTION)).max(500, says(DESCRIPTION)).nullable();
+const Enabled = z.boolean(says("{field} must be true or false"));
+
+export const ServiceInput = z.strictObject({
+  host: ServiceHost,
+  description: Description.optional().transform((d) => d ?? ""),
+  auth: ServiceAuthInput.prefault(NO_AUTH),
+  enabled: Enabled.optional().transform((e) => e ?? true),
+  rules: RulesList.nullish().transform((r) => r ?? undefined),
+});
+
+/** A change to a service: an absent field keeps what the service has; `rules: null` removes its rules. */
+export const ServiceUpdateInput = z.strictObject({
+  description: Description.transform((d) => d ?? "").optional(),
+  auth: ServiceAuthInput.optional(),
+  enabled: Enabled.optional(),
+  rules: RulesList.nullable().optional().describe("allowed methods and paths; absent: keep them; null: remove them (everything allowed)"),
+});
+
+const Rule = z.object({ methods: z.array(z.string()), paths: z.array(z.string()), approve: z.literal("each").optional() });
+export const ServiceAnswer = z.object({
+  host: z.string(),
+  description: z.string(),
+  auth: z.looseObject({ type: z.string() }),
+  enabled: z.boolean(),
+  rules: z.array(Rule).optional(),
+});
+export const ServiceList = z.object({ services: z.array(ServiceAnswer) });
+
+// The answers' types, for readers of the API (the CLI reads answers by them).
+export type ServiceAnswerBody = z.infer<typeof ServiceAnswer>;
+export type ServiceListBody = z.infer<typeof ServiceList>;
+export type ServiceSpec = z.output<typeof ServiceInput>;
+export type ServicePatch = z.output<typeof ServiceUpdateInput>;
