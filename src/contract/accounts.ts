@@ -33,21 +33,47 @@ export const Whoami = z.object({
 });
 export const OwnSessions = z.object({
   sessions: z.array(
-    z.looseObject({
+    z.object({
       id: z.string(),
       kind: z.enum(["user", "scoped"]),
       vault: z.string().nullable(),
       role: z.string().nullable(),
       created_at: Time,
+      last_seen_at: Time,
       expires_at: Time.nullable(),
+      current: z.boolean().describe("the session this request was made with"),
     }),
   ),
 });
 export const InviteAccepted = z.object({ vault: z.string(), role: z.enum(["proxy", "member", "admin"]), token: z.string().optional(), user: User.optional() });
 
-export const OwnerSettingsAnswer = z.looseObject({ allowed_domains: z.array(z.string()), rate_limits: z.looseObject({}).optional() });
+const Tier = z.object({ rps: z.number(), burst: z.number() });
+export const OwnerSettingsAnswer = z.object({
+  allowed_domains: z.array(z.string()),
+  rate_limits: z
+    .object({
+      profile: z.string(),
+      locked: z.boolean().describe("pinned by BROKER_RATELIMIT_LOCK: read-only"),
+      auth: Tier.describe("per client IP, before sign-in"),
+      authed: Tier.describe("per principal"),
+      proxy: Tier.describe("per principal, /proxy and the tunnel"),
+      global: z.object({ rps: z.number(), inflight: z.number() }).describe("the whole server"),
+    })
+    .optional()
+    .describe("absent when rate limiting is not configured"),
+});
 
-export const AgentList = z.object({ agents: z.array(z.looseObject({ name: z.string() })) });
+export const AgentList = z.object({
+  agents: z.array(
+    z.object({
+      name: z.string(),
+      role: z.enum(["owner", "member"]),
+      created_at: Time,
+      vaults: z.array(z.object({ name: z.string(), role: z.enum(["proxy", "member", "admin"]) })),
+      sessions: z.number().describe("active sessions"),
+    }),
+  ),
+});
 export const AgentRedeemed = z.object({
   token: z.string().describe("the agent token (av_agt_…), shown once"),
   agent: z.object({ name: z.string(), role: z.enum(["owner", "member"]) }),
@@ -73,6 +99,9 @@ export const Message = z.object({ message: z.string() });
 export type SignedInBody = z.infer<typeof SignedIn>;
 export type FreshSessionBody = z.infer<typeof FreshSession>;
 export type WhoamiBody = z.infer<typeof Whoami>;
+export type OwnSessionsBody = z.infer<typeof OwnSessions>;
+export type OwnerSettingsBody = z.infer<typeof OwnerSettingsAnswer>;
+export type AgentListBody = z.infer<typeof AgentList>;
 export type InviteAcceptedBody = z.infer<typeof InviteAccepted>;
 export type OidcStatusBody = z.infer<typeof OidcStatus>;
 export type CaRotatedBody = z.infer<typeof CaRotated>;

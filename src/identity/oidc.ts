@@ -28,7 +28,11 @@ export class OidcFailed extends Unauthorized {
   }
 }
 
-export type OidcStart = { purpose: "login"; returnTo?: string } | { purpose: "link"; userId: number } | { purpose: "cli"; cliPort: number; cliNonce: string };
+/** A flow to start; linking an identity starts from the person's own signed-in session (checked here). */
+export type OidcStart =
+  | { purpose: "login"; returnTo?: string }
+  | { purpose: "link"; principal: Principal }
+  | { purpose: "cli"; cliPort: number; cliNonce: string };
 
 export type OidcOutcome =
   | { purpose: "login"; user: UserRow; token: Secret; returnTo: string } // SECRET: token never logged
@@ -46,6 +50,8 @@ export function isCliNonce(v: string): boolean {
 
 /** Starts a flow and returns the provider URL to redirect to. */
 export async function beginOidc(d: Domain, o: OidcClient, start: OidcStart): Promise<string> {
+  // Only a person links an identity to their own account: never an agent, a scoped session or on another's behalf.
+  const linking = start.purpose === "link" ? requireUser(start.principal).userId : null;
   const state = base64url(randomBytes(32));
   const nonce = oauth.generateRandomNonce();
   const codeVerifier = oauth.generateRandomCodeVerifier();
@@ -56,7 +62,7 @@ export async function beginOidc(d: Domain, o: OidcClient, start: OidcStart): Pro
     nonce,
     codeVerifier,
     purpose: start.purpose,
-    userId: start.purpose === "link" ? start.userId : null,
+    userId: linking,
     returnTo: start.purpose === "login" ? (start.returnTo ?? null) : null,
     cliPort: start.purpose === "cli" ? start.cliPort : null,
     cliNonce: start.purpose === "cli" ? start.cliNonce : null,

@@ -5,6 +5,7 @@
 
 import { InvalidRequest, PermissionDenied } from "../errors.ts";
 import type { RateLimitPatch, RateLimitSettings } from "../ratelimit/index.ts";
+import type { CaHolder, RootCa } from "../crypto/index.ts";
 import type { Repos } from "../store/index.ts";
 import type { Domain } from "./context.ts";
 import type { Principal } from "./principal.ts";
@@ -66,4 +67,10 @@ export async function assertEmailDomainAllowed(repos: Repos, email: string): Pro
 
 export function requireOwner(p: Principal): void {
   if (!(p.kind === "user" && p.instanceRole === "owner")) throw new PermissionDenied("only the instance owner can do this");
+}
+
+/** Replaces the root CA (the instance owner only); `ca` is the running server's holder of it. */
+export async function rotateCa(p: Principal, ca: CaHolder): Promise<RootCa> {
+  requireOwner(p);
+  return ca.rotate();
 }

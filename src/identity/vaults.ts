@@ -122,6 +122,7 @@ export interface VaultChange {
 }
 
 export async function updateVault(d: Domain, open: OpenVault, change: VaultChange) {
+  requireInVault(open, "manage"); // whether unknown hosts tunnel is the vault's policy: admins only
   if (change.unmatched_hosts !== undefined) {
     await d.store.vaults.setUnmatchedHosts(open.vault.id, change.unmatched_hosts);
     d.onVaultChange?.(open.vault.id);

@@ -162,3 +162,21 @@ test("every design citation in the code resolves in docs/architecture.md", () =>
   expect(unresolved).toEqual([]);
   expect(cited).toBeGreaterThan(30);
 });
+
+test("the CLI reads every API answer by the contract's type, never one it declares itself", () => {
+  const cli = sourceFiles(join(SRC, "cli")).filter((f) => !f.endsWith("kit/client.ts"));
+  const own = cli.flatMap((file) =>
+    [...readFileSync(file, "utf8").matchAll(/\.request<([^>(]+)>/g)]
+      .map((m) => m[1]!.trim())
+      .filter((type) => !/^[A-Z]\w*Body$/.test(type))
+      .map((type) => `${relative(SRC, file)}: request<${type}>`),
+  );
+  expect(own).toEqual([]);
+  // …and each of those names is one the contract exports.
+  const contract = readdirSync(join(SRC, "contract"))
+    .map((name) => readFileSync(join(SRC, "contract", name), "utf8"))
+    .join("\n");
+  const used = new Set(cli.flatMap((file) => [...readFileSync(file, "utf8").matchAll(/\.request<(\w+Body)>/g)].map((m) => m[1]!)));
+  expect([...used].filter((type) => !new RegExp(`export type ${type}\\b`).test(contract))).toEqual([]);
+  expect(used.size).toBeGreaterThan(20);
+});

@@ -6,16 +6,7 @@ import { jsonArg, parseTokenTtl, vaultArg } from "../kit/index.ts";
 import { apiPath, vaultPath } from "../kit/index.ts";
 import { openContext, pickVault } from "../kit/index.ts";
 import { formatTime, printJson, printLine, printTable } from "../kit/index.ts";
-import type { InviteCreatedBody } from "../../contract/index.ts";
-
-// GET /v1/agents: the contract's AgentList declares only each agent's name, not the fields the table shows.
-interface AgentView {
-  readonly name: string;
-  readonly role: string;
-  readonly created_at: string;
-  readonly vaults: { name: string; role: string }[];
-  readonly sessions: number;
-}
+import type { AgentListBody, InviteCreatedBody } from "../../contract/index.ts";
 
 /** 2592000 → "30d"; a whole unit when one fits, else seconds. */
 export function formatDuration(seconds: number | null | undefined): string {
@@ -59,7 +50,7 @@ const list = defineCommand({
   args: jsonArg,
   async run({ args }) {
     const ctx = openContext();
-    const { agents } = await ctx.client.request<{ agents: AgentView[] }>("GET", "/v1/agents");
+    const { agents } = await ctx.client.request<AgentListBody>("GET", "/v1/agents");
     if (args.json) return printJson(agents);
     printTable(
       agents,

@@ -12,19 +12,7 @@ import { formatTime, printJson, printLine, printNote, printSecret, printTable } 
 import { promptHidden, promptNewPassword, readStdinLine } from "../kit/index.ts";
 import { CliFailure } from "../kit/index.ts";
 import { loginWithSso } from "../kit/index.ts";
-import type { SignedInBody } from "../../contract/index.ts";
-
-// GET /v1/auth/sessions: the contract's OwnSessions does not declare last_seen_at or current, which the table shows.
-interface SessionView {
-  readonly id: string;
-  readonly kind: string;
-  readonly vault: string | null;
-  readonly role: string | null;
-  readonly created_at: string;
-  readonly last_seen_at: string | null;
-  readonly expires_at: string | null;
-  readonly current: boolean;
-}
+import type { OwnSessionsBody, SignedInBody } from "../../contract/index.ts";
 
 const loginArgs = {
   email: { type: "string", description: "Your email address", required: true },
@@ -114,7 +102,7 @@ const sessionsList = defineCommand({
   args: jsonArg,
   async run({ args }) {
     const ctx = openContext();
-    const { sessions } = await ctx.client.request<{ sessions: SessionView[] }>("GET", "/v1/auth/sessions");
+    const { sessions } = await ctx.client.request<OwnSessionsBody>("GET", "/v1/auth/sessions");
     if (args.json) return printJson(sessions);
     printTable(
       sessions,

@@ -2,24 +2,13 @@
 // allowed signup domains and rate limits (read-only when BROKER_RATELIMIT_LOCK pins them).
 
 import { defineCommand } from "citty";
+import type { OwnerSettingsBody } from "../../contract/index.ts";
 import { jsonArg, parseDomainList } from "../kit/index.ts";
 import { openContext } from "../kit/index.ts";
 import { CliFailure } from "../kit/index.ts";
 import { printJson, printLine } from "../kit/index.ts";
 
-interface Tier {
-  rps: number;
-  burst?: number;
-  inflight?: number;
-}
-
-// GET/PATCH /v1/owner/settings: the contract's OwnerSettingsAnswer leaves rate_limits' fields undeclared (a loose object).
-interface OwnerSettings {
-  readonly allowed_domains: string[];
-  readonly rate_limits?: { profile: string; locked: boolean; auth: Tier; authed: Tier; proxy: Tier; global: Tier };
-}
-
-function printSettings(s: OwnerSettings): void {
+function printSettings(s: OwnerSettingsBody): void {
   const domains = s.allowed_domains.length ? s.allowed_domains.join(", ") : "(any: no restriction)";
   printLine(`Allowed email domains for new accounts: ${domains}`);
   const r = s.rate_limits;
@@ -59,7 +48,7 @@ const get = defineCommand({
   args: jsonArg,
   async run({ args }) {
     const ctx = openContext();
-    const settings = await ctx.client.request<OwnerSettings>("GET", "/v1/owner/settings");
+    const settings = await ctx.client.request<OwnerSettingsBody>("GET", "/v1/owner/settings");
     if (args.json) return printJson(settings);
     printSettings(settings);
   },
@@ -84,7 +73,7 @@ const set = defineCommand({
     }
     if (Object.keys(body).length === 0) throw new CliFailure("nothing to change", "pass --allowed-domains, --ratelimit-profile or --ratelimit", 2);
     const ctx = openContext();
-    const settings = await ctx.client.request<OwnerSettings>("PATCH", "/v1/owner/settings", { body });
+    const settings = await ctx.client.request<OwnerSettingsBody>("PATCH", "/v1/owner/settings", { body });
     if (args.json) return printJson(settings);
     printSettings(settings);
   },

@@ -10,7 +10,7 @@ import { OwnerSettingsInput, parseWith } from "../../contract/index.ts";
 import { NotFound } from "../../errors.ts";
 import type { RateLimitSettings, RateProfile } from "../../ratelimit/index.ts";
 import { RATE_PROFILES } from "../../ratelimit/index.ts";
-import { getOwnerSettings, requireOwner, updateOwnerSettings, type OwnerSettings } from "../../identity/index.ts";
+import { getOwnerSettings, requireOwner, rotateCa, updateOwnerSettings, type OwnerSettings } from "../../identity/index.ts";
 import type { CaHolder } from "../../crypto/index.ts";
 import type { MintedState } from "../../egress/index.ts";
 import { Badge, Button, FormField, PostForm, Section } from "../ui/index.ts";
@@ -287,10 +287,10 @@ export function instanceSettingsRoutes(opts: InstanceSettingsOptions = {}) {
   r.post("/settings/ca/rotate", requireSignedIn, (c) =>
     runAction(c, {
       run: async () => {
-        requireOwner(signedIn(c));
+        requireOwner(signedIn(c)); // before the typed phrase is read: anyone else learns nothing from it
         requireConfirmation(c, ROTATE_PHRASE);
         if (!opts.ca) throw new NotFound("this server has no root CA");
-        const fresh = await opts.ca.rotate();
+        const fresh = await rotateCa(signedIn(c), opts.ca);
         c.get("kit").log.info("ca_rotated", { by: signedIn(c).id });
         return fresh;
       },

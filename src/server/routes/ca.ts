@@ -7,7 +7,7 @@ import type { CaHolder } from "../../crypto/index.ts";
 import type { Domain } from "../../identity/index.ts";
 import { CaRotated } from "../../contract/index.ts";
 import { describe } from "../openapi/index.ts";
-import { requireOwner } from "../../identity/index.ts";
+import { rotateCa } from "../../identity/index.ts";
 import { requirePrincipal } from "../kit/index.ts";
 import type { ApiEnv } from "../kit/index.ts";
 
@@ -34,8 +34,7 @@ export function caRoutes(d: Domain, ca: CaHolder, log: Logger) {
     }),
     requirePrincipal(d),
     async (c) => {
-      requireOwner(c.get("principal"));
-      const fresh = await ca.rotate();
+      const fresh = await rotateCa(c.get("principal"), ca);
       log.info("ca_rotated", { by: c.get("principal").id });
       return c.json({ certificate: fresh.certPem, not_after: new Date(fresh.notAfter).toISOString() });
     },

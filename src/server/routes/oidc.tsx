@@ -10,17 +10,7 @@ import { InvalidRequest, NotFound, Unauthorized } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import type { Domain, OidcClient } from "../../identity/index.ts";
 import { IdentityList, OidcCliExchangeInput, OidcStatus, SignedIn } from "../../contract/index.ts";
-import {
-  beginOidc,
-  completeOidc,
-  exchangeCliCode,
-  isCliNonce,
-  isSafeReturnTo,
-  listIdentities,
-  publicUser,
-  requireUser,
-  unlinkIdentity,
-} from "../../identity/index.ts";
+import { beginOidc, completeOidc, exchangeCliCode, isCliNonce, isSafeReturnTo, listIdentities, publicUser, unlinkIdentity } from "../../identity/index.ts";
 import { requirePrincipal } from "../kit/index.ts";
 import type { ApiEnv } from "../kit/index.ts";
 import { authTier } from "../kit/index.ts";
@@ -113,8 +103,7 @@ export function oidcRoutes(d: Domain, log: Logger) {
     authTier(d.rateLimiter),
     async (c) => {
       const o = requireOidc(d);
-      const user = requireUser(await linkingPrincipal(c, d));
-      return redirectToProvider(c, d, await beginOidc(d, o, { purpose: "link", userId: user.userId }), 303);
+      return redirectToProvider(c, d, await beginOidc(d, o, { purpose: "link", principal: await linkingPrincipal(c, d) }), 303);
     },
   );
 
