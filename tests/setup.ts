@@ -1,3 +1,3 @@
-// Loaded before every test file (bunfig.toml): the request-body schemas are checked against the domain
-// on every request the tests make (a schema refusing a body the handler accepts fails the request).
+// Loaded before every test file (bunfig.toml): every success answer the tests get is checked against the
+// schema its route documents (server/openapi/describe.ts), so a response that drifts from the contract fails.
 process.env.BROKER_SCHEMA_CHECK ??= "strict";

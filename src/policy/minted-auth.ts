@@ -67,13 +67,44 @@ export function mintedAuthConfig(fields: MintedAuthFields): string {
   return JSON.stringify(fields);
 }
 
-/** The stored fields back; a row that no longer parses yields none (and fails closed at egress). */
+/** The fields a stored config may hold, each with the test of its type. */
+const STORED_FIELD: Record<keyof MintedAuthFields, (v: unknown) => boolean> = {
+  token_url: isText,
+  client_id: isText,
+  client_secret: isText,
+  refresh_token: isText,
+  client_auth: (v) => v === "basic" || v === "post",
+  scopes: (v) => Array.isArray(v) && v.every(isText),
+  audience: isText,
+  access_key_id: isText,
+  secret_access_key: isText,
+  session_token: isText,
+  region: isText,
+  service: isText,
+  app_id: isText,
+  installation_id: isText,
+  private_key: isText,
+  api_url: isText,
+};
+
+function isText(v: unknown): v is string {
+  return typeof v === "string";
+}
+
+/**
+ * The stored fields back, checked: a row that no longer parses, or holds a field of the wrong type or
+ * one no minted type has, yields none, and the service fails closed at egress (its keys are missing).
+ */
 export function parseMintedAuthConfig(text: string | null): MintedAuthFields {
   if (!text) return {};
+  let v: unknown;
   try {
-    const v = JSON.parse(text) as unknown;
-    return v && typeof v === "object" && !Array.isArray(v) ? (v as MintedAuthFields) : {};
+    v = JSON.parse(text);
   } catch {
     return {};
   }
+  if (!v || typeof v !== "object" || Array.isArray(v)) return {};
+  const fields = Object.entries(v);
+  const fits = fields.every(([k, value]) => Object.hasOwn(STORED_FIELD, k) && STORED_FIELD[k as keyof MintedAuthFields](value));
+  return fits ? (Object.fromEntries(fields) as MintedAuthFields) : {};
 }

@@ -5,6 +5,7 @@
 import { describe, expect, test } from "bun:test";
 import { authKeys, viewService, toRow } from "../../../src/workflows/index.ts";
 import { parseWith, ServiceAuthInput } from "../../../src/contract/index.ts";
+import { parseMintedAuthConfig } from "../../../src/policy/index.ts";
 
 /** The contract's service auth schema, read as a body's `auth` field (or `field`) would be. */
 const readAuth = (v: unknown, field = "auth") => parseWith(ServiceAuthInput, v, field);
@@ -68,5 +69,27 @@ describe("refused, with the field named", () => {
     ["a missing app id", { ...ok.github_app, app_id: undefined }, "auth.app_id"],
   ])("%s", (_what, body, field) => {
     expect(() => readAuth(body)).toThrow(expect.objectContaining({ field }));
+  });
+});
+
+describe("stored settings read back", () => {
+  test("a stored config is read back as written", () => {
+    const fields = { token_url: "https://idp.example/token", client_id: "CID", client_secret: "CS", scopes: ["a", "b"], client_auth: "post" };
+    expect(parseMintedAuthConfig(JSON.stringify(fields))).toEqual(fields as never);
+  });
+
+  test("a config changed outside the broker yields no fields, so the service fails closed", () => {
+    for (const text of [
+      "not json",
+      "[]",
+      '"text"',
+      JSON.stringify({ client_id: 5 }),
+      JSON.stringify({ scopes: "a b" }),
+      JSON.stringify({ client_auth: "none" }),
+      JSON.stringify({ token_url: "https://idp.example/token", header: "x-injected" }),
+    ]) {
+      expect(parseMintedAuthConfig(text)).toEqual({});
+    }
+    expect(parseMintedAuthConfig(null)).toEqual({});
   });
 });
