@@ -39,23 +39,32 @@ export function plainText(max: number) {
     .refine((v) => !/[\0-\x1f\x7f]/.test(v), says(message));
 }
 
-/** An https URL a token is fetched from: no user:password@, no #fragment; read back normalised. */
-export const HttpsEndpoint = plainText(2048).transform((text, ctx) => {
-  const refuse = (message: string) => {
-    ctx.addIssue({ code: "custom", message, input: text });
+/**
+ * A URL read from text inside a transform: `check` answers the refusal for a URL it does not take
+ * (null: taken). A text that is no URL is refused with `notAUrl`; a taken URL is read back normalised.
+ */
+export function urlCheckedBy(notAUrl: string, check: (url: URL) => string | null) {
+  return (text: string, ctx: z.RefinementCtx): string => {
+    let url: URL | undefined;
+    try {
+      url = new URL(text);
+    } catch {}
+    const refusal = url ? check(url) : notAUrl;
+    if (refusal === null && url) return url.href;
+    ctx.addIssue({ code: "custom", message: refusal ?? notAUrl, input: text });
     return z.NEVER;
   };
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    return refuse("{field} must be an https:// URL");
-  }
-  if (url.protocol !== "https:") return refuse("{field} must be an https:// URL (a token endpoint is never reached over plain HTTP)");
-  if (url.username || url.password) return refuse("{field} must not carry user:password@; name the client's credentials as keys instead");
-  if (url.hash) return refuse("{field} must not have a #fragment");
-  return url.href;
-});
+}
+
+/** An https URL a token is fetched from: no user:password@, no #fragment; read back normalised. */
+export const HttpsEndpoint = plainText(2048).transform(
+  urlCheckedBy("{field} must be an https:// URL", (url) => {
+    if (url.protocol !== "https:") return "{field} must be an https:// URL (a token endpoint is never reached over plain HTTP)";
+    if (url.username || url.password) return "{field} must not carry user:password@; name the client's credentials as keys instead";
+    if (url.hash) return "{field} must not have a #fragment";
+    return null;
+  }),
+);
 
 /**
  * One PEM block (a GitHub App's private key): the only multi-line value. It is only ever read as a

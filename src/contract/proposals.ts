@@ -6,7 +6,7 @@ import { z } from "zod";
 import { LIMITS, parseHostPattern, RulesList } from "../policy/index.ts";
 import { parsedBy, says } from "../schema-input.ts";
 import type { Secret } from "../secret.ts";
-import { credentialValue, KeyName, omittedWhenEmpty, optionalText } from "./fields.ts";
+import { credentialValue, KeyName, omittedWhenEmpty, optionalText, urlCheckedBy } from "./fields.ts";
 import { NO_AUTH, ServiceAuthInput } from "./service-auth.ts";
 import { HOST_TEXT } from "./services.ts";
 
@@ -89,19 +89,11 @@ const Action = z
   .describe('"set", the only action (adds the service or replaces it)');
 const OBTAIN = "{field} must be an https URL";
 const Obtain = proposalText(2048)
-  .transform((text, ctx) => {
-    if (text === "") return "";
-    let url: URL;
-    try {
-      url = new URL(text);
-    } catch {
-      ctx.addIssue({ code: "custom", message: OBTAIN, input: text });
-      return z.NEVER;
-    }
-    if (url.protocol === "https:" && !url.username && !url.password) return url.href;
-    ctx.addIssue({ code: "custom", message: `${OBTAIN} without credentials`, input: text });
-    return z.NEVER;
-  })
+  .transform((text, ctx) =>
+    text === ""
+      ? ""
+      : urlCheckedBy(OBTAIN, (url) => (url.protocol === "https:" && !url.username && !url.password ? null : `${OBTAIN} without credentials`))(text, ctx),
+  )
   .describe("https URL where a human can create the credential");
 // Named so the answer is the broker's own: agents never send credential values.
 const NeverAValue = z

@@ -5,6 +5,7 @@
 import { z } from "zod";
 import { says } from "../schema-input.ts";
 import type { WebhookFormat } from "../store/index.ts";
+import { urlCheckedBy } from "./fields.ts";
 
 const MAX_URL_LENGTH = 2048;
 const URL_TEXT = `{field} must be an http(s) URL of at most ${MAX_URL_LENGTH} characters`;
@@ -13,22 +14,14 @@ const ReceiverUrl = z
   .string(says(URL_TEXT))
   .min(1, says(URL_TEXT))
   .max(MAX_URL_LENGTH, says(URL_TEXT))
-  .transform((text, ctx) => {
-    const refuse = (message: string) => {
-      ctx.addIssue({ code: "custom", message, input: text });
-      return z.NEVER;
-    };
-    let url: URL;
-    try {
-      url = new URL(text);
-    } catch {
-      return refuse("{field} must be an http(s) URL");
-    }
-    if (url.protocol !== "https:" && url.protocol !== "http:") return refuse("{field} must start with https:// (or http://)");
-    if (url.username || url.password) return refuse("{field} must not carry a user name or password");
-    if (url.hash) return refuse("{field} must not carry a #fragment");
-    return url.href;
-  })
+  .transform(
+    urlCheckedBy("{field} must be an http(s) URL", (url) => {
+      if (url.protocol !== "https:" && url.protocol !== "http:") return "{field} must start with https:// (or http://)";
+      if (url.username || url.password) return "{field} must not carry a user name or password";
+      if (url.hash) return "{field} must not carry a #fragment";
+      return null;
+    }),
+  )
   .describe("https:// (or http://) receiver");
 
 export const WebhookInput = z

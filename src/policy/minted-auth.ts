@@ -4,7 +4,7 @@
 // plain settings; minting/ and the egress core (egress/sigv4.ts) do the minting and signing. Field names follow
 // the API's snake_case, as stored in services.auth_config.
 
-import type { AuthType, MintedAuthType } from "../store/index.ts";
+import { fitsAuthField, type AuthType, type MintedAuthType } from "../store/index.ts";
 
 export const MINTED_AUTH_TYPES: readonly MintedAuthType[] = ["oauth2_client_credentials", "oauth2_refresh", "aws_sigv4", "github_app"];
 
@@ -67,29 +67,25 @@ export function mintedAuthConfig(fields: MintedAuthFields): string {
   return JSON.stringify(fields);
 }
 
-/** The fields a stored config may hold, each with the test of its type. */
-const STORED_FIELD: Record<keyof MintedAuthFields, (v: unknown) => boolean> = {
-  token_url: isText,
-  client_id: isText,
-  client_secret: isText,
-  refresh_token: isText,
-  client_auth: (v) => v === "basic" || v === "post",
-  scopes: (v) => Array.isArray(v) && v.every(isText),
-  audience: isText,
-  access_key_id: isText,
-  secret_access_key: isText,
-  session_token: isText,
-  region: isText,
-  service: isText,
-  app_id: isText,
-  installation_id: isText,
-  private_key: isText,
-  api_url: isText,
-};
-
-function isText(v: unknown): v is string {
-  return typeof v === "string";
-}
+/** The fields a stored config may hold: the minted types' own (a static type's field never belongs there). */
+const MINTED_FIELDS: ReadonlySet<string> = new Set<keyof MintedAuthFields>([
+  "token_url",
+  "client_id",
+  "client_secret",
+  "refresh_token",
+  "client_auth",
+  "scopes",
+  "audience",
+  "access_key_id",
+  "secret_access_key",
+  "session_token",
+  "region",
+  "service",
+  "app_id",
+  "installation_id",
+  "private_key",
+  "api_url",
+]);
 
 /**
  * The stored fields back, checked: a row that no longer parses, or holds a field of the wrong type or
@@ -105,6 +101,6 @@ export function parseMintedAuthConfig(text: string | null): MintedAuthFields {
   }
   if (!v || typeof v !== "object" || Array.isArray(v)) return {};
   const fields = Object.entries(v);
-  const fits = fields.every(([k, value]) => Object.hasOwn(STORED_FIELD, k) && STORED_FIELD[k as keyof MintedAuthFields](value));
+  const fits = fields.every(([k, value]) => MINTED_FIELDS.has(k) && fitsAuthField(k, value));
   return fits ? (Object.fromEntries(fields) as MintedAuthFields) : {};
 }

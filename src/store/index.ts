@@ -37,6 +37,7 @@ export type { IdentityRow, OidcCliCodeRow, OidcPurpose, OidcStateRow } from "./i
 export type { AuthType, MintedAuthType, ServiceRow } from "./services.ts";
 export type { AuditFilter, AuditRow } from "./audit.ts";
 export type { ProposalRow, ProposalStatus, ProposedAuth, ProposedRule, ProposedService, ProposedSlot } from "./proposals.ts";
+export { fitsAuthField } from "./proposals.ts";
 export { CorruptRow } from "./stored-json.ts";
 export type { RequestApprovalRow, RequestApprovalState } from "./request-approvals.ts";
 export type { CaRow } from "./ca.ts";

@@ -219,6 +219,11 @@ const AUTH_FIELD_TESTS: { readonly [K in keyof ProposedAuth]-?: (v: unknown) => 
 };
 const AUTH_FIELDS = new Map(Object.entries(AUTH_FIELD_TESTS));
 
+/** Whether `value` has the type auth field `key` holds (a stored service's minted settings are read by it too). */
+export function fitsAuthField(key: string, value: unknown): boolean {
+  return AUTH_FIELDS.get(key)?.(value) ?? false;
+}
+
 const isSet = (v: unknown) => v === "set";
 const RULE_FIELDS = new Map<string, (v: unknown) => boolean>([
   ["methods", isTextList],

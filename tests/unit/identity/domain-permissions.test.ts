@@ -5,7 +5,6 @@
 
 import { expect, test } from "bun:test";
 import { PermissionDenied } from "../../../src/errors.ts";
-import { Secret } from "../../../src/secret.ts";
 import type { CaHolder, RootCa } from "../../../src/crypto/index.ts";
 import {
   beginOidc,
@@ -20,13 +19,7 @@ import {
   type UserPrincipal,
 } from "../../../src/identity/index.ts";
 import { createTestApi } from "../../helpers/api.ts";
-
-async function registerAs(d: Domain, email: string): Promise<UserPrincipal> {
-  const { token } = await registerUser(d, { email, password: new Secret("correct horse battery") });
-  const p = await d.auth.authenticate(token.reveal()); // reveal: handed straight back to the authenticator
-  if (p.kind !== "user") throw new Error(`a user session authenticated as ${p.kind}`);
-  return p;
-}
+import { registerAs } from "../../helpers/principals.ts";
 
 async function world() {
   const { domain: d } = await createTestApi();

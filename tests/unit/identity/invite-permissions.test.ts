@@ -4,16 +4,9 @@
 
 import { expect, test } from "bun:test";
 import { PermissionDenied } from "../../../src/errors.ts";
-import { Secret } from "../../../src/secret.ts";
-import { createAgentInvite, createVaultInvite, openVault, registerUser, revokeInvite, type Domain, type UserPrincipal } from "../../../src/identity/index.ts";
+import { createAgentInvite, createVaultInvite, openVault, revokeInvite } from "../../../src/identity/index.ts";
 import { createTestApi } from "../../helpers/api.ts";
-
-async function registerAs(d: Domain, email: string): Promise<UserPrincipal> {
-  const { token } = await registerUser(d, { email, password: new Secret("correct horse battery") });
-  const p = await d.auth.authenticate(token.reveal()); // reveal: handed straight back to the authenticator
-  if (p.kind !== "user") throw new Error(`a user session authenticated as ${p.kind}`);
-  return p;
-}
+import { registerAs } from "../../helpers/principals.ts";
 
 async function world() {
   const { domain: d } = await createTestApi();

@@ -25,6 +25,7 @@ import { createHashGate, loadCredential, unlockKeyring } from "../../../src/cryp
 import { CHEAP_KDF } from "../../helpers/api.ts";
 import { forEachBackend } from "../../helpers/store-backends.ts";
 import { parseWith, ProposalInput } from "../../../src/contract/index.ts";
+import { registerAs } from "../../helpers/principals.ts";
 
 /** Contenders per race: fewer than the PostgreSQL pool (8), so every one holds its own connection. */
 const N = 6;
@@ -46,16 +47,9 @@ async function createDomain(store: Store): Promise<Domain> {
   };
 }
 
-async function registerAs(d: Domain, email: string): Promise<UserPrincipal> {
-  const { token } = await registerUser(d, { email, password: new Secret(PASSWORD) });
-  const p = await d.auth.authenticate(token.reveal()); // reveal: handed straight back to the authenticator
-  if (p.kind !== "user") throw new Error(`a user session authenticated as ${p.kind}`);
-  return p;
-}
-
 /** The instance owner, a vault "v", and an admin agent there that has filed one proposal for slot K. */
 async function setUpProposal(d: Domain) {
-  const owner = await registerAs(d, "owner@example.com");
+  const owner = await registerAs(d, "owner@example.com", PASSWORD);
   await d.store.vaults.create("v", d.now());
   const invite = await createAgentInvite(d, owner, await openVault(d, owner, "v", "manage"), { name: "bot", role: "admin" });
   const agent = await d.auth.authenticate((await redeemAgentInvite(d, invite.token)).token);
@@ -122,7 +116,7 @@ forEachBackend((backend) => {
 
   test(`${N} concurrent redemptions of one agent invite: one agent, one grant, one session; the rest get NotFound`, async () => {
     const d = await createDomain(await backend.open());
-    const owner = await registerAs(d, "owner@example.com");
+    const owner = await registerAs(d, "owner@example.com", PASSWORD);
     const vault = await d.store.vaults.create("v", d.now());
     const invite = await createAgentInvite(d, owner, await openVault(d, owner, "v", "manage"), { name: "bot", role: "member" });
     const { winners, errors } = await race(Array.from({ length: N }, () => () => redeemAgentInvite(d, invite.token)));
@@ -137,7 +131,7 @@ forEachBackend((backend) => {
 
   test(`${N} signed-in people accepting one vault invite at once: one joins, the rest get NotFound`, async () => {
     const d = await createDomain(await backend.open());
-    const owner = await registerAs(d, "owner@example.com");
+    const owner = await registerAs(d, "owner@example.com", PASSWORD);
     const vault = await d.store.vaults.create("v", d.now());
     const invite = await createVaultInvite(d, owner, await openVault(d, owner, "v", "invite_people"), { role: "member" });
     const people = [];
@@ -150,7 +144,7 @@ forEachBackend((backend) => {
 
   test(`${N} new people registering through one vault invite at once: one account is created and joins, the rest leave nothing behind`, async () => {
     const d = await createDomain(await backend.open());
-    const owner = await registerAs(d, "owner@example.com");
+    const owner = await registerAs(d, "owner@example.com", PASSWORD);
     const vault = await d.store.vaults.create("v", d.now());
     const invite = await createVaultInvite(d, owner, await openVault(d, owner, "v", "invite_people"), { role: "proxy" });
     const { winners, errors } = await race(

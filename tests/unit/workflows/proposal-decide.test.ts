@@ -5,17 +5,11 @@
 import { expect, test } from "bun:test";
 import { NotFound, PermissionDenied } from "../../../src/errors.ts";
 import { Secret } from "../../../src/secret.ts";
-import { createAgentInvite, openVault, redeemAgentInvite, registerUser, type Domain, type UserPrincipal } from "../../../src/identity/index.ts";
+import { createAgentInvite, openVault, redeemAgentInvite } from "../../../src/identity/index.ts";
 import { approveProposal, createProposal, rejectProposal } from "../../../src/workflows/index.ts";
 import { createTestApi } from "../../helpers/api.ts";
 import { parseWith, ProposalInput } from "../../../src/contract/index.ts";
-
-async function registerAs(d: Domain, email: string): Promise<UserPrincipal> {
-  const { token } = await registerUser(d, { email, password: new Secret("correct horse battery") });
-  const p = await d.auth.authenticate(token.reveal()); // reveal: handed straight back to the authenticator
-  if (p.kind !== "user") throw new Error(`a user session authenticated as ${p.kind}`);
-  return p;
-}
+import { registerAs } from "../../helpers/principals.ts";
 
 async function world() {
   const { domain: d } = await createTestApi();
