@@ -1,6 +1,6 @@
 // The writes whose permission used to be decided only by their callers now decide it themselves
-// (architecture.md §2): a vault's settings, linking an identity at the provider, rotating the root CA
-// and filing a proposal. Each is called here the way a careless caller would, with a vault opened for
+// (architecture.md §2): a vault's settings, linking an identity at the provider and rotating the root
+// CA. Each is called here the way a careless caller would, with a vault opened for
 // reading or a principal that must be refused, and each refuses and writes nothing.
 
 import { expect, test } from "bun:test";
@@ -18,20 +18,10 @@ import {
   type OidcClient,
   type UserPrincipal,
 } from "../../../src/identity/index.ts";
-import { createTestApi } from "../../helpers/api.ts";
-import { registerAs } from "../../helpers/principals.ts";
-
-async function world() {
-  const { domain: d } = await createTestApi();
-  const owner = await registerAs(d, "owner@example.com");
-  const member = await registerAs(d, "member@example.com");
-  const v = await d.store.vaults.create("v", d.now());
-  await d.store.access.setMember(v.id, member.userId, "member", d.now());
-  return { d, owner, member, v };
-}
+import { vaultWithMember } from "../../helpers/principals.ts";
 
 test("a member's opened vault changes none of the vault's settings; an admin's does", async () => {
-  const { d, owner, member, v } = await world();
+  const { d, owner, member, v } = await vaultWithMember();
   await expect(updateVault(d, await openVault(d, member, "v", "read"), { unmatched_hosts: "deny" })).rejects.toBeInstanceOf(PermissionDenied);
   expect((await d.store.vaults.byId(v.id))?.unmatchedHosts).toBe("tunnel");
   await updateVault(d, await openVault(d, owner, "v", "manage"), { unmatched_hosts: "deny" });
@@ -39,7 +29,7 @@ test("a member's opened vault changes none of the vault's settings; an admin's d
 });
 
 test("the root CA is rotated for the instance owner only", async () => {
-  const { d, owner, member } = await world();
+  const { d, owner, member } = await vaultWithMember();
   let rotations = 0;
   const ca = { rotate: async () => (rotations++, { certPem: "pem", notAfter: 0 }) as unknown as RootCa } as unknown as CaHolder;
   await expect(rotateCa(member, ca)).rejects.toBeInstanceOf(PermissionDenied);
@@ -49,7 +39,7 @@ test("the root CA is rotated for the instance owner only", async () => {
 });
 
 test("linking an identity starts only from a person's own session, never an agent's", async () => {
-  const { d, owner } = await world();
+  const { d, owner } = await vaultWithMember();
   const client = { buildAuthorizationUrl: () => "https://idp.example/authorize" } as unknown as OidcClient;
   const invite = await createAgentInvite(d, owner, await openVault(d, owner, "v", "manage"), { name: "bot", role: "admin", token_ttl_seconds: null });
   const agent = await d.auth.authenticate((await redeemAgentInvite(d, invite.token)).token);

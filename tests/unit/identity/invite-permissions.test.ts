@@ -5,27 +5,17 @@
 import { expect, test } from "bun:test";
 import { PermissionDenied } from "../../../src/errors.ts";
 import { createAgentInvite, createVaultInvite, openVault, revokeInvite } from "../../../src/identity/index.ts";
-import { createTestApi } from "../../helpers/api.ts";
-import { registerAs } from "../../helpers/principals.ts";
-
-async function world() {
-  const { domain: d } = await createTestApi();
-  const owner = await registerAs(d, "owner@example.com");
-  const member = await registerAs(d, "member@example.com");
-  const v = await d.store.vaults.create("v", d.now());
-  await d.store.access.setMember(v.id, member.userId, "member", d.now());
-  return { d, owner, member, v };
-}
+import { vaultWithMember } from "../../helpers/principals.ts";
 
 test("a member's opened vault creates no agent invite", async () => {
-  const { d, member, v } = await world();
+  const { d, member, v } = await vaultWithMember();
   const open = await openVault(d, member, "v", "read");
   await expect(createAgentInvite(d, member, open, { name: "bot" })).rejects.toBeInstanceOf(PermissionDenied);
   expect(await d.store.invites.countPending(v.id, "agent", d.now())).toBe(0);
 });
 
 test("a member's opened vault revokes no invite; an admin's does", async () => {
-  const { d, owner, member, v } = await world();
+  const { d, owner, member, v } = await vaultWithMember();
   const invite = await createVaultInvite(d, owner, await openVault(d, owner, "v", "manage"), { role: "member" });
   const asMember = await openVault(d, member, "v", "read");
   await expect(revokeInvite(d, asMember, "vault", invite.id)).rejects.toBeInstanceOf(PermissionDenied);
