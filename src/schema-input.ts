@@ -49,6 +49,8 @@ export function issueError(issues: readonly StandardSchemaV1.Issue[], root?: str
  * a single value read on its own (a URL's `key`), so its errors name their field as a body's would.
  */
 export function parseWith<S extends StandardSchemaV1>(schema: S, input: unknown, root?: string): StandardSchemaV1.InferOutput<S> {
+  const proto = protoKeyPath(input);
+  if (proto) throw issueError([{ code: "unrecognized_keys", keys: ["__proto__"], path: proto, message: "" } as StandardSchemaV1.Issue], root);
   const result = schema["~standard"].validate(input);
   if (result instanceof Promise) throw new TypeError("asynchronous schemas are not used for request bodies");
   if (result.issues) throw issueError(result.issues, root);
@@ -76,4 +78,28 @@ export function parsedBy<T>(parse: (input: unknown, field: string) => T, base: z
       return z.NEVER;
     }
   });
+}
+
+/**
+ * Where a `__proto__` key sits in parsed JSON, if anywhere. zod drops such a key without a word (to keep
+ * it off the prototype), so a map keyed by host or credential key would lose an entry silently; it is
+ * refused instead, as any field a schema does not know. Walked without recursion: bodies may nest deep.
+ */
+function protoKeyPath(input: unknown): PropertyKey[] | undefined {
+  // Each node keeps its parent's index and its key, so a path is built only for the one key found.
+  const nodes: { value: object; parent: number; key: PropertyKey }[] = [];
+  const push = (value: unknown, parent: number, key: PropertyKey) => {
+    if (typeof value === "object" && value !== null) nodes.push({ value, parent, key });
+  };
+  push(input, -1, "");
+  for (let i = 0; i < nodes.length; i++) {
+    const { value } = nodes[i]!;
+    if (Array.isArray(value)) value.forEach((child, j) => push(child, i, j));
+    else if (Object.hasOwn(value, "__proto__")) {
+      const path: PropertyKey[] = [];
+      for (let at = i; at > 0; at = nodes[at]!.parent) path.unshift(nodes[at]!.key);
+      return path;
+    } else for (const [key, child] of Object.entries(value)) push(child, i, key);
+  }
+  return undefined;
 }

@@ -4,7 +4,7 @@
 // whether rate limiting exists on this server, is decided here.
 
 import { InvalidRequest, PermissionDenied } from "../errors.ts";
-import type { RateLimitPatch, RateLimitSettings } from "../ratelimit/index.ts";
+import { RateLimitsLocked, type RateLimitPatch, type RateLimitSettings } from "../ratelimit/index.ts";
 import type { CaHolder, RootCa } from "../crypto/index.ts";
 import type { Repos } from "../store/index.ts";
 import type { Domain } from "./context.ts";
@@ -44,13 +44,15 @@ export async function restoreRateLimits(d: Domain): Promise<void> {
 
 export async function updateOwnerSettings(d: Domain, p: Principal, change: OwnerSettingsChange): Promise<OwnerSettings> {
   requireOwner(p);
+  const patch = change.rate_limits;
+  // Every refusal comes before the first write: a refused change leaves every setting as it was.
+  if (patch !== undefined && !d.rateLimiter) throw new InvalidRequest("rate limiting is not configured on this server", "rate_limits");
+  if (patch !== undefined && d.rateLimiter?.settings().locked) throw new RateLimitsLocked();
   if (change.allowed_domains !== undefined) {
     await d.store.settings.put("allowed_domains", [...new Set(change.allowed_domains)].sort(), d.now());
   }
-  const patch = change.rate_limits;
-  if (patch !== undefined) {
-    if (!d.rateLimiter) throw new InvalidRequest("rate limiting is not configured on this server", "rate_limits");
-    const next = d.rateLimiter.update(patch); // throws 403 when locked
+  if (patch !== undefined && d.rateLimiter) {
+    const next = d.rateLimiter.update(patch);
     const { profile, auth, authed, proxy, global } = next;
     await d.store.settings.put(RATE_LIMITS_SETTING, { profile, auth, authed, proxy, global }, d.now());
   }

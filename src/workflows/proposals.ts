@@ -183,6 +183,11 @@ export async function approveProposal(
   const p = mayDecide(open, row);
   const slots = row.credentials;
   const services = withChosenRules(row.services, decided.rules);
+  // A value for a key the proposal does not ask for would be dropped unseen (a typo keeps the old value).
+  for (const key of Object.keys(values)) {
+    if (!slots.some((slot) => slot.key === key))
+      throw new InvalidRequest(`credentials names ${key}, which this proposal does not ask for`, `credentials.${key}`);
+  }
   const existing = new Set(await d.store.credentials.keys(row.vaultId));
   const sealed: { key: string; nonce: Uint8Array; ciphertext: Uint8Array }[] = [];
   for (const slot of slots) {
@@ -217,7 +222,7 @@ function withChosenRules(services: readonly ProposedService[], byHost: ApprovalC
     if (!services.some((s) => s.host === host)) throw new InvalidRequest(`rules names ${host}, which this proposal does not ask for`, `rules.${host}`);
   }
   return services.map((s) => {
-    if (!(s.host in byHost)) return s;
+    if (!Object.hasOwn(byHost, s.host)) return s; // own keys only: a host named `constructor` is no inherited rule
     const rules = byHost[s.host];
     const { rules: _asked, ...rest } = s;
     return rules ? { ...rest, rules } : rest;

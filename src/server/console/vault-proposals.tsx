@@ -58,7 +58,8 @@ function ObtainLink(props: { url: string }) {
 }
 
 /** The vault's services today, by host: what "Allowed now" and "wider than now" compare against. */
-type CurrentServices = Readonly<Record<string, { readonly rules?: Rules }>>;
+/** By host; a Map, so a host named `constructor` finds no inherited entry. */
+type CurrentServices = ReadonlyMap<string, { readonly rules?: Rules }>;
 
 /** A refused approval's rules boxes, as typed, to show them again. */
 interface TypedRules {
@@ -76,7 +77,7 @@ function Hosts(props: { p: ProposalReview; current: CurrentServices; editable: b
           const id = `rules-${props.p.id}-${i}`;
           const pending = props.p.status === "pending";
           // The approval page words each host with the same call, so a proposal reads alike in both.
-          const change = describeProposalChange(s, props.current[s.host], pending);
+          const change = describeProposalChange(s, props.current.get(s.host), pending);
           return (
             <li class="proposed-host">
               <Name>{s.host}</Name> {pending ? <Badge>{change.status}</Badge> : null} <span class="muted small">{change.auth}</span>
@@ -275,7 +276,7 @@ async function renderProposals(c: ConsoleContext, typed?: TypedRules, status: 20
   const pending = all.filter((p) => p.status === "pending");
   const canDecide = mayInVault(signedIn(c), open.role, "approve");
   const existing = await d.store.credentials.keys(open.vault.id);
-  const current: CurrentServices = Object.fromEntries((await listServices(d, open)).map((s) => [s.host, s]));
+  const current: CurrentServices = new Map((await listServices(d, open)).map((s) => [s.host, s]));
   const body = (
     <>
       {pending.length === 0 ? (

@@ -64,7 +64,7 @@ export function approveRoutes(d: Domain, log: Logger) {
       token,
       csrf,
       existingKeys: await d.store.credentials.keys(found.row.vaultId),
-      currentServices: Object.fromEntries((await d.store.services.list(found.row.vaultId)).map((row) => [row.host, viewService(row)])),
+      currentServices: new Map((await d.store.services.list(found.row.vaultId)).map((row) => [row.host, viewService(row)])),
       typedRules: typed,
       notice,
       noticeKind,

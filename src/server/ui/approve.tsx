@@ -30,7 +30,8 @@ export interface ApprovePageProps {
   readonly csrf: string;
   readonly existingKeys: readonly string[];
   /** The vault's services today, by host (for "Allowed now" and what a proposal widens). */
-  readonly currentServices: Readonly<Record<string, { readonly rules?: Rules }>>;
+  /** By host; a Map, so a host named `constructor` or `toString` finds no inherited entry. */
+  readonly currentServices: ReadonlyMap<string, { readonly rules?: Rules }>;
   /** The rules boxes as the person typed them (a refused decision shows them again), by host. */
   readonly typedRules?: Readonly<Record<string, string>>;
   readonly notice?: string;
@@ -92,7 +93,7 @@ function Services(props: { proposal: ProposalView; current: ApprovePageProps["cu
     <section id="services">
       <h2>Hosts the agent wants to reach</h2>
       {props.proposal.services.map((s, i) => {
-        const change = describeProposalChange(s, props.current[s.host], pending);
+        const change = describeProposalChange(s, props.current.get(s.host), pending);
         return (
           <fieldset class="service" id={`service-${i}`}>
             <legend>

@@ -85,7 +85,7 @@ export function rulesFieldName(host: string): string {
  * is refused: read as "nothing" by a person, it would mean "everything".
  */
 export function readChosenRules(form: Readonly<Record<string, string>>, services: readonly { host: string; rules?: Rules }[]): Record<string, Rules | null> {
-  const chosen: Record<string, Rules | null> = {};
+  const chosen: Record<string, Rules | null> = Object.create(null); // keyed by host: no inherited `constructor`
   for (const s of services) {
     const text = form[rulesFieldName(s.host)];
     if (text === undefined) continue;
@@ -103,7 +103,7 @@ export function readChosenRules(form: Readonly<Record<string, string>>, services
 
 /** The posted rules boxes as typed, by host, to show them again after a refusal. */
 export function typedRules(form: Readonly<Record<string, string>>, services: readonly { host: string }[]): Record<string, string> {
-  const typed: Record<string, string> = {};
+  const typed: Record<string, string> = Object.create(null); // keyed by host: no inherited `constructor`
   for (const s of services) {
     const text = form[rulesFieldName(s.host)];
     if (text !== undefined) typed[s.host] = text;
