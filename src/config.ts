@@ -2,19 +2,20 @@
 // every setting, reports all problems at once (each naming its variable) and returns a frozen Config.
 // `takeMasterPassword` reads BROKER_MASTER_PASSWORD and deletes it so no child process inherits it.
 
-import { domainToASCII } from "node:url";
 import ipaddr from "ipaddr.js";
 import { LOG_LEVELS, type LogLevel } from "./log.ts";
 import { RATE_LIMIT_SETTINGS, readRateLimitEnv, type RateLimitOverrides } from "./ratelimit/index.ts";
 import { Secret } from "./secret.ts";
 import { readOidcConfig, type OidcConfig } from "./config-oidc.ts";
 import { readMasterPassword } from "./config-master-password.ts";
+import { normaliseHostName, readHostMappings, type HostMapping } from "./config-host.ts";
 
 export type Env = Record<string, string | undefined>;
 import { RATE_PROFILES, type RateProfile } from "./ratelimit/index.ts";
 
 export { RATE_PROFILES, type RateProfile };
 export type { OidcConfig } from "./config-oidc.ts";
+export { normaliseHostName, type HostMapping } from "./config-host.ts";
 
 export interface Config {
   readonly dataDir: string;
@@ -31,6 +32,8 @@ export interface Config {
   readonly trustedProxies: readonly string[];
   readonly allowPrivateRanges: boolean;
   readonly networkAllowlist: readonly string[];
+  /** BROKER_RESOLVE: host:port pairs dialled at a fixed address instead of the DNS answer; the guard checks it alike. */
+  readonly hostMappings: readonly HostMapping[];
   readonly upstreamCaFile: string | undefined;
   readonly rateLimit: { readonly profile: RateProfile; readonly locked: boolean; readonly overrides: RateLimitOverrides };
   readonly logLevel: LogLevel;
@@ -108,6 +111,12 @@ export const SETTINGS: readonly SettingDoc[] = [
     description: "Lift the default block on private, loopback and link-local ranges (metadata addresses stay blocked)",
   },
   { name: "BROKER_NETWORK_ALLOWLIST", default: "(empty)", description: "Comma-separated CIDRs or IPs exempted from the default block" },
+  {
+    name: "BROKER_RESOLVE",
+    default: "(empty)",
+    description:
+      "Comma-separated host:port:address entries, as curl's --resolve (IPv6 in brackets: api.github.com:443:[::1]): connections to host:port go to the address instead of the DNS answer; TLS is still verified for the host name, and the network guard still checks the address (a private one needs BROKER_ALLOW_PRIVATE_RANGES or BROKER_NETWORK_ALLOWLIST; metadata addresses stay blocked)",
+  },
   { name: "BROKER_UPSTREAM_CA_FILE", default: "(none)", description: "Extra PEM CA bundle trusted for upstreams, beside the system roots" },
   {
     name: "BROKER_OIDC_ISSUER",
@@ -196,6 +205,7 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): Config {
     trustedProxies: Object.freeze(readTrustedProxies(env.BROKER_TRUSTED_PROXIES, problems)),
     allowPrivateRanges: readBool("BROKER_ALLOW_PRIVATE_RANGES", env.BROKER_ALLOW_PRIVATE_RANGES, false, problems),
     networkAllowlist: Object.freeze(readCidrList("BROKER_NETWORK_ALLOWLIST", env.BROKER_NETWORK_ALLOWLIST, problems)),
+    hostMappings: Object.freeze(readHostMappings(env.BROKER_RESOLVE, problems)),
     upstreamCaFile: readOptionalPath("BROKER_UPSTREAM_CA_FILE", env.BROKER_UPSTREAM_CA_FILE, problems),
     rateLimit: Object.freeze({
       profile: readOneOf("BROKER_RATELIMIT_PROFILE", env.BROKER_RATELIMIT_PROFILE, RATE_PROFILES, "default", problems),
@@ -299,23 +309,6 @@ function readHost(raw: string | undefined, problems: string[]): string {
   if (ambiguousV4 || (!ipaddr.isValid(value) && !hostname.test(value))) problems.push(`BROKER_HOST: "${value}" is not an IP address or host name`);
   return value;
 }
-
-/**
- * A host name or IP literal as the API's host check compares it: lower case, one trailing dot dropped,
- * international names in punycode, IPv6 without brackets in canonical form. Undefined if it is neither
- * (a port, a path, a wildcard or user info makes it invalid).
- */
-export function normaliseHostName(raw: string): string | undefined {
-  let host = raw.trim();
-  if (host.startsWith("[") && host.endsWith("]")) host = host.slice(1, -1);
-  if (host.includes(":")) return ipaddr.IPv6.isValid(host) && !host.includes("%") ? ipaddr.IPv6.parse(host).toString() : undefined;
-  host = host.toLowerCase().replace(/\.$/, "");
-  if (/[^\x00-\x7f]/.test(host)) host = domainToASCII(host);
-  return host.length <= 253 && HOST_NAME.test(host) ? host : undefined;
-}
-
-/** Dot-separated labels; `_` is tolerated because internal DNS names carry it. */
-const HOST_NAME = /^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
 
 function readHostList(name: string, raw: string | undefined, problems: string[]): string[] {
   if (raw === undefined || raw.trim() === "") return [];

@@ -189,6 +189,8 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     const policy = compileNetPolicy({
       allowPrivateRanges: config.allowPrivateRanges,
       allowlist: config.networkAllowlist,
+      // Upstreams, minted-token endpoints, webhooks and blind tunnels all dial through this policy.
+      hostMappings: config.hostMappings,
       ownListeners: [
         { host: config.bindHost, port: Number(server.port) },
         { host: config.bindHost, port: proxyPort },

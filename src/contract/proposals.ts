@@ -7,7 +7,10 @@ import { LIMITS, parseHostPattern, RulesList } from "../policy/index.ts";
 import { parsedBy, says } from "../schema-input.ts";
 import type { Secret } from "../secret.ts";
 import { credentialValue, KeyName, omittedWhenEmpty, optionalText, urlCheckedBy } from "./fields.ts";
-import { NO_AUTH, ServiceAuthInput } from "./service-auth.ts";
+import { ServiceAuthInput } from "./service-auth.ts";
+import { ServiceTemplate } from "./templates.ts";
+import { readStatedService, TemplateFields } from "./template-input.ts";
+import type { ProposedService } from "../store/index.ts";
 import { HOST_TEXT } from "./services.ts";
 
 const Role = z.enum(["proxy", "member", "admin"]);
@@ -20,6 +23,7 @@ export const DiscoveredService = z.object({
     .describe("how the broker adds the credential: the type, and for query and path auth where it goes; never a key name or value"),
   rules: z.array(z.looseObject({ methods: z.array(z.string()), paths: z.array(z.string()), approve: z.literal("each").optional() })).optional(),
   allows: z.string().optional().describe("the rules in words"),
+  template: ServiceTemplate.omit({ catalogue_rules: true }).optional().describe("the catalogue template the service was made from"),
 });
 
 export const Discovery = z.object({
@@ -27,6 +31,9 @@ export const Discovery = z.object({
   proxy_url: z.string().describe("{base_url}/proxy: the explicit proxy's prefix"),
   services: z.array(DiscoveredService).describe("enabled services only"),
   available_credentials: z.array(z.string()).describe("credential key names, never values"),
+  templates: z
+    .array(z.object({ id: z.string(), name: z.string(), hosts: z.array(z.string()), operations: z.array(z.string()) }))
+    .describe("the catalogue: a proposal may name one ({template, operations}) instead of spelling out auth and rules"),
 });
 
 export const ProposalCreated = z.object({
@@ -43,6 +50,8 @@ const ProposedServiceView = z.looseObject({
   description: z.string(),
   auth: z.looseObject({ type: z.string() }),
   rules: z.array(z.looseObject({})).optional(),
+  template: z.string().optional().describe("asked for by this catalogue template"),
+  operations: z.array(z.string()).optional(),
 });
 const ProposedSlotView = z.object({ action: z.literal("set"), key: z.string(), description: z.string(), obtain: z.string(), obtain_instructions: z.string() });
 
@@ -102,15 +111,24 @@ const NeverAValue = z
   .optional()
   .describe("refused: agents never send credential values; a human types them at approval");
 
-export const ProposedServiceInput = z.strictObject({
-  rules: RulesList.nullish().transform((r) => r ?? undefined),
-  action: Action,
-  host: parsedBy((v, field) => parseHostPattern(v, { allowIp: false }, field).text, HOST_TEXT).describe(
-    "host pattern (no IP literals), host:port when the port is not 443",
-  ),
-  description: proposalText(500),
-  auth: ServiceAuthInput.prefault(NO_AUTH),
-});
+/** A service an agent asks for: its host, auth and rules, or a catalogue template and operations. */
+export const ProposedServiceInput = z
+  .strictObject({
+    rules: RulesList.nullish().transform((r) => r ?? undefined),
+    action: Action,
+    host: parsedBy((v, field) => parseHostPattern(v, { allowIp: false }, field).text, HOST_TEXT)
+      .optional()
+      .describe("host pattern (no IP literals), host:port when the port is not 443"),
+    description: proposalText(500),
+    auth: ServiceAuthInput.optional(),
+    ...TemplateFields,
+  })
+  .transform(({ action, description, ...stated }, ctx): ProposedService => {
+    const read = readStatedService(stated, ctx, false);
+    if (!read) return z.NEVER;
+    const { from, ...service } = read;
+    return { action, description, ...service, ...(from && { template: from.template, operations: from.operations }) };
+  });
 
 /** One credential slot a proposal asks a human to fill (never a value). */
 export const ProposedSlotInput = z.strictObject({

@@ -5,4 +5,5 @@ export * from "./sessions.ts";
 export * from "./proposals.ts";
 export * from "./vaults.ts";
 export * from "./services.ts";
+export * from "./templates.ts";
 export * from "./accounts.ts";

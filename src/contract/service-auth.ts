@@ -168,9 +168,6 @@ const STATIC_FIELDS: Partial<Record<AuthType, readonly AuthField[]>> = {
 };
 
 /** How the credential is added to a request: key names only, never values. */
-/** What a missing `auth` is read as, so its refusal names auth.type and lists the types. */
-export const NO_AUTH = {} as z.input<typeof AuthVariants>;
-
 export const ServiceAuthInput = AuthVariants.transform((a): ProposedAuth => {
   const keep = STATIC_FIELDS[a.type];
   const out: Record<string, unknown> = { type: a.type };

@@ -5,7 +5,9 @@
 import { z } from "zod";
 import { parseHostPattern, RulesList } from "../policy/index.ts";
 import { parsedBy, says } from "../schema-input.ts";
-import { NO_AUTH, ServiceAuthInput } from "./service-auth.ts";
+import { ServiceAuthInput } from "./service-auth.ts";
+import { readStatedService, readTemplatePatch, TemplateFields } from "./template-input.ts";
+import { ServiceTemplate } from "./templates.ts";
 
 export { AUTH_TYPES, ServiceAuthInput } from "./service-auth.ts";
 
@@ -19,21 +21,33 @@ const DESCRIPTION = "{field} must be text of at most 500 characters";
 const Description = z.string(says(DESCRIPTION)).max(500, says(DESCRIPTION)).nullable();
 const Enabled = z.boolean(says("{field} must be true or false"));
 
-export const ServiceInput = z.strictObject({
-  host: ServiceHost,
-  description: Description.optional().transform((d) => d ?? ""),
-  auth: ServiceAuthInput.prefault(NO_AUTH),
-  enabled: Enabled.optional().transform((e) => e ?? true),
-  rules: RulesList.nullish().transform((r) => r ?? undefined),
-});
+export const ServiceInput = z
+  .strictObject({
+    host: ServiceHost.optional(),
+    description: Description.optional().transform((d) => d ?? ""),
+    auth: ServiceAuthInput.optional(),
+    enabled: Enabled.optional().transform((e) => e ?? true),
+    rules: RulesList.nullish().transform((r) => r ?? undefined),
+    ...TemplateFields,
+  })
+  .transform(({ description, enabled, ...stated }, ctx) => {
+    const read = readStatedService(stated, ctx, true);
+    return read ? { ...read, description, enabled } : z.NEVER;
+  });
 
-/** A change to a service: an absent field keeps what the service has; `rules: null` removes its rules. */
-export const ServiceUpdateInput = z.strictObject({
-  description: Description.transform((d) => d ?? "").optional(),
-  auth: ServiceAuthInput.optional(),
-  enabled: Enabled.optional(),
-  rules: RulesList.nullable().optional().describe("allowed methods and paths; absent: keep them; null: remove them (everything allowed)"),
-});
+/**
+ * A change to a service: an absent field keeps what the service has; `rules: null` removes its rules.
+ * Naming a template (again) sets the auth and rules from its operations, as a catalogue update is applied.
+ */
+export const ServiceUpdateInput = z
+  .strictObject({
+    description: Description.transform((d) => d ?? "").optional(),
+    auth: ServiceAuthInput.optional(),
+    enabled: Enabled.optional(),
+    rules: RulesList.nullable().optional().describe("allowed methods and paths; absent: keep them; null: remove them (everything allowed)"),
+    ...TemplateFields,
+  })
+  .transform(readTemplatePatch);
 
 const Rule = z.object({ methods: z.array(z.string()), paths: z.array(z.string()), approve: z.literal("each").optional() });
 export const ServiceAnswer = z.object({
@@ -42,6 +56,7 @@ export const ServiceAnswer = z.object({
   auth: z.looseObject({ type: z.string() }),
   enabled: z.boolean(),
   rules: z.array(Rule).optional(),
+  template: ServiceTemplate.optional().describe("present when the service was made from a catalogue template"),
 });
 export const ServiceList = z.object({ services: z.array(ServiceAnswer) });
 

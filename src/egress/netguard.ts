@@ -1,6 +1,7 @@
 // The outbound network guard (contract "Authentication" 11, architecture.md D4 and D13): compiles the policy once,
 // classifies addresses by their bytes, resolves a host and checks every answer. Never caches an answer (a cached
 // answer is what DNS rebinding exploits) and never dials: the caller connects only to the addresses returned here.
+// A BROKER_RESOLVE mapping replaces the DNS answer only, never the checks.
 
 import { lookup } from "node:dns/promises";
 import { networkInterfaces } from "node:os";
@@ -27,6 +28,8 @@ export interface NetPolicyInput {
   readonly ownListeners?: readonly { host: string; port: number }[];
   /** This machine's addresses, on which a wildcard listener also answers; defaults to the interfaces at compile time. */
   readonly localAddresses?: readonly string[];
+  /** BROKER_RESOLVE: host:port dialled at this address instead of the DNS answer (host lower case, no trailing dot). */
+  readonly hostMappings?: readonly { host: string; port: number; address: string }[];
 }
 
 /** Compiled by compileNetPolicy; treat as opaque. */
@@ -35,6 +38,8 @@ export interface NetPolicy {
   readonly allowlist: readonly Cidr[];
   /** port → the addresses that reach a broker listener on it */
   readonly listeners: ReadonlyMap<number, readonly Cidr[]>;
+  /** "host:port" → the address to dial instead of resolving host; still classified like any answer */
+  readonly mapped: ReadonlyMap<string, string>;
 }
 
 export type Verdict = { readonly allowed: true } | { readonly allowed: false; readonly reason: string };
@@ -48,7 +53,8 @@ export function compileNetPolicy(input: NetPolicyInput): NetPolicy {
   for (const { host, port } of input.ownListeners ?? []) {
     listeners.set(port, [...(listeners.get(port) ?? []), ...findListenerAddresses(host, input.localAddresses)]);
   }
-  return Object.freeze({ allowPrivateRanges: input.allowPrivateRanges, allowlist: input.allowlist.map(parseCidr), listeners });
+  const mapped = new Map((input.hostMappings ?? []).map((m) => [mappingKey(m.host, m.port), m.address] as const));
+  return Object.freeze({ allowPrivateRanges: input.allowPrivateRanges, allowlist: input.allowlist.map(parseCidr), listeners, mapped });
 }
 
 /** Classifies one address (any textual IPv4/IPv6 form ipaddr.js accepts) for a destination port. */
@@ -63,11 +69,15 @@ export const systemResolver: Resolver = async (host) => {
 };
 
 /**
- * Resolves host (or takes an IP literal as is), checks EVERY address; throws EgressBlocked(host, reason) if any is
- * blocked or UpstreamUnreachable if none resolve. Returns the checked addresses in resolver order.
+ * Resolves host (or takes its BROKER_RESOLVE address, or an IP literal as is), checks EVERY address; throws
+ * EgressBlocked(host, reason) if any is blocked or UpstreamUnreachable if none resolve. Returns the checked
+ * addresses in resolver order.
  */
 export async function resolveChecked(host: string, port: number, policy: NetPolicy, resolver: Resolver): Promise<string[]> {
-  const answers = isIpLiteral(host) ? [host] : await resolveAll(host, resolver);
+  // A mapped host skips DNS, never the checks below: the operator's address is judged exactly as an answer
+  // would be, so a mapping cannot open loopback, private or metadata addresses the settings keep closed.
+  const mapped = policy.mapped.get(mappingKey(host, port));
+  const answers = mapped !== undefined ? [mapped] : isIpLiteral(host) ? [host] : await resolveAll(host, resolver);
   if (answers.length === 0) throw new UpstreamUnreachable(`${host} did not resolve to any address`);
   // Every answer is checked, not only the first: the dialler falls back along the list, and a mixed answer
   // (one public address beside a private one) is a known way around guards that check one.
@@ -100,6 +110,11 @@ function classify(ip: Ip, port: number, policy: NetPolicy): Verdict {
     if (hit && !findCidr(c.ip, policy.allowlist)) return deny(`${hit.label} ${hit.text}${describeVia(c)}`);
   }
   return ALLOWED;
+}
+
+/** Names compare as the egress core and the config spell them: lower case, without a trailing dot. */
+function mappingKey(host: string, port: number): string {
+  return `${host.toLowerCase().replace(/\.$/, "")}:${port}`;
 }
 
 function deny(reason: string): Verdict {

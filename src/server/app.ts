@@ -20,7 +20,7 @@ import { authRoutes } from "./routes/index.ts";
 import { identityRoutes, oidcRoutes } from "./routes/index.ts";
 import { ownerRoutes } from "./routes/index.ts";
 import { proxyRoutes } from "./routes/index.ts";
-import { discoverRoutes, proposalRoutes } from "./routes/index.ts";
+import { discoverRoutes, proposalRoutes, templateRoutes } from "./routes/index.ts";
 import { requestApprovalRoutes } from "./routes/index.ts";
 import { describe } from "./openapi/index.ts";
 import { buildOpenApi } from "./openapi/index.ts";
@@ -131,6 +131,7 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
   api.route("/v1/vaults", requestApprovalRoutes(d));
   api.route("/", discoverRoutes(d));
   api.route("/v1/proposals", proposalRoutes(d));
+  api.route("/v1/templates", templateRoutes());
   api.route("/approve/requests", heldApprovalRoutes(d, deps.log)); // before /approve/:id
   api.route("/approve", approveRoutes(d, deps.log));
   api.route("/assets", assetRoutes());

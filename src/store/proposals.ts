@@ -53,6 +53,9 @@ export interface ProposedService {
   readonly auth: ProposedAuth;
   /** Allowed methods and paths asked for; absent: everything on the host. */
   readonly rules?: readonly ProposedRule[];
+  /** Asked for by a catalogue template: its id and the operations (the auth and rules above are their expansion). */
+  readonly template?: string;
+  readonly operations?: readonly string[];
 }
 
 /** A credential slot a proposal asks a human to fill (its key name and how to obtain it; never a value). */
@@ -236,6 +239,8 @@ const SERVICE_FIELDS = new Map<string, (v: unknown) => boolean>([
   ["description", isText],
   ["auth", () => true], // checked below, with its own fields
   ["rules", () => true], // likewise
+  ["template", isText],
+  ["operations", isTextList],
 ]);
 const SLOT_FIELDS = new Map<string, (v: unknown) => boolean>([
   ["action", isSet],

@@ -183,4 +183,14 @@ export const ADDITIONS: readonly Migration[] = [
       ALTER TABLE proposals ADD COLUMN via_session INTEGER NOT NULL DEFAULT 0;
     `,
   },
+  {
+    version: 16,
+    name: "services-from-templates",
+    // A service made from a catalogue template records which one and the operations chosen (a JSON
+    // list of names), so it is described as "GitHub, read only" and a later catalogue can be compared.
+    sql: `
+      ALTER TABLE services ADD COLUMN template TEXT;
+      ALTER TABLE services ADD COLUMN operations TEXT;
+    `,
+  },
 ];

@@ -1,6 +1,7 @@
 // Service rows: which hosts a vault serves and how the credential is injected.
 
 import type { Sql } from "./db.ts";
+import { fail, isTextList, parseStoredJson } from "./stored-json.ts";
 
 /** Static types inject a stored value; the minted ones (issue 18) make or sign a credential from stored ones. */
 export type AuthType = "bearer" | "basic" | "header" | "passthrough" | "query" | "path" | MintedAuthType;
@@ -24,14 +25,18 @@ export interface ServiceRow {
   enabled: boolean;
   /** JSON list of {methods, paths}, or null for no rules (everything allowed). */
   rules: string | null;
+  /** The catalogue template the service was made from, or null (a custom service). */
+  template: string | null;
+  /** The template's operations chosen ("read", "write", …), or null; read from a JSON list. */
+  operations: readonly string[] | null;
   updatedAt: number;
 }
 
 /** Columns added after the first release: a put without them stores NULL. */
-type OptionalColumns = "rules" | "authParam" | "authTemplate" | "authConfig";
+type OptionalColumns = "rules" | "authParam" | "authTemplate" | "authConfig" | "template" | "operations";
 
 const COLUMNS = `vault_id AS "vaultId", host, description, auth_type AS "authType", auth_key AS "authKey", auth_header AS "authHeader",
-  auth_prefix AS "authPrefix", auth_username AS "authUsername", auth_param AS "authParam", auth_template AS "authTemplate", auth_config AS "authConfig", enabled, rules, updated_at AS "updatedAt"`;
+  auth_prefix AS "authPrefix", auth_username AS "authUsername", auth_param AS "authParam", auth_template AS "authTemplate", auth_config AS "authConfig", enabled, rules, template, operations, updated_at AS "updatedAt"`;
 
 export function serviceRepo(sql: Sql) {
   return {
@@ -52,12 +57,12 @@ export function serviceRepo(sql: Sql) {
     /** Inserts or replaces the service for (vault, host). */
     async put(s: Omit<ServiceRow, "updatedAt" | OptionalColumns> & Partial<Pick<ServiceRow, OptionalColumns>>, now: number): Promise<void> {
       await sql.run(
-        `INSERT INTO services (vault_id, host, description, auth_type, auth_key, auth_header, auth_prefix, auth_username, auth_param, auth_template, auth_config, enabled, rules, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        `INSERT INTO services (vault_id, host, description, auth_type, auth_key, auth_header, auth_prefix, auth_username, auth_param, auth_template, auth_config, enabled, rules, template, operations, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (vault_id, host) DO UPDATE SET description = excluded.description, auth_type = excluded.auth_type, auth_key = excluded.auth_key,
            auth_header = excluded.auth_header, auth_prefix = excluded.auth_prefix, auth_username = excluded.auth_username,
            auth_param = excluded.auth_param, auth_template = excluded.auth_template, auth_config = excluded.auth_config,
-           enabled = excluded.enabled, rules = excluded.rules, updated_at = excluded.updated_at`,
+           enabled = excluded.enabled, rules = excluded.rules, template = excluded.template, operations = excluded.operations, updated_at = excluded.updated_at`,
         [
           s.vaultId,
           s.host,
@@ -72,6 +77,8 @@ export function serviceRepo(sql: Sql) {
           s.authConfig ?? null,
           s.enabled ? 1 : 0,
           s.rules ?? null,
+          s.template ?? null,
+          s.operations ? JSON.stringify(s.operations) : null,
           now,
           now,
         ],
@@ -86,5 +93,11 @@ export function serviceRepo(sql: Sql) {
 export type ServiceRepo = ReturnType<typeof serviceRepo>;
 
 function normalise(r: ServiceRow): ServiceRow {
-  return { ...r, vaultId: Number(r.vaultId), enabled: Boolean(Number(r.enabled)), updatedAt: Number(r.updatedAt) };
+  const raw = r as unknown as { operations: unknown; vaultId: unknown };
+  const operations = raw.operations === null ? null : parseStoredJson("services", Number(raw.vaultId), "operations", raw.operations, assertOperations);
+  return { ...r, vaultId: Number(r.vaultId), enabled: Boolean(Number(r.enabled)), updatedAt: Number(r.updatedAt), operations };
+}
+
+function assertOperations(v: unknown, at: string): asserts v is string[] {
+  if (!isTextList(v)) fail(at, "must be a list of operation names");
 }

@@ -25,3 +25,4 @@ export {
   type ProposalChange,
   type RulesChangeKind,
 } from "./proposal.ts";
+export { describeOperations, describeTemplateChoice, operationLines } from "./template.ts";

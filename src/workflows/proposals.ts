@@ -17,6 +17,7 @@ import { hashToken, mintToken } from "../crypto/index.ts";
 import { iso } from "../identity/index.ts";
 import { openVault, requireInVault, type OpenVault, type UserPrincipal } from "../identity/index.ts";
 import { announceProposal } from "./webhooks.ts";
+import type { TemplateChoice } from "../templates/index.ts";
 
 const PROPOSAL_TTL_MS = 7 * 86_400_000;
 
@@ -201,10 +202,15 @@ export async function approveProposal(
   await d.store.transaction(async (tx) => {
     if (!(await tx.proposals.decide(row.id, "applied", p.userId, now))) throw new Conflict("this proposal was already decided");
     for (const c of sealed) await tx.credentials.put({ vaultId: row.vaultId, ...c }, now);
-    for (const s of services) await tx.services.put(toRow(row.vaultId, s.host, s.description, s.auth, true, s.rules), now);
+    for (const s of services) await tx.services.put(toRow(row.vaultId, s.host, s.description, s.auth, true, s.rules, chosenTemplate(s)), now);
   });
   d.onVaultChange?.(row.vaultId);
   void announceProposal(d, "proposal.approved", { ...row, status: "applied", decidedAt: now, decidedBy: p.userId });
+}
+
+/** A proposed service's template and operations, unless the person replaced its rules with their own. */
+function chosenTemplate(s: ProposedService): TemplateChoice | undefined {
+  return s.template ? { template: s.template, operations: (s.operations ?? []) as TemplateChoice["operations"] } : undefined;
 }
 
 /** What the approving human decides beside the values: rules per host, replacing the ones asked for (to narrow them). */
@@ -224,7 +230,8 @@ function withChosenRules(services: readonly ProposedService[], byHost: ApprovalC
   return services.map((s) => {
     if (!Object.hasOwn(byHost, s.host)) return s; // own keys only: a host named `constructor` is no inherited rule
     const rules = byHost[s.host];
-    const { rules: _asked, ...rest } = s;
+    if (JSON.stringify(rules ?? null) === JSON.stringify(s.rules ?? null)) return s; // the box as it was shown: the asked-for rules stand
+    const { rules: _asked, template: _t, operations: _o, ...rest } = s; // the person's own rules: no longer the template's
     return rules ? { ...rest, rules } : rest;
   });
 }

@@ -3,13 +3,15 @@
 // credential). A service decides where a stored value is sent, so every change is a secret write:
 // human admins and members only.
 
-import { Conflict, NotFound } from "../errors.ts";
+import { Conflict, InvalidRequest, NotFound } from "../errors.ts";
 import type { AuthType, ServiceRow } from "../store/index.ts";
 import type { Domain } from "../identity/index.ts";
 import { parseHostPattern } from "../policy/index.ts";
 import { requireInVault, type OpenVault } from "../identity/index.ts";
 import { RulesList, type Rules } from "../policy/index.ts";
 import { isMintedAuthType, mintedAuthConfig, mintedAuthKeyFields, parseMintedAuthConfig, type MintedAuthFields } from "../policy/index.ts";
+import { OPERATION_NAMES, rulesFor, servesHost, templateById, type TemplateChoice } from "../templates/index.ts";
+import { describeTemplateChoice } from "../words/index.ts";
 
 export interface ServiceAuth extends MintedAuthFields {
   type: AuthType;
@@ -30,14 +32,32 @@ export interface ServiceSpec {
   auth: ServiceAuth;
   enabled: boolean;
   rules?: Rules;
+  /** Made from a catalogue template: which one and the operations chosen (auth and rules are their expansion). */
+  from?: TemplateChoice;
 }
 
-/** A change to a service (ServiceUpdateInput): absent keeps the current value; `rules: null` removes the rules. */
+/**
+ * A change to a service (ServiceUpdateInput): absent keeps the current value; `rules: null` removes the
+ * rules. `from` sets auth and rules from a template again; a change of auth or rules without it makes
+ * the service a custom one (its words would no longer be the template's).
+ */
 export interface ServicePatch {
   description?: string;
   auth?: ServiceAuth;
   enabled?: boolean;
   rules?: Rules | null;
+  from?: TemplateChoice;
+}
+
+/** A template-made service as shown: its template and operations, and what today's catalogue would change. */
+export interface ServiceTemplateView {
+  id: string;
+  name: string;
+  operations: readonly string[];
+  /** "GitHub (api.github.com), read only". */
+  said: string;
+  /** Present when this release's catalogue gives the chosen operations other rules than the service has. */
+  catalogue_rules?: Rules;
 }
 
 export interface ServiceView {
@@ -47,6 +67,7 @@ export interface ServiceView {
   enabled: boolean;
   /** Allowed methods and paths; absent: everything on the host. */
   rules?: Rules;
+  template?: ServiceTemplateView;
 }
 
 /** Every credential key a service's auth uses (none for passthrough). */
@@ -69,7 +90,23 @@ export function viewService(r: ServiceRow): ServiceView {
   if (r.authParam) auth.param = r.authParam;
   if (r.authTemplate) auth.template = r.authTemplate;
   const rules = storedRules(r);
-  return { host: r.host, description: r.description, auth, enabled: r.enabled, ...(rules && { rules }) };
+  const template = templateView(r, rules);
+  return { host: r.host, description: r.description, auth, enabled: r.enabled, ...(rules && { rules }), ...(template && { template }) };
+}
+
+/** The template a row was made from, and the catalogue's rules for its operations when they differ (a person applies them). */
+function templateView(r: ServiceRow, rules: Rules | undefined): ServiceTemplateView | undefined {
+  if (r.template === null) return undefined;
+  const t = templateById(r.template);
+  const operations = r.operations ?? [];
+  // A template this release no longer has: still named, its rules as they are.
+  if (!t) return { id: r.template, name: r.template, operations, said: describeTemplateChoice(r.template, r.host, operations) };
+  const today = rulesFor(
+    t,
+    OPERATION_NAMES.filter((op) => operations.includes(op)),
+  );
+  const same = JSON.stringify(today) === JSON.stringify(rules ?? []);
+  return { id: t.id, name: t.name, operations, said: describeTemplateChoice(t.name, r.host, operations), ...(!same && { catalogue_rules: today }) };
 }
 
 /** The rules kept with a service row; a row that no longer parses allows nothing rather than everything. */
@@ -83,8 +120,18 @@ export function storedRules(r: Pick<ServiceRow, "rules">): Rules | undefined {
   }
 }
 
-export function toRow(vaultId: number, host: string, description: string, auth: ServiceAuth, enabled: boolean, rules?: Rules): Omit<ServiceRow, "updatedAt"> {
+export function toRow(
+  vaultId: number,
+  host: string,
+  description: string,
+  auth: ServiceAuth,
+  enabled: boolean,
+  rules?: Rules,
+  from?: TemplateChoice,
+): Omit<ServiceRow, "updatedAt"> {
   return {
+    template: from?.template ?? null,
+    operations: from?.operations ?? null,
     rules: rules ? JSON.stringify(rules) : null,
     vaultId,
     host,
@@ -113,7 +160,7 @@ export async function listServices(d: Domain, open: OpenVault): Promise<ServiceV
 export async function addService(d: Domain, open: OpenVault, spec: ServiceSpec): Promise<ServiceView> {
   requireInVault(open, "write_secrets");
   const host = spec.host;
-  const row = toRow(open.vault.id, host, spec.description, spec.auth, spec.enabled, spec.rules);
+  const row = toRow(open.vault.id, host, spec.description, spec.auth, spec.enabled, spec.rules, spec.from);
   await d.store.transaction(async (tx) => {
     if (await tx.services.get(open.vault.id, host)) throw new Conflict(`a service for ${host} already exists; update it instead`);
     await tx.services.put(row, d.now());
@@ -129,6 +176,11 @@ export async function updateService(d: Domain, open: OpenVault, rawHost: string,
     const current = await tx.services.get(open.vault.id, host);
     if (!current) throw new NotFound(`no service for ${host} in this vault`);
     const view = viewService(current);
+    const t = patch.from && templateById(patch.from.template);
+    if (t && !servesHost(t, host)) throw new InvalidRequest(`template: ${t.name} serves ${t.hosts.join(", ")}, not ${host}`, "template");
+    // Changing the auth or the rules by hand makes the service a custom one; naming the template again keeps it one.
+    const handEdited = patch.auth !== undefined || patch.rules !== undefined;
+    const kept = current.template === null ? undefined : { template: current.template, operations: current.operations ?? [] };
     const row = toRow(
       open.vault.id,
       host,
@@ -137,6 +189,7 @@ export async function updateService(d: Domain, open: OpenVault, rawHost: string,
       patch.enabled ?? view.enabled,
       // Absent keeps the current rules; null removes them (everything allowed again).
       patch.rules === undefined ? view.rules : (patch.rules ?? undefined),
+      patch.from ?? (handEdited ? undefined : (kept as TemplateChoice | undefined)),
     );
     await tx.services.put(row, d.now());
     return row;

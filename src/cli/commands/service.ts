@@ -12,7 +12,8 @@ import { openContext, pickVault } from "../kit/index.ts";
 import { CliFailure, hintOnForbidden, SECRET_WRITE_HINT } from "../kit/index.ts";
 import { addHelpFooter } from "../kit/index.ts";
 import { printJson, printLine, printNote, printTable } from "../kit/index.ts";
-import { AUTH_EXAMPLES, AUTH_NOTES, authKeyNames, buildAuth, describeAuth, MINTED_AUTH_ARGS, nameAuthFlag } from "../kit/index.ts";
+import { AUTH_EXAMPLES, AUTH_NOTES, authKeyNames, buildAuth, describeAuth, MINTED_AUTH_ARGS, nameAuthFlag, type ServiceAuth } from "../kit/index.ts";
+import { namesCatalogueTemplate, refuseStrayTemplateFlags, TEMPLATE_ARGS, TEMPLATE_EXAMPLES, templateFields } from "../kit/index.ts";
 import {
   ADD_RULES_EXAMPLE,
   ADD_RULES_NOTES,
@@ -37,17 +38,22 @@ const AUTH_DETAIL_ARGS = {
   prefix: { type: "string", description: "Text put before the value (header auth), e.g. 'Token '" },
   username: { type: "string", description: "User name (basic auth; the credential is the password)" },
   param: { type: "string", description: "Query parameter that carries the credential (query auth), e.g. key" },
-  template: { type: "string", description: "Path before the agent's path, {value} for the credential (path auth), e.g. /bot{value}" },
+  template: {
+    type: "string",
+    description:
+      "A catalogue template's id (see `broker template list`), or with --auth path: the path before the agent's, {value} for the credential, e.g. /bot{value}",
+  },
   ...MINTED_AUTH_ARGS,
 } as const;
 
 const add = defineCommand({
-  meta: { name: "add", description: "Allow a host and say how its credential is injected" },
+  meta: { name: "add", description: "Allow a host and say how its credential is injected, or add one from a template" },
   args: {
-    ...hostArg,
+    host: { type: "positional", description: "Host, host:port, or *.domain (with --template: optional, one the template serves)", required: false },
     // A string, not an enum: ten types in the usage line would push every option off the screen.
-    auth: { type: "string", valueHint: "type", required: true, description: "How the credential is sent: one of the types listed below" },
+    auth: { type: "string", valueHint: "type", description: "How the credential is sent: one of the types listed below (not with --template <id>)" },
     ...AUTH_DETAIL_ARGS,
+    ...TEMPLATE_ARGS,
     description: { type: "string", description: "What the service is, for people reading the list" },
     disabled: { type: "boolean", description: "Add it disabled" },
     ...allowArg,
@@ -56,21 +62,31 @@ const add = defineCommand({
     ...jsonArg,
   },
   async run({ args, rawArgs }) {
-    checkHost(args.host);
-    const auth = buildAuth(args);
+    const fromTemplate = namesCatalogueTemplate(args);
+    if (!fromTemplate) refuseStrayTemplateFlags(args);
+    if (!fromTemplate && !args.host)
+      throw new CliFailure("name the host, or a template: --template <id>", "broker service add <host> --auth <type> …, or broker template list", 2);
+    if (!fromTemplate && !args.auth)
+      throw new CliFailure("--auth is required (or add from a template: --template <id>)", "broker template list shows the templates", 2);
+    if (args.host) checkHost(args.host);
+    const auth = fromTemplate ? undefined : buildAuth({ ...args, auth: args.auth ?? "" });
     const ruleFlags = collectRuleFlags(rawArgs);
+    if (fromTemplate && ruleFlags.length)
+      throw new CliFailure("--allow and --approve do not go with --template <id>: its --operations give the rules", undefined, 2);
     const rules = ruleFlags.length ? parseRuleFlags(ruleFlags) : undefined;
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
-    const body = { host: args.host, description: args.description, auth, enabled: !args.disabled, rules };
+    const how = fromTemplate ? templateFields(args) : { auth, rules };
+    const body = { host: args.host, description: args.description, enabled: !args.disabled, ...how };
     const svc = await hintOnForbidden(
-      nameAuthFlag(ctx.client.request<ServiceAnswerBody>("POST", vaultPath(vault, "services"), { body, vault }), args),
+      nameAuthFlag(ctx.client.request<ServiceAnswerBody>("POST", vaultPath(vault, "services"), { body, vault }), { ...args, auth: args.auth ?? "" }),
       SECRET_WRITE_HINT,
     );
-    await warnIfNoKeys(ctx.client, vault, authKeyNames(auth));
+    await warnIfNoKeys(ctx.client, vault, authKeyNames(svc.auth as ServiceAuth));
     if (args.json) return printJson(svc);
-    printLine(`Added ${svc?.host ?? args.host} to vault ${vault} (${describeAuth(auth)}${args.disabled ? ", disabled" : ""}).`);
-    printLine(`Agents may use ${describeAllowed(svc?.rules ?? rules)}.`);
+    const said = svc.template?.said ?? describeAuth(svc.auth as ServiceAuth);
+    printLine(`Added ${svc.host} to vault ${vault} (${said}${args.disabled ? ", disabled" : ""}).`);
+    printLine(`Agents may use ${describeAllowed(svc.rules)}.`);
   },
 });
 /** A URL where a host belongs: name the exact host to type instead. */
@@ -103,7 +119,7 @@ async function warnIfNoKeys(client: Client, vault: string, keys: string[]): Prom
   }
 }
 
-addHelpFooter(add, () => `EXAMPLES\n\n${AUTH_EXAMPLES}\n${ADD_RULES_EXAMPLE}\n\n${AUTH_NOTES}\n\n${ADD_RULES_NOTES}`);
+addHelpFooter(add, () => `EXAMPLES\n\n${TEMPLATE_EXAMPLES}\n${AUTH_EXAMPLES}\n${ADD_RULES_EXAMPLE}\n\n${AUTH_NOTES}\n\n${ADD_RULES_NOTES}`);
 
 const update = defineCommand({
   meta: { name: "update", description: "Change a service's auth (how its credential is sent), rules or description" },
@@ -111,6 +127,7 @@ const update = defineCommand({
     ...hostArg,
     auth: { type: "string", valueHint: "type", description: "A new auth type with its flags, as for `service add` (the whole auth is replaced)" },
     ...AUTH_DETAIL_ARGS,
+    ...TEMPLATE_ARGS,
     ...allowArg,
     ...approveArg,
     "no-rules": { type: "boolean", description: "Remove the rules: every method and path allowed again, none held for approval" },
@@ -130,21 +147,28 @@ const update = defineCommand({
         2,
       );
     }
-    const detail = (Object.keys(AUTH_DETAIL_ARGS) as (keyof typeof AUTH_DETAIL_ARGS)[]).find((f) => args[f] !== undefined);
+    // --template <id> [--operations …]: auth and rules from the catalogue again (a catalogue update applied, or other operations).
+    const fromTemplate = namesCatalogueTemplate(args);
+    if (!fromTemplate) refuseStrayTemplateFlags(args);
+    if (fromTemplate && (clear || ruleFlags.length))
+      throw new CliFailure("--template <id> gives the rules; leave out --allow, --approve and --no-rules", undefined, 2);
+    const detail = (Object.keys(AUTH_DETAIL_ARGS) as (keyof typeof AUTH_DETAIL_ARGS)[]).find(
+      (f) => args[f] !== undefined && !(f === "template" && fromTemplate),
+    );
     if (args.auth === undefined && detail)
       throw new CliFailure(
         `--${detail} changes the auth, which needs --auth`,
         `give the whole auth again: broker service update ${args.host} --auth <type> --${detail} …`,
         2,
       );
-    if (!clear && !ruleFlags.length && args.description === undefined && args.auth === undefined) {
+    if (!fromTemplate && !clear && !ruleFlags.length && args.description === undefined && args.auth === undefined) {
       throw new CliFailure(
         "nothing to change",
         `give --auth with its flags, --allow or --approve to replace the rules (${ALLOW_EXAMPLE}), --no-rules to remove them, or --description`,
         2,
       );
     }
-    const body: Record<string, unknown> = {};
+    const body: Record<string, unknown> = fromTemplate ? templateFields(args) : {};
     const auth = args.auth === undefined ? undefined : buildAuth({ ...args, auth: args.auth });
     if (auth) body.auth = auth;
     if (clear) body.rules = null;
@@ -176,7 +200,13 @@ const list = defineCommand({
         { title: "AUTH", value: (s) => describeAuth(s.auth) },
         { title: "ENABLED", value: (s) => (s.enabled ? "yes" : "no") },
         { title: "DESCRIPTION", value: (s) => s.description ?? "" },
-        { title: "ALLOWS", value: (s) => describeAllowed(s.rules) },
+        {
+          title: "ALLOWS",
+          value: (s) =>
+            s.template
+              ? `${s.template.said}${s.template.catalogue_rules ? " (the catalogue's rules changed: see service update --help)" : ""}`
+              : describeAllowed(s.rules),
+        },
       ],
       `No services in vault ${vault}. Add one with: broker service add <host> --auth bearer --token <KEY>`,
     );

@@ -80,3 +80,4 @@ export { checkWholePem } from "./service-auth.ts";
 export { slotPrompt } from "./service-auth.ts";
 export { promptLine } from "./prompt.ts";
 export { parseDomainList } from "./args.ts";
+export { namesCatalogueTemplate, refuseStrayTemplateFlags, TEMPLATE_ARGS, TEMPLATE_EXAMPLES, templateFields } from "./service-template.ts";

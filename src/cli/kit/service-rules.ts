@@ -51,6 +51,10 @@ export const UPDATE_EXAMPLES = `EXAMPLES
   broker service update api.github.com --allow "GET HEAD /repos/**"
   broker service update api.stripe.com --allow "GET /v1/**" --approve "POST /v1/refunds"
   broker service update api.github.com --no-rules
+  broker service update api.github.com --template github --operations read,write
+
+--template <id> sets the auth and rules from the catalogue again: other operations, or a catalogue
+update's rules once \`broker service list\` says they changed (nothing changes until you do this).
 
 --allow and --approve replace all the service's rules with the ones given (methods first, then
 paths; * matches one path segment, ** any number), so give every rule again. An --approve rule

@@ -17,7 +17,7 @@ import { listServices, viewProposal } from "../../workflows/index.ts";
 import type { OpenVault, VaultRole } from "../../identity/index.ts";
 import type { ProposalReview } from "../../workflows/index.ts";
 import type { Rules } from "../../policy/index.ts";
-import { RulesBox, RulesReview } from "../ui/index.ts";
+import { RulesBox, RulesReview, TemplateChoice } from "../ui/index.ts";
 import { formatRulesText, readChosenRules, rulesFieldName, typedRules } from "../ui/index.ts";
 import { Badge, Button, EmptyState, Name, PostForm, Section, Time, toneOf } from "../ui/index.ts";
 import {
@@ -83,6 +83,7 @@ function Hosts(props: { p: ProposalReview; current: CurrentServices; editable: b
               <Name>{s.host}</Name> {pending ? <Badge>{change.status}</Badge> : null} <span class="muted small">{change.auth}</span>
               {s.description ? <span class="small"> · {s.description}</span> : null}
               <dl class="overview rules-review">
+                <TemplateChoice service={s} />
                 <RulesReview change={change.rules} id={id} />
               </dl>
               {props.editable ? (

@@ -20,4 +20,5 @@ export { sessionRoutes } from "./sessions.ts";
 export { vaultInviteRoutes } from "./vault-invites.ts";
 export { vaultRoutes } from "./vaults.ts";
 export { webhookRoutes } from "./webhooks.ts";
+export { templateRoutes, viewTemplate } from "./templates.ts";
 export { readInt } from "./logs.ts";

@@ -5,7 +5,8 @@ import { Hono } from "hono";
 import { InvalidRequest } from "../../errors.ts";
 import type { Domain } from "../../identity/index.ts";
 import { describeAuthForAgent, describeRules } from "../../words/index.ts";
-import { storedRules, viewService } from "../../workflows/index.ts";
+import { viewService } from "../../workflows/index.ts";
+import { operationsOf, TEMPLATES } from "../../templates/index.ts";
 import type { ServiceRow } from "../../store/index.ts";
 import {
   approveProposal,
@@ -48,10 +49,23 @@ export function discoverRoutes(d: Domain) {
           .filter((s) => s.enabled)
           .map((s) => {
             // An agent learns what a service allows before it tries (absent: every method and path).
-            const rules = storedRules(s);
-            return { host: s.host, description: s.description, auth: discoveredAuth(s), ...(rules && { rules, allows: describeRules(rules) }) };
+            const view = viewService(s);
+            const template = view.template && {
+              id: view.template.id,
+              name: view.template.name,
+              operations: [...view.template.operations],
+              said: view.template.said,
+            };
+            return {
+              host: s.host,
+              description: s.description,
+              auth: discoveredAuth(s),
+              ...(view.rules && { rules: view.rules, allows: describeRules(view.rules) }),
+              ...(template && { template }),
+            };
           }),
         available_credentials: await d.store.credentials.keys(open.vault.id),
+        templates: TEMPLATES.map((t) => ({ id: t.id, name: t.name, hosts: [...t.hosts], operations: operationsOf(t) })),
       });
     },
   );

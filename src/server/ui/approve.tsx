@@ -14,6 +14,7 @@ import { describeProposalChange, isPemSlot, PEM_HINT, slotUses } from "../../wor
 import { ProviderSignIn, type SignInProvider } from "./sign-in-provider.tsx";
 import { Brand, Document } from "./document.tsx";
 import { RulesBox, RulesReview } from "./rules-field.tsx";
+import { TemplateChoice } from "./template-choice.tsx";
 import { formatRulesText, rulesFieldName } from "./rules-text.ts";
 
 export type Viewer = { kind: "anonymous" } | { kind: "not-allowed"; email: string } | { kind: "approver"; email: string };
@@ -101,6 +102,7 @@ function Services(props: { proposal: ProposalView; current: ApprovePageProps["cu
             </legend>
             {s.description ? <p>{s.description}</p> : null}
             <dl class="overview">
+              <TemplateChoice service={s} />
               <dt>Credential</dt>
               <dd>{change.auth}</dd>
               <RulesReview change={change.rules} id={`service-${i}-rules`} />

@@ -21,6 +21,7 @@ export { typedRules } from "./rules-text.ts";
 export { STYLESHEET } from "./style.ts";
 export { COPY_SCRIPT } from "./copy-script.ts";
 export { RulesBox } from "./rules-field.tsx";
+export { TemplateChoice } from "./template-choice.tsx";
 export { RulesReview } from "./rules-field.tsx";
 export { formatRulesText } from "./rules-text.ts";
 export { rulesFieldName } from "./rules-text.ts";

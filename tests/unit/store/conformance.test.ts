@@ -317,6 +317,8 @@ forEachBackend((backend) => {
       authConfig: null,
       enabled: true,
       rules: null,
+      template: null,
+      operations: null,
     } as const;
     await store.services.put({ ...base, host: "b.example.com", authType: "bearer", authKey: "K" }, 10);
     await store.services.put(
@@ -376,6 +378,15 @@ forEachBackend((backend) => {
       authConfig: config,
       updatedAt: 34,
     });
+    // Made from a template (migration 16): its id and the operations chosen round-trip, and are cleared by a put without them.
+    await store.services.put({ ...base, host: "t.example.com", authType: "bearer", authKey: "T", template: "github", operations: ["read", "write"] }, 35);
+    expect(await store.services.get(v.id, "t.example.com")).toMatchObject({ template: "github", operations: ["read", "write"] });
+    await store.services.put({ ...base, host: "t.example.com", authType: "bearer", authKey: "T" }, 36);
+    expect(await store.services.get(v.id, "t.example.com")).toMatchObject({ template: null, operations: null });
+    // Operations changed outside the broker into something that is not a list of names are refused, naming the column.
+    await store.services.put({ ...base, host: "t.example.com", authType: "bearer", authKey: "T", template: "github", operations: ["read"] }, 37);
+    await store.db.run("UPDATE services SET operations = ? WHERE host = ?", ['{"read":true}', "t.example.com"]);
+    await expect(store.services.get(v.id, "t.example.com")).rejects.toThrow("services row");
     for (const authType of ["oauth2_refresh", "aws_sigv4", "github_app"] as const)
       await store.services.put({ ...base, host: "m.example.com", authType, authConfig: "{}" }, 35);
     await store.services.put({ ...base, host: "m.example.com", authType: "bearer", authKey: "K" }, 36);

@@ -1,0 +1,55 @@
+// A service from a template: the chosen operations' rules joined in catalogue order, the template's
+// auth with the credential keys a person picked in place of the suggested ones, and the host (the
+// template's first unless the person names another it serves). Pure: the contract calls it while
+// reading a body, the domain to compare a service with today's catalogue.
+
+import { hostMatches, parseHostPattern } from "../policy/index.ts";
+import type { ProposedAuth, ProposedRule } from "../store/index.ts";
+import { OPERATION_NAMES, type OperationName, type Template } from "./template.ts";
+
+/** What a template-made service records beside its host, auth and rules. */
+export interface TemplateChoice {
+  readonly template: string;
+  readonly operations: readonly OperationName[];
+}
+
+/** The auth fields of `t` that name a credential key, with the key each suggests. */
+export function templateKeyFields(t: Template): [string, string][] {
+  const keyFields = ["token", "client_id", "client_secret", "refresh_token", "access_key_id", "secret_access_key", "session_token", "private_key"] as const;
+  return keyFields.flatMap((f) => (typeof t.auth[f] === "string" ? [[f, t.auth[f] as string] as [string, string]] : []));
+}
+
+/** The operations `t` offers, in catalogue order. */
+export function operationsOf(t: Template): OperationName[] {
+  return OPERATION_NAMES.filter((name) => t.operations[name] !== undefined);
+}
+
+/** The rules of the chosen operations, in catalogue order, each rule once. */
+export function rulesFor(t: Template, chosen: readonly OperationName[]): ProposedRule[] {
+  const seen = new Set<string>();
+  const rules: ProposedRule[] = [];
+  for (const name of operationsOf(t)) {
+    if (!chosen.includes(name)) continue;
+    for (const rule of t.operations[name]!.rules) {
+      const id = JSON.stringify(rule);
+      if (!seen.has(id)) rules.push(rule);
+      seen.add(id);
+    }
+  }
+  return rules;
+}
+
+/** The template's auth with `keys` (auth field → credential key) in place of the suggested key names. */
+export function authFor(t: Template, keys: Readonly<Record<string, string>>): ProposedAuth {
+  return { ...t.auth, ...keys };
+}
+
+/** Whether `host` (a parsed pattern's text) is one the template serves: one of its patterns, or a name one of them matches. */
+export function servesHost(t: Template, host: string): boolean {
+  return t.hosts.some((pattern) => pattern === host || (!host.includes("*") && hostMatches(parseHostPattern(pattern, { allowIp: false }), host, 443)));
+}
+
+/** The first template (catalogue order) serving `host`, a concrete name: an exact host before a wildcard's. */
+export function templateServing(templates: readonly Template[], host: string): Template | undefined {
+  return templates.find((t) => t.hosts.includes(host)) ?? templates.find((t) => servesHost(t, host));
+}
