@@ -9,6 +9,7 @@ import { Secret } from "./secret.ts";
 import { readOidcConfig, type OidcConfig } from "./config-oidc.ts";
 import { readMasterPassword } from "./config-master-password.ts";
 import { normaliseHostName, readHostMappings, type HostMapping } from "./config-host.ts";
+import { CONNECT_PREFIX, readConnectApps, type ConnectApp } from "./config-connect.ts";
 
 export type Env = Record<string, string | undefined>;
 import { RATE_PROFILES, type RateProfile } from "./ratelimit/index.ts";
@@ -16,6 +17,7 @@ import { RATE_PROFILES, type RateProfile } from "./ratelimit/index.ts";
 export { RATE_PROFILES, type RateProfile };
 export type { OidcConfig } from "./config-oidc.ts";
 export { normaliseHostName, type HostMapping } from "./config-host.ts";
+export { connectEnvId, type ClientAuthMethod, type ConnectApp } from "./config-connect.ts";
 
 export interface Config {
   readonly dataDir: string;
@@ -51,6 +53,8 @@ export interface Config {
   readonly metrics: { readonly token: Secret | undefined } | undefined;
   /** Identity-provider sign-in; undefined when BROKER_OIDC_ISSUER is unset (the feature is off). */
   readonly oidc: OidcConfig | undefined;
+  /** BROKER_CONNECT_<ID>_*: OAuth apps for connecting accounts, one per template id; empty when none is set. */
+  readonly connect: readonly ConnectApp[];
   /** Unknown BROKER_* names: likely typos, shown as warnings rather than ignored silently. */
   readonly warnings: readonly string[];
 }
@@ -136,6 +140,29 @@ export const SETTINGS: readonly SettingDoc[] = [
     name: "BROKER_OIDC_CLIENT_AUTH_METHOD",
     default: "client_secret_basic",
     description: "How the broker authenticates to the provider's token endpoint, as the client is registered there: client_secret_basic or client_secret_post",
+  },
+  {
+    name: "BROKER_CONNECT_<ID>_CLIENT_ID",
+    default: "(none: off)",
+    description:
+      "Client id of the OAuth app registered at a template's provider, so people can connect an account from the console (<ID>: the template id upper-cased, '-' as '_', e.g. GITHUB); redirect URI to register: <BROKER_PUBLIC_URL>/connect/callback",
+  },
+  {
+    name: "BROKER_CONNECT_<ID>_CLIENT_SECRET",
+    default: "(none)",
+    description: "That app's client secret (or BROKER_CONNECT_<ID>_CLIENT_SECRET_FILE, an absolute path; exactly one)",
+  },
+  { name: "BROKER_CONNECT_<ID>_CLIENT_SECRET_FILE", default: "(none)", description: "Absolute path of a file holding that app's client secret" },
+  {
+    name: "BROKER_CONNECT_<ID>_AUTHORIZE_URL",
+    default: "(the template's)",
+    description: "The provider's authorization endpoint, in place of the template's (GitHub Enterprise; https, http only for 127.0.0.1 or localhost)",
+  },
+  { name: "BROKER_CONNECT_<ID>_TOKEN_URL", default: "(the template's)", description: "The provider's token endpoint, in place of the template's (https)" },
+  {
+    name: "BROKER_CONNECT_<ID>_CLIENT_AUTH_METHOD",
+    default: "client_secret_basic",
+    description: "How the broker authenticates at that token endpoint, as the app is registered: client_secret_basic or client_secret_post",
   },
   { name: "BROKER_RATELIMIT_PROFILE", default: "default", description: "Rate-limit profile: default, strict, loose or off" },
   { name: "BROKER_RATELIMIT_LOCK", default: "false", description: "Pin rate limits to the environment; settings API becomes read-only" },
@@ -223,6 +250,7 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): Config {
     shutdownGraceMs: readInt("BROKER_SHUTDOWN_GRACE_S", env.BROKER_SHUTDOWN_GRACE_S, 30, 0, 3600, problems) * 1000,
     metrics: readMetrics(env, problems),
     oidc: readOidcConfig(env, problems),
+    connect: Object.freeze(readConnectApps(env, problems)),
     warnings: Object.freeze(findUnknownSettings(env)),
   };
   if (problems.length) throw new ConfigError(problems);
@@ -247,8 +275,9 @@ export function takeMasterPassword(env: Env = process.env): Secret | undefined {
 
 function findUnknownSettings(env: Env): string[] {
   const known = new Set([...SETTINGS.map((s) => s.name), ...RATE_LIMIT_SETTINGS.map((s) => s.name), ...CLIENT_SETTINGS]);
+  // BROKER_CONNECT_<ID>_* names are read (and a wrong one refused) by config-connect.ts.
   return Object.keys(env)
-    .filter((k) => k.startsWith("BROKER_") && !known.has(k))
+    .filter((k) => k.startsWith("BROKER_") && !k.startsWith(CONNECT_PREFIX) && !known.has(k))
     .map((k) => `${k} is not a broker setting and is ignored`);
 }
 

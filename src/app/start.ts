@@ -13,7 +13,7 @@ import {
   type EgressDeps,
   type Resolver,
 } from "../egress/index.ts";
-import { createMinter } from "../minting/index.ts";
+import { createMinter, redeemAuthorizationCode } from "../minting/index.ts";
 import { createWebhookSender } from "../webhooks/index.ts";
 import { DatabaseUnavailable, toErrorResponse, Unavailable } from "../errors.ts";
 import type { LiveSecrets, Logger } from "../log.ts";
@@ -34,6 +34,7 @@ import {
 import { createChangeFeed, type Freshness } from "../store/index.ts";
 import { createLoginThrottle, createRateLimiter, resolveSettings } from "../ratelimit/index.ts";
 import { createRequestApprovalGate, expireProposals, pruneEndedRows, pruneRequestApprovals, replaceRotatedCredential } from "../workflows/index.ts";
+import { CONNECT_CALLBACK_PATH, connectWarnings, type ConnectDeps } from "../workflows/index.ts";
 import { restoreRateLimits } from "../identity/index.ts";
 import { createOidcClient } from "../identity/index.ts";
 import { createApi, type DatabaseHealth } from "../server/index.ts";
@@ -234,6 +235,13 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       noteSent: (values) => plans.noteSent(values),
     });
     cached.push(minter.secrets);
+    // Connecting an account: the code is redeemed at the provider's token endpoint like any token request.
+    const connect: ConnectDeps = {
+      apps: config.connect,
+      redirectUri: `${publicUrl}${CONNECT_CALLBACK_PATH}`,
+      redeem: (r) => redeemAuthorizationCode({ upstream, policy, resolver, noteSent: (values) => plans.noteSent(values) }, r),
+    };
+    for (const detail of connectWarnings(config.connect)) log.warn("connect_settings_unused", { detail });
     const egress: EgressDeps = {
       minter,
       approvals: createRequestApprovalGate(domain),
@@ -295,6 +303,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       trustedProxies: config.trustedProxies,
       auditRetention,
       databaseHealth,
+      connect,
       ...(metrics && { metrics: { registry: metrics, token: config.metrics?.token } }),
     });
     const listenerName = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? "127.0.0.1" : config.bindHost;

@@ -15,11 +15,12 @@ import {
   servesHost,
   templateById,
   templateKeyFields,
+  templateSettings,
   type OperationName,
   type TemplateChoice,
 } from "../templates/index.ts";
 import { KeyName } from "./fields.ts";
-import { AUTH_TYPES } from "./service-auth.ts";
+import { AUTH_TYPES, ServiceAuthInput } from "./service-auth.ts";
 
 /** The fields a body carries to name a template; beside a custom service's, in one strict object. */
 export const TemplateFields = {
@@ -36,6 +37,10 @@ export const TemplateFields = {
     .record(z.string(), KeyName, says("{field} must map the template's key fields to credential key names"))
     .optional()
     .describe('with template: credential keys in place of the suggested ones, by auth field ({"token": "MY_GITHUB_TOKEN"})'),
+  settings: z
+    .record(z.string(), z.union([z.string(), z.number()], says("{field} must be text")).transform(String), says("{field} must map auth fields to values"))
+    .optional()
+    .describe('with template: the settings that are your own, e.g. {"username": "you@example.com"} (GET /v1/templates/{id} lists them under fill)'),
 };
 
 interface Stated {
@@ -45,6 +50,7 @@ interface Stated {
   template?: string;
   operations?: OperationName[];
   keys?: Record<string, string>;
+  settings?: Record<string, string>;
 }
 
 /** A body's service once read: what a custom one states, or a template's expansion with the choice. */
@@ -67,7 +73,7 @@ export function readStatedService(s: Stated, ctx: z.RefinementCtx, allowIp: bool
     ctx.addIssue({ code: "custom", path, message, input: s });
   };
   if (s.template === undefined) {
-    for (const f of ["operations", "keys"] as const) if (s[f] !== undefined) issue([f], "{field} goes with template; name the template, or leave it out");
+    for (const f of ["operations", "keys", "settings"] as const) if (s[f] !== undefined) issue([f], "{field} goes with template; name the template, or leave it out");
     if (s.host === undefined) issue(["host"], "{field}: must be a host name");
     if (s.auth === undefined) issue(["auth", "type"], `{field} must be one of ${AUTH_TYPES.join(", ")}`);
     if (s.host === undefined || s.auth === undefined) return undefined;
@@ -77,7 +83,8 @@ export function readStatedService(s: Stated, ctx: z.RefinementCtx, allowIp: bool
   if (!expanded) return undefined;
   const { t, auth, rules, from } = expanded;
   const host = s.host ?? parseHostPattern(t.hosts[0], { allowIp }).text;
-  if (host.includes("*") && s.host === undefined) issue(["host"], `{field}: ${t.name} serves ${t.hosts.join(", ")}; name the host to use`);
+  if (t.fill?.host && s.host === undefined) issue(["host"], `{field}: name ${t.fill.host}`);
+  else if (host.includes("*") && s.host === undefined) issue(["host"], `{field}: ${t.name} serves ${t.hosts.join(", ")}; name the host to use`);
   else if (!servesHost(t, host)) issue(["host"], `{field}: ${t.name} serves ${t.hosts.join(", ")}, not ${host}`);
   if (refused) return undefined;
   return { host, auth, rules, from };
@@ -128,7 +135,27 @@ function expandChoice(s: Stated & { template: string }, issue: (path: PropertyKe
     fits = false;
     issue(["keys", field], `{field}: ${t.name}'s auth has no key field ${field} (it has ${keyFields.join(", ")})`);
   }
+  const own = templateSettings(t);
+  for (const [field, what] of own) {
+    if (s.settings?.[field] === undefined) {
+      fits = false;
+      issue(["settings", field], `{field} is needed for ${t.name}: ${what}`);
+    }
+  }
+  for (const field of Object.keys(s.settings ?? {})) {
+    if (own.some(([f]) => f === field)) continue;
+    fits = false;
+    issue(["settings", field], `{field}: ${t.name} takes no ${field}${own.length ? ` (it takes ${own.map(([f]) => f).join(", ")})` : ""}`);
+  }
   if (!fits) return undefined;
+  // The person's own values go through the auth schema, as a custom service's would.
+  const auth = ServiceAuthInput.safeParse(authFor(t, s.keys ?? {}, s.settings ?? {}));
+  if (!auth.success) {
+    const bad = auth.error.issues[0]!;
+    const field = String(bad.path[0] ?? "");
+    issue([own.some(([f]) => f === field) ? "settings" : "keys", field], bad.message); // its `{field}` names settings.<field>
+    return undefined;
+  }
   const chosen = OPERATION_NAMES.filter((name) => operations.includes(name));
-  return { t, auth: authFor(t, s.keys ?? {}), rules: rulesFor(t, chosen), from: { template: t.id, operations: chosen } satisfies TemplateChoice };
+  return { t, auth: auth.data, rules: rulesFor(t, chosen), from: { template: t.id, operations: chosen } satisfies TemplateChoice };
 }

@@ -21,6 +21,9 @@ export const TemplateView = z.object({
   obtain: z.string().describe("where a person creates the credential"),
   operations: z.array(TemplateOperationView),
   connect: z.boolean().describe("a person can connect an account in the console instead of pasting a credential"),
+  fill: z
+    .record(z.string(), z.string())
+    .describe("what is the person's own, by field (host, username, app_id, installation_id): give it as host or in settings"),
 });
 
 export const TemplateList = z.object({ templates: z.array(TemplateView) });

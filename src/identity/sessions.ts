@@ -7,7 +7,7 @@ import { ALWAYS_FRESH, type Freshness } from "../store/index.ts";
 import type { Secret } from "../secret.ts";
 import type { Repos, SessionRow, Store, VaultRole } from "../store/index.ts";
 import { LIMITS } from "../policy/index.ts";
-import type { Principal } from "./principal.ts";
+import type { Principal, UserPrincipal } from "./principal.ts";
 import { hashToken, mintPublicId, mintToken } from "../crypto/index.ts";
 
 export interface MintedSession {
@@ -155,6 +155,18 @@ export function createAuthenticator(store: Store, opts: AuthenticatorOptions): A
       for (const h of hashes) cache.delete(h);
     },
   };
+}
+
+/**
+ * The person of user session `publicId` while it is live (not revoked, expired or idle): a browser flow that
+ * left for another site (an OAuth provider's sign-in) resumes as them, even when the way back is a cross-site
+ * navigation that leaves the SameSite=Strict session cookie behind.
+ */
+export async function liveUserSession(store: Store, publicId: string, now: number): Promise<UserPrincipal | undefined> {
+  const row = await store.sessions.byPublicId(publicId);
+  if (!row || row.kind !== "user" || !isLive(row, row.lastSeenAt, now)) return undefined;
+  const p = await toPrincipal(store, row).catch(() => undefined);
+  return p?.kind === "user" ? p : undefined;
 }
 
 export function isLive(row: SessionRow, lastSeen: number, now: number): boolean {

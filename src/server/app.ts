@@ -31,6 +31,7 @@ import { logRoutes } from "./routes/index.ts";
 import { metricsRoutes } from "./routes/index.ts";
 import type { Metrics } from "./kit/index.ts";
 import type { Secret } from "../secret.ts";
+import type { ConnectDeps } from "../workflows/index.ts";
 import { sessionRoutes } from "./routes/index.ts";
 import { vaultInviteRoutes } from "./routes/index.ts";
 import { vaultRoutes } from "./routes/index.ts";
@@ -53,6 +54,8 @@ export interface ApiDeps {
   readonly databaseHealth?: () => Promise<DatabaseHealth>;
   /** GET /metrics (BROKER_METRICS / BROKER_METRICS_TOKEN); absent: metrics are off and /metrics is 404. */
   readonly metrics?: { readonly registry: Metrics; readonly token: Secret | undefined };
+  /** Connecting accounts at templates' providers (BROKER_CONNECT_<ID>_*); absent: no template offers it. */
+  readonly connect?: ConnectDeps;
 }
 
 export interface DatabaseHealth {
@@ -137,7 +140,7 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
   api.route("/assets", assetRoutes());
   const minter = deps.egress?.minter;
   const mintedState = minter && ((vaultId: number, host: string) => minter.state(vaultId, host));
-  api.route("/", consoleRoutes(d, deps.log, { ca: deps.ca, auditRetention: deps.auditRetention, mintedState })); // HTML pages at /, /account, /vaults/...; JSON clients keep JSON
+  api.route("/", consoleRoutes(d, deps.log, { ca: deps.ca, auditRetention: deps.auditRetention, mintedState, connect: deps.connect })); // HTML pages at /, /account, /vaults/...; JSON clients keep JSON
   if (deps.egress) api.route("/proxy", proxyRoutes(d, deps.egress));
   if (deps.ca) {
     const ca = caRoutes(d, deps.ca, deps.log);

@@ -5,6 +5,7 @@ import { accessRepo } from "./access.ts";
 import { agentRepo } from "./agents.ts";
 import { auditRepo } from "./audit.ts";
 import { caRepo } from "./ca.ts";
+import { connectStateRepo } from "./connect-states.ts";
 import { credentialRepo } from "./credentials.ts";
 import { identityRepo } from "./identities.ts";
 import { inviteRepo } from "./invites.ts";
@@ -34,6 +35,7 @@ export type { AgentRow } from "./agents.ts";
 export type { AccessRow, GrantRow, MemberRow, VaultRole } from "./access.ts";
 export type { InviteKind, InviteRow } from "./invites.ts";
 export type { IdentityRow, OidcCliCodeRow, OidcPurpose, OidcStateRow } from "./identities.ts";
+export type { ConnectStateRow } from "./connect-states.ts";
 export type { AuthType, MintedAuthType, ServiceRow } from "./services.ts";
 export type { AuditFilter, AuditRow } from "./audit.ts";
 export type { ProposalRow, ProposalStatus, ProposedAuth, ProposedRule, ProposedService, ProposedSlot } from "./proposals.ts";
@@ -68,6 +70,7 @@ function createRepos(sql: Sql) {
     ca: caRepo(sql),
     identities: identityRepo(sql),
     webhooks: webhookRepo(sql),
+    connectStates: connectStateRepo(sql),
   };
 }
 

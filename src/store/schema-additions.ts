@@ -193,4 +193,24 @@ export const ADDITIONS: readonly Migration[] = [
       ALTER TABLE services ADD COLUMN operations TEXT;
     `,
   },
+  {
+    version: 17,
+    name: "connect-states",
+    // Connecting an account at a template's provider (OAuth authorization code with PKCE): the flow a
+    // person started, bound to their session, the vault, the template and the operations chosen. Only the
+    // SHA-256 of the state is kept; a row is deleted when read (single use) and lives 10 minutes.
+    sql: `
+      CREATE TABLE connect_states (
+        state_hash TEXT PRIMARY KEY,
+        code_verifier TEXT NOT NULL,
+        user_id BIGINT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+        session_public_id TEXT NOT NULL,
+        vault_id BIGINT NOT NULL REFERENCES vaults (id) ON DELETE CASCADE,
+        template TEXT NOT NULL,
+        operations TEXT NOT NULL,
+        expires_at BIGINT NOT NULL
+      );
+      CREATE INDEX connect_states_expiry ON connect_states (expires_at);
+    `,
+  },
 ];

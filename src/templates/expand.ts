@@ -39,14 +39,30 @@ export function rulesFor(t: Template, chosen: readonly OperationName[]): Propose
   return rules;
 }
 
-/** The template's auth with `keys` (auth field → credential key) in place of the suggested key names. */
-export function authFor(t: Template, keys: Readonly<Record<string, string>>): ProposedAuth {
-  return { ...t.auth, ...keys };
+/** The template's auth with `keys` (auth field → credential key) and the person's own `settings` in place of the examples. */
+export function authFor(t: Template, keys: Readonly<Record<string, string>>, settings: Readonly<Record<string, string>> = {}): ProposedAuth {
+  return { ...t.auth, ...keys, ...settings };
 }
 
-/** Whether `host` (a parsed pattern's text) is one the template serves: one of its patterns, or a name one of them matches. */
+/**
+ * Whether `host` (a parsed pattern's text) is one the template serves: one of its patterns, a name one
+ * of them matches, or, for a template whose host is the person's own (`fill.host`: a store, a project,
+ * a region), any name under the same domain as one of its example hosts (`acme.myshopify.com`).
+ */
 export function servesHost(t: Template, host: string): boolean {
-  return t.hosts.some((pattern) => pattern === host || (!host.includes("*") && hostMatches(parseHostPattern(pattern, { allowIp: false }), host, 443)));
+  if (t.hosts.some((pattern) => pattern === host || (!host.includes("*") && hostMatches(parseHostPattern(pattern, { allowIp: false }), host, 443)))) return true;
+  if (!t.fill?.host || host.includes("*") || host.includes(":")) return false;
+  return t.hosts.some((example) => host.endsWith(`.${domainOf(example)}`));
+}
+
+/** The last two labels of a host name: `myshopify.com` for `your-store.myshopify.com`. */
+function domainOf(host: string): string {
+  return host.replace(/^\*\./, "").split(".").slice(-2).join(".");
+}
+
+/** The template's settings the person gives (fill, but the host), with what belongs in each. */
+export function templateSettings(t: Template): [string, string][] {
+  return Object.entries(t.fill ?? {}).filter(([field]) => field !== "host") as [string, string][];
 }
 
 /** The first template (catalogue order) serving `host`, a concrete name: an exact host before a wildcard's. */

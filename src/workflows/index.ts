@@ -1,5 +1,5 @@
 // What people and agents do in a vault: credentials, services, proposals and their review, held
-// requests and their approval, webhook settings, the audit log's queries.
+// requests and their approval, webhook settings, the audit log's queries, connected accounts.
 
 export * from "./audit-log.ts";
 export * from "./credential-ops.ts";
@@ -9,3 +9,15 @@ export * from "./services.ts";
 export * from "./webhooks.ts";
 export * from "./request-approvals.ts";
 export { layoutJson, type JsonLayout } from "./json-layout.ts";
+export * from "./connect.ts";
+export * from "./connect-complete.ts";
+export {
+  CONNECT_CALLBACK_PATH,
+  CONNECT_STATE_TTL_MS,
+  connectConfigured,
+  connectWarnings,
+  type CodeRedemption,
+  type ConnectDeps,
+  type ConnectKeys,
+  type Redeemed,
+} from "./connect-plan.ts";

@@ -147,11 +147,13 @@ describe("a person's day in the console (Chromium)", () => {
         expect(await page.inputValue("#f-value")).toBe("");
         expect(await page.textContent("#credentials")).toContain("API_KEY");
 
-        // A service for the upstream that receives it.
+        // A service for the upstream that receives it: Add a service, Custom service, Bearer token, then its fields.
         await goSection(page, "Services");
+        await submit(page, "text=Add a service");
+        await submit(page, "#custom-service");
+        await submit(page, "#type-bearer");
         await page.fill("#f-host", mainHost);
-        await page.check("#auth-bearer");
-        await page.fill("#f-credential_key", "API_KEY");
+        await page.selectOption("#f-credential_key", "API_KEY");
         await page.fill("#f-description", "Main data API");
         await submit(page, "#add-service-form button[type=submit]");
         if (await page.$("#confirm-service")) await submit(page, "#confirm-service");

@@ -53,12 +53,17 @@ async function shoot(page: Page, name: string) {
   await page.setViewportSize({ width: 1200, height: 800 });
 }
 
-/** Fills the add form: host, type, and each field by its name (ids are f-<name>). */
-async function fillService(page: Page, host: string, type: string, fields: Record<string, string>) {
+/** The key fields: a choice of the stored keys (or a new one) rather than text. */
+const KEY_FIELDS = new Set(["client_id", "client_secret", "refresh_token", "access_key_id", "secret_access_key", "session_token", "private_key"]);
+
+/** Opens the type's add form (Add a service, Custom service, the type), then fills host and each field by its name (ids are f-<name>). */
+async function fillService(page: Page, base: string, host: string, type: string, fields: Record<string, string>) {
+  await page.goto(`${base}/services/new`);
+  await submit(page, "#custom-service");
+  await submit(page, `#type-${type}`);
   await page.fill("#f-host", host);
-  await page.check(`#auth-${type}`);
   for (const [name, value] of Object.entries(fields)) {
-    if (name === "client_auth") await page.selectOption("#f-client_auth", value);
+    if (name === "client_auth" || KEY_FIELDS.has(name)) await page.selectOption(`#f-${name}`, value);
     else await page.fill(`#f-${name}`, value);
   }
 }
@@ -93,8 +98,7 @@ describe("minted auth types in the console and on the approval page", () => {
         await signInOnPage(page, OWNER);
 
         // A refused field: the domain's message as the error flash, the form as typed.
-        await page.goto(`${base}/services`);
-        await fillService(page, "api.crm.example", "oauth2_refresh", {
+        await fillService(page, base, "api.crm.example", "oauth2_refresh", {
           token_url: "http://auth.crm.example/oauth/token",
           client_id: "CRM_CLIENT_ID",
           client_secret: "CRM_CLIENT_SECRET",
@@ -104,12 +108,8 @@ describe("minted auth types in the console and on the approval page", () => {
         expect(await page.textContent("#flash")).toBe("Token URL must be an https:// URL (a token endpoint is never reached over plain HTTP).");
         expect(await page.inputValue("#f-token_url")).toBe("http://auth.crm.example/oauth/token");
         expect(await page.inputValue("#f-refresh_token")).toBe("CRM_REFRESH_TOKEN");
-        expect(await page.isChecked("#auth-oauth2_refresh")).toBe(true);
-
-        await page.check("#auth-aws_sigv4");
-        await submit(page, "#add-service-form button[type=submit]");
-        expect(await page.textContent("#flash")).toBe("Access key ID must be a credential key name (A-Z, 0-9, _; starting with a letter).");
-        await page.check("#auth-oauth2_refresh");
+        expect(await page.inputValue('input[name="auth_type"]')).toBe("oauth2_refresh");
+        expect(await page.$("#f-access_key_id")).toBeNull(); // only the chosen type's fields
 
         // Fixed: the stored client keys go to the token endpoint's host, which the person confirms.
         await page.fill("#f-token_url", "https://auth.crm.example/oauth/token");
@@ -121,12 +121,19 @@ describe("minted auth types in the console and on the approval page", () => {
         await submit(page, "#confirm-service");
         expect(await page.textContent("#flash")).toContain("Service api.crm.example added");
 
-        await fillService(page, "s3.eu-west-1.amazonaws.com", "aws_sigv4", {
-          access_key_id: "AWS_ACCESS_KEY_ID",
+        // A key that is no key name: refused, named by its label.
+        await fillService(page, base, "s3.eu-west-1.amazonaws.com", "aws_sigv4", {
+          access_key_id: "*new",
           secret_access_key: "AWS_SECRET_ACCESS_KEY",
           region: "eu-west-1",
           service: "s3",
         });
+        await page.fill("#f-access_key_id_new", "aws access key");
+        await submit(page, "#add-service-form button[type=submit]");
+        expect(await page.textContent("#flash")).toBe("Access key ID must be a credential key name (A-Z, 0-9, _; starting with a letter).");
+        expect(await page.inputValue("#f-access_key_id_new")).toBe("aws access key");
+        expect(await page.inputValue("#f-region")).toBe("eu-west-1");
+        await page.selectOption("#f-access_key_id", "AWS_ACCESS_KEY_ID");
         await page.fill("#f-description", "Nightly exports bucket");
         await submit(page, "#add-service-form button[type=submit]");
         expect(await page.textContent("main")).toContain("sends your existing credential AWS_ACCESS_KEY_ID to a new host, s3.eu-west-1.amazonaws.com");
@@ -164,7 +171,7 @@ describe("minted auth types in the console and on the approval page", () => {
 
         // Edit: every field comes back; the client now authenticates in the request body.
         await page.click('a[aria-label="Edit api.crm.example"]');
-        expect(await page.isChecked("#auth-oauth2_refresh")).toBe(true);
+        expect(await page.inputValue('input[name="auth_type"]')).toBe("oauth2_refresh");
         expect(await page.inputValue("#f-token_url")).toBe("https://auth.crm.example/oauth/token");
         expect(await page.inputValue("#f-client_id")).toBe("CRM_CLIENT_ID");
         expect(await page.inputValue("#f-client_secret")).toBe("CRM_CLIENT_SECRET");

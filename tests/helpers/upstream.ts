@@ -40,6 +40,7 @@ export async function startUpstream(
   opts: {
     bufferBody?: boolean;
     /** listen address (default 127.0.0.1) */ host?: string;
+    /** listen port (default: any free one); 443 stands in for a real API's host on its own loopback address */ port?: number;
     /** certificate names */ names?: { dns?: string[]; ips?: string[] };
     /** how long the upstream keeps an idle keep-alive connection (Node's default: 5 s) */ keepAliveTimeoutMs?: number;
   } = {},
@@ -62,7 +63,7 @@ export async function startUpstream(
     });
   });
   if (opts.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = opts.keepAliveTimeoutMs;
-  await new Promise<void>((resolve) => server.listen(0, opts.host ?? "127.0.0.1", resolve));
+  await new Promise<void>((resolve, reject) => server.once("error", reject).listen(opts.port ?? 0, opts.host ?? "127.0.0.1", resolve));
   const port = (server.address() as AddressInfo).port;
   const close = () => new Promise<void>((resolve) => server.close(() => resolve()));
   return { port, pki, received, close, [Symbol.asyncDispose]: close };

@@ -62,6 +62,7 @@ const LEAVES = [
   "log",
   "config",
   "config-client",
+  "config-connect",
   "config-host",
   "config-master-password",
   "config-oidc",

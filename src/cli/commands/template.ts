@@ -41,6 +41,7 @@ const show = defineCommand({
     printLine(`  get it at:  ${t.obtain}`);
     printLine(`  auth docs:  ${t.docs}`);
     if (t.connect) printLine("  connect:    an account can be connected in the console (Services, Connect)");
+    for (const [field, what] of Object.entries(t.fill)) printLine(`  your own:   ${field === "host" ? "the host" : `--${field.replace("_", "-")}`}: ${what}`);
     for (const op of t.operations) printLine(`  ${op.name.padEnd(11)} ${op.summary}\n  ${"".padEnd(11)} ${describeRules(op.rules)}`);
     printLine(
       `\nUse it: broker service add --template ${t.id} --operations ${t.operations

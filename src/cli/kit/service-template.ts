@@ -12,7 +12,8 @@ export const TEMPLATE_ARGS = {
 
 export const TEMPLATE_EXAMPLES = `  broker service add --template github --operations read        GitHub's API, read only, with the key GITHUB_TOKEN
   broker service add --template stripe --operations read,write --key STRIPE_LIVE
-  broker service add acme.atlassian.net --template atlassian      a template whose hosts are a wildcard needs the host
+  broker service add acme.atlassian.net --template jira --username you@example.com
+                                                                 the host and the username are your own (template show lists them)
   broker template list                                           every template, with its operations`;
 
 interface TemplateFlags {
@@ -20,7 +21,13 @@ interface TemplateFlags {
   operations?: string;
   key?: string;
   auth?: string;
+  username?: string;
+  "app-id"?: string;
+  "installation-id"?: string;
 }
+
+/** The auth flags that give a template's own settings (`fill`: Twilio's Account SID, a GitHub App's ids). */
+const SETTING_FLAGS = { username: "username", "app-id": "app_id", "installation-id": "installation_id" } as const;
 
 /** Whether --template names a catalogue template (not a path auth template). */
 export function namesCatalogueTemplate(flags: TemplateFlags): flags is TemplateFlags & { template: string } {
@@ -34,11 +41,15 @@ export function templateFields(flags: TemplateFlags & { template: string }): Rec
     ?.split(",")
     .map((op) => op.trim())
     .filter(Boolean);
+  const settings = Object.fromEntries(
+    Object.entries(SETTING_FLAGS).flatMap(([flag, field]) => (flags[flag as keyof typeof SETTING_FLAGS] ? [[field, flags[flag as keyof typeof SETTING_FLAGS]]] : [])),
+  );
   return {
     template: flags.template,
     ...(operations?.length && { operations }),
     // The single key most templates have; a template with several names them through the API's `keys`.
     ...(flags.key && { keys: { token: flags.key } }),
+    ...(Object.keys(settings).length && { settings }),
   };
 }
 

@@ -10,6 +10,7 @@ import { BrokerError, InvalidRequest, NotFound, RateLimited, toErrorResponse, Un
 import type { Logger } from "../../log.ts";
 import type { Domain, OpenVault, Principal, UserPrincipal, VaultAction } from "../../identity/index.ts";
 import { openVault } from "../../identity/index.ts";
+import type { ConnectDeps } from "../../workflows/index.ts";
 import { enforce } from "../kit/index.ts";
 import { assertSameOrigin, CsrfRejected, csrfToken, readForm, readSessionCookie, setPageHeaders } from "../ui/index.ts";
 import { CONFIRM_FIELD } from "../ui/index.ts";
@@ -20,6 +21,8 @@ export interface ConsoleKit {
   readonly d: Domain;
   readonly log: Logger;
   readonly flash: FlashSigner;
+  /** Connecting accounts at templates' providers; absent when no provider is set up. */
+  readonly connect?: ConnectDeps;
 }
 
 export type ConsoleEnv = {
@@ -45,13 +48,13 @@ export function wantsJson(c: Context): boolean {
 }
 
 /** Sets up a console request; every console path runs it first (see routes.tsx). */
-export function consoleContext(d: Domain, log: Logger, flash: FlashSigner = createFlashSigner(d)): MiddlewareHandler<ConsoleEnv> {
-  const kit: ConsoleKit = { d, log, flash };
+export function consoleContext(d: Domain, log: Logger, extra: { connect?: ConnectDeps; flash?: FlashSigner } = {}): MiddlewareHandler<ConsoleEnv> {
+  const kit: ConsoleKit = { d, log, flash: extra.flash ?? createFlashSigner(d), connect: extra.connect };
   return async (c, next) => {
     if (wantsJson(c)) return toErrorResponse(new NotFound("no such endpoint"), log);
     c.set("kit", kit);
     c.set("csrf", csrfToken(c, d));
-    c.set("flash", flash.take(c));
+    c.set("flash", kit.flash.take(c));
     const user = await sessionUser(c, d);
     c.set("user", user);
     if (user) {

@@ -16,25 +16,33 @@ import { logTailAsset, vaultLogRoutes } from "./vault-logs.tsx";
 import { vaultSettingsRoutes } from "./vault-settings.tsx";
 import { vaultCredentialRoutes } from "./vault-credentials.tsx";
 import { vaultServiceRoutes } from "./vault-services.tsx";
+import { canConnect, vaultConnectRoutes } from "./vault-connect.tsx";
+import type { ConnectDeps } from "../../workflows/index.ts";
 import { agentPages } from "./vault-agents.tsx";
 import { memberPages } from "./vault-members.tsx";
 import { proposalPages } from "./vault-proposals.tsx";
 import { heldRequestPages } from "./vault-held.tsx";
 
 /** Every path the console answers (`/x/*` also matches `/x`). A new top-level page adds its prefix here. */
-export const CONSOLE_PATHS = ["/", "/login", "/register", "/logout", "/account/*", "/vaults/*", "/settings/*"] as const;
+export const CONSOLE_PATHS = ["/", "/login", "/register", "/logout", "/account/*", "/vaults/*", "/settings/*", "/connect/*"] as const;
 
-export function consoleRoutes(d: Domain, log: Logger, opts: InstanceSettingsOptions = {}): Hono<ConsoleEnv> {
+export interface ConsoleOptions extends InstanceSettingsOptions {
+  /** Connecting accounts at templates' providers (BROKER_CONNECT_<ID>_*). */
+  readonly connect?: ConnectDeps;
+}
+
+export function consoleRoutes(d: Domain, log: Logger, opts: ConsoleOptions = {}): Hono<ConsoleEnv> {
   const r = new Hono<ConsoleEnv>();
   r.onError((err, c) => renderError(c, err));
-  const context = consoleContext(d, log);
+  const context = consoleContext(d, log, { connect: opts.connect });
   for (const path of CONSOLE_PATHS) r.use(path, context);
 
   r.route("/", signInRoutes());
   r.route("/", homeRoutes());
   r.route("/", accountRoutes());
   r.route("/", vaultCredentialRoutes());
-  r.route("/", vaultServiceRoutes(opts.mintedState));
+  r.route("/", vaultServiceRoutes(opts.mintedState, canConnect));
+  r.route("/", vaultConnectRoutes()); // /vaults/:vault/services/connect/:template and /connect/callback
   r.route("/", proposalPages());
   r.route("/", heldRequestPages());
   r.route("/", agentPages());

@@ -46,7 +46,7 @@ function vaultOf(open: OpenVault) {
 }
 
 /** The value field: write-only. `new-password` keeps the browser from filling in the person's own sign-in password. */
-function ValueField(props: { label: string }) {
+function ValueField(props: { label: string; autofocus?: boolean }) {
   return (
     <FormField
       label={props.label}
@@ -55,17 +55,20 @@ function ValueField(props: { label: string }) {
       required
       autocomplete="new-password"
       maxlength={8192}
+      autofocus={props.autofocus}
       hint="Stored encrypted. Agents never see it: the broker injects it into their requests. A member or admin can reveal it only after typing their password again."
     />
   );
 }
 
-function SetCredentialForm(props: { vault: string }) {
+// `keyName`, not `key`: JSX strips a prop named key. It arrives from the services form (?key=), a new key to store.
+function SetCredentialForm(props: { vault: string; keyName?: string }) {
   return (
     <PostForm action={credentialPath(props.vault)} id="set-credential" label="Set a credential">
       <FormField
         label="Key name"
         name="key"
+        value={props.keyName}
         required
         pattern={KEY_PATTERN}
         maxlength={128}
@@ -73,7 +76,7 @@ function SetCredentialForm(props: { vault: string }) {
         placeholder="e.g. STRIPE_API_KEY"
         hint={`${KEY_HINT} Using an existing name replaces its value.`}
       />
-      <ValueField label="Value" />
+      <ValueField label="Value" autofocus={props.keyName !== undefined} />
       <div class="actions">
         <Button variant="primary">Save credential</Button>
       </div>
@@ -125,6 +128,9 @@ async function renderList(c: ConsoleContext) {
   const canWrite = mayInVault(open.principal, open.role, "write_secrets");
   const services = await listServices(d, open);
   const rows = (await listCredentials(d, open, false)).map((r) => ({ key: r.key, updated_at: r.updated_at, usedBy: usersOf(services, r.key) }));
+  // A key name to store next (after adding a service that names it): prefilled only when it is one.
+  const key = c.req.query("key");
+  const asked = key !== undefined && new RegExp(`^${KEY_PATTERN}$`).test(key) && key.length <= 128 ? key : undefined;
   const empty = (
     <EmptyState title="No credentials yet">
       {canWrite ? (
@@ -146,7 +152,7 @@ async function renderList(c: ConsoleContext) {
       </Section>
       {canWrite ? (
         <Section title="Set a credential" description="Adds a new key, or replaces the value of an existing one.">
-          <SetCredentialForm vault={open.vault.name} />
+          <SetCredentialForm vault={open.vault.name} keyName={asked} />
         </Section>
       ) : null}
     </>

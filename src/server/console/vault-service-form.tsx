@@ -1,14 +1,13 @@
 /** @jsxImportSource hono/jsx */
-// The fields of the add/edit service form: host, how the credential is sent (every auth type),
-// which credential, the username or header name the type needs, description, enabled. Works
-// without JavaScript: every field is always there, each hint says which auth type uses it, and the
-// server reads only the fields of the chosen type. The types the broker mints or signs itself have
-// their own fieldsets (vault-service-minted.tsx). The rules box takes one rule per line
+// The fields of a custom service's add/edit form, for ONE auth type (the page was asked for it; a
+// "Change" link goes back to the choice of type): host, the type's own fields, the credential key as a
+// choice of stored keys or a new one, description, rules, enabled. The types the broker mints or signs
+// itself have their fieldsets in vault-service-minted.tsx. The rules box takes one rule per line
 // (rules-text.ts); empty allows every method and path. No field holds a secret value.
 
-import { RulesBox } from "../ui/index.ts";
-import { FormField, Name } from "../ui/index.ts";
-import { EMPTY_MINTED, KeyNameInput, MINTED_CHOICES, MintedFields, type MintedFormValues } from "./vault-service-minted.tsx";
+import { FormField, Name, RulesBox } from "../ui/index.ts";
+import { KeyChoice } from "./vault-service-keys.tsx";
+import { EMPTY_MINTED, isMintedChoice, MINTED_CHOICES, MintedFields, type MintedFormValues } from "./vault-service-minted.tsx";
 
 export interface ServiceFormValues extends MintedFormValues {
   host: string;
@@ -25,7 +24,7 @@ export interface ServiceFormValues extends MintedFormValues {
   rules?: string;
 }
 
-const EMPTY: ServiceFormValues = {
+export const EMPTY_SERVICE: ServiceFormValues = {
   ...EMPTY_MINTED,
   host: "",
   auth_type: "bearer",
@@ -39,7 +38,7 @@ const EMPTY: ServiceFormValues = {
   enabled: true,
 };
 
-const AUTH_TYPES = [
+const STATIC_CHOICES = [
   { type: "bearer", label: "Bearer token", help: "Authorization: Bearer <value>" },
   { type: "basic", label: "Basic auth", help: "Authorization: Basic, with the value as the password and an optional username" },
   { type: "header", label: "Custom header", help: "The value in a header you name, after an optional prefix (e.g. X-Api-Key)" },
@@ -48,107 +47,51 @@ const AUTH_TYPES = [
   { type: "passthrough", label: "Passthrough", help: "No credential: the host is allowed and requests pass as the agent sent them" },
 ] as const;
 
-function Choice(props: { type: string; label: string; help: string; value: string }) {
-  return (
-    <label class="choice" for={`auth-${props.type}`}>
-      <input type="radio" name="auth_type" id={`auth-${props.type}`} value={props.type} checked={props.value === props.type} required />
-      <span>
-        <strong>{props.label}</strong> <span class="muted small">{props.help}</span>
-      </span>
-    </label>
-  );
+/** Every auth type a person may choose, in the order the choice page lists them: sent as stored, then made by the broker. */
+export const AUTH_CHOICES: readonly { type: string; label: string; help: string; minted?: true }[] = [
+  ...STATIC_CHOICES,
+  ...MINTED_CHOICES.map((c) => ({ ...c, minted: true as const })),
+];
+
+export function authChoiceOf(type: string) {
+  return AUTH_CHOICES.find((c) => c.type === type);
 }
 
-function AuthTypeChoice(props: { value: string }) {
+/** The chosen type in words, with the link back to the choice of type. */
+function TypeLine(props: { type: string; change: string }) {
+  const choice = authChoiceOf(props.type);
   return (
-    <fieldset class="choices">
-      <legend>How the credential is sent</legend>
-      {AUTH_TYPES.map((a) => (
-        <Choice {...a} value={props.value} />
-      ))}
-      <p class="hint" id="minted-types">
-        Or the broker makes or signs the credential itself from stored keys (fill in the details further down):
+    <div class="field type-line">
+      <p>
+        <span class="muted">How the credential is sent:</span> <strong id="auth-type-label">{choice?.label ?? props.type}</strong>{" "}
+        <a href={props.change} id="change-type">
+          Change type
+        </a>
       </p>
-      {MINTED_CHOICES.map((a) => (
-        <Choice {...a} value={props.value} />
-      ))}
-    </fieldset>
-  );
-}
-
-function KeyField(props: { value: string; keys: string[] }) {
-  return (
-    <div class="field">
-      <label for="f-credential_key">Credential key</label>
-      <KeyNameInput name="credential_key" value={props.value} placeholder="e.g. STRIPE_API_KEY" />
-      <datalist id="credential-keys">
-        {props.keys.map((k) => (
-          <option value={k} />
-        ))}
-      </datalist>
-      <p class="hint" id="f-credential_key-hint">
-        Which stored credential this host receives (for the first five types above; the others name their keys in their details).{" "}
-        {props.keys.length ? (
-          <>
-            Stored now:{" "}
-            {props.keys.map((k, i) => (
-              <>
-                {i ? ", " : ""}
-                <Name>{k}</Name>
-              </>
-            ))}
-            .
-          </>
-        ) : (
-          "No credential is stored yet: set it on the Credentials tab."
-        )}
-      </p>
+      <p class="hint">{choice?.help}</p>
     </div>
   );
 }
 
-export function ServiceFields(props: { values?: ServiceFormValues; keys: string[]; fixedHost?: boolean }) {
-  const v = props.values ?? EMPTY;
-  return (
-    <>
-      {props.fixedHost ? (
-        <p class="field">
-          <strong>Host</strong> <Name>{v.host}</Name> <span class="muted small">(to serve another host, add a new service)</span>
-        </p>
-      ) : (
+/** The fields a static type reads besides its key (none for bearer and passthrough). */
+function StaticDetails(props: { v: ServiceFormValues }) {
+  const v = props.v;
+  switch (v.auth_type) {
+    case "basic":
+      return (
         <FormField
-          label="Host"
-          name="host"
-          value={v.host}
-          required
-          maxlength={300}
+          label="Username (optional)"
+          name="username"
+          value={v.username}
+          maxlength={256}
           autocomplete="off"
-          placeholder="e.g. api.stripe.com"
-          hint="A host name, optionally with :port (port 443 otherwise). *.example.com matches one extra label; wildcards over a public suffix such as *.com are refused."
+          hint="Sent with the value as the password. Empty for none."
         />
-      )}
-      <AuthTypeChoice value={v.auth_type} />
-      <KeyField value={v.credential_key} keys={props.keys} />
-      <fieldset>
-        <legend>Details for Basic auth and Custom header</legend>
-        <div class="form-inline">
-          <FormField
-            label="Username (optional)"
-            name="username"
-            value={v.username}
-            maxlength={256}
-            autocomplete="off"
-            hint="Basic auth only. Empty for none."
-          />
-          <FormField
-            label="Header name"
-            name="header_name"
-            value={v.header_name}
-            maxlength={64}
-            autocomplete="off"
-            placeholder="e.g. X-Api-Key"
-            hint="Custom header only."
-          />
+      );
+    case "header":
+      return (
+        <div class="form-grid">
+          <FormField label="Header name" name="header_name" value={v.header_name} required maxlength={64} autocomplete="off" placeholder="e.g. X-Api-Key" />
           <FormField
             label="Header prefix (optional)"
             name="header_prefix"
@@ -156,34 +99,76 @@ export function ServiceFields(props: { values?: ServiceFormValues; keys: string[
             maxlength={64}
             autocomplete="off"
             placeholder="e.g. Token"
-            hint="Custom header only; spaces count."
+            hint="Sent before the value; spaces count."
           />
         </div>
-      </fieldset>
-      <fieldset>
-        <legend>Details for a credential in the URL</legend>
-        <div class="form-inline">
-          <FormField
-            label="Query parameter"
-            name="query_param"
-            value={v.query_param}
-            maxlength={64}
-            autocomplete="off"
-            placeholder="e.g. key"
-            hint="Query parameter only."
+      );
+    case "query":
+      return <FormField label="Query parameter" name="query_param" value={v.query_param} required maxlength={64} autocomplete="off" placeholder="e.g. key" />;
+    case "path":
+      return (
+        <FormField
+          label="Path template"
+          name="path_template"
+          value={v.path_template}
+          required
+          maxlength={128}
+          autocomplete="off"
+          placeholder="e.g. /bot{value}"
+          hint="Holds {value} once."
+        />
+      );
+    default:
+      return null;
+  }
+}
+
+function HostField(props: { host: string; fixed?: boolean }) {
+  if (props.fixed) {
+    return (
+      <p class="field">
+        <strong>Host</strong> <Name>{props.host}</Name> <span class="muted small">(to serve another host, add a new service)</span>
+      </p>
+    );
+  }
+  return (
+    <FormField
+      label="Host"
+      name="host"
+      value={props.host}
+      required
+      maxlength={300}
+      autocomplete="off"
+      placeholder="e.g. api.stripe.com"
+      hint="A host name, optionally with :port (port 443 otherwise). *.example.com matches one extra label; wildcards over a public suffix such as *.com are refused."
+    />
+  );
+}
+
+/** A custom service's fields for the type in `values.auth_type`; `change` is the address of the choice of type. */
+export function ServiceFields(props: { values: ServiceFormValues; keys: readonly string[]; change: string; fixedHost?: boolean }) {
+  const v = props.values;
+  const type = v.auth_type;
+  return (
+    <>
+      <input type="hidden" name="auth_type" value={type} />
+      <TypeLine type={type} change={props.change} />
+      <HostField host={v.host} fixed={props.fixedHost} />
+      {isMintedChoice(type) ? (
+        <MintedFields type={type} values={v} keys={props.keys} />
+      ) : type === "passthrough" ? null : (
+        <>
+          <KeyChoice
+            name="credential_key"
+            label="Credential key"
+            value={v.credential_key}
+            keys={props.keys}
+            placeholder="e.g. STRIPE_API_KEY"
+            hint="The stored credential this host receives."
           />
-          <FormField
-            label="Path template"
-            name="path_template"
-            value={v.path_template}
-            maxlength={128}
-            autocomplete="off"
-            placeholder="e.g. /bot{value}"
-            hint="In the path only: holds {value} once."
-          />
-        </div>
-      </fieldset>
-      <MintedFields values={v} />
+          <StaticDetails v={v} />
+        </>
+      )}
       <FormField
         label="Description (optional)"
         name="description"

@@ -1,11 +1,12 @@
 /** @jsxImportSource hono/jsx */
 // The service form's fields for the auth types whose credential the broker mints or signs itself
-// (OAuth 2.0 client credentials and refresh token, AWS Signature V4, GitHub App): the fieldsets, the
-// form text read back, the API auth object built from it, and a service's fields for its edit form.
-// Fields marked key name vault credentials; no field here ever holds a credential's value.
+// (OAuth 2.0 client credentials and refresh token, AWS Signature V4, GitHub App): the chosen type's
+// fieldset only, the form text read back, the API auth object built from it, and a service's fields
+// for its edit form. Key fields name vault credentials; no field here ever holds a credential's value.
 
 import type { MintedAuthType } from "../../store/index.ts";
 import type { ServiceAuth } from "../../workflows/index.ts";
+import { KeyChoice, readKeyChoice } from "./vault-service-keys.tsx";
 
 /** The form's fields for the minted types, named as the API names them; all kept as typed text. */
 export interface MintedFormValues {
@@ -81,10 +82,21 @@ export function isMintedChoice(type: string): type is MintedAuthType {
   return type in FIELDS_OF;
 }
 
-/** The posted form's minted fields, trimmed (a select left alone reads as its default). */
+/** The minted fields that name a credential key (a KeyChoice each). */
+const KEY_FIELDS = new Set<MintedFormField>([
+  "client_id",
+  "client_secret",
+  "refresh_token",
+  "access_key_id",
+  "secret_access_key",
+  "session_token",
+  "private_key",
+]);
+
+/** The posted form's minted fields, trimmed (a select left alone reads as its default; a key choice as the key it names). */
 export function readMintedValues(form: Record<string, string>): MintedFormValues {
   const out = { ...EMPTY_MINTED };
-  for (const f of FIELDS) out[f] = form[f]?.trim() ?? out[f];
+  for (const f of FIELDS) out[f] = KEY_FIELDS.has(f) ? readKeyChoice(form, f) : (form[f]?.trim() ?? out[f]);
   return out;
 }
 
@@ -113,44 +125,21 @@ export function mintedValuesOf(a: ServiceAuth): MintedFormValues {
   return out;
 }
 
-/** The input itself for a credential key name, offering the stored keys (the datalist the form's credential key field holds). */
-export function KeyNameInput(props: { name: string; value: string; placeholder: string }) {
-  const id = `f-${props.name}`;
-  return (
-    <input
-      type="text"
-      id={id}
-      name={props.name}
-      value={props.value}
-      list="credential-keys"
-      pattern="[A-Z][A-Z0-9_]*"
-      maxlength={128}
-      autocomplete="off"
-      spellcheck={false}
-      placeholder={props.placeholder}
-      aria-describedby={`${id}-hint`}
-    />
-  );
+interface FieldProps {
+  readonly name: MintedFormField;
+  readonly label: string;
+  readonly placeholder?: string;
+  readonly hint: string;
+  readonly maxlength?: number;
+  readonly optional?: boolean;
+  /** Spans the whole row (a URL). */
+  readonly wide?: boolean;
 }
 
-/** A labelled field naming a vault credential. */
-function KeyInput(props: { name: MintedFormField; label: string; value: string; placeholder: string; hint: string }) {
+function TextInput(props: FieldProps & { value: string }) {
   const id = `f-${props.name}`;
   return (
-    <div class="field">
-      <label for={id}>{props.label}</label>
-      <KeyNameInput name={props.name} value={props.value} placeholder={props.placeholder} />
-      <p class="hint" id={`${id}-hint`}>
-        {props.hint}
-      </p>
-    </div>
-  );
-}
-
-function TextInput(props: { name: MintedFormField; label: string; value: string; placeholder?: string; hint: string; maxlength?: number }) {
-  const id = `f-${props.name}`;
-  return (
-    <div class="field">
+    <div class={props.wide ? "field field-wide" : "field"}>
       <label for={id}>{props.label}</label>
       <input
         type="text"
@@ -183,138 +172,150 @@ function ClientAuthSelect(props: { value: string }) {
         </option>
       </select>
       <p class="hint" id="f-client_auth-hint">
-        Both OAuth types: how the client ID and secret reach the token endpoint.
+        How the client ID and secret reach the token endpoint.
       </p>
     </div>
   );
 }
 
-/** The three fieldsets, always present (the form works without JavaScript); each hint says which type reads it. */
-export function MintedFields(props: { values: MintedFormValues }) {
+/** Each minted type's fields, in form order: a key field (a KeyChoice), a setting, or the client authentication select. */
+const LAYOUT: Record<MintedAuthType, { legend: string; fields: (FieldProps & { isKey?: boolean })[] }> = {
+  oauth2_client_credentials: {
+    legend: "Token endpoint and client",
+    fields: [
+      {
+        name: "token_url",
+        label: "Token URL",
+        wide: true,
+        maxlength: 2048,
+        placeholder: "e.g. https://auth.example.com/oauth/token",
+        hint: "The provider's token endpoint (https).",
+      },
+      { name: "client_id", label: "Client ID (credential key)", isKey: true, placeholder: "e.g. EXAMPLE_CLIENT_ID", hint: "The stored client ID." },
+      {
+        name: "client_secret",
+        label: "Client secret (credential key)",
+        isKey: true,
+        placeholder: "e.g. EXAMPLE_CLIENT_SECRET",
+        hint: "The stored client secret.",
+      },
+      { name: "client_auth", label: "Client authentication", hint: "" },
+      { name: "scopes", label: "Scopes (optional)", maxlength: 2048, placeholder: "e.g. read:orders write:orders", hint: "Separated by spaces or commas." },
+      { name: "audience", label: "Audience (optional)", maxlength: 512, hint: "Some providers (Auth0, Okta) require it." },
+    ],
+  },
+  oauth2_refresh: {
+    legend: "Token endpoint, refresh token and client",
+    fields: [
+      {
+        name: "token_url",
+        label: "Token URL",
+        wide: true,
+        maxlength: 2048,
+        placeholder: "e.g. https://auth.example.com/oauth/token",
+        hint: "The provider's token endpoint (https).",
+      },
+      {
+        name: "refresh_token",
+        label: "Refresh token (credential key)",
+        isKey: true,
+        placeholder: "e.g. EXAMPLE_REFRESH_TOKEN",
+        hint: "Replaced in the vault when the provider rotates it.",
+      },
+      { name: "client_id", label: "Client ID (credential key)", isKey: true, placeholder: "e.g. EXAMPLE_CLIENT_ID", hint: "The stored client ID." },
+      {
+        name: "client_secret",
+        label: "Client secret (credential key)",
+        isKey: true,
+        placeholder: "e.g. EXAMPLE_CLIENT_SECRET",
+        hint: "The stored client secret.",
+      },
+      { name: "client_auth", label: "Client authentication", hint: "" },
+    ],
+  },
+  aws_sigv4: {
+    legend: "Signing keys",
+    fields: [
+      {
+        name: "access_key_id",
+        label: "Access key ID (credential key)",
+        isKey: true,
+        placeholder: "e.g. AWS_ACCESS_KEY_ID",
+        hint: "Sent in each request's signature.",
+      },
+      {
+        name: "secret_access_key",
+        label: "Secret access key (credential key)",
+        isKey: true,
+        placeholder: "e.g. AWS_SECRET_ACCESS_KEY",
+        hint: "Only signs; never sent.",
+      },
+      {
+        name: "session_token",
+        label: "Session token (optional credential key)",
+        isKey: true,
+        optional: true,
+        placeholder: "e.g. AWS_SESSION_TOKEN",
+        hint: "For temporary credentials only.",
+      },
+      {
+        name: "region",
+        label: "Region (optional)",
+        maxlength: 64,
+        placeholder: "e.g. us-east-1",
+        hint: "Empty: read from the host, as in s3.eu-west-1.amazonaws.com.",
+      },
+      { name: "service", label: "Service (optional)", maxlength: 64, placeholder: "e.g. s3", hint: "Empty: read from the host." },
+    ],
+  },
+  github_app: {
+    legend: "The app and its installation",
+    fields: [
+      { name: "app_id", label: "App ID", maxlength: 64, placeholder: "e.g. 123456", hint: "The app's ID or client ID, from its settings page." },
+      {
+        name: "installation_id",
+        label: "Installation ID",
+        maxlength: 20,
+        placeholder: "e.g. 45678901",
+        hint: "The number at the end of the installation's settings URL.",
+      },
+      {
+        name: "private_key",
+        label: "Private key (credential key)",
+        isKey: true,
+        placeholder: "e.g. GITHUB_APP_PRIVATE_KEY",
+        hint: "The app's PEM private key; it never leaves the broker.",
+      },
+      {
+        name: "api_url",
+        label: "API URL (optional)",
+        wide: true,
+        maxlength: 2048,
+        placeholder: "https://api.github.com",
+        hint: "GitHub Enterprise Server: https://<host>/api/v3.",
+      },
+    ],
+  },
+};
+
+/** The chosen minted type's fieldset (only its fields: the page was asked for this type). */
+export function MintedFields(props: { type: MintedAuthType; values: MintedFormValues; keys: readonly string[] }) {
+  const { legend, fields } = LAYOUT[props.type];
   const v = props.values;
   return (
-    <>
-      <fieldset id="details-oauth">
-        <legend>Details for OAuth 2.0</legend>
-        <TextInput
-          name="token_url"
-          label="Token URL"
-          value={v.token_url}
-          maxlength={2048}
-          placeholder="e.g. https://auth.example.com/oauth/token"
-          hint="Both OAuth types: the provider's token endpoint (https)."
-        />
-        <div class="form-inline">
-          <KeyInput name="client_id" label="Client ID (credential key)" value={v.client_id} placeholder="e.g. EXAMPLE_CLIENT_ID" hint="Both OAuth types." />
-          <KeyInput
-            name="client_secret"
-            label="Client secret (credential key)"
-            value={v.client_secret}
-            placeholder="e.g. EXAMPLE_CLIENT_SECRET"
-            hint="Both OAuth types."
-          />
-          <KeyInput
-            name="refresh_token"
-            label="Refresh token (credential key)"
-            value={v.refresh_token}
-            placeholder="e.g. EXAMPLE_REFRESH_TOKEN"
-            hint="Refresh token only; replaced in the vault when the provider rotates it."
-          />
-        </div>
-        <div class="form-inline">
-          <ClientAuthSelect value={v.client_auth} />
-          <TextInput
-            name="scopes"
-            label="Scopes (optional)"
-            value={v.scopes}
-            maxlength={2048}
-            placeholder="e.g. read:orders write:orders"
-            hint="Client credentials only; separated by spaces or commas."
-          />
-          <TextInput
-            name="audience"
-            label="Audience (optional)"
-            value={v.audience}
-            maxlength={512}
-            hint="Client credentials only; some providers (Auth0, Okta) require it."
-          />
-        </div>
-      </fieldset>
-      <fieldset id="details-aws">
-        <legend>Details for AWS Signature V4</legend>
-        <div class="form-inline">
-          <KeyInput
-            name="access_key_id"
-            label="Access key ID (credential key)"
-            value={v.access_key_id}
-            placeholder="e.g. AWS_ACCESS_KEY_ID"
-            hint="Sent in each request's signature."
-          />
-          <KeyInput
-            name="secret_access_key"
-            label="Secret access key (credential key)"
-            value={v.secret_access_key}
-            placeholder="e.g. AWS_SECRET_ACCESS_KEY"
-            hint="Only signs; never sent."
-          />
-          <KeyInput
-            name="session_token"
-            label="Session token (optional)"
-            value={v.session_token}
-            placeholder="e.g. AWS_SESSION_TOKEN"
-            hint="A credential key, for temporary credentials only."
-          />
-        </div>
-        <div class="form-inline">
-          <TextInput
-            name="region"
-            label="Region (optional)"
-            value={v.region}
-            maxlength={64}
-            placeholder="e.g. us-east-1"
-            hint="Empty: read from the host, as in s3.eu-west-1.amazonaws.com."
-          />
-          <TextInput name="service" label="Service (optional)" value={v.service} maxlength={64} placeholder="e.g. s3" hint="Empty: read from the host." />
-        </div>
-      </fieldset>
-      <fieldset id="details-github-app">
-        <legend>Details for a GitHub App</legend>
-        <div class="form-inline">
-          <TextInput
-            name="app_id"
-            label="App ID"
-            value={v.app_id}
-            maxlength={64}
-            placeholder="e.g. 123456"
-            hint="The app's ID or client ID, from its settings page."
-          />
-          <TextInput
-            name="installation_id"
-            label="Installation ID"
-            value={v.installation_id}
-            maxlength={20}
-            placeholder="e.g. 45678901"
-            hint="The number at the end of the installation's settings URL."
-          />
-        </div>
-        <div class="form-inline">
-          <KeyInput
-            name="private_key"
-            label="Private key (credential key)"
-            value={v.private_key}
-            placeholder="e.g. GITHUB_APP_PRIVATE_KEY"
-            hint="The app's PEM private key; it never leaves the broker."
-          />
-          <TextInput
-            name="api_url"
-            label="API URL (optional)"
-            value={v.api_url}
-            maxlength={2048}
-            placeholder="https://api.github.com"
-            hint="GitHub Enterprise Server: https://<host>/api/v3."
-          />
-        </div>
-      </fieldset>
-    </>
+    <fieldset id={`details-${props.type}`}>
+      <legend>{legend}</legend>
+      <div class="form-grid">
+        {fields.map((f) =>
+          f.name === "client_auth" ? (
+            <ClientAuthSelect value={v.client_auth} />
+          ) : f.isKey ? (
+            <KeyChoice name={f.name} label={f.label} value={v[f.name]} keys={props.keys} placeholder={f.placeholder} hint={f.hint} optional={f.optional} />
+          ) : (
+            <TextInput {...f} value={v[f.name]} />
+          ),
+        )}
+      </div>
+    </fieldset>
   );
 }

@@ -1,8 +1,9 @@
-// Every auth field's form label, for a refusal's message ("Token URL must be…"). How a service's auth
-// reads in the services table is words/'s (authCell). Field names only, never a value.
+// Every auth field's form label, for a refusal's message ("Token URL must be…"), and the same label
+// on a template's key choices. How a service's auth reads in the services table is words/'s
+// (authCell). Field names only, never a value.
 
 /** The form's label for each auth field, so a refusal reads "Token URL must be…" rather than "Auth.token_url must be…". */
-const FIELD_LABELS: Record<string, string> = {
+export const FIELD_LABELS: Readonly<Record<string, string>> = {
   type: "How the credential is sent",
   token: "Credential key",
   username: "Username",
@@ -28,10 +29,13 @@ const FIELD_LABELS: Record<string, string> = {
   api_url: "API URL",
 };
 
-/** A refusal's text with the auth field it names said as the form's label; any other text unchanged. */
+/**
+ * A refusal's text with the auth field it names said as the form's label ("auth.token_url", or a
+ * template's "keys.token" and "settings.username"); any other text unchanged.
+ */
 export function labelAuthField(text: string, field: string | undefined): string {
-  const name = /^auth\.(\w+)$/.exec(field ?? "")?.[1];
+  const [, root, name] = /^(auth|keys|settings)\.(\w+)$/.exec(field ?? "") ?? [];
   const label = name ? FIELD_LABELS[name] : undefined;
-  const prefix = `auth.${name} `;
+  const prefix = `${root}.${name} `;
   return label && text.toLowerCase().startsWith(prefix.toLowerCase()) ? `${label} ${text.slice(prefix.length)}` : text;
 }

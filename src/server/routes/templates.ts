@@ -21,6 +21,7 @@ export function viewTemplate(t: Template) {
     obtain: t.obtain,
     operations: operationsOf(t).map((name) => ({ name, summary: t.operations[name]!.summary, rules: [...t.operations[name]!.rules] })),
     connect: t.connect !== undefined,
+    fill: { ...t.fill },
   };
 }
 

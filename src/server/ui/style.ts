@@ -221,6 +221,43 @@ fieldset label { margin-top: .75rem; }
 .btn-small { min-height: 2rem; padding: .3rem .75rem; font-size: .875rem; }
 button.deny { background: var(--surface); }
 
+/* Service forms: fields side by side where there is room; a key choice's new-name field shows only while "A new key" is chosen
+   (where the browser supports :has; elsewhere it stays visible and the server ignores it). */
+.form-grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 17rem), 1fr)); gap: 0 1.25rem; }
+.form-grid > .field-wide { grid-column: 1 / -1; }
+.card form:not(.form-inline) .type-line { max-width: none; }
+.new-key { margin: .5rem 0 0; padding: .1rem 0 0 .85rem; border-left: 3px solid var(--border); }
+.new-key label { font-weight: 550; }
+.key-choice:has(select option[value="*new"]:not(:checked)) .new-key { display: none; }
+.type-line p { margin: 0; }
+.obtain { margin: 0 0 1rem; }
+.section-actions { display: flex; justify-content: flex-end; gap: .75rem; flex-wrap: wrap; margin: -.25rem 0 1rem; }
+.template-said { margin-bottom: .25rem; }
+.catalogue-note { margin-top: .5rem; padding-top: .5rem; border-top: 1px dashed var(--border); }
+.catalogue-note p { margin: 0 0 .4rem; }
+/* Pick lists: the catalogue's templates and the auth types, each a whole-card link */
+.search-row { display: flex; gap: .5rem; }
+.search-row input { flex: 1 1 auto; min-width: 0; }
+.pick-list { list-style: none; margin: .75rem 0 0; padding: 0; display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 15rem), 1fr)); gap: .6rem; }
+.pick { display: flex; flex-direction: column; gap: .1rem; height: 100%; padding: .6rem .85rem; border: 1px solid var(--border); border-radius: var(--radius-small); background: var(--surface); color: var(--text); text-decoration: none; }
+.pick:hover { border-color: var(--accent); background: var(--surface-2); color: var(--text); }
+.pick[aria-current] { border-color: var(--accent); }
+.pick-name { font-weight: 650; color: var(--accent); }
+.pick-hosts { font-family: var(--mono); font-size: .8125rem; color: var(--muted); overflow-wrap: anywhere; }
+.pick-auth { font-size: .8125rem; color: var(--muted); overflow-wrap: anywhere; }
+.search-row .btn { flex: none; }
+.pick-bar { display: flex; align-items: center; justify-content: space-between; gap: .5rem 1rem; flex-wrap: wrap; margin: .6rem 0 0; }
+.pick-bar p { margin: 0; }
+@media (max-width: 40rem) {
+  .card fieldset { padding: .5rem .75rem .75rem; }
+  .pick-keys { display: none; }
+  .pick-list { gap: 0; border: 1px solid var(--border); border-radius: var(--radius-small); }
+  .pick-list > li + li .pick { border-top: 1px solid var(--border); }
+  .pick { display: block; border: 0; border-radius: 0; padding: .45rem .75rem; }
+  .pick-name { display: block; }
+  .pick-hosts + .pick-auth::before { content: " · "; }
+}
+
 /* Tables */
 .table-wrap { overflow-x: auto; margin: 0 -.25rem; }
 table { border-collapse: collapse; width: 100%; margin: .5rem 0 1rem; font-size: .9375rem; }

@@ -29,6 +29,15 @@ export const CODE: readonly Entry[] = [
     docs: "https://docs.github.com/en/rest/authentication/authenticating-to-the-rest-api",
     obtain: "https://github.com/settings/personal-access-tokens/new",
     operations: GITHUB_OPERATIONS,
+    // A GitHub App's user access tokens expire and come with a refresh token (an OAuth App's never do); the
+    // app's permissions decide what the token may do, and GitHub ignores the scopes for it. An OAuth App
+    // asked for them gets no refresh token, which the broker refuses.
+    connect: {
+      authorizeUrl: "https://github.com/login/oauth/authorize",
+      tokenUrl: "https://github.com/login/oauth/access_token",
+      scopes: { read: ["repo", "read:user"], write: ["repo", "read:user", "workflow"], destructive: ["repo", "read:user", "delete_repo"] },
+      docs: "https://docs.github.com/en/apps/creating-github-apps/authenticating-with-a-github-app/generating-a-user-access-token-for-a-github-app",
+    },
   },
   {
     id: "github-app",

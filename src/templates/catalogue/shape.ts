@@ -21,6 +21,12 @@ export interface Entry {
   readonly obtain: string;
   readonly fill?: Readonly<Partial<Record<"host" | "username" | "app_id" | "installation_id", string>>>;
   readonly operations: { readonly read: EntryOperation; readonly write: EntryOperation; readonly destructive?: EntryOperation };
+  readonly connect?: {
+    readonly authorizeUrl: string;
+    readonly tokenUrl: string;
+    readonly scopes: Readonly<Partial<Record<"read" | "write" | "destructive", readonly string[]>>>;
+    readonly docs: string;
+  };
 }
 
 export const READ = ["GET", "HEAD"] as const;

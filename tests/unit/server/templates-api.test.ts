@@ -162,3 +162,30 @@ describe("agents and templates", () => {
     expect(filed.status).toBe(201);
   });
 });
+
+describe("templates whose settings are the person's own", () => {
+  const twilio = templateById("twilio")!;
+  const shopify = templateById("shopify")!;
+
+  test("twilio needs the person's Account SID as the basic username; it goes through the auth's own checks", async () => {
+    const missing = await add({ template: "twilio" });
+    expect(missing.status).toBe(400);
+    expect(missing.body.field).toBe("settings.username");
+    const bad = await add({ template: "twilio", settings: { username: "AC1:2" } });
+    expect(bad.body).toMatchObject({ field: "settings.username" });
+    expect(bad.body.message).toContain("without ':'");
+    const ok = await add({ template: "twilio", settings: { username: "AC0123456789abcdef" } });
+    expect(ok.status).toBe(201);
+    expect(ok.body.auth).toEqual({ ...twilio.auth, username: "AC0123456789abcdef" });
+    const stray = await add({ template: "github", settings: { username: "x" } });
+    expect(stray.body.field).toBe("settings.username");
+  });
+
+  test("shopify needs the person's store host, any store under myshopify.com, and nothing else", async () => {
+    expect((await add({ template: "shopify" })).body.field).toBe("host");
+    expect((await add({ template: "shopify", host: "acme.example.com" })).body.field).toBe("host");
+    const ok = await add({ template: "shopify", host: "acme.myshopify.com" });
+    expect(ok.status).toBe(201);
+    expect(ok.body).toMatchObject({ host: "acme.myshopify.com", auth: shopify.auth, template: { id: "shopify" } });
+  });
+});

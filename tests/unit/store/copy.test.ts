@@ -228,6 +228,16 @@ async function seed(store: Store): Promise<void> {
     expiresAt: T0 + 600_000,
   });
   await store.identities.putCliCode({ codeHash: "ch1", userId: member.id, cliNonce: "cn", expiresAt: T0 + 60_000 });
+  await store.connectStates.put({
+    stateHash: "cs1",
+    codeVerifier: "cv",
+    userId: member.id,
+    sessionPublicId: "ses_connect",
+    vaultId: vault.id,
+    template: "github",
+    operations: ["read", "write"],
+    expiresAt: T0 + 600_000,
+  });
   const hook = await store.webhooks.create({
     vaultId: vault.id,
     url: "https://hooks.example.com/broker",
