@@ -7,6 +7,10 @@
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomInt } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { sourceCli } from "./cli-from-source.ts";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
 import { expectNoLeak, startBroker, type Broker } from "./proxy-fixture.ts";
 
@@ -38,7 +42,11 @@ afterAll(async () => {
   for (const value of [GITHUB_VALUE, STRIPE_VALUE]) await expectNoLeak(broker, value, outputs);
   await broker?.stop();
   await upstream?.close();
+  if (home) rmSync(home, { recursive: true, force: true });
 });
+
+let home = "";
+const { cli, ok } = sourceCli(() => ({ home, apiUrl: broker.apiUrl }), outputs);
 
 const lastAuthorization = () => upstream.received.at(-1)?.rawHeaders.find(([name]) => name.toLowerCase() === "authorization")?.[1];
 
@@ -91,5 +99,28 @@ describe("an agent proposes Stripe, read only", () => {
     expect(refund.status).toBe(403);
     expect(kept(await refund.json()).error).toBe("request_not_allowed");
     expect(upstream.received.length).toBe(seen);
+  });
+});
+
+describe("the CLI", () => {
+  test("template list and show; service add --template with its own settings; refusals named against the flags", async () => {
+    home = mkdtempSync(join(tmpdir(), "broker-cli-templates-"));
+    await ok(["auth", "login", "--email", "owner@example.com", "--password-stdin"], "correct horse battery\n");
+    await ok(["vault", "use", broker.vault]);
+    const list = await ok(["template", "list"]);
+    expect(list).toContain("github ");
+    expect(Number(/(\d+) templates\./.exec(list)?.[1])).toBeGreaterThanOrEqual(40);
+    const show = await ok(["template", "show", "twilio"]);
+    expect(show).toContain("your own:   --username:");
+    const missing = await cli(["service", "add", "--template", "twilio"]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("--username is needed for Twilio");
+    const badOp = await cli(["service", "add", "--template", "twilio", "--username", "AC1", "--operations", "admin"]);
+    expect(badOp.code).toBe(2);
+    expect(badOp.stderr).toContain("--operations must be one of read, write, destructive");
+    const added = await ok(["service", "add", "--template", "twilio", "--username", "AC1", "--operations", "read,write", "--key", "TWILIO_MAIN"]);
+    expect(added).toContain("Added api.twilio.com to vault");
+    expect(added).toContain("(Twilio (api.twilio.com), read and write)");
+    expect(await ok(["service", "list"])).toContain("Twilio (api.twilio.com), read and write");
   });
 });

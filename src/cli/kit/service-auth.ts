@@ -129,11 +129,26 @@ for (const f of KEY_FLAGS) FIELD_HINTS[f] ??= "`broker credential list` shows th
  * Awaits an API call; a 400 on `auth.<field>` is told against the flag that set it (`--template must
  * start with /`) with a next step. Flag values are not repeated: a pasted credential must not echo.
  */
+/** The flag of a template body's field: settings.username → username, keys.token → key, operations[0] → operations. */
+function templateFlagOf(field: string): string | undefined {
+  const setting = /^settings\.(\w+)$/.exec(field)?.[1];
+  if (setting) return setting.replaceAll("_", "-");
+  if (/^keys\./.test(field)) return "key";
+  if (/^operations(\[\d+\])?$/.test(field)) return "operations";
+  return field === "template" ? "template" : undefined;
+}
+
 export async function nameAuthFlag<T>(call: Promise<T>, flags: AuthFlags): Promise<T> {
   try {
     return await call;
   } catch (err) {
     if (!(err instanceof ApiFailure) || err.status !== 400) throw err;
+    const template = templateFlagOf(err.field ?? "");
+    if (template) {
+      const rest = err.message.replace(/ \(400 [^)]*\)$/, "").replace(/^[\w.[\]]+:?\s*/, "");
+      const joined = /^(is|must|may|has|goes|comes?)\b/.test(rest) ? " " : ": ";
+      throw new CliFailure(`--${template}${joined}${rest}`, "broker template show <id> lists what it takes", 2);
+    }
     const field = /^auth\.(\w+)$/.exec(err.field ?? "")?.[1];
     if (!field) throw err;
     const flag = field === "type" ? "auth" : field.replaceAll("_", "-");
