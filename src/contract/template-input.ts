@@ -73,7 +73,8 @@ export function readStatedService(s: Stated, ctx: z.RefinementCtx, allowIp: bool
     ctx.addIssue({ code: "custom", path, message, input: s });
   };
   if (s.template === undefined) {
-    for (const f of ["operations", "keys", "settings"] as const) if (s[f] !== undefined) issue([f], "{field} goes with template; name the template, or leave it out");
+    for (const f of ["operations", "keys", "settings"] as const)
+      if (s[f] !== undefined) issue([f], "{field} goes with template; name the template, or leave it out");
     if (s.host === undefined) issue(["host"], "{field}: must be a host name");
     if (s.auth === undefined) issue(["auth", "type"], `{field} must be one of ${AUTH_TYPES.join(", ")}`);
     if (s.host === undefined || s.auth === undefined) return undefined;

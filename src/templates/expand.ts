@@ -50,7 +50,8 @@ export function authFor(t: Template, keys: Readonly<Record<string, string>>, set
  * a region), any name under the same domain as one of its example hosts (`acme.myshopify.com`).
  */
 export function servesHost(t: Template, host: string): boolean {
-  if (t.hosts.some((pattern) => pattern === host || (!host.includes("*") && hostMatches(parseHostPattern(pattern, { allowIp: false }), host, 443)))) return true;
+  if (t.hosts.some((pattern) => pattern === host || (!host.includes("*") && hostMatches(parseHostPattern(pattern, { allowIp: false }), host, 443))))
+    return true;
   if (!t.fill?.host || host.includes("*") || host.includes(":")) return false;
   return t.hosts.some((example) => host.endsWith(`.${domainOf(example)}`));
 }

@@ -2,9 +2,9 @@
 // server (`oidc-provider` over HTTPS on https://localhost, tests/helpers/connect-provider.ts) standing in for
 // GitHub's authorize and token endpoints (BROKER_CONNECT_GITHUB_AUTHORIZE_URL / _TOKEN_URL), and a stand-in for
 // api.github.com on 127.0.43.1:443 (BROKER_RESOLVE) that checks every bearer token by introspection.
-// A person clicks "Connect with GitHub" on the console's template page, picks operations, signs in and authorizes on the provider's own page
-// (a click started there: the return is a cross-site navigation, as from github.com), and lands on the broker's
-// callback: the code was redeemed through the broker's upstream client (client_secret_basic, PKCE verifier),
+// A person clicks "Connect with GitHub" on the console's template page, picks operations, signs in and
+// authorizes on the provider's own page (a click started there: the return is a cross-site navigation, as from
+// github.com), and lands on the broker's callback: the code was redeemed through the broker's upstream client (client_secret_basic, PKCE verifier),
 // three credentials were sealed and an oauth2_refresh service made from the GitHub template. An agent's
 // request through /proxy then reaches the stand-in with an access token minted from the stored refresh token.
 // Declining at the provider, and a callback this browser did not start, change nothing. No client secret,

@@ -95,7 +95,11 @@ describe("an agent proposes Stripe, read only", () => {
     expect(lastAuthorization()).toBe(`Bearer ${STRIPE_VALUE}`);
     const seen = upstream.received.length;
 
-    const refund = await broker.proxy("api.stripe.com", "/v1/refunds", { method: "POST", body: "charge=ch_1", headers: { "content-type": "application/x-www-form-urlencoded" } });
+    const refund = await broker.proxy("api.stripe.com", "/v1/refunds", {
+      method: "POST",
+      body: "charge=ch_1",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
     expect(refund.status).toBe(403);
     expect(kept(await refund.json()).error).toBe("request_not_allowed");
     expect(upstream.received.length).toBe(seen);

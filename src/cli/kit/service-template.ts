@@ -42,7 +42,9 @@ export function templateFields(flags: TemplateFlags & { template: string }): Rec
     .map((op) => op.trim())
     .filter(Boolean);
   const settings = Object.fromEntries(
-    Object.entries(SETTING_FLAGS).flatMap(([flag, field]) => (flags[flag as keyof typeof SETTING_FLAGS] ? [[field, flags[flag as keyof typeof SETTING_FLAGS]]] : [])),
+    Object.entries(SETTING_FLAGS).flatMap(([flag, field]) =>
+      flags[flag as keyof typeof SETTING_FLAGS] ? [[field, flags[flag as keyof typeof SETTING_FLAGS]]] : [],
+    ),
   );
   return {
     template: flags.template,

@@ -117,7 +117,10 @@ describe("a template's form", () => {
     expect((await b.get(page)).text).not.toContain("/services/connect/github");
     const app = new Hono<ConsoleEnv>();
     app.use("*", consoleContext(h.domain, createMemoryLogger()));
-    app.route("/", vaultServiceRoutes(undefined, (_c, id) => id === "github"));
+    app.route(
+      "/",
+      vaultServiceRoutes(undefined, (_c, id) => id === "github"),
+    );
     const withConnect = createBrowser(app, { session: owner });
     const form = await withConnect.get(page);
     expect(form.text).toContain('href="/vaults/v1/services/connect/github"');
