@@ -5,9 +5,11 @@
 import { describeStore, type Config } from "../config.ts";
 import {
   buildProposalHint,
+  checkAddress,
   compileNetPolicy,
   createAuditLog,
   createPlanCache,
+  createSessionActivity,
   createUpstream,
   systemResolver,
   type EgressDeps,
@@ -211,6 +213,10 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       proxyUrl: `http://${hostPart}:${proxyPort}`,
       passwordKdf: opts.passwordKdf,
       vaultAccess,
+      guardRefuses: (ip, port) => {
+        const verdict = checkAddress(ip, port, policy);
+        return verdict.allowed ? undefined : verdict.reason;
+      },
       // Not part of the rate-limit profile: password guessing is throttled even with BROKER_RATELIMIT_PROFILE=off.
       loginThrottle: createLoginThrottle({
         now,
@@ -251,6 +257,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       upstream,
       audit,
       log,
+      activity: createSessionActivity(now),
       ...(metrics && { metrics: metrics.egress }),
       now,
       maxRequestBytes: config.maxRequestBytes,

@@ -1,14 +1,14 @@
-// The `broker` command line: citty commands, help that stops at `--`, and one place where
-// failures become a message, a hint and a non-zero exit code.
+// The `broker` command line: citty commands, help that stops at `--`, unknown words refused before
+// anything runs, and one place where failures become a message, a hint and a non-zero exit code.
 
 import { type CommandDef, defineCommand, runCommand } from "citty";
 import { ConfigError } from "../config.ts";
 import { KeyringError } from "../errors.ts";
 import { StoreOpenFailed } from "../store/index.ts";
 import { VERSION } from "../version.ts";
-import { CliExit, CliFailure } from "./kit/index.ts";
-import { assertArgs } from "./kit/index.ts";
-import { renderHelp, resolve, resolveCommand, splitCommand } from "./kit/index.ts";
+import { CliExit, CliFailure, UsageFailure } from "./kit/index.ts";
+import { assertKnownCommand, planCommand } from "./kit/index.ts";
+import { commandLine, renderHelp, renderUsageLine, resolve, splitCommand, stripAnsi } from "./kit/index.ts";
 
 export const rootCommand = defineCommand({
   meta: { name: "broker", version: VERSION, description: "Credential broker for AI agents: agents call APIs, the broker holds the keys" },
@@ -31,8 +31,14 @@ export const rootCommand = defineCommand({
     proposal: () => import("./commands/proposal.ts").then((m) => m.default),
     request: () => import("./commands/request.ts").then((m) => m.default),
     mcp: () => import("./commands/mcp.ts").then((m) => m.default),
+    completion: () => import("./commands/completion.ts").then((m) => m.createCompletionCommand(getRoot)),
   },
 });
+
+// Completion is generated from the whole tree, so its command is handed the root (it cannot import this file).
+function getRoot(): CommandDef<any> {
+  return rootCommand;
+}
 
 export interface Io {
   out(text: string): void;
@@ -43,31 +49,41 @@ const stdio: Io = { out: (t) => process.stdout.write(t), err: (t) => process.std
 
 /** Runs the CLI and returns the exit code (the caller exits). */
 export async function main(argv: string[], io: Io = stdio, root: CommandDef<any> = rootCommand): Promise<number> {
-  const ownArgs = argv.includes("--") ? argv.slice(0, argv.indexOf("--")) : argv;
+  const ownArgs = beforeDash(argv);
   if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-v")) {
     io.out(`${VERSION}\n`);
     return 0;
   }
-  if (ownArgs.includes("--help") || ownArgs.includes("-h") || argv.length === 0) {
-    const [cmd, parent] = await resolveCommand(root, ownArgs);
-    const help = await renderHelp(cmd, parent);
-    const text = process.stdout.isTTY && io === stdio ? help : stripAnsi(help);
-    io.out(text.endsWith("\n") ? text : `${text}\n`);
-    return 0;
-  }
+  let ran = argv;
   try {
-    const { cmd, rest } = await splitCommand(root, argv);
-    // citty ignores unknown flags; a leaf command refuses them (and thus any `--value <secret>`).
-    if (!cmd.subCommands) assertArgs(rest, await resolve(cmd.args ?? {}));
-    await runCommand(root, { rawArgs: argv });
+    if (ownArgs.includes("--help") || ownArgs.includes("-h") || argv.length === 0) {
+      const { cmd, path, rest } = await splitCommand(root, ownArgs);
+      assertKnownCommand(await resolve(cmd.subCommands), path, rest);
+      return await printHelp(io, cmd, path);
+    }
+    const plan = await planCommand(root, argv);
+    if (plan.kind === "help") return await printHelp(io, plan.cmd, plan.path);
+    ran = [...plan.argv];
+    await runCommand(root, { rawArgs: ran });
     return 0;
   } catch (err) {
-    return reportFailure(err, io, root, ownArgs);
+    return reportFailure(err, io, root, beforeDash(ran));
   }
+}
+
+async function printHelp(io: Io, cmd: CommandDef<any>, path: readonly string[]): Promise<number> {
+  const help = await renderHelp(cmd, path);
+  const text = process.stdout.isTTY && io === stdio ? help : stripAnsi(help);
+  io.out(text.endsWith("\n") ? text : `${text}\n`);
+  return 0;
 }
 
 async function reportFailure(err: unknown, io: Io, root: CommandDef<any>, args: string[]): Promise<number> {
   if (err instanceof CliExit) return err.code;
+  if (err instanceof UsageFailure) {
+    io.err(`error: ${err.message}\n${err.notes.map((n) => `${n}\n`).join("")}`);
+    return err.exitCode;
+  }
   if (err instanceof CliFailure) {
     io.err(`error: ${err.message}\n${err.hint ? `hint: ${err.hint}\n` : ""}`);
     return err.exitCode;
@@ -81,16 +97,27 @@ async function reportFailure(err: unknown, io: Io, root: CommandDef<any>, args: 
     return 1;
   }
   if (err instanceof Error && err.name === "CLIError") {
-    const [cmd, parent] = await resolveCommand(root, args);
-    io.err(`${stripAnsi(await renderHelp(cmd, parent))}\nerror: ${stripAnsi(err.message)}\n`);
+    // A missing or invalid argument: the one line that says so and the usage line, not the whole help.
+    const { cmd, path } = await splitCommand(root, args);
+    io.err(`error: ${describeCittyError(err.message)}\n${await renderUsageLine(cmd, path)}\nsee \`${commandLine(path)} --help\`\n`);
     return 2;
   }
   io.err(`error: ${err instanceof Error ? err.message : String(err)}\nhint: this is unexpected; rerun with BROKER_LOG_LEVEL=debug and report it\n`);
   return 1;
 }
 
-function stripAnsi(s: string): string {
-  return s.replace(/\u001b\[[0-9;]*m/g, "");
+/** citty's "Missing required positional argument: FILE" in the CLI's words: "missing argument <FILE>". */
+function describeCittyError(message: string): string {
+  const text = stripAnsi(message);
+  const positional = /^Missing required positional argument: (\S+)$/.exec(text)?.[1];
+  if (positional) return `missing argument <${positional}>`;
+  const flag = /^Missing required argument: (--\S+)$/.exec(text)?.[1];
+  if (flag) return `missing required option ${flag}`;
+  return text.charAt(0).toLowerCase() + text.slice(1);
+}
+
+function beforeDash(argv: readonly string[]): string[] {
+  return argv.includes("--") ? argv.slice(0, argv.indexOf("--")) : [...argv];
 }
 
 /** The contained side of `vault run --contain` (the spec comes from the outside half, never a secret). */

@@ -38,6 +38,12 @@ export const OwnSessions = z.object({
       kind: z.enum(["user", "scoped"]),
       vault: z.string().nullable(),
       role: z.string().nullable(),
+      channel: z
+        .enum(["form", "api", "oidc", "oidc_cli"])
+        .nullable()
+        .describe("how it was made: a page's sign-in form, the JSON API, an identity provider in the browser or for the CLI (null: not recorded)"),
+      client: z.string().nullable().describe("the creating client's User-Agent, cut to 256 characters"),
+      address: z.string().nullable().describe("the address it was created from"),
       created_at: Time,
       last_seen_at: Time,
       expires_at: Time.nullable(),
@@ -76,11 +82,15 @@ export const AgentList = z.object({
 });
 export const AgentRedeemed = z.object({
   token: z.string().describe("the agent token (av_agt_…), shown once"),
-  agent: z.object({ name: z.string(), role: z.enum(["owner", "member"]) }),
+  agent: z.object({
+    name: z.string(),
+    role: z.enum(["owner", "member"]).describe("the agent's instance role (the same as instance_role; kept for older readers)"),
+    instance_role: z.enum(["owner", "member"]).describe("the agent's role on this broker instance, not in a vault"),
+  }),
   broker_url: z.string(),
   proxy_url: z.string(),
   https_proxy: z.string(),
-  vaults: z.array(z.object({ name: z.string(), role: z.enum(["proxy", "member", "admin"]) })),
+  vaults: z.array(z.object({ name: z.string(), role: z.enum(["proxy", "member", "admin"]).describe("the agent's role in this vault") })),
   expires_at: Time.nullable(),
 });
 

@@ -116,15 +116,16 @@ export const ProposedServiceInput = z
   .strictObject({
     rules: RulesList.nullish().transform((r) => r ?? undefined),
     action: Action,
-    host: parsedBy((v, field) => parseHostPattern(v, { allowIp: false }, field).text, HOST_TEXT)
+    // An IP literal reads here as a service's would; the domain accepts it only where the network guard would dial it.
+    host: parsedBy((v, field) => parseHostPattern(v, { allowIp: true }, field).text, HOST_TEXT)
       .optional()
-      .describe("host pattern (no IP literals), host:port when the port is not 443"),
+      .describe("host pattern, host:port when the port is not 443; an IP address only where the broker's network guard allows it"),
     description: proposalText(500),
     auth: ServiceAuthInput.optional(),
     ...TemplateFields,
   })
   .transform(({ action, description, ...stated }, ctx): ProposedService => {
-    const read = readStatedService(stated, ctx, false);
+    const read = readStatedService(stated, ctx, true);
     if (!read) return z.NEVER;
     const { from, ...service } = read;
     return { action, description, ...service, ...(from && { template: from.template, operations: from.operations }) };

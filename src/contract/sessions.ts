@@ -50,5 +50,21 @@ export const ScopedSessionCreated = z.object({
 
 export const ScopedSessionList = z.object({ sessions: z.array(ScopedSessionView) });
 
+/** GET /v1/sessions/{id}/activity: what the session met at the transparent proxy (host names and counts only). */
+export const SessionActivityAnswer = z.object({
+  id: z.string(),
+  connects: z.number().describe("CONNECTs the session made (on the instance that answers)"),
+  unmatched_hosts: z
+    .array(
+      z.object({
+        host: z.string().describe("host, or host:port when not 443"),
+        first_at: z.string(),
+        proposal_hint: z.record(z.string(), z.unknown()).describe("the proposal skeleton a 403 forbidden would carry"),
+      }),
+    )
+    .describe("hosts reached through a blind tunnel (no service, no credential), each once, oldest first"),
+});
+
 // The answers' types, for readers of the API (the CLI reads answers by them).
 export type ScopedSessionCreatedBody = z.infer<typeof ScopedSessionCreated>;
+export type SessionActivityBody = z.infer<typeof SessionActivityAnswer>;

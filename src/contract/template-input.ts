@@ -22,6 +22,13 @@ import {
 import { KeyName } from "./fields.ts";
 import { AUTH_TYPES, ServiceAuthInput } from "./service-auth.ts";
 
+const SETTING = "{field} must be your own value as plain text: not empty, no control or invisible characters";
+/** A person's own setting: shown to whoever approves, so nothing that could reorder or hide what they read. */
+const SettingValue = z
+  .union([z.string(), z.number()], says(SETTING))
+  .transform(String)
+  .refine((v) => v.trim() !== "" && !/[\p{Cc}\p{Cf}]/u.test(v), says(SETTING));
+
 /** The fields a body carries to name a template; beside a custom service's, in one strict object. */
 export const TemplateFields = {
   template: z
@@ -38,7 +45,7 @@ export const TemplateFields = {
     .optional()
     .describe('with template: credential keys in place of the suggested ones, by auth field ({"token": "MY_GITHUB_TOKEN"})'),
   settings: z
-    .record(z.string(), z.union([z.string(), z.number()], says("{field} must be text")).transform(String), says("{field} must map auth fields to values"))
+    .record(z.string(), SettingValue, says("{field} must map auth fields to values"))
     .optional()
     .describe('with template: the settings that are your own, e.g. {"username": "you@example.com"} (GET /v1/templates/{id} lists them under fill)'),
 };
@@ -96,15 +103,11 @@ export function readStatedService(s: Stated, ctx: z.RefinementCtx, allowIp: bool
  * checks the template serves it). Without a template, the change as stated.
  */
 export function readTemplatePatch<P extends Stated>(p: P, ctx: z.RefinementCtx) {
-  const { template, operations, keys, ...rest } = p;
+  const { template, operations, keys, settings, ...rest } = p;
   if (template === undefined) {
-    if (operations !== undefined || keys !== undefined) {
-      ctx.addIssue({
-        code: "custom",
-        path: [operations !== undefined ? "operations" : "keys"],
-        message: "{field} goes with template; name the template, or leave it out",
-        input: p,
-      });
+    const stray = operations !== undefined ? "operations" : keys !== undefined ? "keys" : settings !== undefined ? "settings" : undefined;
+    if (stray) {
+      ctx.addIssue({ code: "custom", path: [stray], message: "{field} goes with template; name the template, or leave it out", input: p });
       return z.NEVER;
     }
     return rest;

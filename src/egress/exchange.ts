@@ -10,6 +10,7 @@ import type { Minter } from "./minter.ts";
 import type { NetPolicy, Resolver } from "./netguard.ts";
 import type { EgressPlan, PlanCache } from "./plan.ts";
 import type { Upstream } from "./upstream.ts";
+import type { SessionActivityLog } from "./session-activity.ts";
 
 export interface EgressInput {
   /** Stable principal id (rate limits and audit). */
@@ -53,6 +54,8 @@ export interface EgressDeps {
   readonly minter?: Minter;
   /** Human approval of single requests (rules with "approve": "each"); such a rule fails closed without it. */
   readonly approvals?: RequestApprovalGate;
+  /** What each session met at the transparent proxy, for `vault run` to tell its agent (absent: not kept). */
+  readonly activity?: SessionActivityLog;
 }
 
 /** What one exchange tells the metrics: names and numbers only, never a path, query or value. */

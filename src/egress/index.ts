@@ -6,7 +6,7 @@ export { answerOf, headerOf, toWebResponse, wholeBody, type Answer } from "./ans
 export { createAuditLog, type AuditEntry, type AuditLog } from "./audit.ts";
 export { createPlanCache, type PlanCache } from "./plan.ts";
 export { createUpstream, type ConnectFailure, type Upstream } from "./upstream.ts";
-export { compileNetPolicy, resolveChecked, systemResolver, type NetPolicy, type Resolver } from "./netguard.ts";
+export { checkAddress, compileNetPolicy, resolveChecked, systemResolver, type NetPolicy, type Resolver } from "./netguard.ts";
 export { buildProposalHint } from "./hint.ts";
 export { createRedactingStream } from "./redact.ts";
 export { egressBlind, type BlindInput, type BlindTunnel } from "./blind.ts";
@@ -25,3 +25,4 @@ export { type MintedPlan } from "./plan.ts";
 export { Needles } from "./redact.ts";
 export type { Grant, MintedState, MintedToken, Minter } from "./minter.ts";
 export { decideConnect, type ConnectDecision } from "./connect-decision.ts";
+export { createSessionActivity, type SessionActivity, type SessionActivityLog, type UnmatchedHost } from "./session-activity.ts";

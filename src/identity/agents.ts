@@ -4,12 +4,16 @@
 import { NotFound, PermissionDenied } from "../errors.ts";
 import type { Domain } from "./context.ts";
 import type { Principal } from "./principal.ts";
-import { mintAgentSession } from "./sessions.ts";
+import { mintAgentSession, type SessionClient } from "./sessions.ts";
 import { findLiveInvite } from "./invites.ts";
 import { roleIn } from "./vaults.ts";
 import { iso } from "./users.ts";
 
-export async function redeemAgentInvite(d: Domain, rawToken: string) {
+/**
+ * The answer names two roles: `agent.instance_role` (also `agent.role`, kept for older readers) is the
+ * agent's role on this broker instance; each `vaults[].role` is its role in that vault.
+ */
+export async function redeemAgentInvite(d: Domain, rawToken: string, client?: SessionClient) {
   const result = await d.store.transaction(async (tx) => {
     const now = d.now();
     const invite = await findLiveInvite(tx, rawToken, "agent", now);
@@ -21,13 +25,13 @@ export async function redeemAgentInvite(d: Domain, rawToken: string) {
     if (await tx.agents.byName(name)) throw new NotFound("invite not found, already used or expired");
     const agent = await tx.agents.create({ name, role: "member", createdBy: invite.createdBy, createdAt: now });
     await tx.access.setGrant(invite.vaultId, agent.id, invite.role, now);
-    const session = await mintAgentSession(tx, agent.id, invite.agentTokenTtlMs, now);
+    const session = await mintAgentSession(tx, agent.id, invite.agentTokenTtlMs, now, client);
     const vaults = await tx.access.grantsOfAgent(agent.id);
     return { agent, session, vaults };
   });
   return {
     token: result.session.token.reveal(), // reveal: the agent's token, returned once to the redeemer
-    agent: { name: result.agent.name, role: result.agent.role },
+    agent: { name: result.agent.name, role: result.agent.role, instance_role: result.agent.role },
     broker_url: d.publicUrl,
     proxy_url: `${d.publicUrl}/proxy`,
     https_proxy: d.proxyUrl,

@@ -35,4 +35,9 @@ export interface Domain {
   readonly onVaultChange?: (vaultId: number) => void;
   /** Proposal notifications to the vault's webhooks (absent: none are sent, as in most unit tests). */
   readonly webhooks?: WebhookNotifier;
+  /**
+   * Why the network guard would refuse to dial `ip` on `port`, or undefined when it would dial it: an
+   * IP literal is a host a proposal may name only where the guard would reach it (absent: none may).
+   */
+  readonly guardRefuses?: (ip: string, port: number) => string | undefined;
 }

@@ -2,7 +2,7 @@
 // OpenID Connect sign-in, vaults and their roles, instance settings, and the Domain context every
 // domain operation takes.
 
-export { createAuthenticator, liveUserSession, type Authenticator } from "./sessions.ts";
+export { createAuthenticator, liveUserSession, type Authenticator, type SessionClient } from "./sessions.ts";
 export type { Domain } from "./context.ts";
 export type { Principal, VaultRole, InstanceRole } from "./principal.ts";
 export { createVaultAccessCache, type VaultAccessCache } from "./vault-access.ts";

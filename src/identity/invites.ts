@@ -12,6 +12,7 @@ import { roleRank, type Principal } from "./principal.ts";
 import { mintPublicId, mintToken, hashToken } from "../crypto/index.ts";
 import { assertEmailDomainAllowed } from "./settings.ts";
 import { type Credentials, iso, publicUser, registerUser } from "./users.ts";
+import type { SessionClient } from "./sessions.ts";
 import { requireInVault, type OpenVault } from "./vaults.ts";
 
 /** An invite for a person: only `email` may accept it (any address when null); `role` defaults to member. */
@@ -128,7 +129,7 @@ export async function findLiveInvite(repos: Repos, rawToken: string, kind: Invit
 }
 
 /** A logged-in user joins, or (with credentials) a new member registers and joins, in one transaction. */
-export async function acceptVaultInvite(d: Domain, rawToken: string, p: Principal | undefined, creds: Credentials | undefined) {
+export async function acceptVaultInvite(d: Domain, rawToken: string, p: Principal | undefined, creds: Credentials | undefined, client?: SessionClient) {
   const now = d.now();
   const invite = await findLiveInvite(d.store, rawToken, "vault", now);
   const vault = (await d.store.vaults.byId(invite.vaultId))!;
@@ -149,6 +150,6 @@ export async function acceptVaultInvite(d: Domain, rawToken: string, p: Principa
   }
   if (!creds) throw new InvalidRequest("log in first, or send email and password to register through this invite");
   if (invite.email && invite.email !== creds.email) throw new PermissionDenied("this invite was issued for a different email address");
-  const { user, token } = await registerUser(d, creds, (tx, u) => join(tx, u.id));
+  const { user, token } = await registerUser(d, creds, (tx, u) => join(tx, u.id), client);
   return { vault: vault.name, role: invite.role, token: token.reveal(), user: publicUser(user) }; // reveal: a new user's first session token
 }

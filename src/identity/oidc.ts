@@ -13,7 +13,7 @@ import { isPasswordless, PASSWORDLESS_PARAMS } from "../crypto/index.ts";
 import type { Domain } from "./context.ts";
 import type { OidcClaims, OidcClient } from "./oidc-client.ts";
 import type { Principal } from "./principal.ts";
-import { mintUserSession } from "./sessions.ts";
+import { mintUserSession, type SessionClient } from "./sessions.ts";
 import { assertEmailDomainAllowed } from "./settings.ts";
 import { requireUser } from "./users.ts";
 
@@ -76,7 +76,7 @@ export async function beginOidc(d: Domain, o: OidcClient, start: OidcStart): Pro
  * reused or expired state, failed code exchange or ID-token check, and every refused account rule.
  * `onReject` hears the internal reason (for a log line without codes, states or tokens).
  */
-export async function completeOidc(d: Domain, o: OidcClient, callback: URL, onReject?: (reason: string) => void): Promise<OidcOutcome> {
+export async function completeOidc(d: Domain, o: OidcClient, callback: URL, onReject?: (reason: string) => void, client?: SessionClient): Promise<OidcOutcome> {
   const fail = (reason: string): never => {
     onReject?.(reason);
     throw new OidcFailed(o.name);
@@ -95,7 +95,7 @@ export async function completeOidc(d: Domain, o: OidcClient, callback: URL, onRe
   if (row.purpose === "link") return (await linkIdentity(d, claims, row.userId)) ?? fail("link_refused");
   const user = (await signInIdentity(d, claims)) ?? fail("login_refused");
   if (row.purpose === "cli") return { purpose: "cli", code: await mintCliCode(d, user.id, row.cliNonce ?? ""), cliPort: row.cliPort ?? 0 };
-  const session = await mintUserSession(d.store, user.id, d.now());
+  const session = await mintUserSession(d.store, user.id, d.now(), client);
   return { purpose: "login", user, token: session.token, returnTo: row.returnTo ?? "/" };
 }
 
@@ -109,14 +109,14 @@ export interface CliExchange {
  * Exchanges a one-time CLI code (with the nonce the CLI chose) for a user session. A missing code or
  * nonce, or a code longer than any minted, fails as a wrong one does: the same 401, nothing told apart.
  */
-export async function exchangeCliCode(d: Domain, o: OidcClient, input: CliExchange): Promise<{ user: UserRow; token: Secret }> {
+export async function exchangeCliCode(d: Domain, o: OidcClient, input: CliExchange, client?: SessionClient): Promise<{ user: UserRow; token: Secret }> {
   const { code, cli_nonce: nonce } = input;
   if (code === undefined || nonce === undefined || code.length > 128) throw new OidcFailed(o.name);
   const row = await d.store.identities.takeCliCode(sha256(code));
   if (!row || row.expiresAt <= d.now() || !safeEqual(row.cliNonce, nonce)) throw new OidcFailed(o.name);
   const user = await d.store.users.byId(row.userId);
   if (!user) throw new OidcFailed(o.name);
-  const session = await mintUserSession(d.store, user.id, d.now());
+  const session = await mintUserSession(d.store, user.id, d.now(), client);
   return { user, token: session.token };
 }
 

@@ -7,7 +7,7 @@ import type { VaultRole } from "../store/index.ts";
 import type { Domain } from "./context.ts";
 import { LIMITS } from "../policy/index.ts";
 import { roleRank, type Principal } from "./principal.ts";
-import { mintScopedSession } from "./sessions.ts";
+import { mintScopedSession, type SessionClient } from "./sessions.ts";
 import { iso } from "./users.ts";
 import { openVault, roleIn } from "./vaults.ts";
 
@@ -20,7 +20,7 @@ export interface ScopedSessionRequest {
   contained?: boolean;
 }
 
-export async function createScopedSession(d: Domain, p: Principal, input: ScopedSessionRequest, xVault?: string) {
+export async function createScopedSession(d: Domain, p: Principal, input: ScopedSessionRequest, xVault?: string, client?: SessionClient) {
   if (p.kind === "scoped") throw new PermissionDenied("a scoped session cannot mint further sessions");
   const name = input.vault;
   const open = await openVault(d, p, name, "read", p.kind === "agent" ? (xVault ?? name) : xVault);
@@ -34,7 +34,7 @@ export async function createScopedSession(d: Domain, p: Principal, input: Scoped
   const owner = p.kind === "user" ? { userId: p.userId, agentId: null } : { userId: null, agentId: p.agentId };
   // A scoped session never outlives the token that minted it (no extending an expiring agent token).
   if (p.expiresAt !== null) ttlMs = Math.min(ttlMs, p.expiresAt - d.now());
-  const minted = await d.store.transaction((tx) => mintScopedSession(tx, owner, open.vault.id, role, ttlMs, d.now(), contained));
+  const minted = await d.store.transaction((tx) => mintScopedSession(tx, owner, open.vault.id, role, ttlMs, d.now(), contained, client));
   return {
     id: minted.row.publicId,
     token: minted.token.reveal(), // reveal: the new session's token, returned once to its minter

@@ -5,7 +5,7 @@
 import { Conflict, DatabaseUnavailable, Unauthorized } from "../errors.ts";
 import { ALWAYS_FRESH, type Freshness } from "../store/index.ts";
 import type { Secret } from "../secret.ts";
-import type { Repos, SessionRow, Store, VaultRole } from "../store/index.ts";
+import type { Repos, SessionChannel, SessionRow, Store, VaultRole } from "../store/index.ts";
 import { LIMITS } from "../policy/index.ts";
 import type { Principal, UserPrincipal } from "./principal.ts";
 import { hashToken, mintPublicId, mintToken } from "../crypto/index.ts";
@@ -16,13 +16,38 @@ export interface MintedSession {
   readonly row: SessionRow;
 }
 
-export async function mintUserSession(repos: Repos, userId: number, now: number): Promise<MintedSession> {
-  return insertSession(repos, { kind: "user", userId, agentId: null, vaultId: null, role: null, expiresAt: now + LIMITS.userSessionAbsoluteMs }, now);
+/**
+ * Who is creating a session, as the edge saw it: how (a page's form, the JSON API, an identity provider),
+ * the client's User-Agent and its address. Kept with the session so its owner can tell sessions apart;
+ * never a token or any other header.
+ */
+export interface SessionClient {
+  readonly channel: SessionChannel;
+  readonly userAgent?: string;
+  readonly address?: string;
 }
 
-export async function mintAgentSession(repos: Repos, agentId: number, ttlMs: number | null, now: number): Promise<MintedSession> {
+const originOf = (client: SessionClient | undefined) => ({
+  channel: client?.channel ?? null,
+  clientAgent: client?.userAgent ?? null,
+  clientAddress: client?.address ?? null,
+});
+
+export async function mintUserSession(repos: Repos, userId: number, now: number, client?: SessionClient): Promise<MintedSession> {
+  return insertSession(
+    repos,
+    { kind: "user", userId, agentId: null, vaultId: null, role: null, expiresAt: now + LIMITS.userSessionAbsoluteMs, ...originOf(client) },
+    now,
+  );
+}
+
+export async function mintAgentSession(repos: Repos, agentId: number, ttlMs: number | null, now: number, client?: SessionClient): Promise<MintedSession> {
   await assertAgentSessionRoom(repos, agentId, now);
-  return insertSession(repos, { kind: "agent", userId: null, agentId, vaultId: null, role: null, expiresAt: ttlMs === null ? null : now + ttlMs }, now);
+  return insertSession(
+    repos,
+    { kind: "agent", userId: null, agentId, vaultId: null, role: null, expiresAt: ttlMs === null ? null : now + ttlMs, ...originOf(client) },
+    now,
+  );
 }
 
 export async function mintScopedSession(
@@ -33,9 +58,10 @@ export async function mintScopedSession(
   ttlMs: number,
   now: number,
   contained = false,
+  client?: SessionClient,
 ): Promise<MintedSession> {
   if (owner.agentId !== null) await assertAgentSessionRoom(repos, owner.agentId, now);
-  return insertSession(repos, { kind: "scoped", ...owner, vaultId, role, expiresAt: now + ttlMs, contained }, now);
+  return insertSession(repos, { kind: "scoped", ...owner, vaultId, role, expiresAt: now + ttlMs, contained, ...originOf(client) }, now);
 }
 
 async function assertAgentSessionRoom(repos: Repos, agentId: number, now: number) {
@@ -46,7 +72,7 @@ async function assertAgentSessionRoom(repos: Repos, agentId: number, now: number
 
 async function insertSession(
   repos: Repos,
-  s: Pick<SessionRow, "kind" | "userId" | "agentId" | "vaultId" | "role" | "expiresAt"> & { contained?: boolean },
+  s: Pick<SessionRow, "kind" | "userId" | "agentId" | "vaultId" | "role" | "expiresAt" | "channel" | "clientAgent" | "clientAddress"> & { contained?: boolean },
   now: number,
 ) {
   const minted = mintToken(s.kind === "agent" ? "agent" : "session");

@@ -6,11 +6,11 @@
 
 import { Conflict, NotFound, PermissionDenied, RateLimited, Unauthorized } from "../errors.ts";
 import { Secret } from "../secret.ts";
-import type { Repos, SessionRow, UserRow } from "../store/index.ts";
+import type { Repos, SessionChannel, SessionRow, UserRow } from "../store/index.ts";
 import type { Domain } from "./context.ts";
 import { hashPassword, isPasswordless, verifyAgainstNothing, verifyPassword } from "../crypto/index.ts";
 import type { Principal, UserPrincipal } from "./principal.ts";
-import { isLive, mintUserSession } from "./sessions.ts";
+import { isLive, mintUserSession, type SessionClient } from "./sessions.ts";
 import { assertEmailDomainAllowed } from "./settings.ts";
 
 const LOGIN_FAILED = "invalid email or password";
@@ -37,8 +37,11 @@ export function publicUser(u: UserRow): PublicUser {
   return { id: u.id, email: u.email, role: u.role };
 }
 
-/** Creates a user and a first session; `inTx` lets invite acceptance add its own writes atomically. */
-export async function registerUser(d: Domain, creds: Credentials, inTx?: (tx: Repos, user: UserRow) => Promise<void>) {
+/**
+ * Creates a user and a first session; `inTx` lets invite acceptance add its own writes atomically.
+ * `client` (how and from where) is recorded with the session for the person's sessions list.
+ */
+export async function registerUser(d: Domain, creds: Credentials, inTx?: (tx: Repos, user: UserRow) => Promise<void>, client?: SessionClient) {
   const hashed = await d.hashing.run(() => hashPassword(creds.password, d.passwordKdf));
   return d.store.transaction(async (tx) => {
     const now = d.now();
@@ -60,7 +63,7 @@ export async function registerUser(d: Domain, creds: Credentials, inTx?: (tx: Re
       createdAt: now,
     });
     await inTx?.(tx, user);
-    const session = await mintUserSession(tx, user.id, now);
+    const session = await mintUserSession(tx, user.id, now, client);
     return { user, token: session.token };
   });
 }
@@ -92,9 +95,9 @@ export async function authenticateUser(d: Domain, creds: Credentials, clientAddr
   }
 }
 
-export async function loginUser(d: Domain, creds: Credentials, clientAddress: string) {
+export async function loginUser(d: Domain, creds: Credentials, clientAddress: string, client?: SessionClient) {
   const user = await authenticateUser(d, creds, clientAddress);
-  const session = await mintUserSession(d.store, user.id, d.now());
+  const session = await mintUserSession(d.store, user.id, d.now(), client);
   return { user, token: session.token };
 }
 
@@ -104,7 +107,7 @@ export async function logout(d: Domain, p: Principal): Promise<void> {
   if (row) d.auth.forget([row.tokenHash]);
 }
 
-export async function changePassword(d: Domain, p: Principal, change: PasswordChange, clientAddress: string): Promise<Secret> {
+export async function changePassword(d: Domain, p: Principal, change: PasswordChange, clientAddress: string, client?: SessionClient): Promise<Secret> {
   const user = requireUser(p);
   const row = await authenticateUser(d, { email: user.email, password: change.current_password }, clientAddress);
   const hashed = await d.hashing.run(() => hashPassword(change.new_password, d.passwordKdf));
@@ -112,7 +115,7 @@ export async function changePassword(d: Domain, p: Principal, change: PasswordCh
     const now = d.now();
     await tx.users.setPassword(row.id, hashed.hash, hashed.salt, hashed.params);
     const revoked = await tx.sessions.revokeAllForUser(row.id, now);
-    const session = await mintUserSession(tx, row.id, now);
+    const session = await mintUserSession(tx, row.id, now, client);
     return { token: session.token, revoked };
   });
   d.auth.forget(revoked);
@@ -124,6 +127,12 @@ export interface SessionView {
   kind: "user" | "scoped";
   vault: string | null;
   role: string | null;
+  /** How it was made (null for sessions older than the broker recording it). */
+  channel: SessionChannel | null;
+  /** The creating client's User-Agent, as it sent it (cut short); never a token. */
+  client: string | null;
+  /** The address it was created from. */
+  address: string | null;
   created_at: string;
   last_seen_at: string;
   expires_at: string | null;
@@ -152,6 +161,9 @@ export function viewSession(r: SessionRow, vault: string | null, current: boolea
     kind: r.kind === "scoped" ? "scoped" : "user",
     vault,
     role: r.role,
+    channel: r.channel,
+    client: r.clientAgent,
+    address: r.clientAddress,
     created_at: iso(r.createdAt),
     last_seen_at: iso(r.lastSeenAt),
     expires_at: r.expiresAt === null ? null : iso(r.expiresAt),

@@ -26,6 +26,11 @@ export interface HostRules {
 
 const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
 
+/** Whether a pattern's name (brackets already gone) is an IP address rather than a host name. */
+export function isIpName(name: string): boolean {
+  return ipaddr.isValid(name);
+}
+
 export function parseHostPattern(input: unknown, rules: HostRules, field = "host"): HostPattern {
   const bad = (why: string) => new InvalidRequest(`${field}: ${why}`, field);
   if (typeof input !== "string" || input.length === 0 || input.length > 300) throw bad("must be a host name");

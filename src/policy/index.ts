@@ -2,7 +2,7 @@
 // how a credential goes into a URL, the minted auth types' fields, and the size limits every input is
 // held to. Saying any of it in words for people and agents is words/'s.
 
-export { hostMatches, parseHostPattern, type HostPattern } from "./hosts.ts";
+export { hostMatches, isIpName, parseHostPattern, type HostPattern } from "./hosts.ts";
 export * from "./minted-auth.ts";
 export * from "./limits.ts";
 export {
@@ -15,5 +15,5 @@ export {
   type ServiceRule,
 } from "./path-rules.ts";
 export { covers, widening } from "./rules-diff.ts";
-export { RulesList } from "./rules-schema.ts";
+export { EVERYTHING_RULE, keepOthersAllowed, RulesList } from "./rules-schema.ts";
 export { readPathTemplate, readQueryParam, splitPathTemplate, VALUE_PLACEHOLDER } from "./url-auth.ts";

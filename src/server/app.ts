@@ -126,7 +126,7 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
   api.route("/v1/vaults", vaultRoutes(d));
   api.route("/v1/vault-invites", vaultInviteRoutes(d));
   api.route("/v1/agents", agentRoutes(d));
-  api.route("/v1/sessions", sessionRoutes(d));
+  api.route("/v1/sessions", sessionRoutes(d, deps.egress?.activity));
   api.route("/v1/owner", ownerRoutes(d));
   api.route("/invite", inviteRedemptionRoutes(d));
   api.route("/v1/vaults", logRoutes(d));

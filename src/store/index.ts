@@ -23,12 +23,14 @@ import { maskDatabaseUrl } from "../config.ts";
 import { DatabaseUnavailable } from "../errors.ts";
 import { userRepo } from "./users.ts";
 import { vaultRepo } from "./vaults.ts";
+import { vaultCountRepo } from "./vault-counts.ts";
 import { webhookRepo } from "./webhooks.ts";
 
 export type { Db, Sql, SqlValue, Dialect } from "./db.ts";
 export type { CredentialRow } from "./credentials.ts";
 export type { KeyringRow } from "./keyring.ts";
-export type { SessionRow, SessionKind } from "./sessions.ts";
+export type { SessionChannel, SessionKind, SessionOrigin, SessionRow } from "./sessions.ts";
+export type { PendingCounts, VaultCounts } from "./vault-counts.ts";
 export type { UserRow, InstanceRole } from "./users.ts";
 export type { VaultRow, UnmatchedHosts } from "./vaults.ts";
 export type { AgentRow } from "./agents.ts";
@@ -71,6 +73,7 @@ function createRepos(sql: Sql) {
     identities: identityRepo(sql),
     webhooks: webhookRepo(sql),
     connectStates: connectStateRepo(sql),
+    vaultCounts: vaultCountRepo(sql),
   };
 }
 

@@ -1,5 +1,5 @@
 // Migrations 8 onwards: what later rounds added (service rules, URL credentials, webhooks, minted
-// credentials, contained sessions, held requests). New migrations are appended here, in order.
+// credentials, contained sessions, held requests, session clients). New migrations are appended here, in order.
 
 import type { Migration } from "./migration.ts";
 
@@ -211,6 +211,18 @@ export const ADDITIONS: readonly Migration[] = [
         expires_at BIGINT NOT NULL
       );
       CREATE INDEX connect_states_expiry ON connect_states (expires_at);
+    `,
+  },
+  {
+    version: 18,
+    name: "session-clients",
+    // Where a session came from, for its owner's list: how it was made (a page's form, the JSON API, an
+    // identity provider in the browser or for the CLI), the creating client's User-Agent (cut short) and
+    // address. Never a token or a header other than User-Agent. NULL in rows from before.
+    sql: `
+      ALTER TABLE sessions ADD COLUMN channel TEXT;
+      ALTER TABLE sessions ADD COLUMN client_agent TEXT;
+      ALTER TABLE sessions ADD COLUMN client_address TEXT;
     `,
   },
 ];

@@ -1,12 +1,28 @@
 // Session rows for every bearer token that authenticates a principal. Only the token's SHA-256
 // is stored; `public_id` is what listings and revocation use, so a token never has to be shown again.
 // user_id / agent_id name the human or agent a session belongs to (for scoped sessions: who minted it).
+// channel, client_agent and client_address say where it was made, for its owner's list; never a token.
 
 import type { Sql } from "./db.ts";
 
 export type SessionKind = "user" | "scoped" | "agent";
 
-export interface SessionRow {
+/** How a session was made: a page's form, the JSON API, an identity provider in the browser, or one for the CLI. */
+export type SessionChannel = "form" | "api" | "oidc" | "oidc_cli";
+
+/** The columns saying where a session came from (null in rows made before migration 18). */
+export interface SessionOrigin {
+  channel: SessionChannel | null;
+  /** The creating client's User-Agent header, cut to CLIENT_AGENT_MAX characters. */
+  clientAgent: string | null;
+  /** The creating client's address (the peer, or the trusted proxy's X-Forwarded-For). */
+  clientAddress: string | null;
+}
+
+export const CLIENT_AGENT_MAX = 256;
+const CLIENT_ADDRESS_MAX = 64;
+
+export interface SessionRow extends SessionOrigin {
   id: number;
   publicId: string;
   tokenHash: string;
@@ -24,17 +40,35 @@ export interface SessionRow {
 }
 
 const COLUMNS = `id, public_id AS "publicId", token_hash AS "tokenHash", kind, user_id AS "userId", agent_id AS "agentId", vault_id AS "vaultId",
-  role, created_at AS "createdAt", expires_at AS "expiresAt", last_seen_at AS "lastSeenAt", revoked_at AS "revokedAt", contained`;
+  role, created_at AS "createdAt", expires_at AS "expiresAt", last_seen_at AS "lastSeenAt", revoked_at AS "revokedAt", contained,
+  channel, client_agent AS "clientAgent", client_address AS "clientAddress"`;
 
 const ACTIVE = "revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)";
 
 export function sessionRepo(sql: Sql) {
   return {
-    async create(s: Omit<SessionRow, "id" | "revokedAt" | "contained"> & { contained?: boolean }): Promise<SessionRow> {
+    async create(
+      s: Omit<SessionRow, "id" | "revokedAt" | "contained" | keyof SessionOrigin> & { contained?: boolean } & Partial<SessionOrigin>,
+    ): Promise<SessionRow> {
       const row = await sql.get<SessionRow>(
-        `INSERT INTO sessions (public_id, token_hash, kind, user_id, agent_id, vault_id, role, created_at, expires_at, last_seen_at, contained)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
-        [s.publicId, s.tokenHash, s.kind, s.userId, s.agentId, s.vaultId, s.role, s.createdAt, s.expiresAt, s.lastSeenAt, s.contained ? 1 : 0],
+        `INSERT INTO sessions (public_id, token_hash, kind, user_id, agent_id, vault_id, role, created_at, expires_at, last_seen_at, contained, channel, client_agent, client_address)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
+        [
+          s.publicId,
+          s.tokenHash,
+          s.kind,
+          s.userId,
+          s.agentId,
+          s.vaultId,
+          s.role,
+          s.createdAt,
+          s.expiresAt,
+          s.lastSeenAt,
+          s.contained ? 1 : 0,
+          s.channel ?? null,
+          cut(s.clientAgent, CLIENT_AGENT_MAX),
+          cut(s.clientAddress, CLIENT_ADDRESS_MAX),
+        ],
       );
       return normalise(row!);
     },
@@ -97,5 +131,13 @@ function normalise(r: SessionRow): SessionRow {
     lastSeenAt: Number(r.lastSeenAt),
     revokedAt: n(r.revokedAt),
     contained: Number(r.contained) === 1,
+    channel: r.channel ?? null,
+    clientAgent: r.clientAgent ?? null,
+    clientAddress: r.clientAddress ?? null,
   };
+}
+
+/** An empty value is no value; a long one is cut (a header is the client's to choose, the column is ours). */
+function cut(v: string | null | undefined, max: number): string | null {
+  return v ? v.slice(0, max) : null;
 }

@@ -46,19 +46,32 @@ export function authFor(t: Template, keys: Readonly<Record<string, string>>, set
 
 /**
  * Whether `host` (a parsed pattern's text) is one the template serves: one of its patterns, a name one
- * of them matches, or, for a template whose host is the person's own (`fill.host`: a store, a project,
- * a region), any name under the same domain as one of its example hosts (`acme.myshopify.com`).
+ * of them matches, or, for a template whose host is the person's own (`fill.host`), a name shaped like
+ * one of its example hosts with only the person's part changed: the placeholder label
+ * (`your-store.myshopify.com` → `acme.myshopify.com`) or the AWS region (`s3.us-east-1.amazonaws.com` →
+ * `s3.eu-west-1.amazonaws.com`). Never another service under the same domain (`iam.amazonaws.com`).
  */
 export function servesHost(t: Template, host: string): boolean {
   if (t.hosts.some((pattern) => pattern === host || (!host.includes("*") && hostMatches(parseHostPattern(pattern, { allowIp: false }), host, 443))))
     return true;
   if (!t.fill?.host || host.includes("*") || host.includes(":")) return false;
-  return t.hosts.some((example) => host.endsWith(`.${domainOf(example)}`));
+  return t.hosts.some((example) => sameShape(example, host));
 }
 
-/** The last two labels of a host name: `myshopify.com` for `your-store.myshopify.com`. */
-function domainOf(host: string): string {
-  return host.replace(/^\*\./, "").split(".").slice(-2).join(".");
+const PLACEHOLDER = /^your-/;
+const AWS_REGION = /^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$/;
+const DNS_LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/** `host` is `example` with its one variable label (a placeholder, or an AWS region) replaced by a label of the same kind. */
+function sameShape(example: string, host: string): boolean {
+  const want = example.split(".");
+  const got = host.split(".");
+  if (want.length !== got.length) return false;
+  return want.every((label, i) => {
+    if (label === got[i]) return true;
+    if (PLACEHOLDER.test(label)) return DNS_LABEL.test(got[i]!);
+    return AWS_REGION.test(label) && AWS_REGION.test(got[i]!);
+  });
 }
 
 /** The template's settings the person gives (fill, but the host), with what belongs in each. */

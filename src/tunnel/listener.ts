@@ -237,6 +237,7 @@ async function handleConnect(stream: Duplex, reader: ChunkReader, head: RequestH
     await writeResponse(stream, errorResponse(err, deps.log), { close: true }).catch(() => {});
     return void stream.end();
   }
+  deps.egress.activity?.note(session.principal.sessionPublicId, target, decision);
   if (decision === "blind") {
     try {
       return await openBlindTunnel(stream, reader.detach(), target, session, deps);

@@ -1,4 +1,4 @@
-// Saying it in words: a service's auth, its rules and a proposal's changes, phrased once for the
+// Saying it in words: a service's auth, its rules, a proposal's changes and a session, phrased once for the
 // approval pages, the console, the CLI, /discover, the pipeline's refusals and the approver's
 // warnings. Pure functions over names and settings; never a credential value.
 
@@ -26,3 +26,4 @@ export {
   type RulesChangeKind,
 } from "./proposal.ts";
 export { describeOperations, describeTemplateChoice, operationLines } from "./template.ts";
+export { describeClient, describeSessionKind, type SessionFacts } from "./session.ts";

@@ -8,6 +8,7 @@ export * from "./proposal-review.ts";
 export * from "./services.ts";
 export * from "./webhooks.ts";
 export * from "./request-approvals.ts";
+export * from "./vault-summary.ts";
 export { layoutJson, type JsonLayout } from "./json-layout.ts";
 export * from "./connect.ts";
 export * from "./connect-complete.ts";

@@ -11,7 +11,7 @@ import { LIMITS } from "../policy/index.ts";
 import type { Principal } from "../identity/index.ts";
 import { assertKeysResolve, type ProposalInput, type ProposedService, type ProposedSlot } from "./proposal-input.ts";
 import { authKeys, storedRules, toRow, viewService, type ServiceAuth } from "./services.ts";
-import type { Rules } from "../policy/index.ts";
+import { isIpName, parseHostPattern, type Rules } from "../policy/index.ts";
 import { newHostWarning, replacedServiceWarning, rulesRemovedWarning } from "../words/index.ts";
 import { hashToken, mintToken } from "../crypto/index.ts";
 import { iso } from "../identity/index.ts";
@@ -53,6 +53,7 @@ export function viewProposal(row: ProposalRow, vault: string): ProposalView {
 export async function createProposal(d: Domain, open: OpenVault, proposal: ProposalInput) {
   requireInVault(open, "read");
   const p = open.principal;
+  assertReachableIps(d, proposal);
   const minted = mintToken("approval");
   const row = await d.store.transaction(async (tx) => {
     assertKeysResolve(proposal, await tx.credentials.keys(open.vault.id));
@@ -206,6 +207,22 @@ export async function approveProposal(
   });
   d.onVaultChange?.(row.vaultId);
   void announceProposal(d, "proposal.approved", { ...row, status: "applied", decidedAt: now, decidedBy: p.userId });
+}
+
+/**
+ * An IP literal is a host an agent may propose only where the broker's network guard would dial it (a
+ * loopback or private address under BROKER_ALLOW_PRIVATE_RANGES or the allowlist): the hint the broker
+ * hands out for such a host is then accepted as it is, and a proposal for a blocked address is refused
+ * with the guard's reason instead of being approved into a service that can never be reached.
+ */
+function assertReachableIps(d: Domain, proposal: ProposalInput): void {
+  proposal.services.forEach((s, i) => {
+    const pattern = parseHostPattern(s.host, { allowIp: true });
+    if (!isIpName(pattern.name)) return;
+    const refused = d.guardRefuses ? d.guardRefuses(pattern.name, pattern.port) : "this broker checks no IP addresses";
+    if (refused)
+      throw new InvalidRequest(`services[${i}].host: ${s.host} is an address the broker will not reach (${refused}); use a host name`, `services[${i}].host`);
+  });
 }
 
 /** A proposed service's template and operations, unless the person replaced its rules with their own. */

@@ -283,7 +283,7 @@ export async function readRequestApproval(d: Domain, open: OpenVault, publicId: 
   return row;
 }
 
-/** A human's Allow or Deny (user sessions of admins and members only); 409 once decided or expired. */
+/** A human's Approve or Deny (user sessions of admins and members only); 409 once decided or expired. */
 export async function decideRequestApproval(d: Domain, open: OpenVault, publicId: string, decision: "approve" | "deny"): Promise<RequestApprovalView> {
   requireInVault(open, "approve");
   const user = requireUser(open.principal);

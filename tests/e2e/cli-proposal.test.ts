@@ -154,7 +154,7 @@ describe("broker proposal", () => {
     for (const sub of ["list", "show", "approve", "reject"]) {
       const r = await runInProcess(["proposal", sub, "--help"]);
       expect(r.exitCode).toBe(0);
-      expect(r.stdout).toContain(`USAGE proposal ${sub}`);
+      expect(r.stdout).toContain(`USAGE broker proposal ${sub}`);
     }
   });
 });

@@ -268,7 +268,7 @@ describe("broker request", () => {
     for (const sub of ["list", "show", "approve", "deny"]) {
       const r = await offline(["request", sub, "--help"]);
       expect(r.exitCode).toBe(0);
-      expect(r.stdout).toContain(`USAGE request ${sub}`);
+      expect(r.stdout).toContain(`USAGE broker request ${sub}`);
       expect(r.stdout).toContain("broker request approve apr_");
     }
     expect(expectOk(await offline(["--help"])).stdout).toMatch(/request\s+Review, approve and deny single requests/);

@@ -5,6 +5,7 @@
 // people change them; agents file proposals instead.
 
 import { defineCommand } from "citty";
+import { keepOthersAllowed } from "../../policy/index.ts";
 import type { CredentialListBody, ServiceAnswerBody, ServiceListBody } from "../../contract/index.ts";
 import { jsonArg, vaultArg } from "../kit/index.ts";
 import { type Client, vaultPath } from "../kit/index.ts";
@@ -23,6 +24,7 @@ import {
   collectRuleFlags,
   describeAllowed,
   parseRuleFlags,
+  rulesFromFlags,
   UPDATE_EXAMPLES,
 } from "../kit/index.ts";
 
@@ -73,7 +75,8 @@ const add = defineCommand({
     const ruleFlags = collectRuleFlags(rawArgs);
     if (fromTemplate && ruleFlags.length)
       throw new CliFailure("--allow and --approve do not go with --template <id>: its --operations give the rules", undefined, 2);
-    const rules = ruleFlags.length ? parseRuleFlags(ruleFlags) : undefined;
+    // --approve alone holds those requests and keeps the rest allowed (a new service allows everything).
+    const rules = ruleFlags.length ? keepOthersAllowed(parseRuleFlags(ruleFlags), false) : undefined;
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
     const how = fromTemplate ? templateFields(args) : { auth, rules };
@@ -172,10 +175,10 @@ const update = defineCommand({
     const auth = args.auth === undefined ? undefined : buildAuth({ ...args, auth: args.auth });
     if (auth) body.auth = auth;
     if (clear) body.rules = null;
-    if (ruleFlags.length) body.rules = parseRuleFlags(ruleFlags);
     if (args.description !== undefined) body.description = args.description;
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
+    if (ruleFlags.length) body.rules = await rulesFromFlags(ctx.client, vault, args.host, parseRuleFlags(ruleFlags));
     const patched = ctx.client.request<ServiceAnswerBody>("PATCH", vaultPath(vault, "services", args.host), { body, vault, hints: listHosts(vault) });
     const svc = await hintOnForbidden(auth ? nameAuthFlag(patched, { ...args, auth: args.auth! }) : patched, SECRET_WRITE_HINT);
     if (auth) await warnIfNoKeys(ctx.client, vault, authKeyNames(auth));

@@ -15,6 +15,7 @@ import { openContext, pickVault } from "../kit/index.ts";
 import { CliExit, CliFailure } from "../kit/index.ts";
 import { nodeProxyWarning } from "../kit/index.ts";
 import { printNote } from "../kit/index.ts";
+import { addUsageTail } from "../kit/index.ts";
 import { runSupervised } from "../kit/index.ts";
 import { assertContainable, CONTAIN_ENV, containedArgv, startBridges, type ContainSpec } from "../kit/index.ts";
 import type { DiscoveryBody, ScopedSessionCreatedBody } from "../../contract/index.ts";
@@ -90,7 +91,7 @@ export function childEnvironment(
   return env;
 }
 
-export default defineCommand({
+const command = defineCommand({
   meta: { name: "run", description: "Run a command as an agent: its HTTPS traffic goes through the broker (HTTPS_PROXY), holding no credential" },
   args: {
     ...vaultArg,
@@ -137,6 +138,10 @@ export default defineCommand({
     }
   },
 });
+
+addUsageTail(command, "-- <command> [args…]");
+
+export default command;
 
 /**
  * Bridges for a contained run: inside the namespace the broker is at 127.0.0.1 on the same ports,

@@ -4,7 +4,8 @@
 // reach shell history or the process list.
 
 import type { ArgsDef } from "citty";
-import { CliFailure } from "./fail.ts";
+import { CliFailure, UsageFailure } from "./fail.ts";
+import { closestNames, orList } from "./suggest.ts";
 
 export const jsonArg = { json: { type: "boolean", description: "Print JSON (for scripts) instead of text" } } as const;
 
@@ -80,10 +81,19 @@ export function findArgProblem(argv: readonly string[], def: ArgsDef): string | 
   return undefined;
 }
 
-/** Throws the usage failure `findArgProblem` reports. */
-export function assertArgs(argv: readonly string[], def: ArgsDef): void {
+/** Throws the usage failure `findArgProblem` reports; an unknown flag also gets the closest real ones. */
+export function assertArgs(argv: readonly string[], def: ArgsDef, commandLine = "broker <command>"): void {
   const problem = findArgProblem(argv, def);
-  if (problem) throw new CliFailure(problem, "see --help for the accepted options", 2);
+  if (!problem) return;
+  const unknown = /^unknown option --?(\S+)$/.exec(problem)?.[1];
+  const guesses = unknown ? closestNames(unknown, longFlagNames(def)).map((n) => `--${n}`) : [];
+  throw new UsageFailure(problem, [guesses.length ? `did you mean: ${orList(guesses)}?` : `see \`${commandLine} --help\` for the accepted options`]);
+}
+
+/** The long flags a command accepts (its own, and --help), as a person types them. */
+function longFlagNames(def: ArgsDef): string[] {
+  const own = Object.entries(def).filter(([, a]) => a.type !== "positional");
+  return [...own.map(([name]) => name), ...own.flatMap(([, a]) => aliasesOf((a as { alias?: unknown }).alias).filter((n) => n.length > 1)), "help"];
 }
 
 // Never echo the extra word: it may be the very secret someone tried to pass.

@@ -3,9 +3,12 @@
 // terminal. Secrets in request bodies are revealed only while serialising onto the wire.
 
 import { Secret } from "../../secret.ts";
+import { VERSION } from "../../version.ts";
 import { CliFailure } from "./fail.ts";
 
 export const AGENT_TOKEN_PREFIX = "av_agt_";
+/** Sent with every call, so a person's list of sessions can say "broker CLI 0.1.0" for a CLI login. */
+export const CLI_USER_AGENT = `broker-cli/${VERSION}`;
 
 export interface ClientOptions {
   readonly addr: string;
@@ -52,7 +55,7 @@ export function createClient(opts: ClientOptions): Client {
     addr: opts.addr,
     hasToken: opts.token !== undefined,
     async request<T>(method: string, path: string, ro: RequestOptions = {}): Promise<T> {
-      const headers = new Headers({ accept: "application/json" });
+      const headers = new Headers({ accept: "application/json", "user-agent": CLI_USER_AGENT });
       const token = ro.anonymous ? undefined : opts.token;
       if (token) headers.set("authorization", `Bearer ${token.reveal()}`);
       if (token && ro.vault && (ro.headerVault || isAgentToken(token))) headers.set("x-vault", ro.vault);

@@ -10,6 +10,19 @@ export class CliFailure extends Error {
   }
 }
 
+/**
+ * A command line the CLI cannot run (unknown command or flag, missing argument): exit 2, the message,
+ * then `notes` printed as they are ("did you mean: …", the usage line), never prefixed with "hint:".
+ */
+export class UsageFailure extends CliFailure {
+  constructor(
+    message: string,
+    readonly notes: readonly string[],
+  ) {
+    super(message, undefined, 2);
+  }
+}
+
 /** Ends the CLI with an exit code and no message (e.g. `vault run` passing back its child's code). */
 export class CliExit extends Error {
   constructor(readonly code: number) {

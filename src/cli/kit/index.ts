@@ -1,14 +1,24 @@
 // What the CLI's commands share: argument checks, the API client, the local context and state, output
-// and prompts, help, failure messages, `vault run`'s supervision and containment, doctor's checks.
+// and prompts, help, dispatch and completion scripts, failure messages, `vault run`'s supervision and
+// containment, doctor's checks.
 
 export { CliExit } from "./fail.ts";
 export { CliFailure } from "./fail.ts";
+export { UsageFailure } from "./fail.ts";
 export { assertArgs } from "./args.ts";
 export { renderHelp } from "./help.ts";
+export { renderUsageLine } from "./help.ts";
+export { commandLine } from "./help.ts";
+export { stripAnsi } from "./help.ts";
 export { resolve } from "./help.ts";
-export { resolveCommand } from "./help.ts";
 export { splitCommand } from "./help.ts";
 export { addHelpFooter } from "./help.ts";
+export { addUsageTail } from "./help.ts";
+export { assertKnownCommand, planCommand } from "./dispatch.ts";
+export { addWordChoices, type CommandNode, loadCommandTree } from "./command-tree.ts";
+export { renderBashCompletion } from "./completion-bash.ts";
+export { renderZshCompletion } from "./completion-zsh.ts";
+export { renderFishCompletion } from "./completion-fish.ts";
 export { jsonArg } from "./args.ts";
 export { vaultArg } from "./args.ts";
 export { vaultPath } from "./client.ts";
@@ -52,6 +62,7 @@ export { approveArg } from "./service-rules.ts";
 export { collectRuleFlags } from "./service-rules.ts";
 export { describeAllowed } from "./service-rules.ts";
 export { parseRuleFlags } from "./service-rules.ts";
+export { rulesFromFlags } from "./service-rules.ts";
 export { UPDATE_EXAMPLES } from "./service-rules.ts";
 export { updateCliState } from "./state.ts";
 export { checkGuard } from "./doctor-checks.ts";

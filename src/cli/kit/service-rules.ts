@@ -5,8 +5,9 @@
 // the examples in the commands' help.
 
 import { InvalidRequest } from "../../errors.ts";
-import { parseWith } from "../../contract/index.ts";
-import { RULE_METHODS, RulesList, type Rules } from "../../policy/index.ts";
+import { parseWith, type ServiceListBody } from "../../contract/index.ts";
+import { keepOthersAllowed, RULE_METHODS, RulesList, type Rules } from "../../policy/index.ts";
+import { type Client, vaultPath } from "./client.ts";
 import { describeRulesInWords } from "../../words/index.ts";
 import { CliFailure } from "./fail.ts";
 
@@ -147,8 +148,8 @@ function splitAllow(value: string, flag: "allow" | "approve" = "allow"): { metho
       `--${flag} "${value}": "${stray}" comes after a path; methods go first, and each --${flag} is one rule`,
       flag === "allow" ? ALLOW_EXAMPLE : APPROVE_EXAMPLE,
     );
-  const unknown = methods.find((m) => !RULE_METHODS.includes(m.toUpperCase()));
-  if (unknown) throw usage(`--${flag} "${value}": ${unknown} is not a method a rule can ${flag}`, `use ${RULE_METHODS.join(", ")}`);
+  const unknown = methods.find((m) => m !== "*" && !RULE_METHODS.includes(m.toUpperCase()));
+  if (unknown) throw usage(`--${flag} "${value}": ${unknown} is not a method a rule can ${flag}`, `use ${RULE_METHODS.join(", ")}, or * for all of them`);
   return { methods: methods.map((m) => m.toUpperCase()), paths };
 }
 
@@ -159,4 +160,15 @@ function usage(message: string, hint: string): CliFailure {
 /** For tables and messages: the rules in plain words, or that the service allows everything (words/, as the console says it). */
 export function describeAllowed(rules: Rules | undefined): string {
   return describeRulesInWords(rules);
+}
+
+/**
+ * `service update`'s rule flags: --approve alone on a service without rules holds those requests and
+ * keeps everything else allowed; on a service with rules, the flags replace them (give every rule again).
+ */
+export async function rulesFromFlags(client: Client, vault: string, host: string, rules: Rules): Promise<Rules> {
+  if (!rules.every((r) => r.approve === "each")) return rules;
+  const listed = await client.request<ServiceListBody>("GET", vaultPath(vault, "services"), { vault }).catch(() => undefined);
+  const current = listed?.services.find((s) => s.host === host.toLowerCase().replace(/\.$/, "").replace(/:443$/, ""));
+  return keepOthersAllowed(rules, current?.rules !== undefined);
 }

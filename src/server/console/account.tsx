@@ -1,5 +1,6 @@
 /** @jsxImportSource hono/jsx */
-// `/account`: the signed-in person's password, sessions and linked sign-in providers, through the
+// `/account`: the signed-in person's password, sessions (each named by kind, client, address and last
+// use, in words/'s terms; never a token) and linked sign-in providers, through the
 // API's own calls (changePassword, listOwnSessions, revokeOwnSession, listIdentities,
 // unlinkIdentity; linking is the API's POST /v1/auth/oidc/link). Changing the password ends every session,
 // this browser's included (contract): the person signs in again with the new one.
@@ -8,9 +9,10 @@ import { Hono } from "hono";
 import { ChangePasswordInput, parseWith } from "../../contract/index.ts";
 import { BrokerError, InvalidRequest } from "../../errors.ts";
 import { changePassword, listIdentities, listOwnSessions, logout, revokeOwnSession, unlinkIdentity, type SessionView } from "../../identity/index.ts";
-import { clientIp } from "../kit/index.ts";
+import { clientIp, sessionClientOf } from "../kit/index.ts";
 import { clearPageCookie } from "../ui/index.ts";
-import { Badge, Button, FormField, Name, PostForm, Section, Table, Time } from "../ui/index.ts";
+import { Badge, Button, formatTime, FormField, Name, PostForm, relativeTime, Section, Table, Time } from "../ui/index.ts";
+import { describeClient, describeSessionKind } from "../../words/index.ts";
 import {
   describeError,
   formOf,
@@ -24,42 +26,55 @@ import {
 } from "./context.tsx";
 import { IdentitiesSection, issuerHost, providerOrigin } from "../ui/index.ts";
 
+/** What kind of session, in words/'s terms; a scoped one also says its role in which vault. */
 function SessionKind(props: { s: SessionView }) {
-  if (props.s.kind === "scoped") {
-    return (
-      <>
-        <span>vault run</span>{" "}
+  const s = props.s;
+  return (
+    <>
+      <span class="session-kind">{describeSessionKind(s)}</span>
+      {s.kind === "scoped" ? (
         <span class="muted small">
-          ({props.s.role} in <Name>{props.s.vault ?? "deleted vault"}</Name>)
+          {" "}
+          ({s.role} in <Name>{s.vault ?? "deleted vault"}</Name>)
         </span>
-      </>
-    );
-  }
-  return <span>Sign-in</span>;
+      ) : null}
+      {s.current ? (
+        <>
+          {" "}
+          <Badge tone="info">this browser</Badge>
+        </>
+      ) : null}
+    </>
+  );
 }
 
-function SessionsTable(props: { sessions: SessionView[] }) {
+/** "3 minutes ago", with the exact time in the title and `datetime`. */
+function Ago(props: { iso: string; now: number }) {
+  return (
+    <time datetime={props.iso} title={formatTime(props.iso)}>
+      {relativeTime(props.iso, props.now)}
+    </time>
+  );
+}
+
+function SessionsTable(props: { sessions: SessionView[]; now: number }) {
   return (
     <Table
       id="sessions"
       rows={props.sessions}
       columns={[
+        { label: "Session", cell: (s) => <SessionKind s={s} /> },
         {
-          label: "Session",
+          label: "Client",
           cell: (s) => (
-            <>
-              <SessionKind s={s} />
-              {s.current ? (
-                <>
-                  {" "}
-                  <Badge tone="info">this browser</Badge>
-                </>
-              ) : null}
-            </>
+            <span class="session-client" title={s.client ?? undefined}>
+              {describeClient(s.client)}
+            </span>
           ),
         },
+        { label: "From", cell: (s) => (s.address ? <Name>{s.address}</Name> : <span class="muted">not recorded</span>) },
         { label: "Started", cell: (s) => <Time iso={s.created_at} /> },
-        { label: "Last used", cell: (s) => <Time iso={s.last_seen_at} /> },
+        { label: "Last used", cell: (s) => <Ago iso={s.last_seen_at} now={props.now} /> },
         { label: "Expires", cell: (s) => <Time iso={s.expires_at} empty="never" /> },
         {
           label: "",
@@ -107,8 +122,11 @@ async function renderAccount(c: ConsoleContext) {
         <ChangePasswordForm />
       </Section>
       <IdentitiesSection provider={d.oidc} identities={identities} />
-      <Section title="Sessions" description="Where your account is signed in. Revoke anything you do not recognise.">
-        <SessionsTable sessions={sessions} />
+      <Section
+        title="Sessions"
+        description="Where your account is signed in: how, with which client, from which address. Revoke anything you do not recognise."
+      >
+        <SessionsTable sessions={sessions} now={d.now()} />
       </Section>
     </>
   );
@@ -133,7 +151,7 @@ export function accountRoutes() {
     try {
       if ((form.new_password ?? "") !== (form.new_password_again ?? "")) throw new InvalidRequest("the two new passwords differ; type the same one twice");
       const change = parseWith(ChangePasswordInput, { current_password: form.current_password, new_password: form.new_password });
-      const fresh = await changePassword(d, user, change, clientIp(c));
+      const fresh = await changePassword(d, user, change, clientIp(c), sessionClientOf(c, "form"));
       // Every session ended, as the contract says; the fresh one too, so this browser signs in again like every other.
       await logout(d, await d.auth.authenticate(fresh.reveal())); // reveal: only to look up and end the fresh session
     } catch (err) {

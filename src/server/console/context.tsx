@@ -10,7 +10,8 @@ import { BrokerError, InvalidRequest, NotFound, RateLimited, toErrorResponse, Un
 import type { Logger } from "../../log.ts";
 import type { Domain, OpenVault, Principal, UserPrincipal, VaultAction } from "../../identity/index.ts";
 import { openVault } from "../../identity/index.ts";
-import type { ConnectDeps } from "../../workflows/index.ts";
+import type { ConnectDeps, PendingSummary } from "../../workflows/index.ts";
+import { summariseVault } from "../../workflows/index.ts";
 import { enforce } from "../kit/index.ts";
 import { assertSameOrigin, CsrfRejected, csrfToken, readForm, readSessionCookie, setPageHeaders } from "../ui/index.ts";
 import { CONFIRM_FIELD } from "../ui/index.ts";
@@ -119,13 +120,31 @@ export interface PageOptions extends Omit<LayoutProps, "csrf" | "user" | "flash"
   readonly formTargets?: readonly string[];
 }
 
-/** Renders `body` inside the console layout with the user, CSRF token and flash of this request. */
-export function renderPage(c: ConsoleContext, opts: PageOptions, body: Child): Response | Promise<Response> {
+/**
+ * Renders `body` inside the console layout with the user, CSRF token and flash of this request; a vault
+ * page's tabs get the vault's pending counts (unless the page brought them).
+ */
+export async function renderPage(c: ConsoleContext, opts: PageOptions, body: Child): Promise<Response> {
   const user = c.get("user");
   const { status = 200, scripts, formTargets, ...layout } = opts;
+  const vault = layout.vault && user && !layout.vault.pending ? { ...layout.vault, pending: await pendingOf(c, user, layout.vault.name) } : layout.vault;
   setPageHeaders(c, { scripts, formTargets });
-  const props = { ...layout, csrf: c.get("csrf") ?? "", flash: c.get("flash"), user: user && { email: user.email, owner: user.instanceRole === "owner" } };
+  const props = {
+    ...layout,
+    vault,
+    csrf: c.get("csrf") ?? "",
+    flash: c.get("flash"),
+    user: user && { email: user.email, owner: user.instanceRole === "owner" },
+  };
   return c.html(<Layout {...props}>{body}</Layout>, status);
+}
+
+/** The tabs' badges: a count is decoration, so one that cannot be read (the vault just went) is left off. */
+async function pendingOf(c: ConsoleContext, user: UserPrincipal, vault: string): Promise<PendingSummary | undefined> {
+  const d = c.get("kit").d;
+  return openVault(d, user, vault, "read")
+    .then((open) => summariseVault(d, open))
+    .catch(() => undefined);
 }
 
 /** A page that only says something (errors, refusals). */

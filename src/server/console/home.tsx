@@ -1,19 +1,41 @@
 /** @jsxImportSource hono/jsx */
-// `/`: the sign-in page for a visitor, the list of vaults for a signed-in person, and the
-// create-vault form (createVault, as POST /v1/vaults), and `/vaults/:vault`, a vault's overview.
+// `/`: the sign-in page for a visitor, the list of vaults for a signed-in person (with what waits for
+// a decision in each, counted in one grouped query by pendingInVaults) and the create-vault form
+// (createVault, as POST /v1/vaults). A vault's own page is vault-overview.tsx.
 
 import { Hono } from "hono";
 import { parseWith, VaultInput } from "../../contract/index.ts";
-import { createVault, iso, listVaults, type VaultRole } from "../../identity/index.ts";
+import { createVault, listVaults, type VaultRole } from "../../identity/index.ts";
+import { pendingInVaults, type PendingSummary } from "../../workflows/index.ts";
 import { Badge, Button, EmptyState, FormField, Name, PostForm, Section, Table, Time, toneOf } from "../ui/index.ts";
-import { formOf, openConsoleVault, renderPage, requireSignedIn, runAction, signedIn, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
-import { vaultPath, type VaultSection } from "./layout.tsx";
+import { formOf, renderPage, requireSignedIn, runAction, signedIn, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
+import { vaultPath } from "./layout.tsx";
 import { renderSignIn, signInMode } from "./sign-in.tsx";
 
 interface VaultItem {
   name: string;
   role: VaultRole;
   created_at: string;
+  pending?: PendingSummary;
+}
+
+/** What waits for a decision in one vault, each part a link to its tab; "nothing" when nothing does. */
+function Waiting(props: { v: VaultItem }) {
+  const p = props.v.pending;
+  const links = [
+    p?.pending_proposals ? (
+      <a href={vaultPath(props.v.name, "proposals")} class="pending-link">
+        <span class="count">{p.pending_proposals}</span> {p.pending_proposals === 1 ? "proposal" : "proposals"}
+      </a>
+    ) : null,
+    p?.held_requests ? (
+      <a href={vaultPath(props.v.name, "requests")} class="pending-link">
+        <span class="count">{p.held_requests}</span> {p.held_requests === 1 ? "held request" : "held requests"}
+      </a>
+    ) : null,
+  ].filter((x) => x !== null);
+  if (links.length === 0) return <span class="muted">nothing</span>;
+  return <span class="pending-links">{links}</span>;
 }
 
 const ROLE_MEANING: Record<VaultRole, string> = {
@@ -44,7 +66,10 @@ function CreateVaultForm() {
 
 async function renderVaultList(c: ConsoleContext) {
   const user = signedIn(c);
-  const vaults: VaultItem[] = await listVaults(c.get("kit").d, user);
+  const d = c.get("kit").d;
+  const listed = await listVaults(d, user);
+  const pending = await pendingInVaults(d, user, listed);
+  const vaults: VaultItem[] = listed.map((v) => ({ ...v, pending: pending.get(v.name) }));
   const empty = (
     <EmptyState title="No vaults yet">
       <p>
@@ -77,6 +102,7 @@ async function renderVaultList(c: ConsoleContext) {
                 </>
               ),
             },
+            { label: "Waiting for a decision", cell: (v) => <Waiting v={v} /> },
             { label: "Created", cell: (v) => <Time iso={v.created_at} /> },
           ]}
         />
@@ -88,16 +114,6 @@ async function renderVaultList(c: ConsoleContext) {
   );
   return renderPage(c, { title: "Vaults", nav: "vaults", lead: "The vaults you can use, and your role in each." }, body);
 }
-
-const SECTION_HELP: readonly [VaultSection, string, string][] = [
-  ["credentials", "Credentials", "The secret values agents use, by key name. Values are write-only here."],
-  ["services", "Services", "The hosts agents may reach through the broker, and which credential each one gets."],
-  ["proposals", "Proposals", "Requests from agents for a new host or credential, waiting for a person to decide."],
-  ["agents", "Agents", "Invite agents, see their roles and sessions, and revoke them."],
-  ["members", "Members", "The people who can use this vault, and their invites."],
-  ["logs", "Logs", "Every request agents made through the broker."],
-  ["settings", "Settings", "What happens to hosts that match no service, and deleting the vault."],
-];
 
 export function homeRoutes() {
   const r = new Hono<ConsoleEnv>();
@@ -112,39 +128,6 @@ export function homeRoutes() {
       redirect: (v) => vaultPath(v.name),
       failure: "/",
     });
-  });
-
-  r.get("/vaults/:vault", requireSignedIn, async (c) => {
-    const open = await openConsoleVault(c, "read");
-    const vault = { name: open.vault.name, role: open.role };
-    const body = (
-      <Section title="What each section does">
-        <dl class="overview">
-          {SECTION_HELP.map(([slug, label, help]) => (
-            <>
-              <dt>
-                <a href={vaultPath(vault.name, slug)}>{label}</a>
-              </dt>
-              <dd>{help}</dd>
-            </>
-          ))}
-        </dl>
-      </Section>
-    );
-    return renderPage(
-      c,
-      {
-        title: "Overview",
-        nav: "vaults",
-        vault,
-        lead: (
-          <>
-            Created <Time iso={iso(open.vault.createdAt)} />.
-          </>
-        ),
-      },
-      body,
-    );
   });
 
   return r;

@@ -1,12 +1,14 @@
 /** @jsxImportSource hono/jsx */
 // The frame of every console page: the document shell (pages/document.tsx), the header
 // with the product name and navigation, the flash message, an optional vault header with its
-// section tabs, and the main area. Sign-out is a POST form button, never a link.
+// section tabs (pending counts on Proposals and Requests), and the main area. Sign-out is a POST
+// form button, never a link.
 
 import type { Child } from "hono/jsx";
 import { VERSION } from "../../version.ts";
 import { Document } from "../ui/index.ts";
 import { Badge, Button, PageContext, PostForm } from "../ui/index.ts";
+import type { PendingSummary } from "../../workflows/index.ts";
 import type { Flash } from "./flash.ts";
 
 export type NavItem = "vaults" | "account" | "settings";
@@ -33,7 +35,10 @@ export type VaultSection = (typeof VAULT_SECTIONS)[number]["slug"];
 export interface LayoutVault {
   readonly name: string;
   readonly role: string;
-  readonly section?: VaultSection;
+  /** The tab this page belongs to; "overview" is the vault's own page. */
+  readonly section?: VaultSection | "overview";
+  /** What waits for a decision, as badges on the Proposals and Requests tabs (renderPage fills it in). */
+  readonly pending?: PendingSummary;
 }
 
 export interface LayoutProps {
@@ -106,22 +111,52 @@ export function FlashMessage(props: { flash?: Flash }) {
   );
 }
 
+/** How many wait for a decision, as a small count after a tab's or a vault's name; nothing when none do. */
+export function PendingCount(props: { n: number | null | undefined; what: string }) {
+  if (!props.n) return null;
+  return (
+    <span class="count" title={`${props.n} ${props.what} waiting for a decision`}>
+      <span class="visually-hidden"> (</span>
+      {props.n > 99 ? "99+" : props.n}
+      <span class="visually-hidden"> waiting)</span>
+    </span>
+  );
+}
+
+const TAB_COUNTS: Partial<Record<VaultSection, (p: PendingSummary) => [number | null, string]>> = {
+  proposals: (p) => [p.pending_proposals, "proposals"],
+  requests: (p) => [p.held_requests, "held requests"],
+};
+
 function VaultHeader(props: { vault: LayoutVault }) {
   const v = props.vault;
+  const count = (slug: VaultSection) => {
+    const of = v.pending && TAB_COUNTS[slug]?.(v.pending);
+    return of ? <PendingCount n={of[0]} what={of[1]} /> : null;
+  };
   return (
     <div class="vault-header">
       <p class="eyebrow">
         <a href="/">Vaults</a> <span aria-hidden="true">/</span>
       </p>
       <div class="vault-title">
-        <span class="vault-name">{v.name}</span> <Badge tone="info">{v.role}</Badge>
+        <a class="vault-name" href={vaultPath(v.name)}>
+          {v.name}
+        </a>{" "}
+        <Badge tone="info">{v.role}</Badge>
       </div>
       <nav class="tabs" aria-label="Vault sections">
         <ul>
+          <li>
+            <a href={vaultPath(v.name)} aria-current={v.section === "overview" ? "page" : undefined}>
+              Overview
+            </a>
+          </li>
           {VAULT_SECTIONS.map((s) => (
             <li>
               <a href={vaultPath(v.name, s.slug)} aria-current={v.section === s.slug ? "page" : undefined}>
                 {s.label}
+                {count(s.slug)}
               </a>
             </li>
           ))}

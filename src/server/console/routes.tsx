@@ -10,6 +10,7 @@ import type { Domain } from "../../identity/index.ts";
 import { accountRoutes } from "./account.tsx";
 import { consoleContext, renderError, renderMessage, requireSignedIn, type ConsoleEnv } from "./context.tsx";
 import { homeRoutes } from "./home.tsx";
+import { vaultOverviewRoutes } from "./vault-overview.tsx";
 import { signInRoutes } from "./sign-in.tsx";
 import { instanceSettingsRoutes, type InstanceSettingsOptions } from "./instance-settings.tsx";
 import { logTailAsset, vaultLogRoutes } from "./vault-logs.tsx";
@@ -39,6 +40,7 @@ export function consoleRoutes(d: Domain, log: Logger, opts: ConsoleOptions = {})
 
   r.route("/", signInRoutes());
   r.route("/", homeRoutes());
+  r.route("/", vaultOverviewRoutes()); // /vaults/:vault, the dashboard
   r.route("/", accountRoutes());
   r.route("/", vaultCredentialRoutes());
   r.route("/", vaultServiceRoutes(opts.mintedState, canConnect));

@@ -9,7 +9,7 @@ import type { Child } from "hono/jsx";
 import { BrokerError, RateLimited } from "../../errors.ts";
 import { CredentialsInput, parseWith } from "../../contract/index.ts";
 import { loginUser, logout, registerUser } from "../../identity/index.ts";
-import { authTier, clientIp } from "../kit/index.ts";
+import { authTier, clientIp, sessionClientOf } from "../kit/index.ts";
 import { clearPageCookie, setSessionCookie } from "../ui/index.ts";
 import { Button, FormField, PostForm } from "../ui/index.ts";
 import { describeError, formOf, plural, redirectWithFlash, renderPage, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
@@ -147,7 +147,8 @@ export function signInRoutes() {
     const form = formOf(c);
     const email = keptEmail(form.email);
     try {
-      const { token } = await loginUser(d, parseWith(CredentialsInput, { email: form.email, password: form.password }), clientIp(c));
+      const creds = parseWith(CredentialsInput, { email: form.email, password: form.password });
+      const { token } = await loginUser(d, creds, clientIp(c), sessionClientOf(c, "form"));
       setSessionCookie(c, d, token.reveal()); // reveal: only into the HttpOnly session cookie
       return c.redirect("/", 303);
     } catch (err) {
@@ -172,7 +173,8 @@ export function signInRoutes() {
       return renderSignIn(c, mode, { email, error: "The two passwords differ. Type the same password twice.", form: "register" }, 400);
     }
     try {
-      const { user, token } = await registerUser(d, parseWith(CredentialsInput, { email: form.email, password: form.password }));
+      const creds = parseWith(CredentialsInput, { email: form.email, password: form.password });
+      const { user, token } = await registerUser(d, creds, undefined, sessionClientOf(c, "form"));
       setSessionCookie(c, d, token.reveal()); // reveal: only into the HttpOnly session cookie
       const welcome = user.role === "owner" ? "Welcome! You are the owner of this broker. Create a vault to start." : "Welcome! Your account is ready.";
       return redirectWithFlash(c, "/", "success", welcome);

@@ -9,7 +9,7 @@ import { Hono } from "hono";
 import { AgentInviteInput, parseWith } from "../../contract/index.ts";
 import { BrokerError } from "../../errors.ts";
 import { createAgentInvite, listAgents, listInvites, mayInVault, revokeAgent, revokeInvite } from "../../identity/index.ts";
-import type { OpenVault } from "../../identity/index.ts";
+import type { OpenVault, VaultRole } from "../../identity/index.ts";
 import { Badge, Button, ConfirmForm, EmptyState, FormField, Name, PostForm, Section, Table, Time, toneOf } from "../ui/index.ts";
 import {
   describeError,
@@ -35,6 +35,26 @@ const TOKEN_LIFETIMES: readonly [string, string][] = [
   ["31536000", "1 year"],
 ];
 
+/**
+ * What an agent of each role may do in the vault (mayInVault's rule for machines): never read or set
+ * credentials, change services or decide anything, whatever the role; people's roles say more (one-time-link.tsx).
+ */
+export const AGENT_ROLE_HELP: Record<VaultRole, string> = {
+  proxy: "proxy: uses the vault's services through the broker",
+  member: "member: also reads the vault's request log",
+  admin: "admin: also invites agents and changes the vault's settings",
+};
+
+/** The same, in a sentence of its own (the invite's page). */
+const AGENT_ROLE_MEANING: Record<VaultRole, string> = {
+  proxy: "uses the vault's services through the broker",
+  member: "uses the vault's services and reads its request log",
+  admin: "uses the vault's services, reads its request log, invites agents and changes the vault's settings",
+};
+
+/** The instance role every agent a vault invite makes holds, in words (no agent invite makes an owner). */
+const AGENT_INSTANCE_ROLE = "member (the broker-wide role of every invited agent: it creates no vaults)";
+
 function vaultOf(open: OpenVault) {
   return { name: open.vault.name, role: open.role, section: "agents" as const };
 }
@@ -53,7 +73,10 @@ function InviteForm(props: { open: OpenVault }) {
         placeholder="e.g. billing-bot"
         hint="Lower-case letters, digits and dashes; shown in proposals and logs. Leave empty for a generated name."
       />
-      <RoleSelect ceiling={props.open.role} selected="proxy" />
+      <RoleSelect ceiling={props.open.role} selected="proxy" label={`Role in vault ${props.open.vault.name}`} help={AGENT_ROLE_HELP} />
+      <p class="hint agent-role-note" id="agent-role-note">
+        Whatever its role, an agent never reads or sets a credential, changes a service or approves anything: it asks for those with a proposal.
+      </p>
       <div class="field">
         <label for="f-token_ttl_seconds">Agent token lifetime</label>
         <select id="f-token_ttl_seconds" name="token_ttl_seconds">
@@ -84,7 +107,7 @@ function AgentTable(props: { vault: string; agents: readonly AgentItem[] }) {
       }
       columns={[
         { label: "Agent", cell: (a) => <Name>{a.name}</Name> },
-        { label: "Role here", cell: (a) => <Badge tone={toneOf(roleHere(a))}>{roleHere(a)}</Badge> },
+        { label: `Role in ${props.vault}`, cell: (a) => <Badge tone={toneOf(roleHere(a))}>{roleHere(a)}</Badge> },
         { label: "Active sessions", class: "num", cell: (a) => String(a.sessions) },
         {
           label: "Other vaults",
@@ -209,14 +232,28 @@ export function agentPages() {
       <Section title={`Invite for ${invite.name}`} id="agent-invite">
         <p>
           Give the agent this link. It works once, for the next {plural(minutes, "minute")} (until <Time iso={invite.expires_at} />
-          ), and makes <Name>{invite.name}</Name> a <Badge tone={toneOf(invite.role)}>{invite.role}</Badge> of this vault.
+          ), and makes <Name>{invite.name}</Name> an agent of this broker.
         </p>
+        <dl class="overview" id="invite-roles">
+          <dt>Role in vault {open.vault.name}</dt>
+          <dd>
+            <Badge tone={toneOf(invite.role)}>{invite.role}</Badge> {AGENT_ROLE_MEANING[invite.role]}
+          </dd>
+          <dt>Instance role</dt>
+          <dd>{AGENT_INSTANCE_ROLE}</dd>
+        </dl>
         <CopyField id="invite-url" label="Invite link" value={invite.invite_url} hint="Shown only once: this page is the only place it appears." />
         <CopyField
+          id="cli-redeem-command"
+          label="With the broker CLI (the agent runs it)"
+          value={`broker agent redeem ${invite.invite_url}`}
+          hint="It saves the agent's token; then `broker vault run -- <command>` runs the agent with this vault's services."
+        />
+        <CopyField
           id="redeem-command"
-          label="Redeem command (the agent runs it)"
+          label="Or without the CLI"
           value={`curl -X POST ${invite.invite_url}`}
-          hint="The answer holds the agent's token, broker URL and proxy settings."
+          hint="The answer holds the agent's token, broker URL and proxy settings; its vaults[].role is the role in each vault, agent.instance_role the broker-wide one."
         />
         <p>
           <a href={back}>Back to agents</a>

@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 // `/vaults/:vault/requests`: requests a service rule held for a person ("approve": "each"), awaiting a
 // decision first, each shown as it will be sent (method and URL, who asked, headers, the body), with
-// Allow and Deny; then the decided ones. Members and admins read it (as the audit log); deciding goes
+// Approve and Deny; then the decided ones. Members and admins read it (as the audit log); deciding goes
 // through decideRequestApproval, so only a human admin or member decides, as on the API.
 
 import { Hono } from "hono";
@@ -23,7 +23,7 @@ function vaultOf(open: OpenVault) {
  */
 const CARD_CHARS = 2048;
 
-/** Whether the card can show all there is to read before allowing (else Allow is on the approval page only). */
+/** Whether the card can show all there is to read before approving (else Approve is on the approval page only). */
 const fitsCard = (r: RequestApprovalView) => !r.body_truncated && (r.body?.length ?? 0) <= CARD_CHARS && headerText(r).length <= CARD_CHARS;
 const headerText = (r: RequestApprovalView) => r.headers.map(([n, v]) => `${n}: ${v}`).join("\n");
 const cut = (text: string) => (text.length <= CARD_CHARS ? text : `${text.slice(0, CARD_CHARS)}\n…`);
@@ -43,7 +43,7 @@ function Pending(props: { r: RequestApprovalView; vault: string; canDecide: bool
         <strong>{r.method}</strong> <Name>{r.url}</Name>
       </h3>
       {isWebSocket(r) ? (
-        <p class="warning small">A WebSocket upgrade: Allow opens a connection that stays open, every message on it unchecked by a person.</p>
+        <p class="warning small">A WebSocket upgrade: approving opens a connection that stays open, every message on it unchecked by a person.</p>
       ) : null}
       <p class="small">
         Asked by <RequesterPrefix kind={r.requested_by_kind} />
@@ -62,10 +62,10 @@ function Pending(props: { r: RequestApprovalView; vault: string; canDecide: bool
           <>
             {fitsCard(r) ? (
               <PostForm action={action("approve")}>
-                <Button variant="primary">Allow</Button>
+                <Button variant="primary">Approve</Button>
               </PostForm>
             ) : (
-              <p class="warning small allow-elsewhere">Shown in part here: read it whole on its approval page, where you can allow it.</p>
+              <p class="warning small allow-elsewhere">Shown in part here: read it whole on its approval page, where you can approve it.</p>
             )}
             <PostForm action={action("deny")}>
               <Button>Deny</Button>
@@ -92,7 +92,7 @@ async function renderRequests(c: ConsoleContext) {
         <Section title="Waiting for a decision" id="pending">
           <EmptyState title="Nothing to decide">
             <p>
-              A service rule with <code>approve</code> (for example <code>approve POST /v1/refunds</code>) holds each request it matches until a person allows
+              A service rule with <code>approve</code> (for example <code>approve POST /v1/refunds</code>) holds each request it matches until a person approves
               that exact request here. Held requests show up in this list.
             </p>
           </EmptyState>
@@ -137,7 +137,7 @@ async function renderRequests(c: ConsoleContext) {
     </>
   );
   const lead =
-    "Requests that a service's rules hold until a person allows them, one by one. Allow sends that exact request once; the agent never sees the credential.";
+    "Requests that a service's rules hold until a person approves them, one by one. Approve sends that exact request once; the agent never sees the credential.";
   return renderPage(c, { title: "Requests", nav: "vaults", vault: vaultOf(open), lead }, body);
 }
 
@@ -157,7 +157,7 @@ export function heldRequestPages() {
         },
         success: (v) =>
           decision === "approve"
-            ? `Allowed ${v.method} ${v.url}: the agent's identical request is sent once.`
+            ? `Approved ${v.method} ${v.url}: the agent's identical request is sent once.`
             : `Denied ${v.method} ${v.url}: it was not sent.`,
         redirect: back,
       });

@@ -11,6 +11,7 @@ import { parseHostPattern } from "../../policy/index.ts";
 import type { ServiceView } from "../../workflows/index.ts";
 import { Button, LinkButton, Name, PostForm, Section } from "../ui/index.ts";
 import { formatRulesText, parseRulesText } from "../ui/index.ts";
+import { keepOthersAllowed } from "../../policy/index.ts";
 import { formOf, openConsoleVault, renderPage, type ConsoleContext } from "./context.tsx";
 import { authChoiceOf, EMPTY_SERVICE, ServiceFields, type ServiceFormValues } from "./vault-service-form.tsx";
 import { readKeyChoice } from "./vault-service-keys.tsx";
@@ -38,7 +39,7 @@ function readValues(form: Record<string, string>, host?: string): ServiceFormVal
 }
 
 /** The API body addService/updateService read: only the fields the chosen auth type uses. */
-function toBody(v: ServiceFormValues): Record<string, unknown> {
+function toBody(v: ServiceFormValues, hadRules: boolean): Record<string, unknown> {
   const auth: Record<string, unknown> = isMintedChoice(v.auth_type) ? mintedAuthBody(v.auth_type, v) : { type: v.auth_type };
   if (v.auth_type !== "passthrough" && !isMintedChoice(v.auth_type)) auth.token = v.credential_key;
   if (v.auth_type === "basic" && v.username !== "") auth.username = v.username;
@@ -49,7 +50,9 @@ function toBody(v: ServiceFormValues): Record<string, unknown> {
   if (v.auth_type === "query") auth.param = v.query_param;
   if (v.auth_type === "path") auth.template = v.path_template;
   // An empty box is null: on an edit it removes the rules (every method and path allowed again).
-  const rules = v.rules === undefined ? undefined : (parseRulesText(v.rules) ?? null);
+  // Approval lines alone on a service that allowed everything hold those requests and keep the rest allowed.
+  const typed = v.rules === undefined ? undefined : parseRulesText(v.rules);
+  const rules = v.rules === undefined ? undefined : typed ? keepOthersAllowed(typed, hadRules) : null;
   return { host: v.host, description: v.description, auth, enabled: v.enabled, rules };
 }
 
@@ -123,6 +126,8 @@ export async function renderCustomEdit(
           </p>
         ) : null}
         <PostForm action={servicePath(vault, current.host)} id="edit-service-form" label={`Edit ${current.host}`}>
+          {/* Whether the service allowed everything when the form was shown: approval lines alone then keep the rest allowed. */}
+          <input type="hidden" name="had_rules" value={current.rules ? "1" : "0"} />
           <ServiceFields
             values={values ?? valuesOf(current, type)}
             keys={await keysOf(c, open)}
@@ -151,7 +156,7 @@ export function saveCustom(c: ConsoleContext, host: string | undefined, rerender
     editing: host,
     read: () => {
       // The API's own schemas read the form, so a service saved here is checked exactly as one posted as JSON.
-      const { host: typedHost, ...fields } = toBody(values);
+      const { host: typedHost, ...fields } = toBody(values, host !== undefined && formOf(c).had_rules !== "0");
       return host
         ? { ...parseWith(ServiceUpdateInput, fields), host: parseHostPattern(host, { allowIp: true }).text }
         : parseWith(ServiceInput, { host: typedHost, ...fields });

@@ -13,6 +13,7 @@ export { authTier } from "./limits.ts";
 export { globalGate } from "./limits.ts";
 export { resolveClientAddress } from "./client-address.ts";
 export { clientIp } from "./limits.ts";
+export { sessionClientOf } from "./session-client.ts";
 export { readCappedText } from "./request.ts";
 export { requirePrincipal } from "./auth.ts";
 export { jsonBody } from "./body.ts";

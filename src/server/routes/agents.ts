@@ -5,7 +5,7 @@ import { listAgents, redeemAgentInvite, revokeAgent } from "../../identity/index
 import { AgentList, AgentRedeemed, Message } from "../../contract/index.ts";
 import { describe } from "../openapi/index.ts";
 import type { Domain } from "../../identity/index.ts";
-import { requirePrincipal } from "../kit/index.ts";
+import { requirePrincipal, sessionClientOf } from "../kit/index.ts";
 import type { ApiEnv } from "../kit/index.ts";
 
 export function agentRoutes(d: Domain) {
@@ -50,12 +50,19 @@ export function inviteRedemptionRoutes(d: Domain) {
       auth: "none",
       success: { status: 201, schema: AgentRedeemed },
     }),
-    async (c) => c.json(await redeemAgentInvite(d, c.req.param("token")), 201),
+    async (c) => c.json(await redeemAgentInvite(d, c.req.param("token"), sessionClientOf(c, "api")), 201),
   );
   r.get(
     "/:token",
     describe({ summary: "What an agent invite link is, in words", tags: ["agents"], auth: "none", success: { status: 200, schema: Message } }),
-    (c) => c.json({ message: "This is an agent invite. Redeem it once with POST to this same URL (no body needed); the response holds the agent token." }),
+    (c) => {
+      const link = `${d.publicUrl}/invite/${encodeURIComponent(c.req.param("token"))}`;
+      return c.json({
+        message:
+          `This is an agent invite. With the broker CLI, redeem it once with \`broker agent redeem ${link}\` (it saves the agent's token), ` +
+          "then run the agent with `broker vault run -- <command>`. Without the CLI: POST to this same URL (no body needed); the response holds the agent token.",
+      });
+    },
   );
   return r;
 }

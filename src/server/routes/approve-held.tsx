@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 // The approval page of a held request: GET /approve/requests/:id (the request for a signed-in admin or
 // member of its vault; a sign-in form for anyone else, who learns nothing of it), POST …/login and
-// POST …/decide (Allow or Deny, then post-redirect-get to the page, which says what happened). Forms
+// POST …/decide (Approve or Deny, posted as decision=allow|deny with `approve` accepted too, then post-redirect-get to the page, which says what happened). Forms
 // carry a CSRF token and cross-site posts are refused, as on the proposal page; the decision goes
 // through the same domain function as the API.
 
@@ -98,14 +98,15 @@ export function heldApprovalRoutes(d: Domain, log: Logger) {
     }
     const { open } = await lookerOf(c, d, id);
     if (!open) return render(c, id, "Only a signed-in admin or member of this vault can decide.", "warning", 403);
-    if (form.decision !== "allow" && form.decision !== "deny") return render(c, id, "Choose Allow or Deny.", "warning", 400);
+    const decision = form.decision === "allow" || form.decision === "approve" ? "approve" : form.decision === "deny" ? "deny" : undefined;
+    if (!decision) return render(c, id, "Choose Approve or Deny.", "warning", 400);
     try {
-      await decideRequestApproval(d, open, id, form.decision === "allow" ? "approve" : "deny");
+      await decideRequestApproval(d, open, id, decision);
     } catch (err) {
       if (!(err instanceof BrokerError)) throw err;
       return render(c, id, err.message, "warning", err.status === 409 ? 409 : 400);
     }
-    log.info(form.decision === "allow" ? "request_approved" : "request_denied", { approval: id, vault: open.vault.name, by: open.principal.id });
+    log.info(decision === "approve" ? "request_approved" : "request_denied", { approval: id, vault: open.vault.name, by: open.principal.id });
     return c.redirect(`/approve/requests/${encodeURIComponent(id)}?decided=1`, 303);
   });
   return r;

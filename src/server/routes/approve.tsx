@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 // The human approval flow in the browser: GET /approve/:id?token= (read-only with the token),
-// POST /approve/:id/login (sign in, returning to the page) and POST /approve/:id/decide (Allow or
-// Deny, with the rules boxes narrowing what each service asked for). Forms carry a CSRF token matched against a SameSite=Strict cookie, and cross-site posts
+// POST /approve/:id/login (sign in, returning to the page) and POST /approve/:id/decide (Approve or
+// Deny, posted as decision=allow|deny, `approve` accepted too; with the rules boxes narrowing what each service asked for). Forms carry a CSRF token matched against a SameSite=Strict cookie, and cross-site posts
 // are refused by Origin / Sec-Fetch-Site. Only a user session of a vault admin or member decides.
 
 import type { Context } from "hono";
@@ -120,7 +120,7 @@ export function approveRoutes(d: Domain, log: Logger) {
     if (!principal || viewer.kind !== "approver") return render(c, id, token, "Only a signed-in admin or member of this vault can decide.", 403);
     const services = viewProposal(found.row, found.vault.name).services;
     try {
-      if (form.decision === "allow") {
+      if (form.decision === "allow" || form.decision === "approve") {
         const typed: Record<string, string> = {};
         for (const [name, value] of Object.entries(form)) if (name.startsWith("value_") && typeof value === "string") typed[name.slice(6)] = value;
         // The API's own schema reads the typed values: a value posted here gets exactly the checks of one posted as JSON.
@@ -134,7 +134,7 @@ export function approveRoutes(d: Domain, log: Logger) {
         log.info("proposal_rejected", { proposal: id, vault: found.vault.name, by: principal.id });
         return decided(c, id, token);
       }
-      return render(c, id, token, "Choose Allow or Deny.", 400);
+      return render(c, id, token, "Choose Approve or Deny.", 400);
     } catch (err) {
       if (!(err instanceof BrokerError)) throw err;
       // What was typed in the rules boxes comes back as typed; credential values never do.

@@ -7,7 +7,7 @@ import { ChangePasswordInput, CredentialsInput, FreshSession, OwnSessions, Signe
 import { changePassword, iso, listOwnSessions, loginUser, logout, publicUser, registerUser, revokeOwnSession } from "../../identity/index.ts";
 import { requirePrincipal } from "../kit/index.ts";
 import type { ApiEnv } from "../kit/index.ts";
-import { clientIp } from "../kit/index.ts";
+import { clientIp, sessionClientOf } from "../kit/index.ts";
 import { jsonBody } from "../kit/index.ts";
 import { describe } from "../openapi/index.ts";
 
@@ -26,7 +26,7 @@ export function authRoutes(d: Domain) {
     }),
     jsonBody(CredentialsInput),
     async (c) => {
-      const { user, token } = await registerUser(d, c.req.valid("json"));
+      const { user, token } = await registerUser(d, c.req.valid("json"), undefined, sessionClientOf(c, "api"));
       return c.json({ token: token.reveal(), user: publicUser(user) }, 201); // reveal: the caller's own new session token
     },
   );
@@ -36,7 +36,7 @@ export function authRoutes(d: Domain) {
     describe({ summary: "Sign in with email and password", tags, auth: "none", success: { status: 200, schema: SignedIn } }),
     jsonBody(CredentialsInput),
     async (c) => {
-      const { user, token } = await loginUser(d, c.req.valid("json"), clientIp(c));
+      const { user, token } = await loginUser(d, c.req.valid("json"), clientIp(c), sessionClientOf(c, "api"));
       return c.json({ token: token.reveal(), user: publicUser(user) }); // reveal: the caller's own new session token
     },
   );
@@ -68,7 +68,7 @@ export function authRoutes(d: Domain) {
     }),
     jsonBody(ChangePasswordInput),
     async (c) => {
-      const token = await changePassword(d, c.get("principal"), c.req.valid("json"), clientIp(c));
+      const token = await changePassword(d, c.get("principal"), c.req.valid("json"), clientIp(c), sessionClientOf(c, "api"));
       return c.json({ token: token.reveal() }); // reveal: the caller's fresh session token
     },
   );

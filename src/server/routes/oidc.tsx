@@ -13,7 +13,7 @@ import { IdentityList, OidcCliExchangeInput, OidcStatus, SignedIn } from "../../
 import { beginOidc, completeOidc, exchangeCliCode, isCliNonce, isSafeReturnTo, listIdentities, publicUser, unlinkIdentity } from "../../identity/index.ts";
 import { requirePrincipal } from "../kit/index.ts";
 import type { ApiEnv } from "../kit/index.ts";
-import { authTier } from "../kit/index.ts";
+import { authTier, sessionClientOf } from "../kit/index.ts";
 import { Brand, Document } from "../ui/index.ts";
 import { assertSameOrigin, readForm, readSessionCookie, setPageHeaders, setSessionCookie } from "../ui/index.ts";
 import { jsonBody } from "../kit/index.ts";
@@ -123,7 +123,7 @@ export function oidcRoutes(d: Domain, log: Logger) {
         return failurePage(c, o.name);
       }
       try {
-        const outcome = await completeOidc(d, o, new URL(c.req.url), (reason) => log.info("oidc_rejected", { reason }));
+        const outcome = await completeOidc(d, o, new URL(c.req.url), (reason) => log.info("oidc_rejected", { reason }), sessionClientOf(c, "oidc"));
         if (outcome.purpose === "login") {
           setSessionCookie(c, d, outcome.token.reveal()); // reveal: the browser's own new session, cookie only
           return c.redirect(outcome.returnTo, 303);
@@ -144,7 +144,7 @@ export function oidcRoutes(d: Domain, log: Logger) {
     jsonBody(OidcCliExchangeInput),
     async (c) => {
       const o = requireOidc(d);
-      const { user, token } = await exchangeCliCode(d, o, c.req.valid("json"));
+      const { user, token } = await exchangeCliCode(d, o, c.req.valid("json"), sessionClientOf(c, "oidc_cli"));
       return c.json({ token: token.reveal(), user: publicUser(user) }); // reveal: the CLI's own new session token
     },
   );

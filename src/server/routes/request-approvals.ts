@@ -46,7 +46,7 @@ export function requestApprovalRoutes(d: Domain) {
     },
   );
   for (const decision of ["approve", "deny"] as const) {
-    const summary = decision === "approve" ? "Allow the held request: the agent's identical retry is sent once" : "Deny the held request";
+    const summary = decision === "approve" ? "Approve the held request: the agent's identical retry is sent once" : "Deny the held request";
     r.post(
       `/:vault/request-approvals/:id/${decision}`,
       describe({

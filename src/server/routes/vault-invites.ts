@@ -7,7 +7,7 @@ import { acceptVaultInvite } from "../../identity/index.ts";
 import type { ApiEnv } from "../kit/index.ts";
 import { jsonBody } from "../kit/index.ts";
 import { describe } from "../openapi/index.ts";
-import { bearerToken } from "../kit/index.ts";
+import { bearerToken, sessionClientOf } from "../kit/index.ts";
 
 export function vaultInviteRoutes(d: Domain) {
   const r = new Hono<ApiEnv>();
@@ -35,7 +35,7 @@ export function vaultInviteRoutes(d: Domain) {
       // Without a session the body registers: a missing field is refused as registration refuses it
       // (the email alone is read again, so it is named first; a present email reads the same twice).
       const creds = principal ? undefined : email !== undefined && password !== undefined ? { email, password } : parseWith(CredentialsInput, { email });
-      return c.json(await acceptVaultInvite(d, c.req.param("token"), principal, creds));
+      return c.json(await acceptVaultInvite(d, c.req.param("token"), principal, creds, sessionClientOf(c, "api")));
     },
   );
   return r;

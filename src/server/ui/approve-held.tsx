@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 // The approval page of a held request (a service rule with "approve": "each"): for a signed-in admin or
 // member of its vault, the request exactly as it will be sent (method, URL, headers without credentials,
-// the body, laid out when it is JSON) with Allow and Deny; for anyone else a sign-in form and
+// the body, laid out when it is JSON) with Approve and Deny; for anyone else a sign-in form and
 // nothing of the request. Everything the agent wrote is rendered as escaped text (hono/jsx escapes).
 
 import { layoutJson, type RequestApprovalView } from "../../workflows/index.ts";
@@ -68,7 +68,7 @@ export function ReadableBody(props: { body: string; id?: string }) {
               <code>{k}</code>
             </>
           ))}{" "}
-          more than once. Services differ in which value they use: read every one before you allow it.
+          more than once. Services differ in which value they use: read every one before you approve it.
         </p>
       ) : null}
       <pre class="note body-text" id={props.id}>
@@ -114,7 +114,7 @@ function TheRequest(props: { r: RequestApprovalView; now: number }) {
       </p>
       {isWebSocket(r) ? (
         <p class="warning" id="websocket">
-          This is a WebSocket upgrade: Allow opens a two-way connection that stays open, and every message on it passes without another approval.
+          This is a WebSocket upgrade: approving opens a two-way connection that stays open, and every message on it passes without another approval.
         </p>
       ) : null}
       <dl class="overview">
@@ -197,9 +197,9 @@ export function HeldApprovalPage(props: HeldApprovalPageProps) {
       {r && r.state === "pending" ? (
         <form method="post" action={`/approve/requests/${r.id}/decide`} class="actions" id="decide">
           <input type="hidden" name="csrf" value={props.csrf} />
-          <p class="muted">Allow sends this exact request once (the agent retries it); any change to it needs a new approval.</p>
+          <p class="muted">Approve sends this exact request once (the agent retries it); any change to it needs a new approval.</p>
           <button type="submit" name="decision" value="allow" class="allow">
-            Allow
+            Approve
           </button>
           <button type="submit" name="decision" value="deny" class="deny">
             Deny

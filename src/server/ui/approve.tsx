@@ -2,7 +2,7 @@
 // The approval page: a read-only view of a proposal for anyone holding the approval link, a
 // sign-in form (and "Sign in with <provider>" when one is configured), and, for a signed-in admin or member of the vault, one password field per slot,
 // a rules box per service (to narrow what was asked; each host's rules are shown in words beside today's)
-// and Allow / Deny. All agent-written text is rendered as escaped text (hono/jsx escapes), links
+// and Approve / Deny (posted as decision=allow|deny). All agent-written text is rendered as escaped text (hono/jsx escapes), links
 // only for https URLs; no inline script or style exists (the CSP forbids them).
 
 import type { Child } from "hono/jsx";
@@ -264,7 +264,7 @@ export function ApprovePage(props: ApprovePageProps) {
           ))}
           <div class="actions">
             <button type="submit" name="decision" value="allow" class="allow">
-              Allow
+              Approve
             </button>
             <button type="submit" name="decision" value="deny" class="deny" formnovalidate>
               Deny

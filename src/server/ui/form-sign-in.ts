@@ -7,7 +7,7 @@ import { BrokerError, RateLimited } from "../../errors.ts";
 import type { Domain } from "../../identity/index.ts";
 import { CredentialsInput, parseWith } from "../../contract/index.ts";
 import { loginUser } from "../../identity/index.ts";
-import { clientIp } from "../kit/index.ts";
+import { clientIp, sessionClientOf } from "../kit/index.ts";
 import { setSessionCookie } from "./security.ts";
 
 export interface SignInRefusal {
@@ -18,7 +18,8 @@ export interface SignInRefusal {
 /** Undefined once signed in; otherwise what to tell the person. */
 export async function signInFromForm(c: Context, d: Domain, form: Record<string, string>): Promise<SignInRefusal | undefined> {
   try {
-    const { token } = await loginUser(d, parseWith(CredentialsInput, { email: form.email, password: form.password }), clientIp(c));
+    const creds = parseWith(CredentialsInput, { email: form.email, password: form.password });
+    const { token } = await loginUser(d, creds, clientIp(c), sessionClientOf(c, "form"));
     setSessionCookie(c, d, token.reveal()); // reveal: only into the HttpOnly, SameSite=Strict session cookie
     return undefined;
   } catch (err) {

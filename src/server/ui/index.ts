@@ -15,6 +15,7 @@ export { signInFromForm } from "./form-sign-in.ts";
 export { csrfToken } from "./security.ts";
 export { ApprovePage } from "./approve.tsx";
 export { MessagePage } from "./approve.tsx";
+export { relativeTime } from "./approve.tsx";
 export { type Viewer } from "./approve.tsx";
 export { readChosenRules } from "./rules-text.ts";
 export { typedRules } from "./rules-text.ts";

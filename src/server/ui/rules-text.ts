@@ -62,8 +62,8 @@ function readLine(body: string, where: string): ServiceRule {
       if (paths.length)
         throw new InvalidRequest(`${where}: write the methods first, then the paths (${m} comes after a path); put each rule on its own line`, "rules");
       if (method === APPROVE.toUpperCase()) throw new InvalidRequest(`${where}: approve goes first on the line, e.g. approve POST /v1/refunds`, "rules");
-      if (!RULE_METHODS.includes(method))
-        throw new InvalidRequest(`${where}: ${clip(m)} is not a method (${RULE_METHODS.join(", ")}), and paths start with /`, "rules");
+      if (method !== "*" && !RULE_METHODS.includes(method))
+        throw new InvalidRequest(`${where}: ${clip(m)} is not a method (${RULE_METHODS.join(", ")}, or * for all), and paths start with /`, "rules");
       methods.push(method);
     }
   }

@@ -139,6 +139,35 @@ code, .name { font-family: var(--mono); font-size: .9em; overflow-wrap: anywhere
 .tabs a { display: block; padding: .55rem .8rem; color: var(--muted); text-decoration: none; font-weight: 550; white-space: nowrap; border-bottom: 2px solid transparent; margin-bottom: -1px; }
 .tabs a:hover { color: var(--text); }
 .tabs a[aria-current="page"] { color: var(--text); border-bottom-color: var(--accent); }
+a.vault-name { color: var(--text); text-decoration: none; }
+a.vault-name:hover { color: var(--accent); text-decoration: underline; }
+/* A pending count: after a tab's name, in the vault list */
+.count { display: inline-block; min-width: 1.4rem; padding: 0 .4rem; margin-left: .4rem; border-radius: 999px; background: var(--warning-soft); color: var(--warning); font-size: .75rem; font-weight: 700; line-height: 1.4rem; text-align: center; font-variant-numeric: tabular-nums; vertical-align: .05em; }
+.pending-links { display: inline-flex; flex-wrap: wrap; gap: .25rem .9rem; }
+.pending-link { font-weight: 550; text-decoration: none; white-space: nowrap; }
+.pending-link .count { margin: 0 .3rem 0 0; }
+.visually-hidden { position: absolute; width: 1px; height: 1px; padding: 0; margin: -1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; border: 0; }
+
+/* The vault's overview: what waits, the counts as tiles, the next steps */
+.callout { background: var(--warning-soft); border: 1px solid var(--warning); border-left-width: 4px; border-radius: var(--radius-small); padding: .75rem 1rem; margin: 0 0 1.25rem; }
+.callout a { font-weight: 650; }
+.tiles { list-style: none; margin: 0 0 1.25rem; padding: 0; display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 9rem), 1fr)); gap: .75rem; }
+.tile { display: flex; flex-direction: column; height: 100%; padding: .9rem 1rem; background: var(--surface); border: 1px solid var(--border); border-radius: var(--radius); box-shadow: var(--shadow); color: var(--text); text-decoration: none; }
+.tile:hover { border-color: var(--accent); color: var(--text); }
+.tile-n { font-size: 1.75rem; font-weight: 700; line-height: 1.15; font-variant-numeric: tabular-nums; }
+.tile-label { font-weight: 600; }
+.tile-hint { color: var(--muted); font-size: .8125rem; line-height: 1.35; margin-top: .15rem; }
+.tile-alert { border-color: var(--warning); background: var(--warning-soft); }
+.tile-alert .tile-n { color: var(--warning); }
+.steps { list-style: none; margin: 0 0 1.25rem; padding: 0; counter-reset: step; }
+.step { display: flex; gap: .85rem; align-items: flex-start; padding: .7rem 0; }
+.step + .step { border-top: 1px solid var(--border); }
+.step-mark { flex: none; width: 1.75rem; height: 1.75rem; border-radius: 50%; border: 2px solid var(--border-strong); display: inline-flex; align-items: center; justify-content: center; font-weight: 700; font-size: .875rem; color: var(--muted); counter-increment: step; }
+.step-mark:empty::before { content: counter(step); }
+.step-done .step-mark { background: var(--success-soft); border-color: var(--success); color: var(--success); }
+.step-body { min-width: 0; }
+.step-body p { margin: 0; }
+.step-title { font-weight: 600; }
 .overview { display: grid; grid-template-columns: max-content 1fr; gap: .6rem 1.5rem; margin: 0; }
 .overview dt { font-weight: 600; }
 .overview dd { margin: 0; color: var(--muted); }

@@ -102,7 +102,9 @@ describe("the line format", () => {
   test("errors name the label and the line, and say what to write", () => {
     expect(errorOf("GET /a\n/b", "Rules for api.test")).toBe("Rules for api.test, line 2: start with the methods, e.g. GET HEAD /b");
     expect(errorOf("GET HEAD")).toBe("Rules, line 1: add at least one path after the methods, e.g. GET HEAD /repos/**");
-    expect(errorOf("FETCH /a")).toBe("Rules, line 1: FETCH is not a method (GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS), and paths start with /");
+    expect(errorOf("FETCH /a")).toBe(
+      "Rules, line 1: FETCH is not a method (GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, or * for all), and paths start with /",
+    );
     expect(errorOf("GET repos/a")).toStartWith("Rules, line 1: repos/a is not a method");
     expect(errorOf("GET /a POST /b")).toBe("Rules, line 1: write the methods first, then the paths (POST comes after a path); put each rule on its own line");
   });

@@ -25,6 +25,9 @@ export function newSession(tag: string, over: Partial<Omit<SessionRow, "id" | "r
     expiresAt: null,
     lastSeenAt: 10,
     contained: false,
+    channel: null,
+    clientAgent: null,
+    clientAddress: null,
     ...over,
     ...(over.createdAt !== undefined && over.lastSeenAt === undefined ? { lastSeenAt: over.createdAt } : {}),
   };

@@ -123,6 +123,9 @@ forEachBackend((backend) => {
       lastSeenAt: 10,
       revokedAt: null,
       contained: false,
+      channel: null,
+      clientAgent: null,
+      clientAddress: null,
     });
     expect(await store.sessions.byTokenHash("hash-live")).toEqual(live);
     expect(await store.sessions.byPublicId("ses_live")).toEqual(live);
