@@ -36,7 +36,7 @@ import {
 import { createChangeFeed, type Freshness } from "../store/index.ts";
 import { createLoginThrottle, createRateLimiter, resolveSettings } from "../ratelimit/index.ts";
 import { createRequestApprovalGate, expireProposals, pruneEndedRows, pruneRequestApprovals, replaceRotatedCredential } from "../workflows/index.ts";
-import { CONNECT_CALLBACK_PATH, connectWarnings, type ConnectDeps } from "../workflows/index.ts";
+import { CONNECT_CALLBACK_PATH, connectWarnings, operatorClient, type ConnectDeps } from "../workflows/index.ts";
 import { restoreRateLimits } from "../identity/index.ts";
 import { createOidcClient } from "../identity/index.ts";
 import { createApi, type DatabaseHealth } from "../server/index.ts";
@@ -174,8 +174,18 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     const vaultAccess = createVaultAccessCache({ now, freshness, outageGraceMs });
     const limiter = createRateLimiter(resolveSettings(config.rateLimit.profile, config.rateLimit.overrides, config.rateLimit.locked), now);
     const rateLimiter = metrics ? countRefusals(limiter, metrics) : limiter;
-    const plans = createPlanCache(store, keyring.dataKey, (host, port) => buildProposalHint(publicUrl, host, port), { now, freshness, outageGraceMs });
-    cached.push(plans.secrets);
+    // A connected account's service mints with the operator's app (BROKER_CONNECT_<ID>_*), never a vault's copy of it.
+    const plans = createPlanCache(store, keyring.dataKey, (host, port) => buildProposalHint(publicUrl, host, port), {
+      now,
+      freshness,
+      outageGraceMs,
+      operatorClient: (auth) => operatorClient({ apps: config.connect }, auth),
+    });
+    cached.push(plans.secrets, {
+      *values() {
+        for (const app of config.connect) yield app.clientSecret.reveal(); // reveal: the logger's scrub patterns only
+      },
+    });
     const audit = createAuditLog(store, { now, log, retentionMs: config.auditRetentionDays * 86_400_000, retentionRows: config.auditMaxRows });
     const upstream = createUpstream({
       ca: upstreamCa,
@@ -311,6 +321,18 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       auditRetention,
       databaseHealth,
       connect,
+      effectiveSettings: {
+        bind_host: config.bindHost,
+        api_port: Number(server.port),
+        proxy_port: boundTunnel?.port ?? null,
+        public_url: config.publicUrl ?? null,
+        allow_private_ranges: config.allowPrivateRanges,
+        network_allowlist: [...config.networkAllowlist],
+        host_mappings: (config.hostMappings ?? []).map((m) => `${m.host}:${m.port}:${m.address}`),
+        database: store.db.dialect,
+        oidc_issuer: config.oidc?.issuer ?? null,
+        rate_limit_profile: config.rateLimit.profile,
+      },
       ...(metrics && { metrics: { registry: metrics, token: config.metrics?.token } }),
     });
     const listenerName = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? "127.0.0.1" : config.bindHost;

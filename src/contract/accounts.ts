@@ -69,6 +69,20 @@ export const OwnerSettingsAnswer = z.object({
     .describe("absent when rate limiting is not configured"),
 });
 
+/** The settings a running broker was started with, as `broker doctor` checks them: no secret among them. */
+export const EffectiveSettings = z.object({
+  bind_host: z.string(),
+  api_port: z.number(),
+  proxy_port: z.number().nullable(),
+  public_url: z.string().nullable().describe("BROKER_PUBLIC_URL, or null when unset"),
+  allow_private_ranges: z.boolean(),
+  network_allowlist: z.array(z.string()),
+  host_mappings: z.array(z.string()).describe("BROKER_RESOLVE entries, host:port:address"),
+  database: z.enum(["sqlite", "postgres"]),
+  oidc_issuer: z.string().nullable(),
+  rate_limit_profile: z.string(),
+});
+
 export const AgentList = z.object({
   agents: z.array(
     z.object({
@@ -112,6 +126,8 @@ export type WhoamiBody = z.infer<typeof Whoami>;
 export type OwnSessionsBody = z.infer<typeof OwnSessions>;
 export type OwnerSettingsBody = z.infer<typeof OwnerSettingsAnswer>;
 export type AgentListBody = z.infer<typeof AgentList>;
+export type AgentRedeemedBody = z.infer<typeof AgentRedeemed>;
+export type EffectiveSettingsBody = z.infer<typeof EffectiveSettings>;
 export type InviteAcceptedBody = z.infer<typeof InviteAccepted>;
 export type OidcStatusBody = z.infer<typeof OidcStatus>;
 export type CaRotatedBody = z.infer<typeof CaRotated>;

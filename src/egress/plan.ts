@@ -94,6 +94,18 @@ export interface PlanCacheOptions {
   readonly outageGraceMs?: number;
   /** Bounds of the per-host memory of values sent (tests); echo-needles.ts has the defaults. */
   readonly recentLimits?: EchoNeedlesOptions["limits"];
+  /**
+   * The operator's app credentials for a connected account's service (workflows/connect-plan.ts
+   * operatorClient), or undefined: its client id and secret come from here, never from a vault.
+   */
+  readonly operatorClient?: (auth: ServiceAuth) => OperatorClientValues | undefined;
+}
+
+/** SECRET: an instance-wide OAuth app's client id and secret, and how it authenticates at its token endpoint. */
+export interface OperatorClientValues {
+  readonly clientId: Secret;
+  readonly clientSecret: Secret;
+  readonly clientAuth: "basic" | "post";
 }
 
 interface LoadedTable {
@@ -224,13 +236,22 @@ export function createPlanCache(
     return plan;
   }
 
-  /** Decrypts every input a minted type names; no injection here, the minter or signer adds it per request. */
+  /**
+   * Decrypts every input a minted type names; no injection here, the minter or signer adds it per request.
+   * A connected account's client id and secret are the operator's app's (opts.operatorClient), not the vault's.
+   */
   async function mintedPlan(vaultId: number, row: ServiceRow, service: EgressPlan["service"], ruled: Pick<EgressPlan, "auth" | "rules">): Promise<EgressPlan> {
     const type = row.authType as MintedAuthType;
-    const fields = ruled.auth;
+    const client = opts.operatorClient?.(ruled.auth);
+    const fields: MintedAuthFields = client ? { ...ruled.auth, client_auth: client.clientAuth } : ruled.auth;
     const inputs = new Map<string, Secret>();
     const keys: string[] = [];
     for (const [field, key] of mintedAuthKeyFields(type, fields)) {
+      const operators = field === "client_id" ? client?.clientId : field === "client_secret" ? client?.clientSecret : undefined;
+      if (operators) {
+        inputs.set(field, operators);
+        continue;
+      }
       inputs.set(field, await requiredCredential(vaultId, key));
       keys.push(key);
     }

@@ -1,11 +1,11 @@
 // One POST to a token endpoint (an OAuth 2.0 token URL, GitHub's installation-token endpoint),
 // through the same network guard and verified TLS client as every upstream request: the endpoint is
 // a host like any other, so a service cannot point the broker at an internal address. Answers the
-// status and the JSON body; never follows a redirect and reads at most 64 KiB.
+// status and the JSON body; never follows a redirect and reads at most 64 KiB (counted as the answer
+// arrives: a longer one, declared or chunked, is let go at the cap).
 
 import type { Secret } from "../secret.ts";
 import { CredentialRefreshFailed, EgressBlocked } from "../errors.ts";
-import { wholeBody } from "../egress/index.ts";
 import type { HeaderList } from "../http/index.ts";
 import { resolveChecked, type NetPolicy, type Resolver } from "../egress/index.ts";
 import type { Upstream } from "../egress/index.ts";
@@ -61,19 +61,17 @@ export async function postToTokenEndpoint(
     if (err instanceof EgressBlocked) throw new CredentialRefreshFailed(serviceHost, `the token endpoint ${u.host} is blocked by the network guard`, true);
     throw new CredentialRefreshFailed(serviceHost, `the token endpoint ${u.host} could not be reached`);
   }
+  const tooLarge = () => new CredentialRefreshFailed(serviceHost, `the token endpoint ${u.host} sent an answer larger than ${MAX_ANSWER_BYTES} bytes`);
   const declared = Number(answer.headers.find(([k]) => k === "content-length")?.[1] ?? NaN);
   if (declared > MAX_ANSWER_BYTES) {
     if (answer.body && !(answer.body instanceof Uint8Array)) await answer.body.cancel().catch(() => {});
-    throw new CredentialRefreshFailed(serviceHost, `the token endpoint ${u.host} sent an answer larger than ${MAX_ANSWER_BYTES} bytes`);
+    throw tooLarge();
   }
-  let bytes: Uint8Array;
-  try {
-    bytes = await wholeBody(answer.body);
-  } catch {
+  // Counted as it arrives (a chunked answer declares no length): let go as soon as the cap is passed.
+  const bytes = await cappedBody(answer.body, MAX_ANSWER_BYTES).catch(() => {
     throw new CredentialRefreshFailed(serviceHost, `the token endpoint ${u.host} broke off its answer`);
-  }
-  if (bytes.byteLength > MAX_ANSWER_BYTES)
-    throw new CredentialRefreshFailed(serviceHost, `the token endpoint ${u.host} sent an answer larger than ${MAX_ANSWER_BYTES} bytes`);
+  });
+  if (bytes === undefined) throw tooLarge();
   let json: Record<string, unknown> | undefined;
   try {
     const v = JSON.parse(new TextDecoder().decode(bytes)) as unknown;
@@ -82,6 +80,29 @@ export async function postToTokenEndpoint(
     json = undefined;
   }
   return { status: answer.status, json };
+}
+
+/**
+ * The whole body, or undefined once more than `max` bytes arrived: the stream is cancelled there (its
+ * connection let go), so a hostile endpoint's endless answer is never held beyond `max` plus one read.
+ */
+async function cappedBody(body: Uint8Array | ReadableStream<Uint8Array> | null, max: number): Promise<Uint8Array | undefined> {
+  if (body === null) return new Uint8Array(0);
+  if (body instanceof Uint8Array) return body.byteLength > max ? undefined : body;
+  const reader = body.getReader();
+  const parts: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > max) {
+      await reader.cancel().catch(() => {});
+      return undefined;
+    }
+    parts.push(value);
+  }
+  return Buffer.concat(parts);
 }
 
 /** RFC 6749 §5.2's error codes: only these are repeated, so a token endpoint cannot make the broker echo text it chose. */

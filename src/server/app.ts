@@ -19,6 +19,7 @@ import { agentRoutes, inviteRedemptionRoutes } from "./routes/index.ts";
 import { authRoutes } from "./routes/index.ts";
 import { identityRoutes, oidcRoutes } from "./routes/index.ts";
 import { ownerRoutes } from "./routes/index.ts";
+import type { EffectiveSettingsBody } from "../contract/index.ts";
 import { proxyRoutes } from "./routes/index.ts";
 import { discoverRoutes, proposalRoutes, templateRoutes } from "./routes/index.ts";
 import { requestApprovalRoutes } from "./routes/index.ts";
@@ -56,6 +57,8 @@ export interface ApiDeps {
   readonly metrics?: { readonly registry: Metrics; readonly token: Secret | undefined };
   /** Connecting accounts at templates' providers (BROKER_CONNECT_<ID>_*); absent: no template offers it. */
   readonly connect?: ConnectDeps;
+  /** The settings this server runs with, for the owner (`broker doctor`); absent: 404. */
+  readonly effectiveSettings?: EffectiveSettingsBody;
 }
 
 export interface DatabaseHealth {
@@ -127,7 +130,7 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
   api.route("/v1/vault-invites", vaultInviteRoutes(d));
   api.route("/v1/agents", agentRoutes(d));
   api.route("/v1/sessions", sessionRoutes(d, deps.egress?.activity));
-  api.route("/v1/owner", ownerRoutes(d));
+  api.route("/v1/owner", ownerRoutes(d, deps.effectiveSettings));
   api.route("/invite", inviteRedemptionRoutes(d));
   api.route("/v1/vaults", logRoutes(d));
   api.route("/v1/vaults", webhookRoutes(d));

@@ -2,18 +2,19 @@
 // checked (expiry, the session that started the flow still live, the same person, still allowed to write
 // secrets in the vault), the code redeemed at the token endpoint through the broker's own upstream client and
 // network guard (`redeem`, declared in connect-plan.ts, implemented by minting/, handed in by the composition),
-// then the app's client id and secret and the refresh token sealed as credentials and an oauth2_refresh service
-// made from the template, in one transaction. Returns, logs and shows no token, code or verifier.
+// then the refresh token sealed as a credential and an oauth2_refresh service made from the template, in one
+// transaction. The app's client id and secret stay the operator's: the service names them and the egress plan
+// reads them from the configuration when it mints (connect-plan.ts operatorClient), so no vault holds them.
+// Returns, logs and shows no token, code or verifier.
 
 import { BrokerError, NotFound, PermissionDenied } from "../errors.ts";
-import type { ClientAuthMethod } from "../config-connect.ts";
 import { Secret } from "../secret.ts";
 import type { Domain, OpenVault } from "../identity/index.ts";
 import { liveUserSession, openVault, requireInVault, vaultNameById } from "../identity/index.ts";
 import { encryptCredential } from "../crypto/index.ts";
 import { OPERATION_NAMES, rulesFor, templateById, type OperationName, type Template } from "../templates/index.ts";
 import { toRow, type ServiceAuth } from "./services.ts";
-import { planFor, sha256, type ConnectDeps, type ConnectKeys, type ConnectPlan } from "./connect-plan.ts";
+import { planFor, sha256, toClientAuth, type ConnectDeps, type ConnectKeys, type ConnectPlan } from "./connect-plan.ts";
 
 /** Why a connection did not complete; the page words each, the log names it. Never carries a value. */
 export type ConnectFailure =
@@ -125,11 +126,10 @@ async function openStartedVault(d: Domain, principal: OpenVault["principal"], va
   return name === undefined ? undefined : openVault(d, principal, name, "write_secrets");
 }
 
-function toClientAuth(method: ClientAuthMethod): "basic" | "post" {
-  return method === "client_secret_post" ? "post" : "basic";
-}
-
-/** The three credentials, sealed like every credential (replacing values under those keys), and the service, at once. */
+/**
+ * The refresh token, sealed like every credential (replacing a value under its key), and the service, at once.
+ * The service names the app's client id and secret by key, but they are never written to the vault.
+ */
 async function storeConnection(
   d: Domain,
   open: OpenVault,
@@ -140,12 +140,8 @@ async function storeConnection(
 ): Promise<void> {
   requireInVault(open, "write_secrets");
   const vaultId = open.vault.id;
-  const values: [string, Secret][] = [
-    [plan.keys.clientId, new Secret(plan.app.clientId)],
-    [plan.keys.clientSecret, plan.app.clientSecret],
-    [plan.keys.refreshToken, refreshToken],
-  ];
-  const sealed = await Promise.all(values.map(async ([key, value]) => ({ key, ...(await encryptCredential(d.dataKey, vaultId, key, value)) })));
+  const key = plan.keys.refreshToken;
+  const sealed = { key, ...(await encryptCredential(d.dataKey, vaultId, key, refreshToken)) };
   const auth: ServiceAuth = {
     type: "oauth2_refresh",
     token_url: plan.tokenUrl,
@@ -160,7 +156,7 @@ async function storeConnection(
   });
   const now = d.now();
   await d.store.transaction(async (tx) => {
-    for (const s of sealed) await tx.credentials.put({ vaultId, ...s }, now);
+    await tx.credentials.put({ vaultId, ...sealed }, now);
     await tx.services.put(row, now);
   });
   d.onVaultChange?.(vaultId);

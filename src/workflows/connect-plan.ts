@@ -1,11 +1,17 @@
 // Which templates a person can connect an account for, and how: the operator's app for the template
 // (BROKER_CONNECT_<ID>_*), the endpoints (the app's overrides or the template's), the service's host and the
-// credential keys written; the contract the composition fills (`redeem`), and start-up warnings. Pure.
+// key names its auth uses; the contract the composition fills (`redeem`), and start-up warnings. Pure.
+//
+// The app's client id and secret are the operator's, for the whole instance: they are never stored in a
+// vault (where every member could reveal them, and an admin could point a service at them). A connected
+// account's service names them as `<ID>_CLIENT_ID` and `<ID>_CLIENT_SECRET` with the app's token endpoint,
+// and the egress plan takes their values from the configuration when it mints (`operatorClient`); only the
+// refresh token is a vault credential.
 
 import { createHash } from "node:crypto";
 import { NotFound } from "../errors.ts";
-import { connectEnvId, type ConnectApp } from "../config-connect.ts";
-import type { Secret } from "../secret.ts";
+import { connectEnvId, type ClientAuthMethod, type ConnectApp } from "../config-connect.ts";
+import { Secret } from "../secret.ts";
 import { parseHostPattern } from "../policy/index.ts";
 import { templateById, TEMPLATES, type Template } from "../templates/index.ts";
 
@@ -36,7 +42,10 @@ export interface ConnectDeps {
   readonly redeem: (r: CodeRedemption) => Promise<Redeemed>;
 }
 
-/** The credential keys a connection writes: `<ID>_CLIENT_ID`, `<ID>_CLIENT_SECRET`, `<ID>_REFRESH_TOKEN`. */
+/**
+ * The key names a connected account's service uses: `<ID>_REFRESH_TOKEN`, the one credential a connection
+ * writes, and `<ID>_CLIENT_ID` and `<ID>_CLIENT_SECRET`, which name the operator's app (never a vault's value).
+ */
 export interface ConnectKeys {
   readonly clientId: string;
   readonly clientSecret: string;
@@ -53,7 +62,10 @@ export interface ConnectPlan {
   readonly keys: ConnectKeys;
 }
 
-function appFor(connect: ConnectDeps | undefined, t: Template): ConnectApp | undefined {
+/** Only the apps are read: the plan cache and the console pass the configured apps alone. */
+type Apps = Pick<ConnectDeps, "apps"> | undefined;
+
+function appFor(connect: Apps, t: Template): ConnectApp | undefined {
   return connect?.apps.find((a) => a.envId === connectEnvId(t.id));
 }
 
@@ -64,7 +76,7 @@ function hostOf(t: Template): string | undefined {
   return parseHostPattern(first, { allowIp: false }).text;
 }
 
-export function planFor(connect: ConnectDeps | undefined, templateId: string): ConnectPlan | undefined {
+export function planFor(connect: Apps, templateId: string): ConnectPlan | undefined {
   const t = templateById(templateId);
   const app = t && appFor(connect, t);
   const host = t && hostOf(t);
@@ -85,7 +97,7 @@ export function planFor(connect: ConnectDeps | undefined, templateId: string): C
  * connect flow, its first host is a name, and the operator registered an app for it (BROKER_CONNECT_<ID>_*).
  * The console shows a "Connect" link exactly when this holds.
  */
-export function connectConfigured(connect: ConnectDeps | undefined, templateId: string): boolean {
+export function connectConfigured(connect: Apps, templateId: string): boolean {
   return planFor(connect, templateId) !== undefined;
 }
 
@@ -101,7 +113,7 @@ export function connectWarnings(apps: readonly ConnectApp[]): string[] {
   });
 }
 
-export function requirePlan(connect: ConnectDeps | undefined, templateId: string): ConnectPlan {
+export function requirePlan(connect: Apps, templateId: string): ConnectPlan {
   const plan = planFor(connect, templateId);
   if (!plan) throw new NotFound("connecting an account is not set up for this template on this broker");
   return plan;
@@ -109,4 +121,56 @@ export function requirePlan(connect: ConnectDeps | undefined, templateId: string
 
 export function sha256(v: string): string {
   return createHash("sha256").update(v).digest("hex");
+}
+
+export function toClientAuth(method: ClientAuthMethod): "basic" | "post" {
+  return method === "client_secret_post" ? "post" : "basic";
+}
+
+/** The operator's app credentials a connected account's service mints with. SECRET: both values. */
+export interface OperatorClient {
+  readonly clientId: Secret;
+  readonly clientSecret: Secret;
+  readonly clientAuth: "basic" | "post";
+  /** The key names the service uses for them (no vault credential of these names is read). */
+  readonly keys: readonly [string, string];
+}
+
+/** The fields of a service's auth `operatorClient` reads. */
+interface OAuthFields {
+  readonly type: string;
+  readonly token_url?: string;
+  readonly client_id?: string;
+  readonly client_secret?: string;
+}
+
+/**
+ * The operator's app (BROKER_CONNECT_<ID>_*) when `auth` is a connected account's: oauth2_refresh, naming
+ * `<ID>_CLIENT_ID` and `<ID>_CLIENT_SECRET`, at exactly that app's token endpoint. Whoever made the service
+ * (the connect flow, or an admin typing the same names), the app's secret only ever goes to the endpoint the
+ * operator configured for it, which issued it; a service naming another token endpoint gets nothing from here.
+ */
+export function operatorClient(connect: Apps, auth: OAuthFields): OperatorClient | undefined {
+  if (auth.type !== "oauth2_refresh" || !auth.token_url || !auth.client_id || !auth.client_secret) return undefined;
+  for (const app of connect?.apps ?? []) {
+    const t = TEMPLATES.find((x) => connectEnvId(x.id) === app.envId);
+    const plan = t && planFor(connect, t.id);
+    if (!plan || plan.keys.clientId !== auth.client_id || plan.keys.clientSecret !== auth.client_secret) continue;
+    if (!sameUrl(plan.tokenUrl, auth.token_url)) continue;
+    return {
+      clientId: new Secret(app.clientId),
+      clientSecret: app.clientSecret,
+      clientAuth: toClientAuth(app.clientAuthMethod),
+      keys: [plan.keys.clientId, plan.keys.clientSecret],
+    };
+  }
+  return undefined;
+}
+
+function sameUrl(a: string, b: string): boolean {
+  try {
+    return new URL(a).href === new URL(b).href;
+  } catch {
+    return false;
+  }
 }

@@ -17,8 +17,10 @@ export {
   CONNECT_STATE_TTL_MS,
   connectConfigured,
   connectWarnings,
+  operatorClient,
   type CodeRedemption,
   type ConnectDeps,
   type ConnectKeys,
+  type OperatorClient,
   type Redeemed,
 } from "./connect-plan.ts";

@@ -143,7 +143,7 @@ export async function newHostUses(
  * token endpoint's host, which is what a person must see before a proposal reuses one of their
  * credentials. A SigV4 secret key never leaves the broker (it signs one request at a time).
  */
-function keyDestinations(s: { host: string; auth: ServiceAuth }): [string, string][] {
+export function keyDestinations(s: { host: string; auth: ServiceAuth }): [string, string][] {
   const a = s.auth;
   if (a.type === "oauth2_client_credentials" || a.type === "oauth2_refresh") {
     const tokenHost = a.token_url ? new URL(a.token_url).host : s.host;

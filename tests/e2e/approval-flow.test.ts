@@ -96,12 +96,12 @@ async function openAndSignIn(page: Page, approvalUrl: string, note: string) {
   expect(res?.status()).toBe(200);
   expect(await page.locator("#status").textContent()).toBe("pending");
   expect(await page.locator(".note").first().textContent()).toBe(note);
-  expect(await page.getByRole("button", { name: "Allow" }).count()).toBe(0); // read-only until signed in
+  expect(await page.getByRole("button", { name: "Approve" }).count()).toBe(0); // read-only until signed in
   await page.fill("#email", OWNER.email);
   await page.fill("#password", OWNER.password);
   await page.getByRole("button", { name: "Sign in" }).click();
   // Back on the approval page (303 to GET), now signed in as an approver; or a notice saying why not.
-  await page.getByRole("button", { name: "Allow" }).or(page.locator("#notice")).first().waitFor();
+  await page.getByRole("button", { name: "Approve" }).or(page.locator("#notice")).first().waitFor();
   if ((await page.locator("#notice").count()) > 0) {
     throw new Error(`sign-in through the approval page failed (${page.url()}): ${await page.locator("#notice").textContent()}`);
   }
@@ -141,7 +141,7 @@ describe("agent protocol with a human in a real browser", () => {
       if (process.env.UPDATE_SCREENSHOTS === "1")
         await page.screenshot({ path: join(import.meta.dir, "..", "..", "docs", "screenshots", "approval.png"), fullPage: true });
       await page.fill("input[name=value_UPSTREAM_TOKEN]", secret);
-      await page.getByRole("button", { name: "Allow" }).click();
+      await page.getByRole("button", { name: "Approve" }).click();
       await page.locator("#notice").waitFor();
       expect(await page.locator("#notice").textContent()).toStartWith("Approved");
       // Post-redirect-get: the result is the page itself, not the /decide URL, and a reload re-posts nothing.
@@ -194,7 +194,7 @@ describe("agent protocol with a human in a real browser", () => {
       await page.locator("#notice").waitFor();
       expect(await page.locator("#notice").textContent()).toStartWith("Denied");
       expect(await page.locator("#status").textContent()).toBe("rejected");
-      expect(await page.getByRole("button", { name: "Allow" }).count()).toBe(0);
+      expect(await page.getByRole("button", { name: "Approve" }).count()).toBe(0);
     } finally {
       stop.done = true;
       await browser.close();

@@ -85,7 +85,7 @@ describe("a proposal with rules, narrowed by the human in Chromium", () => {
         await page.fill("#email", OWNER.email);
         await page.fill("#password", OWNER.password);
         await Promise.all([page.waitForURL(approvalUrl), page.getByRole("button", { name: "Sign in" }).click()]);
-        await page.getByRole("button", { name: "Allow" }).waitFor();
+        await page.getByRole("button", { name: "Approve" }).waitFor();
 
         // The box holds the asked rules, one per line; the human deletes the DELETE line.
         const box = page.getByLabel(`Allowed requests to ${host} after approval`);
@@ -97,7 +97,7 @@ describe("a proposal with rules, narrowed by the human in Chromium", () => {
           .join("\n");
         await box.fill(narrowed);
         await page.fill("input[name=value_GH_TOKEN]", SECRET);
-        await Promise.all([page.waitForURL(/decided=1/), page.getByRole("button", { name: "Allow" }).click()]);
+        await Promise.all([page.waitForURL(/decided=1/), page.getByRole("button", { name: "Approve" }).click()]);
         expect(await page.textContent("#notice")).toStartWith("Approved");
         expect(await page.textContent("#status")).toBe("applied");
         // The result page: what was asked, and what the service allows now (the human's narrower rules).

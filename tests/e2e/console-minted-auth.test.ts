@@ -237,7 +237,7 @@ describe("minted auth types in the console and on the approval page", () => {
 
         await page.goto(approvalUrl);
         await page.fill("#value_GH_APP_PRIVATE_KEY", PEM);
-        await Promise.all([page.waitForURL(/decided=1/), page.getByRole("button", { name: "Allow" }).click()]);
+        await Promise.all([page.waitForURL(/decided=1/), page.getByRole("button", { name: "Approve" }).click()]);
         expect(await page.textContent("#status")).toBe("applied");
         expect((await agent("GET", `/v1/proposals/${id}`)).body.status).toBe("applied");
         const discover = await agent("GET", "/discover");

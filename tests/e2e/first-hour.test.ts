@@ -7,6 +7,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createServer } from "node:net";
+import { cleanEnv, isolatedBinary, runBinary, tempDir } from "../helpers/binary.ts";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
 import { sourceCli } from "./cli-from-source.ts";
 import { expectNoLeak, startBroker, type Broker } from "./proxy-fixture.ts";
@@ -74,4 +76,105 @@ describe("rules as people type them", () => {
     const replaced = await ok(["service", "update", host, "--approve", "POST /v1/refunds"]);
     expect(replaced).toContain("agents may use POST on /v1/refunds (each request approved by a human).");
   });
+});
+
+describe("the words", () => {
+  test("logs --host names the column the table has", async () => {
+    const help = await ok(["logs", "--help"]);
+    expect(help).toContain("as in the REQUEST column, without the path");
+    expect(help).not.toContain("HOST column");
+  });
+});
+
+describe("start-up, with the compiled binary", () => {
+  /** Starts `broker server` on free ports; resolves with its first human (non-JSON) stderr line, then stops it. */
+  async function readyLine(dataDir: string): Promise<{ line: string; port: number }> {
+    const { bin, dir } = isolatedBinary();
+    const port = await freePort();
+    const proc = Bun.spawn([bin, "server"], {
+      env: cleanEnv({ BROKER_DATA_DIR: dataDir, BROKER_PORT: String(port), BROKER_PROXY_PORT: "0", BROKER_RATELIMIT_PROFILE: "off" }),
+      cwd: dir,
+      stdin: "ignore",
+      stdout: "ignore",
+      stderr: "pipe",
+    });
+    try {
+      const reader = proc.stderr.getReader();
+      let text = "";
+      for (let line = ""; !line; ) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`broker server ended before its ready line:\n${text}`);
+        text += new TextDecoder().decode(value);
+        line = text.split("\n").find((l) => l.startsWith("broker ready")) ?? "";
+        if (line) return { line, port };
+      }
+      throw new Error("unreachable");
+    } finally {
+      proc.kill("SIGTERM");
+      await proc.exited;
+    }
+  }
+
+  test("a fresh instance says where to create the owner account; a used one, where the console is", async () => {
+    const data = join(tempDir(), "data");
+    const first = await readyLine(data);
+    expect(first.line).toBe(`broker ready: open http://127.0.0.1:${first.port}/ to create the owner account (or: broker auth register --email you@example.com)`);
+    // Start again, register the owner over HTTP, and read the next start's line.
+    const second = await readyLineAfterRegistering(data);
+    expect(second).toMatch(/^broker ready: console at http:\/\/127\.0\.0\.1:\d+\/, HTTPS_PROXY on 127\.0\.0\.1:\d+$/);
+  }, 60_000);
+
+  async function readyLineAfterRegistering(data: string): Promise<string> {
+    const { bin, dir } = isolatedBinary();
+    const port = await freePort();
+    const env = cleanEnv({ BROKER_DATA_DIR: data, BROKER_PORT: String(port), BROKER_PROXY_PORT: "0", BROKER_RATELIMIT_PROFILE: "off" });
+    const proc = Bun.spawn([bin, "server"], { env, cwd: dir, stdin: "ignore", stdout: "ignore", stderr: "ignore" });
+    try {
+      for (let i = 0; i < 100; i++) {
+        const r = await fetch(`http://127.0.0.1:${port}/v1/auth/register`, { method: "POST", body: JSON.stringify({ email: "o@example.com", password: "correct horse battery" }) }).catch(() => undefined);
+        if (r?.status === 201) break;
+        await Bun.sleep(100);
+      }
+    } finally {
+      proc.kill("SIGTERM");
+      await proc.exited;
+    }
+    return (await readyLine(data)).line;
+  }
+});
+
+/** A port nobody holds right now (bound once, then released). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+describe("broker doctor and a running broker", () => {
+  test("checks the running broker's own settings when signed in as its owner, and says so; else this shell's, saying why", async () => {
+    const { bin, dir } = isolatedBinary();
+    const port = await freePort();
+    const data = join(tempDir(), "data");
+    const serverEnv = cleanEnv({ BROKER_DATA_DIR: data, BROKER_PORT: String(port), BROKER_PROXY_PORT: "0", BROKER_NETWORK_ALLOWLIST: "10.1.2.0/24" });
+    const proc = Bun.spawn([bin, "server"], { env: serverEnv, cwd: dir, stdin: "ignore", stdout: "ignore", stderr: "ignore" });
+    try {
+      const home = tempDir("broker-doctor-home-");
+      // This shell has no allowlist: the report must show the running broker's.
+      const shell = cleanEnv({ HOME: home, BROKER_DATA_DIR: data, BROKER_PORT: String(port), BROKER_ADDR: `http://127.0.0.1:${port}` });
+      for (let i = 0; i < 100 && !(await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined))?.ok; i++) await Bun.sleep(100);
+      const before = await runBinary(bin, ["doctor"], { env: shell });
+      expect(before.stdout).toContain("settings checked: this shell's environment (no broker at");
+      expect(before.stdout).toContain("allowlist: (empty)");
+      const reg = await runBinary(bin, ["auth", "register", "--email", "o@example.com", "--password-stdin"], { env: shell, stdin: "correct horse battery\n" });
+      expect(reg.exitCode).toBe(0);
+      const after = await runBinary(bin, ["doctor"], { env: shell });
+      expect(after.stdout).toContain(`settings checked: the running broker's at http://127.0.0.1:${port}`);
+      expect(after.stdout).toContain("allowlist: 10.1.2.0/24");
+    } finally {
+      proc.kill("SIGTERM");
+      await proc.exited;
+    }
+  }, 60_000);
 });

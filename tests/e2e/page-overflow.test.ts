@@ -43,7 +43,7 @@ test("a proposal of long unbroken strings fits 390 px on the approval page and i
     await page.fill("#email", OWNER.email);
     await page.fill("#password", OWNER.password);
     await page.getByRole("button", { name: "Sign in" }).click();
-    await page.getByRole("button", { name: "Allow" }).waitFor();
+    await page.getByRole("button", { name: "Approve" }).waitFor();
     expect(await page.getByText("d".repeat(400)).count()).toBe(1);
     expect(await width()).toBeLessThanOrEqual(390);
     await page.goto(`${b.apiUrl}/vaults/demo/proposals`);

@@ -1,5 +1,6 @@
-// `broker agent invite|list|revoke`: instance-level agents. An invite is a single-use link the
-// agent redeems itself (`curl -X POST <link>`), so no agent token ever passes through the CLI.
+// `broker agent invite|list|revoke|redeem`: instance-level agents. An invite is a single-use link the
+// agent redeems itself (`broker agent redeem <link>`, or `curl -X POST <link>`), so no agent token
+// ever passes through the inviting person's CLI.
 
 import { defineCommand } from "citty";
 import { jsonArg, parseTokenTtl, vaultArg } from "../kit/index.ts";
@@ -41,7 +42,9 @@ const invite = defineCommand({
     printLine(`Agent invite for ${inv.name} (role ${inv.role} in vault ${vault}); single use, expires ${formatTime(inv.expires_at)}.`);
     printLine(`Its token ${formatDuration(ttl)}.`);
     printLine(`  ${inv.invite_url}`);
-    printLine(`The agent redeems it with: curl -X POST ${inv.invite_url}`);
+    printLine(`The agent runs: broker agent redeem ${inv.invite_url}`);
+    printLine("          then: broker vault run -- <command>");
+    printLine(`Without the broker CLI: curl -X POST ${inv.invite_url}`);
   },
 });
 
@@ -77,6 +80,6 @@ const revoke = defineCommand({
 });
 
 export default defineCommand({
-  meta: { name: "agent", description: "Invite, list and revoke agents" },
-  subCommands: { invite, list, revoke },
+  meta: { name: "agent", description: "Invite, list and revoke agents; an agent redeems its invite with `agent redeem`" },
+  subCommands: { invite, list, revoke, redeem: () => import("./agent-redeem.ts").then((m) => m.default) },
 });

@@ -8,6 +8,7 @@ import { CliExit } from "../kit/index.ts";
 import { checkGuard, checkOidc, checkPorts, checkPublicUrl, type Finding } from "../kit/index.ts";
 import { checkCa, checkDataDir, checkDatabase, checkKeyring } from "../kit/index.ts";
 import { printJson, printLine } from "../kit/index.ts";
+import { settingsToCheck } from "../kit/index.ts";
 
 const doctorCommand = defineCommand({
   meta: { name: "doctor", description: "Check the server's configuration, files, database and CA, and say how to fix what is wrong" },
@@ -54,8 +55,11 @@ async function runChecks(env: Record<string, string | undefined>): Promise<Findi
   findings.push(...db.findings);
   findings.push(checkKeyring(db.summary, Boolean(env.BROKER_MASTER_PASSWORD)));
   findings.push(checkCa(db.summary, Date.now()));
-  findings.push(...checkGuard(config));
-  findings.push(checkPublicUrl(config));
+  // The guard and the public URL as the running broker has them, when it can be asked.
+  const { settings, source } = await settingsToCheck(config, env);
+  findings.push(source);
+  findings.push(...checkGuard(settings));
+  findings.push(checkPublicUrl(settings));
   const oidc = await checkOidc(config);
   if (oidc) findings.push(oidc);
   return findings;

@@ -4,7 +4,7 @@
 import { defineCommand } from "citty";
 import { jsonArg, vaultArg } from "../kit/index.ts";
 import { vaultPath } from "../kit/index.ts";
-import { openContext, pickVault } from "../kit/index.ts";
+import { openContext, pickVaultOrOnly } from "../kit/index.ts";
 import { CliFailure } from "../kit/index.ts";
 import { formatTable, hasCutCells, printJson, printLine, printNote } from "../kit/index.ts";
 import type { AuditPageAnswerBody } from "../../contract/index.ts";
@@ -29,7 +29,7 @@ export default defineCommand({
   args: {
     follow: { type: "boolean", alias: "f", description: "Keep printing new records as they arrive (Ctrl-C to stop)" },
     limit: { type: "string", description: "How many recent records to show first (default 50, at most 1000)" },
-    host: { type: "string", description: "Only records for this host (as shown in the HOST column)" },
+    host: { type: "string", description: "Only records for this host (as in the REQUEST column, without the path)" },
     who: { type: "string", description: "Only records made by this agent (its name) or person (their email)" },
     ...vaultArg,
     ...jsonArg,
@@ -38,7 +38,7 @@ export default defineCommand({
     const limit = args.limit === undefined ? 50 : Number(args.limit);
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new CliFailure("--limit must be a whole number from 1 to 1000", undefined, 2);
     const ctx = openContext();
-    const vault = pickVault(ctx, args.vault);
+    const vault = await pickVaultOrOnly(ctx, args.vault);
     const filter = (args.host ? `&host=${encodeURIComponent(args.host)}` : "") + (args.who ? `&principal=${encodeURIComponent(args.who)}` : "");
     const first = await ctx.client.request<AuditPageAnswerBody>("GET", `${vaultPath(vault, "logs")}?limit=${limit}${filter}`, { vault });
     const shown = first.logs.reverse();

@@ -7,7 +7,7 @@ import { defineCommand } from "citty";
 import { Secret } from "../../secret.ts";
 import { jsonArg, vaultArg } from "../kit/index.ts";
 import { apiPath, type Client, vaultPath } from "../kit/index.ts";
-import { type CliContext, openContext, pickVault } from "../kit/index.ts";
+import { type CliContext, openContext, pickVault, pickVaultOrOnly } from "../kit/index.ts";
 import { CliFailure } from "../kit/index.ts";
 import { formatTime, printJson, printLine, printTable } from "../kit/index.ts";
 import { promptHidden, stdinIsTerminal } from "../kit/index.ts";
@@ -49,7 +49,7 @@ const list = defineCommand({
       throw new CliFailure(`--status: "${args.status}" is not a proposal state`, `use one of ${STATUSES.join(", ")}`, 2);
     }
     const ctx = openContext();
-    const vault = pickVault(ctx, args.vault);
+    const vault = await pickVaultOrOnly(ctx, args.vault);
     const query = args.status ? `?status=${encodeURIComponent(args.status)}` : "";
     const res = await ctx.client.request<ProposalListBody>("GET", `/v1/proposals${query}`, { vault, headerVault: true });
     if (args.json) return printJson(res.proposals);

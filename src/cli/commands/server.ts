@@ -40,6 +40,14 @@ const serverCommand = defineCommand({
       if (err instanceof ListenFailed) throw new CliFailure(`cannot start: ${err.message}`);
       throw err;
     });
+    // One line for the person at the terminal, beside the JSON log lines: where to go next.
+    const fresh = (await server.store.users.count()) === 0;
+    const consoleUrl = `${config.publicUrl ?? server.apiUrl}/`;
+    process.stderr.write(
+      fresh
+        ? `broker ready: open ${consoleUrl} to create the owner account (or: broker auth register --email you@example.com)\n`
+        : `broker ready: console at ${consoleUrl}${server.proxyAddress ? `, HTTPS_PROXY on ${server.proxyAddress}` : ""}\n`,
+    );
     await new Promise<void>((resolve, reject) => {
       let stopping = false;
       const shutdown = (signal: "SIGINT" | "SIGTERM") => {

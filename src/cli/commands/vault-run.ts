@@ -11,12 +11,12 @@ import { join } from "node:path";
 import { rootCertificates } from "node:tls";
 import { vaultArg } from "../kit/index.ts";
 import { apiPath } from "../kit/index.ts";
-import { openContext, pickVault } from "../kit/index.ts";
+import { openContext, pickVaultOrOnly } from "../kit/index.ts";
 import { CliExit, CliFailure } from "../kit/index.ts";
 import { nodeProxyWarning } from "../kit/index.ts";
 import { printNote } from "../kit/index.ts";
 import { addUsageTail } from "../kit/index.ts";
-import { runSupervised } from "../kit/index.ts";
+import { runSupervised, watchRunActivity } from "../kit/index.ts";
 import { assertContainable, CONTAIN_ENV, containedArgv, startBridges, type ContainSpec } from "../kit/index.ts";
 import type { DiscoveryBody, ScopedSessionCreatedBody } from "../../contract/index.ts";
 
@@ -68,9 +68,28 @@ function systemRoots(): string {
  */
 const serverOnly = (name: string) => name.startsWith("BROKER_") && name !== "BROKER_CONFIG_DIR";
 
+/** Loopback names and addresses: 127.0.0.0/8, ::1, localhost and its subdomains (a service's host may carry a port). */
+function isLoopback(host: string): boolean {
+  const name = host
+    .replace(/^\*\./, "")
+    .replace(/^\[([^\]]+)\](:\d+)?$/, "$1")
+    .replace(/:\d{1,5}$/, "")
+    .toLowerCase();
+  return name === "localhost" || name.endsWith(".localhost") || /^127\.\d+\.\d+\.\d+$/.test(name) || name === "::1" || /^::ffff:127\./.test(name);
+}
+
+/**
+ * NO_PROXY for the child: loopback, so it reaches local things directly, but never a host a service
+ * names: a service on loopback (a first local test) must go through the broker, or the child would
+ * reach it without a credential and fail on its certificate. Empty: NO_PROXY is not set.
+ */
+export function noProxyFor(serviceHosts: readonly string[]): string {
+  return serviceHosts.some(isLoopback) ? "" : "localhost,127.0.0.1";
+}
+
 export function childEnvironment(
   base: Record<string, string | undefined>,
-  s: { addr: string; token: string; vault: string; proxyPort: number; caFile: string; tls: boolean },
+  s: { addr: string; token: string; vault: string; proxyPort: number; caFile: string; tls: boolean; noProxy?: string },
 ) {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(base)) if (v !== undefined && !REPLACED.includes(k) && !CA_VARIABLES.includes(k) && !serverOnly(k)) env[k] = v;
@@ -78,13 +97,14 @@ export function childEnvironment(
   env.BROKER_ADDR = s.addr;
   env.BROKER_SESSION_TOKEN = s.token;
   env.HTTPS_PROXY = `${s.tls ? "https" : "http"}://${encodeURIComponent(s.token)}:${encodeURIComponent(s.vault)}@${host}:${s.proxyPort}`;
-  env.NO_PROXY = "localhost,127.0.0.1";
+  const noProxy = s.noProxy ?? "localhost,127.0.0.1";
+  if (noProxy) env.NO_PROXY = noProxy;
   // gRPC libraries read only lower-case variables, their own first (grpc_proxy, no_grpc_proxy). They
   // cannot speak TLS to a proxy (grpc-js ignores an https:// one), so --proxy-tls leaves them unset
   // rather than hand them the token for a plain connection.
   if (!s.tls) {
     env.grpc_proxy = env.HTTPS_PROXY;
-    env.no_grpc_proxy = env.NO_PROXY;
+    if (noProxy) env.no_grpc_proxy = noProxy;
   }
   env.NODE_USE_ENV_PROXY = "1";
   for (const name of CA_VARIABLES) env[name] = s.caFile;
@@ -108,7 +128,7 @@ const command = defineCommand({
     if (warning && !args.contain) printNote(warning); // contained, its connections are redirected to the proxy anyway
     if (args.contain) assertContainable();
     const ctx = openContext();
-    const vault = pickVault(ctx, args.vault);
+    const vault = await pickVaultOrOnly(ctx, args.vault);
     // A contained run says so: the audit log marks every request made with its session.
     const body = { vault, role: args.role ?? "proxy", ttl_seconds: parseTtl(args.ttl), ...(args.contain ? { contained: true } : {}) };
     const session = await ctx.client.request<ScopedSessionCreatedBody>("POST", apiPath("v1", "sessions"), { body, vault });
@@ -120,12 +140,29 @@ const command = defineCommand({
       const caFile = join(dir, "broker-ca.pem");
       writeFileSync(caFile, `${ca}\n${systemRoots()}`, { mode: 0o600 });
       if (!session.proxy_port) throw new CliFailure("the server did not report its proxy port", "upgrade the broker server");
-      const contained = args.contain ? await containment(dir, ctx.addr, session.proxy_port, await servicePorts(ctx.addr, session.token), command) : undefined;
+      const hosts = await serviceHosts(ctx.addr, session.token);
+      const contained = args.contain ? await containment(dir, ctx.addr, session.proxy_port, hosts.map(portOf), command) : undefined;
       const addr = contained?.addr ?? ctx.addr;
-      const env = childEnvironment(process.env, { addr, token: session.token, vault, proxyPort: session.proxy_port, caFile, tls: Boolean(args["proxy-tls"]) });
+      const noProxy = noProxyFor(hosts);
+      const env = childEnvironment(process.env, {
+        addr,
+        token: session.token,
+        vault,
+        proxyPort: session.proxy_port,
+        caFile,
+        tls: Boolean(args["proxy-tls"]),
+        noProxy,
+      });
       if (contained) env[CONTAIN_ENV] = JSON.stringify(contained.spec);
       onExit = contained?.close;
-      throw new CliExit(await runSupervised(contained ? containedArgv() : command, env));
+      const activity = watchRunActivity({ addr: ctx.addr, token: session.token, sessionId: session.id, vault });
+      let code = 127;
+      try {
+        code = await runSupervised(contained ? containedArgv() : command, env);
+      } finally {
+        await activity.finish(command, code, noProxy);
+      }
+      throw new CliExit(code);
     } catch (err) {
       if (err instanceof CliExit) throw err;
       if (err instanceof Error && /ENOENT|not found/i.test(err.message))
@@ -161,10 +198,13 @@ async function containment(dir: string, addr: string, proxyPort: number, ports: 
   return { spec, addr: `${api.protocol}//127.0.0.1:${apiPort}`, close: bridges.close };
 }
 
-/** The ports of the vault's services (a host without one is 443), as the session's /discover lists them. */
-async function servicePorts(addr: string, token: string): Promise<number[]> {
+/** The hosts of the vault's services (enabled ones), as the session's /discover lists them. */
+async function serviceHosts(addr: string, token: string): Promise<string[]> {
   const res = await fetch(`${addr}/discover`, { headers: { authorization: `Bearer ${token}` } });
   if (!res.ok) return [];
   const { services = [] } = (await res.json()) as DiscoveryBody;
-  return services.map((s) => Number(/:(\d{1,5})$/.exec(s.host)?.[1] ?? 443));
+  return services.map((s) => s.host);
 }
+
+/** A service host's port (443 when it names none). */
+const portOf = (host: string) => Number(/:(\d{1,5})$/.exec(host)?.[1] ?? 443);

@@ -4,6 +4,7 @@
 // saved; vault --vault > `broker vault use` > BROKER_VAULT.
 
 import { type ClientConfig, DEFAULT_CLIENT_ADDR, loadClientConfig, readClientAddr } from "../../config-client.ts";
+import type { VaultListBody } from "../../contract/index.ts";
 import type { Secret } from "../../secret.ts";
 import { type Client, createClient } from "./client.ts";
 import { CliFailure } from "./fail.ts";
@@ -47,6 +48,22 @@ export function pickVault(ctx: CliContext, flag: string | undefined): string {
   throw new CliFailure(
     "no vault selected",
     "pass --vault <name>, choose one with `broker vault use <name>`, or set BROKER_VAULT; `broker vault list` shows your vaults",
+  );
+}
+
+/**
+ * pickVault for the commands an agent runs (`vault run`, `proposal list`, `logs`): when nothing names a
+ * vault, the token's own vault if it has exactly one (an agent redeemed for one vault, a `vault run` session).
+ */
+export async function pickVaultOrOnly(ctx: CliContext, flag: string | undefined): Promise<string> {
+  const chosen = flag?.trim() || ctx.state.vault || ctx.config.vault;
+  if (chosen || !ctx.client.hasToken) return pickVault(ctx, chosen);
+  const { vaults } = await ctx.client.request<VaultListBody>("GET", "/v1/vaults");
+  if (vaults.length === 1) return vaults[0]!.name;
+  if (vaults.length === 0) throw new CliFailure("no vault selected, and you hold a role in none", "a vault admin adds you (or an agent invite does)");
+  throw new CliFailure(
+    "no vault selected",
+    `you can use ${vaults.map((v) => v.name).join(", ")}: pass --vault <name>, or choose one with \`broker vault use <name>\``,
   );
 }
 

@@ -62,7 +62,7 @@ async function probeHealth(host: string, port: number): Promise<string | undefin
 }
 
 /** The egress guard: private ranges lifted, and allowlist entries covering a cloud metadata address. */
-export function checkGuard(config: Config): Finding[] {
+export function checkGuard(config: Pick<Config, "allowPrivateRanges" | "networkAllowlist">): Finding[] {
   const found: Finding[] = [];
   if (config.allowPrivateRanges) {
     found.push({
@@ -92,7 +92,7 @@ export function checkGuard(config: Config): Finding[] {
 }
 
 /** As `broker server` warns at start: a non-loopback listener without an https:// public URL. */
-export function checkPublicUrl(config: Config): Finding {
+export function checkPublicUrl(config: Pick<Config, "bindHost" | "publicUrl">): Finding {
   const check = "public URL";
   if (!isLoopbackHost(config.bindHost) && !config.publicUrl?.startsWith("https://")) {
     return {

@@ -84,11 +84,11 @@ export function tlsFailure(command: readonly string[], code: number): string | u
 }
 
 function tlsHint(why: string, seen: SessionActivityBody | undefined, vault: string, noProxy: string | undefined): string {
-  const bypass = `NO_PROXY=${noProxy ?? ""}, --noproxy, or a proxy setting of its own`;
+  const bypass = `${noProxy ? `NO_PROXY=${noProxy}, ` : ""}--noproxy, or a proxy setting of its own`;
   if (seen && seen.connects === 0)
     return (
       `broker: ${why}, and nothing went through the broker: the command reached the host directly (${bypass}), ` +
-      `where the broker's CA does not apply and no credential is added. Call it through HTTPS_PROXY, or make the host a service of vault ${vault}.`
+      `where the broker's CA does not apply and no credential is added. Let it use HTTPS_PROXY: there a service of vault ${vault} is verified with the broker's CA and gets its credential.`
     );
   const blind = seen && seen.unmatched_hosts.length > 0 ? "a host that is not a service (blind tunnel, listed above) shows its own certificate; " : "";
   return (

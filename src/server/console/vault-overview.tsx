@@ -11,7 +11,6 @@ import { summariseVault, type VaultSummary } from "../../workflows/index.ts";
 import { Badge, Section, Time } from "../ui/index.ts";
 import { openConsoleVault, plural, renderPage, requireSignedIn, type ConsoleEnv } from "./context.tsx";
 import { vaultPath } from "./layout.tsx";
-import { COPY_SCRIPT_NAME, CopyField } from "./one-time-link.tsx";
 import { newServicePath } from "./vault-service-paths.ts";
 
 /** What this person may do here, so each step either links to its page or says who does it. */
@@ -156,14 +155,21 @@ function stepsFor(vault: string, s: VaultSummary, can: Abilities): Step[] {
   ];
 }
 
+/** The line to copy (selected whole with one click, no script: the console's main pages carry none). */
 function RunCommand(props: { vault: string }) {
   return (
-    <CopyField
-      id="run-command"
-      label="Run a command with this vault's services"
-      value={`broker vault run --vault ${props.vault} -- <command>`}
-      hint="Replace <command> with yours (e.g. python agent.py). It runs with a session of its own that ends with it; the broker adds the credentials on the way out."
-    />
+    <div class="run-command">
+      <p class="run-label" id="run-command-label">
+        Run a command with this vault's services:
+      </p>
+      <pre class="command" id="run-command" aria-labelledby="run-command-label">
+        <code>{`broker vault run --vault ${props.vault} -- <command>`}</code>
+      </pre>
+      <p class="hint">
+        Replace <code>&lt;command&gt;</code> with yours (e.g. <code>python agent.py</code>). It runs with a session of its own that ends with it; the broker
+        adds the credentials on the way out.
+      </p>
+    </div>
   );
 }
 
@@ -203,7 +209,7 @@ export function vaultOverviewRoutes() {
       </>
     );
     const vault = { name, role: open.role, section: "overview" as const, pending: s };
-    return renderPage(c, { title: "Overview", nav: "vaults", vault, lead, scripts: true, script: COPY_SCRIPT_NAME }, body);
+    return renderPage(c, { title: "Overview", nav: "vaults", vault, lead }, body);
   });
   return r;
 }

@@ -64,7 +64,7 @@ export function relativeTime(iso: string, now: number): string {
   const delta = Date.parse(iso) - now;
   const abs = Math.abs(delta);
   const [size, unit] = UNITS.find(([ms]) => abs >= ms) ?? [60_000, "minute"];
-  if (abs < 60_000) return delta >= 0 ? "in under a minute" : "just now";
+  if (abs < 60_000) return delta > 0 ? "in under a minute" : "just now"; // "now" itself is past: it just happened
   const n = Math.max(1, Math.round(abs / size));
   const text = `${n} ${unit}${n === 1 ? "" : "s"}`;
   return delta >= 0 ? `in ${text}` : `${text} ago`;

@@ -168,6 +168,9 @@ a.vault-name:hover { color: var(--accent); text-decoration: underline; }
 .step-body { min-width: 0; }
 .step-body p { margin: 0; }
 .step-title { font-weight: 600; }
+.run-label { font-weight: 600; margin: 0 0 .35rem; }
+.command { margin: 0; padding: .6rem .85rem; background: var(--surface-2); border: 1px solid var(--border); border-radius: var(--radius-small); overflow-x: auto; user-select: all; }
+.command code { font-size: .9rem; overflow-wrap: normal; }
 .overview { display: grid; grid-template-columns: max-content 1fr; gap: .6rem 1.5rem; margin: 0; }
 .overview dt { font-weight: 600; }
 .overview dd { margin: 0; color: var(--muted); }

@@ -130,7 +130,19 @@ describe("sessions", () => {
     expect(list).toHaveLength(3);
     for (const s of list) {
       expect(s.id).toMatch(/^ses_[A-Za-z0-9_-]+$/);
-      expect(Object.keys(s).sort()).toEqual(["created_at", "current", "expires_at", "id", "kind", "last_seen_at", "role", "vault"]);
+      expect(Object.keys(s).sort()).toEqual([
+        "address",
+        "channel",
+        "client",
+        "created_at",
+        "current",
+        "expires_at",
+        "id",
+        "kind",
+        "last_seen_at",
+        "role",
+        "vault",
+      ]);
     }
     expect(list.filter((s) => s.current)).toHaveLength(1);
     const scopedView = list.find((s) => s.id === scoped.body.id);
@@ -139,6 +151,9 @@ describe("sessions", () => {
       kind: "scoped",
       vault: "v1",
       role: "member",
+      channel: "api",
+      client: null,
+      address: null,
       created_at: expect.any(String),
       last_seen_at: expect.any(String),
       expires_at: scoped.body.expires_at,
@@ -152,6 +167,35 @@ describe("sessions", () => {
     }
     // Only user sessions may list.
     expect((await h.call("GET", "/v1/auth/sessions", { token: scoped.body.token })).status).toBe(403);
+  });
+
+  test("each session records how it was made, the creating client's User-Agent and address, and no token", async () => {
+    const cli = { "user-agent": "broker-cli/0.1.0" };
+    const viaCli = await h.call("POST", "/v1/auth/login", { body: { email: "alice@example.com", password: PASSWORD }, headers: cli, ip: "203.0.113.7" });
+    const viaCurl = await h.call("POST", "/v1/auth/login", {
+      body: { email: "alice@example.com", password: PASSWORD },
+      headers: { "user-agent": "curl/8.5.0" },
+      ip: "2001:db8::5",
+    });
+    const run = await h.call("POST", "/v1/sessions", { token: viaCli.body.token, body: { vault: "v1" }, headers: cli, ip: "203.0.113.8" });
+    expect(run.status).toBe(201);
+    const list = (await h.call("GET", "/v1/auth/sessions", { token: viaCli.body.token })).body.sessions as any[];
+    const pick = (current: boolean, kind: string, client: string | null) => list.find((s) => s.current === current && s.kind === kind && s.client === client);
+    expect(pick(true, "user", "broker-cli/0.1.0")).toMatchObject({ channel: "api", address: "203.0.113.7" });
+    expect(pick(false, "user", "curl/8.5.0")).toMatchObject({ channel: "api", address: "2001:db8::5" });
+    expect(pick(false, "scoped", "broker-cli/0.1.0")).toMatchObject({ channel: "api", address: "203.0.113.8", vault: "v1", id: run.body.id });
+    const text = JSON.stringify(list);
+    for (const t of [viaCli.body.token, viaCurl.body.token, run.body.token]) {
+      expect(text).not.toContain(t);
+      expect(text).not.toContain(hashToken(t));
+    }
+  });
+
+  test("a User-Agent is kept cut to 256 characters", async () => {
+    const long = `x-tool/${"9".repeat(400)}`;
+    const res = await h.call("POST", "/v1/auth/login", { body: { email: "alice@example.com", password: PASSWORD }, headers: { "user-agent": long } });
+    const mine = ((await h.call("GET", "/v1/auth/sessions", { token: res.body.token })).body.sessions as any[]).find((s) => s.current);
+    expect(mine.client).toBe(long.slice(0, 256));
   });
 
   test("revoking by id ends that session only; someone else's id is 404", async () => {

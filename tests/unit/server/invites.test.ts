@@ -42,7 +42,7 @@ describe("agent invites", () => {
     expect(red.status).toBe(201);
     expect(red.body).toEqual({
       token: expect.stringMatching(/^av_agt_[A-Za-z0-9_-]{43}$/),
-      agent: { name: "bot", role: "member" },
+      agent: { name: "bot", role: "member", instance_role: "member" },
       broker_url: "http://broker.test",
       proxy_url: "http://broker.test/proxy",
       https_proxy: "http://broker.test:14322",
