@@ -176,9 +176,10 @@ const update = defineCommand({
     if (auth) body.auth = auth;
     if (clear) body.rules = null;
     if (args.description !== undefined) body.description = args.description;
+    const typedRules = ruleFlags.length ? parseRuleFlags(ruleFlags) : undefined; // a usage error before any request
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
-    if (ruleFlags.length) body.rules = await rulesFromFlags(ctx.client, vault, args.host, parseRuleFlags(ruleFlags));
+    if (typedRules) body.rules = await rulesFromFlags(ctx.client, vault, args.host, typedRules);
     const patched = ctx.client.request<ServiceAnswerBody>("PATCH", vaultPath(vault, "services", args.host), { body, vault, hints: listHosts(vault) });
     const svc = await hintOnForbidden(auth ? nameAuthFlag(patched, { ...args, auth: args.auth! }) : patched, SECRET_WRITE_HINT);
     if (auth) await warnIfNoKeys(ctx.client, vault, authKeyNames(auth));
