@@ -11,6 +11,8 @@ import { requireInVault } from "../identity/index.ts";
 import { randomBytes } from "../crypto/index.ts";
 import { OPERATION_NAMES, operationsOf, type OperationName, type Template } from "../templates/index.ts";
 import { CONNECT_STATE_TTL_MS, requirePlan, sha256, type ConnectDeps, type ConnectKeys } from "./connect-plan.ts";
+import { keyDestinations } from "./proposals.ts";
+import { viewService } from "./services.ts";
 
 /** What the connect page shows: never a value, only where the person goes and what will be written. */
 export interface ConnectOffer {
@@ -22,8 +24,13 @@ export interface ConnectOffer {
   readonly providerOrigin: string;
   /** A service for the host exists and will be replaced. */
   readonly replacesService: boolean;
-  /** Of `keys`, those the vault holds already (their values will be replaced). */
+  /** Of the keys a connection writes (the refresh token's), those the vault holds already (their values will be replaced). */
   readonly replacesKeys: readonly string[];
+  /**
+   * Where the vault's other services send a replaced key today, as { key, host }: after connecting, those
+   * hosts receive the refresh token instead. Starting then needs the person's confirmation.
+   */
+  readonly replacedKeyHosts: readonly { key: string; host: string }[];
 }
 
 /** What the connect page offers for `templateId` in the opened vault (a person who may write secrets there). */
@@ -31,6 +38,7 @@ export async function describeConnect(d: Domain, connect: ConnectDeps | undefine
   requireInVault(open, "write_secrets");
   const plan = requirePlan(connect, templateId);
   const held = new Set(await d.store.credentials.keys(open.vault.id));
+  const replacesKeys = [plan.keys.refreshToken].filter((k) => held.has(k));
   return {
     template: plan.template,
     operations: operationsOf(plan.template),
@@ -38,8 +46,25 @@ export async function describeConnect(d: Domain, connect: ConnectDeps | undefine
     keys: plan.keys,
     providerOrigin: new URL(plan.authorizeUrl).origin,
     replacesService: (await d.store.services.get(open.vault.id, plan.host)) !== undefined,
-    replacesKeys: Object.values(plan.keys).filter((k) => held.has(k)),
+    replacesKeys,
+    replacedKeyHosts: await replacedKeyHosts(d, open.vault.id, plan.host, replacesKeys),
   };
+}
+
+/**
+ * Where the vault's services other than the one for `host` (which the connection replaces) send `keys`
+ * today: the same destinations the new-host warning of a service or proposal reads (proposals.ts).
+ */
+async function replacedKeyHosts(d: Domain, vaultId: number, host: string, keys: readonly string[]): Promise<{ key: string; host: string }[]> {
+  if (keys.length === 0) return [];
+  const out: { key: string; host: string }[] = [];
+  for (const row of await d.store.services.list(vaultId)) {
+    if (row.host === host) continue;
+    for (const [key, to] of keyDestinations({ host: row.host, auth: viewService(row).auth })) {
+      if (keys.includes(key) && !out.some((u) => u.key === key && u.host === to)) out.push({ key, host: to });
+    }
+  }
+  return out;
 }
 
 /** The chosen operations in catalogue order; none chosen means read. Refuses one the template does not offer. */
@@ -58,7 +83,9 @@ export function scopesFor(t: Template, operations: readonly OperationName[]): st
 
 /**
  * Starts a connection: stores the flow and answers the provider's authorization URL and the state (which
- * the caller also keeps in the browser, so only the browser that started the flow can finish it).
+ * the caller also keeps in the browser, so only the browser that started the flow can finish it). When the
+ * refresh token's key is sent to other hosts today (ConnectOffer.replacedKeyHosts), the person must have
+ * confirmed that those hosts receive the refresh token from now on (`confirmedKeyHosts`).
  */
 export async function beginConnect(
   d: Domain,
@@ -66,12 +93,18 @@ export async function beginConnect(
   open: OpenVault,
   templateId: string,
   operationNames: readonly string[],
+  confirmedKeyHosts = false,
 ): Promise<{ url: string; state: string }> {
   requireInVault(open, "write_secrets");
   const p = open.principal;
   if (p.kind !== "user") throw new PermissionDenied("only a person connects an account"); // requireInVault says so already
   const plan = requirePlan(connect, templateId);
   const operations = chosenOperations(plan.template, operationNames);
+  if (!confirmedKeyHosts) {
+    const held = (await d.store.credentials.keys(open.vault.id)).filter((k) => k === plan.keys.refreshToken);
+    const uses = await replacedKeyHosts(d, open.vault.id, plan.host, held);
+    if (uses.length) throw new InvalidRequest(replacedKeyHostsWarning(uses), "confirm_key_hosts");
+  }
   const state = base64url(randomBytes(32));
   const codeVerifier = base64url(randomBytes(32)); // 43 characters (RFC 7636 §4.1)
   const now = d.now();
@@ -99,6 +132,12 @@ export async function beginConnect(
   ];
   for (const [k, v] of params) url.searchParams.set(k, v);
   return { url: url.href, state };
+}
+
+/** Why a connection waits for confirmation: the hosts a replaced key goes to today. Names keys and hosts, never a value. */
+export function replacedKeyHostsWarning(uses: readonly { key: string; host: string }[]): string {
+  const each = uses.map((u) => `${u.key} to ${u.host}`).join(", ");
+  return `this vault sends ${each} today: connecting replaces the value with your account's refresh token, which those hosts would then receive; confirm that you trust them with it`;
 }
 
 function base64url(b: Uint8Array): string {

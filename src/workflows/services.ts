@@ -185,7 +185,7 @@ export async function updateService(d: Domain, open: OpenVault, rawHost: string,
       open.vault.id,
       host,
       patch.description ?? view.description,
-      patch.auth ?? view.auth,
+      patchedAuth(view, patch),
       patch.enabled ?? view.enabled,
       // Absent keeps the current rules; null removes them (everything allowed again).
       patch.rules === undefined ? view.rules : (patch.rules ?? undefined),
@@ -196,6 +196,19 @@ export async function updateService(d: Domain, open: OpenVault, rawHost: string,
   });
   d.onVaultChange?.(open.vault.id);
   return viewService({ ...updated, updatedAt: d.now() });
+}
+
+/**
+ * The auth a change leaves a service with: the patch's, or the current one when it has none. Naming the
+ * service's own template again (a catalogue update, the template's edit form) sets the template's auth,
+ * except where the service's auth is of another type than the template's: an account connected at the
+ * provider (oauth2_refresh, connect-complete.ts) from a template whose own auth is a stored token. Its
+ * auth stays as it is, and only the rules and the operations follow the template.
+ */
+export function patchedAuth(current: ServiceView, patch: Pick<ServicePatch, "auth" | "from">): ServiceAuth {
+  if (!patch.auth) return current.auth;
+  const ownTemplate = patch.from !== undefined && current.template?.id === patch.from.template;
+  return ownTemplate && patch.auth.type !== current.auth.type ? current.auth : patch.auth;
 }
 
 export async function removeService(d: Domain, open: OpenVault, rawHost: string): Promise<void> {

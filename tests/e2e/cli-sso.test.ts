@@ -114,6 +114,11 @@ describe("broker auth login --sso", () => {
     expect([saved.address, saved.email, /^av_sess_[A-Za-z0-9_-]+$/.test(saved.token)]).toEqual([broker.apiUrl, "pat@example.com", true]);
     const me = await broker.api("GET", "/v1/auth/sessions", undefined, saved.token); // the saved session works
     expect(me.status).toBe(200);
+    // Made by the CLI's code exchange: its kind and client are on record for the person's sessions list.
+    expect(me.body.sessions.find((s: { current: boolean }) => s.current)).toMatchObject({
+      channel: "oidc_cli",
+      client: expect.stringMatching(/^broker-cli\//),
+    });
     expect(broker.logLines.join("\n")).not.toContain(saved.token);
   });
 

@@ -5,7 +5,8 @@
 // A person clicks "Connect with GitHub" on the console's template page, picks operations, signs in and
 // authorizes on the provider's own page (a click started there: the return is a cross-site navigation, as from
 // github.com), and lands on the broker's callback: the code was redeemed through the broker's upstream client (client_secret_basic, PKCE verifier),
-// three credentials were sealed and an oauth2_refresh service made from the GitHub template. An agent's
+// the refresh token was sealed and an oauth2_refresh service made from the GitHub template (the app's client
+// id and secret stay in the broker's settings, never in the vault). An agent's
 // request through /proxy then reaches the stand-in with an access token minted from the stored refresh token.
 // Declining at the provider, and a callback this browser did not start, change nothing. No client secret,
 // code, access or refresh token appears in any page, response header, log line or audit record.
@@ -209,7 +210,9 @@ describe("connect an account in Chromium", () => {
       template: { id: "github", operations: ["read", "write"] },
     });
     expect(services[0].template.catalogue_rules).toBeUndefined(); // exactly the catalogue's rules for read and write
-    expect((await keysInVault()).sort()).toEqual(["GITHUB_CLIENT_ID", "GITHUB_CLIENT_SECRET", "GITHUB_REFRESH_TOKEN"]);
+    // Only the refresh token is a vault credential: the app's client id and secret stay the operator's (BROKER_CONNECT_GITHUB_*).
+    expect(await keysInVault()).toEqual(["GITHUB_REFRESH_TOKEN"]);
+    expect((await broker.api("GET", `/v1/vaults/${broker.vault}/credentials/GITHUB_CLIENT_SECRET`, undefined, broker.userToken)).status).toBe(404);
     // Sealed like every credential: no value in the clear in the store; the flow's state is gone (single use).
     expect(as.refreshTokens.length).toBe(1);
     const rows = await broker.server.store.db.all<{ ciphertext: Uint8Array }>("SELECT ciphertext FROM credentials");

@@ -71,6 +71,8 @@ describe("identity-provider sign-in in Chromium", () => {
       expect(await b.page.textContent(".site-email")).toBe(OWNER.email);
 
       await b.page.goto(`${broker.apiUrl}/account`);
+      // The Account page says how this browser's session was made.
+      expect(await b.page.textContent("#sessions tbody tr:first-child")).toContain("OIDC sign-in");
       await submit(b.page, "#identities form button");
       expect(await b.page.textContent("#flash")).toBe(`Unlinked ${new URL(idp.issuer).host}. It no longer signs you in.`);
       expect(await b.page.textContent("#no-identities")).toContain("No provider is linked");

@@ -118,7 +118,9 @@ describe("start-up, with the compiled binary", () => {
   test("a fresh instance says where to create the owner account; a used one, where the console is", async () => {
     const data = join(tempDir(), "data");
     const first = await readyLine(data);
-    expect(first.line).toBe(`broker ready: open http://127.0.0.1:${first.port}/ to create the owner account (or: broker auth register --email you@example.com)`);
+    expect(first.line).toBe(
+      `broker ready: open http://127.0.0.1:${first.port}/ to create the owner account (or: broker auth register --email you@example.com)`,
+    );
     // Start again, register the owner over HTTP, and read the next start's line.
     const second = await readyLineAfterRegistering(data);
     expect(second).toMatch(/^broker ready: console at http:\/\/127\.0\.0\.1:\d+\/, HTTPS_PROXY on 127\.0\.0\.1:\d+$/);
@@ -131,7 +133,10 @@ describe("start-up, with the compiled binary", () => {
     const proc = Bun.spawn([bin, "server"], { env, cwd: dir, stdin: "ignore", stdout: "ignore", stderr: "ignore" });
     try {
       for (let i = 0; i < 100; i++) {
-        const r = await fetch(`http://127.0.0.1:${port}/v1/auth/register`, { method: "POST", body: JSON.stringify({ email: "o@example.com", password: "correct horse battery" }) }).catch(() => undefined);
+        const r = await fetch(`http://127.0.0.1:${port}/v1/auth/register`, {
+          method: "POST",
+          body: JSON.stringify({ email: "o@example.com", password: "correct horse battery" }),
+        }).catch(() => undefined);
         if (r?.status === 201) break;
         await Bun.sleep(100);
       }

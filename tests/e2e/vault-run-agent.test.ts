@@ -6,7 +6,7 @@
 // No credential or agent token appears in any output or log line.
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
@@ -69,16 +69,35 @@ afterAll(async () => {
 });
 
 describe("an agent in two commands", () => {
-  test("the invite page and `agent invite` name the one command", async () => {
+  test("the invite page and `agent invite` name the one command; a token with one vault needs no --vault", async () => {
     const inv = await broker.api("POST", `/v1/vaults/${broker.vault}/agent-invites`, { name: "page-bot" }, broker.userToken);
     const page = await fetch(inv.body.invite_url).then((r) => r.json());
     expect(page.message).toContain(`broker agent redeem ${inv.body.invite_url}`);
     expect(page.message).toContain("broker vault run -- <command>");
+    const person = { BROKER_SESSION_TOKEN: broker.userToken, BROKER_ADDR: broker.apiUrl, BROKER_VAULT: broker.vault, BROKER_CONFIG_DIR: join(dir, "inviter") };
+    const cli = await agent(["agent", "invite", "--name", "cli-bot"], person);
+    expect(cli.code).toBe(0);
+    const link = /broker agent redeem (\S+)/.exec(cli.stdout)?.[1];
+    expect(link).toStartWith(`${broker.apiUrl}/invite/av_inv_`);
+    expect(cli.stdout).toContain("then: broker vault run -- <command>");
+    expect(cli.stdout).toContain(`Without the broker CLI: curl -X POST ${link}`);
+    // No vault named anywhere: the token's only vault.
+    const { BROKER_VAULT: _, ...unnamed } = person;
+    const run = await agent(["vault", "run", "--", "sh", "-c", 'test -n "$HTTPS_PROXY"'], unnamed);
+    expect([run.code, run.stderr]).toEqual([0, ""]);
   });
 
   test("redeem saves the token and its vault; vault run with no --vault reaches a loopback service with the credential", async () => {
     const inv = await broker.api("POST", `/v1/vaults/${broker.vault}/agent-invites`, { name: "first-bot" }, broker.userToken);
     expect(inv.status).toBe(201);
+    // A person's saved login is not replaced unasked, and the refusal does not spend the invite.
+    const person = join(dir, "person");
+    mkdirSync(person, { recursive: true, mode: 0o700 });
+    writeFileSync(join(person, "cli.json"), JSON.stringify({ address: broker.apiUrl, token: "av_sess_someone", email: "p@example.com" }), { mode: 0o600 });
+    const refused = await agent(["agent", "redeem", inv.body.invite_url], { BROKER_CONFIG_DIR: person });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain("this CLI is logged in as a person (p@example.com)");
+    expect(JSON.parse(readFileSync(join(person, "cli.json"), "utf8")).token).toBe("av_sess_someone");
     // No BROKER_ADDR: the link names the broker.
     const redeemed = await agent(["agent", "redeem", inv.body.invite_url]);
     expect(redeemed.code).toBe(0);

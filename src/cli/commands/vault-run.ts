@@ -1,8 +1,9 @@
 // `broker vault run [--vault V] [--ttl 1h] [--role proxy] [--proxy-tls] -- cmd args…`: runs a
 // command as an agent. Mints a scoped session, writes the broker CA (plus the system roots, so
 // blind-tunnelled hosts still verify) to a 0600 file, sets exactly the contract's variables
-// (replacing inherited copies; never HTTP_PROXY), supervises the child (stdio inherited, signals
-// forwarded, exit code passed back) and revokes the session when the child exits.
+// (replacing inherited copies; never HTTP_PROXY; NO_PROXY never names a service's host), supervises
+// the child (stdio inherited, signals forwarded, exit code passed back; blind-tunnelled hosts and a TLS
+// failure explained on stderr, kit/run-activity.ts) and revokes the session when the child exits.
 
 import { defineCommand } from "citty";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -70,11 +71,9 @@ const serverOnly = (name: string) => name.startsWith("BROKER_") && name !== "BRO
 
 /** Loopback names and addresses: 127.0.0.0/8, ::1, localhost and its subdomains (a service's host may carry a port). */
 function isLoopback(host: string): boolean {
-  const name = host
-    .replace(/^\*\./, "")
-    .replace(/^\[([^\]]+)\](:\d+)?$/, "$1")
-    .replace(/:\d{1,5}$/, "")
-    .toLowerCase();
+  const bare = host.replace(/^\*\./, "").toLowerCase();
+  // [v6]:port, a bare v6 address (more than one colon), or name:port.
+  const name = bare.startsWith("[") ? bare.replace(/^\[([^\]]+)\](:\d+)?$/, "$1") : bare.split(":").length > 2 ? bare : bare.replace(/:\d{1,5}$/, "");
   return name === "localhost" || name.endsWith(".localhost") || /^127\.\d+\.\d+\.\d+$/.test(name) || name === "::1" || /^::ffff:127\./.test(name);
 }
 

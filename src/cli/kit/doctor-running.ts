@@ -15,7 +15,10 @@ export type CheckedSettings = Pick<Config, "allowPrivateRanges" | "networkAllowl
 export async function settingsToCheck(config: Config, env: Record<string, string | undefined>): Promise<{ settings: CheckedSettings; source: Finding }> {
   const host = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? "127.0.0.1" : config.bindHost;
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${config.apiPort}`;
-  const shell = (why: string) => ({ settings: config, source: { check: "settings checked", level: "ok" as const, message: `this shell's environment (${why})` } });
+  const shell = (why: string) => ({
+    settings: config,
+    source: { check: "settings checked", level: "ok" as const, message: `this shell's environment (${why})` },
+  });
   if (config.apiPort === 0) return shell("BROKER_PORT=0: no running broker to ask");
   let effective: EffectiveSettingsBody;
   try {

@@ -102,7 +102,7 @@ async function renderVaultList(c: ConsoleContext) {
                 </>
               ),
             },
-            { label: "Waiting for a decision", cell: (v) => <Waiting v={v} /> },
+            { label: "Pending", cell: (v) => <Waiting v={v} /> },
             { label: "Created", cell: (v) => <Time iso={v.created_at} /> },
           ]}
         />

@@ -9,7 +9,7 @@ import { timingSafeEqual } from "node:crypto";
 import type { Context } from "hono";
 import { Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
-import { BrokerError } from "../../errors.ts";
+import { BrokerError, InvalidRequest } from "../../errors.ts";
 import type { Domain } from "../../identity/index.ts";
 import { OPERATION_NAMES } from "../../templates/index.ts";
 import { describeOperations, operationLines } from "../../words/index.ts";
@@ -82,10 +82,11 @@ function ConnectForm(props: { vault: string; offer: ConnectOffer }) {
           </label>
         ))}
       </fieldset>
-      <p class="hint">
+      <p class="hint" id="connect-what">
         You sign in at <Name>{provider}</Name> and allow access. The broker keeps the refresh token {t.name} gives it, sealed in this vault as{" "}
-        <Name>{offer.keys.refreshToken}</Name> beside the broker's app credentials <Name>{offer.keys.clientId}</Name> and <Name>{offer.keys.clientSecret}</Name>
-        , and makes a service for <Name>{offer.host}</Name> that obtains short-lived access tokens from it. Nobody, you included, is shown a token.
+        <Name>{offer.keys.refreshToken}</Name>, and makes a service for <Name>{offer.host}</Name> that obtains short-lived access tokens from it with this
+        broker's own app (its client secret is set by whoever runs the broker and is never stored in a vault). Agents never see a token. The refresh token is a
+        credential of this vault like any other: its members and admins can reveal, replace or delete it.
       </p>
       {offer.replacesService ? (
         <p class="warning" role="alert" id="replaces-service">
@@ -94,8 +95,28 @@ function ConnectForm(props: { vault: string; offer: ConnectOffer }) {
       ) : null}
       {offer.replacesKeys.length ? (
         <p class="warning" role="alert" id="replaces-keys">
-          The vault already holds {offer.replacesKeys.join(", ")}: connecting replaces their values, for every service that uses them.
+          The vault already holds {offer.replacesKeys.join(", ")}: connecting replaces its value, for every service that uses it.
         </p>
+      ) : null}
+      {offer.replacedKeyHosts.length ? (
+        <div class="warning" role="alert" id="replaced-key-hosts">
+          <p>Check before you continue: the vault's other services send this key to these hosts today.</p>
+          <ul>
+            {offer.replacedKeyHosts.map((u) => (
+              <li>
+                <Name>{u.key}</Name> to <Name>{u.host}</Name>
+              </li>
+            ))}
+          </ul>
+          <p>
+            After connecting they send your {t.name} account's refresh token instead: whoever runs those hosts receives it, and with it access to your account.
+            Continue only if you trust them with it.
+          </p>
+          <label class="choice" for="f-confirm-key-hosts">
+            <input type="checkbox" name="confirm_key_hosts" id="f-confirm-key-hosts" value="yes" required />
+            <span>Yes, send the refresh token to {[...new Set(offer.replacedKeyHosts.map((u) => u.host))].join(", ")}</span>
+          </label>
+        </div>
       ) : null}
       <div class="actions">
         <Button variant="primary" id="connect-button">
@@ -118,7 +139,7 @@ async function renderConnect(c: ConsoleContext) {
       title: `Connect ${offer.template.name}`,
       nav: "vaults",
       vault: { name: vault, role: open.role, section: "services" },
-      lead: "Sign in at the provider instead of pasting a token: the broker keeps what it receives and never shows it.",
+      lead: "Sign in at the provider instead of pasting a token: the broker keeps the refresh token in this vault, and agents never see a token.",
       // The form's post is answered with a 303 to the provider's sign-in page: form-action must allow it.
       formTargets: [offer.providerOrigin],
     },
@@ -137,8 +158,8 @@ function renderConnected(c: ConsoleContext, done: Connected) {
     <Section title="Account connected" id="connected">
       <p id="message">
         Agents of the vault <Name>{done.vault}</Name> now reach <Name>{done.host}</Name> ({describeOperations(done.operations)}) with access tokens the broker
-        obtains from your {t.name} account. The refresh token is sealed in the vault as <Name>{done.keys.refreshToken}</Name>; no token is shown, to you or to
-        any agent.
+        obtains from your {t.name} account. The refresh token is sealed in the vault as <Name>{done.keys.refreshToken}</Name>: agents never see it or an access
+        token, and the vault's members and admins can reveal it like any credential of the vault.
       </p>
       <ul class="small">
         {operationLines(t, done.operations).map((line) => (
@@ -182,12 +203,16 @@ export function vaultConnectRoutes() {
       const open = await openConsoleVault(c, "write_secrets");
       const form = formOf(c);
       const chosen = OPERATION_NAMES.filter((op) => form[`op_${op}`] === "on");
-      const { url, state } = await beginConnect(d, connect, open, c.req.param("template") ?? "", chosen);
+      const template = c.req.param("template") ?? "";
+      const { url, state } = await beginConnect(d, connect, open, template, chosen, form.confirm_key_hosts === "yes");
       keepFlow(c, d, state);
       return c.redirect(url, 303);
     } catch (err) {
       if (!(err instanceof BrokerError)) throw err;
-      return redirectWithFlash(c, vaultPath(vault, "services"), "error", describeError(err));
+      // Not confirmed: back to the page, which shows the hosts and the box to tick.
+      const back =
+        err instanceof InvalidRequest && err.field === "confirm_key_hosts" ? connectPath(vault, c.req.param("template") ?? "") : vaultPath(vault, "services");
+      return redirectWithFlash(c, back, "error", describeError(err));
     }
   });
 

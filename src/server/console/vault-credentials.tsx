@@ -10,7 +10,17 @@ import { Hono } from "hono";
 import { BrokerError, NotFound, Unauthorized } from "../../errors.ts";
 import { CredentialInput, KeyName, Password, parseWith } from "../../contract/index.ts";
 import { authenticateUser, mayInVault, type OpenVault } from "../../identity/index.ts";
-import { authKeys, deleteCredential, listCredentials, listServices, revealCredential, setCredential, type ServiceView } from "../../workflows/index.ts";
+import {
+  authKeys,
+  deleteCredential,
+  listCredentials,
+  listServices,
+  operatorClient,
+  revealCredential,
+  setCredential,
+  type ConnectDeps,
+  type ServiceView,
+} from "../../workflows/index.ts";
 import { clientIp } from "../kit/index.ts";
 import { Badge, Button, ConfirmForm, EmptyState, FormField, LinkButton, Name, PostForm, Section, Table, Time } from "../ui/index.ts";
 import {
@@ -118,8 +128,9 @@ function CredentialsTable(props: { vault: string; rows: CredentialItem[]; canWri
   return <Table id="credentials" rows={props.rows} columns={columns} empty={props.empty} />;
 }
 
-function usersOf(services: ServiceView[], key: string): string[] {
-  return services.filter((s) => authKeys(s.auth).includes(key)).map((s) => s.host);
+/** The hosts whose services send `key`; a connected account's client id and secret are the operator's app's, not the vault's. */
+function usersOf(services: ServiceView[], key: string, connect: ConnectDeps | undefined): string[] {
+  return services.filter((s) => authKeys(s.auth).includes(key) && !operatorClient(connect, s.auth)?.keys.includes(key)).map((s) => s.host);
 }
 
 async function renderList(c: ConsoleContext) {
@@ -127,7 +138,11 @@ async function renderList(c: ConsoleContext) {
   const open = await openConsoleVault(c, "read");
   const canWrite = mayInVault(open.principal, open.role, "write_secrets");
   const services = await listServices(d, open);
-  const rows = (await listCredentials(d, open, false)).map((r) => ({ key: r.key, updated_at: r.updated_at, usedBy: usersOf(services, r.key) }));
+  const rows = (await listCredentials(d, open, false)).map((r) => ({
+    key: r.key,
+    updated_at: r.updated_at,
+    usedBy: usersOf(services, r.key, c.get("kit").connect),
+  }));
   // A key name to store next (after adding a service that names it): prefilled only when it is one.
   const key = c.req.query("key");
   const asked = key !== undefined && new RegExp(`^${KEY_PATTERN}$`).test(key) && key.length <= 128 ? key : undefined;
@@ -163,7 +178,7 @@ async function renderList(c: ConsoleContext) {
 async function requireKey(c: ConsoleContext, open: OpenVault, key: string): Promise<CredentialItem> {
   const row = (await listCredentials(c.get("kit").d, open, false)).find((r) => r.key === key);
   if (!row) throw new NotFound("this vault has no credential by that name"); // the name came from the URL: never quoted back
-  return { ...row, usedBy: usersOf(await listServices(c.get("kit").d, open), key) };
+  return { ...row, usedBy: usersOf(await listServices(c.get("kit").d, open), key, c.get("kit").connect) };
 }
 
 async function renderManage(c: ConsoleContext) {

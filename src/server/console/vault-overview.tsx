@@ -1,8 +1,8 @@
 /** @jsxImportSource hono/jsx */
-// `/vaults/:vault`: the vault's dashboard. What waits for a decision first, then how much the vault
-// holds (each count a link to its tab), then the next steps while the vault is not yet set up (add a
-// credential, add a service, invite an agent, run a command through it with `broker vault run`). The
-// counts come from summariseVault, which gives a role only the counts of the pages it may open.
+// `/vaults/:vault`: the vault's dashboard. What waits for a decision first; while the vault is not yet
+// set up, the next steps (add a credential, add a service, invite an agent, run a command through it
+// with `broker vault run`); then how much the vault holds, each count a link to its tab. The counts come
+// from summariseVault, which gives a role only the counts of the pages it may open. No script.
 
 import { Hono } from "hono";
 import type { Child } from "hono/jsx";
@@ -105,7 +105,7 @@ interface Step {
   readonly todo: Child;
 }
 
-function Steps(props: { steps: readonly Step[] }) {
+function Steps(props: { steps: readonly Step[]; children?: Child }) {
   return (
     <ol class="steps">
       {props.steps.map((s) => (
@@ -121,6 +121,7 @@ function Steps(props: { steps: readonly Step[] }) {
           </div>
         </li>
       ))}
+      {props.children}
     </ol>
   );
 }
@@ -158,18 +159,28 @@ function stepsFor(vault: string, s: VaultSummary, can: Abilities): Step[] {
 /** The line to copy (selected whole with one click, no script: the console's main pages carry none). */
 function RunCommand(props: { vault: string }) {
   return (
-    <div class="run-command">
-      <p class="run-label" id="run-command-label">
-        Run a command with this vault's services:
-      </p>
-      <pre class="command" id="run-command" aria-labelledby="run-command-label">
+    <>
+      <pre class="command" id="run-command" aria-label="Command to run">
         <code>{`broker vault run --vault ${props.vault} -- <command>`}</code>
       </pre>
       <p class="hint">
         Replace <code>&lt;command&gt;</code> with yours (e.g. <code>python agent.py</code>). It runs with a session of its own that ends with it; the broker
         adds the credentials on the way out.
       </p>
-    </div>
+    </>
+  );
+}
+
+/** The last step, never "done": running something through the vault. */
+function RunStep(props: { vault: string }) {
+  return (
+    <li class="step" id="step-run">
+      <span class="step-mark" aria-hidden="true" />
+      <div class="step-body">
+        <p class="step-title">Run your agent through the vault</p>
+        <RunCommand vault={props.vault} />
+      </div>
+    </li>
   );
 }
 
@@ -183,20 +194,23 @@ export function vaultOverviewRoutes() {
     const steps = stepsFor(name, s, can);
     // Agents count only for admins (null otherwise): for anyone else that step is not theirs to finish.
     const setUp = steps.every((step) => step.done || (step.id === "step-agent" && s.agents === null));
+    const next = (
+      <Section title="Next steps" id="next-steps" description="Three steps make this vault useful; then run your agent through it.">
+        <Steps steps={steps}>
+          <RunStep vault={name} />
+        </Steps>
+      </Section>
+    );
     const body = (
       <>
         <Waiting vault={name} s={s} can={can} />
+        {setUp ? null : next}
         <Counts vault={name} s={s} />
         {setUp ? (
-          <Section title="Use this vault" id="use">
+          <Section title="Run your agent through this vault" id="use">
             <RunCommand vault={name} />
           </Section>
-        ) : (
-          <Section title="Next steps" id="next-steps" description="Three steps make this vault useful; then run your agent through it.">
-            <Steps steps={steps} />
-            <RunCommand vault={name} />
-          </Section>
-        )}
+        ) : null}
         <p class="small muted" id="sections-note">
           Credentials hold the values and Services say where each one goes; Proposals (agents asking for more) and Requests (single requests held by a rule)
           wait for a person's decision; Logs record every request.

@@ -7,7 +7,17 @@
 
 import { BrokerError } from "../../errors.ts";
 import type { OpenVault } from "../../identity/index.ts";
-import { addService, authKeys, listServices, newHostUses, updateService, type ServicePatch, type ServiceSpec } from "../../workflows/index.ts";
+import {
+  addService,
+  authKeys,
+  listServices,
+  newHostUses,
+  operatorClient,
+  patchedAuth,
+  updateService,
+  type ServicePatch,
+  type ServiceSpec,
+} from "../../workflows/index.ts";
 import { Button, LinkButton, Name, PostForm, Section } from "../ui/index.ts";
 import { describeError, formOf, openConsoleVault, renderPage, type ConsoleContext } from "./context.tsx";
 import { vaultPath } from "./layout.tsx";
@@ -73,17 +83,21 @@ export async function saveService(c: ConsoleContext, req: SaveRequest): Promise<
     const open = await openConsoleVault(c, "write_secrets");
     const spec = req.read(open);
     const vault = open.vault.name;
-    const auth = spec.auth ?? (await listServices(d, open)).find((s) => s.host === spec.host)?.auth;
+    const current = (await listServices(d, open)).find((s) => s.host === spec.host);
+    // What the service will send once saved: an edit that names the template again keeps a connected account's auth.
+    const auth = req.editing && current ? patchedAuth(current, spec) : (spec.auth ?? current?.auth);
     const uses = auth ? await newHostUses(d, open.vault.id, [{ host: spec.host, auth }]) : [];
     if (uses.length && formOf(c).confirm_new_host !== "yes") return renderWarning(c, open, spec.host, uses, servicePath(vault, req.editing), req.back(vault));
     const stored = await keysOf(c, open);
     const saved = req.editing ? await updateService(d, open, req.editing, spec) : await addService(d, open, spec as ServiceSpec);
+    // A connected account's client id and secret are the operator's app's, never stored in the vault.
+    const operators: readonly string[] = operatorClient(c.get("kit").connect, saved.auth)?.keys ?? [];
     const done = `Service ${saved.host} ${req.editing ? "updated" : "added"}${saved.enabled ? "" : " (disabled)"}`;
     const next = nextStep(
       vault,
       saved.host,
       done,
-      authKeys(saved.auth).filter((k) => !stored.includes(k)),
+      authKeys(saved.auth).filter((k) => !stored.includes(k) && !operators.includes(k)),
     );
     c.get("kit").flash.write(c, { kind: "success", text: next.text });
     return c.redirect(next.to, 303);

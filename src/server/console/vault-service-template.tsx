@@ -9,8 +9,8 @@ import type { Child } from "hono/jsx";
 import { parseWith, ServiceInput, ServiceUpdateInput } from "../../contract/index.ts";
 import { NotFound } from "../../errors.ts";
 import type { OpenVault } from "../../identity/index.ts";
-import { operationsOf, templateById, templateKeyFields, templateSettings, type OperationName, type Template } from "../../templates/index.ts";
-import type { ServiceAuth, ServiceView } from "../../workflows/index.ts";
+import { operationsOf, rulesFor, templateById, templateKeyFields, templateSettings, type OperationName, type Template } from "../../templates/index.ts";
+import type { ServiceAuth, ServicePatch, ServiceView } from "../../workflows/index.ts";
 import { Button, FormField, LinkButton, Name, PostForm, Section } from "../ui/index.ts";
 import { formOf, openConsoleVault, renderPage, type ConsoleContext } from "./context.tsx";
 import { KeyChoice, readKeyChoice } from "./vault-service-keys.tsx";
@@ -272,17 +272,11 @@ export function saveTemplate(
 }
 
 /**
- * The change that applies this release's catalogue to a template-made service: the same template,
- * operations, keys and settings, so only what the catalogue changed (its rules) changes.
+ * The change that applies this release's catalogue to a template-made service: the same template and
+ * operations, with the rules the catalogue gives them today. Only the rules (and the operations recorded)
+ * change, never the auth: a key, a setting, or a connected account's oauth2_refresh stays as it is.
  */
-export function cataloguePatch(t: Template, s: ServiceView) {
+export function cataloguePatch(t: Template, s: ServiceView): Pick<ServicePatch, "rules" | "from"> {
   const operations = operationsOf(t).filter((op: OperationName) => s.template?.operations.includes(op));
-  const own = (fields: string[]) => Object.fromEntries(fields.flatMap((f) => (authField(s.auth, f) ? [[f, authField(s.auth, f)]] : [])));
-  const settings = own(settingFields(t));
-  return parseWith(ServiceUpdateInput, {
-    template: t.id,
-    operations,
-    keys: own(templateKeyFields(t).map(([field]) => field)),
-    ...(Object.keys(settings).length && { settings }),
-  });
+  return { rules: rulesFor(t, operations), from: { template: t.id, operations } };
 }

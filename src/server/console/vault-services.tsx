@@ -7,11 +7,11 @@
 
 import { Hono } from "hono";
 import type { Child } from "hono/jsx";
-import { Conflict, InvalidRequest } from "../../errors.ts";
+import { InvalidRequest } from "../../errors.ts";
 import type { MintedState } from "../../egress/index.ts";
 import { mayInVault, type OpenVault } from "../../identity/index.ts";
 import { templateById } from "../../templates/index.ts";
-import { listServices, newHostUses, removeService, updateService, type ServiceView } from "../../workflows/index.ts";
+import { listServices, removeService, updateService, type ServiceView } from "../../workflows/index.ts";
 import { ConfirmForm, EmptyState, LinkButton, Section } from "../ui/index.ts";
 import { formOf, openConsoleVault, renderPage, requireConfirmation, requireSignedIn, runAction, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
 import { renderCustomEdit, renderCustomNew, saveCustom } from "./vault-service-custom.tsx";
@@ -103,19 +103,17 @@ async function save(c: ConsoleContext, host: string | undefined, connect: Connec
   return saveTemplate(c, t, current, (form, status) => renderEdit(c, { form, status }));
 }
 
-/** POST …/services/:host/catalogue: the same template, operations and keys again, with this release's rules. */
+/**
+ * POST …/services/:host/catalogue: the same template and operations, with this release's rules. The auth
+ * is left as it is (no key goes anywhere new): a connected account stays one.
+ */
 async function applyCatalogue(c: ConsoleContext, host: string): Promise<ServiceView> {
   const { d } = c.get("kit");
   const open = await openConsoleVault(c, "write_secrets");
   const s = await findService(c, open, host);
   const t = s.template && templateById(s.template.id);
   if (!t) throw new InvalidRequest("this service follows no template of this release's catalogue");
-  const patch = cataloguePatch(t, s);
-  // A catalogue change that would send a stored key somewhere new is confirmed on the edit form instead.
-  const uses = patch.auth ? await newHostUses(d, open.vault.id, [{ host: s.host, auth: patch.auth }]) : [];
-  if (uses.length)
-    throw new Conflict(`the ${t.name} template now sends ${uses.map((u) => `${u.key} to ${u.host}`).join(", ")}; open Edit to check and save it`);
-  return updateService(d, open, host, patch);
+  return updateService(d, open, host, cataloguePatch(t, s));
 }
 
 /**

@@ -37,6 +37,9 @@ the AWS SDK for JavaScript v3 ignores \`HTTPS_PROXY\` unless given a proxy-aware
 - HTTP/2 and gRPC work through \`HTTPS_PROXY\` (\`vault run\` also sets \`grpc_proxy\` and the gRPC roots file). A
   broker refusal of a gRPC call arrives as a gRPC status (e.g. \`PERMISSION_DENIED\`) whose message is the JSON error
   below, \`proposal_hint\` included.
+- A host that is not a service of the vault may still answer through \`HTTPS_PROXY\` (a blind tunnel: no credential,
+  so usually a 401 from the API itself). \`broker vault run\` says so on stderr (\`broker: <host> is not a service of
+  vault …\`); ask for access as in section 3.
 
 ## 3. When you get 403 \`forbidden\`, or need a host or credential the vault lacks
 

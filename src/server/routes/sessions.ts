@@ -1,4 +1,5 @@
-// /v1/sessions: scoped sessions bound to one vault (minted by `broker vault run`).
+// /v1/sessions: scoped sessions bound to one vault (minted by `broker vault run`), and what a session
+// met at the transparent proxy (read by `vault run` to tell its agent about blind-tunnelled hosts).
 
 import { Hono } from "hono";
 import { InvalidRequest, NotFound } from "../../errors.ts";

@@ -120,7 +120,7 @@ code, .name { font-family: var(--mono); font-size: .9em; overflow-wrap: anywhere
 .site-footer { max-width: 68rem; margin: 0 auto; padding: 1rem 1.25rem 2rem; color: var(--muted); font-size: .8125rem; border-top: 1px solid var(--border); }
 
 .card { background: var(--surface); border: 1px solid var(--border); border-radius: var(--radius); padding: 1.25rem 1.5rem; margin: 0 0 1.25rem; box-shadow: var(--shadow); }
-.card > h2:first-child { margin-top: 0; }
+.card > h2:first-child, .card > h3:first-child { margin-top: 0; }
 .card table { margin-bottom: 0; }
 .card > p + form, .disclosure > p + form { margin-top: 1rem; }
 .card form:not(.form-inline) .field { max-width: 34rem; }
@@ -143,9 +143,9 @@ a.vault-name { color: var(--text); text-decoration: none; }
 a.vault-name:hover { color: var(--accent); text-decoration: underline; }
 /* A pending count: after a tab's name, in the vault list */
 .count { display: inline-block; min-width: 1.4rem; padding: 0 .4rem; margin-left: .4rem; border-radius: 999px; background: var(--warning-soft); color: var(--warning); font-size: .75rem; font-weight: 700; line-height: 1.4rem; text-align: center; font-variant-numeric: tabular-nums; vertical-align: .05em; }
-.pending-links { display: inline-flex; flex-wrap: wrap; gap: .25rem .9rem; }
-.pending-link { font-weight: 550; text-decoration: none; white-space: nowrap; }
-.pending-link .count { margin: 0 .3rem 0 0; }
+.pending-links { display: inline-flex; flex-wrap: wrap; justify-content: flex-end; gap: .25rem .9rem; }
+.pending-link { font-weight: 550; text-decoration: none; }
+.pending-link .count { margin: 0 .15rem 0 0; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; padding: 0; margin: -1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; border: 0; }
 
 /* The vault's overview: what waits, the counts as tiles, the next steps */
@@ -155,11 +155,11 @@ a.vault-name:hover { color: var(--accent); text-decoration: underline; }
 .tile { display: flex; flex-direction: column; height: 100%; padding: .9rem 1rem; background: var(--surface); border: 1px solid var(--border); border-radius: var(--radius); box-shadow: var(--shadow); color: var(--text); text-decoration: none; }
 .tile:hover { border-color: var(--accent); color: var(--text); }
 .tile-n { font-size: 1.75rem; font-weight: 700; line-height: 1.15; font-variant-numeric: tabular-nums; }
-.tile-label { font-weight: 600; }
+.tile-label { font-weight: 600; font-size: .9375rem; }
 .tile-hint { color: var(--muted); font-size: .8125rem; line-height: 1.35; margin-top: .15rem; }
 .tile-alert { border-color: var(--warning); background: var(--warning-soft); }
 .tile-alert .tile-n { color: var(--warning); }
-.steps { list-style: none; margin: 0 0 1.25rem; padding: 0; counter-reset: step; }
+.steps { list-style: none; margin: 0; padding: 0; counter-reset: step; }
 .step { display: flex; gap: .85rem; align-items: flex-start; padding: .7rem 0; }
 .step + .step { border-top: 1px solid var(--border); }
 .step-mark { flex: none; width: 1.75rem; height: 1.75rem; border-radius: 50%; border: 2px solid var(--border-strong); display: inline-flex; align-items: center; justify-content: center; font-weight: 700; font-size: .875rem; color: var(--muted); counter-increment: step; }
@@ -169,8 +169,8 @@ a.vault-name:hover { color: var(--accent); text-decoration: underline; }
 .step-body p { margin: 0; }
 .step-title { font-weight: 600; }
 .run-label { font-weight: 600; margin: 0 0 .35rem; }
-.command { margin: 0; padding: .6rem .85rem; background: var(--surface-2); border: 1px solid var(--border); border-radius: var(--radius-small); overflow-x: auto; user-select: all; }
-.command code { font-size: .9rem; overflow-wrap: normal; }
+.command { margin: .35rem 0 0; padding: .6rem .85rem; background: var(--surface-2); border: 1px solid var(--border); border-radius: var(--radius-small); white-space: pre-wrap; user-select: all; }
+.command code { font-size: .9rem; }
 .overview { display: grid; grid-template-columns: max-content 1fr; gap: .6rem 1.5rem; margin: 0; }
 .overview dt { font-weight: 600; }
 .overview dd { margin: 0; color: var(--muted); }
@@ -331,6 +331,10 @@ td.actions-cell { text-align: right; white-space: nowrap; }
   .table td[data-label=""]::before { content: none; }
   .table td.actions-cell { justify-content: flex-end; }
   .overview { grid-template-columns: 1fr; gap: .2rem; }
+  .tabs a { padding: .45rem .55rem; }
+  .tile { padding: .6rem .75rem; }
+  .tile-n { font-size: 1.35rem; }
+  .tile-hint { display: none; }
   .overview dd { margin-bottom: .6rem; }
   .actions .btn, .actions button { flex: 1 1 auto; }
   .form-inline .actions { margin-top: 0; flex-basis: 100%; }

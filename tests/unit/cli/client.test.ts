@@ -6,6 +6,7 @@ import { ApiFailure, apiPath, createClient, serialiseBody, vaultPath } from "../
 import { CliFailure } from "../../../src/cli/kit/fail.ts";
 import { createMemoryLogger } from "../../../src/log.ts";
 import { Secret } from "../../../src/secret.ts";
+import { VERSION } from "../../../src/version.ts";
 import { createApi } from "../../../src/server/app.ts";
 import { createTestApi } from "../../helpers/api.ts";
 
@@ -35,6 +36,12 @@ describe("requests", () => {
     await createClient({ addr: "http://b", token: new Secret("av_agt_x"), fetch: r.fetch }).request("GET", "/v1/agents");
     expect(r.seen.map((q) => q.headers.get("x-vault"))).toEqual(["v1", null, null]);
     expect(r.seen[0]?.headers.get("authorization")).toBe("Bearer av_agt_x");
+  });
+
+  test('every call names the CLI and its version in User-Agent (the Account page\'s "broker CLI 0.1.0")', async () => {
+    const r = recorder();
+    await createClient({ addr: "http://b", fetch: r.fetch }).request("POST", "/v1/auth/login", { body: {}, anonymous: true });
+    expect(r.seen[0]?.headers.get("user-agent")).toBe(`broker-cli/${VERSION}`);
   });
 
   test("anonymous calls carry no token", async () => {

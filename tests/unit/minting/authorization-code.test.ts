@@ -87,6 +87,25 @@ describe("failures, in words without values", () => {
     expect(JSON.stringify(out)).not.toMatch(/gho_|echoed|incorrect/);
   });
 
+  test("an answer without a length (chunked) is let go once past 64 KiB, not read whole", async () => {
+    const s = standIn(200, {});
+    let pulled = 0;
+    let cancelled = false;
+    const endless = new ReadableStream<Uint8Array>({
+      pull(ctrl) {
+        pulled += 16_384;
+        ctrl.enqueue(new Uint8Array(16_384).fill(0x20));
+      },
+      cancel() {
+        cancelled = true;
+      },
+    });
+    (s.deps.upstream as { send: unknown }).send = async () => ({ status: 200, statusText: "", headers: [["content-type", "application/json"]], body: endless });
+    expect(await redeemAuthorizationCode(s.deps, CODE)).toEqual({ failure: "the token endpoint github.com sent an answer larger than 65536 bytes" });
+    expect(cancelled).toBe(true);
+    expect(pulled).toBeLessThan(128 * 1024);
+  });
+
   test("an unreachable token endpoint", async () => {
     const s = standIn(200, {});
     (s.deps.upstream as { send: unknown }).send = async () => {

@@ -53,12 +53,16 @@ function textOf(html: string, id: string): string {
   re.lastIndex = tag;
   for (let m = re.exec(html); m; m = re.exec(html)) {
     depth += m[1] ? -1 : 1;
-    if (depth === 0) return decode(html.slice(tag, m.index).replace(/<[^>]+>/g, " ")).replace(/\s+/g, " ").trim();
+    if (depth === 0)
+      return decode(html.slice(tag, m.index).replace(/<[^>]+>/g, " "))
+        .replace(/\s+/g, " ")
+        .trim();
   }
   return "";
 }
 
-const decode = (text: string) => text.replaceAll("&#39;", "'").replaceAll("&quot;", '"').replaceAll("&lt;", "<").replaceAll("&gt;", ">").replaceAll("&amp;", "&");
+const decode = (text: string) =>
+  text.replaceAll("&#39;", "'").replaceAll("&quot;", '"').replaceAll("&lt;", "<").replaceAll("&gt;", ">").replaceAll("&amp;", "&");
 
 /** The vault tab link for `slug`, as text. */
 const tab = (html: string, slug: string) => {
@@ -70,7 +74,8 @@ describe("vault overview", () => {
   test("an empty vault: zero counts, the next steps (Add a service goes to the new page) and the line to run", async () => {
     const page = await b.get("/vaults/v1");
     expect(page.status).toBe(200);
-    for (const id of ["count-credentials", "count-services", "count-agents", "count-proposals", "count-requests"]) expect(textOf(page.text, id)).toStartWith("0 ");
+    for (const id of ["count-credentials", "count-services", "count-agents", "count-proposals", "count-requests"])
+      expect(textOf(page.text, id)).toStartWith("0 ");
     expect(page.text).toContain('href="/vaults/v1/credentials#set-credential"');
     expect(page.text).toContain('href="/vaults/v1/services/new"');
     expect(page.text).toContain('href="/vaults/v1/agents#invite"');

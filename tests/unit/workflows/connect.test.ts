@@ -1,26 +1,34 @@
 // Connecting an account, in the domain (workflows/connect.ts) with a stand-in for the token endpoint: the
 // authorization URL (PKCE S256, the template's scopes, the operator's client id, no secret), the completion
-// (three sealed credentials and an oauth2_refresh service from the template, in one go), and every refusal,
+// (the sealed refresh token and an oauth2_refresh service from the template, in one go), and every refusal,
 // each of which writes nothing: a person without write access or an agent starting, a replayed, expired or
 // foreign state, a session that ended, a role lowered meanwhile, a refused code, a decline at the provider.
 
 import { describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { PermissionDenied } from "../../../src/errors.ts";
+import { CredentialNotFound, InvalidRequest, PermissionDenied } from "../../../src/errors.ts";
 import { Secret } from "../../../src/secret.ts";
 import { createAgentInvite, openVault, redeemAgentInvite } from "../../../src/identity/index.ts";
 import { decryptCredential } from "../../../src/crypto/index.ts";
 import {
+  addService,
   beginConnect,
   completeConnect,
   ConnectFailed,
   connectConfigured,
   connectWarnings,
   describeConnect,
+  listCredentials,
   listServices,
+  operatorClient,
+  revealCredential,
+  setCredential,
+  updateService,
   type CodeRedemption,
   type ConnectDeps,
 } from "../../../src/workflows/index.ts";
+import { createPlanCache } from "../../../src/egress/index.ts";
+import { parseWith, ServiceInput, ServiceUpdateInput } from "../../../src/contract/index.ts";
 import type { ConnectApp } from "../../../src/config.ts";
 import { createTestApi } from "../../helpers/api.ts";
 import { registerAs } from "../../helpers/principals.ts";
@@ -162,7 +170,8 @@ describe("completing", () => {
     const values: Record<string, string> = {};
     for (const key of await d.store.credentials.keys(v.id))
       values[key] = (await decryptCredential(d.dataKey, (await d.store.credentials.get(v.id, key))!)).reveal();
-    expect(values).toEqual({ GITHUB_CLIENT_ID: "Iv1.client", GITHUB_CLIENT_SECRET: "client-secret-sentinel", GITHUB_REFRESH_TOKEN: "refresh-token-sentinel" });
+    // Only the refresh token: the app's client id and secret are the operator's, read from its settings when minting.
+    expect(values).toEqual({ GITHUB_REFRESH_TOKEN: "refresh-token-sentinel" });
     const [service] = await listServices(d, await openVault(d, member, "v", "read"));
     expect(service).toMatchObject({
       host: "api.github.com",
@@ -190,7 +199,7 @@ describe("completing", () => {
     const offer = await describeConnect(d, connect, await openVault(d, member, "v", "write_secrets"), "github");
     expect({ service: offer.replacesService, keys: offer.replacesKeys }).toEqual({
       service: true,
-      keys: ["GITHUB_CLIENT_ID", "GITHUB_CLIENT_SECRET", "GITHUB_REFRESH_TOKEN"],
+      keys: ["GITHUB_REFRESH_TOKEN"],
     });
     await completeConnect(d, connect, callback((await start(member, ["read"])).state), undefined);
     expect((await d.store.services.list(v.id)).map((s) => s.operations)).toEqual([["read"]]);
@@ -232,5 +241,108 @@ describe("completing", () => {
     expect(err.reason).toBe("exchange_failed");
     expect(err.message).toBe("GitHub did not complete the connection: the token endpoint github.com refused the authorization code (HTTP 400, invalid_grant)");
     await w.nothingWritten();
+  });
+});
+
+describe("the operator's app stays the operator's", () => {
+  const CONNECTED = {
+    type: "oauth2_refresh" as const,
+    token_url: "https://github.com/login/oauth/access_token",
+    client_id: "GITHUB_CLIENT_ID",
+    client_secret: "GITHUB_CLIENT_SECRET",
+    refresh_token: "GITHUB_REFRESH_TOKEN",
+    client_auth: "basic" as const,
+  };
+
+  test("a connected account's service mints with the configured app; the vault holds only the refresh token", async () => {
+    const { d, v, member, connect, start, callback } = await world();
+    await completeConnect(d, connect, callback((await start()).state), member.userId);
+    const plans = createPlanCache(d.store, d.dataKey, () => ({}), { operatorClient: (auth) => operatorClient(connect, auth) });
+    const plan = await plans.plan(v, "api.github.com", 443);
+    expect(plan.credentialKeys).toEqual(["GITHUB_REFRESH_TOKEN"]);
+    const inputs = Object.fromEntries([...plan.minted!.inputs].map(([k, s]) => [k, s.reveal()]));
+    expect(inputs).toEqual({ client_id: "Iv1.client", client_secret: "client-secret-sentinel", refresh_token: "refresh-token-sentinel" });
+    // No way to read it back: it is no credential of the vault.
+    const open = await openVault(d, member, "v", "reveal");
+    await expect(revealCredential(d, open, "GITHUB_CLIENT_SECRET")).rejects.toThrow("no credential GITHUB_CLIENT_SECRET");
+    expect(JSON.stringify((await listCredentials(d, open, true)).map((c) => ({ ...c, value: c.value?.reveal() })))).not.toContain("client-secret-sentinel");
+  });
+
+  test("only at the app's own token endpoint: a service naming the same keys elsewhere gets nothing from the settings", () => {
+    expect(operatorClient(undefined, CONNECTED)).toBeUndefined();
+    const connect = { apps: [APP] };
+    expect(operatorClient(connect, CONNECTED)?.clientSecret.reveal()).toBe("client-secret-sentinel");
+    expect(operatorClient(connect, { ...CONNECTED, token_url: "https://evil.example.com/login/oauth/access_token" })).toBeUndefined();
+    expect(operatorClient(connect, { ...CONNECTED, client_secret: "MY_SECRET" })).toBeUndefined();
+    expect(operatorClient(connect, { ...CONNECTED, type: "oauth2_client_credentials" })).toBeUndefined();
+    // An override of the endpoint moves the pin with it.
+    const enterprise = { apps: [{ ...APP, tokenUrl: "https://ghe.example.com/login/oauth/access_token" }] };
+    expect(operatorClient(enterprise, CONNECTED)).toBeUndefined();
+    expect(operatorClient(enterprise, { ...CONNECTED, token_url: "https://ghe.example.com/login/oauth/access_token" })).toBeDefined();
+  });
+
+  test("an admin's service pointing those key names at another token endpoint is refused at egress, sending nothing", async () => {
+    const { d, v, owner, connect } = await world();
+    const open = await openVault(d, owner, "v", "write_secrets");
+    await setCredential(d, open, "GITHUB_REFRESH_TOKEN", new Secret("mine"));
+    await addService(d, open, {
+      host: "evil.example.com",
+      description: "",
+      enabled: true,
+      auth: { ...CONNECTED, token_url: "https://evil.example.com/token" },
+    });
+    const plans = createPlanCache(d.store, d.dataKey, () => ({}), { operatorClient: (auth) => operatorClient(connect, auth) });
+    await expect(plans.plan(v, "evil.example.com", 443)).rejects.toBeInstanceOf(CredentialNotFound);
+  });
+});
+
+describe("a key the connection overwrites, sent elsewhere today", () => {
+  test("the offer names the hosts; starting needs the person's confirmation", async () => {
+    const { d, member, connect } = await world();
+    const open = await openVault(d, member, "v", "write_secrets");
+    await setCredential(d, open, "GITHUB_REFRESH_TOKEN", new Secret("placeholder"));
+    await addService(d, open, { host: "evil.example.com", description: "", enabled: true, auth: { type: "bearer", token: "GITHUB_REFRESH_TOKEN" } });
+    await addService(d, open, { host: "api.github.com", description: "", enabled: true, auth: { type: "bearer", token: "GITHUB_REFRESH_TOKEN" } });
+    const offer = await describeConnect(d, connect, open, "github");
+    expect(offer.replacesKeys).toEqual(["GITHUB_REFRESH_TOKEN"]);
+    // The service for api.github.com is the one replaced: only the other host is named.
+    expect(offer.replacedKeyHosts).toEqual([{ key: "GITHUB_REFRESH_TOKEN", host: "evil.example.com" }]);
+    const refused = await beginConnect(d, connect, open, "github", ["read"]).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(InvalidRequest);
+    expect((refused as InvalidRequest).message).toContain("GITHUB_REFRESH_TOKEN to evil.example.com");
+    expect(await d.store.db.all("SELECT state_hash FROM connect_states")).toEqual([]);
+    const { url } = await beginConnect(d, connect, open, "github", ["read"], true);
+    expect(new URL(url).origin).toBe("https://github.com");
+  });
+
+  test("nothing to confirm when the key is sent nowhere else", async () => {
+    const { d, member, connect } = await world();
+    const open = await openVault(d, member, "v", "write_secrets");
+    await setCredential(d, open, "GITHUB_REFRESH_TOKEN", new Secret("old"));
+    expect((await describeConnect(d, connect, open, "github")).replacedKeyHosts).toEqual([]);
+    await beginConnect(d, connect, open, "github", ["read"]);
+  });
+});
+
+describe("a connected account and its template", () => {
+  test("naming its template again (PATCH {template, operations}) changes the rules and operations, never the auth", async () => {
+    const { d, member, connect, start, callback } = await world();
+    await completeConnect(d, connect, callback((await start(member, ["read"])).state), member.userId);
+    const open = await openVault(d, member, "v", "write_secrets");
+    const [before] = await listServices(d, open);
+    const patch = parseWith(ServiceUpdateInput, { template: "github", operations: ["read", "write"] });
+    const after = await updateService(d, open, "api.github.com", patch);
+    expect(after.auth).toEqual(before!.auth);
+    expect(after.template).toMatchObject({ id: "github", operations: ["read", "write"] });
+    expect(after.rules).toEqual(patch.rules!);
+    // A service made from the template with its own auth still takes the template's again.
+    await addService(d, open, parseWith(ServiceInput, { template: "gitlab", operations: ["read"], keys: { token: "OLD_KEY" } }));
+    const gitlab = await updateService(
+      d,
+      open,
+      "gitlab.com",
+      parseWith(ServiceUpdateInput, { template: "gitlab", operations: ["read"], keys: { token: "NEW_KEY" } }),
+    );
+    expect(gitlab.auth).toMatchObject({ type: "header", token: "NEW_KEY" });
   });
 });
