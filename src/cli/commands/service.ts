@@ -6,13 +6,13 @@
 
 import { defineCommand } from "citty";
 import { keepOthersAllowed } from "../../policy/index.ts";
-import type { CredentialListBody, ServiceAnswerBody, ServiceListBody } from "../../contract/index.ts";
+import type { ServiceAnswerBody, ServiceListBody } from "../../contract/index.ts";
 import { jsonArg, vaultArg } from "../kit/index.ts";
-import { type Client, vaultPath } from "../kit/index.ts";
+import { vaultPath } from "../kit/index.ts";
 import { openContext, pickVault } from "../kit/index.ts";
 import { CliFailure, hintOnForbidden, SECRET_WRITE_HINT } from "../kit/index.ts";
 import { addHelpFooter } from "../kit/index.ts";
-import { printJson, printLine, printNote, printTable } from "../kit/index.ts";
+import { printJson, printLine, printTable } from "../kit/index.ts";
 import { AUTH_EXAMPLES, AUTH_NOTES, authKeyNames, buildAuth, describeAuth, MINTED_AUTH_ARGS, nameAuthFlag, type ServiceAuth } from "../kit/index.ts";
 import { namesCatalogueTemplate, refuseStrayTemplateFlags, TEMPLATE_ARGS, TEMPLATE_EXAMPLES, templateFields } from "../kit/index.ts";
 import {
@@ -25,6 +25,7 @@ import {
   describeAllowed,
   parseRuleFlags,
   rulesFromFlags,
+  warnIfNoKeys,
   UPDATE_EXAMPLES,
 } from "../kit/index.ts";
 
@@ -109,17 +110,6 @@ export function checkHost(raw: string): void {
     `drop the scheme${/\/./.test(raw.replace(/^[^:]+:\/\//, "")) ? " and the path" : ""}: broker service add ${host} …`,
     2,
   );
-}
-
-/** The service is added either way: each key may be set next; until then requests get no credential. */
-async function warnIfNoKeys(client: Client, vault: string, keys: string[]): Promise<void> {
-  if (!keys.length) return;
-  const listed = await client.request<CredentialListBody>("GET", vaultPath(vault, "credentials"), { vault }).catch(() => undefined);
-  for (const key of keys) {
-    if (listed && !listed.credentials.some((c) => c.key === key)) {
-      printNote(`warning: vault ${vault} has no credential ${key} yet; set it with \`broker credential set ${key}\` before agents use this service`);
-    }
-  }
 }
 
 addHelpFooter(add, () => `EXAMPLES\n\n${TEMPLATE_EXAMPLES}\n${AUTH_EXAMPLES}\n${ADD_RULES_EXAMPLE}\n\n${AUTH_NOTES}\n\n${ADD_RULES_NOTES}`);

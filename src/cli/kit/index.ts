@@ -97,3 +97,4 @@ export { promptLine } from "./prompt.ts";
 export { parseDomainList } from "./args.ts";
 export { namesCatalogueTemplate, refuseStrayTemplateFlags, TEMPLATE_ARGS, TEMPLATE_EXAMPLES, templateFields } from "./service-template.ts";
 export { settingsToCheck } from "./doctor-running.ts";
+export { warnIfNoKeys } from "./service-keys.ts";
