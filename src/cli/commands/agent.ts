@@ -29,6 +29,7 @@ const invite = defineCommand({
     name: { type: "string", description: "Agent name (lower-case letters, digits and dashes; generated when absent)" },
     role: { type: "enum", options: ["proxy", "member", "admin"], default: "proxy", description: "The agent's role in the vault" },
     "token-ttl": { type: "string", description: "Lifetime of the agent's token: 90m, 12h, 30d, 2w, seconds, or never (default: never)" },
+    link: { type: "boolean", description: "Print only the invite link, for scripts: INVITE=$(broker agent invite --link)" },
     ...vaultArg,
     ...jsonArg,
   },
@@ -39,6 +40,7 @@ const invite = defineCommand({
     const body = { name: args.name || undefined, role: args.role, token_ttl_seconds: ttl };
     const inv = await ctx.client.request<InviteCreatedBody>("POST", vaultPath(vault, "agent-invites"), { body, vault });
     if (args.json) return printJson(inv);
+    if (args.link) return printLine(inv.invite_url);
     printLine(`Agent invite for ${inv.name} (role ${inv.role} in vault ${vault}); single use, expires ${formatTime(inv.expires_at)}.`);
     printLine(`Its token ${formatDuration(ttl)}.`);
     printLine(`  ${inv.invite_url}`);
