@@ -526,8 +526,15 @@ describe("values the old readers refused are still refused", () => {
     else expect400(res, "rules[0].paths[0]");
   });
 
-  test.each(["CONNECT", "TRACE", "get ", "G\u0130T", "*", ""])("rule method %p", async (m) => {
+  test.each(["CONNECT", "TRACE", "get ", "G\u0130T", "**", "*GET", ""])("rule method %p", async (m) => {
     expect400(await addService({ host: "a.example.com", auth: { type: "passthrough" }, rules: [{ methods: [m], paths: ["/"] }] }), "rules[0].methods[0]");
+  });
+
+  // `*` alone is every method a rule can name (issue 34), stored spelt out: never CONNECT or TRACE.
+  test("rule method * is the seven methods, spelt out", async () => {
+    const res = await addService({ host: "a.example.com", auth: { type: "passthrough" }, rules: [{ methods: ["*"], paths: ["/"] }] });
+    expect(res.status).toBe(201);
+    expect(res.body.rules[0].methods).toEqual(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
   });
 
   test.each([

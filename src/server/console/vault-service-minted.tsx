@@ -179,27 +179,27 @@ function ClientAuthSelect(props: { value: string }) {
 }
 
 /** Each minted type's fields, in form order: a key field (a KeyChoice), a setting, or the client authentication select. */
+/** The OAuth types' shared fields: the token endpoint, and the client's id, secret and how it authenticates. */
+const TOKEN_URL_FIELD = {
+  name: "token_url",
+  label: "Token URL",
+  wide: true,
+  maxlength: 2048,
+  placeholder: "e.g. https://auth.example.com/oauth/token",
+  hint: "The provider's token endpoint (https).",
+} as const;
+const OAUTH_CLIENT_FIELDS = [
+  { name: "client_id", label: "Client ID (credential key)", isKey: true, placeholder: "e.g. EXAMPLE_CLIENT_ID", hint: "The stored client ID." },
+  { name: "client_secret", label: "Client secret (credential key)", isKey: true, placeholder: "e.g. EXAMPLE_CLIENT_SECRET", hint: "The stored client secret." },
+  { name: "client_auth", label: "Client authentication", hint: "" },
+] as const;
+
 const LAYOUT: Record<MintedAuthType, { legend: string; fields: (FieldProps & { isKey?: boolean })[] }> = {
   oauth2_client_credentials: {
     legend: "Token endpoint and client",
     fields: [
-      {
-        name: "token_url",
-        label: "Token URL",
-        wide: true,
-        maxlength: 2048,
-        placeholder: "e.g. https://auth.example.com/oauth/token",
-        hint: "The provider's token endpoint (https).",
-      },
-      { name: "client_id", label: "Client ID (credential key)", isKey: true, placeholder: "e.g. EXAMPLE_CLIENT_ID", hint: "The stored client ID." },
-      {
-        name: "client_secret",
-        label: "Client secret (credential key)",
-        isKey: true,
-        placeholder: "e.g. EXAMPLE_CLIENT_SECRET",
-        hint: "The stored client secret.",
-      },
-      { name: "client_auth", label: "Client authentication", hint: "" },
+      TOKEN_URL_FIELD,
+      ...OAUTH_CLIENT_FIELDS,
       { name: "scopes", label: "Scopes (optional)", maxlength: 2048, placeholder: "e.g. read:orders write:orders", hint: "Separated by spaces or commas." },
       { name: "audience", label: "Audience (optional)", maxlength: 512, hint: "Some providers (Auth0, Okta) require it." },
     ],
@@ -207,14 +207,7 @@ const LAYOUT: Record<MintedAuthType, { legend: string; fields: (FieldProps & { i
   oauth2_refresh: {
     legend: "Token endpoint, refresh token and client",
     fields: [
-      {
-        name: "token_url",
-        label: "Token URL",
-        wide: true,
-        maxlength: 2048,
-        placeholder: "e.g. https://auth.example.com/oauth/token",
-        hint: "The provider's token endpoint (https).",
-      },
+      TOKEN_URL_FIELD,
       {
         name: "refresh_token",
         label: "Refresh token (credential key)",
@@ -222,15 +215,7 @@ const LAYOUT: Record<MintedAuthType, { legend: string; fields: (FieldProps & { i
         placeholder: "e.g. EXAMPLE_REFRESH_TOKEN",
         hint: "Replaced in the vault when the provider rotates it.",
       },
-      { name: "client_id", label: "Client ID (credential key)", isKey: true, placeholder: "e.g. EXAMPLE_CLIENT_ID", hint: "The stored client ID." },
-      {
-        name: "client_secret",
-        label: "Client secret (credential key)",
-        isKey: true,
-        placeholder: "e.g. EXAMPLE_CLIENT_SECRET",
-        hint: "The stored client secret.",
-      },
-      { name: "client_auth", label: "Client authentication", hint: "" },
+      ...OAUTH_CLIENT_FIELDS,
     ],
   },
   aws_sigv4: {
