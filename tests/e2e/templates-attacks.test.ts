@@ -6,7 +6,7 @@
 // person and a hostile origin. Every client secret, code and token the provider issues is looked for in
 // every page, response header, log line and audit record.
 //
-// Findings are tests that fail today and pass once fixed (named "FINDING: …"); the rest hold.
+// Findings are tests that fail today and pass once fixed (named "found: …"); the rest hold.
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash, randomInt } from "node:crypto";
@@ -196,7 +196,7 @@ describe("a hostile provider's token endpoint", () => {
     expect(otherHits.filter((h) => h.includes("/steal"))).toEqual([]); // a redirect is never followed
   });
 
-  test("FINDING: a huge chunked answer (no Content-Length) is read whole before the 64 KiB cap is checked", async () => {
+  test("found: a huge chunked answer (no Content-Length) is read whole before the 64 KiB cap is checked", async () => {
     await cleanVault();
     mode = "huge_chunked";
     chunkedWritten = 0;
@@ -379,7 +379,7 @@ describe("connecting an account: the flow's own guards", () => {
 });
 
 describe("what a connection leaves in a vault", () => {
-  test("FINDING: the operator's OAuth app client secret becomes a credential any member of any vault can read", async () => {
+  test("found: the operator's OAuth app client secret becomes a credential any member of any vault can read", async () => {
     mode = "ok";
     // Any person with an account: their own vault, where they are admin, and a connection of their own.
     const email = `anyone-${crypto.randomUUID()}@example.com`;
@@ -398,7 +398,7 @@ describe("what a connection leaves in a vault", () => {
     expect(read.body?.value).not.toBe(CLIENT_SECRET);
   });
 
-  test("FINDING: the connect page does not say that a key it overwrites is sent to another host today", async () => {
+  test("found: the connect page does not say that a key it overwrites is sent to another host today", async () => {
     await cleanVault();
     mode = "ok";
     // As after an earlier approved proposal: a service on the agent's host that sends GITHUB_REFRESH_TOKEN.
@@ -422,7 +422,7 @@ describe("what a connection leaves in a vault", () => {
 });
 
 describe("a template's words against what its rules let through", () => {
-  test("FINDING: an approved 'Amazon S3 (iam.amazonaws.com), read only' never signs an IAM action with the person's keys", async () => {
+  test("found: an approved 'Amazon S3 (iam.amazonaws.com), read only' never signs an IAM action with the person's keys", async () => {
     await cleanVault();
     const secret = `aws-secret-${crypto.randomUUID()}`;
     await broker.setCredential("AWS_ACCESS_KEY_ID", "AKIAEXAMPLEATTACK001");

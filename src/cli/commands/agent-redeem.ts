@@ -6,7 +6,7 @@
 
 import { defineCommand } from "citty";
 import { Secret } from "../../secret.ts";
-import type { AgentRedeemedBody } from "../../contract/index.ts";
+import { AgentRedeemed, type AgentRedeemedBody } from "../../contract/index.ts";
 import { addressArg, jsonArg } from "../kit/index.ts";
 import { openContext, updateCliState } from "../kit/index.ts";
 import { CliFailure } from "../kit/index.ts";
@@ -41,6 +41,21 @@ export function parseAgentInvite(raw: string): AgentInviteRef {
   return { token: m[2]!, base: `${url.origin}${m[1]}` };
 }
 
+/** Names as a broker makes them (lower-case letters, digits, '-'): nothing a terminal would act on. */
+const NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
+
+/** The invite's answer, checked to be a broker's: a link may lead anywhere, and its names reach the terminal. */
+function brokerAnswer(answer: unknown): AgentRedeemedBody {
+  const read = AgentRedeemed.safeParse(answer);
+  if (!read.success || !NAME.test(read.data.agent.name) || !read.data.vaults.every((v) => NAME.test(v.name))) {
+    throw new CliFailure(
+      "the invite link's server did not answer as a broker does; nothing was saved",
+      "check the link: ask whoever invited the agent for a new one",
+    );
+  }
+  return read.data;
+}
+
 function describeVaults(vaults: AgentRedeemedBody["vaults"]): string {
   if (vaults.length === 1) return `${vaults[0]!.role} in vault ${vaults[0]!.name}`;
   return `in vaults ${vaults.map((v) => `${v.name} (${v.role})`).join(", ")}`;
@@ -68,10 +83,11 @@ export default defineCommand({
       );
     }
     const path = `/invite/${encodeURIComponent(ref.token)}`;
-    const res = await ctx.client.request<AgentRedeemedBody>("POST", path, {
+    const answer = await ctx.client.request<AgentRedeemedBody>("POST", path, {
       anonymous: true,
       hints: { 404: "an invite works once and for 15 minutes: ask for a new one (`broker agent invite`, or the console's Agents page)" },
     });
+    const res = brokerAnswer(answer);
     const vault = res.vaults.length === 1 ? res.vaults[0]!.name : null;
     updateCliState(ctx.config.configDir, { address: ctx.addr, token: new Secret(res.token), email: null, vault });
     const file = statePath(ctx.config.configDir);

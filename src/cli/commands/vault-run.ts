@@ -83,7 +83,9 @@ function isLoopback(host: string): boolean {
  * reach it without a credential and fail on its certificate. Empty: NO_PROXY is not set.
  */
 export function noProxyFor(serviceHosts: readonly string[]): string {
-  return serviceHosts.some(isLoopback) ? "" : "localhost,127.0.0.1";
+  // Clients such as Python's requests match NO_PROXY entries as plain suffixes: `localhost` would also
+  // skip the broker for a service named `api.devlocalhost`, so any service ending so drops it too.
+  return serviceHosts.some((h) => isLoopback(h) || /localhost(:\d+)?$/i.test(h) || /127\.0\.0\.1(:\d+)?$/.test(h)) ? "" : "localhost,127.0.0.1";
 }
 
 export function childEnvironment(

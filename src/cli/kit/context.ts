@@ -29,8 +29,10 @@ export function openContext(opts: ContextOptions = {}): CliContext {
   const addr = opts.address !== undefined ? parseAddressFlag(opts.address) : (config.addr ?? state.address ?? DEFAULT_CLIENT_ADDR);
   // A saved token belongs to the server it came from: never send it to a different address.
   const savedToken = state.token && (state.address ?? DEFAULT_CLIENT_ADDR) === addr ? state.token : undefined;
-  const token = config.sessionToken ?? savedToken;
-  const tokenSource = config.sessionToken ? "env" : savedToken ? "file" : undefined;
+  // BROKER_SESSION_TOKEN belongs to BROKER_ADDR when that is set (`vault run` sets both): never sent elsewhere.
+  const envToken = config.sessionToken && (config.addr === undefined || config.addr === addr) ? config.sessionToken : undefined;
+  const token = envToken ?? savedToken;
+  const tokenSource = envToken ? "env" : savedToken ? "file" : undefined;
   return { config, state, addr, client: createClient({ addr, token, tokenSource }) };
 }
 

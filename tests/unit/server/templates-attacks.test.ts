@@ -5,7 +5,7 @@
 // service's rules change), the catalogue's search and API reflecting what they are sent, and the connect
 // settings' endpoints.
 //
-// Findings are tests that fail today and pass once fixed (named "FINDING: …"); the rest hold.
+// Findings are tests that fail today and pass once fixed (named "found: …"); the rest hold.
 
 import { beforeEach, describe, expect, test } from "bun:test";
 import { readConnectApps } from "../../../src/config-connect.ts";
@@ -62,7 +62,7 @@ describe("a template's host under a shared domain", () => {
     ["aws-s3", "abc123.execute-api.us-east-1.amazonaws.com"],
     ["aws-lambda", "s3.us-east-1.amazonaws.com"],
     ["aws-bedrock", "iam.amazonaws.com"],
-  ])("FINDING: %s is refused for %s (another AWS service, or anyone's endpoint)", async (template, host) => {
+  ])("found: %s is refused for %s (another AWS service, or anyone's endpoint)", async (template, host) => {
     const filed = await propose({ services: [{ template, host }], credentials: [slot("AWS_ACCESS_KEY_ID"), slot("AWS_SECRET_ACCESS_KEY")] });
     expect(filed.status).toBe(400);
     expect(filed.body.field).toBe("services[0].host");
@@ -79,7 +79,7 @@ describe("a template's host under a shared domain", () => {
   });
 
   test.each(["iam.amazonaws.com", "sts.amazonaws.com", "abc123.execute-api.us-east-1.amazonaws.com"])(
-    "FINDING: the 403 hint for %s names no template (today: Amazon Bedrock, read only)",
+    "found: the 403 hint for %s names no template (today: Amazon Bedrock, read only)",
     (host) => {
       const hint = buildProposalHint("http://broker.test", host, 443) as { template?: { id: string } };
       expect(hint.template?.id).toBeUndefined();
@@ -184,7 +184,7 @@ describe("odd template bodies from an agent", () => {
     expect(asked).toMatchObject({ operations: ["read", "write"], rules: rulesOf("github", "read", "write") });
   });
 
-  test("FINDING: a username with a bidi override is refused (the header prefix refuses them: both are shown to the approver)", async () => {
+  test("found: a username with a bidi override is refused (the header prefix refuses them: both are shown to the approver)", async () => {
     const filed = await propose({
       services: [{ template: "twilio", settings: { username: "AC1\u202etnuocca-rehto" } }],
       credentials: [slot("TWILIO_AUTH_TOKEN")],
@@ -193,13 +193,13 @@ describe("odd template bodies from an agent", () => {
     expect(filed.body.field).toBe("services[0].settings.username");
   });
 
-  test("FINDING: an empty setting is not the person's own value (the template's fill is required)", async () => {
+  test("found: an empty setting is not the person's own value (the template's fill is required)", async () => {
     const filed = await propose({ services: [{ template: "twilio", settings: { username: "" } }], credentials: [slot("TWILIO_AUTH_TOKEN")] });
     expect(filed.status).toBe(400);
     expect(filed.body.field).toBe("services[0].settings.username");
   });
 
-  test("FINDING: PATCH with settings but no template is refused, as POST refuses it (not silently dropped)", async () => {
+  test("found: PATCH with settings but no template is refused, as POST refuses it (not silently dropped)", async () => {
     await h.call("POST", "/v1/vaults/v1/services", { token: owner, body: { template: "twilio", settings: { username: "AC1" } } });
     const res = await h.call("PATCH", "/v1/vaults/v1/services/api.twilio.com", { token: owner, body: { settings: { username: "AC2" } } });
     expect(res.status).toBe(400);
@@ -259,7 +259,7 @@ describe("the catalogue-drift path: nothing but a person changes a service's rul
     expect((await service("api.github.com")).rules).toEqual(rulesOf("github", "read"));
   });
 
-  test("FINDING: applying the catalogue's rules to a connected account keeps its auth (it turns it into bearer GITHUB_TOKEN)", async () => {
+  test("found: applying the catalogue's rules to a connected account keeps its auth (it turns it into bearer GITHUB_TOKEN)", async () => {
     // A connected GitHub account as connect-complete.ts stores it, its rules from an older release.
     const auth = {
       type: "oauth2_refresh" as const,
