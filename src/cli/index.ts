@@ -17,6 +17,7 @@ export const rootCommand = defineCommand({
     "master-password": () => import("./commands/master-password.ts").then((m) => m.default),
     "migrate-db": () => import("./commands/migrate-db.ts").then((m) => m.default),
     backup: () => import("./commands/backup.ts").then((m) => m.default),
+    restore: () => import("./commands/restore.ts").then((m) => m.default),
     doctor: () => import("./commands/doctor.ts").then((m) => m.default),
     auth: () => import("./commands/auth.ts").then((m) => m.default),
     account: () => import("./commands/account.ts").then((m) => m.default),

@@ -26,9 +26,27 @@ export interface CopyOptions {
 
 /** The target already holds data: a copy never merges into or overwrites a store. */
 export class TargetNotEmpty extends Error {
-  constructor(readonly table: string) {
-    super(`table ${table} already has rows`);
+  constructor(
+    readonly table: string,
+    message = `table ${table} already has rows`,
+  ) {
+    super(message);
   }
+}
+
+/**
+ * Refuses a PostgreSQL database whose schema (current_schema(), where the broker would create its tables)
+ * holds any table or view at all, the broker's or another application's: checked before anything is created.
+ */
+export async function requireEmptySchema(db: Db): Promise<void> {
+  const rows = await db.all<{ schema: string; name: string }>(
+    `SELECT table_schema AS "schema", table_name AS "name" FROM information_schema.tables
+      WHERE table_schema = current_schema() ORDER BY table_name`,
+  );
+  if (rows.length === 0) return;
+  const names = rows.slice(0, 5).map((r) => r.name);
+  const more = rows.length > names.length ? ` and ${rows.length - names.length} more` : "";
+  throw new TargetNotEmpty(rows[0]!.name, `schema ${rows[0]!.schema} already holds ${rows.length} table(s): ${names.join(", ")}${more}; nothing was created`);
 }
 
 /** The two sides are not at the same schema (or the target lacks a table or column the source has). */

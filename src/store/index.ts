@@ -51,8 +51,9 @@ export { CHANGES_CHANNEL, MIGRATIONS } from "./schema.ts";
 export { DB_FILE, ensurePrivateDir } from "./sqlite.ts";
 export { openPostgres } from "./postgres.ts";
 export { backupSqlite, BackupTargetExists, type BackupReport } from "./backup.ts";
+export { checkBackup, NotABrokerStore, restoreSqlite, storeHolders, type BackupCheck, type RestoreReport } from "./restore.ts";
 export { inspectPostgres, inspectSqlite, type StoreSummary } from "./inspect.ts";
-export { copyStore, CopyMismatch, SchemaMismatch, TargetNotEmpty, type CopyReport, type TableCopy } from "./copy.ts";
+export { copyStore, CopyMismatch, requireEmptySchema, SchemaMismatch, TargetNotEmpty, type CopyReport, type TableCopy } from "./copy.ts";
 
 function createRepos(sql: Sql) {
   return {

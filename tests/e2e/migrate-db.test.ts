@@ -5,7 +5,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { cleanEnv, runBinary, startBinaryServer, tempDir, type RunResult } from "../helpers/binary.ts";
+import { openPostgres } from "../../src/store/index.ts";
+import { cleanEnv, isolatedBinary, runBinary, startBinaryServer, tempDir, type RunResult } from "../helpers/binary.ts";
 import { pgMissing, type SharedPgCluster, sharedPgCluster } from "../helpers/postgres.ts";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
 import { callApi } from "./proxy-fixture.ts";
@@ -146,7 +147,7 @@ describe.skipIf(pgMissing)("broker migrate-db", () => {
     expectNoPassword(again, dbPassword);
     expect(again.exitCode).toBe(1);
     expect(again.stdout).toBe("");
-    expect(again.stderr).toMatch(/error: the target database is not empty: table \w+ already has rows \(postgres:\/\/broker:\*\*\*@/);
+    expect(again.stderr).toMatch(/error: the target database is not empty: schema public already holds \d+ table\(s\): \w+.* \(postgres:\/\/broker:\*\*\*@/);
     expect(again.stderr).toContain("hint: give migrate-db a new, empty database");
 
     const wrong = await runBinary(cli, ["migrate-db", "--to", url.replace(`:${dbPassword}@`, ":not-the-password@")], {
@@ -161,4 +162,29 @@ describe.skipIf(pgMissing)("broker migrate-db", () => {
     expect(nowhere.stderr).toContain("nothing-here/broker.db does not exist");
     expect(nowhere.stderr).toContain("BROKER_DATA_DIR");
   }, 60_000);
+
+  test("a database holding another application's table with a row is refused before anything is created (compiled binary)", async () => {
+    const url = await cluster.createDatabase();
+    const other = openPostgres(url, { max: 1 });
+    try {
+      await other.run("CREATE TABLE invoices (id integer PRIMARY KEY, total text)");
+      await other.run("INSERT INTO invoices VALUES (1, '42.00')");
+      const dataDir = join(tempDir(), "data");
+      {
+        await using old = await startBinaryServer(cli, cleanEnv({ ...baseEnv, BROKER_DATA_DIR: dataDir }));
+        await must(old.url, "POST", "/v1/auth/register", OWNER, "", 201);
+      }
+      const { bin } = isolatedBinary();
+      const r = await runBinary(bin, ["migrate-db", "--to", url], { env: cleanEnv({ BROKER_DATA_DIR: dataDir }) });
+      expectNoPassword(r, new URL(url).password);
+      expect(r.exitCode).toBe(1);
+      expect(r.stdout).not.toContain("Copied");
+      expect(r.stderr).toContain("the target database is not empty: schema public already holds 1 table(s): invoices; nothing was created");
+      const tables = await other.all<{ name: string }>("SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public'");
+      expect(tables.map((t) => t.name)).toEqual(["invoices"]);
+      expect(await other.all("SELECT id, total FROM invoices")).toEqual([{ id: 1, total: "42.00" }]);
+    } finally {
+      other.close();
+    }
+  }, 120_000);
 });

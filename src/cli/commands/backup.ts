@@ -85,8 +85,9 @@ addHelpFooter(
   to use it), unwrapped in passwordless mode (then the file alone unlocks everything: keep it like the data
   directory).
 
-  To restore: stop the broker, put the file in place as <data dir>/${DB_FILE} with mode 0600 (remove any
-  ${DB_FILE}-wal and ${DB_FILE}-shm beside it), then start the broker with the same master password.
+  To restore: stop the broker, run \`broker restore <file>\` (it checks the file, moves the current ${DB_FILE}
+  and its -wal and -shm aside, never deleting them, and puts a 0600 copy in place), then start the broker with
+  the master password that was set when the backup was made.
 
   With BROKER_DATABASE_URL (PostgreSQL), use pg_dump instead.`,
 );

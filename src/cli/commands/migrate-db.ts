@@ -14,6 +14,7 @@ import {
   migrate,
   openPostgres,
   openStore,
+  requireEmptySchema,
   SchemaMismatch,
   TargetNotEmpty,
   type CopyReport,
@@ -105,10 +106,11 @@ function readSettings(to: string | undefined, dataDir: string | undefined): { co
   return { config, target: { url: raw, shown: maskDatabaseUrl(raw), scrub } };
 }
 
-/** Opens the target and brings its schema up to date, so that "empty" means the same tables with no rows. */
+/** Opens the target, refuses it if its schema holds any table (before creating one), then creates the broker's. */
 async function openTarget(target: Target): Promise<Db & Disposable> {
   const db = openPostgres(target.url, { max: 2 });
   try {
+    await requireEmptySchema(db);
     await migrate(db);
   } catch (err) {
     db.close();
@@ -233,7 +235,8 @@ addHelpFooter(
   2. Create an empty PostgreSQL database, e.g. \`createdb broker\`.
   3. BROKER_DATABASE_URL=postgres://user:password@host:5432/broker broker migrate-db
      Every table is copied in one transaction, ids and ciphertext unchanged, then row counts and a SHA-256 of
-     every value are compared before it commits; a database that already holds data is refused.
+     every value are compared before it commits; a database whose schema already holds any table (the
+     broker's or another application's) is refused before anything is created.
   4. Start the broker with the same BROKER_DATABASE_URL (and the same BROKER_MASTER_PASSWORD, if one is set).
   5. Keep the old data directory as a backup until you are satisfied.
 

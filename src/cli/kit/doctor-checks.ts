@@ -50,7 +50,8 @@ function isFree(hostname: string, port: number): boolean {
   }
 }
 
-async function probeHealth(host: string, port: number): Promise<string | undefined> {
+/** "health ok, version x" when a broker answers /health at host:port, else undefined. */
+export async function probeHealth(host: string, port: number): Promise<string | undefined> {
   if (port === 0) return undefined;
   try {
     const res = await fetch(`http://${host.includes(":") ? `[${host}]` : host}:${port}/health`, { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });

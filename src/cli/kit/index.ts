@@ -71,6 +71,7 @@ export { isAgentToken } from "./client.ts";
 export { checkGuard } from "./doctor-checks.ts";
 export { checkOidc } from "./doctor-checks.ts";
 export { checkPorts } from "./doctor-checks.ts";
+export { probeHealth } from "./doctor-checks.ts";
 export { checkPublicUrl } from "./doctor-checks.ts";
 export { type Finding } from "./doctor-checks.ts";
 export { checkCa } from "./doctor-store.ts";
