@@ -38,11 +38,57 @@ export interface AuditFilter {
 const COLUMNS = `id, at, principal, vault_id AS "vaultId", vault, ingress, method, host, path, service, credential_keys AS "credentialKeys",
   status, bytes_in AS "bytesIn", bytes_out AS "bytesOut", duration_ms AS "durationMs", error, contained, approved_by AS "approvedBy"`;
 
-const FILTERED = `SELECT ${COLUMNS} FROM audit_logs WHERE vault_id = ?
-  AND (CAST(? AS BIGINT) IS NULL OR id < ?) AND (CAST(? AS BIGINT) IS NULL OR id > ?) AND (CAST(? AS TEXT) IS NULL OR host = ?)
-  AND (CAST(? AS INTEGER) IS NULL OR status = ?) AND (CAST(? AS TEXT) IS NULL OR principal = ?)`;
-const LIST_DESC = `${FILTERED} ORDER BY id DESC LIMIT ?`;
-const LIST_ASC = `${FILTERED} ORDER BY id ASC LIMIT ?`;
+// One fixed statement per filter shape, so each is an index range scan in id order, stopped at LIMIT
+// (migration 19: audit_logs (vault_id, host | status | principal, id); unfiltered: (vault_id, id)). An
+// absent filter is left out, not `? IS NULL OR col = ?`, which no planner can turn into a range. The id
+// cursor is one inclusive range, after + 1 to before - 1 (absent: 1 to NO_UPPER_ID): written as
+// BETWEEN, SQLite without statistics (the broker never runs ANALYZE) picks the filter's index, where
+// `id > ? AND id < ?` made it prefer (vault_id, id) and filter the whole vault.
+const FROM = "FROM audit_logs WHERE vault_id = ? AND id BETWEEN ? AND ?";
+const HOST = "AND host = ?";
+const STATUS = "AND status = ?";
+const PRINCIPAL = "AND principal = ?";
+const NEWEST = "ORDER BY id DESC LIMIT ?";
+const OLDEST = "ORDER BY id ASC LIMIT ?";
+/** At or above every id: ids are rowids / BIGINT identities from 1 and stay below 2^53 (read as numbers). */
+const NO_UPPER_ID = Number.MAX_SAFE_INTEGER;
+
+/** Indexed by filterShape(): bit 1 host, bit 2 status, bit 4 principal. */
+const LIST_NEWEST: readonly string[] = [
+  `SELECT ${COLUMNS} ${FROM} ${NEWEST}`,
+  `SELECT ${COLUMNS} ${FROM} ${HOST} ${NEWEST}`,
+  `SELECT ${COLUMNS} ${FROM} ${STATUS} ${NEWEST}`,
+  `SELECT ${COLUMNS} ${FROM} ${HOST} ${STATUS} ${NEWEST}`,
+  `SELECT ${COLUMNS} ${FROM} ${PRINCIPAL} ${NEWEST}`,
+  `SELECT ${COLUMNS} ${FROM} ${HOST} ${PRINCIPAL} ${NEWEST}`,
+  `SELECT ${COLUMNS} ${FROM} ${STATUS} ${PRINCIPAL} ${NEWEST}`,
+  `SELECT ${COLUMNS} ${FROM} ${HOST} ${STATUS} ${PRINCIPAL} ${NEWEST}`,
+];
+const LIST_OLDEST: readonly string[] = [
+  `SELECT ${COLUMNS} ${FROM} ${OLDEST}`,
+  `SELECT ${COLUMNS} ${FROM} ${HOST} ${OLDEST}`,
+  `SELECT ${COLUMNS} ${FROM} ${STATUS} ${OLDEST}`,
+  `SELECT ${COLUMNS} ${FROM} ${HOST} ${STATUS} ${OLDEST}`,
+  `SELECT ${COLUMNS} ${FROM} ${PRINCIPAL} ${OLDEST}`,
+  `SELECT ${COLUMNS} ${FROM} ${HOST} ${PRINCIPAL} ${OLDEST}`,
+  `SELECT ${COLUMNS} ${FROM} ${STATUS} ${PRINCIPAL} ${OLDEST}`,
+  `SELECT ${COLUMNS} ${FROM} ${HOST} ${STATUS} ${PRINCIPAL} ${OLDEST}`,
+];
+
+function filterShape(f: AuditFilter): number {
+  return (f.host !== undefined ? 1 : 0) | (f.status !== undefined ? 2 : 0) | (f.principal !== undefined ? 4 : 0);
+}
+
+/** The statement and parameters list() runs for `f` (exported for the query-plan tests). */
+export function auditListQuery(f: AuditFilter): { sql: string; params: SqlValue[] } {
+  const params: SqlValue[] = [f.vaultId, (f.after ?? 0) + 1, f.before === undefined ? NO_UPPER_ID : f.before - 1];
+  if (f.host !== undefined) params.push(f.host);
+  if (f.status !== undefined) params.push(f.status);
+  if (f.principal !== undefined) params.push(f.principal);
+  params.push(f.limit);
+  const sql = (f.after !== undefined ? LIST_OLDEST : LIST_NEWEST)[filterShape(f)]!;
+  return { sql, params };
+}
 
 const INSERT_HEAD = `INSERT INTO audit_logs (at, principal, vault_id, vault, ingress, method, host, path, service, credential_keys, status, bytes_in, bytes_out, duration_ms, error, contained, approved_by) VALUES`;
 const AUDIT_COLUMNS = 17;
@@ -81,23 +127,10 @@ export function auditRepo(sql: Sql) {
         await sql.run(`${INSERT_HEAD} ${placeholderRows(group.length, AUDIT_COLUMNS)}`, params);
       }
     },
-    /** Newest first below `before`, or oldest first above `after` (for following). Fixed SQL; absent filters are NULL (cast, so PostgreSQL knows their type). */
+    /** Newest first below `before`, or oldest first above `after` (for following); each filter shape its own fixed, indexed SQL. */
     async list(f: AuditFilter): Promise<AuditRow[]> {
-      const params = [
-        f.vaultId,
-        f.before ?? null,
-        f.before ?? null,
-        f.after ?? null,
-        f.after ?? null,
-        f.host ?? null,
-        f.host ?? null,
-        f.status ?? null,
-        f.status ?? null,
-        f.principal ?? null,
-        f.principal ?? null,
-        f.limit,
-      ];
-      const rows = await sql.all<AuditRow>(f.after !== undefined ? LIST_ASC : LIST_DESC, params);
+      const q = auditListQuery(f);
+      const rows = await sql.all<AuditRow>(q.sql, q.params);
       return rows.map((r) => ({
         ...r,
         id: Number(r.id),

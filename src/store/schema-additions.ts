@@ -225,4 +225,17 @@ export const ADDITIONS: readonly Migration[] = [
       ALTER TABLE sessions ADD COLUMN client_address TEXT;
     `,
   },
+  {
+    version: 19,
+    name: "audit-filter-indexes",
+    // Every filter of the vault's log (GET /v1/vaults/:vault/logs, the console's Logs page, `broker
+    // logs`) is one index range scan: vault, the filtered column, then the id cursor, read in id order
+    // (newest first or, following, oldest first) and stopped at the page's LIMIT. Without them a
+    // filter that matches few rows read the vault's whole log.
+    sql: `
+      CREATE INDEX audit_logs_vault_host ON audit_logs (vault_id, host, id);
+      CREATE INDEX audit_logs_vault_status ON audit_logs (vault_id, status, id);
+      CREATE INDEX audit_logs_vault_principal ON audit_logs (vault_id, principal, id);
+    `,
+  },
 ];
