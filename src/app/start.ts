@@ -44,6 +44,7 @@ import { isWildcardBind, listApiHosts } from "../server/index.ts";
 import { listenOrExplain } from "./listen-error.ts";
 import { bindTunnelListener, type TunnelLimits } from "../tunnel/index.ts";
 import { changeHandlers, revalidateWhileUnannounced } from "./freshness.ts";
+import { periodicJobs } from "./periodic-jobs.ts";
 import { drainListeners } from "./shutdown.ts";
 import { upstreamRoots } from "./upstream-roots.ts";
 import { countRefusals, createMetrics, type Metrics } from "../server/index.ts";
@@ -351,12 +352,13 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     app.resolve(api);
     // Pending proposals expire by time, not when someone happens to read them.
     let sweeps = 0;
+    const jobs = periodicJobs(log); // a database outage is logged once, not every minute
     const sweep = () => {
-      void expireProposals(domain).catch((err) => log.error("proposal_expiry_failed", { err }));
+      void jobs.run("proposal_expiry", () => expireProposals(domain));
       if (sweeps++ % 60 === 0) {
         // hourly
-        void pruneEndedRows(domain).catch((err) => log.error("prune_failed", { err }));
-        void pruneRequestApprovals(domain).catch((err) => log.error("prune_failed", { err }));
+        void jobs.run("prune", () => pruneEndedRows(domain));
+        void jobs.run("prune", () => pruneRequestApprovals(domain));
       }
     };
     sweep();
