@@ -3,7 +3,9 @@
 // per job every minute for as long as it lasts. Any other failure is still an error, every time.
 
 import { DatabaseUnavailable } from "../errors.ts";
+import type { Domain } from "../identity/index.ts";
 import type { Logger } from "../log.ts";
+import { expireProposals, pruneEndedRows, pruneRequestApprovals } from "../workflows/index.ts";
 
 export interface PeriodicJobs {
   /** Runs `job`, named `name` in the failure's log event (`<name>_failed`); never throws. */
@@ -25,4 +27,18 @@ export function periodicJobs(log: Logger): PeriodicJobs {
       }
     },
   };
+}
+
+/** Runs the sweeps now and every minute: proposal expiry each time, pruning hourly. The timer, to clear at stop. */
+export function startSweeps(jobs: PeriodicJobs, domain: Domain): ReturnType<typeof setInterval> {
+  let sweeps = 0;
+  const sweep = () => {
+    void jobs.run("proposal_expiry", () => expireProposals(domain));
+    if (sweeps++ % 60 === 0) {
+      void jobs.run("prune", () => pruneEndedRows(domain));
+      void jobs.run("prune", () => pruneRequestApprovals(domain));
+    }
+  };
+  sweep();
+  return setInterval(sweep, 60_000);
 }

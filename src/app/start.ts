@@ -35,7 +35,7 @@ import {
 } from "../crypto/index.ts";
 import { createChangeFeed, type Freshness } from "../store/index.ts";
 import { createLoginThrottle, createRateLimiter, resolveSettings } from "../ratelimit/index.ts";
-import { createRequestApprovalGate, expireProposals, pruneEndedRows, pruneRequestApprovals, replaceRotatedCredential } from "../workflows/index.ts";
+import { createRequestApprovalGate, replaceRotatedCredential } from "../workflows/index.ts";
 import { CONNECT_CALLBACK_PATH, connectWarnings, operatorClient, type ConnectDeps } from "../workflows/index.ts";
 import { restoreRateLimits } from "../identity/index.ts";
 import { createOidcClient } from "../identity/index.ts";
@@ -44,7 +44,8 @@ import { isWildcardBind, listApiHosts } from "../server/index.ts";
 import { listenOrExplain } from "./listen-error.ts";
 import { bindTunnelListener, type TunnelLimits } from "../tunnel/index.ts";
 import { changeHandlers, revalidateWhileUnannounced } from "./freshness.ts";
-import { periodicJobs } from "./periodic-jobs.ts";
+import { periodicJobs, startSweeps } from "./periodic-jobs.ts";
+import { effectiveSettings } from "./effective-settings.ts";
 import { drainListeners } from "./shutdown.ts";
 import { upstreamRoots } from "./upstream-roots.ts";
 import { countRefusals, createMetrics, type Metrics } from "../server/index.ts";
@@ -322,18 +323,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       auditRetention,
       databaseHealth,
       connect,
-      effectiveSettings: {
-        bind_host: config.bindHost,
-        api_port: Number(server.port),
-        proxy_port: boundTunnel?.port ?? null,
-        public_url: config.publicUrl ?? null,
-        allow_private_ranges: config.allowPrivateRanges,
-        network_allowlist: [...config.networkAllowlist],
-        host_mappings: (config.hostMappings ?? []).map((m) => `${m.host}:${m.port}:${m.address}`),
-        database: store.db.dialect,
-        oidc_issuer: config.oidc?.issuer ?? null,
-        rate_limit_profile: config.rateLimit.profile,
-      },
+      effectiveSettings: effectiveSettings(config, Number(server.port), boundTunnel?.port ?? null, store.db.dialect),
       ...(metrics && { metrics: { registry: metrics, token: config.metrics?.token } }),
     });
     const listenerName = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? "127.0.0.1" : config.bindHost;
@@ -351,18 +341,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     ready = api;
     app.resolve(api);
     // Pending proposals expire by time, not when someone happens to read them.
-    let sweeps = 0;
-    const jobs = periodicJobs(log); // a database outage is logged once, not every minute
-    const sweep = () => {
-      void jobs.run("proposal_expiry", () => expireProposals(domain));
-      if (sweeps++ % 60 === 0) {
-        // hourly
-        void jobs.run("prune", () => pruneEndedRows(domain));
-        void jobs.run("prune", () => pruneRequestApprovals(domain));
-      }
-    };
-    sweep();
-    const sweeper = setInterval(sweep, 60_000);
+    const sweeper = startSweeps(periodicJobs(log), domain);
     const proxyAddress = tunnel ? `${hostPart}:${tunnel.port}` : undefined;
     log.info("listening", { api: apiUrl, proxy: proxyAddress ?? null, data_dir: config.dataDir, store: describeStore(config), keyring: keyring.mode });
     return {

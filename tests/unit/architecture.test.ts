@@ -66,7 +66,7 @@ const LEAVES = [
   "config-host",
   "config-master-password",
   "config-oidc",
-  "config-secret-file",
+  "config-secret-file", "config-settings",
   "version",
 ];
 const MAY_IMPORT: Record<string, string[]> = {
