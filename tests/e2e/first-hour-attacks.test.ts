@@ -366,6 +366,30 @@ describe("broker agent redeem with a hostile link", () => {
       evil.server.stop(true);
     }
   });
+  // Found (low, fixed): the CLI read an answer whole however large, so a link leading to an endless
+  // stream could exhaust the agent's memory. Answers are now read no further than 64 MiB.
+  test("found: an endless answer from the link's server is cut off with a clear error, nothing saved", async () => {
+    const home = tmp("fha-redeem-endless-");
+    const chunk = new Uint8Array(1024 * 1024).fill(0x20);
+    const evil = hostile(
+      () =>
+        new Response(
+          new ReadableStream({
+            pull(ctrl) {
+              ctrl.enqueue(chunk);
+            },
+          }),
+          { status: 201, headers: { "content-type": "application/json" } },
+        ),
+    );
+    try {
+      const r = await cli(["agent", "redeem", `${evil.base}/invite/av_inv_abc`], home);
+      expect(r.code).not.toBe(0);
+      expect(r.stderr).toContain("larger than 67108864 bytes, more than any broker sends");
+    } finally {
+      evil.server.stop(true);
+    }
+  });
 });
 
 describe("session client info on the Account page", () => {

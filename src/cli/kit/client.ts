@@ -97,14 +97,39 @@ export function serialiseBody(body: unknown): string {
   });
 }
 
+/** More than any broker answer holds (an audit page of 1,000 records is well under 1 MiB). */
+const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
+
 async function readJson(res: Response): Promise<unknown> {
-  const text = await res.text();
+  const text = await cappedText(res);
   if (text === "") return undefined;
   try {
     return JSON.parse(text);
   } catch {
     throw new CliFailure(`the server answered ${res.status} with a body that is not JSON`, "check that the address points at a broker");
   }
+}
+
+/** The answer as text, read no further than MAX_ANSWER_BYTES: an address (an invite link) may lead to anything. */
+async function cappedText(res: Response): Promise<string> {
+  if (!res.body) return "";
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > MAX_ANSWER_BYTES) {
+      await reader.cancel();
+      throw new CliFailure(
+        `the server's answer is larger than ${MAX_ANSWER_BYTES} bytes, more than any broker sends`,
+        "check that the address points at a broker",
+      );
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString("utf8");
 }
 
 function unreachable(addr: string, err: unknown): CliFailure {
