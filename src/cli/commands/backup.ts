@@ -4,12 +4,12 @@
 import { defineCommand } from "citty";
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { loadConfig } from "../../config.ts";
 import { backupSqlite, BackupTargetExists, DB_FILE, type BackupReport } from "../../store/index.ts";
 import { jsonArg } from "../kit/index.ts";
 import { CliFailure } from "../kit/index.ts";
 import { addHelpFooter } from "../kit/index.ts";
 import { printJson, printLine } from "../kit/index.ts";
+import { sqliteStoreConfig } from "../kit/index.ts";
 
 const backupCommand = defineCommand({
   meta: { name: "backup", description: "Copy the SQLite store to a new file (0600) while the broker runs" },
@@ -19,14 +19,10 @@ const backupCommand = defineCommand({
     ...jsonArg,
   },
   async run({ args }) {
-    const env = args["data-dir"] ? { ...process.env, BROKER_DATA_DIR: args["data-dir"] } : process.env;
-    const config = loadConfig(env);
-    if (config.database) {
-      throw new CliFailure(
-        "the store is in PostgreSQL (BROKER_DATABASE_URL is set); broker backup copies only the SQLite store",
-        "back up PostgreSQL with its own tools: pg_dump --format=custom --file=broker.dump <database>",
-      );
-    }
+    const config = sqliteStoreConfig(args["data-dir"], {
+      said: "broker backup copies only the SQLite store",
+      tool: "back up PostgreSQL with its own tools: pg_dump --format=custom --file=broker.dump <database>",
+    });
     const target = resolve(String(args.file));
     if (!existsSync(`${config.dataDir}/${DB_FILE}`)) {
       throw new CliFailure(`no SQLite store in ${config.dataDir}`, "set BROKER_DATA_DIR (or --data-dir) to the data directory of the broker to back up");

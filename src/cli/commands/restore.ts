@@ -4,13 +4,13 @@
 
 import { defineCommand } from "citty";
 import { resolve } from "node:path";
-import { loadConfig } from "../../config.ts";
 import { checkBackup, NotABrokerStore, restoreSqlite, storeHolders, type RestoreReport } from "../../store/index.ts";
 import { jsonArg } from "../kit/index.ts";
 import { CliFailure } from "../kit/index.ts";
 import { addHelpFooter } from "../kit/index.ts";
 import { probeHealth } from "../kit/index.ts";
 import { printJson, printLine } from "../kit/index.ts";
+import { sqliteStoreConfig } from "../kit/index.ts";
 
 const restoreCommand = defineCommand({
   meta: { name: "restore", description: "Put a backup file back as the SQLite store (stop the broker first)" },
@@ -20,14 +20,10 @@ const restoreCommand = defineCommand({
     ...jsonArg,
   },
   async run({ args }) {
-    const env = args["data-dir"] ? { ...process.env, BROKER_DATA_DIR: args["data-dir"] } : process.env;
-    const config = loadConfig(env);
-    if (config.database) {
-      throw new CliFailure(
-        "the store is in PostgreSQL (BROKER_DATABASE_URL is set); broker restore puts back only a SQLite store",
-        "restore PostgreSQL with its own tools: pg_restore --clean --dbname=<database> broker.dump",
-      );
-    }
+    const config = sqliteStoreConfig(args["data-dir"], {
+      said: "broker restore puts back only a SQLite store",
+      tool: "restore PostgreSQL with its own tools: pg_restore --clean --dbname=<database> broker.dump",
+    });
     const file = resolve(String(args.file));
     try {
       checkBackup(file);

@@ -99,3 +99,4 @@ export { parseDomainList } from "./args.ts";
 export { namesCatalogueTemplate, refuseStrayTemplateFlags, TEMPLATE_ARGS, TEMPLATE_EXAMPLES, templateFields } from "./service-template.ts";
 export { settingsToCheck } from "./doctor-running.ts";
 export { warnIfNoKeys } from "./service-keys.ts";
+export { sqliteStoreConfig } from "./sqlite-config.ts";
