@@ -66,7 +66,8 @@ const LEAVES = [
   "config-host",
   "config-master-password",
   "config-oidc",
-  "config-secret-file", "config-settings",
+  "config-secret-file",
+  "config-settings",
   "version",
 ];
 const MAY_IMPORT: Record<string, string[]> = {
