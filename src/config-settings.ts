@@ -21,6 +21,12 @@ export const SETTINGS: readonly SettingDoc[] = [
     default: "300",
     description: "While PostgreSQL is unreachable, sessions and credentials already cached keep serving proxied requests for this long (0: refuse at once)",
   },
+  {
+    name: "BROKER_DATABASE_STATEMENT_TIMEOUT_MS",
+    default: "2000",
+    description:
+      "Longest wait for one PostgreSQL statement or transaction; past it the database counts as unreachable, as for a refused connection (a frozen server or a network partition answers nothing). Migrations are not bounded",
+  },
   { name: "BROKER_HOST", default: "127.0.0.1", description: "Address both listeners bind to" },
   { name: "BROKER_PORT", default: "14321", description: "API port (REST API, /proxy, /discover, /approve)" },
   { name: "BROKER_PROXY_PORT", default: "14322", description: "Transparent proxy (CONNECT) port" },

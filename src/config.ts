@@ -66,6 +66,8 @@ export interface DatabaseConfig {
   readonly poolSize: number;
   /** How long cached sessions and credentials keep serving proxied requests while the database is unreachable. */
   readonly outageGraceMs: number;
+  /** Longest wait for one statement before the database counts as away (a frozen server answers nothing). */
+  readonly statementTimeoutMs: number;
 }
 
 export { SETTINGS, type SettingDoc } from "./config-settings.ts";
@@ -174,6 +176,7 @@ function readDatabase(env: Env, problems: string[]): DatabaseConfig | undefined 
   const raw = env.BROKER_DATABASE_URL?.trim();
   const poolSize = readInt("BROKER_DATABASE_POOL_SIZE", env.BROKER_DATABASE_POOL_SIZE, 10, 1, 500, problems);
   const graceSec = readInt("BROKER_DATABASE_OUTAGE_GRACE_SECONDS", env.BROKER_DATABASE_OUTAGE_GRACE_SECONDS, 300, 0, 86_400, problems);
+  const statementTimeoutMs = readInt("BROKER_DATABASE_STATEMENT_TIMEOUT_MS", env.BROKER_DATABASE_STATEMENT_TIMEOUT_MS, 2000, 100, 600_000, problems);
   if (!raw) return undefined;
   let url: URL | undefined;
   try {
@@ -188,7 +191,7 @@ function readDatabase(env: Env, problems: string[]): DatabaseConfig | undefined 
   } else if (!url.hostname && !url.searchParams.get("host")) {
     problems.push("BROKER_DATABASE_URL: names no host; expected postgres://user:password@host:5432/database");
   }
-  return { url: new Secret(raw), poolSize, outageGraceMs: graceSec * 1000 };
+  return { url: new Secret(raw), poolSize, outageGraceMs: graceSec * 1000, statementTimeoutMs };
 }
 
 function readDataDir(raw: string | undefined, home: string | undefined, problems: string[]): string {

@@ -8,6 +8,7 @@ import {
   checkAddress,
   compileNetPolicy,
   createAuditLog,
+  openAuditJournal,
   createPlanCache,
   createSessionActivity,
   createUpstream,
@@ -20,7 +21,7 @@ import { createWebhookSender } from "../webhooks/index.ts";
 import { DatabaseUnavailable, toErrorResponse, Unavailable } from "../errors.ts";
 import type { LiveSecrets, Logger } from "../log.ts";
 import type { Secret } from "../secret.ts";
-import { openStore, type Store } from "../store/index.ts";
+import { ensurePrivateDir, openStore, type Store } from "../store/index.ts";
 import { createAuthenticator, createVaultAccessCache, type Domain } from "../identity/index.ts";
 import {
   createHashGate,
@@ -45,6 +46,7 @@ import { listenOrExplain } from "./listen-error.ts";
 import { bindTunnelListener, type TunnelLimits } from "../tunnel/index.ts";
 import { changeHandlers, revalidateWhileUnannounced } from "./freshness.ts";
 import { periodicJobs, startSweeps } from "./periodic-jobs.ts";
+import { startAuditRetention } from "./audit-retention.ts";
 import { effectiveSettings } from "./effective-settings.ts";
 import { drainListeners } from "./shutdown.ts";
 import { upstreamRoots } from "./upstream-roots.ts";
@@ -98,7 +100,8 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
   });
   const now = opts.now ?? Date.now;
   const upstreamCa = upstreamRoots(config);
-  const store = await openStore(config);
+  // Large reads (log pages, service lists, counts) go to a worker thread on SQLite: their time is their caller's, not every request's.
+  const store = await openStore(config, { readWorker: { onFault: (reason) => log.warn("read_worker_failed", { reason }) } });
   // What a failed start must undo, newest first: a bound API port must not outlive a busy proxy port.
   const undo: (() => unknown)[] = [];
   try {
@@ -188,17 +191,20 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
         for (const app of config.connect) yield app.clientSecret.reveal(); // reveal: the logger's scrub patterns only
       },
     });
-    const audit = createAuditLog(store, { now, log, retentionMs: config.auditRetentionDays * 86_400_000, retentionRows: config.auditMaxRows });
+    // The journal is the records' first stop (egress/audit-journal.ts): what a killed run or an outage left
+    // unwritten is written now, before this run's first record.
+    ensurePrivateDir(config.dataDir);
+    const journal = openAuditJournal(config.dataDir, (err) => log.error("audit_journal_write_failed", { err }));
+    const audit = createAuditLog(store, { now, log, journal });
+    undo.push(() => audit.stop());
+    await audit.resume();
     const upstream = createUpstream({
       ca: upstreamCa,
       connectTimeoutMs: Math.min(10_000, config.upstreamTimeoutMs),
       idleTimeoutSeconds: Math.ceil(config.upstreamTimeoutMs / 1000),
       onConnectError: metrics && ((kind) => metrics.connectFailed(kind)),
     });
-    undo.push(
-      () => audit.stop(),
-      () => upstream.close(),
-    );
+    undo.push(() => upstream.close());
     // Both listeners are bound: the guard never dials either, and agents get the bound (maybe ephemeral) proxy port.
     const proxyPort = boundTunnel?.port ?? config.proxyPort;
     const policy = compileNetPolicy({
@@ -303,13 +309,18 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     }
     const auditRetention = { days: config.auditRetentionDays, maxRows: config.auditMaxRows };
     const databaseHealth = async (): Promise<DatabaseHealth> => {
-      const reachable = await store.db.get("SELECT 1").then(
-        () => true,
-        (err) => {
-          if (err instanceof DatabaseUnavailable) return false;
-          throw err;
-        },
-      );
+      // PostgreSQL: from memory (the breaker's state, kept current by the feed's heartbeat every 400 ms),
+      // so /health answers at once even while the database is frozen. SQLite is a local file: asked.
+      const known = store.db.reachability?.();
+      const reachable =
+        known?.reachable ??
+        (await store.db.get("SELECT 1").then(
+          () => true,
+          (err) => {
+            if (err instanceof DatabaseUnavailable) return false;
+            throw err;
+          },
+        ));
       const announcements = config.database ? (feed.listening ? "listening" : "lost") : undefined;
       return { backend: store.db.dialect, reachable, ...(announcements && { announcements }), audit_queued: audit.queued };
     };
@@ -342,6 +353,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     app.resolve(api);
     // Pending proposals expire by time, not when someone happens to read them.
     const sweeper = startSweeps(periodicJobs(log), domain);
+    const retention = startAuditRetention(store.db, { maxAgeMs: config.auditRetentionDays * 86_400_000, maxRows: config.auditMaxRows, now, log });
     const proxyAddress = tunnel ? `${hostPart}:${tunnel.port}` : undefined;
     log.info("listening", { api: apiUrl, proxy: proxyAddress ?? null, data_dir: config.dataDir, store: describeStore(config), keyring: keyring.mode });
     return {
@@ -351,6 +363,9 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       async stop({ graceMs = 0, reason }: { graceMs?: number; reason?: string } = {}) {
         clearInterval(sweeper);
         stopRevalidating();
+        const retentionStopped = retention.stop();
+        // No delivery starts from here on; those in flight get the same grace as requests, in parallel with them.
+        const webhooksSettled = webhooks.stop(graceMs);
         log.info("shutting_down", {
           reason: reason ?? null,
           grace_s: graceMs / 1000,
@@ -361,9 +376,11 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
         // The change feed keeps caches fresh while requests drain: it stops after them.
         const drained = await drainListeners(server, tunnel, graceMs);
         await feed.stop();
-        webhooks.stop();
+        await webhooksSettled; // each delivery's outcome is recorded before the store closes
         upstream.close();
-        await audit.stop(); // flushes the queue
+        await retentionStopped;
+        // The records queued wait for the database within what is left of the grace; the rest stay in the journal.
+        await audit.stop(Math.max(0, graceMs - drained.waitedMs));
         store.close();
         log.info("shutdown_complete", {
           waited_ms: drained.waitedMs,

@@ -4,6 +4,7 @@
 // Secret).
 
 import { z } from "zod";
+import { NextCursor } from "./pages.ts";
 import { says } from "../schema-input.ts";
 import { Email, Password } from "./people-fields.ts";
 
@@ -50,6 +51,7 @@ export const OwnSessions = z.object({
       current: z.boolean().describe("the session this request was made with"),
     }),
   ),
+  next_cursor: NextCursor.describe("`after` for the next page; null on the last"),
 });
 export const InviteAccepted = z.object({ vault: z.string(), role: z.enum(["proxy", "member", "admin"]), token: z.string().optional(), user: User.optional() });
 
@@ -93,6 +95,7 @@ export const AgentList = z.object({
       sessions: z.number().describe("active sessions"),
     }),
   ),
+  next_cursor: NextCursor.describe("`after` for the next page; null on the last"),
 });
 export const AgentRedeemed = z.object({
   token: z.string().describe("the agent token (av_agt_…), shown once"),

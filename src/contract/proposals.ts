@@ -3,6 +3,7 @@
 // and `rules` as a service.
 
 import { z } from "zod";
+import { NextCursor } from "./pages.ts";
 import { LIMITS, parseHostPattern, RulesList } from "../policy/index.ts";
 import { parsedBy, says } from "../schema-input.ts";
 import type { Secret } from "../secret.ts";
@@ -71,7 +72,10 @@ export const ProposalAnswer = z.object({
   requested_by_role: Role.nullable().optional(),
 });
 
-export const ProposalList = z.object({ proposals: z.array(ProposalAnswer) });
+export const ProposalList = z.object({
+  proposals: z.array(ProposalAnswer),
+  next_cursor: NextCursor.describe("`before` for the next (older) page; null on the last"),
+});
 
 export const ProposalApprovalLink = z.object({ id: z.number(), approval_url: z.string(), expires_at: z.string() });
 

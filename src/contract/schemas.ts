@@ -7,3 +7,4 @@ export * from "./vaults.ts";
 export * from "./services.ts";
 export * from "./templates.ts";
 export * from "./accounts.ts";
+export * from "./pages.ts";

@@ -3,6 +3,7 @@
 // policy's RulesList, the auth by service-auth.ts.
 
 import { z } from "zod";
+import { NextCursor } from "./pages.ts";
 import { parseHostPattern, RulesList } from "../policy/index.ts";
 import { parsedBy, says } from "../schema-input.ts";
 import { ServiceAuthInput } from "./service-auth.ts";
@@ -58,7 +59,7 @@ export const ServiceAnswer = z.object({
   rules: z.array(Rule).optional(),
   template: ServiceTemplate.optional().describe("present when the service was made from a catalogue template"),
 });
-export const ServiceList = z.object({ services: z.array(ServiceAnswer) });
+export const ServiceList = z.object({ services: z.array(ServiceAnswer), next_cursor: NextCursor.describe("`after` for the next page; null on the last") });
 
 // The answers' types, for readers of the API (the CLI reads answers by them).
 export type ServiceAnswerBody = z.infer<typeof ServiceAnswer>;

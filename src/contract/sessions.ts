@@ -2,6 +2,7 @@
 // role asked for is within the minter's own is the domain's decision; the body's shape is read here.
 
 import { z } from "zod";
+import { NextCursor } from "./pages.ts";
 import { LIMITS } from "../policy/index.ts";
 import { says } from "../schema-input.ts";
 import { VaultName, VaultRoleInput } from "./people-fields.ts";
@@ -48,7 +49,10 @@ export const ScopedSessionCreated = z.object({
   proxy_port: z.number().nullable().describe("the CONNECT listener's port, for HTTPS_PROXY"),
 });
 
-export const ScopedSessionList = z.object({ sessions: z.array(ScopedSessionView) });
+export const ScopedSessionList = z.object({
+  sessions: z.array(ScopedSessionView),
+  next_cursor: NextCursor.describe("`after` for the next page; null on the last"),
+});
 
 /** GET /v1/sessions/{id}/activity: what the session met at the transparent proxy (host names and counts only). */
 export const SessionActivityAnswer = z.object({

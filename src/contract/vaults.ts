@@ -4,6 +4,7 @@
 // they read, a credential value already in its Secret.
 
 import { z } from "zod";
+import { NextCursor } from "./pages.ts";
 import { says } from "../schema-input.ts";
 import { credentialValue } from "./fields.ts";
 import { AgentName, Email, VaultName, VaultRoleInput } from "./people-fields.ts";
@@ -131,7 +132,10 @@ export const RequestApprovalAnswer = z.object({
   approval_url: z.string(),
   poll_url: z.string(),
 });
-export const RequestApprovalList = z.object({ request_approvals: z.array(RequestApprovalAnswer) });
+export const RequestApprovalList = z.object({
+  request_approvals: z.array(RequestApprovalAnswer),
+  next_cursor: NextCursor.describe("`after` for the next page; null on the last"),
+});
 
 // The answers' types, for readers of the API (the CLI reads answers by them).
 export type VaultAnswerBody = z.infer<typeof VaultAnswer>;

@@ -1,18 +1,25 @@
-// Audit records of proxied requests, queued in memory and written in batches off the request
-// path, with retention by age and row count. A record holds names and numbers only: never
-// header values, bodies, query strings or tokens.
+// Audit records of proxied requests, journaled (audit-journal.ts), queued in memory and written in
+// batches off the request path; retention by age and row count is app/audit-retention.ts's. A record
+// holds names and numbers only: never header values, bodies, query strings or tokens.
 
 import { DatabaseUnavailable } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { AuditRow, Store } from "../store/index.ts";
+import { JOURNAL_FILE, type AuditJournal, type JournalRecord } from "./audit-journal.ts";
 
 export type AuditEntry = Omit<AuditRow, "id">;
 
 export interface AuditLog {
   record(entry: AuditEntry): void;
+  /**
+   * Queues what the journal holds and the database lacks (records of a killed or cut-off run), before
+   * any new record. Call once, before the first `record`.
+   */
+  resume(): Promise<number>;
   /** Writes everything queued (tests and shutdown). */
   flush(): Promise<void>;
-  stop(): Promise<void>;
+  /** Writes what is queued, waiting up to `graceMs` for an unreachable database; what is left stays in the journal. */
+  stop(graceMs?: number): Promise<void>;
   /** Records waiting to be written (grows while the database is unreachable). */
   readonly queued: number;
   /** Records dropped because the queue was full, since start (metrics). */
@@ -24,28 +31,40 @@ export interface AuditOptions {
   readonly maxBatch?: number;
   /** Queue bound: beyond it records are dropped (and counted) rather than growing memory. */
   readonly maxQueued?: number;
-  readonly retentionMs?: number;
-  readonly retentionRows?: number;
+  /** Every record is written here first, so it survives the process (absent in unit tests: memory only). */
+  readonly journal?: AuditJournal;
   readonly now: () => number;
   readonly log: Logger;
 }
 
 export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
-  let queue: AuditEntry[] = [];
+  const journal = opts.journal;
+  let queue: JournalRecord[] = [];
   let dropped = 0;
   let droppedTotal = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let writing: Promise<void> = Promise.resolve();
-  let lastPrune = 0;
   let retryMs = 0;
   const maxBatch = opts.maxBatch ?? 500;
 
+  /** One batch in one transaction, with the journal's mark: a batch retried after a lost answer is not written twice. */
+  function insert(batch: readonly JournalRecord[]): Promise<void> {
+    return store.transaction(async (tx) => {
+      if (!journal) return tx.audit.insert(batch.map((r) => r.entry));
+      const mark = await tx.auditMarks.get(journal.id);
+      const missing = batch.filter((r) => r.seq > mark);
+      if (missing.length) await tx.audit.insert(missing.map((r) => r.entry));
+      await tx.auditMarks.set(journal.id, Math.max(mark, batch[batch.length - 1]!.seq));
+    });
+  }
+
   async function write(): Promise<void> {
     timer = undefined;
+    journal?.sync(); // on the disk before it is sent: what the database misses survives a power loss too
     while (queue.length) {
       const batch = queue.slice(0, maxBatch);
       try {
-        await store.transaction((tx) => tx.audit.insert(batch));
+        await insert(batch);
         queue = queue.slice(batch.length);
         retryMs = 0;
       } catch (err) {
@@ -60,16 +79,10 @@ export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
         opts.log.error("audit_write_failed", { err, records: batch.length });
       }
     }
+    if (retryMs === 0) journal?.settled(queue);
     if (dropped) {
       opts.log.warn("audit_records_dropped", { count: dropped, reason: "audit queue full" });
       dropped = 0;
-    }
-    const now = opts.now();
-    if (retryMs === 0 && now - lastPrune > 3_600_000) {
-      lastPrune = now;
-      await store.audit
-        .prune(now - (opts.retentionMs ?? 30 * 86_400_000), opts.retentionRows ?? 1_000_000)
-        .catch((err) => opts.log.error("audit_prune_failed", { err }));
     }
   }
 
@@ -79,6 +92,13 @@ export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
     }, opts.flushIntervalMs ?? 250);
   }
 
+  async function flush() {
+    if (timer) clearTimeout(timer);
+    timer = undefined;
+    writing = writing.then(write);
+    await writing;
+  }
+
   return {
     record(entry) {
       if (queue.length >= (opts.maxQueued ?? 100_000)) {
@@ -86,20 +106,39 @@ export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
         droppedTotal++;
         return;
       }
-      queue.push(entry);
+      queue.push({ seq: journal ? journal.append(entry) : 0, entry });
       schedule();
     },
-    async flush() {
-      if (timer) clearTimeout(timer);
-      timer = undefined;
-      writing = writing.then(write);
-      await writing;
+    async resume() {
+      if (!journal) return 0;
+      const missing = journal.resume(await store.auditMarks.get(journal.id));
+      if (missing.length === 0) return 0;
+      queue = [...missing, ...queue];
+      opts.log.info("audit_journal_replayed", { records: missing.length, reason: "written to the journal by an earlier run but not to the database" });
+      await flush();
+      return missing.length;
     },
-    async stop() {
-      await this.flush();
+    flush,
+    async stop(graceMs = 0) {
+      const deadline = Date.now() + graceMs;
+      await flush();
+      // The database may come back within the grace: keep trying rather than leave the records behind.
+      while (queue.length && Date.now() < deadline) {
+        await Bun.sleep(Math.min(250, Math.max(0, deadline - Date.now())));
+        await flush();
+      }
       if (timer) clearTimeout(timer);
       timer = undefined;
-      if (queue.length) opts.log.error("audit_records_lost", { count: queue.length, reason: "the database was unreachable at shutdown" });
+      if (queue.length && journal) {
+        opts.log.warn("audit_records_spilled", {
+          count: queue.length,
+          file: JOURNAL_FILE,
+          reason: "the database was unreachable at shutdown; they stay in the journal and are written on the next start",
+        });
+      } else if (queue.length) {
+        opts.log.error("audit_records_lost", { count: queue.length, reason: "the database was unreachable at shutdown" });
+      }
+      journal?.close();
     },
     get queued() {
       return queue.length;

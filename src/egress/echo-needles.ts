@@ -1,19 +1,20 @@
 // Needles follow the values, not the request (architecture.md D22): every answer the broker scans is
 // scanned for every value it sends or could send anywhere, whichever vault, service, session or
 // host it belongs to. One compiled set holds every vault's stored values in the forms they travel
-// in (the store half, read once per change: stored-values.ts) and every value this instance sent
-// lately that the store may no longer hold (the recent half: a rotated credential, a minted token).
+// in (the store half: echo-store-half.ts) and every value this instance sent lately that the store
+// may no longer hold (the recent half: a rotated credential, a minted token, a value an edit removed).
 // So an upstream that keeps what vault A sent and hands it to vault B's agent, on any of its names,
 // ports or addresses, or a token endpoint that echoes a client secret to whoever calls it, hands over
 // "[redacted]". One set for all hosts, not one per host: a host has many names (another port, its
 // IP address, an alias), and the set's cost per byte does not grow with the number of values.
 //
-// A request costs one look-up; the set is compiled once per change, never per request. A value
-// noted while streams are open is added to the compiled set in place (Needles.add), so a stream
-// opened before a rotation or a new minted token is scanned for it from its next byte on.
+// A request costs one look-up, and notes what it sends before it goes; the set is compiled once per
+// change, never per request. Values read or noted are added to the compiled set in place
+// (Needles.add), a few at a time, so a stream opened before a rotation or a new minted token is
+// scanned for them from its next byte on, and a large vault read after an edit never holds the loop.
 
-import { DatabaseUnavailable } from "../errors.ts";
-import type { VaultValues } from "./stored-values.ts";
+import { createStoreHalf, yieldToLoop } from "./echo-store-half.ts";
+import type { StoredValues } from "./stored-values.ts";
 import { Needles } from "./redact.ts";
 
 /** What one request sent: its plan or minted grant (an identity, checked once) and the values in it. */
@@ -24,8 +25,8 @@ export interface Sent {
 }
 
 /**
- * The recent half's bounds: a value stays 24 h after it was last sent (or, for a vault's stored
- * values, after that vault was last written), dropped within the following hour (expiries are
+ * The recent half's bounds: a value stays 24 h after it was last sent (or, for a value an edit
+ * removed from the store, after the edit was read), dropped within the following hour (expiries are
  * gathered so one compile drops many), and at most 65,536 values, the oldest dropped first. An
  * upstream replaying a value stored longer ago than that, or after that many newer ones, is not
  * caught: the bound keeps memory and compile time finite.
@@ -42,15 +43,14 @@ export const MIN_SHARED = 12;
 
 /** A plan or grant in use keeps its values' recent entries alive: checked again after this long. */
 const RECHECK_MS = 3_600_000;
-/** While the store is unreachable, a set read before serves what it knows and asks again after this long. */
-const RETRY_MS = 1000;
-const ALL = -1;
 /** Expired values are dropped together, at most once per this fraction of the age limit (1 h of 24 h). */
 const EXPIRY_BATCH = 1 / 24;
+/** Values read from the store go into the compiled set this many at a time (~0.2 ms each), the loop let go between. */
+const ADD_BATCH = 16;
 
 export interface EchoNeedlesOptions {
-  /** The store half; `known` holds vaults whose values are still current (not read again). */
-  readonly load: (known: VaultValues) => Promise<Map<number, readonly string[]>>;
+  /** The store half's source: each vault's values, a page at a time. */
+  readonly stored: StoredValues;
   readonly now: () => number;
   /** How long a read may be trusted (Infinity while announcements of changes arrive): re-read in full after. */
   readonly trustMs: () => number;
@@ -60,9 +60,9 @@ export interface EchoNeedlesOptions {
 export interface EchoNeedles {
   /** SECRET: the compiled set an answer is scanned for; `sent` (this request's plan and grant) is in it. */
   forResponse(sent: readonly Sent[]): Promise<Needles>;
-  /** A vault was written: its values move to the recent half and the store is read again. */
+  /** A vault was written: it is read again; its values stay in the set meanwhile, and after if sent lately. */
   invalidate(vaultId: number): void;
-  /** Announcements may have been missed: every vault's values move to the recent half, the store is read again. */
+  /** Announcements may have been missed: every vault is read again, every value held meanwhile. */
   clear(): void;
   /** SECRET: values sent outside any answer (a token request): they join the set before the next answer. */
   noteSent(values: readonly string[]): void;
@@ -74,35 +74,74 @@ export function createEchoNeedles(opts: EchoNeedlesOptions): EchoNeedles {
   const limits = { ...RECENT_LIMITS, ...opts.limits };
   /** When a value sent at `t` is dropped at the latest: its age limit, plus the wait that gathers expiries. */
   const dropBy = (t: number) => t + limits.ttlMs * (1 + EXPIRY_BATCH);
-  /** SECRET: the store half, per vault; a vault's entry is dropped when the vault is written. */
-  let byVault = new Map<number, readonly string[]>();
   /** SECRET: the recent half, value → when last sent; oldest first (a value used again moves to the end). */
   const recent = new Map<string, number>();
-  /** A vault was written since the store half was read. */
-  let stale = true;
-  let loadedAt = 0; // when the store half was last read in full (0: never)
-  let retryAt = 0; // after a failed read during an outage, not before this
-  let loading: Promise<void> | undefined;
-  /** Vaults written while a read ran (ALL: every vault): what the read found for them may be outdated. */
-  const writtenDuringLoad = new Set<number>();
   let compiled: Needles | undefined;
-  /** SECRET: the values `compiled` holds. */
+  /** SECRET: the values `compiled` holds, or is about to (`adds`). */
   let members = new Set<string>();
-  /** A value outside `members` was noted: compile before the next answer. */
-  let dirty = true;
+  /** SECRET: members not yet in `compiled`. */
+  let adds: string[] = [];
+  /** A value left both halves: the set is built anew at the next compile. */
+  let removed = false;
   /** Plans and grants found in `members`, and when (cleared whenever the set is built anew). */
   let checked = new WeakMap<object, number>();
   /** When the oldest recent value must be gone (the set is compiled again then). */
   let expiresAt = Infinity;
 
+  const stored = createStoreHalf({
+    stored: opts.stored,
+    now: opts.now,
+    trustMs: opts.trustMs,
+    minLength: MIN_SHARED,
+    async admit(values) {
+      for (let i = 0; i < values.length; i += ADD_BATCH) {
+        if (i > 0) await yieldToLoop();
+        for (const v of values.slice(i, i + ADD_BATCH)) admit(v);
+        flush();
+      }
+    },
+    leave(values, at) {
+      for (const v of values) remember(v, at);
+    },
+  });
+
+  function admit(value: string): void {
+    if (members.has(value)) return;
+    members.add(value);
+    adds.push(value);
+  }
+
+  /** Additions into the compiled set in place, so open streams see them at once; when it has no room, built anew. */
+  function flush(): void {
+    if (!compiled || adds.length === 0) return;
+    if (!compiled.add(adds)) rebuild();
+    adds = [];
+  }
+
+  function rebuild(): void {
+    const next = new Set<string>([...stored.values(), ...recent.keys()]);
+    // Built anew in the same object: streams already open move to the new index at their next chunk.
+    if (compiled) compiled.replace([...next]);
+    else compiled = new Needles([...next]);
+    members = next;
+    adds = [];
+    removed = false;
+    checked = new WeakMap();
+  }
+
   function remember(value: string, at: number): void {
     if (value.length < MIN_SHARED) return;
     recent.delete(value);
     recent.set(value, at);
-    if (!members.has(value)) dirty = true;
+    admit(value);
     expiresAt = Math.min(expiresAt, dropBy(at));
     // Oldest first out; a dropped value stays in the compiled set until it is built anew (over-redaction only).
-    while (recent.size > limits.total) recent.delete(recent.keys().next().value!);
+    while (recent.size > limits.total) dropRecent(recent.keys().next().value!);
+  }
+
+  function dropRecent(value: string): void {
+    recent.delete(value);
+    if (!stored.has(value)) removed = true;
   }
 
   /** This request's values are always among the needles; a known plan or grant costs one WeakMap look-up. */
@@ -113,103 +152,50 @@ export function createEchoNeedles(opts: EchoNeedlesOptions): EchoNeedles {
     for (const v of s.values()) if (v.length >= MIN_SHARED && (recent.has(v) || !members.has(v))) remember(v, at);
   }
 
-  /** The store half of vault `id` (or of all) leaves for the recent half: it may have been sent until now. */
-  function forget(id: number | undefined, at: number): void {
-    for (const [vaultId, values] of byVault) {
-      if (id !== undefined && vaultId !== id) continue;
-      for (const v of values) if (v) remember(v, at);
-      byVault.delete(vaultId);
-    }
-    stale = true;
-    retryAt = 0;
-    if (loading) writtenDuringLoad.add(id ?? ALL);
-  }
-
-  async function reload(): Promise<void> {
-    const at = opts.now();
-    if (at - loadedAt >= opts.trustMs()) forget(undefined, at);
-    stale = false; // a write during the read sets it again
-    writtenDuringLoad.clear();
-    try {
-      const loaded = await opts.load(new Map(byVault));
-      // Read again on the next answer: their values moved to the recent half meanwhile.
-      if (writtenDuringLoad.has(ALL)) loaded.clear();
-      for (const id of writtenDuringLoad) loaded.delete(id);
-      byVault = loaded;
-      loadedAt = at;
-      dirty = true;
-    } catch (err) {
-      stale = true;
-      // The store is unreachable: a set read before serves its last values (and the recent ones); one never read fails closed.
-      if (!(err instanceof DatabaseUnavailable && loadedAt > 0)) throw err;
-      retryAt = at + RETRY_MS;
-    }
-  }
-
   function compile(at: number): Needles {
-    let dropped = false;
     for (const [v, t] of recent) {
       if (t + limits.ttlMs > at) break;
-      recent.delete(v);
-      dropped = true;
+      dropRecent(v);
     }
     const first = recent.values().next();
     expiresAt = first.done ? Infinity : dropBy(first.value);
-    const next = new Set<string>();
-    for (const values of byVault.values()) for (const v of values) if (v.length >= MIN_SHARED) next.add(v);
-    for (const v of recent.keys()) next.add(v);
-    const added = [...next].filter((v) => !members.has(v));
-    const removed = dropped || [...members].some((v) => !next.has(v));
-    // Only additions: into the compiled set in place, so open streams see them at once. Otherwise (or
-    // when it has no room) its index is built anew.
-    if (!compiled) compiled = new Needles([...next]);
-    else if (removed || (added.length > 0 && !compiled.add(added))) {
-      // Built anew in the same object: streams already open move to the new index at their next chunk.
-      compiled.replace([...next]);
-      checked = new WeakMap();
-    }
-    members = next;
-    dirty = false;
-    return compiled;
+    if (!compiled || removed) rebuild();
+    else flush();
+    return compiled!;
   }
 
-  async function refresh(sent: readonly Sent[]): Promise<Needles> {
-    // Twice at most: a write that landed while an earlier read ran is read too, and endless writes cannot hold an answer.
-    for (let i = 0; i < 2 && mustLoad(opts.now()); i++) await (loading ??= reload().finally(() => (loading = undefined)));
+  function answer(sent: readonly Sent[]): Needles {
     const at = opts.now();
     for (const s of sent) note(s, at);
-    const set = dirty || !compiled || at >= expiresAt ? compile(at) : compiled;
+    const set = adds.length > 0 || removed || !compiled || at >= expiresAt ? compile(at) : compiled;
     // Compiling may have cleared the checks: this request's values are in the set, so mark them found.
     for (const s of sent) checked.set(s.key, at);
     return set;
   }
 
-  function mustLoad(at: number): boolean {
-    return at >= retryAt && (stale || at - loadedAt >= opts.trustMs());
-  }
-
   return {
     forResponse(sent) {
+      // Noted before any wait: what this request sends is looked for in every answer from now on.
       const at = opts.now();
       for (const s of sent) note(s, at);
-      if (compiled && !dirty && at < expiresAt && !mustLoad(at)) return Promise.resolve(compiled);
-      return refresh(sent);
+      const waiting = stored.settle();
+      return waiting ? waiting.then(() => answer(sent)) : Promise.resolve(answer(sent));
     },
     noteSent(values) {
       const at = opts.now();
       for (const v of values) if (v.length >= MIN_SHARED && (recent.has(v) || !members.has(v))) remember(v, at);
       // Into the compiled set now, not at the next answer: streams already open look for them at once.
-      if (compiled && dirty) compile(at);
+      if (compiled && (adds.length > 0 || removed)) compile(at);
     },
     invalidate(vaultId) {
-      forget(vaultId, opts.now());
+      stored.invalidate(vaultId);
     },
     clear() {
-      forget(undefined, opts.now());
+      stored.clear();
     },
     *values() {
       // No copies made (this runs for every log line); a value in both halves comes twice, which a scrub does not mind.
-      for (const values of byVault.values()) yield* values;
+      yield* stored.values();
       yield* recent.keys();
     },
   };

@@ -42,7 +42,8 @@ export interface EgressDeps {
   readonly policy: NetPolicy;
   readonly resolver: Resolver;
   readonly upstream: Upstream;
-  readonly audit: AuditLog;
+  /** Where each exchange leaves its one record (the audit log's writer lives in app/). */
+  readonly audit: Pick<AuditLog, "record">;
   readonly log: Logger;
   readonly now: () => number;
   /** 0 = unlimited. */

@@ -4,6 +4,7 @@
 export { egress, type EgressDeps, type EgressInput, type EgressMetrics, type ExchangeObservation } from "./egress.ts";
 export { answerOf, headerOf, toWebResponse, wholeBody, type Answer } from "./answer.ts";
 export { createAuditLog, type AuditEntry, type AuditLog } from "./audit.ts";
+export { openAuditJournal, JOURNAL_FILE, type AuditJournal } from "./audit-journal.ts";
 export { createPlanCache, type PlanCache } from "./plan.ts";
 export { createUpstream, type ConnectFailure, type Upstream } from "./upstream.ts";
 export { checkAddress, compileNetPolicy, resolveChecked, systemResolver, type NetPolicy, type Resolver } from "./netguard.ts";

@@ -1,20 +1,21 @@
 // Turns (vault, host, port) into an egress plan: the matching enabled service and the header to
-// inject (or, for 'query' and 'path' auth, where the value goes in the URL). Per vault, the compiled
-// service table and decrypted credentials (as Secrets) live in memory and are dropped on every
-// write to that vault, so the hot path does not touch the store and a credential changed by a
-// human is used on the very next request (architecture.md D11). Per host, the needles a response is
-// scanned for are every vault's values for that host, not only the plan's (echo-needles.ts, architecture.md D22).
+// inject (or, for 'query' and 'path' auth, where the value goes in the URL). Per vault and host, the
+// service and its plan, and per vault and key the decrypted credential (as a Secret), live in memory
+// and are dropped on every write to that vault (plan-lookup.ts), so the hot path does not touch the
+// store, a credential changed by a human is used on the very next request, and no request waits for
+// a whole vault to be read (architecture.md D11). The needles a response is scanned for are every
+// vault's values, not only the plan's (echo-needles.ts, architecture.md D22).
 
 import { CredentialNotFound, DatabaseUnavailable, HostNotAllowed, ServiceDisabled } from "../errors.ts";
 import { Secret } from "../secret.ts";
 import type { MintedAuthType, ServiceRow, Store } from "../store/index.ts";
-import { decryptCredential } from "../crypto/index.ts";
-import { hostMatches, isMintedAuthType, mintedAuthKeyFields, parseHostPattern, type HostPattern, type MintedAuthFields, type Rules } from "../policy/index.ts";
+import { isMintedAuthType, mintedAuthKeyFields, type MintedAuthFields, type Rules } from "../policy/index.ts";
 import { storedRules, viewService, type ServiceAuth } from "../workflows/index.ts";
 import type { LiveSecrets } from "../log.ts";
 import type { Injection } from "./headers.ts";
 import { createEchoNeedles, MIN_SHARED, type EchoNeedlesOptions } from "./echo-needles.ts";
-import { loadStoredValues } from "./stored-values.ts";
+import { createPlanLookup, type MatchedService } from "./plan-lookup.ts";
+import { createStoredValues } from "./stored-values.ts";
 import { createShortValues } from "./short-values.ts";
 import { Needles, NO_NEEDLES } from "./redact.ts";
 import { isMultiLine, staticSend } from "./service-values.ts";
@@ -51,24 +52,26 @@ export interface MintedPlan {
   readonly fingerprint: string;
 }
 
-interface CompiledService {
-  readonly row: ServiceRow;
-  readonly pattern: HostPattern;
-  /** Built on first use; dropped with the vault's table on any write. */
-  planned?: EgressPlan;
+/** The credentials a plan was built from, in the order read. */
+interface Used {
+  readonly keys: string[];
+  /** SECRET: the values `keys` had: the very Secret objects the look-up hands out, compared by identity. */
+  readonly inputs: (Secret | undefined)[];
 }
 
-interface VaultTable {
-  readonly exact: Map<string, CompiledService>;
-  readonly wildcard: Map<string, CompiledService>;
-  readonly credentials: Map<string, Promise<Secret | undefined>>;
+/** A plan as built: kept while its credentials read as the same objects, built anew once one was read again. */
+interface Planned extends Used {
+  readonly plan: EgressPlan;
 }
+
+/** Stands for a credential that could not be read: never equal to a value, so the plan is built anew (and fails as it should). */
+const FAILED = Symbol("unreadable");
 
 export interface PlanCache {
   plan(vault: { id: number; name: string }, host: string, port: number): Promise<EgressPlan>;
-  /** Forget everything cached for a vault (call after any write to it). */
+  /** Forget everything cached for a vault (call after any write to it): O(1), whatever the vault's size. */
   invalidate(vaultId: number): void;
-  /** Forget every vault's table (announcements from other instances may have been missed). */
+  /** Forget every vault's entries (announcements from other instances may have been missed). */
   clear(): void;
   /** Whether a host has a service in the vault (for the tunnel's unmatched-host decision). */
   has(vault: { id: number }, host: string, port: number): Promise<boolean>;
@@ -88,9 +91,9 @@ export interface PlanCache {
 
 export interface PlanCacheOptions {
   readonly now?: () => number;
-  /** Several instances: a table is trusted only as long as announcements of changes arrive (store/changes.ts). */
+  /** Several instances: an entry is trusted only as long as announcements of changes arrive (store/changes.ts). */
   readonly freshness?: Freshness;
-  /** While the database is unreachable, a table loaded less than this long ago keeps serving. */
+  /** While the database is unreachable, a host's service (and a credential) read less than this long ago keeps serving. */
   readonly outageGraceMs?: number;
   /** Bounds of the per-host memory of values sent (tests); echo-needles.ts has the defaults. */
   readonly recentLimits?: EchoNeedlesOptions["limits"];
@@ -108,18 +111,6 @@ export interface OperatorClientValues {
   readonly clientAuth: "basic" | "post";
 }
 
-interface LoadedTable {
-  readonly table: Promise<VaultTable>;
-  /** When the store last confirmed it (or was last asked, during an outage). */
-  readonly checkedAt: number;
-  /**
-   * When it was last known current: read from the store, or served while announcements vouched for
-   * it. The outage grace counts from here, not from the read: a table trusted for hours is as good
-   * as a fresh one up to the moment announcements stop.
-   */
-  confirmedAt: number;
-}
-
 const NONE: readonly string[] = [];
 
 export function createPlanCache(
@@ -131,9 +122,9 @@ export function createPlanCache(
   const now = opts.now ?? Date.now;
   const freshness = opts.freshness ?? ALWAYS_FRESH;
   const grace = opts.outageGraceMs ?? 0;
-  const tables = new Map<number, LoadedTable>();
-  // SECRET: per vault, every value handed out for scrubbing (raw and header forms); dropped with the vault's table.
-  const live = new Map<number, Set<string>>();
+  const lookup = createPlanLookup(store, dataKey, { now, freshness, graceMs: grace });
+  /** The plan each matched service was last planned with (a new match, after a write or a re-check, plans anew). */
+  const planned = new WeakMap<MatchedService, Planned>();
   // SECRET: each plan's values (what it sends), noted into its host's needle set on first use there.
   const planValues = new WeakMap<EgressPlan, readonly string[]>();
   // SECRET: values shorter than MIN_SHARED, per vault and service (short-values.ts); each plan's key there.
@@ -141,80 +132,35 @@ export function createPlanCache(
   const serviceKey = new WeakMap<EgressPlan, string>();
   const shortOf = new WeakMap<EgressPlan, readonly string[]>();
   const echoes = createEchoNeedles({
-    load: (known) => loadStoredValues(store, dataKey, known),
+    stored: createStoredValues(store, dataKey),
     now,
     trustMs: () => freshness.trustMs(Infinity),
     ...(opts.recentLimits && { limits: opts.recentLimits }),
   });
-
-  function table(vaultId: number): Promise<VaultTable> {
-    const held = tables.get(vaultId);
-    const at = now();
-    // Trusted until a write drops it, unless announcements from other instances may be missed.
-    if (held && at - held.checkedAt < freshness.trustMs(Infinity)) {
-      // Only announcements vouch for it: a hit within a second of a failed re-check must not extend the grace.
-      if (freshness.listening) held.confirmedAt = at;
-      return held.table;
-    }
-    // During a database outage the last table keeps serving within the grace period; the store is
-    // asked again once per re-validation interval.
-    const fallback = held && at - held.confirmedAt < grace ? held : undefined;
-    const loading = compile(store, vaultId).catch((err) => {
-      if (!(fallback && err instanceof DatabaseUnavailable)) {
-        if (tables.get(vaultId) === entry) tables.delete(vaultId);
-        throw err;
-      }
-      if (tables.get(vaultId) === entry) tables.set(vaultId, { ...fallback, checkedAt: at });
-      return fallback.table;
-    });
-    const entry: LoadedTable = { table: loading, checkedAt: at, confirmedAt: at };
-    tables.set(vaultId, entry);
-    return loading;
-  }
-
-  async function find(vaultId: number, host: string, port: number): Promise<CompiledService | undefined> {
-    const t = await table(vaultId);
-    const exact = t.exact.get(`${host}:${port}`);
-    if (exact) return exact;
-    const dot = host.indexOf(".");
-    const wild = dot > 0 ? t.wildcard.get(`${host.slice(dot + 1)}:${port}`) : undefined;
-    return wild && hostMatches(wild.pattern, host, port) ? wild : undefined;
-  }
-
-  async function credential(vaultId: number, key: string): Promise<Secret | undefined> {
-    const t = await table(vaultId);
-    let c = t.credentials.get(key);
-    if (!c) {
-      c = (async () => {
-        const row = await store.credentials.get(vaultId, key);
-        return row ? decryptCredential(dataKey, row) : undefined;
-      })();
-      t.credentials.set(key, c);
-      c.catch(() => t.credentials.delete(key));
-    }
-    return c;
-  }
-
   /** A credential the service names: missing or undecryptable is the same 502, naming the key. */
-  async function requiredCredential(vaultId: number, key: string): Promise<Secret> {
+  async function requiredCredential(vaultId: number, key: string, used: Used): Promise<Secret> {
     let secret: Secret | undefined;
     try {
-      secret = await credential(vaultId, key);
-    } catch {
+      secret = await lookup.credential(vaultId, key);
+      used.keys.push(key);
+      used.inputs.push(secret);
+    } catch (err) {
+      // An outage is the store's answer, not the credential's: 503, never a 502 naming the key.
+      if (err instanceof DatabaseUnavailable) throw err;
       throw new CredentialNotFound(key, "cannot be decrypted");
     }
     if (!secret) throw new CredentialNotFound(key);
     return secret;
   }
 
-  async function buildPlan(vaultId: number, row: ServiceRow): Promise<EgressPlan> {
+  async function buildPlan(vaultId: number, row: ServiceRow, used: Used): Promise<EgressPlan> {
     const service = { host: row.host, authType: row.authType };
     const rules = storedRules(row);
     const ruled = { auth: viewService(row).auth, ...(rules && { rules }) };
-    if (isMintedAuthType(row.authType)) return mintedPlan(vaultId, row, service, ruled);
+    if (isMintedAuthType(row.authType)) return mintedPlan(vaultId, row, service, ruled, used);
     if (row.authType === "passthrough" || !row.authKey) return { service, ...ruled, injection: undefined, credentialKeys: [], needles: NO_NEEDLES };
     const key = row.authKey;
-    const secret = await requiredCredential(vaultId, key);
+    const secret = await requiredCredential(vaultId, key, used);
     // Only a PEM key may span lines (workflows/credential-ops.ts), and it has no place in a header or URL.
     if (isMultiLine(secret)) throw new CredentialNotFound(key, "is a multi-line value (a PEM key), which cannot be sent in a header or URL");
     // The value's sent forms are the search patterns; the logger's last-line scrub gets the same values.
@@ -224,8 +170,7 @@ export function createPlanCache(
 
   /** Keeps a plan's values for the logger's scrub and its host's needle set. */
   function held(vaultId: number, values: readonly string[], plan: EgressPlan): EgressPlan {
-    let set = live.get(vaultId);
-    if (!set) live.set(vaultId, (set = new Set()));
+    const set = lookup.live(vaultId);
     for (const v of values) set.add(v);
     planValues.set(plan, values);
     serviceKey.set(plan, `${vaultId}\0${plan.service.host}`);
@@ -240,7 +185,13 @@ export function createPlanCache(
    * Decrypts every input a minted type names; no injection here, the minter or signer adds it per request.
    * A connected account's client id and secret are the operator's app's (opts.operatorClient), not the vault's.
    */
-  async function mintedPlan(vaultId: number, row: ServiceRow, service: EgressPlan["service"], ruled: Pick<EgressPlan, "auth" | "rules">): Promise<EgressPlan> {
+  async function mintedPlan(
+    vaultId: number,
+    row: ServiceRow,
+    service: EgressPlan["service"],
+    ruled: Pick<EgressPlan, "auth" | "rules">,
+    used: Used,
+  ): Promise<EgressPlan> {
     const type = row.authType as MintedAuthType;
     const client = opts.operatorClient?.(ruled.auth);
     const fields: MintedAuthFields = client ? { ...ruled.auth, client_auth: client.clientAuth } : ruled.auth;
@@ -252,7 +203,7 @@ export function createPlanCache(
         inputs.set(field, operators);
         continue;
       }
-      inputs.set(field, await requiredCredential(vaultId, key));
+      inputs.set(field, await requiredCredential(vaultId, key, used));
       keys.push(key);
     }
     // reveal: search patterns and a one-way fingerprint only
@@ -269,12 +220,25 @@ export function createPlanCache(
     });
   }
 
+  /** The plan last built for this match, while every credential it read still reads the same; else built anew. */
+  async function planFor(vaultId: number, svc: MatchedService): Promise<EgressPlan> {
+    const last = planned.get(svc);
+    if (last) {
+      const current = await Promise.all(last.keys.map((k) => lookup.credential(vaultId, k).catch(() => FAILED)));
+      if (current.every((v, i) => v === last.inputs[i])) return last.plan;
+    }
+    const used: Used = { keys: [], inputs: [] };
+    const plan = await buildPlan(vaultId, svc.row, used);
+    planned.set(svc, { plan, ...used });
+    return plan;
+  }
+
   return {
     async plan(vault, host, port) {
-      const svc = await find(vault.id, host, port);
+      const svc = await lookup.service(vault.id, host, port);
       if (!svc) throw new HostNotAllowed(port === 443 ? host : `${host}:${port}`, vault.name, proposalHint(host, port));
       if (!svc.row.enabled) throw new ServiceDisabled(svc.row.host);
-      return (svc.planned ??= await buildPlan(vault.id, svc.row));
+      return planFor(vault.id, svc);
     },
     responseNeedles(plan, grant) {
       const sent = { key: plan, values: () => planValues.get(plan) ?? [] };
@@ -291,41 +255,22 @@ export function createPlanCache(
       echoes.noteSent(values.map((v) => v.reveal())); // reveal: search patterns only
     },
     invalidate(vaultId) {
-      tables.delete(vaultId);
-      live.delete(vaultId);
+      lookup.drop(vaultId);
       echoes.invalidate(vaultId);
     },
     clear() {
-      tables.clear();
-      live.clear();
+      lookup.clear();
       echoes.clear();
     },
     hintFor: proposalHint,
     secrets: {
       *values() {
-        for (const set of live.values()) yield* set;
+        yield* lookup.liveValues();
         yield* echoes.values();
       },
     },
     async has(vault, host, port) {
-      return (await find(vault.id, host, port)) !== undefined;
+      return (await lookup.service(vault.id, host, port)) !== undefined;
     },
   };
-}
-
-async function compile(store: Store, vaultId: number): Promise<VaultTable> {
-  const exact = new Map<string, CompiledService>();
-  const wildcard = new Map<string, CompiledService>();
-  for (const row of await store.services.list(vaultId)) {
-    // A row stored before a host rule tightened (e.g. `*.github.io`, a public-suffix wildcard) matches
-    // nothing: its hosts are refused like any host without a service, and the rest of the vault works.
-    let pattern: HostPattern;
-    try {
-      pattern = parseHostPattern(row.host, { allowIp: true });
-    } catch {
-      continue;
-    }
-    (pattern.wildcard ? wildcard : exact).set(`${pattern.name}:${pattern.port}`, { row, pattern });
-  }
-  return { exact, wildcard, credentials: new Map() };
 }

@@ -83,8 +83,9 @@ export async function sendUpstream(x: Exchange, plan: EgressPlan, ruled: Ruled):
     }
     grant = next.value;
     if (replayable) {
-      answer = await deps.upstream.send({ host: input.host, port: input.port, addresses }, await outbound(), how);
+      // The new token is in every answer's set before it goes (architecture.md D22), not after.
       needles = await hostWide(grant);
+      answer = await deps.upstream.send({ host: input.host, port: input.port, addresses }, await outbound(), how);
     }
   }
   if (deps.metrics) x.clock.tHead = deps.metrics.now();

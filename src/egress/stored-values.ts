@@ -1,7 +1,8 @@
-// Reads every vault's services (enabled or not, any auth type that sends a stored value) and
-// decrypts what each sends: the store half of the echo needles every answer is scanned for
-// (echo-needles.ts). A vault whose values are still known is not read again, so a write to one
-// vault costs one vault's decryption, not every vault's.
+// Reads what each vault's services send (enabled or not, any auth type that sends a stored value):
+// the store half of the echo needles every answer is scanned for (echo-needles.ts). A vault is read
+// a page at a time, each page one statement joining the services with the credentials they name, so
+// no read holds the event loop for a whole vault. Decrypted values are kept per credential and its
+// ciphertext: a vault read again after an edit decrypts only what the edit changed.
 
 import type { Secret } from "../secret.ts";
 import type { ServiceRow, Store } from "../store/index.ts";
@@ -10,58 +11,97 @@ import { isMintedAuthType, mintedAuthKeyFields } from "../policy/index.ts";
 import { viewService } from "../workflows/index.ts";
 import { isMultiLine, staticSend } from "./service-values.ts";
 
-/** SECRET: per vault id, the values its services send (search patterns only). */
-export type VaultValues = ReadonlyMap<number, readonly string[]>;
+/** Services read per statement: a page costs a few milliseconds at most, whatever the vault's size. */
+export const PAGE_ROWS = 256;
 
-export async function loadStoredValues(store: Store, dataKey: CryptoKey, known: VaultValues): Promise<Map<number, readonly string[]>> {
-  const byVault = new Map<number, ServiceRow[]>();
-  for (const row of await store.services.all()) {
-    const rows = byVault.get(row.vaultId);
-    if (rows) rows.push(row);
-    else byVault.set(row.vaultId, [row]);
-  }
-  const out = new Map<number, readonly string[]>();
-  await Promise.all(
-    [...byVault].map(async ([vaultId, rows]) => {
-      const values = known.get(vaultId) ?? (await Promise.all(rows.map((r) => rowValues(store, dataKey, r)))).flat();
-      out.set(vaultId, values);
-    }),
-  );
-  return out;
+export interface StoredPage {
+  /** SECRET: search patterns only. */
+  readonly values: readonly string[];
+  /** Where the next page starts (the last host read); absent after the last page. */
+  readonly next?: string;
 }
 
-/** What one service sends: nothing for passthrough, a minted type's inputs, a static value in its sent forms. */
-async function rowValues(store: Store, dataKey: CryptoKey, row: ServiceRow): Promise<string[]> {
-  const secret = (key: string) => credential(store, dataKey, row.vaultId, key);
-  if (isMintedAuthType(row.authType)) {
-    let keys: [string, string][];
-    try {
-      keys = mintedAuthKeyFields(row.authType, viewService(row).auth);
-    } catch {
-      return []; // unreadable settings: the plan fails closed and nothing is sent
+export interface StoredValues {
+  /** The vaults that have a service. */
+  vaults(): Promise<number[]>;
+  /** SECRET: what the services of `vaultId` after host `after` ("" first) send, a page of them. */
+  page(vaultId: number, after: string): Promise<StoredPage>;
+}
+
+type Sealed = { readonly nonce: Uint8Array; readonly ciphertext: Uint8Array };
+/** SECRET: a credential's value as last decrypted, with the ciphertext it came from. */
+type Opened = Sealed & { readonly value: Secret | undefined };
+
+export function createStoredValues(store: Store, dataKey: CryptoKey): StoredValues {
+  // Per vault and key; a vault's map is replaced by what its latest full read used, so a deleted
+  // credential (or vault) is not kept beyond the next read.
+  const opened = new Map<number, Map<string, Opened>>();
+  const reading = new Map<number, Map<string, Opened>>();
+
+  /** A missing or undecryptable credential sends nothing; the same ciphertext is not decrypted twice. */
+  async function open(vaultId: number, key: string, sealed: Sealed | undefined): Promise<Secret | undefined> {
+    if (!sealed) return undefined;
+    const used = reading.get(vaultId);
+    const known = used?.get(key) ?? opened.get(vaultId)?.get(key);
+    if (known && sameBytes(known.nonce, sealed.nonce) && sameBytes(known.ciphertext, sealed.ciphertext)) {
+      used?.set(key, known);
+      return known.value;
     }
-    const inputs = await Promise.all(keys.map(([, key]) => secret(key)));
-    return inputs.flatMap((s) => (s ? [s.reveal()] : [])); // reveal: search patterns only
+    let value: Secret | undefined;
+    try {
+      value = await decryptCredential(dataKey, { vaultId, key, ...sealed });
+    } catch (err) {
+      if (!(err instanceof DecryptError)) throw err;
+    }
+    used?.set(key, { ...sealed, value });
+    return value;
   }
-  if (row.authType === "passthrough" || !row.authKey) return [];
-  const value = await secret(row.authKey);
-  // A value the plan refuses to send (multi-line) never leaves; a row the plan cannot place still has its raw value looked for.
-  if (!value || isMultiLine(value)) return [];
-  try {
-    return [...staticSend(row, value).values];
-  } catch {
-    return [value.reveal()]; // reveal: search pattern only
+
+  async function rowValues(row: ServiceRow, joined: Sealed | undefined): Promise<string[]> {
+    const secret = async (key: string) => open(row.vaultId, key, key === row.authKey ? joined : await store.credentials.get(row.vaultId, key));
+    if (isMintedAuthType(row.authType)) {
+      let keys: [string, string][];
+      try {
+        keys = mintedAuthKeyFields(row.authType, viewService(row).auth);
+      } catch {
+        return []; // unreadable settings: the plan fails closed and nothing is sent
+      }
+      const inputs = await Promise.all(keys.map(([, key]) => secret(key)));
+      return inputs.flatMap((s) => (s ? [s.reveal()] : [])); // reveal: search patterns only
+    }
+    if (row.authType === "passthrough" || !row.authKey) return [];
+    const value = await secret(row.authKey);
+    // A value the plan refuses to send (multi-line) never leaves; a row the plan cannot place still has its raw value looked for.
+    if (!value || isMultiLine(value)) return [];
+    try {
+      return [...staticSend(row, value).values];
+    } catch {
+      return [value.reveal()]; // reveal: search pattern only
+    }
   }
+
+  return {
+    vaults: () => store.services.vaultIds(),
+    async page(vaultId, after) {
+      if (after === "") reading.set(vaultId, new Map());
+      const rows = await store.services.pageWithCredentials(vaultId, after, PAGE_ROWS);
+      const values: string[] = [];
+      for (const row of rows) {
+        const joined = row.credentialNonce && row.credentialCiphertext ? { nonce: row.credentialNonce, ciphertext: row.credentialCiphertext } : undefined;
+        values.push(...(await rowValues(row, joined)));
+      }
+      if (rows.length === PAGE_ROWS) return { values, next: rows[rows.length - 1]!.host };
+      const used = reading.get(vaultId);
+      reading.delete(vaultId);
+      if (used?.size) opened.set(vaultId, used);
+      else opened.delete(vaultId);
+      return { values };
+    },
+  };
 }
 
-/** A missing or undecryptable credential sends nothing; a store that cannot answer fails the load. */
-async function credential(store: Store, dataKey: CryptoKey, vaultId: number, key: string): Promise<Secret | undefined> {
-  const row = await store.credentials.get(vaultId, key);
-  if (!row) return undefined;
-  try {
-    return await decryptCredential(dataKey, row);
-  } catch (err) {
-    if (err instanceof DecryptError) return undefined;
-    throw err;
-  }
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }

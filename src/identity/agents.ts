@@ -6,8 +6,10 @@ import type { Domain } from "./context.ts";
 import type { Principal } from "./principal.ts";
 import { mintAgentSession, type SessionClient } from "./sessions.ts";
 import { findLiveInvite } from "./invites.ts";
-import { roleIn } from "./vaults.ts";
+import { requireInVault, roleIn, type OpenVault } from "./vaults.ts";
 import { iso } from "./users.ts";
+import { checkPageLimit, cutPage } from "./page.ts";
+import type { AgentRow, AgentScope, VaultRole } from "../store/index.ts";
 
 /**
  * The answer names two roles: `agent.instance_role` (also `agent.role`, kept for older readers) is the
@@ -49,23 +51,57 @@ async function administeredVaults(d: Domain, p: Principal): Promise<Set<number> 
   return out;
 }
 
-export async function listAgents(d: Domain, p: Principal) {
-  const admin = await administeredVaults(d, p);
-  const grants = await d.store.access.allGrants();
-  const now = d.now();
-  const out = [];
-  for (const agent of await d.store.agents.list()) {
-    const mine = grants.filter((g) => g.agentId === agent.id);
-    if (admin !== "all" && !mine.some((g) => admin.has(g.vaultId))) continue;
-    out.push({
-      name: agent.name,
-      role: agent.role,
-      created_at: iso(agent.createdAt),
-      vaults: mine.map((g) => ({ name: g.vaultName, role: g.role })),
-      sessions: await d.store.sessions.countActiveForAgent(agent.id, now),
-    });
+export interface AgentView {
+  name: string;
+  role: AgentRow["role"];
+  created_at: string;
+  /** Every vault the agent holds a role in, with that role. */
+  vaults: { name: string; role: VaultRole }[];
+  /** Its active sessions. */
+  sessions: number;
+}
+
+/** Which agents `p` lists: the owner every one; a person or an agent those granted in a vault it administers; a scoped session none. */
+function agentScopeOf(p: Principal): AgentScope | undefined {
+  if (p.kind === "user") return p.instanceRole === "owner" ? { kind: "all" } : { kind: "administered_by_user", userId: p.userId };
+  if (p.kind === "agent") return { kind: "administered_by_agent", agentId: p.agentId };
+  return undefined;
+}
+
+/** A page of the agents in the vaults `p` administers (the owner: all), in name order after `after`. */
+export async function listAgents(d: Domain, p: Principal, q: { limit: number; after?: string }): Promise<{ agents: AgentView[]; next_cursor: string | null }> {
+  checkPageLimit(q.limit);
+  const scope = agentScopeOf(p);
+  if (!scope) return { agents: [], next_cursor: null };
+  return viewAgentPage(d, await d.store.agents.page(scope, q.after ?? "", q.limit + 1), q.limit);
+}
+
+/** A page of the agents holding a role in the open vault, for its admins (the console's Agents page). */
+export async function listVaultAgents(d: Domain, open: OpenVault, q: { limit: number; after?: string }) {
+  requireInVault(open, "manage");
+  checkPageLimit(q.limit);
+  return viewAgentPage(d, await d.store.agents.page({ kind: "granted_in", vaultId: open.vault.id }, q.after ?? "", q.limit + 1), q.limit);
+}
+
+/** The page's agents with their grants and session counts, each read for the whole page in one statement (by the page's name range). */
+async function viewAgentPage(d: Domain, rows: AgentRow[], limit: number): Promise<{ agents: AgentView[]; next_cursor: string | null }> {
+  const page = cutPage(rows, limit, (a) => a.name);
+  const first = page.rows[0]?.name;
+  const last = page.rows.at(-1)?.name;
+  if (first === undefined || last === undefined) return { agents: [], next_cursor: page.next_cursor };
+  const grants = new Map<number, { name: string; role: VaultRole }[]>();
+  for (const g of await d.store.access.grantsOfAgentsNamed(first, last)) {
+    grants.set(g.agentId, [...(grants.get(g.agentId) ?? []), { name: g.vaultName, role: g.role }]);
   }
-  return out;
+  const sessions = await d.store.sessions.countActiveForAgentsNamed(first, last, d.now());
+  const agents = page.rows.map((a) => ({
+    name: a.name,
+    role: a.role,
+    created_at: iso(a.createdAt),
+    vaults: grants.get(a.id) ?? [],
+    sessions: sessions.get(a.id) ?? 0,
+  }));
+  return { agents, next_cursor: page.next_cursor };
 }
 
 export async function revokeAgent(d: Domain, p: Principal, name: string): Promise<void> {

@@ -7,6 +7,7 @@ export type { Domain } from "./context.ts";
 export type { Principal, VaultRole, InstanceRole } from "./principal.ts";
 export { createVaultAccessCache, type VaultAccessCache } from "./vault-access.ts";
 export * from "./agents.ts";
+export { checkPageLimit, cutPage, type Page } from "./page.ts";
 export * from "./invites.ts";
 export * from "./principal.ts";
 export * from "./scoped.ts";

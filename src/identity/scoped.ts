@@ -3,11 +3,12 @@
 // by the contract's schema (its name, role and TTL within their ranges); who may mint what is decided here.
 
 import { NotFound, PermissionDenied } from "../errors.ts";
-import type { VaultRole } from "../store/index.ts";
+import type { SessionMinter, SessionRow, VaultRole } from "../store/index.ts";
 import type { Domain } from "./context.ts";
 import { LIMITS } from "../policy/index.ts";
 import { roleRank, type Principal } from "./principal.ts";
-import { mintScopedSession, type SessionClient } from "./sessions.ts";
+import { isLive, mintScopedSession, type SessionClient } from "./sessions.ts";
+import { checkPageLimit, cutPage } from "./page.ts";
 import { iso } from "./users.ts";
 import { openVault, roleIn } from "./vaults.ts";
 
@@ -51,12 +52,26 @@ function mintedBy(p: Principal, row: { userId: number | null; agentId: number | 
   return (p.kind === "user" && row.userId === p.userId) || (p.kind === "agent" && row.agentId === p.agentId);
 }
 
-/** `vaultName` as the caller read it (the route, from ?vault= or X-Vault, by the contract's VaultName). */
-export async function listScopedSessions(d: Domain, p: Principal, vaultName: string, xVault?: string) {
+/**
+ * A page of the vault's active scoped sessions in creation order after `after`: all of them for its admins
+ * (people and agents), else those the caller minted; a scoped session sees only itself.
+ * `vaultName` as the caller read it (the route, from ?vault= or X-Vault, by the contract's VaultName).
+ */
+export async function listScopedSessions(d: Domain, p: Principal, vaultName: string, xVault: string | undefined, q: { limit: number; after?: number }) {
   const open = await openVault(d, p, vaultName, "read", xVault);
-  const rows = await d.store.sessions.activeScopedForVault(open.vault.id, d.now());
-  const visible = open.role === "admin" && p.kind !== "scoped" ? rows : rows.filter((r) => mintedBy(p, r) || r.id === p.sessionId);
-  return visible.map((r) => ({
+  checkPageLimit(q.limit);
+  const now = d.now();
+  const after = q.after ?? 0;
+  let rows: SessionRow[];
+  if (p.kind === "scoped") {
+    const own = await d.store.sessions.byPublicId(p.sessionPublicId);
+    rows = own && own.id > after && isLive(own, now, now) ? [own] : [];
+  } else {
+    const mintedBy: SessionMinter | undefined = open.role === "admin" ? undefined : p.kind === "user" ? { userId: p.userId } : { agentId: p.agentId };
+    rows = await d.store.sessions.activeScopedForVault(open.vault.id, now, after, q.limit + 1, mintedBy);
+  }
+  const page = cutPage(rows, q.limit, (r) => String(r.id));
+  const sessions = page.rows.map((r) => ({
     id: r.publicId,
     vault: open.vault.name,
     role: r.role,
@@ -64,6 +79,7 @@ export async function listScopedSessions(d: Domain, p: Principal, vaultName: str
     expires_at: r.expiresAt === null ? null : iso(r.expiresAt),
     contained: r.contained,
   }));
+  return { sessions, next_cursor: page.next_cursor };
 }
 
 export async function revokeScopedSession(d: Domain, p: Principal, publicId: string): Promise<void> {

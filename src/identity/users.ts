@@ -11,6 +11,7 @@ import type { Domain } from "./context.ts";
 import { hashPassword, isPasswordless, verifyAgainstNothing, verifyPassword } from "../crypto/index.ts";
 import type { Principal, UserPrincipal } from "./principal.ts";
 import { isLive, mintUserSession, type SessionClient } from "./sessions.ts";
+import { checkPageLimit, cutPage } from "./page.ts";
 import { assertEmailDomainAllowed } from "./settings.ts";
 
 const LOGIN_FAILED = "invalid email or password";
@@ -139,12 +140,24 @@ export interface SessionView {
   current: boolean;
 }
 
-export async function listOwnSessions(d: Domain, p: Principal): Promise<SessionView[]> {
+/**
+ * A page of the caller's live sessions in creation order, after the session whose cursor is `after`. One
+ * idle past its limit is left out after the read, so a page may hold fewer than `limit`: follow next_cursor.
+ */
+export async function listOwnSessions(
+  d: Domain,
+  p: Principal,
+  q: { limit: number; after?: number },
+): Promise<{ sessions: SessionView[]; next_cursor: string | null }> {
   const user = requireUser(p);
+  checkPageLimit(q.limit);
   const now = d.now();
-  const rows = (await d.store.sessions.activeForUser(user.userId, now)).filter((r) => isLive(r, r.id === p.sessionId ? now : r.lastSeenAt, now));
-  const vaultNames = new Map((await d.store.vaults.list()).map((v) => [v.id, v.name]));
-  return rows.map((r) => viewSession(r, r.vaultId === null ? null : (vaultNames.get(r.vaultId) ?? null), r.id === p.sessionId));
+  const page = cutPage(await d.store.sessions.activeForUser(user.userId, now, q.after ?? 0, q.limit + 1), q.limit, (r) => String(r.id));
+  const rows = page.rows.filter((r) => isLive(r, r.id === p.sessionId ? now : r.lastSeenAt, now));
+  const vaultNames = new Map<number, string | null>();
+  for (const id of new Set(rows.map((r) => r.vaultId))) if (id !== null) vaultNames.set(id, (await d.store.vaults.byId(id))?.name ?? null);
+  const sessions = rows.map((r) => viewSession(r, r.vaultId === null ? null : (vaultNames.get(r.vaultId) ?? null), r.id === p.sessionId));
+  return { sessions, next_cursor: page.next_cursor };
 }
 
 export async function revokeOwnSession(d: Domain, p: Principal, publicId: string): Promise<void> {

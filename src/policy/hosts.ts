@@ -66,9 +66,23 @@ export function parseHostPattern(input: unknown, rules: HostRules, field = "host
       throw bad(`*.${name} would match every site under the ${what} ${name}, whose names belong to different owners; name the host, e.g. you.${name}`);
     }
   }
+  return { text: patternText(name, wildcard, port), wildcard, name, port };
+}
+
+function patternText(name: string, wildcard: boolean, port: number): string {
   const hostText = name.includes(":") ? `[${name}]` : name;
-  const text = `${wildcard ? "*." : ""}${hostText}${port === 443 ? "" : `:${port}`}`;
-  return { text, wildcard, name, port };
+  return `${wildcard ? "*." : ""}${hostText}${port === 443 ? "" : `:${port}`}`;
+}
+
+/**
+ * The texts, as stored, of the only patterns that can cover `host` (canonical) on `port`: the host's
+ * own, and the one-level wildcard over its parent (none for a single label). One indexed look-up of
+ * these finds a request's service (egress/plan.ts); hostMatches still decides.
+ */
+export function coveringPatternTexts(host: string, port: number): { readonly exact: string; readonly wildcard?: string } {
+  const exact = patternText(host, false, port);
+  const dot = host.indexOf(".");
+  return dot > 0 ? { exact, wildcard: patternText(host.slice(dot + 1), true, port) } : { exact };
 }
 
 function toPunycode(name: string, bad: (why: string) => Error): string {

@@ -2,7 +2,7 @@
 // how a credential goes into a URL, the minted auth types' fields, and the size limits every input is
 // held to. Saying any of it in words for people and agents is words/'s.
 
-export { hostMatches, isIpName, parseHostPattern, type HostPattern } from "./hosts.ts";
+export { coveringPatternTexts, hostMatches, isIpName, parseHostPattern, type HostPattern } from "./hosts.ts";
 export * from "./minted-auth.ts";
 export * from "./limits.ts";
 export {

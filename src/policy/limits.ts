@@ -41,6 +41,10 @@ export const LIMITS = {
    * need too. Beyond it the 428 comes at once (the agent polls instead).
    */
   requestApprovalWaitsPerPrincipal: 4,
+  /** A page of a list that can grow (services, agents, sessions, proposals, held requests) when the query names no limit… */
+  listPageDefault: 100,
+  /** …and the most a query may ask for: each page is one bounded, indexed read. */
+  listPageMax: 500,
 } as const;
 
 export const NAME_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;

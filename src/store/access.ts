@@ -67,6 +67,15 @@ export function accessRepo(sql: Sql) {
       );
       return rows.map((r) => ({ ...r, vaultId: Number(r.vaultId) }));
     },
+    /** The grants of the agents named `first` to `last` (a page of agents), in agent then vault name order, in one statement. */
+    async grantsOfAgentsNamed(first: string, last: string): Promise<GrantRow[]> {
+      const rows = await sql.all<GrantRow>(
+        `SELECT g.agent_id AS "agentId", a.name AS "agentName", g.vault_id AS "vaultId", v.name AS "vaultName", g.role
+         FROM agents a JOIN agent_grants g ON g.agent_id = a.id JOIN vaults v ON v.id = g.vault_id WHERE a.name BETWEEN ? AND ? ORDER BY a.name, v.name`,
+        [first, last],
+      );
+      return rows.map((r) => ({ ...r, agentId: Number(r.agentId), vaultId: Number(r.vaultId) }));
+    },
     async allGrants(): Promise<GrantRow[]> {
       const rows = await sql.all<GrantRow>(
         `SELECT g.agent_id AS "agentId", a.name AS "agentName", g.vault_id AS "vaultId", v.name AS "vaultName", g.role

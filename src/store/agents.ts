@@ -14,6 +14,33 @@ export interface AgentRow {
 
 const COLUMNS = `id, name, role, created_by AS "createdBy", created_at AS "createdAt"`;
 
+/** Whose agents a page lists: every one (the owner), those granted in a vault someone administers, or in one vault. */
+export type AgentScope =
+  | { readonly kind: "all" }
+  | { readonly kind: "administered_by_user"; readonly userId: number }
+  | { readonly kind: "administered_by_agent"; readonly agentId: number }
+  | { readonly kind: "granted_in"; readonly vaultId: number };
+
+// A page is a range of the UNIQUE (name) index after the cursor, stopped at LIMIT; each scope is its own
+// fixed statement, its condition one primary-key probe of agent_grants (and vault_members) per agent read.
+const PAGE = `SELECT ${COLUMNS} FROM agents a WHERE a.name > ?`;
+const ORDER = "ORDER BY a.name LIMIT ?";
+const PAGE_SQL: Record<AgentScope["kind"], string> = {
+  all: `${PAGE} ${ORDER}`,
+  administered_by_user: `${PAGE} AND EXISTS (SELECT 1 FROM agent_grants g JOIN vault_members m ON m.vault_id = g.vault_id
+    WHERE g.agent_id = a.id AND m.user_id = ? AND m.role = 'admin') ${ORDER}`,
+  administered_by_agent: `${PAGE} AND EXISTS (SELECT 1 FROM agent_grants g JOIN agent_grants mine ON mine.vault_id = g.vault_id
+    WHERE g.agent_id = a.id AND mine.agent_id = ? AND mine.role = 'admin') ${ORDER}`,
+  granted_in: `${PAGE} AND EXISTS (SELECT 1 FROM agent_grants g WHERE g.agent_id = a.id AND g.vault_id = ?) ${ORDER}`,
+};
+
+function scopeParam(scope: AgentScope): number[] {
+  if (scope.kind === "administered_by_user") return [scope.userId];
+  if (scope.kind === "administered_by_agent") return [scope.agentId];
+  if (scope.kind === "granted_in") return [scope.vaultId];
+  return [];
+}
+
 export function agentRepo(sql: Sql) {
   return {
     async create(a: Omit<AgentRow, "id">): Promise<AgentRow> {
@@ -33,8 +60,9 @@ export function agentRepo(sql: Sql) {
       const row = await sql.get<AgentRow>(`SELECT ${COLUMNS} FROM agents WHERE name = ?`, [name]);
       return row && normalise(row);
     },
-    async list(): Promise<AgentRow[]> {
-      return (await sql.all<AgentRow>(`SELECT ${COLUMNS} FROM agents ORDER BY name`)).map(normalise);
+    /** Agents of `scope` in name order after `after` ("" for the first page). */
+    async page(scope: AgentScope, after: string, limit: number): Promise<AgentRow[]> {
+      return (await sql.all<AgentRow>(PAGE_SQL[scope.kind], [after, ...scopeParam(scope), limit])).map(normalise);
     },
     async remove(id: number): Promise<boolean> {
       return (await sql.run("DELETE FROM agents WHERE id = ?", [id])) === 1;

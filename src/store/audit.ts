@@ -1,4 +1,5 @@
-// Audit rows: written in batches, read newest first with an id cursor, pruned by age and count.
+// Audit rows: written in batches, read newest first with an id cursor, deleted by age and count in bounded
+// statements (the retention loop's batches: audit-retention.ts).
 
 import { placeholderRows, type Sql, type SqlValue } from "./db.ts";
 
@@ -90,6 +91,16 @@ export function auditListQuery(f: AuditFilter): { sql: string; params: SqlValue[
   return { sql, params };
 }
 
+// Retention reads the id bounds (two primary-key probes, never a count) and deletes one id range at a time,
+// so a statement can touch no more rows than its range holds, whatever the planner does. `+at` keeps
+// audit_logs_at out of the plan, so its cost follows the range, not the size of the age backlog; the
+// first shape, `id IN (SELECT id … LIMIT ?)`, let PostgreSQL hash-join it against a full table scan.
+const ID_BOUNDS = "SELECT (SELECT MIN(id) FROM audit_logs) AS lowest, (SELECT MAX(id) FROM audit_logs) AS highest";
+const DELETE_PRUNABLE = "DELETE FROM audit_logs WHERE id BETWEEN ? AND ? AND (id <= ? OR +at < ?)";
+
+/** The statements retention runs (exported for the query-plan tests). */
+export const RETENTION_STATEMENTS = { idBounds: ID_BOUNDS, deletePrunable: DELETE_PRUNABLE } as const;
+
 const INSERT_HEAD = `INSERT INTO audit_logs (at, principal, vault_id, vault, ingress, method, host, path, service, credential_keys, status, bytes_in, bytes_out, duration_ms, error, contained, approved_by) VALUES`;
 const AUDIT_COLUMNS = 17;
 /** Rows per INSERT: 17 parameters each stays far below SQLite's and PostgreSQL's parameter limits. */
@@ -141,6 +152,22 @@ export function auditRepo(sql: Sql) {
         contained: Number(r.contained) === 1,
       }));
     },
+    /** The lowest and highest id, or undefined when the log is empty. */
+    async idBounds(): Promise<{ lowest: number; highest: number } | undefined> {
+      const r = await sql.get<{ lowest: number | null; highest: number | null }>(ID_BOUNDS);
+      return r?.lowest == null || r.highest == null ? undefined : { lowest: Number(r.lowest), highest: Number(r.highest) };
+    },
+    /**
+     * Deletes, among the rows with `fromId` <= id <= `toId` (so never more than that many), those with an id at
+     * or below `throughId` (the row cap, by id) or an `at` before `olderThan`.
+     */
+    deletePrunable(fromId: number, toId: number, throughId: number, olderThan: number): Promise<number> {
+      return sql.run(DELETE_PRUNABLE, [fromId, toId, throughId, olderThan]);
+    },
+    /**
+     * Both limits in unbounded statements, as the broker once pruned hourly (seconds on the event loop over a
+     * million rows): kept for bench/audit-prune.ts to compare against. The broker runs pruneAuditBatch.
+     */
     async prune(olderThan: number, keepRows: number): Promise<number> {
       let removed = await sql.run("DELETE FROM audit_logs WHERE at < ?", [olderThan]);
       const newest = await sql.get<{ id: number | null }>("SELECT MAX(id) AS id FROM audit_logs");

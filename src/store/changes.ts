@@ -62,6 +62,7 @@ export function createChangeFeed(db: Db, opts: FeedOptions = {}): ChangeFeed {
   let listening = false;
   let timer: ReturnType<typeof setInterval> | undefined;
   let unlisten: (() => Promise<void>) | undefined;
+  let stopped = false;
 
   return {
     trustMs: (normal) => (listening ? normal : Math.min(normal, REVALIDATE_MS)),
@@ -95,15 +96,44 @@ export function createChangeFeed(db: Db, opts: FeedOptions = {}): ChangeFeed {
         subscribed = true;
         void notify(CHANGES_CHANNEL, beat).catch(() => {});
       };
-      unlisten = await listen(CHANGES_CHANNEL, { onMessage, onListening });
+      const subscriber = { onMessage, onListening };
+      unlisten = await listen(CHANGES_CHANNEL, subscriber);
+      // The subscription's own reconnection waits longer after every failure (Bun's backoff reached 30 s
+      // after a minute's outage): once the database answers again but our heartbeat does not come back,
+      // subscribe afresh rather than wait, so the instance is trusted again within a second or two.
+      let answeredBeats = 0;
+      let resubscribing = false;
+      const resubscribe = async () => {
+        resubscribing = true;
+        try {
+          const old = unlisten;
+          unlisten = undefined;
+          await old?.().catch(() => {});
+          subscribed = false; // a fresh subscription: its first acknowledgement is not a reconnect
+          unlisten = await listen(CHANGES_CHANNEL, subscriber);
+        } catch (err) {
+          opts.onError?.(err);
+        } finally {
+          resubscribing = false;
+          answeredBeats = 0;
+        }
+      };
       timer = setInterval(() => {
         if (listening && now() - lastBeat > beatEvery * 3) setListening(false);
-        notify(CHANGES_CHANNEL, beat).catch((err) => opts.onError?.(err));
+        notify(CHANGES_CHANNEL, beat).then(
+          () => {
+            if (listening || stopped) return void (answeredBeats = 0);
+            // Three heartbeats delivered to the database but not back to us: it is there, our subscription is not.
+            if (++answeredBeats >= 3 && !resubscribing) void resubscribe();
+          },
+          (err) => opts.onError?.(err),
+        );
       }, beatEvery);
       timer.unref?.();
       await notify(CHANGES_CHANNEL, beat).catch(() => {});
     },
     async stop() {
+      stopped = true;
       clearInterval(timer);
       await unlisten?.().catch(() => {});
     },

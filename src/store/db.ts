@@ -39,7 +39,19 @@ export interface Db extends Sql {
    */
   notify?(channel: string, payload: string): Promise<void>;
   listen?(channel: string, listener: ChangeListener): Promise<() => Promise<void>>;
+  /** Whether the database answered lately, from memory: never waits on it (for /health). Absent on SQLite. */
+  reachability?(): Reachability;
+  /** The same database with no bound on a statement's time (migrations); absent where statements are not bounded. */
+  readonly unbounded?: Db;
   close(): void;
+}
+
+export interface Reachability {
+  readonly reachable: boolean;
+  /** When this state began (epoch ms). */
+  readonly since: number;
+  /** Why the database counts as away (a connection error's code, or the time bound), when it does. */
+  readonly reason?: string;
 }
 
 export interface ChangeListener {

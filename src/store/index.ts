@@ -4,6 +4,7 @@ import type { Db, Sql } from "./db.ts";
 import { accessRepo } from "./access.ts";
 import { agentRepo } from "./agents.ts";
 import { auditRepo } from "./audit.ts";
+import { auditMarkRepo } from "./audit-marks.ts";
 import { caRepo } from "./ca.ts";
 import { connectStateRepo } from "./connect-states.ts";
 import { credentialRepo } from "./credentials.ts";
@@ -16,7 +17,8 @@ import { settingRepo } from "./settings.ts";
 import { keyringRepo } from "./keyring.ts";
 import { migrate } from "./migrations.ts";
 import { sessionRepo } from "./sessions.ts";
-import { openSqliteFile, openSqliteMemory } from "./sqlite.ts";
+import { DB_FILE, openSqliteFile, openSqliteMemory } from "./sqlite.ts";
+import { createSqliteReader, type SqliteReaderOptions } from "./sqlite-reader.ts";
 import { openPostgres } from "./postgres.ts";
 import type { Secret } from "../secret.ts";
 import { maskDatabaseUrl } from "../config.ts";
@@ -29,26 +31,28 @@ import { webhookRepo } from "./webhooks.ts";
 export type { Db, Sql, SqlValue, Dialect } from "./db.ts";
 export type { CredentialRow } from "./credentials.ts";
 export type { KeyringRow } from "./keyring.ts";
-export type { SessionChannel, SessionKind, SessionOrigin, SessionRow } from "./sessions.ts";
+export type { SessionChannel, SessionKind, SessionMinter, SessionOrigin, SessionRow } from "./sessions.ts";
 export type { PendingCounts, VaultCounts } from "./vault-counts.ts";
 export type { UserRow, InstanceRole } from "./users.ts";
 export type { VaultRow, UnmatchedHosts } from "./vaults.ts";
-export type { AgentRow } from "./agents.ts";
+export type { AgentRow, AgentScope } from "./agents.ts";
 export type { AccessRow, GrantRow, MemberRow, VaultRole } from "./access.ts";
 export type { InviteKind, InviteRow } from "./invites.ts";
 export type { IdentityRow, OidcCliCodeRow, OidcPurpose, OidcStateRow } from "./identities.ts";
 export type { ConnectStateRow } from "./connect-states.ts";
 export type { AuthType, MintedAuthType, ServiceRow } from "./services.ts";
 export type { AuditFilter, AuditRow } from "./audit.ts";
+export { pruneAuditBatch, type AuditLimits, type PruneBatch } from "./audit-retention.ts";
 export type { ProposalRow, ProposalStatus, ProposedAuth, ProposedRule, ProposedService, ProposedSlot } from "./proposals.ts";
 export { fitsAuthField } from "./proposals.ts";
 export { CorruptRow } from "./stored-json.ts";
-export type { RequestApprovalRow, RequestApprovalState } from "./request-approvals.ts";
+export type { HeldCursor, RequestApprovalRow, RequestApprovalState } from "./request-approvals.ts";
 export type { CaRow } from "./ca.ts";
 export type { WebhookDelivery, WebhookFormat, WebhookRow, WebhookStatus } from "./webhooks.ts";
 export { migrate } from "./migrations.ts";
 export { CHANGES_CHANNEL, MIGRATIONS } from "./schema.ts";
 export { DB_FILE, ensurePrivateDir } from "./sqlite.ts";
+export { AUDIT_JOURNAL_FILE } from "./audit-marks.ts";
 export { openPostgres } from "./postgres.ts";
 export { backupSqlite, BackupTargetExists, type BackupReport } from "./backup.ts";
 export { checkBackup, NotABrokerStore, restoreSqlite, storeHolders, type BackupCheck, type RestoreReport } from "./restore.ts";
@@ -68,6 +72,7 @@ function createRepos(sql: Sql) {
     services: serviceRepo(sql),
     settings: settingRepo(sql),
     audit: auditRepo(sql),
+    auditMarks: auditMarkRepo(sql),
     proposals: proposalRepo(sql),
     requestApprovals: requestApprovalRepo(sql),
     ca: caRepo(sql),
@@ -80,6 +85,31 @@ function createRepos(sql: Sql) {
 
 export type Repos = ReturnType<typeof createRepos>;
 
+/**
+ * Reads whose cost grows with a vault (log pages, every service, the proposals list, the overview's
+ * counts): given a reader (a SQLite file store's worker thread), they run there, off the event loop
+ * (issue 35 point 4). Reads only: the worker's connection refuses writes. A transaction's repositories
+ * keep reading through the transaction, which must see its own writes.
+ */
+const OFF_LOOP_READS = {
+  audit: ["list"],
+  services: ["list", "all"],
+  proposals: ["list"],
+  vaultCounts: ["of", "pendingByVault"],
+} as const satisfies { readonly [R in keyof Repos]?: readonly (keyof Repos[R])[] };
+
+function routeReads(repos: Repos, reader: Repos): Repos {
+  const routed: Record<string, object> = { ...repos };
+  for (const [name, methods] of Object.entries(OFF_LOOP_READS)) {
+    const from = reader[name as keyof Repos] as Record<string, unknown>;
+    routed[name] = { ...repos[name as keyof Repos], ...Object.fromEntries(methods.map((m) => [m, from[m]])) };
+  }
+  return routed as Repos;
+}
+
+/** Where the large reads go instead of the main connection (sqlite-reader.ts). */
+export type OffLoopReader = Sql & { close(): void };
+
 export interface Store extends Repos {
   readonly db: Db;
   /** One atomic unit of work; inside `fn` use only the repositories it is given. */
@@ -88,20 +118,25 @@ export interface Store extends Repos {
   [Symbol.dispose](): void;
 }
 
-export function createStore(db: Db): Store {
+export function createStore(db: Db, reader?: OffLoopReader): Store {
+  const repos = createRepos(db);
+  const close = () => {
+    reader?.close(); // first: its connection open would keep the main one's close from removing the -wal file
+    db.close();
+  };
   return {
     db,
-    ...createRepos(db),
+    ...(reader ? routeReads(repos, createRepos(reader)) : repos),
     transaction: (fn) => db.transaction((tx) => fn(createRepos(tx))),
-    close: () => db.close(),
-    [Symbol.dispose]: () => db.close(),
+    close,
+    [Symbol.dispose]: close,
   };
 }
 
 /** Where the store lives: PostgreSQL when a URL is given, else the SQLite file in `dataDir`. */
 export interface StoreLocation {
   readonly dataDir: string;
-  readonly database?: { readonly url: Secret; readonly poolSize: number } | undefined;
+  readonly database?: { readonly url: Secret; readonly poolSize: number; readonly statementTimeoutMs?: number } | undefined;
 }
 
 /** The store could not be opened: says which one and what to check (the CLI prints both and exits non-zero). */
@@ -114,22 +149,42 @@ export class StoreOpenFailed extends Error {
   }
 }
 
+export interface OpenOptions {
+  /**
+   * A SQLite file store runs its large reads on a worker thread (the server sets this; a one-shot command
+   * has nobody to stall). Opening fails if the worker cannot open the file. PostgreSQL's pool is async already.
+   */
+  readonly readWorker?: Pick<SqliteReaderOptions, "onFault" | "timeoutMs">;
+}
+
 /** Opens (creating if needed) the store and brings its schema up to date. */
-export async function openStore(where: StoreLocation): Promise<Store> {
+export async function openStore(where: StoreLocation, opts: OpenOptions = {}): Promise<Store> {
   if (!where.database) {
     const db = openSqliteFile(where.dataDir);
+    let reader: ReturnType<typeof createSqliteReader> | undefined;
     try {
       await migrate(db);
+      if (opts.readWorker) {
+        reader = createSqliteReader(`${where.dataDir}/${DB_FILE}`, opts.readWorker);
+        await reader.ready.catch((err: unknown) => {
+          const reason = err instanceof DatabaseUnavailable ? err.reason : String(err);
+          throw new StoreOpenFailed(`cannot start the store's read worker (${reason})`, "check that broker.db in the data directory is readable by the broker");
+        });
+      }
     } catch (err) {
+      reader?.close();
       db.close();
       throw err;
     }
-    return createStore(db);
+    return createStore(db, reader);
   }
   // The one place the database URL (and its password) leaves its wrapper: to open the pool.
-  const db = openPostgres(where.database.url.reveal(), { max: where.database.poolSize });
+  const db = openPostgres(where.database.url.reveal(), {
+    max: where.database.poolSize,
+    ...(where.database.statementTimeoutMs !== undefined && { statementTimeoutMs: where.database.statementTimeoutMs }),
+  });
   try {
-    await migrate(db);
+    await migrate(db.unbounded ?? db);
   } catch (err) {
     db.close();
     throw explainOpenFailure(err, maskDatabaseUrl(where.database.url.reveal()));

@@ -5,13 +5,20 @@
 
 import { SQL } from "bun";
 import { Conflict, DatabaseUnavailable } from "../errors.ts";
-import { RACED, type ChangeListener, type Db, type Sql, type SqlValue } from "./db.ts";
+import { RACED, type ChangeListener, type Db, type Reachability, type Sql, type SqlValue } from "./db.ts";
 
 export interface PostgresOptions {
   /** Connections in the pool (bounded: a flood of requests queues instead of opening more). */
   readonly max?: number;
   /** Seconds to wait for a new connection before a request fails with 503. */
   readonly connectTimeoutSec?: number;
+  /**
+   * Longest wait for one statement or transaction, in milliseconds; absent: no bound (the CLI's tools).
+   * A frozen server or a network partition answers nothing, not an error: past this bound the
+   * database counts as away, exactly as for a refused connection (503, outage grace). Migrations
+   * always run unbounded (`Db.unbounded`): building an index over a large table may take minutes.
+   */
+  readonly statementTimeoutMs?: number;
 }
 
 const INT8 = 20;
@@ -33,41 +40,86 @@ export function openPostgres(url: string, opts: PostgresOptions = {}): Db {
     // Parsing is still saved; planning these small statements costs microseconds.
     connection: { application_name: "broker", plan_cache_mode: "force_custom_plan" },
   });
-  return wrapPool(sql);
+  const bounded = wrapPool(sql, createBreaker(), opts.statementTimeoutMs);
+  const unbounded = wrapPool(sql, createBreaker(), undefined);
+  return { ...bounded, unbounded };
 }
 
-/** After a lost connection, statements fail at once for this long instead of each waiting on a dead server. */
+/** After a lost connection, statements fail at once for this long before one statement probes again. */
 const BREAK_MS = 1000;
 
-function wrapPool(pool: SQL): Db {
-  // A circuit breaker: while the database is known to be away, callers get 503 immediately (fail
-  // fast), and one statement per interval probes whether it is back.
-  let downUntil = 0;
-  let downReason = "";
-  async function guarded<T>(run: () => Promise<T>): Promise<T> {
-    if (Date.now() < downUntil) throw new DatabaseUnavailable(downReason);
-    try {
-      return await run();
-    } catch (err) {
-      const e = translate(err);
-      if (e instanceof DatabaseUnavailable) {
-        downUntil = Date.now() + BREAK_MS;
-        downReason = e.reason;
+/**
+ * A circuit breaker: while the database is known to be away, callers get 503 immediately (fail fast)
+ * and one statement at a time, at most once per BREAK_MS, probes whether it is back. Its state is
+ * what /health reports, so a health check never waits on the database.
+ */
+function createBreaker() {
+  let up = true;
+  let since = Date.now();
+  let reason = "";
+  let retryAt = 0;
+  let probing = false;
+  return {
+    /** Runs `run` unless the database is known to be away; a failure that means "away" opens the breaker. */
+    async guard<T>(run: () => Promise<T>): Promise<T> {
+      const probe = !up;
+      if (probe && (probing || Date.now() < retryAt)) throw new DatabaseUnavailable(reason);
+      if (probe) probing = true;
+      try {
+        const result = await run();
+        if (!up) [up, since, reason] = [true, Date.now(), ""];
+        return result;
+      } catch (err) {
+        const e = translate(err);
+        if (e instanceof DatabaseUnavailable) {
+          if (up) [up, since] = [false, Date.now()];
+          reason = e.reason;
+          retryAt = Date.now() + BREAK_MS;
+        }
+        throw e;
+      } finally {
+        if (probe) probing = false;
       }
-      throw e;
+    },
+    state: (): Reachability => (up ? { reachable: true, since } : { reachable: false, since, reason }),
+  };
+}
+
+type Breaker = ReturnType<typeof createBreaker>;
+
+/** `work`, or DatabaseUnavailable once `ms` pass without its answer (which is then ignored). */
+function within<T>(work: Promise<T>, ms: number | undefined): Promise<T> {
+  if (ms === undefined) return work;
+  work.catch(() => {}); // an answer (or failure) after the bound is nobody's: not an unhandled rejection
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new DatabaseUnavailable(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
+}
+
+function wrapPool(pool: SQL, breaker: Breaker, timeoutMs: number | undefined): Db {
+  // Outside a transaction each statement passes the breaker; inside one, the transaction already
+  // did (a probing transaction must not be refused its own statements), so they are only bounded.
+  const gated = <T>(run: () => Promise<T>) => breaker.guard(() => within(run(), timeoutMs));
+  const inner = async <T>(run: () => Promise<T>) => {
+    try {
+      return await within(run(), timeoutMs);
+    } catch (err) {
+      throw translate(err);
     }
-  }
-  const query = (handle: SQL, text: string, params: readonly SqlValue[]) =>
-    guarded(() => handle.unsafe(numberedText(text), params as SqlValue[]) as Promise<Result>);
-  const on = (handle: SQL): Sql => ({
+  };
+  const query = (handle: SQL, text: string, params: readonly SqlValue[], inTransaction: boolean) =>
+    (inTransaction ? inner : gated)(() => handle.unsafe(numberedText(text), params as SqlValue[]) as Promise<Result>);
+  const on = (handle: SQL, inTransaction = false): Sql => ({
     async all<T>(text: string, params: readonly SqlValue[] = []) {
-      return rows<T>(await query(handle, text, params));
+      return rows<T>(await query(handle, text, params, inTransaction));
     },
     async get<T>(text: string, params: readonly SqlValue[] = []) {
-      return rows<T>(await query(handle, text, params))[0];
+      return rows<T>(await query(handle, text, params, inTransaction))[0];
     },
     async run(text: string, params: readonly SqlValue[] = []) {
-      const result = await query(handle, text, params);
+      const result = await query(handle, text, params, inTransaction);
       return result.affectedRows ?? result.count ?? 0;
     },
   });
@@ -75,21 +127,30 @@ function wrapPool(pool: SQL): Db {
     dialect: "postgres",
     ...on(pool),
     transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T> {
-      return guarded(async () => (await pool.begin((tx) => fn(on(tx)))) as T);
+      // Bounded as a whole too: waiting for a connection, or a ROLLBACK on a frozen server, never ends otherwise.
+      return gated(async () => (await pool.begin((tx) => fn(on(tx, true)))) as T);
     },
     exec(script: string) {
-      return guarded(async () => void (await pool.unsafe(script).simple()));
+      return gated(async () => void (await pool.unsafe(script).simple()));
     },
     async lockMigrations(tx: Sql) {
       await tx.get("SELECT pg_advisory_xact_lock(?)", [MIGRATION_LOCK]);
     },
     notify(channel: string, payload: string) {
-      return guarded(() => pool.notify(channel, payload));
+      return gated(() => pool.notify(channel, payload));
     },
     async listen(channel: string, listener: ChangeListener) {
-      const sub = await pool.listen(channel, listener.onMessage, listener.onListening);
-      return () => sub.unlisten();
+      const subscribing = pool.listen(channel, listener.onMessage, listener.onListening);
+      try {
+        const sub = await within(subscribing, timeoutMs);
+        return () => sub.unlisten();
+      } catch (err) {
+        // Given up on: if the subscription still comes through later, it is removed again.
+        subscribing.then((late) => late.unlisten()).catch(() => {});
+        throw translate(err);
+      }
     },
+    reachability: breaker.state,
     close() {
       void pool.close({ timeout: 1 });
     },

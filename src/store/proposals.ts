@@ -94,6 +94,20 @@ const COLUMNS = `id, vault_id AS "vaultId", status, message, user_message AS "us
   created_at AS "createdAt", expires_at AS "expiresAt", approval_token_hash AS "approvalTokenHash", approval_expires_at AS "approvalExpiresAt",
   decided_at AS "decidedAt", decided_by AS "decidedBy", via_session AS "viaSession"`;
 
+/** At or above every id (ids stay below 2^53, read as numbers). */
+const NO_UPPER_ID = Number.MAX_SAFE_INTEGER;
+// A page is a range of (vault_id, id), or of (vault_id, status, id) for one status (migration 21), read
+// newest first and stopped at LIMIT. The cursor is written as BETWEEN, as in audit.ts, so SQLite without
+// statistics picks the index that holds the status too.
+const PAGE = `SELECT ${COLUMNS} FROM proposals WHERE vault_id = ? AND id BETWEEN 1 AND ?`;
+const NEWEST = "ORDER BY id DESC LIMIT ?";
+const PAGE_SQL = {
+  all: `${PAGE} ${NEWEST}`,
+  status: `${PAGE} AND status = ? ${NEWEST}`,
+  /** The few pending rows are skipped in the (vault_id, id) range. */
+  decided: `${PAGE} AND status <> 'pending' ${NEWEST}`,
+};
+
 export function proposalRepo(sql: Sql) {
   return {
     async create(p: Omit<ProposalRow, "id" | "status" | "decidedAt" | "decidedBy" | "viaSession"> & { viaSession?: boolean }): Promise<ProposalRow> {
@@ -120,11 +134,16 @@ export function proposalRepo(sql: Sql) {
       const row = await sql.get<StoredProposalRow>(`SELECT ${COLUMNS} FROM proposals WHERE id = ?`, [id]);
       return row && normalise(row);
     },
-    async list(vaultId: number, status: ProposalStatus | null, limit: number): Promise<ProposalRow[]> {
-      const rows = await sql.all<StoredProposalRow>(
-        `SELECT ${COLUMNS} FROM proposals WHERE vault_id = ? AND (CAST(? AS TEXT) IS NULL OR status = ?) ORDER BY id DESC LIMIT ?`,
-        [vaultId, status, status, limit],
-      );
+    /**
+     * The vault's proposals newest first, older than id `before` when given; all of them (null), one
+     * status, or every one no longer pending ("decided"). Each its own statement (PAGE_SQL).
+     */
+    async list(vaultId: number, status: ProposalStatus | "decided" | null, limit: number, before?: number): Promise<ProposalRow[]> {
+      const upper = before === undefined ? NO_UPPER_ID : before - 1;
+      const rows =
+        status === null || status === "decided"
+          ? await sql.all<StoredProposalRow>(PAGE_SQL[status ?? "all"], [vaultId, upper, limit])
+          : await sql.all<StoredProposalRow>(PAGE_SQL.status, [vaultId, upper, status, limit]);
       return rows.map(normalise);
     },
     async countPending(vaultId: number): Promise<number> {

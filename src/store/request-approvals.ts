@@ -48,6 +48,26 @@ const COLUMNS = `id, public_id AS "publicId", vault_id AS "vaultId", principal, 
   body_preview AS "bodyPreview", body_bytes AS "bodyBytes", body_sha256 AS "bodySha256", created_at AS "createdAt", expires_at AS "expiresAt",
   decided_at AS "decidedAt", decided_by AS "decidedBy", used_at AS "usedAt", sealed_nonce AS "sealedNonce", sealed_description AS "sealedDescription", via_session AS "viaSession"`;
 
+/** Where a page of the list ends: in the part awaiting a decision or in the rest, after the row with this id. */
+export interface HeldCursor {
+  readonly part: "awaiting" | "rest";
+  readonly id: number;
+}
+
+/** At or above every id (ids stay below 2^53, read as numbers). */
+const NO_UPPER_ID = Number.MAX_SAFE_INTEGER;
+const HELD = `SELECT ${COLUMNS} FROM request_approvals WHERE vault_id = ?`;
+const MINE = "AND principal = ?";
+// Awaiting: a range of (vault_id, state, id), or of (vault_id, principal, id) for one principal's (migration 21).
+const AWAITING = "AND state = 'pending' AND expires_at > ? AND id > ? ORDER BY id LIMIT ?";
+// The rest, newest first: a range of (vault_id, id) as BETWEEN (see audit.ts), skipping the few awaiting rows.
+const REST = "AND id BETWEEN 1 AND ? AND (state <> 'pending' OR expires_at <= ?) ORDER BY id DESC LIMIT ?";
+/** Each part's statement for the vault's rows [0] and for one principal's [1]. */
+const PART_SQL: Record<HeldCursor["part"], readonly string[]> = {
+  awaiting: [`${HELD} ${AWAITING}`, `${HELD} ${MINE} ${AWAITING}`],
+  rest: [`${HELD} ${REST}`, `${HELD} ${MINE} ${REST}`],
+};
+
 export function requestApprovalRepo(sql: Sql) {
   return {
     async create(r: Omit<RequestApprovalRow, "id" | "state" | "decidedAt" | "decidedBy" | "usedAt">): Promise<RequestApprovalRow> {
@@ -88,13 +108,23 @@ export function requestApprovalRepo(sql: Sql) {
       );
       return row && normalise(row);
     },
-    /** Pending (and not yet expired) first, oldest of them first; then the rest, newest first. */
-    async list(vaultId: number, now: number, limit: number): Promise<RequestApprovalRow[]> {
-      const rows = await sql.all<StoredRequestApprovalRow>(
-        `SELECT ${COLUMNS} FROM request_approvals WHERE vault_id = ?
-         ORDER BY CASE WHEN state = 'pending' AND expires_at > ? THEN 0 ELSE 1 END, CASE WHEN state = 'pending' AND expires_at > ? THEN id ELSE -id END LIMIT ?`,
-        [vaultId, now, now, limit],
-      );
+    /**
+     * Up to `limit` held requests in list order after `after` (absent: from the start), only `principal`'s
+     * when given: awaiting a decision first, oldest of them first; then the rest, newest first. Each part
+     * is its own index range (PART_SQL), read only as far as the page needs.
+     */
+    async list(vaultId: number, now: number, limit: number, after?: HeldCursor, principal?: string): Promise<RequestApprovalRow[]> {
+      const mine = principal === undefined ? 0 : 1;
+      const pick = (part: HeldCursor["part"]) => PART_SQL[part][mine]!;
+      const who = principal === undefined ? [] : [principal];
+      const rows: StoredRequestApprovalRow[] = [];
+      if (after === undefined || after.part === "awaiting") {
+        rows.push(...(await sql.all<StoredRequestApprovalRow>(pick("awaiting"), [vaultId, ...who, now, after?.id ?? 0, limit])));
+      }
+      if (rows.length < limit) {
+        const before = after?.part === "rest" ? after.id - 1 : NO_UPPER_ID;
+        rows.push(...(await sql.all<StoredRequestApprovalRow>(pick("rest"), [vaultId, ...who, before, now, limit - rows.length])));
+      }
       return rows.map(normalise);
     },
     /** Pending, unexpired approvals in the vault, and of them those `principal` asked for. */

@@ -7,6 +7,7 @@ import { Database } from "bun:sqlite";
 import { chmodSync, constants, copyFileSync, existsSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { MIGRATIONS } from "./schema.ts";
+import { AUDIT_JOURNAL_FILE } from "./audit-marks.ts";
 import { DB_FILE, ensurePrivateDir } from "./sqlite.ts";
 
 const KNOWN_VERSION = Math.max(0, ...MIGRATIONS.map((m) => m.version));
@@ -97,9 +98,13 @@ export function restoreSqlite(dataDir: string, backup: string, stamp: string): R
     copyFileSync(backup, temp, constants.COPYFILE_EXCL);
     chmodSync(temp, 0o600);
     checkBackup(temp);
-    const movedAside = SIDECARS.map((suffix) => ({ from: target + suffix, to: `${target}.before-restore-${stamp}${suffix}` })).filter((m) =>
-      existsSync(m.from),
-    );
+    // The audit journal goes too: its records were counted against the store being replaced, and replaying
+    // them onto the backup would serve other than exactly the backup's state.
+    const journal = join(dataDir, AUDIT_JOURNAL_FILE);
+    const movedAside = [
+      ...SIDECARS.map((suffix) => ({ from: target + suffix, to: `${target}.before-restore-${stamp}${suffix}` })),
+      { from: journal, to: `${journal}.before-restore-${stamp}` },
+    ].filter((m) => existsSync(m.from));
     const taken = movedAside.find((m) => existsSync(m.to));
     if (taken) throw new Error(`${taken.to} already exists`);
     // broker.db first: a -wal or -shm left without it is never read, so no moment pairs the old -wal with a database.

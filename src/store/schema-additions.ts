@@ -238,4 +238,40 @@ export const ADDITIONS: readonly Migration[] = [
       CREATE INDEX audit_logs_vault_principal ON audit_logs (vault_id, principal, id);
     `,
   },
+  {
+    version: 20,
+    name: "audit-journal-marks",
+    // Each instance writes every audit record to a journal file in its data directory before the
+    // database (egress/audit-journal.ts); the last journal sequence number written to audit_logs is
+    // kept here, in the same transaction as the records, so replaying the journal after a crash or an
+    // outage writes exactly the records that are missing, never one twice.
+    sql: `
+      CREATE TABLE audit_journal_marks (
+        journal TEXT PRIMARY KEY,
+        seq BIGINT NOT NULL
+      );
+    `,
+  },
+  {
+    version: 21,
+    name: "list-page-indexes",
+    // Every list that can grow is read a page at a time (issue 35): a range of an index that starts with
+    // what the list is of (a user, a vault, an agent, a status or principal) and ends in the id the page
+    // is ordered and cut by, stopped at the page's LIMIT. SQLite's indexes end in the rowid already;
+    // PostgreSQL's need the id spelled out, or each page sorted everything the list is of. The
+    // single-column indexes they replace are their prefixes.
+    sql: `
+      CREATE INDEX sessions_user_id ON sessions (user_id, id);
+      CREATE INDEX sessions_vault_id ON sessions (vault_id, id);
+      CREATE INDEX sessions_agent_id ON sessions (agent_id, id);
+      DROP INDEX sessions_user;
+      DROP INDEX sessions_vault;
+      DROP INDEX sessions_agent;
+      CREATE INDEX proposals_vault_id ON proposals (vault_id, id);
+      CREATE INDEX proposals_vault_status_id ON proposals (vault_id, status, id);
+      DROP INDEX proposals_vault_status;
+      CREATE INDEX request_approvals_vault_id ON request_approvals (vault_id, id);
+      CREATE INDEX request_approvals_vault_principal ON request_approvals (vault_id, principal, id);
+    `,
+  },
 ];

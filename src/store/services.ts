@@ -39,9 +39,24 @@ const COLUMNS = `vault_id AS "vaultId", host, description, auth_type AS "authTyp
   auth_prefix AS "authPrefix", auth_username AS "authUsername", auth_param AS "authParam", auth_template AS "authTemplate", auth_config AS "authConfig", enabled, rules, template, operations, updated_at AS "updatedAt"`;
 
 export function serviceRepo(sql: Sql) {
+  /**
+   * Every service of the vault, unbounded: for readers that must see the whole vault (the plan, /discover,
+   * where a credential's value goes today). A list shown to a person or an API client is read by page().
+   */
+  const allOfVault = async (vaultId: number): Promise<ServiceRow[]> =>
+    (await sql.all<ServiceRow>(`SELECT ${COLUMNS} FROM services WHERE vault_id = ? ORDER BY host`, [vaultId])).map(normalise);
   return {
-    async list(vaultId: number): Promise<ServiceRow[]> {
-      return (await sql.all<ServiceRow>(`SELECT ${COLUMNS} FROM services WHERE vault_id = ? ORDER BY host`, [vaultId])).map(normalise);
+    allOfVault,
+    /** @deprecated allOfVault (the same rows): kept while work in progress elsewhere (index.ts's OFF_LOOP_READS) still names it. */
+    list: allOfVault,
+    /**
+     * The vault's services in host order after `after` ("" for the first page): a range of the
+     * UNIQUE (vault_id, host) index, stopped at LIMIT. Every host is longer than "", so one statement
+     * serves the first page and the next ones.
+     */
+    async page(vaultId: number, after: string, limit: number): Promise<ServiceRow[]> {
+      const rows = await sql.all<ServiceRow>(`SELECT ${COLUMNS} FROM services WHERE vault_id = ? AND host > ? ORDER BY host LIMIT ?`, [vaultId, after, limit]);
+      return rows.map(normalise);
     },
     /**
      * Every vault's services, for the echo needles every answer is scanned for. Read once per
@@ -87,10 +102,60 @@ export function serviceRepo(sql: Sql) {
     async remove(vaultId: number, host: string): Promise<boolean> {
       return (await sql.run("DELETE FROM services WHERE vault_id = ? AND host = ?", [vaultId, host])) === 1;
     },
+    /**
+     * The services stored under `exact` or `wildcard`: a request's host as stored and the one-level
+     * `*.parent` form (policy's coveringPatternTexts). Two points of the UNIQUE (vault_id, host) index,
+     * whatever the vault's size: the egress plan's one read per host (egress/plan.ts).
+     */
+    async forHost(vaultId: number, exact: string, wildcard: string | undefined): Promise<ServiceRow[]> {
+      const rows = await sql.all<ServiceRow>(`SELECT ${COLUMNS} FROM services WHERE vault_id = ? AND host IN (?, ?)`, [vaultId, exact, wildcard ?? exact]);
+      return rows.map(normalise);
+    },
+    /**
+     * A page of the vault's services in host order after `after` ("" first), each with the sealed
+     * credential its auth_key names (null: none stored), in one statement: what the echo needles read
+     * of a vault (egress/stored-values.ts), never the whole vault at once.
+     */
+    async pageWithCredentials(vaultId: number, after: string, limit: number): Promise<ServiceWithCredential[]> {
+      const rows = await sql.all<ServiceWithCredential>(
+        `SELECT ${COLUMNS}, c.sealed_nonce AS "credentialNonce", c.sealed_ciphertext AS "credentialCiphertext" FROM services
+         LEFT JOIN (SELECT vault_id AS sealed_vault, key AS sealed_key, nonce AS sealed_nonce, ciphertext AS sealed_ciphertext FROM credentials) c
+           ON c.sealed_vault = services.vault_id AND c.sealed_key = services.auth_key
+         WHERE vault_id = ? AND host > ? ORDER BY host LIMIT ?`,
+        [vaultId, after, limit],
+      );
+      return rows.map((r) => ({
+        ...normalise(r),
+        credentialNonce: r.credentialNonce === null ? null : new Uint8Array(r.credentialNonce),
+        credentialCiphertext: r.credentialCiphertext === null ? null : new Uint8Array(r.credentialCiphertext),
+      }));
+    },
+    /**
+     * The vaults that have a service: where a read of every vault's services starts. Each step asks
+     * the index for the next vault id (a skip scan), so the cost follows the vaults, not the services.
+     */
+    async vaultIds(): Promise<number[]> {
+      const rows = await sql.all<{ vaultId: number }>(
+        `WITH RECURSIVE v (id) AS (
+           SELECT MIN(vault_id) FROM services
+           UNION ALL
+           SELECT (SELECT MIN(vault_id) FROM services WHERE vault_id > v.id) FROM v WHERE v.id IS NOT NULL
+         )
+         SELECT id AS "vaultId" FROM v WHERE id IS NOT NULL`,
+        [],
+      );
+      return rows.map((r) => Number(r.vaultId));
+    },
   };
 }
 
 export type ServiceRepo = ReturnType<typeof serviceRepo>;
+
+/** A service with the sealed credential its auth_key names (ciphertext only: no crypto in the store). */
+export interface ServiceWithCredential extends ServiceRow {
+  credentialNonce: Uint8Array | null;
+  credentialCiphertext: Uint8Array | null;
+}
 
 function normalise(r: ServiceRow): ServiceRow {
   const raw = r as unknown as { operations: unknown; vaultId: unknown };

@@ -45,6 +45,19 @@ const COLUMNS = `id, public_id AS "publicId", token_hash AS "tokenHash", kind, u
 
 const ACTIVE = "revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)";
 
+/** Who minted a scoped session: a person or an agent. */
+export type SessionMinter = { readonly userId: number } | { readonly agentId: number };
+
+// A page is a range of (user_id, id), (vault_id, id) or (agent_id, id) (migration 21) after the cursor,
+// in id (creation) order, stopped at LIMIT; revoked and expired rows in the range are skipped until pruned.
+const USER_PAGE = `SELECT ${COLUMNS} FROM sessions WHERE user_id = ? AND id > ? AND ${ACTIVE} ORDER BY id LIMIT ?`;
+const SCOPED = `SELECT ${COLUMNS} FROM sessions WHERE vault_id = ? AND kind = 'scoped' AND id > ? AND ${ACTIVE}`;
+const SCOPED_PAGE = {
+  all: `${SCOPED} ORDER BY id LIMIT ?`,
+  user: `${SCOPED} AND user_id = ? ORDER BY id LIMIT ?`,
+  agent: `${SCOPED} AND agent_id = ? ORDER BY id LIMIT ?`,
+};
+
 export function sessionRepo(sql: Sql) {
   return {
     async create(
@@ -80,22 +93,32 @@ export function sessionRepo(sql: Sql) {
       const row = await sql.get<SessionRow>(`SELECT ${COLUMNS} FROM sessions WHERE public_id = ?`, [publicId]);
       return row && normalise(row);
     },
-    async activeForUser(userId: number, now: number): Promise<SessionRow[]> {
-      return (await sql.all<SessionRow>(`SELECT ${COLUMNS} FROM sessions WHERE user_id = ? AND ${ACTIVE} ORDER BY created_at, id`, [userId, now])).map(
-        normalise,
-      );
+    /** The user's active sessions (and scoped ones they minted) in creation order, after id `after` (0 for the first page). */
+    async activeForUser(userId: number, now: number, after: number, limit: number): Promise<SessionRow[]> {
+      return (await sql.all<SessionRow>(USER_PAGE, [userId, after, now, limit])).map(normalise);
     },
-    async activeScopedForVault(vaultId: number, now: number): Promise<SessionRow[]> {
-      return (
-        await sql.all<SessionRow>(`SELECT ${COLUMNS} FROM sessions WHERE kind = 'scoped' AND vault_id = ? AND ${ACTIVE} ORDER BY created_at, id`, [
-          vaultId,
-          now,
-        ])
-      ).map(normalise);
+    /** The vault's active scoped sessions in creation order after id `after`: all of them, or those one user or agent minted. */
+    async activeScopedForVault(vaultId: number, now: number, after: number, limit: number, mintedBy?: SessionMinter): Promise<SessionRow[]> {
+      const rows =
+        mintedBy === undefined
+          ? await sql.all<SessionRow>(SCOPED_PAGE.all, [vaultId, after, now, limit])
+          : "userId" in mintedBy
+            ? await sql.all<SessionRow>(SCOPED_PAGE.user, [vaultId, after, now, mintedBy.userId, limit])
+            : await sql.all<SessionRow>(SCOPED_PAGE.agent, [vaultId, after, now, mintedBy.agentId, limit]);
+      return rows.map(normalise);
     },
     async countActiveForAgent(agentId: number, now: number): Promise<number> {
       const row = await sql.get<{ n: number }>(`SELECT COUNT(*) AS n FROM sessions WHERE agent_id = ? AND ${ACTIVE}`, [agentId, now]);
       return Number(row?.n ?? 0);
+    },
+    /** Active sessions of each agent named `first` to `last` (a page of agents) that has any, by agent id, in one statement. */
+    async countActiveForAgentsNamed(first: string, last: string, now: number): Promise<Map<number, number>> {
+      const rows = await sql.all<{ agentId: number; n: number }>(
+        `SELECT s.agent_id AS "agentId", COUNT(*) AS n FROM agents a JOIN sessions s ON s.agent_id = a.id
+         WHERE a.name BETWEEN ? AND ? AND s.revoked_at IS NULL AND (s.expires_at IS NULL OR s.expires_at > ?) GROUP BY s.agent_id`,
+        [first, last, now],
+      );
+      return new Map(rows.map((r) => [Number(r.agentId), Number(r.n)]));
     },
     async touch(id: number, at: number): Promise<void> {
       await sql.run("UPDATE sessions SET last_seen_at = ? WHERE id = ? AND last_seen_at < ?", [at, id, at]);

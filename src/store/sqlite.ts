@@ -4,7 +4,7 @@
 
 import { Database } from "bun:sqlite";
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from "node:fs";
-import { Conflict } from "../errors.ts";
+import { Conflict, DatabaseUnavailable } from "../errors.ts";
 import { RACED, type Db, type Sql, type SqlValue } from "./db.ts";
 
 export const DB_FILE = "broker.db";
@@ -80,6 +80,9 @@ function raced<T>(run: () => T): T {
   } catch (err) {
     const code = (err as { code?: unknown } | null)?.code;
     if (code === "SQLITE_CONSTRAINT_UNIQUE" || code === "SQLITE_CONSTRAINT_PRIMARYKEY") throw new Conflict(RACED);
+    // Another process held the file's lock past the busy timeout: the store is away for now (503, audit
+    // records kept for later), not a failed statement.
+    if (code === "SQLITE_BUSY" || code === "SQLITE_BUSY_SNAPSHOT") throw new DatabaseUnavailable(`${code}: the database file is locked by another process`);
     throw err;
   }
 }
@@ -126,7 +129,7 @@ function wrapDatabase(db: Database, afterWrite?: () => void): Db {
       let release!: () => void;
       open = new Promise<void>((r) => (release = r));
       try {
-        db.run("BEGIN IMMEDIATE");
+        raced(() => db.run("BEGIN IMMEDIATE"));
         try {
           const result = await fn(exec);
           db.run("COMMIT");

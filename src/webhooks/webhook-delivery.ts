@@ -29,14 +29,20 @@ export interface WebhookSenderDeps {
 export interface WebhookSender extends WebhookNotifier {
   /** Resolves once nothing is queued, waiting or in flight (tests, graceful shutdown). */
   idle(): Promise<void>;
-  /** Drops what is queued and cancels waiting retries. */
-  stop(): void;
+  /**
+   * Shutdown: no delivery starts from now on (new events are counted and dropped, waiting retries end as
+   * failed); attempts in flight get up to `graceMs`, then are cut. Resolves once every outcome is recorded
+   * (or could not be), after which the sender makes no statement: the store may close.
+   */
+  stop(graceMs?: number): Promise<void>;
 }
 
 const DEFAULT_DELAYS_MS = [1_000, 4_000, 15_000, 60_000];
 /** Jobs queued or waiting for a retry, at most: beyond it new events are dropped (and logged), never buffered without bound. */
 const MAX_PENDING = 1_000;
 const MAX_ERROR_LENGTH = 200;
+/** After the grace, what cut attempts get to record their outcome (one UPDATE each). */
+const RECORD_AFTER_CUT_MS = 2_000;
 
 interface Job {
   readonly webhookId: number;
@@ -45,16 +51,24 @@ interface Job {
   /** The same for every try, so a receiver can drop a repeat. */
   readonly deliveryId: string;
   attempts: number;
+  lastError?: string;
 }
 
 type Outcome = { ok: true } | { ok: false; final: boolean; status: WebhookStatus; error: string };
 
 export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
   const delays = deps.retryDelaysMs ?? DEFAULT_DELAYS_MS;
-  const timers = new Set<ReturnType<typeof setTimeout>>();
+  /** Retries waiting for their time, with their job (ended as failed at shutdown). */
+  const retries = new Map<ReturnType<typeof setTimeout>, Job>();
+  /** Aborts the attempts in flight once the shutdown grace is over. */
+  const cut = new AbortController();
   let pending = 0;
+  /** Shutdown began: nothing new starts. */
   let stopped = false;
-  let waiters: (() => void)[] = [];
+  /** Shutdown ended: the store may be closed, so no statement at all. */
+  let closed = false;
+  let droppedAtStop = 0;
+  const waiters: (() => void)[] = [];
 
   const settle = () => {
     pending -= 1;
@@ -63,11 +77,15 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
 
   async function run(job: Job): Promise<void> {
     try {
+      if (stopped) return notTried(job);
       const row = await deps.store.webhooks.byId(job.webhookId);
-      if (!row || stopped) return settle(); // removed meanwhile
+      if (!row) return settle(); // removed meanwhile
+      if (stopped) return notTried(job); // shutdown began during the look-up
       job.attempts += 1;
       const outcome = await attempt(row, job);
-      const last = outcome.ok || outcome.final || job.attempts > delays.length;
+      if (closed) return settle(); // cut and not recorded in time: counted by stop()
+      // Begun before the shutdown, ended during it: its outcome is recorded, but there is no next try.
+      const last = outcome.ok || outcome.final || job.attempts > delays.length || stopped;
       const status: WebhookStatus = outcome.ok ? "delivered" : last ? outcome.status : "retrying";
       await deps.store.webhooks.recordDelivery(row.id, {
         status,
@@ -76,28 +94,64 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
         error: outcome.ok ? null : outcome.error,
         at: deps.now(),
       });
-      if (!outcome.ok)
+      if (!outcome.ok) {
+        job.lastError = outcome.error;
         deps.log.warn("webhook_delivery_failed", {
           webhook: row.id,
           vault: row.vaultId,
-          event: job.event.event,
+          webhook_event: job.event.event, // not `event`: that key is the log line's own name
           attempts: job.attempts,
           status,
           error: outcome.error,
         });
-      if (last || stopped) return settle();
+      }
+      if (last) return settle();
       const timer = setTimeout(
         () => {
-          timers.delete(timer);
+          retries.delete(timer);
           void run(job);
         },
         delays[job.attempts - 1],
       );
-      timers.add(timer);
+      retries.set(timer, job);
     } catch (err) {
-      deps.log.error("webhook_delivery_error", { webhook: job.webhookId, err });
+      if (!closed) deps.log.error("webhook_delivery_error", { webhook: job.webhookId, err });
       settle();
     }
+  }
+
+  /** A try shutdown kept from starting: a first one is counted as unsent, a retry ends as failed. */
+  function notTried(job: Job): Promise<void> | void {
+    if (job.attempts > 0) return giveUp(job);
+    droppedAtStop += 1;
+    settle();
+  }
+
+  /** A retry that will not happen: the row says failed, with the last try's error, instead of "retrying" for ever. */
+  async function giveUp(job: Job): Promise<void> {
+    try {
+      await deps.store.webhooks.recordDelivery(job.webhookId, {
+        status: "failed",
+        event: job.event.event,
+        attempts: job.attempts,
+        error: clip(`not tried again: the broker shut down (last try: ${job.lastError ?? "failed"})`),
+        at: deps.now(),
+      });
+    } catch (err) {
+      if (!closed) deps.log.error("webhook_delivery_error", { webhook: job.webhookId, err });
+    } finally {
+      settle();
+    }
+  }
+
+  /** Whether everything settled within `ms`. */
+  function settledWithin(ms: number): Promise<boolean> {
+    if (pending === 0) return Promise.resolve(true);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    return Promise.race([
+      new Promise<boolean>((resolve) => waiters.push(() => resolve(true))),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms))),
+    ]).finally(() => clearTimeout(timer));
   }
 
   async function attempt(row: WebhookRow, job: Job): Promise<Outcome> {
@@ -133,13 +187,14 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
           headers,
           body,
           redirect: "manual",
-          signal: AbortSignal.timeout(deps.timeoutMs ?? 10_000),
+          signal: AbortSignal.any([AbortSignal.timeout(deps.timeoutMs ?? 10_000), cut.signal]),
           tls: { serverName: host, rejectUnauthorized: true, ...(deps.ca ? { ca: [...deps.ca] } : {}) },
         } as RequestInit);
         await res.body?.cancel().catch(() => {});
         if (res.status >= 200 && res.status < 300) return { ok: true };
         return { ok: false, final: false, status: "failed", error: `the receiver answered HTTP ${res.status}` };
       } catch (err) {
+        if (cut.signal.aborted) return { ok: false, final: true, status: "failed", error: "the broker shut down before the receiver answered" };
         error = describeFailure(err);
         if (/TLS|certificate/i.test(error)) break; // a certificate problem will not improve on the next address
       }
@@ -149,13 +204,16 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
 
   return {
     notify(vaultId, event) {
-      if (stopped) return;
+      if (stopped) {
+        droppedAtStop += 1;
+        return;
+      }
       pending += 1; // the look-up counts as work, so idle() waits for it
       void (async () => {
         const hooks = await deps.store.webhooks.list(vaultId);
         for (const hook of hooks) {
           if (pending > MAX_PENDING) {
-            deps.log.warn("webhook_queue_full", { webhook: hook.id, vault: vaultId, event: event.event });
+            deps.log.warn("webhook_queue_full", { webhook: hook.id, vault: vaultId, webhook_event: event.event });
             continue;
           }
           pending += 1;
@@ -166,13 +224,22 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
         .finally(settle);
     },
     idle: () => (pending === 0 ? Promise.resolve() : new Promise((resolve) => waiters.push(resolve))),
-    stop() {
-      stopped = true;
-      for (const t of timers) clearTimeout(t);
-      timers.clear();
-      pending = 0;
-      for (const w of waiters.splice(0)) w();
-      waiters = [];
+    async stop(graceMs = 0) {
+      if (!stopped) {
+        stopped = true;
+        for (const [timer, job] of retries) {
+          clearTimeout(timer);
+          void giveUp(job);
+        }
+        retries.clear();
+      }
+      if (!(await settledWithin(graceMs))) {
+        cut.abort();
+        await settledWithin(RECORD_AFTER_CUT_MS);
+      }
+      closed = true;
+      if (pending > 0) deps.log.warn("webhook_outcomes_unrecorded", { deliveries: pending, reason: "the database did not answer at shutdown" });
+      if (droppedAtStop > 0) deps.log.warn("webhook_events_unsent", { count: droppedAtStop, reason: "raised during shutdown" });
     },
   };
 }

@@ -58,7 +58,8 @@ export async function describeConnect(d: Domain, connect: ConnectDeps | undefine
 async function replacedKeyHosts(d: Domain, vaultId: number, host: string, keys: readonly string[]): Promise<{ key: string; host: string }[]> {
   if (keys.length === 0) return [];
   const out: { key: string; host: string }[] = [];
-  for (const row of await d.store.services.list(vaultId)) {
+  // Any service of the vault may send one of the keys: the whole vault is read, on purpose.
+  for (const row of await d.store.services.allOfVault(vaultId)) {
     if (row.host === host) continue;
     for (const [key, to] of keyDestinations({ host: row.host, auth: viewService(row).auth })) {
       if (keys.includes(key) && !out.some((u) => u.key === key && u.host === to)) out.push({ key, host: to });

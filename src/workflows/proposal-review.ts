@@ -9,7 +9,7 @@ import { LIMITS } from "../policy/index.ts";
 import { nameRequester, type RequesterKind } from "../identity/index.ts";
 import { approvalWarnings, viewProposal, type ProposalView } from "./proposals.ts";
 import { mintToken } from "../crypto/index.ts";
-import { iso } from "../identity/index.ts";
+import { checkPageLimit, cutPage, iso } from "../identity/index.ts";
 import { requireInVault, type OpenVault } from "../identity/index.ts";
 
 export interface ProposalReview extends ProposalView {
@@ -35,28 +35,41 @@ export async function requesterOf(d: Domain, row: ProposalRow): Promise<{ name: 
   return { ...who, role: role ?? null };
 }
 
-/** The vault's proposals (newest 200), pending first, each with names and warnings. Any role may read them, as GET /v1/proposals. */
-export async function reviewProposals(d: Domain, open: OpenVault): Promise<ProposalReview[]> {
+/**
+ * The console's Proposals page: those awaiting a decision, newest first (a vault holds at most
+ * LIMITS.pendingProposalsPerVault of them, read on the first page only), and a page of the decided
+ * ones newest first, older than the id `before`; each with names, the pending ones with warnings. Any
+ * role may read them, as GET /v1/proposals.
+ */
+export async function reviewProposals(d: Domain, open: OpenVault, q: { limit: number; before?: number }) {
   requireInVault(open, "read");
-  const rows = await d.store.proposals.list(open.vault.id, null, 200);
+  checkPageLimit(q.limit);
+  const pending = q.before === undefined ? await d.store.proposals.list(open.vault.id, "pending", LIMITS.listPageMax) : [];
+  const decided = cutPage(await d.store.proposals.list(open.vault.id, "decided", q.limit + 1, q.before), q.limit, (r) => String(r.id));
+  const review = createReviewer(d, open);
+  const views = { pending: [] as ProposalReview[], decided: [] as ProposalReview[] };
+  for (const row of pending) views.pending.push(await review(row));
+  for (const row of decided.rows) views.decided.push(await review(row));
+  return { ...views, next_cursor: decided.next_cursor };
+}
+
+/** Reviews rows of one vault, naming each requester and decider once per call. */
+function createReviewer(d: Domain, open: OpenVault): (row: ProposalRow) => Promise<ProposalReview> {
   const names = new Map<string, Awaited<ReturnType<typeof nameRequester>>>();
   const emails = new Map<number, string>();
-  const out: ProposalReview[] = [];
-  for (const row of rows) {
+  return async (row) => {
     const key = `${row.createdBy}/${row.viaSession}`;
     if (!names.has(key)) names.set(key, await nameRequester(d, row.createdBy, row.viaSession));
     if (row.decidedBy !== null && !emails.has(row.decidedBy)) emails.set(row.decidedBy, (await d.store.users.byId(row.decidedBy))?.email ?? "a removed user");
     const who = names.get(key)!;
-    out.push({
+    return {
       ...viewProposal(row, open.vault.name),
       requested_by: who.name,
       requested_by_kind: who.kind,
       decided_by: row.decidedBy === null ? null : emails.get(row.decidedBy)!,
       warnings: row.status === "pending" ? await approvalWarnings(d, row) : [],
-    });
-  }
-  const pendingFirst = (r: ProposalReview) => (r.status === "pending" ? 0 : 1);
-  return out.sort((a, b) => pendingFirst(a) - pendingFirst(b) || b.id - a.id);
+    };
+  };
 }
 
 /** A proposal of this vault (so a console path can never reach another vault's proposal). */

@@ -14,7 +14,7 @@ import { authKeys, storedRules, toRow, viewService, type ServiceAuth } from "./s
 import { isIpName, parseHostPattern, type Rules } from "../policy/index.ts";
 import { newHostWarning, replacedServiceWarning, rulesRemovedWarning } from "../words/index.ts";
 import { hashToken, mintToken } from "../crypto/index.ts";
-import { iso } from "../identity/index.ts";
+import { checkPageLimit, cutPage, iso } from "../identity/index.ts";
 import { openVault, requireInVault, type OpenVault, type UserPrincipal } from "../identity/index.ts";
 import { announceProposal } from "./webhooks.ts";
 import type { TemplateChoice } from "../templates/index.ts";
@@ -99,12 +99,15 @@ export async function readProposalFor(d: Domain, p: Principal, id: number, xVaul
   return { row, open };
 }
 
-export async function listProposals(d: Domain, open: OpenVault, status: string | undefined) {
+/** A page of the vault's proposals newest first (one status when given), older than the id `before`. */
+export async function listProposals(d: Domain, open: OpenVault, status: string | undefined, q: { limit: number; before?: number }) {
   if (status !== undefined && !["pending", "applied", "rejected", "expired"].includes(status)) {
     throw new InvalidRequest("status must be pending, applied, rejected or expired", "status");
   }
-  const rows = await d.store.proposals.list(open.vault.id, (status as ProposalStatus) ?? null, 200);
-  return rows.map((r) => viewProposal(r, open.vault.name));
+  checkPageLimit(q.limit);
+  const rows = await d.store.proposals.list(open.vault.id, (status as ProposalStatus) ?? null, q.limit + 1, q.before);
+  const page = cutPage(rows, q.limit, (r) => String(r.id));
+  return { proposals: page.rows.map((r) => viewProposal(r, open.vault.name)), next_cursor: page.next_cursor };
 }
 
 /** Checks a read-only approval token (24 hours) for proposal `id`. */
@@ -125,7 +128,8 @@ export async function newHostUses(
   services: readonly { host: string; auth: ServiceAuth }[],
 ): Promise<{ key: string; host: string }[]> {
   const existingKeys = new Set(await d.store.credentials.keys(vaultId));
-  const current = await d.store.services.list(vaultId);
+  // Any service of the vault may send a key today: the whole vault is read, on purpose.
+  const current = await d.store.services.allOfVault(vaultId);
   const uses: { key: string; host: string }[] = [];
   const today = current.map((c) => ({ host: c.host, auth: viewService(c).auth }));
   for (const s of services) {
@@ -158,10 +162,9 @@ export function keyDestinations(s: { host: string; auth: ServiceAuth }): [string
 /** Plain warnings for the approver: existing credentials sent to hosts they do not go to today. */
 export async function approvalWarnings(d: Domain, row: ProposalRow): Promise<string[]> {
   const services = row.services;
-  const current = await d.store.services.list(row.vaultId);
   const warnings = (await newHostUses(d, row.vaultId, services)).map(({ key, host }) => newHostWarning(key, host));
   for (const s of services) {
-    const replaced = current.find((c) => c.host === s.host);
+    const replaced = await d.store.services.get(row.vaultId, s.host);
     if (replaced && authKeys(viewService(replaced).auth).join() !== authKeys(s.auth).join()) warnings.push(replacedServiceWarning(s.host));
     if (!replaced) continue;
     // Narrower or wider rules are shown beside each host; dropping them all is worth a warning of its own.

@@ -5,14 +5,14 @@
 // Only human user sessions of a vault admin or member decide, as for proposals.
 
 import { ApprovalRefused, ApprovalRequired, Conflict, NotFound, PermissionDenied, type HeldRequestLinks } from "../errors.ts";
-import type { RequestApprovalRow, RequestApprovalState } from "../store/index.ts";
+import type { HeldCursor, RequestApprovalRow, RequestApprovalState } from "../store/index.ts";
 import type { Domain } from "../identity/index.ts";
 import { openDescription, sealDescription } from "./held-description.ts";
 import { LIMITS } from "../policy/index.ts";
 import { nameRequester, type RequesterKind } from "../identity/index.ts";
 import { mayInVault } from "../identity/index.ts";
 import { mintPublicId } from "../crypto/index.ts";
-import { iso, requireUser } from "../identity/index.ts";
+import { checkPageLimit, cutPage, iso, requireUser } from "../identity/index.ts";
 import { requireInVault, type OpenVault } from "../identity/index.ts";
 import { announceRequestApproval } from "./webhooks.ts";
 
@@ -264,12 +264,23 @@ function readsOthers(open: OpenVault): boolean {
   return open.principal.kind === "user" && mayInVault(open.principal, open.role, "read_logs");
 }
 
-/** The vault's held requests, awaiting a decision first (role member or above); an agent sees only its own. */
-export async function listRequestApprovals(d: Domain, open: OpenVault, limit = 200): Promise<RequestApprovalView[]> {
+/**
+ * A page of the vault's held requests (role member or above; an agent sees only its own): awaiting a
+ * decision first, oldest first, then the rest newest first, after the cursor `after`. The next cursor
+ * says which part the page ended in: `a<id>` or `r<id>` (contract/pages.ts reads it back).
+ */
+export async function listRequestApprovals(
+  d: Domain,
+  open: OpenVault,
+  q: { limit: number; after?: HeldCursor },
+): Promise<{ request_approvals: RequestApprovalView[]; next_cursor: string | null }> {
   requireInVault(open, "read_logs");
-  const rows = await d.store.requestApprovals.list(open.vault.id, d.now(), limit);
-  const readable = readsOthers(open) ? rows : rows.filter((r) => r.principal === open.principal.id);
-  return Promise.all(readable.map((r) => viewRequestApproval(d, r, open.vault.name)));
+  checkPageLimit(q.limit);
+  const now = d.now();
+  const mine = readsOthers(open) ? undefined : open.principal.id;
+  const rows = await d.store.requestApprovals.list(open.vault.id, now, q.limit + 1, q.after, mine);
+  const page = cutPage(rows, q.limit, (r) => `${r.state === "pending" && r.expiresAt > now ? "a" : "r"}${r.id}`);
+  return { request_approvals: await Promise.all(page.rows.map((r) => viewRequestApproval(d, r, open.vault.name))), next_cursor: page.next_cursor };
 }
 
 /** One held request: for people who are members or admins, and for the principal whose request it is (its poll_url). */

@@ -7,7 +7,7 @@ import { Conflict, InvalidRequest, NotFound } from "../errors.ts";
 import type { AuthType, ServiceRow } from "../store/index.ts";
 import type { Domain } from "../identity/index.ts";
 import { parseHostPattern } from "../policy/index.ts";
-import { requireInVault, type OpenVault } from "../identity/index.ts";
+import { checkPageLimit, cutPage, requireInVault, type OpenVault } from "../identity/index.ts";
 import { RulesList, type Rules } from "../policy/index.ts";
 import { isMintedAuthType, mintedAuthConfig, mintedAuthKeyFields, parseMintedAuthConfig, type MintedAuthFields } from "../policy/index.ts";
 import { OPERATION_NAMES, rulesFor, servesHost, templateById, type TemplateChoice } from "../templates/index.ts";
@@ -153,8 +153,39 @@ function mintedFields(auth: ServiceAuth): MintedAuthFields {
   return fields;
 }
 
-export async function listServices(d: Domain, open: OpenVault): Promise<ServiceView[]> {
-  return (await d.store.services.list(open.vault.id)).map(viewService);
+/** A page of the vault's services in host order, after the host `after`. */
+export async function listServices(
+  d: Domain,
+  open: OpenVault,
+  q: { limit: number; after?: string },
+): Promise<{ services: ServiceView[]; next_cursor: string | null }> {
+  checkPageLimit(q.limit);
+  const page = cutPage(await d.store.services.page(open.vault.id, q.after ?? "", q.limit + 1), q.limit, (s) => s.host);
+  return { services: page.rows.map(viewService), next_cursor: page.next_cursor };
+}
+
+/**
+ * Every service of the vault, unbounded: for a reader that must look at all of them (which services send
+ * a credential today). A list shown as it is is read by pages (listServices).
+ */
+export async function listEveryService(d: Domain, open: OpenVault): Promise<ServiceView[]> {
+  return (await d.store.services.allOfVault(open.vault.id)).map(viewService);
+}
+
+/** The vault's service for `host` (a stored host pattern, as the service list names it), if there is one. */
+export async function serviceOfHost(d: Domain, vaultId: number, host: string): Promise<ServiceView | undefined> {
+  const row = await d.store.services.get(vaultId, host);
+  return row && viewService(row);
+}
+
+/** The vault's services for these hosts (a proposal's, say), by host: one lookup each, never the whole vault. */
+export async function servicesOfHosts(d: Domain, vaultId: number, hosts: Iterable<string>): Promise<Map<string, ServiceView>> {
+  const out = new Map<string, ServiceView>();
+  for (const host of new Set(hosts)) {
+    const found = await serviceOfHost(d, vaultId, host);
+    if (found) out.set(host, found);
+  }
+  return out;
 }
 
 export async function addService(d: Domain, open: OpenVault, spec: ServiceSpec): Promise<ServiceView> {

@@ -81,15 +81,18 @@ test("after a SIGKILL, restore puts the backup back, moves the old files aside, 
   expect({ exitCode: restored.exitCode, stderr: restored.stderr }).toEqual({ exitCode: 0, stderr: "" });
   expect(restored.stdout).toContain(`Restored ${backup} as ${join(dataDir, "broker.db")} (mode 0600`);
   expect(restored.stdout).toContain("To undo");
-  const aside = readdirSync(dataDir)
-    .filter((f) => f.includes("before-restore"))
-    .sort();
+  const movedAside = readdirSync(dataDir).filter((f) => f.includes("before-restore"));
+  // The audit journal goes with the store it was counted against (its unwritten records are the replaced store's).
+  const journalAside = movedAside.filter((f) => f.startsWith("audit-journal.jsonl.before-restore-"));
+  expect(journalAside).toHaveLength(1);
+  expect(existsSync(join(dataDir, "audit-journal.jsonl"))).toBe(false);
+  const aside = movedAside.filter((f) => f.startsWith("broker.db")).sort();
   expect(aside).toHaveLength(3);
   expect(aside[0]).toMatch(/^broker\.db\.before-restore-\d{8}T\d{6}Z$/);
   expect(aside.slice(1)).toEqual([`${aside[0]}-shm`, `${aside[0]}-wal`]);
   expect(statSync(join(dataDir, aside[0]!)).size).toBeGreaterThan(0);
   expect(statSync(join(dataDir, `${aside[0]}-wal`)).size).toBeGreaterThan(0);
-  for (const f of aside) expect(restored.stdout).toContain(`mv ${join(dataDir, f)} ${join(dataDir, f.replace(/\.before-restore-[^-]+/, ""))}`);
+  for (const f of movedAside) expect(restored.stdout).toContain(`mv ${join(dataDir, f)} ${join(dataDir, f.replace(/\.before-restore-[^-]+/, ""))}`);
   expect(existsSync(join(dataDir, "broker.db-wal"))).toBe(false);
   expect(statSync(join(dataDir, "broker.db")).mode & 0o777).toBe(0o600);
 

@@ -195,3 +195,21 @@ test("the CLI reads every API answer by the contract's type, never one it declar
   expect([...used].filter((type) => !new RegExp(`export type ${type}\\b`).test(contract))).toEqual([]);
   expect(used.size).toBeGreaterThan(20);
 });
+
+// A Worker's entry is bundled on its own in the binary: whatever it imported would be a second copy, with
+// its own module state, in another thread. The store's read worker keeps to bun:sqlite (types aside), and
+// build.ts must list it, or the compiled binary cannot start its store (tests/e2e/binary-read-worker.test.ts).
+const WORKER_ENTRIES = ["store/sqlite-read-worker.ts"];
+
+test("worker entry points import only bun:sqlite and are entry points of the build", () => {
+  const spawned = sourceFiles(SRC).flatMap((file) =>
+    [...readFileSync(file, "utf8").matchAll(/new URL\("\.\/([\w-]+)\.ts", import\.meta\.url\)/g)].map((m) => relative(SRC, join(dirname(file), `${m[1]}.ts`))),
+  );
+  expect(spawned).toEqual(WORKER_ENTRIES);
+  const build = readFileSync(join(SRC, "..", "build.ts"), "utf8");
+  for (const entry of WORKER_ENTRIES) {
+    expect(build).toContain(`"src/${entry}"`);
+    const imports = [...readFileSync(join(SRC, entry), "utf8").matchAll(/^import (type )?.*?from\s+["']([^"']+)["']/gm)];
+    expect(imports.filter((m) => !m[1]).map((m) => m[2])).toEqual(["bun:sqlite"]);
+  }
+});

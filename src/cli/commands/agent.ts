@@ -3,7 +3,7 @@
 // ever passes through the inviting person's CLI.
 
 import { defineCommand } from "citty";
-import { jsonArg, parseTokenTtl, vaultArg } from "../kit/index.ts";
+import { jsonArg, limitArg, parseListLimit, parseTokenTtl, readPages, vaultArg } from "../kit/index.ts";
 import { apiPath, vaultPath } from "../kit/index.ts";
 import { openContext, pickVault } from "../kit/index.ts";
 import { formatTime, printJson, printLine, printTable } from "../kit/index.ts";
@@ -51,11 +51,17 @@ const invite = defineCommand({
 });
 
 const list = defineCommand({
-  meta: { name: "list", description: "List agents (the owner sees all; vault admins see those granted on their vaults)" },
-  args: jsonArg,
+  meta: { name: "list", description: "List agents by name (the owner sees all; vault admins see those granted on their vaults)" },
+  args: { ...limitArg, ...jsonArg },
   async run({ args }) {
+    const max = parseListLimit(args.limit);
     const ctx = openContext();
-    const { agents } = await ctx.client.request<AgentListBody>("GET", "/v1/agents");
+    const agents = await readPages(
+      (q) => ctx.client.request<AgentListBody>("GET", `/v1/agents?${q}`),
+      (b) => b.agents,
+      "after",
+      max,
+    );
     if (args.json) return printJson(agents);
     printTable(
       agents,

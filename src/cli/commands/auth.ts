@@ -4,7 +4,7 @@
 
 import { defineCommand } from "citty";
 import { Secret } from "../../secret.ts";
-import { addressArg, jsonArg, passwordStdinArg } from "../kit/index.ts";
+import { addressArg, jsonArg, limitArg, parseListLimit, passwordStdinArg, readPages } from "../kit/index.ts";
 import { ApiFailure, apiPath } from "../kit/index.ts";
 import { forgetLogin, openContext, saveLogin, type CliContext } from "../kit/index.ts";
 import { addHelpFooter } from "../kit/index.ts";
@@ -98,11 +98,17 @@ const logout = defineCommand({
 });
 
 const sessionsList = defineCommand({
-  meta: { name: "list", description: "List your active sessions (logins and scoped sessions you minted)" },
-  args: jsonArg,
+  meta: { name: "list", description: "List your active sessions, oldest first (logins and scoped sessions you minted)" },
+  args: { ...limitArg, ...jsonArg },
   async run({ args }) {
+    const max = parseListLimit(args.limit);
     const ctx = openContext();
-    const { sessions } = await ctx.client.request<OwnSessionsBody>("GET", "/v1/auth/sessions");
+    const sessions = await readPages(
+      (q) => ctx.client.request<OwnSessionsBody>("GET", `/v1/auth/sessions?${q}`),
+      (b) => b.sessions,
+      "after",
+      max,
+    );
     if (args.json) return printJson(sessions);
     printTable(
       sessions,

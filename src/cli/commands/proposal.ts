@@ -5,7 +5,7 @@
 
 import { defineCommand } from "citty";
 import { Secret } from "../../secret.ts";
-import { jsonArg, vaultArg } from "../kit/index.ts";
+import { jsonArg, limitArg, parseListLimit, readPages, vaultArg } from "../kit/index.ts";
 import { apiPath, type Client, vaultPath } from "../kit/index.ts";
 import { type CliContext, openContext, pickVault, pickVaultOrOnly } from "../kit/index.ts";
 import { CliFailure } from "../kit/index.ts";
@@ -42,16 +42,19 @@ const list = defineCommand({
   args: {
     status: { type: "string", description: "Only proposals in this state: pending, applied, rejected or expired" },
     ...vaultArg,
+    ...limitArg,
     ...jsonArg,
   },
   async run({ args }) {
     if (args.status !== undefined && !STATUSES.includes(args.status)) {
       throw new CliFailure(`--status: "${args.status}" is not a proposal state`, `use one of ${STATUSES.join(", ")}`, 2);
     }
+    const max = parseListLimit(args.limit);
     const ctx = openContext();
     const vault = await pickVaultOrOnly(ctx, args.vault);
-    const query = args.status ? `?status=${encodeURIComponent(args.status)}` : "";
-    const res = await ctx.client.request<ProposalListBody>("GET", `/v1/proposals${query}`, { vault, headerVault: true });
+    const status = args.status ? `status=${encodeURIComponent(args.status)}&` : "";
+    const page = (q: string) => ctx.client.request<ProposalListBody>("GET", `/v1/proposals?${status}${q}`, { vault, headerVault: true });
+    const res = { proposals: await readPages(page, (b) => b.proposals, "before", max) };
     if (args.json) return printJson(res.proposals);
     const empty = `No ${args.status ?? ""}${args.status ? " " : ""}proposals in vault ${vault}.`;
     printTable(

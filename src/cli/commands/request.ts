@@ -10,7 +10,7 @@ import { defineCommand } from "citty";
 import { layoutJson } from "../../workflows/index.ts";
 import type { RequestApprovalAnswerBody, RequestApprovalListBody } from "../../contract/index.ts";
 import { requesterPrefix } from "../../identity/index.ts";
-import { jsonArg, vaultArg } from "../kit/index.ts";
+import { jsonArg, limitArg, parseListLimit, readPages, vaultArg } from "../kit/index.ts";
 import { vaultPath } from "../kit/index.ts";
 import { openContext, pickVault } from "../kit/index.ts";
 import { CliFailure } from "../kit/index.ts";
@@ -51,19 +51,22 @@ const list = defineCommand({
   args: {
     state: { type: "string", description: `Only requests in this state: ${STATES.join(", ")}` },
     ...vaultArg,
+    ...limitArg,
     ...jsonArg,
   },
   async run({ args }) {
     if (args.state !== undefined && !STATES.includes(args.state)) {
       throw new CliFailure(`--state: "${clean(args.state)}" is not a held request's state`, `use one of ${STATES.join(", ")}`, 2);
     }
+    const max = parseListLimit(args.limit);
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
     const hints = {
       403: "the list is for the vault's members and admins, logged in as themselves (`broker auth login`); an agent polls its own request at the poll_url of its 428 answer",
     };
-    const res = await ctx.client.request<RequestApprovalListBody>("GET", vaultPath(vault, "request-approvals"), { vault, hints });
-    const rows = res.request_approvals.filter((r) => args.state === undefined || r.state === args.state);
+    const page = (q: string) => ctx.client.request<RequestApprovalListBody>("GET", `${vaultPath(vault, "request-approvals")}?${q}`, { vault, hints });
+    const all = await readPages(page, (b) => b.request_approvals, "after", args.state === undefined ? max : undefined);
+    const rows = all.filter((r) => args.state === undefined || r.state === args.state).slice(0, max);
     if (args.json) return printJson(rows);
     const now = Date.now();
     const columns: Column<RequestApprovalAnswerBody>[] = [

@@ -7,7 +7,7 @@
 import { defineCommand } from "citty";
 import { keepOthersAllowed } from "../../policy/index.ts";
 import type { ServiceAnswerBody, ServiceListBody } from "../../contract/index.ts";
-import { jsonArg, vaultArg } from "../kit/index.ts";
+import { jsonArg, limitArg, parseListLimit, readPages, vaultArg } from "../kit/index.ts";
 import { vaultPath } from "../kit/index.ts";
 import { openContext, pickVault } from "../kit/index.ts";
 import { CliFailure, hintOnForbidden, SECRET_WRITE_HINT } from "../kit/index.ts";
@@ -180,12 +180,14 @@ const update = defineCommand({
 addHelpFooter(update, () => UPDATE_EXAMPLES);
 
 const list = defineCommand({
-  meta: { name: "list", description: "List the vault's services" },
-  args: { ...vaultArg, ...jsonArg },
+  meta: { name: "list", description: "List the vault's services, in host order" },
+  args: { ...vaultArg, ...limitArg, ...jsonArg },
   async run({ args }) {
+    const max = parseListLimit(args.limit);
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
-    const { services } = await ctx.client.request<ServiceListBody>("GET", vaultPath(vault, "services"), { vault });
+    const page = (q: string) => ctx.client.request<ServiceListBody>("GET", `${vaultPath(vault, "services")}?${q}`, { vault });
+    const services = await readPages(page, (b) => b.services, "after", max);
     if (args.json) return printJson(services);
     printTable(
       services,

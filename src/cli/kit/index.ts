@@ -100,3 +100,4 @@ export { namesCatalogueTemplate, refuseStrayTemplateFlags, TEMPLATE_ARGS, TEMPLA
 export { settingsToCheck } from "./doctor-running.ts";
 export { warnIfNoKeys } from "./service-keys.ts";
 export { sqliteStoreConfig } from "./sqlite-config.ts";
+export { limitArg, parseListLimit, readPages } from "./pages.ts";

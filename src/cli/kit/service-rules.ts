@@ -10,6 +10,7 @@ import { keepOthersAllowed, RULE_METHODS, RulesList, type Rules } from "../../po
 import { type Client, vaultPath } from "./client.ts";
 import { describeRulesInWords } from "../../words/index.ts";
 import { CliFailure } from "./fail.ts";
+import { readPages } from "./pages.ts";
 
 export const ALLOW_EXAMPLE = 'e.g. --allow "GET HEAD /repos/*/issues/**" --allow "POST /repos/*/issues"';
 export const APPROVE_EXAMPLE = 'e.g. --approve "POST /v1/refunds" (each matching request waits for a person)';
@@ -168,7 +169,9 @@ export function describeAllowed(rules: Rules | undefined): string {
  */
 export async function rulesFromFlags(client: Client, vault: string, host: string, rules: Rules): Promise<Rules> {
   if (!rules.every((r) => r.approve === "each")) return rules;
-  const listed = await client.request<ServiceListBody>("GET", vaultPath(vault, "services"), { vault }).catch(() => undefined);
-  const current = listed?.services.find((s) => s.host === host.toLowerCase().replace(/\.$/, "").replace(/:443$/, ""));
+  // Every page is read: the service may be on any of them.
+  const page = (q: string) => client.request<ServiceListBody>("GET", `${vaultPath(vault, "services")}?${q}`, { vault });
+  const listed = await readPages(page, (b) => b.services, "after").catch(() => undefined);
+  const current = listed?.find((s) => s.host === host.toLowerCase().replace(/\.$/, "").replace(/:443$/, ""));
   return keepOthersAllowed(rules, current?.rules !== undefined);
 }

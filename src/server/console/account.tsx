@@ -6,10 +6,11 @@
 // this browser's included (contract): the person signs in again with the new one.
 
 import { Hono } from "hono";
-import { ChangePasswordInput, parseWith } from "../../contract/index.ts";
+import { ChangePasswordInput, PageAfterId, parseWith } from "../../contract/index.ts";
 import { BrokerError, InvalidRequest } from "../../errors.ts";
 import { changePassword, listIdentities, listOwnSessions, logout, revokeOwnSession, unlinkIdentity, type SessionView } from "../../identity/index.ts";
-import { clientIp, sessionClientOf } from "../kit/index.ts";
+import { clientIp, readPageQuery, sessionClientOf } from "../kit/index.ts";
+import { CONSOLE_PAGE_SIZE, PageLinks } from "./page-links.tsx";
 import { clearPageCookie } from "../ui/index.ts";
 import { Badge, Button, formatTime, FormField, Name, PostForm, relativeTime, Section, Table, Time } from "../ui/index.ts";
 import { describeClient, describeSessionKind } from "../../words/index.ts";
@@ -111,7 +112,9 @@ async function renderAccount(c: ConsoleContext) {
   // The provider's link flow ends here (the API's callback sends ?linked=1): say it worked, in our words only.
   if (c.req.query("linked") === "1" && d.oidc && !c.get("flash"))
     c.set("flash", { kind: "success", text: `Linked ${d.oidc.name}. You can now sign in with it.` });
-  const sessions = (await listOwnSessions(d, user)).sort((a, b) => Number(b.current) - Number(a.current));
+  const { after } = readPageQuery(c, PageAfterId);
+  const page = await listOwnSessions(d, user, { limit: CONSOLE_PAGE_SIZE, after });
+  const sessions = page.sessions.sort((a, b) => Number(b.current) - Number(a.current));
   const identities = await listIdentities(d, user);
   const body = (
     <>
@@ -127,6 +130,7 @@ async function renderAccount(c: ConsoleContext) {
         description="Where your account is signed in: how, with which client, from which address. Revoke anything you do not recognise."
       >
         <SessionsTable sessions={sessions} now={d.now()} />
+        <PageLinks id="session-pages" label="Session pages" base="/account" param="after" next={page.next_cursor} later={after !== undefined} />
       </Section>
     </>
   );

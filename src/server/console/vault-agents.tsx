@@ -1,14 +1,16 @@
 /** @jsxImportSource hono/jsx */
 // `/vaults/:vault/agents`: invite an agent (the link is shown once, in the POST's answer, with the
 // redeem command), the vault's agents with role and active sessions, revoke one, and the pending
-// agent invites. Every action is the API's domain function (createAgentInvite, listAgents,
+// agent invites. Every action is the API's domain function (createAgentInvite, listVaultAgents,
 // revokeAgent, listInvites, revokeInvite) on a vault opened for "manage", as the API opens it; the
 // invite form is read by the API's AgentInviteInput.
 
 import { Hono } from "hono";
-import { AgentInviteInput, parseWith } from "../../contract/index.ts";
+import { AgentInviteInput, PageAfterName, parseWith } from "../../contract/index.ts";
 import { BrokerError } from "../../errors.ts";
-import { createAgentInvite, listAgents, listInvites, mayInVault, revokeAgent, revokeInvite } from "../../identity/index.ts";
+import { createAgentInvite, listInvites, listVaultAgents, mayInVault, revokeAgent, revokeInvite, type AgentView } from "../../identity/index.ts";
+import { readPageQuery } from "../kit/index.ts";
+import { CONSOLE_PAGE_SIZE, PageLinks } from "./page-links.tsx";
 import type { OpenVault, VaultRole } from "../../identity/index.ts";
 import { Badge, Button, ConfirmForm, EmptyState, FormField, Name, PostForm, Section, Table, Time, toneOf } from "../ui/index.ts";
 import {
@@ -90,20 +92,25 @@ function InviteForm(props: { open: OpenVault }) {
   );
 }
 
-type AgentItem = Awaited<ReturnType<typeof listAgents>>[number];
+type AgentItem = AgentView;
 
-function AgentTable(props: { vault: string; agents: readonly AgentItem[] }) {
+function AgentTable(props: { vault: string; agents: readonly AgentItem[]; later: boolean }) {
   const roleHere = (a: AgentItem) => a.vaults.find((v) => v.name === props.vault)?.role ?? "proxy";
   return (
     <Table
       id="agents"
       rows={props.agents}
       empty={
-        <EmptyState title="No agents yet">
-          <p>
-            Invite one below: it redeems the link once with curl and gets its own token. Its requests then go through the broker with this vault's credentials.
-          </p>
-        </EmptyState>
+        props.later ? (
+          <p class="muted">No more agents.</p>
+        ) : (
+          <EmptyState title="No agents yet">
+            <p>
+              Invite one below: it redeems the link once with curl and gets its own token. Its requests then go through the broker with this vault's
+              credentials.
+            </p>
+          </EmptyState>
+        )
       }
       columns={[
         { label: "Agent", cell: (a) => <Name>{a.name}</Name> },
@@ -181,12 +188,15 @@ async function renderAgents(c: ConsoleContext) {
     return renderPage(c, { title: "Agents", nav: "vaults", vault: vaultOf(open), lead }, body);
   }
   const manage = await openConsoleVault(c, "manage");
-  const agents = (await listAgents(d, user)).filter((a) => a.vaults.some((v) => v.name === open.vault.name));
+  const { after } = readPageQuery(c, PageAfterName);
+  const page = await listVaultAgents(d, manage, { limit: CONSOLE_PAGE_SIZE, after });
+  const { agents: count } = await d.store.vaultCounts.of(open.vault.id, d.now());
   const invites = await listInvites(d, manage, "agent");
   const body = (
     <>
-      <Section title={`Agents (${agents.length})`} id="agent-list">
-        <AgentTable vault={open.vault.name} agents={agents} />
+      <Section title={`Agents (${count})`} id="agent-list">
+        <AgentTable vault={open.vault.name} agents={page.agents} later={after !== undefined} />
+        <PageLinks id="agent-pages" label="Agent pages" base={agentsPath(open.vault.name)} param="after" next={page.next_cursor} later={after !== undefined} />
       </Section>
       <Section
         title="Invite an agent"

@@ -14,7 +14,7 @@ import {
   authKeys,
   deleteCredential,
   listCredentials,
-  listServices,
+  listEveryService,
   operatorClient,
   revealCredential,
   setCredential,
@@ -137,7 +137,7 @@ async function renderList(c: ConsoleContext) {
   const { d } = c.get("kit");
   const open = await openConsoleVault(c, "read");
   const canWrite = mayInVault(open.principal, open.role, "write_secrets");
-  const services = await listServices(d, open);
+  const services = await listEveryService(d, open); // which services send each key: every one of them
   const rows = (await listCredentials(d, open, false)).map((r) => ({
     key: r.key,
     updated_at: r.updated_at,
@@ -178,7 +178,7 @@ async function renderList(c: ConsoleContext) {
 async function requireKey(c: ConsoleContext, open: OpenVault, key: string): Promise<CredentialItem> {
   const row = (await listCredentials(c.get("kit").d, open, false)).find((r) => r.key === key);
   if (!row) throw new NotFound("this vault has no credential by that name"); // the name came from the URL: never quoted back
-  return { ...row, usedBy: usersOf(await listServices(c.get("kit").d, open), key, c.get("kit").connect) };
+  return { ...row, usedBy: usersOf(await listEveryService(c.get("kit").d, open), key, c.get("kit").connect) };
 }
 
 async function renderManage(c: ConsoleContext) {

@@ -12,6 +12,9 @@ import { isWebSocket, ReadableBody, stateWords } from "../ui/index.ts";
 import { Badge, Button, EmptyState, Name, PostForm, Section, Table, Time, toneOf } from "../ui/index.ts";
 import { openConsoleVault, renderPage, requireSignedIn, runAction, signedIn, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
 import { vaultPath } from "./layout.tsx";
+import { PageAfterHeld } from "../../contract/index.ts";
+import { readPageQuery } from "../kit/index.ts";
+import { CONSOLE_PAGE_SIZE, PageLinks } from "./page-links.tsx";
 
 function vaultOf(open: OpenVault) {
   return { name: open.vault.name, role: open.role, section: "requests" as const };
@@ -83,23 +86,29 @@ function Pending(props: { r: RequestApprovalView; vault: string; canDecide: bool
 async function renderRequests(c: ConsoleContext) {
   const d = c.get("kit").d;
   const open = await openConsoleVault(c, "read_logs");
-  const all = await listRequestApprovals(d, open);
+  const { after } = readPageQuery(c, PageAfterHeld);
+  const page = await listRequestApprovals(d, open, { limit: CONSOLE_PAGE_SIZE, after });
+  const all = page.request_approvals;
   const pending = all.filter((r) => r.state === "pending");
+  // The heading counts the whole vault's; a page shows CONSOLE_PAGE_SIZE of them, then the next page's link.
+  const waiting = (await d.store.requestApprovals.countPending(open.vault.id, d.now())).vault;
   const canDecide = mayInVault(signedIn(c), open.role, "approve");
   const body = (
     <>
       {pending.length === 0 ? (
-        <Section title="Waiting for a decision" id="pending">
-          <EmptyState title="Nothing to decide">
-            <p>
-              A service rule with <code>approve</code> (for example <code>approve POST /v1/refunds</code>) holds each request it matches until a person approves
-              that exact request here. Held requests show up in this list.
-            </p>
-          </EmptyState>
-        </Section>
+        after === undefined ? (
+          <Section title="Waiting for a decision" id="pending">
+            <EmptyState title="Nothing to decide">
+              <p>
+                A service rule with <code>approve</code> (for example <code>approve POST /v1/refunds</code>) holds each request it matches until a person
+                approves that exact request here. Held requests show up in this list.
+              </p>
+            </EmptyState>
+          </Section>
+        ) : null
       ) : (
         <div id="pending">
-          <h2 class="section-title">Waiting for a decision ({pending.length})</h2>
+          <h2 class="section-title">Waiting for a decision ({waiting})</h2>
           {pending.map((r) => (
             <Pending r={r} vault={open.vault.name} canDecide={canDecide} now={d.now()} />
           ))}
@@ -109,7 +118,7 @@ async function renderRequests(c: ConsoleContext) {
         <Table
           id="history-table"
           rows={all.filter((r) => r.state !== "pending")}
-          empty={<p class="muted">None yet.</p>}
+          empty={<p class="muted">{page.next_cursor ? "On the next page: this one is full of requests awaiting a decision." : "None yet."}</p>}
           columns={[
             { label: "Request", cell: (r: RequestApprovalView) => <Name>{`${r.method} ${r.url}`}</Name> },
             {
@@ -132,6 +141,14 @@ async function renderRequests(c: ConsoleContext) {
             },
             { label: "Asked", cell: (r: RequestApprovalView) => <Time iso={r.created_at} /> },
           ]}
+        />
+        <PageLinks
+          id="request-pages"
+          label="Request pages"
+          base={vaultPath(open.vault.name, "requests")}
+          param="after"
+          next={page.next_cursor}
+          later={after !== undefined}
         />
       </Section>
     </>

@@ -9,11 +9,14 @@
 
 import { Hono } from "hono";
 import { BrokerError, NotFound } from "../../errors.ts";
-import { parseWith, ProposalApprovalInput } from "../../contract/index.ts";
+import { PageBeforeId, parseWith, ProposalApprovalInput } from "../../contract/index.ts";
 import type { Secret } from "../../secret.ts";
 import { approveProposal, readProposalFor, readProposalId, rejectProposal, reissueApprovalLink, reviewProposals } from "../../workflows/index.ts";
 import { mayInVault } from "../../identity/index.ts";
-import { listServices, viewProposal } from "../../workflows/index.ts";
+import { servicesOfHosts, viewProposal } from "../../workflows/index.ts";
+import { readPageQuery } from "../kit/index.ts";
+import { CONSOLE_PAGE_SIZE } from "./page-links.tsx";
+import { ProposalHistory } from "./vault-proposal-history.tsx";
 import type { OpenVault, VaultRole } from "../../identity/index.ts";
 import type { ProposalReview } from "../../workflows/index.ts";
 import type { Rules } from "../../policy/index.ts";
@@ -219,68 +222,22 @@ function PendingProposal(props: {
   );
 }
 
-function History(props: { rows: readonly ProposalReview[] }) {
-  if (props.rows.length === 0) return <p class="muted">No decided proposals yet.</p>;
-  return (
-    <div class="table-wrap">
-      <table class="table" id="proposal-history">
-        <thead>
-          <tr>
-            <th scope="col">Proposal</th>
-            <th scope="col">From</th>
-            <th scope="col">Hosts and credentials</th>
-            <th scope="col">Outcome</th>
-            <th scope="col">Decided</th>
-          </tr>
-        </thead>
-        <tbody>
-          {props.rows.map((p) => (
-            <tr>
-              <td data-label="Proposal">
-                <span class="cell">#{p.id}</span>
-              </td>
-              <td data-label="From">
-                <span class="cell">{p.requested_by}</span>
-              </td>
-              <td data-label="Hosts and credentials">
-                <span class="cell">
-                  {[...p.services.map((s) => s.host), ...p.credentials.map((s) => s.key)].map((n) => (
-                    <>
-                      <Name>{n}</Name>{" "}
-                    </>
-                  ))}
-                </span>
-              </td>
-              <td data-label="Outcome">
-                <span class="cell">
-                  <Badge tone={toneOf(p.status)}>{p.status}</Badge>
-                  {p.decided_by ? <span class="small"> by {p.decided_by}</span> : null}
-                </span>
-              </td>
-              <td data-label="Decided">
-                <span class="cell">
-                  <Time iso={p.decided_at} empty="—" />
-                </span>
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
-  );
-}
-
 async function renderProposals(c: ConsoleContext, typed?: TypedRules, status: 200 | 400 | 404 | 409 = 200) {
   const open = await openConsoleVault(c, "read");
   const d = c.get("kit").d;
-  const all = await reviewProposals(d, open);
-  const pending = all.filter((p) => p.status === "pending");
+  const { before } = readPageQuery(c, PageBeforeId);
+  const { pending, decided, next_cursor } = await reviewProposals(d, open, { limit: CONSOLE_PAGE_SIZE, before });
   const canDecide = mayInVault(signedIn(c), open.role, "approve");
   const existing = await d.store.credentials.keys(open.vault.id);
-  const current: CurrentServices = new Map((await listServices(d, open)).map((s) => [s.host, s]));
+  // The vault's services for the pending proposals' hosts only (their rules are shown beside the ones asked for).
+  const current: CurrentServices = await servicesOfHosts(
+    d,
+    open.vault.id,
+    pending.flatMap((p) => p.services.map((s) => s.host)),
+  );
   const body = (
     <>
-      {pending.length === 0 ? (
+      {before !== undefined ? null : pending.length === 0 ? (
         <Section title="Waiting for a decision" id="pending">
           <EmptyState title="Nothing to decide">
             <p>
@@ -298,7 +255,7 @@ async function renderProposals(c: ConsoleContext, typed?: TypedRules, status: 20
         </div>
       )}
       <Section title="History" id="history" description="Applied, rejected and expired proposals, newest first.">
-        <History rows={all.filter((p) => p.status !== "pending")} />
+        <ProposalHistory rows={decided} vault={open.vault.name} next={next_cursor} later={before !== undefined} />
       </Section>
     </>
   );

@@ -3,7 +3,7 @@
 
 import { NotFound } from "../../errors.ts";
 import type { OpenVault } from "../../identity/index.ts";
-import { listCredentials, listServices, type ServiceView } from "../../workflows/index.ts";
+import { listCredentials, serviceOfHost, type ServiceView } from "../../workflows/index.ts";
 import type { ConsoleContext } from "./context.tsx";
 import { vaultPath } from "./layout.tsx";
 
@@ -37,7 +37,7 @@ export async function keysOf(c: ConsoleContext, open: OpenVault): Promise<string
 
 /** The service for `host`, or a 404 that never quotes the host (it came from the URL). */
 export async function findService(c: ConsoleContext, open: OpenVault, host: string): Promise<ServiceView> {
-  const s = (await listServices(c.get("kit").d, open)).find((x) => x.host === host);
+  const s = await serviceOfHost(c.get("kit").d, open.vault.id, host);
   if (!s) throw new NotFound("this vault has no service for that host");
   return s;
 }

@@ -10,7 +10,7 @@ import type { OpenVault } from "../../identity/index.ts";
 import {
   addService,
   authKeys,
-  listServices,
+  serviceOfHost,
   newHostUses,
   operatorClient,
   patchedAuth,
@@ -83,7 +83,7 @@ export async function saveService(c: ConsoleContext, req: SaveRequest): Promise<
     const open = await openConsoleVault(c, "write_secrets");
     const spec = req.read(open);
     const vault = open.vault.name;
-    const current = (await listServices(d, open)).find((s) => s.host === spec.host);
+    const current = await serviceOfHost(d, open.vault.id, spec.host);
     // What the service will send once saved: an edit that names the template again keeps a connected account's auth.
     const auth = req.editing && current ? patchedAuth(current, spec) : (spec.auth ?? current?.auth);
     const uses = auth ? await newHostUses(d, open.vault.id, [{ host: spec.host, auth }]) : [];

@@ -13,6 +13,10 @@ import { mayInVault, type OpenVault } from "../../identity/index.ts";
 import { templateById } from "../../templates/index.ts";
 import { listServices, removeService, updateService, type ServiceView } from "../../workflows/index.ts";
 import { ConfirmForm, EmptyState, LinkButton, Section } from "../ui/index.ts";
+import { PageAfterName } from "../../contract/index.ts";
+import { readPageQuery } from "../kit/index.ts";
+import { vaultPath } from "./layout.tsx";
+import { CONSOLE_PAGE_SIZE, PageLinks } from "./page-links.tsx";
 import { formOf, openConsoleVault, renderPage, requireConfirmation, requireSignedIn, runAction, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
 import { renderCustomEdit, renderCustomNew, saveCustom } from "./vault-service-custom.tsx";
 import type { ServiceFormValues } from "./vault-service-form.tsx";
@@ -28,13 +32,17 @@ async function renderList(c: ConsoleContext, mintedState?: MintedStateOf) {
   const { d } = c.get("kit");
   const open = await openConsoleVault(c, "read");
   const canWrite = mayInVault(open.principal, open.role, "write_secrets");
-  const rows = await listServices(d, open);
+  const { after } = readPageQuery(c, PageAfterName);
+  const page = await listServices(d, open, { limit: CONSOLE_PAGE_SIZE, after });
+  const rows = page.services;
   const add = canWrite ? (
     <LinkButton href={newServicePath(open.vault.name)} variant="primary">
       Add a service
     </LinkButton>
   ) : null;
-  const empty = (
+  const empty = after ? (
+    <p class="muted">No more services.</p>
+  ) : (
     <EmptyState title="No services yet" action={add}>
       {canWrite ? (
         <p>
@@ -51,12 +59,20 @@ async function renderList(c: ConsoleContext, mintedState?: MintedStateOf) {
       title="Services"
       description="Requests to a host with no service here are tunnelled or refused, as the vault's settings say, and never get a credential."
     >
-      {rows.length && add ? (
+      {(rows.length || after) && add ? (
         <div class="section-actions" id="add-service">
           {add}
         </div>
       ) : null}
       <ServicesTable vault={open.vault.name} rows={rows} canWrite={canWrite} empty={empty} minted={(host) => mintedState?.(open.vault.id, host)} />
+      <PageLinks
+        id="service-pages"
+        label="Service pages"
+        base={vaultPath(open.vault.name, "services")}
+        param="after"
+        next={page.next_cursor}
+        later={after !== undefined}
+      />
     </Section>
   );
   const lead = "The hosts agents may reach through the broker, and which credential each one gets.";

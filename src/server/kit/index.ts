@@ -21,3 +21,4 @@ export { openVaultFor } from "./request.ts";
 export { bearerToken } from "./request.ts";
 export { headerVaultName, openHeaderVault } from "./request.ts";
 export { enforce } from "./limits.ts";
+export { pageQueryDoc, readPageQuery } from "./page-query.ts";

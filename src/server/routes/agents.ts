@@ -2,10 +2,10 @@
 
 import { Hono } from "hono";
 import { listAgents, redeemAgentInvite, revokeAgent } from "../../identity/index.ts";
-import { AgentList, AgentRedeemed, Message } from "../../contract/index.ts";
+import { AgentList, AgentRedeemed, Message, PageAfterName } from "../../contract/index.ts";
 import { describe } from "../openapi/index.ts";
 import type { Domain } from "../../identity/index.ts";
-import { requirePrincipal, sessionClientOf } from "../kit/index.ts";
+import { pageQueryDoc, readPageQuery, requirePrincipal, sessionClientOf } from "../kit/index.ts";
 import type { ApiEnv } from "../kit/index.ts";
 
 export function agentRoutes(d: Domain) {
@@ -18,9 +18,10 @@ export function agentRoutes(d: Domain) {
       tags: ["agents"],
       auth: "bearer",
       who: "admins (the owner sees all)",
+      query: pageQueryDoc("after"),
       success: { status: 200, schema: AgentList },
     }),
-    async (c) => c.json({ agents: await listAgents(d, c.get("principal")) }),
+    async (c) => c.json(await listAgents(d, c.get("principal"), readPageQuery(c, PageAfterName))),
   );
   r.delete(
     "/:name",

@@ -11,7 +11,15 @@ import type { Logger } from "../../log.ts";
 import { parseWith, ProposalApprovalInput } from "../../contract/index.ts";
 import type { Domain } from "../../identity/index.ts";
 import { mayInVault, openVault, type Principal } from "../../identity/index.ts";
-import { approvalWarnings, approveProposal, proposalByApprovalToken, rejectProposal, requesterOf, viewProposal, viewService } from "../../workflows/index.ts";
+import {
+  approvalWarnings,
+  approveProposal,
+  proposalByApprovalToken,
+  rejectProposal,
+  requesterOf,
+  servicesOfHosts,
+  viewProposal,
+} from "../../workflows/index.ts";
 import { roleIn } from "../../identity/index.ts";
 import type { ApiEnv } from "../kit/index.ts";
 import { ApprovePage, MessagePage, type Viewer } from "../ui/index.ts";
@@ -64,7 +72,12 @@ export function approveRoutes(d: Domain, log: Logger) {
       token,
       csrf,
       existingKeys: await d.store.credentials.keys(found.row.vaultId),
-      currentServices: new Map((await d.store.services.list(found.row.vaultId)).map((row) => [row.host, viewService(row)])),
+      // The vault's services for the proposal's hosts only: what its rules are shown beside.
+      currentServices: await servicesOfHosts(
+        d,
+        found.row.vaultId,
+        found.row.services.map((s) => s.host),
+      ),
       typedRules: typed,
       notice,
       noticeKind,

@@ -3,12 +3,12 @@
 
 import { Hono } from "hono";
 import type { Domain } from "../../identity/index.ts";
-import { ChangePasswordInput, CredentialsInput, FreshSession, OwnSessions, SignedIn, Whoami } from "../../contract/index.ts";
+import { ChangePasswordInput, CredentialsInput, FreshSession, OwnSessions, PageAfterId, SignedIn, Whoami } from "../../contract/index.ts";
 import { changePassword, iso, listOwnSessions, loginUser, logout, publicUser, registerUser, revokeOwnSession } from "../../identity/index.ts";
 import { requirePrincipal } from "../kit/index.ts";
 import type { ApiEnv } from "../kit/index.ts";
 import { clientIp, sessionClientOf } from "../kit/index.ts";
-import { jsonBody } from "../kit/index.ts";
+import { jsonBody, pageQueryDoc, readPageQuery } from "../kit/index.ts";
 import { describe } from "../openapi/index.ts";
 
 export function authRoutes(d: Domain) {
@@ -80,9 +80,10 @@ export function authRoutes(d: Domain) {
       tags,
       auth: "bearer",
       who: "user sessions",
+      query: pageQueryDoc("after"),
       success: { status: 200, schema: OwnSessions },
     }),
-    async (c) => c.json({ sessions: await listOwnSessions(d, c.get("principal")) }),
+    async (c) => c.json(await listOwnSessions(d, c.get("principal"), readPageQuery(c, PageAfterId))),
   );
 
   r.delete(

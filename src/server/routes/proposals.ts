@@ -19,8 +19,17 @@ import {
   rejectProposal,
   viewProposal,
 } from "../../workflows/index.ts";
-import { Discovery, ProposalAnswer, ProposalApprovalInput, ProposalApprovalLink, ProposalCreated, ProposalInput, ProposalList } from "../../contract/index.ts";
-import { requirePrincipal } from "../kit/index.ts";
+import {
+  Discovery,
+  PageBeforeId,
+  ProposalAnswer,
+  ProposalApprovalInput,
+  ProposalApprovalLink,
+  ProposalCreated,
+  ProposalInput,
+  ProposalList,
+} from "../../contract/index.ts";
+import { pageQueryDoc, readPageQuery, requirePrincipal } from "../kit/index.ts";
 import type { ApiEnv } from "../kit/index.ts";
 import { jsonBody } from "../kit/index.ts";
 import { describe } from "../openapi/index.ts";
@@ -41,7 +50,8 @@ export function discoverRoutes(d: Domain) {
     }),
     async (c) => {
       const open = await openHeaderVault(d, c, "read");
-      const services = await d.store.services.list(open.vault.id);
+      // Every service the session may reach: an agent's map of the vault, read whole on purpose.
+      const services = await d.store.services.allOfVault(open.vault.id);
       return c.json({
         vault: open.vault.name,
         proxy_url: `${d.publicUrl}/proxy`,
@@ -125,12 +135,12 @@ export function proposalRoutes(d: Domain) {
       tags: ["proposals"],
       auth: "bearer",
       who: "any role",
-      query: { status: "pending, applied, rejected or expired" },
+      query: { status: "pending, applied, rejected or expired", ...pageQueryDoc("before") },
       success: { status: 200, schema: ProposalList },
     }),
     async (c) => {
       const open = await openHeaderVault(d, c, "read");
-      return c.json({ proposals: await listProposals(d, open, c.req.query("status")) });
+      return c.json(await listProposals(d, open, c.req.query("status"), readPageQuery(c, PageBeforeId)));
     },
   );
 

@@ -5,9 +5,9 @@
 import { Hono } from "hono";
 import type { Domain } from "../../identity/index.ts";
 import { decideRequestApproval, listRequestApprovals, readRequestApproval, viewRequestApproval } from "../../workflows/index.ts";
-import { RequestApprovalAnswer, RequestApprovalList } from "../../contract/index.ts";
+import { PageAfterHeld, RequestApprovalAnswer, RequestApprovalList } from "../../contract/index.ts";
 import { describe } from "../openapi/index.ts";
-import { requirePrincipal } from "../kit/index.ts";
+import { pageQueryDoc, readPageQuery, requirePrincipal } from "../kit/index.ts";
 import type { ApiEnv } from "../kit/index.ts";
 import { openVaultFor } from "../kit/index.ts";
 
@@ -23,11 +23,12 @@ export function requestApprovalRoutes(d: Domain) {
       tags,
       auth: "bearer",
       who: "admins and members",
+      query: pageQueryDoc("after"),
       success: { status: 200, schema: RequestApprovalList },
     }),
     async (c) => {
       const open = await openVaultFor(d, c, "read_logs");
-      return c.json({ request_approvals: await listRequestApprovals(d, open) });
+      return c.json(await listRequestApprovals(d, open, readPageQuery(c, PageAfterHeld)));
     },
   );
   r.get(

@@ -6,8 +6,8 @@ import { InvalidRequest, NotFound } from "../../errors.ts";
 import { buildProposalHint, type SessionActivityLog } from "../../egress/index.ts";
 import type { Domain } from "../../identity/index.ts";
 import { createScopedSession, listScopedSessions, revokeScopedSession } from "../../identity/index.ts";
-import { parseWith, ScopedSessionCreated, ScopedSessionInput, ScopedSessionList, SessionActivityAnswer, VaultName } from "../../contract/index.ts";
-import { requirePrincipal, sessionClientOf } from "../kit/index.ts";
+import { PageAfterId, parseWith, ScopedSessionCreated, ScopedSessionInput, ScopedSessionList, SessionActivityAnswer, VaultName } from "../../contract/index.ts";
+import { pageQueryDoc, readPageQuery, requirePrincipal, sessionClientOf } from "../kit/index.ts";
 import { jsonBody } from "../kit/index.ts";
 import type { ApiEnv } from "../kit/index.ts";
 import { describe } from "../openapi/index.ts";
@@ -38,7 +38,7 @@ export function sessionRoutes(d: Domain, activity?: SessionActivityLog) {
       tags,
       auth: "bearer",
       who: "their minters; vault admins see all",
-      query: { vault: "the vault's name (or X-Vault)" },
+      query: { vault: "the vault's name (or X-Vault)", ...pageQueryDoc("after") },
       success: { status: 200, schema: ScopedSessionList },
     }),
     async (c) => {
@@ -46,7 +46,7 @@ export function sessionRoutes(d: Domain, activity?: SessionActivityLog) {
       if (!vault) throw new InvalidRequest("name the vault with ?vault=", "vault");
       // Refused as it always was, under the field `name` (a vault's name wherever it comes from).
       const name = parseWith(VaultName, vault, "name");
-      return c.json({ sessions: await listScopedSessions(d, c.get("principal"), name, c.req.header("x-vault")) });
+      return c.json(await listScopedSessions(d, c.get("principal"), name, c.req.header("x-vault"), readPageQuery(c, PageAfterId)));
     },
   );
   r.get(

@@ -16,7 +16,7 @@ import { requirePrincipal } from "../kit/index.ts";
 import { jsonBody } from "../kit/index.ts";
 import type { ApiEnv } from "../kit/index.ts";
 import { describe } from "../openapi/index.ts";
-import { openVaultFor } from "../kit/index.ts";
+import { openVaultFor, pageQueryDoc, readPageQuery } from "../kit/index.ts";
 
 const HUMANS_WRITE = "human admins and members; never agents or scoped sessions, whatever their role";
 
@@ -199,9 +199,13 @@ export function vaultRoutes(d: Domain) {
       tags: services,
       auth: "bearer",
       who: "any role",
+      query: pageQueryDoc("after"),
       success: { status: 200, schema: S.ServiceList },
     }),
-    async (c) => c.json({ services: await listServices(d, await openVaultFor(d, c, "read")) }),
+    async (c) => {
+      const open = await openVaultFor(d, c, "read");
+      return c.json(await listServices(d, open, readPageQuery(c, S.PageAfterName)));
+    },
   );
   r.post(
     "/:vault/services",

@@ -51,7 +51,7 @@ function deps(log: ReturnType<typeof createMemoryLogger>): EgressDeps {
     policy: compileNetPolicy({ allowPrivateRanges: true, allowlist: [], ownListeners: [] }),
     resolver: async () => ["192.0.2.10"],
     upstream: quotingUpstream,
-    audit: { record() {}, flush: async () => {}, stop: async () => {}, queued: 0 },
+    audit: { record() {} },
     log,
     now: Date.now,
     maxRequestBytes: 0,

@@ -138,7 +138,7 @@ async function run(s: Scenario) {
     policy: compileNetPolicy({ allowPrivateRanges: true, allowlist: [], ownListeners: [] }),
     resolver: async () => ["192.0.2.10"],
     upstream,
-    audit: { record: (e) => void audits.push({ ...e, at: "t", durationMs: typeof e.durationMs }), flush: async () => {}, stop: async () => {}, queued: 0 },
+    audit: { record: (e) => void audits.push({ ...e, at: "t", durationMs: typeof e.durationMs }) },
     log: createMemoryLogger(),
     now: () => (tick += 7),
     maxRequestBytes: s.maxRequestBytes ?? 0,

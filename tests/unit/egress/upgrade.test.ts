@@ -58,7 +58,7 @@ function deps(upstream: Upstream): EgressDeps {
     policy: compileNetPolicy({ allowPrivateRanges: true, allowlist: [], ownListeners: [] }),
     resolver: async () => ["192.0.2.10"],
     upstream,
-    audit: { record() {}, flush: async () => {}, stop: async () => {}, queued: 0 },
+    audit: { record() {} },
     log: createMemoryLogger(),
     now: Date.now,
     maxRequestBytes: 0,

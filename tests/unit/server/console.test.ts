@@ -150,7 +150,7 @@ describe("vaults and account", () => {
     expect(res.location).toBe("/");
     expect(sessionOf(b)).toBeUndefined();
     expect((await h.call("GET", "/v1/auth/whoami", { token: cli })).status).toBe(401);
-    expect((await h.domain.store.sessions.activeForUser(1, h.clock.now())).filter((s) => s.revokedAt === null)).toEqual([]);
+    expect((await h.domain.store.sessions.activeForUser(1, h.clock.now(), 0, 100)).filter((s) => s.revokedAt === null)).toEqual([]);
     expect((await b.get("/")).text).toContain("Password changed.");
     expect((await signInPage(b, "owner@example.com", "new password 42")).status).toBe(303);
   });

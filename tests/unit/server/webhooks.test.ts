@@ -58,8 +58,8 @@ beforeEach(async () => {
   agent = await addAgent(h, owner, "v1", "admin", "ci-bot");
 });
 
-afterEach(() => {
-  sender?.stop();
+afterEach(async () => {
+  await sender?.stop();
   receiver.stop(true);
 });
 

@@ -86,6 +86,39 @@ describe("change feed", () => {
     await feed.stop();
   });
 
+  test("a subscription that stays deaf once the database answers again is replaced at once, not left to its own growing retry interval", async () => {
+    // The database is back (NOTIFY works) but the LISTEN connection is still in its reconnection wait:
+    // nothing is delivered to the old subscription. A new one hears again.
+    const db = openSqliteMemory();
+    let subscriptions = 0;
+    let live: { onMessage(p: string): void; onListening(): void } | undefined;
+    let deaf = false;
+    Object.assign(db, {
+      async notify(_channel: string, payload: string) {
+        queueMicrotask(() => (deaf ? undefined : live?.onMessage(payload)));
+      },
+      async listen(_channel: string, l: NonNullable<typeof live>) {
+        subscriptions++;
+        deaf = false;
+        live = l;
+        l.onListening();
+        return async () => void (live === l && (live = undefined));
+      },
+    });
+    let resyncs = 0;
+    const feed = await startChangeFeed(db, { apply() {}, resync: () => resyncs++ }, { heartbeatMs: 20 });
+    await until(() => feed.listening);
+    expect(subscriptions).toBe(1);
+    const before = resyncs;
+    deaf = true;
+    await until(() => !feed.listening);
+    // Within a few heartbeats of answering again, it has subscribed afresh and trusts its caches again, after dropping them.
+    await until(() => feed.listening, 2000);
+    expect(subscriptions).toBe(2);
+    expect(resyncs).toBe(before + 1);
+    await feed.stop();
+  });
+
   test("an announcement it cannot read drops everything rather than nothing", async () => {
     const bus = fakeBus();
     let resyncs = 0;

@@ -91,7 +91,7 @@ forEachBackend((backend) => {
     expect(await countWhere(store, "audit_logs", "vault_id", doomed.id)).toBe(1); // no foreign key: the record outlives the vault
     // The people and agents themselves stay.
     expect(await store.users.count()).toBe(2);
-    expect((await store.agents.list()).map((a) => a.name)).toEqual(["bot"]);
+    expect((await store.agents.page({ kind: "all" }, "", 100)).map((a) => a.name)).toEqual(["bot"]);
   });
 
   test("deleting a user removes their sessions, memberships, identities, sign-in states and invites; agents and decisions they made lose the link", async () => {
@@ -134,7 +134,7 @@ forEachBackend((backend) => {
     expect(await store.agents.byId(agent.id)).toEqual({ ...agent, createdBy: null });
     expect(await store.proposals.byId(proposal!.id)).toMatchObject({ status: "rejected", decidedAt: 5, decidedBy: null });
     // Everything else is untouched.
-    expect((await store.sessions.activeForUser(stays.id, 0)).map((s) => s.publicId)).toEqual(["ses_stays-user"]);
+    expect((await store.sessions.activeForUser(stays.id, 0, 0, 100)).map((s) => s.publicId)).toEqual(["ses_stays-user"]);
     expect(await store.access.members(v.id)).toEqual([{ userId: stays.id, email: "stays@example.com", role: "admin" }]);
     expect(await store.access.grantRole(v.id, agent.id)).toBe("proxy");
     expect(await store.credentials.keys(v.id)).toEqual(["K"]);

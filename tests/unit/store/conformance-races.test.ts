@@ -122,7 +122,7 @@ forEachBackend((backend) => {
     const { winners, errors } = await race(Array.from({ length: N }, () => () => redeemAgentInvite(d, invite.token)));
     expect(winners.length).toBe(1);
     expectLosers(errors, NotFound, "invite not found, already used or expired");
-    const agents = await d.store.agents.list();
+    const agents = await d.store.agents.page({ kind: "all" }, "", 100);
     expect(agents.map((a) => a.name)).toEqual(["bot"]);
     expect(await d.store.access.allGrants()).toEqual([{ agentId: agents[0]!.id, agentName: "bot", vaultId: vault.id, vaultName: "v", role: "member" }]);
     expect(await d.store.sessions.countActiveForAgent(agents[0]!.id, d.now())).toBe(1);

@@ -114,7 +114,7 @@ forEachBackend((backend) => {
     expect(await store.sessions.byPublicId("ses_o")).toEqual(made);
     const bare = await store.sessions.create(newSession("bare", { userId: u.id }));
     expect(bare).toMatchObject({ channel: null, clientAgent: null, clientAddress: null });
-    expect((await store.sessions.activeForUser(u.id, 20)).map((s) => [s.publicId, s.channel, s.clientAddress])).toEqual([
+    expect((await store.sessions.activeForUser(u.id, 20, 0, 100)).map((s) => [s.publicId, s.channel, s.clientAddress])).toEqual([
       ["ses_o", "form", "2001:db8::1"],
       ["ses_bare", null, null],
     ]);

@@ -137,17 +137,17 @@ forEachBackend((backend) => {
     expect(await store.sessions.revoke(revoked.id, 21)).toBe(false);
     expect(await store.sessions.byPublicId("ses_revoked")).toEqual({ ...revoked, revokedAt: 20 });
     // expires_at is exclusive: a session expiring at `now` is no longer active.
-    expect((await store.sessions.activeForUser(u.id, 499)).map((s) => s.publicId)).toEqual(["ses_live", "ses_forever", "ses_expiring"]);
-    expect((await store.sessions.activeForUser(u.id, 500)).map((s) => s.publicId)).toEqual(["ses_live", "ses_forever"]);
-    expect((await store.sessions.activeForUser(u.id, 1000)).map((s) => s.publicId)).toEqual(["ses_forever"]);
+    expect((await store.sessions.activeForUser(u.id, 499, 0, 100)).map((s) => s.publicId)).toEqual(["ses_live", "ses_forever", "ses_expiring"]);
+    expect((await store.sessions.activeForUser(u.id, 500, 0, 100)).map((s) => s.publicId)).toEqual(["ses_live", "ses_forever"]);
+    expect((await store.sessions.activeForUser(u.id, 1000, 0, 100)).map((s) => s.publicId)).toEqual(["ses_forever"]);
 
     await store.sessions.create(newSession("scoped1", { kind: "scoped", userId: u.id, vaultId: v.id, role: "proxy", createdAt: 14, expiresAt: 300 }));
     await store.sessions.create(newSession("scoped2", { kind: "scoped", userId: u.id, vaultId: v.id, role: "member", createdAt: 15, expiresAt: 900 }));
-    expect((await store.sessions.activeScopedForVault(v.id, 299)).map((s) => [s.publicId, s.role])).toEqual([
+    expect((await store.sessions.activeScopedForVault(v.id, 299, 0, 100)).map((s) => [s.publicId, s.role])).toEqual([
       ["ses_scoped1", "proxy"],
       ["ses_scoped2", "member"],
     ]);
-    expect((await store.sessions.activeScopedForVault(v.id, 300)).map((s) => s.publicId)).toEqual(["ses_scoped2"]);
+    expect((await store.sessions.activeScopedForVault(v.id, 300, 0, 100)).map((s) => s.publicId)).toEqual(["ses_scoped2"]);
     expect(forever.expiresAt).toBeNull();
     expect(expiring.expiresAt).toBe(500);
   });
@@ -172,7 +172,7 @@ forEachBackend((backend) => {
     const already = await store.sessions.create(newSession("already", { userId: u.id }));
     await store.sessions.revoke(already.id, 70);
     expect((await store.sessions.revokeAllForUser(u.id, 80)).sort()).toEqual(["hash-minted", "hash-s"]);
-    expect(await store.sessions.activeForUser(u.id, 0)).toEqual([]);
+    expect(await store.sessions.activeForUser(u.id, 0, 0, 100)).toEqual([]);
     expect((await store.sessions.byPublicId("ses_already"))?.revokedAt).toBe(70); // not overwritten
     expect(await store.sessions.revokeAllForUser(u.id, 81)).toEqual([]);
 
@@ -196,11 +196,11 @@ forEachBackend((backend) => {
     expect(await store.agents.byId(z.id)).toEqual(z);
     expect(await store.agents.byName("alpha")).toEqual(a);
     expect(await store.agents.byName("nobody")).toBeUndefined();
-    expect(await store.agents.list()).toEqual([a, z]);
+    expect(await store.agents.page({ kind: "all" }, "", 100)).toEqual([a, z]);
     await expect(store.agents.create({ name: "zeta", role: "member", createdBy: null, createdAt: 5 })).rejects.toThrow();
     expect(await store.agents.remove(z.id)).toBe(true);
     expect(await store.agents.remove(z.id)).toBe(false);
-    expect(await store.agents.list()).toEqual([a]);
+    expect(await store.agents.page({ kind: "all" }, "", 100)).toEqual([a]);
   });
 
   test("access: members and grants are upserts, listed with names in order", async () => {

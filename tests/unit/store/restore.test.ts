@@ -70,3 +70,15 @@ test("restoreSqlite moves every current file aside and puts a 0600 copy in place
   expect(() => restoreSqlite(data, backup, "20250101T000000Z")).toThrow(/already exists/);
   expect(existsSync(join(data, "broker.db"))).toBe(true);
 });
+
+test("restoreSqlite moves the audit journal aside too: the replaced store's unwritten records are not replayed onto the backup", async () => {
+  const d = dir();
+  const data = join(d, "data");
+  (await openStore({ dataDir: data })).close();
+  const backup = join(d, "b.db");
+  backupSqlite(data, backup);
+  writeFileSync(join(data, "audit-journal.jsonl"), '{"journal":"00000000-0000-4000-8000-000000000000"}\n');
+  const report = restoreSqlite(data, backup, "20250101T000000Z");
+  expect(report.movedAside.map((m) => m.to.slice(data.length + 1))).toContain("audit-journal.jsonl.before-restore-20250101T000000Z");
+  expect(existsSync(join(data, "audit-journal.jsonl"))).toBe(false);
+});

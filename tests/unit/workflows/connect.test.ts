@@ -19,7 +19,7 @@ import {
   connectWarnings,
   describeConnect,
   listCredentials,
-  listServices,
+  listEveryService,
   operatorClient,
   revealCredential,
   setCredential,
@@ -172,7 +172,7 @@ describe("completing", () => {
       values[key] = (await decryptCredential(d.dataKey, (await d.store.credentials.get(v.id, key))!)).reveal();
     // Only the refresh token: the app's client id and secret are the operator's, read from its settings when minting.
     expect(values).toEqual({ GITHUB_REFRESH_TOKEN: "refresh-token-sentinel" });
-    const [service] = await listServices(d, await openVault(d, member, "v", "read"));
+    const [service] = await listEveryService(d, await openVault(d, member, "v", "read"));
     expect(service).toMatchObject({
       host: "api.github.com",
       description: "GitHub, connected account",
@@ -329,7 +329,7 @@ describe("a connected account and its template", () => {
     const { d, member, connect, start, callback } = await world();
     await completeConnect(d, connect, callback((await start(member, ["read"])).state), member.userId);
     const open = await openVault(d, member, "v", "write_secrets");
-    const [before] = await listServices(d, open);
+    const [before] = await listEveryService(d, open);
     const patch = parseWith(ServiceUpdateInput, { template: "github", operations: ["read", "write"] });
     const after = await updateService(d, open, "api.github.com", patch);
     expect(after.auth).toEqual(before!.auth);

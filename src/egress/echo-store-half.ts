@@ -1,0 +1,177 @@
+// The store half of the echo needles (echo-needles.ts, architecture.md D22): per vault, what its
+// services send, as last read. A write marks its vault to be read again; the read runs in the
+// background a page at a time (stored-values.ts), letting the event loop go between pages, and hands
+// each page's values to the set as it goes. An answer waits for the first read of all (fail closed),
+// and afterwards at most for one page of a read: the rest of a large vault joins while answers flow.
+// A value leaves this half only into the recent half (it may have been sent until now).
+
+import type { StoredValues } from "./stored-values.ts";
+
+export interface StoreHalfOptions {
+  readonly stored: StoredValues;
+  readonly now: () => number;
+  /** How long a read of every vault may be trusted (Infinity while announcements of changes arrive). */
+  readonly trustMs: () => number;
+  /** Shorter values are not kept (echo-needles.ts MIN_SHARED). */
+  readonly minLength: number;
+  /** SECRET: values read that the set may not hold yet; resolves once they are in it. */
+  admit(values: readonly string[]): Promise<void>;
+  /** SECRET: values a vault's services no longer send: they join the recent half. */
+  leave(values: readonly string[], at: number): void;
+}
+
+export interface StoreHalf {
+  /** A vault was written: read it again. */
+  invalidate(vaultId: number): void;
+  /** Announcements may have been missed: read every vault again. */
+  clear(): void;
+  /**
+   * Starts a read when one is due (or joins the one running); resolves when an answer has waited
+   * enough: until every vault was read once, else until the read's first page. Rejects when there
+   * is nothing read to serve (fail closed); once read, a failed read leaves the last values serving.
+   */
+  settle(): Promise<void> | undefined;
+  /** Whether `value` is among the values read (or being read). */
+  has(value: string): boolean;
+  /** SECRET: every value read. */
+  values(): Iterable<string>;
+}
+
+/** After a failed read (the store unreachable), the half read before serves and is read again after this long. */
+const RETRY_MS = 1000;
+
+interface Run {
+  readonly waited: Promise<void>;
+  released: boolean;
+}
+
+export function createStoreHalf(opts: StoreHalfOptions): StoreHalf {
+  /** SECRET: per vault, what its services send, as last read. */
+  const byVault = new Map<number, ReadonlySet<string>>();
+  /** SECRET: the vault being read, so far (handed to the set already, not yet in byVault). */
+  let reading: ReadonlySet<string> | undefined;
+  /** Vaults written since they were last read. */
+  const pending = new Set<number>();
+  /** Every vault is to be read: never read yet, or announcements may have been missed. */
+  let everyVault = true;
+  let loadedAt = 0; // when the last read of every vault began (0: none has finished)
+  let retryAt = 0;
+  let run: Run | undefined;
+
+  function due(at: number): boolean {
+    if (at < retryAt) return false;
+    if (at - loadedAt >= opts.trustMs()) everyVault = true;
+    return everyVault || pending.size > 0;
+  }
+
+  async function readVault(vaultId: number, afterPage: () => void): Promise<void> {
+    const values = new Set<string>();
+    reading = values;
+    try {
+      let after: string | undefined = "";
+      while (after !== undefined) {
+        const page = await opts.stored.page(vaultId, after);
+        const fresh: string[] = [];
+        for (const v of page.values) {
+          if (v.length < opts.minLength || values.has(v)) continue;
+          values.add(v);
+          if (!byVault.get(vaultId)?.has(v)) fresh.push(v);
+        }
+        await opts.admit(fresh);
+        afterPage();
+        after = page.next;
+        if (after !== undefined) await yieldToLoop();
+      }
+    } finally {
+      reading = undefined;
+    }
+    const before = byVault.get(vaultId);
+    if (values.size) byVault.set(vaultId, values);
+    else byVault.delete(vaultId);
+    if (before)
+      opts.leave(
+        [...before].filter((v) => !values.has(v)),
+        opts.now(),
+      );
+  }
+
+  /** Reads until nothing is due: vaults written during a read are read again after it. */
+  async function readDue(r: Run, release: () => void): Promise<void> {
+    const afterPage = () => {
+      if (loadedAt > 0) release();
+    };
+    while (everyVault || pending.size > 0) {
+      const at = opts.now();
+      const all = everyVault;
+      everyVault = false;
+      const ids = [...pending];
+      pending.clear();
+      try {
+        if (all) for (const id of new Set([...(await opts.stored.vaults()), ...byVault.keys()])) ids.push(id);
+        // A vault written during its read is pending again, and read again by the next pass.
+        for (const id of new Set(ids)) await readVault(id, afterPage);
+      } catch (err) {
+        // Read again next time: what this pass had not finished (a vault read twice costs nothing more).
+        if (all) everyVault = true;
+        for (const id of ids) pending.add(id);
+        throw err;
+      }
+      if (all) loadedAt = at;
+      afterPage();
+    }
+    if (run === r) run = undefined;
+  }
+
+  function start(): Run {
+    let resolve!: () => void;
+    let reject!: (err: unknown) => void;
+    const waited = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)));
+    waited.catch(() => {}); // an answer that waits sees the failure; nobody waiting is not a fault
+    const r: Run = { waited, released: false };
+    const release = () => {
+      if (!r.released) (r.released = true), resolve();
+    };
+    readDue(r, release).then(release, (err: unknown) => {
+      if (run === r) run = undefined;
+      // Never read in full: fail closed. Afterwards a failed read (the store unreachable, a row it
+      // cannot read) leaves the last values serving, with the recent ones, and is tried again shortly.
+      if (loadedAt > 0) {
+        retryAt = opts.now() + RETRY_MS;
+        release();
+      } else if (!r.released) {
+        r.released = true;
+        reject(err);
+      }
+    });
+    return r;
+  }
+
+  return {
+    invalidate(vaultId) {
+      pending.add(vaultId);
+      retryAt = 0;
+    },
+    clear() {
+      everyVault = true;
+      retryAt = 0;
+    },
+    settle() {
+      if (due(opts.now())) run ??= start();
+      return run && !run.released ? run.waited : undefined;
+    },
+    has(value) {
+      if (reading?.has(value)) return true;
+      for (const values of byVault.values()) if (values.has(value)) return true;
+      return false;
+    },
+    *values() {
+      for (const values of byVault.values()) yield* values;
+      if (reading) yield* reading;
+    },
+  };
+}
+
+/** Lets timers, sockets and other requests run before the next page (setImmediate: after I/O). */
+export function yieldToLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}

@@ -1,0 +1,23 @@
+// How far each instance's audit journal has reached the database (migration 20): the last journal
+// sequence number written to audit_logs, moved in the same transaction as the records it covers.
+
+import type { Sql } from "./db.ts";
+
+/**
+ * The journal's file in the data directory (egress/audit-journal.ts). It belongs with the store whose
+ * marks it is counted against: `broker restore` moves it aside with the store's files.
+ */
+export const AUDIT_JOURNAL_FILE = "audit-journal.jsonl";
+
+export function auditMarkRepo(sql: Sql) {
+  return {
+    /** The last sequence number of `journal` already in audit_logs (0: none). */
+    async get(journal: string): Promise<number> {
+      const row = await sql.get<{ seq: number }>("SELECT seq FROM audit_journal_marks WHERE journal = ?", [journal]);
+      return row ? Number(row.seq) : 0;
+    },
+    async set(journal: string, seq: number): Promise<void> {
+      await sql.run("INSERT INTO audit_journal_marks (journal, seq) VALUES (?, ?) ON CONFLICT (journal) DO UPDATE SET seq = excluded.seq", [journal, seq]);
+    },
+  };
+}

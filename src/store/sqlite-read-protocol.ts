@@ -1,0 +1,21 @@
+// The messages between sqlite-reader.ts (the main thread) and sqlite-read-worker.ts (the read thread).
+// Values cross by structured clone (numbers, strings, bigints, null and Uint8Array arrive as they left), or
+// as JSON text where every value is one JSON carries exactly.
+
+import type { SqlValue } from "./db.ts";
+
+export type ReadRequest =
+  | { readonly kind: "open"; readonly path: string; readonly busyTimeoutMs: number }
+  | { readonly kind: "all" | "get"; readonly id: number; readonly sql: string; readonly params: readonly SqlValue[] }
+  /** `done[0]` becomes 1 once the worker's connection is closed. */
+  | { readonly kind: "close"; readonly done: Int32Array };
+
+export type ReadReply =
+  | { readonly kind: "opened" }
+  | { readonly kind: "unopened"; readonly message: string; readonly code?: string }
+  | { readonly kind: "rows"; readonly id: number; readonly rows: unknown[] }
+  /** Rows of strings, finite numbers and nulls only, as JSON text: cheaper for the main thread to decode. */
+  | { readonly kind: "json"; readonly id: number; readonly json: string }
+  | { readonly kind: "row"; readonly id: number; readonly row: unknown }
+  | { readonly kind: "failed"; readonly id: number; readonly message: string; readonly code?: string }
+  | { readonly kind: "closed" };

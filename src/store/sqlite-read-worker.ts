@@ -1,0 +1,71 @@
+// The read worker's thread (a Bun Worker, issue 35 point 4): its own read-only connection to the store's
+// WAL file, answering one (sql, params) at a time, so a long read costs its caller's time and not the
+// event loop's. Never writes (opened read-only and query_only) and imports nothing but bun:sqlite: in the
+// compiled binary it is an entry point of its own (build.ts). The protocol is sqlite-reader.ts's.
+
+import { Database } from "bun:sqlite";
+import type { ReadReply, ReadRequest } from "./sqlite-read-protocol.ts";
+
+let db: Database | undefined;
+
+function answer(req: ReadRequest): ReadReply {
+  switch (req.kind) {
+    case "open":
+      try {
+        // readonly: this thread can never create, migrate or write the file; query_only also refuses writes
+        // through a statement (a routing mistake fails loudly instead of writing past the main connection).
+        db = new Database(req.path, { readonly: true, strict: true });
+        db.run(`PRAGMA busy_timeout = ${Math.trunc(req.busyTimeoutMs)}`);
+        db.run("PRAGMA query_only = ON");
+        return { kind: "opened" };
+      } catch (err) {
+        return { kind: "unopened", ...describe(err) };
+      }
+    case "all":
+    case "get":
+      if (!db) return { kind: "failed", id: req.id, message: "the read worker has no open database" };
+      try {
+        // A statement per call, reset when it returns: each read is its own implicit transaction, so it
+        // sees every transaction the main connection committed before the request was posted (WAL).
+        const statement = db.query(req.sql);
+        const params = req.params as never[];
+        if (req.kind === "get") return { kind: "row", id: req.id, row: statement.get(...params) ?? undefined };
+        const rows = statement.all(...params);
+        // Decoding is the main thread's share of a read: JSON.parse of a page is several times cheaper there
+        // than rebuilding the same rows from a structured clone, so rows of plain values travel as JSON.
+        return isPlain(rows) ? { kind: "json", id: req.id, json: JSON.stringify(rows) } : { kind: "rows", id: req.id, rows };
+      } catch (err) {
+        return { kind: "failed", id: req.id, ...describe(err) };
+      }
+    case "close":
+      db?.close();
+      db = undefined;
+      // The main thread waits on this flag (Store.close is synchronous): once it is set, no connection of
+      // ours keeps the main connection's close from checkpointing and removing the -wal file.
+      Atomics.store(req.done, 0, 1);
+      Atomics.notify(req.done, 0);
+      return { kind: "closed" };
+  }
+}
+
+/** Only strings, finite numbers (never -0) and nulls: what JSON carries back exactly as it was. */
+function isPlain(rows: unknown[]): boolean {
+  for (const row of rows) {
+    for (const v of Object.values(row as Record<string, unknown>)) {
+      if (v === null || typeof v === "string") continue;
+      if (typeof v !== "number" || !Number.isFinite(v) || Object.is(v, -0)) return false;
+    }
+  }
+  return true;
+}
+
+function describe(err: unknown): { message: string; code?: string } {
+  const code = (err as { code?: unknown } | null)?.code;
+  return { message: err instanceof Error ? err.message : String(err), ...(typeof code === "string" && { code }) };
+}
+
+self.addEventListener("message", (ev: MessageEvent<ReadRequest>) => {
+  const reply = answer(ev.data);
+  postMessage(reply);
+  if (reply.kind === "closed") process.exit(0);
+});

@@ -1,0 +1,139 @@
+// The echo needles' store half after an edit (issue 35, architecture.md D22): the edited vault is
+// read again in the background, a page per turn of the event loop, and its new values join the set
+// in place (a set an answer already holds finds them) once read; what a request sends is in the set
+// before it goes, so an answer never waits for a vault-wide read to be safe. The first read of all
+// is still awaited whole and fails closed. Reads are counted with an observed store, never timed.
+
+import { beforeAll, describe, expect, test } from "bun:test";
+import { createPlanCache } from "../../../src/egress/index.ts";
+import type { Needles } from "../../../src/egress/redact.ts";
+import { redactText } from "../../../src/egress/redact-headers.ts";
+import { storeCredential } from "../../../src/crypto/index.ts";
+import { DatabaseUnavailable } from "../../../src/errors.ts";
+import { Secret } from "../../../src/secret.ts";
+import { bigValue, observedStore, seedVaults, type ObservedStore } from "../../helpers/big-vault.ts";
+
+const SERVICES = 10_000;
+const QUIET = `sk-quiet-${crypto.randomUUID()}`;
+let o: ObservedStore;
+let big: { id: number; name: string };
+let quiet: { id: number; name: string };
+
+beforeAll(async () => {
+  o = await observedStore();
+  ({ big, quiet } = await seedVaults(o, SERVICES, QUIET));
+});
+
+/** The set redacts `value` whole (and the redacted text no longer carries it). */
+function holds(n: Needles, value: string): boolean {
+  const out = redactText(`<${value}>`, n);
+  return out === "<[redacted]>" && !out.includes(value);
+}
+
+const pages = () => o.calls.filter((c) => c === "services.pageWithCredentials").length;
+
+/** Turns of the event loop until no statement runs for 200 of them; returns the most pages read in one turn. */
+async function settleReads(): Promise<number> {
+  let most = 0;
+  for (let turn = 0, idle = 0, last = o.calls.length, lastPages = pages(); turn < 100_000 && idle < 200; turn++) {
+    await new Promise((r) => setImmediate(r));
+    idle = o.calls.length === last ? idle + 1 : 0;
+    last = o.calls.length;
+    most = Math.max(most, pages() - lastPages);
+    lastPages = pages();
+  }
+  return most;
+}
+
+describe("after an edit of a 10,000-service vault", () => {
+  const plans = () => createPlanCache(o.store, o.dataKey, () => ({}));
+
+  test("the first read of every vault is awaited whole: every stored value is in the first answer's set", async () => {
+    const cache = plans();
+    const n = await cache.responseNeedles(await cache.plan(quiet, "api.quiet.example", 443));
+    expect([bigValue(0), bigValue(500), bigValue(999), QUIET].map((v) => holds(n, v))).toEqual([true, true, true, true]);
+    expect(pages()).toBeGreaterThanOrEqual(SERVICES / 256);
+  });
+
+  test("another vault's answer holds the new value once read, in place; the old one stays; a page per turn of the loop", async () => {
+    const cache = plans();
+    const quietPlan = await cache.plan(quiet, "api.quiet.example", 443);
+    const n = await cache.responseNeedles(quietPlan);
+    await settleReads();
+    // K777 is sent by svc-7770…7779: far past the first page in host order.
+    const rotated = `sk-rotated-777-${crypto.randomUUID()}`;
+    await storeCredential(o.store, o.dataKey, big.id, "K777", new Secret(rotated), 2_000_000);
+    o.reset();
+    cache.invalidate(big.id);
+    expect(o.calls).toEqual([]); // an invalidation reads nothing
+    expect(await cache.responseNeedles(quietPlan)).toBe(n); // served at once (one page read at most)
+    expect(pages()).toBe(1);
+    expect(holds(n, bigValue(777))).toBe(true);
+    const most = await settleReads();
+    expect(most).toBe(1); // the loop was let go after every page
+    expect(pages()).toBe(Math.ceil(SERVICES / 256));
+    expect([rotated, bigValue(777)].map((v) => holds(n, v))).toEqual([true, true]);
+    expect(o.calls.filter((c) => c === "credentials.get")).toEqual([]); // one statement a page, no read per service
+  });
+
+  test("a value sent is in every answer's set at once, before the read reaches it", async () => {
+    const cache = plans();
+    const quietPlan = await cache.plan(quiet, "api.quiet.example", 443);
+    const n = await cache.responseNeedles(quietPlan);
+    await settleReads();
+    const rotated = `sk-rotated-888-${crypto.randomUUID()}`;
+    await storeCredential(o.store, o.dataKey, big.id, "K888", new Secret(rotated), 2_000_001);
+    o.reset();
+    cache.invalidate(big.id);
+    const bigPlan = await cache.plan(big, "svc-8885.big.example", 443);
+    // The request that sends it notes it before it goes: its own answer's set and every other's hold it.
+    expect(holds(await cache.responseNeedles(bigPlan), rotated)).toBe(true);
+    expect(pages()).toBeLessThanOrEqual(1);
+    expect(holds(await cache.responseNeedles(quietPlan), rotated)).toBe(true);
+    expect(holds(n, rotated)).toBe(true);
+    await settleReads();
+    expect([rotated, bigValue(888), QUIET].map((v) => holds(n, v))).toEqual([true, true, true]);
+  });
+
+  test("an edit that changes no value keeps the compiled set", async () => {
+    const cache = plans();
+    const quietPlan = await cache.plan(quiet, "api.quiet.example", 443);
+    const n = await cache.responseNeedles(quietPlan);
+    await settleReads();
+    await o.store.services.put({ ...(await o.store.services.get(big.id, "svc-5.big.example"))!, description: "edited" }, 2_000_002);
+    cache.invalidate(big.id);
+    expect(await cache.responseNeedles(quietPlan)).toBe(n);
+    await settleReads();
+    expect(await cache.responseNeedles(quietPlan)).toBe(n);
+  });
+});
+
+describe("the store half during an outage", () => {
+  test("never read: the answer fails closed; read before: a failed re-read leaves the last values serving", async () => {
+    const cache = createPlanCache(o.store, o.dataKey, () => ({}));
+    const quietPlan = await cache.plan(quiet, "api.quiet.example", 443);
+    o.down(true);
+    try {
+      await expect(cache.responseNeedles(quietPlan)).rejects.toBeInstanceOf(DatabaseUnavailable);
+    } finally {
+      o.down(false);
+    }
+    const n = await cache.responseNeedles(quietPlan);
+    const rotated = `sk-rotated-1-${crypto.randomUUID()}`;
+    await storeCredential(o.store, o.dataKey, big.id, "K1", new Secret(rotated), 2_000_003);
+    cache.invalidate(big.id);
+    o.down(true);
+    try {
+      const during = await cache.responseNeedles(quietPlan);
+      expect(during).toBe(n);
+      expect(holds(during, bigValue(1))).toBe(true);
+    } finally {
+      o.down(false);
+    }
+    // Read again once the retry interval has passed (a write since lets it try at once).
+    cache.invalidate(big.id);
+    await cache.responseNeedles(quietPlan);
+    await settleReads();
+    expect([rotated, bigValue(1)].map((v) => holds(n, v))).toEqual([true, true]);
+  });
+});
