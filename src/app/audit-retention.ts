@@ -6,7 +6,7 @@
 
 import { DatabaseUnavailable } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import { pruneAuditBatch, type Db, type PruneBatch } from "../store/index.ts";
+import { pruneAuditBatch, type AuditLimits, type Db, type PruneBatch } from "../store/index.ts";
 
 export interface AuditRetentionOptions {
   readonly maxAgeMs: number;
@@ -23,6 +23,11 @@ export interface AuditRetentionOptions {
   readonly batchRows?: { readonly first?: number; readonly min?: number; readonly max?: number };
   /** Times a batch (ms, monotonic; default performance.now); tests pass a clock of their own. */
   readonly clock?: () => number;
+  /**
+   * Runs one batch elsewhere than on the event loop (a SQLite file store's worker thread: Store.offLoopPrune);
+   * absent, the batch runs through `db` (PostgreSQL's pool, or a memory store in tests).
+   */
+  readonly prune?: (limits: AuditLimits, limit: number) => Promise<PruneBatch>;
   /** Told of every batch (tests, the bench). */
   readonly onBatch?: (b: BatchReport) => void;
 }
@@ -66,7 +71,8 @@ export function startAuditRetention(db: Db, opts: AuditRetentionOptions): AuditR
   async function batch(): Promise<number> {
     const size = limit;
     try {
-      const r = await pruneAuditBatch(db, { olderThan: opts.now() - opts.maxAgeMs, keepRows: opts.maxRows }, size, clock);
+      const limits = { olderThan: opts.now() - opts.maxAgeMs, keepRows: opts.maxRows };
+      const r = await (opts.prune ? opts.prune(limits, size) : pruneAuditBatch(db, limits, size, clock));
       failureWaitMs = 0;
       opts.onBatch?.({ ...r, limit: size });
       if (r.busy) return checkEveryMs; // another instance is catching up

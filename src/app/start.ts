@@ -40,7 +40,7 @@ import { createRequestApprovalGate, replaceRotatedCredential } from "../workflow
 import { CONNECT_CALLBACK_PATH, connectWarnings, operatorClient, type ConnectDeps } from "../workflows/index.ts";
 import { restoreRateLimits } from "../identity/index.ts";
 import { createOidcClient } from "../identity/index.ts";
-import { createApi, type DatabaseHealth } from "../server/index.ts";
+import { createApi } from "../server/index.ts";
 import { isWildcardBind, listApiHosts } from "../server/index.ts";
 import { listenOrExplain } from "./listen-error.ts";
 import { bindTunnelListener, type TunnelLimits } from "../tunnel/index.ts";
@@ -49,6 +49,7 @@ import { periodicJobs, startSweeps } from "./periodic-jobs.ts";
 import { startAuditRetention } from "./audit-retention.ts";
 import { effectiveSettings } from "./effective-settings.ts";
 import { drainListeners } from "./shutdown.ts";
+import { databaseHealth } from "./database-health.ts";
 import { upstreamRoots } from "./upstream-roots.ts";
 import { countRefusals, createMetrics, type Metrics } from "../server/index.ts";
 
@@ -308,22 +309,6 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       });
     }
     const auditRetention = { days: config.auditRetentionDays, maxRows: config.auditMaxRows };
-    const databaseHealth = async (): Promise<DatabaseHealth> => {
-      // PostgreSQL: from memory (the breaker's state, kept current by the feed's heartbeat every 400 ms),
-      // so /health answers at once even while the database is frozen. SQLite is a local file: asked.
-      const known = store.db.reachability?.();
-      const reachable =
-        known?.reachable ??
-        (await store.db.get("SELECT 1").then(
-          () => true,
-          (err) => {
-            if (err instanceof DatabaseUnavailable) return false;
-            throw err;
-          },
-        ));
-      const announcements = config.database ? (feed.listening ? "listening" : "lost") : undefined;
-      return { backend: store.db.dialect, reachable, ...(announcements && { announcements }), audit_queued: audit.queued };
-    };
     const api = createApi({
       domain,
       log,
@@ -332,7 +317,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       hosts,
       trustedProxies: config.trustedProxies,
       auditRetention,
-      databaseHealth,
+      databaseHealth: databaseHealth({ db: store.db, feed: config.database ? feed : undefined, auditQueued: () => audit.queued }),
       connect,
       effectiveSettings: effectiveSettings(config, Number(server.port), boundTunnel?.port ?? null, store.db.dialect),
       ...(metrics && { metrics: { registry: metrics, token: config.metrics?.token } }),
@@ -353,7 +338,13 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     app.resolve(api);
     // Pending proposals expire by time, not when someone happens to read them.
     const sweeper = startSweeps(periodicJobs(log), domain);
-    const retention = startAuditRetention(store.db, { maxAgeMs: config.auditRetentionDays * 86_400_000, maxRows: config.auditMaxRows, now, log });
+    const retention = startAuditRetention(store.db, {
+      maxAgeMs: config.auditRetentionDays * 86_400_000,
+      maxRows: config.auditMaxRows,
+      now,
+      log,
+      ...(store.offLoopPrune && { prune: store.offLoopPrune }),
+    });
     const proxyAddress = tunnel ? `${hostPart}:${tunnel.port}` : undefined;
     log.info("listening", { api: apiUrl, proxy: proxyAddress ?? null, data_dir: config.dataDir, store: describeStore(config), keyring: keyring.mode });
     return {

@@ -51,10 +51,10 @@ export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
   function insert(batch: readonly JournalRecord[]): Promise<void> {
     return store.transaction(async (tx) => {
       if (!journal) return tx.audit.insert(batch.map((r) => r.entry));
-      const mark = await tx.auditMarks.get(journal.id);
+      const mark = await tx.auditMarks.lock(journal.id);
       const missing = batch.filter((r) => r.seq > mark);
       if (missing.length) await tx.audit.insert(missing.map((r) => r.entry));
-      await tx.auditMarks.set(journal.id, Math.max(mark, batch[batch.length - 1]!.seq));
+      await tx.auditMarks.set(journal.id, batch[batch.length - 1]!.seq);
     });
   }
 

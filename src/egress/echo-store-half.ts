@@ -40,9 +40,9 @@ export interface StoreHalf {
 /** After a failed read (the store unreachable), the half read before serves and is read again after this long. */
 const RETRY_MS = 1000;
 
-interface Run {
-  readonly waited: Promise<void>;
-  released: boolean;
+interface Waiter {
+  resolve(): void;
+  reject(err: unknown): void;
 }
 
 export function createStoreHalf(opts: StoreHalfOptions): StoreHalf {
@@ -56,15 +56,32 @@ export function createStoreHalf(opts: StoreHalfOptions): StoreHalf {
   let everyVault = true;
   let loadedAt = 0; // when the last read of every vault began (0: none has finished)
   let retryAt = 0;
-  let run: Run | undefined;
+  let running = false;
+  /** A write (or a clear) that no answer has yet waited a page of reading for. */
+  let owed = false;
+  /** Answers waiting: released after the next page read (or, never read in full, after the first read of all). */
+  let waiters: Waiter[] = [];
 
   function due(at: number): boolean {
     if (at < retryAt) return false;
-    if (at - loadedAt >= opts.trustMs()) everyVault = true;
+    if (at - loadedAt >= opts.trustMs()) everyVault = owed = true;
     return everyVault || pending.size > 0;
   }
 
-  async function readVault(vaultId: number, afterPage: () => void): Promise<void> {
+  function release(err?: unknown): void {
+    const waiting = waiters;
+    waiters = [];
+    for (const w of waiting) err === undefined ? w.resolve() : w.reject(err);
+  }
+
+  /** A page was read: once every vault has been read, the answers waiting have waited enough. */
+  function afterPage(): void {
+    if (loadedAt === 0) return;
+    owed = false;
+    release();
+  }
+
+  async function readVault(vaultId: number): Promise<void> {
     const values = new Set<string>();
     reading = values;
     try {
@@ -80,7 +97,8 @@ export function createStoreHalf(opts: StoreHalfOptions): StoreHalf {
         await opts.admit(fresh);
         afterPage();
         after = page.next;
-        if (after !== undefined) await yieldToLoop();
+        // After every page, the last one too: a pass over many small vaults must not run as one task.
+        await yieldToLoop();
       }
     } finally {
       reading = undefined;
@@ -88,18 +106,13 @@ export function createStoreHalf(opts: StoreHalfOptions): StoreHalf {
     const before = byVault.get(vaultId);
     if (values.size) byVault.set(vaultId, values);
     else byVault.delete(vaultId);
-    if (before)
-      opts.leave(
-        [...before].filter((v) => !values.has(v)),
-        opts.now(),
-      );
+    const gone: string[] = [];
+    for (const v of before ?? []) if (!values.has(v)) gone.push(v);
+    if (gone.length) opts.leave(gone, opts.now());
   }
 
   /** Reads until nothing is due: vaults written during a read are read again after it. */
-  async function readDue(r: Run, release: () => void): Promise<void> {
-    const afterPage = () => {
-      if (loadedAt > 0) release();
-    };
+  async function readDue(): Promise<void> {
     while (everyVault || pending.size > 0) {
       const at = opts.now();
       const all = everyVault;
@@ -109,55 +122,50 @@ export function createStoreHalf(opts: StoreHalfOptions): StoreHalf {
       try {
         if (all) for (const id of new Set([...(await opts.stored.vaults()), ...byVault.keys()])) ids.push(id);
         // A vault written during its read is pending again, and read again by the next pass.
-        for (const id of new Set(ids)) await readVault(id, afterPage);
+        for (const id of new Set(ids)) await readVault(id);
       } catch (err) {
         // Read again next time: what this pass had not finished (a vault read twice costs nothing more).
         if (all) everyVault = true;
         for (const id of ids) pending.add(id);
         throw err;
       }
-      if (all) loadedAt = at;
-      afterPage();
+      if (all) {
+        loadedAt = at;
+        afterPage(); // the first read of all, done: the answers held for it go on
+      }
     }
-    if (run === r) run = undefined;
+    running = false; // at once: a write from here on starts a read of its own
   }
 
-  function start(): Run {
-    let resolve!: () => void;
-    let reject!: (err: unknown) => void;
-    const waited = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)));
-    waited.catch(() => {}); // an answer that waits sees the failure; nobody waiting is not a fault
-    const r: Run = { waited, released: false };
-    const release = () => {
-      if (!r.released) (r.released = true), resolve();
-    };
-    readDue(r, release).then(release, (err: unknown) => {
-      if (run === r) run = undefined;
-      // Never read in full: fail closed. Afterwards a failed read (the store unreachable, a row it
-      // cannot read) leaves the last values serving, with the recent ones, and is tried again shortly.
-      if (loadedAt > 0) {
+  function start(): void {
+    running = true;
+    readDue().then(
+      () => release(),
+      (err: unknown) => {
+        running = false;
+        // Never read in full: fail closed. Afterwards a failed read (the store unreachable, a row it
+        // cannot read) leaves the last values serving, with the recent ones, and is tried again shortly.
+        if (loadedAt === 0) return release(err);
         retryAt = opts.now() + RETRY_MS;
         release();
-      } else if (!r.released) {
-        r.released = true;
-        reject(err);
-      }
-    });
-    return r;
+      },
+    );
   }
 
   return {
     invalidate(vaultId) {
       pending.add(vaultId);
       retryAt = 0;
+      owed = true;
     },
     clear() {
-      everyVault = true;
+      everyVault = owed = true;
       retryAt = 0;
     },
     settle() {
-      if (due(opts.now())) run ??= start();
-      return run && !run.released ? run.waited : undefined;
+      if (due(opts.now()) && !running) start();
+      if (!running || (loadedAt > 0 && !owed)) return undefined;
+      return new Promise<void>((resolve, reject) => waiters.push({ resolve, reject }));
     },
     has(value) {
       if (reading?.has(value)) return true;

@@ -30,13 +30,10 @@ export interface GracedOptions {
  * the map (the oldest entry goes first): hosts are the agent's choice, unmatched ones included.
  */
 export function readGraced<V>(entries: Map<string, GracedEntry<V>>, key: string, load: () => Promise<V>, opts: GracedOptions, max = Infinity): Promise<V> {
+  const trusted = trustedValue(entries, key, opts);
+  if (trusted) return trusted;
   const held = entries.get(key);
   const at = opts.now();
-  if (held && at - held.checkedAt < opts.freshness.trustMs(Infinity)) {
-    // Only announcements vouch for it: a hit within a second of a failed re-check must not extend the grace.
-    if (opts.freshness.listening) held.confirmedAt = at;
-    return held.value;
-  }
   // The store is asked again once per re-validation interval; meanwhile the last answer serves.
   const fallback = held && at - held.confirmedAt < opts.graceMs ? held : undefined;
   const value = load().catch((err) => {
@@ -52,4 +49,15 @@ export function readGraced<V>(entries: Map<string, GracedEntry<V>>, key: string,
   entries.set(key, entry);
   if (entries.size > max) entries.delete(entries.keys().next().value!);
   return value;
+}
+
+/** The entry's value when it is held and still trusted (no read needed), else undefined. */
+export function trustedValue<V>(entries: Map<string, GracedEntry<V>>, key: string, opts: GracedOptions): Promise<V> | undefined {
+  const held = entries.get(key);
+  if (!held) return undefined;
+  const at = opts.now();
+  if (at - held.checkedAt >= opts.freshness.trustMs(Infinity)) return undefined;
+  // Only announcements vouch for it: a hit within a second of a failed re-check must not extend the grace.
+  if (opts.freshness.listening) held.confirmedAt = at;
+  return held.value;
 }

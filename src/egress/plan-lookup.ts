@@ -8,7 +8,7 @@ import type { Secret } from "../secret.ts";
 import type { ServiceRow, Store } from "../store/index.ts";
 import { decryptCredential } from "../crypto/index.ts";
 import { coveringPatternTexts, hostMatches, parseHostPattern, type HostPattern } from "../policy/index.ts";
-import { readGraced, type GracedEntry, type GracedOptions } from "./graced-entries.ts";
+import { readGraced, trustedValue, type GracedEntry, type GracedOptions } from "./graced-entries.ts";
 
 /** Hosts remembered per vault, matched or not (an agent chooses them): the oldest read goes first beyond this. */
 const MAX_HOSTS = 8192;
@@ -30,6 +30,8 @@ export interface PlanLookup {
   service(vaultId: number, host: string, port: number): Promise<MatchedService | undefined>;
   /** SECRET: the credential's value; undefined when the vault has no such key. Rejects when it cannot be decrypted. */
   credential(vaultId: number, key: string): Promise<Secret | undefined>;
+  /** What `credential` would hand out now without reading: the same promise while its entry is trusted, else undefined. */
+  heldCredential(vaultId: number, key: string): Promise<Secret | undefined> | undefined;
   /** SECRET: the vault's values handed out, kept for the logger's scrub until the vault is written. */
   live(vaultId: number): Set<string>;
   /** Forget a vault's entries (after any write to it): O(1), the vault's size does not matter. */
@@ -61,6 +63,10 @@ export function createPlanLookup(store: Store, dataKey: CryptoKey, opts: GracedO
         },
         opts,
       );
+    },
+    heldCredential(vaultId, key) {
+      const v = vaults.get(vaultId);
+      return v && trustedValue(v.credentials, key, opts);
     },
     live: (vaultId) => entries(vaultId).live,
     drop(vaultId) {

@@ -57,6 +57,8 @@ interface Used {
   readonly keys: string[];
   /** SECRET: the values `keys` had: the very Secret objects the look-up hands out, compared by identity. */
   readonly inputs: (Secret | undefined)[];
+  /** The look-up's promises of them: while each is still the one held (and trusted), the plan stands without a wait. */
+  reads: Promise<Secret | undefined>[];
 }
 
 /** A plan as built: kept while its credentials read as the same objects, built anew once one was read again. */
@@ -141,9 +143,11 @@ export function createPlanCache(
   async function requiredCredential(vaultId: number, key: string, used: Used): Promise<Secret> {
     let secret: Secret | undefined;
     try {
-      secret = await lookup.credential(vaultId, key);
+      const read = lookup.credential(vaultId, key);
+      secret = await read;
       used.keys.push(key);
       used.inputs.push(secret);
+      used.reads.push(read);
     } catch (err) {
       // An outage is the store's answer, not the credential's: 503, never a 502 naming the key.
       if (err instanceof DatabaseUnavailable) throw err;
@@ -221,13 +225,24 @@ export function createPlanCache(
   }
 
   /** The plan last built for this match, while every credential it read still reads the same; else built anew. */
-  async function planFor(vaultId: number, svc: MatchedService): Promise<EgressPlan> {
+  function planFor(vaultId: number, svc: MatchedService): EgressPlan | Promise<EgressPlan> {
+    // The common case, synchronous: each credential entry it read is still the one held.
     const last = planned.get(svc);
+    if (last && last.keys.every((k, i) => lookup.heldCredential(vaultId, k) === last.reads[i])) return last.plan;
+    return replan(vaultId, svc, last);
+  }
+
+  async function replan(vaultId: number, svc: MatchedService, last: Planned | undefined): Promise<EgressPlan> {
     if (last) {
-      const current = await Promise.all(last.keys.map((k) => lookup.credential(vaultId, k).catch(() => FAILED)));
-      if (current.every((v, i) => v === last.inputs[i])) return last.plan;
+      // Read again (a re-check, or the fallback during an outage): the same values keep the same plan.
+      const reads = last.keys.map((k) => lookup.credential(vaultId, k));
+      const current = await Promise.all(reads.map((r) => r.catch(() => FAILED)));
+      if (current.every((v, i) => v === last.inputs[i])) {
+        last.reads = reads;
+        return last.plan;
+      }
     }
-    const used: Used = { keys: [], inputs: [] };
+    const used: Used = { keys: [], inputs: [], reads: [] };
     const plan = await buildPlan(vaultId, svc.row, used);
     planned.set(svc, { plan, ...used });
     return plan;

@@ -21,8 +21,11 @@ export interface StaticSend {
   readonly values: readonly string[];
 }
 
+/** What of a service row decides how its value travels. */
+export type SendingFields = Pick<ServiceRow, "authType" | "authHeader" | "authPrefix" | "authUsername" | "authParam" | "authTemplate">;
+
 /** How `secret` travels for a static service row (the caller has refused multi-line values). */
-export function staticSend(row: ServiceRow, secret: Secret): StaticSend {
+export function staticSend(row: SendingFields, secret: Secret): StaticSend {
   const placement = placementFor(row, secret);
   const injection = placement ? undefined : injectionFor(row, secret);
   // reveal: search patterns only
@@ -37,7 +40,7 @@ export function isMultiLine(secret: Secret): boolean {
   return /[\r\n\0]/.test(secret.reveal()); // reveal: checked, not kept
 }
 
-function placementFor(row: ServiceRow, secret: Secret): UrlPlacement | undefined {
+function placementFor(row: SendingFields, secret: Secret): UrlPlacement | undefined {
   // The domain never stores one without the other; a row that does fails closed (500), never sends the value elsewhere.
   if (row.authType === "query") return queryPlacement(required(row.authParam, "parameter name"), secret);
   if (row.authType !== "path") return undefined;
@@ -50,7 +53,7 @@ function required(v: string | null, what: string): string {
   return v;
 }
 
-function injectionFor(row: ServiceRow, secret: Secret): Injection {
+function injectionFor(row: SendingFields, secret: Secret): Injection {
   // reveal: composing the auth header value; the result stays wrapped until the request is written.
   const v = secret.reveal();
   switch (row.authType) {

@@ -5,10 +5,9 @@
 // ciphertext: a vault read again after an edit decrypts only what the edit changed.
 
 import type { Secret } from "../secret.ts";
-import type { ServiceRow, Store } from "../store/index.ts";
+import type { ServiceWithCredential, Store } from "../store/index.ts";
 import { DecryptError, decryptCredential } from "../crypto/index.ts";
-import { isMintedAuthType, mintedAuthKeyFields } from "../policy/index.ts";
-import { viewService } from "../workflows/index.ts";
+import { isMintedAuthType, mintedAuthKeyFields, parseMintedAuthConfig } from "../policy/index.ts";
 import { isMultiLine, staticSend } from "./service-values.ts";
 
 /** Services read per statement: a page costs a few milliseconds at most, whatever the vault's size. */
@@ -57,15 +56,12 @@ export function createStoredValues(store: Store, dataKey: CryptoKey): StoredValu
     return value;
   }
 
-  async function rowValues(row: ServiceRow, joined: Sealed | undefined): Promise<string[]> {
+  async function rowValues(row: ServiceWithCredential): Promise<string[]> {
+    const joined = row.credentialNonce && row.credentialCiphertext ? { nonce: row.credentialNonce, ciphertext: row.credentialCiphertext } : undefined;
     const secret = async (key: string) => open(row.vaultId, key, key === row.authKey ? joined : await store.credentials.get(row.vaultId, key));
     if (isMintedAuthType(row.authType)) {
-      let keys: [string, string][];
-      try {
-        keys = mintedAuthKeyFields(row.authType, viewService(row).auth);
-      } catch {
-        return []; // unreadable settings: the plan fails closed and nothing is sent
-      }
+      // Settings that do not parse name no key: the plan fails closed and nothing is sent.
+      const keys = mintedAuthKeyFields(row.authType, parseMintedAuthConfig(row.authConfig));
       const inputs = await Promise.all(keys.map(([, key]) => secret(key)));
       return inputs.flatMap((s) => (s ? [s.reveal()] : [])); // reveal: search patterns only
     }
@@ -86,10 +82,7 @@ export function createStoredValues(store: Store, dataKey: CryptoKey): StoredValu
       if (after === "") reading.set(vaultId, new Map());
       const rows = await store.services.pageWithCredentials(vaultId, after, PAGE_ROWS);
       const values: string[] = [];
-      for (const row of rows) {
-        const joined = row.credentialNonce && row.credentialCiphertext ? { nonce: row.credentialNonce, ciphertext: row.credentialCiphertext } : undefined;
-        values.push(...(await rowValues(row, joined)));
-      }
+      for (const row of rows) values.push(...(await rowValues(row)));
       if (rows.length === PAGE_ROWS) return { values, next: rows[rows.length - 1]!.host };
       const used = reading.get(vaultId);
       reading.delete(vaultId);

@@ -23,15 +23,14 @@ export type AgentScope =
 
 // A page is a range of the UNIQUE (name) index after the cursor, stopped at LIMIT; each scope is its own
 // fixed statement, its condition one primary-key probe of agent_grants (and vault_members) per agent read.
-const PAGE = `SELECT ${COLUMNS} FROM agents a WHERE a.name > ?`;
 const ORDER = "ORDER BY a.name LIMIT ?";
 const PAGE_SQL: Record<AgentScope["kind"], string> = {
-  all: `${PAGE} ${ORDER}`,
-  administered_by_user: `${PAGE} AND EXISTS (SELECT 1 FROM agent_grants g JOIN vault_members m ON m.vault_id = g.vault_id
+  all: `SELECT ${COLUMNS} FROM agents a WHERE a.name > ? ${ORDER}`,
+  administered_by_user: `SELECT ${COLUMNS} FROM agents a WHERE a.name > ? AND EXISTS (SELECT 1 FROM agent_grants g JOIN vault_members m ON m.vault_id = g.vault_id
     WHERE g.agent_id = a.id AND m.user_id = ? AND m.role = 'admin') ${ORDER}`,
-  administered_by_agent: `${PAGE} AND EXISTS (SELECT 1 FROM agent_grants g JOIN agent_grants mine ON mine.vault_id = g.vault_id
+  administered_by_agent: `SELECT ${COLUMNS} FROM agents a WHERE a.name > ? AND EXISTS (SELECT 1 FROM agent_grants g JOIN agent_grants mine ON mine.vault_id = g.vault_id
     WHERE g.agent_id = a.id AND mine.agent_id = ? AND mine.role = 'admin') ${ORDER}`,
-  granted_in: `${PAGE} AND EXISTS (SELECT 1 FROM agent_grants g WHERE g.agent_id = a.id AND g.vault_id = ?) ${ORDER}`,
+  granted_in: `SELECT ${COLUMNS} FROM agents a WHERE a.name > ? AND EXISTS (SELECT 1 FROM agent_grants g WHERE g.agent_id = a.id AND g.vault_id = ?) ${ORDER}`,
 };
 
 function scopeParam(scope: AgentScope): number[] {

@@ -11,13 +11,26 @@ export const AUDIT_JOURNAL_FILE = "audit-journal.jsonl";
 
 export function auditMarkRepo(sql: Sql) {
   return {
+    /**
+     * The last sequence number of `journal` already in audit_logs (0: none), its row locked until the
+     * transaction ends: a batch given up on but still committing and its retry cannot both write (PostgreSQL
+     * holds the second until the first ends; SQLite's writers take turns anyway).
+     */
+    async lock(journal: string): Promise<number> {
+      const row = await sql.get<{ seq: number }>(
+        "INSERT INTO audit_journal_marks (journal, seq) VALUES (?, 0) ON CONFLICT (journal) DO UPDATE SET seq = audit_journal_marks.seq RETURNING seq",
+        [journal],
+      );
+      return row ? Number(row.seq) : 0;
+    },
     /** The last sequence number of `journal` already in audit_logs (0: none). */
     async get(journal: string): Promise<number> {
       const row = await sql.get<{ seq: number }>("SELECT seq FROM audit_journal_marks WHERE journal = ?", [journal]);
       return row ? Number(row.seq) : 0;
     },
+    /** Moves the mark forward (never back). */
     async set(journal: string, seq: number): Promise<void> {
-      await sql.run("INSERT INTO audit_journal_marks (journal, seq) VALUES (?, ?) ON CONFLICT (journal) DO UPDATE SET seq = excluded.seq", [journal, seq]);
+      await sql.run("UPDATE audit_journal_marks SET seq = ? WHERE journal = ? AND seq < ?", [seq, journal, seq]);
     },
   };
 }

@@ -80,6 +80,10 @@ export function createChangeFeed(db: Db, opts: FeedOptions = {}): ChangeFeed {
       const onMessage = (payload: string) => {
         if (payload === beat) {
           lastBeat = now();
+          // A heartbeat sent during an outage may arrive before the pool has found the database again
+          // (its breaker still open): the resync's reloads (root CA, saved limits) would fail and not be
+          // tried again. Trusted from the next heartbeat, which the breaker's probe will have let through.
+          if (db.reachability?.().reachable === false) return;
           setListening(true);
           return;
         }

@@ -40,9 +40,10 @@ export type { AccessRow, GrantRow, MemberRow, VaultRole } from "./access.ts";
 export type { InviteKind, InviteRow } from "./invites.ts";
 export type { IdentityRow, OidcCliCodeRow, OidcPurpose, OidcStateRow } from "./identities.ts";
 export type { ConnectStateRow } from "./connect-states.ts";
-export type { AuthType, MintedAuthType, ServiceRow } from "./services.ts";
+export type { AuthType, MintedAuthType, ServiceRow, ServiceWithCredential } from "./services.ts";
 export type { AuditFilter, AuditRow } from "./audit.ts";
 export { pruneAuditBatch, type AuditLimits, type PruneBatch } from "./audit-retention.ts";
+import type { AuditLimits, PruneBatch } from "./audit-retention.ts";
 export type { ProposalRow, ProposalStatus, ProposedAuth, ProposedRule, ProposedService, ProposedSlot } from "./proposals.ts";
 export { fitsAuthField } from "./proposals.ts";
 export { CorruptRow } from "./stored-json.ts";
@@ -86,15 +87,22 @@ function createRepos(sql: Sql) {
 export type Repos = ReturnType<typeof createRepos>;
 
 /**
- * Reads whose cost grows with a vault (log pages, every service, the proposals list, the overview's
- * counts): given a reader (a SQLite file store's worker thread), they run there, off the event loop
- * (issue 35 point 4). Reads only: the worker's connection refuses writes. A transaction's repositories
- * keep reading through the transaction, which must see its own writes.
+ * Reads that can cost the database far more than the rows they return (log pages and their filters, lists
+ * filtered by state or joined to grants, counts): given a reader (a SQLite file store's worker thread) they
+ * run there, off the event loop (architecture.md D32). Not the reads whose cost is building the rows they
+ * return (a whole vault's services or credentials, a range page of services): the main thread rebuilds
+ * those rows either way, and decoding them costs it about what SQLite's own row building did
+ * (bench/off-loop-reads.ts). Not the request path's point reads either. Reads only: the worker's connection
+ * refuses writes. A transaction's repositories keep reading through the transaction, which must see its
+ * own writes.
  */
 const OFF_LOOP_READS = {
   audit: ["list"],
-  services: ["list", "all"],
   proposals: ["list"],
+  requestApprovals: ["list"],
+  agents: ["page"],
+  sessions: ["activeForUser", "activeScopedForVault"],
+  access: ["members"],
   vaultCounts: ["of", "pendingByVault"],
 } as const satisfies { readonly [R in keyof Repos]?: readonly (keyof Repos[R])[] };
 
@@ -107,13 +115,15 @@ function routeReads(repos: Repos, reader: Repos): Repos {
   return routed as Repos;
 }
 
-/** Where the large reads go instead of the main connection (sqlite-reader.ts). */
-export type OffLoopReader = Sql & { close(): void };
+/** Where the large reads (and audit retention's deletes) go instead of the main connection (sqlite-reader.ts). */
+export type OffLoopReader = Sql & { close(): void; pruneAudit?: (limits: AuditLimits, limit: number) => Promise<PruneBatch> };
 
 export interface Store extends Repos {
   readonly db: Db;
   /** One atomic unit of work; inside `fn` use only the repositories it is given. */
   transaction<T>(fn: (tx: Repos) => Promise<T>): Promise<T>;
+  /** Audit retention's batches off the event loop, where the store has a worker thread (a SQLite file). */
+  readonly offLoopPrune?: (limits: AuditLimits, limit: number) => Promise<PruneBatch>;
   close(): void;
   [Symbol.dispose](): void;
 }
@@ -128,6 +138,7 @@ export function createStore(db: Db, reader?: OffLoopReader): Store {
     db,
     ...(reader ? routeReads(repos, createRepos(reader)) : repos),
     transaction: (fn) => db.transaction((tx) => fn(createRepos(tx))),
+    ...(reader?.pruneAudit && { offLoopPrune: reader.pruneAudit }),
     close,
     [Symbol.dispose]: close,
   };
@@ -157,6 +168,9 @@ export interface OpenOptions {
   readonly readWorker?: Pick<SqliteReaderOptions, "onFault" | "timeoutMs">;
 }
 
+/** How long the server's main SQLite connection waits for another process's lock (see openStore). */
+const SERVER_BUSY_TIMEOUT_MS = 250;
+
 /** Opens (creating if needed) the store and brings its schema up to date. */
 export async function openStore(where: StoreLocation, opts: OpenOptions = {}): Promise<Store> {
   if (!where.database) {
@@ -165,6 +179,11 @@ export async function openStore(where: StoreLocation, opts: OpenOptions = {}): P
     try {
       await migrate(db);
       if (opts.readWorker) {
+        // The server's main connection is the event loop's: a lock held by another process may stall it only
+        // briefly before the store counts as away (503; audit records wait in the journal). The long waits,
+        // retention's batches, run on the worker's connection. Migrations above kept the long wait, for
+        // instances starting at the same moment.
+        await db.exec(`PRAGMA busy_timeout = ${SERVER_BUSY_TIMEOUT_MS}`);
         reader = createSqliteReader(`${where.dataDir}/${DB_FILE}`, opts.readWorker);
         await reader.ready.catch((err: unknown) => {
           const reason = err instanceof DatabaseUnavailable ? err.reason : String(err);

@@ -87,13 +87,16 @@ function createBreaker() {
 
 type Breaker = ReturnType<typeof createBreaker>;
 
-/** `work`, or DatabaseUnavailable once `ms` pass without its answer (which is then ignored). */
-function within<T>(work: Promise<T>, ms: number | undefined): Promise<T> {
+/** `work`, or DatabaseUnavailable once `ms` pass without its answer (which is then ignored; `onExpiry` hears of it). */
+function within<T>(work: Promise<T>, ms: number | undefined, onExpiry?: () => void): Promise<T> {
   if (ms === undefined) return work;
   work.catch(() => {}); // an answer (or failure) after the bound is nobody's: not an unhandled rejection
   let timer: ReturnType<typeof setTimeout> | undefined;
   const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new DatabaseUnavailable(`no answer within ${ms} ms`)), ms);
+    timer = setTimeout(() => {
+      onExpiry?.();
+      reject(new DatabaseUnavailable(`no answer within ${ms} ms`));
+    }, ms);
   });
   return Promise.race([work, expired]).finally(() => clearTimeout(timer));
 }
@@ -102,24 +105,27 @@ function wrapPool(pool: SQL, breaker: Breaker, timeoutMs: number | undefined): D
   // Outside a transaction each statement passes the breaker; inside one, the transaction already
   // did (a probing transaction must not be refused its own statements), so they are only bounded.
   const gated = <T>(run: () => Promise<T>) => breaker.guard(() => within(run(), timeoutMs));
-  const inner = async <T>(run: () => Promise<T>) => {
+  const inner = async <T>(tx: Transaction, run: () => Promise<T>) => {
+    if (tx.abandoned) throw new DatabaseUnavailable(ABANDONED);
     try {
       return await within(run(), timeoutMs);
     } catch (err) {
       throw translate(err);
     }
   };
-  const query = (handle: SQL, text: string, params: readonly SqlValue[], inTransaction: boolean) =>
-    (inTransaction ? inner : gated)(() => handle.unsafe(numberedText(text), params as SqlValue[]) as Promise<Result>);
-  const on = (handle: SQL, inTransaction = false): Sql => ({
+  const query = (handle: SQL, text: string, params: readonly SqlValue[], tx: Transaction | undefined) => {
+    const run = () => handle.unsafe(numberedText(text), params as SqlValue[]) as Promise<Result>;
+    return tx ? inner(tx, run) : gated(run);
+  };
+  const on = (handle: SQL, tx?: Transaction): Sql => ({
     async all<T>(text: string, params: readonly SqlValue[] = []) {
-      return rows<T>(await query(handle, text, params, inTransaction));
+      return rows<T>(await query(handle, text, params, tx));
     },
     async get<T>(text: string, params: readonly SqlValue[] = []) {
-      return rows<T>(await query(handle, text, params, inTransaction))[0];
+      return rows<T>(await query(handle, text, params, tx))[0];
     },
     async run(text: string, params: readonly SqlValue[] = []) {
-      const result = await query(handle, text, params, inTransaction);
+      const result = await query(handle, text, params, tx);
       return result.affectedRows ?? result.count ?? 0;
     },
   });
@@ -128,7 +134,18 @@ function wrapPool(pool: SQL, breaker: Breaker, timeoutMs: number | undefined): D
     ...on(pool),
     transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T> {
       // Bounded as a whole too: waiting for a connection, or a ROLLBACK on a frozen server, never ends otherwise.
-      return gated(async () => (await pool.begin((tx) => fn(on(tx, true)))) as T);
+      // Its caller, told the database is away, retries or answers 503: a transaction given up on must not
+      // commit when the server answers again (its BEGIN may have waited out a freeze, its statements then
+      // all answering). Its statements from then on, and its COMMIT, are refused, so it rolls back.
+      return breaker.guard(() => {
+        const tx: Transaction = { abandoned: false };
+        const work = pool.begin(async (handle) => {
+          const result = await fn(on(handle, tx));
+          if (tx.abandoned) throw new DatabaseUnavailable(ABANDONED);
+          return result;
+        });
+        return within(work as Promise<T>, timeoutMs, () => (tx.abandoned = true));
+      });
     },
     exec(script: string) {
       return gated(async () => void (await pool.unsafe(script).simple()));
@@ -156,6 +173,13 @@ function wrapPool(pool: SQL, breaker: Breaker, timeoutMs: number | undefined): D
     },
   };
 }
+
+/** A transaction in progress: `abandoned` once its bound passed and its caller was told the database is away. */
+interface Transaction {
+  abandoned: boolean;
+}
+
+const ABANDONED = "the transaction outlived its bound and was rolled back";
 
 type Result = unknown[] & { count?: number; affectedRows?: number; columns?: { name: string; type: number }[] | null };
 

@@ -38,6 +38,10 @@ type OptionalColumns = "rules" | "authParam" | "authTemplate" | "authConfig" | "
 const COLUMNS = `vault_id AS "vaultId", host, description, auth_type AS "authType", auth_key AS "authKey", auth_header AS "authHeader",
   auth_prefix AS "authPrefix", auth_username AS "authUsername", auth_param AS "authParam", auth_template AS "authTemplate", auth_config AS "authConfig", enabled, rules, template, operations, updated_at AS "updatedAt"`;
 
+/** How a service sends (no description, rules or template): the columns of ServiceWithCredential. */
+const SENDING_COLUMNS = `vault_id AS "vaultId", host, auth_type AS "authType", auth_key AS "authKey", auth_header AS "authHeader",
+  auth_prefix AS "authPrefix", auth_username AS "authUsername", auth_param AS "authParam", auth_template AS "authTemplate", auth_config AS "authConfig"`;
+
 export function serviceRepo(sql: Sql) {
   /**
    * Every service of the vault, unbounded: for readers that must see the whole vault (the plan, /discover,
@@ -112,23 +116,25 @@ export function serviceRepo(sql: Sql) {
       return rows.map(normalise);
     },
     /**
-     * A page of the vault's services in host order after `after` ("" first), each with the sealed
-     * credential its auth_key names (null: none stored), in one statement: what the echo needles read
-     * of a vault (egress/stored-values.ts), never the whole vault at once.
+     * A page of the vault's services in host order after `after` ("" first): how each sends, with the
+     * sealed credential its auth_key names (null: none stored), in one statement; what only people read
+     * (description, rules, template) is left out. What the echo needles read of a vault
+     * (egress/stored-values.ts), never the whole vault at once.
      */
     async pageWithCredentials(vaultId: number, after: string, limit: number): Promise<ServiceWithCredential[]> {
       const rows = await sql.all<ServiceWithCredential>(
-        `SELECT ${COLUMNS}, c.sealed_nonce AS "credentialNonce", c.sealed_ciphertext AS "credentialCiphertext" FROM services
+        `SELECT ${SENDING_COLUMNS}, c.sealed_nonce AS "credentialNonce", c.sealed_ciphertext AS "credentialCiphertext" FROM services
          LEFT JOIN (SELECT vault_id AS sealed_vault, key AS sealed_key, nonce AS sealed_nonce, ciphertext AS sealed_ciphertext FROM credentials) c
            ON c.sealed_vault = services.vault_id AND c.sealed_key = services.auth_key
          WHERE vault_id = ? AND host > ? ORDER BY host LIMIT ?`,
         [vaultId, after, limit],
       );
-      return rows.map((r) => ({
-        ...normalise(r),
-        credentialNonce: r.credentialNonce === null ? null : new Uint8Array(r.credentialNonce),
-        credentialCiphertext: r.credentialCiphertext === null ? null : new Uint8Array(r.credentialCiphertext),
-      }));
+      for (const r of rows) {
+        r.vaultId = Number(r.vaultId);
+        if (r.credentialNonce !== null) r.credentialNonce = new Uint8Array(r.credentialNonce);
+        if (r.credentialCiphertext !== null) r.credentialCiphertext = new Uint8Array(r.credentialCiphertext);
+      }
+      return rows;
     },
     /**
      * The vaults that have a service: where a read of every vault's services starts. Each step asks
@@ -151,8 +157,12 @@ export function serviceRepo(sql: Sql) {
 
 export type ServiceRepo = ReturnType<typeof serviceRepo>;
 
-/** A service with the sealed credential its auth_key names (ciphertext only: no crypto in the store). */
-export interface ServiceWithCredential extends ServiceRow {
+/** How a service sends, with the sealed credential its auth_key names (ciphertext only: no crypto in the store). */
+export interface ServiceWithCredential
+  extends Pick<
+    ServiceRow,
+    "vaultId" | "host" | "authType" | "authKey" | "authHeader" | "authPrefix" | "authUsername" | "authParam" | "authTemplate" | "authConfig"
+  > {
   credentialNonce: Uint8Array | null;
   credentialCiphertext: Uint8Array | null;
 }

@@ -7,7 +7,19 @@ import type { SqlValue } from "./db.ts";
 export type ReadRequest =
   | { readonly kind: "open"; readonly path: string; readonly busyTimeoutMs: number }
   | { readonly kind: "all" | "get"; readonly id: number; readonly sql: string; readonly params: readonly SqlValue[] }
-  /** `done[0]` becomes 1 once the worker's connection is closed. */
+  /**
+   * One batch of audit retention on the worker's own writable connection (the one write it makes): the
+   * statements are store/audit.ts's, sent along so the worker holds no SQL of its own.
+   */
+  | {
+      readonly kind: "prune";
+      readonly id: number;
+      readonly sql: { readonly idBounds: string; readonly deletePrunable: string };
+      readonly olderThan: number;
+      readonly keepRows: number;
+      readonly limit: number;
+    }
+  /** `done[0]` becomes 1 once the worker's connections are closed. */
   | { readonly kind: "close"; readonly done: Int32Array };
 
 export type ReadReply =
@@ -17,5 +29,6 @@ export type ReadReply =
   /** Rows of strings, finite numbers and nulls only, as JSON text: cheaper for the main thread to decode. */
   | { readonly kind: "json"; readonly id: number; readonly json: string }
   | { readonly kind: "row"; readonly id: number; readonly row: unknown }
+  | { readonly kind: "pruned"; readonly id: number; readonly removed: number; readonly more: boolean; readonly ms: number }
   | { readonly kind: "failed"; readonly id: number; readonly message: string; readonly code?: string }
   | { readonly kind: "closed" };

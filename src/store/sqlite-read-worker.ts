@@ -1,12 +1,19 @@
-// The read worker's thread (a Bun Worker, issue 35 point 4): its own read-only connection to the store's
+// The read worker's thread (a Bun Worker, architecture.md D32): its own read-only connection to the store's
 // WAL file, answering one (sql, params) at a time, so a long read costs its caller's time and not the
-// event loop's. Never writes (opened read-only and query_only) and imports nothing but bun:sqlite: in the
-// compiled binary it is an entry point of its own (build.ts). The protocol is sqlite-reader.ts's.
+// event loop's. Reads never write (that connection is read-only and query_only); the one write it makes,
+// audit retention's batches, goes through a second connection of its own, opened on the first batch, so
+// deleting old rows (and the checkpoints that follow) holds this thread, not the event loop. Imports
+// nothing but bun:sqlite: in the compiled binary it is an entry point of its own (build.ts). The protocol
+// is sqlite-reader.ts's.
 
 import { Database } from "bun:sqlite";
 import type { ReadReply, ReadRequest } from "./sqlite-read-protocol.ts";
 
 let db: Database | undefined;
+let path = "";
+let busyTimeoutMs = 5000;
+/** Retention's connection: opened on the first batch, never used for anything else. */
+let writer: Database | undefined;
 
 function answer(req: ReadRequest): ReadReply {
   switch (req.kind) {
@@ -15,6 +22,8 @@ function answer(req: ReadRequest): ReadReply {
         // readonly: this thread can never create, migrate or write the file; query_only also refuses writes
         // through a statement (a routing mistake fails loudly instead of writing past the main connection).
         db = new Database(req.path, { readonly: true, strict: true });
+        path = req.path;
+        busyTimeoutMs = req.busyTimeoutMs;
         db.run(`PRAGMA busy_timeout = ${Math.trunc(req.busyTimeoutMs)}`);
         db.run("PRAGMA query_only = ON");
         return { kind: "opened" };
@@ -31,20 +40,58 @@ function answer(req: ReadRequest): ReadReply {
         const params = req.params as never[];
         if (req.kind === "get") return { kind: "row", id: req.id, row: statement.get(...params) ?? undefined };
         const rows = statement.all(...params);
-        // Decoding is the main thread's share of a read: JSON.parse of a page is several times cheaper there
-        // than rebuilding the same rows from a structured clone, so rows of plain values travel as JSON.
+        // Decoding is the main thread's share of a read: JSON.parse of a page costs it about half of what
+        // rebuilding the same rows from a structured clone does, so rows of plain values travel as JSON.
         return isPlain(rows) ? { kind: "json", id: req.id, json: JSON.stringify(rows) } : { kind: "rows", id: req.id, rows };
+      } catch (err) {
+        return { kind: "failed", id: req.id, ...describe(err) };
+      }
+    case "prune":
+      try {
+        return { kind: "pruned", id: req.id, ...prune(req) };
       } catch (err) {
         return { kind: "failed", id: req.id, ...describe(err) };
       }
     case "close":
       db?.close();
       db = undefined;
+      writer?.close();
+      writer = undefined;
       // The main thread waits on this flag (Store.close is synchronous): once it is set, no connection of
       // ours keeps the main connection's close from checkpointing and removing the -wal file.
       Atomics.store(req.done, 0, 1);
       Atomics.notify(req.done, 0);
       return { kind: "closed" };
+  }
+}
+
+/**
+ * Among the `limit` lowest ids, deletes the rows past the row cap or the age limit, in one transaction
+ * (store/audit-retention.ts has the same batch for PostgreSQL and memory stores). Timed whole: it is how
+ * long the main connection's writes could wait for this one's lock.
+ */
+function prune(req: Extract<ReadRequest, { kind: "prune" }>): { removed: number; more: boolean; ms: number } {
+  if (!writer) {
+    writer = new Database(path, { readwrite: true, strict: true });
+    writer.run(`PRAGMA busy_timeout = ${Math.trunc(busyTimeoutMs)}`);
+    writer.run("PRAGMA synchronous = NORMAL");
+  }
+  const started = performance.now();
+  writer.run("BEGIN IMMEDIATE");
+  try {
+    const ids = writer.query(req.sql.idBounds).get() as { lowest: number | null; highest: number | null } | null;
+    let result = { removed: 0, more: false };
+    if (ids?.lowest != null && ids.highest != null) {
+      const throughId = Number(ids.highest) - req.keepRows;
+      const toId = Number(ids.lowest) + req.limit - 1;
+      const removed = writer.query(req.sql.deletePrunable).run(Number(ids.lowest), toId, throughId, req.olderThan).changes;
+      result = { removed, more: toId < throughId || removed === req.limit };
+    }
+    writer.run("COMMIT");
+    return { ...result, ms: performance.now() - started };
+  } catch (err) {
+    writer.run("ROLLBACK");
+    throw err;
   }
 }
 

@@ -1,4 +1,4 @@
-// Large reads of a SQLite file store, off the event loop (issue 35 point 4): bun:sqlite is synchronous,
+// Large reads of a SQLite file store, off the event loop (architecture.md D32): bun:sqlite is synchronous,
 // so a read the main connection runs stalls every request for its whole length. This sends (sql, params)
 // to a worker thread with its own read-only connection (sqlite-read-worker.ts) and awaits the rows.
 // Never writes; a read the worker does not answer in time fails with DatabaseUnavailable and the worker
@@ -7,6 +7,8 @@
 import { DatabaseUnavailable } from "../errors.ts";
 import type { Sql, SqlValue } from "./db.ts";
 import type { ReadReply, ReadRequest } from "./sqlite-read-protocol.ts";
+import { RETENTION_STATEMENTS } from "./audit.ts";
+import type { AuditLimits, PruneBatch } from "./audit-retention.ts";
 
 /** A read (queue wait included) or the worker's start not answered within this counts as a hung worker. */
 export const READ_TIMEOUT_MS = 10_000;
@@ -30,6 +32,8 @@ export interface SqliteReaderOptions {
 }
 
 export interface SqliteReader extends Sql {
+  /** One batch of audit retention, run by the worker on a connection of its own (store/audit-retention.ts). */
+  pruneAudit(limits: AuditLimits, limit: number): Promise<PruneBatch>;
   /** Settles once the first worker has opened its connection: rejects with DatabaseUnavailable if it cannot. */
   readonly ready: Promise<void>;
   /** Synchronous, as Store.close() is: waits (bounded) for the worker to close its connection. */
@@ -110,6 +114,7 @@ export function createSqliteReader(path: string, opts: SqliteReaderOptions = {})
     thread.pending.delete(reply.id);
     clearTimeout(p.timer);
     if (reply.kind === "rows") p.resolve(reply.rows);
+    else if (reply.kind === "pruned") p.resolve({ removed: reply.removed, more: reply.more, busy: false, ms: reply.ms });
     else if (reply.kind === "json") p.resolve(JSON.parse(reply.json));
     else if (reply.kind === "row") p.resolve(reply.row);
     else p.reject(toError(reply.message, reply.code));
@@ -118,19 +123,38 @@ export function createSqliteReader(path: string, opts: SqliteReaderOptions = {})
   let current: Thread | undefined = start();
   const ready = current.opened.promise;
 
-  const read = (kind: "all" | "get", sql: string, params: readonly SqlValue[]): Promise<unknown> => {
+  const ask = (request: (id: number) => ReadRequest): Promise<unknown> => {
     if (closed) return Promise.reject(new DatabaseUnavailable("the store is closed"));
     const thread = (current ??= start());
     const id = nextId++;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => giveUp(thread, `a read got no answer within ${timeoutMs} ms`), timeoutMs);
       thread.pending.set(id, { resolve, reject, timer });
-      thread.worker.postMessage({ kind, id, sql, params });
+      try {
+        thread.worker.postMessage(request(id));
+      } catch (err) {
+        // A value that cannot be sent fails its own read, not the worker (its timer would give it up).
+        clearTimeout(timer);
+        thread.pending.delete(id);
+        reject(err);
+      }
     });
   };
 
+  const read = (kind: "all" | "get", sql: string, params: readonly SqlValue[]) => ask((id) => ({ kind, id, sql, params }));
+
   return {
     ready,
+    async pruneAudit(limits, limit) {
+      return (await ask((id) => ({
+        kind: "prune",
+        id,
+        sql: RETENTION_STATEMENTS,
+        olderThan: limits.olderThan,
+        keepRows: limits.keepRows,
+        limit,
+      }))) as PruneBatch;
+    },
     async all<T>(sql: string, params: readonly SqlValue[] = []) {
       return (await read("all", sql, params)) as T[];
     },

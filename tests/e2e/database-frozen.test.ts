@@ -343,7 +343,7 @@ describe.skipIf(pgMissing)("PostgreSQL frozen (SIGSTOP) for 20 s under two insta
     report("audit", `${answered.length} requests answered during the freeze, each recorded once (${records.length} records in the vault)`);
   }, 30_000);
 
-  test("no credential in any response or log line; no unhandled error or stack trace in the logs", async () => {
+  test("no credential in any response or log line; no error line, unhandled error or stack trace in the logs", async () => {
     if (probes.length === 0) throw new Error("the freeze scenario did not run");
     await Bun.sleep(400); // audit records are flushed every 250 ms
     const audit = JSON.stringify((await rec.api(a, "GET", `/v1/vaults/${VAULT}/logs?limit=1000`, undefined, owner)).body);
@@ -364,8 +364,8 @@ describe.skipIf(pgMissing)("PostgreSQL frozen (SIGSTOP) for 20 s under two insta
       expect(lines.filter((l) => !l.startsWith("{") && !BUN_LISTEN_RETRY.test(l) && !l.startsWith("broker ready: ")).slice(0, 5)).toEqual([]);
       const events = (level: string) => [...new Set(lines.filter((l) => l.includes(`"level":"${level}"`)).map((l) => /"event":"([^"]+)"/.exec(l)?.[1]))];
       report(`${inst.name} log events`, `warn: ${events("warn").join(", ") || "none"}; error: ${events("error").join(", ") || "none"}`);
-      if (process.env.DEBUG_FROZEN) require("node:fs").writeFileSync(`/tmp/frozen-${inst.name}.log`, inst.logs());
-      expect(lines.filter((l) => l.includes('"level":"error"')).length).toBeLessThan(20);
+      // An outage is told by warnings (announcements lost, audit writes deferred), not error lines.
+      expect(lines.filter((l) => l.includes('"level":"error"')).slice(0, 5)).toEqual([]);
     }
   });
 });

@@ -97,3 +97,22 @@ export async function seedVaults(o: ObservedStore, services: number, quietValue:
   await store.services.put(bearer(quiet.id, "api.quiet.example", "QUIET_KEY"), now);
   return { big: { id: big.id, name: big.name }, quiet: { id: quiet.id, name: quiet.name } };
 }
+
+/** How many pages of services the needles' store half has read since the last reset. */
+export const pagesRead = (o: ObservedStore) => o.calls.filter((c) => c === "services.pageWithCredentials").length;
+
+/**
+ * Turns of the event loop (never time) until `done()` holds, the background reads running meanwhile;
+ * returns the most pages read between two turns (1: the reader lets the loop go after every page).
+ */
+export async function turnsUntil(o: ObservedStore, done: () => boolean, maxTurns = 1_000_000): Promise<number> {
+  let most = 0;
+  for (let turn = 0, last = pagesRead(o); !done(); turn++) {
+    if (turn === maxTurns) throw new Error(`not done after ${maxTurns} turns of the event loop`);
+    await new Promise((r) => setImmediate(r));
+    const now = pagesRead(o);
+    most = Math.max(most, now - last);
+    last = now;
+  }
+  return most;
+}

@@ -170,6 +170,11 @@ async function seed(store: Store): Promise<void> {
     approvedBy: i % 9 ? null : "user:1",
   }));
   await store.transaction((tx) => tx.audit.insert(audit));
+  // How far an instance's audit journal has reached the database (migration 20).
+  await store.transaction(async (tx) => {
+    await tx.auditMarks.lock("3f2c8a61-9d0e-4b7a-8c55-0e1f2a3b4c5d");
+    await tx.auditMarks.set("3f2c8a61-9d0e-4b7a-8c55-0e1f2a3b4c5d", 412);
+  });
   const p = await store.proposals.create({
     vaultId: vault.id,
     message: "need GitHub",

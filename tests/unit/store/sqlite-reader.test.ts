@@ -12,7 +12,7 @@ import { createStore, migrate, openStore, type ProposalRow, type Store } from ".
 import { createSqliteReader, spawnReadWorker, type ReadThread } from "../../../src/store/sqlite-reader.ts";
 import type { ReadReply, ReadRequest } from "../../../src/store/sqlite-read-protocol.ts";
 import { openSqliteFile } from "../../../src/store/sqlite.ts";
-import { auditRow, bytes } from "./conformance-fixtures.ts";
+import { addUser, auditRow, bytes, newSession } from "./conformance-fixtures.ts";
 
 const dirs: string[] = [];
 const opened: Store[] = [];
@@ -106,13 +106,20 @@ describe("routed reads", () => {
         expect(routed).toEqual(await plain.audit.list(q));
       }
     }
-    expect(await store.services.list(v.id)).toEqual(await plain.services.list(v.id));
-    expect((await store.services.list(v.id)).map((s) => s.host)).toEqual(["a.example.com", "b.example.com", "c.example.com"]);
-    expect(await store.services.all()).toEqual(await plain.services.all());
     expect(await store.proposals.list(v.id, null, 200)).toEqual(await plain.proposals.list(v.id, null, 200));
     expect(await store.proposals.list(v.id, "pending", 2)).toHaveLength(2);
     expect(await store.vaultCounts.of(v.id, 0)).toEqual({ ...(await plain.vaultCounts.of(v.id, 0)), services: 3, proposals: 3 });
     expect(await store.vaultCounts.pendingByVault(0)).toEqual(await plain.vaultCounts.pendingByVault(0));
+
+    // Lists joined to other tables or filtered by state.
+    const user = await addUser(store, "owner@example.com");
+    await store.access.setMember(v.id, user.id, "admin", 1);
+    await store.sessions.create(newSession("s1", { userId: user.id, expiresAt: 1000 }));
+    await store.sessions.create(newSession("s2", { userId: user.id, expiresAt: 5 }));
+    expect(await store.access.members(v.id)).toEqual(await plain.access.members(v.id));
+    expect(await store.access.members(v.id)).toHaveLength(1);
+    expect(await store.sessions.activeForUser(user.id, 10, 0, 10)).toEqual(await plain.sessions.activeForUser(user.id, 10, 0, 10));
+    expect(await store.sessions.activeForUser(user.id, 10, 0, 10)).toHaveLength(1);
   });
 
   test("a read after a write sees it, every time: a plain write, a batch, a committed transaction", async () => {
@@ -128,8 +135,9 @@ describe("routed reads", () => {
     for (let i = 0; i < 50; i++) {
       const host = `s${i}.example.com`;
       await store.transaction((tx) => tx.services.put({ ...SERVICE, vaultId: v.id, host }, i));
-      expect((await store.services.list(v.id)).some((s) => s.host === host)).toBe(true);
       expect((await store.vaultCounts.of(v.id, 0)).services).toBe(i + 1);
+      await store.proposals.create(proposal(v.id, `rw${i}`));
+      expect((await store.proposals.list(v.id, "pending", 1))[0]?.message).toBe(`rw${i}`);
     }
   });
 
@@ -189,7 +197,7 @@ describe("routed reads", () => {
 });
 
 /** A stand-in worker: answers the open, then each request as `answer` says (undefined: never). */
-function fakeThread(answer: (req: Extract<ReadRequest, { kind: "all" | "get" }>) => ReadReply | undefined) {
+function fakeThread(answer: (req: Extract<ReadRequest, { kind: "all" | "get" | "prune" }>) => ReadReply | undefined) {
   const events = new EventTarget();
   const thread = {
     terminated: false,
@@ -222,16 +230,30 @@ describe("a hung or dead worker", () => {
     reader.close();
   });
 
-  test("through the store: a hung worker's log page is a 503-class DatabaseUnavailable, not a stalled request", async () => {
+  test("through the store: every routed read of a hung worker is a 503-class DatabaseUnavailable; the rest stay in-thread", async () => {
     const db = openSqliteFile(tempDir());
     await migrate(db);
-    const reader = createSqliteReader("/unused", { timeoutMs: 30, spawn: () => fakeThread(() => undefined) });
-    const store = createStore(db, reader);
+    const store = createStore(db, createSqliteReader("/unused", { timeoutMs: 30, spawn: () => fakeThread(() => undefined) }));
     try {
-      const err = await failure(store.audit.list({ vaultId: 1, limit: 10 }));
-      expect(err).toBeInstanceOf(DatabaseUnavailable);
-      expect((err as DatabaseUnavailable).status).toBe(503);
-      expect(await store.vaults.list()).toEqual([]); // everything else stays on the main connection
+      const routed = await Promise.all(
+        [
+          store.audit.list({ vaultId: 1, limit: 10 }),
+          store.proposals.list(1, null, 10),
+          store.requestApprovals.list(1, 0, 10),
+          store.agents.page({ kind: "all" }, "", 10),
+          store.sessions.activeForUser(1, 0, 0, 10),
+          store.sessions.activeScopedForVault(1, 0, 0, 10),
+          store.access.members(1),
+          store.vaultCounts.of(1, 0),
+          store.vaultCounts.pendingByVault(0),
+        ].map(failure),
+      );
+      for (const err of routed) expect(err).toBeInstanceOf(DatabaseUnavailable);
+      expect((routed[0] as DatabaseUnavailable).status).toBe(503);
+      // Writes, point reads and reads whose cost is building their rows stay on the main connection.
+      expect(await store.vaults.list()).toEqual([]);
+      expect(await store.services.allOfVault(1)).toEqual([]);
+      expect(await store.credentials.list(1)).toEqual([]);
     } finally {
       store.close();
     }
@@ -291,8 +313,43 @@ describe("close", () => {
     const inFlight = failure(store.audit.list({ vaultId: v.id, limit: 10 }));
     store.close();
     expect(await inFlight).toBeInstanceOf(DatabaseUnavailable);
-    expect(await failure(store.services.list(v.id))).toBeInstanceOf(DatabaseUnavailable);
+    expect(await failure(store.proposals.list(v.id, null, 10))).toBeInstanceOf(DatabaseUnavailable);
     expect(existsSync(join(dir, "broker.db-wal"))).toBe(false);
     store.close(); // twice is harmless, as `using` after an explicit close does
+  });
+});
+
+describe("audit retention on the worker's own connection", () => {
+  test("batches delete off the event loop exactly as the in-thread batch does: bounded, lowest ids first, down to the cap", async () => {
+    const store = await openWithWorker();
+    expect(store.offLoopPrune).toBeDefined();
+    await store.transaction((tx) => tx.audit.insert(Array.from({ length: 2_500 }, (_, i) => auditRow({ at: i + 1 }))));
+    const batches: { removed: number; more: boolean }[] = [];
+    for (;;) {
+      const b = await store.offLoopPrune!({ olderThan: 0, keepRows: 1_000 }, 400);
+      batches.push({ removed: b.removed, more: b.more });
+      if (!b.more) break;
+    }
+    expect(batches.map((b) => b.removed)).toEqual([400, 400, 400, 300]);
+    const left = await store.db.get<{ n: number; lowest: number }>("SELECT COUNT(*) AS n, MIN(id) AS lowest FROM audit_logs");
+    expect(left).toEqual({ n: 1_000, lowest: 1_501 });
+    // Past the age limit too: the 200 oldest of those left go, nothing more.
+    const aged = await store.offLoopPrune!({ olderThan: 1_701, keepRows: 1_000 }, 500);
+    expect(aged.removed).toBe(200);
+    // The main connection writes on while the worker's is open (its lock is held only within a batch).
+    await store.transaction((tx) => tx.audit.insert([auditRow({ at: 9_999 })]));
+    expect((await store.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM audit_logs"))?.n).toBe(801);
+  });
+
+  test("memory stores have no worker: retention runs through the connection", async () => {
+    const store = createStore(
+      await (async () => {
+        const db = openSqliteFile(tempDir());
+        await migrate(db);
+        return db;
+      })(),
+    );
+    opened.push(store);
+    expect(store.offLoopPrune).toBeUndefined();
   });
 });
