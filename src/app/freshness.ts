@@ -22,7 +22,7 @@ export function changeHandlers({ plans, vaultAccess, domain, reloadCa, log }: Ca
   return {
     apply(change) {
       if (change.t === "vault") {
-        plans.invalidate(change.id);
+        plans.invalidate(change.id, true); // perhaps another instance's write: its values may be out already
         vaultAccess.clear();
       } else if (change.t === "session") {
         domain.auth.forget([change.tokenHash]);

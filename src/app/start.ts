@@ -8,7 +8,6 @@ import {
   checkAddress,
   compileNetPolicy,
   createAuditLog,
-  openAuditJournal,
   createPlanCache,
   createSessionActivity,
   createUpstream,
@@ -50,6 +49,7 @@ import { startAuditRetention } from "./audit-retention.ts";
 import { effectiveSettings } from "./effective-settings.ts";
 import { drainListeners } from "./shutdown.ts";
 import { databaseHealth } from "./database-health.ts";
+import { openJournal } from "./audit-journal-open.ts";
 import { upstreamRoots } from "./upstream-roots.ts";
 import { countRefusals, createMetrics, type Metrics } from "../server/index.ts";
 
@@ -195,8 +195,8 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     // The journal is the records' first stop (egress/audit-journal.ts): what a killed run or an outage left
     // unwritten is written now, before this run's first record.
     ensurePrivateDir(config.dataDir);
-    const journal = openAuditJournal(config.dataDir, (err) => log.error("audit_journal_write_failed", { err }));
-    const audit = createAuditLog(store, { now, log, journal });
+    const journal = openJournal(config.dataDir, log);
+    const audit = createAuditLog(store, { now, log, ...(journal && { journal }) });
     undo.push(() => audit.stop());
     await audit.resume();
     const upstream = createUpstream({

@@ -12,7 +12,7 @@
 // records of a tick), which a killed process cannot take back; the writer fsyncs the file before each
 // batch it sends to the database, so a power loss costs at most one flush interval.
 
-import { closeSync, fchmodSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
+import { closeSync, fchmodSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, renameSync, statSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { AUDIT_JOURNAL_FILE, type AuditRow } from "../store/index.ts";
 
@@ -32,6 +32,11 @@ export interface JournalRecord {
 export interface AuditJournal {
   /** Names this journal in audit_journal_marks (a random id written as the file's first line). */
   readonly id: string;
+  /**
+   * What opening found that could not be replayed, for one log line: an unreadable file moved aside
+   * (`setAside`, its new path), or lines that are not records (`unreadableLines`, a torn last line not counted).
+   */
+  readonly opened: { readonly setAside?: string; readonly unreadableLines: number };
   /** Appends a record (written to the file within this tick) and returns its sequence number. */
   append(entry: AuditEntry): number;
   /**
@@ -53,34 +58,86 @@ interface Header {
   readonly journal: string;
 }
 
-/** Opens (creating 0600) the journal in `dataDir`; `onError` hears of a failed write once per failure run. */
+/**
+ * Opens (creating 0600) the journal in `dataDir`; `onError` hears of a failed write once per failure run.
+ * Throws when the journal cannot be used at all (its path is a directory, a device or a pipe, or cannot be
+ * opened or written): the caller runs without one and says so. A file that is not a journal is moved aside.
+ */
 export function openAuditJournal(dataDir: string, onError: (err: unknown) => void): AuditJournal {
   const path = join(dataDir, JOURNAL_FILE);
+  // Never read anything but a regular file: a pipe blocks the read forever, a device (/dev/zero) never ends.
+  refuseIrregular(statSync(path, { throwIfNoEntry: false }), path);
   let fd = openSync(path, "a+", 0o600);
-  fchmodSync(fd, 0o600); // a file put here by hand (or restored) may have been made with another mode
-  const existing = readFileSync(path, "utf8");
+  let existing: string;
+  try {
+    refuseIrregular(fstatSync(fd), path);
+    fchmodSync(fd, 0o600); // a file put here by hand (or restored) may have been made with another mode
+    existing = readFileSync(path, "utf8");
+  } catch (err) {
+    closeSync(fd);
+    throw err;
+  }
   const fileLines = existing.split("\n");
   let header = readHeader(fileLines[0] ?? "");
   let headerBytes = 0;
+  let setAside: string | undefined;
   if (header) {
     headerBytes = Buffer.byteLength(fileLines[0]!) + 1;
   } else {
-    // New, or unreadable: start afresh (an unreadable file cannot be replayed anyway).
+    if (existing.length > 0) {
+      // Not a journal (garbage, another file): kept aside for a person to look at, never silently emptied.
+      closeSync(fd);
+      setAside = `${path}.unreadable-${Date.now()}`;
+      renameSync(path, setAside);
+      fd = openSync(path, "a+", 0o600);
+    }
     header = { journal: crypto.randomUUID() };
-    ftruncateSync(fd);
-    const text = `${JSON.stringify(header)}\n`;
-    writeSync(fd, text);
-    headerBytes = Buffer.byteLength(text);
+    try {
+      ftruncateSync(fd);
+      const text = `${JSON.stringify(header)}\n`;
+      writeSync(fd, text);
+      headerBytes = Buffer.byteLength(text);
+    } catch (err) {
+      closeSync(fd);
+      throw err;
+    }
   }
+  const torn = !setAside && existing.length > 0 && !existing.endsWith("\n");
   // A crash mid-write may have left a torn last line: the next record starts on a line of its own.
-  if (header && existing.length > 0 && !existing.endsWith("\n")) writeSync(fd, "\n");
-  const records = parseRecords(fileLines.slice(1));
+  if (torn) writeSync(fd, "\n");
+  const { records, unreadable } = setAside ? { records: [], unreadable: 0 } : parseRecords(fileLines.slice(1), torn);
   let seq = records.reduce((max, r) => Math.max(max, r.seq), 0);
   let pending = "";
   /** Records in the file (so a rewrite happens only when most of them are written, not during an outage). */
   let lines = records.length;
   let failing = false;
+  /** Emptying or rewriting the file failed last time (told once, with write failures: one line per failure run). */
+  let settleFailing = false;
   let scheduled = false;
+
+  function compactOrEmpty(unwritten: readonly JournalRecord[]): void {
+    const size = fstatSync(fd).size;
+    if (unwritten.length === 0) {
+      if (size > headerBytes) ftruncateSync(fd, headerBytes);
+      lines = 0;
+    } else if (size > COMPACT_BYTES && unwritten.length * 2 < lines) {
+      // Under steady load the queue may never be empty when a batch ends: without this the file would only grow.
+      // Written aside and renamed over, so a crash leaves either file whole, never neither.
+      const next = `${path}.compact`;
+      const text = `${JSON.stringify(header)}\n${unwritten.map((r) => `${JSON.stringify(r)}\n`).join("")}`;
+      const tmp = openSync(next, "w", 0o600);
+      try {
+        writeSync(tmp, text);
+        fsyncSync(tmp);
+      } finally {
+        closeSync(tmp);
+      }
+      renameSync(next, path);
+      closeSync(fd);
+      fd = openSync(path, "a+", 0o600);
+      lines = unwritten.length;
+    }
+  }
 
   function writeOut(): void {
     scheduled = false;
@@ -92,13 +149,14 @@ export function openAuditJournal(dataDir: string, onError: (err: unknown) => voi
       failing = false;
     } catch (err) {
       // A full or read-only disk: records still go to the database from memory; say so once.
-      if (!failing) onError(err);
+      if (!failing && !settleFailing) onError(err);
       failing = true;
     }
   }
 
   return {
     id: header.journal,
+    opened: { ...(setAside && { setAside }), unreadableLines: unreadable },
     append(entry) {
       seq += 1;
       lines += 1;
@@ -123,31 +181,23 @@ export function openAuditJournal(dataDir: string, onError: (err: unknown) => voi
     },
     settled(unwritten) {
       writeOut();
-      const size = fstatSync(fd).size;
-      if (unwritten.length === 0) {
-        if (size > headerBytes) ftruncateSync(fd, headerBytes);
-        lines = 0;
-      } else if (size > COMPACT_BYTES && unwritten.length * 2 < lines) {
-        // Under steady load the queue may never be empty when a batch ends: without this the file would only grow.
-        // Written aside and renamed over, so a crash leaves either file whole, never neither.
-        const next = `${path}.compact`;
-        const text = `${JSON.stringify(header)}\n${unwritten.map((r) => `${JSON.stringify(r)}\n`).join("")}`;
-        const tmp = openSync(next, "w", 0o600);
-        try {
-          writeSync(tmp, text);
-          fsyncSync(tmp);
-        } finally {
-          closeSync(tmp);
-        }
-        renameSync(next, path);
-        closeSync(fd);
-        fd = openSync(path, "a+", 0o600);
-        lines = unwritten.length;
+      try {
+        compactOrEmpty(unwritten);
+        settleFailing = false;
+      } catch (err) {
+        // A read-only or full disk: the records are in the database already (or still queued in memory); the
+        // file keeps what it has and is emptied at a later batch. Never thrown to the writer, which must go on.
+        if (!settleFailing && !failing) onError(err);
+        settleFailing = failing = true;
       }
     },
     close() {
       writeOut();
-      closeSync(fd);
+      try {
+        closeSync(fd);
+      } catch {
+        // already closed: a rewrite that could not reopen the file (told when it failed)
+      }
     },
   };
 }
@@ -161,17 +211,41 @@ function readHeader(line: string): Header | undefined {
   }
 }
 
-/** Whole lines only: a line cut short by a crash mid-write is skipped, as are lines that are not records. */
-function parseRecords(lines: readonly string[]): JournalRecord[] {
+/** Whole lines only: a line cut short by a crash mid-write (`torn`: the last) is skipped; other lines that are not records are counted. */
+function parseRecords(lines: readonly string[], torn: boolean): { records: JournalRecord[]; unreadable: number } {
   const out: JournalRecord[] = [];
-  for (const line of lines) {
-    if (!line) continue;
+  let unreadable = 0;
+  const last = lines.length - 1;
+  lines.forEach((line, i) => {
+    if (!line) return;
     try {
       const r = JSON.parse(line) as Partial<JournalRecord>;
-      if (typeof r.seq === "number" && Number.isSafeInteger(r.seq) && r.entry && typeof r.entry === "object") out.push({ seq: r.seq, entry: r.entry });
+      if (typeof r.seq === "number" && Number.isSafeInteger(r.seq) && isEntry(r.entry)) return void out.push({ seq: r.seq, entry: r.entry });
     } catch {
-      // a torn last line
+      // not JSON: a torn last line, or not a record at all
     }
-  }
-  return out;
+    if (!(torn && i === last)) unreadable += 1;
+  });
+  return { records: out, unreadable };
+}
+
+const TEXT_FIELDS = ["principal", "vault", "ingress", "method", "host", "path", "credentialKeys"] as const;
+const NUMBER_FIELDS = ["at", "vaultId", "status", "bytesIn", "bytesOut", "durationMs"] as const;
+const NULLABLE_TEXT_FIELDS = ["service", "error", "approvedBy"] as const;
+
+/** A record the database will take: one that is not (a hand-edited line) would fail its whole batch. */
+function isEntry(v: unknown): v is AuditEntry {
+  if (!v || typeof v !== "object") return false;
+  const e = v as Record<string, unknown>;
+  return (
+    TEXT_FIELDS.every((f) => typeof e[f] === "string") &&
+    NUMBER_FIELDS.every((f) => typeof e[f] === "number" && Number.isFinite(e[f])) &&
+    NULLABLE_TEXT_FIELDS.every((f) => e[f] === null || e[f] === undefined || typeof e[f] === "string") &&
+    typeof e.contained === "boolean"
+  );
+}
+
+/** A journal is a regular file: anything else in its place is refused before it is read. */
+function refuseIrregular(st: { isFile(): boolean } | undefined, path: string): void {
+  if (st && !st.isFile()) throw new Error(`${path} is not a regular file`);
 }

@@ -72,7 +72,7 @@ export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
           // Kept, in order, and written when the database answers again (the queue bound still holds).
           if (retryMs === 0) opts.log.warn("audit_write_deferred", { reason: "database unreachable", queued: queue.length });
           retryMs = Math.min(Math.max(retryMs * 2, 250), 5000);
-          timer ??= setTimeout(() => (writing = writing.then(write)), retryMs);
+          timer ??= setTimeout(writeNext, retryMs);
           break;
         }
         queue = queue.slice(batch.length);
@@ -86,17 +86,23 @@ export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
     }
   }
 
+  /**
+   * The next write, after the one under way. A failure no branch of write() expected is logged and the chain
+   * goes on: a rejected `writing` would skip every later write, leaving records queued until the process ends.
+   */
+  function writeNext(): Promise<void> {
+    writing = writing.then(write).catch((err: unknown) => opts.log.error("audit_write_failed", { err, records: queue.length }));
+    return writing;
+  }
+
   function schedule() {
-    timer ??= setTimeout(() => {
-      writing = writing.then(write);
-    }, opts.flushIntervalMs ?? 250);
+    timer ??= setTimeout(writeNext, opts.flushIntervalMs ?? 250);
   }
 
   async function flush() {
     if (timer) clearTimeout(timer);
     timer = undefined;
-    writing = writing.then(write);
-    await writing;
+    await writeNext();
   }
 
   return {
@@ -169,7 +175,7 @@ export interface AuditedRequest {
   readonly method: string;
   readonly host: string;
   readonly port: number;
-  /** Path and query as sent; the query is dropped here (it may carry secrets). */
+  /** Path and query as sent; the query (and a fragment, never meant for a server) is dropped here: it may carry secrets. */
   readonly target: string;
 }
 
@@ -182,7 +188,7 @@ export function auditEntry(req: AuditedRequest, startedAt: number, now: number, 
     ingress: req.ingress,
     method: req.method,
     host: req.port === 443 ? req.host : `${req.host}:${req.port}`,
-    path: req.target.split("?")[0] ?? "/",
+    path: req.target.split(/[?#]/)[0] ?? "/",
     service: o.service,
     credentialKeys: o.credentialKeys.join(","),
     status: o.status,

@@ -61,7 +61,7 @@ export interface EchoNeedles {
   /** SECRET: the compiled set an answer is scanned for; `sent` (this request's plan and grant) is in it. */
   forResponse(sent: readonly Sent[]): Promise<Needles>;
   /** A vault was written: it is read again; its values stay in the set meanwhile, and after if sent lately. */
-  invalidate(vaultId: number): void;
+  invalidate(vaultId: number, announced?: boolean): void;
   /** Announcements may have been missed: every vault is read again, every value held meanwhile. */
   clear(): void;
   /** SECRET: values sent outside any answer (a token request): they join the set before the next answer. */
@@ -187,8 +187,8 @@ export function createEchoNeedles(opts: EchoNeedlesOptions): EchoNeedles {
       // Into the compiled set now, not at the next answer: streams already open look for them at once.
       if (compiled && (adds.length > 0 || removed)) compile(at);
     },
-    invalidate(vaultId) {
-      stored.invalidate(vaultId);
+    invalidate(vaultId, announced) {
+      stored.invalidate(vaultId, announced);
     },
     clear() {
       stored.clear();

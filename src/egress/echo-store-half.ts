@@ -21,9 +21,14 @@ export interface StoreHalfOptions {
 }
 
 export interface StoreHalf {
-  /** A vault was written: read it again. */
-  invalidate(vaultId: number): void;
-  /** Announcements may have been missed: read every vault again. */
+  /**
+   * A vault was written: read it again. `announced`: the write was another instance's (or may have been):
+   * answers then wait until the whole vault is read, since that instance may already have sent a new value
+   * this one has never seen. A write made here needs no such wait: whatever this instance sends joins the
+   * set before it goes (echo-needles.ts `note`).
+   */
+  invalidate(vaultId: number, announced?: boolean): void;
+  /** Announcements may have been missed: read every vault again, answers waiting until it is done. */
   clear(): void;
   /**
    * Starts a read when one is due (or joins the one running); resolves when an answer has waited
@@ -61,6 +66,10 @@ export function createStoreHalf(opts: StoreHalfOptions): StoreHalf {
   let owed = false;
   /** Answers waiting: released after the next page read (or, never read in full, after the first read of all). */
   let waiters: Waiter[] = [];
+  /** Vaults another instance wrote that are not yet read whole since: answers wait for them (D22). */
+  const announced = new Set<number>();
+  /** Announcements were missed (clear): answers wait until every vault is read whole again. */
+  let missedAnnouncements = false;
 
   function due(at: number): boolean {
     if (at < retryAt) return false;
@@ -76,7 +85,7 @@ export function createStoreHalf(opts: StoreHalfOptions): StoreHalf {
 
   /** A page was read: once every vault has been read, the answers waiting have waited enough. */
   function afterPage(): void {
-    if (loadedAt === 0) return;
+    if (loadedAt === 0 || announced.size > 0 || missedAnnouncements) return;
     owed = false;
     release();
   }
@@ -103,6 +112,8 @@ export function createStoreHalf(opts: StoreHalfOptions): StoreHalf {
     } finally {
       reading = undefined;
     }
+    // Read whole since it was announced, unless announced again meanwhile (then it is pending and read again).
+    if (!pending.has(vaultId)) announced.delete(vaultId);
     const before = byVault.get(vaultId);
     if (values.size) byVault.set(vaultId, values);
     else byVault.delete(vaultId);
@@ -127,10 +138,14 @@ export function createStoreHalf(opts: StoreHalfOptions): StoreHalf {
         // Read again next time: what this pass had not finished (a vault read twice costs nothing more).
         if (all) everyVault = true;
         for (const id of ids) pending.add(id);
+        // Given up for now (the store unreachable): the answers held for these go on with what is known.
+        announced.clear();
+        missedAnnouncements = false;
         throw err;
       }
       if (all) {
         loadedAt = at;
+        missedAnnouncements = false;
         afterPage(); // the first read of all, done: the answers held for it go on
       }
     }
@@ -153,13 +168,14 @@ export function createStoreHalf(opts: StoreHalfOptions): StoreHalf {
   }
 
   return {
-    invalidate(vaultId) {
+    invalidate(vaultId, heard) {
       pending.add(vaultId);
+      if (heard) announced.add(vaultId);
       retryAt = 0;
       owed = true;
     },
     clear() {
-      everyVault = owed = true;
+      everyVault = owed = missedAnnouncements = true;
       retryAt = 0;
     },
     settle() {

@@ -71,8 +71,11 @@ const FAILED = Symbol("unreadable");
 
 export interface PlanCache {
   plan(vault: { id: number; name: string }, host: string, port: number): Promise<EgressPlan>;
-  /** Forget everything cached for a vault (call after any write to it): O(1), whatever the vault's size. */
-  invalidate(vaultId: number): void;
+  /**
+   * Forget everything cached for a vault (call after any write to it): O(1), whatever the vault's size.
+   * `announced`: another instance announced the write (answers then wait for the vault's whole re-read, D22).
+   */
+  invalidate(vaultId: number, announced?: boolean): void;
   /** Forget every vault's entries (announcements from other instances may have been missed). */
   clear(): void;
   /** Whether a host has a service in the vault (for the tunnel's unmatched-host decision). */
@@ -269,9 +272,9 @@ export function createPlanCache(
     noteSent(values) {
       echoes.noteSent(values.map((v) => v.reveal())); // reveal: search patterns only
     },
-    invalidate(vaultId) {
+    invalidate(vaultId, announced) {
       lookup.drop(vaultId);
-      echoes.invalidate(vaultId);
+      echoes.invalidate(vaultId, announced);
     },
     clear() {
       lookup.clear();

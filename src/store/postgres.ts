@@ -38,12 +38,64 @@ export function openPostgres(url: string, opts: PostgresOptions = {}): Db {
     // Planned with each call's values: a reused generic plan guesses a filter such as `host = $4` matches a
     // third of the audit log and walks the whole vault instead of the filter's index (60-190 ms at 1M rows).
     // Parsing is still saved; planning these small statements costs microseconds.
-    connection: { application_name: "broker", plan_cache_mode: "force_custom_plan" },
+    connection: {
+      application_name: "broker",
+      plan_cache_mode: "force_custom_plan",
+      // The server gives up on a statement a little before the client would: a slow query (a log filter
+      // that matches nothing over a large log) is cancelled and its connection freed, not left running.
+      ...(opts.statementTimeoutMs !== undefined && { statement_timeout: String(serverBound(opts.statementTimeoutMs)) }),
+    },
   });
-  const bounded = wrapPool(sql, createBreaker(), opts.statementTimeoutMs);
-  const unbounded = wrapPool(sql, createBreaker(), undefined);
+  const alive = opts.statementTimeoutMs === undefined ? undefined : startAliveProbe(url, opts.statementTimeoutMs);
+  const bounded = wrapPool(sql, createBreaker(alive), opts.statementTimeoutMs, alive);
+  const unbounded = wrapPool(sql, createBreaker(), undefined, undefined, opts.statementTimeoutMs !== undefined);
   return { ...bounded, unbounded };
 }
+
+/** The server's own bound: enough below the client's that a live server's cancellation arrives first. */
+function serverBound(clientMs: number): number {
+  return Math.max(50, clientMs - 250);
+}
+
+/** How often the probe connection asks `SELECT 1`, and how recent its last answer must be to call the server alive. */
+const PROBE_EVERY_MS = 500;
+const ALIVE_WITHIN_MS = 1500;
+
+interface AliveProbe {
+  /** The server answered the probe connection lately: a statement that ran out of time met a busy server, not a lost one. */
+  answering(): boolean;
+  stop(): void;
+}
+
+/**
+ * One connection of its own asking `SELECT 1` twice a second, never queued behind the pool's work: when a
+ * statement runs out of time, this tells a frozen or unreachable server (no answer here either) from a
+ * busy one (slow statements, a pool whose connections are all taken). Only the first opens the breaker.
+ */
+function startAliveProbe(url: string, timeoutMs: number): AliveProbe {
+  const probe = new SQL({ url, adapter: "postgres", max: 1, connectionTimeout: 3, idleTimeout: 60, connection: { application_name: "broker-probe" } });
+  let lastAnswer = 0;
+  let asking = false;
+  const timer = setInterval(() => {
+    if (asking) return;
+    asking = true;
+    within(probe.unsafe("SELECT 1") as Promise<unknown>, timeoutMs)
+      .then(() => (lastAnswer = Date.now()))
+      .catch(() => {})
+      .finally(() => (asking = false));
+  }, PROBE_EVERY_MS);
+  timer.unref?.();
+  return {
+    answering: () => Date.now() - lastAnswer < ALIVE_WITHIN_MS,
+    stop() {
+      clearInterval(timer);
+      void probe.close({ timeout: 1 });
+    },
+  };
+}
+
+/** A statement that ran out of time while the server still answered: 503 for its caller, the breaker stays closed. */
+class StatementTooSlow extends DatabaseUnavailable {}
 
 /** After a lost connection, statements fail at once for this long before one statement probes again. */
 const BREAK_MS = 1000;
@@ -53,7 +105,7 @@ const BREAK_MS = 1000;
  * and one statement at a time, at most once per BREAK_MS, probes whether it is back. Its state is
  * what /health reports, so a health check never waits on the database.
  */
-function createBreaker() {
+function createBreaker(alive?: AliveProbe) {
   let up = true;
   let since = Date.now();
   let reason = "";
@@ -70,8 +122,10 @@ function createBreaker() {
         if (!up) [up, since, reason] = [true, Date.now(), ""];
         return result;
       } catch (err) {
-        const e = translate(err);
-        if (e instanceof DatabaseUnavailable) {
+        let e = translate(err);
+        // Out of time while the probe connection still hears the server: this statement was slow, the database is there.
+        if (e instanceof StatementTimeout && alive?.answering()) e = new StatementTooSlow(`${e.reason} (the database answers: busy, not away)`);
+        if (e instanceof DatabaseUnavailable && !(e instanceof StatementTooSlow)) {
           if (up) [up, since] = [false, Date.now()];
           reason = e.reason;
           retryAt = Date.now() + BREAK_MS;
@@ -87,6 +141,9 @@ function createBreaker() {
 
 type Breaker = ReturnType<typeof createBreaker>;
 
+/** No answer within the bound: the database is away, unless the probe connection says it answers (StatementTooSlow). */
+class StatementTimeout extends DatabaseUnavailable {}
+
 /** `work`, or DatabaseUnavailable once `ms` pass without its answer (which is then ignored; `onExpiry` hears of it). */
 function within<T>(work: Promise<T>, ms: number | undefined, onExpiry?: () => void): Promise<T> {
   if (ms === undefined) return work;
@@ -95,13 +152,20 @@ function within<T>(work: Promise<T>, ms: number | undefined, onExpiry?: () => vo
   const expired = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
       onExpiry?.();
-      reject(new DatabaseUnavailable(`no answer within ${ms} ms`));
+      reject(new StatementTimeout(`no answer within ${ms} ms`));
     }, ms);
   });
   return Promise.race([work, expired]).finally(() => clearTimeout(timer));
 }
 
-function wrapPool(pool: SQL, breaker: Breaker, timeoutMs: number | undefined): Db {
+/** Lifts the connection's statement_timeout for one transaction (migrations may build an index for minutes). */
+const NO_SERVER_BOUND = "SET LOCAL statement_timeout = 0";
+
+/**
+ * `timeoutMs`: the client's bound (undefined: none). `liftServerBound`: the pool's connections carry a server
+ * statement_timeout that this handle's statements must not have (the unbounded handle, for migrations).
+ */
+function wrapPool(pool: SQL, breaker: Breaker, timeoutMs: number | undefined, alive?: AliveProbe, liftServerBound = false): Db {
   // Outside a transaction each statement passes the breaker; inside one, the transaction already
   // did (a probing transaction must not be refused its own statements), so they are only bounded.
   const gated = <T>(run: () => Promise<T>) => breaker.guard(() => within(run(), timeoutMs));
@@ -115,7 +179,16 @@ function wrapPool(pool: SQL, breaker: Breaker, timeoutMs: number | undefined): D
   };
   const query = (handle: SQL, text: string, params: readonly SqlValue[], tx: Transaction | undefined) => {
     const run = () => handle.unsafe(numberedText(text), params as SqlValue[]) as Promise<Result>;
-    return tx ? inner(tx, run) : gated(run);
+    if (tx) return inner(tx, run);
+    // Unbounded on a pool whose connections carry the server's bound: lifted for this statement only.
+    if (liftServerBound)
+      return gated(() =>
+        pool.begin(async (t) => {
+          await t.unsafe(NO_SERVER_BOUND);
+          return (await t.unsafe(numberedText(text), params as SqlValue[])) as Result;
+        }),
+      );
+    return gated(run);
   };
   const on = (handle: SQL, tx?: Transaction): Sql => ({
     async all<T>(text: string, params: readonly SqlValue[] = []) {
@@ -140,6 +213,7 @@ function wrapPool(pool: SQL, breaker: Breaker, timeoutMs: number | undefined): D
       return breaker.guard(() => {
         const tx: Transaction = { abandoned: false };
         const work = pool.begin(async (handle) => {
+          if (liftServerBound) await handle.unsafe(NO_SERVER_BOUND);
           const result = await fn(on(handle, tx));
           if (tx.abandoned) throw new DatabaseUnavailable(ABANDONED);
           return result;
@@ -169,6 +243,7 @@ function wrapPool(pool: SQL, breaker: Breaker, timeoutMs: number | undefined): D
     },
     reachability: breaker.state,
     close() {
+      alive?.stop();
       void pool.close({ timeout: 1 });
     },
   };
@@ -243,6 +318,8 @@ function translate(err: unknown): unknown {
   const state = (err as { errno?: unknown } | null)?.errno;
   if (typeof state === "string" && (/^08/.test(state) || /^57P0[123]$/.test(state))) return new DatabaseUnavailable(state);
   if (state === UNIQUE_VIOLATION) return new Conflict(RACED);
+  // The server's statement_timeout (57014, query_canceled): a live server gave up on a slow statement.
+  if (state === "57014") return new StatementTooSlow("the statement ran past the database's statement_timeout (busy, not away)");
   return err;
 }
 

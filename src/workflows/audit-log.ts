@@ -61,6 +61,13 @@ const PRINCIPAL_ID = /^(user|agent):(\d{1,15})$/;
 export async function listAuditLog(d: Domain, open: OpenVault, q: AuditQuery): Promise<AuditPage> {
   requireInVault(open, "read_logs");
   if (!Number.isInteger(q.limit) || q.limit < 1 || q.limit > AUDIT_PAGE_MAX) throw new InvalidRequest(`limit must be 1 to ${AUDIT_PAGE_MAX}`, "limit");
+  for (const [field, v] of [
+    ["host", q.host],
+    ["principal", q.principal],
+  ] as const) {
+    // No stored host or principal has a control character (PostgreSQL refuses a NUL in text: a 500 before).
+    if (v && (v.length > 1000 || /[\u0000-\u001f\u007f]/.test(v))) throw new InvalidRequest(`${field} must be a host or principal as the log shows it`, field);
+  }
   const principal = q.principal ? await resolvePrincipalFilter(d, q.principal.trim()) : undefined;
   if (principal === null) return { logs: [], next_cursor: null }; // a name nobody has made no request
   const rows = await d.store.audit.list({

@@ -171,11 +171,16 @@ const pgStop = (ctx: Ctx, mode: "fast" | "immediate") =>
 const WATCHDOG = `trap "" INT TERM HUP
 owner=$1 dir=$2 info=$3; shift 3
 while kill -0 "$owner" 2>/dev/null; do sleep 0.25; done
+pid=$(head -n 1 "$dir/data/postmaster.pid" 2>/dev/null)
+if [ -n "$pid" ]; then kill -CONT "$pid" 2>/dev/null; pkill -CONT -P "$pid" 2>/dev/null; fi
 "$@" >/dev/null 2>&1
 rm -rf "$dir"
 if [ -n "$info" ]; then rm -f "$info"; fi`;
 
-/** Starts the watchdog for ctx's server (and `infoFile`, removed with it). Returns its pid. */
+/**
+ * Starts the watchdog for ctx's server (and `infoFile`, removed with it). Returns its pid. A server a test
+ * froze (SIGSTOP) when its runner died is woken first: pg_ctl cannot stop stopped processes.
+ */
 function killOnExit(ctx: Ctx, infoFile = ""): number {
   const stop = commandFor(ctx.runner, "pg_ctl", ["stop", "-D", ctx.dataDir, "-m", "immediate", "-w", "-t", "30"]);
   const proc = Bun.spawn(["sh", "-c", WATCHDOG, "broker-pg-watchdog", String(process.pid), ctx.dir, infoFile, ...stop], {

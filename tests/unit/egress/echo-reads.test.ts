@@ -6,7 +6,7 @@
 
 import { beforeAll, describe, expect, test } from "bun:test";
 import { createPlanCache } from "../../../src/egress/index.ts";
-import { PAGE_ROWS } from "../../../src/egress/stored-values.ts";
+import { FIRST_PAGE_ROWS, PAGE_ROWS, pagesToRead } from "../../../src/egress/stored-values.ts";
 import type { Needles } from "../../../src/egress/redact.ts";
 import { redactText } from "../../../src/egress/redact-headers.ts";
 import { storeCredential } from "../../../src/crypto/index.ts";
@@ -33,7 +33,7 @@ function holds(n: Needles, value: string): boolean {
 
 const pages = () => pagesRead(o);
 /** A read of the whole large vault, page after page (10,000 is not a multiple of the page: no empty last page). */
-const VAULT_PAGES = Math.ceil(SERVICES / PAGE_ROWS);
+const VAULT_PAGES = pagesToRead(SERVICES);
 
 describe("after an edit of a 10,000-service vault", () => {
   const plans = () => createPlanCache(o.store, o.dataKey, () => ({}));
@@ -80,6 +80,24 @@ describe("after an edit of a 10,000-service vault", () => {
     expect(holds(n, rotated)).toBe(true);
     await turnsUntil(o, () => pages() === VAULT_PAGES);
     expect([rotated, bigValue(888), QUIET].map((v) => holds(n, v))).toEqual([true, true, true]);
+  });
+
+  test("a change another instance announced: the next answer waits until the vault is read whole (its agent may have sent the value)", async () => {
+    const cache = plans();
+    const quietPlan = await cache.plan(quiet, "api.quiet.example", 443);
+    await cache.responseNeedles(quietPlan);
+    // Another instance stored it and its agent sent it there: this instance has never seen it.
+    const rotated = `sk-rotated-999-${crypto.randomUUID()}`;
+    await storeCredential(o.store, o.dataKey, big.id, "K999", new Secret(rotated), 2_000_003);
+    o.reset();
+    cache.invalidate(big.id, true);
+    const n = await cache.responseNeedles(quietPlan);
+    expect(pages()).toBe(VAULT_PAGES);
+    expect(holds(n, rotated)).toBe(true);
+    // Afterwards answers are served at once again.
+    o.reset();
+    await cache.responseNeedles(quietPlan);
+    expect(pages()).toBe(0);
   });
 
   test("an edit that changes no value keeps the compiled set", async () => {

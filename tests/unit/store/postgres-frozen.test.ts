@@ -101,6 +101,24 @@ describe.skipIf(pgMissing)("a frozen PostgreSQL is a down database", () => {
     }
   }, 30_000);
 
+  test("a slow statement on a server that still answers is that caller's 503, not everyone's: the breaker stays closed and the server cancels it", async () => {
+    const db = openPostgres(url, { max: 4, statementTimeoutMs: 400 });
+    try {
+      await Bun.sleep(700); // the probe connection has answered once
+      const slow = await Promise.all(Array.from({ length: 6 }, () => db.get("SELECT pg_sleep(3)").catch((e) => e)));
+      expect(slow.every((e) => e instanceof DatabaseUnavailable)).toBe(true);
+      expect(db.reachability?.().reachable).toBe(true);
+      expect(await db.get<{ one: number }>("SELECT 1 AS one")).toEqual({ one: 1 }); // at once: not refused by an open breaker
+      // The server gave up on them (statement_timeout): none is still sleeping on a connection.
+      const sleeping = await db.get<{ n: number }>(
+        "SELECT COUNT(*)::int AS n FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'SELECT pg_sleep(3)%'",
+      );
+      expect(sleeping?.n).toBe(0);
+    } finally {
+      db.close();
+    }
+  }, 30_000);
+
   test("migrations run unbounded: `unbounded` waits out a slow statement that the bounded handle gives up on", async () => {
     const db = openPostgres(url, { max: 2, statementTimeoutMs: 200 });
     try {
