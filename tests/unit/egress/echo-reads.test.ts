@@ -100,6 +100,36 @@ describe("after an edit of a 10,000-service vault", () => {
     expect(pages()).toBe(0);
   });
 
+  test("edits of the large vault in quick succession: it is read whole at most once a second, and what is sent meanwhile is held at once", async () => {
+    const cache = plans();
+    const quietPlan = await cache.plan(quiet, "api.quiet.example", 443);
+    const n = await cache.responseNeedles(quietPlan);
+    const first = `sk-rotated-111-${crypto.randomUUID()}`;
+    await storeCredential(o.store, o.dataKey, big.id, "K111", new Secret(first), 2_000_010);
+    o.reset();
+    cache.invalidate(big.id);
+    await cache.responseNeedles(quietPlan);
+    await turnsUntil(o, () => pages() === VAULT_PAGES && holds(n, first)); // read whole
+    await turnsUntil(o, () => true, 3);
+    o.reset();
+    const second = `sk-rotated-222-${crypto.randomUUID()}`;
+    await storeCredential(o.store, o.dataKey, big.id, "K222", new Secret(second), 2_000_011);
+    cache.invalidate(big.id);
+    await cache.responseNeedles(quietPlan);
+    expect(pages()).toBe(0); // held back: read whole less than a second ago
+    // Sent meanwhile: noted before it goes, held in every answer at once.
+    const bigPlan = await cache.plan(big, "svc-2225.big.example", 443);
+    await cache.responseNeedles(bigPlan);
+    expect(holds(await cache.responseNeedles(quietPlan), second)).toBe(true);
+    // Unsent values of the held-back edit join without any answer asking, once the second has passed.
+    const third = `sk-rotated-333-${crypto.randomUUID()}`;
+    await storeCredential(o.store, o.dataKey, big.id, "K333", new Secret(third), 2_000_012);
+    cache.invalidate(big.id);
+    await Bun.sleep(1_100);
+    await turnsUntil(o, () => pages() >= VAULT_PAGES && holds(n, third));
+    expect(holds(n, third)).toBe(true);
+  });
+
   test("an edit that changes no value keeps the compiled set", async () => {
     const cache = plans();
     const quietPlan = await cache.plan(quiet, "api.quiet.example", 443);
