@@ -83,10 +83,11 @@ const MAY_IMPORT: Record<string, string[]> = {
   http: [],
   egress: ["store", "policy", "templates", "words", "crypto", "workflows", "http"],
   minting: ["policy", "egress", "http"],
+  "secret-stores": ["policy", "egress", "http"],
   webhooks: ["store", "identity", "workflows", "egress"],
   tunnel: ["policy", "crypto", "ratelimit", "identity", "egress", "http"],
   server: ["store", "policy", "templates", "words", "crypto", "ratelimit", "identity", "workflows", "contract", "egress"],
-  app: ["store", "crypto", "ratelimit", "identity", "workflows", "egress", "minting", "webhooks", "tunnel", "server"],
+  app: ["store", "crypto", "ratelimit", "identity", "workflows", "egress", "minting", "secret-stores", "webhooks", "tunnel", "server"],
   cli: ["store", "policy", "templates", "words", "crypto", "ratelimit", "identity", "workflows", "contract", "egress", "app"],
   index: ["cli"],
 };
