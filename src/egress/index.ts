@@ -23,6 +23,7 @@ export { isGrpcContentType } from "./grpc-body.ts";
 export { type Injection } from "./headers.ts";
 export { type EgressPlan } from "./plan.ts";
 export { type MintedPlan } from "./plan.ts";
+export { signAwsRequest } from "./sigv4.ts";
 export { Needles } from "./redact.ts";
 export type { Grant, MintedState, MintedToken, Minter } from "./minter.ts";
 export { decideConnect, type ConnectDecision } from "./connect-decision.ts";
