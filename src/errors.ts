@@ -233,6 +233,25 @@ export class CredentialRefreshFailed extends BrokerError {
   }
 }
 
+/**
+ * A credential held in an external store (issue 36) cannot be had: the store refused it, no longer has it, or
+ * has been unreachable for longer than the connection's grace. Names the reference (connection, path, field:
+ * names, never a value) and what the store said in the broker's own words.
+ */
+export class CredentialUnavailable extends BrokerError {
+  readonly status = 502;
+  readonly code = "credential_unavailable";
+  constructor(
+    readonly reference: string,
+    readonly reason: string,
+  ) {
+    super(`the credential at ${reference} cannot be read: ${reason}`);
+  }
+  override extra() {
+    return { reference: this.reference };
+  }
+}
+
 /** The network guard refused the destination: names the host, never the credential. */
 export class EgressBlocked extends BrokerError {
   readonly status = 403;
