@@ -2,6 +2,7 @@
 // core (which speaks them to upstreams): head parsing and serialising, chunked framing, HTTP/2 field
 // lists and frame guard, a socket whose queued writes leave together, the pull side of a byte stream.
 
+export { cappedBody } from "./capped-body.ts";
 export { coalescingSocket, drained } from "./coalescing-socket.ts";
 export { fieldLines, linesToFields } from "./h2-fields.ts";
 export { createFrameInspector, FRAME_LIMITS, guardFrames, type FrameLimits } from "./h2-frame-guard.ts";

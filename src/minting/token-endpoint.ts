@@ -6,7 +6,7 @@
 
 import type { Secret } from "../secret.ts";
 import { CredentialRefreshFailed, EgressBlocked } from "../errors.ts";
-import type { HeaderList } from "../http/index.ts";
+import { cappedBody, type HeaderList } from "../http/index.ts";
 import { resolveChecked, type NetPolicy, type Resolver } from "../egress/index.ts";
 import type { Upstream } from "../egress/index.ts";
 
@@ -80,29 +80,6 @@ export async function postToTokenEndpoint(
     json = undefined;
   }
   return { status: answer.status, json };
-}
-
-/**
- * The whole body, or undefined once more than `max` bytes arrived: the stream is cancelled there (its
- * connection let go), so a hostile endpoint's endless answer is never held beyond `max` plus one read.
- */
-async function cappedBody(body: Uint8Array | ReadableStream<Uint8Array> | null, max: number): Promise<Uint8Array | undefined> {
-  if (body === null) return new Uint8Array(0);
-  if (body instanceof Uint8Array) return body.byteLength > max ? undefined : body;
-  const reader = body.getReader();
-  const parts: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > max) {
-      await reader.cancel().catch(() => {});
-      return undefined;
-    }
-    parts.push(value);
-  }
-  return Buffer.concat(parts);
 }
 
 /** RFC 6749 §5.2's error codes: only these are repeated, so a token endpoint cannot make the broker echo text it chose. */

@@ -4,7 +4,7 @@
 // a redirect; reads at most 1 MiB of the answer, counted as it arrives.
 
 import { EgressBlocked } from "../errors.ts";
-import type { HeaderList } from "../http/index.ts";
+import { cappedBody, type HeaderList } from "../http/index.ts";
 import { resolveChecked, type NetPolicy, type Resolver, type Upstream } from "../egress/index.ts";
 import { SecretStoreError } from "./types.ts";
 
@@ -52,7 +52,7 @@ export async function storeHttp(deps: StoreHttpDeps, req: StoreRequest): Promise
     if (err instanceof EgressBlocked) throw new SecretStoreError(`${u.host} is blocked by the network guard`, "invalid");
     throw new SecretStoreError(`${u.host} could not be reached`, "unreachable");
   }
-  const body = await capped(answer.body, MAX_ANSWER_BYTES).catch(() => {
+  const body = await cappedBody(answer.body, MAX_ANSWER_BYTES).catch(() => {
     throw new SecretStoreError(`${u.host} broke off its answer`, "unreachable");
   });
   if (body === undefined) throw new SecretStoreError(`${u.host} sent an answer larger than ${MAX_ANSWER_BYTES} bytes`, "invalid");
@@ -67,23 +67,4 @@ export function jsonObject(a: StoreAnswer): Record<string, unknown> | undefined 
   } catch {
     return undefined;
   }
-}
-
-async function capped(body: Uint8Array | ReadableStream<Uint8Array> | null, max: number): Promise<Uint8Array | undefined> {
-  if (body === null) return new Uint8Array(0);
-  if (body instanceof Uint8Array) return body.byteLength > max ? undefined : body;
-  const reader = body.getReader();
-  const parts: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > max) {
-      await reader.cancel().catch(() => {});
-      return undefined;
-    }
-    parts.push(value);
-  }
-  return Buffer.concat(parts);
 }
