@@ -16,9 +16,11 @@ export interface Cached {
   /** Re-reads the root CA, replacing it (and the leaves minted under it) when it changed. */
   readonly reloadCa: () => Promise<void>;
   readonly log: Logger;
+  /** Secret store connections (issue 36): re-read when another instance changes one. */
+  readonly secretStores?: { announced(): void };
 }
 
-export function changeHandlers({ plans, vaultAccess, domain, reloadCa, log }: Cached): ChangeHandlers {
+export function changeHandlers({ plans, vaultAccess, domain, reloadCa, log, secretStores }: Cached): ChangeHandlers {
   return {
     apply(change) {
       if (change.t === "vault") {
@@ -29,6 +31,8 @@ export function changeHandlers({ plans, vaultAccess, domain, reloadCa, log }: Ca
       } else if (change.t === "principal") {
         domain.auth.forget();
         vaultAccess.clear();
+      } else if (change.t === "secret_store") {
+        secretStores?.announced();
       } else if (change.t === "ca") {
         void reloadCa().catch((err) => log.error("ca_reload_failed", { err }));
       } else {
@@ -37,6 +41,7 @@ export function changeHandlers({ plans, vaultAccess, domain, reloadCa, log }: Ca
     },
     resync() {
       plans.clear();
+      secretStores?.announced();
       vaultAccess.clear();
       domain.auth.forget();
       void reloadCa().catch((err) => log.error("ca_reload_failed", { err }));

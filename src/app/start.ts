@@ -51,6 +51,7 @@ import { drainListeners } from "./shutdown.ts";
 import { databaseHealth } from "./database-health.ts";
 import { openJournal } from "./audit-journal-open.ts";
 import { upstreamRoots } from "./upstream-roots.ts";
+import { createSecretStoreRegistry } from "./secret-store-registry.ts";
 import { countRefusals, createMetrics, type Metrics } from "../server/index.ts";
 
 export interface RunningServer {
@@ -180,14 +181,32 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     const vaultAccess = createVaultAccessCache({ now, freshness, outageGraceMs });
     const limiter = createRateLimiter(resolveSettings(config.rateLimit.profile, config.rateLimit.overrides, config.rateLimit.locked), now);
     const rateLimiter = metrics ? countRefusals(limiter, metrics) : limiter;
+    // Credentials by reference (issue 36): read through their connections off the request path. The guard and
+    // DNS are read when a store is dialled (both are set up below, once the listeners are bound).
+    const secretStores = createSecretStoreRegistry({
+      store,
+      dataKey: keyring.dataKey,
+      freshness,
+      now,
+      log,
+      policy: () => policy,
+      resolver: () => resolver,
+      roots: upstreamCa,
+      upstreamTimeoutMs: config.upstreamTimeoutMs,
+      invalidateVault: (id) => plans.invalidate(id),
+      noteSent: (values) => plans.noteSent(values),
+      ...(metrics && { onRead: (connection: string, outcome: "ok" | "failed") => metrics.secretStoreRead(connection, outcome) }),
+    });
+    undo.push(() => secretStores.stop());
     // A connected account's service mints with the operator's app (BROKER_CONNECT_<ID>_*), never a vault's copy of it.
     const plans = createPlanCache(store, keyring.dataKey, (host, port) => buildProposalHint(publicUrl, host, port), {
       now,
       freshness,
       outageGraceMs,
       operatorClient: (auth) => operatorClient({ apps: config.connect }, auth),
+      references: secretStores,
     });
-    cached.push(plans.secrets, {
+    cached.push(plans.secrets, secretStores.secrets, {
       *values() {
         for (const app of config.connect) yield app.clientSecret.reveal(); // reveal: the logger's scrub patterns only
       },
@@ -249,6 +268,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
         vaultAccess.clear();
       },
       webhooks,
+      secretStores,
     };
     const minter = createMinter({
       upstream,
@@ -290,7 +310,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
         leaves.clear();
         log.info("ca_reloaded", { not_after: new Date(fresh.notAfter).toISOString() });
       });
-    const fresh = { plans, vaultAccess, domain, reloadCa, log };
+    const fresh = { plans, vaultAccess, domain, reloadCa, log, secretStores };
     await feed.start(changeHandlers(fresh));
     const stopRevalidating = revalidateWhileUnannounced(feed, fresh);
     undo.push(stopRevalidating);

@@ -6,7 +6,8 @@ import { z } from "zod";
 import { NextCursor } from "./pages.ts";
 import { LIMITS, parseHostPattern, RulesList } from "../policy/index.ts";
 import { parsedBy, says } from "../schema-input.ts";
-import type { Secret } from "../secret.ts";
+import { Secret } from "../secret.ts";
+import { ReferenceInput, type CredentialSource } from "./secret-stores.ts";
 import { credentialValue, KeyName, omittedWhenEmpty, optionalText, urlCheckedBy } from "./fields.ts";
 import { ServiceAuthInput } from "./service-auth.ts";
 import { ServiceTemplate } from "./templates.ts";
@@ -185,10 +186,20 @@ export const ProposalInput = z
 export const ProposalApprovalInput = z.strictObject({
   credentials: z
     // "" is no value: a slot whose key the vault already has keeps the stored one.
-    .record(z.string(), omittedWhenEmpty(credentialValue("{key}")), says("credentials must map each key to its value"))
+    .record(
+      z.string(),
+      z.union([omittedWhenEmpty(credentialValue("{key}")), ReferenceInput], says('credentials must map each key to its value, or to {"ref": "<connection>:<path>#<field>"}')),
+      says("credentials must map each key to its value"),
+    )
     .nullish()
-    .transform((values) => Object.fromEntries(Object.entries(values ?? {}).filter((e): e is [string, Secret] => e[1] !== undefined)))
-    .describe("each slot's key → its value (optional for keys the vault already has)"),
+    .transform((values) =>
+      Object.fromEntries(
+        Object.entries(values ?? {}).flatMap(([key, v]): [string, CredentialSource][] =>
+          v === undefined ? [] : [[key, v instanceof Secret ? { value: v } : { reference: v }]],
+        ),
+      ),
+    )
+    .describe('each slot\'s key → its value, or {"ref": "<connection>:<path>#<field>", "version"?} (optional for keys the vault already has)'),
   rules: z
     .record(z.string(), RulesList.nullable(), says("rules must map each host of the proposal to its rules"))
     .nullish()

@@ -8,3 +8,4 @@ export * from "./services.ts";
 export * from "./templates.ts";
 export * from "./accounts.ts";
 export * from "./pages.ts";
+export * from "./secret-stores.ts";

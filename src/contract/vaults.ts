@@ -7,6 +7,7 @@ import { z } from "zod";
 import { NextCursor } from "./pages.ts";
 import { says } from "../schema-input.ts";
 import { credentialValue } from "./fields.ts";
+import { CredentialReferenceView, ReferenceInput, type CredentialSource } from "./secret-stores.ts";
 import { AgentName, Email, VaultName, VaultRoleInput } from "./people-fields.ts";
 import { WebhookInput } from "./webhook-input.ts";
 
@@ -62,14 +63,46 @@ export const InviteList = z.object({
   invites: z.array(z.object({ id: z.string(), email: z.string().nullable().optional(), name: z.string().nullable().optional(), role: Role, expires_at: Time })),
 });
 
-export const CredentialInput = z.strictObject({
-  value: credentialValue().describe("the credential's value (at most 64 KiB); never shown again except to people who reveal it"),
-});
-export const CredentialSet = z.object({ key: z.string(), updated_at: Time });
+/** A value, or a reference into a secret store (`ref`, with `version`): exactly one. */
+export const CredentialInput = z
+  .strictObject({
+    value: credentialValue().optional().describe("the credential's value (at most 64 KiB); never shown again except to people who reveal it"),
+    ref: z.string().optional().describe("instead of a value: <connection>:<path>#<field> in a secret store the vault may use"),
+    version: z.string().optional().describe("with ref: a version the store keeps (absent: the latest)"),
+  })
+  .transform((b, ctx): CredentialSource => {
+    if ((b.value === undefined) === (b.ref === undefined)) {
+      ctx.addIssue({ code: "custom", path: ["value"], message: 'give exactly one of "value" and "ref"', input: "[redacted]" });
+      return z.NEVER;
+    }
+    if (b.value !== undefined) {
+      if (b.version !== undefined) ctx.addIssue({ code: "custom", path: ["version"], message: '{field} goes with "ref" only', input: b.version });
+      return { value: b.value };
+    }
+    const read = ReferenceInput.safeParse({ ref: b.ref, ...(b.version !== undefined && { version: b.version }) });
+    if (!read.success) {
+      for (const issue of read.error.issues) ctx.addIssue({ code: "custom", path: issue.path, message: issue.message, input: issue.input });
+      return z.NEVER;
+    }
+    return { reference: read.data };
+  });
+export const CredentialSet = z.object({ key: z.string(), updated_at: Time, reference: CredentialReferenceView.optional() });
 export const CredentialList = z.object({
-  credentials: z.array(z.object({ key: z.string(), updated_at: Time, value: z.string().optional().describe("only with ?reveal=true, for people") })),
+  credentials: z.array(
+    z.object({
+      key: z.string(),
+      updated_at: Time,
+      value: z.string().optional().describe("only with ?reveal=true, for people; never for a reference"),
+      reference: CredentialReferenceView.optional().describe("a reference credential: where its value lives and how its last read went"),
+    }),
+  ),
 });
-export const CredentialRevealed = z.object({ key: z.string(), value: z.string().describe("the value, for a person who asked to read it"), updated_at: Time });
+export const CredentialRevealed = z.object({
+  key: z.string(),
+  value: z.string().optional().describe("the value, for a person who asked to read it (a reference's value stays in its store)"),
+  reference: CredentialReferenceView.optional(),
+  updated_at: Time,
+});
 
 const Webhook = z.object({
   id: z.number(),
@@ -95,6 +128,7 @@ export const AuditPageAnswer = z.object({
       path: z.string(),
       service: z.string().nullable(),
       credential_keys: z.array(z.string()),
+      credential_refs: z.array(z.string()).describe("the credentials by reference among them, as `connection:path#field`; never values"),
       status: z.number(),
       bytes_in: z.number(),
       bytes_out: z.number(),

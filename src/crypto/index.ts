@@ -22,3 +22,4 @@ export { isPasswordless } from "./passwords.ts";
 export { MAX_PASSWORD_LENGTH } from "./passwords.ts";
 export { MIN_PASSWORD_LENGTH } from "./passwords.ts";
 export { PASSWORDLESS_PARAMS } from "./passwords.ts";
+export { openStoreSecrets, sealStoreSecrets } from "./store-secrets.ts";

@@ -220,7 +220,7 @@ function parseRecords(lines: readonly string[], torn: boolean): { records: Journ
     if (!line) return;
     try {
       const r = JSON.parse(line) as Partial<JournalRecord>;
-      if (typeof r.seq === "number" && Number.isSafeInteger(r.seq) && isEntry(r.entry)) return void out.push({ seq: r.seq, entry: r.entry });
+      if (typeof r.seq === "number" && Number.isSafeInteger(r.seq) && isEntry(r.entry)) return void out.push({ seq: r.seq, entry: withRefs(r.entry) });
     } catch {
       // not JSON: a torn last line, or not a record at all
     }
@@ -233,7 +233,10 @@ const TEXT_FIELDS = ["principal", "vault", "ingress", "method", "host", "path", 
 const NUMBER_FIELDS = ["at", "vaultId", "status", "bytesIn", "bytesOut", "durationMs"] as const;
 const NULLABLE_TEXT_FIELDS = ["service", "error", "approvedBy"] as const;
 
-/** A record the database will take: one that is not (a hand-edited line) would fail its whole batch. */
+/**
+ * A record the database will take: one that is not (a hand-edited line) would fail its whole batch.
+ * `credentialRefs` (issue 36) is absent from lines written before references: such a line is still a record.
+ */
 function isEntry(v: unknown): v is AuditEntry {
   if (!v || typeof v !== "object") return false;
   const e = v as Record<string, unknown>;
@@ -241,8 +244,25 @@ function isEntry(v: unknown): v is AuditEntry {
     TEXT_FIELDS.every((f) => typeof e[f] === "string") &&
     NUMBER_FIELDS.every((f) => typeof e[f] === "number" && Number.isFinite(e[f])) &&
     NULLABLE_TEXT_FIELDS.every((f) => e[f] === null || e[f] === undefined || typeof e[f] === "string") &&
+    (e.credentialRefs === null || e.credentialRefs === undefined || isRefsText(e.credentialRefs)) &&
     typeof e.contained === "boolean"
   );
+}
+
+/** The JSON array of strings audit.ts writes, so every reader of the log can parse what reaches the database. */
+function isRefsText(v: unknown): boolean {
+  if (typeof v !== "string") return false;
+  try {
+    const refs: unknown = JSON.parse(v);
+    return Array.isArray(refs) && refs.every((r) => typeof r === "string");
+  } catch {
+    return false;
+  }
+}
+
+/** A line written before references has no `credentialRefs`: it had none. */
+function withRefs(e: AuditEntry): AuditEntry {
+  return { ...e, credentialRefs: e.credentialRefs ?? null };
 }
 
 /** A journal is a regular file: anything else in its place is refused before it is read. */

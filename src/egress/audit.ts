@@ -163,6 +163,8 @@ export interface AuditOutcome {
   readonly error: string | null;
   readonly service: string | null;
   readonly credentialKeys: readonly string[];
+  /** The references among them, as people write them (plan.ts `credentialRefs`); never values. Absent: none. */
+  readonly credentialRefs?: readonly string[];
   /** Who approved this exact request, when a rule held it for a human. */
   readonly approvedBy?: string | null;
 }
@@ -191,6 +193,8 @@ export function auditEntry(req: AuditedRequest, startedAt: number, now: number, 
     path: req.target.split(/[?#]/)[0] ?? "/",
     service: o.service,
     credentialKeys: o.credentialKeys.join(","),
+    // JSON, not joined: a reference may hold a comma.
+    credentialRefs: o.credentialRefs?.length ? JSON.stringify(o.credentialRefs) : null,
     status: o.status,
     bytesIn: o.bytesIn,
     bytesOut: o.bytesOut,

@@ -21,7 +21,7 @@ export async function egressBlind(input: BlindInput, deps: EgressDeps): Promise<
   const started = deps.now();
   const request = { ...input, ingress: "blind", method: "CONNECT", target: "" };
   const record = (status: number, bytesIn: number, bytesOut: number, error: string | null) =>
-    deps.audit.record(auditEntry(request, started, deps.now(), { status, bytesIn, bytesOut, error, service: null, credentialKeys: [] }));
+    deps.audit.record(auditEntry(request, started, deps.now(), { status, bytesIn, bytesOut, error, service: null, credentialKeys: [], credentialRefs: [] }));
   try {
     const addresses = await resolveChecked(input.host, input.port, deps.policy, deps.resolver);
     const conn = await deps.upstream.openPlain({ host: input.host, port: input.port, addresses: async () => addresses });

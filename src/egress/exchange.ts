@@ -109,6 +109,7 @@ export function auditExchange(x: Exchange, status: number, bytesOut: number, err
       error,
       service: x.plan?.service.host ?? null,
       credentialKeys: x.plan?.credentialKeys ?? [],
+      credentialRefs: x.plan?.credentialRefs ?? [],
       approvedBy: x.approvedBy,
     }),
   );

@@ -28,3 +28,4 @@ export { Needles } from "./redact.ts";
 export type { Grant, MintedState, MintedToken, Minter } from "./minter.ts";
 export { decideConnect, type ConnectDecision } from "./connect-decision.ts";
 export { createSessionActivity, type SessionActivity, type SessionActivityLog, type UnmatchedHost } from "./session-activity.ts";
+export type { ReferenceValues } from "./reference-values.ts";

@@ -5,7 +5,10 @@
 // services as in one of a single service. Never logs a value.
 
 import type { Secret } from "../secret.ts";
-import type { ServiceRow, Store } from "../store/index.ts";
+import type { CredentialReference, ServiceRow, Store } from "../store/index.ts";
+import { CredentialUnavailable } from "../errors.ts";
+import { formatReference } from "../policy/index.ts";
+import type { ReferenceValues } from "./reference-values.ts";
 import { decryptCredential } from "../crypto/index.ts";
 import { coveringPatternTexts, hostMatches, parseHostPattern, type HostPattern } from "../policy/index.ts";
 import { readGraced, trustedValue, type GracedEntry, type GracedOptions } from "./graced-entries.ts";
@@ -28,7 +31,9 @@ interface VaultEntries {
 export interface PlanLookup {
   /** The service that serves `host` on `port` in the vault (disabled ones too), or undefined. */
   service(vaultId: number, host: string, port: number): Promise<MatchedService | undefined>;
-  /** SECRET: the credential's value; undefined when the vault has no such key. Rejects when it cannot be decrypted. */
+  /** The reference a value handed out by `credential` was read through, if it was. */
+  referenceOf(value: Secret): CredentialReference | undefined;
+  /** SECRET: the credential's value; undefined when the vault has no such key. Rejects when it cannot be decrypted or resolved. */
   credential(vaultId: number, key: string): Promise<Secret | undefined>;
   /** What `credential` would hand out now without reading: the same promise while its entry is trusted, else undefined. */
   heldCredential(vaultId: number, key: string): Promise<Secret | undefined> | undefined;
@@ -41,7 +46,7 @@ export interface PlanLookup {
   liveValues(): Iterable<string>;
 }
 
-export function createPlanLookup(store: Store, dataKey: CryptoKey, opts: GracedOptions): PlanLookup {
+export function createPlanLookup(store: Store, dataKey: CryptoKey, opts: GracedOptions, references?: ReferenceValues): PlanLookup {
   const vaults = new Map<number, VaultEntries>();
   const entries = (vaultId: number): VaultEntries => {
     let v = vaults.get(vaultId);
@@ -49,7 +54,10 @@ export function createPlanLookup(store: Store, dataKey: CryptoKey, opts: GracedO
     return v;
   };
 
+  /** Which reference a resolved value came from (the resolver hands out one Secret per value read). */
+  const referenceOf = new WeakMap<Secret, CredentialReference>();
   return {
+    referenceOf: (value) => referenceOf.get(value),
     service(vaultId, host, port) {
       return readGraced(entries(vaultId).hosts, `${host}:${port}`, () => matchHost(store, vaultId, host, port), opts, MAX_HOSTS);
     },
@@ -59,7 +67,13 @@ export function createPlanLookup(store: Store, dataKey: CryptoKey, opts: GracedO
         key,
         async () => {
           const row = await store.credentials.get(vaultId, key);
-          return row ? decryptCredential(dataKey, row) : undefined;
+          if (!row) return undefined;
+          if (!row.reference) return decryptCredential(dataKey, row);
+          // A reference's value comes from its store's runtime; without one (unit tests) it cannot be read.
+          if (!references) throw new CredentialUnavailable(formatReference(row.reference), "this broker reads no secret stores");
+          const value = await references.resolve(vaultId, row.reference);
+          referenceOf.set(value, row.reference);
+          return value;
         },
         opts,
       );

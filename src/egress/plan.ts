@@ -6,10 +6,11 @@
 // a whole vault to be read (architecture.md D11). The needles a response is scanned for are every
 // vault's values, not only the plan's (echo-needles.ts, architecture.md D22).
 
-import { CredentialNotFound, DatabaseUnavailable, HostNotAllowed, ServiceDisabled } from "../errors.ts";
+import { CredentialNotFound, CredentialUnavailable, DatabaseUnavailable, HostNotAllowed, ServiceDisabled } from "../errors.ts";
 import { Secret } from "../secret.ts";
-import type { MintedAuthType, ServiceRow, Store } from "../store/index.ts";
-import { isMintedAuthType, mintedAuthKeyFields, type MintedAuthFields, type Rules } from "../policy/index.ts";
+import type { CredentialReference, MintedAuthType, ServiceRow, Store } from "../store/index.ts";
+import { formatReference, isMintedAuthType, mintedAuthKeyFields, type MintedAuthFields, type Rules } from "../policy/index.ts";
+import type { ReferenceValues } from "./reference-values.ts";
 import { storedRules, viewService, type ServiceAuth } from "../workflows/index.ts";
 import type { LiveSecrets } from "../log.ts";
 import type { Injection } from "./headers.ts";
@@ -33,6 +34,10 @@ export interface EgressPlan {
   readonly placement?: UrlPlacement;
   /** Key names involved (for audit); never values. */
   readonly credentialKeys: readonly string[];
+  /** The references among them, as a person writes them (`conn:path#field`), for audit; never values. */
+  readonly credentialRefs?: readonly string[];
+  /** Those references' parts: read again when the upstream refuses the request (401 or 403). */
+  readonly references?: readonly CredentialReference[];
   /** SECRET: the values to replace in responses (no reveal by echo), compiled once per service. */
   readonly needles: Needles;
   /** For the minted types: what the minter or signer needs (minted.ts, sigv4.ts). */
@@ -59,6 +64,8 @@ interface Used {
   readonly inputs: (Secret | undefined)[];
   /** The look-up's promises of them: while each is still the one held (and trusted), the plan stands without a wait. */
   reads: Promise<Secret | undefined>[];
+  /** The references among the credentials read (for audit and 401 refreshes). */
+  readonly refs: CredentialReference[];
 }
 
 /** A plan as built: kept while its credentials read as the same objects, built anew once one was read again. */
@@ -90,6 +97,8 @@ export interface PlanCache {
   noteSent(values: readonly Secret[]): void;
   /** The values currently cached (every vault's echo needles too), for the logger's last-line scrub (defence in depth). */
   readonly secrets: LiveSecrets;
+  /** An upstream refused a request sent with this plan (401 or 403): its references are read again, once. */
+  refused(vaultId: number, plan: EgressPlan): void;
   /** The proposal_hint skeleton for a host (endpoint, auth types, a proposal to edit). */
   hintFor(host: string, port: number): Record<string, unknown>;
 }
@@ -107,6 +116,8 @@ export interface PlanCacheOptions {
    * operatorClient), or undefined: its client id and secret come from here, never from a vault.
    */
   readonly operatorClient?: (auth: ServiceAuth) => OperatorClientValues | undefined;
+  /** Credentials by reference (app/secret-store-registry.ts); absent: a reference credential cannot be read (502). */
+  readonly references?: ReferenceValues;
 }
 
 /** SECRET: an instance-wide OAuth app's client id and secret, and how it authenticates at its token endpoint. */
@@ -127,7 +138,7 @@ export function createPlanCache(
   const now = opts.now ?? Date.now;
   const freshness = opts.freshness ?? ALWAYS_FRESH;
   const grace = opts.outageGraceMs ?? 0;
-  const lookup = createPlanLookup(store, dataKey, { now, freshness, graceMs: grace });
+  const lookup = createPlanLookup(store, dataKey, { now, freshness, graceMs: grace }, opts.references);
   /** The plan each matched service was last planned with (a new match, after a write or a re-check, plans anew). */
   const planned = new WeakMap<MatchedService, Planned>();
   // SECRET: each plan's values (what it sends), noted into its host's needle set on first use there.
@@ -137,7 +148,7 @@ export function createPlanCache(
   const serviceKey = new WeakMap<EgressPlan, string>();
   const shortOf = new WeakMap<EgressPlan, readonly string[]>();
   const echoes = createEchoNeedles({
-    stored: createStoredValues(store, dataKey),
+    stored: createStoredValues(store, dataKey, opts.references),
     now,
     trustMs: () => freshness.trustMs(Infinity),
     ...(opts.recentLimits && { limits: opts.recentLimits }),
@@ -152,11 +163,14 @@ export function createPlanCache(
       used.inputs.push(secret);
       used.reads.push(read);
     } catch (err) {
-      // An outage is the store's answer, not the credential's: 503, never a 502 naming the key.
-      if (err instanceof DatabaseUnavailable) throw err;
+      // An outage is the store's answer, not the credential's: 503, never a 502 naming the key. A
+      // reference that cannot be read says so itself (502 credential_unavailable, naming the reference).
+      if (err instanceof DatabaseUnavailable || err instanceof CredentialUnavailable) throw err;
       throw new CredentialNotFound(key, "cannot be decrypted");
     }
     if (!secret) throw new CredentialNotFound(key);
+    const reference = lookup.referenceOf(secret);
+    if (reference) used.refs.push(reference);
     return secret;
   }
 
@@ -172,11 +186,12 @@ export function createPlanCache(
     if (isMultiLine(secret)) throw new CredentialNotFound(key, "is a multi-line value (a PEM key), which cannot be sent in a header or URL");
     // The value's sent forms are the search patterns; the logger's last-line scrub gets the same values.
     const { injection, placement, values } = staticSend(row, secret);
-    return held(vaultId, values, { service, ...ruled, injection, ...(placement && { placement }), credentialKeys: [key], needles: new Needles(values) });
+    return held(vaultId, values, { service, ...ruled, injection, ...(placement && { placement }), credentialKeys: [key], needles: new Needles(values) }, used);
   }
 
-  /** Keeps a plan's values for the logger's scrub and its host's needle set. */
-  function held(vaultId: number, values: readonly string[], plan: EgressPlan): EgressPlan {
+  /** Keeps a plan's values for the logger's scrub and its host's needle set; names the references it read. */
+  function held(vaultId: number, values: readonly string[], built: EgressPlan, used: Used): EgressPlan {
+    const plan = used.refs.length ? { ...built, credentialRefs: used.refs.map((r) => formatReference(r)), references: [...used.refs] } : built;
     const set = lookup.live(vaultId);
     for (const v of values) set.add(v);
     planValues.set(plan, values);
@@ -224,7 +239,7 @@ export function createPlanCache(
       credentialKeys: keys,
       needles: new Needles(values),
       minted: { type, fields, inputs, fingerprint },
-    });
+    }, used);
   }
 
   /** The plan last built for this match, while every credential it read still reads the same; else built anew. */
@@ -245,7 +260,7 @@ export function createPlanCache(
         return last.plan;
       }
     }
-    const used: Used = { keys: [], inputs: [], reads: [] };
+    const used: Used = { keys: [], inputs: [], reads: [], refs: [] };
     const plan = await buildPlan(vaultId, svc.row, used);
     planned.set(svc, { plan, ...used });
     return plan;
@@ -281,6 +296,9 @@ export function createPlanCache(
       echoes.clear();
     },
     hintFor: proposalHint,
+    refused(vaultId, plan) {
+      if (plan.references?.length) opts.references?.refused(vaultId, plan.references);
+    },
     secrets: {
       *values() {
         yield* lookup.liveValues();

@@ -88,6 +88,8 @@ export async function sendUpstream(x: Exchange, plan: EgressPlan, ruled: Ruled):
       answer = await deps.upstream.send({ host: input.host, port: input.port, addresses }, await outbound(), how);
     }
   }
+  // A value read from a store that the upstream refuses may have been rotated there: read again, once.
+  if (answer.status === 401 || answer.status === 403) deps.plans.refused(input.vault.id, plan);
   if (deps.metrics) x.clock.tHead = deps.metrics.now();
   return ranged ? { answer, needles, ranged } : { answer, needles };
 }

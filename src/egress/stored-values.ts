@@ -5,7 +5,8 @@
 // ciphertext: a vault read again after an edit decrypts only what the edit changed.
 
 import type { Secret } from "../secret.ts";
-import type { ServiceWithCredential, Store } from "../store/index.ts";
+import type { CredentialReference, ServiceWithCredential, Store } from "../store/index.ts";
+import type { ReferenceValues } from "./reference-values.ts";
 import { DecryptError, decryptCredential } from "../crypto/index.ts";
 import { isMintedAuthType, mintedAuthKeyFields, parseMintedAuthConfig } from "../policy/index.ts";
 import { isMultiLine, staticSend } from "./service-values.ts";
@@ -41,7 +42,7 @@ type Sealed = { readonly nonce: Uint8Array; readonly ciphertext: Uint8Array };
 /** SECRET: a credential's value as last decrypted, with the ciphertext it came from. */
 type Opened = Sealed & { readonly value: Secret | undefined };
 
-export function createStoredValues(store: Store, dataKey: CryptoKey): StoredValues {
+export function createStoredValues(store: Store, dataKey: CryptoKey, references?: ReferenceValues): StoredValues {
   // Per vault and key; a vault's map is replaced by what its latest full read used, so a deleted
   // credential (or vault) is not kept beyond the next read.
   const opened = new Map<number, Map<string, Opened>>();
@@ -66,9 +67,26 @@ export function createStoredValues(store: Store, dataKey: CryptoKey): StoredValu
     return value;
   }
 
+  /** A reference's value as held now (a read starts when none is: its value joins the needles through the recent half). */
+  function referenced(vaultId: number, text: string | null | undefined, parsed?: CredentialReference | null): Secret | undefined {
+    let reference = parsed ?? undefined;
+    if (!reference && text) {
+      try {
+        reference = JSON.parse(text) as CredentialReference;
+      } catch {
+        return undefined;
+      }
+    }
+    return reference && references?.held(vaultId, reference);
+  }
+
   async function rowValues(row: ServiceWithCredential): Promise<string[]> {
     const joined = row.credentialNonce && row.credentialCiphertext ? { nonce: row.credentialNonce, ciphertext: row.credentialCiphertext } : undefined;
-    const secret = async (key: string) => open(row.vaultId, key, key === row.authKey ? joined : await store.credentials.get(row.vaultId, key));
+    const secret = async (key: string) => {
+      if (key === row.authKey) return row.credentialReference ? referenced(row.vaultId, row.credentialReference) : open(row.vaultId, key, joined);
+      const other = await store.credentials.get(row.vaultId, key);
+      return other?.reference ? referenced(row.vaultId, null, other.reference) : open(row.vaultId, key, other);
+    };
     if (isMintedAuthType(row.authType)) {
       // Settings that do not parse name no key: the plan fails closed and nothing is sent.
       const keys = mintedAuthKeyFields(row.authType, parseMintedAuthConfig(row.authConfig));

@@ -71,11 +71,29 @@ export function isWebSocketUpgrade(method: string, headers: Iterable<[string, st
 export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promise<Upgraded> {
   const started = deps.now();
   let approvedBy: string | null = null;
-  const record = (status: number, bytesIn: number, bytesOut: number, error: string | null, keys: readonly string[], service: string | null) =>
+  const record = (
+    status: number,
+    bytesIn: number,
+    bytesOut: number,
+    error: string | null,
+    keys: readonly string[],
+    refs: readonly string[],
+    service: string | null,
+  ) =>
     deps.audit.record(
-      auditEntry({ ...input, method: "GET" }, started, deps.now(), { status, bytesIn, bytesOut, error, service, credentialKeys: keys, approvedBy }),
+      auditEntry({ ...input, method: "GET" }, started, deps.now(), {
+        status,
+        bytesIn,
+        bytesOut,
+        error,
+        service,
+        credentialKeys: keys,
+        credentialRefs: refs,
+        approvedBy,
+      }),
     );
   let keys: readonly string[] = [];
+  let refs: readonly string[] = [];
   let service: string | null = null;
   let conn: Connection | undefined;
   const timer = startTimer(deps.metrics);
@@ -83,6 +101,7 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
   try {
     const plan = await deps.plans.plan(input.vault, input.host, input.port);
     keys = plan.credentialKeys;
+    refs = plan.credentialRefs ?? [];
     service = plan.service.host;
     // A minted token goes in like a stored one; a SigV4 signature does not fit a WebSocket upgrade.
     if (plan.minted?.type === "aws_sigv4") throw new CredentialRefreshFailed(plan.service.host, "WebSocket upgrades cannot be signed with SigV4", true);
@@ -134,7 +153,7 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
     const head = redactResponseHead(rawHead, needles);
     const upstream = conn;
     if (head.status !== 101) {
-      const done = (bytesOut: number, error: string | null) => (upstream.close(), record(head.status, 0, bytesOut, error, keys, service));
+      const done = (bytesOut: number, error: string | null) => (upstream.close(), record(head.status, 0, bytesOut, error, keys, refs, service));
       const response = shapeRefusal(head, upstream, needles, done);
       observe(head.status);
       return { kind: "refused", response };
@@ -147,12 +166,12 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
       head,
       conn,
       scanner: needles.empty ? undefined : createFrameScanner(needles),
-      finish: (bytesIn, bytesOut, error = null) => record(head.status, bytesIn, bytesOut, error, keys, service),
+      finish: (bytesIn, bytesOut, error = null) => record(head.status, bytesIn, bytesOut, error, keys, refs, service),
     };
   } catch (err) {
     conn?.close();
     const e = err instanceof BrokerError ? err : new UpstreamUnreachable(`WebSocket upgrade to ${input.host} failed`);
-    record(e.status, 0, 0, e.code, keys, service);
+    record(e.status, 0, 0, e.code, keys, refs, service);
     observe(e.status);
     throw e;
   }

@@ -1,6 +1,7 @@
 // What every domain operation needs, passed in one object (no module-level singletons).
 
 import type { LoginThrottle, RateLimiter } from "../ratelimit/index.ts";
+import type { SecretReference } from "../policy/index.ts";
 import type { Store } from "../store/index.ts";
 import type { HashGate } from "../crypto/index.ts";
 import type { KdfParams } from "../crypto/index.ts";
@@ -40,4 +41,26 @@ export interface Domain {
    * IP literal is a host a proposal may name only where the guard would reach it (absent: none may).
    */
   readonly guardRefuses?: (ip: string, port: number) => string | undefined;
+  /** The external secret stores' live side (absent: references are stored but never read, as in most unit tests). */
+  readonly secretStores?: SecretStoreRuntime;
+}
+
+/** How a reference's last read went: never its value. */
+export interface ReferenceStatus {
+  /** When the store last answered with the value (epoch ms). */
+  readonly lastRefresh?: number;
+  /** The version it answered with. */
+  readonly version?: string;
+  /** The last failure in words; absent after a good read. */
+  readonly lastError?: string;
+}
+
+/** What the domain asks of the secret stores' runtime (app/secret-store-registry.ts). */
+export interface SecretStoreRuntime {
+  /** How a vault's reference last read went. */
+  status(vaultId: number, reference: SecretReference): ReferenceStatus;
+  /** Reads the reference through its connection now; resolves when the read is done, whatever its outcome. */
+  readNow(vaultId: number, reference: SecretReference): Promise<void>;
+  /** A connection was created, changed, shared, unshared or removed: what is held for it is dropped. */
+  connectionChanged(): void;
 }

@@ -3,7 +3,7 @@
 // domain operation takes.
 
 export { createAuthenticator, liveUserSession, type Authenticator, type SessionClient } from "./sessions.ts";
-export type { Domain } from "./context.ts";
+export type { Domain, ReferenceStatus, SecretStoreRuntime } from "./context.ts";
 export type { Principal, VaultRole, InstanceRole } from "./principal.ts";
 export { createVaultAccessCache, type VaultAccessCache } from "./vault-access.ts";
 export * from "./agents.ts";

@@ -37,6 +37,7 @@ import { sessionRoutes } from "./routes/index.ts";
 import { vaultInviteRoutes } from "./routes/index.ts";
 import { vaultRoutes } from "./routes/index.ts";
 import { webhookRoutes } from "./routes/index.ts";
+import { secretStoreRoutes } from "./routes/index.ts";
 
 export interface ApiDeps {
   readonly domain: Domain;
@@ -134,6 +135,7 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
   api.route("/invite", inviteRedemptionRoutes(d));
   api.route("/v1/vaults", logRoutes(d));
   api.route("/v1/vaults", webhookRoutes(d));
+  api.route("/v1/secret-stores", secretStoreRoutes(d));
   api.route("/v1/vaults", requestApprovalRoutes(d));
   api.route("/", discoverRoutes(d));
   api.route("/v1/proposals", proposalRoutes(d));

@@ -15,6 +15,12 @@ export interface AuditRow {
   path: string;
   service: string | null;
   credentialKeys: string;
+  /**
+   * The credentials by reference among them, as people write them (`conn:path#field`, and a pinned version), as a
+   * JSON array (a reference may hold a comma); null when there were none. Never a value. Absent (none) in rows
+   * made before references (migration 22), such as old audit journal lines; list() always sets it.
+   */
+  credentialRefs?: string | null;
   status: number;
   bytesIn: number;
   bytesOut: number;
@@ -37,7 +43,7 @@ export interface AuditFilter {
 }
 
 const COLUMNS = `id, at, principal, vault_id AS "vaultId", vault, ingress, method, host, path, service, credential_keys AS "credentialKeys",
-  status, bytes_in AS "bytesIn", bytes_out AS "bytesOut", duration_ms AS "durationMs", error, contained, approved_by AS "approvedBy"`;
+  credential_refs AS "credentialRefs", status, bytes_in AS "bytesIn", bytes_out AS "bytesOut", duration_ms AS "durationMs", error, contained, approved_by AS "approvedBy"`;
 
 // One fixed statement per filter shape, so each is an index range scan in id order, stopped at LIMIT
 // (migration 19: audit_logs (vault_id, host | status | principal, id); unfiltered: (vault_id, id)). An
@@ -101,9 +107,9 @@ const DELETE_PRUNABLE = "DELETE FROM audit_logs WHERE id BETWEEN ? AND ? AND (id
 /** The statements retention runs (exported for the query-plan tests). */
 export const RETENTION_STATEMENTS = { idBounds: ID_BOUNDS, deletePrunable: DELETE_PRUNABLE } as const;
 
-const INSERT_HEAD = `INSERT INTO audit_logs (at, principal, vault_id, vault, ingress, method, host, path, service, credential_keys, status, bytes_in, bytes_out, duration_ms, error, contained, approved_by) VALUES`;
-const AUDIT_COLUMNS = 17;
-/** Rows per INSERT: 17 parameters each stays far below SQLite's and PostgreSQL's parameter limits. */
+const INSERT_HEAD = `INSERT INTO audit_logs (at, principal, vault_id, vault, ingress, method, host, path, service, credential_keys, credential_refs, status, bytes_in, bytes_out, duration_ms, error, contained, approved_by) VALUES`;
+const AUDIT_COLUMNS = 18;
+/** Rows per INSERT: 18 parameters each stays far below SQLite's and PostgreSQL's parameter limits. */
 const INSERT_GROUP = 64;
 
 export function auditRepo(sql: Sql) {
@@ -126,6 +132,7 @@ export function auditRepo(sql: Sql) {
             r.path,
             r.service,
             r.credentialKeys,
+            r.credentialRefs ?? null,
             r.status,
             r.bytesIn,
             r.bytesOut,

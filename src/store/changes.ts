@@ -13,7 +13,8 @@ export type Change =
   | { readonly t: "session"; readonly tokenHash: string }
   | { readonly t: "principal" }
   | { readonly t: "ca" }
-  | { readonly t: "settings" };
+  | { readonly t: "settings" }
+  | { readonly t: "secret_store" };
 
 export interface ChangeHandlers {
   apply(change: Change): void;
@@ -169,6 +170,7 @@ export function parseChange(payload: string): Change | undefined {
     case "principal":
     case "ca":
     case "settings":
+    case "secret_store":
       return { t: m.t };
     default:
       return undefined;

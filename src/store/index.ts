@@ -27,9 +27,11 @@ import { userRepo } from "./users.ts";
 import { vaultRepo } from "./vaults.ts";
 import { vaultCountRepo } from "./vault-counts.ts";
 import { webhookRepo } from "./webhooks.ts";
+import { secretStoreRepo } from "./secret-store-connections.ts";
 
 export type { Db, Sql, SqlValue, Dialect } from "./db.ts";
-export type { CredentialRow } from "./credentials.ts";
+export type { CredentialReference, CredentialRow } from "./credentials.ts";
+export type { NewSecretStoreConnection, SecretStoreConnectionChange, SecretStoreConnectionRow, SecretStoreKind, SecretStoreSettings } from "./secret-store-connections.ts";
 export type { KeyringRow } from "./keyring.ts";
 export type { SessionChannel, SessionKind, SessionMinter, SessionOrigin, SessionRow } from "./sessions.ts";
 export type { PendingCounts, VaultCounts } from "./vault-counts.ts";
@@ -79,6 +81,7 @@ function createRepos(sql: Sql) {
     ca: caRepo(sql),
     identities: identityRepo(sql),
     webhooks: webhookRepo(sql),
+    secretStores: secretStoreRepo(sql),
     connectStates: connectStateRepo(sql),
     vaultCounts: vaultCountRepo(sql),
   };

@@ -274,4 +274,43 @@ export const ADDITIONS: readonly Migration[] = [
       CREATE INDEX request_approvals_vault_principal ON request_approvals (vault_id, principal, id);
     `,
   },
+  {
+    version: 22,
+    name: "secret-store-connections",
+    // External secret stores (issue 36): a connection's address and non-secret settings as JSON, its auth's
+    // secret fields sealed with the data key (additional data: the connection's name), and the vaults an
+    // owner's connection is shared with. A vault's own connection (vault_id set) is used by that vault only.
+    // A credential may hold a reference (JSON of its parts) instead of a value: its nonce and ciphertext
+    // are then empty, so anything that tried to open it as a value fails closed.
+    sql: `
+      CREATE TABLE secret_store_connections (
+        id {{id}},
+        name TEXT NOT NULL UNIQUE,
+        kind TEXT NOT NULL CHECK (kind IN ('vault', 'aws', 'google', 'azure')),
+        vault_id BIGINT REFERENCES vaults (id) ON DELETE CASCADE,
+        settings TEXT NOT NULL,
+        secrets_nonce {{bytes}} NOT NULL,
+        secrets_ciphertext {{bytes}} NOT NULL,
+        refresh_seconds INTEGER NOT NULL,
+        grace_seconds INTEGER NOT NULL,
+        created_by BIGINT,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL
+      );
+      CREATE INDEX secret_store_connections_vault ON secret_store_connections (vault_id);
+      CREATE TABLE secret_store_shares (
+        connection_id BIGINT NOT NULL REFERENCES secret_store_connections (id) ON DELETE CASCADE,
+        vault_id BIGINT NOT NULL REFERENCES vaults (id) ON DELETE CASCADE,
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (connection_id, vault_id)
+      );
+      CREATE INDEX secret_store_shares_vault ON secret_store_shares (vault_id);
+      ALTER TABLE credentials ADD COLUMN reference TEXT;
+      ALTER TABLE audit_logs ADD COLUMN credential_refs TEXT;
+    `,
+    postgresOnly: [
+      "CREATE TRIGGER secret_store_connections_announce AFTER INSERT OR UPDATE OR DELETE ON secret_store_connections FOR EACH ROW EXECUTE FUNCTION broker_announce('secret_store', 'id')",
+      "CREATE TRIGGER secret_store_shares_announce AFTER INSERT OR UPDATE OR DELETE ON secret_store_shares FOR EACH ROW EXECUTE FUNCTION broker_announce('secret_store', 'connection_id')",
+    ],
+  },
 ];

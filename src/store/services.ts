@@ -123,8 +123,8 @@ export function serviceRepo(sql: Sql) {
      */
     async pageWithCredentials(vaultId: number, after: string, limit: number): Promise<ServiceWithCredential[]> {
       const rows = await sql.all<ServiceWithCredential>(
-        `SELECT ${SENDING_COLUMNS}, c.sealed_nonce AS "credentialNonce", c.sealed_ciphertext AS "credentialCiphertext" FROM services
-         LEFT JOIN (SELECT vault_id AS sealed_vault, key AS sealed_key, nonce AS sealed_nonce, ciphertext AS sealed_ciphertext FROM credentials) c
+        `SELECT ${SENDING_COLUMNS}, c.sealed_nonce AS "credentialNonce", c.sealed_ciphertext AS "credentialCiphertext", c.sealed_reference AS "credentialReference" FROM services
+         LEFT JOIN (SELECT vault_id AS sealed_vault, key AS sealed_key, nonce AS sealed_nonce, ciphertext AS sealed_ciphertext, reference AS sealed_reference FROM credentials) c
            ON c.sealed_vault = services.vault_id AND c.sealed_key = services.auth_key
          WHERE vault_id = ? AND host > ? ORDER BY host LIMIT ?`,
         [vaultId, after, limit],
@@ -165,6 +165,8 @@ export interface ServiceWithCredential
   > {
   credentialNonce: Uint8Array | null;
   credentialCiphertext: Uint8Array | null;
+  /** The credential's reference as stored (JSON text), when it is one. */
+  credentialReference: string | null;
 }
 
 function normalise(r: ServiceRow): ServiceRow {

@@ -37,6 +37,8 @@ export interface AuditRecord {
   path: string;
   service: string | null;
   credential_keys: string[];
+  /** The credentials by reference among them, as people write them (`conn:path#field`); never values. */
+  credential_refs: string[];
   status: number;
   bytes_in: number;
   bytes_out: number;
@@ -129,6 +131,7 @@ async function viewAuditRow(r: AuditRow, names: Namer): Promise<AuditRecord> {
     path: r.path,
     service: r.service,
     credential_keys: r.credentialKeys ? r.credentialKeys.split(",") : [],
+    credential_refs: parseRefs(r.credentialRefs),
     status: r.status,
     bytes_in: r.bytesIn,
     bytes_out: r.bytesOut,
@@ -138,4 +141,15 @@ async function viewAuditRow(r: AuditRow, names: Namer): Promise<AuditRecord> {
     approved_by: r.approvedBy,
     approved_by_name: r.approvedBy === null ? null : (await names(r.approvedBy)).name,
   };
+}
+
+/** `credential_refs` as audit.ts stored it (a JSON array of strings, or null: none); anything else reads as none. */
+function parseRefs(text: string | null | undefined): string[] {
+  if (!text) return [];
+  try {
+    const refs: unknown = JSON.parse(text);
+    return Array.isArray(refs) ? refs.filter((r): r is string => typeof r === "string") : [];
+  } catch {
+    return [];
+  }
 }

@@ -24,3 +24,4 @@ export {
   type OperatorClient,
   type Redeemed,
 } from "./connect-plan.ts";
+export * from "./secret-stores.ts";

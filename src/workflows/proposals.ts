@@ -7,7 +7,7 @@ import type { ProposalRow, ProposalStatus } from "../store/index.ts";
 import { Secret } from "../secret.ts";
 import type { Domain } from "../identity/index.ts";
 import { encryptCredential } from "../crypto/index.ts";
-import { LIMITS } from "../policy/index.ts";
+import { LIMITS, type CredentialSource } from "../policy/index.ts";
 import type { Principal } from "../identity/index.ts";
 import { assertKeysResolve, type ProposalInput, type ProposedService, type ProposedSlot } from "./proposal-input.ts";
 import { authKeys, storedRules, toRow, viewService, type ServiceAuth } from "./services.ts";
@@ -17,6 +17,7 @@ import { hashToken, mintToken } from "../crypto/index.ts";
 import { checkPageLimit, cutPage, iso } from "../identity/index.ts";
 import { openVault, requireInVault, type OpenVault, type UserPrincipal } from "../identity/index.ts";
 import { announceProposal } from "./webhooks.ts";
+import { storedForm } from "./credential-ops.ts";
 import type { TemplateChoice } from "../templates/index.ts";
 
 const PROPOSAL_TTL_MS = 7 * 86_400_000;
@@ -182,7 +183,7 @@ export async function approveProposal(
   d: Domain,
   open: OpenVault,
   row: ProposalRow,
-  values: Readonly<Record<string, Secret>>,
+  values: Readonly<Record<string, CredentialSource>>,
   decided: ApprovalChoices = {},
 ): Promise<void> {
   const p = mayDecide(open, row);
@@ -194,18 +195,19 @@ export async function approveProposal(
       throw new InvalidRequest(`credentials names ${key}, which this proposal does not ask for`, `credentials.${key}`);
   }
   const existing = new Set(await d.store.credentials.keys(row.vaultId));
-  const sealed: { key: string; nonce: Uint8Array; ciphertext: Uint8Array }[] = [];
+  const sealed: Awaited<ReturnType<typeof storedForm>>[] = [];
   for (const slot of slots) {
-    // Values were read by the contract's ProposalApprovalInput, whichever page or body they came from.
-    const value = values[slot.key];
-    if (value === undefined && existing.has(slot.key)) continue; // keep the stored value
-    if (value === undefined) throw new InvalidRequest(`a value for ${slot.key} is required`, slot.key);
-    sealed.push({ key: slot.key, ...(await encryptCredential(d.dataKey, row.vaultId, slot.key, value)) });
+    // Values were read by the contract's ProposalApprovalInput, whichever page or body they came from;
+    // a person may answer a slot with a reference into a store the vault may use instead of a value.
+    const source = values[slot.key];
+    if (source === undefined && existing.has(slot.key)) continue; // keep the stored value
+    if (source === undefined) throw new InvalidRequest(`a value for ${slot.key} is required`, slot.key);
+    sealed.push(await storedForm(d, row.vaultId, slot.key, source, slot.key));
   }
   const now = d.now();
   await d.store.transaction(async (tx) => {
     if (!(await tx.proposals.decide(row.id, "applied", p.userId, now))) throw new Conflict("this proposal was already decided");
-    for (const c of sealed) await tx.credentials.put({ vaultId: row.vaultId, ...c }, now);
+    for (const c of sealed) await tx.credentials.put(c, now);
     for (const s of services) await tx.services.put(toRow(row.vaultId, s.host, s.description, s.auth, true, s.rules, chosenTemplate(s)), now);
   });
   d.onVaultChange?.(row.vaultId);

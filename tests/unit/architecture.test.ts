@@ -87,7 +87,7 @@ const MAY_IMPORT: Record<string, string[]> = {
   webhooks: ["store", "identity", "workflows", "egress"],
   tunnel: ["policy", "crypto", "ratelimit", "identity", "egress", "http"],
   server: ["store", "policy", "templates", "words", "crypto", "ratelimit", "identity", "workflows", "contract", "egress"],
-  app: ["store", "crypto", "ratelimit", "identity", "workflows", "egress", "minting", "secret-stores", "webhooks", "tunnel", "server"],
+  app: ["store", "policy", "crypto", "ratelimit", "identity", "workflows", "egress", "minting", "secret-stores", "webhooks", "tunnel", "server"],
   cli: ["store", "policy", "templates", "words", "crypto", "ratelimit", "identity", "workflows", "contract", "egress", "app"],
   index: ["cli"],
 };

@@ -9,7 +9,7 @@ import { CliFailure } from "../kit/index.ts";
 import { formatTable, hasCutCells, printJson, printLine, printNote } from "../kit/index.ts";
 import type { AuditPageAnswerBody } from "../../contract/index.ts";
 
-/** One audit record. Servers older than principal_name, contained and approved_by_name omit them: the columns fall back. */
+/** One audit record. Servers older than principal_name, contained, approved_by_name and credential_refs omit them: the columns fall back. */
 type LogRecord = AuditPageAnswerBody["logs"][number];
 
 const COLUMNS = [
@@ -20,6 +20,7 @@ const COLUMNS = [
   { title: "STATUS", value: (r: LogRecord) => String(r.status) },
   { title: "MS", value: (r: LogRecord) => String(r.duration_ms) },
   { title: "KEYS", value: (r: LogRecord) => r.credential_keys.join(","), max: 32 },
+  { title: "REFS", value: (r: LogRecord) => (r.credential_refs ?? []).join(", "), max: 48 },
   { title: "APPROVED BY", value: (r: LogRecord) => r.approved_by_name ?? "", max: 32 },
   { title: "ERROR", value: (r: LogRecord) => r.error ?? "", max: 80 },
 ];

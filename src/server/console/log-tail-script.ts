@@ -47,7 +47,10 @@ export const LOG_TAIL_SCRIPT = `(function () {
     if (r.error) outcome.appendChild(el("span", "small", " " + r.error));
     tr.appendChild(cell("Status", outcome));
     tr.appendChild(cell("Took", document.createTextNode(r.duration_ms + " ms"), "num"));
-    tr.appendChild(cell("Credential", r.keys ? el("code", "name", r.keys) : muted("none")));
+    var credential = document.createDocumentFragment();
+    credential.appendChild(r.keys ? el("code", "name", r.keys) : muted("none"));
+    if (r.refs) credential.appendChild(el("span", "muted small", " " + r.refs));
+    tr.appendChild(cell("Credential", credential));
     return tr;
   }
   function schedule(ms) { window.setTimeout(poll, ms); }

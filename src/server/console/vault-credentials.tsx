@@ -277,7 +277,7 @@ async function revealAfterPassword(c: ConsoleContext) {
   const body = (
     <Section title={`Value of ${cred.key}`} description="Copy it now. Leaving or reloading this page hides it again.">
       <pre class="note revealed" id="revealed-value">
-        {cred.value.reveal() /* reveal: a member/admin typed their password to see this one value */}
+        {cred.value?.reveal() /* reveal: a member/admin typed their password to see this one value */ ?? `lives in a secret store: ${cred.reference?.text}`}
       </pre>
       <div class="actions">
         <LinkButton href={credentialPath(open.vault.name)} variant="primary">
@@ -307,7 +307,7 @@ export function vaultCredentialRoutes() {
       run: async () => {
         const open = await openConsoleVault(c, "write_secrets");
         const name = parseWith(KeyName, key, "key");
-        return setCredential(c.get("kit").d, open, name, parseWith(CredentialInput, { value: formOf(c).value }).value);
+        return setCredential(c.get("kit").d, open, name, parseWith(CredentialInput, { value: formOf(c).value }));
       },
       success: (r) => (replacing ? `The value of ${r.key} was replaced.` : `Credential ${r.key} saved.`),
       redirect: list,

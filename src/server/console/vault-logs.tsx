@@ -73,6 +73,7 @@ function feedRow(r: AuditRecord) {
     status_tone: statusTone(r.status),
     duration_ms: r.duration_ms,
     keys: r.credential_keys.join(", "),
+    refs: r.credential_refs.join(", "),
     error: r.error ?? "",
   };
 }
@@ -140,7 +141,15 @@ function LogTable(props: { rows: readonly AuditRecord[] }) {
           ),
         },
         { label: "Took", class: "num", cell: (r) => `${r.duration_ms} ms` },
-        { label: "Credential", cell: (r) => (r.credential_keys.length ? <Name>{r.credential_keys.join(", ")}</Name> : <span class="muted">none</span>) },
+        {
+          label: "Credential",
+          cell: (r) => (
+            <>
+              {r.credential_keys.length ? <Name>{r.credential_keys.join(", ")}</Name> : <span class="muted">none</span>}
+              {r.credential_refs.length ? <span class="muted small"> {r.credential_refs.join(", ")}</span> : null}
+            </>
+          ),
+        },
       ]}
     />
   );

@@ -19,7 +19,7 @@ import { CONSOLE_PAGE_SIZE } from "./page-links.tsx";
 import { ProposalHistory } from "./vault-proposal-history.tsx";
 import type { OpenVault, VaultRole } from "../../identity/index.ts";
 import type { ProposalReview } from "../../workflows/index.ts";
-import type { Rules } from "../../policy/index.ts";
+import type { CredentialSource, Rules } from "../../policy/index.ts";
 import { RulesBox, RulesReview, TemplateChoice } from "../ui/index.ts";
 import { formatRulesText, readChosenRules, rulesFieldName, typedRules } from "../ui/index.ts";
 import { Badge, Button, EmptyState, Name, PostForm, Section, Time, toneOf } from "../ui/index.ts";
@@ -274,7 +274,7 @@ async function openForDecision(c: ConsoleContext) {
 
 /** The typed values, each wrapped in a Secret at once; empty fields mean "keep the stored value". */
 /** The values typed for each slot, read by the API's own schema (the same checks as a value posted as JSON). */
-function typedValues(form: Record<string, string>): Record<string, Secret> {
+function typedValues(form: Record<string, string>): Record<string, CredentialSource> {
   const typed: Record<string, string> = {};
   for (const [name, value] of Object.entries(form)) if (name.startsWith(VALUE_PREFIX)) typed[name.slice(VALUE_PREFIX.length)] = value;
   return parseWith(ProposalApprovalInput, { credentials: typed }).credentials;

@@ -26,6 +26,8 @@ export interface Metrics {
   connectFailed(kind: ConnectFailure): void;
   refused(tier: RefusalTier): void;
   leaf(outcome: "hit" | "mint"): void;
+  /** A read of a secret store through a connection (issue 36): its outcome. */
+  secretStoreRead(connection: string, outcome: "ok" | "failed"): void;
   /** The exposition text and its content type. */
   render(): Promise<{ body: string; contentType: string }>;
 }
@@ -128,6 +130,12 @@ export function createMetrics(sources: MetricSources): Metrics {
   // Every label set starts at zero, so a scrape shows the series before the first event.
   for (const kind of ["connect", "tls", "timeout"] as const) connectErrors.inc({ kind }, 0);
   for (const tier of ["auth", "authed", "proxy", "global"] as const) refusals.inc({ tier }, 0);
+  const storeReads = new Counter({
+    name: "broker_secret_store_reads_total",
+    help: "Reads of external secret stores (references refreshed) by connection and outcome (ok, failed)",
+    labelNames: ["connection", "outcome"] as const,
+    registers,
+  });
 
   const egress: EgressMetrics = {
     now: () => performance.now(),
@@ -143,6 +151,7 @@ export function createMetrics(sources: MetricSources): Metrics {
     connectFailed: (kind) => connectErrors.inc({ kind }),
     refused: (tier) => refusals.inc({ tier }),
     leaf: (outcome) => (outcome === "hit" ? leafHits : leafMints).inc(),
+    secretStoreRead: (connection, outcome) => storeReads.inc({ connection, outcome }),
     async render() {
       return { body: await registry.metrics(), contentType: registry.contentType };
     },

@@ -22,3 +22,4 @@ export { vaultRoutes } from "./vaults.ts";
 export { webhookRoutes } from "./webhooks.ts";
 export { templateRoutes, viewTemplate } from "./templates.ts";
 export { readInt } from "./logs.ts";
+export { secretStoreRoutes } from "./secret-stores.ts";

@@ -162,13 +162,13 @@ export function vaultRoutes(d: Domain) {
     async (c) => {
       const open = await openVaultFor(d, c, "reveal");
       const cred = await revealCredential(d, open, parseWith(S.KeyName, c.req.param("key"), "key"));
-      return c.json({ ...cred, value: cred.value.reveal() }); // reveal: as above, a human admin/member asked for it
+      return c.json({ ...cred, ...(cred.value && { value: cred.value.reveal() }) }); // reveal: as above, a human admin/member asked for it
     },
   );
   r.put(
     "/:vault/credentials/:key",
     describe({
-      summary: "Set a credential's value (encrypted at rest)",
+      summary: "Set a credential's value (encrypted at rest), or a reference into a secret store",
       tags: creds,
       auth: "bearer",
       who: HUMANS_WRITE,
@@ -178,7 +178,7 @@ export function vaultRoutes(d: Domain) {
     jsonBody(S.CredentialInput),
     async (c) => {
       const open = await openVaultFor(d, c, "write_secrets");
-      return c.json(await setCredential(d, open, parseWith(S.KeyName, c.req.param("key"), "key"), c.req.valid("json").value));
+      return c.json(await setCredential(d, open, parseWith(S.KeyName, c.req.param("key"), "key"), c.req.valid("json")));
     },
   );
   r.delete(

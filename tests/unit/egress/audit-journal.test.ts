@@ -214,3 +214,29 @@ test("under steady load, where the queue is never empty when a batch ends, the f
   ]);
   reopened.close();
 });
+
+test("credential references (issue 36) survive the journal; a line written before them is still a record", async () => {
+  const dir = dataDir();
+  const store = await openMemoryStore();
+  const refs = JSON.stringify(["prod-vault:kv/stripe#api_key (version 3)", "aws:arn:aws:secretsmanager:eu-west-1:1:secret:a,b"]);
+  const first = createAuditLog(store, { now: Date.now, log: createMemoryLogger(), journal: openAuditJournal(dir, () => {}), flushIntervalMs: 60_000 });
+  await first.resume();
+  first.record({ ...entry(1), credentialRefs: refs });
+  await tick(); // killed before the flush
+  const file = join(dir, JOURNAL_FILE);
+  // As an earlier release wrote it: no credentialRefs at all. And a hand-edited line whose references are no JSON array.
+  const old = entry(2);
+  expect("credentialRefs" in old).toBe(false);
+  const bad = { ...entry(3), credentialRefs: "prod-vault:kv/x#y" };
+  writeFileSync(file, `${readFileSync(file, "utf8")}${JSON.stringify({ seq: 2, entry: old })}\n${JSON.stringify({ seq: 3, entry: bad })}\n`);
+  const journal = openAuditJournal(dir, () => {});
+  expect(journal.opened.unreadableLines).toBe(1);
+  const second = createAuditLog(store, { now: Date.now, log: createMemoryLogger(), journal });
+  expect(await second.resume()).toBe(2);
+  const rows = (await store.audit.list({ vaultId: 1, after: 0, limit: 10 })).map((r) => [r.path, r.credentialRefs]);
+  expect(rows).toEqual([
+    ["/v1/things/1", refs],
+    ["/v1/things/2", null],
+  ]);
+  await second.stop();
+});

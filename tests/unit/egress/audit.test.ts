@@ -2,7 +2,7 @@
 // read API (filters, newest-first cursor, oldest-first follow).
 
 import { expect, test } from "bun:test";
-import { createAuditLog, type AuditEntry } from "../../../src/egress/audit.ts";
+import { auditEntry, createAuditLog, type AuditEntry } from "../../../src/egress/audit.ts";
 import { createMemoryLogger } from "../../../src/log.ts";
 import { openMemoryStore } from "../../../src/store/index.ts";
 import { createClock, createTestApi } from "../../helpers/api.ts";
@@ -87,4 +87,29 @@ test("proxy-role principals cannot read the audit log", async () => {
   await h.call("POST", "/v1/vaults", { token: owner, body: { name: "main" } });
   const scoped = (await h.call("POST", "/v1/sessions", { token: owner, body: { vault: "main", role: "proxy" } })).body.token as string;
   expect((await h.call("GET", "/v1/vaults/main/logs", { token: scoped })).status).toBe(403);
+});
+
+test("credential references (issue 36) reach the logs API as credential_refs, beside credential_keys", async () => {
+  const h = await createTestApi();
+  const reg = await h.call("POST", "/v1/auth/register", { body: { email: "o@example.com", password: "hunter2hunter2" } });
+  const token = reg.body.token as string;
+  expect((await h.call("POST", "/v1/vaults", { token, body: { name: "main" } })).status).toBe(201);
+  const vault = (await h.store.vaults.byName("main"))!;
+  const refs = ["prod-vault:kv/stripe#api_key (version 3)", "aws:arn:aws:secretsmanager:eu-west-1:1:secret:a,b"];
+  const request = { principal: "agent:1", contained: false, vault, ingress: "explicit", method: "GET", host: "api.example.com", port: 443, target: "/v1" };
+  const outcome = { status: 200, bytesIn: 0, bytesOut: 1, error: null, service: "api.example.com" };
+  await h.store.audit.insert([
+    auditEntry(request, h.clock.now(), h.clock.now(), { ...outcome, credentialKeys: ["STRIPE", "AWS"], credentialRefs: refs }),
+    auditEntry(request, h.clock.now(), h.clock.now(), { ...outcome, credentialKeys: ["API_KEY"] }),
+    entry(h.clock.now(), { vaultId: vault.id }), // a row made before references: no field at all
+    entry(h.clock.now(), { vaultId: vault.id, credentialRefs: "[not json" }), // hand-edited: read as none, not a failed page
+  ]);
+  const page = await h.call("GET", "/v1/vaults/main/logs?after=0", { token });
+  expect(page.status).toBe(200);
+  expect(page.body.logs.map((l: { credential_keys: string[]; credential_refs: string[] }) => [l.credential_keys, l.credential_refs])).toEqual([
+    [["STRIPE", "AWS"], refs],
+    [["API_KEY"], []],
+    [["API_KEY"], []],
+    [["API_KEY"], []],
+  ]);
 });

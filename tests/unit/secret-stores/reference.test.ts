@@ -2,7 +2,7 @@
 // that is wrong and never repeat the text (a person may have pasted a value where a reference belongs).
 
 import { expect, test } from "bun:test";
-import { formatReference, parseReference } from "../../../src/secret-stores/reference.ts";
+import { formatReference, parseReference } from "../../../src/policy/index.ts";
 
 test("a connection, a path that may hold colons and slashes, an optional field and version", () => {
   expect(parseReference("prod-vault:apps/github#token")).toEqual({ connection: "prod-vault", path: "apps/github", field: "token" });

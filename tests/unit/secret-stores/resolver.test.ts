@@ -6,7 +6,7 @@
 import { expect, test } from "bun:test";
 import { CredentialUnavailable } from "../../../src/errors.ts";
 import { Secret } from "../../../src/secret.ts";
-import type { SecretReference } from "../../../src/secret-stores/reference.ts";
+import type { SecretReference } from "../../../src/policy/index.ts";
 import { createReferenceResolver } from "../../../src/secret-stores/resolver.ts";
 import { SecretStoreError, type SecretAddress, type SecretStoreClient } from "../../../src/secret-stores/types.ts";
 
@@ -37,8 +37,16 @@ function setup(graceMs = 60_000) {
   const { s, client } = fakeStore();
   let now = 1_000_000;
   const clock = { advance: (ms: number) => (now += ms) };
-  const resolver = createReferenceResolver(() => client, { now: () => now, refreshMs: 30_000, graceMs });
-  return { s, clock, resolver };
+  const changed: string[] = [];
+  const noted: string[] = [];
+  const resolver = createReferenceResolver(() => client, {
+    now: () => now,
+    timing: () => ({ refreshMs: 30_000, graceMs }),
+    sweepMs: 1_000,
+    onChange: (r) => changed.push(r.path),
+    onValues: (vs) => noted.push(...vs.map((v) => v.reveal())),
+  });
+  return { s, clock, resolver, changed, noted };
 }
 
 const reveal = async (p: Promise<Secret>) => (await p).reveal();
@@ -84,9 +92,54 @@ test("store unreachable: the last value serves for the grace past its interval, 
   expect((err as CredentialUnavailable).status).toBe(502);
   expect((err as Error).message).toBe("the credential at prod-vault:apps/github#token cannot be read: vault.example.com could not be reached");
   expect((err as Error).message).not.toContain("ghp-");
-  // The store back: the next request reads it and is served.
+  // Within 5 s of a failed read a request is answered at once, without asking the store again.
+  const reads = s.reads;
+  await expect(resolver.resolve(REF)).rejects.toBeInstanceOf(CredentialUnavailable);
+  expect(s.reads).toBe(reads);
+  // The store back: the next request after that reads it and is served.
   s.failure = undefined;
+  clock.advance(5_000);
   expect(await reveal(resolver.resolve(REF))).toBe("ghp-first-value-0123456789");
+});
+
+test("the sweep reads a value again before it is one interval old: a rotation reaches the next request, and is announced", async () => {
+  const { s, clock, resolver, changed, noted } = setup();
+  const first = await resolver.resolve(REF);
+  clock.advance(28_000);
+  resolver.sweep(); // 28 s + one 1 s sweep < 30 s: not yet
+  expect(s.reads).toBe(1);
+  clock.advance(1_000);
+  resolver.sweep(); // 29 s + 1 s: due
+  await Bun.sleep(0);
+  expect(s.reads).toBe(2);
+  // An unchanged value keeps its very Secret (plans built on it stand) and announces nothing.
+  expect(await resolver.resolve(REF)).toBe(first);
+  expect(changed).toEqual([]);
+  s.value = "ghp-rotated-value-9876543210";
+  clock.advance(29_000);
+  resolver.sweep();
+  await Bun.sleep(0);
+  expect(changed).toEqual(["apps/github"]);
+  expect(await reveal(resolver.resolve(REF))).toBe("ghp-rotated-value-9876543210");
+  expect(noted).toContain("ghp-rotated-value-9876543210");
+});
+
+test("a value that runs out while the store is down is announced once by the sweep; forget drops a connection's entries", async () => {
+  const { s, clock, resolver, changed } = setup(10_000);
+  await resolver.resolve(REF);
+  s.failure = new SecretStoreError("vault.example.com could not be reached", "unreachable");
+  for (let t = 0; t < 45; t++) {
+    clock.advance(1_000);
+    resolver.sweep();
+    await Bun.sleep(0);
+  }
+  expect(changed).toEqual(["apps/github"]);
+  await expect(resolver.resolve(REF)).rejects.toBeInstanceOf(CredentialUnavailable);
+  resolver.forget("other-connection");
+  expect(changed).toEqual(["apps/github"]);
+  resolver.forget("prod-vault");
+  expect(changed).toEqual(["apps/github", "apps/github"]);
+  expect(resolver.state(REF).lastError).toBeUndefined();
 });
 
 test("grace 0 fails closed as soon as the interval has passed and the store cannot be read", async () => {

@@ -419,7 +419,7 @@ describe("the rule lives in the domain, not in the routes", () => {
       const p = await w.h.domain.auth.authenticate(w.as[who].token!);
       const open = await openVault(w.h.domain, p, "v1", "read", "v1");
       const attempts: [string, () => Promise<unknown>][] = [
-        ["set", () => setCredentialOp(w.h.domain, open, "API_KEY", parseWith(CredentialInput, { value: "attacker-chosen" }).value)],
+        ["set", () => setCredentialOp(w.h.domain, open, "API_KEY", parseWith(CredentialInput, { value: "attacker-chosen" }))],
         ["delete", () => deleteCredential(w.h.domain, open, "API_KEY")],
         ["reveal", () => revealCredential(w.h.domain, open, "API_KEY")],
         ["list values", () => listCredentials(w.h.domain, open, true)],
@@ -447,7 +447,7 @@ describe("the rule lives in the domain, not in the routes", () => {
       }
     }
     const open = await openVault(w.h.domain, await w.h.domain.auth.authenticate(w.as.member.token!), "v1", "read");
-    expect((await revealCredential(w.h.domain, open, "API_KEY")).value.reveal()).toBe(w.secret);
+    expect((await revealCredential(w.h.domain, open, "API_KEY")).value?.reveal()).toBe(w.secret);
     expectNoLeak(w.h, w.secret);
   });
 });

@@ -45,6 +45,7 @@ export function auditRow(over: Partial<Omit<AuditRow, "id">> = {}): Omit<AuditRo
     path: "/",
     service: "api.example.com",
     credentialKeys: "K",
+    credentialRefs: null, // as list() returns a row without references
     status: 200,
     bytesIn: 10,
     bytesOut: 20,

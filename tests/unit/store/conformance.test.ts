@@ -46,10 +46,19 @@ forEachBackend((backend) => {
     await store.credentials.put({ vaultId: v.id, key: "B", nonce, ciphertext }, 100);
     await store.credentials.put({ vaultId: v.id, key: "A", nonce: new Uint8Array(12), ciphertext: new Uint8Array([0]) }, 101);
     const b = (await store.credentials.get(v.id, "B"))!;
-    expect({ ...b, nonce: [], ciphertext: [] }).toEqual({ vaultId: v.id, key: "B", nonce: [], ciphertext: [], updatedAt: 100 });
+    expect({ ...b, nonce: [], ciphertext: [] }).toEqual({ vaultId: v.id, key: "B", nonce: [], ciphertext: [], reference: null, updatedAt: 100 });
     expectBytes(b.nonce, nonce);
     expectBytes(b.ciphertext, ciphertext);
     expectBytes((await store.credentials.get(v.id, "A"))!.ciphertext, new Uint8Array([0]));
+    // A reference replaces the sealed value: names only, empty ciphertext (opening it as a value fails closed).
+    const reference = { connection: "prod-kv", path: "arn:aws:secretsmanager:eu-west-1:1:secret:x", field: "key", version: "3" };
+    await store.credentials.put({ vaultId: v.id, key: "A", reference }, 102);
+    const a = (await store.credentials.get(v.id, "A"))!;
+    expect(a.reference).toEqual(reference);
+    expect(a.ciphertext.length).toBe(0);
+    expect((await store.credentials.references(v.id)).map((r) => r.key)).toEqual(["A"]);
+    await store.credentials.put({ vaultId: v.id, key: "A", nonce: new Uint8Array(12), ciphertext: new Uint8Array([0]) }, 103);
+    expect((await store.credentials.get(v.id, "A"))!.reference).toBeNull();
     expect(await store.credentials.keys(v.id)).toEqual(["A", "B"]);
     expect((await store.credentials.list(v.id)).map((c) => c.key)).toEqual(["A", "B"]);
     expect(await store.credentials.get(other.id, "B")).toBeUndefined();

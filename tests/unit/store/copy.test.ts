@@ -161,6 +161,8 @@ async function seed(store: Store): Promise<void> {
     path: `/v1/items/${i}`,
     service: i % 5 ? "api.example.com" : null,
     credentialKeys: "API_KEY",
+    // References (issue 36), as JSON: one with a comma and a pinned version; most rows have none.
+    credentialRefs: i % 6 ? null : JSON.stringify(["prod-kv:kv/stripe,eu#api_key (version 3)", "aws:arn:aws:secretsmanager:eu-west-1:1:secret:x"]),
     status: 200 + (i % 3),
     bytesIn: i,
     bytesOut: 2 ** 40 + i,
@@ -253,6 +255,20 @@ async function seed(store: Store): Promise<void> {
     createdAt: T0,
   });
   await store.webhooks.recordDelivery(hook.id, { status: "delivered", event: "proposal.created", attempts: 2, error: null, at: T0 + 5 });
+  const kv = await store.secretStores.create({
+    name: "prod-kv",
+    kind: "vault",
+    vaultId: null,
+    settings: JSON.stringify({ kind: "vault", address: "https://vault.example.com:8200", auth: { method: "token" } }),
+    secretsNonce: bytes(12, 9),
+    secretsCiphertext: bytes(40, 10),
+    refreshSeconds: 300,
+    graceSeconds: 60,
+    createdBy: owner.id,
+    createdAt: T0,
+  });
+  await store.secretStores.share(kv.id, vault.id, T0 + 1);
+  await store.credentials.put({ vaultId: vault.id, key: "FROM_KV", reference: { connection: "prod-kv", path: "apps/x", field: "token" } }, T0 + 2);
 }
 
 async function seededFileStore(): Promise<{ dir: string; store: Store }> {

@@ -284,7 +284,7 @@ describe("the operator's app stays the operator's", () => {
   test("an admin's service pointing those key names at another token endpoint is refused at egress, sending nothing", async () => {
     const { d, v, owner, connect } = await world();
     const open = await openVault(d, owner, "v", "write_secrets");
-    await setCredential(d, open, "GITHUB_REFRESH_TOKEN", new Secret("mine"));
+    await setCredential(d, open, "GITHUB_REFRESH_TOKEN", { value: new Secret("mine") });
     await addService(d, open, {
       host: "evil.example.com",
       description: "",
@@ -300,7 +300,7 @@ describe("a key the connection overwrites, sent elsewhere today", () => {
   test("the offer names the hosts; starting needs the person's confirmation", async () => {
     const { d, member, connect } = await world();
     const open = await openVault(d, member, "v", "write_secrets");
-    await setCredential(d, open, "GITHUB_REFRESH_TOKEN", new Secret("placeholder"));
+    await setCredential(d, open, "GITHUB_REFRESH_TOKEN", { value: new Secret("placeholder") });
     await addService(d, open, { host: "evil.example.com", description: "", enabled: true, auth: { type: "bearer", token: "GITHUB_REFRESH_TOKEN" } });
     await addService(d, open, { host: "api.github.com", description: "", enabled: true, auth: { type: "bearer", token: "GITHUB_REFRESH_TOKEN" } });
     const offer = await describeConnect(d, connect, open, "github");
@@ -318,7 +318,7 @@ describe("a key the connection overwrites, sent elsewhere today", () => {
   test("nothing to confirm when the key is sent nowhere else", async () => {
     const { d, member, connect } = await world();
     const open = await openVault(d, member, "v", "write_secrets");
-    await setCredential(d, open, "GITHUB_REFRESH_TOKEN", new Secret("old"));
+    await setCredential(d, open, "GITHUB_REFRESH_TOKEN", { value: new Secret("old") });
     expect((await describeConnect(d, connect, open, "github")).replacedKeyHosts).toEqual([]);
     await beginConnect(d, connect, open, "github", ["read"]);
   });

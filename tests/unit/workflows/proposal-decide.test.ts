@@ -35,7 +35,7 @@ async function world() {
 test("an agent's own admin access to the vault decides nothing", async () => {
   const { d, agent, row } = await world();
   const open = await openVault(d, agent, "v", "read", "v");
-  await expect(approveProposal(d, open, row, { K: new Secret("value") })).rejects.toBeInstanceOf(PermissionDenied);
+  await expect(approveProposal(d, open, row, { K: { value: new Secret("value") } })).rejects.toBeInstanceOf(PermissionDenied);
   await expect(rejectProposal(d, open, row)).rejects.toBeInstanceOf(PermissionDenied);
   expect((await d.store.proposals.byId(row.id))?.status).toBe("pending");
 });
@@ -43,7 +43,7 @@ test("an agent's own admin access to the vault decides nothing", async () => {
 test("a person whose role in the vault is proxy decides nothing", async () => {
   const { d, member, row } = await world();
   const open = await openVault(d, member, "v", "read");
-  await expect(approveProposal(d, open, row, { K: new Secret("value") })).rejects.toBeInstanceOf(PermissionDenied);
+  await expect(approveProposal(d, open, row, { K: { value: new Secret("value") } })).rejects.toBeInstanceOf(PermissionDenied);
   await expect(rejectProposal(d, open, row)).rejects.toBeInstanceOf(PermissionDenied);
   expect((await d.store.proposals.byId(row.id))?.status).toBe("pending");
   expect(await d.store.credentials.keys(row.vaultId)).toEqual([]);
@@ -52,13 +52,13 @@ test("a person whose role in the vault is proxy decides nothing", async () => {
 test("a vault opened for another vault cannot decide this vault's proposal", async () => {
   const { d, owner, row } = await world();
   const other = await openVault(d, owner, "w", "approve");
-  await expect(approveProposal(d, other, row, { K: new Secret("value") })).rejects.toBeInstanceOf(NotFound);
+  await expect(approveProposal(d, other, row, { K: { value: new Secret("value") } })).rejects.toBeInstanceOf(NotFound);
   await expect(rejectProposal(d, other, row)).rejects.toBeInstanceOf(NotFound);
   expect((await d.store.proposals.byId(row.id))?.status).toBe("pending");
 });
 
 test("an admin of the vault decides it", async () => {
   const { d, owner, row } = await world();
-  await approveProposal(d, await openVault(d, owner, "v", "approve"), row, { K: new Secret("value") });
+  await approveProposal(d, await openVault(d, owner, "v", "approve"), row, { K: { value: new Secret("value") } });
   expect((await d.store.proposals.byId(row.id))?.status).toBe("applied");
 });

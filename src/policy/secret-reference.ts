@@ -3,12 +3,14 @@
 // `:` ends it and a path may hold colons of its own (an AWS ARN); `#` starts the field, which a path never
 // holds. Parsed once where a reference is set; stored as its parts, so nothing re-parses text on the way.
 
-import type { SecretAddress } from "./types.ts";
+import type { Secret } from "../secret.ts";
+import type { CredentialReference } from "../store/index.ts";
 
-export interface SecretReference extends SecretAddress {
-  /** The store connection's name. */
-  readonly connection: string;
-}
+/** A reference's parts: the connection's name, and the store's own address of the secret (path, field, version). */
+export type SecretReference = CredentialReference;
+
+/** Where a credential's value comes from: typed in (wrapped at once), or a reference into a store. */
+export type CredentialSource = { readonly value: Secret } | { readonly reference: SecretReference };
 
 const CONNECTION = /^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$/;
 /** Printable ASCII without spaces: every store's own names fit (paths, ARNs, ids), and nothing invisible hides in one. */

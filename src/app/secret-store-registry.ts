@@ -1,0 +1,308 @@
+// The secret stores' live side (issue 36, architecture.md D24): the connections as stored, each with its
+// client (built on first use from its settings and its opened secrets, with an upstream pool of its own
+// so its CA and the network guard's verdict belong to it alone), and the one resolver that keeps every
+// reference's value in memory. It answers the egress side (a vault's reference → its value, never for a
+// vault the connection is not shared with) and the domain (status, read now, a connection changed).
+// Connections are re-read when one changes here or another instance announces a change, and every value
+// read through a changed connection is dropped, so the next request reads it afresh through the new settings.
+
+import { rootCertificates } from "node:tls";
+import { CredentialUnavailable } from "../errors.ts";
+import { Secret } from "../secret.ts";
+import type { Logger } from "../log.ts";
+import { openStoreSecrets } from "../crypto/index.ts";
+import { formatReference } from "../policy/index.ts";
+import type { CredentialReference, Freshness, SecretStoreConnectionRow, SecretStoreSettings, Store } from "../store/index.ts";
+import { createUpstream, type NetPolicy, type ReferenceValues, type Resolver, type Upstream } from "../egress/index.ts";
+import type { ReferenceStatus, SecretStoreRuntime } from "../identity/index.ts";
+import {
+  createAwsSecretsClient,
+  createAzureKeyVaultClient,
+  createGoogleSecretsClient,
+  createReferenceResolver,
+  createVaultKvClient,
+  SecretStoreError,
+  type SecretStoreClient,
+  type StoreHttpDeps,
+} from "../secret-stores/index.ts";
+
+/** How often the resolver's sweep runs: values are read again within a second of falling due. */
+const SWEEP_MS = 1_000;
+/** A reference an upstream refused is read again at most this often, however many 401s follow. */
+const REFUSED_EVERY_MS = 10_000;
+
+export interface RegistryDeps {
+  readonly store: Store;
+  readonly dataKey: CryptoKey;
+  readonly freshness: Freshness;
+  readonly now: () => number;
+  readonly log: Logger;
+  /** The network guard and DNS, as every upstream dial uses them (read at dial time). */
+  readonly policy: () => NetPolicy;
+  readonly resolver: () => Resolver;
+  /** The roots upstream TLS trusts (undefined: the runtime's defaults); a connection's own CA is added to them. */
+  readonly roots: string[] | undefined;
+  readonly upstreamTimeoutMs: number;
+  /** A vault's plans were built on a value that changed, stopped or ran out. */
+  readonly invalidateVault: (vaultId: number) => void;
+  /** SECRET: values read and what was sent to read them: echo needles and the logger's scrub. */
+  readonly noteSent: (values: readonly Secret[]) => void;
+  readonly onRead?: (connection: string, outcome: "ok" | "failed") => void;
+}
+
+export interface SecretStoreRegistry extends ReferenceValues, SecretStoreRuntime {
+  /** Another instance announced a change to connections or shares. */
+  announced(): void;
+  /** SECRET: every value held, for the logger's scrub. */
+  readonly secrets: { values(): Iterable<string> };
+  stop(): void;
+}
+
+interface Loaded {
+  readonly at: number;
+  readonly rows: Map<string, SecretStoreConnectionRow>;
+  /** connection id → the vaults it is shared with */
+  readonly shares: Map<number, Set<number>>;
+}
+
+interface Built {
+  readonly row: SecretStoreConnectionRow;
+  readonly client: Promise<SecretStoreClient>;
+  readonly upstream: Upstream;
+}
+
+export function createSecretStoreRegistry(deps: RegistryDeps): SecretStoreRegistry {
+  let loaded: Loaded | undefined;
+  let loading: Promise<Loaded> | undefined;
+  const built = new Map<string, Built>();
+  /** Resolved clients by connection, for the resolver's synchronous look-up. */
+  const clients = new Map<string, SecretStoreClient>();
+  /** Which vaults used each reference (by its resolver key): they are told when its value changes. */
+  const users = new Map<string, Set<number>>();
+  const refusedAt = new Map<string, number>();
+  const keyOf = (r: CredentialReference) => JSON.stringify([r.connection, r.path, r.field ?? null, r.version ?? null]);
+
+  const resolver = createReferenceResolver(
+    (connection) => {
+      const c = clients.get(connection);
+      if (!c) throw new SecretStoreError(`the connection ${connection} was removed or changed`, "unreachable");
+      return c;
+    },
+    {
+      now: deps.now,
+      sweepMs: SWEEP_MS,
+      timing: (connection) => {
+        const row = loaded?.rows.get(connection);
+        return row ? { refreshMs: row.refreshSeconds * 1000, graceMs: row.graceSeconds * 1000 } : { refreshMs: 300_000, graceMs: 0 };
+      },
+      onChange: (ref) => {
+        for (const vaultId of users.get(keyOf(ref)) ?? []) deps.invalidateVault(vaultId);
+      },
+      onValues: (values) => deps.noteSent(values),
+      ...(deps.onRead && { onRead: deps.onRead }),
+    },
+  );
+  const sweeper = setInterval(() => resolver.sweep(), SWEEP_MS);
+  sweeper.unref?.();
+
+  async function load(): Promise<Loaded> {
+    const trusted = loaded && deps.now() - loaded.at < deps.freshness.trustMs(Infinity);
+    if (trusted) return loaded!;
+    loading ??= (async () => {
+      try {
+        const rows = new Map((await deps.store.secretStores.list()).map((r) => [r.name, r]));
+        const shares = new Map<number, Set<number>>();
+        for (const s of await deps.store.secretStores.shares()) {
+          let set = shares.get(s.connectionId);
+          if (!set) shares.set(s.connectionId, (set = new Set()));
+          set.add(s.vaultId);
+        }
+        const previous = loaded;
+        loaded = { at: deps.now(), rows, shares };
+        // A connection changed, removed or re-shared: its client and every value read through it go.
+        for (const [name, b] of built) {
+          const row = rows.get(name);
+          if (row && row.updatedAt === b.row.updatedAt && row.id === b.row.id && sameShares(previous, loaded, row.id)) continue;
+          drop(name);
+        }
+        return loaded;
+      } finally {
+        loading = undefined;
+      }
+    })();
+    return loading;
+  }
+
+  function drop(name: string): void {
+    const b = built.get(name);
+    built.delete(name);
+    clients.delete(name);
+    b?.upstream.close();
+    resolver.forget(name);
+  }
+
+  /** The connection's client, built once from its row (its secrets opened only here). */
+  function clientOf(row: SecretStoreConnectionRow): Promise<SecretStoreClient> {
+    const have = built.get(row.name);
+    if (have && have.row.updatedAt === row.updatedAt && have.row.id === row.id) return have.client;
+    if (have) drop(row.name);
+    const settings = JSON.parse(row.settings) as SecretStoreSettings;
+    const upstream = createUpstream({
+      ...(rootsFor(deps.roots, settings) && { ca: rootsFor(deps.roots, settings) }),
+      connectTimeoutMs: Math.min(10_000, deps.upstreamTimeoutMs),
+      idleTimeoutSeconds: Math.ceil(Math.min(30_000, deps.upstreamTimeoutMs) / 1000),
+      maxIdlePerOrigin: 2,
+    });
+    const http: StoreHttpDeps = {
+      upstream,
+      get policy() {
+        return deps.policy();
+      },
+      get resolver() {
+        return deps.resolver();
+      },
+    };
+    const client = openStoreSecrets(deps.dataKey, row.name, row.kind, { nonce: row.secretsNonce, ciphertext: row.secretsCiphertext }).then((secrets) => {
+      const c = clientFor(http, settings, secrets);
+      if (built.get(row.name)?.client === client) clients.set(row.name, c);
+      return c;
+    });
+    built.set(row.name, { row, client, upstream });
+    return client;
+  }
+
+  /** The connection a vault's reference reads through, ready; or why the vault may not use it (502). */
+  async function ready(vaultId: number, ref: CredentialReference): Promise<void> {
+    const l = await load();
+    const row = l.rows.get(ref.connection);
+    const usable = row && (row.vaultId === null ? (l.shares.get(row.id)?.has(vaultId) ?? false) : row.vaultId === vaultId);
+    if (!row || !usable) throw new CredentialUnavailable(formatReference(ref), `this vault has no secret store connection named ${ref.connection}`);
+    let set = users.get(keyOf(ref));
+    if (!set) users.set(keyOf(ref), (set = new Set()));
+    set.add(vaultId);
+    try {
+      await clientOf(row);
+    } catch {
+      throw new CredentialUnavailable(formatReference(ref), `the connection ${ref.connection}'s sealed settings cannot be opened`);
+    }
+  }
+
+  async function resolve(vaultId: number, ref: CredentialReference): Promise<Secret> {
+    await ready(vaultId, ref);
+    return resolver.resolve(ref);
+  }
+
+  return {
+    resolve,
+    held(vaultId, ref) {
+      const l = loaded;
+      if (!l) {
+        void load().catch(() => {});
+        return undefined;
+      }
+      const row = l?.rows.get(ref.connection);
+      const usable = row && (row.vaultId === null ? (l.shares.get(row.id)?.has(vaultId) ?? false) : row.vaultId === vaultId);
+      if (!usable) return undefined;
+      const value = resolver.peek(ref);
+      // None yet: a read starts, and its value joins the needles through noteSent when it lands.
+      if (!value && resolver.state(ref).lastRefresh === undefined) void resolve(vaultId, ref).catch(() => {});
+      return value;
+    },
+    refused(vaultId, refs) {
+      const at = deps.now();
+      for (const ref of refs) {
+        const key = keyOf(ref);
+        if (at - (refusedAt.get(key) ?? -Infinity) < REFUSED_EVERY_MS) continue;
+        refusedAt.set(key, at);
+        void ready(vaultId, ref)
+          .then(() => resolver.refreshNow(ref))
+          .catch(() => {});
+      }
+    },
+    status(_vaultId, ref): ReferenceStatus {
+      const s = resolver.state(ref);
+      return { ...(s.lastRefresh !== undefined && { lastRefresh: s.lastRefresh }), ...(s.version !== undefined && { version: s.version }), ...(s.lastError !== undefined && { lastError: s.lastError }) };
+    },
+    async readNow(vaultId, ref) {
+      try {
+        await ready(vaultId, ref);
+        await resolver.refreshNow(ref);
+      } catch (err) {
+        deps.log.debug("secret_store_read_refused", { reference: formatReference(ref), err });
+      }
+    },
+    connectionChanged() {
+      loaded = undefined;
+      void load().catch((err) => deps.log.warn("secret_store_reload_failed", { err }));
+    },
+    announced() {
+      loaded = undefined;
+      void load().catch(() => {});
+    },
+    secrets: {
+      *values() {
+        for (const v of resolver.values()) yield v.reveal(); // reveal: the logger's scrub patterns only
+        for (const c of clients.values()) for (const v of c.sentValues()) yield v.reveal();
+      },
+    },
+    stop() {
+      clearInterval(sweeper);
+      for (const name of [...built.keys()]) drop(name);
+    },
+  };
+}
+
+function sameShares(a: Loaded | undefined, b: Loaded, id: number): boolean {
+  const x = a?.shares.get(id) ?? new Set<number>();
+  const y = b.shares.get(id) ?? new Set<number>();
+  return x.size === y.size && [...x].every((v) => y.has(v));
+}
+
+/** The roots for a connection: the broker's, plus the connection's own CA where it has one. */
+function rootsFor(roots: string[] | undefined, settings: SecretStoreSettings): string[] | undefined {
+  if (settings.kind !== "vault" || !settings.ca_pem) return roots;
+  const own = settings.ca_pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+  return [...(roots ?? rootCertificates), ...own];
+}
+
+/** The kind's client from its stored settings and opened secrets. */
+function clientFor(http: StoreHttpDeps, s: SecretStoreSettings, secrets: Record<string, Secret>): SecretStoreClient {
+  const secret = (name: string) => secrets[name] ?? new Secret("");
+  switch (s.kind) {
+    case "vault": {
+      const a = s.auth;
+      const auth =
+        a.method === "token"
+          ? { kind: "token" as const, token: secret("token") }
+          : a.method === "approle"
+            ? { kind: "approle" as const, roleId: secret("role_id"), secretId: secret("secret_id"), ...(a.mount && { mount: a.mount }) }
+            : { kind: "jwt" as const, role: a.role, tokenFile: a.token_file, mount: a.mount ?? a.method };
+      return createVaultKvClient(http, { address: s.address, ...(s.namespace && { namespace: s.namespace }), ...(s.mount && { mount: s.mount }), auth });
+    }
+    case "aws":
+      return createAwsSecretsClient(http, {
+        region: s.region,
+        ...(s.endpoint && { endpoint: s.endpoint }),
+        ...(s.sts_endpoint && { stsEndpoint: s.sts_endpoint }),
+        auth:
+          s.auth.method === "keys"
+            ? {
+                kind: "keys",
+                accessKeyId: secret("access_key_id"),
+                secretAccessKey: secret("secret_access_key"),
+                ...(secrets.session_token && { sessionToken: secrets.session_token }),
+              }
+            : { kind: "environment" },
+      });
+    case "google":
+      return createGoogleSecretsClient(http, { project: s.project, serviceAccountKey: secret("key"), ...(s.endpoint && { endpoint: s.endpoint }) });
+    case "azure":
+      return createAzureKeyVaultClient(http, {
+        vaultUrl: s.vault_url,
+        tenant: s.auth.tenant,
+        clientId: s.auth.client_id,
+        clientSecret: secret("client_secret"),
+        ...(s.authority && { authority: s.authority }),
+      });
+  }
+}
