@@ -37,6 +37,8 @@ export interface BrokerProc {
   readonly proxyPort: number;
   readonly caPem: string;
   readonly token: string;
+  /** The bench owner's session (what sets up the reference row's secret store). */
+  readonly ownerToken: string;
   readonly vault: string;
   /** The Authorization value the broker injects for the bench upstream ("Bearer <credential>"). */
   readonly authorization: string;
@@ -148,7 +150,10 @@ async function api(apiUrl: string, method: string, path: string, body: unknown, 
   return text ? JSON.parse(text) : undefined;
 }
 
-export async function setUp(apiUrl: string, upstreamPort: number | readonly number[]): Promise<{ token: string; vault: string; authorization: string }> {
+export async function setUp(
+  apiUrl: string,
+  upstreamPort: number | readonly number[],
+): Promise<{ token: string; ownerToken: string; vault: string; authorization: string }> {
   const vault = "bench";
   const secret = `sk-bench-${crypto.randomUUID()}`;
   const owner = await api(apiUrl, "POST", "/v1/auth/register", { email: "bench@example.com", password: `pw-${crypto.randomUUID()}` });
@@ -163,7 +168,7 @@ export async function setUp(apiUrl: string, upstreamPort: number | readonly numb
       owner.token,
     );
   const session = await api(apiUrl, "POST", "/v1/sessions", { vault, role: "proxy", ttl_seconds: 3600 }, owner.token);
-  return { token: session.token, vault, authorization: `Bearer ${secret}` };
+  return { token: session.token, ownerToken: owner.token, vault, authorization: `Bearer ${secret}` };
 }
 
 // ---- /proc sampling ----

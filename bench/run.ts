@@ -19,6 +19,7 @@ import { createBenchPki } from "./pki.ts";
 import type { DbReads } from "./db-reads.ts";
 import { serverCpuMs, startBenchCluster, type PgCluster } from "./postgres.ts";
 import { chart, checkTargets, dbSection, machine, peersTable, table, targetTable } from "./report.ts";
+import { referenceScenario } from "./secret-store-ref.ts";
 import { bulkScenario, coldScenario, fetchScenario, FULL, idleScenario, QUICK, storeScenario, targets, warmUp, type Env, type Row } from "./scenarios.ts";
 import { startSquid, type SquidProc } from "./squid.ts";
 import { startUpstream } from "./upstream.ts";
@@ -174,6 +175,7 @@ try {
       { requests: size.conc, concurrency: 16, reps },
     ),
   );
+  await step("reference vs stored value", () => referenceScenario(env, { requests: size.conc, concurrency: 16, reps }));
   await step("cold connections", () => coldScenario(env, size.cold, reps));
   await step("/proxy 1 keep-alive", () =>
     fetchScenario(

@@ -9,6 +9,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { MIGRATIONS } from "../../src/store/schema.ts";
 import { pgMissing, sharedPgCluster, type SharedPgCluster } from "../helpers/postgres.ts";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
+import { startVaultServer } from "../helpers/secret-stores/vault-server.ts";
 import { callApi } from "./proxy-fixture.ts";
 import { basicProxyAuth, dialProxy, openTunnel, sendConnect, startTls, type Conn } from "./tunnel-fixture.ts";
 import {
@@ -154,6 +155,56 @@ describe.skipIf(pgMissing)("several broker instances on one PostgreSQL", () => {
     expect(delay ?? Infinity).toBeLessThanOrEqual(PROPAGATION_MS);
     await expectNoLeak([before, after]);
   });
+
+  test("a credential by reference: both inject the store's value, a rotation reaches both within one refresh interval, unsharing on A stops B within a second", async () => {
+    const store = await startVaultServer();
+    try {
+      const first = unique("kv-first");
+      const rotated = unique("kv-rotated");
+      const storeToken = unique("hvs", 18);
+      store.addToken(storeToken);
+      store.put("apps/api", { key: first });
+      touchedVaults.push("by-ref");
+      await must(a, "POST", "/v1/vaults", { name: "by-ref" }, owner, 201);
+      const conn = { name: "kv", kind: "vault", address: store.address, ca_pem: store.pki.caPem, auth: { method: "token", token: storeToken }, refresh_seconds: 10 };
+      await must(a, "POST", "/v1/secret-stores", conn, owner, 201);
+      await must(a, "PUT", "/v1/secret-stores/kv/vaults/by-ref", undefined, owner, 200);
+      const set = await must(a, "PUT", "/v1/vaults/by-ref/credentials/API_KEY", { ref: "kv:apps/api#key" }, owner, 200);
+      expect([set.reference.version_seen, set.reference.last_error]).toEqual(["1", null]);
+      await must(a, "POST", "/v1/vaults/by-ref/services", { host: hostIp, auth: { type: "bearer", token: "API_KEY" } }, owner, 201);
+      const s = await mintSession("by-ref");
+      for (const inst of [a, b]) {
+        const r = await proxyVia(inst, s.token, hostIp, `first-${inst.name}`);
+        expect([r.status, labelAuth(r.path, { first })]).toEqual([200, "first"]);
+      }
+      // Rotated in the store: each instance reads it itself, within one interval (10 s) and its sweep (1 s).
+      store.put("apps/api", { key: rotated });
+      const t0 = performance.now();
+      for (const inst of [a, b]) {
+        const delay = await pollUntil(t0, 12_000, async () => labelAuth((await proxyVia(inst, s.token, hostIp, `rotated-${inst.name}`)).path, { first, rotated }) === "rotated");
+        report(`rotation in the store, injected by ${inst.name}`, delay);
+        expect(delay ?? Infinity).toBeLessThanOrEqual(12_000);
+      }
+      // Unsharing on A is refused while a credential of the vault refers to the connection.
+      await must(a, "DELETE", "/v1/secret-stores/kv/vaults/by-ref", undefined, owner, 409);
+      // The connection's address changed on A: B drops what it read through it and reads again through the new one.
+      const moved = await startVaultServer();
+      try {
+        moved.addToken(storeToken);
+        moved.put("apps/api", { key: first });
+        await must(a, "PATCH", "/v1/secret-stores/kv", { address: moved.address, ca_pem: moved.pki.caPem }, owner, 200);
+        const t1 = performance.now();
+        const delay = await pollUntil(t1, PROPAGATION_MS + 500, async () => labelAuth((await proxyVia(b, s.token, hostIp, "moved")).path, { first, rotated }) === "first");
+        report("connection moved on A, read through the new address by B", delay);
+        expect(delay ?? Infinity).toBeLessThanOrEqual(PROPAGATION_MS + 500);
+      } finally {
+        await moved.close();
+      }
+      await expectNoLeak([first, rotated, storeToken]);
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
 
   test("a scoped session revoked on A is refused by B's /proxy within one second", async () => {
     const value = unique("revoke");
