@@ -37,13 +37,16 @@ export async function referenceScenario(env: Env, o: { requests: number; concurr
     const target = targets(env).viaTunnel("/small");
     const warm = Math.min(500, o.requests);
     const reps: Rep[] = [];
+    const measure = async (set: () => Promise<void>) => {
+      await set();
+      await runLoad(target, { requests: warm, concurrency: o.concurrency });
+      return metered(env.broker.pid, () => runLoad(target, o));
+    };
     for (let i = 0; i < o.reps; i++) {
-      await stored();
-      await runLoad(target, { requests: warm, concurrency: o.concurrency });
-      const s = await runLoad(target, o);
-      await referenced();
-      await runLoad(target, { requests: warm, concurrency: o.concurrency });
-      const r = await metered(env.broker.pid, () => runLoad(target, o));
+      // Alternating which goes first, so drift within a repetition (GC, the machine) favours neither.
+      const first = i % 2 === 0 ? await measure(stored) : await measure(referenced);
+      const second = i % 2 === 0 ? await measure(referenced) : await measure(stored);
+      const [s, r] = i % 2 === 0 ? [first.value, second] : [second.value, first];
       reps.push({
         direct: statsOf(s),
         broker: statsOf(r.value),

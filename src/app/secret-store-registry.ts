@@ -67,6 +67,8 @@ interface Loaded {
 
 interface Built {
   readonly row: SecretStoreConnectionRow;
+  /** SECRET: the connection's opened auth secrets (the logger's scrub), once opened. */
+  opened: readonly Secret[];
   readonly client: Promise<SecretStoreClient>;
   readonly upstream: Upstream;
 }
@@ -164,10 +166,16 @@ export function createSecretStoreRegistry(deps: RegistryDeps): SecretStoreRegist
     };
     const client = openStoreSecrets(deps.dataKey, row.name, row.kind, { nonce: row.secretsNonce, ciphertext: row.secretsCiphertext }).then((secrets) => {
       const c = clientFor(http, settings, secrets);
-      if (built.get(row.name)?.client === client) clients.set(row.name, c);
+      const mine = built.get(row.name);
+      if (mine?.client === client) {
+        clients.set(row.name, c);
+        // The store's own credentials are credentials too: echo needles and scrubbed from every log line.
+        mine.opened = secretParts(secrets);
+        deps.noteSent(mine.opened);
+      }
       return c;
     });
-    built.set(row.name, { row, client, upstream });
+    built.set(row.name, { row, client, upstream, opened: [] });
     return client;
   }
 
@@ -221,7 +229,11 @@ export function createSecretStoreRegistry(deps: RegistryDeps): SecretStoreRegist
     },
     status(_vaultId, ref): ReferenceStatus {
       const s = resolver.state(ref);
-      return { ...(s.lastRefresh !== undefined && { lastRefresh: s.lastRefresh }), ...(s.version !== undefined && { version: s.version }), ...(s.lastError !== undefined && { lastError: s.lastError }) };
+      return {
+        ...(s.lastRefresh !== undefined && { lastRefresh: s.lastRefresh }),
+        ...(s.version !== undefined && { version: s.version }),
+        ...(s.lastError !== undefined && { lastError: s.lastError }),
+      };
     },
     async readNow(vaultId, ref) {
       try {
@@ -243,6 +255,7 @@ export function createSecretStoreRegistry(deps: RegistryDeps): SecretStoreRegist
       *values() {
         for (const v of resolver.values()) yield v.reveal(); // reveal: the logger's scrub patterns only
         for (const c of clients.values()) for (const v of c.sentValues()) yield v.reveal();
+        for (const b of built.values()) for (const v of b.opened) yield v.reveal();
       },
     },
     stop() {
@@ -305,4 +318,17 @@ function clientFor(http: StoreHttpDeps, s: SecretStoreSettings, secrets: Record<
         ...(s.authority && { authority: s.authority }),
       });
   }
+}
+
+/** SECRET: each auth secret, and the private key inside a service-account key file (an echo may carry it alone). */
+function secretParts(secrets: Record<string, Secret>): Secret[] {
+  const out = Object.values(secrets);
+  const key = secrets.key;
+  if (key) {
+    try {
+      const parsed = JSON.parse(key.reveal()) as { private_key?: unknown }; // reveal: its private key becomes a needle too
+      if (typeof parsed.private_key === "string") out.push(new Secret(parsed.private_key));
+    } catch {}
+  }
+  return out;
 }

@@ -188,7 +188,10 @@ export const ProposalApprovalInput = z.strictObject({
     // "" is no value: a slot whose key the vault already has keeps the stored one.
     .record(
       z.string(),
-      z.union([omittedWhenEmpty(credentialValue("{key}")), ReferenceInput], says('credentials must map each key to its value, or to {"ref": "<connection>:<path>#<field>"}')),
+      z.union(
+        [omittedWhenEmpty(credentialValue("{key}")), ReferenceInput],
+        says('credentials must map each key to its value, or to {"ref": "<connection>:<path>#<field>"}'),
+      ),
       says("credentials must map each key to its value"),
     )
     .nullish()

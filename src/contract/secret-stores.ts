@@ -36,13 +36,16 @@ const SecretText = (what: string, max = 16_384) =>
     .max(max, says(`{field} must be at most ${max} characters`))
     .transform((v) => new Secret(v));
 const Setting = (max = 512) => plainText(max).min(1, says("{field} must not be empty"));
-const MountName = z.string(says("{field} must be a mount path")).regex(/^[A-Za-z0-9_.-]+(?:\/[A-Za-z0-9_.-]+)*$/, says("{field} must be a mount path (letters, digits, _ . - and /)"));
+const MountName = z
+  .string(says("{field} must be a mount path"))
+  .regex(/^[A-Za-z0-9_.-]+(?:\/[A-Za-z0-9_.-]+)*$/, says("{field} must be a mount path (letters, digits, _ . - and /)"));
 
 const HttpsBase = (what: string) =>
   plainText(2048).transform(
     urlCheckedBy(`{field} must be an https:// URL (${what})`, (url) => {
       if (url.protocol !== "https:") return `{field} must be an https:// URL (${what}); a store is never read over plain HTTP`;
-      if (url.username || url.password || url.hash || url.search) return "{field} must be a bare https://host[:port] address, without user:password@, ?query or #fragment";
+      if (url.username || url.password || url.hash || url.search)
+        return "{field} must be a bare https://host[:port] address, without user:password@, ?query or #fragment";
       return null;
     }),
   );
@@ -85,7 +88,12 @@ const VaultAuthInput = z.discriminatedUnion(
   "method",
   [
     z.strictObject({ method: z.literal("token"), token: SecretText("the Vault token") }),
-    z.strictObject({ method: z.literal("approle"), role_id: SecretText("the AppRole role id"), secret_id: SecretText("the AppRole secret id"), mount: opt(MountName) }),
+    z.strictObject({
+      method: z.literal("approle"),
+      role_id: SecretText("the AppRole role id"),
+      secret_id: SecretText("the AppRole secret id"),
+      mount: opt(MountName),
+    }),
     z.strictObject({ method: z.enum(["jwt", "kubernetes"]), role: Setting(256), token_file: Setting(4096), mount: opt(MountName) }),
   ],
   says('{field} must be {"method": "token" | "approle" | "jwt" | "kubernetes", …}'),
@@ -135,7 +143,11 @@ const KIND_FIELDS = {
     endpoint: opt(HttpsBase("a Secret Manager endpoint")),
     auth: opt(GoogleAuthInput),
   },
-  azure: { vault_url: HttpsBase("the key vault's URL, https://<name>.vault.azure.net"), authority: opt(HttpsBase("a Microsoft Entra authority")), auth: opt(AzureAuthInput) },
+  azure: {
+    vault_url: HttpsBase("the key vault's URL, https://<name>.vault.azure.net"),
+    authority: opt(HttpsBase("a Microsoft Entra authority")),
+    auth: opt(AzureAuthInput),
+  },
 } as const;
 
 const COMMON = {
@@ -180,7 +192,8 @@ function split(kind: SecretStoreKind, fields: Record<string, unknown>): SecretSt
 /** A kind's fields read from `input` (the body minus the common fields); `needAuth`: creating, so `auth` is required. */
 export function readKindFields(kind: SecretStoreKind, input: Record<string, unknown>, needAuth: boolean): SecretStoreBody {
   const schema = z.strictObject(KIND_FIELDS[kind] as z.ZodRawShape).superRefine((v, ctx) => {
-    if (needAuth && v.auth === undefined) ctx.addIssue({ code: "custom", path: ["auth"], message: "{field} is required: how the broker signs in to the store", input: v });
+    if (needAuth && v.auth === undefined)
+      ctx.addIssue({ code: "custom", path: ["auth"], message: "{field} is required: how the broker signs in to the store", input: v });
   });
   return split(kind, parseWith(schema, input) as Record<string, unknown>);
 }

@@ -232,14 +232,19 @@ export function createPlanCache(
     const values = [...inputs.values()].map((v) => v.reveal());
     const fingerprinted = [...inputs].filter(([field]) => field !== "refresh_token").map(([field, v]) => [field, v.reveal()]);
     const fingerprint = new Bun.CryptoHasher("sha256").update(JSON.stringify([vaultId, row.host, type, fields, fingerprinted])).digest("hex");
-    return held(vaultId, values, {
-      service,
-      ...ruled,
-      injection: undefined,
-      credentialKeys: keys,
-      needles: new Needles(values),
-      minted: { type, fields, inputs, fingerprint },
-    }, used);
+    return held(
+      vaultId,
+      values,
+      {
+        service,
+        ...ruled,
+        injection: undefined,
+        credentialKeys: keys,
+        needles: new Needles(values),
+        minted: { type, fields, inputs, fingerprint },
+      },
+      used,
+    );
   }
 
   /** The plan last built for this match, while every credential it read still reads the same; else built anew. */

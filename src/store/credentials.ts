@@ -29,7 +29,10 @@ const EMPTY = new Uint8Array(0);
 export function credentialRepo(sql: Sql) {
   return {
     /** A sealed value, or (with `reference`) a reference whose value lives in a store. */
-    async put(row: { vaultId: number; key: string } & ({ nonce: Uint8Array; ciphertext: Uint8Array } | { reference: CredentialReference }), now: number): Promise<void> {
+    async put(
+      row: { vaultId: number; key: string } & ({ nonce: Uint8Array; ciphertext: Uint8Array } | { reference: CredentialReference }),
+      now: number,
+    ): Promise<void> {
       const sealed = "reference" in row ? { nonce: EMPTY, ciphertext: EMPTY, reference: JSON.stringify(row.reference) } : { ...row, reference: null };
       await sql.run(
         `INSERT INTO credentials (vault_id, key, nonce, ciphertext, reference, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)

@@ -31,7 +31,13 @@ import { secretStoreRepo } from "./secret-store-connections.ts";
 
 export type { Db, Sql, SqlValue, Dialect } from "./db.ts";
 export type { CredentialReference, CredentialRow } from "./credentials.ts";
-export type { NewSecretStoreConnection, SecretStoreConnectionChange, SecretStoreConnectionRow, SecretStoreKind, SecretStoreSettings } from "./secret-store-connections.ts";
+export type {
+  NewSecretStoreConnection,
+  SecretStoreConnectionChange,
+  SecretStoreConnectionRow,
+  SecretStoreKind,
+  SecretStoreSettings,
+} from "./secret-store-connections.ts";
 export type { KeyringRow } from "./keyring.ts";
 export type { SessionChannel, SessionKind, SessionMinter, SessionOrigin, SessionRow } from "./sessions.ts";
 export type { PendingCounts, VaultCounts } from "./vault-counts.ts";

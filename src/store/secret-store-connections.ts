@@ -31,7 +31,12 @@ export type SecretStoreSettings =
       readonly sts_endpoint?: string;
       readonly auth: { readonly method: "keys" } | { readonly method: "environment" };
     }
-  | { readonly kind: "google"; readonly project: string; readonly endpoint?: string; readonly auth: { readonly method: "service_account_key"; readonly client_email: string } }
+  | {
+      readonly kind: "google";
+      readonly project: string;
+      readonly endpoint?: string;
+      readonly auth: { readonly method: "service_account_key"; readonly client_email: string };
+    }
   | {
       readonly kind: "azure";
       readonly vault_url: string;
@@ -97,10 +102,11 @@ export function secretStoreRepo(sql: Sql) {
       return rows.map((r) => ({ connectionId: Number(r.connectionId), vaultId: Number(r.vaultId) }));
     },
     async share(connectionId: number, vaultId: number, now: number): Promise<void> {
-      await sql.run(
-        "INSERT INTO secret_store_shares (connection_id, vault_id, created_at) VALUES (?, ?, ?) ON CONFLICT (connection_id, vault_id) DO NOTHING",
-        [connectionId, vaultId, now],
-      );
+      await sql.run("INSERT INTO secret_store_shares (connection_id, vault_id, created_at) VALUES (?, ?, ?) ON CONFLICT (connection_id, vault_id) DO NOTHING", [
+        connectionId,
+        vaultId,
+        now,
+      ]);
     },
     async unshare(connectionId: number, vaultId: number): Promise<boolean> {
       return (await sql.run("DELETE FROM secret_store_shares WHERE connection_id = ? AND vault_id = ?", [connectionId, vaultId])) === 1;

@@ -4,10 +4,10 @@
 // A credential holds a value or a reference into a secret store the vault may use (issue 36); a
 // reference's value stays in its store: it is never revealed here.
 
-import { NotFound } from "../errors.ts";
+import { Conflict, NotFound } from "../errors.ts";
 import type { Secret } from "../secret.ts";
 import type { CredentialRow } from "../store/index.ts";
-import type { CredentialSource, SecretReference } from "../policy/index.ts";
+import { formatReference, type CredentialSource, type SecretReference } from "../policy/index.ts";
 import type { Domain } from "../identity/index.ts";
 import { decryptCredential, encryptCredential } from "../crypto/index.ts";
 import { iso } from "../identity/index.ts";
@@ -54,6 +54,12 @@ async function firstRead(d: Domain, vaultId: number, reference: SecretReference)
  * as after any write, so the next plan reads the new value.
  */
 export async function replaceRotatedCredential(d: Domain, vaultId: number, key: string, value: Secret): Promise<void> {
+  // A reference's value lives in its store, which the broker only reads: it is never replaced by a copy here.
+  const current = await d.store.credentials.get(vaultId, key);
+  if (current?.reference)
+    throw new Conflict(
+      `${key} is a reference (${formatReference(current.reference)}); the broker keeps the rotated refresh token in memory but cannot write it to the store: rotate it there`,
+    );
   const sealed = await encryptCredential(d.dataKey, vaultId, key, value);
   await d.store.credentials.put({ vaultId, key, ...sealed }, d.now());
   d.onVaultChange?.(vaultId);
@@ -67,7 +73,11 @@ export interface CredentialView {
 }
 
 function viewCredential(d: Domain, r: CredentialRow): CredentialView {
-  return { key: r.key, ...(r.reference && { reference: viewReference(r.reference, d.secretStores?.status(r.vaultId, r.reference)) }), updated_at: iso(r.updatedAt) };
+  return {
+    key: r.key,
+    ...(r.reference && { reference: viewReference(r.reference, d.secretStores?.status(r.vaultId, r.reference)) }),
+    updated_at: iso(r.updatedAt),
+  };
 }
 
 export async function listCredentials(d: Domain, open: OpenVault, reveal: boolean): Promise<CredentialView[]> {

@@ -169,7 +169,9 @@ export async function updateSecretStore(d: Domain, p: Principal, name: string, c
   const row = await findConnection(d, name);
   await requireManager(d, p, row);
   if (change.settings.kind !== row.kind) throw new InvalidRequest("kind cannot be changed: delete the connection and create another", "kind");
-  const sealed = change.secrets ? await sealStoreSecrets(d.dataKey, row.name, row.kind, change.secrets) : { nonce: row.secretsNonce, ciphertext: row.secretsCiphertext };
+  const sealed = change.secrets
+    ? await sealStoreSecrets(d.dataKey, row.name, row.kind, change.secrets)
+    : { nonce: row.secretsNonce, ciphertext: row.secretsCiphertext };
   await d.store.secretStores.update(
     row.id,
     {
@@ -224,7 +226,8 @@ export async function checkSecretStore(d: Domain, p: Principal, name: string): P
   const vaults = await requireVisible(d, p, row);
   const refs = await d.store.credentials.references();
   const runtime = d.secretStores;
-  if (runtime) await Promise.all(refs.filter((r) => r.reference!.connection === row.name && seen(vaults, r.vaultId)).map((r) => runtime.readNow(r.vaultId, r.reference!)));
+  if (runtime)
+    await Promise.all(refs.filter((r) => r.reference!.connection === row.name && seen(vaults, r.vaultId)).map((r) => runtime.readNow(r.vaultId, r.reference!)));
   const references = await referencesOf(d, row, vaults);
   return { ok: references.every((r) => r.reference.last_error === null && r.reference.last_refresh !== null), references };
 }

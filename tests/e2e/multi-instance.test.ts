@@ -166,7 +166,14 @@ describe.skipIf(pgMissing)("several broker instances on one PostgreSQL", () => {
       store.put("apps/api", { key: first });
       touchedVaults.push("by-ref");
       await must(a, "POST", "/v1/vaults", { name: "by-ref" }, owner, 201);
-      const conn = { name: "kv", kind: "vault", address: store.address, ca_pem: store.pki.caPem, auth: { method: "token", token: storeToken }, refresh_seconds: 10 };
+      const conn = {
+        name: "kv",
+        kind: "vault",
+        address: store.address,
+        ca_pem: store.pki.caPem,
+        auth: { method: "token", token: storeToken },
+        refresh_seconds: 10,
+      };
       await must(a, "POST", "/v1/secret-stores", conn, owner, 201);
       await must(a, "PUT", "/v1/secret-stores/kv/vaults/by-ref", undefined, owner, 200);
       const set = await must(a, "PUT", "/v1/vaults/by-ref/credentials/API_KEY", { ref: "kv:apps/api#key" }, owner, 200);
@@ -181,7 +188,11 @@ describe.skipIf(pgMissing)("several broker instances on one PostgreSQL", () => {
       store.put("apps/api", { key: rotated });
       const t0 = performance.now();
       for (const inst of [a, b]) {
-        const delay = await pollUntil(t0, 12_000, async () => labelAuth((await proxyVia(inst, s.token, hostIp, `rotated-${inst.name}`)).path, { first, rotated }) === "rotated");
+        const delay = await pollUntil(
+          t0,
+          12_000,
+          async () => labelAuth((await proxyVia(inst, s.token, hostIp, `rotated-${inst.name}`)).path, { first, rotated }) === "rotated",
+        );
         report(`rotation in the store, injected by ${inst.name}`, delay);
         expect(delay ?? Infinity).toBeLessThanOrEqual(12_000);
       }
@@ -194,7 +205,11 @@ describe.skipIf(pgMissing)("several broker instances on one PostgreSQL", () => {
         moved.put("apps/api", { key: first });
         await must(a, "PATCH", "/v1/secret-stores/kv", { address: moved.address, ca_pem: moved.pki.caPem }, owner, 200);
         const t1 = performance.now();
-        const delay = await pollUntil(t1, PROPAGATION_MS + 500, async () => labelAuth((await proxyVia(b, s.token, hostIp, "moved")).path, { first, rotated }) === "first");
+        const delay = await pollUntil(
+          t1,
+          PROPAGATION_MS + 500,
+          async () => labelAuth((await proxyVia(b, s.token, hostIp, "moved")).path, { first, rotated }) === "first",
+        );
         report("connection moved on A, read through the new address by B", delay);
         expect(delay ?? Infinity).toBeLessThanOrEqual(PROPAGATION_MS + 500);
       } finally {

@@ -90,7 +90,9 @@ export function secretStoreRoutes(d: Domain) {
       const merged = Object.fromEntries(Object.entries({ ...kept, ...b.fields }).filter(([, v]) => v !== null));
       const read = readKindFields(kind, merged, false);
       const settings = read.secrets ? read.settings : ({ ...read.settings, auth: storedAuth } as typeof read.settings);
-      return c.json(await updateSecretStore(d, p, connection, { refreshSeconds: b.refreshSeconds, graceSeconds: b.graceSeconds, settings, secrets: read.secrets }));
+      return c.json(
+        await updateSecretStore(d, p, connection, { refreshSeconds: b.refreshSeconds, graceSeconds: b.graceSeconds, settings, secrets: read.secrets }),
+      );
     },
   );
   r.delete(
@@ -114,7 +116,14 @@ export function secretStoreRoutes(d: Domain) {
   );
   r.delete(
     "/:name/vaults/:vault",
-    describe({ summary: "Stop sharing a connection with a vault (409 while its credentials refer to it)", tags, auth: "bearer", who: "the owner", success: { status: 204 }, errors: [409] }),
+    describe({
+      summary: "Stop sharing a connection with a vault (409 while its credentials refer to it)",
+      tags,
+      auth: "bearer",
+      who: "the owner",
+      success: { status: 204 },
+      errors: [409],
+    }),
     async (c) => {
       await unshareSecretStore(d, c.get("principal"), name(c.req.param("name")), parseWith(VaultName, c.req.param("vault"), "vault"));
       return c.body(null, 204);

@@ -91,7 +91,9 @@ forEachBackend((backend) => {
   test(`${N} concurrent approvals of one proposal: one applies (its value is the one stored), the rest get Conflict`, async () => {
     const d = await createDomain(await backend.open());
     const { owner, row, open } = await setUpProposal(d);
-    const { winners, errors } = await race(Array.from({ length: N }, (_, i) => () => approveProposal(d, open, row, { K: { value: new Secret(`value-${i}`) } })));
+    const { winners, errors } = await race(
+      Array.from({ length: N }, (_, i) => () => approveProposal(d, open, row, { K: { value: new Secret(`value-${i}`) } })),
+    );
     expect(winners.length).toBe(1);
     expectLosers(errors, Conflict, "this proposal was already decided");
     expect(await d.store.proposals.byId(row.id)).toMatchObject({ status: "applied", decidedBy: owner.userId });
@@ -104,7 +106,10 @@ forEachBackend((backend) => {
     const d = await createDomain(await backend.open());
     const { owner, row, open } = await setUpProposal(d);
     const { winners, errors } = await race(
-      Array.from({ length: N }, (_, i) => () => (i % 2 === 0 ? approveProposal(d, open, row, { K: { value: new Secret(`value-${i}`) } }) : rejectProposal(d, open, row))),
+      Array.from(
+        { length: N },
+        (_, i) => () => (i % 2 === 0 ? approveProposal(d, open, row, { K: { value: new Secret(`value-${i}`) } }) : rejectProposal(d, open, row)),
+      ),
     );
     expect(winners.length).toBe(1);
     expectLosers(errors, Conflict, "this proposal was already decided");
