@@ -38,6 +38,12 @@ export const SETTINGS: readonly SettingDoc[] = [
       "Comma-separated extra host names the API answers to, beside the BROKER_PUBLIC_URL host, BROKER_HOST (any IP when 0.0.0.0 or ::) and localhost; other Host headers get 421",
   },
   {
+    name: "BROKER_SECRET_STORE_TOKEN_FILES",
+    default: "(empty)",
+    description:
+      "Comma-separated absolute paths of the platform token files (a Kubernetes service-account token, a CI's OIDC token) that the owner's secret store connections may sign in with (Vault JWT or Kubernetes auth); no other file is ever read for one",
+  },
+  {
     name: "BROKER_TRUSTED_PROXIES",
     default: "(empty)",
     description:

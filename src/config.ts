@@ -29,6 +29,8 @@ export interface Config {
   readonly proxyPort: number;
   /** Explicit BROKER_PUBLIC_URL, or undefined: the server then uses the address it actually bound. */
   readonly publicUrl: string | undefined;
+  /** BROKER_SECRET_STORE_TOKEN_FILES: the only files a secret store connection's JWT or Kubernetes sign-in may read. */
+  readonly secretStoreTokenFiles: readonly string[];
   /** BROKER_ALLOWED_HOSTS, normalised (see normaliseHostName): more names the API answers to. */
   readonly allowedHosts: readonly string[];
   /** BROKER_TRUSTED_PROXIES, as CIDRs: reverse proxies whose X-Forwarded-For names the client address. */
@@ -103,6 +105,7 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): Config {
     proxyPort,
     publicUrl,
     allowedHosts: Object.freeze(readHostList("BROKER_ALLOWED_HOSTS", env.BROKER_ALLOWED_HOSTS, problems)),
+    secretStoreTokenFiles: Object.freeze(readPathList("BROKER_SECRET_STORE_TOKEN_FILES", env.BROKER_SECRET_STORE_TOKEN_FILES, problems)),
     trustedProxies: Object.freeze(readTrustedProxies(env.BROKER_TRUSTED_PROXIES, problems)),
     allowPrivateRanges: readBool("BROKER_ALLOW_PRIVATE_RANGES", env.BROKER_ALLOW_PRIVATE_RANGES, false, problems),
     networkAllowlist: Object.freeze(readCidrList("BROKER_NETWORK_ALLOWLIST", env.BROKER_NETWORK_ALLOWLIST, problems)),
@@ -212,6 +215,19 @@ function readHost(raw: string | undefined, problems: string[]): string {
   const ambiguousV4 = /^[0-9.x]+$/i.test(value) && !ipaddr.IPv4.isValidFourPartDecimal(value);
   if (ambiguousV4 || (!ipaddr.isValid(value) && !hostname.test(value))) problems.push(`BROKER_HOST: "${value}" is not an IP address or host name`);
   return value;
+}
+
+/** Comma-separated absolute paths, each once. */
+function readPathList(name: string, raw: string | undefined, problems: string[]): string[] {
+  const out: string[] = [];
+  for (const item of (raw ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean)) {
+    if (!item.startsWith("/")) problems.push(`${name}: "${item}" is not an absolute path`);
+    else if (!out.includes(item)) out.push(item);
+  }
+  return out;
 }
 
 function readHostList(name: string, raw: string | undefined, problems: string[]): string[] {

@@ -11,7 +11,7 @@ import { CredentialUnavailable } from "../errors.ts";
 import { Secret } from "../secret.ts";
 import type { Logger } from "../log.ts";
 import { openStoreSecrets } from "../crypto/index.ts";
-import { formatReference } from "../policy/index.ts";
+import { formatReference, pathAllowed } from "../policy/index.ts";
 import type { CredentialReference, Freshness, SecretStoreConnectionRow, SecretStoreSettings, Store } from "../store/index.ts";
 import { createUpstream, type NetPolicy, type ReferenceValues, type Resolver, type Upstream } from "../egress/index.ts";
 import type { ReferenceStatus, SecretStoreRuntime } from "../identity/index.ts";
@@ -28,6 +28,8 @@ import {
 
 /** How often the resolver's sweep runs: values are read again within a second of falling due. */
 const SWEEP_MS = 1_000;
+/** A person's "read it now" (a check, a reference saved) reads a value at most this often. */
+const READ_NOW_EVERY_MS = 5_000;
 /** A reference an upstream refused is read again at most this often, however many 401s follow. */
 const REFUSED_EVERY_MS = 10_000;
 
@@ -43,6 +45,8 @@ export interface RegistryDeps {
   /** The roots upstream TLS trusts (undefined: the runtime's defaults); a connection's own CA is added to them. */
   readonly roots: string[] | undefined;
   readonly upstreamTimeoutMs: number;
+  /** BROKER_SECRET_STORE_TOKEN_FILES: a connection's JWT or Kubernetes sign-in reads only these (checked again at use). */
+  readonly tokenFiles: readonly string[];
   /** A vault's plans were built on a value that changed, stopped or ran out. */
   readonly invalidateVault: (vaultId: number) => void;
   /** SECRET: values read and what was sent to read them: echo needles and the logger's scrub. */
@@ -61,8 +65,8 @@ export interface SecretStoreRegistry extends ReferenceValues, SecretStoreRuntime
 interface Loaded {
   readonly at: number;
   readonly rows: Map<string, SecretStoreConnectionRow>;
-  /** connection id → the vaults it is shared with */
-  readonly shares: Map<number, Set<number>>;
+  /** connection id → the vaults it is shared with, and the path prefixes each may read (null: any) */
+  readonly shares: Map<number, Map<number, readonly string[] | null>>;
 }
 
 interface Built {
@@ -113,18 +117,18 @@ export function createSecretStoreRegistry(deps: RegistryDeps): SecretStoreRegist
     loading ??= (async () => {
       try {
         const rows = new Map((await deps.store.secretStores.list()).map((r) => [r.name, r]));
-        const shares = new Map<number, Set<number>>();
+        const shares = new Map<number, Map<number, readonly string[] | null>>();
         for (const s of await deps.store.secretStores.shares()) {
           let set = shares.get(s.connectionId);
-          if (!set) shares.set(s.connectionId, (set = new Set()));
-          set.add(s.vaultId);
+          if (!set) shares.set(s.connectionId, (set = new Map()));
+          set.set(s.vaultId, s.pathPrefixes);
         }
         const previous = loaded;
         loaded = { at: deps.now(), rows, shares };
         // A connection changed, removed or re-shared: its client and every value read through it go.
         for (const [name, b] of built) {
           const row = rows.get(name);
-          if (row && row.updatedAt === b.row.updatedAt && row.id === b.row.id && sameShares(previous, loaded, row.id)) continue;
+          if (row && sameConnection(row, b.row) && sameShares(previous, loaded, row.id)) continue;
           drop(name);
         }
         return loaded;
@@ -146,9 +150,13 @@ export function createSecretStoreRegistry(deps: RegistryDeps): SecretStoreRegist
   /** The connection's client, built once from its row (its secrets opened only here). */
   function clientOf(row: SecretStoreConnectionRow): Promise<SecretStoreClient> {
     const have = built.get(row.name);
-    if (have && have.row.updatedAt === row.updatedAt && have.row.id === row.id) return have.client;
+    if (have && sameConnection(have.row, row)) return have.client;
     if (have) drop(row.name);
     const settings = JSON.parse(row.settings) as SecretStoreSettings;
+    const tokenFile = (settings.auth as { token_file?: string }).token_file;
+    // The domain checked it when the connection was saved; the operator may have narrowed the list since.
+    if (tokenFile !== undefined && (row.vaultId !== null || !deps.tokenFiles.includes(tokenFile)))
+      return Promise.reject(new Error("the connection's token file is not in BROKER_SECRET_STORE_TOKEN_FILES"));
     const upstream = createUpstream({
       ...(rootsFor(deps.roots, settings) && { ca: rootsFor(deps.roots, settings) }),
       connectTimeoutMs: Math.min(10_000, deps.upstreamTimeoutMs),
@@ -183,8 +191,8 @@ export function createSecretStoreRegistry(deps: RegistryDeps): SecretStoreRegist
   async function ready(vaultId: number, ref: CredentialReference): Promise<void> {
     const l = await load();
     const row = l.rows.get(ref.connection);
-    const usable = row && (row.vaultId === null ? (l.shares.get(row.id)?.has(vaultId) ?? false) : row.vaultId === vaultId);
-    if (!row || !usable) throw new CredentialUnavailable(formatReference(ref), `this vault has no secret store connection named ${ref.connection}`);
+    if (!row || !usableBy(l, row, vaultId, ref.path))
+      throw new CredentialUnavailable(formatReference(ref), `this vault may not read ${ref.path} through a secret store connection named ${ref.connection}`);
     let set = users.get(keyOf(ref));
     if (!set) users.set(keyOf(ref), (set = new Set()));
     set.add(vaultId);
@@ -208,9 +216,8 @@ export function createSecretStoreRegistry(deps: RegistryDeps): SecretStoreRegist
         void load().catch(() => {});
         return undefined;
       }
-      const row = l?.rows.get(ref.connection);
-      const usable = row && (row.vaultId === null ? (l.shares.get(row.id)?.has(vaultId) ?? false) : row.vaultId === vaultId);
-      if (!usable) return undefined;
+      const row = l.rows.get(ref.connection);
+      if (!row || !usableBy(l, row, vaultId, ref.path)) return undefined;
       const value = resolver.peek(ref);
       // None yet: a read starts, and its value joins the needles through noteSent when it lands.
       if (!value && resolver.state(ref).lastRefresh === undefined) void resolve(vaultId, ref).catch(() => {});
@@ -238,6 +245,9 @@ export function createSecretStoreRegistry(deps: RegistryDeps): SecretStoreRegist
     async readNow(vaultId, ref) {
       try {
         await ready(vaultId, ref);
+        // Asked again and again (a check, a form saved twice): a value read moments ago is not read again.
+        const last = resolver.state(ref).lastRefresh;
+        if (last !== undefined && deps.now() - last < READ_NOW_EVERY_MS) return;
         await resolver.refreshNow(ref);
       } catch (err) {
         deps.log.debug("secret_store_read_refused", { reference: formatReference(ref), err });
@@ -265,10 +275,28 @@ export function createSecretStoreRegistry(deps: RegistryDeps): SecretStoreRegist
   };
 }
 
+/** The same connection as stored: compared by what it says, not by when it was written (two writes can share a millisecond). */
+function sameConnection(a: SecretStoreConnectionRow, b: SecretStoreConnectionRow): boolean {
+  return (
+    a.id === b.id &&
+    a.settings === b.settings &&
+    a.refreshSeconds === b.refreshSeconds &&
+    a.graceSeconds === b.graceSeconds &&
+    Buffer.from(a.secretsCiphertext).equals(Buffer.from(b.secretsCiphertext))
+  );
+}
+
 function sameShares(a: Loaded | undefined, b: Loaded, id: number): boolean {
-  const x = a?.shares.get(id) ?? new Set<number>();
-  const y = b.shares.get(id) ?? new Set<number>();
-  return x.size === y.size && [...x].every((v) => y.has(v));
+  const x = a?.shares.get(id) ?? new Map<number, readonly string[] | null>();
+  const y = b.shares.get(id) ?? new Map<number, readonly string[] | null>();
+  return x.size === y.size && [...x].every(([vault, prefixes]) => y.has(vault) && JSON.stringify(y.get(vault)) === JSON.stringify(prefixes));
+}
+
+/** A vault may read `path` through the connection: its own, or an owner's shared with it (within the share's paths). */
+function usableBy(l: Loaded, row: SecretStoreConnectionRow, vaultId: number, path: string): boolean {
+  if (row.vaultId !== null) return row.vaultId === vaultId;
+  const share = l.shares.get(row.id);
+  return share !== undefined && share.has(vaultId) && pathAllowed(share.get(vaultId)!, path);
 }
 
 /** The roots for a connection: the broker's, plus the connection's own CA where it has one. */

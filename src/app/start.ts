@@ -193,6 +193,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       resolver: () => resolver,
       roots: upstreamCa,
       upstreamTimeoutMs: config.upstreamTimeoutMs,
+      tokenFiles: config.secretStoreTokenFiles,
       invalidateVault: (id) => plans.invalidate(id),
       noteSent: (values) => plans.noteSent(values),
       ...(metrics && { onRead: (connection: string, outcome: "ok" | "failed") => metrics.secretStoreRead(connection, outcome) }),
@@ -269,6 +270,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       },
       webhooks,
       secretStores,
+      secretStoreTokenFiles: config.secretStoreTokenFiles,
     };
     const minter = createMinter({
       upstream,

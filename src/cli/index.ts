@@ -25,6 +25,7 @@ export const rootCommand = defineCommand({
     agent: () => import("./commands/agent.ts").then((m) => m.default),
     credential: () => import("./commands/credential.ts").then((m) => m.default),
     service: () => import("./commands/service.ts").then((m) => m.default),
+    "secret-store": () => import("./commands/secret-store.ts").then((m) => m.default),
     template: () => import("./commands/template.ts").then((m) => m.default),
     owner: () => import("./commands/owner.ts").then((m) => m.default),
     logs: () => import("./commands/logs.ts").then((m) => m.default),

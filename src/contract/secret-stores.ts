@@ -144,7 +144,7 @@ const KIND_FIELDS = {
     auth: opt(GoogleAuthInput),
   },
   azure: {
-    vault_url: HttpsBase("the key vault's URL, https://<name>.vault.azure.net"),
+    vault_url: HttpsBase("the key vault's URL, https://<name>.vault.azure.net").transform((href) => href.replace(/\/+$/, "")),
     authority: opt(HttpsBase("a Microsoft Entra authority")),
     auth: opt(AzureAuthInput),
   },
@@ -245,6 +245,26 @@ export const SecretStorePatchInput = z
     return { refreshSeconds: refresh_seconds, graceSeconds: grace_seconds, fields };
   });
 
+const PATH_PREFIX = "{field} must be a path prefix: 1 to 1024 printable characters without spaces";
+/** PUT …/vaults/{vault}: an optional list of path prefixes the vault's references may read (absent: any path). */
+export const SecretStoreShareInput = z
+  .strictObject({
+    paths: z
+      .array(
+        z
+          .string(says(PATH_PREFIX))
+          .min(1, says(PATH_PREFIX))
+          .max(1024, says(PATH_PREFIX))
+          .regex(/^[\x21-\x7e]+$/, says(PATH_PREFIX)),
+        says("{field} must be a list of path prefixes"),
+      )
+      .min(1, says("{field} must name at least one prefix (leave it out to share every path)"))
+      .max(50, says("{field} holds at most 50 prefixes"))
+      .optional()
+      .describe("references from the vault may read only paths starting with one of these, as the reference writes them (absent: any path)"),
+  })
+  .transform((b) => b.paths ?? null);
+
 const ReferenceState = z.object({
   text: z.string(),
   connection: z.string(),
@@ -260,6 +280,7 @@ export const SecretStoreConnectionView = z.object({
   kind: z.enum(SECRET_STORE_KINDS),
   vault: z.string().nullable(),
   shared_with: z.array(z.string()),
+  share_paths: z.record(z.string(), z.array(z.string()).nullable()).describe("per vault shared with: the path prefixes its references may read (null: any)"),
   settings: z.record(z.string(), z.unknown()),
   auth: z.record(z.string(), z.unknown()),
   refresh_seconds: z.number(),

@@ -87,6 +87,7 @@ export const CredentialInput = z
     return { reference: read.data };
   });
 export const CredentialSet = z.object({ key: z.string(), updated_at: Time, reference: CredentialReferenceView.optional() });
+export type CredentialSetBody = z.output<typeof CredentialSet>;
 export const CredentialList = z.object({
   credentials: z.array(
     z.object({

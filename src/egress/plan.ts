@@ -183,7 +183,8 @@ export function createPlanCache(
     const key = row.authKey;
     const secret = await requiredCredential(vaultId, key, used);
     // Only a PEM key may span lines (workflows/credential-ops.ts), and it has no place in a header or URL.
-    if (isMultiLine(secret)) throw new CredentialNotFound(key, "is a multi-line value (a PEM key), which cannot be sent in a header or URL");
+    if (isMultiLine(secret))
+      throw new CredentialNotFound(key, "holds a line break, NUL or a character above U+00FF (a PEM key?), which cannot be sent in a header or URL");
     // The value's sent forms are the search patterns; the logger's last-line scrub gets the same values.
     const { injection, placement, values } = staticSend(row, secret);
     return held(vaultId, values, { service, ...ruled, injection, ...(placement && { placement }), credentialKeys: [key], needles: new Needles(values) }, used);

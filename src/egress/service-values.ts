@@ -35,9 +35,13 @@ export function staticSend(row: SendingFields, secret: Secret): StaticSend {
   return { injection, placement, values };
 }
 
-/** Only a PEM key may span lines (workflows/credential-ops.ts), and it has no place in a header or URL. */
+/**
+ * Only a PEM key may span lines (workflows/credential-ops.ts), and it has no place in a header or URL;
+ * nor has a character above U+00FF (a value read from a store may hold one), since a head is written
+ * as latin1 and U+010D U+010A would reach the wire as CR LF.
+ */
 export function isMultiLine(secret: Secret): boolean {
-  return /[\r\n\0]/.test(secret.reveal()); // reveal: checked, not kept
+  return /[\r\n\0]|[^\x00-\xff]/.test(secret.reveal()); // reveal: checked, not kept
 }
 
 function placementFor(row: SendingFields, secret: Secret): UrlPlacement | undefined {

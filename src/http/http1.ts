@@ -74,11 +74,17 @@ export function parseResponseHead(head: Uint8Array): ResponseHead {
   return { version: m[1] === "1" ? "1.1" : "1.0", status: Number(m[2]), statusText: m[3] ?? "", headers: parseHeaderLines(lines.slice(1)) };
 }
 
+/** What no head may carry: CR, LF, NUL, or a character latin1 cannot hold (its low byte could be any of those). */
+const UNWRITABLE = /[\r\n\0]|[^\x00-\xff]/;
+
 export function serializeHead(startLine: string, headers: HeaderList): Uint8Array {
+  // The head is written as latin1, which keeps only each character's low byte: U+010D U+010A would
+  // become CR LF on the wire. So a character above U+00FF is refused here, as CR, LF and NUL are.
+  if (UNWRITABLE.test(startLine)) throw new WireError("request line not representable on the wire");
   let text = `${startLine}\r\n`;
   for (const [name, value] of headers) {
     // Headers objects already refuse CR/LF; this guards every other path into the wire.
-    if (!TOKEN.test(name) || /[\r\n\0]/.test(value)) throw new WireError("header not representable on the wire");
+    if (!TOKEN.test(name) || UNWRITABLE.test(value)) throw new WireError("header not representable on the wire");
     text += `${name}: ${value}\r\n`;
   }
   return Buffer.from(`${text}\r\n`, "latin1");

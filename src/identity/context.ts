@@ -41,6 +41,11 @@ export interface Domain {
    * IP literal is a host a proposal may name only where the guard would reach it (absent: none may).
    */
   readonly guardRefuses?: (ip: string, port: number) => string | undefined;
+  /**
+   * BROKER_SECRET_STORE_TOKEN_FILES: the platform token files a secret store connection may sign in with
+   * (absent or empty: no JWT or Kubernetes sign-in; the broker never reads a file a person names).
+   */
+  readonly secretStoreTokenFiles?: readonly string[];
   /** The external secret stores' live side (absent: references are stored but never read, as in most unit tests). */
   readonly secretStores?: SecretStoreRuntime;
 }

@@ -17,4 +17,4 @@ export {
 export { covers, widening } from "./rules-diff.ts";
 export { EVERYTHING_RULE, keepOthersAllowed, RulesList } from "./rules-schema.ts";
 export { readPathTemplate, readQueryParam, splitPathTemplate, VALUE_PLACEHOLDER } from "./url-auth.ts";
-export { formatReference, parseReference, type CredentialSource, type SecretReference } from "./secret-reference.ts";
+export { formatReference, parseReference, pathAllowed, type CredentialSource, type SecretReference } from "./secret-reference.ts";

@@ -40,3 +40,13 @@ export function parseReference(text: string, version?: string): SecretReference 
 export function formatReference(r: SecretReference): string {
   return `${r.connection}:${r.path}${r.field !== undefined ? `#${r.field}` : ""}${r.version !== undefined ? ` (version ${r.version})` : ""}`;
 }
+
+/**
+ * Whether a share narrowed to `prefixes` (null: not narrowed) lets a reference read `path`: the path as the
+ * reference writes it starts with one of them, and holds no `.` or `..` segment that could walk out of it.
+ */
+export function pathAllowed(prefixes: readonly string[] | null, path: string): boolean {
+  if (prefixes === null) return true;
+  if (path.split("/").some((segment) => segment === "." || segment === "..")) return false;
+  return prefixes.some((prefix) => path.startsWith(prefix));
+}

@@ -125,8 +125,11 @@ export function createReferenceResolver(client: (connection: string) => SecretSt
       } finally {
         e.reading = undefined;
       }
+      // A value that ran out while this read was in flight (a store slow to fail) is announced here: the
+      // sweep skips an entry being read, and plans built on it must not outlive it.
+      const was = e.wasUsable;
       e.wasUsable = usable(e, opts.now()) !== undefined;
-      if (changed) opts.onChange?.(e.ref);
+      if (changed || (was && !e.wasUsable)) opts.onChange?.(e.ref);
     })();
     return e.reading;
   }
@@ -172,15 +175,16 @@ export function createReferenceResolver(client: (connection: string) => SecretSt
     sweep() {
       const at = opts.now();
       for (const [key, e] of entries) {
-        if (e.reading) continue;
         const t = opts.timing(e.ref.connection);
+        // Ran out (even while a read is in flight): requests now fail, as they must.
+        const nowUsable = usable(e, at) !== undefined;
+        if (e.wasUsable && !nowUsable) opts.onChange?.(e.ref);
+        e.wasUsable = nowUsable;
+        if (e.reading) continue;
         if (at - e.usedAt > Math.max(MIN_IDLE_MS, IDLE_INTERVALS * t.refreshMs)) {
           entries.delete(key);
           continue;
         }
-        const nowUsable = usable(e, at) !== undefined;
-        if (e.wasUsable && !nowUsable) opts.onChange?.(e.ref); // ran out: requests now fail, as they must
-        e.wasUsable = nowUsable;
         // Read before the value is one interval old, so the next request after a rotation gets the new one.
         if (!e.withdrawn && e.value && at - e.readAt + opts.sweepMs >= t.refreshMs && at >= e.retryAt) void read(e);
       }

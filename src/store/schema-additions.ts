@@ -279,7 +279,8 @@ export const ADDITIONS: readonly Migration[] = [
     name: "secret-store-connections",
     // External secret stores (issue 36): a connection's address and non-secret settings as JSON, its auth's
     // secret fields sealed with the data key (additional data: the connection's name), and the vaults an
-    // owner's connection is shared with. A vault's own connection (vault_id set) is used by that vault only.
+    // owner's connection is shared with (each share may be narrowed to paths starting with given prefixes,
+    // JSON; null: every path the connection's sign-in can read). A vault's own connection (vault_id set) is used by that vault only.
     // A credential may hold a reference (JSON of its parts) instead of a value: its nonce and ciphertext
     // are then empty, so anything that tried to open it as a value fails closed.
     sql: `
@@ -301,6 +302,7 @@ export const ADDITIONS: readonly Migration[] = [
       CREATE TABLE secret_store_shares (
         connection_id BIGINT NOT NULL REFERENCES secret_store_connections (id) ON DELETE CASCADE,
         vault_id BIGINT NOT NULL REFERENCES vaults (id) ON DELETE CASCADE,
+        path_prefixes TEXT,
         created_at BIGINT NOT NULL,
         PRIMARY KEY (connection_id, vault_id)
       );

@@ -4,6 +4,7 @@
 // vault's own connection by that vault only.
 
 import type { Sql } from "./db.ts";
+import { fail, isTextList, parseStoredJson } from "./stored-json.ts";
 
 export type SecretStoreKind = "vault" | "aws" | "google" | "azure";
 
@@ -61,6 +62,13 @@ export interface SecretStoreConnectionRow {
   updatedAt: number;
 }
 
+/** A vault's share of an owner's connection: references only to paths starting with one of the prefixes (null: any). */
+export interface SecretStoreShare {
+  readonly connectionId: number;
+  readonly vaultId: number;
+  readonly pathPrefixes: readonly string[] | null;
+}
+
 export type NewSecretStoreConnection = Omit<SecretStoreConnectionRow, "id" | "updatedAt">;
 export type SecretStoreConnectionChange = Pick<SecretStoreConnectionRow, "settings" | "secretsNonce" | "secretsCiphertext" | "refreshSeconds" | "graceSeconds">;
 
@@ -95,18 +103,24 @@ export function secretStoreRepo(sql: Sql) {
       return (await sql.run("DELETE FROM secret_store_connections WHERE id = ?", [id])) === 1;
     },
     /** Every (connection, vault) share, for the registry and the views. */
-    async shares(): Promise<{ connectionId: number; vaultId: number }[]> {
-      const rows = await sql.all<{ connectionId: number; vaultId: number }>(
-        `SELECT connection_id AS "connectionId", vault_id AS "vaultId" FROM secret_store_shares ORDER BY connection_id, vault_id`,
+    async shares(): Promise<SecretStoreShare[]> {
+      const rows = await sql.all<{ connectionId: number; vaultId: number; pathPrefixes: string | null }>(
+        `SELECT connection_id AS "connectionId", vault_id AS "vaultId", path_prefixes AS "pathPrefixes" FROM secret_store_shares ORDER BY connection_id, vault_id`,
       );
-      return rows.map((r) => ({ connectionId: Number(r.connectionId), vaultId: Number(r.vaultId) }));
+      return rows.map((r) => ({
+        connectionId: Number(r.connectionId),
+        vaultId: Number(r.vaultId),
+        pathPrefixes:
+          r.pathPrefixes === null ? null : parseStoredJson("secret_store_shares", Number(r.connectionId), "path_prefixes", r.pathPrefixes, assertPrefixes),
+      }));
     },
-    async share(connectionId: number, vaultId: number, now: number): Promise<void> {
-      await sql.run("INSERT INTO secret_store_shares (connection_id, vault_id, created_at) VALUES (?, ?, ?) ON CONFLICT (connection_id, vault_id) DO NOTHING", [
-        connectionId,
-        vaultId,
-        now,
-      ]);
+    /** Shares (or shares again, replacing the prefixes) a connection with a vault. */
+    async share(connectionId: number, vaultId: number, pathPrefixes: readonly string[] | null, now: number): Promise<void> {
+      await sql.run(
+        `INSERT INTO secret_store_shares (connection_id, vault_id, path_prefixes, created_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT (connection_id, vault_id) DO UPDATE SET path_prefixes = excluded.path_prefixes`,
+        [connectionId, vaultId, pathPrefixes === null ? null : JSON.stringify(pathPrefixes), now],
+      );
     },
     async unshare(connectionId: number, vaultId: number): Promise<boolean> {
       return (await sql.run("DELETE FROM secret_store_shares WHERE connection_id = ? AND vault_id = ?", [connectionId, vaultId])) === 1;
@@ -129,4 +143,8 @@ function normalise(r: SecretStoreConnectionRow): SecretStoreConnectionRow {
     createdAt: Number(r.createdAt),
     updatedAt: Number(r.updatedAt),
   };
+}
+
+function assertPrefixes(v: unknown, at: string): asserts v is string[] {
+  if (!isTextList(v)) fail(at, "must be a list of texts");
 }

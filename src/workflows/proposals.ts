@@ -211,6 +211,8 @@ export async function approveProposal(
     for (const s of services) await tx.services.put(toRow(row.vaultId, s.host, s.description, s.auth, true, s.rules, chosenTemplate(s)), now);
   });
   d.onVaultChange?.(row.vaultId);
+  // Slots answered with a reference are read at once, so how that went shows before the first request.
+  for (const c of sealed) if ("reference" in c && c.reference) void d.secretStores?.readNow(row.vaultId, c.reference);
   void announceProposal(d, "proposal.approved", { ...row, status: "applied", decidedAt: now, decidedBy: p.userId });
 }
 

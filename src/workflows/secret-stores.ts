@@ -8,7 +8,7 @@
 import { Conflict, InvalidRequest, NotFound, PermissionDenied } from "../errors.ts";
 import type { Secret } from "../secret.ts";
 import type { SecretStoreConnectionRow, SecretStoreKind, SecretStoreSettings, Store, VaultRow } from "../store/index.ts";
-import { formatReference, type SecretReference } from "../policy/index.ts";
+import { formatReference, pathAllowed, type SecretReference } from "../policy/index.ts";
 import { sealStoreSecrets } from "../crypto/index.ts";
 import { iso, openVault, requireOwner, type Domain, type Principal, type ReferenceStatus } from "../identity/index.ts";
 
@@ -61,18 +61,24 @@ export function viewReference(reference: SecretReference, status: ReferenceStatu
   };
 }
 
-/** Whether `vaultId` may point references at the connection: its own, or an owner's shared with it. */
-export async function connectionUsableBy(store: Store, row: SecretStoreConnectionRow, vaultId: number): Promise<boolean> {
+/** Whether `vaultId` may point a reference at `path` through the connection: its own, or an owner's shared with it (within the share's paths). */
+export async function connectionUsableBy(store: Store, row: SecretStoreConnectionRow, vaultId: number, path?: string): Promise<boolean> {
   if (row.vaultId !== null) return row.vaultId === vaultId;
-  return (await store.secretStores.shares()).some((s) => s.connectionId === row.id && s.vaultId === vaultId);
+  const share = (await store.secretStores.shares()).find((s) => s.connectionId === row.id && s.vaultId === vaultId);
+  return share !== undefined && (path === undefined || pathAllowed(share.pathPrefixes, path));
 }
 
-/** The connection a reference set in `vaultId` names, when the vault may use it; else a 400 naming `ref`. */
+/** The connection a reference set in `vaultId` names, when the vault may use it for that path; else a 400 naming `field`. */
 export async function requireUsableConnection(d: Domain, vaultId: number, reference: SecretReference, field = "ref"): Promise<void> {
   const row = await d.store.secretStores.byName(reference.connection);
   if (!row || !(await connectionUsableBy(d.store, row, vaultId)))
     throw new InvalidRequest(
       `${field}: this vault has no secret store connection named ${reference.connection} (its own, or one the owner shared with it); see broker secret-store list`,
+      field,
+    );
+  if (!(await connectionUsableBy(d.store, row, vaultId, reference.path)))
+    throw new InvalidRequest(
+      `${field}: ${reference.connection} is shared with this vault for some paths only, and ${reference.path} is not one of them`,
       field,
     );
 }
@@ -116,12 +122,38 @@ async function requireVisible(d: Domain, p: Principal, row: SecretStoreConnectio
   throw new NotFound(`no secret store connection named ${row.name}`);
 }
 
+/**
+ * Sign-ins that act as the broker itself, not as what a person typed: a platform token file (Vault JWT or
+ * Kubernetes) and the broker's own AWS identity (environment, web identity). Only the owner's connections
+ * may use them, and a token file only when the operator listed it (BROKER_SECRET_STORE_TOKEN_FILES): a
+ * vault's admin must never make the broker read one of its files, or lend its cloud identity, to a host
+ * the admin chose.
+ */
+function requireAllowedSignIn(d: Domain, settings: SecretStoreSettings, ownersConnection: boolean): void {
+  const auth = settings.auth as { method: string; token_file?: string };
+  const actsAsBroker = auth.method === "jwt" || auth.method === "kubernetes" || auth.method === "environment";
+  if (!actsAsBroker) return;
+  if (!ownersConnection)
+    throw new PermissionDenied(
+      `auth method ${auth.method} signs in as the broker itself: only the owner's connections may use it; type the store's own credentials instead`,
+    );
+  if (auth.token_file !== undefined && !(d.secretStoreTokenFiles ?? []).includes(auth.token_file))
+    throw new InvalidRequest(
+      "auth.token_file: the broker reads only the token files its operator listed in BROKER_SECRET_STORE_TOKEN_FILES; add this path there and restart",
+      "auth.token_file",
+    );
+}
+
+/** Where a connection reaches its store: changing any of these without a new auth would send the stored auth to the new place. */
+const LOCATION_FIELDS = ["address", "namespace", "ca_pem", "endpoint", "sts_endpoint", "vault_url", "authority"] as const;
+
 export async function createSecretStore(d: Domain, p: Principal, input: SecretStoreInput): Promise<SecretStoreView> {
   let vaultId: number | null = null;
   if (input.vault !== undefined) {
     if (p.kind !== "user") throw new PermissionDenied("agents and scoped sessions never create secret store connections; a person does");
     vaultId = (await openVault(d, p, input.vault, "manage")).vault.id;
   } else requireOwner(p);
+  requireAllowedSignIn(d, input.settings, vaultId === null);
   const existing = await d.store.secretStores.list();
   if (existing.some((c) => c.name === input.name)) throw new Conflict(`a secret store connection named ${input.name} already exists`);
   if (existing.length >= MAX_SECRET_STORES) throw new Conflict(`at most ${MAX_SECRET_STORES} secret store connections; remove one first`);
@@ -169,6 +201,14 @@ export async function updateSecretStore(d: Domain, p: Principal, name: string, c
   const row = await findConnection(d, name);
   await requireManager(d, p, row);
   if (change.settings.kind !== row.kind) throw new InvalidRequest("kind cannot be changed: delete the connection and create another", "kind");
+  requireAllowedSignIn(d, change.settings, row.vaultId === null);
+  if (!change.secrets) {
+    // The sealed auth was given for the old place: it goes to a new one only when a person types it again.
+    const before = JSON.parse(row.settings) as Record<string, unknown>;
+    const after = change.settings as unknown as Record<string, unknown>;
+    const moved = LOCATION_FIELDS.find((f) => before[f] !== after[f]);
+    if (moved) throw new InvalidRequest(`auth: changing ${moved} needs the auth again (the stored one was given for the old place)`, "auth");
+  }
   const sealed = change.secrets
     ? await sealStoreSecrets(d.dataKey, row.name, row.kind, change.secrets)
     : { nonce: row.secretsNonce, ciphertext: row.secretsCiphertext };
@@ -197,13 +237,20 @@ export async function deleteSecretStore(d: Domain, p: Principal, name: string): 
   d.secretStores?.connectionChanged();
 }
 
-export async function shareSecretStore(d: Domain, p: Principal, name: string, vaultName: string): Promise<SecretStoreView> {
+/** `pathPrefixes`: references from the vault may read only paths starting with one of them (null: any path). */
+export async function shareSecretStore(
+  d: Domain,
+  p: Principal,
+  name: string,
+  vaultName: string,
+  pathPrefixes: readonly string[] | null = null,
+): Promise<SecretStoreView> {
   requireOwner(p);
   const row = await findConnection(d, name);
   if (row.vaultId !== null) throw new InvalidRequest(`${name} is a vault's own connection; only the owner's connections are shared`, "name");
   const vault = await d.store.vaults.byName(vaultName);
   if (!vault) throw new NotFound(`no vault named ${vaultName}`);
-  await d.store.secretStores.share(row.id, vault.id, d.now());
+  await d.store.secretStores.share(row.id, vault.id, pathPrefixes, d.now());
   d.secretStores?.connectionChanged();
   const [view] = await viewConnections(d, [row], "all");
   return view!;
@@ -223,6 +270,7 @@ export async function unshareSecretStore(d: Domain, p: Principal, name: string, 
 /** Reads every reference through the connection again now (those of vaults `p` sees) and reports each. */
 export async function checkSecretStore(d: Domain, p: Principal, name: string): Promise<{ ok: boolean; references: ConnectionReference[] }> {
   const row = await findConnection(d, name);
+  await requireManager(d, p, row); // a read of the store on demand: for those who manage the connection
   const vaults = await requireVisible(d, p, row);
   const refs = await d.store.credentials.references();
   const runtime = d.secretStores;
@@ -243,6 +291,8 @@ export interface SecretStoreView {
   kind: SecretStoreKind;
   vault: string | null;
   shared_with: string[];
+  /** Per vault it is shared with: the path prefixes its references may read (null: any). */
+  share_paths: Record<string, readonly string[] | null>;
   settings: Record<string, unknown>;
   auth: Record<string, unknown>;
   refresh_seconds: number;
@@ -288,6 +338,9 @@ async function viewConnections(d: Domain, rows: readonly SecretStoreConnectionRo
       kind: row.kind,
       vault: row.vaultId === null ? null : (names.get(row.vaultId) ?? null),
       shared_with: shares.filter((s) => s.connectionId === row.id && seen(vaults, s.vaultId)).map((s) => names.get(s.vaultId) ?? String(s.vaultId)),
+      share_paths: Object.fromEntries(
+        shares.filter((s) => s.connectionId === row.id && seen(vaults, s.vaultId)).map((s) => [names.get(s.vaultId) ?? String(s.vaultId), s.pathPrefixes]),
+      ),
       settings,
       auth: auth as Record<string, unknown>,
       refresh_seconds: row.refreshSeconds,

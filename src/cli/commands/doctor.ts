@@ -1,5 +1,7 @@
 // `broker doctor`: reads the server's configuration and checks what would stop or weaken it (ports, file
-// modes, database, keyring, root CA, network guard, public URL, OIDC issuer), each with its fix. Read-only.
+// modes, database, keyring, root CA, network guard, public URL, OIDC issuer, and, signed in as the running
+// broker's owner, each secret store connection), each with its fix. Read-only (a store check reads values
+// again into the broker's memory, as its refresh would).
 
 import { defineCommand } from "citty";
 import { ConfigError, loadConfig, type Config } from "../../config.ts";
@@ -8,10 +10,10 @@ import { CliExit } from "../kit/index.ts";
 import { checkGuard, checkOidc, checkPorts, checkPublicUrl, type Finding } from "../kit/index.ts";
 import { checkCa, checkDataDir, checkDatabase, checkKeyring } from "../kit/index.ts";
 import { printJson, printLine } from "../kit/index.ts";
-import { settingsToCheck } from "../kit/index.ts";
+import { checkSecretStores, settingsToCheck } from "../kit/index.ts";
 
 const doctorCommand = defineCommand({
-  meta: { name: "doctor", description: "Check the server's configuration, files, database and CA, and say how to fix what is wrong" },
+  meta: { name: "doctor", description: "Check the server's configuration, files, database, CA and secret store connections, and say how to fix what is wrong" },
   args: {
     "data-dir": { type: "string", description: "Data directory (default: BROKER_DATA_DIR or ~/.broker)" },
     ...jsonArg,
@@ -56,10 +58,12 @@ async function runChecks(env: Record<string, string | undefined>): Promise<Findi
   findings.push(checkKeyring(db.summary, Boolean(env.BROKER_MASTER_PASSWORD)));
   findings.push(checkCa(db.summary, Date.now()));
   // The guard and the public URL as the running broker has them, when it can be asked.
-  const { settings, source } = await settingsToCheck(config, env);
+  const { settings, source, owner } = await settingsToCheck(config, env);
   findings.push(source);
   findings.push(...checkGuard(settings));
   findings.push(checkPublicUrl(settings));
+  // Each secret store connection reads its references again: only the running broker's owner may ask.
+  if (owner) findings.push(...(await checkSecretStores(owner)));
   const oidc = await checkOidc(config);
   if (oidc) findings.push(oidc);
   return findings;

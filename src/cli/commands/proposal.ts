@@ -1,6 +1,7 @@
 // `broker proposal list|show|approve|reject`: the human side of the agent protocol. An agent
 // files a proposal (hosts, credential slots); a person reviews it here and approves it, typing
-// each slot's value at a hidden prompt or piping the values on stdin, one line per slot in order.
+// each slot's value at a hidden prompt or piping the values on stdin, one line per slot in order,
+// or answering a slot with a secret store reference (`--ref KEY=<connection>:<path>#<field>`).
 // Values travel inside Secret until the request body is serialised; they are never printed.
 
 import { defineCommand } from "citty";
@@ -12,6 +13,7 @@ import { CliFailure } from "../kit/index.ts";
 import { formatTime, printJson, printLine, printTable } from "../kit/index.ts";
 import { promptHidden, stdinIsTerminal } from "../kit/index.ts";
 import { checkWholePem, describeAuth, slotPrompt } from "../kit/index.ts";
+import { nameRefFlag, refAnswers, type RefBody } from "../kit/index.ts";
 import { requesterPrefix } from "../../identity/index.ts";
 import type { CredentialListBody, ProposalAnswerBody, ProposalListBody } from "../../contract/index.ts";
 
@@ -114,22 +116,42 @@ const approve = defineCommand({
   meta: {
     name: "approve",
     description:
-      "Approve a proposal, supplying each credential: typed at hidden prompts, or piped one line per slot in order (an empty line keeps a stored value)",
+      "Approve a proposal, supplying each credential: typed at hidden prompts, or piped one line per slot in order (an empty line keeps a stored value); " +
+      "or answer a slot with a secret store reference, --ref KEY=<connection>:<path>#<field>",
   },
-  args: { ...idArg, ...vaultArg },
-  async run({ args }) {
+  args: {
+    ...idArg,
+    ref: {
+      type: "string",
+      valueHint: "KEY=connection:path#field",
+      description: "Answer slot KEY with a secret in a store instead of a value (`broker secret-store list`); repeatable. The other slots are typed or piped",
+    },
+    "ref-version": {
+      type: "string",
+      valueHint: "KEY=version",
+      description: "With --ref KEY=…: the version the store keeps to read (default: the latest); repeatable",
+    },
+    ...vaultArg,
+  },
+  async run({ args, rawArgs }) {
     const id = checkId(args.id);
     const ctx = openContext();
     const vault = optionalVault(ctx, args.vault);
     const p = await fetchProposal(ctx.client, id, vault);
     if (p.status !== "pending") throw new CliFailure(`proposal ${p.id} is ${p.status}, not pending`, "only pending proposals can be approved");
-    const stored = p.credentials.length
+    const refs = refAnswers(
+      rawArgs,
+      p.credentials.map((c) => c.key),
+      p.id,
+    );
+    const asked = p.credentials.filter((c) => !refs.has(c.key));
+    const stored = asked.length
       ? (await ctx.client.request<CredentialListBody>("GET", vaultPath(p.vault, "credentials"), { vault: p.vault })).credentials.map((c) => c.key)
       : [];
     const terminal = stdinIsTerminal();
-    const piped = terminal || p.credentials.length === 0 ? [] : await stdinLines();
-    const values: Record<string, Secret> = {};
-    for (const [i, slot] of p.credentials.entries()) {
+    const piped = terminal || asked.length === 0 ? [] : await stdinLines();
+    const values: Record<string, Secret | RefBody> = Object.fromEntries(refs);
+    for (const [i, slot] of asked.entries()) {
       const exists = stored.includes(slot.key);
       const value = terminal ? await promptHidden(slotPrompt(p.services, slot.key, exists)) : new Secret(piped[i] ?? "");
       checkWholePem(p.services, slot.key, value, p.id);
@@ -138,18 +160,20 @@ const approve = defineCommand({
         throw new CliFailure(
           `no value for ${slot.key}: nothing was approved`,
           terminal
-            ? "type the value at the prompt"
-            : `pipe ${p.credentials.length} line(s), one value per slot in the order \`broker proposal show ${p.id}\` lists them`,
+            ? "type the value at the prompt, or answer the slot with --ref KEY=<connection>:<path>#<field>"
+            : `pipe ${asked.length} line(s), one value per slot in the order \`broker proposal show ${p.id}\` lists them${refs.size ? " (leaving out those given by --ref)" : ""}`,
         );
       }
     }
-    await ctx.client.request("POST", apiPath("v1", "proposals", id, "approve"), {
+    const call = ctx.client.request("POST", apiPath("v1", "proposals", id, "approve"), {
       body: { credentials: values },
       vault: vault ?? p.vault,
       headerVault: true,
       hints: { ...proposalHints(id, vault), 409: decidedHint(id) },
     });
+    await nameRefFlag(call);
     printLine(`Approved proposal ${p.id}`);
+    for (const [key, ref] of refs) printLine(`  ${key} refers to ${ref.ref}${ref.version ? ` (version ${ref.version})` : ""}`);
   },
 });
 

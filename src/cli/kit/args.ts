@@ -21,8 +21,25 @@ export const addressArg = {
   address: { type: "string", description: "Broker address to use and remember (default: BROKER_ADDR, the saved one, or http://127.0.0.1:14321)" },
 } as const;
 
-/** Flags that would carry a secret on the command line: refused with a pointer to the safe way. */
-const SECRET_FLAGS = new Set(["value", "password", "secret", "new-password", "current-password"]);
+/**
+ * Flags that would carry a secret on the command line: refused with a pointer to the safe way. Where a
+ * command has one of these names as a real flag (`service add --token KEY` names a key), it is that flag.
+ */
+const SECRET_FLAGS = new Set([
+  "value",
+  "password",
+  "secret",
+  "new-password",
+  "current-password",
+  // A secret store's auth (`broker secret-store add|set`): typed at a prompt or piped, never flags.
+  "token",
+  "role-id",
+  "secret-id",
+  "access-key-id",
+  "secret-access-key",
+  "session-token",
+  "client-secret",
+]);
 
 const TTL_UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400, w: 604800 };
 

@@ -5,14 +5,21 @@
 
 import type { Config } from "../../config.ts";
 import type { EffectiveSettingsBody } from "../../contract/index.ts";
+import type { Client } from "./client.ts";
 import { openContext } from "./context.ts";
 import type { Finding } from "./doctor-checks.ts";
 
 /** The settings the guard and public-URL checks read. */
 export type CheckedSettings = Pick<Config, "allowPrivateRanges" | "networkAllowlist" | "bindHost" | "publicUrl">;
 
-/** The running broker's settings when it can be asked, else the shell's; with the finding that says which. */
-export async function settingsToCheck(config: Config, env: Record<string, string | undefined>): Promise<{ settings: CheckedSettings; source: Finding }> {
+/**
+ * The running broker's settings when it can be asked, else the shell's; with the finding that says which,
+ * and (when it answered) the client signed in to it as its owner, for the checks that ask it more.
+ */
+export async function settingsToCheck(
+  config: Config,
+  env: Record<string, string | undefined>,
+): Promise<{ settings: CheckedSettings; source: Finding; owner?: Client }> {
   const host = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? "127.0.0.1" : config.bindHost;
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${config.apiPort}`;
   const shell = (why: string) => ({
@@ -21,9 +28,10 @@ export async function settingsToCheck(config: Config, env: Record<string, string
   });
   if (config.apiPort === 0) return shell("BROKER_PORT=0: no running broker to ask");
   let effective: EffectiveSettingsBody;
+  let owner: Client;
   try {
-    const ctx = openContext({ env, address: url });
-    effective = await ctx.client.request<EffectiveSettingsBody>("GET", "/v1/owner/effective-settings");
+    owner = openContext({ env, address: url }).client;
+    effective = await owner.request<EffectiveSettingsBody>("GET", "/v1/owner/effective-settings");
   } catch {
     return shell(`no broker at ${url} told its settings: none runs there, or this CLI is not signed in to it as the instance owner`);
   }
@@ -35,5 +43,6 @@ export async function settingsToCheck(config: Config, env: Record<string, string
       publicUrl: effective.public_url ?? undefined,
     },
     source: { check: "settings checked", level: "ok", message: `the running broker's at ${url} (its own environment, which may differ from this shell's)` },
+    owner,
   };
 }

@@ -101,3 +101,18 @@ export { settingsToCheck } from "./doctor-running.ts";
 export { warnIfNoKeys } from "./service-keys.ts";
 export { sqliteStoreConfig } from "./sqlite-config.ts";
 export { limitArg, parseListLimit, readPages } from "./pages.ts";
+export { STORE_KINDS, STORE_SETTING_ARGS, storeBodyFromFlags, type StoreFlags, type StoreKind } from "./secret-store-flags.ts";
+export { readAuthSecrets, SECRETS_NOTES } from "./secret-store-secrets.ts";
+export { LIST_STORES_HINT, nameRefFlag, nameStoreFlag, storeHints } from "./secret-store-failures.ts";
+export { REF_EXAMPLE, refAnswers, refBody, type RefBody } from "./secret-store-refs.ts";
+export {
+  authWords,
+  CREDENTIAL_REFERENCE_COLUMNS,
+  firstReadWords,
+  kindWords,
+  ownerWords,
+  REFERENCE_COLUMNS,
+  referenceStatus,
+  storeWhere,
+} from "./secret-store-words.ts";
+export { checkSecretStores } from "./doctor-secret-stores.ts";

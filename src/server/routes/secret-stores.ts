@@ -22,6 +22,7 @@ import {
   SecretStoreConnectionView,
   SecretStoreCreateInput,
   SecretStorePatchInput,
+  SecretStoreShareInput,
   VaultName,
 } from "../../contract/index.ts";
 import type { Domain } from "../../identity/index.ts";
@@ -106,13 +107,17 @@ export function secretStoreRoutes(d: Domain) {
   r.put(
     "/:name/vaults/:vault",
     describe({
-      summary: "Share an owner's connection with a vault (its admins and members may then point references at it)",
+      summary: "Share an owner's connection with a vault, for every path or for some (its admins and members may then point references at it)",
       tags,
       auth: "bearer",
       who: "the owner",
       success: { status: 200, schema: SecretStoreConnectionView },
     }),
-    async (c) => c.json(await shareSecretStore(d, c.get("principal"), name(c.req.param("name")), parseWith(VaultName, c.req.param("vault"), "vault"))),
+    jsonBody(SecretStoreShareInput),
+    async (c) =>
+      c.json(
+        await shareSecretStore(d, c.get("principal"), name(c.req.param("name")), parseWith(VaultName, c.req.param("vault"), "vault"), c.req.valid("json")),
+      ),
   );
   r.delete(
     "/:name/vaults/:vault",

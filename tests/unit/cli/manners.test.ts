@@ -21,7 +21,7 @@ describe("did you mean", () => {
       err: 'error: unknown command "lsit"\ndid you mean: broker vault list?\n',
     });
     expect((await runOffline(["auth", "sesions", "list"])).err).toContain("did you mean: broker auth sessions?");
-    expect((await runOffline(["se"])).err).toContain("did you mean: broker server or broker service?");
+    expect((await runOffline(["se"])).err).toContain("did you mean: broker server, broker service or broker secret-store?");
     // Asking for help on a typo gets the same answer, not the parent's help.
     expect(await runOffline(["vualt", "--help"])).toEqual({ code: 2, out: "", err: 'error: unknown command "vualt"\ndid you mean: broker vault?\n' });
   });

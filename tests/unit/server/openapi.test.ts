@@ -23,7 +23,6 @@ const NO_BODY = new Set([
   "POST /v1/ca/rotate",
   "POST /v1/auth/oidc/link",
   "POST /v1/secret-stores/{name}/check",
-  "PUT /v1/secret-stores/{name}/vaults/{vault}",
 ]);
 
 async function setUp() {

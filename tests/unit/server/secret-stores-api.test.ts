@@ -105,13 +105,20 @@ describe("connections", () => {
   });
 
   test("people who are not the owner, agents and scoped sessions cannot add an owner's connection; a vault admin adds their vault's own", async () => {
-    const body = { name: "mine", kind: "aws", region: "eu-west-1", auth: { method: "environment" } };
+    const body = { name: "mine", kind: "aws", region: "eu-west-1", auth: { method: "keys", access_key_id: "AKIAMINE", secret_access_key: awsSecret } };
     expect((await call(admin, "POST", "/v1/secret-stores", body)).status).toBe(403);
     expect((await call(agent.token, "POST", "/v1/secret-stores", { ...body, vault: "v1" }, agent.headers)).status).toBe(403);
     expect((await call(scoped, "POST", "/v1/secret-stores", { ...body, vault: "v1" })).status).toBe(403);
     expect((await call(member, "POST", "/v1/secret-stores", { ...body, vault: "v1" })).status).toBe(403);
     const made = await call(admin, "POST", "/v1/secret-stores", { ...body, vault: "v1" });
     expect([made.status, made.body.vault]).toEqual([201, "v1"]);
+    // Signing in as the broker itself (its AWS identity, a platform token file) is for the owner's connections only.
+    const env = await call(admin, "POST", "/v1/secret-stores", { ...body, name: "mine-env", vault: "v1", auth: { method: "environment" } });
+    expect([env.status, env.body.message]).toEqual([403, expect.stringContaining("signs in as the broker itself")]);
+    const jwt = { name: "mine-jwt", kind: "vault", address: "https://vault.example.com", auth: { method: "kubernetes", role: "r", token_file: "/etc/passwd" } };
+    expect((await call(admin, "POST", "/v1/secret-stores", { ...jwt, vault: "v1" })).status).toBe(403);
+    const unlisted = await call(owner, "POST", "/v1/secret-stores", jwt);
+    expect([unlisted.status, unlisted.body.field]).toEqual([400, "auth.token_file"]);
     // Seen by v1's people, not by v2's admin; agents and scoped sessions see none.
     expect((await call(member, "GET", "/v1/secret-stores")).body.connections.map((c: { name: string }) => c.name)).toEqual(["mine"]);
     expect((await call(otherAdmin, "GET", "/v1/secret-stores")).body.connections).toEqual([]);
@@ -173,6 +180,23 @@ describe("connections", () => {
     expect((await call(owner, "DELETE", "/v1/secret-stores/kv/vaults/v1")).status).toBe(404);
   });
 
+  test("a share narrowed to path prefixes: references only under them, never through a . or .. segment; sharing again replaces them", async () => {
+    const narrowed = await call(owner, "PUT", "/v1/secret-stores/gcp/vaults/v2", { paths: ["team-b/", "shared-"] });
+    expect([narrowed.status, narrowed.body.share_paths]).toEqual([200, { v2: ["team-b/", "shared-"] }]);
+    const set = (path: string) => call(otherAdmin, "PUT", "/v1/vaults/v2/credentials/K", { ref: `gcp:${path}` });
+    expect((await set("team-b/api")).status).toBe(200);
+    expect((await set("shared-key")).status).toBe(200);
+    for (const outside of ["prod/payments", "team-b/../prod/payments", "team-b/./x", "team-a/api"]) {
+      const r = await set(outside);
+      expect([outside, r.status, r.body.field]).toEqual([outside, 400, "ref"]);
+    }
+    expect((await call(owner, "PUT", "/v1/secret-stores/gcp/vaults/v2", { paths: [] })).status).toBe(400);
+    expect((await call(owner, "PUT", "/v1/secret-stores/gcp/vaults/v2", { paths: ["has space"] })).status).toBe(400);
+    expect((await call(owner, "PUT", "/v1/secret-stores/gcp/vaults/v2", {})).body.share_paths).toEqual({ v2: null });
+    expect((await set("prod/payments")).status).toBe(200);
+    expect((await call(otherAdmin, "DELETE", "/v1/vaults/v2/credentials/K")).status).toBe(204);
+  });
+
   test("PATCH merges over the stored settings, keeps the sealed auth unless a new one is given, and refuses name, kind and vault", async () => {
     const before = (await h.store.secretStores.byName("aws"))!;
     const r = await call(owner, "PATCH", "/v1/secret-stores/aws", { region: "us-east-1", grace_seconds: 0 });
@@ -183,6 +207,14 @@ describe("connections", () => {
     const replaced = await call(owner, "PATCH", "/v1/secret-stores/aws", { auth: { method: "environment" } });
     expect(replaced.body.auth).toEqual({ method: "environment" });
     expect(Buffer.from((await h.store.secretStores.byName("aws"))!.secretsCiphertext).equals(Buffer.from(before.secretsCiphertext))).toBe(false);
+    // Moving the connection needs the auth again: the stored one was given for the old place.
+    const moved = await call(owner, "PATCH", "/v1/secret-stores/kv", { address: "https://elsewhere.example.com" });
+    expect([moved.status, moved.body.field]).toEqual([400, "auth"]);
+    const movedWithAuth = await call(owner, "PATCH", "/v1/secret-stores/kv", {
+      address: "https://elsewhere.example.com",
+      auth: { method: "token", token: vaultToken },
+    });
+    expect([movedWithAuth.status, movedWithAuth.body.settings.address]).toEqual([200, "https://elsewhere.example.com"]);
     for (const field of ["name", "kind", "vault"]) {
       const no = await call(owner, "PATCH", "/v1/secret-stores/aws", { [field]: "x" });
       expect([no.status, no.body.field]).toEqual([400, field]);

@@ -39,12 +39,13 @@ forEachBackend((backend) => {
       20,
     );
     expect(await store.secretStores.byName("kv")).toMatchObject({ settings: "{}", refreshSeconds: 10, graceSeconds: 0, updatedAt: 20 });
-    await store.secretStores.share(kv.id, v.id, 30);
-    await store.secretStores.share(kv.id, v.id, 31); // a set: sharing twice changes nothing
-    await store.secretStores.share(kv.id, w.id, 32);
+    await store.secretStores.share(kv.id, v.id, null, 30);
+    await store.secretStores.share(kv.id, v.id, null, 31); // a set: sharing twice changes nothing
+    await store.secretStores.share(kv.id, w.id, null, 32);
+    await store.secretStores.share(kv.id, w.id, ["payments/", "shared/"], 33); // sharing again replaces the prefixes
     expect(await store.secretStores.shares()).toEqual([
-      { connectionId: kv.id, vaultId: v.id },
-      { connectionId: kv.id, vaultId: w.id },
+      { connectionId: kv.id, vaultId: v.id, pathPrefixes: null },
+      { connectionId: kv.id, vaultId: w.id, pathPrefixes: ["payments/", "shared/"] },
     ]);
     expect(await store.secretStores.unshare(kv.id, w.id)).toBe(true);
     expect(await store.secretStores.unshare(kv.id, w.id)).toBe(false);

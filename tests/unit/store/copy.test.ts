@@ -267,7 +267,7 @@ async function seed(store: Store): Promise<void> {
     createdBy: owner.id,
     createdAt: T0,
   });
-  await store.secretStores.share(kv.id, vault.id, T0 + 1);
+  await store.secretStores.share(kv.id, vault.id, null, T0 + 1);
   await store.credentials.put({ vaultId: vault.id, key: "FROM_KV", reference: { connection: "prod-kv", path: "apps/x", field: "token" } }, T0 + 2);
 }
 
