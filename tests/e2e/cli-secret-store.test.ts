@@ -148,7 +148,11 @@ describe("a connection and credentials that refer to it", () => {
     expect(dup.exitCode).toBe(1);
     expect(dup.stderr).toContain("a secret store connection named team already exists");
     expect(dup.stderr).toContain("hint: pick another name");
-    expect(expectOk(await cli(["secret-store", "share", "team", "demo"])).stdout).toContain("Shared team with vault demo (now the owner's, shared with demo).");
+    const narrowed = expectOk(await cli(["secret-store", "share", "team", "demo", "--path", "apps/", "--path", "shared/"])).stdout;
+    expect(narrowed).toContain("Shared team with vault demo for paths starting with apps/, shared/ (now the owner's, shared with demo).");
+    expect(expectOk(await cli(["secret-store", "share", "team", "demo"])).stdout).toContain(
+      "Shared team with vault demo, every path (now the owner's, shared with demo).",
+    );
   });
 
   test("list and show: settings, auth method, vaults, status", async () => {
@@ -364,7 +368,7 @@ describe("the other kinds' flags", () => {
       ),
     );
     expect(azure.stdout).toContain(
-      "Azure Key Vault at https://my-kv.vault.azure.net/, signing in with client credentials of app-1 in tenant contoso.onmicrosoft.com;",
+      "Azure Key Vault at https://my-kv.vault.azure.net, signing in with client credentials of app-1 in tenant contoso.onmicrosoft.com;",
     );
     const list = expectOk(await cli(["secret-store", "list"])).stdout;
     expect(list).toMatch(/^own-aws\s+aws\s+region us-east-1\s+demo \(own\)\s+0\s+never\s+-$/m);

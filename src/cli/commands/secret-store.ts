@@ -6,7 +6,7 @@
 
 import { defineCommand } from "citty";
 import type { SecretStoreCheckBody, SecretStoreConnectionBody, SecretStoreConnectionListBody } from "../../contract/index.ts";
-import { addHelpFooter, apiPath, CliExit, CliFailure, jsonArg, openContext } from "../kit/index.ts";
+import { addHelpFooter, apiPath, CliExit, CliFailure, collectFlagValues, jsonArg, openContext } from "../kit/index.ts";
 import { formatTime, printJson, printLine, printTable } from "../kit/index.ts";
 import {
   nameStoreFlag,
@@ -154,12 +154,31 @@ const remove = defineCommand({
 const vaultPositional = { vault: { type: "positional", description: "Vault name", required: true } } as const;
 
 const share = defineCommand({
-  meta: { name: "share", description: "Let a vault's credentials refer to one of the owner's connections (owner)" },
-  args: { ...nameArg, ...vaultPositional },
-  async run({ args }) {
+  meta: {
+    name: "share",
+    description: "Let a vault's credentials refer to one of the owner's connections (owner); --path narrows it to paths starting with a prefix",
+  },
+  args: {
+    ...nameArg,
+    ...vaultPositional,
+    path: {
+      type: "string",
+      valueHint: "prefix",
+      description:
+        "Only paths starting with this prefix, as references write them (payments/); repeatable. Without it: every path the connection can read. Sharing again replaces the prefixes",
+    },
+  },
+  async run({ args, rawArgs }) {
     const ctx = openContext();
-    const c = await ctx.client.request<SecretStoreConnectionBody>("PUT", storePath(args.name, "vaults", args.vault), { hints: storeHints(args.name) });
-    printLine(`Shared ${c.name} with vault ${args.vault} (now ${ownerWords(c)}).`);
+    const paths = collectFlagValues(rawArgs, "path");
+    const c = await ctx.client.request<SecretStoreConnectionBody>("PUT", storePath(args.name, "vaults", args.vault), {
+      ...(paths.length && { body: { paths } }),
+      hints: storeHints(args.name),
+    });
+    const narrowed = c.share_paths[args.vault];
+    printLine(
+      `Shared ${c.name} with vault ${args.vault}${narrowed ? ` for paths starting with ${narrowed.join(", ")}` : ", every path"} (now ${ownerWords(c)}).`,
+    );
     printLine(`Its admins and members may point credentials at it: broker credential set <KEY> --ref ${c.name}:<path>#<field> --vault ${args.vault}`);
   },
 });

@@ -60,7 +60,7 @@ export { ADD_RULES_NOTES } from "./service-rules.ts";
 export { ALLOW_EXAMPLE } from "./service-rules.ts";
 export { allowArg } from "./service-rules.ts";
 export { approveArg } from "./service-rules.ts";
-export { collectRuleFlags } from "./service-rules.ts";
+export { collectFlagValues, collectRuleFlags } from "./service-rules.ts";
 export { describeAllowed } from "./service-rules.ts";
 export { parseRuleFlags } from "./service-rules.ts";
 export { rulesFromFlags } from "./service-rules.ts";
