@@ -8,6 +8,7 @@ import { LIMITS, parseHostPattern, RulesList } from "../policy/index.ts";
 import { parsedBy, says } from "../schema-input.ts";
 import { Secret } from "../secret.ts";
 import { ReferenceInput, type CredentialSource } from "./secret-stores.ts";
+import type { SecretReference } from "../policy/index.ts";
 import { credentialValue, KeyName, omittedWhenEmpty, optionalText, urlCheckedBy } from "./fields.ts";
 import { ServiceAuthInput } from "./service-auth.ts";
 import { ServiceTemplate } from "./templates.ts";
@@ -182,18 +183,27 @@ export const ProposalInput = z
       ctx.addIssue({ code: "custom", path: ["services"], message: "a proposal needs at least one service or credential slot", input: p });
   });
 
+/**
+ * One slot's answer: a value (text), or a reference (an object). Dispatched by its shape rather than by a
+ * union, so a refusal says what is wrong with the one that was given (a line break in a value, a reference
+ * without its connection), not that the answer is neither.
+ */
+const SlotValue = omittedWhenEmpty(credentialValue("{key}"));
+const SlotAnswer = z
+  .unknown()
+  .transform((v, ctx): Secret | SecretReference | undefined => {
+    const read = v !== null && typeof v === "object" ? ReferenceInput.safeParse(v) : SlotValue.safeParse(v);
+    if (read.success) return read.data;
+    for (const issue of read.error.issues) ctx.addIssue({ code: "custom", message: issue.message, path: issue.path, input: "[redacted]" });
+    return z.NEVER;
+  })
+  .describe('the value (text), or {"ref": "<connection>:<path>#<field>", "version"?}');
+
 /** A person's approval: the slots' values by key, and rules by host replacing the ones asked for. */
 export const ProposalApprovalInput = z.strictObject({
   credentials: z
     // "" is no value: a slot whose key the vault already has keeps the stored one.
-    .record(
-      z.string(),
-      z.union(
-        [omittedWhenEmpty(credentialValue("{key}")), ReferenceInput],
-        says('credentials must map each key to its value, or to {"ref": "<connection>:<path>#<field>"}'),
-      ),
-      says("credentials must map each key to its value"),
-    )
+    .record(z.string(), SlotAnswer, says("credentials must map each key to its value"))
     .nullish()
     .transform((values) =>
       Object.fromEntries(

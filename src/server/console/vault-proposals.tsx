@@ -4,14 +4,23 @@
 // approval page), the credentials asked for and the new-host warnings; approve (typing each value
 // into a password field, narrowing each host's rules in its box) or deny, and a fresh approval
 // link, through the API's domain functions (readProposalFor, approveProposal, rejectProposal,
-// reissueApprovalLink), so only human admins and members decide. A typed value goes straight into
-// a Secret; no page ever shows one.
+// reissueApprovalLink), so only human admins and members decide. A slot may be answered with a
+// reference into a secret store the vault may use instead of a value (ui/slot-answers.tsx). A typed
+// value goes straight into a Secret; no page ever shows one.
 
 import { Hono } from "hono";
 import { BrokerError, NotFound } from "../../errors.ts";
 import { PageBeforeId, parseWith, ProposalApprovalInput } from "../../contract/index.ts";
 import type { Secret } from "../../secret.ts";
-import { approveProposal, readProposalFor, readProposalId, rejectProposal, reissueApprovalLink, reviewProposals } from "../../workflows/index.ts";
+import {
+  approveProposal,
+  listSecretStores,
+  readProposalFor,
+  readProposalId,
+  rejectProposal,
+  reissueApprovalLink,
+  reviewProposals,
+} from "../../workflows/index.ts";
 import { mayInVault } from "../../identity/index.ts";
 import { servicesOfHosts, viewProposal } from "../../workflows/index.ts";
 import { readPageQuery } from "../kit/index.ts";
@@ -22,7 +31,7 @@ import type { ProposalReview } from "../../workflows/index.ts";
 import type { CredentialSource, Rules } from "../../policy/index.ts";
 import { RulesBox, RulesReview, TemplateChoice } from "../ui/index.ts";
 import { formatRulesText, readChosenRules, rulesFieldName, typedRules } from "../ui/index.ts";
-import { Badge, Button, EmptyState, Name, PostForm, Section, Time, toneOf } from "../ui/index.ts";
+import { Badge, Button, EmptyState, Name, PostForm, Section, SlotReference, slotAnswers, Time, toneOf } from "../ui/index.ts";
 import {
   describeError,
   formOf,
@@ -107,8 +116,8 @@ function Hosts(props: { p: ProposalReview; current: CurrentServices; editable: b
   );
 }
 
-/** One requested credential: what it is, where to get it, and (for an approver) a password field. */
-function Slot(props: { p: ProposalReview; slot: ProposalReview["credentials"][number]; editable: boolean; exists: boolean }) {
+/** One requested credential: what it is, where to get it, and (for an approver) a password field, or a reference when the vault may use a store. */
+function Slot(props: { p: ProposalReview; slot: ProposalReview["credentials"][number]; editable: boolean; exists: boolean; connections: readonly string[] }) {
   const { slot, p } = props;
   const id = `value-${p.id}-${slot.key}`;
   const uses = slotUses(p.services, slot.key);
@@ -129,10 +138,19 @@ function Slot(props: { p: ProposalReview; slot: ProposalReview["credentials"][nu
             Value for {slot.key}
             {props.exists ? " (leave empty to keep the stored value)" : ""}
           </label>
-          <input type="password" id={id} name={`${VALUE_PREFIX}${slot.key}`} autocomplete="off" required={!props.exists} spellcheck={false} />
+          {/* Required only when no reference could answer it instead (the server says what is missing either way). */}
+          <input
+            type="password"
+            id={id}
+            name={`${VALUE_PREFIX}${slot.key}`}
+            autocomplete="off"
+            required={!props.exists && props.connections.length === 0}
+            spellcheck={false}
+          />
           {isPemSlot(p.services, slot.key) ? <p class="hint">{PEM_HINT}</p> : null}
         </div>
       ) : null}
+      {props.editable && props.connections.length ? <SlotReference slotKey={slot.key} idPrefix={`p${p.id}-`} connections={props.connections} /> : null}
     </fieldset>
   );
 }
@@ -145,9 +163,12 @@ function PendingProposal(props: {
   existing: readonly string[];
   current: CurrentServices;
   typed?: TypedRules;
+  connections: readonly string[];
 }) {
   const { p, vault } = props;
-  const slots = p.credentials.map((s) => <Slot p={p} slot={s} editable={props.canDecide} exists={props.existing.includes(s.key)} />);
+  const slots = p.credentials.map((s) => (
+    <Slot p={p} slot={s} editable={props.canDecide} exists={props.existing.includes(s.key)} connections={props.connections} />
+  ));
   return (
     <article class="card proposal" id={`proposal-${p.id}`} aria-labelledby={`proposal-${p.id}-title`}>
       <h2 id={`proposal-${p.id}-title`}>
@@ -229,6 +250,14 @@ async function renderProposals(c: ConsoleContext, typed?: TypedRules, status: 20
   const { pending, decided, next_cursor } = await reviewProposals(d, open, { limit: CONSOLE_PAGE_SIZE, before });
   const canDecide = mayInVault(signedIn(c), open.role, "approve");
   const existing = await d.store.credentials.keys(open.vault.id);
+  // The connections a slot may be answered from (the vault's own and the owner's shared with it), by name.
+  const connections =
+    canDecide && pending.some((p) => p.credentials.length)
+      ? (await listSecretStores(d, signedIn(c)))
+          .filter((s) => s.vault === open.vault.name || s.shared_with.includes(open.vault.name))
+          .map((s) => s.name)
+          .sort()
+      : [];
   // The vault's services for the pending proposals' hosts only (their rules are shown beside the ones asked for).
   const current: CurrentServices = await servicesOfHosts(
     d,
@@ -250,7 +279,16 @@ async function renderProposals(c: ConsoleContext, typed?: TypedRules, status: 20
         <div id="pending">
           <h2 class="section-title">Waiting for a decision ({pending.length})</h2>
           {pending.map((p) => (
-            <PendingProposal p={p} vault={open.vault.name} canDecide={canDecide} role={open.role} existing={existing} current={current} typed={typed} />
+            <PendingProposal
+              p={p}
+              vault={open.vault.name}
+              canDecide={canDecide}
+              role={open.role}
+              existing={existing}
+              current={current}
+              typed={typed}
+              connections={connections}
+            />
           ))}
         </div>
       )}
@@ -272,12 +310,12 @@ async function openForDecision(c: ConsoleContext) {
   return found;
 }
 
-/** The typed values, each wrapped in a Secret at once; empty fields mean "keep the stored value". */
-/** The values typed for each slot, read by the API's own schema (the same checks as a value posted as JSON). */
+/**
+ * The values or references typed for each slot, read by the API's own schema (the same checks as a slot
+ * posted as JSON); a value is wrapped in a Secret at once, and an empty one means "keep the stored value".
+ */
 function typedValues(form: Record<string, string>): Record<string, CredentialSource> {
-  const typed: Record<string, string> = {};
-  for (const [name, value] of Object.entries(form)) if (name.startsWith(VALUE_PREFIX)) typed[name.slice(VALUE_PREFIX.length)] = value;
-  return parseWith(ProposalApprovalInput, { credentials: typed }).credentials;
+  return parseWith(ProposalApprovalInput, { credentials: slotAnswers(form) }).credentials;
 }
 
 export function proposalPages() {

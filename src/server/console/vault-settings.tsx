@@ -2,7 +2,7 @@
 // `/vaults/:vault/settings`: what the tunnel does with hosts no service matches (updateVault, as
 // PATCH /v1/vaults/:vault) and deleting the vault behind a typed confirmation (deleteVault, as
 // DELETE /v1/vaults/:vault; human admins only, decided by the domain); its Notifications section
-// (proposal webhooks) lives in vault-webhooks.tsx.
+// (proposal webhooks) lives in vault-webhooks.tsx, its "Secret stores" section in secret-stores.tsx.
 
 import { Hono } from "hono";
 import { parseWith, VaultUpdateInput } from "../../contract/index.ts";
@@ -11,6 +11,7 @@ import { Badge, Button, ConfirmForm, Name, PostForm, Section } from "../ui/index
 import { formOf, openConsoleVault, renderPage, requireConfirmation, requireSignedIn, runAction, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
 import { vaultPath } from "./layout.tsx";
 import { renderNotifications, vaultWebhookRoutes } from "./vault-webhooks.tsx";
+import { renderVaultStores } from "./secret-stores.tsx";
 
 const CHOICES = [
   {
@@ -67,6 +68,7 @@ async function renderSettings(c: ConsoleContext, open: OpenVault) {
   const remove = mayInVault(open.principal, open.role, "delete_vault");
   const current = CHOICES.find((ch) => ch.value === view.unmatched_hosts) ?? CHOICES[0];
   const notifications = await renderNotifications({ c, open });
+  const stores = await renderVaultStores({ c, open });
   const body = (
     <>
       <Section
@@ -86,6 +88,7 @@ async function renderSettings(c: ConsoleContext, open: OpenVault) {
         )}
       </Section>
       {notifications}
+      {stores}
       <Section
         title="Delete this vault"
         id="delete"

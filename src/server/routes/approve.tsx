@@ -1,7 +1,8 @@
 /** @jsxImportSource hono/jsx */
 // The human approval flow in the browser: GET /approve/:id?token= (read-only with the token),
 // POST /approve/:id/login (sign in, returning to the page) and POST /approve/:id/decide (Approve or
-// Deny, posted as decision=allow|deny, `approve` accepted too; with the rules boxes narrowing what each service asked for). Forms carry a CSRF token matched against a SameSite=Strict cookie, and cross-site posts
+// Deny, posted as decision=allow|deny, `approve` accepted too; with the rules boxes narrowing what each service asked for; a credential slot
+// answered with a value or a reference into a secret store the vault may use). Forms carry a CSRF token matched against a SameSite=Strict cookie, and cross-site posts
 // are refused by Origin / Sec-Fetch-Site. Only a user session of a vault admin or member decides.
 
 import type { Context } from "hono";
@@ -14,6 +15,7 @@ import { mayInVault, openVault, type Principal } from "../../identity/index.ts";
 import {
   approvalWarnings,
   approveProposal,
+  listSecretStores,
   proposalByApprovalToken,
   rejectProposal,
   requesterOf,
@@ -23,7 +25,7 @@ import {
 import { roleIn } from "../../identity/index.ts";
 import type { ApiEnv } from "../kit/index.ts";
 import { ApprovePage, MessagePage, type Viewer } from "../ui/index.ts";
-import { readChosenRules, typedRules } from "../ui/index.ts";
+import { readChosenRules, slotAnswers, typedRules } from "../ui/index.ts";
 import { signInFromForm } from "../ui/index.ts";
 import { assertSameOrigin, csrfToken, readForm, readSessionCookie, setPageHeaders } from "../ui/index.ts";
 import { STYLESHEET } from "../ui/index.ts";
@@ -59,8 +61,16 @@ export function approveRoutes(d: Domain, log: Logger) {
   ) {
     const found = await proposalByApprovalToken(d, id, token);
     if (!found) return invalidLink(c);
-    const { viewer } = await viewerOf(c, d, found.row.vaultId);
+    const { viewer, principal } = await viewerOf(c, d, found.row.vaultId);
     const csrf = csrfToken(c, d);
+    // An approver may answer a slot from a secret store the vault may use: its connections, by name.
+    const connections =
+      viewer.kind === "approver" && principal && found.row.status === "pending" && found.row.credentials.length
+        ? (await listSecretStores(d, principal))
+            .filter((s) => s.vault === found.vault.name || s.shared_with.includes(found.vault.name))
+            .map((s) => s.name)
+            .sort()
+        : [];
     setPageHeaders(c);
     const props = {
       proposal: viewProposal(found.row, found.vault.name),
@@ -82,6 +92,7 @@ export function approveRoutes(d: Domain, log: Logger) {
       notice,
       noticeKind,
       provider: d.oidc,
+      connections,
     };
     return c.html(<ApprovePage {...props} />, status);
   }
@@ -134,10 +145,8 @@ export function approveRoutes(d: Domain, log: Logger) {
     const services = viewProposal(found.row, found.vault.name).services;
     try {
       if (form.decision === "allow" || form.decision === "approve") {
-        const typed: Record<string, string> = {};
-        for (const [name, value] of Object.entries(form)) if (name.startsWith("value_") && typeof value === "string") typed[name.slice(6)] = value;
-        // The API's own schema reads the typed values: a value posted here gets exactly the checks of one posted as JSON.
-        const { credentials: values } = parseWith(ProposalApprovalInput, { credentials: typed });
+        // The API's own schema reads each slot's value or reference: one posted here gets exactly the checks of one posted as JSON.
+        const { credentials: values } = parseWith(ProposalApprovalInput, { credentials: slotAnswers(form) });
         await approveProposal(d, await openVault(d, principal, found.vault.name, "approve"), found.row, values, { rules: readChosenRules(form, services) });
         log.info("proposal_applied", { proposal: id, vault: found.vault.name, by: principal.id });
         return decided(c, id, token);

@@ -1,6 +1,7 @@
 /** @jsxImportSource hono/jsx */
 // The approval page: a read-only view of a proposal for anyone holding the approval link, a
-// sign-in form (and "Sign in with <provider>" when one is configured), and, for a signed-in admin or member of the vault, one password field per slot,
+// sign-in form (and "Sign in with <provider>" when one is configured), and, for a signed-in admin or member of the vault, one password field per slot
+// (or a reference into a secret store the vault may use, slot-answers.tsx),
 // a rules box per service (to narrow what was asked; each host's rules are shown in words beside today's)
 // and Approve / Deny (posted as decision=allow|deny). All agent-written text is rendered as escaped text (hono/jsx escapes), links
 // only for https URLs; no inline script or style exists (the CSP forbids them).
@@ -16,6 +17,7 @@ import { Brand, Document } from "./document.tsx";
 import { RulesBox, RulesReview } from "./rules-field.tsx";
 import { TemplateChoice } from "./template-choice.tsx";
 import { formatRulesText, rulesFieldName } from "./rules-text.ts";
+import { SlotReference } from "./slot-answers.tsx";
 
 export type Viewer = { kind: "anonymous" } | { kind: "not-allowed"; email: string } | { kind: "approver"; email: string };
 
@@ -40,6 +42,8 @@ export interface ApprovePageProps {
   readonly noticeKind?: "success" | "warning";
   /** The identity provider to offer beside the password form (absent: that sign-in is off). */
   readonly provider?: SignInProvider;
+  /** The secret store connections the vault may use, by name: a slot may be answered with a reference into one (none: values only). */
+  readonly connections?: readonly string[];
 }
 
 const UNITS: [number, string][] = [
@@ -128,8 +132,15 @@ function Services(props: { proposal: ProposalView; current: ApprovePageProps["cu
   );
 }
 
-function Slot(props: { slot: ProposalView["credentials"][number]; services: ProposalView["services"]; editable: boolean; exists: boolean }) {
+function Slot(props: {
+  slot: ProposalView["credentials"][number];
+  services: ProposalView["services"];
+  editable: boolean;
+  exists: boolean;
+  connections?: readonly string[];
+}) {
   const { slot } = props;
+  const connections = props.connections ?? [];
   const uses = slotUses(props.services, slot.key);
   return (
     <fieldset>
@@ -153,8 +164,10 @@ function Slot(props: { slot: ProposalView["credentials"][number]; services: Prop
             Value for {slot.key}
             {props.exists ? " (leave empty to keep the stored value)" : ""}
           </label>
-          <input type="password" id={`value_${slot.key}`} name={`value_${slot.key}`} autocomplete="off" required={!props.exists} />
+          {/* Required only when no reference could answer it instead (the server says what is missing either way). */}
+          <input type="password" id={`value_${slot.key}`} name={`value_${slot.key}`} autocomplete="off" required={!props.exists && connections.length === 0} />
           {isPemSlot(props.services, slot.key) ? <p class="hint">{PEM_HINT}</p> : null}
+          {connections.length ? <SlotReference slotKey={slot.key} idPrefix="" connections={connections} /> : null}
         </>
       ) : null}
     </fieldset>
@@ -260,7 +273,7 @@ export function ApprovePage(props: ApprovePageProps) {
           <Services proposal={p} current={props.currentServices} typed={props.typedRules} editable />
           {p.credentials.length ? <h2>Credentials to supply</h2> : null}
           {p.credentials.map((s) => (
-            <Slot slot={s} services={p.services} editable exists={props.existingKeys.includes(s.key)} />
+            <Slot slot={s} services={p.services} editable exists={props.existingKeys.includes(s.key)} connections={props.connections} />
           ))}
           <div class="actions">
             <button type="submit" name="decision" value="allow" class="allow">

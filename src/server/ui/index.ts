@@ -55,3 +55,5 @@ export { providerOrigin } from "./sign-in-provider.tsx";
 export { formatTime } from "./components.tsx";
 export { PageContext } from "./components.tsx";
 export { ProviderSignIn } from "./sign-in-provider.tsx";
+export { slotAnswers } from "./slot-answers.tsx";
+export { SlotReference } from "./slot-answers.tsx";

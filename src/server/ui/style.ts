@@ -290,6 +290,21 @@ button.deny { background: var(--surface); }
   .pick-hosts + .pick-auth::before { content: " · "; }
 }
 
+/* Secret stores: the sign-in method as a row of links, a store's error in words, shares one per row */
+.method-picker { display: flex; align-items: center; flex-wrap: wrap; gap: .35rem .75rem; margin: .25rem 0 1rem; }
+.method-picker ul { display: flex; flex-wrap: wrap; gap: .4rem; list-style: none; margin: 0; padding: 0; }
+.method-picker a { display: block; padding: .3rem .75rem; border: 1px solid var(--border); border-radius: 999px; text-decoration: none; font-weight: 550; font-size: .9375rem; }
+.method-picker a:hover { border-color: var(--accent); background: var(--surface-2); }
+.method-picker a[aria-current] { background: var(--accent-soft); border-color: var(--accent); color: var(--text); }
+.read-error { color: var(--danger); overflow-wrap: anywhere; }
+.read-error .badge { vertical-align: .05em; }
+.share-row { display: flex; align-items: center; justify-content: space-between; gap: .75rem; flex-wrap: wrap; }
+.plain-list.shares > li + li { margin-top: .5rem; padding-top: .5rem; }
+.pick-hosts.pick-help { font-family: inherit; }
+.slot-ref { margin-top: .25rem; max-width: 46rem; grid-template-columns: repeat(auto-fit, minmax(min(100%, 14rem), 1fr)); }
+.form-grid.ref-grid { grid-template-columns: repeat(auto-fit, minmax(min(100%, 13rem), 1fr)); }
+.slot-or { margin: .75rem 0 .25rem; font-weight: 600; }
+
 /* Tables */
 .table-wrap { overflow-x: auto; margin: 0 -.25rem; }
 table { border-collapse: collapse; width: 100%; margin: .5rem 0 1rem; font-size: .9375rem; }
@@ -319,7 +334,8 @@ td.actions-cell { text-align: right; white-space: nowrap; }
   .card { padding: 1rem; }
   .site-header-inner { padding: .6rem 1rem; gap: .5rem 1rem; }
   .site-nav { flex-basis: 100%; justify-content: space-between; }
-  .site-nav ul { flex: none; }
+  .site-nav ul { flex: 1 1 auto; flex-wrap: wrap; gap: .15rem; }
+  .site-nav a { padding: .35rem .55rem; }
   .site-email { max-width: 10rem; }
   .table-wrap { margin: 0; }
   .table thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
