@@ -79,6 +79,8 @@ interface Built {
 
 export function createSecretStoreRegistry(deps: RegistryDeps): SecretStoreRegistry {
   let loaded: Loaded | undefined;
+  /** Set when connections changed: the next load reads them again, and compares with `loaded` to drop what changed. */
+  let stale = true;
   let loading: Promise<Loaded> | undefined;
   const built = new Map<string, Built>();
   /** Resolved clients by connection, for the resolver's synchronous look-up. */
@@ -112,10 +114,11 @@ export function createSecretStoreRegistry(deps: RegistryDeps): SecretStoreRegist
   sweeper.unref?.();
 
   async function load(): Promise<Loaded> {
-    const trusted = loaded && deps.now() - loaded.at < deps.freshness.trustMs(Infinity);
+    const trusted = loaded && !stale && deps.now() - loaded.at < deps.freshness.trustMs(Infinity);
     if (trusted) return loaded!;
     loading ??= (async () => {
       try {
+        stale = false; // a change announced while this read runs marks it stale again, and the next load reads again
         const rows = new Map((await deps.store.secretStores.list()).map((r) => [r.name, r]));
         const shares = new Map<number, Map<number, readonly string[] | null>>();
         for (const s of await deps.store.secretStores.shares()) {
@@ -203,6 +206,17 @@ export function createSecretStoreRegistry(deps: RegistryDeps): SecretStoreRegist
     }
   }
 
+  /**
+   * Connections changed: read them again, keeping what is held for those that did not change (the last
+   * snapshot stays until the new one lands, so an unrelated change costs no value its grace). A change
+   * that arrives while a read runs is read again after it.
+   */
+  function reloadSoon(onError: (err: unknown) => void): void {
+    stale = true;
+    const again = (): Promise<unknown> => (loading ? loading.then(() => (stale ? load() : undefined)) : load());
+    void again().catch(onError);
+  }
+
   async function resolve(vaultId: number, ref: CredentialReference): Promise<Secret> {
     await ready(vaultId, ref);
     return resolver.resolve(ref);
@@ -212,10 +226,8 @@ export function createSecretStoreRegistry(deps: RegistryDeps): SecretStoreRegist
     resolve,
     held(vaultId, ref) {
       const l = loaded;
-      if (!l) {
-        void load().catch(() => {});
-        return undefined;
-      }
+      if (!l || stale) void load().catch(() => {});
+      if (!l) return undefined;
       const row = l.rows.get(ref.connection);
       if (!row || !usableBy(l, row, vaultId, ref.path)) return undefined;
       const value = resolver.peek(ref);
@@ -254,12 +266,10 @@ export function createSecretStoreRegistry(deps: RegistryDeps): SecretStoreRegist
       }
     },
     connectionChanged() {
-      loaded = undefined;
-      void load().catch((err) => deps.log.warn("secret_store_reload_failed", { err }));
+      reloadSoon((err) => deps.log.warn("secret_store_reload_failed", { err }));
     },
     announced() {
-      loaded = undefined;
-      void load().catch(() => {});
+      reloadSoon(() => {});
     },
     secrets: {
       *values() {

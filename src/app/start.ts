@@ -391,6 +391,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
         await feed.stop();
         await webhooksSettled; // each delivery's outcome is recorded before the store closes
         upstream.close();
+        secretStores.stop(); // its pools' idle connections to the stores must not hold the process
         await retentionStopped;
         // The records queued wait for the database within what is left of the grace; the rest stay in the journal.
         await audit.stop(Math.max(0, graceMs - drained.waitedMs));

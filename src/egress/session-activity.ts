@@ -23,7 +23,7 @@ export interface SessionActivityLog {
   /** A CONNECT made with the session (public id), and what the broker decided for it. */
   note(session: string, target: { host: string; port: number }, decision: ConnectDecision): void;
   /** Answers at once, or after up to `waitMs` when the session has no more than `after` unmatched hosts yet. */
-  read(session: string, opts?: { after?: number; waitMs?: number }): Promise<SessionActivity>;
+  read(session: string, opts?: { after?: number; waitMs?: number; signal?: AbortSignal }): Promise<SessionActivity>;
 }
 
 export interface ActivityLimits {
@@ -81,9 +81,13 @@ export function createSessionActivity(now: () => number, limits: ActivityLimits 
         const wake = () => {
           clearTimeout(timer);
           waited.waiters.delete(wake);
+          opts.signal?.removeEventListener("abort", wake);
           resolve();
         };
+        // A waiting read never keeps the process alive, and ends when its client goes away.
         const timer = setTimeout(wake, waitMs);
+        timer.unref?.();
+        opts.signal?.addEventListener("abort", wake, { once: true });
         waited.waiters.add(wake);
       });
       return view(entries.get(session));

@@ -65,7 +65,7 @@ export function sessionRoutes(d: Domain, activity?: SessionActivityLog) {
       if (c.get("principal").sessionPublicId !== id) throw new NotFound("no such session");
       const after = readInt(c.req.query("after"), "after") ?? 0;
       const wait = readInt(c.req.query("wait"), "wait", 30) ?? 0;
-      const seen = (await activity?.read(id, { after, waitMs: wait * 1000 })) ?? { connects: 0, unmatched: [] };
+      const seen = (await activity?.read(id, { after, waitMs: wait * 1000, signal: c.req.raw.signal })) ?? { connects: 0, unmatched: [] };
       const unmatched_hosts = seen.unmatched.map((u) => ({
         host: u.name,
         first_at: new Date(u.at).toISOString(),
