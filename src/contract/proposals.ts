@@ -192,7 +192,12 @@ const SlotValue = omittedWhenEmpty(credentialValue("{key}"));
 const SlotAnswer = z
   .unknown()
   .transform((v, ctx): Secret | SecretReference | undefined => {
-    const read = v !== null && typeof v === "object" ? ReferenceInput.safeParse(v) : SlotValue.safeParse(v);
+    const isObject = v !== null && typeof v === "object";
+    if (isObject && (Array.isArray(v) || !("ref" in v))) {
+      ctx.addIssue({ code: "custom", message: '{key} must be its value (text), or {"ref": "<connection>:<path>#<field>"}', input: "[redacted]" });
+      return z.NEVER;
+    }
+    const read = isObject ? ReferenceInput.safeParse(v) : SlotValue.safeParse(v);
     if (read.success) return read.data;
     for (const issue of read.error.issues) ctx.addIssue({ code: "custom", message: issue.message, path: issue.path, input: "[redacted]" });
     return z.NEVER;
