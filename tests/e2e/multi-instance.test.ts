@@ -156,7 +156,7 @@ describe.skipIf(pgMissing)("several broker instances on one PostgreSQL", () => {
     await expectNoLeak([before, after]);
   });
 
-  test("a credential by reference: both inject the store's value, a rotation reaches both within one refresh interval, unsharing on A stops B within a second", async () => {
+  test("a credential by reference: both inject the store's value, a rotation reaches both within one refresh interval, a connection moved on A is read through its new address by B within a second", async () => {
     const store = await startVaultServer();
     try {
       const first = unique("kv-first");
@@ -203,7 +203,14 @@ describe.skipIf(pgMissing)("several broker instances on one PostgreSQL", () => {
       try {
         moved.addToken(storeToken);
         moved.put("apps/api", { key: first });
-        await must(a, "PATCH", "/v1/secret-stores/kv", { address: moved.address, ca_pem: moved.pki.caPem }, owner, 200);
+        await must(
+          a,
+          "PATCH",
+          "/v1/secret-stores/kv",
+          { address: moved.address, ca_pem: moved.pki.caPem, auth: { method: "token", token: storeToken } },
+          owner,
+          200,
+        );
         const t1 = performance.now();
         const delay = await pollUntil(
           t1,
