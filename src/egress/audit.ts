@@ -4,13 +4,16 @@
 
 import { DatabaseUnavailable } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import type { AuditRow, Store } from "../store/index.ts";
+import type { AuditRow, Repos, Store } from "../store/index.ts";
+import { auditRecordHash } from "../crypto/index.ts";
 import { JOURNAL_FILE, type AuditJournal, type JournalRecord } from "./audit-journal.ts";
+import type { AuditExport, TraceRef } from "./telemetry.ts";
 
 export type AuditEntry = Omit<AuditRow, "id">;
 
 export interface AuditLog {
-  record(entry: AuditEntry): void;
+  /** `trace`: the request's span, when traces are exported (the exported record names it). */
+  record(entry: AuditEntry, trace?: TraceRef): void;
   /**
    * Queues what the journal holds and the database lacks (records of a killed or cut-off run), before
    * any new record. Call once, before the first `record`.
@@ -35,6 +38,8 @@ export interface AuditOptions {
   readonly journal?: AuditJournal;
   readonly now: () => number;
   readonly log: Logger;
+  /** Live export to a collector (telemetry/): every new record is handed over as it is made, whatever the database does. */
+  readonly export?: AuditExport;
 }
 
 export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
@@ -47,13 +52,29 @@ export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
   let retryMs = 0;
   const maxBatch = opts.maxBatch ?? 500;
 
-  /** One batch in one transaction, with the journal's mark: a batch retried after a lost answer is not written twice. */
+  /**
+   * One batch in one transaction, with the journal's mark (a batch retried after a lost answer is not written
+   * twice) and each vault's hash chain moved on by its records (chained(): the same transaction, so a record
+   * and its place in the chain are written together or not at all).
+   */
   function insert(batch: readonly JournalRecord[]): Promise<void> {
     return store.transaction(async (tx) => {
-      if (!journal) return tx.audit.insert(batch.map((r) => r.entry));
+      if (!journal)
+        return tx.audit.insert(
+          await chained(
+            tx,
+            batch.map((r) => r.entry),
+          ),
+        );
       const mark = await tx.auditMarks.lock(journal.id);
       const missing = batch.filter((r) => r.seq > mark);
-      if (missing.length) await tx.audit.insert(missing.map((r) => r.entry));
+      if (missing.length)
+        await tx.audit.insert(
+          await chained(
+            tx,
+            missing.map((r) => r.entry),
+          ),
+        );
       await tx.auditMarks.set(journal.id, batch[batch.length - 1]!.seq);
     });
   }
@@ -106,7 +127,8 @@ export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
   }
 
   return {
-    record(entry) {
+    record(entry, trace) {
+      opts.export?.add(entry, trace);
       if (queue.length >= (opts.maxQueued ?? 100_000)) {
         dropped++;
         droppedTotal++;
@@ -203,4 +225,24 @@ export function auditEntry(req: AuditedRequest, startedAt: number, now: number, 
     contained: req.contained,
     approvedBy: o.approvedBy ?? null,
   };
+}
+
+/**
+ * The entries with their chain fields (docs/audit-chain.md): per vault, in the batch's order, each record's
+ * seq follows its vault's head, its prev is the head's hash, and the head moves to it. Heads are locked in
+ * vault order, so two instances writing batches that share vaults never wait on each other in a circle.
+ */
+async function chained(tx: Repos, entries: readonly AuditEntry[]): Promise<AuditEntry[]> {
+  const vaults = [...new Set(entries.map((e) => e.vaultId))].sort((a, b) => a - b);
+  const heads = new Map<number, { seq: number; hash: string }>();
+  for (const v of vaults) heads.set(v, await tx.auditChains.lockHead(v));
+  const out = entries.map((e) => {
+    const head = heads.get(e.vaultId)!;
+    const record = { ...e, chainSeq: head.seq + 1, chainPrev: head.hash };
+    const hash = auditRecordHash({ ...record, seq: record.chainSeq, prev: record.chainPrev, contained: Boolean(e.contained) });
+    heads.set(e.vaultId, { seq: record.chainSeq, hash });
+    return { ...record, chainHash: hash };
+  });
+  for (const [v, head] of heads) await tx.auditChains.setHead(v, head.seq, head.hash);
+  return out;
 }

@@ -30,6 +30,14 @@ export interface AuditRow {
   contained: boolean;
   /** `user:<id>` of the human who approved this exact request (rules with "approve": "each"), else null. */
   approvedBy: string | null;
+  /**
+   * The hash chain (migration 23, docs/audit-chain.md): the record's place in its vault's chain, the previous
+   * record's hash and its own. Set by the audit writer in the transaction that writes the record; null on rows
+   * written before the chain began; absent on entries not yet written.
+   */
+  chainSeq?: number | null;
+  chainPrev?: string | null;
+  chainHash?: string | null;
 }
 
 export interface AuditFilter {
@@ -43,7 +51,8 @@ export interface AuditFilter {
 }
 
 const COLUMNS = `id, at, principal, vault_id AS "vaultId", vault, ingress, method, host, path, service, credential_keys AS "credentialKeys",
-  credential_refs AS "credentialRefs", status, bytes_in AS "bytesIn", bytes_out AS "bytesOut", duration_ms AS "durationMs", error, contained, approved_by AS "approvedBy"`;
+  credential_refs AS "credentialRefs", status, bytes_in AS "bytesIn", bytes_out AS "bytesOut", duration_ms AS "durationMs", error, contained, approved_by AS "approvedBy",
+  chain_seq AS "chainSeq", chain_prev AS "chainPrev", chain_hash AS "chainHash"`;
 
 // One fixed statement per filter shape, so each is an index range scan in id order, stopped at LIMIT
 // (migration 19: audit_logs (vault_id, host | status | principal, id); unfiltered: (vault_id, id)). An
@@ -97,19 +106,51 @@ export function auditListQuery(f: AuditFilter): { sql: string; params: SqlValue[
   return { sql, params };
 }
 
+const CHAINED = "FROM audit_logs WHERE vault_id = ? AND chain_seq > ? ORDER BY chain_seq LIMIT ?";
+
+function normaliseRow(r: AuditRow): AuditRow {
+  const n = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+  return {
+    ...r,
+    id: Number(r.id),
+    at: Number(r.at),
+    vaultId: Number(r.vaultId),
+    bytesIn: Number(r.bytesIn),
+    bytesOut: Number(r.bytesOut),
+    contained: Number(r.contained) === 1,
+    chainSeq: n(r.chainSeq),
+    chainPrev: r.chainPrev ?? null,
+    chainHash: r.chainHash ?? null,
+  };
+}
+
 // Retention reads the id bounds (two primary-key probes, never a count) and deletes one id range at a time,
 // so a statement can touch no more rows than its range holds, whatever the planner does. `+at` keeps
 // audit_logs_at out of the plan, so its cost follows the range, not the size of the age backlog; the
 // first shape, `id IN (SELECT id … LIMIT ?)`, let PostgreSQL hash-join it against a full table scan.
 const ID_BOUNDS = "SELECT (SELECT MIN(id) FROM audit_logs) AS lowest, (SELECT MAX(id) FROM audit_logs) AS highest";
-const DELETE_PRUNABLE = "DELETE FROM audit_logs WHERE id BETWEEN ? AND ? AND (id <= ? OR +at < ?)";
+// Retention removes a prefix of the log by id, never a row behind a kept one: each vault's hash chain then
+// loses only its oldest records, and the anchor (the last removed record's seq and hash) is where
+// verification starts (docs/audit-chain.md). The first row in the range that must stay ends the prefix.
+const FIRST_KEPT = "SELECT MIN(id) AS stop FROM audit_logs WHERE id BETWEEN ? AND ? AND id > ? AND +at >= ?";
+const ANCHORS_IN = `SELECT vault_id AS "vaultId", MAX(chain_seq) AS seq FROM audit_logs WHERE id BETWEEN ? AND ? AND chain_seq IS NOT NULL GROUP BY vault_id`;
+const HASH_AT = `SELECT chain_hash AS hash FROM audit_logs WHERE vault_id = ? AND chain_seq = ?`;
+const MOVE_ANCHOR = "UPDATE audit_chains SET anchor_seq = ?, anchor_hash = ? WHERE vault_id = ? AND anchor_seq < ?";
+const DELETE_RANGE = "DELETE FROM audit_logs WHERE id BETWEEN ? AND ?";
 
-/** The statements retention runs (exported for the query-plan tests). */
-export const RETENTION_STATEMENTS = { idBounds: ID_BOUNDS, deletePrunable: DELETE_PRUNABLE } as const;
+/** The statements retention runs (exported for the query-plan tests, and sent to the SQLite worker, which runs the same batch). */
+export const RETENTION_STATEMENTS = {
+  idBounds: ID_BOUNDS,
+  firstKept: FIRST_KEPT,
+  anchorsIn: ANCHORS_IN,
+  hashAt: HASH_AT,
+  moveAnchor: MOVE_ANCHOR,
+  deleteRange: DELETE_RANGE,
+} as const;
 
-const INSERT_HEAD = `INSERT INTO audit_logs (at, principal, vault_id, vault, ingress, method, host, path, service, credential_keys, credential_refs, status, bytes_in, bytes_out, duration_ms, error, contained, approved_by) VALUES`;
-const AUDIT_COLUMNS = 18;
-/** Rows per INSERT: 18 parameters each stays far below SQLite's and PostgreSQL's parameter limits. */
+const INSERT_HEAD = `INSERT INTO audit_logs (at, principal, vault_id, vault, ingress, method, host, path, service, credential_keys, credential_refs, status, bytes_in, bytes_out, duration_ms, error, contained, approved_by, chain_seq, chain_prev, chain_hash) VALUES`;
+const AUDIT_COLUMNS = 21;
+/** Rows per INSERT: 21 parameters each stays far below SQLite's and PostgreSQL's parameter limits. */
 const INSERT_GROUP = 64;
 
 export function auditRepo(sql: Sql) {
@@ -140,6 +181,9 @@ export function auditRepo(sql: Sql) {
             r.error,
             r.contained ? 1 : 0,
             r.approvedBy,
+            r.chainSeq ?? null,
+            r.chainPrev ?? null,
+            r.chainHash ?? null,
           );
         }
         await sql.run(`${INSERT_HEAD} ${placeholderRows(group.length, AUDIT_COLUMNS)}`, params);
@@ -149,15 +193,12 @@ export function auditRepo(sql: Sql) {
     async list(f: AuditFilter): Promise<AuditRow[]> {
       const q = auditListQuery(f);
       const rows = await sql.all<AuditRow>(q.sql, q.params);
-      return rows.map((r) => ({
-        ...r,
-        id: Number(r.id),
-        at: Number(r.at),
-        vaultId: Number(r.vaultId),
-        bytesIn: Number(r.bytesIn),
-        bytesOut: Number(r.bytesOut),
-        contained: Number(r.contained) === 1,
-      }));
+      return rows.map(normaliseRow);
+    },
+    /** A vault's chained records in chain order, after `afterSeq`, at most `limit` (verification and export). */
+    async chained(vaultId: number, afterSeq: number, limit: number): Promise<AuditRow[]> {
+      const rows = await sql.all<AuditRow>(`SELECT ${COLUMNS} ${CHAINED}`, [vaultId, afterSeq, limit]);
+      return rows.map(normaliseRow);
     },
     /** The lowest and highest id, or undefined when the log is empty. */
     async idBounds(): Promise<{ lowest: number; highest: number } | undefined> {
@@ -168,8 +209,16 @@ export function auditRepo(sql: Sql) {
      * Deletes, among the rows with `fromId` <= id <= `toId` (so never more than that many), those with an id at
      * or below `throughId` (the row cap, by id) or an `at` before `olderThan`.
      */
-    deletePrunable(fromId: number, toId: number, throughId: number, olderThan: number): Promise<number> {
-      return sql.run(DELETE_PRUNABLE, [fromId, toId, throughId, olderThan]);
+    async deletePrunable(fromId: number, toId: number, throughId: number, olderThan: number): Promise<number> {
+      const stop = await sql.get<{ stop: number | null }>(FIRST_KEPT, [fromId, toId, throughId, olderThan]);
+      const upTo = stop?.stop == null ? toId : Number(stop.stop) - 1;
+      if (upTo < fromId) return 0;
+      // Each vault's last removed record becomes its anchor, in the same transaction as the removal.
+      for (const a of await sql.all<{ vaultId: number; seq: number }>(ANCHORS_IN, [fromId, upTo])) {
+        const at = await sql.get<{ hash: string }>(HASH_AT, [a.vaultId, a.seq]);
+        if (at) await sql.run(MOVE_ANCHOR, [Number(a.seq), at.hash, Number(a.vaultId), Number(a.seq)]);
+      }
+      return sql.run(DELETE_RANGE, [fromId, upTo]);
     },
     /**
      * Both limits in unbounded statements, as the broker once pruned hourly (seconds on the event loop over a

@@ -28,6 +28,7 @@ import { vaultRepo } from "./vaults.ts";
 import { vaultCountRepo } from "./vault-counts.ts";
 import { webhookRepo } from "./webhooks.ts";
 import { secretStoreRepo } from "./secret-store-connections.ts";
+import { auditChainRepo } from "./audit-chains.ts";
 
 export type { Db, Sql, SqlValue, Dialect } from "./db.ts";
 export type { CredentialReference, CredentialRow } from "./credentials.ts";
@@ -50,6 +51,8 @@ export type { IdentityRow, OidcCliCodeRow, OidcPurpose, OidcStateRow } from "./i
 export type { ConnectStateRow } from "./connect-states.ts";
 export type { AuthType, MintedAuthType, ServiceRow, ServiceWithCredential } from "./services.ts";
 export type { AuditFilter, AuditRow } from "./audit.ts";
+export type { AuditChainRow } from "./audit-chains.ts";
+export { AUDIT_CHAIN_GENESIS } from "./audit-chain-genesis.ts";
 export { pruneAuditBatch, type AuditLimits, type PruneBatch } from "./audit-retention.ts";
 import type { AuditLimits, PruneBatch } from "./audit-retention.ts";
 export type { ProposalRow, ProposalStatus, ProposedAuth, ProposedRule, ProposedService, ProposedSlot } from "./proposals.ts";
@@ -88,6 +91,7 @@ function createRepos(sql: Sql) {
     identities: identityRepo(sql),
     webhooks: webhookRepo(sql),
     secretStores: secretStoreRepo(sql),
+    auditChains: auditChainRepo(sql),
     connectStates: connectStateRepo(sql),
     vaultCounts: vaultCountRepo(sql),
   };

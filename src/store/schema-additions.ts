@@ -315,4 +315,26 @@ export const ADDITIONS: readonly Migration[] = [
       "CREATE TRIGGER secret_store_shares_announce AFTER INSERT OR UPDATE OR DELETE ON secret_store_shares FOR EACH ROW EXECUTE FUNCTION broker_announce('secret_store', 'connection_id')",
     ],
   },
+  {
+    version: 23,
+    name: "audit-hash-chain",
+    // Each vault's audit records form a hash chain (issue 37, docs/audit-chain.md): a record's place in its
+    // vault's chain, the previous record's hash and its own, written with it. audit_chains holds each vault's
+    // head (the last record written, its row locked by the writer so two instances never fork a chain) and its
+    // anchor (the last record retention removed, where verification starts). Rows written before this
+    // migration have no chain fields and are not verified.
+    sql: `
+      ALTER TABLE audit_logs ADD COLUMN chain_seq BIGINT;
+      ALTER TABLE audit_logs ADD COLUMN chain_prev TEXT;
+      ALTER TABLE audit_logs ADD COLUMN chain_hash TEXT;
+      CREATE INDEX audit_logs_vault_chain ON audit_logs (vault_id, chain_seq);
+      CREATE TABLE audit_chains (
+        vault_id BIGINT PRIMARY KEY,
+        head_seq BIGINT NOT NULL,
+        head_hash TEXT NOT NULL,
+        anchor_seq BIGINT NOT NULL,
+        anchor_hash TEXT NOT NULL
+      );
+    `,
+  },
 ];

@@ -14,7 +14,14 @@ export type ReadRequest =
   | {
       readonly kind: "prune";
       readonly id: number;
-      readonly sql: { readonly idBounds: string; readonly deletePrunable: string };
+      readonly sql: {
+        readonly idBounds: string;
+        readonly firstKept: string;
+        readonly anchorsIn: string;
+        readonly hashAt: string;
+        readonly moveAnchor: string;
+        readonly deleteRange: string;
+      };
       readonly olderThan: number;
       readonly keepRows: number;
       readonly limit: number;

@@ -84,7 +84,18 @@ function prune(req: Extract<ReadRequest, { kind: "prune" }>): { removed: number;
     if (ids?.lowest != null && ids.highest != null) {
       const throughId = Number(ids.highest) - req.keepRows;
       const toId = Number(ids.lowest) + req.limit - 1;
-      const removed = writer.query(req.sql.deletePrunable).run(Number(ids.lowest), toId, throughId, req.olderThan).changes;
+      // A prefix by id, as store/audit.ts deletePrunable: each vault's last removed record becomes its anchor.
+      const from = Number(ids.lowest);
+      const stop = writer.query(req.sql.firstKept).get(from, toId, throughId, req.olderThan) as { stop: number | null } | null;
+      const upTo = stop?.stop == null ? toId : Number(stop.stop) - 1;
+      let removed = 0;
+      if (upTo >= from) {
+        for (const a of writer.query(req.sql.anchorsIn).all(from, upTo) as { vaultId: number; seq: number }[]) {
+          const at = writer.query(req.sql.hashAt).get(a.vaultId, a.seq) as { hash: string } | null;
+          if (at) writer.query(req.sql.moveAnchor).run(a.seq, at.hash, a.vaultId, a.seq);
+        }
+        removed = writer.query(req.sql.deleteRange).run(from, upTo).changes;
+      }
       result = { removed, more: toId < throughId || removed === req.limit };
     }
     writer.run("COMMIT");

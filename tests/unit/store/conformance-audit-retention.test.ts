@@ -118,18 +118,33 @@ forEachBackend((backend) => {
       expectNoScan(p);
     });
 
-    test("a batch's delete reads its id range on the primary key, never audit_logs_at or the whole table", async () => {
+    test("a batch's statements read its id range on the primary key, never audit_logs_at or the whole table", async () => {
       const store = await filled(analyze);
       for (const [toId, throughId, olderThan] of [
         [500, 100, 50],
         [2_000, ROWS - 15_000, 8_000],
         [1_000, 0, ROWS], // every row too old: still the range
       ]) {
-        const p = await plan(store, RETENTION_STATEMENTS.deletePrunable, [1, toId!, throughId!, olderThan!]);
-        if (backend.name === "sqlite") expect(p).toBe("SEARCH audit_logs USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)");
-        else expect(p).toMatch(/(Index Scan using|Bitmap Index Scan on) audit_logs_pkey[^\n]*\n\s*Index Cond: \(\(id >= 1\) AND \(id <= \d+\)\)/);
-        expect(p).not.toContain("audit_logs_at");
-        expectNoScan(p);
+        // Where the prefix ends (the first row that must stay), then the prefix's delete, and each vault's new anchor.
+        for (const [sql, params] of [
+          [RETENTION_STATEMENTS.firstKept, [1, toId!, throughId!, olderThan!]],
+          [RETENTION_STATEMENTS.deleteRange, [1, toId!]],
+          [RETENTION_STATEMENTS.anchorsIn, [1, toId!]],
+        ] as const) {
+          const p = await plan(store, sql, [...params]);
+          // The id range on the primary key (or, grouping by vault, on (vault_id, id), each vault's part of the range).
+          if (backend.name === "sqlite")
+            expect(p.split("\n")[0]).toMatch(
+              /^SEARCH audit_logs USING (INTEGER PRIMARY KEY \(rowid>\? AND rowid<\?\)|(COVERING )?INDEX audit_logs_vault \(ANY\(vault_id\) AND id>\? AND id<\?\))$/,
+            );
+          else
+            expect(p).toMatch(
+              /(Index Scan using|Index Only Scan using|Bitmap Index Scan on) audit_logs_(pkey|vault)[^\n]*\n\s*Index Cond: \([^\n]*\(id >= 1\) AND \(id <= \d+\)/,
+            );
+          expect(p).not.toContain("audit_logs_at");
+          // Grouping a batch's rows by vault may sort them (a batch, not the table).
+          if (sql !== RETENTION_STATEMENTS.anchorsIn) expectNoScan(p);
+        }
       }
     });
   });

@@ -46,6 +46,9 @@ export function auditRow(over: Partial<Omit<AuditRow, "id">> = {}): Omit<AuditRo
     service: "api.example.com",
     credentialKeys: "K",
     credentialRefs: null, // as list() returns a row without references
+    chainSeq: null, // written without the audit writer: outside any chain
+    chainPrev: null,
+    chainHash: null,
     status: 200,
     bytesIn: 10,
     bytesOut: 20,

@@ -268,6 +268,8 @@ async function seed(store: Store): Promise<void> {
     createdAt: T0,
   });
   await store.secretStores.share(kv.id, vault.id, null, T0 + 1);
+  await store.auditChains.lockHead(vault.id);
+  await store.auditChains.setHead(vault.id, 1, "a".repeat(64));
   await store.credentials.put({ vaultId: vault.id, key: "FROM_KV", reference: { connection: "prod-kv", path: "apps/x", field: "token" } }, T0 + 2);
 }
 

@@ -1,0 +1,66 @@
+// The audit log's hash chain (issue 37, docs/audit-chain.md): each record's SHA-256 over its canonical
+// encoding, which includes the previous record's hash in the same vault, so an edit, a deletion, an
+// insertion or a reordering anywhere breaks every hash after it. The encoding is a JSON array in a fixed
+// field order (docs/audit-chain.md says it exactly), so a tool outside the broker can recompute it.
+
+export { AUDIT_CHAIN_GENESIS } from "../store/index.ts";
+/** The encoding's name, its first element: a later encoding gets another. */
+export const AUDIT_CHAIN_ENCODING = "broker-audit-v1";
+
+/** A record's fields as the chain covers them, in the encoding's order (docs/audit-chain.md). */
+export interface ChainedRecord {
+  readonly vaultId: number;
+  /** Its place in the vault's chain: 1, 2, 3… */
+  readonly seq: number;
+  /** The hash of the vault's record seq - 1 (or the genesis / the anchor). */
+  readonly prev: string;
+  readonly at: number;
+  readonly principal: string;
+  readonly vault: string;
+  readonly ingress: string;
+  readonly method: string;
+  readonly host: string;
+  readonly path: string;
+  readonly service: string | null;
+  readonly credentialKeys: string;
+  readonly credentialRefs?: string | null;
+  readonly status: number;
+  readonly bytesIn: number;
+  readonly bytesOut: number;
+  readonly durationMs: number;
+  readonly error: string | null;
+  readonly contained: boolean;
+  readonly approvedBy: string | null;
+}
+
+/** The canonical encoding: a JSON array (no spaces, strings as JSON escapes them, integers, null, true/false). */
+export function canonicalAuditRecord(r: ChainedRecord): string {
+  return JSON.stringify([
+    AUDIT_CHAIN_ENCODING,
+    r.vaultId,
+    r.seq,
+    r.prev,
+    r.at,
+    r.principal,
+    r.vault,
+    r.ingress,
+    r.method,
+    r.host,
+    r.path,
+    r.service,
+    r.credentialKeys,
+    r.credentialRefs ?? null,
+    r.status,
+    r.bytesIn,
+    r.bytesOut,
+    r.durationMs,
+    r.error,
+    r.contained,
+    r.approvedBy,
+  ]);
+}
+
+/** The record's hash: lower-case hex SHA-256 of its canonical encoding's UTF-8 bytes. */
+export function auditRecordHash(r: ChainedRecord): string {
+  return new Bun.CryptoHasher("sha256").update(canonicalAuditRecord(r)).digest("hex");
+}
