@@ -64,3 +64,19 @@ export function canonicalAuditRecord(r: ChainedRecord): string {
 export function auditRecordHash(r: ChainedRecord): string {
   return new Bun.CryptoHasher("sha256").update(canonicalAuditRecord(r)).digest("hex");
 }
+
+/** The checkpoint encoding's name (docs/audit-chain.md, Checkpoints). */
+export const AUDIT_CHECKPOINT_ENCODING = "broker-audit-checkpoint-v1";
+
+/** One vault's head as a checkpoint signs it. */
+export interface CheckpointHead {
+  readonly vaultId: number;
+  readonly seq: number;
+  readonly hash: string;
+}
+
+/** The bytes a checkpoint's Ed25519 signature covers: its id, time, key id and heads (sorted by vault id). */
+export function checkpointMessage(c: { readonly id: number; readonly at: number; readonly keyId: string; readonly heads: readonly CheckpointHead[] }): Uint8Array {
+  const heads = [...c.heads].sort((a, b) => a.vaultId - b.vaultId).map((h) => [h.vaultId, h.seq, h.hash]);
+  return new TextEncoder().encode(JSON.stringify([AUDIT_CHECKPOINT_ENCODING, c.id, c.at, c.keyId, heads]));
+}

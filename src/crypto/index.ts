@@ -23,4 +23,13 @@ export { MAX_PASSWORD_LENGTH } from "./passwords.ts";
 export { MIN_PASSWORD_LENGTH } from "./passwords.ts";
 export { PASSWORDLESS_PARAMS } from "./passwords.ts";
 export { openStoreSecrets, sealStoreSecrets } from "./store-secrets.ts";
-export { AUDIT_CHAIN_ENCODING, AUDIT_CHAIN_GENESIS, auditRecordHash, canonicalAuditRecord, type ChainedRecord } from "./audit-chain.ts";
+export {
+  AUDIT_CHAIN_ENCODING,
+  AUDIT_CHAIN_GENESIS,
+  AUDIT_CHECKPOINT_ENCODING,
+  auditRecordHash,
+  canonicalAuditRecord,
+  checkpointMessage,
+  type ChainedRecord,
+  type CheckpointHead,
+} from "./audit-chain.ts";
