@@ -246,7 +246,11 @@ export function createSecretStoreRegistry(deps: RegistryDeps): SecretStoreRegist
           .catch(() => {});
       }
     },
-    status(_vaultId, ref): ReferenceStatus {
+    status(vaultId, ref): ReferenceStatus {
+      // A vault that may no longer read the path (a share narrowed or withdrawn) learns nothing of others' reads.
+      const l = loaded;
+      const row = l?.rows.get(ref.connection);
+      if (l && (!row || !usableBy(l, row, vaultId, ref.path))) return { lastError: `this vault may not read ${ref.path} through ${ref.connection}` };
       const s = resolver.state(ref);
       return {
         ...(s.lastRefresh !== undefined && { lastRefresh: s.lastRefresh }),

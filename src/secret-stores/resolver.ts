@@ -69,6 +69,12 @@ interface Entry {
   readAt: number;
   /** When a request last used it: an entry idle for long is dropped rather than read for nobody. */
   usedAt: number;
+  /**
+   * Plans built on the value use it without asking (they hold it), so an entry that looks idle may be in
+   * use: it is first announced (plans built on it are dropped, and the next request's plan asks again,
+   * served from memory), and dropped only if it is still idle one idle spell later.
+   */
+  probed?: boolean;
   lastError?: string;
   /** After a failed read, no new one starts before this (a down store is not asked by every request). */
   retryAt: number;
@@ -145,6 +151,7 @@ export function createReferenceResolver(client: (connection: string) => SecretSt
       const e = entry(ref);
       const at = opts.now();
       e.usedAt = at;
+      e.probed = false;
       let value = usable(e, at);
       if (value) {
         // Past its interval (the sweep missed it, or the store is down): read again in the background.
@@ -182,8 +189,13 @@ export function createReferenceResolver(client: (connection: string) => SecretSt
         e.wasUsable = nowUsable;
         if (e.reading) continue;
         if (at - e.usedAt > Math.max(MIN_IDLE_MS, IDLE_INTERVALS * t.refreshMs)) {
-          entries.delete(key);
-          continue;
+          if (e.probed || !e.value) {
+            entries.delete(key);
+            continue;
+          }
+          e.probed = true;
+          e.usedAt = at;
+          opts.onChange?.(e.ref);
         }
         // Read before the value is one interval old, so the next request after a rotation gets the new one.
         if (!e.withdrawn && e.value && at - e.readAt + opts.sweepMs >= t.refreshMs && at >= e.retryAt) void read(e);
