@@ -76,7 +76,12 @@ export interface CheckpointHead {
 }
 
 /** The bytes a checkpoint's Ed25519 signature covers: its id, time, key id and heads (sorted by vault id). */
-export function checkpointMessage(c: { readonly id: number; readonly at: number; readonly keyId: string; readonly heads: readonly CheckpointHead[] }): Uint8Array {
+export function checkpointMessage(c: {
+  readonly id: number;
+  readonly at: number;
+  readonly keyId: string;
+  readonly heads: readonly CheckpointHead[];
+}): Uint8Array {
   const heads = [...c.heads].sort((a, b) => a.vaultId - b.vaultId).map((h) => [h.vaultId, h.seq, h.hash]);
   return new TextEncoder().encode(JSON.stringify([AUDIT_CHECKPOINT_ENCODING, c.id, c.at, c.keyId, heads]));
 }
