@@ -1,5 +1,6 @@
 // Every server setting with its default and meaning, in the order `broker server --help` and the README
-// list them: the documentation of the BROKER_* variables (config.ts reads them; this says what they are).
+// list them: the documentation of the BROKER_* variables and the OTEL_* ones the export reads (config.ts and
+// config-otel.ts read them; this says what they are).
 
 export interface SettingDoc {
   readonly name: string;
@@ -132,6 +133,16 @@ export const SETTINGS: readonly SettingDoc[] = [
   { name: "BROKER_AUDIT_RETENTION_DAYS", default: "30", description: "Audit records older than this are pruned" },
   { name: "BROKER_AUDIT_MAX_ROWS", default: "1000000", description: "Audit records beyond this count are pruned, oldest first" },
   {
+    name: "BROKER_AUDIT_CHECKPOINT_RECORDS",
+    default: "1000",
+    description: "Sign a checkpoint of the audit hash chains once this many records were written since the last one (1 to 100000000)",
+  },
+  {
+    name: "BROKER_AUDIT_CHECKPOINT_SECONDS",
+    default: "300",
+    description: "Sign a checkpoint at least this often (1 to 86400 seconds) while records are written; none while nothing is",
+  },
+  {
     name: "BROKER_SHUTDOWN_GRACE_S",
     default: "30",
     description: "On SIGTERM or SIGINT, seconds in-flight requests and open tunnels get to finish (a second signal exits at once)",
@@ -142,4 +153,40 @@ export const SETTINGS: readonly SettingDoc[] = [
     default: "(none)",
     description: "Serve GET /metrics only with Authorization: Bearer <this token> (at least 16 characters; turns metrics on)",
   },
+  {
+    name: "BROKER_OTEL_EXPORTER_OTLP_ENDPOINT",
+    default: "(none: off)",
+    description:
+      "Base URL of an OpenTelemetry collector's OTLP/HTTP receiver (http(s)://host:4318): a span per proxied request goes to <url>/v1/traces and every audit record to <url>/v1/logs; its TLS is verified against the system roots plus BROKER_UPSTREAM_CA_FILE. The standard OTEL_EXPORTER_OTLP_ENDPOINT does not turn it on",
+  },
+  {
+    name: "OTEL_EXPORTER_OTLP_PROTOCOL",
+    default: "http/protobuf",
+    description: "With BROKER_OTEL_EXPORTER_OTLP_ENDPOINT: http/protobuf or http/json (gRPC is not supported)",
+  },
+  {
+    name: "OTEL_EXPORTER_OTLP_HEADERS",
+    default: "(none)",
+    description:
+      "With BROKER_OTEL_EXPORTER_OTLP_ENDPOINT: key=value pairs, comma-separated and percent-encoded, sent with every export (a collector's API key; never logged)",
+  },
+  {
+    name: "OTEL_EXPORTER_OTLP_TIMEOUT",
+    default: "10000",
+    description: "With BROKER_OTEL_EXPORTER_OTLP_ENDPOINT: milliseconds one export may take, retries of an unreachable or busy collector included",
+  },
+  { name: "OTEL_EXPORTER_OTLP_COMPRESSION", default: "none", description: "With BROKER_OTEL_EXPORTER_OTLP_ENDPOINT: gzip or none" },
+  {
+    name: "OTEL_EXPORTER_OTLP_{TRACES,LOGS}_*",
+    default: "(the general one)",
+    description: "_PROTOCOL, _HEADERS, _TIMEOUT and _COMPRESSION for one signal only (its headers are added to the general ones)",
+  },
+  { name: "OTEL_SERVICE_NAME", default: "broker", description: "With BROKER_OTEL_EXPORTER_OTLP_ENDPOINT: the exported resource's service.name" },
+  {
+    name: "OTEL_RESOURCE_ATTRIBUTES",
+    default: "(none)",
+    description:
+      "With BROKER_OTEL_EXPORTER_OTLP_ENDPOINT: key=value pairs, comma-separated and percent-encoded, added to the exported resource (deployment.environment.name=prod)",
+  },
+  { name: "OTEL_SDK_DISABLED", default: "false", description: "true turns the export off whatever BROKER_OTEL_EXPORTER_OTLP_ENDPOINT says" },
 ];

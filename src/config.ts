@@ -10,6 +10,7 @@ import { readOidcConfig, type OidcConfig } from "./config-oidc.ts";
 import { readMasterPassword } from "./config-master-password.ts";
 import { normaliseHostName, readHostMappings, type HostMapping } from "./config-host.ts";
 import { CONNECT_PREFIX, readConnectApps, type ConnectApp } from "./config-connect.ts";
+import { readOtelConfig, type OtelConfig } from "./config-otel.ts";
 
 export type Env = Record<string, string | undefined>;
 import { RATE_PROFILES, type RateProfile } from "./ratelimit/index.ts";
@@ -17,6 +18,7 @@ import { SETTINGS } from "./config-settings.ts";
 
 export { RATE_PROFILES, type RateProfile };
 export type { OidcConfig } from "./config-oidc.ts";
+export type { OtelConfig, OtlpProtocol, OtlpSignalConfig } from "./config-otel.ts";
 export { normaliseHostName, type HostMapping } from "./config-host.ts";
 export { connectEnvId, type ClientAuthMethod, type ConnectApp } from "./config-connect.ts";
 
@@ -50,6 +52,10 @@ export interface Config {
   readonly maxTunnelsPerPrincipal: number;
   readonly auditRetentionDays: number;
   readonly auditMaxRows: number;
+  /** BROKER_AUDIT_CHECKPOINT_RECORDS: a signed checkpoint of the audit chains once this many records were written since the last. */
+  readonly auditCheckpointRecords: number;
+  /** BROKER_AUDIT_CHECKPOINT_SECONDS: a signed checkpoint once this long has passed since the last, when a record was written. */
+  readonly auditCheckpointSeconds: number;
   /** How long a SIGTERM/SIGINT waits for in-flight requests and open tunnels before cutting them. */
   readonly shutdownGraceMs: number;
   /** GET /metrics: undefined when off; with a token (SECRET: never log) a bearer token is required. */
@@ -58,6 +64,8 @@ export interface Config {
   readonly oidc: OidcConfig | undefined;
   /** BROKER_CONNECT_<ID>_*: OAuth apps for connecting accounts, one per template id; empty when none is set. */
   readonly connect: readonly ConnectApp[];
+  /** Live export of traces and audit records over OTLP/HTTP; undefined (off, nothing runs) without BROKER_OTEL_EXPORTER_OTLP_ENDPOINT. */
+  readonly otel?: OtelConfig;
   /** Unknown BROKER_* names: likely typos, shown as warnings rather than ignored silently. */
   readonly warnings: readonly string[];
 }
@@ -124,10 +132,13 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): Config {
     upstreamTimeoutMs: readInt("BROKER_UPSTREAM_TIMEOUT_MS", env.BROKER_UPSTREAM_TIMEOUT_MS, 300_000, 100, 3_600_000, problems),
     auditRetentionDays: readInt("BROKER_AUDIT_RETENTION_DAYS", env.BROKER_AUDIT_RETENTION_DAYS, 30, 1, 3650, problems),
     auditMaxRows: readInt("BROKER_AUDIT_MAX_ROWS", env.BROKER_AUDIT_MAX_ROWS, 1_000_000, 1000, 1_000_000_000, problems),
+    auditCheckpointRecords: readInt("BROKER_AUDIT_CHECKPOINT_RECORDS", env.BROKER_AUDIT_CHECKPOINT_RECORDS, 1000, 1, 100_000_000, problems),
+    auditCheckpointSeconds: readInt("BROKER_AUDIT_CHECKPOINT_SECONDS", env.BROKER_AUDIT_CHECKPOINT_SECONDS, 300, 1, 86_400, problems),
     shutdownGraceMs: readInt("BROKER_SHUTDOWN_GRACE_S", env.BROKER_SHUTDOWN_GRACE_S, 30, 0, 3600, problems) * 1000,
     metrics: readMetrics(env, problems),
     oidc: readOidcConfig(env, problems),
     connect: Object.freeze(readConnectApps(env, problems)),
+    otel: readOtelConfig(env, problems),
     warnings: Object.freeze(findUnknownSettings(env)),
   };
   if (problems.length) throw new ConfigError(problems);

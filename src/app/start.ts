@@ -25,6 +25,7 @@ import { createAuthenticator, createVaultAccessCache, type Domain } from "../ide
 import {
   createHashGate,
   createLeafCache,
+  loadAuditSigningKey,
   loadRootCa,
   mintLeaf,
   rotateRootCa,
@@ -46,6 +47,7 @@ import { bindTunnelListener, type TunnelLimits } from "../tunnel/index.ts";
 import { changeHandlers, revalidateWhileUnannounced } from "./freshness.ts";
 import { periodicJobs, startSweeps } from "./periodic-jobs.ts";
 import { startAuditRetention } from "./audit-retention.ts";
+import { announceCheckpoint, startAuditCheckpointer } from "./audit-checkpointer.ts";
 import { effectiveSettings } from "./effective-settings.ts";
 import { drainListeners } from "./shutdown.ts";
 import { databaseHealth } from "./database-health.ts";
@@ -53,6 +55,7 @@ import { openJournal } from "./audit-journal-open.ts";
 import { upstreamRoots } from "./upstream-roots.ts";
 import { createSecretStoreRegistry } from "./secret-store-registry.ts";
 import { countRefusals, createMetrics, type Metrics } from "../server/index.ts";
+import { createTelemetry } from "../telemetry/index.ts";
 
 export interface RunningServer {
   readonly apiUrl: string;
@@ -141,6 +144,9 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     // Identity-provider sign-in: an unreachable or invalid provider stops the start (message names BROKER_OIDC_ISSUER).
     const oidc = config.oidc && (await createOidcClient({ ...config.oidc, redirectUri: `${publicUrl}/v1/auth/oidc/callback`, ca: upstreamCa }));
     let rootCa = await loadRootCa(store, keyring.dataKey, now());
+    // The audit checkpoints' Ed25519 key, made on first start (of instances starting at once, one key is kept).
+    const auditKey = await loadAuditSigningKey(store, keyring.dataKey, now());
+    if (auditKey.created) log.info("audit_signing_key_created", { key_id: auditKey.signer.keyId });
     // Read at scrape time, after the start (the API answers only then): the audit log and the tunnel are bound below.
     const metrics: Metrics | undefined =
       config.metrics &&
@@ -216,7 +222,13 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     // unwritten is written now, before this run's first record.
     ensurePrivateDir(config.dataDir);
     const journal = openJournal(config.dataDir, log);
-    const audit = createAuditLog(store, { now, log, ...(journal && { journal }) });
+    // Live export to the operator's collector (off, and no request holds a span, without its endpoint).
+    const telemetry = config.otel && createTelemetry(config.otel, { log, roots: upstreamCa });
+    if (telemetry) {
+      cached.push(telemetry.secrets);
+      undo.push(() => telemetry.stop(0));
+    }
+    const audit = createAuditLog(store, { now, log, ...(journal && { journal }), ...(telemetry && { export: telemetry.audit }) });
     undo.push(() => audit.stop());
     await audit.resume();
     const upstream = createUpstream({
@@ -300,6 +312,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       log,
       activity: createSessionActivity(now),
       ...(metrics && { metrics: metrics.egress }),
+      ...(telemetry && { tracing: telemetry.tracing }),
       now,
       maxRequestBytes: config.maxRequestBytes,
       maxResponseBytes: config.maxResponseBytes,
@@ -342,6 +355,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       databaseHealth: databaseHealth({ db: store.db, feed: config.database ? feed : undefined, auditQueued: () => audit.queued }),
       connect,
       effectiveSettings: effectiveSettings(config, Number(server.port), boundTunnel?.port ?? null, store.db.dialect),
+      auditKey: auditKey.signer,
       ...(metrics && { metrics: { registry: metrics, token: config.metrics?.token } }),
     });
     const listenerName = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? "127.0.0.1" : config.bindHost;
@@ -367,8 +381,20 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       log,
       ...(store.offLoopPrune && { prune: store.offLoopPrune }),
     });
+    // Signed checkpoints of the audit chains, sent to the vaults' JSON webhooks; a last one at graceful shutdown.
+    const checkpointer = startAuditCheckpointer(store, {
+      signer: auditKey.signer,
+      everyRecords: config.auditCheckpointRecords,
+      everyMs: config.auditCheckpointSeconds * 1000,
+      keepMs: config.auditRetentionDays * 86_400_000,
+      now,
+      log,
+      onCheckpoint: (c) => void announceCheckpoint(store, webhooks, publicUrl, c),
+    });
+    undo.push(() => checkpointer.stop());
     const proxyAddress = tunnel ? `${hostPart}:${tunnel.port}` : undefined;
     log.info("listening", { api: apiUrl, proxy: proxyAddress ?? null, data_dir: config.dataDir, store: describeStore(config), keyring: keyring.mode });
+    if (config.otel) log.info("otel_export_on", { traces: config.otel.traces.url, logs: config.otel.logs.url, protocol: config.otel.traces.protocol });
     return {
       apiUrl,
       proxyAddress,
@@ -394,7 +420,11 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
         secretStores.stop(); // its pools' idle connections to the stores must not hold the process
         await retentionStopped;
         // The records queued wait for the database within what is left of the grace; the rest stay in the journal.
-        await audit.stop(Math.max(0, graceMs - drained.waitedMs));
+        // The collector gets the same time, alongside: what it has not taken by then is dropped and counted.
+        const left = Math.max(0, graceMs - drained.waitedMs);
+        await Promise.all([audit.stop(left), telemetry?.stop(left)]);
+        // Then the records written until now get a signature (stored; webhook delivery has stopped by now).
+        await checkpointer.stop({ final: true });
         store.close();
         log.info("shutdown_complete", {
           waited_ms: drained.waitedMs,

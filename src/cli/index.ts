@@ -29,6 +29,7 @@ export const rootCommand = defineCommand({
     template: () => import("./commands/template.ts").then((m) => m.default),
     owner: () => import("./commands/owner.ts").then((m) => m.default),
     logs: () => import("./commands/logs.ts").then((m) => m.default),
+    audit: () => import("./commands/audit.ts").then((m) => m.default),
     ca: () => import("./commands/ca.ts").then((m) => m.default),
     proposal: () => import("./commands/proposal.ts").then((m) => m.default),
     request: () => import("./commands/request.ts").then((m) => m.default),

@@ -9,3 +9,5 @@ export * from "./templates.ts";
 export * from "./accounts.ts";
 export * from "./pages.ts";
 export * from "./secret-stores.ts";
+export * from "./audit-checkpoints.ts";
+export * from "./audit.ts";

@@ -1,7 +1,8 @@
 // One request through the pipeline (architecture.md §3): what an ingress hands in (EgressInput), what
 // the pipeline runs on (EgressDeps), and the state the stages share as they pass it along (Exchange):
 // the plan once matched, who approved it, the bytes read so far, and the clocks the audit record and
-// the metrics report. Each stage reads and writes only this object, so a decision is made once.
+// the metrics report (and the request's span, when traces are exported). Each stage reads and writes only
+// this object, so a decision is made once.
 
 import type { Logger } from "../log.ts";
 import type { RequestApprovalGate } from "../workflows/index.ts";
@@ -11,10 +12,13 @@ import type { NetPolicy, Resolver } from "./netguard.ts";
 import type { EgressPlan, PlanCache } from "./plan.ts";
 import type { Upstream } from "./upstream.ts";
 import type { SessionActivityLog } from "./session-activity.ts";
+import type { RequestSpan, RequestTracing } from "./telemetry.ts";
 
 export interface EgressInput {
   /** Stable principal id (rate limits and audit). */
   readonly principal: string;
+  /** The name people read (an agent's name, a person's email; absent for a `vault run` session): the exported span only. */
+  readonly principalName?: string;
   /** The session was minted by `vault run --contain`: its audit records say so. */
   readonly contained: boolean;
   /** A `vault run` session acting for whoever minted it (`principal` is the minter's id). */
@@ -57,6 +61,8 @@ export interface EgressDeps {
   readonly approvals?: RequestApprovalGate;
   /** What each session met at the transparent proxy, for `vault run` to tell its agent (absent: not kept). */
   readonly activity?: SessionActivityLog;
+  /** A span per request for an OpenTelemetry collector (telemetry/); absent when export is off. */
+  readonly tracing?: RequestTracing;
 }
 
 /** What one exchange tells the metrics: names and numbers only, never a path, query or value. */
@@ -93,30 +99,41 @@ export interface Exchange {
   bodyFailure?: unknown;
   /** Metrics clocks (ms): the request came in, was dispatched upstream, got its answer's head. */
   readonly clock: { readonly t0: number; tSend: number; tHead: number };
+  /** The monotonic clock of the metrics or the tracer; absent when neither is on (then no clock is read). */
+  readonly tick?: () => number;
+  /** The request's span, when traces are exported. */
+  readonly span?: RequestSpan;
 }
 
 export function openExchange(input: EgressInput, deps: EgressDeps): Exchange {
-  return { input, deps, started: deps.now(), approvedBy: null, bytesIn: 0, clock: { t0: deps.metrics ? deps.metrics.now() : 0, tSend: 0, tHead: 0 } };
+  const tick = deps.metrics?.now ?? deps.tracing?.now;
+  const t0 = tick ? tick() : 0;
+  const span = deps.tracing?.open(input, t0);
+  return { input, deps, started: deps.now(), approvedBy: null, bytesIn: 0, clock: { t0, tSend: 0, tHead: 0 }, ...(tick && { tick }), ...(span && { span }) };
 }
 
 /** The one audit record of the exchange (architecture.md §3, stage 8). */
 export function auditExchange(x: Exchange, status: number, bytesOut: number, error: string | null): void {
-  x.deps.audit.record(
-    auditEntry(x.input, x.started, x.deps.now(), {
-      status,
-      bytesIn: x.bytesIn,
-      bytesOut,
-      error,
-      service: x.plan?.service.host ?? null,
-      credentialKeys: x.plan?.credentialKeys ?? [],
-      credentialRefs: x.plan?.credentialRefs ?? [],
-      approvedBy: x.approvedBy,
-    }),
-  );
+  const entry = auditEntry(x.input, x.started, x.deps.now(), {
+    status,
+    bytesIn: x.bytesIn,
+    bytesOut,
+    error,
+    service: x.plan?.service.host ?? null,
+    credentialKeys: x.plan?.credentialKeys ?? [],
+    credentialRefs: x.plan?.credentialRefs ?? [],
+    approvedBy: x.approvedBy,
+  });
+  const { span, tick } = x;
+  x.deps.audit.record(entry, span?.ref);
+  // The span ends with the exchange (the body streamed), and carries the record's own names and numbers.
+  if (span && tick) span.end(entry, tick());
 }
 
 /** Names and numbers for the metrics, when they are on: the broker's own time, the upstream's apart. */
 export function observeExchange(x: Exchange, status: number): void {
+  const { span, tick } = x;
+  if (span && tick) span.handedBack(tick());
   const m = x.deps.metrics;
   if (!m) return;
   const { t0, tSend, tHead } = x.clock;

@@ -44,6 +44,19 @@ export interface Injection {
   readonly value: { reveal(): string };
 }
 
+/** W3C Trace Context's headers: replaced as a pair, never merged with the agent's (telemetry.ts). */
+const TRACE_HEADERS = new Set(["traceparent", "tracestate"]);
+
+/**
+ * The request's trace headers in place of the agent's own under those names (any case): the upstream's
+ * parent is the broker's span, not the agent's (W3C Trace Context: each hop names itself).
+ */
+export function withTraceContext(headers: HeaderList, trace: readonly (readonly [string, string])[]): HeaderList {
+  const out: HeaderList = headers.filter(([k]) => !TRACE_HEADERS.has(k.toLowerCase()));
+  for (const [k, v] of trace) out.push([k, v]);
+  return out;
+}
+
 export function buildUpstreamHeaders(src: Iterable<[string, string]>, injection: Injection | undefined, stripAuthorization: boolean): HeaderList {
   const list = [...src];
   const drop = new Set<string>();

@@ -9,7 +9,7 @@ import { isGrpcContentType } from "./grpc-body.ts";
 import { headerValues } from "../http/index.ts";
 import { Internal } from "../errors.ts";
 import type { EgressDeps, EgressInput, Exchange } from "./exchange.ts";
-import { buildUpstreamHeaders } from "./headers.ts";
+import { buildUpstreamHeaders, withTraceContext } from "./headers.ts";
 import type { Minter } from "./minter.ts";
 import { resolveChecked } from "./netguard.ts";
 import type { EgressPlan } from "./plan.ts";
@@ -53,6 +53,8 @@ export async function sendUpstream(x: Exchange, plan: EgressPlan, ruled: Ruled):
   const replayable = !body || kept !== undefined;
   const injection = grant?.injection ?? plan.injection;
   const inPath = plan.placement !== undefined;
+  /** The broker's trace headers, set at dispatch when traces are exported (the same on a resend). */
+  let traced: readonly [string, string][] | undefined;
   // (An HTTP/1.1 agent's request can go out over HTTP/2 too, to an origin that speaks nothing else.)
   const how: SendOptions = input.http2
     ? { ...http2Options(input, injection, inPath), signal: input.signal }
@@ -61,13 +63,15 @@ export async function sendUpstream(x: Exchange, plan: EgressPlan, ruled: Ruled):
     const again = kept ? new Blob([kept as Uint8Array<ArrayBuffer>]).stream() : body;
     // SigV4 replaces the agent's own Authorization (its placeholder signature) on every ingress.
     let headers = buildUpstreamHeaders(input.headers, grant?.injection ?? plan.injection, signing || input.ingress === "explicit");
+    if (traced) headers = withTraceContext(headers, traced); // before signing: SigV4 signs what is sent
     // An injected gRPC call asks for uncompressed messages: less to decode before the scan.
     if (how.http2 === "require" && !(grant?.needles ?? plan.needles).empty) headers = withHeader(headers, "grpc-accept-encoding", "identity");
     if (ranged) headers = ranged.upstreamHeaders(headers); // before signing: SigV4 signs the widened Range
     const req = { method: input.method, target, headers, body: again, bodyLength: read?.byteLength ? read.byteLength : input.bodyLength };
     return signing ? { method: input.method, ...(await signAwsRequest(plan.minted!, input, req, deps.now())) } : req;
   };
-  if (deps.metrics) x.clock.tSend = deps.metrics.now();
+  if (x.tick) x.clock.tSend = x.tick();
+  traced = x.span?.dispatched(x.clock.tSend);
   let answer = await deps.upstream.send({ host: input.host, port: input.port, addresses }, await outbound(), how);
   // The rejected token stays in the host's set (a 401 may echo it); the new one joins it. A
   // service refreshed for 401s too often lately gets no new token (minted.ts): the 401 stands.
@@ -90,7 +94,8 @@ export async function sendUpstream(x: Exchange, plan: EgressPlan, ruled: Ruled):
   }
   // A value read from a store that the upstream refuses may have been rotated there: read again, once.
   if (answer.status === 401 || answer.status === 403) deps.plans.refused(input.vault.id, plan);
-  if (deps.metrics) x.clock.tHead = deps.metrics.now();
+  if (x.tick) x.clock.tHead = x.tick();
+  x.span?.answered(x.clock.tHead);
   return ranged ? { answer, needles, ranged } : { answer, needles };
 }
 

@@ -44,6 +44,11 @@ export interface ScopedPrincipal extends SessionRef {
 
 export type Principal = UserPrincipal | AgentPrincipal | ScopedPrincipal;
 
+/** The name people read for a principal (an agent's name, a person's email); a `vault run` session carries none of its own. */
+export function principalName(p: Principal): string | undefined {
+  return p.kind === "user" ? p.email : p.kind === "agent" ? p.agentName : undefined;
+}
+
 /** Whether requests made with this principal are marked contained in the audit log. */
 export function isContained(p: Principal): boolean {
   return p.kind === "scoped" && p.contained;

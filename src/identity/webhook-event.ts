@@ -1,5 +1,6 @@
-// What a proposal or held-request event is (the JSON a webhook receiver gets) and who delivers it: names, hosts and
-// key names only, never a credential value. Types only, so the domain context can name the notifier.
+// What a proposal, held-request or audit checkpoint event is (the JSON a webhook receiver gets) and who
+// delivers it: names, hosts, key names and hashes only, never a credential value. Types only, so the domain
+// context can name the notifier.
 
 import type { ProposalRow } from "../store/index.ts";
 
@@ -57,7 +58,40 @@ export interface RequestApprovalEvent {
   readonly console_url: string;
 }
 
-export type BrokerEvent = ProposalEvent | RequestApprovalEvent;
+/** One vault's head as a checkpoint signs it (docs/audit-chain.md). */
+export interface CheckpointHeadView {
+  readonly vault_id: number;
+  readonly seq: number;
+  readonly hash: string;
+}
+
+/**
+ * A signed checkpoint of the audit chains (docs/audit-chain.md), sent to the JSON webhooks of each vault it
+ * covers: that vault's head, and every head the signature covers so a receiver can check it with the public
+ * key. Hashes and numbers only.
+ */
+export interface AuditCheckpointEvent {
+  readonly event: "audit.checkpoint";
+  readonly vault: string;
+  readonly checkpoint: {
+    readonly id: number;
+    /** Milliseconds since the epoch, as signed. */
+    readonly at: number;
+    readonly key_id: string;
+    /** This vault's head only. */
+    readonly heads: readonly CheckpointHeadView[];
+    /** Every head the signature covers, sorted by vault id. */
+    readonly signed_heads: readonly CheckpointHeadView[];
+    /** base64url Ed25519 signature of the checkpoint message. */
+    readonly signature: string;
+  };
+  /** GET /v1/audit/public-key: the key that verifies the signature. */
+  readonly public_key_url: string;
+  /** The vault's logs page in the console. */
+  readonly console_url: string;
+}
+
+export type BrokerEvent = ProposalEvent | RequestApprovalEvent | AuditCheckpointEvent;
 
 /** Delivers events to a vault's webhooks off the request path (webhooks/webhook-delivery.ts). */
 export interface WebhookNotifier {

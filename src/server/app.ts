@@ -29,6 +29,9 @@ import { approveRoutes, assetRoutes } from "./routes/index.ts";
 import { heldApprovalRoutes } from "./routes/index.ts";
 import { consoleRoutes } from "./console/index.ts";
 import { logRoutes } from "./routes/index.ts";
+import { auditExportRoutes } from "./routes/index.ts";
+import { auditCheckpointRoutes, auditKeyRoutes } from "./routes/index.ts";
+import type { AuditPublicKey } from "../crypto/index.ts";
 import { metricsRoutes } from "./routes/index.ts";
 import type { Metrics } from "./kit/index.ts";
 import type { Secret } from "../secret.ts";
@@ -60,6 +63,8 @@ export interface ApiDeps {
   readonly connect?: ConnectDeps;
   /** The settings this server runs with, for the owner (`broker doctor`); absent: 404. */
   readonly effectiveSettings?: EffectiveSettingsBody;
+  /** The audit signing key this instance loaded (GET /v1/audit/public-key, the Settings page); absent: read from the store. */
+  readonly auditKey?: AuditPublicKey;
 }
 
 export interface DatabaseHealth {
@@ -134,6 +139,9 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
   api.route("/v1/owner", ownerRoutes(d, deps.effectiveSettings));
   api.route("/invite", inviteRedemptionRoutes(d));
   api.route("/v1/vaults", logRoutes(d));
+  api.route("/v1/vaults", auditExportRoutes(d));
+  api.route("/v1/vaults", auditCheckpointRoutes(d));
+  api.route("/v1/audit", auditKeyRoutes(d, deps.auditKey));
   api.route("/v1/vaults", webhookRoutes(d));
   api.route("/v1/secret-stores", secretStoreRoutes(d));
   api.route("/v1/vaults", requestApprovalRoutes(d));
@@ -145,7 +153,7 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
   api.route("/assets", assetRoutes());
   const minter = deps.egress?.minter;
   const mintedState = minter && ((vaultId: number, host: string) => minter.state(vaultId, host));
-  api.route("/", consoleRoutes(d, deps.log, { ca: deps.ca, auditRetention: deps.auditRetention, mintedState, connect: deps.connect })); // HTML pages at /, /account, /vaults/...; JSON clients keep JSON
+  api.route("/", consoleRoutes(d, deps.log, { ca: deps.ca, auditRetention: deps.auditRetention, mintedState, connect: deps.connect, auditKey: deps.auditKey })); // HTML pages at /, /account, /vaults/...; JSON clients keep JSON
   if (deps.egress) api.route("/proxy", proxyRoutes(d, deps.egress));
   if (deps.ca) {
     const ca = caRoutes(d, deps.ca, deps.log);

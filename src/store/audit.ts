@@ -106,7 +106,14 @@ export function auditListQuery(f: AuditFilter): { sql: string; params: SqlValue[
   return { sql, params };
 }
 
-const CHAINED = "FROM audit_logs WHERE vault_id = ? AND chain_seq > ? ORDER BY chain_seq LIMIT ?";
+// Chain order, and id order among records that claim the same seq (an insertion: the verifier names it).
+const CHAINED = "FROM audit_logs WHERE vault_id = ? AND chain_seq > ? ORDER BY chain_seq, id LIMIT ?";
+const CHAINED_AT = "FROM audit_logs WHERE vault_id = ? AND chain_seq = ? ORDER BY id";
+// Records without chain fields: before the chain began (migration 23), or inserted since (the verifier's "inserted").
+// The chain began at its lowest kept seq (an index seek, where MIN(id) would read every chained record).
+const FIRST_CHAINED = "SELECT id FROM audit_logs WHERE vault_id = ? AND chain_seq IS NOT NULL ORDER BY chain_seq, id LIMIT 1";
+const UNCHAINED_BEFORE = "SELECT COUNT(*) AS n FROM audit_logs WHERE vault_id = ? AND chain_seq IS NULL AND id < ?";
+const UNCHAINED_AFTER = "SELECT id FROM audit_logs WHERE vault_id = ? AND chain_seq IS NULL AND id > ? ORDER BY id LIMIT ?";
 
 function normaliseRow(r: AuditRow): AuditRow {
   const n = (v: unknown) => (v === null || v === undefined ? null : Number(v));
@@ -133,7 +140,7 @@ const ID_BOUNDS = "SELECT (SELECT MIN(id) FROM audit_logs) AS lowest, (SELECT MA
 // loses only its oldest records, and the anchor (the last removed record's seq and hash) is where
 // verification starts (docs/audit-chain.md). The first row in the range that must stay ends the prefix.
 const FIRST_KEPT = "SELECT MIN(id) AS stop FROM audit_logs WHERE id BETWEEN ? AND ? AND id > ? AND +at >= ?";
-const ANCHORS_IN = `SELECT vault_id AS "vaultId", MAX(chain_seq) AS seq FROM audit_logs WHERE id BETWEEN ? AND ? AND chain_seq IS NOT NULL GROUP BY vault_id`;
+const ANCHORS_IN = `SELECT vault_id AS "vaultId", MAX(chain_seq) AS seq FROM audit_logs WHERE id BETWEEN ? AND ? AND chain_seq IS NOT NULL GROUP BY vault_id ORDER BY vault_id`;
 const HASH_AT = `SELECT chain_hash AS hash FROM audit_logs WHERE vault_id = ? AND chain_seq = ?`;
 const MOVE_ANCHOR = "UPDATE audit_chains SET anchor_seq = ?, anchor_hash = ? WHERE vault_id = ? AND anchor_seq < ?";
 const DELETE_RANGE = "DELETE FROM audit_logs WHERE id BETWEEN ? AND ?";
@@ -199,6 +206,22 @@ export function auditRepo(sql: Sql) {
     async chained(vaultId: number, afterSeq: number, limit: number): Promise<AuditRow[]> {
       const rows = await sql.all<AuditRow>(`SELECT ${COLUMNS} ${CHAINED}`, [vaultId, afterSeq, limit]);
       return rows.map(normaliseRow);
+    },
+    /** Every record of the vault that claims chain seq `seq` (one, unless a record was inserted), by id. */
+    async chainedAt(vaultId: number, seq: number): Promise<AuditRow[]> {
+      const rows = await sql.all<AuditRow>(`SELECT ${COLUMNS} ${CHAINED_AT}`, [vaultId, seq]);
+      return rows.map(normaliseRow);
+    },
+    /**
+     * The vault's records without chain fields: how many were written before its first chained record (before
+     * the chain began), and the ids (at most `limit`) of those written after it, which only an insertion makes.
+     */
+    async unchained(vaultId: number, limit: number): Promise<{ beforeChain: number; afterChain: number[] }> {
+      const first = await sql.get<{ id: number | null }>(FIRST_CHAINED, [vaultId]);
+      const firstId = first?.id == null ? Number.MAX_SAFE_INTEGER : Number(first.id);
+      const before = await sql.get<{ n: number }>(UNCHAINED_BEFORE, [vaultId, firstId]);
+      const after = first?.id == null ? [] : await sql.all<{ id: number }>(UNCHAINED_AFTER, [vaultId, firstId, limit]);
+      return { beforeChain: Number(before?.n ?? 0), afterChain: after.map((r) => Number(r.id)) };
     },
     /** The lowest and highest id, or undefined when the log is empty. */
     async idBounds(): Promise<{ lowest: number; highest: number } | undefined> {

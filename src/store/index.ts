@@ -1,6 +1,6 @@
 // The store: async repositories over a backend-neutral Db. Modules outside store/ import from here only.
 
-import type { Db, Sql } from "./db.ts";
+import type { Db, Dialect, Sql } from "./db.ts";
 import { accessRepo } from "./access.ts";
 import { agentRepo } from "./agents.ts";
 import { auditRepo } from "./audit.ts";
@@ -29,6 +29,7 @@ import { vaultCountRepo } from "./vault-counts.ts";
 import { webhookRepo } from "./webhooks.ts";
 import { secretStoreRepo } from "./secret-store-connections.ts";
 import { auditChainRepo } from "./audit-chains.ts";
+import { auditCheckpointRepo } from "./audit-checkpoints.ts";
 
 export type { Db, Sql, SqlValue, Dialect } from "./db.ts";
 export type { CredentialReference, CredentialRow } from "./credentials.ts";
@@ -52,6 +53,16 @@ export type { ConnectStateRow } from "./connect-states.ts";
 export type { AuthType, MintedAuthType, ServiceRow, ServiceWithCredential } from "./services.ts";
 export type { AuditFilter, AuditRow } from "./audit.ts";
 export type { AuditChainRow } from "./audit-chains.ts";
+export {
+  CHECKPOINT_LOCK,
+  takeCheckpointTurn,
+  type AuditCheckpointRow,
+  type AuditSigningKeyRow,
+  type CheckpointHeadRow,
+  type CheckpointPlan,
+  type CheckpointTurn,
+  type MovedHead,
+} from "./audit-checkpoints.ts";
 export { AUDIT_CHAIN_GENESIS } from "./audit-chain-genesis.ts";
 export { pruneAuditBatch, type AuditLimits, type PruneBatch } from "./audit-retention.ts";
 import type { AuditLimits, PruneBatch } from "./audit-retention.ts";
@@ -71,10 +82,10 @@ export { checkBackup, NotABrokerStore, restoreSqlite, storeHolders, type BackupC
 export { inspectPostgres, inspectSqlite, type StoreSummary } from "./inspect.ts";
 export { copyStore, CopyMismatch, requireEmptySchema, SchemaMismatch, TargetNotEmpty, type CopyReport, type TableCopy } from "./copy.ts";
 
-function createRepos(sql: Sql) {
+function createRepos(sql: Sql, dialect: Dialect) {
   return {
     keyring: keyringRepo(sql),
-    vaults: vaultRepo(sql),
+    vaults: vaultRepo(sql, dialect),
     credentials: credentialRepo(sql),
     users: userRepo(sql),
     sessions: sessionRepo(sql),
@@ -92,6 +103,7 @@ function createRepos(sql: Sql) {
     webhooks: webhookRepo(sql),
     secretStores: secretStoreRepo(sql),
     auditChains: auditChainRepo(sql),
+    auditCheckpoints: auditCheckpointRepo(sql),
     connectStates: connectStateRepo(sql),
     vaultCounts: vaultCountRepo(sql),
   };
@@ -110,7 +122,7 @@ export type Repos = ReturnType<typeof createRepos>;
  * own writes.
  */
 const OFF_LOOP_READS = {
-  audit: ["list"],
+  audit: ["list", "chained", "chainedAt"],
   proposals: ["list"],
   requestApprovals: ["list"],
   agents: ["page"],
@@ -142,15 +154,15 @@ export interface Store extends Repos {
 }
 
 export function createStore(db: Db, reader?: OffLoopReader): Store {
-  const repos = createRepos(db);
+  const repos = createRepos(db, db.dialect);
   const close = () => {
     reader?.close(); // first: its connection open would keep the main one's close from removing the -wal file
     db.close();
   };
   return {
     db,
-    ...(reader ? routeReads(repos, createRepos(reader)) : repos),
-    transaction: (fn) => db.transaction((tx) => fn(createRepos(tx))),
+    ...(reader ? routeReads(repos, createRepos(reader, db.dialect)) : repos),
+    transaction: (fn) => db.transaction((tx) => fn(createRepos(tx, db.dialect))),
     ...(reader?.pruneAudit && { offLoopPrune: reader.pruneAudit }),
     close,
     [Symbol.dispose]: close,

@@ -337,4 +337,41 @@ export const ADDITIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 24,
+    name: "audit-checkpoints",
+    // Signed checkpoints of the audit chains (issue 37, docs/audit-chain.md): the broker's Ed25519 signing key
+    // (created on first start: its private half sealed with the data key, the additional data naming its key id;
+    // the public half as SPKI PEM; id 1 today, so two instances starting at once insert one key and read the
+    // winner back), the checkpoints (the heads they signed as JSON, exactly as signed, and the signature), one
+    // row per vault a checkpoint covers (a vault's checkpoints are a range of its primary key), and, per vault,
+    // the seq its last checkpoint signed (a head that moved past it is what the next checkpoint signs).
+    sql: `
+      CREATE TABLE audit_signing_keys (
+        id INTEGER PRIMARY KEY,
+        key_id TEXT NOT NULL UNIQUE,
+        public_key_pem TEXT NOT NULL,
+        private_nonce {{bytes}} NOT NULL,
+        private_ciphertext {{bytes}} NOT NULL,
+        created_at BIGINT NOT NULL
+      );
+      CREATE TABLE audit_checkpoints (
+        id {{id}},
+        at BIGINT NOT NULL,
+        key_id TEXT NOT NULL REFERENCES audit_signing_keys (key_id),
+        heads TEXT NOT NULL,
+        signature TEXT NOT NULL
+      );
+      CREATE INDEX audit_checkpoints_at ON audit_checkpoints (at);
+      CREATE TABLE audit_checkpoint_vaults (
+        vault_id BIGINT NOT NULL,
+        checkpoint_id BIGINT NOT NULL REFERENCES audit_checkpoints (id) ON DELETE CASCADE,
+        seq BIGINT NOT NULL,
+        hash TEXT NOT NULL,
+        PRIMARY KEY (vault_id, checkpoint_id)
+      );
+      CREATE INDEX audit_checkpoint_vaults_checkpoint ON audit_checkpoint_vaults (checkpoint_id);
+      ALTER TABLE audit_chains ADD COLUMN checkpoint_seq BIGINT NOT NULL DEFAULT 0;
+    `,
+  },
 ];

@@ -1,6 +1,6 @@
 // Vault rows. Deleting a vault cascades (foreign keys) to everything that belongs to it.
 
-import type { Sql } from "./db.ts";
+import type { Dialect, Sql } from "./db.ts";
 
 export type UnmatchedHosts = "tunnel" | "deny";
 
@@ -13,10 +13,18 @@ export interface VaultRow {
 
 const COLUMNS = `id, name, unmatched_hosts AS "unmatchedHosts", created_at AS "createdAt"`;
 
-export function vaultRepo(sql: Sql) {
+// A vault's id names its audit records and hash chain, which outlive it: an id is never given twice.
+// PostgreSQL's identity never reuses one; SQLite's rowid would reuse a deleted highest id, so there the
+// next id is past every id any vault, audit record or chain has had.
+const CREATE = `INSERT INTO vaults (name, created_at) VALUES (?, ?) RETURNING ${COLUMNS}`;
+const CREATE_PAST_EVERY_ID = `INSERT INTO vaults (id, name, created_at)
+  SELECT COALESCE(MAX(used), 0) + 1, ?, ? FROM (SELECT MAX(id) AS used FROM vaults UNION ALL SELECT MAX(vault_id) FROM audit_logs UNION ALL SELECT MAX(vault_id) FROM audit_chains)
+  RETURNING ${COLUMNS}`;
+
+export function vaultRepo(sql: Sql, dialect: Dialect) {
   return {
     async create(name: string, now: number): Promise<VaultRow> {
-      const row = await sql.get<VaultRow>(`INSERT INTO vaults (name, created_at) VALUES (?, ?) RETURNING ${COLUMNS}`, [name, now]);
+      const row = await sql.get<VaultRow>(dialect === "sqlite" ? CREATE_PAST_EVERY_ID : CREATE, [name, now]);
       return normalise(row!);
     },
     async byName(name: string): Promise<VaultRow | undefined> {

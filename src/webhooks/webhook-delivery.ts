@@ -1,7 +1,7 @@
-// Delivers proposal events to a vault's webhooks, off the request path: a small in-memory queue, each POST
-// signed (Broker-Signature: t=<unix>,v1=<hex HMAC-SHA256 of "<t>.<body>">), sent to an address the network
-// guard checked (the checked IP is dialled, TLS verified against the URL's host name), retried with backoff,
-// and its outcome recorded on the webhook row. Never logs a URL, a secret or a payload.
+// Delivers events (proposals, held requests, audit checkpoints) to a vault's webhooks, off the request path: a
+// small in-memory queue, each POST signed (Broker-Signature: t=<unix>,v1=<hex HMAC-SHA256 of "<t>.<body>">),
+// sent to an address the network guard checked (the checked IP is dialled, TLS verified against the URL's
+// host name), retried with backoff, and its outcome recorded on the webhook row. Never logs a URL, a secret or a payload.
 
 import { createHmac, randomUUID } from "node:crypto";
 import { EgressBlocked, UpstreamUnreachable } from "../errors.ts";
@@ -212,6 +212,8 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
       void (async () => {
         const hooks = await deps.store.webhooks.list(vaultId);
         for (const hook of hooks) {
+          // A signed checkpoint is a copy for a machine to keep (JSON), not a line for a chat channel.
+          if (event.event === "audit.checkpoint" && hook.format !== "json") continue;
           if (pending > MAX_PENDING) {
             deps.log.warn("webhook_queue_full", { webhook: hook.id, vault: vaultId, webhook_event: event.event });
             continue;

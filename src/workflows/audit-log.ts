@@ -99,10 +99,10 @@ async function resolvePrincipalFilter(d: Domain, who: string): Promise<string | 
   return agent ? `agent:${agent.id}` : null;
 }
 
-type Namer = (id: string) => Promise<{ name: string; kind: PrincipalKind }>;
+export type Namer = (id: string) => Promise<{ name: string; kind: PrincipalKind }>;
 
 /** Names principal ids, each looked up once per call (a page of 100 rows is usually one or two principals). */
-function createPrincipalNamer(d: Domain): Namer {
+export function createPrincipalNamer(d: Domain): Namer {
   const seen = new Map<string, Promise<{ name: string; kind: PrincipalKind }>>();
   const lookUp = async (id: string): Promise<{ name: string; kind: PrincipalKind }> => {
     const m = PRINCIPAL_ID.exec(id);

@@ -2,6 +2,8 @@
 // requests and their approval, webhook settings, the audit log's queries, connected accounts.
 
 export * from "./audit-log.ts";
+export * from "./audit-export.ts";
+export * from "./audit-checkpoints.ts";
 export * from "./credential-ops.ts";
 export * from "./proposals.ts";
 export * from "./proposal-review.ts";

@@ -11,10 +11,19 @@ import type { Domain } from "../identity/index.ts";
 import { nameRequester, type RequesterKind } from "../identity/index.ts";
 import { iso } from "../identity/index.ts";
 import { requireInVault, type OpenVault } from "../identity/index.ts";
-import type { BrokerEvent, ProposalEventType, RequestApprovalEvent, RequestApprovalEventType } from "../identity/index.ts";
+import type { AuditCheckpointEvent, BrokerEvent, ProposalEventType, RequestApprovalEvent, RequestApprovalEventType } from "../identity/index.ts";
+import type { CheckpointHead } from "../crypto/index.ts";
 import { maskWebhookReceiver } from "./webhook-url.ts";
 
-export type { BrokerEvent, ProposalEvent, ProposalEventType, RequestApprovalEvent, RequestApprovalEventType, WebhookNotifier } from "../identity/index.ts";
+export type {
+  AuditCheckpointEvent,
+  BrokerEvent,
+  ProposalEvent,
+  ProposalEventType,
+  RequestApprovalEvent,
+  RequestApprovalEventType,
+  WebhookNotifier,
+} from "../identity/index.ts";
 
 export const WEBHOOK_SECRET_PREFIX = "whsec_";
 export const MAX_WEBHOOKS_PER_VAULT = 10;
@@ -174,6 +183,29 @@ export async function announceRequestApproval(d: Domain, type: RequestApprovalEv
   }
 }
 
+/** A signed checkpoint (docs/audit-chain.md) as it is sent to `vault`'s webhooks: that vault's head, and every head signed. */
+export function auditCheckpointEvent(
+  publicUrl: string,
+  vault: { readonly id: number; readonly name: string },
+  c: { readonly id: number; readonly at: number; readonly keyId: string; readonly heads: readonly CheckpointHead[]; readonly signature: string },
+): AuditCheckpointEvent {
+  const view = (h: CheckpointHead) => ({ vault_id: h.vaultId, seq: h.seq, hash: h.hash });
+  return {
+    event: "audit.checkpoint",
+    vault: vault.name,
+    checkpoint: {
+      id: c.id,
+      at: c.at,
+      key_id: c.keyId,
+      heads: c.heads.filter((h) => h.vaultId === vault.id).map(view),
+      signed_heads: [...c.heads].sort((a, b) => a.vaultId - b.vaultId).map(view),
+      signature: c.signature,
+    },
+    public_key_url: `${publicUrl}/v1/audit/public-key`,
+    console_url: `${publicUrl}/vaults/${encodeURIComponent(vault.name)}/logs`,
+  };
+}
+
 /** The requester in a notification line: "agent ci-bot", "a `vault run` session of ann@…", "ann@…". */
 function requesterShort(kind: RequesterKind, name: string): string {
   return `${kind === "agent" ? "agent " : kind === "session" ? "a `vault run` session of " : ""}${name}`;
@@ -182,6 +214,10 @@ function requesterShort(kind: RequesterKind, name: string): string {
 /** The Slack incoming-webhook text: "agent ci-bot asks for api.stripe.com: <link>". */
 export function describeEventText(e: BrokerEvent): string {
   if ("request_approval" in e) return describeRequestApprovalText(e);
+  if ("checkpoint" in e) {
+    const head = e.checkpoint.heads[0];
+    return `audit checkpoint ${e.checkpoint.id} of vault ${e.vault}: record ${head?.seq ?? "?"}, hash ${head?.hash ?? "?"}, signed by key ${e.checkpoint.key_id}`;
+  }
   const p = e.proposal;
   const who = requesterShort(p.requested_by_kind, p.requested_by);
   const what = [...p.hosts, ...p.keys.map((k) => `credential ${k}`)].join(", ") || "changes";

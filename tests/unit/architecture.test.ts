@@ -67,6 +67,7 @@ const LEAVES = [
   "config-master-password",
   "config-oidc",
   "config-secret-file",
+  "config-otel",
   "config-settings",
   "version",
 ];
@@ -85,9 +86,10 @@ const MAY_IMPORT: Record<string, string[]> = {
   minting: ["policy", "egress", "http"],
   "secret-stores": ["policy", "egress", "http"],
   webhooks: ["store", "identity", "workflows", "egress"],
+  telemetry: ["egress"],
   tunnel: ["policy", "crypto", "ratelimit", "identity", "egress", "http"],
   server: ["store", "policy", "templates", "words", "crypto", "ratelimit", "identity", "workflows", "contract", "egress"],
-  app: ["store", "policy", "crypto", "ratelimit", "identity", "workflows", "egress", "minting", "secret-stores", "webhooks", "tunnel", "server"],
+  app: ["store", "policy", "crypto", "ratelimit", "identity", "workflows", "egress", "minting", "secret-stores", "webhooks", "telemetry", "tunnel", "server"],
   cli: ["store", "policy", "templates", "words", "crypto", "ratelimit", "identity", "workflows", "contract", "egress", "app"],
   index: ["cli"],
 };

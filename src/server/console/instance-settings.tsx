@@ -1,9 +1,10 @@
 /** @jsxImportSource hono/jsx */
 // `/settings` (the instance owner only; getOwnerSettings refuses anyone else): allowed signup
 // domains and rate limits (updateOwnerSettings, as PATCH /v1/owner/settings; read-only with the
-// reason under BROKER_RATELIMIT_LOCK), audit retention (environment only, shown read-only), and
-// the root CA (instance-ca.tsx). Every refusal is the API's (the domain's, or its OwnerSettingsInput
-// reading what is typed), so the page and the API agree.
+// reason under BROKER_RATELIMIT_LOCK), audit retention (environment only, shown read-only), the audit
+// log's signing key (its id and public half, with a Copy button), and the root CA (instance-ca.tsx).
+// Every refusal is the API's (the domain's, or its OwnerSettingsInput reading what is typed), so the
+// page and the API agree.
 
 import { Hono } from "hono";
 import { OwnerSettingsInput, parseWith } from "../../contract/index.ts";
@@ -13,9 +14,12 @@ import { RATE_PROFILES } from "../../ratelimit/index.ts";
 import { getOwnerSettings, requireOwner, rotateCa, updateOwnerSettings, type OwnerSettings } from "../../identity/index.ts";
 import type { CaHolder } from "../../crypto/index.ts";
 import type { MintedState } from "../../egress/index.ts";
-import { Badge, Button, FormField, PostForm, Section } from "../ui/index.ts";
+import { Badge, Button, FormField, Name, PostForm, Section, Time } from "../ui/index.ts";
 import { formOf, renderPage, requireConfirmation, requireSignedIn, runAction, signedIn, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
 import { CaSection, fingerprintOf, ROTATE_PHRASE } from "./instance-ca.tsx";
+import { COPY_SCRIPT_NAME } from "./one-time-link.tsx";
+import type { AuditPublicKey } from "../../crypto/index.ts";
+import { auditPublicKey, type AuditPublicKeyView } from "../../workflows/index.ts";
 
 /** Audit retention comes from the environment only (BROKER_AUDIT_RETENTION_DAYS, BROKER_AUDIT_MAX_ROWS). */
 export interface AuditRetention {
@@ -28,6 +32,8 @@ export interface InstanceSettingsOptions {
   readonly auditRetention?: AuditRetention;
   /** A minted credential's state (refused, or valid until), for the services list. */
   readonly mintedState?: (vaultId: number, host: string) => MintedState | undefined;
+  /** The audit log's signing key as this instance loaded it (absent: read from the store). */
+  readonly auditKey?: AuditPublicKey;
 }
 
 type Tier = "auth" | "authed" | "proxy" | "global";
@@ -221,8 +227,59 @@ function RetentionSection(props: { retention: AuditRetention | undefined }) {
   );
 }
 
+/** The Ed25519 key that signs the audit chains' checkpoints: its id and public half, to hand to whoever verifies an export. */
+function AuditKeySection(props: { auditKey: AuditPublicKeyView | undefined }) {
+  const k = props.auditKey;
+  return (
+    <Section
+      title="Audit log signing key"
+      id="audit-key"
+      description="Every vault's audit log is a hash chain, and the broker signs checkpoints of the chains with this key. Anyone with the public key can check an exported log: nothing was changed, removed or inserted after it was signed. The private key is sealed with the data key and never leaves the broker."
+    >
+      {k ? (
+        <>
+          <dl class="overview" id="audit-key-facts">
+            <dt>Key id</dt>
+            <dd>
+              <Name>{k.key_id}</Name>
+            </dd>
+            <dt>Created</dt>
+            <dd>
+              <Time iso={k.created_at} />
+            </dd>
+          </dl>
+          <div class="field copy-field">
+            <label for="audit-public-key">Public key (Ed25519, PEM)</label>
+            <textarea id="audit-public-key" readonly rows={3} spellcheck={false} aria-describedby="audit-public-key-hint">
+              {k.public_key_pem}
+            </textarea>
+            <div class="actions copy-actions">
+              <button type="button" class="btn btn-secondary" data-copy="audit-public-key" hidden>
+                Copy
+              </button>
+            </div>
+            <p class="hint" id="audit-public-key-hint">
+              Save it as a file for <code>broker audit verify --public-key FILE</code>. It is also served, without signing in, at{" "}
+              <a href="/v1/audit/public-key">
+                <code>/v1/audit/public-key</code>
+              </a>
+              .
+            </p>
+          </div>
+        </>
+      ) : (
+        <p class="muted">The key is made on the server's first start.</p>
+      )}
+    </Section>
+  );
+}
+
 async function renderInstanceSettings(c: ConsoleContext, opts: InstanceSettingsOptions, settings: OwnerSettings) {
   const ca = opts.ca?.current;
+  const auditKey = await auditPublicKey(c.get("kit").d, opts.auditKey).catch((err: unknown) => {
+    if (err instanceof NotFound) return undefined;
+    throw err;
+  });
   const body = (
     <>
       <Section title="Who may sign up" id="signup" description="Limit registration to people with an email address at your organisation's domains.">
@@ -230,10 +287,21 @@ async function renderInstanceSettings(c: ConsoleContext, opts: InstanceSettingsO
       </Section>
       <RateLimitSection s={settings.rate_limits} />
       <RetentionSection retention={opts.auditRetention} />
+      <AuditKeySection auditKey={auditKey} />
       <CaSection ca={ca} fingerprint={ca ? await fingerprintOf(ca) : undefined} publicUrl={c.get("kit").d.publicUrl} />
     </>
   );
-  return renderPage(c, { title: "Instance settings", nav: "settings", lead: "Settings for the whole broker. Only you, the owner, see this page." }, body);
+  return renderPage(
+    c,
+    {
+      title: "Instance settings",
+      nav: "settings",
+      lead: "Settings for the whole broker. Only you, the owner, see this page.",
+      scripts: true,
+      script: COPY_SCRIPT_NAME,
+    },
+    body,
+  );
 }
 
 /** The knobs a person changed (compared with `current`), plus the profile when it changed, as a body would carry them. */

@@ -6,7 +6,7 @@
 
 import { Hono } from "hono";
 import { BrokerError, InvalidRequest } from "../../errors.ts";
-import { listAuditLog, type AuditRecord } from "../../workflows/index.ts";
+import { listAuditLog, verifyAuditChainOf, type AuditRecord, type AuditVerifyView } from "../../workflows/index.ts";
 import { mayInVault, type OpenVault } from "../../identity/index.ts";
 import { readInt } from "../routes/index.ts";
 import { Badge, Button, EmptyState, formatTime, FormField, LinkButton, Name, Section, Table, Time, type BadgeTone } from "../ui/index.ts";
@@ -15,6 +15,8 @@ import { vaultPath } from "./layout.tsx";
 import { LOG_TAIL_SCRIPT } from "./log-tail-script.ts";
 
 const PAGE_SIZE = 50;
+/** How long the page waits for the chain's verification (kept per vault while its head stays; a long one finishes later). */
+const VERIFY_WAIT_MS = 1500;
 
 interface LogFilter {
   host?: string;
@@ -57,6 +59,57 @@ export function statusTone(status: number): BadgeTone {
   if (status >= 400) return "warning";
   if (status >= 200 && status < 400) return "success";
   return "neutral";
+}
+
+/** The vault's hash chain as the broker verified it (docs/audit-chain.md): up to when it holds, or where it breaks. */
+function ChainStatus(props: { result: AuditVerifyView | "pending" | "failed" }) {
+  const r = props.result;
+  if (r === "pending" || r === "failed")
+    return (
+      <p class="muted small" id="chain-status">
+        {r === "pending"
+          ? "Verifying this log's hash chain; refresh in a moment to see the result."
+          : "This log's hash chain could not be verified just now (the database did not answer); refresh to try again."}
+      </p>
+    );
+  if (!r.ok) {
+    const first = r.breaks[0]!;
+    return (
+      <p class="small" id="chain-status" role="alert">
+        <Badge tone="danger">Chain broken</Badge> The log was changed after it was written: {first.message}
+        {r.breaks.length > 1 ? ` (and ${r.breaks.length - 1} more)` : ""}. <code>broker audit verify</code> names every break.
+      </p>
+    );
+  }
+  const checkpoints = `${r.checkpoints.checked} signed checkpoint${r.checkpoints.checked === 1 ? "" : "s"} checked`;
+  return (
+    <p class="muted small" id="chain-status">
+      <Badge tone="success">Chain intact</Badge>{" "}
+      {r.verified ? (
+        <>
+          Verified up to <Time iso={r.verified.time} /> (record {r.verified.seq}, {r.records} records); {checkpoints}.
+        </>
+      ) : (
+        <>Nothing to verify yet; {checkpoints}.</>
+      )}
+      {r.unchained_before_chain ? ` ${r.unchained_before_chain} older records predate the chain and are not verified.` : ""}
+    </p>
+  );
+}
+
+/** The chain's verification, "pending" when it takes longer than the page waits, "failed" when it could not run. */
+async function chainStatus(c: ConsoleContext, open: OpenVault): Promise<AuditVerifyView | "pending" | "failed"> {
+  const run = verifyAuditChainOf(c.get("kit").d, open).catch((err: unknown) => {
+    c.get("kit").log.warn("audit_verify_failed", { err, vault: open.vault.name });
+    return "failed" as const;
+  });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const wait = new Promise<"pending">((resolve) => (timer = setTimeout(() => resolve("pending"), VERIFY_WAIT_MS)));
+  try {
+    return await Promise.race([run, wait]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** One row as the tail script receives it: display text only, built by the same functions as the table. */
@@ -167,7 +220,7 @@ async function renderLogs(c: ConsoleContext, open: OpenVault) {
   }
   const before = readInt(c.req.query("before"), "before");
   const after = before === undefined ? readInt(c.req.query("after"), "after") : undefined;
-  const page = await listAuditLog(c.get("kit").d, open, { ...filter, before, after, limit: PAGE_SIZE + 1 });
+  const [page, chain] = await Promise.all([listAuditLog(c.get("kit").d, open, { ...filter, before, after, limit: PAGE_SIZE + 1 }), chainStatus(c, open)]);
   // Newer pages come back oldest first; the table is always newest first.
   const rows = after === undefined ? page.logs : [...page.logs].reverse();
   const more = rows.length > PAGE_SIZE;
@@ -202,6 +255,7 @@ async function renderLogs(c: ConsoleContext, open: OpenVault) {
         <LogFilterForm filter={filter} action={base} />
       </Section>
       <Section title="Requests" id="requests">
+        <ChainStatus result={chain} />
         <p class="muted small">
           Newest first; times in UTC.{" "}
           <span id="live-status" role="status" aria-live="polite" data-feed={live ? `${base}/feed${query(filter)}` : undefined} data-after={String(newest)}>

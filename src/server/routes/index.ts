@@ -15,6 +15,8 @@ export { approveRoutes } from "./approve.tsx";
 export { assetRoutes } from "./approve.tsx";
 export { heldApprovalRoutes } from "./approve-held.tsx";
 export { logRoutes } from "./logs.ts";
+export { auditExportRoutes } from "./audit-export.ts";
+export { auditCheckpointRoutes, auditKeyRoutes } from "./audit-checkpoints.ts";
 export { metricsRoutes } from "./metrics.ts";
 export { sessionRoutes } from "./sessions.ts";
 export { vaultInviteRoutes } from "./vault-invites.ts";

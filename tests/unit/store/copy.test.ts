@@ -8,8 +8,19 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Secret } from "../../../src/secret.ts";
 import { readCatalog, type TableInfo } from "../../../src/store/catalog.ts";
-import { copyStore, CopyMismatch, MIGRATIONS, openMemoryStore, openStore, TargetNotEmpty, type Db, type Sql, type Store } from "../../../src/store/index.ts";
-import { loadCredential, loadRootCa, storeCredential, unlockKeyring, type KdfParams } from "../../../src/crypto/index.ts";
+import {
+  copyStore,
+  CopyMismatch,
+  MIGRATIONS,
+  openMemoryStore,
+  openStore,
+  takeCheckpointTurn,
+  TargetNotEmpty,
+  type Db,
+  type Sql,
+  type Store,
+} from "../../../src/store/index.ts";
+import { loadAuditSigningKey, loadCredential, loadRootCa, signCheckpoint, storeCredential, unlockKeyring, type KdfParams } from "../../../src/crypto/index.ts";
 import { pgMissing, type SharedPgCluster, sharedPgCluster } from "../../helpers/postgres.ts";
 
 const CHEAP: KdfParams = { alg: "argon2id", iterations: 1, memoryKiB: 1024, parallelism: 1, hashLength: 32 };
@@ -270,6 +281,14 @@ async function seed(store: Store): Promise<void> {
   await store.secretStores.share(kv.id, vault.id, null, T0 + 1);
   await store.auditChains.lockHead(vault.id);
   await store.auditChains.setHead(vault.id, 1, "a".repeat(64));
+  // The audit signing key (its private half sealed) and a checkpoint of the head above.
+  const { signer } = await loadAuditSigningKey(store, dataKey, T0);
+  await takeCheckpointTurn(store.db, {
+    keyId: signer.keyId,
+    now: () => T0 + 3,
+    due: () => true,
+    sign: (id, at, heads) => signCheckpoint(signer, { id, at, heads }),
+  });
   await store.credentials.put({ vaultId: vault.id, key: "FROM_KV", reference: { connection: "prod-kv", path: "apps/x", field: "token" } }, T0 + 2);
 }
 

@@ -1,0 +1,176 @@
+// `bun bench/otel-export.ts [--quick]`: what live OTLP export costs (issue 37). Two compiled brokers over
+// one upstream, one with BROKER_OTEL_EXPORTER_OTLP_ENDPOINT pointed at a local OTLP/HTTP receiver (it
+// answers 200 to every export and counts them), the other without; both warmed alike, then the tunnel
+// and /proxy rows run through each in turn, alternating which goes first, in the same repetitions.
+// Prints throughput, p50 and broker CPU per request, and the on/off ratios (medians of the per-repetition
+// ratios), plus the in-process cost of one request's span and record.
+
+import { ensureBinary, startBroker, type BrokerProc } from "./broker.ts";
+import { median, runLoad, statsOf, type Target } from "./load.ts";
+import { createBenchPki } from "./pki.ts";
+import { metered, targets, warmUp, type Env } from "./scenarios.ts";
+import { startUpstream } from "./upstream.ts";
+import { resourceFromAttributes } from "@opentelemetry/resources";
+import { createRequestTracing, createTelemetry } from "../src/telemetry/index.ts";
+import { createLogger } from "../src/log.ts";
+import type { AuditEntry } from "../src/egress/index.ts";
+
+const quick = process.argv.includes("--quick");
+const size = quick ? { requests: 1000, reps: 3, warm: 2000 } : { requests: 4000, reps: 5, warm: 20_000 };
+const log = (s: string) => console.error(`[otel-bench] ${s}`);
+
+let exportsReceived = 0;
+let bytesReceived = 0;
+const receiver = Bun.serve({
+  hostname: "127.0.0.1",
+  port: 0,
+  async fetch(req) {
+    bytesReceived += (await req.arrayBuffer()).byteLength;
+    exportsReceived++;
+    return new Response(new Uint8Array(0), { headers: { "content-type": "application/x-protobuf" } });
+  },
+});
+
+const pki = await createBenchPki();
+const upstream = startUpstream(pki);
+const bin = ensureBinary(log);
+const brokers: Record<"off" | "on", BrokerProc> = {
+  off: await startBroker(bin, pki.caPem, upstream.port),
+  on: await startBroker(bin, pki.caPem, upstream.port, { BROKER_OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${receiver.port}` }),
+};
+const envOf = (b: BrokerProc): Env => ({ broker: b, upstreamPort: upstream.port, upstreamCa: pki.caPem });
+
+interface Measure {
+  rps: number;
+  p50: number;
+  cpu: number;
+}
+const rows: { name: string; off: Measure[]; on: Measure[] }[] = [];
+try {
+  for (const which of ["off", "on"] as const) {
+    log(`warming the export-${which} broker (${size.warm} requests)…`);
+    await warmUp(envOf(brokers[which]), size.warm);
+  }
+  const scenarios: { name: string; target: (b: BrokerProc) => Target; concurrency: number }[] = [
+    { name: "tunnel, 16 keep-alive, /small", target: (b) => targets(envOf(b)).viaTunnel("/small"), concurrency: 16 },
+    { name: "tunnel, 1 keep-alive, /small", target: (b) => targets(envOf(b)).viaTunnel("/small"), concurrency: 1 },
+    { name: "/proxy, 16 keep-alive, /small", target: (b) => targets(envOf(b)).viaProxy("/small"), concurrency: 16 },
+    { name: "/proxy, 1 keep-alive, /small", target: (b) => targets(envOf(b)).viaProxy("/small"), concurrency: 1 },
+  ];
+  for (const s of scenarios) {
+    log(s.name);
+    const row = { name: s.name, off: [] as Measure[], on: [] as Measure[] };
+    const requests = s.concurrency === 1 ? Math.ceil(size.requests / 4) : size.requests;
+    for (let i = 0; i < size.reps; i++) {
+      for (const which of i % 2 === 0 ? (["off", "on"] as const) : (["on", "off"] as const)) {
+        const b = brokers[which];
+        const m = await metered(b.pid, () => runLoad(s.target(b), { requests, concurrency: s.concurrency }));
+        if (m.value.errors || m.value.non2xx)
+          throw new Error(`${s.name} (${which}): ${m.value.errors} errors, ${m.value.non2xx} non-2xx: ${m.value.firstError}`);
+        const st = statsOf(m.value);
+        row[which].push({ rps: st.rps, p50: st.p50, cpu: m.cpu / requests });
+      }
+    }
+    rows.push(row);
+  }
+} finally {
+  await brokers.off.stop();
+  await brokers.on.stop();
+  upstream.stop();
+}
+receiver.stop(true);
+
+const ratio = (r: (typeof rows)[number], f: (m: Measure) => number) => median(r.on.map((m, i) => f(m) / f(r.off[i]!)));
+const lines = [
+  `| row | off req/s | on req/s | on/off throughput | off p50 ms | on p50 ms | off CPU ms/req | on CPU ms/req | on/off CPU |`,
+  `|---|---:|---:|---:|---:|---:|---:|---:|---:|`,
+  ...rows.map(
+    (r) =>
+      `| ${r.name} | ${median(r.off.map((m) => m.rps)).toFixed(0)} | ${median(r.on.map((m) => m.rps)).toFixed(0)} | ${(ratio(r, (m) => m.rps) * 100).toFixed(1)}% | ${median(r.off.map((m) => m.p50)).toFixed(3)} | ${median(r.on.map((m) => m.p50)).toFixed(3)} | ${median(r.off.map((m) => m.cpu)).toFixed(3)} | ${median(r.on.map((m) => m.cpu)).toFixed(3)} | ${(ratio(r, (m) => m.cpu) * 100).toFixed(1)}% |`,
+  ),
+];
+console.log(`OTLP export on vs off, ${size.reps} repetitions alternating (medians of per-repetition ratios)\n`);
+console.log(lines.join("\n"));
+console.log(`\nreceiver: ${exportsReceived} exports, ${(bytesReceived / 1024).toFixed(0)} KiB`);
+
+// In-process: one request's span (open, dispatch with its traceparent, answer, hand back, end) and its
+// audit record handed to the export queue; the exporters do nothing, so this is the request path's share
+// plus the queue's batching (the encoding is timed apart below).
+const record: AuditEntry = {
+  at: Date.now(),
+  principal: "agent:1",
+  vaultId: 1,
+  vault: "main",
+  ingress: "transparent",
+  method: "GET",
+  host: "api.example.com",
+  path: "/v1/things",
+  service: "api.example.com",
+  credentialKeys: "API_KEY",
+  credentialRefs: null,
+  status: 200,
+  bytesIn: 0,
+  bytesOut: 512,
+  durationMs: 3,
+  error: null,
+  contained: false,
+  approvedBy: null,
+};
+const headers: [string, string][] = [
+  ["host", "api.example.com"],
+  ["traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"],
+];
+const request = { headers, method: "GET", host: "api.example.com", port: 443, ingress: "transparent" };
+let sent = 0;
+const telemetry = createTelemetry(
+  {
+    traces: { url: "http://x/v1/traces", protocol: "http/protobuf", headers: new Map(), timeoutMs: 1000, compression: "none" },
+    logs: { url: "http://x/v1/logs", protocol: "http/protobuf", headers: new Map(), timeoutMs: 1000, compression: "none" },
+    serviceName: "bench",
+    resourceAttributes: {},
+  },
+  {
+    log: createLogger({ level: "error" }),
+    roots: undefined,
+    delayMs: 50,
+    exporters: {
+      spans: async (b) => void (sent += b.length),
+      logs: async (b) => void (sent += b.length),
+      shutdown: async () => {},
+    },
+  },
+);
+const n = quick ? 20_000 : 100_000;
+const once = () => {
+  const t = performance.now();
+  const span = telemetry.tracing.open(request, t);
+  span.dispatched(t + 0.01);
+  span.answered(t + 0.5);
+  span.handedBack(t + 0.51);
+  span.end(record, t + 0.52);
+  telemetry.audit.add(record, span.ref);
+};
+for (let i = 0; i < 2000; i++) once();
+await Bun.sleep(200);
+let t0 = Bun.nanoseconds();
+for (let i = 0; i < n; i++) {
+  once();
+  if (i % 1000 === 999) await Bun.sleep(0); // let the queue's batches leave, as between requests
+}
+const requestNs = (Bun.nanoseconds() - t0) / n;
+await telemetry.stop(5000);
+// The tracer alone (no audit record), to split the figure.
+const tracing = createRequestTracing(() => {}, { resource: resourceFromAttributes({ "service.name": "bench" }), scope: { name: "bench" } });
+t0 = Bun.nanoseconds();
+for (let i = 0; i < n; i++) {
+  const t = performance.now();
+  const span = tracing.open(request, t);
+  span.dispatched(t);
+  span.answered(t);
+  span.handedBack(t);
+  span.end(record, t);
+}
+const spanNs = (Bun.nanoseconds() - t0) / n;
+console.log(
+  `\nin-process per request: spans + audit record queued and batched ${(requestNs / 1000).toFixed(2)} µs; the four spans alone ${(spanNs / 1000).toFixed(2)} µs (${sent} items exported)`,
+);

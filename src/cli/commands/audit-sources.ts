@@ -1,0 +1,187 @@
+// Where `broker audit export|verify` read a vault's audit chain (docs/audit-chain.md): the broker's export pages,
+// its checkpoints and public key (a broker without checkpoints yet answers 404: none), or an export file and a key
+// file; and the export's JSON lines. Records hold names and numbers only.
+
+import { readFileSync } from "node:fs";
+import type { ChainPoint, ExportedAuditRecord, ExportedCheckpoint } from "../../crypto/index.ts";
+import { AuditExportRecord, type AuditCheckpointPageBody, type AuditExportAnswerBody, type AuditPublicKeyAnswerBody } from "../../contract/index.ts";
+import { apiPath, CliFailure, vaultPath } from "../kit/index.ts";
+import type { CliContext } from "../kit/index.ts";
+
+const PAGE = 5000;
+const CHECKPOINT_PAGE = 1000;
+
+/** The first line of a JSON-lines export (docs/audit-chain.md, Export). */
+export interface ChainLine {
+  type: "chain";
+  vault: string;
+  vault_id: number;
+  anchor: ChainPoint;
+  head: ChainPoint;
+  /** Records without chain fields: written before the chain began, and (ids) after it began. */
+  unchained?: { before_chain: number; after_chain: number[] };
+}
+
+const isNotFound = (err: unknown) => err instanceof CliFailure && (err as { status?: unknown }).status === 404;
+
+/** The vault's checkpoints (every page), or none when this broker has no checkpoint endpoint yet. */
+export async function fetchCheckpoints(ctx: CliContext, vault: string): Promise<ExportedCheckpoint[]> {
+  const out: ExportedCheckpoint[] = [];
+  for (let after = 0; ; ) {
+    let page: AuditCheckpointPageBody;
+    try {
+      page = await ctx.client.request<AuditCheckpointPageBody>(
+        "GET",
+        `${vaultPath(vault, "audit", "checkpoints")}?after_id=${after}&limit=${CHECKPOINT_PAGE}`,
+        {
+          vault,
+        },
+      );
+    } catch (err) {
+      if (isNotFound(err) && after === 0) return out;
+      throw err;
+    }
+    out.push(...page.checkpoints);
+    if (page.next_after_id === null || page.checkpoints.length === 0) return out;
+    after = page.next_after_id;
+  }
+}
+
+/** The broker's checkpoint key (none before it made one, or on a broker without checkpoints). */
+export async function fetchPublicKey(ctx: CliContext): Promise<string | undefined> {
+  try {
+    return (await ctx.client.request<AuditPublicKeyAnswerBody>("GET", apiPath("v1", "audit", "public-key"), { anonymous: true })).public_key_pem;
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * Every page of the vault's export, in seq order. Retention may remove the oldest records while this runs:
+ * when it removed some this export had not read yet, the export stops and says to run it again.
+ */
+export async function* exportPages(ctx: CliContext, vault: string): AsyncGenerator<AuditExportAnswerBody> {
+  let after: number | undefined;
+  for (;;) {
+    const query = after === undefined ? `?limit=${PAGE}` : `?after_seq=${after}&limit=${PAGE}`;
+    const page = await ctx.client.request<AuditExportAnswerBody>("GET", `${vaultPath(vault, "audit", "export")}${query}`, { vault });
+    if (after !== undefined && page.anchor.seq > after)
+      throw new CliFailure(
+        `retention removed records of vault ${vault} while they were being read (its anchor moved to seq ${page.anchor.seq})`,
+        "run the command again",
+      );
+    yield page;
+    if (page.next_after_seq === null) return;
+    after = page.next_after_seq;
+  }
+}
+
+/** The record as a JSON line, its fields in the export's order. */
+export function recordLine(r: ExportedAuditRecord): string {
+  return JSON.stringify({
+    type: "record",
+    id: r.id,
+    seq: r.seq,
+    prev: r.prev,
+    hash: r.hash,
+    at: r.at,
+    principal: r.principal,
+    vault: r.vault,
+    ingress: r.ingress,
+    method: r.method,
+    host: r.host,
+    path: r.path,
+    service: r.service,
+    credential_keys: r.credential_keys,
+    credential_refs: r.credential_refs,
+    status: r.status,
+    bytes_in: r.bytes_in,
+    bytes_out: r.bytes_out,
+    duration_ms: r.duration_ms,
+    error: r.error,
+    contained: r.contained,
+    approved_by: r.approved_by,
+  });
+}
+
+export function checkpointLine(c: ExportedCheckpoint): string {
+  return JSON.stringify({ type: "checkpoint", id: c.id, at: c.at, key_id: c.key_id, heads: c.heads, signed_heads: c.signed_heads, signature: c.signature });
+}
+
+export function chainLine(page: AuditExportAnswerBody): ChainLine {
+  return {
+    type: "chain",
+    vault: page.vault,
+    vault_id: page.vault_id,
+    anchor: page.anchor,
+    head: page.head,
+    ...(page.unchained ? { unchained: page.unchained } : {}),
+  };
+}
+
+/** What an export file holds, read and checked line by line. */
+export function readExportFile(path: string): { chain: ChainLine; records: ExportedAuditRecord[]; checkpoints: ExportedCheckpoint[] } {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    throw new CliFailure(`cannot read ${path}: ${(err as Error).message}`);
+  }
+  let chain: ChainLine | undefined;
+  const records: ExportedAuditRecord[] = [];
+  const checkpoints: ExportedCheckpoint[] = [];
+  const lines = text.split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!.trim();
+    if (!line) continue;
+    const where = `${path} line ${i + 1}`;
+    let value: { type?: unknown } & Record<string, unknown>;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      throw new CliFailure(`${where} is not JSON`, "give a file written by `broker audit export --format jsonl`");
+    }
+    if (value.type === "chain") {
+      if (chain) throw new CliFailure(`${where}: a second "chain" line`, "give the export of one vault");
+      chain = value as unknown as ChainLine;
+      if (!Number.isSafeInteger(chain.vault_id) || typeof chain.anchor?.hash !== "string" || typeof chain.head?.hash !== "string")
+        throw new CliFailure(`${where}: the "chain" line lacks vault_id, anchor or head`);
+    } else if (!chain) {
+      throw new CliFailure(`${where}: the file does not start with its "chain" line`, "give a file written by `broker audit export --format jsonl`");
+    } else if (value.type === "record") {
+      const parsed = AuditExportRecord.safeParse(value);
+      if (!parsed.success) throw new CliFailure(`${where}: not a record (${parsed.error.issues[0]?.path.join(".")} ${parsed.error.issues[0]?.message})`);
+      records.push(parsed.data);
+    } else if (value.type === "checkpoint") {
+      const c = value as unknown as ExportedCheckpoint;
+      if (!Number.isSafeInteger(c.id) || !Array.isArray(c.heads) || typeof c.signature !== "string") throw new CliFailure(`${where}: not a checkpoint`);
+      checkpoints.push(c);
+    } else {
+      throw new CliFailure(`${where}: unknown line type ${JSON.stringify(value.type)}`);
+    }
+  }
+  if (!chain) throw new CliFailure(`${path} holds no "chain" line`, "give a file written by `broker audit export --format jsonl`");
+  return { chain, records, checkpoints };
+}
+
+/** A public key file: the PEM, or GET /v1/audit/public-key's answer. */
+export function readPublicKeyFile(path: string): string {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    throw new CliFailure(`cannot read ${path}: ${(err as Error).message}`);
+  }
+  if (text.trimStart().startsWith("{")) {
+    try {
+      const pem = (JSON.parse(text) as { public_key_pem?: unknown }).public_key_pem;
+      if (typeof pem === "string") return pem;
+    } catch {
+      // not JSON: refused below
+    }
+  }
+  if (!text.includes("-----BEGIN PUBLIC KEY-----"))
+    throw new CliFailure(`${path} holds no public key`, "give the PEM of GET /v1/audit/public-key (its public_key_pem), or that answer as it is");
+  return text;
+}

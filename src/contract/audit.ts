@@ -1,0 +1,84 @@
+// The audit log's export and verification (docs/audit-chain.md, "Export" and "Verifying"): a vault's chained
+// records page by page in seq order with the chain's anchor and head, and the broker's own verification of the
+// chain. Names and numbers only, as the audit log holds: never a credential value, header value, body or query.
+
+import { z } from "zod";
+
+const Time = z.string().describe("ISO-8601, UTC");
+const Hash = z.string().describe("64 lower-case hex digits (SHA-256)");
+const ChainPoint = z.object({ seq: z.number(), hash: Hash });
+
+/** One chained record, its fields as the canonical encoding takes them (docs/audit-chain.md). */
+export const AuditExportRecord = z.object({
+  id: z.number(),
+  seq: z.number().describe("its place in the vault's chain"),
+  prev: Hash.describe("the hash of the vault's record seq - 1 (or the anchor's)"),
+  hash: Hash.describe("SHA-256 of its canonical encoding"),
+  at: z.number().describe("when the request began, milliseconds since the Unix epoch"),
+  principal: z.string().describe("the internal principal id, e.g. agent:3"),
+  vault: z.string().describe("the vault's name when the record was written"),
+  ingress: z.string(),
+  method: z.string(),
+  host: z.string(),
+  path: z.string().describe("no query"),
+  service: z.string().nullable(),
+  credential_keys: z.string().describe("the key names joined with ,"),
+  credential_refs: z.string().nullable().describe("the references as a JSON array in a string; never values"),
+  status: z.number(),
+  bytes_in: z.number(),
+  bytes_out: z.number(),
+  duration_ms: z.number(),
+  error: z.string().nullable(),
+  contained: z.boolean(),
+  approved_by: z.string().nullable(),
+});
+
+export const AuditExportAnswer = z.object({
+  vault: z.string(),
+  vault_id: z.number().describe("the vault's internal id, which every record's hash covers"),
+  anchor: ChainPoint.describe("where verification starts: the last record retention removed (seq 0 and 64 zeros before any was)"),
+  head: ChainPoint.describe("the last record written when this page was read"),
+  records: z.array(AuditExportRecord).describe("seq order (records sharing a seq, which only an insertion makes, in id order)"),
+  next_after_seq: z.number().nullable().describe("`after_seq` for the next page; null on the last"),
+  principal_names: z.record(z.string(), z.string()).describe("who each principal of this page is (an agent's name, a person's email); not part of the chain"),
+  unchained: z
+    .object({
+      before_chain: z.number().describe("records written before the chain began (before migration 23): not verified"),
+      after_chain: z.array(z.number()).describe("ids of records without chain fields written after it began: insertions (at most 100)"),
+    })
+    .nullable()
+    .describe("on the first page (no after_seq) only"),
+});
+
+export const AuditChainBreak = z.object({
+  kind: z.enum(["edited", "missing", "inserted", "out_of_order", "anchor", "truncated", "rewritten", "forged_checkpoint"]),
+  seq: z.number().describe("the record's seq; for missing records the first missing one; for a checkpoint the seq it signed"),
+  id: z.number().nullable().describe("the record named, when there is one"),
+  checkpoint: z.number().nullable().describe("the checkpoint concerned"),
+  message: z.string().describe('e.g. "record seq 41 (id 1234): edited — its hash does not match its contents"'),
+});
+
+export const AuditVerifyAnswer = z.object({
+  vault: z.string(),
+  vault_id: z.number(),
+  ok: z.boolean().describe("true when no break was found"),
+  records: z.number().describe("chained records verified"),
+  verified: z
+    .object({ seq: z.number(), id: z.number(), at: z.number(), time: Time, hash: Hash })
+    .nullable()
+    .describe("the last record of the intact chain; null when it breaks or holds no record"),
+  checkpoints: z.object({
+    checked: z.number().describe("checkpoints covering the vault whose signature verified"),
+    unchecked: z.number().describe("checkpoints not checked (the broker has no signing key)"),
+  }),
+  breaks: z.array(AuditChainBreak).describe("first (lowest seq) first; at most 100"),
+  anchor: ChainPoint,
+  head: ChainPoint,
+  unchained_before_chain: z.number().describe("records written before the chain began: not verified"),
+  checked_at: Time.describe("when this verification ran (the broker keeps it while the vault's head stays)"),
+});
+
+export type AuditExportRecordBody = z.infer<typeof AuditExportRecord>;
+export type AuditExportAnswerBody = z.infer<typeof AuditExportAnswer>;
+export type AuditChainBreakBody = z.infer<typeof AuditChainBreak>;
+export type AuditVerifyAnswerBody = z.infer<typeof AuditVerifyAnswer>;

@@ -1,0 +1,518 @@
+// The audit chain's verifier (issue 37, docs/audit-chain.md, "Verifying"): from a vault's anchor, its records in
+// seq order and the checkpoints that cover it, it recomputes every hash, checks each record's seq, prev and id,
+// each checkpoint's Ed25519 signature and that each signed head is a record of the chain with that hash. It names
+// the first place where the chain breaks (and why), or says up to which record it holds. Pure: the broker's
+// console and API, `broker audit verify` online and offline all run this same code over the export's fields.
+
+import { auditRecordHash, checkpointMessage, type ChainedRecord } from "./audit-chain.ts";
+import { auditKeyId } from "./audit-signing.ts";
+
+/** A chained record as the export carries it (docs/audit-chain.md, "Export"): the fields the encoding takes. */
+export interface ExportedAuditRecord {
+  readonly id: number;
+  readonly seq: number;
+  readonly prev: string;
+  readonly hash: string;
+  readonly at: number;
+  readonly principal: string;
+  readonly vault: string;
+  readonly ingress: string;
+  readonly method: string;
+  readonly host: string;
+  readonly path: string;
+  readonly service: string | null;
+  readonly credential_keys: string;
+  readonly credential_refs: string | null;
+  readonly status: number;
+  readonly bytes_in: number;
+  readonly bytes_out: number;
+  readonly duration_ms: number;
+  readonly error: string | null;
+  readonly contained: boolean;
+  readonly approved_by: string | null;
+}
+
+export interface ExportedCheckpointHead {
+  readonly vault_id: number;
+  readonly seq: number;
+  readonly hash: string;
+}
+
+/** A signed checkpoint as the broker publishes it (docs/audit-chain.md, "Checkpoints"; GET …/audit/checkpoints). */
+export interface ExportedCheckpoint {
+  readonly id: number;
+  readonly at: number;
+  readonly key_id: string;
+  /** The vault's own head (GET /v1/vaults/{vault}/audit/checkpoints gives that vault's only). */
+  readonly heads: readonly ExportedCheckpointHead[];
+  /** Every head the signature covers, the vault's among them (absent: `heads` is what was signed). */
+  readonly signed_heads?: readonly ExportedCheckpointHead[];
+  /** base64url Ed25519 signature of checkpointMessage() over the signed heads. */
+  readonly signature: string;
+}
+
+export interface ChainPoint {
+  readonly seq: number;
+  readonly hash: string;
+}
+
+/** The broker's checkpoint key: its SPKI PEM (GET /v1/audit/public-key); its id is the PEM's (auditKeyId). */
+export interface CheckpointKey {
+  readonly pem: string;
+}
+
+export type ChainBreakKind =
+  /** A record's hash does not match its contents, or its hash was recomputed and the next record no longer links to it. */
+  | "edited"
+  /** Records missing between two kept ones (deleted), or between the anchor and the first kept record. */
+  | "missing"
+  /** A record that has no place in the chain: a second record with a seq, or one without chain fields written after the chain began. */
+  | "inserted"
+  /** Records whose ids do not rise with seq, or that hold each other's contents: swapped or moved. */
+  | "out_of_order"
+  /** The first kept record does not follow the anchor (or lies at or below it). */
+  | "anchor"
+  /** Records a signed checkpoint (or the vault's head) covers are gone from the end of the chain. */
+  | "truncated"
+  /** A record's hash is not the one a checkpoint signed for its seq: the chain up to it was recomputed. */
+  | "rewritten"
+  /** A checkpoint whose signature does not verify with the broker's key. */
+  | "forged_checkpoint";
+
+export interface ChainBreak {
+  readonly kind: ChainBreakKind;
+  /** Where in the chain: the record's seq (for missing records, the first missing seq; for a checkpoint, the seq it signed). */
+  readonly seq: number;
+  /** The record named (null when it is missing, or for a checkpoint). */
+  readonly id: number | null;
+  /** The checkpoint concerned, for forged_checkpoint, truncated and rewritten breaks found through one. */
+  readonly checkpoint: number | null;
+  /** One line a person reads, e.g. "record seq 41 (id 1234): edited — its hash does not match its contents". */
+  readonly message: string;
+}
+
+export interface ChainVerification {
+  readonly ok: boolean;
+  readonly vaultId: number;
+  /** Chained records examined. */
+  readonly records: number;
+  /** The last record of an intact chain (null when none, or when the chain breaks). */
+  readonly verified: { readonly seq: number; readonly id: number; readonly at: number; readonly hash: string } | null;
+  /** Checkpoints covering the vault whose signature verified. */
+  readonly checkpoints: number;
+  /** Checkpoints covering the vault that could not be checked: no public key was given. */
+  readonly uncheckedCheckpoints: number;
+  /** Every break found, first (lowest seq) first; at most MAX_BREAKS. */
+  readonly breaks: readonly ChainBreak[];
+}
+
+export interface ChainVerifierOptions {
+  readonly vaultId: number;
+  /** Where verification starts: the last record retention removed (seq 0 and 64 zeros before any was). */
+  readonly anchor: ChainPoint;
+  /**
+   * The vault's head as the broker reported it before the records were read: the chain must reach it. Records
+   * after it are fine (written while the export ran). Absent: not checked.
+   */
+  readonly head?: ChainPoint;
+  /** Checkpoints that cover the vault (others are ignored); checked before any record. */
+  readonly checkpoints?: readonly ExportedCheckpoint[];
+  /** Without it, checkpoints are counted as unchecked and their heads are not relied on. */
+  readonly publicKey?: CheckpointKey;
+  /** Ids of records that carry no chain fields although written after the chain began (each is an insertion). */
+  readonly unchainedAfterChain?: readonly number[];
+  /**
+   * The id of the record at the anchor, when verification continues from an earlier run (the console's cache):
+   * the next record's id must be above it.
+   */
+  readonly anchorId?: number;
+}
+
+/** More breaks than anyone reads; the first is the one that matters. */
+export const MAX_BREAKS = 100;
+/** Records a content mismatch is remembered for, to find the record it was swapped with. */
+const SWAP_WINDOW = 1000;
+
+/** Every break of a chain, and up to where it holds, for records given one at a time in seq order (then id). */
+export interface ChainVerifier {
+  /** The next record (seq order; records sharing a seq in id order). */
+  push(record: ExportedAuditRecord): void;
+  /** After the last record: the checks that need the end of the chain, and the result. */
+  finish(): ChainVerification;
+}
+
+interface SignedHead {
+  readonly checkpoint: number;
+  readonly at: number;
+  readonly hash: string;
+}
+
+/** Prepares a verifier: checks every checkpoint's signature first (their heads are then what records must match). */
+export async function createChainVerifier(opts: ChainVerifierOptions): Promise<ChainVerifier> {
+  const breaks: ChainBreak[] = [];
+  const add = (b: Omit<ChainBreak, "checkpoint"> & { checkpoint?: number | null }) => breaks.push({ checkpoint: null, ...b });
+
+  // Checkpoints: a signature that does not verify is a forged checkpoint, and its heads are not relied on.
+  const signed = new Map<number, SignedHead[]>(); // seq → the checkpoints that signed this vault's head at it
+  let checked = 0;
+  let unchecked = 0;
+  const key = opts.publicKey ? await importCheckpointKey(opts.publicKey.pem) : undefined;
+  const keyId = opts.publicKey ? checkpointKeyId(opts.publicKey.pem) : undefined;
+  const mine = (heads: readonly ExportedCheckpointHead[] | undefined) => heads?.find((h) => h.vault_id === opts.vaultId);
+  const covering = (opts.checkpoints ?? []).filter((c) => mine(c.heads) ?? mine(c.signed_heads));
+  for (const c of [...covering].sort((a, b) => a.id - b.id)) {
+    const shown = mine(c.heads);
+    const head = mine(c.signed_heads ?? c.heads);
+    if (!key) {
+      unchecked++;
+      continue;
+    }
+    const forged = (why: string) =>
+      add({
+        kind: "forged_checkpoint",
+        seq: (head ?? shown)!.seq,
+        id: null,
+        checkpoint: c.id,
+        message: `checkpoint ${c.id} (${isoTime(c.at)}): forged — ${why}`,
+      });
+    if (c.key_id !== keyId) {
+      forged(`signed with key ${c.key_id}, not the broker's key ${keyId}`);
+      continue;
+    }
+    if (!head || (shown && (shown.seq !== head.seq || shown.hash !== head.hash))) {
+      forged("the head it names for this vault is not one it signed");
+      continue;
+    }
+    if (!(await checkpointSignatureValid(key, c))) {
+      forged("its signature does not verify with the broker's public key");
+      continue;
+    }
+    checked++;
+    const at = signed.get(head.seq) ?? [];
+    at.push({ checkpoint: c.id, at: c.at, hash: head.hash });
+    signed.set(head.seq, at);
+  }
+
+  const anchor = opts.anchor;
+  // Checkpoints at the anchor are checked against it; those below it were of records retention removed since.
+  for (const s of signed.get(anchor.seq) ?? []) {
+    if (s.hash !== anchor.hash)
+      add({
+        kind: "rewritten",
+        seq: anchor.seq,
+        id: null,
+        checkpoint: s.checkpoint,
+        message: `anchor (seq ${anchor.seq}): rewritten — checkpoint ${s.checkpoint} (${isoTime(s.at)}) signed another hash for it`,
+      });
+  }
+
+  let expectedSeq = anchor.seq + 1;
+  let expectedPrev = anchor.hash;
+  /** The last record accepted into the chain. */
+  let last: { seq: number; id: number; at: number; hash: string } | undefined;
+  /** The id of the record before `last` (for naming which of two records is out of place). */
+  let idBeforeLast: number | undefined = opts.anchorId;
+  /** The id the next record's must be above (an out-of-place record does not raise it). */
+  let lastId = opts.anchorId ?? -Infinity;
+  let count = 0;
+  /** Records sharing one seq, held until the next seq shows which of them the chain goes on from. */
+  let group: ExportedAuditRecord[] = [];
+  /** Recent records whose contents did not match their hash: one of them may hold the contents of a later one. */
+  const mismatched: { record: ExportedAuditRecord; index: number; breakAt: number }[] = [];
+  /** A record whose id was above the next one's: waiting for the record it may have changed places with. */
+  let highOutlier: { seq: number; id: number; idBefore: number; idAfter: number; breakAt: number } | undefined;
+  const unchained = [...(opts.unchainedAfterChain ?? [])].sort((a, b) => a - b);
+  let index = 0;
+
+  const named = (r: { seq: number; id: number }) => `record seq ${r.seq} (id ${r.id})`;
+
+  /** Unchained records with an id below `beforeId` sit before the record at `beforeSeq`: each is an insertion. */
+  function placeUnchained(beforeSeq: number, beforeId: number): void {
+    while (unchained.length && unchained[0]! < beforeId) {
+      const id = unchained.shift()!;
+      const where = beforeId === Infinity ? `after seq ${last?.seq ?? anchor.seq}` : `before seq ${beforeSeq}`;
+      add({
+        kind: "inserted",
+        seq: beforeSeq,
+        id,
+        message: `record id ${id}: inserted — it has no seq, prev or hash, but was written after the chain began (${where})`,
+      });
+    }
+  }
+
+  /** Ids rise with seq; a record out of place is named, and does not move the bar for the next one. */
+  function checkIds(r: ExportedAuditRecord): void {
+    if (r.id > lastId) {
+      if (highOutlier && r.id > highOutlier.id) highOutlier = undefined; // past where its partner could be
+      lastId = r.id;
+      return;
+    }
+    // Either the record before this one is too high (this one follows the one before it), or this one is too low.
+    if (last && last.id === lastId && (idBeforeLast === undefined || idBeforeLast < r.id)) {
+      add({
+        kind: "out_of_order",
+        seq: last.seq,
+        id: last.id,
+        message: `${named(last)}: out of order — its id is above that of the next record, seq ${r.seq} (id ${r.id}): records were swapped or moved`,
+      });
+      highOutlier = { seq: last.seq, id: last.id, idBefore: idBeforeLast ?? -Infinity, idAfter: r.id, breakAt: breaks.length - 1 };
+      lastId = r.id;
+      return;
+    }
+    // This one is too low; when it fits where an earlier too-high record was (and that one fits here), they changed places.
+    const h = highOutlier;
+    if (h && h.idBefore < r.id && r.id < h.idAfter && h.id > lastId) {
+      breaks[h.breakAt] = {
+        kind: "out_of_order",
+        seq: h.seq,
+        id: h.id,
+        checkpoint: null,
+        message: `${named(h)}: out of order — it and ${named(r)} changed places (each has the other's id): records were swapped`,
+      };
+      highOutlier = undefined;
+      return;
+    }
+    add({
+      kind: "out_of_order",
+      seq: r.seq,
+      id: r.id,
+      message: `${named(r)}: out of order — its id is below that of an earlier record (id ${lastId}): records were swapped or moved`,
+    });
+  }
+
+  /** A record whose contents do not match its hash: swapped with an earlier mismatched record, or edited. */
+  function contentMismatch(r: ExportedAuditRecord): void {
+    for (const m of mismatched) {
+      if (index - m.index > SWAP_WINDOW) continue;
+      const theirsHere = hashAs(m.record, r);
+      const oursThere = hashAs(r, m.record);
+      if (theirsHere === r.hash || oursThere === m.record.hash) {
+        breaks[m.breakAt] = {
+          kind: "out_of_order",
+          seq: m.record.seq,
+          id: m.record.id,
+          checkpoint: null,
+          message: `${named(m.record)}: out of order — it holds the contents of ${named(r)}, and that record holds its contents: the two were swapped`,
+        };
+        mismatched.splice(mismatched.indexOf(m), 1);
+        return;
+      }
+    }
+    add({ kind: "edited", seq: r.seq, id: r.id, message: `${named(r)}: edited — its hash does not match its contents` });
+    mismatched.push({ record: r, index, breakAt: breaks.length - 1 });
+    if (mismatched.length > 64) mismatched.shift();
+  }
+
+  /** The one record of its seq the chain continues from (the others were inserted). */
+  function choose(candidates: readonly ExportedAuditRecord[], nextPrev: string | undefined): ExportedAuditRecord {
+    if (candidates.length === 1) return candidates[0]!;
+    const score = (r: ExportedAuditRecord) =>
+      (hashOf(r) === r.hash ? 4 : 0) + (r.prev === expectedPrev ? 2 : 0) + (nextPrev !== undefined && r.hash === nextPrev ? 8 : 0) + (r.id > lastId ? 1 : 0);
+    let best = candidates[0]!;
+    for (const r of candidates) if (score(r) > score(best) || (score(r) === score(best) && r.id < best.id)) best = r;
+    for (const r of candidates) {
+      if (r === best) continue;
+      add({
+        kind: "inserted",
+        seq: r.seq,
+        id: r.id,
+        message: `${named(r)}: inserted — a second record claims seq ${r.seq} (the chain goes on from id ${best.id})`,
+      });
+    }
+    return best;
+  }
+
+  function accept(r: ExportedAuditRecord): void {
+    placeUnchained(r.seq, r.id);
+    if (r.seq <= anchor.seq) {
+      add({ kind: "anchor", seq: r.seq, id: r.id, message: `${named(r)}: at or below the anchor (seq ${anchor.seq}), where retention removed records` });
+      return;
+    }
+    if (last && r.seq < expectedSeq) {
+      add({ kind: "out_of_order", seq: r.seq, id: r.id, message: `${named(r)}: out of order — it comes after seq ${last.seq} (id ${last.id})` });
+      return;
+    }
+    const gap = r.seq > expectedSeq;
+    if (gap) {
+      const from = last ? `seq ${last.seq} (id ${last.id}) is followed by ${named(r)}` : `the chain starts at ${named(r)} but its anchor is seq ${anchor.seq}`;
+      add({ kind: "missing", seq: expectedSeq, id: null, message: `${span(expectedSeq, r.seq - 1)}: missing — deleted; ${from}` });
+    }
+    if (hashOf(r) !== r.hash) contentMismatch(r);
+    else if (!gap && r.prev !== expectedPrev) {
+      if (!last)
+        add({
+          kind: "anchor",
+          seq: r.seq,
+          id: r.id,
+          message: `${named(r)}: does not follow the anchor — its prev is not the anchor's hash (seq ${anchor.seq}): the anchor or the first record was changed`,
+        });
+      else
+        add({
+          kind: "edited",
+          seq: last.seq,
+          id: last.id,
+          message: `${named(last)}: edited — its hash was recomputed over changed contents, so ${named(r)} no longer links to it`,
+        });
+    }
+    checkIds(r);
+    for (const s of signed.get(r.seq) ?? []) {
+      if (s.hash !== r.hash)
+        add({
+          kind: "rewritten",
+          seq: r.seq,
+          id: r.id,
+          checkpoint: s.checkpoint,
+          message: `${named(r)}: rewritten — checkpoint ${s.checkpoint} (${isoTime(s.at)}) signed another hash for it: the chain up to it was recomputed`,
+        });
+    }
+    if (opts.head && opts.head.seq === r.seq && opts.head.hash !== r.hash)
+      add({ kind: "rewritten", seq: r.seq, id: r.id, message: `${named(r)}: rewritten — the vault's head names another hash for it` });
+    // Whatever broke here, the chain goes on from this record as it is, so one tampering is named once.
+    idBeforeLast = last?.id ?? opts.anchorId;
+    last = { seq: r.seq, id: r.id, at: r.at, hash: r.hash };
+    expectedSeq = r.seq + 1;
+    expectedPrev = r.hash;
+  }
+
+  function flushGroup(nextPrev: string | undefined): void {
+    if (group.length === 0) return;
+    const r = choose(group, nextPrev);
+    group = [];
+    accept(r);
+  }
+
+  return {
+    push(record) {
+      count++;
+      index++;
+      if (group.length && group[0]!.seq !== record.seq) flushGroup(record.seq === group[0]!.seq + 1 ? record.prev : undefined);
+      group.push(record);
+    },
+    finish() {
+      flushGroup(undefined);
+      const end = last
+        ? ` (the chain ends at ${named(last)})`
+        : anchor.seq
+          ? ` (no record follows the anchor, seq ${anchor.seq})`
+          : " (the chain has no records)";
+      const lastSeq = last?.seq ?? anchor.seq;
+      // Unchained records after the last chained one.
+      placeUnchained(lastSeq + 1, Infinity);
+      // Heads the chain must reach: every signed checkpoint's, then the head the broker reported.
+      let truncatedAt: { seq: number; checkpoint: number | null; message: string } | undefined;
+      for (const [seq, heads] of signed) {
+        if (seq <= lastSeq) continue;
+        const s = heads[0]!;
+        if (!truncatedAt || seq > truncatedAt.seq)
+          truncatedAt = {
+            seq,
+            checkpoint: s.checkpoint,
+            message: `${span(lastSeq + 1, seq)}: missing — removed after checkpoint ${s.checkpoint} (${isoTime(s.at)}), which signed seq ${seq}${end}`,
+          };
+      }
+      if (!truncatedAt && opts.head && opts.head.seq > lastSeq)
+        truncatedAt = {
+          seq: opts.head.seq,
+          checkpoint: null,
+          message: `${span(lastSeq + 1, opts.head.seq)}: missing — removed from the end; the vault's head is seq ${opts.head.seq}${end}`,
+        };
+      if (truncatedAt) add({ kind: "truncated", seq: lastSeq + 1, id: null, checkpoint: truncatedAt.checkpoint, message: truncatedAt.message });
+      const ordered = breaks.map((b, i) => ({ b, i })).sort((x, y) => x.b.seq - y.b.seq || x.i - y.i);
+      const all = ordered.map((x) => x.b).slice(0, MAX_BREAKS);
+      return {
+        ok: all.length === 0,
+        vaultId: opts.vaultId,
+        records: count,
+        verified: all.length === 0 ? (last ?? null) : null,
+        checkpoints: checked,
+        uncheckedCheckpoints: unchecked,
+        breaks: all,
+      };
+    },
+  };
+
+  function hashOf(r: ExportedAuditRecord): string {
+    return auditRecordHash(chainedRecord(opts.vaultId, r, r));
+  }
+  /** `contents`' hash were it at `place`'s seq and prev. */
+  function hashAs(contents: ExportedAuditRecord, place: ExportedAuditRecord): string {
+    return auditRecordHash(chainedRecord(opts.vaultId, contents, place));
+  }
+}
+
+/** Verifies a whole chain at once (records in seq order). */
+export async function verifyAuditChain(opts: ChainVerifierOptions & { readonly records: Iterable<ExportedAuditRecord> }): Promise<ChainVerification> {
+  const v = await createChainVerifier(opts);
+  for (const r of opts.records) v.push(r);
+  return v.finish();
+}
+
+function span(from: number, to: number): string {
+  return from === to ? `record seq ${from}` : `records seq ${from} to ${to}`;
+}
+
+function isoTime(ms: number): string {
+  const d = new Date(ms);
+  return Number.isNaN(d.getTime()) ? String(ms) : d.toISOString();
+}
+
+/** The record's fields in the canonical encoding's terms, at `place`'s seq and prev. */
+function chainedRecord(vaultId: number, r: ExportedAuditRecord, place: { seq: number; prev: string }): ChainedRecord {
+  return {
+    vaultId,
+    seq: place.seq,
+    prev: place.prev,
+    at: r.at,
+    principal: r.principal,
+    vault: r.vault,
+    ingress: r.ingress,
+    method: r.method,
+    host: r.host,
+    path: r.path,
+    service: r.service,
+    credentialKeys: r.credential_keys,
+    credentialRefs: r.credential_refs,
+    status: r.status,
+    bytesIn: r.bytes_in,
+    bytesOut: r.bytes_out,
+    durationMs: r.duration_ms,
+    error: r.error,
+    contained: r.contained,
+    approvedBy: r.approved_by,
+  };
+}
+
+/** The broker's public checkpoint key (an SPKI PEM) for WebCrypto's Ed25519 verify. */
+export async function importCheckpointKey(pem: string): Promise<CryptoKey> {
+  const body = pemBody(pem);
+  try {
+    return await crypto.subtle.importKey("spki", Buffer.from(body, "base64"), { name: "Ed25519" }, false, ["verify"]);
+  } catch {
+    throw new Error("the public key is not an Ed25519 public key");
+  }
+}
+
+/** The key id checkpoints name: the first 16 hex digits of the SHA-256 of the key's SPKI DER. */
+export function checkpointKeyId(pem: string): string {
+  return auditKeyId(new Uint8Array(Buffer.from(pemBody(pem), "base64")));
+}
+
+/** Whether the checkpoint's signature is the key's Ed25519 signature of its message over the heads it signed (docs/audit-chain.md). */
+export async function checkpointSignatureValid(key: CryptoKey, c: ExportedCheckpoint): Promise<boolean> {
+  if (!/^[A-Za-z0-9_-]+$/.test(c.signature)) return false;
+  const heads = (c.signed_heads ?? c.heads).map((h) => ({ vaultId: h.vault_id, seq: h.seq, hash: h.hash }));
+  const message = checkpointMessage({ id: c.id, at: c.at, keyId: c.key_id, heads });
+  try {
+    return await crypto.subtle.verify({ name: "Ed25519" }, key, Buffer.from(c.signature, "base64url"), new Uint8Array(message));
+  } catch {
+    return false;
+  }
+}
+
+/** The base64 inside a `PUBLIC KEY` PEM (any line breaks); throws on anything else. */
+function pemBody(pem: string): string {
+  const m = /-----BEGIN PUBLIC KEY-----([A-Za-z0-9+/=\s]+)-----END PUBLIC KEY-----/.exec(pem);
+  const body = m?.[1]?.replace(/\s+/g, "") ?? "";
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(body)) throw new Error("the public key is not a PEM-encoded SPKI key (-----BEGIN PUBLIC KEY-----)");
+  return body;
+}

@@ -1,0 +1,232 @@
+// A vault's audit chain for readers outside the broker (docs/audit-chain.md, "Export" and "Verifying"): its chained
+// records page by page in seq order with the anchor and head (GET /v1/vaults/:vault/audit/export, `broker audit
+// export`), and the broker's own verification of the chain with the verifier every reader runs (GET …/audit/verify,
+// the console's "verified up to"), kept per vault while its head stays. Names and numbers only.
+
+import { createChainVerifier, type ChainBreak, type ChainPoint, type ExportedAuditRecord, type ExportedCheckpoint } from "../crypto/index.ts";
+import { InvalidRequest } from "../errors.ts";
+import type { Domain, OpenVault } from "../identity/index.ts";
+import { iso, requireInVault } from "../identity/index.ts";
+import { AUDIT_CHAIN_GENESIS, type AuditRow, type Store } from "../store/index.ts";
+import { createPrincipalNamer } from "./audit-log.ts";
+
+export const AUDIT_EXPORT_PAGE_MAX = 5000;
+export const AUDIT_EXPORT_PAGE_DEFAULT = 1000;
+/** Ids of records without chain fields written after the chain began, reported at most. */
+const UNCHAINED_SHOWN = 100;
+/** Checkpoints read per query when verifying. */
+const CHECKPOINT_PAGE = 1000;
+/** A verification is kept while the vault's head and anchor stay, at most this long. */
+const VERIFIED_TTL_MS = 10 * 60_000;
+/** Tries when retention moves the anchor while the chain is read. */
+const ANCHOR_TRIES = 3;
+
+export interface AuditExportPage {
+  vault: string;
+  vault_id: number;
+  anchor: ChainPoint;
+  head: ChainPoint;
+  records: ExportedAuditRecord[];
+  next_after_seq: number | null;
+  principal_names: Record<string, string>;
+  unchained: { before_chain: number; after_chain: number[] } | null;
+}
+
+export interface AuditVerifyView {
+  vault: string;
+  vault_id: number;
+  ok: boolean;
+  records: number;
+  verified: { seq: number; id: number; at: number; time: string; hash: string } | null;
+  checkpoints: { checked: number; unchecked: number };
+  breaks: ChainBreak[];
+  anchor: ChainPoint;
+  head: ChainPoint;
+  unchained_before_chain: number;
+  checked_at: string;
+}
+
+/** A stored record as the export carries it: the fields the canonical encoding takes, under its names. */
+export function exportedRecord(r: AuditRow): ExportedAuditRecord {
+  return {
+    id: r.id,
+    seq: r.chainSeq!,
+    prev: r.chainPrev ?? "",
+    hash: r.chainHash ?? "",
+    at: r.at,
+    principal: r.principal,
+    vault: r.vault,
+    ingress: r.ingress,
+    method: r.method,
+    host: r.host,
+    path: r.path,
+    service: r.service,
+    credential_keys: r.credentialKeys,
+    credential_refs: r.credentialRefs ?? null,
+    status: r.status,
+    bytes_in: r.bytesIn,
+    bytes_out: r.bytesOut,
+    duration_ms: r.durationMs,
+    error: r.error,
+    contained: r.contained,
+    approved_by: r.approvedBy,
+  };
+}
+
+/** The vault's chain row as anchor and head (the genesis before its first record). */
+async function chainPoints(store: Store, vaultId: number): Promise<{ anchor: ChainPoint; head: ChainPoint }> {
+  const c = await store.auditChains.get(vaultId);
+  if (!c) return { anchor: { seq: 0, hash: AUDIT_CHAIN_GENESIS }, head: { seq: 0, hash: AUDIT_CHAIN_GENESIS } };
+  return { anchor: { seq: c.anchorSeq, hash: c.anchorHash }, head: { seq: c.headSeq, hash: c.headHash } };
+}
+
+/**
+ * Up to `limit` chained records after `afterSeq`, in seq order. A full page also takes every other record that
+ * claims its last seq (an insertion), so paging by seq never splits a seq between two pages.
+ */
+async function chainedPage(store: Store, vaultId: number, afterSeq: number, limit: number): Promise<AuditRow[]> {
+  const rows = await store.audit.chained(vaultId, afterSeq, limit);
+  if (rows.length < limit) return rows;
+  const lastSeq = rows.at(-1)!.chainSeq!;
+  const have = new Set(rows.map((r) => r.id));
+  for (const r of await store.audit.chainedAt(vaultId, lastSeq)) if (!have.has(r.id)) rows.push(r);
+  return rows;
+}
+
+/** One page of the vault's chain (readers of the vault's logs, as `read_logs` says). */
+export async function exportAuditChain(d: Domain, open: OpenVault, q: { afterSeq?: number | undefined; limit: number }): Promise<AuditExportPage> {
+  requireInVault(open, "read_logs");
+  if (!Number.isInteger(q.limit) || q.limit < 1 || q.limit > AUDIT_EXPORT_PAGE_MAX)
+    throw new InvalidRequest(`limit must be 1 to ${AUDIT_EXPORT_PAGE_MAX}`, "limit");
+  const vaultId = open.vault.id;
+  const afterSeq = q.afterSeq ?? 0;
+  // Anchor, records, anchor again: retention removing records meanwhile moves the anchor, and the page is read again.
+  let points = await chainPoints(d.store, vaultId);
+  let rows: AuditRow[] = [];
+  for (let i = 0; i < ANCHOR_TRIES; i++) {
+    rows = await chainedPage(d.store, vaultId, afterSeq, q.limit);
+    const again = await chainPoints(d.store, vaultId);
+    const moved = again.anchor.seq !== points.anchor.seq;
+    points = { anchor: again.anchor, head: points.head };
+    if (!moved) break;
+  }
+  const unchained = q.afterSeq === undefined ? await d.store.audit.unchained(vaultId, UNCHAINED_SHOWN) : undefined;
+  const names = createPrincipalNamer(d);
+  const principalNames: Record<string, string> = {};
+  for (const r of rows) for (const p of [r.principal, r.approvedBy]) if (p && !(p in principalNames)) principalNames[p] = (await names(p)).name;
+  return {
+    vault: open.vault.name,
+    vault_id: vaultId,
+    anchor: points.anchor,
+    head: points.head,
+    records: rows.map(exportedRecord),
+    next_after_seq: rows.length >= q.limit ? rows.at(-1)!.chainSeq! : null,
+    principal_names: principalNames,
+    unchained: unchained ? { before_chain: unchained.beforeChain, after_chain: unchained.afterChain } : null,
+  };
+}
+
+interface Verified {
+  readonly head: ChainPoint;
+  readonly anchorSeq: number;
+  readonly at: number;
+  readonly view: AuditVerifyView;
+}
+
+interface VaultCache {
+  readonly done: Map<number, Verified>;
+  readonly running: Map<number, Promise<AuditVerifyView>>;
+}
+
+/** Per store (a test process runs many brokers), per vault. */
+const caches = new WeakMap<Store, VaultCache>();
+
+function cacheOf(store: Store): VaultCache {
+  let c = caches.get(store);
+  if (!c) caches.set(store, (c = { done: new Map(), running: new Map() }));
+  return c;
+}
+
+/**
+ * The broker's verification of the vault's chain (readers of the vault's logs). Kept while the vault's head
+ * and anchor stay (at most VERIFIED_TTL_MS); when only new records came since an intact result, only they are
+ * verified, from the last verified record on. Callers at once share one run.
+ */
+export async function verifyAuditChainOf(d: Domain, open: OpenVault): Promise<AuditVerifyView> {
+  requireInVault(open, "read_logs");
+  const vaultId = open.vault.id;
+  const cache = cacheOf(d.store);
+  const running = cache.running.get(vaultId);
+  if (running) return running;
+  const points = await chainPoints(d.store, vaultId);
+  const prior = cache.done.get(vaultId);
+  const fresh = prior && d.now() - prior.at < VERIFIED_TTL_MS && prior.anchorSeq === points.anchor.seq;
+  if (fresh && prior.head.seq === points.head.seq && prior.head.hash === points.head.hash) return { ...prior.view, vault: open.vault.name };
+  const from = fresh && prior.view.ok && prior.head.seq < points.head.seq ? prior : undefined;
+  const run = verifyStored(d, vaultId, open.vault.name, from)
+    .then((v) => {
+      cache.done.set(vaultId, { head: v.head, anchorSeq: v.anchor.seq, at: from ? from.at : d.now(), view: v });
+      return v;
+    })
+    .finally(() => cache.running.delete(vaultId));
+  cache.running.set(vaultId, run);
+  return run;
+}
+
+/** The vault's checkpoints (every head each one signed), oldest first. */
+async function storedCheckpoints(store: Store, vaultId: number): Promise<ExportedCheckpoint[]> {
+  const out: ExportedCheckpoint[] = [];
+  for (let after = 0; ; ) {
+    const page = await store.auditCheckpoints.listForVault(vaultId, after, CHECKPOINT_PAGE);
+    for (const c of page) {
+      const signed = c.heads.map((h) => ({ vault_id: h.vaultId, seq: h.seq, hash: h.hash }));
+      out.push({ id: c.id, at: c.at, key_id: c.keyId, heads: signed.filter((h) => h.vault_id === vaultId), signed_heads: signed, signature: c.signature });
+    }
+    if (page.length < CHECKPOINT_PAGE) return out;
+    after = page.at(-1)!.id;
+  }
+}
+
+/** Verifies what the store holds, from the anchor (or from `from`'s last verified record, when it was intact). */
+async function verifyStored(d: Domain, vaultId: number, vault: string, from: Verified | undefined): Promise<AuditVerifyView> {
+  for (let i = 0; ; i++) {
+    const points = await chainPoints(d.store, vaultId);
+    // Checkpoints before records: every head they signed was written before the records are read.
+    const checkpoints = await storedCheckpoints(d.store, vaultId);
+    const key = await d.store.auditCheckpoints.signingKey();
+    const unchained = await d.store.audit.unchained(vaultId, UNCHAINED_SHOWN);
+    const start = from?.view.verified;
+    const verifier = await createChainVerifier({
+      vaultId,
+      anchor: start ? { seq: start.seq, hash: start.hash } : points.anchor,
+      anchorId: start?.id,
+      head: points.head,
+      checkpoints,
+      publicKey: key ? { pem: key.publicKeyPem } : undefined,
+      unchainedAfterChain: unchained.afterChain,
+    });
+    for (let after = start?.seq ?? points.anchor.seq; ; ) {
+      const rows = await chainedPage(d.store, vaultId, after, AUDIT_EXPORT_PAGE_MAX);
+      for (const r of rows) verifier.push(exportedRecord(r));
+      if (rows.length < AUDIT_EXPORT_PAGE_MAX) break;
+      after = rows.at(-1)!.chainSeq!;
+    }
+    const again = await chainPoints(d.store, vaultId);
+    if (again.anchor.seq !== points.anchor.seq && i + 1 < ANCHOR_TRIES) continue; // retention ran meanwhile
+    const result = verifier.finish();
+    const verified = result.verified ?? (result.ok && start ? start : null);
+    return {
+      vault,
+      vault_id: vaultId,
+      ok: result.ok,
+      records: result.records + (from ? from.view.records : 0),
+      verified: verified && { seq: verified.seq, id: verified.id, at: verified.at, time: iso(verified.at), hash: verified.hash },
+      checkpoints: { checked: result.checkpoints, unchecked: result.uncheckedCheckpoints },
+      breaks: [...result.breaks],
+      anchor: points.anchor,
+      head: points.head,
+      unchained_before_chain: unchained.beforeChain,
+      checked_at: iso(d.now()),
+    };
+  }
+}
