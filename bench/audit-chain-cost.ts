@@ -1,0 +1,98 @@
+// `bun bench/audit-chain-cost.ts [--quick] [--baseline <git revision>]`: what the audit log's hash chain
+// and signed checkpoints cost (issue 37, point 5). Two compiled brokers over one upstream: this tree's, and
+// one built from the revision before the chain (default da0f75e^, taken with `git archive`, so the working
+// tree is untouched); both warmed alike, then the tunnel and /proxy rows run through each in turn,
+// alternating which goes first, in the same repetitions. Prints throughput, p50 and broker CPU per request
+// and the chain/no-chain ratios (medians of the per-repetition ratios). The chain is written by the audit
+// writer off the request path, so what it costs shows as CPU, and as throughput only where CPU is the limit.
+
+import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ensureBinary, startBroker, type BrokerProc } from "./broker.ts";
+import { median, runLoad, statsOf, type Target } from "./load.ts";
+import { createBenchPki } from "./pki.ts";
+import { metered, targets, warmUp, type Env } from "./scenarios.ts";
+import { startUpstream } from "./upstream.ts";
+
+const ROOT = join(import.meta.dir, "..");
+const quick = process.argv.includes("--quick");
+const at = process.argv.indexOf("--baseline");
+const baselineRev = at >= 0 ? process.argv[at + 1]! : "da0f75e^";
+const size = quick ? { requests: 1000, reps: 3, warm: 2000 } : { requests: 4000, reps: 5, warm: 20_000 };
+const log = (s: string) => console.error(`[chain-bench] ${s}`);
+
+/** The broker as it was at `rev`, built in a temporary directory (the repository's node_modules lent to it). */
+function buildBaseline(rev: string): { bin: string; cleanup: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), "broker-baseline-"));
+  const archive = Bun.spawnSync(["sh", "-c", `git archive ${JSON.stringify(rev)} | tar -x -C ${JSON.stringify(dir)}`], { cwd: ROOT, stderr: "pipe" });
+  if (archive.exitCode !== 0) throw new Error(`git archive ${rev} failed: ${archive.stderr.toString()}`);
+  symlinkSync(join(ROOT, "node_modules"), join(dir, "node_modules"));
+  const bin = join(dir, "broker");
+  const built = Bun.spawnSync([process.execPath, "build.ts", bin], { cwd: dir, stdout: "ignore", stderr: "pipe" });
+  if (built.exitCode !== 0) throw new Error(`building ${rev} failed: ${built.stderr.toString()}`);
+  return { bin, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+interface Measure {
+  rps: number;
+  p50: number;
+  cpu: number;
+}
+
+log(`building the baseline (${baselineRev})…`);
+const baseline = buildBaseline(baselineRev);
+const pki = await createBenchPki();
+const upstream = startUpstream(pki);
+const brokers: Record<"without" | "with", BrokerProc> = {
+  without: await startBroker(baseline.bin, pki.caPem, upstream.port),
+  with: await startBroker(ensureBinary(log), pki.caPem, upstream.port),
+};
+const envOf = (b: BrokerProc): Env => ({ broker: b, upstreamPort: upstream.port, upstreamCa: pki.caPem });
+const rows: { name: string; without: Measure[]; with: Measure[] }[] = [];
+try {
+  for (const which of ["without", "with"] as const) {
+    log(`warming the broker ${which} the chain (${size.warm} requests)…`);
+    await warmUp(envOf(brokers[which]), size.warm);
+  }
+  const scenarios: { name: string; target: (b: BrokerProc) => Target; concurrency: number }[] = [
+    { name: "tunnel, 16 keep-alive, /small", target: (b) => targets(envOf(b)).viaTunnel("/small"), concurrency: 16 },
+    { name: "tunnel, 1 keep-alive, /small", target: (b) => targets(envOf(b)).viaTunnel("/small"), concurrency: 1 },
+    { name: "/proxy, 16 keep-alive, /small", target: (b) => targets(envOf(b)).viaProxy("/small"), concurrency: 16 },
+    { name: "/proxy, 1 keep-alive, /small", target: (b) => targets(envOf(b)).viaProxy("/small"), concurrency: 1 },
+  ];
+  for (const s of scenarios) {
+    log(s.name);
+    const row = { name: s.name, without: [] as Measure[], with: [] as Measure[] };
+    const requests = s.concurrency === 1 ? Math.ceil(size.requests / 4) : size.requests;
+    for (let i = 0; i < size.reps; i++) {
+      for (const which of i % 2 === 0 ? (["without", "with"] as const) : (["with", "without"] as const)) {
+        const b = brokers[which];
+        const m = await metered(b.pid, () => runLoad(s.target(b), { requests, concurrency: s.concurrency }));
+        if (m.value.errors || m.value.non2xx)
+          throw new Error(`${s.name} (${which}): ${m.value.errors} errors, ${m.value.non2xx} non-2xx: ${m.value.firstError}`);
+        const st = statsOf(m.value);
+        row[which].push({ rps: st.rps, p50: st.p50, cpu: m.cpu / requests });
+      }
+    }
+    rows.push(row);
+  }
+} finally {
+  await brokers.without.stop();
+  await brokers.with.stop();
+  upstream.stop();
+  baseline.cleanup();
+}
+
+const ratio = (r: (typeof rows)[number], f: (m: Measure) => number) => median(r.with.map((m, i) => f(m) / f(r.without[i]!)));
+console.log(`Audit hash chain and checkpoints: this tree vs ${baselineRev}, ${size.reps} repetitions alternating (medians of per-repetition ratios)\n`);
+console.log(
+  [
+    "| row | without req/s | with req/s | with/without throughput | without CPU ms/req | with CPU ms/req | with/without CPU |",
+    "|---|---:|---:|---:|---:|---:|---:|",
+    ...rows.map(
+      (r) =>
+        `| ${r.name} | ${median(r.without.map((m) => m.rps)).toFixed(0)} | ${median(r.with.map((m) => m.rps)).toFixed(0)} | ${(ratio(r, (m) => m.rps) * 100).toFixed(1)}% | ${median(r.without.map((m) => m.cpu)).toFixed(3)} | ${median(r.with.map((m) => m.cpu)).toFixed(3)} | ${(ratio(r, (m) => m.cpu) * 100).toFixed(1)}% |`,
+    ),
+  ].join("\n"),
+);
