@@ -46,7 +46,7 @@ import { listenOrExplain } from "./listen-error.ts";
 import { bindTunnelListener, type TunnelLimits } from "../tunnel/index.ts";
 import { changeHandlers, revalidateWhileUnannounced } from "./freshness.ts";
 import { periodicJobs, startSweeps } from "./periodic-jobs.ts";
-import { startAuditRetention } from "./audit-retention.ts";
+import { createAuditReadGate, startAuditRetention } from "./audit-retention.ts";
 import { announceCheckpoint, startAuditCheckpointer } from "./audit-checkpointer.ts";
 import { effectiveSettings } from "./effective-settings.ts";
 import { drainListeners } from "./shutdown.ts";
@@ -146,6 +146,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     let rootCa = await loadRootCa(store, keyring.dataKey, now());
     // The audit checkpoints' Ed25519 key, made on first start (of instances starting at once, one key is kept).
     const auditKey = await loadAuditSigningKey(store, keyring.dataKey, now());
+    const auditReads = createAuditReadGate(now);
     if (auditKey.created) log.info("audit_signing_key_created", { key_id: auditKey.signer.keyId });
     // Read at scrape time, after the start (the API answers only then): the audit log and the tunnel are bound below.
     const metrics: Metrics | undefined =
@@ -283,6 +284,8 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       webhooks,
       secretStores,
       secretStoreTokenFiles: config.secretStoreTokenFiles,
+      auditKey: auditKey.signer,
+      auditReads,
     };
     const minter = createMinter({
       upstream,
@@ -375,6 +378,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     // Pending proposals expire by time, not when someone happens to read them.
     const sweeper = startSweeps(periodicJobs(log), domain);
     const retention = startAuditRetention(store.db, {
+      held: auditReads.held,
       maxAgeMs: config.auditRetentionDays * 86_400_000,
       maxRows: config.auditMaxRows,
       now,

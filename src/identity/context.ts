@@ -46,6 +46,16 @@ export interface Domain {
    * (absent or empty: no JWT or Kubernetes sign-in; the broker never reads a file a person names).
    */
   readonly secretStoreTokenFiles?: readonly string[];
+  /**
+   * The audit signing key this instance loaded and checked at start (its public half): the broker's own
+   * verification trusts it, never a key row that appeared in the database since (absent: as stored, in tests).
+   */
+  readonly auditKey?: { readonly keyId: string; readonly publicKeyPem: string };
+  /**
+   * Whole-chain reads (verification, export pages) hold this instance's audit retention off while they run,
+   * so records are not removed between the anchor's read and theirs (absent: nothing to hold, in tests).
+   */
+  readonly auditReads?: { enter(): () => void };
   /** The external secret stores' live side (absent: references are stored but never read, as in most unit tests). */
   readonly secretStores?: SecretStoreRuntime;
 }

@@ -189,11 +189,21 @@ async function storedCheckpoints(store: Store, vaultId: number): Promise<Exporte
 
 /** Verifies what the store holds, from the anchor (or from `from`'s last verified record, when it was intact). */
 async function verifyStored(d: Domain, vaultId: number, vault: string, from: Verified | undefined): Promise<AuditVerifyView> {
+  const leave = d.auditReads?.enter();
+  try {
+    return await verifyStoredOnce(d, vaultId, vault, from);
+  } finally {
+    leave?.();
+  }
+}
+
+async function verifyStoredOnce(d: Domain, vaultId: number, vault: string, from: Verified | undefined): Promise<AuditVerifyView> {
   for (let i = 0; ; i++) {
     const points = await chainPoints(d.store, vaultId);
     // Checkpoints before records: every head they signed was written before the records are read.
     const checkpoints = await storedCheckpoints(d.store, vaultId);
-    const key = await d.store.auditCheckpoints.signingKey();
+    // The key this instance loaded and checked at start: a key row added to the database since is not trusted.
+    const key = d.auditKey ?? (await d.store.auditCheckpoints.signingKey());
     const unchained = await d.store.audit.unchained(vaultId, UNCHAINED_SHOWN);
     const start = from?.view.verified;
     const verifier = await createChainVerifier({
@@ -205,7 +215,8 @@ async function verifyStored(d: Domain, vaultId: number, vault: string, from: Ver
       publicKey: key ? { pem: key.publicKeyPem } : undefined,
       unchainedAfterChain: unchained.afterChain,
     });
-    for (let after = start?.seq ?? points.anchor.seq; ; ) {
+    // From the chain's start, not the anchor: a record kept at or below a moved anchor is named, not skipped.
+    for (let after = start?.seq ?? 0; ; ) {
       const rows = await chainedPage(d.store, vaultId, after, AUDIT_EXPORT_PAGE_MAX);
       for (const r of rows) verifier.push(exportedRecord(r));
       if (rows.length < AUDIT_EXPORT_PAGE_MAX) break;

@@ -186,6 +186,13 @@ describe("SQLite", () => {
 
   test("1,000 proxied requests across two vaults: verify passes online and offline; the exports carry no secret", async () => {
     await proxyMany(b);
+    // The 1,000th record makes the checkpointer sign (it looks every second): wait for it, so both exports below see it.
+    const owner0 = JSON.parse(readFileSync(join(b.config, "cli.json"), "utf8")).token as string;
+    for (let i = 0; i < 100; i++) {
+      const cps = await (await fetch(`${b.server.url}/v1/vaults/alpha/audit/checkpoints`, { headers: { authorization: `Bearer ${owner0}` } })).json();
+      if (cps.checkpoints?.some((c: { heads: { seq: number }[] }) => c.heads.some((h) => h.seq === PER_VAULT))) break;
+      await Bun.sleep(100);
+    }
     for (const vault of ["alpha", "beta"])
       expect(await verifyPasses(b, vault)).toMatch(
         new RegExp(`^verified ${PER_VAULT} records of vault ${vault} up to seq ${PER_VAULT} \\(time \\S+Z\\); \\d+ checkpoints? checked\\n$`),

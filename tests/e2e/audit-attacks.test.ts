@@ -1,0 +1,682 @@
+// Attacks on the audit log's hash chain, checkpoints, export and telemetry (issue 37, docs/audit-chain.md), against
+// an in-process broker on SQLite. The attacker has write access to the database (the threat the chain exists for):
+// it recomputes hashes, moves heads and anchors, adds a signing key of its own and re-signs checkpoints; or it is an
+// agent choosing paths, trace headers and userinfo. `test.todo` "OPEN (issue 37): …" are holes found and not yet
+// closed (each comment says what would close it); the others are defences that hold.
+
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ocsfApiActivity } from "../../src/cli/commands/audit-ocsf.ts";
+import {
+  auditKeyId,
+  auditRecordHash,
+  checkpointMessage,
+  createChainVerifier,
+  spkiToPem,
+  type ChainVerification,
+  type ExportedAuditRecord,
+  type ExportedCheckpoint,
+} from "../../src/crypto/index.ts";
+import { pruneAuditBatch, type AuditRow, type Store } from "../../src/store/index.ts";
+import { startOtlpReceiver, type OtlpReceiver } from "../helpers/otlp-receiver.ts";
+import { createTestPki } from "../helpers/pki.ts";
+import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
+import { sourceCli } from "./cli-from-source.ts";
+import { rawRequest, startBroker, type Broker } from "./proxy-fixture.ts";
+import { openTunnel } from "./tunnel-fixture.ts";
+
+const SECRET = `sk-attack-${crypto.randomUUID()}`;
+const QUERY = `q-attack-${crypto.randomUUID()}`;
+/** A checkpoint every this many records (and none by time during a test). */
+const EVERY = 20;
+
+let upstream: TestUpstream;
+const cleanups: (() => Promise<void>)[] = [];
+
+beforeAll(async () => {
+  upstream = await startUpstream();
+});
+
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c().catch(() => {});
+  await upstream?.close();
+});
+
+interface Lab {
+  readonly broker: Broker;
+  readonly store: Store;
+  readonly vault: string;
+  readonly vaultId: number;
+  /** The bearer service's host:port. */
+  readonly hp: string;
+}
+
+async function until<T>(what: string, read: () => Promise<T | undefined | false>, ms = 20_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await read();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(50);
+  }
+}
+
+/** A fresh broker with one vault and a bearer service; a checkpoint every EVERY records, none by time. */
+async function lab(opts: { env?: Record<string, string>; caPem?: string; tunnel?: boolean; upstream?: TestUpstream } = {}): Promise<Lab> {
+  const up = opts.upstream ?? upstream;
+  const broker = await startBroker({
+    caPem: opts.caPem ?? up.pki.caPem,
+    tunnel: opts.tunnel,
+    env: { BROKER_AUDIT_CHECKPOINT_RECORDS: String(EVERY), BROKER_AUDIT_CHECKPOINT_SECONDS: "86400", ...opts.env },
+  });
+  cleanups.push(() => broker.stop());
+  broker.dns.set("upstream.test", ["127.0.0.1"]);
+  broker.dns.set("localhost", ["127.0.0.1"]);
+  const hp = `upstream.test:${up.port}`;
+  await broker.setCredential("API_KEY", SECRET);
+  await broker.addService(hp, { type: "bearer", token: "API_KEY" });
+  const page = await broker.api("GET", `/v1/vaults/${broker.vault}/audit/export?limit=1`, undefined, broker.userToken);
+  expect(page.status).toBe(200);
+  return { broker, store: broker.server.store, vault: broker.vault, vaultId: page.body.vault_id, hp };
+}
+
+async function headSeq(l: Lab): Promise<number> {
+  return (await l.store.auditChains.get(l.vaultId))?.headSeq ?? 0;
+}
+
+/** `n` proxied GETs (each with a query sentinel), then waits until the chain holds them. */
+async function send(l: Lab, n: number, tag = "r"): Promise<void> {
+  const before = await headSeq(l);
+  for (let i = 0; i < n; i += 10) {
+    const batch = Array.from({ length: Math.min(10, n - i) }, async (_, j) => {
+      const res = await l.broker.proxy(l.hp, `/${tag}/${i + j}?token=${QUERY}`);
+      await res.arrayBuffer();
+      return res.status;
+    });
+    expect(await Promise.all(batch)).toEqual(Array(Math.min(10, n - i)).fill(200));
+  }
+  await until("the audit records", async () => (await headSeq(l)) >= before + n);
+}
+
+/** Waits until a stored checkpoint signed the vault's head at `seq` or later; its id. */
+async function checkpointed(l: Lab, seq: number): Promise<number> {
+  return until(`a checkpoint at seq ${seq}`, async () => {
+    const cps = await l.store.auditCheckpoints.listForVault(l.vaultId, 0, 1000);
+    return cps.find((c) => c.heads.some((h) => h.vaultId === l.vaultId && h.seq >= seq))?.id;
+  });
+}
+
+/** EVERY records, the checkpoint that signs exactly them, then `more` records no checkpoint signs. */
+async function signedThenMore(l: Lab, more: number): Promise<void> {
+  await send(l, EVERY);
+  await checkpointed(l, EVERY);
+  if (more) await send(l, more);
+}
+
+/** GET /v1/vaults/{vault}/audit/verify: the broker's own verification (the console's "verified up to"). */
+async function brokerVerify(l: Lab): Promise<{ ok: boolean; records: number; breaks: { kind: string; seq: number; message: string }[] }> {
+  const r = await l.broker.api("GET", `/v1/vaults/${l.vault}/audit/verify`, undefined, l.broker.userToken);
+  expect(r.status).toBe(200);
+  return r.body;
+}
+
+/**
+ * What `broker audit verify --vault V` does online, in-process: the checkpoints, then every export page, checked
+ * with the verifier against `pem` (default: the key the broker publishes, the one it loaded and checked at start).
+ */
+async function exportVerify(l: Lab, pem?: string): Promise<ChainVerification> {
+  const key = pem ?? (await l.broker.api("GET", "/v1/audit/public-key")).body.public_key_pem;
+  const cps = (await l.broker.api("GET", `/v1/vaults/${l.vault}/audit/checkpoints?limit=1000`, undefined, l.broker.userToken)).body
+    .checkpoints as ExportedCheckpoint[];
+  let verifier: Awaited<ReturnType<typeof createChainVerifier>> | undefined;
+  for (let after: number | null | undefined; ; ) {
+    const q = after === undefined ? "?limit=5000" : `?after_seq=${after}&limit=5000`;
+    const page = (await l.broker.api("GET", `/v1/vaults/${l.vault}/audit/export${q}`, undefined, l.broker.userToken)).body;
+    verifier ??= await createChainVerifier({
+      vaultId: page.vault_id,
+      anchor: page.anchor,
+      head: page.head,
+      checkpoints: cps,
+      publicKey: { pem: key },
+      unchainedAfterChain: page.unchained?.after_chain,
+    });
+    for (const r of page.records as ExportedAuditRecord[]) verifier.push(r);
+    if (page.next_after_seq === null) break;
+    after = page.next_after_seq;
+  }
+  return verifier!.finish();
+}
+
+/** The vault's chained rows, as stored. */
+function rows(l: Lab): Promise<AuditRow[]> {
+  return l.store.audit.chained(l.vaultId, 0, 100_000);
+}
+
+/**
+ * The attacker who knows the encoding: applies `edit` to the record at `fromSeq`, recomputes its hash and every
+ * later one (each prev the new hash before it) and moves the head to the new last hash. Returns seq → new hash.
+ */
+async function rewriteFrom(l: Lab, fromSeq: number, edit: Partial<AuditRow>): Promise<Map<number, string>> {
+  const hashes = new Map<number, string>();
+  let prev: string | undefined;
+  for (const r of await rows(l)) {
+    const seq = r.chainSeq!;
+    if (seq < fromSeq) {
+      hashes.set(seq, r.chainHash!);
+      prev = r.chainHash!;
+      continue;
+    }
+    const row = seq === fromSeq ? { ...r, ...edit } : r;
+    const p = prev ?? r.chainPrev!;
+    const hash = auditRecordHash({ ...row, vaultId: l.vaultId, seq, prev: p });
+    await l.store.db.run("UPDATE audit_logs SET status = ?, path = ?, chain_prev = ?, chain_hash = ? WHERE id = ?", [row.status, row.path, p, hash, r.id]);
+    hashes.set(seq, hash);
+    prev = hash;
+  }
+  await l.store.db.run("UPDATE audit_chains SET head_hash = ? WHERE vault_id = ?", [prev!, l.vaultId]);
+  return hashes;
+}
+
+/**
+ * The attacker's own Ed25519 key, added as the newest signing key row (the one signingKey() returns), and every
+ * checkpoint re-signed with it over the rewritten heads. Returns the forged key's PEM.
+ */
+async function forgeKeyAndResign(l: Lab, hashes: Map<number, string>): Promise<string> {
+  const pair = (await crypto.subtle.generateKey({ name: "Ed25519" }, true, ["sign", "verify"])) as CryptoKeyPair;
+  const spki = new Uint8Array(await crypto.subtle.exportKey("spki", pair.publicKey));
+  const pem = spkiToPem(spki);
+  const keyId = auditKeyId(spki);
+  await l.store.db.run("INSERT INTO audit_signing_keys (id, key_id, public_key_pem, private_nonce, private_ciphertext, created_at) VALUES (2, ?, ?, ?, ?, ?)", [
+    keyId,
+    pem,
+    new Uint8Array(12),
+    new Uint8Array(48),
+    Date.now(),
+  ]);
+  for (const c of await l.store.auditCheckpoints.list(0, 1000)) {
+    const heads = c.heads.map((h) => (h.vaultId === l.vaultId ? { ...h, hash: hashes.get(h.seq)! } : h));
+    const signature = Buffer.from(
+      await crypto.subtle.sign({ name: "Ed25519" }, pair.privateKey, new Uint8Array(checkpointMessage({ id: c.id, at: c.at, keyId, heads }))),
+    ).toString("base64url");
+    await l.store.db.run("UPDATE audit_checkpoints SET key_id = ?, heads = ?, signature = ? WHERE id = ?", [
+      keyId,
+      JSON.stringify(heads.map((h) => [h.vaultId, h.seq, h.hash])),
+      signature,
+      c.id,
+    ]);
+    for (const h of heads)
+      if (h.vaultId === l.vaultId)
+        await l.store.db.run("UPDATE audit_checkpoint_vaults SET hash = ? WHERE checkpoint_id = ? AND vault_id = ?", [h.hash, c.id, h.vaultId]);
+  }
+  return pem;
+}
+
+/** One retention batch removing the `n` oldest audit rows, as the broker runs it (its worker thread on SQLite). */
+async function retentionRemoves(l: Lab, n: number): Promise<number> {
+  const b = await l.store.db.get<{ lowest: number; highest: number }>("SELECT MIN(id) AS lowest, MAX(id) AS highest FROM audit_logs");
+  const keepRows = Number(b!.highest) - Number(b!.lowest) + 1 - n;
+  return prune(l, { olderThan: 0, keepRows });
+}
+
+/** One retention batch with these limits, run where the broker runs it (its worker thread on SQLite); rows removed. */
+async function prune(l: Lab, limits: { olderThan: number; keepRows: number }): Promise<number> {
+  const r = l.store.offLoopPrune ? await l.store.offLoopPrune(limits, 1000) : await pruneAuditBatch(l.store.db, limits, 1000);
+  return r.removed;
+}
+
+describe("tampering with the database", () => {
+  test("a chain recomputed from an edited record onward (head moved too) is named 'rewritten' at the checkpoint signed after the edit", async () => {
+    const l = await lab();
+    await signedThenMore(l, 5);
+    expect((await brokerVerify(l)).ok).toBe(true);
+    // Every hash is consistent and the head row agrees: only the signed checkpoint at seq EVERY can tell.
+    await rewriteFrom(l, 5, { status: 500 });
+    const own = await brokerVerify(l);
+    expect(own.ok).toBe(false);
+    expect(own.breaks[0]).toMatchObject({ kind: "rewritten", seq: EVERY });
+    const cli = await exportVerify(l);
+    expect(cli.breaks[0]).toMatchObject({ kind: "rewritten", seq: EVERY });
+  }, 60_000);
+
+  test("the same rewrite after the last checkpoint is unseen (docs/audit-chain.md says so): only a later checkpoint bounds it", async () => {
+    const l = await lab();
+    await signedThenMore(l, 5);
+    await rewriteFrom(l, EVERY + 2, { status: 500 });
+    expect((await brokerVerify(l)).ok).toBe(true);
+    expect((await exportVerify(l)).ok).toBe(true);
+  }, 60_000);
+
+  // Proposed fix: verifyStored (src/workflows/audit-export.ts) must check checkpoints with the key this instance
+  // loaded and opened at start (deps.auditKey, the one GET /v1/audit/public-key publishes), never with
+  // store.auditCheckpoints.signingKey(): a key row anyone with database access can add is not a trust root. (A key
+  // row other than the loaded one could also be reported as tampering of its own.)
+  test("the broker's own verification does not trust a signing key added to the database, so a rewritten chain with re-signed checkpoints is 'verified'", async () => {
+    const l = await lab();
+    await signedThenMore(l, 5);
+    expect((await brokerVerify(l)).ok).toBe(true);
+    const hashes = await rewriteFrom(l, 5, { status: 500 });
+    await forgeKeyAndResign(l, hashes);
+    const own = await brokerVerify(l);
+    expect({ ok: own.ok, first: own.breaks[0]?.kind }).toEqual({ ok: false, first: "forged_checkpoint" });
+  }, 60_000);
+
+  test("that forgery is named by `broker audit verify` online (the key the broker loaded at start) and offline with the operator's saved key", async () => {
+    const l = await lab();
+    const home = mkdtempSync(join(tmpdir(), "broker-audit-attacks-cli-"));
+    cleanups.push(async () => rmSync(home, { recursive: true, force: true }));
+    const { cli, ok } = sourceCli(() => ({ home, apiUrl: l.broker.apiUrl }), []);
+    await ok(["auth", "login", "--email", "owner@example.com", "--password-stdin"], "correct horse battery\n");
+    await signedThenMore(l, 5);
+    const savedKey = join(home, "audit-key.pem");
+    writeFileSync(savedKey, (await l.broker.api("GET", "/v1/audit/public-key")).body.public_key_pem);
+    const hashes = await rewriteFrom(l, 5, { status: 500 });
+    const forgedPem = await forgeKeyAndResign(l, hashes);
+    // The published key is the one loaded at start, not the row the attacker added.
+    expect((await l.broker.api("GET", "/v1/audit/public-key")).body.public_key_pem).not.toBe(forgedPem);
+    const online = await cli(["audit", "verify", "--vault", l.vault]);
+    expect(online.code).toBe(1);
+    expect(online.stderr).toMatch(/^error: checkpoint \d+ \(\S+\): forged — signed with key [0-9a-f]{16}, not the broker's key/);
+    const file = join(home, "export.jsonl");
+    await ok(["audit", "export", "--vault", l.vault, "--output", file]);
+    const offline = await cli(["audit", "verify", "--from-export", file, "--public-key", savedKey]);
+    expect(offline.code).toBe(1);
+    expect(offline.stderr).toContain("forged — signed with key");
+    // With the forged key as the "public key", the forgery verifies: the key must come from outside the database.
+    const forgedFile = join(home, "forged.pem");
+    writeFileSync(forgedFile, forgedPem);
+    expect((await cli(["audit", "verify", "--from-export", file, "--public-key", forgedFile])).code).toBe(0);
+  }, 90_000);
+
+  // Retention legitimately removes a prefix and moves the anchor, so anyone with database access can do the same to
+  // any prefix, up to the whole log, and every verifier accepts it: the anchor is an unsigned row, and a checkpoint
+  // at or below it "covers records retention removed since". Here the records are seconds old, retention is 30 days
+  // and the row cap (1,000,000) is far away. Proposed fix: make anchor moves signed facts. Retention, in its
+  // transaction, signs ["broker-audit-anchor-v1", vault_id, anchor_seq, anchor_hash, at, reason (age | row cap)]
+  // (or the next checkpoint signs each vault's anchor together with its head, and the checkpointer refuses to sign
+  // an anchor that it did not see retention move); the export carries the signed anchor, and the verifier fails an
+  // anchor above the genesis that no valid signature covers ("anchor moved without retention"). A cheaper partial
+  // check: the verifier names any checkpoint at or below the anchor that is younger than BROKER_AUDIT_RETENTION_DAYS
+  // when the anchor was not moved by the row cap.
+  test.todo("OPEN (issue 37): a prefix of the log (here every record a checkpoint signed seconds ago) deleted with the anchor moved over it passes verification", async () => {
+    const l = await lab();
+    await signedThenMore(l, 5);
+    const kept = (await rows(l)).find((r) => r.chainSeq === EVERY)!;
+    await l.store.db.run("DELETE FROM audit_logs WHERE vault_id = ? AND chain_seq <= ?", [l.vaultId, EVERY]);
+    await l.store.db.run("UPDATE audit_chains SET anchor_seq = ?, anchor_hash = ? WHERE vault_id = ?", [EVERY, kept.chainHash!, l.vaultId]);
+    const cli = await exportVerify(l);
+    const own = await brokerVerify(l);
+    expect({ cli: cli.ok, broker: own.ok }).toEqual({ cli: false, broker: false });
+  }, 60_000);
+
+  // The checkpoints live in the same database as the records: deleted with them, every edit before "the last
+  // checkpoint" becomes an edit after it, which docs/audit-chain.md says no verifier can see. The verifier passes
+  // with "0 checkpoints checked" although the broker signs every moved head within BROKER_AUDIT_CHECKPOINT_SECONDS,
+  // so records older than that with no checkpoint over them can only mean checkpoints were removed. Proposed fix:
+  // publish the interval with the public key (GET /v1/audit/public-key, and in the export's chain line) and have the
+  // verifier fail ("checkpoints removed") when a record older than the interval plus a margin is signed by no
+  // checkpoint still inside retention; and let `broker audit verify` take the checkpoints delivered to a webhook
+  // (--checkpoints FILE) online too, since those are the copies the attacker cannot reach.
+  test.todo("OPEN (issue 37): every checkpoint deleted and the chain rewritten: verification passes though the records are older than the checkpoint interval", async () => {
+    const l = await lab({ env: { BROKER_AUDIT_CHECKPOINT_RECORDS: "1000", BROKER_AUDIT_CHECKPOINT_SECONDS: "1" } });
+    await send(l, 10);
+    await checkpointed(l, 10);
+    await Bun.sleep(2500); // every record is now older than the interval: a checkpoint signed each of them
+    expect((await exportVerify(l)).checkpoints).toBeGreaterThan(0);
+    await rewriteFrom(l, 3, { status: 500 });
+    await l.store.db.run("DELETE FROM audit_checkpoints");
+    const cli = await exportVerify(l);
+    const own = await brokerVerify(l);
+    expect({ cli: cli.ok, broker: own.ok }).toEqual({ cli: false, broker: false });
+  }, 60_000);
+
+  // Proposed fix: verifyStored (src/workflows/audit-export.ts) reads the vault's chained records from seq 0, as the
+  // export does (exportAuditChain's first page starts after seq 0, not after the anchor), so a record kept at or below
+  // the anchor is named ("at or below the anchor") rather than skipped; those records are still listed by the Logs
+  // page the "verified up to" is shown on.
+  test("the broker's own verification reads records kept at or below a moved anchor, so an edit there is 'verified'", async () => {
+    const l = await lab();
+    await signedThenMore(l, 5);
+    const at10 = (await rows(l)).find((r) => r.chainSeq === 10)!;
+    await l.store.db.run("UPDATE audit_chains SET anchor_seq = 10, anchor_hash = ? WHERE vault_id = ?", [at10.chainHash!, l.vaultId]);
+    await l.store.db.run("UPDATE audit_logs SET status = 500, path = '/edited' WHERE vault_id = ? AND chain_seq = 3", [l.vaultId]);
+    // The edited record is still on the Logs page.
+    expect((await l.broker.auditLogs()).some((r: { path: string }) => r.path === "/edited")).toBe(true);
+    // The export-based verification reads every record and names the first one below the anchor.
+    const cli = await exportVerify(l);
+    expect(cli.breaks[0]).toMatchObject({ kind: "anchor", seq: 1 });
+    const own = await brokerVerify(l);
+    expect({ ok: own.ok, first: own.breaks[0]?.kind }).toEqual({ ok: false, first: "anchor" });
+  }, 60_000);
+
+  test("a whole vault's chain deleted (records and chain row) is named 'truncated' by its checkpoints", async () => {
+    const l = await lab();
+    await signedThenMore(l, 5);
+    await l.store.db.run("DELETE FROM audit_logs WHERE vault_id = ?", [l.vaultId]);
+    await l.store.db.run("DELETE FROM audit_chains WHERE vault_id = ?", [l.vaultId]);
+    const own = await brokerVerify(l);
+    expect(own.breaks[0]).toMatchObject({ kind: "truncated", seq: 1 });
+    expect((await exportVerify(l)).breaks[0]).toMatchObject({ kind: "truncated", seq: 1 });
+  }, 60_000);
+
+  test("the anchor moved to a checkpoint's seq with another hash: 'rewritten'; records stripped of chain fields after the chain began: 'inserted'", async () => {
+    const l = await lab();
+    await signedThenMore(l, 5);
+    await l.store.db.run("DELETE FROM audit_logs WHERE vault_id = ? AND chain_seq <= ?", [l.vaultId, EVERY]);
+    await l.store.db.run("UPDATE audit_chains SET anchor_seq = ?, anchor_hash = ? WHERE vault_id = ?", [EVERY, "f".repeat(64), l.vaultId]);
+    const kinds = (await exportVerify(l)).breaks.map((b) => b.kind);
+    expect(kinds).toContain("rewritten");
+    const l2 = await lab();
+    await send(l2, 10);
+    await l2.store.db.run("UPDATE audit_logs SET chain_seq = NULL, chain_prev = NULL, chain_hash = NULL WHERE vault_id = ? AND chain_seq = 5", [l2.vaultId]);
+    const v = await exportVerify(l2);
+    expect(v.breaks.map((b) => b.kind)).toEqual(["missing", "inserted"]);
+  }, 60_000);
+});
+
+describe("retention during verification", () => {
+  // Retention is the broker's own, and removes only the oldest records; nothing was tampered with. verifyStored
+  // reads the anchor, then the checkpoints, the key and the unchained count, then the records: records retention
+  // removes in between are reported "missing", and after ANCHOR_TRIES (3) runs that each saw the anchor move, the
+  // last run's breaks are returned as they are. Under the row cap, retention runs a batch every few seconds (10 ms
+  // apart while catching up), so a long verification of a busy vault can end on a false alarm in the console.
+  // Proposed fix: read the anchor and the first page in one read transaction (one snapshot), or, when the anchor
+  // moved, verify from the newer anchor (drop records read at or below it; the one at it must carry its hash)
+  // instead of reporting the older anchor's gap; never return a run during which the anchor moved as a break.
+  test.todo("OPEN (issue 37): records retention removes between the anchor's read and the records' are reported as deleted ('missing')", async () => {
+    const l = await lab();
+    await send(l, 40);
+    await checkpointed(l, EVERY);
+    const audit = l.store.audit as { unchained: Store["audit"]["unchained"] };
+    const unchained = audit.unchained;
+    let removed = 0;
+    audit.unchained = async (...args) => {
+      removed += await retentionRemoves(l, 2); // retention's next batch lands here
+      return unchained(...args);
+    };
+    try {
+      const own = await brokerVerify(l);
+      expect(removed).toBeGreaterThan(0);
+      expect({ ok: own.ok, breaks: own.breaks.map((b) => b.message) }).toEqual({ ok: true, breaks: [] });
+    } finally {
+      audit.unchained = unchained;
+    }
+  }, 60_000);
+
+  // The export's first page re-reads the anchor after its records; when it moved on every try, the page is returned
+  // with the newest anchor and records that are now at or below it, and the CLI names them ("at or below the
+  // anchor"): a false alarm. Proposed fix: exportAuditChain drops the records of the page at or below the anchor it
+  // returns when the anchor moved while they were read (they were removed meanwhile), or reads both in one snapshot.
+  test.todo("OPEN (issue 37): an export page read while retention moves the anchor holds records below its anchor, which verification reports", async () => {
+    const l = await lab();
+    await send(l, 40);
+    await checkpointed(l, EVERY);
+    const audit = l.store.audit as { chained: Store["audit"]["chained"] };
+    const chained = audit.chained;
+    audit.chained = async (...args) => {
+      const read = await chained(...args);
+      await retentionRemoves(l, 2); // retention's next batch lands here
+      return read;
+    };
+    let v: ChainVerification;
+    try {
+      v = await exportVerify(l);
+    } finally {
+      audit.chained = chained;
+    }
+    expect({ ok: v.ok, breaks: v.breaks.map((b) => b.message) }).toEqual({ ok: true, breaks: [] });
+  }, 60_000);
+
+  test("a long request's record (an old `at`, written after younger ones) is kept until they go: retention stays a prefix, the chain verifies", async () => {
+    const slow = await startUpstream((req, res) => {
+      setTimeout(() => res.end("ok"), req.url?.startsWith("/slow") ? 1500 : 0);
+    });
+    cleanups.push(() => slow.close());
+    const l = await lab({ upstream: slow });
+    const long = l.broker.proxy(l.hp, "/slow").then(async (r) => {
+      await r.arrayBuffer();
+      return r.status;
+    });
+    await Bun.sleep(300);
+    await send(l, 6, "young");
+    expect(await long).toBe(200);
+    await until("7 records", async () => (await headSeq(l)) >= 7);
+    const all = await rows(l);
+    const slowRow = all.find((r) => r.path === "/slow")!;
+    const young = all.filter((r) => r.path !== "/slow");
+    expect(slowRow.id).toBeGreaterThan(Math.max(...young.map((r) => r.id))); // written last
+    expect(slowRow.at).toBeLessThan(Math.min(...young.map((r) => r.at))); // but began first
+    // Age retention with a limit between the long request's start and the young ones': nothing may go yet.
+    expect(await prune(l, { olderThan: slowRow.at + 1, keepRows: 1_000_000 })).toBe(0);
+    // Old enough for all: all go, and the anchor is the last record's (its seq, by id).
+    expect(await prune(l, { olderThan: Date.now() + 1000, keepRows: 1_000_000 })).toBe(7);
+    const chain = await l.store.auditChains.get(l.vaultId);
+    expect({ anchor: chain!.anchorSeq, hash: chain!.anchorHash }).toEqual({ anchor: slowRow.chainSeq!, hash: slowRow.chainHash! });
+    await send(l, 2, "after");
+    expect(await brokerVerify(l)).toMatchObject({ ok: true, records: 2 });
+    expect((await exportVerify(l)).ok).toBe(true);
+  }, 60_000);
+
+  test("heavy retention by the row cap between requests keeps the chain verifiable (anchor, checkpoints below it)", async () => {
+    const l = await lab();
+    for (let round = 0; round < 4; round++) {
+      await send(l, 25, `round${round}`);
+      expect(await retentionRemoves(l, 15)).toBe(15);
+    }
+    await checkpointed(l, 4 * 25);
+    const chain = await l.store.auditChains.get(l.vaultId);
+    expect(chain!.anchorSeq).toBe(60);
+    expect(await brokerVerify(l)).toMatchObject({ ok: true, records: 40 });
+    expect((await exportVerify(l)).ok).toBe(true);
+  }, 60_000);
+});
+
+describe("who may read the chain", () => {
+  test("a proxy-role session and a session of another vault get no export, verification or checkpoints; signed_heads carry no names", async () => {
+    const l = await lab();
+    await send(l, EVERY);
+    await checkpointed(l, EVERY);
+    const { broker } = l;
+    await broker.api("POST", "/v1/vaults", { name: "other-vault" }, broker.userToken);
+    const otherAdmin = (await broker.api("POST", "/v1/sessions", { vault: "other-vault", role: "admin" }, broker.userToken)).body.token as string;
+    for (const path of ["audit/export", "audit/verify", "audit/checkpoints"]) {
+      for (const token of [broker.sessionToken, otherAdmin]) {
+        const r = await broker.api("GET", `/v1/vaults/${l.vault}/${path}`, undefined, token);
+        expect({ path, refused: r.status === 403 || r.status === 404 }).toEqual({ path, refused: true });
+        expect(r.body.records ?? r.body.checkpoints ?? r.body.breaks).toBeUndefined();
+      }
+      const anonymous = await broker.api("GET", `/v1/vaults/${l.vault}/${path}`);
+      expect(anonymous.status).toBe(401);
+    }
+    const cps = (await broker.api("GET", `/v1/vaults/${l.vault}/audit/checkpoints`, undefined, broker.userToken)).body.checkpoints;
+    expect(cps.length).toBeGreaterThan(0);
+    for (const c of cps) for (const h of c.signed_heads) expect(Object.keys(h).sort()).toEqual(["hash", "seq", "vault_id"]);
+  }, 60_000);
+});
+
+describe("what leaves the broker: the export, OCSF and OTLP", () => {
+  let collector: OtlpReceiver;
+  let l: Lab;
+  let brokerCa: string;
+  const PATH_SECRET = `pathcred${crypto.randomUUID().replaceAll("-", "")}`;
+  const QUERY_SECRET = `querycred${crypto.randomUUID().replaceAll("-", "")}`;
+  const HEADER = `hdr-${crypto.randomUUID()}`;
+  const BODY = `body-${crypto.randomUUID()}`;
+  const USERINFO = `ui${crypto.randomUUID().replaceAll("-", "")}`;
+  const FRAGMENT = `frag-${crypto.randomUUID()}`;
+  const agentTrace = "4bf92f3577b34da6a3ce929d0e0e4736";
+
+  beforeAll(async () => {
+    collector = await startOtlpReceiver(await createTestPki());
+    cleanups.push(() => collector.close());
+    l = await lab({
+      caPem: `${upstream.pki.caPem}\n${collector.pki.caPem}`,
+      tunnel: true,
+      env: { BROKER_OTEL_EXPORTER_OTLP_ENDPOINT: collector.url },
+    });
+    // 'path' auth puts the credential in the path, 'query' auth in the query: neither may reach a record.
+    await l.broker.setCredential("PATH_KEY", PATH_SECRET);
+    await l.broker.setCredential("QUERY_KEY", QUERY_SECRET);
+    await l.broker.addService(`127.0.0.1:${upstream.port}`, { type: "path", token: "PATH_KEY", template: "/bot{value}" });
+    await l.broker.addService(`localhost:${upstream.port}`, { type: "query", token: "QUERY_KEY", param: "key" });
+    brokerCa = await (await fetch(`${l.broker.apiUrl}/v1/ca.pem`)).text();
+  }, 60_000);
+
+  test("no credential (bearer, path, query), query string, fragment, userinfo, header value or body in any exported field", async () => {
+    const before = upstream.received.length;
+    const init = (extra: Record<string, string> = {}) => ({
+      method: "POST",
+      body: BODY,
+      headers: { "x-custom": HEADER, traceparent: `00-${agentTrace}-00f067aa0ba902b7-01`, ...extra },
+    });
+    for (const [hp, path] of [
+      // %3F is a path character, not a query: the record keeps it as the path (the upstream reads it so too).
+      [l.hp, `/bearer/a%3Fb=1;jsessionid=2?token=${QUERY}&x=${QUERY}`],
+      [`127.0.0.1:${upstream.port}`, `/getMe?token=${QUERY}`],
+      [`localhost:${upstream.port}`, `/search?key=${QUERY}&q=${QUERY}`],
+    ] as const) {
+      const res = await l.broker.proxy(hp, path, init());
+      await res.arrayBuffer();
+      expect({ path, status: res.status }).toEqual({ path, status: 200 });
+    }
+    // The credentials were placed upstream (so the sentinels are live), and the agent's own key= value replaced.
+    const sent = upstream.received.slice(before).map((r) => r.url);
+    expect(sent.some((u) => u.includes(`/bot${PATH_SECRET}/getMe`))).toBe(true);
+    expect(sent.some((u) => u.includes(`key=${QUERY_SECRET}`))).toBe(true);
+    // In the tunnel: an absolute-form target with userinfo, and the same userinfo as a Basic Authorization header.
+    const { conn } = await openTunnel(
+      Number(l.broker.proxyAddress!.split(":").at(-1)),
+      `upstream.test:${upstream.port}`,
+      `Basic ${Buffer.from(`${l.broker.sessionToken}:${l.vault}`).toString("base64")}`,
+      { ca: brokerCa },
+    );
+    conn.write(
+      `GET https://user:${USERINFO}@upstream.test:${upstream.port}/tunnel/x?${QUERY}=1 HTTP/1.1\r\nHost: upstream.test:${upstream.port}\r\nX-Custom: ${HEADER}\r\nAuthorization: Basic ${Buffer.from(`user:${USERINFO}`).toString("base64")}\r\nContent-Length: ${BODY.length}\r\n\r\n${BODY}`,
+    );
+    expect((await conn.readResponse()).status).toBe(200);
+    conn.close();
+    // A fragment sent on the wire (clients strip it; a hostile agent need not).
+    const raw = await rawRequest(
+      l.broker.apiUrl,
+      new TextEncoder().encode(
+        `GET /proxy/${l.hp}/frag#${FRAGMENT}?${QUERY} HTTP/1.1\r\nHost: ${new URL(l.broker.apiUrl).host}\r\nAuthorization: Bearer ${l.broker.sessionToken}\r\nConnection: close\r\n\r\n`,
+      ),
+    );
+    expect(raw.toString("latin1")).toMatch(/^HTTP\/1\.1 \d{3}/);
+
+    await until("5 records", async () => (await headSeq(l)) >= 5);
+    const page = (await l.broker.api("GET", `/v1/vaults/${l.vault}/audit/export`, undefined, l.broker.userToken)).body;
+    const records = page.records as ExportedAuditRecord[];
+    expect(records.map((r) => r.path)).toContain("/getMe"); // the agent's path, not the one with the credential placed
+    expect(records.map((r) => r.path)).toContain("/tunnel/x");
+    expect(records.map((r) => r.path)).toContain("/frag"); // the fragment and what follows it dropped
+    const ocsf = records.map((r) => JSON.stringify(ocsfApiActivity(r, page.vault_id, page.principal_names)));
+    await until("spans and log records", async () => collector.spans().length >= 4 && collector.logs().length >= 5);
+    await Bun.sleep(500);
+    const otlp = collector.exports.map((e) => `${Buffer.from(e.raw).toString("latin1")}\n${JSON.stringify(e.body)}`);
+    const cps = JSON.stringify((await l.broker.api("GET", `/v1/vaults/${l.vault}/audit/checkpoints`, undefined, l.broker.userToken)).body);
+    const sentinels = [SECRET, PATH_SECRET, QUERY_SECRET, QUERY, HEADER, BODY, USERINFO, FRAGMENT, l.broker.sessionToken, l.broker.userToken];
+    const where = { export: JSON.stringify(page), ocsf: ocsf.join("\n"), otlp: otlp.join("\n"), checkpoints: cps, logs: l.broker.logLines.join("\n") };
+    const found: string[] = [];
+    for (const [name, text] of Object.entries(where)) for (const s of sentinels) if (text.includes(s)) found.push(`${name} holds ${s.slice(0, 12)}…`);
+    expect(found).toEqual([]);
+    // The OTLP request to the collector was a plain HTTPS request: its headers carry nothing of the agent's.
+    for (const e of collector.exports) for (const [, v] of e.headers) for (const s of sentinels) expect(v).not.toContain(s);
+  }, 60_000);
+
+  test("the agent's trace headers: junk, oversized, repeated or stuffed with header text never reach the upstream as such", async () => {
+    const cases: { name: string; headers: [string, string][]; joins: boolean }[] = [
+      { name: "valid", headers: [["traceparent", `00-${agentTrace}-00f067aa0ba902b7-01`]], joins: true },
+      { name: "junk", headers: [["traceparent", "00-zzzz-yyyy-01"]], joins: false },
+      { name: "oversized", headers: [["traceparent", `00-${agentTrace}-00f067aa0ba902b7-01${"-x".repeat(4000)}`]], joins: false },
+      {
+        name: "future version with extra fields",
+        headers: [["traceparent", `cc-${agentTrace}-00f067aa0ba902b7-01-evil: injected`]],
+        joins: true,
+      },
+      {
+        name: "repeated",
+        headers: [
+          ["traceparent", `00-${agentTrace}-00f067aa0ba902b7-01`],
+          ["traceparent", `00-${"1".repeat(32)}-${"2".repeat(16)}-01`],
+        ],
+        joins: false,
+      },
+      {
+        name: "tracestate with header text and an oversized one",
+        headers: [
+          ["traceparent", `00-${agentTrace}-00f067aa0ba902b7-01`],
+          ["tracestate", "good=1,evil: x-injected=1, bad key=2,x-broker-vault=other"],
+        ],
+        joins: true,
+      },
+      {
+        name: "oversized tracestate",
+        headers: [
+          ["traceparent", `00-${agentTrace}-00f067aa0ba902b7-01`],
+          ["tracestate", `a=${"b".repeat(600)}`],
+        ],
+        joins: true,
+      },
+    ];
+    for (const c of cases) {
+      const before = upstream.received.length;
+      const h = new Headers();
+      for (const [k, v] of c.headers) h.append(k, v);
+      const res = await l.broker.proxy(l.hp, `/trace/${encodeURIComponent(c.name)}`, { headers: h });
+      await res.arrayBuffer();
+      expect({ c: c.name, status: res.status }).toEqual({ c: c.name, status: 200 });
+      const got = upstream.received.slice(before).at(-1)!;
+      const tp = got.rawHeaders.filter(([k]) => k.toLowerCase() === "traceparent").map(([, v]) => v);
+      expect({ c: c.name, n: tp.length }).toEqual({ c: c.name, n: 1 });
+      expect({ c: c.name, tp: tp[0] }).toEqual({ c: c.name, tp: expect.stringMatching(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/) });
+      expect({ c: c.name, joins: tp[0]!.slice(3, 35) === agentTrace }).toEqual({ c: c.name, joins: c.joins });
+      const ts = got.rawHeaders.filter(([k]) => k.toLowerCase() === "tracestate").map(([, v]) => v);
+      for (const v of ts) expect({ c: c.name, v }).toEqual({ c: c.name, v: expect.not.stringMatching(/evil|injected|bad key|b{600}/) });
+      expect(got.rawHeaders.some(([k]) => /evil|injected/i.test(k))).toBe(false);
+    }
+  }, 60_000);
+});
+
+describe("the canonical encoding as an outside tool computes it", () => {
+  test("paths with quotes, backslashes, '\",\"', latin-1 and C1 bytes recorded through the tunnel hash the same in Python (json.dumps, ensure_ascii=False)", async () => {
+    if (!Bun.which("python3")) return;
+    const l = await lab({ tunnel: true });
+    const brokerCa = await (await fetch(`${l.broker.apiUrl}/v1/ca.pem`)).text();
+    const proxyPort = Number(l.broker.proxyAddress!.split(":").at(-1));
+    const auth = `Basic ${Buffer.from(`${l.broker.sessionToken}:${l.vault}`).toString("base64")}`;
+    const targets = [
+      Buffer.from('/q"uote/back\\slash/","status":200,"x', "latin1"),
+      Buffer.concat([Buffer.from("/latin1/"), Buffer.from([0xe9, 0x80, 0x9f, 0xff, 0xa0]), Buffer.from("/%00%E2%80%A8%ED%A0%80")]),
+    ];
+    for (const t of targets) {
+      const { conn } = await openTunnel(proxyPort, l.hp, auth, { ca: brokerCa });
+      conn.write(Buffer.concat([Buffer.from("GET "), t, Buffer.from(` HTTP/1.1\r\nHost: ${l.hp}\r\n\r\n`)]));
+      // Sent upstream as is (a Node upstream answers 400 to bytes above 0x7f in a path): recorded either way.
+      expect((await conn.readResponse()).status).toBeOneOf([200, 400]);
+      conn.close();
+    }
+    await until("2 records", async () => (await headSeq(l)) >= 2);
+    expect(await brokerVerify(l)).toMatchObject({ ok: true, records: 2 });
+    const records = (await l.broker.api("GET", `/v1/vaults/${l.vault}/audit/export`, undefined, l.broker.userToken)).body.records;
+    expect(records.map((r: ExportedAuditRecord) => r.path)).toEqual(targets.map((t) => t.toString("latin1")));
+    const script = `
+import hashlib, json, sys
+v = int(sys.argv[1])
+for line in sys.stdin:
+    r = json.loads(line)
+    arr = ["broker-audit-v1", v, r["seq"], r["prev"], r["at"], r["principal"], r["vault"], r["ingress"], r["method"], r["host"], r["path"],
+           r["service"], r["credential_keys"], r["credential_refs"], r["status"], r["bytes_in"], r["bytes_out"], r["duration_ms"], r["error"],
+           r["contained"], r["approved_by"]]
+    print(hashlib.sha256(json.dumps(arr, separators=(",", ":"), ensure_ascii=False).encode("utf-8")).hexdigest())
+`;
+    const proc = Bun.spawn(["python3", "-c", script, String(l.vaultId)], {
+      stdin: new TextEncoder().encode(records.map((r: unknown) => JSON.stringify(r)).join("\n")),
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+    expect({ err, hashes: out.trim().split("\n") }).toEqual({ err: "", hashes: records.map((r: ExportedAuditRecord) => r.hash) });
+  }, 60_000);
+});
