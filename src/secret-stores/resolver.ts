@@ -113,8 +113,9 @@ export function createReferenceResolver(client: (connection: string) => SecretSt
         // The same text keeps the same Secret: plans built on it stand.
         // reveal: compared, not kept
         const same = e.value !== undefined && !e.withdrawn && e.value.reveal() === got.value.reveal();
-        // A first value is news to no plan (none could be built without it); the echo needles get it through onValues.
-        changed = e.value !== undefined && !same;
+        // A first value is announced too: no plan holds it yet, but the echo needles' store half, read while it
+        // was on its way, must take it (else it lives only in the recent half, which each answer touches).
+        changed = !same;
         Object.assign(e, { value: same ? e.value : got.value, version: got.version, readAt: opts.now(), withdrawn: false, lastError: undefined, retryAt: 0 });
         opts.onValues?.([got.value, ...c.sentValues()]);
         opts.onRead?.(e.ref.connection, "ok");
