@@ -43,11 +43,13 @@ export default defineCommand({
     const filter = (args.host ? `&host=${encodeURIComponent(args.host)}` : "") + (args.who ? `&principal=${encodeURIComponent(args.who)}` : "");
     const first = await ctx.client.request<AuditPageAnswerBody>("GET", `${vaultPath(vault, "logs")}?limit=${limit}${filter}`, { vault });
     const shown = first.logs.reverse();
+    // The REFS column only when the first page has a credential by reference: most vaults have none, and it is wide.
+    const columns = shown.some((r) => (r.credential_refs ?? []).length > 0) ? COLUMNS : COLUMNS.filter((c) => c.title !== "REFS");
     const print = (rows: LogRecord[], header: boolean) => {
       if (args.json) return rows.forEach((r) => printLine(JSON.stringify(r)));
-      const table = formatTable(rows, COLUMNS).split("\n");
+      const table = formatTable(rows, columns).split("\n");
       for (const line of header ? table : table.slice(1)) printLine(line);
-      if (header && hasCutCells(rows, COLUMNS)) printNote("(long cells are cut with …; --json shows every value in full)");
+      if (header && hasCutCells(rows, columns)) printNote("(long cells are cut with …; --json shows every value in full)");
     };
     if (!args.follow) {
       if (args.json) return printJson(shown);
