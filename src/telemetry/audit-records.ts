@@ -1,44 +1,41 @@
 // Audit records as OpenTelemetry log records (egress/telemetry.ts AuditExport). The audit writer hands
 // each record over as it is made; it waits in the export queue as it came (a push: nothing else on the
-// request path), and becomes the SDK's log record data only when its batch leaves, for the official OTLP
-// encoder. Made directly rather than through the SDK's Logger, whose per-record attribute checks cost
-// more than the rest of the export together, for records whose fields are already plain names and numbers.
+// request path), and becomes log record data only when its batch is written (telemetry.ts). Made as plain
+// data rather than through the SDK's Logger, whose per-record attribute checks cost more than the rest of
+// the export together, for records whose fields are already plain names and numbers.
 // A record holds what the audit log holds, under the API's field names: never a header value, body,
 // query string or credential value.
 
-import { SeverityNumber, TraceFlags, type Attributes } from "@opentelemetry/api";
-import { millisToHrTime, type InstrumentationScope } from "@opentelemetry/core";
-import type { Resource } from "@opentelemetry/resources";
-import type { ReadableLogRecord } from "@opentelemetry/sdk-logs";
 import type { AuditEntry, TraceRef } from "../egress/index.ts";
+import { SEVERITY_INFO, type Attributes, type LogRecordData } from "./otlp-data.ts";
 
+/** A record handed to the export: the request's span, when it has one, and when it was handed over. */
 export interface PendingRecord {
   readonly entry: AuditEntry;
-  readonly trace?: TraceRef;
+  readonly trace: TraceRef | undefined;
+  readonly observedMs: number;
 }
 
-/** Turns a batch of pending records into log record data (one resource and scope for all: the encoder groups by them). */
-export function toLogRecords(source: { resource: Resource; scope: InstrumentationScope }, batch: readonly PendingRecord[]): ReadableLogRecord[] {
-  const observed = millisToHrTime(Date.now());
-  return batch.map(({ entry, trace }) => ({
-    hrTime: millisToHrTime(entry.at),
-    hrTimeObserved: observed,
-    // The request's span, so a collector joins the record to its trace; no span: no trace context.
-    ...(trace && { spanContext: { traceId: trace.traceId, spanId: trace.spanId, traceFlags: trace.sampled ? TraceFlags.SAMPLED : TraceFlags.NONE } }),
-    eventName: "broker.audit",
-    severityNumber: SeverityNumber.INFO,
+/** The record as a log record. */
+export function toLogRecord({ entry, trace, observedMs }: PendingRecord): LogRecordData {
+  return {
+    timeMs: entry.at,
+    observedMs,
+    severityNumber: SEVERITY_INFO,
     severityText: "INFO",
+    eventName: "broker.audit",
     body: `${entry.method} ${entry.host}${entry.path} ${entry.status}`,
     attributes: auditAttributes(entry),
-    droppedAttributesCount: 0,
-    resource: source.resource,
-    instrumentationScope: source.scope,
-  }));
+    // The request's span, so a collector joins the record to its trace; no span: no trace context.
+    traceId: trace?.traceId,
+    spanId: trace?.spanId,
+    traceFlags: trace?.sampled ? 1 : 0,
+  };
 }
 
 /** The audit record's fields under the names GET /v1/vaults/{vault}/logs gives them (docs/api.md), as `broker.audit.*`. */
 export function auditAttributes(e: AuditEntry): Attributes {
-  const out: Attributes = {
+  const out: Record<string, string | number | boolean | string[]> = {
     "broker.audit.principal": e.principal,
     "broker.audit.vault_id": e.vaultId,
     "broker.audit.vault": e.vault,

@@ -1,63 +1,55 @@
-// One signal's OTLP/HTTP exporter, built from the official packages' parts: the serializer of
-// @opentelemetry/otlp-transformer (protobuf or JSON) and the HTTP transport of otlp-exporter-base (node's
-// https client, which Bun runs, retrying a busy or unreachable collector with backoff within the timeout).
-// Built from parts rather than through the exporter packages' classes, whose constructors read the
-// OTEL_* environment themselves: here every setting comes from config.ts. The collector is the
-// operator's own, so no network guard, but its certificate is always verified (an explicit
-// rejectUnauthorized: true holds even under NODE_TLS_REJECT_UNAUTHORIZED=0), against the system roots
-// plus BROKER_UPSTREAM_CA_FILE.
+// One signal's OTLP/HTTP exporter: the HTTP transport of the official otlp-exporter-base (node's https
+// client, which Bun runs, retrying a busy or unreachable collector with backoff within the timeout),
+// sending requests the broker has already encoded (otlp-encoding.ts). Built from parts rather than
+// through the exporter packages' classes, whose constructors read the OTEL_* environment themselves:
+// here every setting comes from config.ts. The collector is the operator's own, so no network guard, but
+// its certificate is always verified (an explicit rejectUnauthorized: true holds even under
+// NODE_TLS_REJECT_UNAUTHORIZED=0), against the system roots plus BROKER_UPSTREAM_CA_FILE.
 
 import { ExportResultCode, type ExportResult } from "@opentelemetry/core";
 import { OTLPExporterBase, OTLPExporterError } from "@opentelemetry/otlp-exporter-base";
 import { createOtlpHttpExportDelegate } from "@opentelemetry/otlp-exporter-base/node-http";
-import {
-  JsonLogsSerializer,
-  JsonTraceSerializer,
-  LogsExporterMetricsHelper,
-  ProtobufLogsSerializer,
-  ProtobufTraceSerializer,
-  TraceExporterMetricsHelper,
-} from "@opentelemetry/otlp-transformer";
 import type { Agent } from "node:http";
-import type { ReadableLogRecord } from "@opentelemetry/sdk-logs";
-import type { ReadableSpan } from "@opentelemetry/sdk-trace";
 import type { OtlpSignalConfig } from "../config.ts";
 import { VERSION } from "../version.ts";
 
-/** Sends one batch; rejects with the exporter's error when the collector did not take it. */
-export type SendBatch<T> = (batch: T[]) => Promise<void>;
+/** Sends one export request (`items` spans or records); rejects with the exporter's error when the collector did not take it. */
+export type SendRequest = (request: Uint8Array, items: number) => Promise<void>;
 
 export interface Exporters {
-  readonly spans: SendBatch<ReadableSpan>;
-  readonly logs: SendBatch<ReadableLogRecord>;
+  readonly spans: SendRequest;
+  readonly logs: SendRequest;
   /** Waits for exports under way and closes the connections. */
   shutdown(): Promise<void>;
 }
 
+/** An encoded request and how many items it holds (what the delegate's metrics count). */
+interface EncodedRequest {
+  readonly body: Uint8Array;
+  readonly items: number;
+}
+
+/** The delegate's serializer: the request is already encoded, and the collector's answer is not read (a partial success is not acted on). */
+const passThrough = { serializeRequest: (r: EncodedRequest) => r.body, deserializeResponse: () => ({}) };
+
 /** `roots`: the system's plus BROKER_UPSTREAM_CA_FILE's (app/upstream-roots.ts); undefined: the system's. */
 export function createExporters(config: { traces: OtlpSignalConfig; logs: OtlpSignalConfig }, roots: readonly string[] | undefined): Exporters {
   const agents = createAgents(roots);
-  const spans = new OTLPExporterBase<ReadableSpan[]>(
-    createOtlpHttpExportDelegate(
-      transportOptions(config.traces, agents.factory),
-      config.traces.protocol === "http/json" ? JsonTraceSerializer : ProtobufTraceSerializer,
-      "broker_otlp_span_exporter",
-      TraceExporterMetricsHelper,
-      undefined,
-    ),
-  );
-  const logs = new OTLPExporterBase<ReadableLogRecord[]>(
-    createOtlpHttpExportDelegate(
-      transportOptions(config.logs, agents.factory),
-      config.logs.protocol === "http/json" ? JsonLogsSerializer : ProtobufLogsSerializer,
-      "broker_otlp_log_exporter",
-      LogsExporterMetricsHelper,
-      undefined,
-    ),
-  );
+  const exporter = (signal: OtlpSignalConfig, component: string, name: "span" | "log") =>
+    new OTLPExporterBase<EncodedRequest>(
+      createOtlpHttpExportDelegate(
+        transportOptions(signal, agents.factory),
+        passThrough,
+        component,
+        { name, countItems: (r: EncodedRequest) => r.items },
+        undefined,
+      ),
+    );
+  const spans = exporter(config.traces, "broker_otlp_span_exporter", "span");
+  const logs = exporter(config.logs, "broker_otlp_log_exporter", "log");
   return {
-    spans: (batch) => sendWith(spans, batch),
-    logs: (batch) => sendWith(logs, batch),
+    spans: (body, items) => sendWith(spans, { body, items }),
+    logs: (body, items) => sendWith(logs, { body, items }),
     async shutdown() {
       await Promise.all([spans.shutdown(), logs.shutdown()]);
       // Idle keep-alive connections to the collector would hold the process after its last export.
@@ -75,9 +67,9 @@ export function isPermanentRefusal(err: unknown): boolean {
   return code !== undefined && code >= 400 && code < 500 && code !== 408 && code !== 429;
 }
 
-function sendWith<T>(exporter: OTLPExporterBase<T[]>, batch: T[]): Promise<void> {
+function sendWith(exporter: OTLPExporterBase<EncodedRequest>, request: EncodedRequest): Promise<void> {
   return new Promise((resolve, reject) => {
-    exporter.export(batch, (result: ExportResult) => {
+    exporter.export(request, (result: ExportResult) => {
       if (result.code === ExportResultCode.SUCCESS) resolve();
       else reject(result.error ?? new Error("OTLP export failed"));
     });

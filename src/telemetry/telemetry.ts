@@ -2,15 +2,20 @@
 // the pipeline calls (egress/telemetry.ts), each signal through its own bounded queue (export-queue.ts)
 // to its OTLP/HTTP exporter (otlp-exporter.ts). Built by app/ only when BROKER_OTEL_EXPORTER_OTLP_ENDPOINT
 // is set: when it is not, nothing here runs and no request holds a span.
+//
+// The queues hold the broker's own span data and the audit records as they were handed over; a batch
+// becomes OTLP (protobuf or JSON, as configured: otlp-encoding.ts) when it leaves.
 
 import { defaultResource, resourceFromAttributes } from "@opentelemetry/resources";
 import type { OtelConfig } from "../config.ts";
 import type { AuditExport, RequestTracing } from "../egress/index.ts";
 import type { LiveSecrets, Logger } from "../log.ts";
 import { VERSION } from "../version.ts";
-import { toLogRecords, type PendingRecord } from "./audit-records.ts";
+import { toLogRecord, type PendingRecord } from "./audit-records.ts";
 import { createExportQueue, type ExportQueue } from "./export-queue.ts";
-import { createExporters, isPermanentRefusal, type SendBatch } from "./otlp-exporter.ts";
+import type { Attributes, SpanData } from "./otlp-data.ts";
+import { logsEncoding, traceEncoding } from "./otlp-encoding.ts";
+import { createExporters, isPermanentRefusal, type Exporters } from "./otlp-exporter.ts";
 import { createRequestTracing } from "./request-tracing.ts";
 
 /** Spans held while the collector is slow or away: 4 a request, so about 2,000 requests. */
@@ -34,23 +39,31 @@ export interface TelemetryOptions {
   readonly roots: readonly string[] | undefined;
   /** How long a partial batch waits (tests shorten it). */
   readonly delayMs?: number;
-  /** Where the batches go (tests replace the OTLP exporters). */
-  readonly exporters?: Pick<ReturnType<typeof createExporters>, "spans" | "logs" | "shutdown">;
+  /** Where the export requests go (tests and the bench replace the OTLP exporters). */
+  readonly exporters?: Exporters;
 }
 
 export function createTelemetry(config: OtelConfig, opts: TelemetryOptions): Telemetry {
   const exporters = opts.exporters ?? createExporters(config, opts.roots);
+  // The SDK's resource (its telemetry.sdk.* attributes) with the operator's, read once: every export carries it.
   const resource = defaultResource().merge(
     resourceFromAttributes({ ...config.resourceAttributes, "service.name": config.serviceName, "service.version": VERSION }),
+  ).attributes as Attributes;
+  const spanCoding = traceEncoding(config.traces.protocol, { resource, scope: { name: "broker", version: VERSION } });
+  const recordCoding = logsEncoding(config.logs.protocol, { resource, scope: { name: "broker.audit", version: VERSION } });
+  const spans = queueFor<SpanData>("traces", config.traces.url, (batch) => spanCoding.request(batch), exporters.spans, MAX_QUEUED_SPANS, opts);
+  const records = queueFor<PendingRecord>(
+    "logs",
+    config.logs.url,
+    (batch) => recordCoding.request(batch.map(toLogRecord)),
+    exporters.logs,
+    MAX_QUEUED_RECORDS,
+    opts,
   );
-  const spans = queueFor("traces", config.traces.url, exporters.spans, MAX_QUEUED_SPANS, opts);
-  const audit = { resource, scope: { name: "broker.audit", version: VERSION } };
-  const sendLogs = exporters.logs;
-  const records = queueFor<PendingRecord>("logs", config.logs.url, (batch) => sendLogs(toLogRecords(audit, batch)), MAX_QUEUED_RECORDS, opts);
 
   return {
-    tracing: createRequestTracing((span) => spans.push(span), { resource, scope: { name: "broker", version: VERSION } }),
-    audit: { add: (entry, trace) => records.push(trace ? { entry, trace } : { entry }) },
+    tracing: createRequestTracing((span) => spans.push(span)),
+    audit: { add: (entry, trace) => records.push({ entry, trace, observedMs: Date.now() }) },
     secrets: {
       *values() {
         // reveal: scrub patterns only (the logger never stores them).
@@ -69,10 +82,17 @@ export function createTelemetry(config: OtelConfig, opts: TelemetryOptions): Tel
   };
 }
 
-function queueFor<T>(signal: "traces" | "logs", url: string, send: SendBatch<T>, maxQueued: number, opts: TelemetryOptions): ExportQueue<T> {
+function queueFor<T>(
+  signal: "traces" | "logs",
+  url: string,
+  encode: (batch: readonly T[]) => Uint8Array,
+  send: (request: Uint8Array, items: number) => Promise<void>,
+  maxQueued: number,
+  opts: TelemetryOptions,
+): ExportQueue<T> {
   const log = opts.log;
   return createExportQueue<T>({
-    send,
+    send: (batch) => send(encode(batch), batch.length),
     maxQueued,
     maxBatch: MAX_BATCH,
     delayMs: opts.delayMs ?? 1000,
