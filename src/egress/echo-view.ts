@@ -10,25 +10,13 @@
 // most 64 invisible characters in a row are dropped (the 65th is read as ordinary bytes), so what a
 // stream holds back stays small whatever the upstream sends.
 //
-// This byte-by-byte reading (`step` and what it calls) defines the view; the view's bytes are
-// matched by EchoMatcher (echo-matcher.ts). EchoScanner (echo-scanner.ts) adds fast paths for long
-// chunks that end in the same state.
+// This byte-by-byte reading (`step` and what it calls) defines the view; what an escape decodes to
+// goes into it through EchoCodePoints (echo-code-points.ts: UTF-8, surrogate pairs, invisible
+// characters), and the view's bytes are matched by EchoMatcher (echo-matcher.ts). EchoScanner
+// (echo-scanner.ts) adds fast paths for long chunks that end in the same state.
 
-import {
-  CLASS,
-  HEX,
-  ignorable2,
-  ignorable3,
-  isLetter,
-  MAX_DIGITS,
-  MAX_IGNORABLE_RUN,
-  MAX_NAME,
-  MAX_TOKEN,
-  mayBeIgnorable3,
-  resolveName,
-  SIMPLE_ESCAPES,
-} from "./echo-syntax.ts";
-import { EchoMatcher } from "./echo-matcher.ts";
+import { CLASS, HEX, isLetter, MAX_DIGITS, MAX_NAME, MAX_TOKEN, resolveName, SIMPLE_ESCAPES } from "./echo-syntax.ts";
+import { EchoCodePoints } from "./echo-code-points.ts";
 import { FOLD, type NeedleIndex } from "./needle-index.ts";
 
 const enum Esc {
@@ -52,7 +40,7 @@ const enum Esc {
  * the body is settled (no later byte can extend a match into it). Without an index it collects the
  * view itself (how needles are put in the same form as the bodies they are matched in).
  */
-export class EchoView extends EchoMatcher {
+export class EchoView extends EchoCodePoints {
   // escape being read
   protected esc = Esc.None;
   protected readonly token = new Uint8Array(MAX_TOKEN);
@@ -60,14 +48,6 @@ export class EchoView extends EchoMatcher {
   protected tokenStart = 0;
   protected num = 0;
   protected digits = 0;
-  protected highSurrogate = -1;
-  protected highStart = 0;
-  // possibly invisible character being read
-  protected readonly held = new Uint8Array(2);
-  protected heldLen = 0;
-  protected readonly heldStart = new Float64Array(2);
-  protected readonly heldEnd = new Float64Array(2);
-  protected ignorableRun = 0;
 
   /**
    * `perByte` turns every fast path off (each byte through the slow path): tests compare both.
@@ -142,13 +122,6 @@ export class EchoView extends EchoMatcher {
     if (this.highSurrogate >= 0) at = Math.min(at, this.highStart);
     if (this.heldLen) at = Math.min(at, this.heldStart[0]!);
     return this.settledMatching(at);
-  }
-
-  /** A plain run into the view: it ends any run of invisible characters. */
-  protected override exactRun(bytes: Uint8Array, from: number, to: number, at: number): void {
-    if (to <= from) return;
-    this.ignorableRun = 0;
-    super.exactRun(bytes, from, to, at);
   }
 
   // ---- the slow path: escapes, invisible characters ----
@@ -344,69 +317,6 @@ export class EchoView extends EchoMatcher {
     this.esc = Esc.None;
     this.flushSurrogate();
     this.emitCodePoint(cp, start, end);
-  }
-
-  protected flushSurrogate(): void {
-    if (this.highSurrogate < 0) return;
-    const start = this.highStart;
-    this.highSurrogate = -1;
-    this.emitCodePoint(0xfffd, start, start + 6);
-  }
-
-  /** A code point as its UTF-8 bytes, every one spanning the escape that spelt it. */
-  protected emitCodePoint(cp: number, start: number, end: number): void {
-    if (cp < 0x80) return this.decodedByteAt(cp, start, end);
-    if (cp < 0x800) {
-      this.decodedByteAt(0xc0 | (cp >> 6), start, end);
-    } else if (cp < 0x10000) {
-      this.decodedByteAt(0xe0 | (cp >> 12), start, end);
-      this.decodedByteAt(0x80 | ((cp >> 6) & 0x3f), start, end);
-    } else {
-      this.decodedByteAt(0xf0 | (cp >> 18), start, end);
-      this.decodedByteAt(0x80 | ((cp >> 12) & 0x3f), start, end);
-      this.decodedByteAt(0x80 | ((cp >> 6) & 0x3f), start, end);
-    }
-    this.decodedByteAt(0x80 | (cp & 0x3f), start, end);
-  }
-
-  /** A decoded byte, before invisible characters are dropped. */
-  protected decodedByteAt(b: number, start: number, end: number): void {
-    if (this.heldLen === 0) {
-      if (CLASS[b] === 4) return this.hold(b, start, end);
-      this.ignorableRun = 0;
-      return this.view(FOLD[b]!, start, end);
-    }
-    const a = this.held[0]!;
-    if (this.heldLen === 1) {
-      if (ignorable2(a, b)) return this.dropHeld(b, start, end);
-      if (mayBeIgnorable3(a, b)) return this.hold(b, start, end);
-    } else if (ignorable3(a, this.held[1]!, b)) return this.dropHeld(b, start, end);
-    this.releaseHeld();
-    this.decodedByteAt(b, start, end);
-  }
-
-  protected hold(b: number, start: number, end: number): void {
-    this.held[this.heldLen] = b;
-    this.heldStart[this.heldLen] = start;
-    this.heldEnd[this.heldLen] = end;
-    this.heldLen++;
-  }
-
-  /** An invisible character is complete (`b` its last byte): dropped, unless it is one too many in a row. */
-  protected dropHeld(b: number, start: number, end: number): void {
-    if (++this.ignorableRun > MAX_IGNORABLE_RUN) {
-      // Past the limit it is read as ordinary bytes, all of them (what is held could otherwise grow without end).
-      this.releaseHeld();
-      return this.view(b, start, end);
-    }
-    this.heldLen = 0;
-  }
-
-  protected releaseHeld(): void {
-    const n = this.heldLen;
-    this.heldLen = 0;
-    if (n) this.ignorableRun = 0;
-    for (let k = 0; k < n; k++) this.view(this.held[k]!, this.heldStart[k]!, this.heldEnd[k]!);
   }
 }
 

@@ -38,30 +38,11 @@ import {
   type ConsoleEnv,
   type PageOptions,
 } from "./context.tsx";
-import {
-  changeBody,
-  createBody,
-  inputOf,
-  keepTyped,
-  kindSpec,
-  labelled,
-  methodSpec,
-  methodsFor,
-  type KindSpec,
-  type MethodSpec,
-  type TypedForm,
-} from "./secret-store-fields.tsx";
-import {
-  AddSection,
-  ConnectionDetail,
-  connectionPath,
-  ConnectionsTable,
-  EmptyConnections,
-  OWNER_BASE,
-  vaultStoresBase,
-  type AddChoice,
-  type StoreScope,
-} from "./secret-store-pages.tsx";
+import { AddSection, type AddChoice } from "./secret-store-add.tsx";
+import { ConnectionDetail } from "./secret-store-detail.tsx";
+import { changeBody, createBody, inputOf, keepTyped, labelled, type TypedForm } from "./secret-store-form.ts";
+import { kindSpec, methodSpec, methodsFor, type KindSpec, type MethodSpec } from "./secret-store-kinds.ts";
+import { connectionPath, ConnectionsTable, EmptyConnections, OWNER_BASE, vaultStoresBase, type StoreScope } from "./secret-store-pages.tsx";
 
 interface Scoped extends StoreScope {
   /** The page frame: the owner's navigation, or the vault's header on its Settings tab. */
