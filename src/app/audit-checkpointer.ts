@@ -21,6 +21,8 @@ export interface AuditCheckpointerOptions {
   readonly everyMs: number;
   readonly now: () => number;
   readonly log: Logger;
+  /** Remembers each checkpoint this instance makes (the last one, made while stopping, too). */
+  readonly memory?: CheckpointMemory;
   /** How often the heads are looked at (two small reads). Default 1 s, or everyMs when shorter. */
   readonly pollMs?: number;
   /** Checkpoints older than this go, as the audit records they cover do (BROKER_AUDIT_RETENTION_DAYS); absent: kept. */
@@ -29,12 +31,36 @@ export interface AuditCheckpointerOptions {
   readonly onCheckpoint?: (c: AuditCheckpointRow) => void;
 }
 
+/**
+ * The last checkpoint this instance made for each vault, kept in memory: the broker's own verification checks it
+ * against the database, where someone with write access could have deleted it (docs/audit-chain.md, "Verifying").
+ */
+export interface CheckpointMemory {
+  lastMade(vaultId: number): AuditCheckpointRow | undefined;
+  remember(c: AuditCheckpointRow): void;
+}
+
+export function createCheckpointMemory(): CheckpointMemory {
+  const last = new Map<number, AuditCheckpointRow>();
+  return {
+    lastMade: (vaultId) => last.get(vaultId),
+    remember(c) {
+      for (const h of c.heads) {
+        const before = last.get(h.vaultId);
+        if (!before || before.id < c.id) last.set(h.vaultId, c);
+      }
+    },
+  };
+}
+
 export interface AuditCheckpointer {
   /**
    * One look now: makes a checkpoint when one is due (with `force`, whenever a head moved) and returns it;
    * undefined when none was due or another instance had the turn.
    */
   tick(force?: boolean): Promise<AuditCheckpointRow | undefined>;
+  /** The audit writer wrote records, the oldest begun at `at`: one older than the interval makes the next look due. */
+  noteWritten(at: number): void;
   /** Ends the loop. `final`: then signs whatever moved since the last checkpoint (graceful shutdown). */
   stop(opts?: { final?: boolean }): Promise<void>;
 }
@@ -58,24 +84,42 @@ export function startAuditCheckpointer(store: Store, opts: AuditCheckpointerOpti
   let timer: ReturnType<typeof setTimeout> | undefined;
   let running: Promise<unknown> | undefined;
   let failureWaitMs = 0;
+  /** The oldest request start among records written since this instance's last turn began (undefined: none). */
+  let oldestWritten: number | undefined;
 
-  const due = (force: boolean) => (moved: readonly MovedHead[], lastAt: number | undefined) =>
-    moved.length > 0 && (force || recordsSince(moved) >= opts.everyRecords || opts.now() - (lastAt ?? startedAt) >= opts.everyMs);
+  const due = (force: boolean, late: boolean) => (moved: readonly MovedHead[], lastAt: number | undefined) =>
+    moved.length > 0 && (force || late || recordsSince(moved) >= opts.everyRecords || opts.now() - (lastAt ?? startedAt) >= opts.everyMs);
 
   /** One turn; `busy` when another instance had it. `force`: the last one, at shutdown (stored, not announced: delivery has stopped). */
   async function turn(force: boolean): Promise<{ busy: boolean; checkpoint?: AuditCheckpointRow }> {
+    // A record written a whole interval after its request began is signed now, not an interval later.
+    const pending = oldestWritten;
+    oldestWritten = undefined;
+    const late = pending !== undefined && opts.now() - pending >= opts.everyMs;
+    const keep = () => void (oldestWritten = pending === undefined ? oldestWritten : Math.min(pending, oldestWritten ?? pending));
     // Two reads outside any transaction decide whether a turn is worth taking (on SQLite a transaction takes the write lock).
-    const moved = await store.auditCheckpoints.movedHeads();
-    if (!due(force)(moved, moved.length ? await store.auditCheckpoints.lastAt() : undefined)) return { busy: false };
-    const result = await takeCheckpointTurn(store.db, {
-      keyId: opts.signer.keyId,
-      now: opts.now,
-      due: due(force),
-      sign: (id, at, heads) => signCheckpoint(opts.signer, { id, at, heads }),
-      ...(opts.keepMs !== undefined && { pruneBefore: opts.now() - opts.keepMs }),
-    });
+    let result: Awaited<ReturnType<typeof takeCheckpointTurn>>;
+    try {
+      const moved = await store.auditCheckpoints.movedHeads();
+      if (!due(force, late)(moved, moved.length ? await store.auditCheckpoints.lastAt() : undefined)) {
+        keep();
+        return { busy: false };
+      }
+      result = await takeCheckpointTurn(store.db, {
+        keyId: opts.signer.keyId,
+        now: opts.now,
+        due: due(force, late),
+        sign: (id, at, heads) => signCheckpoint(opts.signer, { id, at, heads }),
+        ...(opts.keepMs !== undefined && { pruneBefore: opts.now() - opts.keepMs }),
+      });
+    } catch (err) {
+      keep();
+      throw err;
+    }
     const c = result.checkpoint;
+    if (!c) keep();
     if (c) {
+      opts.memory?.remember(c);
       opts.log.debug("audit_checkpoint", { id: c.id, vaults: c.heads.length, key_id: c.keyId });
       if (!stopped) opts.onCheckpoint?.(c);
     }
@@ -115,6 +159,9 @@ export function startAuditCheckpointer(store: Store, opts: AuditCheckpointerOpti
   schedule(pollMs);
   return {
     tick,
+    noteWritten(at) {
+      oldestWritten = oldestWritten === undefined ? at : Math.min(oldestWritten, at);
+    },
     async stop({ final = false } = {}) {
       stopped = true;
       if (timer) clearTimeout(timer);

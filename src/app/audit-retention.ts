@@ -6,7 +6,7 @@
 
 import { DatabaseUnavailable } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import { pruneAuditBatch, type AuditLimits, type Db, type PruneBatch } from "../store/index.ts";
+import { pruneAuditBatch, type AnchorKey, type AuditLimits, type Db, type PruneBatch } from "../store/index.ts";
 
 export interface AuditRetentionOptions {
   readonly maxAgeMs: number;
@@ -30,8 +30,8 @@ export interface AuditRetentionOptions {
   readonly prune?: (limits: AuditLimits, limit: number) => Promise<PruneBatch>;
   /** Told of every batch (tests, the bench). */
   readonly onBatch?: (b: BatchReport) => void;
-  /** While this says so (a whole-chain read is running), no batch starts; the next check comes sooner. */
-  readonly held?: () => boolean;
+  /** The broker's audit key: each anchor a batch moves is signed with it (docs/audit-chain.md, "Heads and anchors"). */
+  readonly anchorKey?: AnchorKey;
 }
 
 export interface BatchReport extends PruneBatch {
@@ -71,10 +71,14 @@ export function startAuditRetention(db: Db, opts: AuditRetentionOptions): AuditR
 
   /** One batch; returns how long to wait before the next. */
   async function batch(): Promise<number> {
-    if (opts.held?.()) return Math.min(checkEveryMs, 100); // a chain read is running: removing records now would look like tampering to it
     const size = limit;
     try {
-      const limits = { olderThan: opts.now() - opts.maxAgeMs, keepRows: opts.maxRows };
+      const now = opts.now();
+      const limits: AuditLimits = {
+        olderThan: now - opts.maxAgeMs,
+        keepRows: opts.maxRows,
+        ...(opts.anchorKey && { signing: { key: opts.anchorKey, at: now } }),
+      };
       const r = await (opts.prune ? opts.prune(limits, size) : pruneAuditBatch(db, limits, size, clock));
       failureWaitMs = 0;
       opts.onBatch?.({ ...r, limit: size });
@@ -115,27 +119,3 @@ export function startAuditRetention(db: Db, opts: AuditRetentionOptions): AuditR
 function clamp(n: number, lo: number, hi: number): number {
   return Math.min(hi, Math.max(lo, n));
 }
-
-/**
- * Holds this instance's retention off while whole-chain reads run (audit verification and export pages read
- * the anchor and then the records; a batch between them would look like records gone missing). A read held
- * for longer than HOLD_MAX_MS no longer holds it: retention must not starve behind a stuck reader.
- */
-export function createAuditReadGate(now: () => number): { enter(): () => void; held(): boolean } {
-  const open = new Map<number, number>();
-  let next = 0;
-  return {
-    enter() {
-      const id = next++;
-      open.set(id, now());
-      return () => void open.delete(id);
-    },
-    held() {
-      const at = now();
-      for (const [id, since] of open) if (at - since > HOLD_MAX_MS) open.delete(id);
-      return open.size > 0;
-    },
-  };
-}
-
-const HOLD_MAX_MS = 60_000;

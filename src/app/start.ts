@@ -20,7 +20,7 @@ import { createWebhookSender } from "../webhooks/index.ts";
 import { DatabaseUnavailable, toErrorResponse, Unavailable } from "../errors.ts";
 import type { LiveSecrets, Logger } from "../log.ts";
 import type { Secret } from "../secret.ts";
-import { ensurePrivateDir, openStore, type Store } from "../store/index.ts";
+import { ensurePrivateDir, openStore, pruneAuditBatch, type PruneBatch, type Store } from "../store/index.ts";
 import { createAuthenticator, createVaultAccessCache, type Domain } from "../identity/index.ts";
 import {
   createHashGate,
@@ -46,8 +46,8 @@ import { listenOrExplain } from "./listen-error.ts";
 import { bindTunnelListener, type TunnelLimits } from "../tunnel/index.ts";
 import { changeHandlers, revalidateWhileUnannounced } from "./freshness.ts";
 import { periodicJobs, startSweeps } from "./periodic-jobs.ts";
-import { createAuditReadGate, startAuditRetention } from "./audit-retention.ts";
-import { announceCheckpoint, startAuditCheckpointer } from "./audit-checkpointer.ts";
+import { startAuditRetention } from "./audit-retention.ts";
+import { announceCheckpoint, createCheckpointMemory, startAuditCheckpointer, type AuditCheckpointer } from "./audit-checkpointer.ts";
 import { effectiveSettings } from "./effective-settings.ts";
 import { drainListeners } from "./shutdown.ts";
 import { databaseHealth } from "./database-health.ts";
@@ -62,6 +62,11 @@ export interface RunningServer {
   /** host:port of the transparent proxy, when it runs. */
   readonly proxyAddress: string | undefined;
   readonly store: Store;
+  /**
+   * One audit retention batch with these limits, as the broker's own retention runs it (off the event loop on
+   * SQLite, each anchor it moves signed): for tests and benches that need retention now rather than on its clock.
+   */
+  pruneAudit(limits: { olderThan: number; keepRows: number }, limit: number): Promise<PruneBatch>;
   /**
    * Stops accepting on both listeners; in-flight requests and open tunnels get up to graceMs
    * (default 0: cut at once) to finish; then the audit queue is flushed and the store closed.
@@ -146,7 +151,9 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     let rootCa = await loadRootCa(store, keyring.dataKey, now());
     // The audit checkpoints' Ed25519 key, made on first start (of instances starting at once, one key is kept).
     const auditKey = await loadAuditSigningKey(store, keyring.dataKey, now());
-    const auditReads = createAuditReadGate(now);
+    const checkpointMemory = createCheckpointMemory();
+    /** Started once the API is up (below); the audit writer tells it of records written late meanwhile too. */
+    let checkpointer: AuditCheckpointer | undefined;
     if (auditKey.created) log.info("audit_signing_key_created", { key_id: auditKey.signer.keyId });
     // Read at scrape time, after the start (the API answers only then): the audit log and the tunnel are bound below.
     const metrics: Metrics | undefined =
@@ -229,7 +236,13 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       cached.push(telemetry.secrets);
       undo.push(() => telemetry.stop(0));
     }
-    const audit = createAuditLog(store, { now, log, ...(journal && { journal }), ...(telemetry && { export: telemetry.audit }) });
+    const audit = createAuditLog(store, {
+      now,
+      log,
+      ...(journal && { journal }),
+      ...(telemetry && { export: telemetry.audit }),
+      onWritten: (at) => checkpointer?.noteWritten(at),
+    });
     undo.push(() => audit.stop());
     await audit.resume();
     const upstream = createUpstream({
@@ -285,7 +298,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       secretStores,
       secretStoreTokenFiles: config.secretStoreTokenFiles,
       auditKey: auditKey.signer,
-      auditReads,
+      auditCheckpoints: { everyMs: config.auditCheckpointSeconds * 1000, lastMade: checkpointMemory.lastMade },
     };
     const minter = createMinter({
       upstream,
@@ -378,24 +391,27 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     // Pending proposals expire by time, not when someone happens to read them.
     const sweeper = startSweeps(periodicJobs(log), domain);
     const retention = startAuditRetention(store.db, {
-      held: auditReads.held,
       maxAgeMs: config.auditRetentionDays * 86_400_000,
       maxRows: config.auditMaxRows,
       now,
       log,
+      anchorKey: auditKey.signer.anchorKey,
       ...(store.offLoopPrune && { prune: store.offLoopPrune }),
     });
     // Signed checkpoints of the audit chains, sent to the vaults' JSON webhooks; a last one at graceful shutdown.
-    const checkpointer = startAuditCheckpointer(store, {
+    const signing = startAuditCheckpointer(store, {
       signer: auditKey.signer,
       everyRecords: config.auditCheckpointRecords,
       everyMs: config.auditCheckpointSeconds * 1000,
-      keepMs: config.auditRetentionDays * 86_400_000,
+      // A day longer than the records: a record retention has not reached yet keeps the checkpoint that signs it.
+      keepMs: (config.auditRetentionDays + 1) * 86_400_000,
+      memory: checkpointMemory,
       now,
       log,
       onCheckpoint: (c) => void announceCheckpoint(store, webhooks, publicUrl, c),
     });
-    undo.push(() => checkpointer.stop());
+    checkpointer = signing;
+    undo.push(() => signing.stop());
     const proxyAddress = tunnel ? `${hostPart}:${tunnel.port}` : undefined;
     log.info("listening", { api: apiUrl, proxy: proxyAddress ?? null, data_dir: config.dataDir, store: describeStore(config), keyring: keyring.mode });
     if (config.otel) log.info("otel_export_on", { traces: config.otel.traces.url, logs: config.otel.logs.url, protocol: config.otel.traces.protocol });
@@ -403,6 +419,10 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       apiUrl,
       proxyAddress,
       store,
+      pruneAudit(limits, limit) {
+        const signed = { ...limits, signing: { key: auditKey.signer.anchorKey, at: now() } };
+        return store.offLoopPrune ? store.offLoopPrune(signed, limit) : pruneAuditBatch(store.db, signed, limit);
+      },
       async stop({ graceMs = 0, reason }: { graceMs?: number; reason?: string } = {}) {
         clearInterval(sweeper);
         stopRevalidating();
@@ -428,7 +448,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
         const left = Math.max(0, graceMs - drained.waitedMs);
         await Promise.all([audit.stop(left), telemetry?.stop(left)]);
         // Then the records written until now get a signature (stored; webhook delivery has stopped by now).
-        await checkpointer.stop({ final: true });
+        await signing.stop({ final: true });
         store.close();
         log.info("shutdown_complete", {
           waited_ms: drained.waitedMs,

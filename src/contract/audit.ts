@@ -7,6 +7,11 @@ import { z } from "zod";
 const Time = z.string().describe("ISO-8601, UTC");
 const Hash = z.string().describe("64 lower-case hex digits (SHA-256)");
 const ChainPoint = z.object({ seq: z.number(), hash: Hash });
+const SignedAnchor = ChainPoint.extend({
+  at: z.number().nullable().describe("when retention moved it (ms since the epoch); null at the genesis"),
+  key_id: z.string().nullable().describe("the signing key's id"),
+  signature: z.string().nullable().describe('base64url Ed25519 signature of ["broker-audit-anchor-v1", vault_id, seq, hash, at, key_id]; null at the genesis'),
+});
 
 /** One chained record, its fields as the canonical encoding takes them (docs/audit-chain.md). */
 export const AuditExportRecord = z.object({
@@ -36,8 +41,12 @@ export const AuditExportRecord = z.object({
 export const AuditExportAnswer = z.object({
   vault: z.string(),
   vault_id: z.number().describe("the vault's internal id, which every record's hash covers"),
-  anchor: ChainPoint.describe("where verification starts: the last record retention removed (seq 0 and 64 zeros before any was)"),
+  anchor: SignedAnchor.describe(
+    "where verification starts: the last record retention removed, signed by it (seq 0 and 64 zeros before any was); read after this page's records",
+  ),
   head: ChainPoint.describe("the last record written when this page was read"),
+  exported_at: z.number().describe("when this page was read (ms since the epoch, the broker's clock)"),
+  checkpoint_seconds: z.number().nullable().describe("BROKER_AUDIT_CHECKPOINT_SECONDS: every record is signed by a checkpoint within it of its writing"),
   records: z.array(AuditExportRecord).describe("seq order (records sharing a seq, which only an insertion makes, in id order)"),
   next_after_seq: z.number().nullable().describe("`after_seq` for the next page; null on the last"),
   principal_names: z.record(z.string(), z.string()).describe("who each principal of this page is (an agent's name, a person's email); not part of the chain"),
@@ -51,7 +60,7 @@ export const AuditExportAnswer = z.object({
 });
 
 export const AuditChainBreak = z.object({
-  kind: z.enum(["edited", "missing", "inserted", "out_of_order", "anchor", "truncated", "rewritten", "forged_checkpoint"]),
+  kind: z.enum(["edited", "missing", "inserted", "out_of_order", "anchor", "truncated", "rewritten", "forged_checkpoint", "deleted_checkpoint", "unsigned"]),
   seq: z.number().describe("the record's seq; for missing records the first missing one; for a checkpoint the seq it signed"),
   id: z.number().nullable().describe("the record named, when there is one"),
   checkpoint: z.number().nullable().describe("the checkpoint concerned"),
@@ -72,7 +81,7 @@ export const AuditVerifyAnswer = z.object({
     unchecked: z.number().describe("checkpoints not checked (the broker has no signing key)"),
   }),
   breaks: z.array(AuditChainBreak).describe("first (lowest seq) first; at most 100"),
-  anchor: ChainPoint,
+  anchor: SignedAnchor,
   head: ChainPoint,
   unchained_before_chain: z.number().describe("records written before the chain began: not verified"),
   checked_at: Time.describe("when this verification ran (the broker keeps it while the vault's head stays)"),

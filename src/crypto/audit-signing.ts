@@ -4,7 +4,7 @@
 // private one), its public half published. Signs checkpointMessage()'s bytes; verifies them for any holder
 // of the public key.
 
-import type { AuditSigningKeyRow, Store } from "../store/index.ts";
+import type { AnchorKey, AuditSigningKeyRow, Store } from "../store/index.ts";
 import { encodeAad, open, seal } from "./aead.ts";
 import { checkpointMessage, type CheckpointHead } from "./audit-chain.ts";
 
@@ -24,10 +24,15 @@ export interface AuditPublicKey {
   readonly createdAt: number;
 }
 
-/** The loaded key: signs with a non-extractable private key. */
+/** The loaded key: signs checkpoints with a non-extractable private key. */
 export interface AuditSigner extends AuditPublicKey {
   /** base64url (no padding) Ed25519 signature of `message`. */
   sign(message: Uint8Array): Promise<string>;
+  /**
+   * The same key for retention, which signs the anchors it moves inside its transaction, on SQLite in its worker
+   * thread (store/audit-anchors.ts): the private half's PKCS#8 bytes. Not enumerable, so no log or JSON shows it.
+   */
+  readonly anchorKey: AnchorKey;
 }
 
 /** A checkpoint as it is signed and published. */
@@ -73,6 +78,7 @@ export async function openAuditSigningKey(dataKey: CryptoKey, row: AuditSigningK
   const spki = pemToSpki(row.publicKeyPem);
   if (auditKeyId(spki) !== row.keyId) throw new Error(`audit signing key ${row.keyId}: the stored public key does not match its key id`);
   const pkcs8 = await open(dataKey, { nonce: row.privateNonce, ciphertext: row.privateCiphertext }, keyAad(row.keyId));
+  const anchorKey: AnchorKey = { keyId: row.keyId, pkcs8: new Uint8Array(pkcs8) };
   let privateKey: CryptoKey;
   try {
     privateKey = await crypto.subtle.importKey("pkcs8", pkcs8 as BufferSource, ED25519, false, ["sign"]);
@@ -84,14 +90,15 @@ export async function openAuditSigningKey(dataKey: CryptoKey, row: AuditSigningK
   const probed = await crypto.subtle.sign(ED25519, privateKey, probe as BufferSource);
   if (!(await crypto.subtle.verify(ED25519, publicKey, probed, probe as BufferSource)))
     throw new Error(`audit signing key ${row.keyId}: the private key does not belong to the stored public key`);
-  return {
+  const signer = {
     keyId: row.keyId,
     publicKeyPem: row.publicKeyPem,
     createdAt: row.createdAt,
-    async sign(message) {
+    async sign(message: Uint8Array) {
       return Buffer.from(await crypto.subtle.sign(ED25519, privateKey, message as BufferSource)).toString("base64url");
     },
   };
+  return Object.defineProperty(signer, "anchorKey", { value: anchorKey, enumerable: false }) as AuditSigner;
 }
 
 /**

@@ -4,62 +4,9 @@
 // the first place where the chain breaks (and why), or says up to which record it holds. Pure: the broker's
 // console and API, `broker audit verify` online and offline all run this same code over the export's fields.
 
-import { auditRecordHash, checkpointMessage, type ChainedRecord } from "./audit-chain.ts";
-import { auditKeyId } from "./audit-signing.ts";
-
-/** A chained record as the export carries it (docs/audit-chain.md, "Export"): the fields the encoding takes. */
-export interface ExportedAuditRecord {
-  readonly id: number;
-  readonly seq: number;
-  readonly prev: string;
-  readonly hash: string;
-  readonly at: number;
-  readonly principal: string;
-  readonly vault: string;
-  readonly ingress: string;
-  readonly method: string;
-  readonly host: string;
-  readonly path: string;
-  readonly service: string | null;
-  readonly credential_keys: string;
-  readonly credential_refs: string | null;
-  readonly status: number;
-  readonly bytes_in: number;
-  readonly bytes_out: number;
-  readonly duration_ms: number;
-  readonly error: string | null;
-  readonly contained: boolean;
-  readonly approved_by: string | null;
-}
-
-export interface ExportedCheckpointHead {
-  readonly vault_id: number;
-  readonly seq: number;
-  readonly hash: string;
-}
-
-/** A signed checkpoint as the broker publishes it (docs/audit-chain.md, "Checkpoints"; GET …/audit/checkpoints). */
-export interface ExportedCheckpoint {
-  readonly id: number;
-  readonly at: number;
-  readonly key_id: string;
-  /** The vault's own head (GET /v1/vaults/{vault}/audit/checkpoints gives that vault's only). */
-  readonly heads: readonly ExportedCheckpointHead[];
-  /** Every head the signature covers, the vault's among them (absent: `heads` is what was signed). */
-  readonly signed_heads?: readonly ExportedCheckpointHead[];
-  /** base64url Ed25519 signature of checkpointMessage() over the signed heads. */
-  readonly signature: string;
-}
-
-export interface ChainPoint {
-  readonly seq: number;
-  readonly hash: string;
-}
-
-/** The broker's checkpoint key: its SPKI PEM (GET /v1/audit/public-key); its id is the PEM's (auditKeyId). */
-export interface CheckpointKey {
-  readonly pem: string;
-}
+import { auditRecordHash, type ChainedRecord } from "./audit-chain.ts";
+import type { ChainPoint, CheckpointKey, ExportedAuditRecord, ExportedCheckpoint, ExportedCheckpointHead, SignedAnchorPoint } from "./audit-export-shapes.ts";
+import { anchorSignatureValid, checkpointKeyId, checkpointSignatureValid, importCheckpointKey } from "./audit-signatures.ts";
 
 export type ChainBreakKind =
   /** A record's hash does not match its contents, or its hash was recomputed and the next record no longer links to it. */
@@ -70,14 +17,18 @@ export type ChainBreakKind =
   | "inserted"
   /** Records whose ids do not rise with seq, or that hold each other's contents: swapped or moved. */
   | "out_of_order"
-  /** The first kept record does not follow the anchor (or lies at or below it). */
+  /** The first kept record does not follow the anchor (or lies at or below it), or the anchor carries no valid signature of retention's. */
   | "anchor"
   /** Records a signed checkpoint (or the vault's head) covers are gone from the end of the chain. */
   | "truncated"
   /** A record's hash is not the one a checkpoint signed for its seq: the chain up to it was recomputed. */
   | "rewritten"
   /** A checkpoint whose signature does not verify with the broker's key. */
-  | "forged_checkpoint";
+  | "forged_checkpoint"
+  /** A checkpoint a copy outside the database holds (a webhook delivery, this broker's memory) is gone from the database. */
+  | "deleted_checkpoint"
+  /** Records older than the checkpoint interval allows that no checkpoint signs: checkpoints were deleted. */
+  | "unsigned";
 
 export interface ChainBreak {
   readonly kind: ChainBreakKind;
@@ -104,12 +55,33 @@ export interface ChainVerification {
   readonly uncheckedCheckpoints: number;
   /** Every break found, first (lowest seq) first; at most MAX_BREAKS. */
   readonly breaks: readonly ChainBreak[];
+  /** The oldest record (by time) no checkpoint signs (above every signed head), or null: a later run takes it up (carriedUnsigned). */
+  readonly oldestUnsigned: UnsignedRecord | null;
+}
+
+/** A record above every head a checkpoint signed. */
+export interface UnsignedRecord {
+  readonly seq: number;
+  readonly id: number;
+  readonly at: number;
+}
+
+/** Checkpoints kept outside the broker's database, and where they came from (for the messages). */
+export interface OutsideCheckpoints {
+  /** e.g. "checkpoints.jsonl", "this broker's memory". */
+  readonly source: string;
+  readonly checkpoints: readonly ExportedCheckpoint[];
 }
 
 export interface ChainVerifierOptions {
   readonly vaultId: number;
-  /** Where verification starts: the last record retention removed (seq 0 and 64 zeros before any was). */
-  readonly anchor: ChainPoint;
+  /**
+   * Where verification starts: the last record retention removed (seq 0 and 64 zeros before any was). Above the
+   * genesis it must carry retention's signature (checked when a public key is given), unless `anchorTrusted`.
+   */
+  readonly anchor: SignedAnchorPoint;
+  /** The anchor is a record an earlier run verified (the console's cache), not retention's: no signature to check. */
+  readonly anchorTrusted?: boolean;
   /**
    * The vault's head as the broker reported it before the records were read: the chain must reach it. Records
    * after it are fine (written while the export ran). Absent: not checked.
@@ -117,6 +89,16 @@ export interface ChainVerifierOptions {
   readonly head?: ChainPoint;
   /** Checkpoints that cover the vault (others are ignored); checked before any record. */
   readonly checkpoints?: readonly ExportedCheckpoint[];
+  /** Copies kept outside the database: checked as the others, and each one missing from `checkpoints` is named. */
+  readonly outsideCheckpoints?: readonly OutsideCheckpoints[];
+  /**
+   * The broker's checkpoint interval and the time of the export: a record older than twice the interval plus
+   * UNSIGNED_GRACE_MS that no checkpoint signs can only mean checkpoints were deleted (the broker signs every record
+   * within the interval of its writing, and at once one written late). Absent: not checked.
+   */
+  readonly freshness?: { readonly now: number; readonly everyMs: number };
+  /** The oldest unsigned record of an earlier run this one continues (its records are not pushed again). */
+  readonly carriedUnsigned?: UnsignedRecord | null;
   /** Without it, checkpoints are counted as unchecked and their heads are not relied on. */
   readonly publicKey?: CheckpointKey;
   /** Ids of records that carry no chain fields although written after the chain began (each is an insertion). */
@@ -137,9 +119,17 @@ const SWAP_WINDOW = 1000;
 export interface ChainVerifier {
   /** The next record (seq order; records sharing a seq in id order). */
   push(record: ExportedAuditRecord): void;
+  /**
+   * Retention moved the anchor while the chain was read (a later export page says so): records at or below it are
+   * gone; the chain goes on from it. Its signature is checked as the first anchor's.
+   */
+  moveAnchor(anchor: SignedAnchorPoint): Promise<void>;
   /** After the last record: the checks that need the end of the chain, and the result. */
   finish(): ChainVerification;
 }
+
+/** Slack for the broker's checkpointer (it looks every second) and a busy database, on top of the interval. */
+export const UNSIGNED_GRACE_MS = 10_000;
 
 interface SignedHead {
   readonly checkpoint: number;
@@ -159,8 +149,22 @@ export async function createChainVerifier(opts: ChainVerifierOptions): Promise<C
   const key = opts.publicKey ? await importCheckpointKey(opts.publicKey.pem) : undefined;
   const keyId = opts.publicKey ? checkpointKeyId(opts.publicKey.pem) : undefined;
   const mine = (heads: readonly ExportedCheckpointHead[] | undefined) => heads?.find((h) => h.vault_id === opts.vaultId);
-  const covering = (opts.checkpoints ?? []).filter((c) => mine(c.heads) ?? mine(c.signed_heads));
-  for (const c of [...covering].sort((a, b) => a.id - b.id)) {
+  const stored = (opts.checkpoints ?? []).filter((c) => mine(c.heads) ?? mine(c.signed_heads));
+  const storedIds = new Set(stored.map((c) => c.id));
+  /** Copies from outside the database that it no longer holds: named at the end if their records are still kept. */
+  const deleted: { checkpoint: ExportedCheckpoint; source: string; seq: number }[] = [];
+  const seen = new Set(stored.map((c) => `${c.id}:${c.signature}`));
+  const outside: { c: ExportedCheckpoint; source: string }[] = [];
+  for (const o of opts.outsideCheckpoints ?? [])
+    for (const c of o.checkpoints) {
+      if (!(mine(c.heads) ?? mine(c.signed_heads)) || seen.has(`${c.id}:${c.signature}`)) continue;
+      seen.add(`${c.id}:${c.signature}`);
+      outside.push({ c, source: o.source });
+    }
+  const covering = [...stored.map((c) => ({ c, source: undefined as string | undefined })), ...outside];
+  /** The highest seq a valid checkpoint signed for this vault (records above it are unsigned). */
+  let signedUpTo = 0;
+  for (const { c, source } of covering.sort((a, b) => a.c.id - b.c.id)) {
     const shown = mine(c.heads);
     const head = mine(c.signed_heads ?? c.heads);
     if (!key) {
@@ -191,20 +195,43 @@ export async function createChainVerifier(opts: ChainVerifierOptions): Promise<C
     const at = signed.get(head.seq) ?? [];
     at.push({ checkpoint: c.id, at: c.at, hash: head.hash });
     signed.set(head.seq, at);
+    signedUpTo = Math.max(signedUpTo, head.seq);
+    if (source !== undefined && !storedIds.has(c.id)) deleted.push({ checkpoint: c, source, seq: head.seq });
   }
 
-  const anchor = opts.anchor;
-  // Checkpoints at the anchor are checked against it; those below it were of records retention removed since.
-  for (const s of signed.get(anchor.seq) ?? []) {
-    if (s.hash !== anchor.hash)
-      add({
-        kind: "rewritten",
-        seq: anchor.seq,
-        id: null,
-        checkpoint: s.checkpoint,
-        message: `anchor (seq ${anchor.seq}): rewritten — checkpoint ${s.checkpoint} (${isoTime(s.at)}) signed another hash for it`,
-      });
+  let anchor: SignedAnchorPoint = opts.anchor;
+  /** Whether the anchor's signature holds (retention moved it); the genesis and an earlier run's record need none. */
+  async function checkAnchor(a: SignedAnchorPoint, trusted: boolean): Promise<void> {
+    if (a.seq !== 0 && !trusted && key && keyId) {
+      const where = `anchor (seq ${a.seq})`;
+      const why = !a.signature
+        ? "not signed — records up to it are gone, and no signature by the broker's key says retention removed them"
+        : a.key_id !== keyId
+          ? `signed with key ${a.key_id}, not the broker's key ${keyId}`
+          : (await anchorSignatureValid(key, keyId, opts.vaultId, a))
+            ? undefined
+            : "forged — its signature does not verify with the broker's public key";
+      if (why) add({ kind: "anchor", seq: a.seq, id: null, message: `${where}: ${why}` });
+    }
+    // Checkpoints at the anchor are checked against it; those below it were of records retention removed since.
+    for (const s of signed.get(a.seq) ?? []) {
+      if (s.hash !== a.hash)
+        add({
+          kind: "rewritten",
+          seq: a.seq,
+          id: null,
+          checkpoint: s.checkpoint,
+          message: `anchor (seq ${a.seq}): rewritten — checkpoint ${s.checkpoint} (${isoTime(s.at)}) signed another hash for it`,
+        });
+    }
   }
+  await checkAnchor(anchor, opts.anchorTrusted === true);
+  /** Records older than this that no checkpoint signs mean deleted checkpoints. */
+  const unsignedBefore = opts.freshness ? opts.freshness.now - 2 * opts.freshness.everyMs - UNSIGNED_GRACE_MS : undefined;
+  /** The oldest record (by time) no checkpoint signs: the one that says checkpoints went missing, if any does. */
+  let oldestUnsigned: UnsignedRecord | undefined = opts.carriedUnsigned && opts.carriedUnsigned.seq > signedUpTo ? opts.carriedUnsigned : undefined;
+  /** The last record accepted before the anchor moved past it (still what was verified when nothing follows). */
+  let beforeMove: { seq: number; id: number; at: number; hash: string } | undefined;
 
   let expectedSeq = anchor.seq + 1;
   let expectedPrev = anchor.hash;
@@ -367,6 +394,7 @@ export async function createChainVerifier(opts: ChainVerifierOptions): Promise<C
     }
     if (opts.head && opts.head.seq === r.seq && opts.head.hash !== r.hash)
       add({ kind: "rewritten", seq: r.seq, id: r.id, message: `${named(r)}: rewritten — the vault's head names another hash for it` });
+    if (r.seq > signedUpTo && (!oldestUnsigned || r.at < oldestUnsigned.at)) oldestUnsigned = { seq: r.seq, id: r.id, at: r.at };
     // Whatever broke here, the chain goes on from this record as it is, so one tampering is named once.
     idBeforeLast = last?.id ?? opts.anchorId;
     last = { seq: r.seq, id: r.id, at: r.at, hash: r.hash };
@@ -388,6 +416,25 @@ export async function createChainVerifier(opts: ChainVerifierOptions): Promise<C
       if (group.length && group[0]!.seq !== record.seq) flushGroup(record.seq === group[0]!.seq + 1 ? record.prev : undefined);
       group.push(record);
     },
+    async moveAnchor(a) {
+      if (a.seq < anchor.seq) return; // an older read: anchors only move forward
+      if (a.seq === anchor.seq) {
+        if (a.hash !== anchor.hash) add({ kind: "anchor", seq: a.seq, id: null, message: `anchor (seq ${a.seq}): its hash changed while the chain was read` });
+        return;
+      }
+      flushGroup(undefined);
+      await checkAnchor(a, false);
+      if (last && last.seq === a.seq && last.hash !== a.hash)
+        add({ kind: "rewritten", seq: last.seq, id: last.id, message: `${named(last)}: rewritten — retention's signed anchor names another hash for it` });
+      anchor = a;
+      if (last && last.seq >= a.seq) return;
+      // Retention removed records this read had not reached: the chain goes on from the anchor.
+      beforeMove = last ?? beforeMove;
+      last = undefined;
+      idBeforeLast = undefined;
+      expectedSeq = a.seq + 1;
+      expectedPrev = a.hash;
+    },
     finish() {
       flushGroup(undefined);
       const end = last
@@ -395,7 +442,7 @@ export async function createChainVerifier(opts: ChainVerifierOptions): Promise<C
         : anchor.seq
           ? ` (no record follows the anchor, seq ${anchor.seq})`
           : " (the chain has no records)";
-      const lastSeq = last?.seq ?? anchor.seq;
+      const lastSeq = Math.max(last?.seq ?? 0, anchor.seq);
       // Unchained records after the last chained one.
       placeUnchained(lastSeq + 1, Infinity);
       // Heads the chain must reach: every signed checkpoint's, then the head the broker reported.
@@ -417,16 +464,35 @@ export async function createChainVerifier(opts: ChainVerifierOptions): Promise<C
           message: `${span(lastSeq + 1, opts.head.seq)}: missing — removed from the end; the vault's head is seq ${opts.head.seq}${end}`,
         };
       if (truncatedAt) add({ kind: "truncated", seq: lastSeq + 1, id: null, checkpoint: truncatedAt.checkpoint, message: truncatedAt.message });
+      // Copies kept outside that the database lost, while records they signed are still kept.
+      for (const d of deleted)
+        if (d.seq > anchor.seq)
+          add({
+            kind: "deleted_checkpoint",
+            seq: d.seq,
+            id: null,
+            checkpoint: d.checkpoint.id,
+            message: `checkpoint ${d.checkpoint.id} (${isoTime(d.checkpoint.at)}): deleted — ${d.source} holds it (it signed seq ${d.seq}), the broker's database does not`,
+          });
+      const u = oldestUnsigned;
+      if (u && unsignedBefore !== undefined && u.at < unsignedBefore && opts.freshness)
+        add({
+          kind: "unsigned",
+          seq: u.seq,
+          id: u.id,
+          message: `${named(u)}: unsigned — written at ${isoTime(u.at)}, yet no checkpoint signs it, though the broker signs every record within ${opts.freshness.everyMs / 1000} s of its writing: checkpoints were deleted`,
+        });
       const ordered = breaks.map((b, i) => ({ b, i })).sort((x, y) => x.b.seq - y.b.seq || x.i - y.i);
       const all = ordered.map((x) => x.b).slice(0, MAX_BREAKS);
       return {
         ok: all.length === 0,
         vaultId: opts.vaultId,
         records: count,
-        verified: all.length === 0 ? (last ?? null) : null,
+        verified: all.length === 0 ? (last ?? beforeMove ?? null) : null,
         checkpoints: checked,
         uncheckedCheckpoints: unchecked,
         breaks: all,
+        oldestUnsigned: oldestUnsigned ?? null,
       };
     },
   };
@@ -480,39 +546,4 @@ function chainedRecord(vaultId: number, r: ExportedAuditRecord, place: { seq: nu
     contained: r.contained,
     approvedBy: r.approved_by,
   };
-}
-
-/** The broker's public checkpoint key (an SPKI PEM) for WebCrypto's Ed25519 verify. */
-export async function importCheckpointKey(pem: string): Promise<CryptoKey> {
-  const body = pemBody(pem);
-  try {
-    return await crypto.subtle.importKey("spki", Buffer.from(body, "base64"), { name: "Ed25519" }, false, ["verify"]);
-  } catch {
-    throw new Error("the public key is not an Ed25519 public key");
-  }
-}
-
-/** The key id checkpoints name: the first 16 hex digits of the SHA-256 of the key's SPKI DER. */
-export function checkpointKeyId(pem: string): string {
-  return auditKeyId(new Uint8Array(Buffer.from(pemBody(pem), "base64")));
-}
-
-/** Whether the checkpoint's signature is the key's Ed25519 signature of its message over the heads it signed (docs/audit-chain.md). */
-export async function checkpointSignatureValid(key: CryptoKey, c: ExportedCheckpoint): Promise<boolean> {
-  if (!/^[A-Za-z0-9_-]+$/.test(c.signature)) return false;
-  const heads = (c.signed_heads ?? c.heads).map((h) => ({ vaultId: h.vault_id, seq: h.seq, hash: h.hash }));
-  const message = checkpointMessage({ id: c.id, at: c.at, keyId: c.key_id, heads });
-  try {
-    return await crypto.subtle.verify({ name: "Ed25519" }, key, Buffer.from(c.signature, "base64url"), new Uint8Array(message));
-  } catch {
-    return false;
-  }
-}
-
-/** The base64 inside a `PUBLIC KEY` PEM (any line breaks); throws on anything else. */
-function pemBody(pem: string): string {
-  const m = /-----BEGIN PUBLIC KEY-----([A-Za-z0-9+/=\s]+)-----END PUBLIC KEY-----/.exec(pem);
-  const body = m?.[1]?.replace(/\s+/g, "") ?? "";
-  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(body)) throw new Error("the public key is not a PEM-encoded SPKI key (-----BEGIN PUBLIC KEY-----)");
-  return body;
 }

@@ -46,21 +46,25 @@ export {
   type AuditSigner,
   type SignedCheckpoint,
 } from "./audit-signing.ts";
+export type {
+  ChainPoint,
+  CheckpointKey,
+  ExportedAuditRecord,
+  ExportedCheckpoint,
+  ExportedCheckpointHead,
+  SignedAnchorPoint,
+} from "./audit-export-shapes.ts";
+export { anchorSignatureValid, checkpointKeyId, checkpointSignatureValid, importCheckpointKey } from "./audit-signatures.ts";
 export {
-  checkpointKeyId,
-  checkpointSignatureValid,
   createChainVerifier,
-  importCheckpointKey,
   MAX_BREAKS,
+  UNSIGNED_GRACE_MS,
   verifyAuditChain,
   type ChainBreak,
   type ChainBreakKind,
-  type ChainPoint,
   type ChainVerification,
   type ChainVerifier,
   type ChainVerifierOptions,
-  type CheckpointKey,
-  type ExportedAuditRecord,
-  type ExportedCheckpoint,
-  type ExportedCheckpointHead,
+  type OutsideCheckpoints,
+  type UnsignedRecord,
 } from "./audit-verify.ts";

@@ -40,6 +40,12 @@ export interface AuditOptions {
   readonly log: Logger;
   /** Live export to a collector (telemetry/): every new record is handed over as it is made, whatever the database does. */
   readonly export?: AuditExport;
+  /**
+   * Told, after each batch is written, when its oldest request began: the checkpointer signs at once a record
+   * written later than the checkpoint interval after its request began (a long request, or one held through an
+   * outage), so every record is signed within the interval of being written.
+   */
+  readonly onWritten?: (oldestAt: number) => void;
 }
 
 export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
@@ -88,6 +94,7 @@ export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
         await insert(batch);
         queue = queue.slice(batch.length);
         retryMs = 0;
+        if (opts.onWritten) opts.onWritten(batch.reduce((m, r) => Math.min(m, r.entry.at), Number.POSITIVE_INFINITY));
       } catch (err) {
         if (err instanceof DatabaseUnavailable) {
           // Kept, in order, and written when the database answers again (the queue bound still holds).

@@ -2,7 +2,7 @@
 
 import type { LoginThrottle, RateLimiter } from "../ratelimit/index.ts";
 import type { SecretReference } from "../policy/index.ts";
-import type { Store } from "../store/index.ts";
+import type { AuditCheckpointRow, Store } from "../store/index.ts";
 import type { HashGate } from "../crypto/index.ts";
 import type { KdfParams } from "../crypto/index.ts";
 import type { OidcClient } from "./oidc-client.ts";
@@ -52,10 +52,14 @@ export interface Domain {
    */
   readonly auditKey?: { readonly keyId: string; readonly publicKeyPem: string };
   /**
-   * Whole-chain reads (verification, export pages) hold this instance's audit retention off while they run,
-   * so records are not removed between the anchor's read and theirs (absent: nothing to hold, in tests).
+   * The audit checkpoints as this instance makes them: their interval (the export publishes it, so a verifier can
+   * tell records no checkpoint signs although they should be), and the last one it made for a vault, remembered
+   * in memory for the broker's own verification (absent in tests: neither is checked).
    */
-  readonly auditReads?: { enter(): () => void };
+  readonly auditCheckpoints?: {
+    readonly everyMs: number;
+    lastMade(vaultId: number): AuditCheckpointRow | undefined;
+  };
   /** The external secret stores' live side (absent: references are stored but never read, as in most unit tests). */
   readonly secretStores?: SecretStoreRuntime;
 }

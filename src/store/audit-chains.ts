@@ -11,9 +11,13 @@ export interface AuditChainRow {
   headHash: string;
   anchorSeq: number;
   anchorHash: string;
+  /** Retention's signature of the anchor (migration 25): when it moved, by which key; null at the genesis (and for anchors moved before). */
+  anchorAt: number | null;
+  anchorKeyId: string | null;
+  anchorSignature: string | null;
 }
 
-const COLUMNS = `vault_id AS "vaultId", head_seq AS "headSeq", head_hash AS "headHash", anchor_seq AS "anchorSeq", anchor_hash AS "anchorHash"`;
+const COLUMNS = `vault_id AS "vaultId", head_seq AS "headSeq", head_hash AS "headHash", anchor_seq AS "anchorSeq", anchor_hash AS "anchorHash", anchor_at AS "anchorAt", anchor_key_id AS "anchorKeyId", anchor_signature AS "anchorSignature"`;
 
 export function auditChainRepo(sql: Sql) {
   return {
@@ -47,5 +51,14 @@ export function auditChainRepo(sql: Sql) {
 export type AuditChainRepo = ReturnType<typeof auditChainRepo>;
 
 function normalise(r: AuditChainRow): AuditChainRow {
-  return { vaultId: Number(r.vaultId), headSeq: Number(r.headSeq), headHash: r.headHash, anchorSeq: Number(r.anchorSeq), anchorHash: r.anchorHash };
+  return {
+    vaultId: Number(r.vaultId),
+    headSeq: Number(r.headSeq),
+    headHash: r.headHash,
+    anchorSeq: Number(r.anchorSeq),
+    anchorHash: r.anchorHash,
+    anchorAt: r.anchorAt == null ? null : Number(r.anchorAt),
+    anchorKeyId: r.anchorKeyId ?? null,
+    anchorSignature: r.anchorSignature ?? null,
+  };
 }

@@ -7,6 +7,7 @@
 // that ran long or instances whose clocks differ, so a row that is past the limit behind a younger one is
 // deleted once that one is, late by at most that difference.
 
+import type { AnchorSigning } from "./audit-anchors.ts";
 import { auditRepo } from "./audit.ts";
 import type { Db } from "./db.ts";
 
@@ -15,6 +16,8 @@ export interface AuditLimits {
   readonly olderThan: number;
   /** Rows outside the newest this many ids go. */
   readonly keepRows: number;
+  /** Signs the anchors the batch moves (the broker always gives it; without it they are stored unsigned). */
+  readonly signing?: AnchorSigning;
 }
 
 export interface PruneBatch {
@@ -50,7 +53,7 @@ export async function pruneAuditBatch(db: Db, limits: AuditLimits, limit: number
     const throughId = ids.highest - limits.keepRows;
     const toId = ids.lowest + limit - 1;
     const deleting = clock();
-    const removed = await audit.deletePrunable(ids.lowest, toId, throughId, limits.olderThan);
+    const removed = await audit.deletePrunable(ids.lowest, toId, throughId, limits.olderThan, limits.signing);
     // Ids past this range are still over the cap, or the whole range was old enough to go and the next may be too.
     return { removed, more: toId < throughId || removed === limit, busy: false, ms: clock() - deleting };
   });

@@ -1,6 +1,7 @@
 // Audit rows: written in batches, read newest first with an id cursor, deleted by age and count in bounded
 // statements (the retention loop's batches: audit-retention.ts).
 
+import { movedAnchorParams, type AnchorSigning } from "./audit-anchors.ts";
 import { placeholderRows, type Sql, type SqlValue } from "./db.ts";
 
 export interface AuditRow {
@@ -142,7 +143,9 @@ const ID_BOUNDS = "SELECT (SELECT MIN(id) FROM audit_logs) AS lowest, (SELECT MA
 const FIRST_KEPT = "SELECT MIN(id) AS stop FROM audit_logs WHERE id BETWEEN ? AND ? AND id > ? AND +at >= ?";
 const ANCHORS_IN = `SELECT vault_id AS "vaultId", MAX(chain_seq) AS seq FROM audit_logs WHERE id BETWEEN ? AND ? AND chain_seq IS NOT NULL GROUP BY vault_id ORDER BY vault_id`;
 const HASH_AT = `SELECT chain_hash AS hash FROM audit_logs WHERE vault_id = ? AND chain_seq = ?`;
-const MOVE_ANCHOR = "UPDATE audit_chains SET anchor_seq = ?, anchor_hash = ? WHERE vault_id = ? AND anchor_seq < ?";
+// The anchor with retention's signature of it (store/audit-anchors.ts; nulls when no key was given: tests' stores).
+const MOVE_ANCHOR =
+  "UPDATE audit_chains SET anchor_seq = ?, anchor_hash = ?, anchor_at = ?, anchor_key_id = ?, anchor_signature = ? WHERE vault_id = ? AND anchor_seq < ?";
 const DELETE_RANGE = "DELETE FROM audit_logs WHERE id BETWEEN ? AND ?";
 
 /** The statements retention runs (exported for the query-plan tests, and sent to the SQLite worker, which runs the same batch). */
@@ -232,14 +235,14 @@ export function auditRepo(sql: Sql) {
      * Deletes, among the rows with `fromId` <= id <= `toId` (so never more than that many), those with an id at
      * or below `throughId` (the row cap, by id) or an `at` before `olderThan`.
      */
-    async deletePrunable(fromId: number, toId: number, throughId: number, olderThan: number): Promise<number> {
+    async deletePrunable(fromId: number, toId: number, throughId: number, olderThan: number, signing?: AnchorSigning): Promise<number> {
       const stop = await sql.get<{ stop: number | null }>(FIRST_KEPT, [fromId, toId, throughId, olderThan]);
       const upTo = stop?.stop == null ? toId : Number(stop.stop) - 1;
       if (upTo < fromId) return 0;
-      // Each vault's last removed record becomes its anchor, in the same transaction as the removal.
+      // Each vault's last removed record becomes its anchor, signed, in the same transaction as the removal.
       for (const a of await sql.all<{ vaultId: number; seq: number }>(ANCHORS_IN, [fromId, upTo])) {
         const at = await sql.get<{ hash: string }>(HASH_AT, [a.vaultId, a.seq]);
-        if (at) await sql.run(MOVE_ANCHOR, [Number(a.seq), at.hash, Number(a.vaultId), Number(a.seq)]);
+        if (at) await sql.run(MOVE_ANCHOR, movedAnchorParams(Number(a.vaultId), Number(a.seq), at.hash, signing));
       }
       return sql.run(DELETE_RANGE, [fromId, upTo]);
     },

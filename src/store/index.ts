@@ -64,6 +64,7 @@ export {
   type MovedHead,
 } from "./audit-checkpoints.ts";
 export { AUDIT_CHAIN_GENESIS } from "./audit-chain-genesis.ts";
+export { anchorMessage, AUDIT_ANCHOR_ENCODING, type AnchorFacts, type AnchorKey, type AnchorSigning } from "./audit-anchors.ts";
 export { pruneAuditBatch, type AuditLimits, type PruneBatch } from "./audit-retention.ts";
 import type { AuditLimits, PruneBatch } from "./audit-retention.ts";
 export type { ProposalRow, ProposalStatus, ProposedAuth, ProposedRule, ProposedService, ProposedSlot } from "./proposals.ts";

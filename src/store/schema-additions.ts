@@ -374,4 +374,17 @@ export const ADDITIONS: readonly Migration[] = [
       ALTER TABLE audit_chains ADD COLUMN checkpoint_seq BIGINT NOT NULL DEFAULT 0;
     `,
   },
+  {
+    version: 25,
+    name: "audit-signed-anchors",
+    // Retention signs each anchor it moves (docs/audit-chain.md, "Heads and anchors"): when, by which key, and
+    // the Ed25519 signature over the vault, seq, hash, time and key id, so a prefix deleted by someone with write
+    // access to the database (who cannot sign) no longer passes for retention. Anchors moved before this
+    // migration stay unsigned, and verification names them.
+    sql: `
+      ALTER TABLE audit_chains ADD COLUMN anchor_at BIGINT;
+      ALTER TABLE audit_chains ADD COLUMN anchor_key_id TEXT;
+      ALTER TABLE audit_chains ADD COLUMN anchor_signature TEXT;
+    `,
+  },
 ];

@@ -2,6 +2,7 @@
 // Values cross by structured clone (numbers, strings, bigints, null and Uint8Array arrive as they left), or
 // as JSON text where every value is one JSON carries exactly.
 
+import type { AnchorSigning } from "./audit-anchors.ts";
 import type { SqlValue } from "./db.ts";
 
 export type ReadRequest =
@@ -25,6 +26,8 @@ export type ReadRequest =
       readonly olderThan: number;
       readonly keepRows: number;
       readonly limit: number;
+      /** Signs the anchors the batch moves (store/audit-anchors.ts). */
+      readonly signing?: AnchorSigning;
     }
   /** `done[0]` becomes 1 once the worker's connections are closed. */
   | { readonly kind: "close"; readonly done: Int32Array };

@@ -7,6 +7,7 @@
 // is sqlite-reader.ts's.
 
 import { Database } from "bun:sqlite";
+import { movedAnchorParams } from "./audit-anchors.ts";
 import type { ReadReply, ReadRequest } from "./sqlite-read-protocol.ts";
 
 let db: Database | undefined;
@@ -84,7 +85,7 @@ function prune(req: Extract<ReadRequest, { kind: "prune" }>): { removed: number;
     if (ids?.lowest != null && ids.highest != null) {
       const throughId = Number(ids.highest) - req.keepRows;
       const toId = Number(ids.lowest) + req.limit - 1;
-      // A prefix by id, as store/audit.ts deletePrunable: each vault's last removed record becomes its anchor.
+      // A prefix by id, as store/audit.ts deletePrunable: each vault's last removed record becomes its anchor, signed.
       const from = Number(ids.lowest);
       const stop = writer.query(req.sql.firstKept).get(from, toId, throughId, req.olderThan) as { stop: number | null } | null;
       const upTo = stop?.stop == null ? toId : Number(stop.stop) - 1;
@@ -92,7 +93,7 @@ function prune(req: Extract<ReadRequest, { kind: "prune" }>): { removed: number;
       if (upTo >= from) {
         for (const a of writer.query(req.sql.anchorsIn).all(from, upTo) as { vaultId: number; seq: number }[]) {
           const at = writer.query(req.sql.hashAt).get(a.vaultId, a.seq) as { hash: string } | null;
-          if (at) writer.query(req.sql.moveAnchor).run(a.seq, at.hash, a.vaultId, a.seq);
+          if (at) writer.query(req.sql.moveAnchor).run(...movedAnchorParams(a.vaultId, a.seq, at.hash, req.signing));
         }
         removed = writer.query(req.sql.deleteRange).run(from, upTo).changes;
       }

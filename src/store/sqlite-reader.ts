@@ -153,6 +153,7 @@ export function createSqliteReader(path: string, opts: SqliteReaderOptions = {})
         olderThan: limits.olderThan,
         keepRows: limits.keepRows,
         limit,
+        ...(limits.signing && { signing: limits.signing }),
       }))) as PruneBatch;
     },
     async all<T>(sql: string, params: readonly SqlValue[] = []) {

@@ -3,11 +3,19 @@
 // export`), and the broker's own verification of the chain with the verifier every reader runs (GET …/audit/verify,
 // the console's "verified up to"), kept per vault while its head stays. Names and numbers only.
 
-import { createChainVerifier, type ChainBreak, type ChainPoint, type ExportedAuditRecord, type ExportedCheckpoint } from "../crypto/index.ts";
+import {
+  createChainVerifier,
+  type ChainBreak,
+  type ChainPoint,
+  type ExportedAuditRecord,
+  type ExportedCheckpoint,
+  type SignedAnchorPoint,
+  type UnsignedRecord,
+} from "../crypto/index.ts";
 import { InvalidRequest } from "../errors.ts";
 import type { Domain, OpenVault } from "../identity/index.ts";
 import { iso, requireInVault } from "../identity/index.ts";
-import { AUDIT_CHAIN_GENESIS, type AuditRow, type Store } from "../store/index.ts";
+import { AUDIT_CHAIN_GENESIS, type AuditCheckpointRow, type AuditRow, type Store } from "../store/index.ts";
 import { createPrincipalNamer } from "./audit-log.ts";
 
 export const AUDIT_EXPORT_PAGE_MAX = 5000;
@@ -18,14 +26,16 @@ const UNCHAINED_SHOWN = 100;
 const CHECKPOINT_PAGE = 1000;
 /** A verification is kept while the vault's head and anchor stay, at most this long. */
 const VERIFIED_TTL_MS = 10 * 60_000;
-/** Tries when retention moves the anchor while the chain is read. */
+/** Reads of an export page while retention keeps moving the anchor over it; then its removed records are left out. */
 const ANCHOR_TRIES = 3;
 
 export interface AuditExportPage {
   vault: string;
   vault_id: number;
-  anchor: ChainPoint;
+  anchor: SignedAnchorPoint;
   head: ChainPoint;
+  exported_at: number;
+  checkpoint_seconds: number | null;
   records: ExportedAuditRecord[];
   next_after_seq: number | null;
   principal_names: Record<string, string>;
@@ -40,7 +50,7 @@ export interface AuditVerifyView {
   verified: { seq: number; id: number; at: number; time: string; hash: string } | null;
   checkpoints: { checked: number; unchecked: number };
   breaks: ChainBreak[];
-  anchor: ChainPoint;
+  anchor: SignedAnchorPoint;
   head: ChainPoint;
   unchained_before_chain: number;
   checked_at: string;
@@ -73,11 +83,15 @@ export function exportedRecord(r: AuditRow): ExportedAuditRecord {
   };
 }
 
-/** The vault's chain row as anchor and head (the genesis before its first record). */
-async function chainPoints(store: Store, vaultId: number): Promise<{ anchor: ChainPoint; head: ChainPoint }> {
+/** The vault's chain row as its signed anchor and head (the genesis before its first record). */
+async function chainPoints(store: Store, vaultId: number): Promise<{ anchor: SignedAnchorPoint; head: ChainPoint }> {
   const c = await store.auditChains.get(vaultId);
-  if (!c) return { anchor: { seq: 0, hash: AUDIT_CHAIN_GENESIS }, head: { seq: 0, hash: AUDIT_CHAIN_GENESIS } };
-  return { anchor: { seq: c.anchorSeq, hash: c.anchorHash }, head: { seq: c.headSeq, hash: c.headHash } };
+  const genesis = { seq: 0, hash: AUDIT_CHAIN_GENESIS };
+  if (!c) return { anchor: { ...genesis, at: null, key_id: null, signature: null }, head: genesis };
+  return {
+    anchor: { seq: c.anchorSeq, hash: c.anchorHash, at: c.anchorAt, key_id: c.anchorKeyId, signature: c.anchorSignature },
+    head: { seq: c.headSeq, hash: c.headHash },
+  };
 }
 
 /**
@@ -100,14 +114,18 @@ export async function exportAuditChain(d: Domain, open: OpenVault, q: { afterSeq
     throw new InvalidRequest(`limit must be 1 to ${AUDIT_EXPORT_PAGE_MAX}`, "limit");
   const vaultId = open.vault.id;
   const afterSeq = q.afterSeq ?? 0;
-  // Anchor, records, anchor again: retention removing records meanwhile moves the anchor, and the page is read again.
-  let points = await chainPoints(d.store, vaultId);
+  // The head before the records (they reach it), the anchor after them: retention removing records meanwhile
+  // moved it, and the page is read again; when it moves every time, the records it removed are left out.
+  const points = await chainPoints(d.store, vaultId);
+  let anchor = points.anchor;
+  let read: AuditRow[] = [];
   let rows: AuditRow[] = [];
   for (let i = 0; i < ANCHOR_TRIES; i++) {
-    rows = await chainedPage(d.store, vaultId, afterSeq, q.limit);
-    const again = await chainPoints(d.store, vaultId);
-    const moved = again.anchor.seq !== points.anchor.seq;
-    points = { anchor: again.anchor, head: points.head };
+    read = await chainedPage(d.store, vaultId, afterSeq, q.limit);
+    const again = (await chainPoints(d.store, vaultId)).anchor;
+    const moved = again.seq !== anchor.seq;
+    anchor = again;
+    rows = moved ? read.filter((r) => r.chainSeq! > again.seq) : read;
     if (!moved) break;
   }
   const unchained = q.afterSeq === undefined ? await d.store.audit.unchained(vaultId, UNCHAINED_SHOWN) : undefined;
@@ -117,10 +135,12 @@ export async function exportAuditChain(d: Domain, open: OpenVault, q: { afterSeq
   return {
     vault: open.vault.name,
     vault_id: vaultId,
-    anchor: points.anchor,
+    anchor,
     head: points.head,
+    exported_at: d.now(),
+    checkpoint_seconds: d.auditCheckpoints ? d.auditCheckpoints.everyMs / 1000 : null,
     records: rows.map(exportedRecord),
-    next_after_seq: rows.length >= q.limit ? rows.at(-1)!.chainSeq! : null,
+    next_after_seq: read.length >= q.limit ? read.at(-1)!.chainSeq! : null,
     principal_names: principalNames,
     unchained: unchained ? { before_chain: unchained.beforeChain, after_chain: unchained.afterChain } : null,
   };
@@ -131,6 +151,8 @@ interface Verified {
   readonly anchorSeq: number;
   readonly at: number;
   readonly view: AuditVerifyView;
+  /** The oldest record no checkpoint signed then: a run that continues this one checks it again. */
+  readonly unsigned: UnsignedRecord | null;
 }
 
 interface VaultCache {
@@ -164,8 +186,8 @@ export async function verifyAuditChainOf(d: Domain, open: OpenVault): Promise<Au
   if (fresh && prior.head.seq === points.head.seq && prior.head.hash === points.head.hash) return { ...prior.view, vault: open.vault.name };
   const from = fresh && prior.view.ok && prior.head.seq < points.head.seq ? prior : undefined;
   const run = verifyStored(d, vaultId, open.vault.name, from)
-    .then((v) => {
-      cache.done.set(vaultId, { head: v.head, anchorSeq: v.anchor.seq, at: from ? from.at : d.now(), view: v });
+    .then(({ view: v, unsigned }) => {
+      cache.done.set(vaultId, { head: v.head, anchorSeq: v.anchor.seq, at: from ? from.at : d.now(), view: v, unsigned });
       return v;
     })
     .finally(() => cache.running.delete(vaultId));
@@ -178,55 +200,71 @@ async function storedCheckpoints(store: Store, vaultId: number): Promise<Exporte
   const out: ExportedCheckpoint[] = [];
   for (let after = 0; ; ) {
     const page = await store.auditCheckpoints.listForVault(vaultId, after, CHECKPOINT_PAGE);
-    for (const c of page) {
-      const signed = c.heads.map((h) => ({ vault_id: h.vaultId, seq: h.seq, hash: h.hash }));
-      out.push({ id: c.id, at: c.at, key_id: c.keyId, heads: signed.filter((h) => h.vault_id === vaultId), signed_heads: signed, signature: c.signature });
-    }
+    for (const c of page) out.push(exportedCheckpoint(c, vaultId));
     if (page.length < CHECKPOINT_PAGE) return out;
     after = page.at(-1)!.id;
   }
 }
 
-/** Verifies what the store holds, from the anchor (or from `from`'s last verified record, when it was intact). */
-async function verifyStored(d: Domain, vaultId: number, vault: string, from: Verified | undefined): Promise<AuditVerifyView> {
-  const leave = d.auditReads?.enter();
-  try {
-    return await verifyStoredOnce(d, vaultId, vault, from);
-  } finally {
-    leave?.();
-  }
+/** A stored checkpoint as the API gives it for one vault: that vault's head, and every head signed. */
+function exportedCheckpoint(c: AuditCheckpointRow, vaultId: number): ExportedCheckpoint {
+  const signed = c.heads.map((h) => ({ vault_id: h.vaultId, seq: h.seq, hash: h.hash }));
+  return { id: c.id, at: c.at, key_id: c.keyId, heads: signed.filter((h) => h.vault_id === vaultId), signed_heads: signed, signature: c.signature };
 }
 
-async function verifyStoredOnce(d: Domain, vaultId: number, vault: string, from: Verified | undefined): Promise<AuditVerifyView> {
-  for (let i = 0; ; i++) {
-    const points = await chainPoints(d.store, vaultId);
-    // Checkpoints before records: every head they signed was written before the records are read.
-    const checkpoints = await storedCheckpoints(d.store, vaultId);
-    // The key this instance loaded and checked at start: a key row added to the database since is not trusted.
-    const key = d.auditKey ?? (await d.store.auditCheckpoints.signingKey());
-    const unchained = await d.store.audit.unchained(vaultId, UNCHAINED_SHOWN);
-    const start = from?.view.verified;
-    const verifier = await createChainVerifier({
-      vaultId,
-      anchor: start ? { seq: start.seq, hash: start.hash } : points.anchor,
-      anchorId: start?.id,
-      head: points.head,
-      checkpoints,
-      publicKey: key ? { pem: key.publicKeyPem } : undefined,
-      unchainedAfterChain: unchained.afterChain,
-    });
-    // From the chain's start, not the anchor: a record kept at or below a moved anchor is named, not skipped.
-    for (let after = start?.seq ?? 0; ; ) {
-      const rows = await chainedPage(d.store, vaultId, after, AUDIT_EXPORT_PAGE_MAX);
-      for (const r of rows) verifier.push(exportedRecord(r));
-      if (rows.length < AUDIT_EXPORT_PAGE_MAX) break;
-      after = rows.at(-1)!.chainSeq!;
+/**
+ * Verifies what the store holds, from the anchor (or from `from`'s last verified record, when it was intact).
+ * Retention may move the anchor while the records are read: it is read again after each page, and the verifier
+ * goes on from the newer (signed) anchor, leaving out the records that page read and retention removed since.
+ */
+async function verifyStored(
+  d: Domain,
+  vaultId: number,
+  vault: string,
+  from: Verified | undefined,
+): Promise<{ view: AuditVerifyView; unsigned: UnsignedRecord | null }> {
+  const points = await chainPoints(d.store, vaultId);
+  // Checkpoints before records: every head they signed was written before the records are read.
+  const checkpoints = await storedCheckpoints(d.store, vaultId);
+  // The key this instance loaded and checked at start: a key row added to the database since is not trusted.
+  const key = d.auditKey ?? (await d.store.auditCheckpoints.signingKey());
+  const unchained = await d.store.audit.unchained(vaultId, UNCHAINED_SHOWN);
+  // The last checkpoint this instance made for the vault, from memory: deleting it from the database shows.
+  const remembered = d.auditCheckpoints?.lastMade(vaultId);
+  const start = from?.view.verified;
+  const verifier = await createChainVerifier({
+    vaultId,
+    anchor: start ? { seq: start.seq, hash: start.hash } : points.anchor,
+    anchorTrusted: start !== undefined && start !== null,
+    anchorId: start?.id,
+    head: points.head,
+    checkpoints,
+    ...(remembered && {
+      outsideCheckpoints: [{ source: "this broker's memory of the checkpoints it made", checkpoints: [exportedCheckpoint(remembered, vaultId)] }],
+    }),
+    ...(d.auditCheckpoints && { freshness: { now: d.now(), everyMs: d.auditCheckpoints.everyMs } }),
+    carriedUnsigned: from?.unsigned ?? null,
+    publicKey: key ? { pem: key.publicKeyPem } : undefined,
+    unchainedAfterChain: unchained.afterChain,
+  });
+  let anchor = points.anchor;
+  // From the chain's start, not the anchor: a record kept at or below a moved anchor is named, not skipped.
+  for (let after = start?.seq ?? 0; ; ) {
+    const rows = await chainedPage(d.store, vaultId, after, AUDIT_EXPORT_PAGE_MAX);
+    const now = (await chainPoints(d.store, vaultId)).anchor;
+    const moved = now.seq !== anchor.seq;
+    if (moved) {
+      anchor = now;
+      await verifier.moveAnchor(now);
     }
-    const again = await chainPoints(d.store, vaultId);
-    if (again.anchor.seq !== points.anchor.seq && i + 1 < ANCHOR_TRIES) continue; // retention ran meanwhile
-    const result = verifier.finish();
-    const verified = result.verified ?? (result.ok && start ? start : null);
-    return {
+    for (const r of rows) if (!moved || r.chainSeq! > now.seq) verifier.push(exportedRecord(r));
+    if (rows.length < AUDIT_EXPORT_PAGE_MAX) break;
+    after = rows.at(-1)!.chainSeq!;
+  }
+  const result = verifier.finish();
+  const verified = result.verified ?? (result.ok && start ? start : null);
+  return {
+    view: {
       vault,
       vault_id: vaultId,
       ok: result.ok,
@@ -234,10 +272,11 @@ async function verifyStoredOnce(d: Domain, vaultId: number, vault: string, from:
       verified: verified && { seq: verified.seq, id: verified.id, at: verified.at, time: iso(verified.at), hash: verified.hash },
       checkpoints: { checked: result.checkpoints, unchecked: result.uncheckedCheckpoints },
       breaks: [...result.breaks],
-      anchor: points.anchor,
+      anchor,
       head: points.head,
       unchained_before_chain: unchained.beforeChain,
       checked_at: iso(d.now()),
-    };
-  }
+    },
+    unsigned: result.oldestUnsigned,
+  };
 }

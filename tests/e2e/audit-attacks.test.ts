@@ -1,8 +1,8 @@
 // Attacks on the audit log's hash chain, checkpoints, export and telemetry (issue 37, docs/audit-chain.md), against
 // an in-process broker on SQLite. The attacker has write access to the database (the threat the chain exists for):
 // it recomputes hashes, moves heads and anchors, adds a signing key of its own and re-signs checkpoints; or it is an
-// agent choosing paths, trace headers and userinfo. `test.todo` "OPEN (issue 37): …" are holes found and not yet
-// closed (each comment says what would close it); the others are defences that hold.
+// agent choosing paths, trace headers and userinfo. Each test is a defence that holds; a comment says which hole an
+// earlier attack found and what closed it.
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -18,8 +18,10 @@ import {
   type ChainVerification,
   type ExportedAuditRecord,
   type ExportedCheckpoint,
+  type OutsideCheckpoints,
+  UNSIGNED_GRACE_MS,
 } from "../../src/crypto/index.ts";
-import { pruneAuditBatch, type AuditRow, type Store } from "../../src/store/index.ts";
+import type { AuditRow, Store } from "../../src/store/index.ts";
 import { startOtlpReceiver, type OtlpReceiver } from "../helpers/otlp-receiver.ts";
 import { createTestPki } from "../helpers/pki.ts";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
@@ -126,7 +128,7 @@ async function brokerVerify(l: Lab): Promise<{ ok: boolean; records: number; bre
  * What `broker audit verify --vault V` does online, in-process: the checkpoints, then every export page, checked
  * with the verifier against `pem` (default: the key the broker publishes, the one it loaded and checked at start).
  */
-async function exportVerify(l: Lab, pem?: string): Promise<ChainVerification> {
+async function exportVerify(l: Lab, pem?: string, outsideCheckpoints: OutsideCheckpoints[] = []): Promise<ChainVerification> {
   const key = pem ?? (await l.broker.api("GET", "/v1/audit/public-key")).body.public_key_pem;
   const cps = (await l.broker.api("GET", `/v1/vaults/${l.vault}/audit/checkpoints?limit=1000`, undefined, l.broker.userToken)).body
     .checkpoints as ExportedCheckpoint[];
@@ -134,14 +136,18 @@ async function exportVerify(l: Lab, pem?: string): Promise<ChainVerification> {
   for (let after: number | null | undefined; ; ) {
     const q = after === undefined ? "?limit=5000" : `?after_seq=${after}&limit=5000`;
     const page = (await l.broker.api("GET", `/v1/vaults/${l.vault}/audit/export${q}`, undefined, l.broker.userToken)).body;
-    verifier ??= await createChainVerifier({
-      vaultId: page.vault_id,
-      anchor: page.anchor,
-      head: page.head,
-      checkpoints: cps,
-      publicKey: { pem: key },
-      unchainedAfterChain: page.unchained?.after_chain,
-    });
+    if (!verifier)
+      verifier = await createChainVerifier({
+        vaultId: page.vault_id,
+        anchor: page.anchor,
+        head: page.head,
+        checkpoints: cps,
+        publicKey: { pem: key },
+        unchainedAfterChain: page.unchained?.after_chain,
+        outsideCheckpoints,
+        freshness: { now: page.exported_at, everyMs: page.checkpoint_seconds * 1000 },
+      });
+    else await verifier.moveAnchor(page.anchor);
     for (const r of page.records as ExportedAuditRecord[]) verifier.push(r);
     if (page.next_after_seq === null) break;
     after = page.next_after_seq;
@@ -222,8 +228,7 @@ async function retentionRemoves(l: Lab, n: number): Promise<number> {
 
 /** One retention batch with these limits, run where the broker runs it (its worker thread on SQLite); rows removed. */
 async function prune(l: Lab, limits: { olderThan: number; keepRows: number }): Promise<number> {
-  const r = l.store.offLoopPrune ? await l.store.offLoopPrune(limits, 1000) : await pruneAuditBatch(l.store.db, limits, 1000);
-  return r.removed;
+  return (await l.broker.server.pruneAudit(limits, 1000)).removed;
 }
 
 describe("tampering with the database", () => {
@@ -289,17 +294,10 @@ describe("tampering with the database", () => {
     expect((await cli(["audit", "verify", "--from-export", file, "--public-key", forgedFile])).code).toBe(0);
   }, 90_000);
 
-  // Retention legitimately removes a prefix and moves the anchor, so anyone with database access can do the same to
-  // any prefix, up to the whole log, and every verifier accepts it: the anchor is an unsigned row, and a checkpoint
-  // at or below it "covers records retention removed since". Here the records are seconds old, retention is 30 days
-  // and the row cap (1,000,000) is far away. Proposed fix: make anchor moves signed facts. Retention, in its
-  // transaction, signs ["broker-audit-anchor-v1", vault_id, anchor_seq, anchor_hash, at, reason (age | row cap)]
-  // (or the next checkpoint signs each vault's anchor together with its head, and the checkpointer refuses to sign
-  // an anchor that it did not see retention move); the export carries the signed anchor, and the verifier fails an
-  // anchor above the genesis that no valid signature covers ("anchor moved without retention"). A cheaper partial
-  // check: the verifier names any checkpoint at or below the anchor that is younger than BROKER_AUDIT_RETENTION_DAYS
-  // when the anchor was not moved by the row cap.
-  test.todo("OPEN (issue 37): a prefix of the log (here every record a checkpoint signed seconds ago) deleted with the anchor moved over it passes verification", async () => {
+  // Found by an earlier attack: retention legitimately removes a prefix and moves the anchor, so anyone with database
+  // access could do the same to any prefix and every verifier accepted it. Closed: retention signs each anchor it
+  // moves (migration 25, store/audit-anchors.ts), and an anchor above the genesis without that signature is named.
+  test("a prefix of the log (every record a checkpoint signed seconds ago) deleted with the anchor moved over it: 'anchor (seq N): not signed'", async () => {
     const l = await lab();
     await signedThenMore(l, 5);
     const kept = (await rows(l)).find((r) => r.chainSeq === EVERY)!;
@@ -307,28 +305,48 @@ describe("tampering with the database", () => {
     await l.store.db.run("UPDATE audit_chains SET anchor_seq = ?, anchor_hash = ? WHERE vault_id = ?", [EVERY, kept.chainHash!, l.vaultId]);
     const cli = await exportVerify(l);
     const own = await brokerVerify(l);
-    expect({ cli: cli.ok, broker: own.ok }).toEqual({ cli: false, broker: false });
+    expect({ cli: cli.breaks[0]?.message, broker: own.breaks[0]?.message }).toEqual({
+      cli: `anchor (seq ${EVERY}): not signed — records up to it are gone, and no signature by the broker's key says retention removed them`,
+      broker: `anchor (seq ${EVERY}): not signed — records up to it are gone, and no signature by the broker's key says retention removed them`,
+    });
+    // Retention's own removal is signed and verifies; copying its signature to another point does not help.
+    await send(l, 5, "more");
+    await prune(l, { olderThan: 0, keepRows: 3 });
+    const signed = (await l.store.auditChains.get(l.vaultId))!;
+    expect(signed.anchorSignature).toMatch(/^[A-Za-z0-9_-]{86}$/);
+    expect((await exportVerify(l)).ok).toBe(true);
+    const last = (await rows(l)).at(-1)!;
+    await l.store.db.run("DELETE FROM audit_logs WHERE vault_id = ? AND chain_seq < ?", [l.vaultId, last.chainSeq!]);
+    await l.store.db.run("UPDATE audit_chains SET anchor_seq = ?, anchor_hash = ? WHERE vault_id = ?", [last.chainSeq! - 1, last.chainPrev!, l.vaultId]);
+    expect((await exportVerify(l)).breaks[0]).toMatchObject({ kind: "anchor", seq: last.chainSeq! - 1 });
   }, 60_000);
 
-  // The checkpoints live in the same database as the records: deleted with them, every edit before "the last
-  // checkpoint" becomes an edit after it, which docs/audit-chain.md says no verifier can see. The verifier passes
-  // with "0 checkpoints checked" although the broker signs every moved head within BROKER_AUDIT_CHECKPOINT_SECONDS,
-  // so records older than that with no checkpoint over them can only mean checkpoints were removed. Proposed fix:
-  // publish the interval with the public key (GET /v1/audit/public-key, and in the export's chain line) and have the
-  // verifier fail ("checkpoints removed") when a record older than the interval plus a margin is signed by no
-  // checkpoint still inside retention; and let `broker audit verify` take the checkpoints delivered to a webhook
-  // (--checkpoints FILE) online too, since those are the copies the attacker cannot reach.
-  test.todo("OPEN (issue 37): every checkpoint deleted and the chain rewritten: verification passes though the records are older than the checkpoint interval", async () => {
+  // Found by an earlier attack: the checkpoints live in the same database as the records; deleted with them, every
+  // edit before "the last checkpoint" became an edit after it, and every verifier passed with "0 checkpoints
+  // checked". Closed three ways: the broker remembers the last checkpoint it made for each vault and names it
+  // deleted; the export publishes the checkpoint interval, and a record older than twice it (plus a grace) that no
+  // checkpoint signs is named 'unsigned' (the broker signs every record within the interval of writing it, at once
+  // when it is written late); and `broker audit verify --checkpoints FILE` takes the copies delivered to webhooks.
+  test("every checkpoint deleted and the chain rewritten: named by the broker's memory at once, and 'unsigned' once the records are older than the interval allows", async () => {
     const l = await lab({ env: { BROKER_AUDIT_CHECKPOINT_RECORDS: "1000", BROKER_AUDIT_CHECKPOINT_SECONDS: "1" } });
     await send(l, 10);
     await checkpointed(l, 10);
-    await Bun.sleep(2500); // every record is now older than the interval: a checkpoint signed each of them
     expect((await exportVerify(l)).checkpoints).toBeGreaterThan(0);
+    const saved = (await l.broker.api("GET", `/v1/vaults/${l.vault}/audit/checkpoints?limit=1000`, undefined, l.broker.userToken)).body;
     await rewriteFrom(l, 3, { status: 500 });
     await l.store.db.run("DELETE FROM audit_checkpoints");
-    const cli = await exportVerify(l);
     const own = await brokerVerify(l);
-    expect({ cli: cli.ok, broker: own.ok }).toEqual({ cli: false, broker: false });
+    expect(own.breaks.map((b) => b.kind)).toContain("deleted_checkpoint");
+    expect(own.breaks.find((b) => b.kind === "deleted_checkpoint")!.message).toMatch(
+      /^checkpoint \d+ \(\S+\): deleted — this broker's memory of the checkpoints it made holds it \(it signed seq 10\), the broker's database does not$/,
+    );
+    // Whoever kept a copy (here the checkpoints answer saved before; a webhook's deliveries alike) sees the rewrite.
+    const outside = await exportVerify(l, undefined, [{ source: "saved.json", checkpoints: saved.checkpoints }]);
+    expect(outside.breaks.map((b) => b.kind)).toEqual(expect.arrayContaining(["rewritten", "deleted_checkpoint"]));
+    // Without any copy: once the records are older than twice the interval plus the grace, no checkpoint signing them means deletion.
+    await Bun.sleep(2 * 1000 + UNSIGNED_GRACE_MS + 500);
+    const cli = await exportVerify(l);
+    expect(cli.breaks[0]).toMatchObject({ kind: "unsigned", seq: 1 });
   }, 60_000);
 
   // Proposed fix: verifyStored (src/workflows/audit-export.ts) reads the vault's chained records from seq 0, as the
@@ -376,15 +394,11 @@ describe("tampering with the database", () => {
 });
 
 describe("retention during verification", () => {
-  // Retention is the broker's own, and removes only the oldest records; nothing was tampered with. verifyStored
-  // reads the anchor, then the checkpoints, the key and the unchained count, then the records: records retention
-  // removes in between are reported "missing", and after ANCHOR_TRIES (3) runs that each saw the anchor move, the
-  // last run's breaks are returned as they are. Under the row cap, retention runs a batch every few seconds (10 ms
-  // apart while catching up), so a long verification of a busy vault can end on a false alarm in the console.
-  // Proposed fix: read the anchor and the first page in one read transaction (one snapshot), or, when the anchor
-  // moved, verify from the newer anchor (drop records read at or below it; the one at it must carry its hash)
-  // instead of reporting the older anchor's gap; never return a run during which the anchor moved as a break.
-  test.todo("OPEN (issue 37): records retention removes between the anchor's read and the records' are reported as deleted ('missing')", async () => {
+  // Found by an earlier attack: records retention removed between the anchor's read and the records' were reported
+  // as deleted, and an export page read while retention moved the anchor held records below it. Closed: the anchor
+  // is read again after each page, and the verifier goes on from the newer anchor (signed by retention, so it is
+  // taken as retention's), leaving out the records retention removed meanwhile.
+  test("records retention removes between the anchor's read and the records' are not reported as deleted", async () => {
     const l = await lab();
     await send(l, 40);
     await checkpointed(l, EVERY);
@@ -404,11 +418,7 @@ describe("retention during verification", () => {
     }
   }, 60_000);
 
-  // The export's first page re-reads the anchor after its records; when it moved on every try, the page is returned
-  // with the newest anchor and records that are now at or below it, and the CLI names them ("at or below the
-  // anchor"): a false alarm. Proposed fix: exportAuditChain drops the records of the page at or below the anchor it
-  // returns when the anchor moved while they were read (they were removed meanwhile), or reads both in one snapshot.
-  test.todo("OPEN (issue 37): an export page read while retention moves the anchor holds records below its anchor, which verification reports", async () => {
+  test("an export page read while retention moves the anchor leaves out the records it removed; verification passes", async () => {
     const l = await lab();
     await send(l, 40);
     await checkpointed(l, EVERY);

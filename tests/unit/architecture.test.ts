@@ -200,9 +200,12 @@ test("the CLI reads every API answer by the contract's type, never one it declar
 });
 
 // A Worker's entry is bundled on its own in the binary: whatever it imported would be a second copy, with
-// its own module state, in another thread. The store's read worker keeps to bun:sqlite (types aside), and
-// build.ts must list it, or the compiled binary cannot start its store (tests/e2e/binary-read-worker.test.ts).
+// its own module state, in another thread. The store's read worker keeps to bun:sqlite and, for retention's
+// signed anchors, store/audit-anchors.ts, which holds no state but a per-thread key cache and imports only
+// node:crypto (types aside); build.ts must list it, or the compiled binary cannot start its store
+// (tests/e2e/binary-read-worker.test.ts).
 const WORKER_ENTRIES = ["store/sqlite-read-worker.ts"];
+const WORKER_IMPORTS: Record<string, string[]> = { "bun:sqlite": [], "./audit-anchors.ts": ["node:crypto"] };
 
 test("worker entry points import only bun:sqlite and are entry points of the build", () => {
   const spawned = sourceFiles(SRC).flatMap((file) =>
@@ -212,7 +215,11 @@ test("worker entry points import only bun:sqlite and are entry points of the bui
   const build = readFileSync(join(SRC, "..", "build.ts"), "utf8");
   for (const entry of WORKER_ENTRIES) {
     expect(build).toContain(`"src/${entry}"`);
-    const imports = [...readFileSync(join(SRC, entry), "utf8").matchAll(/^import (type )?.*?from\s+["']([^"']+)["']/gm)];
-    expect(imports.filter((m) => !m[1]).map((m) => m[2])).toEqual(["bun:sqlite"]);
+    const valueImports = (file: string) =>
+      [...readFileSync(file, "utf8").matchAll(/^import (type )?.*?from\s+["']([^"']+)["']/gm)].filter((m) => !m[1]).map((m) => m[2]!);
+    const imports = valueImports(join(SRC, entry));
+    expect(imports.sort()).toEqual(Object.keys(WORKER_IMPORTS).sort());
+    for (const [module, own] of Object.entries(WORKER_IMPORTS))
+      if (module.startsWith(".")) expect(valueImports(join(SRC, dirname(entry), module))).toEqual(own);
   }
 });

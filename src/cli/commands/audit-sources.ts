@@ -3,7 +3,7 @@
 // file; and the export's JSON lines. Records hold names and numbers only.
 
 import { readFileSync } from "node:fs";
-import type { ChainPoint, ExportedAuditRecord, ExportedCheckpoint } from "../../crypto/index.ts";
+import type { ChainPoint, ExportedAuditRecord, ExportedCheckpoint, SignedAnchorPoint } from "../../crypto/index.ts";
 import { AuditExportRecord, type AuditCheckpointPageBody, type AuditExportAnswerBody, type AuditPublicKeyAnswerBody } from "../../contract/index.ts";
 import { apiPath, CliFailure, vaultPath } from "../kit/index.ts";
 import type { CliContext } from "../kit/index.ts";
@@ -16,11 +16,17 @@ export interface ChainLine {
   type: "chain";
   vault: string;
   vault_id: number;
-  anchor: ChainPoint;
+  anchor: SignedAnchorPoint;
   head: ChainPoint;
+  /** When the first page was read (the broker's clock), and its checkpoint interval: records older than it allows must be signed. */
+  exported_at?: number;
+  checkpoint_seconds?: number | null;
   /** Records without chain fields: written before the chain began, and (ids) after it began. */
   unchained?: { before_chain: number; after_chain: number[] };
 }
+
+/** A record line, or an anchor line: retention moved the anchor while the export ran (the chain goes on from it). */
+export type ChainEntry = { readonly record: ExportedAuditRecord } | { readonly anchor: SignedAnchorPoint };
 
 const isNotFound = (err: unknown) => err instanceof CliFailure && (err as { status?: unknown }).status === 404;
 
@@ -58,19 +64,14 @@ export async function fetchPublicKey(ctx: CliContext): Promise<string | undefine
 }
 
 /**
- * Every page of the vault's export, in seq order. Retention may remove the oldest records while this runs:
- * when it removed some this export had not read yet, the export stops and says to run it again.
+ * Every page of the vault's export, in seq order. Retention may remove the oldest records while this runs: a
+ * page then carries the newer anchor, signed by retention, and the chain goes on from it.
  */
 export async function* exportPages(ctx: CliContext, vault: string): AsyncGenerator<AuditExportAnswerBody> {
   let after: number | undefined;
   for (;;) {
     const query = after === undefined ? `?limit=${PAGE}` : `?after_seq=${after}&limit=${PAGE}`;
     const page = await ctx.client.request<AuditExportAnswerBody>("GET", `${vaultPath(vault, "audit", "export")}${query}`, { vault });
-    if (after !== undefined && page.anchor.seq > after)
-      throw new CliFailure(
-        `retention removed records of vault ${vault} while they were being read (its anchor moved to seq ${page.anchor.seq})`,
-        "run the command again",
-      );
     yield page;
     if (page.next_after_seq === null) return;
     after = page.next_after_seq;
@@ -116,12 +117,19 @@ export function chainLine(page: AuditExportAnswerBody): ChainLine {
     vault_id: page.vault_id,
     anchor: page.anchor,
     head: page.head,
+    exported_at: page.exported_at,
+    checkpoint_seconds: page.checkpoint_seconds,
     ...(page.unchained ? { unchained: page.unchained } : {}),
   };
 }
 
+/** A later anchor, as its own line, where the records after it begin. */
+export function anchorLine(a: SignedAnchorPoint): string {
+  return JSON.stringify({ type: "anchor", seq: a.seq, hash: a.hash, at: a.at ?? null, key_id: a.key_id ?? null, signature: a.signature ?? null });
+}
+
 /** What an export file holds, read and checked line by line. */
-export function readExportFile(path: string): { chain: ChainLine; records: ExportedAuditRecord[]; checkpoints: ExportedCheckpoint[] } {
+export function readExportFile(path: string): { chain: ChainLine; entries: ChainEntry[]; checkpoints: ExportedCheckpoint[] } {
   let text: string;
   try {
     text = readFileSync(path, "utf8");
@@ -129,7 +137,7 @@ export function readExportFile(path: string): { chain: ChainLine; records: Expor
     throw new CliFailure(`cannot read ${path}: ${(err as Error).message}`);
   }
   let chain: ChainLine | undefined;
-  const records: ExportedAuditRecord[] = [];
+  const entries: ChainEntry[] = [];
   const checkpoints: ExportedCheckpoint[] = [];
   const lines = text.split("\n");
   for (let i = 0; i < lines.length; i++) {
@@ -152,7 +160,11 @@ export function readExportFile(path: string): { chain: ChainLine; records: Expor
     } else if (value.type === "record") {
       const parsed = AuditExportRecord.safeParse(value);
       if (!parsed.success) throw new CliFailure(`${where}: not a record (${parsed.error.issues[0]?.path.join(".")} ${parsed.error.issues[0]?.message})`);
-      records.push(parsed.data);
+      entries.push({ record: parsed.data });
+    } else if (value.type === "anchor") {
+      const a = value as unknown as SignedAnchorPoint;
+      if (!Number.isSafeInteger(a.seq) || typeof a.hash !== "string") throw new CliFailure(`${where}: not an anchor (seq, hash)`);
+      entries.push({ anchor: a });
     } else if (value.type === "checkpoint") {
       const c = value as unknown as ExportedCheckpoint;
       if (!Number.isSafeInteger(c.id) || !Array.isArray(c.heads) || typeof c.signature !== "string") throw new CliFailure(`${where}: not a checkpoint`);
@@ -162,7 +174,7 @@ export function readExportFile(path: string): { chain: ChainLine; records: Expor
     }
   }
   if (!chain) throw new CliFailure(`${path} holds no "chain" line`, "give a file written by `broker audit export --format jsonl`");
-  return { chain, records, checkpoints };
+  return { chain, entries, checkpoints };
 }
 
 /** A public key file: the PEM, or GET /v1/audit/public-key's answer. */
@@ -184,4 +196,45 @@ export function readPublicKeyFile(path: string): string {
   if (!text.includes("-----BEGIN PUBLIC KEY-----"))
     throw new CliFailure(`${path} holds no public key`, "give the PEM of GET /v1/audit/public-key (its public_key_pem), or that answer as it is");
   return text;
+}
+
+/**
+ * Checkpoints kept outside the broker (--checkpoints FILE): the `audit.checkpoint` webhook deliveries as they
+ * arrived (one JSON body a line, or a JSON array of them), checkpoint objects, or GET …/audit/checkpoints answers.
+ */
+export function readCheckpointsFile(path: string): ExportedCheckpoint[] {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    throw new CliFailure(`cannot read ${path}: ${(err as Error).message}`);
+  }
+  const values: unknown[] = [];
+  try {
+    values.push(JSON.parse(text));
+  } catch {
+    const lines = text.split("\n");
+    for (let i = 0; i < lines.length; i++) {
+      const line = lines[i]!.trim();
+      if (!line) continue;
+      try {
+        values.push(JSON.parse(line));
+      } catch {
+        throw new CliFailure(`${path} line ${i + 1} is not JSON`, "give the audit.checkpoint webhook bodies, one a line, or checkpoint objects");
+      }
+    }
+  }
+  const out: ExportedCheckpoint[] = [];
+  const take = (v: unknown): void => {
+    if (Array.isArray(v)) return v.forEach(take);
+    if (!v || typeof v !== "object") return;
+    const o = v as Record<string, unknown>;
+    if (o.checkpoint) return take(o.checkpoint);
+    if (Array.isArray(o.checkpoints)) return take(o.checkpoints);
+    if (Number.isSafeInteger(o.id) && typeof o.at === "number" && typeof o.key_id === "string" && Array.isArray(o.heads) && typeof o.signature === "string")
+      out.push(o as unknown as ExportedCheckpoint);
+  };
+  values.forEach(take);
+  if (out.length === 0) throw new CliFailure(`${path} holds no checkpoint`, "give the audit.checkpoint webhook bodies, one a line, or checkpoint objects");
+  return out;
 }

@@ -4,11 +4,22 @@
 // the chain breaks and exits 1. Records hold names and numbers only; there is nothing secret to print.
 
 import { defineCommand } from "citty";
-import { createChainVerifier, type ChainBreak, type ChainPoint, type ChainVerification } from "../../crypto/index.ts";
+import { createChainVerifier, type ChainBreak, type ChainPoint, type ChainVerification, type ChainVerifierOptions } from "../../crypto/index.ts";
 import type { AuditExportAnswerBody } from "../../contract/index.ts";
 import { CliExit, CliFailure, jsonArg, openContext, pickVaultOrOnly, printJson, printLine, printNote, vaultArg } from "../kit/index.ts";
 import { ocsfApiActivity } from "./audit-ocsf.ts";
-import { chainLine, checkpointLine, exportPages, fetchCheckpoints, fetchPublicKey, readExportFile, readPublicKeyFile, recordLine } from "./audit-sources.ts";
+import {
+  anchorLine,
+  chainLine,
+  checkpointLine,
+  exportPages,
+  fetchCheckpoints,
+  fetchPublicKey,
+  readCheckpointsFile,
+  readExportFile,
+  readPublicKeyFile,
+  recordLine,
+} from "./audit-sources.ts";
 
 const exportCommand = defineCommand({
   meta: {
@@ -33,10 +44,16 @@ const exportCommand = defineCommand({
     const sink = args.output ? Bun.file(args.output).writer() : Bun.stdout.writer();
     let records = 0;
     let first: AuditExportAnswerBody | undefined;
+    let anchorSeq = 0;
     for await (const page of exportPages(ctx, vault)) {
       if (!first) {
         first = page;
+        anchorSeq = page.anchor.seq;
         if (format === "jsonl") sink.write(`${JSON.stringify(chainLine(page))}\n`);
+      } else if (page.anchor.seq > anchorSeq) {
+        // Retention removed records while the export ran: the chain goes on from its signed anchor.
+        anchorSeq = page.anchor.seq;
+        if (format === "jsonl") sink.write(`${anchorLine(page.anchor)}\n`);
       }
       for (const r of page.records) {
         sink.write(`${format === "jsonl" ? recordLine(r) : JSON.stringify(ocsfApiActivity(r, page.vault_id, page.principal_names))}\n`);
@@ -82,11 +99,19 @@ const verifyCommand = defineCommand({
       type: "string",
       description: "The broker's checkpoint public key (PEM, or GET /v1/audit/public-key's answer); online it replaces the one the broker gives",
     },
+    checkpoints: {
+      type: "string",
+      description:
+        "Checkpoints kept outside the broker (the audit.checkpoint webhook bodies, one a line): checked too, and any the broker no longer holds is named",
+    },
     ...jsonArg,
   },
   async run({ args }) {
     const fromFile = args["from-export"];
     let pem = args["public-key"] ? readPublicKeyFile(args["public-key"]) : undefined;
+    const outside = args.checkpoints ? [{ source: args.checkpoints, checkpoints: readCheckpointsFile(args.checkpoints) }] : [];
+    const freshness = (at: number | undefined, seconds: number | null | undefined): ChainVerifierOptions["freshness"] =>
+      typeof at === "number" && typeof seconds === "number" ? { now: at, everyMs: seconds * 1000 } : undefined;
     let vaultName: string;
     let anchor: ChainPoint;
     let unchainedBefore = 0;
@@ -103,11 +128,16 @@ const verifyCommand = defineCommand({
           anchor,
           head: file.chain.head,
           checkpoints: file.checkpoints,
+          outsideCheckpoints: outside,
+          freshness: freshness(file.chain.exported_at, file.chain.checkpoint_seconds),
           publicKey: pem ? { pem } : undefined,
           unchainedAfterChain: file.chain.unchained?.after_chain,
         }),
       );
-      for (const r of file.records) verifier.push(r);
+      for (const e of file.entries) {
+        if ("record" in e) verifier.push(e.record);
+        else await verifier.moveAnchor(e.anchor);
+      }
       result = verifier.finish();
     } else {
       const ctx = openContext();
@@ -126,10 +156,15 @@ const verifyCommand = defineCommand({
               anchor: page.anchor,
               head: page.head,
               checkpoints,
+              outsideCheckpoints: outside,
+              freshness: freshness(page.exported_at, page.checkpoint_seconds),
               publicKey: pem ? { pem } : undefined,
               unchainedAfterChain: page.unchained?.after_chain,
             }),
           );
+        } else if (page.anchor.seq > anchor.seq) {
+          anchor = page.anchor;
+          await verifier.moveAnchor(page.anchor); // retention removed records meanwhile
         }
         for (const r of page.records) verifier.push(r);
       }

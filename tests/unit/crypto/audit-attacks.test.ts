@@ -3,6 +3,7 @@
 // values chosen to look like the encoding's own separators, types an edited export file could change.
 
 import { beforeAll, describe, expect, test } from "bun:test";
+import { signedAnchor } from "../../helpers/audit-anchor.ts";
 import {
   AUDIT_CHAIN_GENESIS,
   auditRecordHash,
@@ -230,11 +231,12 @@ describe("the anchor", () => {
   test("records kept at or below the anchor are named, and a checkpoint at the anchor must carry its hash", async () => {
     const mine = chain(VAULT, 10);
     const c = await sign(1, [{ vault_id: VAULT, seq: 5, hash: mine[4]!.hash }]);
-    const kept = await verifyAuditChain({ vaultId: VAULT, anchor: { seq: 5, hash: mine[4]!.hash }, records: mine, checkpoints: [c], publicKey: { pem } });
+    const anchor = await signedAnchor(keys.privateKey, checkpointKeyId(pem), VAULT, { seq: 5, hash: mine[4]!.hash });
+    const kept = await verifyAuditChain({ vaultId: VAULT, anchor, records: mine, checkpoints: [c], publicKey: { pem } });
     expect(kept.breaks.map((b) => [b.kind, b.seq])).toEqual([1, 2, 3, 4, 5].map((s) => ["anchor", s]));
     const wrong = await verifyAuditChain({
       vaultId: VAULT,
-      anchor: { seq: 5, hash: "f".repeat(64) },
+      anchor: await signedAnchor(keys.privateKey, checkpointKeyId(pem), VAULT, { seq: 5, hash: "f".repeat(64) }),
       records: mine.slice(5),
       checkpoints: [c],
       publicKey: { pem },

@@ -3,6 +3,7 @@
 // are checked with Ed25519 (keys made here, as the broker's checkpoint signer is not what is under test).
 
 import { beforeAll, describe, expect, test } from "bun:test";
+import { signedAnchor } from "../../helpers/audit-anchor.ts";
 import {
   AUDIT_CHAIN_GENESIS,
   auditRecordHash,
@@ -10,6 +11,7 @@ import {
   checkpointKeyId,
   createChainVerifier,
   importCheckpointKey,
+  UNSIGNED_GRACE_MS,
   verifyAuditChain,
   type ChainPoint,
   type ExportedAuditRecord,
@@ -114,6 +116,9 @@ beforeAll(async () => {
   pem = await pemOf(keys.publicKey);
 });
 
+/** The anchor retention moved to `seq`, signed with the test's key. */
+const anchorAt = (seq: number, hash: string, key: CryptoKey = keys.privateKey) => signedAnchor(key, checkpointKeyId(pem), VAULT, { seq, hash });
+
 const verify = (records: ExportedAuditRecord[], extra: Partial<Parameters<typeof verifyAuditChain>[0]> = {}) =>
   verifyAuditChain({ vaultId: VAULT, anchor: GENESIS, records, publicKey: { pem }, ...extra });
 
@@ -128,7 +133,7 @@ describe("an intact chain", () => {
   test("from an anchor (retention removed the first records)", async () => {
     const whole = chain(20);
     const kept = whole.slice(5);
-    const r = await verify(kept, { anchor: { seq: 5, hash: whole[4]!.hash } });
+    const r = await verify(kept, { anchor: await anchorAt(5, whole[4]!.hash) });
     expect(r.ok).toBe(true);
     expect(r.verified?.seq).toBe(20);
   });
@@ -402,7 +407,7 @@ describe("each tampering is named at the first record it touches", () => {
   test("a wrong anchor: the first record does not follow it", async () => {
     const whole = chain(20);
     const kept = whole.slice(5);
-    let r = await verify(kept, { anchor: { seq: 5, hash: "d".repeat(64) } });
+    let r = await verify(kept, { anchor: await anchorAt(5, "d".repeat(64)) });
     expect(r.breaks).toEqual([
       {
         kind: "anchor",
@@ -418,11 +423,11 @@ describe("each tampering is named at the first record it touches", () => {
       ["missing", 1, "records seq 1 to 5: missing — deleted; the chain starts at record seq 6 (id 106) but its anchor is seq 0"],
     ]);
     // An anchor ahead of records still there.
-    r = await verify(whole, { anchor: { seq: 5, hash: whole[4]!.hash } });
+    r = await verify(whole, { anchor: await anchorAt(5, whole[4]!.hash) });
     expect(r.breaks[0]).toMatchObject({ kind: "anchor", seq: 1, id: 101 });
     // A checkpoint at the anchor's seq checks the anchor's hash.
     const cp = await checkpoint(7, [{ vault_id: VAULT, seq: 5, hash: whole[4]!.hash }]);
-    r = await verify(kept, { anchor: { seq: 5, hash: "e".repeat(64) }, checkpoints: [cp] });
+    r = await verify(kept, { anchor: await anchorAt(5, "e".repeat(64)), checkpoints: [cp] });
     expect(r.breaks.map((b) => b.kind)).toEqual(["rewritten", "anchor"]);
   });
 
@@ -435,6 +440,106 @@ describe("each tampering is named at the first record it touches", () => {
       ["missing", 10],
       ["edited", 30],
     ]);
+  });
+});
+
+describe("retention's signed anchor", () => {
+  test("an anchor above the genesis without retention's valid signature is named; without a public key it is not checked", async () => {
+    const whole = chain(20);
+    const kept = whole.slice(5);
+    const bare = await verify(kept, { anchor: { seq: 5, hash: whole[4]!.hash } });
+    expect(bare.breaks.map((b) => [b.kind, b.seq, b.message])).toEqual([
+      ["anchor", 5, "anchor (seq 5): not signed — records up to it are gone, and no signature by the broker's key says retention removed them"],
+    ]);
+    const other = await verify(kept, { anchor: await anchorAt(5, whole[4]!.hash, otherKeys.privateKey) });
+    expect(other.breaks[0]?.message).toBe("anchor (seq 5): forged — its signature does not verify with the broker's public key");
+    const good = await anchorAt(5, whole[4]!.hash);
+    // Each signed part counts: the time, the seq, the key id.
+    for (const changed of [
+      { ...good, at: good.at! + 1 },
+      { ...good, key_id: "0123456789abcdef" },
+      { ...good, signature: `${good.signature}x` },
+    ]) {
+      expect((await verify(kept, { anchor: changed })).breaks[0]).toMatchObject({ kind: "anchor", seq: 5 });
+    }
+    // The same signature on another vault's anchor does not hold.
+    expect((await verifyAuditChain({ vaultId: VAULT + 1, anchor: good, records: [], publicKey: { pem } })).breaks[0]).toMatchObject({ kind: "anchor" });
+    expect((await verifyAuditChain({ vaultId: VAULT, anchor: { seq: 5, hash: whole[4]!.hash }, records: kept })).ok).toBe(true);
+    // An earlier run's last verified record needs no signature.
+    expect((await verify(kept, { anchor: { seq: 5, hash: whole[4]!.hash }, anchorTrusted: true })).ok).toBe(true);
+  });
+
+  test("an anchor moved while the chain was read: the chain goes on from it; unsigned, or naming another hash for a record read, it is named", async () => {
+    const whole = chain(30);
+    const read = async (move: Awaited<ReturnType<typeof anchorAt>>, firstPage = 10, rest = whole.slice(15)) => {
+      const v = await createChainVerifier({ vaultId: VAULT, anchor: GENESIS, publicKey: { pem } });
+      for (const r of whole.slice(0, firstPage)) v.push(r);
+      await v.moveAnchor(move);
+      for (const r of rest) v.push(r);
+      return v.finish();
+    };
+    const moved = await read(await anchorAt(15, whole[14]!.hash));
+    expect({ ok: moved.ok, verified: moved.verified?.seq, records: moved.records }).toEqual({ ok: true, verified: 30, records: 25 });
+    // Past records already read (the first page reached seq 20): nothing changes for them.
+    expect((await read(await anchorAt(15, whole[14]!.hash), 20, whole.slice(20))).ok).toBe(true);
+    const bare = await read({ seq: 15, hash: whole[14]!.hash });
+    expect(bare.breaks.map((b) => [b.kind, b.seq])).toEqual([["anchor", 15]]);
+    const wrong = await read(await anchorAt(10, "a".repeat(64)), 10, whole.slice(10));
+    expect(wrong.breaks.map((b) => b.kind)).toContain("rewritten");
+    // The anchor must still be followed: a gap after the moved anchor is records deleted.
+    expect((await read(await anchorAt(15, whole[14]!.hash), 10, whole.slice(17))).breaks[0]).toMatchObject({ kind: "missing", seq: 16 });
+  });
+});
+
+describe("checkpoints kept outside the database, and records no checkpoint signs", () => {
+  test("a copy of a checkpoint the database no longer holds is named 'deleted_checkpoint' (unless retention removed what it signed)", async () => {
+    const records = chain(20);
+    const cp = await checkpoint(3, [{ vault_id: VAULT, seq: 12, hash: records[11]!.hash }]);
+    const outside = [{ source: "hook.jsonl", checkpoints: [cp] }];
+    const gone = await verify(records, { outsideCheckpoints: outside });
+    expect(gone.breaks.map((b) => [b.kind, b.seq, b.checkpoint, b.message])).toEqual([
+      [
+        "deleted_checkpoint",
+        12,
+        3,
+        `checkpoint 3 (${new Date(cp.at).toISOString()}): deleted — hook.jsonl holds it (it signed seq 12), the broker's database does not`,
+      ],
+    ]);
+    expect((await verify(records, { checkpoints: [cp], outsideCheckpoints: outside })).ok).toBe(true);
+    // Its head still binds the chain: a rewrite under it is named as for any checkpoint.
+    const rewritten = records.map((r) => (r.seq === 12 ? { ...r, hash: "b".repeat(64) } : r));
+    expect((await verify(rewritten, { checkpoints: [], outsideCheckpoints: outside })).breaks.map((b) => b.kind)).toContain("rewritten");
+    // Below a signed anchor: its records went by retention, and so may it.
+    expect((await verify(records.slice(14), { anchor: await anchorAt(14, records[13]!.hash), outsideCheckpoints: outside })).ok).toBe(true);
+    // A forged copy is named forged, not relied on.
+    const forged = { ...cp, signature: cp.signature.replace(/^./, (c) => (c === "A" ? "B" : "A")) };
+    expect((await verify(records, { outsideCheckpoints: [{ source: "x", checkpoints: [forged] }] })).breaks[0]?.kind).toBe("forged_checkpoint");
+  });
+
+  test("records older than twice the interval plus the grace that no checkpoint signs are named 'unsigned', at the oldest", async () => {
+    const records = chain(20); // at = T0 + seq seconds
+    const everyMs = 5_000;
+    const now = T0 + 20_000 + 2 * everyMs + UNSIGNED_GRACE_MS; // records up to 20 s are just inside
+    expect((await verify(records, { freshness: { now, everyMs } })).breaks.map((b) => [b.kind, b.seq])).toEqual([["unsigned", 1]]);
+    // A checkpoint at seq 15 signs 1..15: 16..20 are young enough.
+    const cp = await checkpoint(1, [{ vault_id: VAULT, seq: 15, hash: records[14]!.hash }]);
+    expect((await verify(records, { checkpoints: [cp], freshness: { now: T0 + 16_000 + 2 * everyMs + UNSIGNED_GRACE_MS, everyMs } })).ok).toBe(true);
+    const late = await verify(records, { checkpoints: [cp], freshness: { now: T0 + 16_001 + 2 * everyMs + UNSIGNED_GRACE_MS, everyMs } });
+    expect(late.breaks.map((b) => [b.kind, b.seq])).toEqual([["unsigned", 16]]);
+    expect(late.breaks[0]!.message).toMatch(
+      /^record seq 16 \(id 116\): unsigned — written at \S+, yet no checkpoint signs it, though the broker signs every record within 5 s of its writing: checkpoints were deleted$/,
+    );
+    // A run continuing an earlier one takes up its oldest unsigned record.
+    const first = await verify(records.slice(0, 17), { checkpoints: [cp] });
+    expect(first.oldestUnsigned).toEqual({ seq: 16, id: 116, at: T0 + 16_000 });
+    const cont = await verify(records.slice(17), {
+      anchor: { seq: 17, hash: records[16]!.hash },
+      anchorTrusted: true,
+      checkpoints: [cp],
+      carriedUnsigned: first.oldestUnsigned,
+      freshness: { now: T0 + 17_000 + 2 * everyMs + UNSIGNED_GRACE_MS, everyMs },
+    });
+    expect(cont.breaks.map((b) => [b.kind, b.seq])).toEqual([["unsigned", 16]]);
   });
 });
 

@@ -1,0 +1,57 @@
+// Signed anchors (docs/audit-chain.md, "Heads and anchors"): when retention removes a vault's oldest records, the
+// new anchor (the last removed record's seq and hash) is signed with the broker's Ed25519 key in the same
+// transaction, so anyone with the public key can tell retention's removals from a prefix deleted by someone with
+// write access to the database (who cannot sign). Here, not in crypto/, because retention runs in the store (on
+// SQLite, in its worker thread, where nothing but cloneable data arrives): signing is synchronous (node:crypto)
+// from the key's PKCS#8 bytes.
+
+import { createPrivateKey, sign, type KeyObject } from "node:crypto";
+import type { SqlValue } from "./db.ts";
+
+/** The anchor encoding's name. */
+export const AUDIT_ANCHOR_ENCODING = "broker-audit-anchor-v1";
+
+/** What retention needs to sign anchors: the signing key's id and its private half (PKCS#8 DER). Never logged. */
+export interface AnchorKey {
+  readonly keyId: string;
+  readonly pkcs8: Uint8Array;
+}
+
+/** A vault's anchor as signed: the last removed record's seq and hash, when it was removed, by which key. */
+export interface AnchorFacts {
+  readonly vaultId: number;
+  readonly seq: number;
+  readonly hash: string;
+  readonly at: number;
+  readonly keyId: string;
+}
+
+/** The bytes an anchor's signature covers: `["broker-audit-anchor-v1", vault_id, seq, hash, at, key_id]` as JSON. */
+export function anchorMessage(a: AnchorFacts): Uint8Array {
+  return new TextEncoder().encode(JSON.stringify([AUDIT_ANCHOR_ENCODING, a.vaultId, a.seq, a.hash, a.at, a.keyId]));
+}
+
+/** Imported once per key id per thread: an import costs more than the signature. */
+const imported = new Map<string, KeyObject>();
+
+/** The base64url (no padding) Ed25519 signature of the anchor, by `key`. */
+export function signAnchor(key: AnchorKey, a: Omit<AnchorFacts, "keyId">): string {
+  let k = imported.get(key.keyId);
+  if (!k) {
+    k = createPrivateKey({ key: Buffer.from(key.pkcs8), format: "der", type: "pkcs8" });
+    imported.set(key.keyId, k);
+  }
+  return sign(null, anchorMessage({ ...a, keyId: key.keyId }), k).toString("base64url");
+}
+
+/** Retention's key and clock for the anchors it moves. */
+export interface AnchorSigning {
+  readonly key: AnchorKey;
+  readonly at: number;
+}
+
+/** The parameters of retention's anchor move (store/audit.ts MOVE_ANCHOR): the anchor, signed when `signing` is given. */
+export function movedAnchorParams(vaultId: number, seq: number, hash: string, signing: AnchorSigning | undefined): SqlValue[] {
+  const signature = signing ? signAnchor(signing.key, { vaultId, seq, hash, at: signing.at }) : null;
+  return [seq, hash, signing?.at ?? null, signing?.key.keyId ?? null, signature, vaultId, seq];
+}
