@@ -6,7 +6,13 @@
 
 import { describe, expect, test } from "bun:test";
 import { verify as nodeVerify } from "node:crypto";
-import { announceCheckpoint, recordsSince, startAuditCheckpointer, type AuditCheckpointer } from "../../../src/app/audit-checkpointer.ts";
+import {
+  announceCheckpoint,
+  createCheckpointMemory,
+  recordsSince,
+  startAuditCheckpointer,
+  type AuditCheckpointer,
+} from "../../../src/app/audit-checkpointer.ts";
 import { checkpointMessage, loadAuditSigningKey, unlockKeyring, verifyCheckpoint, type AuditSigner } from "../../../src/crypto/index.ts";
 import { createAuditLog, type AuditEntry } from "../../../src/egress/audit.ts";
 import type { BrokerEvent } from "../../../src/identity/index.ts";
@@ -142,6 +148,46 @@ describe("when a checkpoint is made", () => {
     w.clock.advance(SECOND);
     expect((await cp.tick())?.heads.map((h) => h.seq)).toEqual([3]);
     await cp.stop();
+  });
+
+  test("a record written an interval or more after its request began (a long request, an outage's backlog) is signed at the next look", async () => {
+    const w = await world();
+    const memory = createCheckpointMemory();
+    const cp = startAuditCheckpointer(w.store, {
+      signer: w.signer,
+      everyRecords: 1000,
+      everyMs: 300 * SECOND,
+      pollMs: 3_600_000,
+      now: w.clock.now,
+      log: createMemoryLogger(),
+      memory,
+    });
+    await w.write(1, 1);
+    w.clock.advance(10 * SECOND);
+    expect(await cp.tick()).toBeUndefined(); // young: it waits for the interval
+    cp.noteWritten(w.clock.now() - 299 * SECOND);
+    expect(await cp.tick()).toBeUndefined(); // begun 299 s ago: not yet
+    cp.noteWritten(w.clock.now() - 300 * SECOND);
+    const late = await cp.tick();
+    expect(late?.heads.map((h) => [h.vaultId, h.seq])).toEqual([[1, 1]]);
+    // Told once: the next look finds nothing due, and the checkpoint is remembered for the vault.
+    await w.write(1, 1);
+    expect(await cp.tick()).toBeUndefined();
+    expect(memory.lastMade(1)?.id).toBe(late!.id);
+    expect(memory.lastMade(2)).toBeUndefined();
+    // Any instance told of a late record signs whatever moved at its next look.
+    const idle = startAuditCheckpointer(w.store, {
+      signer: w.signer,
+      everyRecords: 1000,
+      everyMs: 300 * SECOND,
+      pollMs: 3_600_000,
+      now: w.clock.now,
+      log: createMemoryLogger(),
+    });
+    idle.noteWritten(w.clock.now() - 400 * SECOND);
+    expect((await idle.tick())?.heads.map((h) => h.seq)).toEqual([2]);
+    await cp.stop();
+    await idle.stop();
   });
 
   test("nothing written: no checkpoint, however long it has been", async () => {
