@@ -10,7 +10,20 @@ import { signCheckpoint, type AuditSigner } from "../crypto/index.ts";
 import { DatabaseUnavailable } from "../errors.ts";
 import type { WebhookNotifier } from "../identity/index.ts";
 import type { Logger } from "../log.ts";
-import { takeCheckpointTurn, type AuditCheckpointRow, type MovedHead, type Store } from "../store/index.ts";
+import type { HeadHistory } from "./audit-head-history.ts";
+import {
+  CHAIN_CHECK_STATEMENTS,
+  checkpointSignedBy,
+  signedAnchorOf,
+  takeCheckpointTurn,
+  walkSegment,
+  type AnchorKey,
+  type AuditCheckpointRow,
+  type MovedHead,
+  type ReadRows,
+  type StoredChainPoint,
+  type Store,
+} from "../store/index.ts";
 import { auditCheckpointEvent } from "../workflows/index.ts";
 
 export interface AuditCheckpointerOptions {
@@ -23,6 +36,8 @@ export interface AuditCheckpointerOptions {
   readonly log: Logger;
   /** Remembers each checkpoint this instance makes (the last one, made while stopping, too). */
   readonly memory?: CheckpointMemory;
+  /** Told of every head it reads (each look) and signs: when a head passed which seq (app/audit-head-history.ts). */
+  readonly history?: HeadHistory;
   /** How often the heads are looked at (two small reads). Default 1 s, or everyMs when shorter. */
   readonly pollMs?: number;
   /** Checkpoints older than this go, as the audit records they cover do (BROKER_AUDIT_RETENTION_DAYS); absent: kept. */
@@ -59,10 +74,35 @@ export interface AuditCheckpointer {
    * undefined when none was due or another instance had the turn.
    */
   tick(force?: boolean): Promise<AuditCheckpointRow | undefined>;
-  /** The audit writer wrote records, the oldest begun at `at`: one older than the interval makes the next look due. */
-  noteWritten(at: number): void;
   /** Ends the loop. `final`: then signs whatever moved since the last checkpoint (graceful shutdown). */
   stop(opts?: { final?: boolean }): Promise<void>;
+}
+
+/** A vault whose head did not follow from what was signed is looked at again after this (each look reads its records since). */
+const REFUSED_WAIT_MS = 60_000;
+
+/**
+ * Why the head may not be signed, or undefined: the records from the last point the broker signed for the vault
+ * (the newest of the last checkpoint this instance made, the vault's last stored checkpoint whose signature holds,
+ * and its signed anchor) up to the head continue it, one per seq, linked and hashing to their contents. Someone who
+ * can write the database, and rewrote records and deleted the checkpoints over them, does not get the rewrite signed.
+ */
+export async function headRefused(read: ReadRows, key: AnchorKey, head: MovedHead, remembered: AuditCheckpointRow | undefined): Promise<string | undefined> {
+  const starts: (StoredChainPoint & { what: string })[] = [];
+  const mine = remembered?.heads.find((h) => h.vaultId === head.vaultId);
+  if (mine) starts.push({ seq: mine.seq, hash: mine.hash, what: `checkpoint ${remembered!.id}, which this broker made` });
+  const stored = (await read(CHAIN_CHECK_STATEMENTS.lastCheckpoint, [head.vaultId]))[0];
+  if (stored && checkpointSignedBy(key, head.vaultId, stored))
+    starts.push({ seq: Number(stored.seq), hash: String(stored.hash), what: `checkpoint ${Number(stored.id)}` });
+  const anchor = await signedAnchorOf(read, key, head.vaultId);
+  if ("anchor" in anchor) starts.push({ ...anchor.anchor, what: anchor.anchor.seq ? "the signed anchor" : "the chain's start" });
+  if (starts.length === 0) return "reason" in anchor ? anchor.reason : "nothing the broker signed for it is left";
+  const start = starts.reduce((a, b) => (b.seq > a.seq ? b : a));
+  if (start.seq > head.seq) return `its head (seq ${head.seq}) is behind ${start.what} (seq ${start.seq})`;
+  const walked = walkSegment(head.vaultId, start, await read(CHAIN_CHECK_STATEMENTS.between, [head.vaultId, start.seq, head.seq]));
+  if ("reason" in walked) return `from ${start.what} (seq ${start.seq}): ${walked.reason}`;
+  if (walked.end.seq !== head.seq || walked.end.hash !== head.hash) return `the records from ${start.what} do not lead to its head (seq ${head.seq})`;
+  return undefined;
 }
 
 /** Unexpected failures back off up to this, so a broken table is not an error line every second. */
@@ -84,40 +124,45 @@ export function startAuditCheckpointer(store: Store, opts: AuditCheckpointerOpti
   let timer: ReturnType<typeof setTimeout> | undefined;
   let running: Promise<unknown> | undefined;
   let failureWaitMs = 0;
-  /** The oldest request start among records written since this instance's last turn began (undefined: none). */
-  let oldestWritten: number | undefined;
+  /** Vaults whose head was refused, until when they are not looked at again. */
+  const refusedUntil = new Map<number, number>();
 
-  const due = (force: boolean, late: boolean) => (moved: readonly MovedHead[], lastAt: number | undefined) =>
-    moved.length > 0 && (force || late || recordsSince(moved) >= opts.everyRecords || opts.now() - (lastAt ?? startedAt) >= opts.everyMs);
+  /** The moved heads that follow from what was signed; the others are named in the log (once a look) and left unsigned. */
+  async function signable(read: ReadRows, moved: readonly MovedHead[]): Promise<MovedHead[]> {
+    const ok: MovedHead[] = [];
+    for (const h of moved) {
+      if ((refusedUntil.get(h.vaultId) ?? 0) > opts.now()) continue;
+      const why = await headRefused(read, opts.signer.anchorKey, h, opts.memory?.lastMade(h.vaultId));
+      if (why === undefined) {
+        refusedUntil.delete(h.vaultId);
+        ok.push(h);
+        continue;
+      }
+      refusedUntil.set(h.vaultId, opts.now() + REFUSED_WAIT_MS);
+      opts.log.error("audit_head_unsigned", { vault_id: h.vaultId, seq: h.seq, reason: `its records do not follow from what the broker signed: ${why}` });
+    }
+    return ok;
+  }
+
+  const due = (force: boolean) => (moved: readonly MovedHead[], lastAt: number | undefined) =>
+    moved.length > 0 && (force || recordsSince(moved) >= opts.everyRecords || opts.now() - (lastAt ?? startedAt) >= opts.everyMs);
 
   /** One turn; `busy` when another instance had it. `force`: the last one, at shutdown (stored, not announced: delivery has stopped). */
   async function turn(force: boolean): Promise<{ busy: boolean; checkpoint?: AuditCheckpointRow }> {
-    // A record written a whole interval after its request began is signed now, not an interval later.
-    const pending = oldestWritten;
-    oldestWritten = undefined;
-    const late = pending !== undefined && opts.now() - pending >= opts.everyMs;
-    const keep = () => void (oldestWritten = pending === undefined ? oldestWritten : Math.min(pending, oldestWritten ?? pending));
     // Two reads outside any transaction decide whether a turn is worth taking (on SQLite a transaction takes the write lock).
-    let result: Awaited<ReturnType<typeof takeCheckpointTurn>>;
-    try {
-      const moved = await store.auditCheckpoints.movedHeads();
-      if (!due(force, late)(moved, moved.length ? await store.auditCheckpoints.lastAt() : undefined)) {
-        keep();
-        return { busy: false };
-      }
-      result = await takeCheckpointTurn(store.db, {
-        keyId: opts.signer.keyId,
-        now: opts.now,
-        due: due(force, late),
-        sign: (id, at, heads) => signCheckpoint(opts.signer, { id, at, heads }),
-        ...(opts.keepMs !== undefined && { pruneBefore: opts.now() - opts.keepMs }),
-      });
-    } catch (err) {
-      keep();
-      throw err;
-    }
+    const moved = await store.auditCheckpoints.movedHeads();
+    const seenAt = opts.now();
+    for (const h of moved) opts.history?.observe(h.vaultId, h.seq, seenAt);
+    if (!due(force)(moved, moved.length ? await store.auditCheckpoints.lastAt() : undefined)) return { busy: false };
+    const result = await takeCheckpointTurn(store.db, {
+      keyId: opts.signer.keyId,
+      now: opts.now,
+      due: due(force),
+      signable,
+      sign: (id, at, heads) => signCheckpoint(opts.signer, { id, at, heads }),
+      ...(opts.keepMs !== undefined && { pruneBefore: opts.now() - opts.keepMs }),
+    });
     const c = result.checkpoint;
-    if (!c) keep();
     if (c) {
       opts.memory?.remember(c);
       opts.log.debug("audit_checkpoint", { id: c.id, vaults: c.heads.length, key_id: c.keyId });
@@ -159,9 +204,6 @@ export function startAuditCheckpointer(store: Store, opts: AuditCheckpointerOpti
   schedule(pollMs);
   return {
     tick,
-    noteWritten(at) {
-      oldestWritten = oldestWritten === undefined ? at : Math.min(oldestWritten, at);
-    },
     async stop({ final = false } = {}) {
       stopped = true;
       if (timer) clearTimeout(timer);

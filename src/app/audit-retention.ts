@@ -81,6 +81,10 @@ export function startAuditRetention(db: Db, opts: AuditRetentionOptions): AuditR
       };
       const r = await (opts.prune ? opts.prune(limits, size) : pruneAuditBatch(db, limits, size, clock));
       failureWaitMs = 0;
+      // The records retention removed did not check out: someone changed them before it reached them. The anchor
+      // moved unsigned, so every verification names it; this line says so where operators look first.
+      for (const u of r.unsignedAnchors ?? [])
+        opts.log.error("audit_anchor_unsigned", { vault_id: u.vaultId, seq: u.seq, reason: `the records retention removed do not check out: ${u.reason}` });
       opts.onBatch?.({ ...r, limit: size });
       if (r.busy) return checkEveryMs; // another instance is catching up
       adapt(r.removed, r.ms);

@@ -30,6 +30,7 @@ import {
   mintLeaf,
   rotateRootCa,
   unlockKeyring,
+  UNSIGNED_GRACE_MS,
   type CaHolder,
   type KdfParams,
   type LeafCache,
@@ -47,7 +48,8 @@ import { bindTunnelListener, type TunnelLimits } from "../tunnel/index.ts";
 import { changeHandlers, revalidateWhileUnannounced } from "./freshness.ts";
 import { periodicJobs, startSweeps } from "./periodic-jobs.ts";
 import { startAuditRetention } from "./audit-retention.ts";
-import { announceCheckpoint, createCheckpointMemory, startAuditCheckpointer, type AuditCheckpointer } from "./audit-checkpointer.ts";
+import { announceCheckpoint, createCheckpointMemory, startAuditCheckpointer } from "./audit-checkpointer.ts";
+import { createHeadHistory } from "./audit-head-history.ts";
 import { effectiveSettings } from "./effective-settings.ts";
 import { drainListeners } from "./shutdown.ts";
 import { databaseHealth } from "./database-health.ts";
@@ -152,8 +154,9 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     // The audit checkpoints' Ed25519 key, made on first start (of instances starting at once, one key is kept).
     const auditKey = await loadAuditSigningKey(store, keyring.dataKey, now());
     const checkpointMemory = createCheckpointMemory();
-    /** Started once the API is up (below); the audit writer tells it of records written late meanwhile too. */
-    let checkpointer: AuditCheckpointer | undefined;
+    const everyMs = config.auditCheckpointSeconds * 1000;
+    // Heads as this instance saw them move: what must be signed by now (the writer's, the checkpointer's reads).
+    const headHistory = createHeadHistory({ everyMs, graceMs: UNSIGNED_GRACE_MS });
     if (auditKey.created) log.info("audit_signing_key_created", { key_id: auditKey.signer.keyId });
     // Read at scrape time, after the start (the API answers only then): the audit log and the tunnel are bound below.
     const metrics: Metrics | undefined =
@@ -241,7 +244,10 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       log,
       ...(journal && { journal }),
       ...(telemetry && { export: telemetry.audit }),
-      onWritten: (at) => checkpointer?.noteWritten(at),
+      onWritten: (heads) => {
+        const at = now();
+        for (const [vaultId, seq] of heads) headHistory.observe(vaultId, seq, at);
+      },
     });
     undo.push(() => audit.stop());
     await audit.resume();
@@ -298,7 +304,11 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       secretStores,
       secretStoreTokenFiles: config.secretStoreTokenFiles,
       auditKey: auditKey.signer,
-      auditCheckpoints: { everyMs: config.auditCheckpointSeconds * 1000, lastMade: checkpointMemory.lastMade },
+      auditCheckpoints: {
+        everyMs,
+        lastMade: checkpointMemory.lastMade,
+        signedThrough: (vaultId) => headHistory.signedThrough(vaultId, now()),
+      },
     };
     const minter = createMinter({
       upstream,
@@ -402,15 +412,15 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     const signing = startAuditCheckpointer(store, {
       signer: auditKey.signer,
       everyRecords: config.auditCheckpointRecords,
-      everyMs: config.auditCheckpointSeconds * 1000,
+      everyMs,
       // A day longer than the records: a record retention has not reached yet keeps the checkpoint that signs it.
       keepMs: (config.auditRetentionDays + 1) * 86_400_000,
       memory: checkpointMemory,
+      history: headHistory,
       now,
       log,
       onCheckpoint: (c) => void announceCheckpoint(store, webhooks, publicUrl, c),
     });
-    checkpointer = signing;
     undo.push(() => signing.stop());
     const proxyAddress = tunnel ? `${hostPart}:${tunnel.port}` : undefined;
     log.info("listening", { api: apiUrl, proxy: proxyAddress ?? null, data_dir: config.dataDir, store: describeStore(config), keyring: keyring.mode });

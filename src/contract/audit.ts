@@ -47,6 +47,10 @@ export const AuditExportAnswer = z.object({
   head: ChainPoint.describe("the last record written when this page was read"),
   exported_at: z.number().describe("when this page was read (ms since the epoch, the broker's clock)"),
   checkpoint_seconds: z.number().nullable().describe("BROKER_AUDIT_CHECKPOINT_SECONDS: every record is signed by a checkpoint within it of its writing"),
+  signed_through: z
+    .number()
+    .nullable()
+    .describe("every record up to this seq was written longer ago than the interval plus 10 s, so a checkpoint must sign it (null: none yet)"),
   records: z.array(AuditExportRecord).describe("seq order (records sharing a seq, which only an insertion makes, in id order)"),
   next_after_seq: z.number().nullable().describe("`after_seq` for the next page; null on the last"),
   principal_names: z.record(z.string(), z.string()).describe("who each principal of this page is (an agent's name, a person's email); not part of the chain"),

@@ -2,8 +2,7 @@
 // key id, a checkpoint's signature over the heads it signed and a retention anchor's signature. WebCrypto only, so
 // the verifier runs wherever the CLI or the console does.
 
-import { anchorMessage } from "../store/index.ts";
-import { checkpointMessage } from "./audit-chain.ts";
+import { anchorMessage, checkpointMessage } from "../store/index.ts";
 import { auditKeyId } from "./audit-signing.ts";
 import type { ExportedCheckpoint, SignedAnchorPoint } from "./audit-export-shapes.ts";
 

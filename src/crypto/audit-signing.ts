@@ -6,7 +6,7 @@
 
 import type { AnchorKey, AuditSigningKeyRow, Store } from "../store/index.ts";
 import { encodeAad, open, seal } from "./aead.ts";
-import { checkpointMessage, type CheckpointHead } from "./audit-chain.ts";
+import { checkpointMessage, type CheckpointHead } from "../store/index.ts";
 
 const ED25519 = { name: "Ed25519" } as const;
 const SIGNATURE_BYTES = 64;

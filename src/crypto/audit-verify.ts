@@ -4,7 +4,7 @@
 // the first place where the chain breaks (and why), or says up to which record it holds. Pure: the broker's
 // console and API, `broker audit verify` online and offline all run this same code over the export's fields.
 
-import { auditRecordHash, type ChainedRecord } from "./audit-chain.ts";
+import { auditRecordHash, type ChainedRecord } from "../store/index.ts";
 import type { ChainPoint, CheckpointKey, ExportedAuditRecord, ExportedCheckpoint, ExportedCheckpointHead, SignedAnchorPoint } from "./audit-export-shapes.ts";
 import { anchorSignatureValid, checkpointKeyId, checkpointSignatureValid, importCheckpointKey } from "./audit-signatures.ts";
 
@@ -55,15 +55,6 @@ export interface ChainVerification {
   readonly uncheckedCheckpoints: number;
   /** Every break found, first (lowest seq) first; at most MAX_BREAKS. */
   readonly breaks: readonly ChainBreak[];
-  /** The oldest record (by time) no checkpoint signs (above every signed head), or null: a later run takes it up (carriedUnsigned). */
-  readonly oldestUnsigned: UnsignedRecord | null;
-}
-
-/** A record above every head a checkpoint signed. */
-export interface UnsignedRecord {
-  readonly seq: number;
-  readonly id: number;
-  readonly at: number;
 }
 
 /** Checkpoints kept outside the broker's database, and where they came from (for the messages). */
@@ -92,13 +83,11 @@ export interface ChainVerifierOptions {
   /** Copies kept outside the database: checked as the others, and each one missing from `checkpoints` is named. */
   readonly outsideCheckpoints?: readonly OutsideCheckpoints[];
   /**
-   * The broker's checkpoint interval and the time of the export: a record older than twice the interval plus
-   * UNSIGNED_GRACE_MS that no checkpoint signs can only mean checkpoints were deleted (the broker signs every record
-   * within the interval of its writing, and at once one written late). Absent: not checked.
+   * What the broker says must be signed by now: every record up to `through` was written more than its checkpoint
+   * interval (`everyMs`) plus UNSIGNED_GRACE_MS ago, and it signs every record within the interval of writing it;
+   * one that no valid checkpoint signs means checkpoints were deleted. Absent: not checked.
    */
-  readonly freshness?: { readonly now: number; readonly everyMs: number };
-  /** The oldest unsigned record of an earlier run this one continues (its records are not pushed again). */
-  readonly carriedUnsigned?: UnsignedRecord | null;
+  readonly mustBeSigned?: { readonly through: number; readonly everyMs: number };
   /** Without it, checkpoints are counted as unchecked and their heads are not relied on. */
   readonly publicKey?: CheckpointKey;
   /** Ids of records that carry no chain fields although written after the chain began (each is an insertion). */
@@ -226,10 +215,6 @@ export async function createChainVerifier(opts: ChainVerifierOptions): Promise<C
     }
   }
   await checkAnchor(anchor, opts.anchorTrusted === true);
-  /** Records older than this that no checkpoint signs mean deleted checkpoints. */
-  const unsignedBefore = opts.freshness ? opts.freshness.now - 2 * opts.freshness.everyMs - UNSIGNED_GRACE_MS : undefined;
-  /** The oldest record (by time) no checkpoint signs: the one that says checkpoints went missing, if any does. */
-  let oldestUnsigned: UnsignedRecord | undefined = opts.carriedUnsigned && opts.carriedUnsigned.seq > signedUpTo ? opts.carriedUnsigned : undefined;
   /** The last record accepted before the anchor moved past it (still what was verified when nothing follows). */
   let beforeMove: { seq: number; id: number; at: number; hash: string } | undefined;
 
@@ -394,7 +379,6 @@ export async function createChainVerifier(opts: ChainVerifierOptions): Promise<C
     }
     if (opts.head && opts.head.seq === r.seq && opts.head.hash !== r.hash)
       add({ kind: "rewritten", seq: r.seq, id: r.id, message: `${named(r)}: rewritten — the vault's head names another hash for it` });
-    if (r.seq > signedUpTo && (!oldestUnsigned || r.at < oldestUnsigned.at)) oldestUnsigned = { seq: r.seq, id: r.id, at: r.at };
     // Whatever broke here, the chain goes on from this record as it is, so one tampering is named once.
     idBeforeLast = last?.id ?? opts.anchorId;
     last = { seq: r.seq, id: r.id, at: r.at, hash: r.hash };
@@ -474,13 +458,15 @@ export async function createChainVerifier(opts: ChainVerifierOptions): Promise<C
             checkpoint: d.checkpoint.id,
             message: `checkpoint ${d.checkpoint.id} (${isoTime(d.checkpoint.at)}): deleted — ${d.source} holds it (it signed seq ${d.seq}), the broker's database does not`,
           });
-      const u = oldestUnsigned;
-      if (u && unsignedBefore !== undefined && u.at < unsignedBefore && opts.freshness)
+      // Records the broker says must be signed by now, above every head a valid checkpoint signed.
+      const must = opts.mustBeSigned;
+      const firstUnsigned = Math.max(signedUpTo, anchor.seq) + 1;
+      if (must && Math.min(must.through, lastSeq) >= firstUnsigned)
         add({
           kind: "unsigned",
-          seq: u.seq,
-          id: u.id,
-          message: `${named(u)}: unsigned — written at ${isoTime(u.at)}, yet no checkpoint signs it, though the broker signs every record within ${opts.freshness.everyMs / 1000} s of its writing: checkpoints were deleted`,
+          seq: firstUnsigned,
+          id: null,
+          message: `${span(firstUnsigned, Math.min(must.through, lastSeq))}: unsigned — no checkpoint signs ${firstUnsigned === Math.min(must.through, lastSeq) ? "it" : "them"}, though the broker signs every record within ${must.everyMs / 1000} s of writing it and wrote ${firstUnsigned === Math.min(must.through, lastSeq) ? "it" : "them"} longer ago: checkpoints were deleted (or the broker could not make them)`,
         });
       const ordered = breaks.map((b, i) => ({ b, i })).sort((x, y) => x.b.seq - y.b.seq || x.i - y.i);
       const all = ordered.map((x) => x.b).slice(0, MAX_BREAKS);
@@ -492,7 +478,6 @@ export async function createChainVerifier(opts: ChainVerifierOptions): Promise<C
         checkpoints: checked,
         uncheckedCheckpoints: unchecked,
         breaks: all,
-        oldestUnsigned: oldestUnsigned ?? null,
       };
     },
   };

@@ -32,7 +32,7 @@ export {
   checkpointMessage,
   type ChainedRecord,
   type CheckpointHead,
-} from "./audit-chain.ts";
+} from "../store/index.ts";
 export {
   auditKeyId,
   createAuditSigningKey,
@@ -66,5 +66,4 @@ export {
   type ChainVerifier,
   type ChainVerifierOptions,
   type OutsideCheckpoints,
-  type UnsignedRecord,
 } from "./audit-verify.ts";

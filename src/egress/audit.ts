@@ -41,11 +41,10 @@ export interface AuditOptions {
   /** Live export to a collector (telemetry/): every new record is handed over as it is made, whatever the database does. */
   readonly export?: AuditExport;
   /**
-   * Told, after each batch is written, when its oldest request began: the checkpointer signs at once a record
-   * written later than the checkpoint interval after its request began (a long request, or one held through an
-   * outage), so every record is signed within the interval of being written.
+   * Told, after each batch is committed, each vault's new head seq: every record up to it must be signed within
+   * the checkpoint interval from now (app/audit-head-history.ts).
    */
-  readonly onWritten?: (oldestAt: number) => void;
+  readonly onWritten?: (heads: ReadonlyMap<number, number>) => void;
 }
 
 export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
@@ -63,25 +62,24 @@ export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
    * twice) and each vault's hash chain moved on by its records (chained(): the same transaction, so a record
    * and its place in the chain are written together or not at all).
    */
-  function insert(batch: readonly JournalRecord[]): Promise<void> {
+  /** Returns each vault's head after the batch (seq), once committed. */
+  function insert(batch: readonly JournalRecord[]): Promise<Map<number, number>> {
     return store.transaction(async (tx) => {
-      if (!journal)
-        return tx.audit.insert(
-          await chained(
-            tx,
-            batch.map((r) => r.entry),
-          ),
-        );
+      const heads = new Map<number, number>();
+      const write = async (entries: AuditEntry[]) => {
+        const rows = await chained(tx, entries);
+        for (const r of rows) heads.set(r.vaultId, r.chainSeq!);
+        await tx.audit.insert(rows);
+      };
+      if (!journal) {
+        await write(batch.map((r) => r.entry));
+        return heads;
+      }
       const mark = await tx.auditMarks.lock(journal.id);
       const missing = batch.filter((r) => r.seq > mark);
-      if (missing.length)
-        await tx.audit.insert(
-          await chained(
-            tx,
-            missing.map((r) => r.entry),
-          ),
-        );
+      if (missing.length) await write(missing.map((r) => r.entry));
       await tx.auditMarks.set(journal.id, batch[batch.length - 1]!.seq);
+      return heads;
     });
   }
 
@@ -91,10 +89,10 @@ export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
     while (queue.length) {
       const batch = queue.slice(0, maxBatch);
       try {
-        await insert(batch);
+        const heads = await insert(batch);
         queue = queue.slice(batch.length);
         retryMs = 0;
-        if (opts.onWritten) opts.onWritten(batch.reduce((m, r) => Math.min(m, r.entry.at), Number.POSITIVE_INFINITY));
+        if (heads.size) opts.onWritten?.(heads);
       } catch (err) {
         if (err instanceof DatabaseUnavailable) {
           // Kept, in order, and written when the database answers again (the queue bound still holds).

@@ -59,6 +59,8 @@ export interface Domain {
   readonly auditCheckpoints?: {
     readonly everyMs: number;
     lastMade(vaultId: number): AuditCheckpointRow | undefined;
+    /** The highest seq of the vault every record up to which must be signed by now (app/audit-head-history.ts). */
+    signedThrough(vaultId: number): number | undefined;
   };
   /** The external secret stores' live side (absent: references are stored but never read, as in most unit tests). */
   readonly secretStores?: SecretStoreRuntime;

@@ -5,7 +5,7 @@
 // SQLite, in its worker thread, where nothing but cloneable data arrives): signing is synchronous (node:crypto)
 // from the key's PKCS#8 bytes.
 
-import { createPrivateKey, sign, type KeyObject } from "node:crypto";
+import { createPrivateKey, createPublicKey, sign, verify, type KeyObject } from "node:crypto";
 import type { SqlValue } from "./db.ts";
 
 /** The anchor encoding's name. */
@@ -32,16 +32,28 @@ export function anchorMessage(a: AnchorFacts): Uint8Array {
 }
 
 /** Imported once per key id per thread: an import costs more than the signature. */
-const imported = new Map<string, KeyObject>();
+const imported = new Map<string, { readonly privateKey: KeyObject; readonly publicKey: KeyObject }>();
+
+/** The key's two halves as node:crypto objects (the public one for checking what the key signed before). */
+export function anchorKeyObjects(key: AnchorKey): { readonly privateKey: KeyObject; readonly publicKey: KeyObject } {
+  let k = imported.get(key.keyId);
+  if (!k) {
+    const privateKey = createPrivateKey({ key: Buffer.from(key.pkcs8), format: "der", type: "pkcs8" });
+    k = { privateKey, publicKey: createPublicKey(privateKey) };
+    imported.set(key.keyId, k);
+  }
+  return k;
+}
 
 /** The base64url (no padding) Ed25519 signature of the anchor, by `key`. */
 export function signAnchor(key: AnchorKey, a: Omit<AnchorFacts, "keyId">): string {
-  let k = imported.get(key.keyId);
-  if (!k) {
-    k = createPrivateKey({ key: Buffer.from(key.pkcs8), format: "der", type: "pkcs8" });
-    imported.set(key.keyId, k);
-  }
-  return sign(null, anchorMessage({ ...a, keyId: key.keyId }), k).toString("base64url");
+  return sign(null, anchorMessage({ ...a, keyId: key.keyId }), anchorKeyObjects(key).privateKey).toString("base64url");
+}
+
+/** Whether `signature` is `key`'s signature of the anchor's facts. */
+export function anchorSignedBy(key: AnchorKey, a: AnchorFacts, signature: string): boolean {
+  if (a.keyId !== key.keyId || !/^[A-Za-z0-9_-]{86}$/.test(signature)) return false;
+  return verify(null, anchorMessage(a), anchorKeyObjects(key).publicKey, Buffer.from(signature, "base64url"));
 }
 
 /** Retention's key and clock for the anchors it moves. */

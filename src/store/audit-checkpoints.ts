@@ -3,6 +3,7 @@
 // it), the checkpoints with the heads they signed, each vault's checkpoints as a range of an index, and the
 // heads that moved since the last checkpoint (what the next one signs).
 
+import type { ReadRows } from "./audit-chain-check.ts";
 import type { Db, Sql } from "./db.ts";
 import { assertList, fail, parseStoredJson } from "./stored-json.ts";
 
@@ -161,6 +162,11 @@ export interface CheckpointPlan {
    * inside the transaction, after the turn is taken, so what another instance just signed is not signed again.
    */
   readonly due: (moved: readonly MovedHead[], lastAt: number | undefined) => boolean;
+  /**
+   * The moved heads that may be signed (store/audit-chain-check.ts: each must follow from the last one the broker
+   * signed), read inside the turn's transaction; absent: all of them.
+   */
+  readonly signable?: (read: ReadRows, moved: readonly MovedHead[]) => Promise<readonly MovedHead[]>;
   /** The signature of checkpoint `id` made at `at` over `heads` (sorted by vault id). */
   readonly sign: (id: number, at: number, heads: readonly CheckpointHeadRow[]) => Promise<string>;
   /** Checkpoints made before this (ms) are removed, at most `pruneLimit` a turn that made one; absent: all are kept. */
@@ -191,8 +197,10 @@ export async function takeCheckpointTurn(db: Db, plan: CheckpointPlan): Promise<
     const repo = auditCheckpointRepo(tx);
     const moved = await repo.movedHeads();
     if (moved.length === 0 || !plan.due(moved, await repo.lastAt())) return { busy: false, pruned: 0 };
+    const signable = plan.signable ? await plan.signable((q, params) => tx.all(q, [...params]), moved) : moved;
+    if (signable.length === 0) return { busy: false, pruned: 0 };
     const at = plan.now();
-    const heads = moved.map((h) => ({ vaultId: h.vaultId, seq: h.seq, hash: h.hash }));
+    const heads = signable.map((h) => ({ vaultId: h.vaultId, seq: h.seq, hash: h.hash }));
     const checkpoint = await repo.insert(at, plan.keyId, heads, (id) => plan.sign(id, at, heads));
     // After the insert, and only in a turn that made one: the newest checkpoint always stays, so SQLite (whose
     // ids follow the largest left) never gives a later checkpoint the id of one removed.

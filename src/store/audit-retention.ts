@@ -8,6 +8,7 @@
 // deleted once that one is, late by at most that difference.
 
 import type { AnchorSigning } from "./audit-anchors.ts";
+import type { UnsignedAnchor } from "./audit-chain-check.ts";
 import { auditRepo } from "./audit.ts";
 import type { Db } from "./db.ts";
 
@@ -33,6 +34,8 @@ export interface PruneBatch {
    * grows with the batch (the other statements are fixed round trips that hold nothing).
    */
   readonly ms: number;
+  /** Anchors moved unsigned because the records removed did not check out (absent: none). */
+  readonly unsignedAnchors?: readonly UnsignedAnchor[];
 }
 
 /** The instances' number for pg_try_advisory_xact_lock around a batch ("audi"); migrations use another. */
@@ -53,9 +56,11 @@ export async function pruneAuditBatch(db: Db, limits: AuditLimits, limit: number
     const throughId = ids.highest - limits.keepRows;
     const toId = ids.lowest + limit - 1;
     const deleting = clock();
-    const removed = await audit.deletePrunable(ids.lowest, toId, throughId, limits.olderThan, limits.signing);
-    // Ids past this range are still over the cap, or the whole range was old enough to go and the next may be too.
-    return { removed, more: toId < throughId || removed === limit, busy: false, ms: clock() - deleting };
+    const r = await audit.deletePrunable(ids.lowest, toId, throughId, limits.olderThan, limits.signing);
+    // Ids past this range are still over the cap, or the whole range was old enough to go and the next may be too
+    // (unless it waits for a checkpoint: then at the next check).
+    const more = !r.waiting && (toId < throughId || r.removed === limit);
+    return { removed: r.removed, more, busy: false, ms: clock() - deleting, ...(r.unsigned.length && { unsignedAnchors: r.unsigned }) };
   });
   return db.dialect === "sqlite" ? { ...batch, ms: clock() - started } : batch;
 }

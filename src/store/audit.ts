@@ -1,7 +1,8 @@
 // Audit rows: written in batches, read newest first with an id cursor, deleted by age and count in bounded
 // statements (the retention loop's batches: audit-retention.ts).
 
-import { movedAnchorParams, type AnchorSigning } from "./audit-anchors.ts";
+import type { AnchorSigning } from "./audit-anchors.ts";
+import { removePrefix, type PrefixRemoval } from "./audit-prune-batch.ts";
 import { placeholderRows, type Sql, type SqlValue } from "./db.ts";
 
 export interface AuditRow {
@@ -233,18 +234,16 @@ export function auditRepo(sql: Sql) {
     },
     /**
      * Deletes, among the rows with `fromId` <= id <= `toId` (so never more than that many), those with an id at
-     * or below `throughId` (the row cap, by id) or an `at` before `olderThan`.
+     * or below `throughId` (the row cap, by id) or an `at` before `olderThan`, as a prefix (store/audit-prune-batch.ts).
      */
-    async deletePrunable(fromId: number, toId: number, throughId: number, olderThan: number, signing?: AnchorSigning): Promise<number> {
-      const stop = await sql.get<{ stop: number | null }>(FIRST_KEPT, [fromId, toId, throughId, olderThan]);
-      const upTo = stop?.stop == null ? toId : Number(stop.stop) - 1;
-      if (upTo < fromId) return 0;
-      // Each vault's last removed record becomes its anchor, signed, in the same transaction as the removal.
-      for (const a of await sql.all<{ vaultId: number; seq: number }>(ANCHORS_IN, [fromId, upTo])) {
-        const at = await sql.get<{ hash: string }>(HASH_AT, [a.vaultId, a.seq]);
-        if (at) await sql.run(MOVE_ANCHOR, movedAnchorParams(Number(a.vaultId), Number(a.seq), at.hash, signing));
-      }
-      return sql.run(DELETE_RANGE, [fromId, upTo]);
+    deletePrunable(fromId: number, toId: number, throughId: number, olderThan: number, signing?: AnchorSigning): Promise<PrefixRemoval> {
+      return removePrefix(
+        (q, params) => sql.all(q, [...params]),
+        (q, params) => sql.run(q, [...params]),
+        RETENTION_STATEMENTS,
+        { fromId, toId, throughId, olderThan },
+        signing,
+      );
     },
     /**
      * Both limits in unbounded statements, as the broker once pruned hourly (seconds on the event loop over a

@@ -64,7 +64,25 @@ export {
   type MovedHead,
 } from "./audit-checkpoints.ts";
 export { AUDIT_CHAIN_GENESIS } from "./audit-chain-genesis.ts";
+export {
+  AUDIT_CHAIN_ENCODING,
+  AUDIT_CHECKPOINT_ENCODING,
+  auditRecordHash,
+  canonicalAuditRecord,
+  checkpointMessage,
+  type ChainedRecord,
+  type CheckpointHead,
+} from "./audit-chain-encoding.ts";
 export { anchorMessage, AUDIT_ANCHOR_ENCODING, type AnchorFacts, type AnchorKey, type AnchorSigning } from "./audit-anchors.ts";
+export {
+  CHAIN_CHECK_STATEMENTS,
+  checkpointSignedBy,
+  signedAnchorOf,
+  walkSegment,
+  type ChainPoint as StoredChainPoint,
+  type ReadRows,
+  type UnsignedAnchor,
+} from "./audit-chain-check.ts";
 export { pruneAuditBatch, type AuditLimits, type PruneBatch } from "./audit-retention.ts";
 import type { AuditLimits, PruneBatch } from "./audit-retention.ts";
 export type { ProposalRow, ProposalStatus, ProposedAuth, ProposedRule, ProposedService, ProposedSlot } from "./proposals.ts";

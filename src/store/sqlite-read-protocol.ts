@@ -3,6 +3,7 @@
 // as JSON text where every value is one JSON carries exactly.
 
 import type { AnchorSigning } from "./audit-anchors.ts";
+import type { UnsignedAnchor } from "./audit-chain-check.ts";
 import type { SqlValue } from "./db.ts";
 
 export type ReadRequest =
@@ -39,6 +40,13 @@ export type ReadReply =
   /** Rows of strings, finite numbers and nulls only, as JSON text: cheaper for the main thread to decode. */
   | { readonly kind: "json"; readonly id: number; readonly json: string }
   | { readonly kind: "row"; readonly id: number; readonly row: unknown }
-  | { readonly kind: "pruned"; readonly id: number; readonly removed: number; readonly more: boolean; readonly ms: number }
+  | {
+      readonly kind: "pruned";
+      readonly id: number;
+      readonly removed: number;
+      readonly more: boolean;
+      readonly ms: number;
+      readonly unsignedAnchors?: readonly UnsignedAnchor[];
+    }
   | { readonly kind: "failed"; readonly id: number; readonly message: string; readonly code?: string }
   | { readonly kind: "closed" };

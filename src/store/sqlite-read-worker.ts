@@ -7,7 +7,8 @@
 // is sqlite-reader.ts's.
 
 import { Database } from "bun:sqlite";
-import { movedAnchorParams } from "./audit-anchors.ts";
+import type { UnsignedAnchor } from "./audit-chain-check.ts";
+import { removePrefix } from "./audit-prune-batch.ts";
 import type { ReadReply, ReadRequest } from "./sqlite-read-protocol.ts";
 
 let db: Database | undefined;
@@ -16,7 +17,7 @@ let busyTimeoutMs = 5000;
 /** Retention's connection: opened on the first batch, never used for anything else. */
 let writer: Database | undefined;
 
-function answer(req: ReadRequest): ReadReply {
+function answer(req: ReadRequest): ReadReply | Promise<ReadReply> {
   switch (req.kind) {
     case "open":
       try {
@@ -48,11 +49,10 @@ function answer(req: ReadRequest): ReadReply {
         return { kind: "failed", id: req.id, ...describe(err) };
       }
     case "prune":
-      try {
-        return { kind: "pruned", id: req.id, ...prune(req) };
-      } catch (err) {
-        return { kind: "failed", id: req.id, ...describe(err) };
-      }
+      return prune(req).then(
+        (r): ReadReply => ({ kind: "pruned", id: req.id, ...r }),
+        (err): ReadReply => ({ kind: "failed", id: req.id, ...describe(err) }),
+      );
     case "close":
       db?.close();
       db = undefined;
@@ -68,41 +68,44 @@ function answer(req: ReadRequest): ReadReply {
 
 /**
  * Among the `limit` lowest ids, deletes the rows past the row cap or the age limit, in one transaction
- * (store/audit-retention.ts has the same batch for PostgreSQL and memory stores). Timed whole: it is how
- * long the main connection's writes could wait for this one's lock.
+ * (store/audit-prune-batch.ts, as for PostgreSQL and memory stores). Async only in form: every read is this
+ * connection's synchronous one, so the batch runs to its end before the next message is taken. Timed whole: it is
+ * how long the main connection's writes could wait for this one's lock.
  */
-function prune(req: Extract<ReadRequest, { kind: "prune" }>): { removed: number; more: boolean; ms: number } {
+async function prune(
+  req: Extract<ReadRequest, { kind: "prune" }>,
+): Promise<{ removed: number; more: boolean; ms: number; unsignedAnchors?: UnsignedAnchor[] }> {
   if (!writer) {
     writer = new Database(path, { readwrite: true, strict: true });
     writer.run(`PRAGMA busy_timeout = ${Math.trunc(busyTimeoutMs)}`);
     writer.run("PRAGMA synchronous = NORMAL");
   }
+  const conn = writer;
   const started = performance.now();
-  writer.run("BEGIN IMMEDIATE");
+  conn.run("BEGIN IMMEDIATE");
   try {
-    const ids = writer.query(req.sql.idBounds).get() as { lowest: number | null; highest: number | null } | null;
-    let result = { removed: 0, more: false };
+    const ids = conn.query(req.sql.idBounds).get() as { lowest: number | null; highest: number | null } | null;
+    let result: { removed: number; more: boolean; unsignedAnchors?: UnsignedAnchor[] } = { removed: 0, more: false };
     if (ids?.lowest != null && ids.highest != null) {
       const throughId = Number(ids.highest) - req.keepRows;
       const toId = Number(ids.lowest) + req.limit - 1;
-      // A prefix by id, as store/audit.ts deletePrunable: each vault's last removed record becomes its anchor, signed.
-      const from = Number(ids.lowest);
-      const stop = writer.query(req.sql.firstKept).get(from, toId, throughId, req.olderThan) as { stop: number | null } | null;
-      const upTo = stop?.stop == null ? toId : Number(stop.stop) - 1;
-      let removed = 0;
-      if (upTo >= from) {
-        for (const a of writer.query(req.sql.anchorsIn).all(from, upTo) as { vaultId: number; seq: number }[]) {
-          const at = writer.query(req.sql.hashAt).get(a.vaultId, a.seq) as { hash: string } | null;
-          if (at) writer.query(req.sql.moveAnchor).run(...movedAnchorParams(a.vaultId, a.seq, at.hash, req.signing));
-        }
-        removed = writer.query(req.sql.deleteRange).run(from, upTo).changes;
-      }
-      result = { removed, more: toId < throughId || removed === req.limit };
+      const r = await removePrefix(
+        (sql, params) => conn.query(sql).all(...(params as never[])) as Record<string, unknown>[],
+        (sql, params) => conn.query(sql).run(...(params as never[])).changes,
+        req.sql,
+        { fromId: Number(ids.lowest), toId, throughId, olderThan: req.olderThan },
+        req.signing,
+      );
+      result = {
+        removed: r.removed,
+        more: !r.waiting && (toId < throughId || r.removed === req.limit),
+        ...(r.unsigned.length && { unsignedAnchors: [...r.unsigned] }),
+      };
     }
-    writer.run("COMMIT");
+    conn.run("COMMIT");
     return { ...result, ms: performance.now() - started };
   } catch (err) {
-    writer.run("ROLLBACK");
+    conn.run("ROLLBACK");
     throw err;
   }
 }
@@ -123,8 +126,13 @@ function describe(err: unknown): { message: string; code?: string } {
   return { message: err instanceof Error ? err.message : String(err), ...(typeof code === "string" && { code }) };
 }
 
-self.addEventListener("message", (ev: MessageEvent<ReadRequest>) => {
-  const reply = answer(ev.data);
+function send(reply: ReadReply): void {
   postMessage(reply);
   if (reply.kind === "closed") process.exit(0);
+}
+
+self.addEventListener("message", (ev: MessageEvent<ReadRequest>) => {
+  const reply = answer(ev.data);
+  if (reply instanceof Promise) void reply.then(send);
+  else send(reply);
 });

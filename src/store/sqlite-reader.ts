@@ -114,7 +114,14 @@ export function createSqliteReader(path: string, opts: SqliteReaderOptions = {})
     thread.pending.delete(reply.id);
     clearTimeout(p.timer);
     if (reply.kind === "rows") p.resolve(reply.rows);
-    else if (reply.kind === "pruned") p.resolve({ removed: reply.removed, more: reply.more, busy: false, ms: reply.ms });
+    else if (reply.kind === "pruned")
+      p.resolve({
+        removed: reply.removed,
+        more: reply.more,
+        busy: false,
+        ms: reply.ms,
+        ...(reply.unsignedAnchors && { unsignedAnchors: reply.unsignedAnchors }),
+      });
     else if (reply.kind === "json") p.resolve(JSON.parse(reply.json));
     else if (reply.kind === "row") p.resolve(reply.row);
     else p.reject(toError(reply.message, reply.code));

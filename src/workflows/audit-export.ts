@@ -10,7 +10,6 @@ import {
   type ExportedAuditRecord,
   type ExportedCheckpoint,
   type SignedAnchorPoint,
-  type UnsignedRecord,
 } from "../crypto/index.ts";
 import { InvalidRequest } from "../errors.ts";
 import type { Domain, OpenVault } from "../identity/index.ts";
@@ -36,6 +35,7 @@ export interface AuditExportPage {
   head: ChainPoint;
   exported_at: number;
   checkpoint_seconds: number | null;
+  signed_through: number | null;
   records: ExportedAuditRecord[];
   next_after_seq: number | null;
   principal_names: Record<string, string>;
@@ -139,6 +139,7 @@ export async function exportAuditChain(d: Domain, open: OpenVault, q: { afterSeq
     head: points.head,
     exported_at: d.now(),
     checkpoint_seconds: d.auditCheckpoints ? d.auditCheckpoints.everyMs / 1000 : null,
+    signed_through: d.auditCheckpoints?.signedThrough(vaultId) ?? null,
     records: rows.map(exportedRecord),
     next_after_seq: read.length >= q.limit ? read.at(-1)!.chainSeq! : null,
     principal_names: principalNames,
@@ -151,8 +152,6 @@ interface Verified {
   readonly anchorSeq: number;
   readonly at: number;
   readonly view: AuditVerifyView;
-  /** The oldest record no checkpoint signed then: a run that continues this one checks it again. */
-  readonly unsigned: UnsignedRecord | null;
 }
 
 interface VaultCache {
@@ -186,8 +185,8 @@ export async function verifyAuditChainOf(d: Domain, open: OpenVault): Promise<Au
   if (fresh && prior.head.seq === points.head.seq && prior.head.hash === points.head.hash) return { ...prior.view, vault: open.vault.name };
   const from = fresh && prior.view.ok && prior.head.seq < points.head.seq ? prior : undefined;
   const run = verifyStored(d, vaultId, open.vault.name, from)
-    .then(({ view: v, unsigned }) => {
-      cache.done.set(vaultId, { head: v.head, anchorSeq: v.anchor.seq, at: from ? from.at : d.now(), view: v, unsigned });
+    .then((v) => {
+      cache.done.set(vaultId, { head: v.head, anchorSeq: v.anchor.seq, at: from ? from.at : d.now(), view: v });
       return v;
     })
     .finally(() => cache.running.delete(vaultId));
@@ -217,12 +216,9 @@ function exportedCheckpoint(c: AuditCheckpointRow, vaultId: number): ExportedChe
  * Retention may move the anchor while the records are read: it is read again after each page, and the verifier
  * goes on from the newer (signed) anchor, leaving out the records that page read and retention removed since.
  */
-async function verifyStored(
-  d: Domain,
-  vaultId: number,
-  vault: string,
-  from: Verified | undefined,
-): Promise<{ view: AuditVerifyView; unsigned: UnsignedRecord | null }> {
+async function verifyStored(d: Domain, vaultId: number, vault: string, from: Verified | undefined): Promise<AuditVerifyView> {
+  // What must be signed by now, before the checkpoints are read: every checkpoint that signs it is then among them.
+  const through = d.auditCheckpoints?.signedThrough(vaultId);
   const points = await chainPoints(d.store, vaultId);
   // Checkpoints before records: every head they signed was written before the records are read.
   const checkpoints = await storedCheckpoints(d.store, vaultId);
@@ -242,8 +238,7 @@ async function verifyStored(
     ...(remembered && {
       outsideCheckpoints: [{ source: "this broker's memory of the checkpoints it made", checkpoints: [exportedCheckpoint(remembered, vaultId)] }],
     }),
-    ...(d.auditCheckpoints && { freshness: { now: d.now(), everyMs: d.auditCheckpoints.everyMs } }),
-    carriedUnsigned: from?.unsigned ?? null,
+    ...(d.auditCheckpoints && through !== undefined && { mustBeSigned: { through, everyMs: d.auditCheckpoints.everyMs } }),
     publicKey: key ? { pem: key.publicKeyPem } : undefined,
     unchainedAfterChain: unchained.afterChain,
   });
@@ -264,19 +259,16 @@ async function verifyStored(
   const result = verifier.finish();
   const verified = result.verified ?? (result.ok && start ? start : null);
   return {
-    view: {
-      vault,
-      vault_id: vaultId,
-      ok: result.ok,
-      records: result.records + (from ? from.view.records : 0),
-      verified: verified && { seq: verified.seq, id: verified.id, at: verified.at, time: iso(verified.at), hash: verified.hash },
-      checkpoints: { checked: result.checkpoints, unchecked: result.uncheckedCheckpoints },
-      breaks: [...result.breaks],
-      anchor,
-      head: points.head,
-      unchained_before_chain: unchained.beforeChain,
-      checked_at: iso(d.now()),
-    },
-    unsigned: result.oldestUnsigned,
+    vault,
+    vault_id: vaultId,
+    ok: result.ok,
+    records: result.records + (from ? from.view.records : 0),
+    verified: verified && { seq: verified.seq, id: verified.id, at: verified.at, time: iso(verified.at), hash: verified.hash },
+    checkpoints: { checked: result.checkpoints, unchecked: result.uncheckedCheckpoints },
+    breaks: [...result.breaks],
+    anchor,
+    head: points.head,
+    unchained_before_chain: unchained.beforeChain,
+    checked_at: iso(d.now()),
   };
 }

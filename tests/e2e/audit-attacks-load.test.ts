@@ -68,7 +68,7 @@ async function exportVerify(t: Target): Promise<ChainVerification> {
         checkpoints: cps,
         publicKey: { pem: key },
         unchainedAfterChain: page.unchained?.after_chain,
-        freshness: { now: page.exported_at, everyMs: page.checkpoint_seconds * 1000 },
+        ...(page.signed_through !== null && { mustBeSigned: { through: page.signed_through, everyMs: page.checkpoint_seconds * 1000 } }),
       });
     else if (page.anchor.seq > after!) outranBy++;
     await verifier.moveAnchor(page.anchor);

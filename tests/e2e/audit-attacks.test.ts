@@ -145,7 +145,7 @@ async function exportVerify(l: Lab, pem?: string, outsideCheckpoints: OutsideChe
         publicKey: { pem: key },
         unchainedAfterChain: page.unchained?.after_chain,
         outsideCheckpoints,
-        freshness: { now: page.exported_at, everyMs: page.checkpoint_seconds * 1000 },
+        ...(page.signed_through !== null && { mustBeSigned: { through: page.signed_through, everyMs: page.checkpoint_seconds * 1000 } }),
       });
     else await verifier.moveAnchor(page.anchor);
     for (const r of page.records as ExportedAuditRecord[]) verifier.push(r);
@@ -309,16 +309,30 @@ describe("tampering with the database", () => {
       cli: `anchor (seq ${EVERY}): not signed — records up to it are gone, and no signature by the broker's key says retention removed them`,
       broker: `anchor (seq ${EVERY}): not signed — records up to it are gone, and no signature by the broker's key says retention removed them`,
     });
-    // Retention's own removal is signed and verifies; copying its signature to another point does not help.
-    await send(l, 5, "more");
-    await prune(l, { olderThan: 0, keepRows: 3 });
+    // Retention after it does not sign on from the attacker's anchor: the anchor it moves stays unsigned, and it says so.
+    await send(l, EVERY, "more");
+    await checkpointed(l, 2 * EVERY);
+    expect(await prune(l, { olderThan: 0, keepRows: 3 })).toBeGreaterThan(0);
+    expect((await l.store.auditChains.get(l.vaultId))!.anchorSignature).toBeNull();
+    expect((await exportVerify(l)).breaks[0]).toMatchObject({ kind: "anchor" });
+  }, 60_000);
+
+  test("honest retention signs the anchor, and the signature holds only where it was made", async () => {
+    const l = await lab({ env: { BROKER_AUDIT_CHECKPOINT_RECORDS: "1" } });
+    await send(l, 10);
+    await checkpointed(l, 10);
+    expect(await prune(l, { olderThan: 0, keepRows: 4 })).toBe(6);
     const signed = (await l.store.auditChains.get(l.vaultId))!;
-    expect(signed.anchorSignature).toMatch(/^[A-Za-z0-9_-]{86}$/);
+    expect({ seq: signed.anchorSeq, signature: signed.anchorSignature }).toEqual({ seq: 6, signature: expect.stringMatching(/^[A-Za-z0-9_-]{86}$/) });
     expect((await exportVerify(l)).ok).toBe(true);
-    const last = (await rows(l)).at(-1)!;
-    await l.store.db.run("DELETE FROM audit_logs WHERE vault_id = ? AND chain_seq < ?", [l.vaultId, last.chainSeq!]);
-    await l.store.db.run("UPDATE audit_chains SET anchor_seq = ?, anchor_hash = ? WHERE vault_id = ?", [last.chainSeq! - 1, last.chainPrev!, l.vaultId]);
-    expect((await exportVerify(l)).breaks[0]).toMatchObject({ kind: "anchor", seq: last.chainSeq! - 1 });
+    expect((await brokerVerify(l)).ok).toBe(true);
+    // Its signature moved to another point (the next record kept, deleted with it) no longer holds.
+    const next = (await rows(l))[0]!;
+    await l.store.db.run("DELETE FROM audit_logs WHERE id = ?", [next.id]);
+    await l.store.db.run("UPDATE audit_chains SET anchor_seq = ?, anchor_hash = ? WHERE vault_id = ?", [next.chainSeq!, next.chainHash!, l.vaultId]);
+    expect((await exportVerify(l)).breaks[0]?.message).toBe(
+      `anchor (seq ${next.chainSeq}): forged — its signature does not verify with the broker's public key`,
+    );
   }, 60_000);
 
   // Found by an earlier attack: the checkpoints live in the same database as the records; deleted with them, every
@@ -343,8 +357,8 @@ describe("tampering with the database", () => {
     // Whoever kept a copy (here the checkpoints answer saved before; a webhook's deliveries alike) sees the rewrite.
     const outside = await exportVerify(l, undefined, [{ source: "saved.json", checkpoints: saved.checkpoints }]);
     expect(outside.breaks.map((b) => b.kind)).toEqual(expect.arrayContaining(["rewritten", "deleted_checkpoint"]));
-    // Without any copy: once the records are older than twice the interval plus the grace, no checkpoint signing them means deletion.
-    await Bun.sleep(2 * 1000 + UNSIGNED_GRACE_MS + 500);
+    // Without any copy: once the broker wrote them longer ago than the interval plus the grace, no checkpoint signing them means deletion.
+    await Bun.sleep(1000 + UNSIGNED_GRACE_MS + 500);
     const cli = await exportVerify(l);
     expect(cli.breaks[0]).toMatchObject({ kind: "unsigned", seq: 1 });
   }, 60_000);
@@ -443,7 +457,7 @@ describe("retention during verification", () => {
       setTimeout(() => res.end("ok"), req.url?.startsWith("/slow") ? 1500 : 0);
     });
     cleanups.push(() => slow.close());
-    const l = await lab({ upstream: slow });
+    const l = await lab({ upstream: slow, env: { BROKER_AUDIT_CHECKPOINT_RECORDS: "1" } });
     const long = l.broker.proxy(l.hp, "/slow").then(async (r) => {
       await r.arrayBuffer();
       return r.status;
@@ -452,6 +466,7 @@ describe("retention during verification", () => {
     await send(l, 6, "young");
     expect(await long).toBe(200);
     await until("7 records", async () => (await headSeq(l)) >= 7);
+    await checkpointed(l, 7); // retention removes only records a checkpoint signs
     const all = await rows(l);
     const slowRow = all.find((r) => r.path === "/slow")!;
     const young = all.filter((r) => r.path !== "/slow");
@@ -469,9 +484,10 @@ describe("retention during verification", () => {
   }, 60_000);
 
   test("heavy retention by the row cap between requests keeps the chain verifiable (anchor, checkpoints below it)", async () => {
-    const l = await lab();
+    const l = await lab({ env: { BROKER_AUDIT_CHECKPOINT_RECORDS: "1" } });
     for (let round = 0; round < 4; round++) {
       await send(l, 25, `round${round}`);
+      await checkpointed(l, 25 * (round + 1)); // retention removes only records a checkpoint signs
       expect(await retentionRemoves(l, 15)).toBe(15);
     }
     await checkpointed(l, 4 * 25);

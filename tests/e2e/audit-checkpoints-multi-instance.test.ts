@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHmac, verify as nodeVerify } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { auditRecordHash } from "../../src/crypto/audit-chain.ts";
+import { auditRecordHash } from "../../src/store/index.ts";
 import { pgMissing, sharedPgCluster, type SharedPgCluster } from "../helpers/postgres.ts";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
 import { callApi } from "./proxy-fixture.ts";

@@ -4,7 +4,13 @@
 
 import { readFileSync } from "node:fs";
 import type { ChainPoint, ExportedAuditRecord, ExportedCheckpoint, SignedAnchorPoint } from "../../crypto/index.ts";
-import { AuditExportRecord, type AuditCheckpointPageBody, type AuditExportAnswerBody, type AuditPublicKeyAnswerBody } from "../../contract/index.ts";
+import {
+  AuditCheckpoint,
+  AuditExportRecord,
+  type AuditCheckpointPageBody,
+  type AuditExportAnswerBody,
+  type AuditPublicKeyAnswerBody,
+} from "../../contract/index.ts";
 import { apiPath, CliFailure, vaultPath } from "../kit/index.ts";
 import type { CliContext } from "../kit/index.ts";
 
@@ -21,6 +27,7 @@ export interface ChainLine {
   /** When the first page was read (the broker's clock), and its checkpoint interval: records older than it allows must be signed. */
   exported_at?: number;
   checkpoint_seconds?: number | null;
+  signed_through?: number | null;
   /** Records without chain fields: written before the chain began, and (ids) after it began. */
   unchained?: { before_chain: number; after_chain: number[] };
 }
@@ -119,6 +126,7 @@ export function chainLine(page: AuditExportAnswerBody): ChainLine {
     head: page.head,
     exported_at: page.exported_at,
     checkpoint_seconds: page.checkpoint_seconds,
+    signed_through: page.signed_through,
     ...(page.unchained ? { unchained: page.unchained } : {}),
   };
 }
@@ -145,11 +153,10 @@ export function readExportFile(path: string): { chain: ChainLine; entries: Chain
     if (!line) continue;
     const where = `${path} line ${i + 1}`;
     let value: { type?: unknown } & Record<string, unknown>;
-    try {
-      value = JSON.parse(line);
-    } catch {
-      throw new CliFailure(`${where} is not JSON`, "give a file written by `broker audit export --format jsonl`");
-    }
+    const parsed = parseJson(line);
+    if (!parsed.ok || !parsed.value || typeof parsed.value !== "object" || Array.isArray(parsed.value))
+      throw new CliFailure(`${where} is not a JSON object`, "give a file written by `broker audit export --format jsonl`", 2);
+    value = parsed.value as typeof value;
     if (value.type === "chain") {
       if (chain) throw new CliFailure(`${where}: a second "chain" line`, "give the export of one vault");
       chain = value as unknown as ChainLine;
@@ -166,9 +173,7 @@ export function readExportFile(path: string): { chain: ChainLine; entries: Chain
       if (!Number.isSafeInteger(a.seq) || typeof a.hash !== "string") throw new CliFailure(`${where}: not an anchor (seq, hash)`);
       entries.push({ anchor: a });
     } else if (value.type === "checkpoint") {
-      const c = value as unknown as ExportedCheckpoint;
-      if (!Number.isSafeInteger(c.id) || !Array.isArray(c.heads) || typeof c.signature !== "string") throw new CliFailure(`${where}: not a checkpoint`);
-      checkpoints.push(c);
+      checkpoints.push(checkpointOf(value, where));
     } else {
       throw new CliFailure(`${where}: unknown line type ${JSON.stringify(value.type)}`);
     }
@@ -198,6 +203,25 @@ export function readPublicKeyFile(path: string): string {
   return text;
 }
 
+/** A checkpoint object read from a file, checked against the API's schema (unreadable input exits 2). */
+function checkpointOf(value: unknown, where: string): ExportedCheckpoint {
+  const parsed = AuditCheckpoint.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new CliFailure(`${where}: not a checkpoint (${issue?.path.join(".") || "it"}: ${issue?.message})`, undefined, 2);
+  }
+  return parsed.data;
+}
+
+/** JSON.parse, with input too deeply nested for it refused like any other that is not JSON. */
+function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch {
+    return { ok: false };
+  }
+}
+
 /**
  * Checkpoints kept outside the broker (--checkpoints FILE): the `audit.checkpoint` webhook deliveries as they
  * arrived (one JSON body a line, or a JSON array of them), checkpoint objects, or GET …/audit/checkpoints answers.
@@ -207,34 +231,33 @@ export function readCheckpointsFile(path: string): ExportedCheckpoint[] {
   try {
     text = readFileSync(path, "utf8");
   } catch (err) {
-    throw new CliFailure(`cannot read ${path}: ${(err as Error).message}`);
+    throw new CliFailure(`cannot read ${path}: ${(err as Error).message}`, undefined, 2);
   }
-  const values: unknown[] = [];
-  try {
-    values.push(JSON.parse(text));
-  } catch {
+  const hint = "give the audit.checkpoint webhook bodies, one a line, or checkpoint objects";
+  const values: { value: unknown; where: string }[] = [];
+  const whole = parseJson(text);
+  if (whole.ok) values.push({ value: whole.value, where: path });
+  else {
     const lines = text.split("\n");
     for (let i = 0; i < lines.length; i++) {
       const line = lines[i]!.trim();
       if (!line) continue;
-      try {
-        values.push(JSON.parse(line));
-      } catch {
-        throw new CliFailure(`${path} line ${i + 1} is not JSON`, "give the audit.checkpoint webhook bodies, one a line, or checkpoint objects");
-      }
+      const one = parseJson(line);
+      if (!one.ok) throw new CliFailure(`${path} line ${i + 1} is not JSON`, hint, 2);
+      values.push({ value: one.value, where: `${path} line ${i + 1}` });
     }
   }
+  // Webhook bodies hold a checkpoint, answers a list of them: looked for two levels down, no deeper.
   const out: ExportedCheckpoint[] = [];
-  const take = (v: unknown): void => {
-    if (Array.isArray(v)) return v.forEach(take);
-    if (!v || typeof v !== "object") return;
-    const o = v as Record<string, unknown>;
-    if (o.checkpoint) return take(o.checkpoint);
-    if (Array.isArray(o.checkpoints)) return take(o.checkpoints);
-    if (Number.isSafeInteger(o.id) && typeof o.at === "number" && typeof o.key_id === "string" && Array.isArray(o.heads) && typeof o.signature === "string")
-      out.push(o as unknown as ExportedCheckpoint);
-  };
-  values.forEach(take);
-  if (out.length === 0) throw new CliFailure(`${path} holds no checkpoint`, "give the audit.checkpoint webhook bodies, one a line, or checkpoint objects");
+  for (const { value, where } of values) {
+    const list = Array.isArray(value) ? value : [value];
+    for (const item of list) {
+      const o = item && typeof item === "object" ? (item as Record<string, unknown>) : undefined;
+      if (o && Array.isArray(o.checkpoints)) for (const c of o.checkpoints) out.push(checkpointOf(c, where));
+      else if (o && o.checkpoint !== undefined) out.push(checkpointOf(o.checkpoint, where));
+      else out.push(checkpointOf(item, where));
+    }
+  }
+  if (out.length === 0) throw new CliFailure(`${path} holds no checkpoint`, hint, 2);
   return out;
 }

@@ -110,8 +110,8 @@ const verifyCommand = defineCommand({
     const fromFile = args["from-export"];
     let pem = args["public-key"] ? readPublicKeyFile(args["public-key"]) : undefined;
     const outside = args.checkpoints ? [{ source: args.checkpoints, checkpoints: readCheckpointsFile(args.checkpoints) }] : [];
-    const freshness = (at: number | undefined, seconds: number | null | undefined): ChainVerifierOptions["freshness"] =>
-      typeof at === "number" && typeof seconds === "number" ? { now: at, everyMs: seconds * 1000 } : undefined;
+    const mustBeSigned = (through: number | null | undefined, seconds: number | null | undefined): ChainVerifierOptions["mustBeSigned"] =>
+      typeof through === "number" && typeof seconds === "number" ? { through, everyMs: seconds * 1000 } : undefined;
     let vaultName: string;
     let anchor: ChainPoint;
     let unchainedBefore = 0;
@@ -129,7 +129,7 @@ const verifyCommand = defineCommand({
           head: file.chain.head,
           checkpoints: file.checkpoints,
           outsideCheckpoints: outside,
-          freshness: freshness(file.chain.exported_at, file.chain.checkpoint_seconds),
+          mustBeSigned: mustBeSigned(file.chain.signed_through, file.chain.checkpoint_seconds),
           publicKey: pem ? { pem } : undefined,
           unchainedAfterChain: file.chain.unchained?.after_chain,
         }),
@@ -157,7 +157,7 @@ const verifyCommand = defineCommand({
               head: page.head,
               checkpoints,
               outsideCheckpoints: outside,
-              freshness: freshness(page.exported_at, page.checkpoint_seconds),
+              mustBeSigned: mustBeSigned(page.signed_through, page.checkpoint_seconds),
               publicKey: pem ? { pem } : undefined,
               unchainedAfterChain: page.unchained?.after_chain,
             }),

@@ -12,8 +12,9 @@ import {
   recordsSince,
   startAuditCheckpointer,
   type AuditCheckpointer,
+  type CheckpointMemory,
 } from "../../../src/app/audit-checkpointer.ts";
-import { checkpointMessage, loadAuditSigningKey, unlockKeyring, verifyCheckpoint, type AuditSigner } from "../../../src/crypto/index.ts";
+import { auditRecordHash, checkpointMessage, loadAuditSigningKey, unlockKeyring, verifyCheckpoint, type AuditSigner } from "../../../src/crypto/index.ts";
 import { createAuditLog, type AuditEntry } from "../../../src/egress/audit.ts";
 import type { BrokerEvent } from "../../../src/identity/index.ts";
 import { createMemoryLogger } from "../../../src/log.ts";
@@ -150,44 +151,49 @@ describe("when a checkpoint is made", () => {
     await cp.stop();
   });
 
-  test("a record written an interval or more after its request began (a long request, an outage's backlog) is signed at the next look", async () => {
+  test("a head whose records do not follow from what the broker signed is left unsigned, and said so; the others are signed", async () => {
     const w = await world();
     const memory = createCheckpointMemory();
-    const cp = startAuditCheckpointer(w.store, {
-      signer: w.signer,
-      everyRecords: 1000,
-      everyMs: 300 * SECOND,
-      pollMs: 3_600_000,
-      now: w.clock.now,
-      log: createMemoryLogger(),
-      memory,
-    });
-    await w.write(1, 1);
-    w.clock.advance(10 * SECOND);
-    expect(await cp.tick()).toBeUndefined(); // young: it waits for the interval
-    cp.noteWritten(w.clock.now() - 299 * SECOND);
-    expect(await cp.tick()).toBeUndefined(); // begun 299 s ago: not yet
-    cp.noteWritten(w.clock.now() - 300 * SECOND);
-    const late = await cp.tick();
-    expect(late?.heads.map((h) => [h.vaultId, h.seq])).toEqual([[1, 1]]);
-    // Told once: the next look finds nothing due, and the checkpoint is remembered for the vault.
-    await w.write(1, 1);
-    expect(await cp.tick()).toBeUndefined();
-    expect(memory.lastMade(1)?.id).toBe(late!.id);
-    expect(memory.lastMade(2)).toBeUndefined();
-    // Any instance told of a late record signs whatever moved at its next look.
-    const idle = startAuditCheckpointer(w.store, {
-      signer: w.signer,
-      everyRecords: 1000,
-      everyMs: 300 * SECOND,
-      pollMs: 3_600_000,
-      now: w.clock.now,
-      log: createMemoryLogger(),
-    });
-    idle.noteWritten(w.clock.now() - 400 * SECOND);
-    expect((await idle.tick())?.heads.map((h) => h.seq)).toEqual([2]);
+    const log = createMemoryLogger();
+    const start = (m?: CheckpointMemory) =>
+      startAuditCheckpointer(w.store, {
+        signer: w.signer,
+        everyRecords: 5,
+        everyMs: 300 * SECOND,
+        pollMs: 3_600_000,
+        now: w.clock.now,
+        log,
+        ...(m && { memory: m }),
+      });
+    const cp = start(memory);
+    await w.write(1, 5);
+    const first = await cp.tick();
+    expect(first?.heads.map((h) => [h.vaultId, h.seq])).toEqual([[1, 5]]);
+    // Someone with the database rewrites record 3 (and every hash after it, and the head) and deletes the checkpoint.
+    let prev = "";
+    for (const r of await w.store.audit.chained(1, 0, 100)) {
+      const row = r.chainSeq === 3 ? { ...r, status: 500 } : r;
+      const p = r.chainSeq! < 3 ? r.chainPrev! : prev;
+      const hash = r.chainSeq! < 3 ? r.chainHash! : auditRecordHash({ ...row, vaultId: 1, seq: r.chainSeq!, prev: p });
+      await w.store.db.run("UPDATE audit_logs SET status = ?, chain_prev = ?, chain_hash = ? WHERE id = ?", [row.status, p, hash, r.id]);
+      prev = hash;
+    }
+    await w.store.db.run("UPDATE audit_chains SET head_hash = ? WHERE vault_id = 1", [prev]);
+    await w.store.db.run("DELETE FROM audit_checkpoints");
+    await w.write(1, 5);
+    await w.write(2, 5);
+    // The next checkpoint signs vault 2, not vault 1's forged head: the memory of checkpoint `first` says so.
+    const next = await cp.tick();
+    expect(next?.heads.map((h) => h.vaultId)).toEqual([2]);
+    expect(log.lines.filter((l) => l.includes("audit_head_unsigned")).map((l) => JSON.parse(l).reason)).toEqual([
+      `its records do not follow from what the broker signed: from checkpoint ${first!.id}, which this broker made (seq 5): record seq 6 (id 6) does not link to the record before it`,
+    ]);
+    // Another instance (no memory) still has the stored checkpoints: with those deleted too, it starts from the chain's start.
+    const other = start();
+    await w.write(1, 5);
+    expect((await other.tick())?.heads.map((h) => h.vaultId)).toEqual([1]); // the rewrite is whole from the genesis: nothing left to tell
     await cp.stop();
-    await idle.stop();
+    await other.stop();
   });
 
   test("nothing written: no checkpoint, however long it has been", async () => {

@@ -516,30 +516,26 @@ describe("checkpoints kept outside the database, and records no checkpoint signs
     expect((await verify(records, { outsideCheckpoints: [{ source: "x", checkpoints: [forged] }] })).breaks[0]?.kind).toBe("forged_checkpoint");
   });
 
-  test("records older than twice the interval plus the grace that no checkpoint signs are named 'unsigned', at the oldest", async () => {
-    const records = chain(20); // at = T0 + seq seconds
-    const everyMs = 5_000;
-    const now = T0 + 20_000 + 2 * everyMs + UNSIGNED_GRACE_MS; // records up to 20 s are just inside
-    expect((await verify(records, { freshness: { now, everyMs } })).breaks.map((b) => [b.kind, b.seq])).toEqual([["unsigned", 1]]);
-    // A checkpoint at seq 15 signs 1..15: 16..20 are young enough.
+  test("records the broker says must be signed by now (written longer than the interval ago) that no checkpoint signs are named 'unsigned'", async () => {
+    const records = chain(20);
+    const mustBeSigned = (through: number) => ({ mustBeSigned: { through, everyMs: 5_000 } });
+    expect((await verify(records, mustBeSigned(3))).breaks.map((b) => [b.kind, b.seq, b.message])).toEqual([
+      [
+        "unsigned",
+        1,
+        "records seq 1 to 3: unsigned — no checkpoint signs them, though the broker signs every record within 5 s of writing it and wrote them longer ago: checkpoints were deleted (or the broker could not make them)",
+      ],
+    ]);
+    // A checkpoint at seq 15 signs 1..15: through 15 holds, 16 does not.
     const cp = await checkpoint(1, [{ vault_id: VAULT, seq: 15, hash: records[14]!.hash }]);
-    expect((await verify(records, { checkpoints: [cp], freshness: { now: T0 + 16_000 + 2 * everyMs + UNSIGNED_GRACE_MS, everyMs } })).ok).toBe(true);
-    const late = await verify(records, { checkpoints: [cp], freshness: { now: T0 + 16_001 + 2 * everyMs + UNSIGNED_GRACE_MS, everyMs } });
-    expect(late.breaks.map((b) => [b.kind, b.seq])).toEqual([["unsigned", 16]]);
-    expect(late.breaks[0]!.message).toMatch(
-      /^record seq 16 \(id 116\): unsigned — written at \S+, yet no checkpoint signs it, though the broker signs every record within 5 s of its writing: checkpoints were deleted$/,
-    );
-    // A run continuing an earlier one takes up its oldest unsigned record.
-    const first = await verify(records.slice(0, 17), { checkpoints: [cp] });
-    expect(first.oldestUnsigned).toEqual({ seq: 16, id: 116, at: T0 + 16_000 });
-    const cont = await verify(records.slice(17), {
-      anchor: { seq: 17, hash: records[16]!.hash },
-      anchorTrusted: true,
-      checkpoints: [cp],
-      carriedUnsigned: first.oldestUnsigned,
-      freshness: { now: T0 + 17_000 + 2 * everyMs + UNSIGNED_GRACE_MS, everyMs },
-    });
-    expect(cont.breaks.map((b) => [b.kind, b.seq])).toEqual([["unsigned", 16]]);
+    expect((await verify(records, { checkpoints: [cp], ...mustBeSigned(15) })).ok).toBe(true);
+    expect((await verify(records, { checkpoints: [cp], ...mustBeSigned(16) })).breaks.map((b) => [b.kind, b.seq])).toEqual([["unsigned", 16]]);
+    // A forged checkpoint signs nothing; a signed anchor covers what retention removed.
+    const forged = { ...cp, signature: cp.signature.replace(/^./, (c) => (c === "A" ? "B" : "A")) };
+    expect((await verify(records, { checkpoints: [forged], ...mustBeSigned(15) })).breaks.map((b) => b.kind)).toEqual(["unsigned", "forged_checkpoint"]);
+    expect((await verify(records.slice(10), { anchor: await anchorAt(10, records[9]!.hash), ...mustBeSigned(10) })).ok).toBe(true);
+    // Beyond the chain's end (records retention left none of) nothing is claimed; past the end, truncation is named as before.
+    expect((await verify(records, { checkpoints: [cp], ...mustBeSigned(99) })).breaks[0]).toMatchObject({ kind: "unsigned", seq: 16 });
   });
 });
 

@@ -44,9 +44,9 @@ forEachBackend((backend) => {
   test("deletePrunable: only rows inside the id range, and of those only the ones over the cap or too old", async () => {
     const store = await filled();
     // 1..1000 over the cap; 1..1999 too old; the range stops at 1500.
-    expect(await store.audit.deletePrunable(1, 1_500, 1_000, 1)).toBe(1_000);
-    expect(await store.audit.deletePrunable(1_001, 1_500, 1_000, 1_201)).toBe(200);
-    expect(await store.audit.deletePrunable(1_201, 1_500, 1_000, 2_000)).toBe(300);
+    expect((await store.audit.deletePrunable(1, 1_500, 1_000, 1)).removed).toBe(1_000);
+    expect((await store.audit.deletePrunable(1_001, 1_500, 1_000, 1_201)).removed).toBe(200);
+    expect((await store.audit.deletePrunable(1_201, 1_500, 1_000, 2_000)).removed).toBe(300);
     expect(await span(store)).toEqual({ n: ROWS - 1_500, lo: 1_501, hi: ROWS });
   });
 

@@ -1,9 +1,9 @@
 // The audit log's hash chain (issue 37, docs/audit-chain.md): each record's SHA-256 over its canonical
 // encoding, which includes the previous record's hash in the same vault, so an edit, a deletion, an
 // insertion or a reordering anywhere breaks every hash after it. The encoding is a JSON array in a fixed
-// field order (docs/audit-chain.md says it exactly), so a tool outside the broker can recompute it.
-
-export { AUDIT_CHAIN_GENESIS } from "../store/index.ts";
+// field order (docs/audit-chain.md says it exactly), so a tool outside the broker can recompute it. In the
+// store, not crypto/, because retention (on SQLite in its worker thread) checks what it removes before it
+// signs the anchor; nothing here but JSON and SHA-256.
 /** The encoding's name, its first element: a later encoding gets another. */
 export const AUDIT_CHAIN_ENCODING = "broker-audit-v1";
 
