@@ -265,7 +265,10 @@ describe("'unsigned' in honest operation", () => {
       setTimeout(() => res.end("ok"), req.url?.startsWith("/slow") ? 13_000 : 0);
     });
     cleanups.push(() => slow.close());
-    const l = await lab({ upstream: slow, env: { BROKER_AUDIT_CHECKPOINT_RECORDS: "1000", BROKER_AUDIT_CHECKPOINT_SECONDS: "1" } });
+    const l = await lab({
+      upstream: slow,
+      env: { BROKER_AUDIT_CHECKPOINT_RECORDS: "1000", BROKER_AUDIT_CHECKPOINT_SECONDS: "1", BROKER_UPSTREAM_TIMEOUT_MS: "120000" },
+    });
     await send(l, 3);
     await checkpointed(l, 3);
     const long = l.broker.proxy(l.hp, "/slow").then(async (r) => {
