@@ -78,6 +78,8 @@ export interface AuditCheckpointer {
   stop(opts?: { final?: boolean }): Promise<void>;
 }
 
+/** The most records one look reads to check a head (a head that far from anything signed is left unsigned). */
+const MAX_WALK = 50_000;
 /** A vault whose head did not follow from what was signed is looked at again after this (each look reads its records since). */
 const REFUSED_WAIT_MS = 60_000;
 
@@ -99,7 +101,9 @@ export async function headRefused(read: ReadRows, key: AnchorKey, head: MovedHea
   if (starts.length === 0) return "reason" in anchor ? anchor.reason : "nothing the broker signed for it is left";
   const start = starts.reduce((a, b) => (b.seq > a.seq ? b : a));
   if (start.seq > head.seq) return `its head (seq ${head.seq}) is behind ${start.what} (seq ${start.seq})`;
-  const walked = walkSegment(head.vaultId, start, await read(CHAIN_CHECK_STATEMENTS.between, [head.vaultId, start.seq, head.seq]));
+  // Honest heads are at most an interval's records past a signed point; this bounds what a look may read.
+  if (head.seq - start.seq > MAX_WALK) return `its head (seq ${head.seq}) is more than ${MAX_WALK} records past ${start.what} (seq ${start.seq})`;
+  const walked = walkSegment(head.vaultId, start, await read(CHAIN_CHECK_STATEMENTS.between, [head.vaultId, start.seq, head.seq, MAX_WALK]));
   if ("reason" in walked) return `from ${start.what} (seq ${start.seq}): ${walked.reason}`;
   if (walked.end.seq !== head.seq || walked.end.hash !== head.hash) return `the records from ${start.what} do not lead to its head (seq ${head.seq})`;
   return undefined;

@@ -62,6 +62,38 @@ async function chain(store: Store, vaultId: number, n: number, signedUpTo = n): 
   }
 }
 
+/** Records 1..n given another path, each hash recomputed and linked from the genesis (an editor who knows the encoding). */
+async function remake(store: Store, n: number): Promise<void> {
+  let prev = AUDIT_CHAIN_GENESIS;
+  for (let seq = 1; seq <= n; seq++) {
+    const path = `/made-up/${seq}`;
+    const hash = auditRecordHash({
+      vaultId: 1,
+      seq,
+      prev,
+      at: seq,
+      principal: "agent:1",
+      vault: "v",
+      ingress: "explicit",
+      method: "GET",
+      host: "api.example",
+      path,
+      service: null,
+      credentialKeys: "K",
+      credentialRefs: null,
+      status: 200,
+      bytesIn: 0,
+      bytesOut: 2,
+      durationMs: 1,
+      error: null,
+      contained: false,
+      approvedBy: null,
+    });
+    await store.db.run("UPDATE audit_logs SET path = ?, chain_prev = ?, chain_hash = ? WHERE vault_id = 1 AND chain_seq = ?", [path, prev, hash, seq]);
+    prev = hash;
+  }
+}
+
 async function withKeyRow(store: Store): Promise<void> {
   await store.auditCheckpoints.insertSigningKey({
     keyId: KEY.keyId,
@@ -131,6 +163,25 @@ function anchorSuite(open: () => Promise<{ store: Store; prune: Prune }>) {
     expect(r.removed).toBe(1);
     expect(r.unsignedAnchors?.[0]?.reason).toBe("records seq 1 to 7 are missing");
     expect((await store.auditChains.get(1))!.anchorSignature).toBeNull();
+  });
+
+  test("a chain made up over the oldest records (hashes recomputed) that crosses a checkpoint is not signed; one that stops short no longer leads to what is kept", async () => {
+    const { store, prune } = await open();
+    await withKeyRow(store);
+    await chain(store, 1, 8, 5); // checkpoint at seq 5
+    await remake(store, 6);
+    const r = await prune({ olderThan: 0, keepRows: 2, signing: SIGNING }, 10);
+    expect(r.unsignedAnchors?.[0]?.reason).toMatch(/^checkpoint \d+ signed another hash for seq 5$/);
+    // Stopping short of the checkpoint, the removal checks out, but the record kept after it does not follow the anchor.
+    const other = await open();
+    await withKeyRow(other.store);
+    await chain(other.store, 1, 8, 5);
+    await remake(other.store, 3);
+    const short = await other.prune({ olderThan: 0, keepRows: 5, signing: SIGNING }, 10);
+    expect({ removed: short.removed, unsigned: short.unsignedAnchors }).toEqual({ removed: 3, unsigned: undefined });
+    const kept = (await other.store.audit.chained(1, 3, 1))[0]!;
+    expect(kept.chainSeq).toBe(4);
+    expect(kept.chainPrev).not.toBe((await other.store.auditChains.get(1))!.anchorHash); // every verification names it
   });
 
   test("records no checkpoint signs yet stay until one does; without a key the anchor is stored unsigned", async () => {
