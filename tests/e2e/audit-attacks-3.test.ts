@@ -3,158 +3,23 @@
 // The attacker has write access to the database (not the data key or the signing key), or is an agent choosing
 // how long its requests last. Each test is a defence that holds; a comment says which hole it closed and how.
 
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  auditRecordHash,
-  createChainVerifier,
-  type ChainVerification,
-  type ExportedAuditRecord,
-  type ExportedCheckpoint,
-  type OutsideCheckpoints,
-  type SignedAnchorPoint,
-} from "../../src/crypto/index.ts";
-import type { AuditRow, Store } from "../../src/store/index.ts";
-import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
+import { createChainVerifier, type OutsideCheckpoints, type SignedAnchorPoint } from "../../src/crypto/index.ts";
+import type { Store } from "../../src/store/index.ts";
+import { startUpstream } from "../helpers/upstream.ts";
+import { brokerVerify, checkpointed, checkpointsOf, exportVerify, headSeq, rewriteFrom, rows, send, until, useAuditLabs, type AuditLab } from "./audit-lab.ts";
 import { sourceCli } from "./cli-from-source.ts";
-import { startBroker, type Broker } from "./proxy-fixture.ts";
 
 const EVERY = 20;
 const DAY = 86_400_000;
 
-let upstream: TestUpstream;
-const cleanups: (() => Promise<void>)[] = [];
-
-beforeAll(async () => {
-  upstream = await startUpstream();
-});
-
-afterAll(async () => {
-  for (const c of cleanups.reverse()) await c().catch(() => {});
-  await upstream?.close();
-});
-
-interface Lab {
-  readonly broker: Broker;
-  readonly store: Store;
-  readonly vault: string;
-  readonly vaultId: number;
-  readonly hp: string;
-}
-
-async function until<T>(what: string, read: () => Promise<T | undefined | false>, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(50);
-  }
-}
-
-async function lab(opts: { env?: Record<string, string>; upstream?: TestUpstream } = {}): Promise<Lab> {
-  const up = opts.upstream ?? upstream;
-  const broker = await startBroker({
-    caPem: up.pki.caPem,
-    env: { BROKER_AUDIT_CHECKPOINT_RECORDS: String(EVERY), BROKER_AUDIT_CHECKPOINT_SECONDS: "86400", ...opts.env },
-  });
-  cleanups.push(() => broker.stop());
-  broker.dns.set("upstream.test", ["127.0.0.1"]);
-  const hp = `upstream.test:${up.port}`;
-  await broker.setCredential("API_KEY", `sk-${crypto.randomUUID()}`);
-  await broker.addService(hp, { type: "bearer", token: "API_KEY" });
-  const page = await broker.api("GET", `/v1/vaults/${broker.vault}/audit/export?limit=1`, undefined, broker.userToken);
-  expect(page.status).toBe(200);
-  return { broker, store: broker.server.store, vault: broker.vault, vaultId: page.body.vault_id, hp };
-}
-
-async function headSeq(l: Lab): Promise<number> {
-  return (await l.store.auditChains.get(l.vaultId))?.headSeq ?? 0;
-}
-
-async function send(l: Lab, n: number, tag = "r"): Promise<void> {
-  const before = await headSeq(l);
-  for (let i = 0; i < n; i += 10) {
-    const batch = Array.from({ length: Math.min(10, n - i) }, async (_, j) => {
-      const res = await l.broker.proxy(l.hp, `/${tag}/${i + j}`);
-      await res.arrayBuffer();
-      return res.status;
-    });
-    expect(await Promise.all(batch)).toEqual(Array(Math.min(10, n - i)).fill(200));
-  }
-  await until("the audit records", async () => (await headSeq(l)) >= before + n);
-}
-
-async function checkpointed(l: Lab, seq: number): Promise<number> {
-  return until(`a checkpoint at seq ${seq}`, async () => {
-    const cps = await l.store.auditCheckpoints.listForVault(l.vaultId, 0, 1000);
-    return cps.find((c) => c.heads.some((h) => h.vaultId === l.vaultId && h.seq >= seq))?.id;
-  });
-}
-
-async function brokerVerify(l: Lab): Promise<{ ok: boolean; records: number; breaks: { kind: string; seq: number; message: string }[] }> {
-  const r = await l.broker.api("GET", `/v1/vaults/${l.vault}/audit/verify`, undefined, l.broker.userToken);
-  expect(r.status).toBe(200);
-  return r.body;
-}
-
-async function checkpointsOf(l: Lab): Promise<ExportedCheckpoint[]> {
-  return (await l.broker.api("GET", `/v1/vaults/${l.vault}/audit/checkpoints?limit=1000`, undefined, l.broker.userToken)).body.checkpoints;
-}
-
-/** `broker audit verify --vault V` in-process: checkpoints (given, or read now), then every export page. */
-async function exportVerify(l: Lab, opts: { checkpoints?: ExportedCheckpoint[]; outside?: OutsideCheckpoints[] } = {}): Promise<ChainVerification> {
-  const key = (await l.broker.api("GET", "/v1/audit/public-key")).body.public_key_pem;
-  const cps = opts.checkpoints ?? (await checkpointsOf(l));
-  let verifier: Awaited<ReturnType<typeof createChainVerifier>> | undefined;
-  for (let after: number | null | undefined; ; ) {
-    const q = after === undefined ? "?limit=5000" : `?after_seq=${after}&limit=5000`;
-    const page = (await l.broker.api("GET", `/v1/vaults/${l.vault}/audit/export${q}`, undefined, l.broker.userToken)).body;
-    if (!verifier)
-      verifier = await createChainVerifier({
-        vaultId: page.vault_id,
-        anchor: page.anchor,
-        head: page.head,
-        checkpoints: cps,
-        publicKey: { pem: key },
-        unchainedAfterChain: page.unchained?.after_chain,
-        outsideCheckpoints: opts.outside ?? [],
-        ...(page.signed_through !== null && { mustBeSigned: { through: page.signed_through, everyMs: page.checkpoint_seconds * 1000 } }),
-      });
-    else await verifier.moveAnchor(page.anchor);
-    for (const r of page.records as ExportedAuditRecord[]) verifier.push(r);
-    if (page.next_after_seq === null) break;
-    after = page.next_after_seq;
-  }
-  return verifier!.finish();
-}
-
-function rows(l: Lab): Promise<AuditRow[]> {
-  return l.store.audit.chained(l.vaultId, 0, 100_000);
-}
-
-/** The attacker: edits the record at `fromSeq`, recomputes every later hash and moves the head. */
-async function rewriteFrom(l: Lab, fromSeq: number, edit: Partial<AuditRow>): Promise<void> {
-  let prev: string | undefined;
-  for (const r of await rows(l)) {
-    const seq = r.chainSeq!;
-    if (seq < fromSeq) {
-      prev = r.chainHash!;
-      continue;
-    }
-    const row = seq === fromSeq ? { ...r, ...edit } : r;
-    const p = prev ?? r.chainPrev!;
-    const hash = auditRecordHash({ ...row, vaultId: l.vaultId, seq, prev: p });
-    await l.store.db.run("UPDATE audit_logs SET status = ?, path = ?, chain_prev = ?, chain_hash = ? WHERE id = ?", [row.status, row.path, p, hash, r.id]);
-    prev = hash;
-  }
-  await l.store.db.run("UPDATE audit_chains SET head_hash = ? WHERE vault_id = ?", [prev!, l.vaultId]);
-}
+const { lab, cleanups } = useAuditLabs({ every: EVERY });
 
 /** One retention batch with the broker's default limits (30 days, 1,000,000 rows), run where the broker runs it. */
-async function honestRetention(l: Lab): Promise<number> {
+async function honestRetention(l: AuditLab): Promise<number> {
   return (await l.broker.server.pruneAudit({ olderThan: Date.now() - 30 * DAY, keepRows: 1_000_000 }, 1000)).removed;
 }
 

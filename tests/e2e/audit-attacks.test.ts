@@ -4,29 +4,19 @@
 // agent choosing paths, trace headers and userinfo. Each test is a defence that holds; a comment says which hole an
 // earlier attack found and what closed it.
 
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ocsfApiActivity } from "../../src/cli/commands/audit-ocsf.ts";
-import {
-  auditKeyId,
-  auditRecordHash,
-  checkpointMessage,
-  createChainVerifier,
-  spkiToPem,
-  type ChainVerification,
-  type ExportedAuditRecord,
-  type ExportedCheckpoint,
-  type OutsideCheckpoints,
-  UNSIGNED_GRACE_MS,
-} from "../../src/crypto/index.ts";
-import type { AuditRow, Store } from "../../src/store/index.ts";
+import { auditKeyId, checkpointMessage, spkiToPem, type ChainVerification, type ExportedAuditRecord, UNSIGNED_GRACE_MS } from "../../src/crypto/index.ts";
+import type { Store } from "../../src/store/index.ts";
 import { startOtlpReceiver, type OtlpReceiver } from "../helpers/otlp-receiver.ts";
 import { createTestPki } from "../helpers/pki.ts";
-import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
+import { startUpstream } from "../helpers/upstream.ts";
+import { brokerVerify, checkpointed, exportVerify, headSeq, rewriteFrom, rows, send as sendRequests, until, useAuditLabs, type AuditLab } from "./audit-lab.ts";
 import { sourceCli } from "./cli-from-source.ts";
-import { rawRequest, startBroker, type Broker } from "./proxy-fixture.ts";
+import { rawRequest } from "./proxy-fixture.ts";
 import { openTunnel } from "./tunnel-fixture.ts";
 
 const SECRET = `sk-attack-${crypto.randomUUID()}`;
@@ -34,162 +24,22 @@ const QUERY = `q-attack-${crypto.randomUUID()}`;
 /** A checkpoint every this many records (and none by time during a test). */
 const EVERY = 20;
 
-let upstream: TestUpstream;
-const cleanups: (() => Promise<void>)[] = [];
-
-beforeAll(async () => {
-  upstream = await startUpstream();
-});
-
-afterAll(async () => {
-  for (const c of cleanups.reverse()) await c().catch(() => {});
-  await upstream?.close();
-});
-
-interface Lab {
-  readonly broker: Broker;
-  readonly store: Store;
-  readonly vault: string;
-  readonly vaultId: number;
-  /** The bearer service's host:port. */
-  readonly hp: string;
-}
-
-async function until<T>(what: string, read: () => Promise<T | undefined | false>, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(50);
-  }
-}
-
-/** A fresh broker with one vault and a bearer service; a checkpoint every EVERY records, none by time. */
-async function lab(opts: { env?: Record<string, string>; caPem?: string; tunnel?: boolean; upstream?: TestUpstream } = {}): Promise<Lab> {
-  const up = opts.upstream ?? upstream;
-  const broker = await startBroker({
-    caPem: opts.caPem ?? up.pki.caPem,
-    tunnel: opts.tunnel,
-    env: { BROKER_AUDIT_CHECKPOINT_RECORDS: String(EVERY), BROKER_AUDIT_CHECKPOINT_SECONDS: "86400", ...opts.env },
-  });
-  cleanups.push(() => broker.stop());
-  broker.dns.set("upstream.test", ["127.0.0.1"]);
-  broker.dns.set("localhost", ["127.0.0.1"]);
-  const hp = `upstream.test:${up.port}`;
-  await broker.setCredential("API_KEY", SECRET);
-  await broker.addService(hp, { type: "bearer", token: "API_KEY" });
-  const page = await broker.api("GET", `/v1/vaults/${broker.vault}/audit/export?limit=1`, undefined, broker.userToken);
-  expect(page.status).toBe(200);
-  return { broker, store: broker.server.store, vault: broker.vault, vaultId: page.body.vault_id, hp };
-}
-
-async function headSeq(l: Lab): Promise<number> {
-  return (await l.store.auditChains.get(l.vaultId))?.headSeq ?? 0;
-}
-
-/** `n` proxied GETs (each with a query sentinel), then waits until the chain holds them. */
-async function send(l: Lab, n: number, tag = "r"): Promise<void> {
-  const before = await headSeq(l);
-  for (let i = 0; i < n; i += 10) {
-    const batch = Array.from({ length: Math.min(10, n - i) }, async (_, j) => {
-      const res = await l.broker.proxy(l.hp, `/${tag}/${i + j}?token=${QUERY}`);
-      await res.arrayBuffer();
-      return res.status;
-    });
-    expect(await Promise.all(batch)).toEqual(Array(Math.min(10, n - i)).fill(200));
-  }
-  await until("the audit records", async () => (await headSeq(l)) >= before + n);
-}
-
-/** Waits until a stored checkpoint signed the vault's head at `seq` or later; its id. */
-async function checkpointed(l: Lab, seq: number): Promise<number> {
-  return until(`a checkpoint at seq ${seq}`, async () => {
-    const cps = await l.store.auditCheckpoints.listForVault(l.vaultId, 0, 1000);
-    return cps.find((c) => c.heads.some((h) => h.vaultId === l.vaultId && h.seq >= seq))?.id;
-  });
-}
+const { lab, cleanups, upstream } = useAuditLabs({ every: EVERY, secret: SECRET });
+/** `n` proxied GETs, each with the query sentinel. */
+const send = (l: AuditLab, n: number, tag = "r") => sendRequests(l, n, tag, `token=${QUERY}`);
 
 /** EVERY records, the checkpoint that signs exactly them, then `more` records no checkpoint signs. */
-async function signedThenMore(l: Lab, more: number): Promise<void> {
+async function signedThenMore(l: AuditLab, more: number): Promise<void> {
   await send(l, EVERY);
   await checkpointed(l, EVERY);
   if (more) await send(l, more);
-}
-
-/** GET /v1/vaults/{vault}/audit/verify: the broker's own verification (the console's "verified up to"). */
-async function brokerVerify(l: Lab): Promise<{ ok: boolean; records: number; breaks: { kind: string; seq: number; message: string }[] }> {
-  const r = await l.broker.api("GET", `/v1/vaults/${l.vault}/audit/verify`, undefined, l.broker.userToken);
-  expect(r.status).toBe(200);
-  return r.body;
-}
-
-/**
- * What `broker audit verify --vault V` does online, in-process: the checkpoints, then every export page, checked
- * with the verifier against `pem` (default: the key the broker publishes, the one it loaded and checked at start).
- */
-async function exportVerify(l: Lab, pem?: string, outsideCheckpoints: OutsideCheckpoints[] = []): Promise<ChainVerification> {
-  const key = pem ?? (await l.broker.api("GET", "/v1/audit/public-key")).body.public_key_pem;
-  const cps = (await l.broker.api("GET", `/v1/vaults/${l.vault}/audit/checkpoints?limit=1000`, undefined, l.broker.userToken)).body
-    .checkpoints as ExportedCheckpoint[];
-  let verifier: Awaited<ReturnType<typeof createChainVerifier>> | undefined;
-  for (let after: number | null | undefined; ; ) {
-    const q = after === undefined ? "?limit=5000" : `?after_seq=${after}&limit=5000`;
-    const page = (await l.broker.api("GET", `/v1/vaults/${l.vault}/audit/export${q}`, undefined, l.broker.userToken)).body;
-    if (!verifier)
-      verifier = await createChainVerifier({
-        vaultId: page.vault_id,
-        anchor: page.anchor,
-        head: page.head,
-        checkpoints: cps,
-        publicKey: { pem: key },
-        unchainedAfterChain: page.unchained?.after_chain,
-        outsideCheckpoints,
-        ...(page.signed_through !== null && { mustBeSigned: { through: page.signed_through, everyMs: page.checkpoint_seconds * 1000 } }),
-      });
-    else await verifier.moveAnchor(page.anchor);
-    for (const r of page.records as ExportedAuditRecord[]) verifier.push(r);
-    if (page.next_after_seq === null) break;
-    after = page.next_after_seq;
-  }
-  return verifier!.finish();
-}
-
-/** The vault's chained rows, as stored. */
-function rows(l: Lab): Promise<AuditRow[]> {
-  return l.store.audit.chained(l.vaultId, 0, 100_000);
-}
-
-/**
- * The attacker who knows the encoding: applies `edit` to the record at `fromSeq`, recomputes its hash and every
- * later one (each prev the new hash before it) and moves the head to the new last hash. Returns seq → new hash.
- */
-async function rewriteFrom(l: Lab, fromSeq: number, edit: Partial<AuditRow>): Promise<Map<number, string>> {
-  const hashes = new Map<number, string>();
-  let prev: string | undefined;
-  for (const r of await rows(l)) {
-    const seq = r.chainSeq!;
-    if (seq < fromSeq) {
-      hashes.set(seq, r.chainHash!);
-      prev = r.chainHash!;
-      continue;
-    }
-    const row = seq === fromSeq ? { ...r, ...edit } : r;
-    const p = prev ?? r.chainPrev!;
-    const hash = auditRecordHash({ ...row, vaultId: l.vaultId, seq, prev: p });
-    await l.store.db.run("UPDATE audit_logs SET status = ?, path = ?, chain_prev = ?, chain_hash = ? WHERE id = ?", [row.status, row.path, p, hash, r.id]);
-    hashes.set(seq, hash);
-    prev = hash;
-  }
-  await l.store.db.run("UPDATE audit_chains SET head_hash = ? WHERE vault_id = ?", [prev!, l.vaultId]);
-  return hashes;
 }
 
 /**
  * The attacker's own Ed25519 key, added as the newest signing key row (the one signingKey() returns), and every
  * checkpoint re-signed with it over the rewritten heads. Returns the forged key's PEM.
  */
-async function forgeKeyAndResign(l: Lab, hashes: Map<number, string>): Promise<string> {
+async function forgeKeyAndResign(l: AuditLab, hashes: Map<number, string>): Promise<string> {
   const pair = (await crypto.subtle.generateKey({ name: "Ed25519" }, true, ["sign", "verify"])) as CryptoKeyPair;
   const spki = new Uint8Array(await crypto.subtle.exportKey("spki", pair.publicKey));
   const pem = spkiToPem(spki);
@@ -220,14 +70,14 @@ async function forgeKeyAndResign(l: Lab, hashes: Map<number, string>): Promise<s
 }
 
 /** One retention batch removing the `n` oldest audit rows, as the broker runs it (its worker thread on SQLite). */
-async function retentionRemoves(l: Lab, n: number): Promise<number> {
+async function retentionRemoves(l: AuditLab, n: number): Promise<number> {
   const b = await l.store.db.get<{ lowest: number; highest: number }>("SELECT MIN(id) AS lowest, MAX(id) AS highest FROM audit_logs");
   const keepRows = Number(b!.highest) - Number(b!.lowest) + 1 - n;
   return prune(l, { olderThan: 0, keepRows });
 }
 
 /** One retention batch with these limits, run where the broker runs it (its worker thread on SQLite); rows removed. */
-async function prune(l: Lab, limits: { olderThan: number; keepRows: number }): Promise<number> {
+async function prune(l: AuditLab, limits: { olderThan: number; keepRows: number }): Promise<number> {
   return (await l.broker.server.pruneAudit(limits, 1000)).removed;
 }
 
@@ -355,7 +205,7 @@ describe("tampering with the database", () => {
       /^checkpoint \d+ \(\S+\): deleted — this broker's memory of the checkpoints it made holds it \(it signed seq 10\), the broker's database does not$/,
     );
     // Whoever kept a copy (here the checkpoints answer saved before; a webhook's deliveries alike) sees the rewrite.
-    const outside = await exportVerify(l, undefined, [{ source: "saved.json", checkpoints: saved.checkpoints }]);
+    const outside = await exportVerify(l, { outside: [{ source: "saved.json", checkpoints: saved.checkpoints }] });
     expect(outside.breaks.map((b) => b.kind)).toEqual(expect.arrayContaining(["rewritten", "deleted_checkpoint"]));
     // Without any copy: once the broker wrote them longer ago than the interval plus the grace, no checkpoint signing them means deletion.
     await Bun.sleep(1000 + UNSIGNED_GRACE_MS + 500);
@@ -523,7 +373,7 @@ describe("who may read the chain", () => {
 
 describe("what leaves the broker: the export, OCSF and OTLP", () => {
   let collector: OtlpReceiver;
-  let l: Lab;
+  let l: AuditLab;
   let brokerCa: string;
   const PATH_SECRET = `pathcred${crypto.randomUUID().replaceAll("-", "")}`;
   const QUERY_SECRET = `querycred${crypto.randomUUID().replaceAll("-", "")}`;
@@ -537,20 +387,20 @@ describe("what leaves the broker: the export, OCSF and OTLP", () => {
     collector = await startOtlpReceiver(await createTestPki());
     cleanups.push(() => collector.close());
     l = await lab({
-      caPem: `${upstream.pki.caPem}\n${collector.pki.caPem}`,
+      caPem: `${upstream().pki.caPem}\n${collector.pki.caPem}`,
       tunnel: true,
       env: { BROKER_OTEL_EXPORTER_OTLP_ENDPOINT: collector.url },
     });
     // 'path' auth puts the credential in the path, 'query' auth in the query: neither may reach a record.
     await l.broker.setCredential("PATH_KEY", PATH_SECRET);
     await l.broker.setCredential("QUERY_KEY", QUERY_SECRET);
-    await l.broker.addService(`127.0.0.1:${upstream.port}`, { type: "path", token: "PATH_KEY", template: "/bot{value}" });
-    await l.broker.addService(`localhost:${upstream.port}`, { type: "query", token: "QUERY_KEY", param: "key" });
+    await l.broker.addService(`127.0.0.1:${upstream().port}`, { type: "path", token: "PATH_KEY", template: "/bot{value}" });
+    await l.broker.addService(`localhost:${upstream().port}`, { type: "query", token: "QUERY_KEY", param: "key" });
     brokerCa = await (await fetch(`${l.broker.apiUrl}/v1/ca.pem`)).text();
   }, 60_000);
 
   test("no credential (bearer, path, query), query string, fragment, userinfo, header value or body in any exported field", async () => {
-    const before = upstream.received.length;
+    const before = upstream().received.length;
     const init = (extra: Record<string, string> = {}) => ({
       method: "POST",
       body: BODY,
@@ -559,26 +409,28 @@ describe("what leaves the broker: the export, OCSF and OTLP", () => {
     for (const [hp, path] of [
       // %3F is a path character, not a query: the record keeps it as the path (the upstream reads it so too).
       [l.hp, `/bearer/a%3Fb=1;jsessionid=2?token=${QUERY}&x=${QUERY}`],
-      [`127.0.0.1:${upstream.port}`, `/getMe?token=${QUERY}`],
-      [`localhost:${upstream.port}`, `/search?key=${QUERY}&q=${QUERY}`],
+      [`127.0.0.1:${upstream().port}`, `/getMe?token=${QUERY}`],
+      [`localhost:${upstream().port}`, `/search?key=${QUERY}&q=${QUERY}`],
     ] as const) {
       const res = await l.broker.proxy(hp, path, init());
       await res.arrayBuffer();
       expect({ path, status: res.status }).toEqual({ path, status: 200 });
     }
     // The credentials were placed upstream (so the sentinels are live), and the agent's own key= value replaced.
-    const sent = upstream.received.slice(before).map((r) => r.url);
+    const sent = upstream()
+      .received.slice(before)
+      .map((r) => r.url);
     expect(sent.some((u) => u.includes(`/bot${PATH_SECRET}/getMe`))).toBe(true);
     expect(sent.some((u) => u.includes(`key=${QUERY_SECRET}`))).toBe(true);
     // In the tunnel: an absolute-form target with userinfo, and the same userinfo as a Basic Authorization header.
     const { conn } = await openTunnel(
       Number(l.broker.proxyAddress!.split(":").at(-1)),
-      `upstream.test:${upstream.port}`,
+      `upstream.test:${upstream().port}`,
       `Basic ${Buffer.from(`${l.broker.sessionToken}:${l.vault}`).toString("base64")}`,
       { ca: brokerCa },
     );
     conn.write(
-      `GET https://user:${USERINFO}@upstream.test:${upstream.port}/tunnel/x?${QUERY}=1 HTTP/1.1\r\nHost: upstream.test:${upstream.port}\r\nX-Custom: ${HEADER}\r\nAuthorization: Basic ${Buffer.from(`user:${USERINFO}`).toString("base64")}\r\nContent-Length: ${BODY.length}\r\n\r\n${BODY}`,
+      `GET https://user:${USERINFO}@upstream.test:${upstream().port}/tunnel/x?${QUERY}=1 HTTP/1.1\r\nHost: upstream.test:${upstream().port}\r\nX-Custom: ${HEADER}\r\nAuthorization: Basic ${Buffer.from(`user:${USERINFO}`).toString("base64")}\r\nContent-Length: ${BODY.length}\r\n\r\n${BODY}`,
     );
     expect((await conn.readResponse()).status).toBe(200);
     conn.close();
@@ -647,13 +499,13 @@ describe("what leaves the broker: the export, OCSF and OTLP", () => {
       },
     ];
     for (const c of cases) {
-      const before = upstream.received.length;
+      const before = upstream().received.length;
       const h = new Headers();
       for (const [k, v] of c.headers) h.append(k, v);
       const res = await l.broker.proxy(l.hp, `/trace/${encodeURIComponent(c.name)}`, { headers: h });
       await res.arrayBuffer();
       expect({ c: c.name, status: res.status }).toEqual({ c: c.name, status: 200 });
-      const got = upstream.received.slice(before).at(-1)!;
+      const got = upstream().received.slice(before).at(-1)!;
       const tp = got.rawHeaders.filter(([k]) => k.toLowerCase() === "traceparent").map(([, v]) => v);
       expect({ c: c.name, n: tp.length }).toEqual({ c: c.name, n: 1 });
       expect({ c: c.name, tp: tp[0] }).toEqual({ c: c.name, tp: expect.stringMatching(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/) });

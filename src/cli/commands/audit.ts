@@ -7,19 +7,9 @@ import { defineCommand } from "citty";
 import { createChainVerifier, type ChainBreak, type ChainPoint, type ChainVerification, type ChainVerifierOptions } from "../../crypto/index.ts";
 import type { AuditExportAnswerBody } from "../../contract/index.ts";
 import { CliExit, CliFailure, jsonArg, openContext, pickVaultOrOnly, printJson, printLine, printNote, vaultArg } from "../kit/index.ts";
+import { readCheckpointsFile, readExportFile, readPublicKeyFile } from "./audit-files.ts";
 import { ocsfApiActivity } from "./audit-ocsf.ts";
-import {
-  anchorLine,
-  chainLine,
-  checkpointLine,
-  exportPages,
-  fetchCheckpoints,
-  fetchPublicKey,
-  readCheckpointsFile,
-  readExportFile,
-  readPublicKeyFile,
-  recordLine,
-} from "./audit-sources.ts";
+import { anchorLine, chainLine, checkpointLine, exportPages, fetchCheckpoints, fetchPublicKey, recordLine } from "./audit-sources.ts";
 
 const exportCommand = defineCommand({
   meta: {
