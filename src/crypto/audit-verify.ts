@@ -5,42 +5,18 @@
 // console and API, `broker audit verify` online and offline all run this same code over the export's fields.
 
 import { auditRecordHash, type ChainedRecord } from "../store/index.ts";
-import type { ChainPoint, CheckpointKey, ExportedAuditRecord, ExportedCheckpoint, ExportedCheckpointHead, SignedAnchorPoint } from "./audit-export-shapes.ts";
-import { anchorSignatureValid, checkpointKeyId, checkpointSignatureValid, importCheckpointKey } from "./audit-signatures.ts";
-
-export type ChainBreakKind =
-  /** A record's hash does not match its contents, or its hash was recomputed and the next record no longer links to it. */
-  | "edited"
-  /** Records missing between two kept ones (deleted), or between the anchor and the first kept record. */
-  | "missing"
-  /** A record that has no place in the chain: a second record with a seq, or one without chain fields written after the chain began. */
-  | "inserted"
-  /** Records whose ids do not rise with seq, or that hold each other's contents: swapped or moved. */
-  | "out_of_order"
-  /** The first kept record does not follow the anchor (or lies at or below it), or the anchor carries no valid signature of retention's. */
-  | "anchor"
-  /** Records a signed checkpoint (or the vault's head) covers are gone from the end of the chain. */
-  | "truncated"
-  /** A record's hash is not the one a checkpoint signed for its seq: the chain up to it was recomputed. */
-  | "rewritten"
-  /** A checkpoint whose signature does not verify with the broker's key. */
-  | "forged_checkpoint"
-  /** A checkpoint a copy outside the database holds (a webhook delivery, this broker's memory) is gone from the database. */
-  | "deleted_checkpoint"
-  /** Records older than the checkpoint interval allows that no checkpoint signs: checkpoints were deleted. */
-  | "unsigned";
-
-export interface ChainBreak {
-  readonly kind: ChainBreakKind;
-  /** Where in the chain: the record's seq (for missing records, the first missing seq; for a checkpoint, the seq it signed). */
-  readonly seq: number;
-  /** The record named (null when it is missing, or for a checkpoint). */
-  readonly id: number | null;
-  /** The checkpoint concerned, for forged_checkpoint, truncated and rewritten breaks found through one. */
-  readonly checkpoint: number | null;
-  /** One line a person reads, e.g. "record seq 41 (id 1234): edited — its hash does not match its contents". */
-  readonly message: string;
-}
+import type {
+  ChainBreak,
+  ChainPoint,
+  CheckpointKey,
+  ExportedAuditRecord,
+  ExportedCheckpoint,
+  OutsideCheckpoints,
+  SignedAnchorPoint,
+} from "./audit-export-shapes.ts";
+export type { ChainBreak, ChainBreakKind, OutsideCheckpoints } from "./audit-export-shapes.ts";
+import { anchorSignatureValid, checkpointKeyId, importCheckpointKey } from "./audit-signatures.ts";
+import { checkCheckpoints, isoTime } from "./audit-verify-checkpoints.ts";
 
 export interface ChainVerification {
   readonly ok: boolean;
@@ -55,13 +31,6 @@ export interface ChainVerification {
   readonly uncheckedCheckpoints: number;
   /** Every break found, first (lowest seq) first; at most MAX_BREAKS. */
   readonly breaks: readonly ChainBreak[];
-}
-
-/** Checkpoints kept outside the broker's database, and where they came from (for the messages). */
-export interface OutsideCheckpoints {
-  /** e.g. "checkpoints.jsonl", "this broker's memory". */
-  readonly source: string;
-  readonly checkpoints: readonly ExportedCheckpoint[];
 }
 
 export interface ChainVerifierOptions {
@@ -120,73 +89,17 @@ export interface ChainVerifier {
 /** Slack for the broker's checkpointer (it looks every second) and a busy database, on top of the interval. */
 export const UNSIGNED_GRACE_MS = 10_000;
 
-interface SignedHead {
-  readonly checkpoint: number;
-  readonly at: number;
-  readonly hash: string;
-}
-
 /** Prepares a verifier: checks every checkpoint's signature first (their heads are then what records must match). */
 export async function createChainVerifier(opts: ChainVerifierOptions): Promise<ChainVerifier> {
   const breaks: ChainBreak[] = [];
   const add = (b: Omit<ChainBreak, "checkpoint"> & { checkpoint?: number | null }) => breaks.push({ checkpoint: null, ...b });
 
-  // Checkpoints: a signature that does not verify is a forged checkpoint, and its heads are not relied on.
-  const signed = new Map<number, SignedHead[]>(); // seq → the checkpoints that signed this vault's head at it
-  let checked = 0;
-  let unchecked = 0;
+  // Checkpoints first: a signature that does not verify is a forged checkpoint, and its heads are not relied on.
   const key = opts.publicKey ? await importCheckpointKey(opts.publicKey.pem) : undefined;
   const keyId = opts.publicKey ? checkpointKeyId(opts.publicKey.pem) : undefined;
-  const mine = (heads: readonly ExportedCheckpointHead[] | undefined) => heads?.find((h) => h.vault_id === opts.vaultId);
-  const stored = (opts.checkpoints ?? []).filter((c) => mine(c.heads) ?? mine(c.signed_heads));
-  const storedIds = new Set(stored.map((c) => c.id));
-  /** Copies from outside the database that it no longer holds: named at the end if their records are still kept. */
-  const deleted: { checkpoint: ExportedCheckpoint; source: string; seq: number }[] = [];
-  const seen = new Set(stored.map((c) => `${c.id}:${c.signature}`));
-  const outside: { c: ExportedCheckpoint; source: string }[] = [];
-  for (const o of opts.outsideCheckpoints ?? [])
-    for (const c of o.checkpoints) {
-      if (!(mine(c.heads) ?? mine(c.signed_heads)) || seen.has(`${c.id}:${c.signature}`)) continue;
-      seen.add(`${c.id}:${c.signature}`);
-      outside.push({ c, source: o.source });
-    }
-  const covering = [...stored.map((c) => ({ c, source: undefined as string | undefined })), ...outside];
-  /** The highest seq a valid checkpoint signed for this vault (records above it are unsigned). */
-  let signedUpTo = 0;
-  for (const { c, source } of covering.sort((a, b) => a.c.id - b.c.id)) {
-    const shown = mine(c.heads);
-    const head = mine(c.signed_heads ?? c.heads);
-    if (!key) {
-      unchecked++;
-      continue;
-    }
-    const forged = (why: string) =>
-      add({
-        kind: "forged_checkpoint",
-        seq: (head ?? shown)!.seq,
-        id: null,
-        checkpoint: c.id,
-        message: `checkpoint ${c.id} (${isoTime(c.at)}): forged — ${why}`,
-      });
-    if (c.key_id !== keyId) {
-      forged(`signed with key ${c.key_id}, not the broker's key ${keyId}`);
-      continue;
-    }
-    if (!head || (shown && (shown.seq !== head.seq || shown.hash !== head.hash))) {
-      forged("the head it names for this vault is not one it signed");
-      continue;
-    }
-    if (!(await checkpointSignatureValid(key, c))) {
-      forged("its signature does not verify with the broker's public key");
-      continue;
-    }
-    checked++;
-    const at = signed.get(head.seq) ?? [];
-    at.push({ checkpoint: c.id, at: c.at, hash: head.hash });
-    signed.set(head.seq, at);
-    signedUpTo = Math.max(signedUpTo, head.seq);
-    if (source !== undefined && !storedIds.has(c.id)) deleted.push({ checkpoint: c, source, seq: head.seq });
-  }
+  const cps = await checkCheckpoints(opts.vaultId, opts.checkpoints ?? [], opts.outsideCheckpoints ?? [], key && keyId ? { key, keyId } : undefined);
+  for (const b of cps.breaks) add(b);
+  const { signed, signedUpTo, deleted, checked, unchecked } = cps;
 
   let anchor: SignedAnchorPoint = opts.anchor;
   /** Whether the anchor's signature holds (retention moved it); the genesis and an earlier run's record need none. */
@@ -500,11 +413,6 @@ export async function verifyAuditChain(opts: ChainVerifierOptions & { readonly r
 
 function span(from: number, to: number): string {
   return from === to ? `record seq ${from}` : `records seq ${from} to ${to}`;
-}
-
-function isoTime(ms: number): string {
-  const d = new Date(ms);
-  return Number.isNaN(d.getTime()) ? String(ms) : d.toISOString();
 }
 
 /** The record's fields in the canonical encoding's terms, at `place`'s seq and prev. */
