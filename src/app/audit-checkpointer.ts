@@ -78,35 +78,42 @@ export interface AuditCheckpointer {
   stop(opts?: { final?: boolean }): Promise<void>;
 }
 
-/** The most records one look reads to check a head (a head that far from anything signed is left unsigned). */
-const MAX_WALK = 50_000;
+/** The most records one look reads to check a head (one further on is signed as far as they reach). */
+const MAX_WALK = 10_000;
+/** Stored checkpoints looked at, newest first, for one whose signature holds. */
+const STORED_LOOKED_AT = 20;
 /** A vault whose head did not follow from what was signed is looked at again after this (each look reads its records since). */
 const REFUSED_WAIT_MS = 60_000;
 
 /**
- * Why the head may not be signed, or undefined: the records from the last point the broker signed for the vault
- * (the newest of the last checkpoint this instance made, the vault's last stored checkpoint whose signature holds,
- * and its signed anchor) up to the head continue it, one per seq, linked and hashing to their contents. Someone who
- * can write the database, and rewrote records and deleted the checkpoints over them, does not get the rewrite signed.
+ * What of the vault's head may be signed, or why none: the records from the last point the broker signed for the
+ * vault (the newest of the last checkpoint this instance made, the vault's newest stored checkpoint whose signature
+ * holds, and its signed anchor) must continue it, one per seq, linked and hashing to their contents. Someone who can
+ * write the database, and rewrote records and deleted the checkpoints over them, does not get the rewrite signed. A
+ * look reads at most MAX_WALK records: a head further on is signed as far as they reach, and the next look goes on.
  */
-export async function headRefused(read: ReadRows, key: AnchorKey, head: MovedHead, remembered: AuditCheckpointRow | undefined): Promise<string | undefined> {
+export async function signableHead(
+  read: ReadRows,
+  key: AnchorKey,
+  head: MovedHead,
+  remembered: AuditCheckpointRow | undefined,
+): Promise<{ sign: StoredChainPoint } | { reason: string }> {
   const starts: (StoredChainPoint & { what: string })[] = [];
   const mine = remembered?.heads.find((h) => h.vaultId === head.vaultId);
   if (mine) starts.push({ seq: mine.seq, hash: mine.hash, what: `checkpoint ${remembered!.id}, which this broker made` });
-  const stored = (await read(CHAIN_CHECK_STATEMENTS.lastCheckpoint, [head.vaultId]))[0];
-  if (stored && checkpointSignedBy(key, head.vaultId, stored))
-    starts.push({ seq: Number(stored.seq), hash: String(stored.hash), what: `checkpoint ${Number(stored.id)}` });
+  const stored = (await read(CHAIN_CHECK_STATEMENTS.lastCheckpoints, [head.vaultId, STORED_LOOKED_AT])).find((c) => checkpointSignedBy(key, head.vaultId, c));
+  if (stored) starts.push({ seq: Number(stored.seq), hash: String(stored.hash), what: `checkpoint ${Number(stored.id)}` });
   const anchor = await signedAnchorOf(read, key, head.vaultId);
   if ("anchor" in anchor) starts.push({ ...anchor.anchor, what: anchor.anchor.seq ? "the signed anchor" : "the chain's start" });
-  if (starts.length === 0) return "reason" in anchor ? anchor.reason : "nothing the broker signed for it is left";
+  if (starts.length === 0) return { reason: "reason" in anchor ? anchor.reason : "nothing the broker signed for it is left" };
   const start = starts.reduce((a, b) => (b.seq > a.seq ? b : a));
-  if (start.seq > head.seq) return `its head (seq ${head.seq}) is behind ${start.what} (seq ${start.seq})`;
-  // Honest heads are at most an interval's records past a signed point; this bounds what a look may read.
-  if (head.seq - start.seq > MAX_WALK) return `its head (seq ${head.seq}) is more than ${MAX_WALK} records past ${start.what} (seq ${start.seq})`;
-  const walked = walkSegment(head.vaultId, start, await read(CHAIN_CHECK_STATEMENTS.between, [head.vaultId, start.seq, head.seq, MAX_WALK]));
-  if ("reason" in walked) return `from ${start.what} (seq ${start.seq}): ${walked.reason}`;
-  if (walked.end.seq !== head.seq || walked.end.hash !== head.hash) return `the records from ${start.what} do not lead to its head (seq ${head.seq})`;
-  return undefined;
+  if (start.seq > head.seq) return { reason: `its head (seq ${head.seq}) is behind ${start.what} (seq ${start.seq})` };
+  const to = Math.min(head.seq, start.seq + MAX_WALK);
+  const walked = walkSegment(head.vaultId, start, await read(CHAIN_CHECK_STATEMENTS.between, [head.vaultId, start.seq, to, MAX_WALK]));
+  if ("reason" in walked) return { reason: `from ${start.what} (seq ${start.seq}): ${walked.reason}` };
+  if (walked.end.seq !== to) return { reason: `from ${start.what} (seq ${start.seq}): records seq ${walked.end.seq + 1} to ${to} are missing` };
+  if (to === head.seq && walked.end.hash !== head.hash) return { reason: `the records from ${start.what} do not lead to its head (seq ${head.seq})` };
+  return { sign: walked.end };
 }
 
 /** Unexpected failures back off up to this, so a broken table is not an error line every second. */
@@ -130,20 +137,23 @@ export function startAuditCheckpointer(store: Store, opts: AuditCheckpointerOpti
   let failureWaitMs = 0;
   /** Vaults whose head was refused, until when they are not looked at again. */
   const refusedUntil = new Map<number, number>();
+  /** The last checkpoint signed a head only as far as one look reads: the next look goes on at once. */
+  let behind = false;
 
   /** The moved heads that follow from what was signed; the others are named in the log (once a look) and left unsigned. */
   async function signable(read: ReadRows, moved: readonly MovedHead[]): Promise<MovedHead[]> {
     const ok: MovedHead[] = [];
     for (const h of moved) {
       if ((refusedUntil.get(h.vaultId) ?? 0) > opts.now()) continue;
-      const why = await headRefused(read, opts.signer.anchorKey, h, opts.memory?.lastMade(h.vaultId));
-      if (why === undefined) {
+      const r = await signableHead(read, opts.signer.anchorKey, h, opts.memory?.lastMade(h.vaultId));
+      if ("sign" in r) {
         refusedUntil.delete(h.vaultId);
-        ok.push(h);
+        ok.push({ ...h, seq: r.sign.seq, hash: r.sign.hash });
+        if (r.sign.seq < h.seq) behind = true;
         continue;
       }
       refusedUntil.set(h.vaultId, opts.now() + REFUSED_WAIT_MS);
-      opts.log.error("audit_head_unsigned", { vault_id: h.vaultId, seq: h.seq, reason: `its records do not follow from what the broker signed: ${why}` });
+      opts.log.error("audit_head_unsigned", { vault_id: h.vaultId, seq: h.seq, reason: `its records do not follow from what the broker signed: ${r.reason}` });
     }
     return ok;
   }
@@ -157,11 +167,14 @@ export function startAuditCheckpointer(store: Store, opts: AuditCheckpointerOpti
     const moved = await store.auditCheckpoints.movedHeads();
     const seenAt = opts.now();
     for (const h of moved) opts.history?.observe(h.vaultId, h.seq, seenAt);
-    if (!due(force)(moved, moved.length ? await store.auditCheckpoints.lastAt() : undefined)) return { busy: false };
+    // A look that signed a head only partly makes the next one due, whatever the counts say.
+    const dueNow = force || behind;
+    if (!due(dueNow)(moved, moved.length ? await store.auditCheckpoints.lastAt() : undefined)) return { busy: false };
+    behind = false;
     const result = await takeCheckpointTurn(store.db, {
       keyId: opts.signer.keyId,
       now: opts.now,
-      due: due(force),
+      due: due(dueNow),
       signable,
       sign: (id, at, heads) => signCheckpoint(opts.signer, { id, at, heads }),
       ...(opts.keepMs !== undefined && { pruneBefore: opts.now() - opts.keepMs }),

@@ -12,28 +12,40 @@ export interface HeadHistory {
 }
 
 export function createHeadHistory(opts: { readonly everyMs: number; readonly graceMs: number }): HeadHistory {
-  /** Per vault, (time, seq) samples, oldest first, seqs rising; at most one per `spacing`. */
-  const samples = new Map<number, { at: number; seq: number }[]>();
+  /**
+   * Per vault, samples oldest first: the highest seq seen from `opened` until `at`, dated `at` (a seq is never dated
+   * before it was seen); a new sample opens once the last one has been open `spacing`, so there are at most about
+   * (interval + grace) / spacing + 2 of them, older ones dropped as they come.
+   */
+  const samples = new Map<number, { opened: number; at: number; seq: number }[]>();
   const spacing = Math.max(1_000, Math.floor(opts.everyMs / 64));
+  const window = opts.everyMs + opts.graceMs;
+  /** Drops samples the answer no longer needs: all but the newest one old enough for `now`. */
+  const prune = (list: { at: number }[], now: number) => {
+    let old = 0;
+    while (old + 1 < list.length && list[old + 1]!.at <= now - window) old++;
+    if (old > 0) list.splice(0, old);
+  };
   return {
     observe(vaultId, seq, at) {
-      const list = samples.get(vaultId) ?? [];
-      if (!samples.has(vaultId)) samples.set(vaultId, list);
+      let list = samples.get(vaultId);
+      if (!list) samples.set(vaultId, (list = []));
       const last = list.at(-1);
       if (last && seq <= last.seq) return;
-      if (last && at - last.at < spacing) last.seq = seq;
-      else list.push({ at, seq });
+      if (last && at - last.opened < spacing) {
+        last.seq = seq;
+        last.at = Math.max(last.at, at);
+      } else {
+        list.push({ opened: at, at, seq });
+        prune(list, at);
+      }
     },
     signedThrough(vaultId, now) {
       const list = samples.get(vaultId);
       if (!list) return undefined;
-      const before = now - opts.everyMs - opts.graceMs;
-      // The newest sample old enough is the answer; older ones are no longer needed.
-      let i = -1;
-      while (i + 1 < list.length && list[i + 1]!.at <= before) i++;
-      if (i < 0) return undefined;
-      if (i > 0) list.splice(0, i);
-      return list[0]!.seq;
+      prune(list, now);
+      const first = list[0]!;
+      return first.at <= now - window ? first.seq : undefined;
     },
   };
 }

@@ -32,6 +32,12 @@ export interface AuditRetentionOptions {
   readonly onBatch?: (b: BatchReport) => void;
   /** The broker's audit key: each anchor a batch moves is signed with it (docs/audit-chain.md, "Heads and anchors"). */
   readonly anchorKey?: AnchorKey;
+  /**
+   * Retention waits for a checkpoint before removing records none signs yet, but no longer than this (twice the
+   * checkpoint interval and a grace): then it removes them too (checked as ever) and says so, so a chain nothing
+   * will sign (a row someone added for a vault no checkpoint covers) cannot stop it for ever.
+   */
+  readonly waitLimitMs?: number;
 }
 
 export interface BatchReport extends PruneBatch {
@@ -59,6 +65,8 @@ export function startAuditRetention(db: Db, opts: AuditRetentionOptions): AuditR
   const clock = opts.clock ?? (() => performance.now());
   let limit = clamp(opts.batchRows?.first ?? DEFAULTS.first, min, max);
   let failureWaitMs = 0;
+  /** Since when batches have stopped before records no checkpoint signs yet. */
+  let waitingSince: number | undefined;
   let stopped = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let running: Promise<void> | undefined;
@@ -74,13 +82,25 @@ export function startAuditRetention(db: Db, opts: AuditRetentionOptions): AuditR
     const size = limit;
     try {
       const now = opts.now();
+      const waitedOut = waitingSince !== undefined && opts.waitLimitMs !== undefined && now - waitingSince > opts.waitLimitMs;
       const limits: AuditLimits = {
         olderThan: now - opts.maxAgeMs,
         keepRows: opts.maxRows,
         ...(opts.anchorKey && { signing: { key: opts.anchorKey, at: now } }),
+        ...(waitedOut && { waitForCheckpoints: false }),
       };
       const r = await (opts.prune ? opts.prune(limits, size) : pruneAuditBatch(db, limits, size, clock));
       failureWaitMs = 0;
+      if (r.waiting) waitingSince ??= now;
+      else if (!r.busy) {
+        if (waitedOut && r.removed > 0)
+          opts.log.error("audit_retention_unsigned_removal", {
+            waited_s: Math.round((now - waitingSince!) / 1000),
+            reason:
+              "records no checkpoint had signed were removed after waiting longer than checkpoints take (the checkpointer is failing, or a chain nothing signs was added); anchors over records that do not check out are unsigned",
+          });
+        waitingSince = undefined;
+      }
       // The records retention removed did not check out: someone changed them before it reached them. The anchor
       // moved unsigned, so every verification names it; this line says so where operators look first.
       for (const u of r.unsignedAnchors ?? [])

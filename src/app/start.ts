@@ -68,7 +68,7 @@ export interface RunningServer {
    * One audit retention batch with these limits, as the broker's own retention runs it (off the event loop on
    * SQLite, each anchor it moves signed): for tests and benches that need retention now rather than on its clock.
    */
-  pruneAudit(limits: { olderThan: number; keepRows: number }, limit: number): Promise<PruneBatch>;
+  pruneAudit(limits: { olderThan: number; keepRows: number; waitForCheckpoints?: boolean }, limit: number): Promise<PruneBatch>;
   /**
    * Stops accepting on both listeners; in-flight requests and open tunnels get up to graceMs
    * (default 0: cut at once) to finish; then the audit queue is flushed and the store closed.
@@ -406,6 +406,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       now,
       log,
       anchorKey: auditKey.signer.anchorKey,
+      waitLimitMs: 2 * everyMs + UNSIGNED_GRACE_MS,
       ...(store.offLoopPrune && { prune: store.offLoopPrune }),
     });
     // Signed checkpoints of the audit chains, sent to the vaults' JSON webhooks; a last one at graceful shutdown.

@@ -31,9 +31,9 @@ export const CHAIN_CHECK_STATEMENTS = {
   /** The vault's checkpoints that signed a head with seq in (from, to]. */
   checkpointsIn: `SELECT c.id, c.at, c.key_id AS "keyId", c.heads, c.signature, v.seq, v.hash FROM audit_checkpoint_vaults v
     JOIN audit_checkpoints c ON c.id = v.checkpoint_id WHERE v.vault_id = ? AND v.seq > ? AND v.seq <= ? ORDER BY v.checkpoint_id`,
-  /** The vault's newest checkpoint. */
-  lastCheckpoint: `SELECT c.id, c.at, c.key_id AS "keyId", c.heads, c.signature, v.seq, v.hash FROM audit_checkpoint_vaults v
-    JOIN audit_checkpoints c ON c.id = v.checkpoint_id WHERE v.vault_id = ? ORDER BY v.checkpoint_id DESC LIMIT 1`,
+  /** The vault's newest checkpoints, newest first, at most `limit`. */
+  lastCheckpoints: `SELECT c.id, c.at, c.key_id AS "keyId", c.heads, c.signature, v.seq, v.hash FROM audit_checkpoint_vaults v
+    JOIN audit_checkpoints c ON c.id = v.checkpoint_id WHERE v.vault_id = ? ORDER BY v.checkpoint_id DESC LIMIT ?`,
   /** Within an id range, the first record above its vault's last checkpoint: retention stops before it. */
   firstUnsigned: `SELECT MIN(l.id) AS id FROM audit_logs l JOIN audit_chains c ON c.vault_id = l.vault_id
     WHERE l.id BETWEEN ? AND ? AND l.chain_seq > c.checkpoint_seq`,
@@ -91,7 +91,7 @@ export function walkSegment(
   return { end: at };
 }
 
-/** Whether a stored checkpoint row (checkpointsIn, lastCheckpoint) is `key`'s signature over heads that include (vault, seq, hash). */
+/** Whether a stored checkpoint row (checkpointsIn, lastCheckpoints) is `key`'s signature over heads that include (vault, seq, hash). */
 export function checkpointSignedBy(key: AnchorKey, vaultId: number, row: Record<string, unknown>): boolean {
   if (row.keyId !== key.keyId || typeof row.signature !== "string" || !/^[A-Za-z0-9_-]{86}$/.test(row.signature)) return false;
   let heads: [number, number, string][];
@@ -130,18 +130,25 @@ export async function signedAnchorOf(read: ReadRows, key: AnchorKey, vaultId: nu
  * anchor (which every verification names); only records no checkpoint signs yet are beyond both, and retention does
  * not remove those (removePrefix). Costs a hash per record removed, nothing per record kept.
  */
-async function removalRefused(read: ReadRows, key: AnchorKey, vaultId: number, seq: number, fromId: number, upTo: number): Promise<string | undefined> {
+async function checkedRemoval(
+  read: ReadRows,
+  key: AnchorKey,
+  vaultId: number,
+  seq: number,
+  fromId: number,
+  upTo: number,
+): Promise<{ end: ChainPoint } | { reason: string }> {
   const from = await signedAnchorOf(read, key, vaultId);
-  if ("reason" in from) return from.reason;
+  if ("reason" in from) return from;
   const hashes = new Map<number, string>();
   const removed = walkSegment(vaultId, from.anchor, await read(CHAIN_CHECK_STATEMENTS.inRange, [vaultId, fromId, upTo]), (p) => hashes.set(p.seq, p.hash));
-  if ("reason" in removed) return removed.reason;
-  if (removed.end.seq !== seq) return `the records removed end at seq ${removed.end.seq}, not ${seq}`;
+  if ("reason" in removed) return removed;
+  if (removed.end.seq !== seq) return { reason: `the records removed end at seq ${removed.end.seq}, not ${seq}` };
   for (const cp of await read(CHAIN_CHECK_STATEMENTS.checkpointsIn, [vaultId, from.anchor.seq, seq])) {
     if (!checkpointSignedBy(key, vaultId, cp)) continue; // not the broker's: it proves nothing either way
-    if (hashes.get(Number(cp.seq)) !== cp.hash) return `checkpoint ${Number(cp.id)} signed another hash for seq ${Number(cp.seq)}`;
+    if (hashes.get(Number(cp.seq)) !== cp.hash) return { reason: `checkpoint ${Number(cp.id)} signed another hash for seq ${Number(cp.seq)}` };
   }
-  return undefined;
+  return removed;
 }
 
 /** An anchor retention moved without signing it, and why. */
@@ -153,7 +160,8 @@ export interface UnsignedAnchor {
 
 /**
  * Moves each vault's anchor to its last record among ids [fromId, upTo] (`anchors`: ANCHORS_IN's rows, `hashAt`:
- * HASH_AT), signed where the records check out; the others are moved unsigned, so verification names them, and returned.
+ * HASH_AT), signed where the records check out (over the hash the check reached, not a row read apart); the others
+ * are moved unsigned, so verification names them, and returned.
  */
 export async function moveAnchorsChecked(
   read: ReadRows,
@@ -167,11 +175,14 @@ export async function moveAnchorsChecked(
   for (const a of await read(statements.anchorsIn, [fromId, upTo])) {
     const vaultId = Number(a.vaultId);
     const seq = Number(a.seq);
+    const checked = signing ? await checkedRemoval(read, signing.key, vaultId, seq, fromId, upTo) : undefined;
+    if (checked && "end" in checked) {
+      await run(statements.moveAnchor, movedAnchorParams(vaultId, seq, checked.end.hash, signing));
+      continue;
+    }
+    if (checked) unsigned.push({ vaultId, seq, reason: checked.reason });
     const at = (await read(statements.hashAt, [vaultId, seq]))[0];
-    if (!at) continue;
-    const refused = signing ? await removalRefused(read, signing.key, vaultId, seq, fromId, upTo) : undefined;
-    if (signing && refused) unsigned.push({ vaultId, seq, reason: refused });
-    await run(statements.moveAnchor, movedAnchorParams(vaultId, seq, String(at.hash), refused ? undefined : signing));
+    if (at) await run(statements.moveAnchor, movedAnchorParams(vaultId, seq, String(at.hash), undefined));
   }
   return unsigned;
 }

@@ -110,6 +110,11 @@ export function auditCheckpointRepo(sql: Sql) {
       }
       return { id, at, keyId, heads: sorted, signature };
     },
+    /** The newest checkpoint's id that covers `vaultId` (0: none); an index seek. */
+    async newestIdFor(vaultId: number): Promise<number> {
+      const row = await sql.get<{ id: number | null }>("SELECT MAX(checkpoint_id) AS id FROM audit_checkpoint_vaults WHERE vault_id = ?", [vaultId]);
+      return row?.id == null ? 0 : Number(row.id);
+    },
     /** The checkpoints that cover `vaultId`, oldest first, with ids above `afterId`. */
     async listForVault(vaultId: number, afterId: number, limit: number): Promise<AuditCheckpointRow[]> {
       const rows = await sql.all<Omit<AuditCheckpointRow, "heads"> & { heads: string }>(

@@ -29,14 +29,14 @@ export async function removePrefix(
   read: ReadRows,
   run: RunStatement,
   sql: PruneStatements,
-  range: { readonly fromId: number; readonly toId: number; readonly throughId: number; readonly olderThan: number },
+  range: { readonly fromId: number; readonly toId: number; readonly throughId: number; readonly olderThan: number; readonly waitForCheckpoints: boolean },
   signing: AnchorSigning | undefined,
 ): Promise<PrefixRemoval> {
   const { fromId, toId } = range;
   const stop = (await read(sql.firstKept, [fromId, toId, range.throughId, range.olderThan]))[0]?.stop;
   let upTo = stop == null ? toId : Number(stop) - 1;
   let waiting = false;
-  if (signing && upTo >= fromId) {
+  if (signing && range.waitForCheckpoints && upTo >= fromId) {
     // A record no checkpoint signed yet cannot be checked against one: it stays until the next checkpoint.
     const unsigned = (await read(CHAIN_CHECK_STATEMENTS.firstUnsigned, [fromId, upTo]))[0]?.id;
     if (unsigned != null) {

@@ -19,6 +19,11 @@ export interface AuditLimits {
   readonly keepRows: number;
   /** Signs the anchors the batch moves (the broker always gives it; without it they are stored unsigned). */
   readonly signing?: AnchorSigning;
+  /**
+   * With `signing`: whether to stop before records no checkpoint signs yet (default), or remove them too, their
+   * anchors unsigned (after waiting longer than checkpoints take: a chain nothing will sign must not stop retention).
+   */
+  readonly waitForCheckpoints?: boolean;
 }
 
 export interface PruneBatch {
@@ -36,6 +41,8 @@ export interface PruneBatch {
   readonly ms: number;
   /** Anchors moved unsigned because the records removed did not check out (absent: none). */
   readonly unsignedAnchors?: readonly UnsignedAnchor[];
+  /** The batch stopped before records no checkpoint signs yet. */
+  readonly waiting?: boolean;
 }
 
 /** The instances' number for pg_try_advisory_xact_lock around a batch ("audi"); migrations use another. */
@@ -56,11 +63,18 @@ export async function pruneAuditBatch(db: Db, limits: AuditLimits, limit: number
     const throughId = ids.highest - limits.keepRows;
     const toId = ids.lowest + limit - 1;
     const deleting = clock();
-    const r = await audit.deletePrunable(ids.lowest, toId, throughId, limits.olderThan, limits.signing);
+    const r = await audit.deletePrunable(ids.lowest, toId, throughId, limits.olderThan, limits.signing, limits.waitForCheckpoints !== false);
     // Ids past this range are still over the cap, or the whole range was old enough to go and the next may be too
     // (unless it waits for a checkpoint: then at the next check).
     const more = !r.waiting && (toId < throughId || r.removed === limit);
-    return { removed: r.removed, more, busy: false, ms: clock() - deleting, ...(r.unsigned.length && { unsignedAnchors: r.unsigned }) };
+    return {
+      removed: r.removed,
+      more,
+      busy: false,
+      ms: clock() - deleting,
+      ...(r.unsigned.length && { unsignedAnchors: r.unsigned }),
+      ...(r.waiting && { waiting: true }),
+    };
   });
   return db.dialect === "sqlite" ? { ...batch, ms: clock() - started } : batch;
 }

@@ -111,11 +111,12 @@ export function auditListQuery(f: AuditFilter): { sql: string; params: SqlValue[
 // Chain order, and id order among records that claim the same seq (an insertion: the verifier names it).
 const CHAINED = "FROM audit_logs WHERE vault_id = ? AND chain_seq > ? ORDER BY chain_seq, id LIMIT ?";
 const CHAINED_AT = "FROM audit_logs WHERE vault_id = ? AND chain_seq = ? ORDER BY id";
-// Records without chain fields: before the chain began (migration 23), or inserted since (the verifier's "inserted").
-// The chain began at its lowest kept seq (an index seek, where MIN(id) would read every chained record).
-const FIRST_CHAINED = "SELECT id FROM audit_logs WHERE vault_id = ? AND chain_seq IS NOT NULL ORDER BY chain_seq, id LIMIT 1";
-const UNCHAINED_BEFORE = "SELECT COUNT(*) AS n FROM audit_logs WHERE vault_id = ? AND chain_seq IS NULL AND id < ?";
+// Records without chain fields: written before the chain began (ids up to the one migration 25 noted; none on a broker
+// installed since), or inserted since, whatever id they were given (the verifier's "inserted").
+const PRECHAIN_MAX_ID = "SELECT prechain_max_id AS id FROM audit_chain_start WHERE id = 1";
+const UNCHAINED_BEFORE = "SELECT COUNT(*) AS n FROM audit_logs WHERE vault_id = ? AND chain_seq IS NULL AND id <= ?";
 const UNCHAINED_AFTER = "SELECT id FROM audit_logs WHERE vault_id = ? AND chain_seq IS NULL AND id > ? ORDER BY id LIMIT ?";
+const UNCHAINED_ANY = "SELECT id FROM audit_logs WHERE vault_id = ? AND chain_seq IS NULL ORDER BY id LIMIT ?";
 
 function normaliseRow(r: AuditRow): AuditRow {
   const n = (v: unknown) => (v === null || v === undefined ? null : Number(v));
@@ -217,14 +218,17 @@ export function auditRepo(sql: Sql) {
       return rows.map(normaliseRow);
     },
     /**
-     * The vault's records without chain fields: how many were written before its first chained record (before
-     * the chain began), and the ids (at most `limit`) of those written after it, which only an insertion makes.
+     * The vault's records without chain fields: how many were written before the chain began (migration 23; ids up
+     * to the one migration 25 noted), and the ids (at most `limit`) of the others, which only an insertion makes.
      */
     async unchained(vaultId: number, limit: number): Promise<{ beforeChain: number; afterChain: number[] }> {
-      const first = await sql.get<{ id: number | null }>(FIRST_CHAINED, [vaultId]);
-      const firstId = first?.id == null ? Number.MAX_SAFE_INTEGER : Number(first.id);
-      const before = await sql.get<{ n: number }>(UNCHAINED_BEFORE, [vaultId, firstId]);
-      const after = first?.id == null ? [] : await sql.all<{ id: number }>(UNCHAINED_AFTER, [vaultId, firstId, limit]);
+      const start = await sql.get<{ id: number | null }>(PRECHAIN_MAX_ID);
+      if (start?.id == null) {
+        const all = await sql.all<{ id: number }>(UNCHAINED_ANY, [vaultId, limit]);
+        return { beforeChain: 0, afterChain: all.map((r) => Number(r.id)) };
+      }
+      const before = await sql.get<{ n: number }>(UNCHAINED_BEFORE, [vaultId, Number(start.id)]);
+      const after = await sql.all<{ id: number }>(UNCHAINED_AFTER, [vaultId, Number(start.id), limit]);
       return { beforeChain: Number(before?.n ?? 0), afterChain: after.map((r) => Number(r.id)) };
     },
     /** The lowest and highest id, or undefined when the log is empty. */
@@ -236,12 +240,19 @@ export function auditRepo(sql: Sql) {
      * Deletes, among the rows with `fromId` <= id <= `toId` (so never more than that many), those with an id at
      * or below `throughId` (the row cap, by id) or an `at` before `olderThan`, as a prefix (store/audit-prune-batch.ts).
      */
-    deletePrunable(fromId: number, toId: number, throughId: number, olderThan: number, signing?: AnchorSigning): Promise<PrefixRemoval> {
+    deletePrunable(
+      fromId: number,
+      toId: number,
+      throughId: number,
+      olderThan: number,
+      signing?: AnchorSigning,
+      waitForCheckpoints = true,
+    ): Promise<PrefixRemoval> {
       return removePrefix(
         (q, params) => sql.all(q, [...params]),
         (q, params) => sql.run(q, [...params]),
         RETENTION_STATEMENTS,
-        { fromId, toId, throughId, olderThan },
+        { fromId, toId, throughId, olderThan, waitForCheckpoints },
         signing,
       );
     },

@@ -29,6 +29,7 @@ export type ReadRequest =
       readonly limit: number;
       /** Signs the anchors the batch moves (store/audit-anchors.ts). */
       readonly signing?: AnchorSigning;
+      readonly waitForCheckpoints: boolean;
     }
   /** `done[0]` becomes 1 once the worker's connections are closed. */
   | { readonly kind: "close"; readonly done: Int32Array };
@@ -47,6 +48,7 @@ export type ReadReply =
       readonly more: boolean;
       readonly ms: number;
       readonly unsignedAnchors?: readonly UnsignedAnchor[];
+      readonly waiting?: boolean;
     }
   | { readonly kind: "failed"; readonly id: number; readonly message: string; readonly code?: string }
   | { readonly kind: "closed" };

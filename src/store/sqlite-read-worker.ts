@@ -74,7 +74,7 @@ function answer(req: ReadRequest): ReadReply | Promise<ReadReply> {
  */
 async function prune(
   req: Extract<ReadRequest, { kind: "prune" }>,
-): Promise<{ removed: number; more: boolean; ms: number; unsignedAnchors?: UnsignedAnchor[] }> {
+): Promise<{ removed: number; more: boolean; ms: number; unsignedAnchors?: UnsignedAnchor[]; waiting?: boolean }> {
   if (!writer) {
     writer = new Database(path, { readwrite: true, strict: true });
     writer.run(`PRAGMA busy_timeout = ${Math.trunc(busyTimeoutMs)}`);
@@ -85,7 +85,7 @@ async function prune(
   conn.run("BEGIN IMMEDIATE");
   try {
     const ids = conn.query(req.sql.idBounds).get() as { lowest: number | null; highest: number | null } | null;
-    let result: { removed: number; more: boolean; unsignedAnchors?: UnsignedAnchor[] } = { removed: 0, more: false };
+    let result: { removed: number; more: boolean; unsignedAnchors?: UnsignedAnchor[]; waiting?: boolean } = { removed: 0, more: false };
     if (ids?.lowest != null && ids.highest != null) {
       const throughId = Number(ids.highest) - req.keepRows;
       const toId = Number(ids.lowest) + req.limit - 1;
@@ -93,13 +93,14 @@ async function prune(
         (sql, params) => conn.query(sql).all(...(params as never[])) as Record<string, unknown>[],
         (sql, params) => conn.query(sql).run(...(params as never[])).changes,
         req.sql,
-        { fromId: Number(ids.lowest), toId, throughId, olderThan: req.olderThan },
+        { fromId: Number(ids.lowest), toId, throughId, olderThan: req.olderThan, waitForCheckpoints: req.waitForCheckpoints },
         req.signing,
       );
       result = {
         removed: r.removed,
         more: !r.waiting && (toId < throughId || r.removed === req.limit),
         ...(r.unsigned.length && { unsignedAnchors: [...r.unsigned] }),
+        ...(r.waiting && { waiting: true }),
       };
     }
     conn.run("COMMIT");

@@ -121,6 +121,7 @@ export function createSqliteReader(path: string, opts: SqliteReaderOptions = {})
         busy: false,
         ms: reply.ms,
         ...(reply.unsignedAnchors && { unsignedAnchors: reply.unsignedAnchors }),
+        ...(reply.waiting && { waiting: true }),
       });
     else if (reply.kind === "json") p.resolve(JSON.parse(reply.json));
     else if (reply.kind === "row") p.resolve(reply.row);
@@ -161,6 +162,7 @@ export function createSqliteReader(path: string, opts: SqliteReaderOptions = {})
         keepRows: limits.keepRows,
         limit,
         ...(limits.signing && { signing: limits.signing }),
+        waitForCheckpoints: limits.waitForCheckpoints !== false,
       }))) as PruneBatch;
     },
     async all<T>(sql: string, params: readonly SqlValue[] = []) {

@@ -150,6 +150,8 @@ export async function exportAuditChain(d: Domain, open: OpenVault, q: { afterSeq
 interface Verified {
   readonly head: ChainPoint;
   readonly anchorSeq: number;
+  /** The vault's newest checkpoint when it ran: a later one may sign records this run found unsigned. */
+  readonly checkpointId: number;
   readonly at: number;
   readonly view: AuditVerifyView;
 }
@@ -180,13 +182,15 @@ export async function verifyAuditChainOf(d: Domain, open: OpenVault): Promise<Au
   const running = cache.running.get(vaultId);
   if (running) return running;
   const points = await chainPoints(d.store, vaultId);
+  const checkpointId = await d.store.auditCheckpoints.newestIdFor(vaultId);
   const prior = cache.done.get(vaultId);
   const fresh = prior && d.now() - prior.at < VERIFIED_TTL_MS && prior.anchorSeq === points.anchor.seq;
-  if (fresh && prior.head.seq === points.head.seq && prior.head.hash === points.head.hash) return { ...prior.view, vault: open.vault.name };
+  const same = fresh && prior.checkpointId === checkpointId && prior.head.seq === points.head.seq && prior.head.hash === points.head.hash;
+  if (same) return { ...prior.view, vault: open.vault.name };
   const from = fresh && prior.view.ok && prior.head.seq < points.head.seq ? prior : undefined;
   const run = verifyStored(d, vaultId, open.vault.name, from)
     .then((v) => {
-      cache.done.set(vaultId, { head: v.head, anchorSeq: v.anchor.seq, at: from ? from.at : d.now(), view: v });
+      cache.done.set(vaultId, { head: v.head, anchorSeq: v.anchor.seq, checkpointId, at: from ? from.at : d.now(), view: v });
       return v;
     })
     .finally(() => cache.running.delete(vaultId));

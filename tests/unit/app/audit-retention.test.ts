@@ -202,3 +202,34 @@ forEachBackend((backend) => {
     expect(started).toBe(atStop);
   });
 });
+
+test("a batch that waits for a checkpoint is repeated at the check interval, and after waitLimitMs runs without waiting, said in an error line", async () => {
+  let clock = 0;
+  const seen: (boolean | undefined)[] = [];
+  const log = createMemoryLogger();
+  const done = Promise.withResolvers<void>();
+  const retention = startAuditRetention({} as Db, {
+    now: () => clock,
+    log,
+    maxRows: 1_000,
+    maxAgeMs: YEAR,
+    checkEveryMs: 1,
+    clock: () => 0,
+    anchorKey: { keyId: "k", pkcs8: new Uint8Array() },
+    waitLimitMs: 1_000,
+    prune: async (limits) => {
+      seen.push(limits.waitForCheckpoints);
+      clock += 400; // each batch comes 400 ms after the last
+      if (limits.waitForCheckpoints === false) {
+        done.resolve();
+        return { removed: 5, more: false, busy: false, ms: 1 };
+      }
+      return { removed: 0, more: false, busy: false, ms: 1, waiting: true };
+    },
+  });
+  await done.promise;
+  await retention.stop();
+  // Waiting since the first batch (at 0 ms); the batches at 400 and 800 ms still wait, the one at 1,200 ms does not.
+  expect(seen).toEqual([undefined, undefined, undefined, false]);
+  expect(log.lines.map((l) => JSON.parse(l).event)).toEqual(["audit_retention_unsigned_removal"]);
+});
