@@ -381,8 +381,8 @@ export const ADDITIONS: readonly Migration[] = [
     // the Ed25519 signature over the vault, seq, hash, time and key id, so a prefix deleted by someone with write
     // access to the database (who cannot sign) no longer passes for retention. Anchors moved before this
     // migration stay unsigned, and verification names them.
-    // Also where the chain began: the highest id of a record written before migration 23 (none on a broker installed
-    // since), so a record without chain fields above it is an insertion, whatever id it was given.
+    // Also where the chain began: the highest id of a record written before migration 23 (no row on a broker
+    // installed since), so a record without chain fields above it is an insertion, whatever id it was given.
     sql: `
       ALTER TABLE audit_chains ADD COLUMN anchor_at BIGINT;
       ALTER TABLE audit_chains ADD COLUMN anchor_key_id TEXT;
@@ -390,7 +390,8 @@ export const ADDITIONS: readonly Migration[] = [
       CREATE TABLE audit_chain_start (id INTEGER PRIMARY KEY, prechain_max_id BIGINT);
       INSERT INTO audit_chain_start (id, prechain_max_id)
         SELECT 1, MAX(id) FROM audit_logs WHERE chain_seq IS NULL
-          AND id < COALESCE((SELECT MIN(id) FROM audit_logs WHERE chain_seq IS NOT NULL), 9000000000000000000);
+          AND id < COALESCE((SELECT MIN(id) FROM audit_logs WHERE chain_seq IS NOT NULL), 9000000000000000000)
+        HAVING MAX(id) IS NOT NULL;
     `,
   },
 ];

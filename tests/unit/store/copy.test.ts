@@ -290,6 +290,8 @@ async function seed(store: Store): Promise<void> {
     sign: (id, at, heads) => signCheckpoint(signer, { id, at, heads }),
   });
   await store.credentials.put({ vaultId: vault.id, key: "FROM_KV", reference: { connection: "prod-kv", path: "apps/x", field: "token" } }, T0 + 2);
+  // A store upgraded from before the chain notes where it began (migration 25).
+  await store.db.run("INSERT INTO audit_chain_start (id, prechain_max_id) VALUES (1, 7)");
 }
 
 async function seededFileStore(): Promise<{ dir: string; store: Store }> {
