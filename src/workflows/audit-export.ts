@@ -223,14 +223,15 @@ function exportedCheckpoint(c: AuditCheckpointRow, vaultId: number): ExportedChe
 async function verifyStored(d: Domain, vaultId: number, vault: string, from: Verified | undefined): Promise<AuditVerifyView> {
   // What must be signed by now, before the checkpoints are read: every checkpoint that signs it is then among them.
   const through = d.auditCheckpoints?.signedThrough(vaultId);
+  // The last checkpoint this instance made for the vault, from memory (deleting it from the database shows); taken
+  // before the stored ones are read, so one made meanwhile is among them rather than "missing".
+  const remembered = d.auditCheckpoints?.lastMade(vaultId);
   const points = await chainPoints(d.store, vaultId);
   // Checkpoints before records: every head they signed was written before the records are read.
   const checkpoints = await storedCheckpoints(d.store, vaultId);
   // The key this instance loaded and checked at start: a key row added to the database since is not trusted.
   const key = d.auditKey ?? (await d.store.auditCheckpoints.signingKey());
   const unchained = await d.store.audit.unchained(vaultId, UNCHAINED_SHOWN);
-  // The last checkpoint this instance made for the vault, from memory: deleting it from the database shows.
-  const remembered = d.auditCheckpoints?.lastMade(vaultId);
   const start = from?.view.verified;
   const verifier = await createChainVerifier({
     vaultId,
