@@ -7,6 +7,7 @@ import { auditRepo } from "./audit.ts";
 import { auditMarkRepo } from "./audit-marks.ts";
 import { caRepo } from "./ca.ts";
 import { connectStateRepo } from "./connect-states.ts";
+import { budgetRepo } from "./budgets.ts";
 import { credentialRepo } from "./credentials.ts";
 import { identityRepo } from "./identities.ts";
 import { inviteRepo } from "./invites.ts";
@@ -64,6 +65,7 @@ export {
   type MovedHead,
 } from "./audit-checkpoints.ts";
 export { AUDIT_CHAIN_GENESIS } from "./audit-chain-genesis.ts";
+export { NO_USAGE, type BudgetLimits, type BudgetPeriod, type BudgetRow, type BudgetScope, type BudgetUsage, type SoftAction } from "./budgets.ts";
 export {
   AUDIT_CHAIN_ENCODING,
   AUDIT_CHECKPOINT_ENCODING,
@@ -124,6 +126,7 @@ function createRepos(sql: Sql, dialect: Dialect) {
     auditChains: auditChainRepo(sql),
     auditCheckpoints: auditCheckpointRepo(sql),
     connectStates: connectStateRepo(sql),
+    budgets: budgetRepo(sql),
     vaultCounts: vaultCountRepo(sql),
   };
 }

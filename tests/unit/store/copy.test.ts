@@ -292,6 +292,21 @@ async function seed(store: Store): Promise<void> {
   await store.credentials.put({ vaultId: vault.id, key: "FROM_KV", reference: { connection: "prod-kv", path: "apps/x", field: "token" } }, T0 + 2);
   // A store upgraded from before the chain notes where it began (migration 25).
   await store.db.run("INSERT INTO audit_chain_start (id, prechain_max_id) VALUES (1, 7)");
+  // A budget and what it counted today (migration 26).
+  const budget = await store.budgets.put(
+    {
+      vaultId: vault.id,
+      name: "daily",
+      scope: "vault",
+      scopeRef: null,
+      period: "day",
+      limits: { requests: 100, inputTokens: null, outputTokens: null, totalTokens: 5000, costMicros: 2_000_000 },
+      softPercent: 80,
+      softAction: "notify",
+    },
+    T0,
+  );
+  await store.budgets.add(budget.id, T0, { requests: 3, inputTokens: 30, outputTokens: 20, totalTokens: 50, costMicros: 12, unpricedCalls: 0 });
 }
 
 async function seededFileStore(): Promise<{ dir: string; store: Store }> {
