@@ -11,3 +11,4 @@ export * from "./pages.ts";
 export * from "./secret-stores.ts";
 export * from "./audit-checkpoints.ts";
 export * from "./audit.ts";
+export * from "./budgets.ts";

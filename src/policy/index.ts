@@ -18,3 +18,5 @@ export { covers, widening } from "./rules-diff.ts";
 export { EVERYTHING_RULE, keepOthersAllowed, RulesList } from "./rules-schema.ts";
 export { readPathTemplate, readQueryParam, splitPathTemplate, VALUE_PLACEHOLDER } from "./url-auth.ts";
 export { formatReference, parseReference, pathAllowed, type CredentialSource, type SecretReference } from "./secret-reference.ts";
+export { budgetApplies, judgeBudgets, limitReached, softCrossed, type BudgetSubject, type BudgetVerdict } from "./budget-decision.ts";
+export { periodEnd, periodStart } from "./budget-periods.ts";

@@ -40,6 +40,7 @@ import { sessionRoutes } from "./routes/index.ts";
 import { vaultInviteRoutes } from "./routes/index.ts";
 import { vaultRoutes } from "./routes/index.ts";
 import { webhookRoutes } from "./routes/index.ts";
+import { budgetRoutes } from "./routes/index.ts";
 import { secretStoreRoutes } from "./routes/index.ts";
 
 export interface ApiDeps {
@@ -143,6 +144,7 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
   api.route("/v1/vaults", auditCheckpointRoutes(d));
   api.route("/v1/audit", auditKeyRoutes(d, deps.auditKey));
   api.route("/v1/vaults", webhookRoutes(d));
+  api.route("/v1/vaults", budgetRoutes(d));
   api.route("/v1/secret-stores", secretStoreRoutes(d));
   api.route("/v1/vaults", requestApprovalRoutes(d));
   api.route("/", discoverRoutes(d));

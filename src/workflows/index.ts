@@ -9,6 +9,7 @@ export * from "./proposals.ts";
 export * from "./proposal-review.ts";
 export * from "./services.ts";
 export * from "./webhooks.ts";
+export * from "./budgets.ts";
 export * from "./request-approvals.ts";
 export * from "./vault-summary.ts";
 export { layoutJson, type JsonLayout } from "./json-layout.ts";

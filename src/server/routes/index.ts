@@ -22,6 +22,7 @@ export { sessionRoutes } from "./sessions.ts";
 export { vaultInviteRoutes } from "./vault-invites.ts";
 export { vaultRoutes } from "./vaults.ts";
 export { webhookRoutes } from "./webhooks.ts";
+export { budgetRoutes } from "./budgets.ts";
 export { templateRoutes, viewTemplate } from "./templates.ts";
 export { readInt } from "./logs.ts";
 export { secretStoreRoutes } from "./secret-stores.ts";

@@ -23,6 +23,7 @@ const NO_BODY = new Set([
   "POST /v1/ca/rotate",
   "POST /v1/auth/oidc/link",
   "POST /v1/secret-stores/{name}/check",
+  "POST /v1/vaults/{vault}/budgets/{name}/reset",
 ]);
 
 async function setUp() {
