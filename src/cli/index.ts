@@ -30,6 +30,7 @@ export const rootCommand = defineCommand({
     owner: () => import("./commands/owner.ts").then((m) => m.default),
     logs: () => import("./commands/logs.ts").then((m) => m.default),
     audit: () => import("./commands/audit.ts").then((m) => m.default),
+    budget: () => import("./commands/budget.ts").then((m) => m.default),
     ca: () => import("./commands/ca.ts").then((m) => m.default),
     proposal: () => import("./commands/proposal.ts").then((m) => m.default),
     request: () => import("./commands/request.ts").then((m) => m.default),
