@@ -17,24 +17,12 @@ import {
 } from "../egress/index.ts";
 import { createMinter, redeemAuthorizationCode } from "../minting/index.ts";
 import { createWebhookSender } from "../webhooks/index.ts";
-import { DatabaseUnavailable, toErrorResponse, Unavailable } from "../errors.ts";
+import { toErrorResponse, Unavailable } from "../errors.ts";
 import type { LiveSecrets, Logger } from "../log.ts";
 import type { Secret } from "../secret.ts";
-import { ensurePrivateDir, openStore, pruneAuditBatch, type PruneBatch, type Store } from "../store/index.ts";
+import { ensurePrivateDir, openStore, type PruneBatch, type Store } from "../store/index.ts";
 import { createAuthenticator, createVaultAccessCache, type Domain } from "../identity/index.ts";
-import {
-  createHashGate,
-  createLeafCache,
-  loadAuditSigningKey,
-  loadRootCa,
-  mintLeaf,
-  rotateRootCa,
-  unlockKeyring,
-  UNSIGNED_GRACE_MS,
-  type CaHolder,
-  type KdfParams,
-  type LeafCache,
-} from "../crypto/index.ts";
+import { createHashGate, createLeafCache, loadRootCa, mintLeaf, rotateRootCa, unlockKeyring, type CaHolder, type KdfParams } from "../crypto/index.ts";
 import { createChangeFeed, type Freshness } from "../store/index.ts";
 import { createLoginThrottle, createRateLimiter, resolveSettings } from "../ratelimit/index.ts";
 import { createRequestApprovalGate, replaceRotatedCredential } from "../workflows/index.ts";
@@ -47,11 +35,9 @@ import { listenOrExplain } from "./listen-error.ts";
 import { bindTunnelListener, type TunnelLimits } from "../tunnel/index.ts";
 import { changeHandlers, revalidateWhileUnannounced } from "./freshness.ts";
 import { periodicJobs, startSweeps } from "./periodic-jobs.ts";
-import { startAuditRetention } from "./audit-retention.ts";
-import { announceCheckpoint, createCheckpointMemory, startAuditCheckpointer } from "./audit-checkpointer.ts";
-import { createHeadHistory } from "./audit-head-history.ts";
+import { prepareAuditTrust } from "./audit-trust.ts";
 import { effectiveSettings } from "./effective-settings.ts";
-import { drainListeners } from "./shutdown.ts";
+import { shutDown } from "./shutdown.ts";
 import { databaseHealth } from "./database-health.ts";
 import { openJournal } from "./audit-journal-open.ts";
 import { upstreamRoots } from "./upstream-roots.ts";
@@ -151,13 +137,8 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     // Identity-provider sign-in: an unreachable or invalid provider stops the start (message names BROKER_OIDC_ISSUER).
     const oidc = config.oidc && (await createOidcClient({ ...config.oidc, redirectUri: `${publicUrl}/v1/auth/oidc/callback`, ca: upstreamCa }));
     let rootCa = await loadRootCa(store, keyring.dataKey, now());
-    // The audit checkpoints' Ed25519 key, made on first start (of instances starting at once, one key is kept).
-    const auditKey = await loadAuditSigningKey(store, keyring.dataKey, now());
-    const checkpointMemory = createCheckpointMemory();
-    const everyMs = config.auditCheckpointSeconds * 1000;
-    // Heads as this instance saw them move: what must be signed by now (the writer's, the checkpointer's reads).
-    const headHistory = createHeadHistory({ everyMs, graceMs: UNSIGNED_GRACE_MS });
-    if (auditKey.created) log.info("audit_signing_key_created", { key_id: auditKey.signer.keyId });
+    // The audit log's signing key, and this instance's memory of what it signed and saw (app/audit-trust.ts).
+    const auditTrust = await prepareAuditTrust(store, keyring.dataKey, { config, now, log });
     // Read at scrape time, after the start (the API answers only then): the audit log and the tunnel are bound below.
     const metrics: Metrics | undefined =
       config.metrics &&
@@ -244,10 +225,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       log,
       ...(journal && { journal }),
       ...(telemetry && { export: telemetry.audit }),
-      onWritten: (heads) => {
-        const at = now();
-        for (const [vaultId, seq] of heads) headHistory.observe(vaultId, seq, at);
-      },
+      onWritten: (heads) => auditTrust.onWritten(heads),
     });
     undo.push(() => audit.stop());
     await audit.resume();
@@ -303,12 +281,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       webhooks,
       secretStores,
       secretStoreTokenFiles: config.secretStoreTokenFiles,
-      auditKey: auditKey.signer,
-      auditCheckpoints: {
-        everyMs,
-        lastMade: checkpointMemory.lastMade,
-        signedThrough: (vaultId) => headHistory.signedThrough(vaultId, now()),
-      },
+      ...auditTrust.domain,
     };
     const minter = createMinter({
       upstream,
@@ -381,7 +354,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       databaseHealth: databaseHealth({ db: store.db, feed: config.database ? feed : undefined, auditQueued: () => audit.queued }),
       connect,
       effectiveSettings: effectiveSettings(config, Number(server.port), boundTunnel?.port ?? null, store.db.dialect),
-      auditKey: auditKey.signer,
+      auditKey: auditTrust.signer,
       ...(metrics && { metrics: { registry: metrics, token: config.metrics?.token } }),
     });
     const listenerName = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? "127.0.0.1" : config.bindHost;
@@ -400,29 +373,9 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     app.resolve(api);
     // Pending proposals expire by time, not when someone happens to read them.
     const sweeper = startSweeps(periodicJobs(log), domain);
-    const retention = startAuditRetention(store.db, {
-      maxAgeMs: config.auditRetentionDays * 86_400_000,
-      maxRows: config.auditMaxRows,
-      now,
-      log,
-      anchorKey: auditKey.signer.anchorKey,
-      waitLimitMs: 2 * everyMs + UNSIGNED_GRACE_MS,
-      ...(store.offLoopPrune && { prune: store.offLoopPrune }),
-    });
-    // Signed checkpoints of the audit chains, sent to the vaults' JSON webhooks; a last one at graceful shutdown.
-    const signing = startAuditCheckpointer(store, {
-      signer: auditKey.signer,
-      everyRecords: config.auditCheckpointRecords,
-      everyMs,
-      // A day longer than the records: a record retention has not reached yet keeps the checkpoint that signs it.
-      keepMs: (config.auditRetentionDays + 1) * 86_400_000,
-      memory: checkpointMemory,
-      history: headHistory,
-      now,
-      log,
-      onCheckpoint: (c) => void announceCheckpoint(store, webhooks, publicUrl, c),
-    });
-    undo.push(() => signing.stop());
+    // Retention and signed checkpoints (sent to the vaults' JSON webhooks; a last one at graceful shutdown).
+    const auditJobs = auditTrust.start(webhooks, publicUrl);
+    undo.push(() => auditJobs.stopCheckpointer());
     const proxyAddress = tunnel ? `${hostPart}:${tunnel.port}` : undefined;
     log.info("listening", { api: apiUrl, proxy: proxyAddress ?? null, data_dir: config.dataDir, store: describeStore(config), keyring: keyring.mode });
     if (config.otel) log.info("otel_export_on", { traces: config.otel.traces.url, logs: config.otel.logs.url, protocol: config.otel.traces.protocol });
@@ -430,46 +383,28 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       apiUrl,
       proxyAddress,
       store,
-      pruneAudit(limits, limit) {
-        const signed = { ...limits, signing: { key: auditKey.signer.anchorKey, at: now() } };
-        return store.offLoopPrune ? store.offLoopPrune(signed, limit) : pruneAuditBatch(store.db, signed, limit);
-      },
-      async stop({ graceMs = 0, reason }: { graceMs?: number; reason?: string } = {}) {
-        clearInterval(sweeper);
-        stopRevalidating();
-        const retentionStopped = retention.stop();
-        // No delivery starts from here on; those in flight get the same grace as requests, in parallel with them.
-        const webhooksSettled = webhooks.stop(graceMs);
-        log.info("shutting_down", {
-          reason: reason ?? null,
-          grace_s: graceMs / 1000,
-          requests_in_flight: server.pendingRequests,
-          websockets: server.pendingWebSockets,
-          audit_queued: audit.queued,
-        });
-        // The change feed keeps caches fresh while requests drain: it stops after them.
-        const drained = await drainListeners(server, tunnel, graceMs);
-        await feed.stop();
-        await webhooksSettled; // each delivery's outcome is recorded before the store closes
-        upstream.close();
-        secretStores.stop(); // its pools' idle connections to the stores must not hold the process
-        await retentionStopped;
-        // The records queued wait for the database within what is left of the grace; the rest stay in the journal.
-        // The collector gets the same time, alongside: what it has not taken by then is dropped and counted.
-        const left = Math.max(0, graceMs - drained.waitedMs);
-        await Promise.all([audit.stop(left), telemetry?.stop(left)]);
-        // Then the records written until now get a signature (stored; webhook delivery has stopped by now).
-        await signing.stop({ final: true });
-        store.close();
-        log.info("shutdown_complete", {
-          waited_ms: drained.waitedMs,
-          requests_open: drained.requestsOpen,
-          requests_cut: drained.requestsCut,
-          tunnel_connections_open: drained.tunnelConnectionsOpen,
-          tunnel_connections_cut: drained.tunnelConnectionsCut,
-          audit_unwritten: audit.queued,
-        });
-      },
+      pruneAudit: auditTrust.pruneAudit,
+      stop: (o) =>
+        shutDown(
+          {
+            log,
+            server,
+            tunnel,
+            stopJobs: () => {
+              clearInterval(sweeper);
+              stopRevalidating();
+            },
+            auditJobs,
+            webhooks,
+            feed,
+            upstream,
+            secretStores,
+            audit,
+            telemetry: telemetry || undefined,
+            store,
+          },
+          o,
+        ),
     };
   } catch (err) {
     // Best effort: every step runs and a failed one is logged, but the first error is the one to report.

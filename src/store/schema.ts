@@ -4,6 +4,8 @@
 // (auto-increment primary key) and {{bytes}} (binary); what cannot be portable sits in postgresOnly / sqliteOnly.
 
 import { ADDITIONS } from "./schema-additions.ts";
+import { AUDIT_CHAIN_MIGRATIONS } from "./schema-audit-chain.ts";
+import { BUDGET_MIGRATIONS } from "./schema-budgets.ts";
 import { FOUNDATION } from "./schema-foundation.ts";
 import type { Migration } from "./migration.ts";
 
@@ -12,4 +14,4 @@ export type { Migration };
 /** The channel on which PostgreSQL announces committed changes to every instance (see store/changes.ts). */
 export const CHANGES_CHANNEL = "broker_changes";
 
-export const MIGRATIONS: readonly Migration[] = [...FOUNDATION, ...ADDITIONS];
+export const MIGRATIONS: readonly Migration[] = [...FOUNDATION, ...ADDITIONS, ...AUDIT_CHAIN_MIGRATIONS, ...BUDGET_MIGRATIONS];
