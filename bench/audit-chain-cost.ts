@@ -10,9 +10,9 @@ import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureBinary, startBroker, type BrokerProc } from "./broker.ts";
-import { median, runLoad, statsOf, type Target } from "./load.ts";
 import { createBenchPki } from "./pki.ts";
-import { metered, targets, warmUp, type Env } from "./scenarios.ts";
+import { abMedian, abRatio, runAbRows, type AbRow } from "./ab-rows.ts";
+import { warmUp, type Env } from "./scenarios.ts";
 import { startUpstream } from "./upstream.ts";
 
 const ROOT = join(import.meta.dir, "..");
@@ -34,12 +34,6 @@ function buildBaseline(rev: string): { bin: string; cleanup: () => void } {
   return { bin, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-interface Measure {
-  rps: number;
-  p50: number;
-  cpu: number;
-}
-
 log(`building the baseline (${baselineRev})…`);
 const baseline = buildBaseline(baselineRev);
 const pki = await createBenchPki();
@@ -49,34 +43,13 @@ const brokers: Record<"without" | "with", BrokerProc> = {
   with: await startBroker(ensureBinary(log), pki.caPem, upstream.port),
 };
 const envOf = (b: BrokerProc): Env => ({ broker: b, upstreamPort: upstream.port, upstreamCa: pki.caPem });
-const rows: { name: string; without: Measure[]; with: Measure[] }[] = [];
+let rows: AbRow[] = [];
 try {
   for (const which of ["without", "with"] as const) {
     log(`warming the broker ${which} the chain (${size.warm} requests)…`);
     await warmUp(envOf(brokers[which]), size.warm);
   }
-  const scenarios: { name: string; target: (b: BrokerProc) => Target; concurrency: number }[] = [
-    { name: "tunnel, 16 keep-alive, /small", target: (b) => targets(envOf(b)).viaTunnel("/small"), concurrency: 16 },
-    { name: "tunnel, 1 keep-alive, /small", target: (b) => targets(envOf(b)).viaTunnel("/small"), concurrency: 1 },
-    { name: "/proxy, 16 keep-alive, /small", target: (b) => targets(envOf(b)).viaProxy("/small"), concurrency: 16 },
-    { name: "/proxy, 1 keep-alive, /small", target: (b) => targets(envOf(b)).viaProxy("/small"), concurrency: 1 },
-  ];
-  for (const s of scenarios) {
-    log(s.name);
-    const row = { name: s.name, without: [] as Measure[], with: [] as Measure[] };
-    const requests = s.concurrency === 1 ? Math.ceil(size.requests / 4) : size.requests;
-    for (let i = 0; i < size.reps; i++) {
-      for (const which of i % 2 === 0 ? (["without", "with"] as const) : (["with", "without"] as const)) {
-        const b = brokers[which];
-        const m = await metered(b.pid, () => runLoad(s.target(b), { requests, concurrency: s.concurrency }));
-        if (m.value.errors || m.value.non2xx)
-          throw new Error(`${s.name} (${which}): ${m.value.errors} errors, ${m.value.non2xx} non-2xx: ${m.value.firstError}`);
-        const st = statsOf(m.value);
-        row[which].push({ rps: st.rps, p50: st.p50, cpu: m.cpu / requests });
-      }
-    }
-    rows.push(row);
-  }
+  rows = await runAbRows({ base: brokers.without, changed: brokers.with }, envOf, size, log);
 } finally {
   await brokers.without.stop();
   await brokers.with.stop();
@@ -84,7 +57,6 @@ try {
   baseline.cleanup();
 }
 
-const ratio = (r: (typeof rows)[number], f: (m: Measure) => number) => median(r.with.map((m, i) => f(m) / f(r.without[i]!)));
 console.log(`Audit hash chain and checkpoints: this tree vs ${baselineRev}, ${size.reps} repetitions alternating (medians of per-repetition ratios)\n`);
 console.log(
   [
@@ -92,7 +64,7 @@ console.log(
     "|---|---:|---:|---:|---:|---:|---:|",
     ...rows.map(
       (r) =>
-        `| ${r.name} | ${median(r.without.map((m) => m.rps)).toFixed(0)} | ${median(r.with.map((m) => m.rps)).toFixed(0)} | ${(ratio(r, (m) => m.rps) * 100).toFixed(1)}% | ${median(r.without.map((m) => m.cpu)).toFixed(3)} | ${median(r.with.map((m) => m.cpu)).toFixed(3)} | ${(ratio(r, (m) => m.cpu) * 100).toFixed(1)}% |`,
+        `| ${r.name} | ${abMedian(r.base, (m) => m.rps).toFixed(0)} | ${abMedian(r.changed, (m) => m.rps).toFixed(0)} | ${(abRatio(r, (m) => m.rps) * 100).toFixed(1)}% | ${abMedian(r.base, (m) => m.cpu).toFixed(3)} | ${abMedian(r.changed, (m) => m.cpu).toFixed(3)} | ${(abRatio(r, (m) => m.cpu) * 100).toFixed(1)}% |`,
     ),
   ].join("\n"),
 );

@@ -9,9 +9,9 @@
 // --in-process skips the brokers.
 
 import { ensureBinary, startBroker, type BrokerProc } from "./broker.ts";
-import { median, runLoad, statsOf, type Target } from "./load.ts";
 import { createBenchPki } from "./pki.ts";
-import { metered, targets, warmUp, type Env } from "./scenarios.ts";
+import { abMedian, abRatio, runAbRows, type AbRow } from "./ab-rows.ts";
+import { warmUp, type Env } from "./scenarios.ts";
 import { startUpstream } from "./upstream.ts";
 import { createRequestTracing, createTelemetry } from "../src/telemetry/index.ts";
 import { toLogRecord } from "../src/telemetry/audit-records.ts";
@@ -47,39 +47,13 @@ if (!inProcessOnly) {
   };
   const envOf = (b: BrokerProc): Env => ({ broker: b, upstreamPort: upstream.port, upstreamCa: pki.caPem });
 
-  interface Measure {
-    rps: number;
-    p50: number;
-    cpu: number;
-  }
-  const rows: { name: string; off: Measure[]; on: Measure[] }[] = [];
+  let rows: AbRow[] = [];
   try {
     for (const which of ["off", "on"] as const) {
       log(`warming the export-${which} broker (${size.warm} requests)…`);
       await warmUp(envOf(brokers[which]), size.warm);
     }
-    const scenarios: { name: string; target: (b: BrokerProc) => Target; concurrency: number }[] = [
-      { name: "tunnel, 16 keep-alive, /small", target: (b) => targets(envOf(b)).viaTunnel("/small"), concurrency: 16 },
-      { name: "tunnel, 1 keep-alive, /small", target: (b) => targets(envOf(b)).viaTunnel("/small"), concurrency: 1 },
-      { name: "/proxy, 16 keep-alive, /small", target: (b) => targets(envOf(b)).viaProxy("/small"), concurrency: 16 },
-      { name: "/proxy, 1 keep-alive, /small", target: (b) => targets(envOf(b)).viaProxy("/small"), concurrency: 1 },
-    ];
-    for (const s of scenarios) {
-      log(s.name);
-      const row = { name: s.name, off: [] as Measure[], on: [] as Measure[] };
-      const requests = s.concurrency === 1 ? Math.ceil(size.requests / 4) : size.requests;
-      for (let i = 0; i < size.reps; i++) {
-        for (const which of i % 2 === 0 ? (["off", "on"] as const) : (["on", "off"] as const)) {
-          const b = brokers[which];
-          const m = await metered(b.pid, () => runLoad(s.target(b), { requests, concurrency: s.concurrency }));
-          if (m.value.errors || m.value.non2xx)
-            throw new Error(`${s.name} (${which}): ${m.value.errors} errors, ${m.value.non2xx} non-2xx: ${m.value.firstError}`);
-          const st = statsOf(m.value);
-          row[which].push({ rps: st.rps, p50: st.p50, cpu: m.cpu / requests });
-        }
-      }
-      rows.push(row);
-    }
+    rows = await runAbRows({ base: brokers.off, changed: brokers.on }, envOf, size, log);
   } finally {
     await brokers.off.stop();
     await brokers.on.stop();
@@ -87,13 +61,12 @@ if (!inProcessOnly) {
   }
   receiver.stop(true);
 
-  const ratio = (r: (typeof rows)[number], f: (m: Measure) => number) => median(r.on.map((m, i) => f(m) / f(r.off[i]!)));
   const lines = [
     `| row | off req/s | on req/s | on/off throughput | off p50 ms | on p50 ms | off CPU ms/req | on CPU ms/req | on/off CPU |`,
     `|---|---:|---:|---:|---:|---:|---:|---:|---:|`,
     ...rows.map(
       (r) =>
-        `| ${r.name} | ${median(r.off.map((m) => m.rps)).toFixed(0)} | ${median(r.on.map((m) => m.rps)).toFixed(0)} | ${(ratio(r, (m) => m.rps) * 100).toFixed(1)}% | ${median(r.off.map((m) => m.p50)).toFixed(3)} | ${median(r.on.map((m) => m.p50)).toFixed(3)} | ${median(r.off.map((m) => m.cpu)).toFixed(3)} | ${median(r.on.map((m) => m.cpu)).toFixed(3)} | ${(ratio(r, (m) => m.cpu) * 100).toFixed(1)}% |`,
+        `| ${r.name} | ${abMedian(r.base, (m) => m.rps).toFixed(0)} | ${abMedian(r.changed, (m) => m.rps).toFixed(0)} | ${(abRatio(r, (m) => m.rps) * 100).toFixed(1)}% | ${abMedian(r.base, (m) => m.p50).toFixed(3)} | ${abMedian(r.changed, (m) => m.p50).toFixed(3)} | ${abMedian(r.base, (m) => m.cpu).toFixed(3)} | ${abMedian(r.changed, (m) => m.cpu).toFixed(3)} | ${(abRatio(r, (m) => m.cpu) * 100).toFixed(1)}% |`,
     ),
   ];
   console.log(`OTLP export on vs off, ${size.reps} repetitions alternating (medians of per-repetition ratios)\n`);
