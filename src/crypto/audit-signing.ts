@@ -4,7 +4,7 @@
 // private one), its public half published. Signs checkpointMessage()'s bytes; verifies them for any holder
 // of the public key.
 
-import type { AnchorKey, AuditSigningKeyRow, Store } from "../store/index.ts";
+import { HeldAnchorKey, type AnchorKey, type AuditSigningKeyRow, type Store } from "../store/index.ts";
 import { encodeAad, open, seal } from "./aead.ts";
 import { checkpointMessage, type CheckpointHead } from "../store/index.ts";
 
@@ -30,7 +30,7 @@ export interface AuditSigner extends AuditPublicKey {
   sign(message: Uint8Array): Promise<string>;
   /**
    * The same key for retention, which signs the anchors it moves inside its transaction, on SQLite in its worker
-   * thread (store/audit-anchors.ts): the private half's PKCS#8 bytes. Not enumerable, so no log or JSON shows it.
+   * thread (store/audit-anchors.ts): the private half's PKCS#8 bytes, held so that no log, JSON or inspection shows them.
    */
   readonly anchorKey: AnchorKey;
 }
@@ -78,7 +78,7 @@ export async function openAuditSigningKey(dataKey: CryptoKey, row: AuditSigningK
   const spki = pemToSpki(row.publicKeyPem);
   if (auditKeyId(spki) !== row.keyId) throw new Error(`audit signing key ${row.keyId}: the stored public key does not match its key id`);
   const pkcs8 = await open(dataKey, { nonce: row.privateNonce, ciphertext: row.privateCiphertext }, keyAad(row.keyId));
-  const anchorKey: AnchorKey = { keyId: row.keyId, pkcs8: new Uint8Array(pkcs8) };
+  const anchorKey = new HeldAnchorKey(row.keyId, new Uint8Array(pkcs8));
   let privateKey: CryptoKey;
   try {
     privateKey = await crypto.subtle.importKey("pkcs8", pkcs8 as BufferSource, ED25519, false, ["sign"]);
@@ -90,15 +90,15 @@ export async function openAuditSigningKey(dataKey: CryptoKey, row: AuditSigningK
   const probed = await crypto.subtle.sign(ED25519, privateKey, probe as BufferSource);
   if (!(await crypto.subtle.verify(ED25519, publicKey, probed, probe as BufferSource)))
     throw new Error(`audit signing key ${row.keyId}: the private key does not belong to the stored public key`);
-  const signer = {
+  return {
     keyId: row.keyId,
     publicKeyPem: row.publicKeyPem,
     createdAt: row.createdAt,
+    anchorKey,
     async sign(message: Uint8Array) {
       return Buffer.from(await crypto.subtle.sign(ED25519, privateKey, message as BufferSource)).toString("base64url");
     },
   };
-  return Object.defineProperty(signer, "anchorKey", { value: anchorKey, enumerable: false }) as AuditSigner;
 }
 
 /**

@@ -17,6 +17,29 @@ export interface AnchorKey {
   readonly pkcs8: Uint8Array;
 }
 
+/**
+ * The broker's own anchor key as it is held (AuditSigner.anchorKey): its bytes in a private field, so a log line, JSON
+ * or an inspection of it shows "[redacted]". Sent to the SQLite worker as a plain copy (store/sqlite-reader.ts).
+ */
+export class HeldAnchorKey implements AnchorKey {
+  readonly #pkcs8: Uint8Array;
+  constructor(
+    readonly keyId: string,
+    pkcs8: Uint8Array,
+  ) {
+    this.#pkcs8 = pkcs8;
+  }
+  get pkcs8(): Uint8Array {
+    return this.#pkcs8;
+  }
+  toJSON(): { keyId: string; pkcs8: string } {
+    return { keyId: this.keyId, pkcs8: "[redacted]" };
+  }
+  [Symbol.for("nodejs.util.inspect.custom")](): string {
+    return `AnchorKey(${this.keyId}, [redacted])`;
+  }
+}
+
 /** A vault's anchor as signed: the last removed record's seq and hash, when it was removed, by which key. */
 export interface AnchorFacts {
   readonly vaultId: number;

@@ -75,7 +75,7 @@ export {
   type ChainedRecord,
   type CheckpointHead,
 } from "./audit-chain-encoding.ts";
-export { anchorMessage, AUDIT_ANCHOR_ENCODING, type AnchorFacts, type AnchorKey, type AnchorSigning } from "./audit-anchors.ts";
+export { anchorMessage, AUDIT_ANCHOR_ENCODING, HeldAnchorKey, type AnchorFacts, type AnchorKey, type AnchorSigning } from "./audit-anchors.ts";
 export {
   CHAIN_CHECK_STATEMENTS,
   checkpointSignedBy,

@@ -161,7 +161,8 @@ export function createSqliteReader(path: string, opts: SqliteReaderOptions = {})
         olderThan: limits.olderThan,
         keepRows: limits.keepRows,
         limit,
-        ...(limits.signing && { signing: limits.signing }),
+        // A plain copy for the worker (structured clone keeps no private fields): it lives only in the message.
+        ...(limits.signing && { signing: { key: { keyId: limits.signing.key.keyId, pkcs8: limits.signing.key.pkcs8 }, at: limits.signing.at } }),
         waitForCheckpoints: limits.waitForCheckpoints !== false,
       }))) as PruneBatch;
     },

@@ -22,7 +22,8 @@ import {
   verifyCheckpoint,
   type SignedCheckpoint,
 } from "../../../src/crypto/index.ts";
-import { createStore, migrate, openStore, type AuditSigningKeyRow } from "../../../src/store/index.ts";
+import { createStore, migrate, openMemoryStore, openStore, type AuditSigningKeyRow } from "../../../src/store/index.ts";
+import { createMemoryLogger } from "../../../src/log.ts";
 import { forEachBackend } from "../../helpers/store-backends.ts";
 
 const T0 = 1_764_355_200_000;
@@ -61,6 +62,23 @@ describe("the signing key", () => {
     expect(auditKeyId(spki)).toBe(first.signer.keyId);
     expect(Number((await store.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM audit_signing_keys"))!.n)).toBe(1);
     store.close();
+  });
+
+  test("the loaded signer keeps the private half for retention without showing it: not in its JSON, Bun.inspect or a log line", async () => {
+    const store = await openMemoryStore();
+    const { dataKey } = await unlockKeyring(store, undefined, { now: () => T0 });
+    const { signer } = await loadAuditSigningKey(store, dataKey, T0);
+    const pkcs8 = await privateBytes(dataKey, (await store.auditCheckpoints.signingKey())!);
+    expect(signer.anchorKey.pkcs8).toEqual(pkcs8); // retention signs anchors with it (store/audit-anchors.ts)
+    const log = createMemoryLogger();
+    log.info("signer", { signer, key: signer.anchorKey });
+    const seed = Buffer.from(pkcs8.subarray(pkcs8.length - 32));
+    const shown = [JSON.stringify(signer), Bun.inspect(signer), Bun.inspect(signer.anchorKey), String(signer.anchorKey), ...log.lines];
+    for (const text of shown) {
+      for (const enc of ["hex", "base64", "base64url"] as const) expect(text).not.toContain(seed.toString(enc));
+      expect(text).not.toContain([...pkcs8.subarray(16, 24)].join(", ")); // the bytes as an inspected array
+    }
+    expect(Bun.inspect(signer.anchorKey)).toContain("[redacted]");
   });
 
   test("the private key is sealed: neither its PKCS#8 nor its 32-byte seed is in the row or anywhere in the database file", async () => {
