@@ -6,15 +6,14 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { randomInt } from "node:crypto";
 import { copyFileSync, readFileSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { join, resolve } from "node:path";
-import { cleanEnv, isolatedBinary, tempDir } from "../helpers/binary.ts";
+import { cleanEnv, isolatedBinary, startBinaryServer, tempDir, type ServerProcess } from "../helpers/binary.ts";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
 
 const ADDRESS = `127.${randomInt(1, 250)}.${randomInt(1, 250)}.${randomInt(2, 250)}`;
 const SECRET = `ghp_${crypto.randomUUID().replaceAll("-", "")}`;
 let upstream: TestUpstream;
-let server: ReturnType<typeof Bun.spawn> | undefined;
+let server: ServerProcess | undefined;
 let port = 0;
 const { bin, dir } = isolatedBinary();
 
@@ -24,14 +23,6 @@ function readmeLines(): string {
   const block = /<!-- first-agent -->\n```sh\n([\s\S]*?)```\n<!-- \/first-agent -->/.exec(readme);
   if (!block) throw new Error("README.md has no first-agent block");
   return block[1]!;
-}
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-  const { port } = s.address() as { port: number };
-  await new Promise((r) => s.close(r));
-  return port;
 }
 
 beforeAll(async () => {
@@ -44,27 +35,23 @@ beforeAll(async () => {
   );
   const caFile = join(tempDir(), "upstream-ca.pem");
   writeFileSync(caFile, upstream.pki.caPem);
-  port = await freePort();
-  server = Bun.spawn([bin, "server"], {
-    env: cleanEnv({
+  // Ports the broker binds itself (0) and says in its "listening" line: a port picked free beforehand may be taken by
+  // another test before the broker binds it.
+  server = await startBinaryServer(
+    bin,
+    cleanEnv({
       BROKER_DATA_DIR: join(tempDir(), "data"),
-      BROKER_PORT: String(port),
-      BROKER_PROXY_PORT: String(await freePort()),
       BROKER_RESOLVE: `api.github.com:443:${ADDRESS}`,
       BROKER_NETWORK_ALLOWLIST: "127.0.0.0/8",
       BROKER_UPSTREAM_CA_FILE: caFile,
     }),
-    cwd: dir,
-    stdin: "ignore",
-    stdout: "ignore",
-    stderr: "ignore",
-  });
-  for (let i = 0; i < 100 && !(await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined))?.ok; i++) await Bun.sleep(100);
+    dir,
+  );
+  port = Number(new URL(server.url).port);
 });
 
 afterAll(async () => {
-  server?.kill("SIGTERM");
-  await server?.exited;
+  await server?.stop();
   await upstream?.close();
 });
 
