@@ -147,6 +147,12 @@ export const SETTINGS: readonly SettingDoc[] = [
     default: "30",
     description: "On SIGTERM or SIGINT, seconds in-flight requests and open tunnels get to finish (a second signal exits at once)",
   },
+  {
+    name: "BROKER_LLM_PRICES_FILE",
+    default: "(the shipped table)",
+    description:
+      'JSON price table for metered LLM calls (budgets, logs, metrics): {"currency": "USD", "written": "YYYY-MM-DD", "models": {"<model>": {"input": <per million tokens>, "output": <…>}}}; checked at start',
+  },
   { name: "BROKER_METRICS", default: "false", description: "Serve Prometheus metrics at GET /metrics on the API port, without authentication" },
   {
     name: "BROKER_METRICS_TOKEN",

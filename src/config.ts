@@ -64,6 +64,8 @@ export interface Config {
   readonly oidc: OidcConfig | undefined;
   /** BROKER_CONNECT_<ID>_*: OAuth apps for connecting accounts, one per template id; empty when none is set. */
   readonly connect: readonly ConnectApp[];
+  /** BROKER_LLM_PRICES_FILE: the operator's LLM price table (issue 38), read and checked at start (app/); undefined: the shipped one. */
+  readonly pricesFile?: string;
   /** Live export of traces and audit records over OTLP/HTTP; undefined (off, nothing runs) without BROKER_OTEL_EXPORTER_OTLP_ENDPOINT. */
   readonly otel?: OtelConfig;
   /** Unknown BROKER_* names: likely typos, shown as warnings rather than ignored silently. */
@@ -139,6 +141,7 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): Config {
     oidc: readOidcConfig(env, problems),
     connect: Object.freeze(readConnectApps(env, problems)),
     otel: readOtelConfig(env, problems),
+    ...(env.BROKER_LLM_PRICES_FILE ? { pricesFile: readOptionalPath("BROKER_LLM_PRICES_FILE", env.BROKER_LLM_PRICES_FILE, problems) } : {}),
     warnings: Object.freeze(findUnknownSettings(env)),
   };
   if (problems.length) throw new ConfigError(problems);

@@ -107,6 +107,50 @@ export class RateLimited extends BrokerError {
   }
 }
 
+/**
+ * A budget on the vault (issue 38) has reached its limit for this period: which budget, what it counts, the limit and
+ * what was used, and when it starts again (Retry-After; none for a budget without a period). `x-should-retry: false`
+ * tells the OpenAI and Anthropic SDKs not to retry on their own: only the reset (or a person) lifts it.
+ */
+export class BudgetExceeded extends BrokerError {
+  readonly status = 429;
+  readonly code = "budget_exceeded";
+  constructor(
+    readonly budget: string,
+    readonly measure: string,
+    readonly limit: number,
+    readonly used: number,
+    /** What the numbers count, for the message: "requests", "input tokens", "USD". */
+    unit: string,
+    readonly resetsAt: number | undefined,
+    readonly now: number,
+  ) {
+    super(
+      `the vault's budget "${budget}" has reached its limit of ${limit} ${unit} (${used} used)` +
+        (resetsAt === undefined
+          ? "; ask a human admin to raise or reset it"
+          : `; it resets at ${new Date(resetsAt).toISOString()}, or a human admin can raise or reset it`),
+    );
+  }
+  private get retryAfterSec(): number | undefined {
+    return this.resetsAt === undefined ? undefined : Math.max(1, Math.ceil((this.resetsAt - this.now) / 1000));
+  }
+  override extra() {
+    return {
+      budget: this.budget,
+      measure: this.measure,
+      limit: this.limit,
+      used: this.used,
+      resets_at: this.resetsAt === undefined ? null : new Date(this.resetsAt).toISOString(),
+      ...(this.retryAfterSec !== undefined && { retry_after: this.retryAfterSec }),
+    };
+  }
+  override headers(): Record<string, string> {
+    const retry = this.retryAfterSec;
+    return { "x-should-retry": "false", ...(retry !== undefined && { "retry-after": String(retry) }) };
+  }
+}
+
 /** Contract: 403 forbidden when the host is not among the vault's services; the hint lets the agent file a proposal. */
 export class HostNotAllowed extends BrokerError {
   readonly status = 403;

@@ -18,14 +18,17 @@ export interface Cached {
   readonly log: Logger;
   /** Secret store connections (issue 36): re-read when another instance changes one. */
   readonly secretStores?: { announced(): void };
+  /** The vaults' budgets as the budget gate caches them (issue 38). */
+  readonly budgets?: { invalidate(vaultId: number): void; clear(): void };
 }
 
-export function changeHandlers({ plans, vaultAccess, domain, reloadCa, log, secretStores }: Cached): ChangeHandlers {
+export function changeHandlers({ plans, vaultAccess, domain, reloadCa, log, secretStores, budgets }: Cached): ChangeHandlers {
   return {
     apply(change) {
       if (change.t === "vault") {
         plans.invalidate(change.id, true); // perhaps another instance's write: its values may be out already
         vaultAccess.clear();
+        budgets?.invalidate(change.id);
       } else if (change.t === "session") {
         domain.auth.forget([change.tokenHash]);
       } else if (change.t === "principal") {
@@ -41,6 +44,7 @@ export function changeHandlers({ plans, vaultAccess, domain, reloadCa, log, secr
     },
     resync() {
       plans.clear();
+      budgets?.clear();
       secretStores?.announced();
       vaultAccess.clear();
       domain.auth.forget();

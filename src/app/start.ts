@@ -3,6 +3,7 @@
 // throws ListenFailed naming its variable and port.
 
 import { describeStore, type Config } from "../config.ts";
+import { loadPriceTable } from "./price-table.ts";
 import {
   buildProposalHint,
   checkAddress,
@@ -25,7 +26,7 @@ import { createAuthenticator, createVaultAccessCache, type Domain } from "../ide
 import { createHashGate, createLeafCache, loadRootCa, mintLeaf, rotateRootCa, unlockKeyring, type CaHolder, type KdfParams } from "../crypto/index.ts";
 import { createChangeFeed, type Freshness } from "../store/index.ts";
 import { createLoginThrottle, createRateLimiter, resolveSettings } from "../ratelimit/index.ts";
-import { createRequestApprovalGate, replaceRotatedCredential } from "../workflows/index.ts";
+import { createBudgetGate, createRequestApprovalGate, replaceRotatedCredential } from "../workflows/index.ts";
 import { CONNECT_CALLBACK_PATH, connectWarnings, operatorClient, type ConnectDeps } from "../workflows/index.ts";
 import { restoreRateLimits } from "../identity/index.ts";
 import { createOidcClient } from "../identity/index.ts";
@@ -98,6 +99,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
   });
   const now = opts.now ?? Date.now;
   const upstreamCa = upstreamRoots(config);
+  const prices = loadPriceTable(config);
   // Large reads (log pages, service lists, counts) go to a worker thread on SQLite: their time is their caller's, not every request's.
   const store = await openStore(config, { readWorker: { onFault: (reason) => log.warn("read_worker_failed", { reason }) } });
   // What a failed start must undo, newest first: a bound API port must not outlive a busy proxy port.
@@ -142,16 +144,19 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     // Read at scrape time, after the start (the API answers only then): the audit log and the tunnel are bound below.
     const metrics: Metrics | undefined =
       config.metrics &&
-      createMetrics({
-        auditQueued: () => audit.queued,
-        auditDropped: () => audit.droppedTotal ?? 0,
-        proposalsPending: async () => Number((await store.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM proposals WHERE status = 'pending'"))?.n ?? 0),
-        requestApprovalsPending: async () =>
-          Number(
-            (await store.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM request_approvals WHERE state = 'pending' AND expires_at > ?", [now()]))?.n ?? 0,
-          ),
-        tunnel: () => tunnel?.stats?.(),
-      });
+      createMetrics(
+        {
+          auditQueued: () => audit.queued,
+          auditDropped: () => audit.droppedTotal ?? 0,
+          proposalsPending: async () => Number((await store.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM proposals WHERE status = 'pending'"))?.n ?? 0),
+          requestApprovalsPending: async () =>
+            Number(
+              (await store.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM request_approvals WHERE state = 'pending' AND expires_at > ?", [now()]))?.n ?? 0,
+            ),
+          tunnel: () => tunnel?.stats?.(),
+        },
+        prices.currency,
+      );
     const leaves = createLeafCache((host) => mintLeaf(rootCa, host, now()), { max: 10_000, now, onLookup: metrics && ((o) => metrics.leaf(o)) });
     const ca: CaHolder = {
       get current() {
@@ -277,12 +282,15 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       onVaultChange: (id) => {
         plans.invalidate(id);
         vaultAccess.clear();
+        budgets.invalidate(id);
       },
       webhooks,
       secretStores,
       secretStoreTokenFiles: config.secretStoreTokenFiles,
+      priceCurrency: prices.currency,
       ...auditTrust.domain,
     };
+    const budgets = createBudgetGate(domain, { trustMs: (normal) => freshness.trustMs(normal), log }, prices.currency);
     const minter = createMinter({
       upstream,
       policy,
@@ -303,6 +311,8 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     const egress: EgressDeps = {
       minter,
       approvals: createRequestApprovalGate(domain),
+      budgets,
+      prices,
       plans,
       policy,
       resolver,
@@ -324,7 +334,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
         leaves.clear();
         log.info("ca_reloaded", { not_after: new Date(fresh.notAfter).toISOString() });
       });
-    const fresh = { plans, vaultAccess, domain, reloadCa, log, secretStores };
+    const fresh = { plans, vaultAccess, domain, reloadCa, log, secretStores, budgets };
     await feed.start(changeHandlers(fresh));
     const stopRevalidating = revalidateWhileUnannounced(feed, fresh);
     undo.push(stopRevalidating);

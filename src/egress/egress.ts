@@ -1,6 +1,7 @@
 // The request pipeline shared by both ingress paths (architecture.md §3): named stages over one
 // Exchange, each decision made once. Refuse what never goes out (TRACE, an oversized declared body),
-// match the service, apply its rules (and a person's approval), inject and send (stage-send.ts),
+// match the service, apply its rules (and a person's approval), plan an LLM call's metering
+// (llm-request.ts), count it against the vault's budgets (stage-budget.ts), inject and send (stage-send.ts),
 // shape the answer (shape-response.ts), and write one audit record however the exchange ends.
 // Takes plain values and streams; never imports Hono or listens on sockets.
 
@@ -9,10 +10,14 @@ import type { Answer } from "./answer.ts";
 import { auditExchange, observeExchange, openExchange, type EgressDeps, type EgressInput, type Exchange } from "./exchange.ts";
 import { redactText } from "./redact-headers.ts";
 import { shapeResponse } from "./shape-response.ts";
+import { meterAnswer } from "./llm-metering.ts";
+import { SHIPPED_PRICES } from "./llm-prices.ts";
+import { planMetering } from "./llm-request.ts";
+import { chargeBudgets } from "./stage-budget.ts";
 import { applyRules } from "./stage-rules.ts";
 import { sendUpstream } from "./stage-send.ts";
 
-export type { EgressDeps, EgressInput, EgressMetrics, ExchangeObservation } from "./exchange.ts";
+export type { EgressDeps, EgressInput, EgressMetrics, ExchangeObservation, UsageObservation } from "./exchange.ts";
 
 const REFUSED_METHODS = new Set(["TRACE", "TRACK", "CONNECT"]);
 
@@ -22,8 +27,17 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
     refuseUpfront(x);
     const plan = (x.plan = await deps.plans.plan(input.vault, input.host, input.port));
     const ruled = await applyRules(x, plan);
-    const { answer, needles, ranged } = await sendUpstream(x, plan, ruled);
-    const res = await shapeResponse(answer, needles, input.ingress, deps, (bytesOut, error) => auditExchange(x, answer.status, bytesOut, error), ranged);
+    const metering = await planMetering(x, ruled);
+    const charged = await chargeBudgets(x, plan, metering.ruled);
+    const sent = await sendUpstream(x, plan, charged);
+    const { needles, ranged } = sent;
+    const metered = metering.meter && meterAnswer(sent.answer, metering.meter, needles, deps.prices ?? SHIPPED_PRICES);
+    const answer = metered ? metered.answer : sent.answer;
+    const ended = (bytesOut: number, error: string | null) => {
+      if (metered && error === null) x.call = metered.finish();
+      auditExchange(x, answer.status, bytesOut, error);
+    };
+    const res = await shapeResponse(answer, needles, input.ingress, deps, ended, ranged);
     observeExchange(x, res.status);
     return res;
   } catch (caught) {

@@ -5,10 +5,12 @@
 // this object, so a decision is made once.
 
 import type { Logger } from "../log.ts";
-import type { RequestApprovalGate } from "../workflows/index.ts";
+import type { BudgetGate, BudgetTicket, RequestApprovalGate } from "../workflows/index.ts";
 import { auditEntry, type AuditLog } from "./audit.ts";
 import type { Minter } from "./minter.ts";
 import type { NetPolicy, Resolver } from "./netguard.ts";
+import type { CallUsage } from "./llm-metering.ts";
+import type { PriceTable } from "./llm-prices.ts";
 import type { EgressPlan, PlanCache } from "./plan.ts";
 import type { Upstream } from "./upstream.ts";
 import type { SessionActivityLog } from "./session-activity.ts";
@@ -63,6 +65,10 @@ export interface EgressDeps {
   readonly activity?: SessionActivityLog;
   /** A span per request for an OpenTelemetry collector (telemetry/); absent when export is off. */
   readonly tracing?: RequestTracing;
+  /** The vaults' budgets (issue 38); absent: nothing is counted against a budget. */
+  readonly budgets?: BudgetGate;
+  /** The LLM price table calls are priced by (absent: the shipped one). */
+  readonly prices?: PriceTable;
 }
 
 /** What one exchange tells the metrics: names and numbers only, never a path, query or value. */
@@ -82,6 +88,17 @@ export interface EgressMetrics {
   /** A monotonic clock in milliseconds (performance.now): broker-added time is sub-millisecond. */
   readonly now: () => number;
   observe(o: ExchangeObservation): void;
+  /** What a metered LLM call used (issue 38), by vault, agent, service and model. */
+  observeUsage?(o: UsageObservation): void;
+}
+
+/** One LLM call's usage for the metrics: names and numbers only. */
+export interface UsageObservation {
+  readonly vault: string;
+  /** The agent's name, or the principal's id (`user:N`) for people and their sessions. */
+  readonly agent: string;
+  readonly service: string;
+  readonly call: CallUsage;
 }
 
 export interface Exchange {
@@ -103,6 +120,10 @@ export interface Exchange {
   readonly tick?: () => number;
   /** The request's span, when traces are exported. */
   readonly span?: RequestSpan;
+  /** Its place in the vault's budgets, once counted (stage-budget.ts). */
+  budget?: BudgetTicket;
+  /** What the LLM call used, once its answer ended (llm-metering.ts). */
+  call?: CallUsage;
 }
 
 export function openExchange(input: EgressInput, deps: EgressDeps): Exchange {
@@ -124,10 +145,30 @@ export function auditExchange(x: Exchange, status: number, bytesOut: number, err
     credentialRefs: x.plan?.credentialRefs ?? [],
     approvedBy: x.approvedBy,
   });
+  const call = x.call;
+  if (call) {
+    entry.llmModel = call.model;
+    entry.inputTokens = call.inputTokens;
+    entry.outputTokens = call.outputTokens;
+    entry.totalTokens = call.totalTokens;
+    entry.costMicros = call.costMicros ?? null;
+  }
+  settleBudget(x);
   const { span, tick } = x;
   x.deps.audit.record(entry, span?.ref);
   // The span ends with the exchange (the body streamed), and carries the record's own names and numbers.
   if (span && tick) span.end(entry, tick());
+}
+
+/** The request's budgets learn what its call used (nothing more, for a call that was not metered), once. */
+export function settleBudget(x: Exchange): void {
+  x.budget?.settle(x.call);
+  const m = x.deps.metrics;
+  if (x.call && m?.observeUsage) {
+    const { input } = x;
+    const agent = input.principal.startsWith("agent:") && input.principalName ? input.principalName : input.principal;
+    m.observeUsage({ vault: input.vault.name, agent, service: x.plan?.service.host ?? "none", call: x.call });
+  }
 }
 
 /** Names and numbers for the metrics, when they are on: the broker's own time, the upstream's apart. */

@@ -1,7 +1,7 @@
 // The egress core: both ingress paths (/proxy and the tunnel) call `egress` with a request and
 // who is asking. Never imports Hono or listens on sockets.
 
-export { egress, type EgressDeps, type EgressInput, type EgressMetrics, type ExchangeObservation } from "./egress.ts";
+export { egress, type EgressDeps, type EgressInput, type EgressMetrics, type ExchangeObservation, type UsageObservation } from "./egress.ts";
 export { answerOf, headerOf, toWebResponse, wholeBody, type Answer } from "./answer.ts";
 export { createAuditLog, type AuditEntry, type AuditLog } from "./audit.ts";
 export { openAuditJournal, JOURNAL_FILE, type AuditJournal } from "./audit-journal.ts";
@@ -30,3 +30,5 @@ export { decideConnect, type ConnectDecision } from "./connect-decision.ts";
 export { createSessionActivity, type SessionActivity, type SessionActivityLog, type UnmatchedHost } from "./session-activity.ts";
 export type { ReferenceValues } from "./reference-values.ts";
 export type { AuditExport, RequestSpan, RequestTracing, TracedRequest, TraceRef } from "./telemetry.ts";
+export { parsePriceTable, SHIPPED_PRICES, type PriceTable } from "./llm-prices.ts";
+export type { CallUsage } from "./llm-metering.ts";

@@ -13,8 +13,12 @@ import { allowClaimedMethods, allowedTarget, bodyMayClaimHeld, heldByRule, widen
 export interface Ruled {
   /** The target the rules allowed, in the canonical form they checked (what is sent and audited). */
   readonly target: string;
-  /** The body, when this stage had to read it whole (its claims, or a person's approval). */
+  /** The body, when this stage had to read it whole (its claims, or a person's approval), or a later one changed it. */
   readonly body?: Uint8Array;
+  /** The agent's body when a later stage read part of it (what it read, then the rest); else the agent's own stream. */
+  readonly stream?: ReadableStream<Uint8Array> | null;
+  /** The agent's headers as a later stage changed them (metering asks for no content coding); else the agent's own. */
+  readonly headers?: readonly [string, string][];
 }
 
 export async function applyRules(x: Exchange, plan: EgressPlan): Promise<Ruled> {

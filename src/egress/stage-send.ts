@@ -46,9 +46,10 @@ export async function sendUpstream(x: Exchange, plan: EgressPlan, ruled: Ruled):
   const ranged = needles.empty ? undefined : planRanges(plan.service.authType, input.headers, input.target);
   const addresses = () => resolveChecked(input.host, input.port, deps.policy, deps.resolver);
   const read = ruled.body;
+  const source = ruled.stream === undefined ? input.body : ruled.stream;
   const body = read
     ? null
-    : input.body && watchErrors(input.body, (e) => (x.bodyFailure = e)).pipeThrough(countAndCap(deps.maxRequestBytes, (n) => (x.bytesIn = n), "request"));
+    : source && watchErrors(source, (e) => (x.bodyFailure = e)).pipeThrough(countAndCap(deps.maxRequestBytes, (n) => (x.bytesIn = n), "request"));
   const kept = await keptForResend(read, body, input.bodyLength, minting);
   const replayable = !body || kept !== undefined;
   const injection = grant?.injection ?? plan.injection;
@@ -62,7 +63,7 @@ export async function sendUpstream(x: Exchange, plan: EgressPlan, ruled: Ruled):
   const outbound = async (): Promise<OutboundRequest> => {
     const again = kept ? new Blob([kept as Uint8Array<ArrayBuffer>]).stream() : body;
     // SigV4 replaces the agent's own Authorization (its placeholder signature) on every ingress.
-    let headers = buildUpstreamHeaders(input.headers, grant?.injection ?? plan.injection, signing || input.ingress === "explicit");
+    let headers = buildUpstreamHeaders(ruled.headers ?? input.headers, grant?.injection ?? plan.injection, signing || input.ingress === "explicit");
     if (traced) headers = withTraceContext(headers, traced); // before signing: SigV4 signs what is sent
     // An injected gRPC call asks for uncompressed messages: less to decode before the scan.
     if (how.http2 === "require" && !(grant?.needles ?? plan.needles).empty) headers = withHeader(headers, "grpc-accept-encoding", "identity");

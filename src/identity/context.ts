@@ -62,6 +62,8 @@ export interface Domain {
     /** The highest seq of the vault every record up to which must be signed by now (app/audit-head-history.ts). */
     signedThrough(vaultId: number): number | undefined;
   };
+  /** The currency of the LLM price table in use (issue 38): budgets' money is counted in it (absent: USD). */
+  readonly priceCurrency?: string;
   /** The external secret stores' live side (absent: references are stored but never read, as in most unit tests). */
   readonly secretStores?: SecretStoreRuntime;
 }

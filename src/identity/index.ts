@@ -18,7 +18,7 @@ export { requesterPrefix, type RequesterKind } from "./principal-name.ts";
 export * from "./oidc.ts";
 export { createOidcClient, createTrustingFetch, OidcDiscoveryError, type OidcClaims, type OidcClient, type OidcClientOptions } from "./oidc-client.ts";
 export { nameRequester } from "./principal-name.ts";
-export { type AuditCheckpointEvent, type BrokerEvent, type CheckpointHeadView } from "./webhook-event.ts";
+export { type AuditCheckpointEvent, type BrokerEvent, type BudgetEvent, type CheckpointHeadView } from "./webhook-event.ts";
 export { type ProposalEventType } from "./webhook-event.ts";
 export { type RequestApprovalEvent } from "./webhook-event.ts";
 export { type RequestApprovalEventType } from "./webhook-event.ts";

@@ -91,7 +91,30 @@ export interface AuditCheckpointEvent {
   readonly console_url: string;
 }
 
-export type BrokerEvent = ProposalEvent | RequestApprovalEvent | AuditCheckpointEvent;
+/**
+ * A budget crossed its soft threshold this period (issue 38), sent once per budget and period: what it limits, what
+ * it used, and whether requests are now held for a person. Counts and money only.
+ */
+export interface BudgetEvent {
+  readonly event: "budget.soft_threshold";
+  readonly vault: string;
+  readonly budget: {
+    readonly name: string;
+    readonly scope: string;
+    readonly period: string;
+    readonly currency: string;
+    readonly soft_percent: number | null;
+    /** "approve": the vault's next requests that count against it wait for a person (428). */
+    readonly soft_action: string;
+    readonly limits: Readonly<Record<string, number | null>>;
+    readonly used: Readonly<Record<string, number | null>>;
+    readonly resets_at: string | null;
+  };
+  /** The vault's settings page in the console, where its budgets are. */
+  readonly console_url: string;
+}
+
+export type BrokerEvent = ProposalEvent | RequestApprovalEvent | AuditCheckpointEvent | BudgetEvent;
 
 /** Delivers events to a vault's webhooks off the request path (webhooks/webhook-delivery.ts). */
 export interface WebhookNotifier {

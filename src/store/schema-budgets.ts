@@ -42,5 +42,10 @@ export const BUDGET_MIGRATIONS: readonly Migration[] = [
         PRIMARY KEY (budget_id, period_start)
       );
     `,
+    // Every instance caches a vault's budgets (workflows/budget-gate.ts): a change to them is announced like a change
+    // to its services. Usage is not cached, so its writes announce nothing.
+    postgresOnly: [
+      "CREATE TRIGGER budgets_announce AFTER INSERT OR UPDATE OR DELETE ON budgets FOR EACH ROW EXECUTE FUNCTION broker_announce('vault', 'vault_id')",
+    ],
   },
 ];

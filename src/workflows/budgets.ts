@@ -52,7 +52,7 @@ export interface BudgetView {
   resets_at: string | null;
 }
 
-/** The currency budgets' money is counted in (the price table's). */
+/** The currency budgets' money is counted in when the operator's price table names none (the shipped table's). */
 export const BUDGET_CURRENCY = "USD";
 const MICROS = 1_000_000;
 
@@ -68,7 +68,7 @@ function checkName(name: string): void {
   if (!NAME.test(name)) throw new InvalidRequest("the budget's name must be 1 to 64 lower-case letters, digits, '.', '_' or '-'", "name");
 }
 
-async function viewBudget(d: Domain, b: BudgetRow): Promise<BudgetView> {
+export async function viewBudget(d: Domain, b: BudgetRow): Promise<BudgetView> {
   const now = d.now();
   const start = periodStart(b.period, now);
   const used = await d.store.budgets.usage(b.id, start);
@@ -82,7 +82,7 @@ async function viewBudget(d: Domain, b: BudgetRow): Promise<BudgetView> {
     service: b.scope === "service" ? b.scopeRef : null,
     hosts: b.scope === "hosts" ? (JSON.parse(b.scopeRef ?? "[]") as string[]) : null,
     period: b.period,
-    currency: BUDGET_CURRENCY,
+    currency: d.priceCurrency ?? BUDGET_CURRENCY,
     limits: {
       requests: b.limits.requests,
       input_tokens: b.limits.inputTokens,
@@ -141,6 +141,7 @@ export async function setBudget(d: Domain, open: OpenVault, name: string, body: 
     },
     d.now(),
   );
+  d.onVaultChange?.(open.vault.id); // the budget gate's cached list
   return viewBudget(d, row);
 }
 
@@ -168,4 +169,5 @@ export async function removeBudget(d: Domain, open: OpenVault, name: string): Pr
   requireBudgetAdmin(open);
   await budgetNamed(d, open, name);
   await d.store.budgets.remove(open.vault.id, name);
+  d.onVaultChange?.(open.vault.id); // the budget gate's cached list
 }

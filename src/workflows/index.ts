@@ -28,3 +28,4 @@ export {
   type Redeemed,
 } from "./connect-plan.ts";
 export * from "./secret-stores.ts";
+export * from "./budget-gate.ts";

@@ -214,6 +214,11 @@ function requesterShort(kind: RequesterKind, name: string): string {
 /** The Slack incoming-webhook text: "agent ci-bot asks for api.stripe.com: <link>". */
 export function describeEventText(e: BrokerEvent): string {
   if ("request_approval" in e) return describeRequestApprovalText(e);
+  if ("budget" in e) {
+    const b = e.budget;
+    const held = b.soft_action === "approve" ? "; its requests now wait for a person's approval" : "";
+    return `budget ${b.name} of vault ${e.vault} is past ${b.soft_percent}% of its limit this ${b.period === "none" ? "budget" : b.period}${held}: ${e.console_url}`;
+  }
   if ("checkpoint" in e) {
     const head = e.checkpoint.heads[0];
     return `audit checkpoint ${e.checkpoint.id} of vault ${e.vault}: record ${head?.seq ?? "?"}, hash ${head?.hash ?? "?"}, signed by key ${e.checkpoint.key_id}`;

@@ -5,7 +5,7 @@
 // collect callbacks, so the hot path pays only for the per-request counter and two histogram observations.
 
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { ConnectFailure, EgressMetrics, ExchangeObservation } from "../../egress/index.ts";
+import type { ConnectFailure, EgressMetrics, ExchangeObservation, UsageObservation } from "../../egress/index.ts";
 import type { GlobalEntry, RateDecision, RateDenied, RateLimiter } from "../../ratelimit/index.ts";
 
 export type RefusalTier = "auth" | "authed" | "proxy" | "global";
@@ -41,7 +41,49 @@ export function statusClass(status: number): string {
   return STATUS_CLASSES[Math.floor(status / 100) - 1] ?? "5xx";
 }
 
-export function createMetrics(sources: MetricSources): Metrics {
+/** Distinct model names a registry keeps as labels; calls to any further model count as "other" (an upstream names them). */
+const MAX_MODEL_LABELS = 200;
+
+/**
+ * LLM usage (issue 38): tokens by direction and money, by vault, agent, service and model. The model label comes from
+ * upstream answers (already reduced to a plain name by llm-metering.ts), so its distinct values are bounded.
+ */
+function llmUsageMetrics(registers: Registry[], currency: string): (o: UsageObservation) => void {
+  const labelNames = ["vault", "agent", "service", "model"] as const;
+  const tokens = new Counter({
+    name: "broker_llm_tokens_total",
+    help: "LLM tokens the upstreams reported, by vault, agent, service, model and direction (input, output)",
+    labelNames: [...labelNames, "direction"] as const,
+    registers,
+  });
+  const calls = new Counter({
+    name: "broker_llm_calls_total",
+    help: "Metered LLM calls by vault, agent, service, model and whether the price table prices the model",
+    labelNames: [...labelNames, "priced"] as const,
+    registers,
+  });
+  const cost = new Counter({
+    name: "broker_llm_cost_total",
+    help: `What metered LLM calls cost by the price table, in ${currency}`,
+    labelNames: [...labelNames, "currency"] as const,
+    registers,
+  });
+  const models = new Set<string>();
+  return (o) => {
+    let model = o.call.model ?? "unknown";
+    if (!models.has(model)) {
+      if (models.size < MAX_MODEL_LABELS) models.add(model);
+      else model = "other";
+    }
+    const l = { vault: o.vault, agent: o.agent, service: o.service, model };
+    tokens.inc({ ...l, direction: "input" }, o.call.inputTokens);
+    tokens.inc({ ...l, direction: "output" }, o.call.outputTokens);
+    calls.inc({ ...l, priced: o.call.costMicros === undefined ? "false" : "true" });
+    if (o.call.costMicros !== undefined) cost.inc({ ...l, currency }, o.call.costMicros / 1e6);
+  };
+}
+
+export function createMetrics(sources: MetricSources, currency = "USD"): Metrics {
   const registry = new Registry();
   const registers = [registry];
   const requests = new Counter({
@@ -137,6 +179,8 @@ export function createMetrics(sources: MetricSources): Metrics {
     registers,
   });
 
+  const usage = llmUsageMetrics(registers, currency);
+
   const egress: EgressMetrics = {
     now: () => performance.now(),
     observe(o: ExchangeObservation) {
@@ -144,6 +188,7 @@ export function createMetrics(sources: MetricSources): Metrics {
       brokerTime.observe({ ingress: o.ingress }, o.brokerSeconds);
       if (o.upstreamSeconds !== null) upstreamTime.observe({ ingress: o.ingress }, o.upstreamSeconds);
     },
+    observeUsage: usage,
   };
   return {
     registry,

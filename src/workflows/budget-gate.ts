@@ -1,0 +1,204 @@
+// The budget gate the pipeline calls (issue 38): counts each request against the budgets of its vault that apply
+// before it goes (or refuses it, 429 budget_exceeded), says whether a soft threshold wants a person to approve it, and
+// adds what an LLM call used when its answer ends. The pipeline sees only the BudgetGate interface below.
+//
+// Exact under concurrency without a lock: a request's count is added in one statement that returns the total it made
+// (store/budgets.ts), so of N requests racing for the last unit each learns a different total and only those within
+// the limit go; the others take their count back. Tokens and money are known only once an answer ends, so a request
+// goes while what was used before it is under the limit: the total passes a token or money limit by at most what the
+// requests in flight at that moment use, on one instance or several sharing PostgreSQL.
+//
+// A vault's budgets are cached (most vaults have none, and those requests must not pay a read) until a change to them
+// is announced, or for a second while announcements may be missed (store/changes.ts).
+
+import { BudgetExceeded } from "../errors.ts";
+import type { Domain } from "../identity/index.ts";
+import type { Logger } from "../log.ts";
+import { budgetApplies, judgeBudgets, periodStart } from "../policy/index.ts";
+import { NO_USAGE, type BudgetRow, type BudgetUsage } from "../store/index.ts";
+import { budgetEvent } from "./budget-event.ts";
+
+/** A request as budgets see it. */
+export interface BudgetCharge {
+  readonly vault: { readonly id: number; readonly name: string };
+  /** `agent:N` or `user:N`; a `vault run` session's is its minter's. */
+  readonly principal: string;
+  /** The matched service's host pattern. */
+  readonly service: string;
+  readonly host: string;
+  readonly port: number;
+}
+
+/** What one LLM call used, priced (cost in micro-units of the price table's currency; undefined: unpriced model). */
+export interface MeteredCall {
+  readonly model: string | null;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly totalTokens: number;
+  readonly costMicros: number | undefined;
+}
+
+/** One admitted request's place in its budgets. */
+export interface BudgetTicket {
+  /** The budget whose soft threshold asks a person to approve each request now, if any. */
+  readonly holdFor: string | undefined;
+  /** The request did not go (held, refused before it was sent): its count is taken back. */
+  release(): void;
+  /** The request's answer ended: what the call used is added (nothing for a call that was not metered). */
+  settle(call: MeteredCall | undefined): void;
+}
+
+export interface BudgetGate {
+  /**
+   * Counts the request in every budget of its vault that applies, or throws BudgetExceeded (taking its count back)
+   * when one has reached its limit. Undefined when no budget applies.
+   */
+  admit(charge: BudgetCharge): Promise<BudgetTicket | undefined>;
+}
+
+/** How long a vault's budget list is trusted while change announcements arrive. */
+const TRUST_MS = 60_000;
+
+export interface BudgetGateOptions {
+  /** How long a cached read may be trusted now (the change feed's; 1 s while announcements may be missed). */
+  readonly trustMs: (normal: number) => number;
+  readonly log: Logger;
+}
+
+export interface CachingBudgetGate extends BudgetGate {
+  /** A vault's budgets changed (here, or announced by another instance). */
+  invalidate(vaultId: number): void;
+  clear(): void;
+}
+
+const ONE_REQUEST: BudgetUsage = { ...NO_USAGE, requests: 1 };
+const TAKE_BACK: BudgetUsage = { ...NO_USAGE, requests: -1 };
+
+/** The money and token measures as the envelope names them, and what their numbers count. */
+const MEASURE_NAMES = {
+  requests: ["requests", "requests"],
+  inputTokens: ["input_tokens", "input tokens"],
+  outputTokens: ["output_tokens", "output tokens"],
+  totalTokens: ["total_tokens", "tokens"],
+  costMicros: ["cost", ""],
+} as const;
+
+export function createBudgetGate(d: Domain, opts: BudgetGateOptions, currency: string): CachingBudgetGate {
+  const cache = new Map<number, { readonly at: number; readonly budgets: readonly BudgetRow[] }>();
+  /** Bumped by every invalidation: a read that began before one is not cached (it may predate the change). */
+  let generation = 0;
+
+  async function budgetsOf(vaultId: number): Promise<readonly BudgetRow[]> {
+    const hit = cache.get(vaultId);
+    if (hit && d.now() - hit.at < opts.trustMs(TRUST_MS)) return hit.budgets;
+    const began = generation;
+    const budgets = await d.store.budgets.list(vaultId);
+    if (began === generation) cache.set(vaultId, { at: d.now(), budgets });
+    return budgets;
+  }
+
+  /** Adds `delta` to each counted budget's period; failures are logged (the request is long answered). */
+  function addLater(counted: readonly Counted[], delta: BudgetUsage, what: string): void {
+    for (const c of counted) {
+      d.store.budgets.add(c.budget.id, c.start, delta).catch((err: unknown) => opts.log.error("budget_count_failed", { err, budget: c.budget.name, what }));
+    }
+  }
+
+  /** Tells the vault's webhooks, once per budget and period, that its soft threshold is crossed. */
+  function announceSoft(c: Counted, vault: string): void {
+    void (async () => {
+      if (!(await d.store.budgets.markSoftNotified(c.budget.id, c.start, d.now()))) return;
+      opts.log.info("budget_soft_threshold", { vault, budget: c.budget.name, soft_action: c.budget.softAction });
+      if (!d.webhooks || (await d.store.webhooks.count(c.budget.vaultId)) === 0) return;
+      d.webhooks.notify(c.budget.vaultId, await budgetEvent(d, vault, c.budget, currency));
+    })().catch((err: unknown) => opts.log.error("budget_notice_failed", { err, budget: c.budget.name }));
+  }
+
+  return {
+    invalidate(vaultId) {
+      generation++;
+      cache.delete(vaultId);
+    },
+    clear() {
+      generation++;
+      cache.clear();
+    },
+    async admit(charge: BudgetCharge): Promise<BudgetTicket | undefined> {
+      const all = await budgetsOf(charge.vault.id);
+      if (all.length === 0) return undefined;
+      const agent = /^agent:(\d+)$/.exec(charge.principal)?.[1];
+      const subject = {
+        agentId: agent === undefined ? null : Number(agent),
+        service: charge.service,
+        host: charge.port === 443 ? charge.host : `${charge.host}:${charge.port}`,
+      };
+      const applying = all.filter((b) => budgetApplies(b, subject));
+      if (applying.length === 0) return undefined;
+      const now = d.now();
+      const counted: Counted[] = [];
+      try {
+        for (const budget of applying) {
+          const start = periodStart(budget.period, now);
+          const after = await d.store.budgets.add(budget.id, start, ONE_REQUEST);
+          // What was used before this request: the request limit is judged on it, so exactly `limit` requests go.
+          counted.push({ budget, start, before: { ...after, requests: after.requests - 1 } });
+        }
+      } catch (err) {
+        addLater(counted, TAKE_BACK, "take back");
+        throw err;
+      }
+      const verdict = judgeBudgets(
+        counted.map((c) => ({ budget: c.budget, used: c.before })),
+        now,
+      );
+      if (verdict.kind === "exceeded") {
+        addLater(counted, TAKE_BACK, "take back");
+        const [name, unit] = MEASURE_NAMES[verdict.measure];
+        const money = verdict.measure === "costMicros";
+        throw new BudgetExceeded(
+          verdict.budget.name,
+          name,
+          money ? verdict.limit / 1e6 : verdict.limit,
+          money ? verdict.used / 1e6 : verdict.used,
+          money ? currency : unit,
+          verdict.resetsAt,
+          now,
+        );
+      }
+      for (const b of verdict.soft) announceSoft(counted.find((c) => c.budget === b)!, charge.vault.name);
+      let done = false;
+      return {
+        holdFor: verdict.soft.find((b) => b.softAction === "approve")?.name,
+        release() {
+          if (done) return;
+          done = true;
+          addLater(counted, TAKE_BACK, "take back");
+        },
+        settle(call: MeteredCall | undefined) {
+          if (done) return;
+          done = true;
+          if (!call) return;
+          addLater(
+            counted,
+            {
+              requests: 0,
+              inputTokens: call.inputTokens,
+              outputTokens: call.outputTokens,
+              totalTokens: call.totalTokens,
+              costMicros: call.costMicros ?? 0,
+              unpricedCalls: call.costMicros === undefined ? 1 : 0,
+            },
+            "usage",
+          );
+        },
+      };
+    },
+  };
+}
+
+/** A budget this request was counted in, the period it was counted in, and what was used before it. */
+interface Counted {
+  readonly budget: BudgetRow;
+  readonly start: number;
+  readonly before: BudgetUsage;
+}

@@ -1,0 +1,98 @@
+// The usage the broker asks a streamed OpenAI chat completion for is taken out again, so the agent receives what it
+// would have without the broker: the `"usage":null` fields and the extra usage chunk go, everything else stays byte
+// for byte, however the stream is cut into chunks.
+
+import { describe, expect, test } from "bun:test";
+import { askForUsage } from "../../../src/egress/llm-request.ts";
+import { stripAskedUsage, stripAskedUsageWhole, withoutAskedUsage } from "../../../src/egress/llm-stream-usage.ts";
+
+const chunk = (content: string, extra = "") =>
+  `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":${JSON.stringify(content)}},"finish_reason":null}]${extra}}\n\n`;
+const asked = [
+  chunk("Hel", ',"usage":null'),
+  chunk('lo, "usage":null', ',"usage":null'),
+  `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2,"total_tokens":11}}\n\n`,
+  "data: [DONE]\n\n",
+].join("");
+const plain = [chunk("Hel"), chunk('lo, "usage":null'), "data: [DONE]\n\n"].join("");
+
+async function through(text: string, cut: number[]): Promise<string> {
+  const bytes = new TextEncoder().encode(text);
+  const parts: Uint8Array[] = [];
+  let from = 0;
+  for (const at of [...cut, bytes.length]) {
+    parts.push(bytes.subarray(from, at));
+    from = at;
+  }
+  const source = new ReadableStream<Uint8Array>({
+    start(c) {
+      for (const p of parts) c.enqueue(p);
+      c.close();
+    },
+  });
+  return await new Response(source.pipeThrough(stripAskedUsage())).text();
+}
+
+describe("taking the asked-for usage out", () => {
+  test("the stream with usage asked for becomes the stream without, byte for byte", async () => {
+    expect(await through(asked, [])).toBe(plain);
+    expect(new TextDecoder().decode(stripAskedUsageWhole(new TextEncoder().encode(asked)))).toBe(plain);
+  });
+
+  test("however the stream is cut (every single cut point, and one byte at a time)", async () => {
+    const bytes = new TextEncoder().encode(asked).length;
+    for (let at = 1; at < bytes; at += 7) expect(await through(asked, [at])).toBe(plain);
+    expect(
+      await through(
+        asked,
+        Array.from({ length: bytes - 1 }, (_, i) => i + 1),
+      ),
+    ).toBe(plain);
+  });
+
+  test("CRLF line ends are kept", async () => {
+    expect(await through(asked.replaceAll("\n", "\r\n"), [50])).toBe(plain.replaceAll("\n", "\r\n"));
+  });
+
+  test("text that only looks like the field, inside a string, is left alone", () => {
+    const line = `data: {"choices":[{"delta":{"content":"\\"usage\\":null"}}]}`;
+    expect(withoutAskedUsage(line)).toBe(line);
+  });
+
+  test("a usage chunk that still has choices is not dropped; lines that are not JSON pass", () => {
+    const line = `data: {"choices":[{"delta":{}}],"usage":{"total_tokens":3}}`;
+    expect(withoutAskedUsage(line)).toBe(line);
+    expect(withoutAskedUsage("data: not json usage")).toBe("data: not json usage");
+    expect(withoutAskedUsage(": comment")).toBe(": comment");
+  });
+
+  test("a line longer than a usage chunk is passed on as it comes, not held", async () => {
+    const long = `data: {"x":"${"a".repeat(2 * 1024 * 1024)}"}\n\n`;
+    expect(await through(long, [100, 1024 * 1024 + 500])).toBe(long);
+  });
+});
+
+describe("asking for the usage", () => {
+  const ask = (body: string) => {
+    const out = askForUsage(new TextEncoder().encode(body));
+    return out && new TextDecoder().decode(out);
+  };
+  test("added at the start, the agent's bytes otherwise unchanged", () => {
+    expect(ask('{ "model": "gpt-4o", "stream": true, "messages": [] }')).toBe(
+      '{"stream_options":{"include_usage":true}, "model": "gpt-4o", "stream": true, "messages": [] }',
+    );
+  });
+  test("an existing stream_options is merged; include_usage false is turned on", () => {
+    expect(JSON.parse(ask('{"stream":true,"stream_options":{"include_usage":false,"x":1}}')!)).toEqual({
+      stream: true,
+      stream_options: { include_usage: true, x: 1 },
+    });
+  });
+  test("nothing changes when not streamed, already asked, or not a JSON object", () => {
+    expect(ask('{"stream":false}')).toBeUndefined();
+    expect(ask('{"messages":[]}')).toBeUndefined();
+    expect(ask('{"stream":true,"stream_options":{"include_usage":true}}')).toBeUndefined();
+    expect(ask("[1]")).toBeUndefined();
+    expect(ask("not json")).toBeUndefined();
+  });
+});
