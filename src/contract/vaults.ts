@@ -138,6 +138,18 @@ export const AuditPageAnswer = z.object({
       contained: z.boolean(),
       approved_by: z.string().nullable(),
       approved_by_name: z.string().nullable(),
+      llm: z
+        .object({
+          model: z.string().nullable(),
+          input_tokens: z.number(),
+          output_tokens: z.number(),
+          total_tokens: z.number(),
+          cost: z.number().nullable().describe("in `currency`; null when the price table does not price the model"),
+          currency: z.string(),
+        })
+        .nullable()
+        .optional()
+        .describe("what the request's LLM call used, when the broker metered it (issue 38); null for any other request"),
     }),
   ),
   next_cursor: z.string().nullable(),

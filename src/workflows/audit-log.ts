@@ -49,6 +49,18 @@ export interface AuditRecord {
   /** Who approved this exact request (`user:1`) when a rule held it for a human, and their email. */
   approved_by: string | null;
   approved_by_name: string | null;
+  /** What the request's LLM call used (issue 38), when the broker metered it; null for any other request. */
+  llm: LlmUse | null;
+}
+
+export interface LlmUse {
+  model: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  total_tokens: number;
+  /** In `currency`; null when the price table does not price the model. */
+  cost: number | null;
+  currency: string;
 }
 
 export interface AuditPage {
@@ -56,6 +68,8 @@ export interface AuditPage {
   /** `before` for the next (older) page when this one was full; null at the end. */
   next_cursor: string | null;
 }
+
+import { BUDGET_CURRENCY } from "./budgets.ts";
 
 const PRINCIPAL_ID = /^(user|agent):(\d{1,15})$/;
 
@@ -83,7 +97,7 @@ export async function listAuditLog(d: Domain, open: OpenVault, q: AuditQuery): P
   });
   const names = createPrincipalNamer(d);
   const logs: AuditRecord[] = [];
-  for (const r of rows) logs.push(await viewAuditRow(r, names));
+  for (const r of rows) logs.push(await viewAuditRow(r, names, d.priceCurrency ?? BUDGET_CURRENCY));
   const last = rows.at(-1);
   return { logs, next_cursor: rows.length === q.limit && last ? String(last.id) : null };
 }
@@ -117,7 +131,7 @@ export function createPrincipalNamer(d: Domain): Namer {
   };
 }
 
-async function viewAuditRow(r: AuditRow, names: Namer): Promise<AuditRecord> {
+async function viewAuditRow(r: AuditRow, names: Namer, currency: string): Promise<AuditRecord> {
   const who = await names(r.principal);
   return {
     id: r.id,
@@ -140,6 +154,19 @@ async function viewAuditRow(r: AuditRow, names: Namer): Promise<AuditRecord> {
     contained: r.contained,
     approved_by: r.approvedBy,
     approved_by_name: r.approvedBy === null ? null : (await names(r.approvedBy)).name,
+    llm: llmUseOf(r, currency),
+  };
+}
+
+function llmUseOf(r: AuditRow, currency: string): LlmUse | null {
+  if (r.inputTokens === null || r.inputTokens === undefined) return null;
+  return {
+    model: r.llmModel ?? null,
+    input_tokens: r.inputTokens,
+    output_tokens: r.outputTokens ?? 0,
+    total_tokens: r.totalTokens ?? 0,
+    cost: r.costMicros === null || r.costMicros === undefined ? null : r.costMicros / 1e6,
+    currency,
   };
 }
 

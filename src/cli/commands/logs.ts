@@ -22,8 +22,15 @@ const COLUMNS = [
   { title: "KEYS", value: (r: LogRecord) => r.credential_keys.join(","), max: 32 },
   { title: "REFS", value: (r: LogRecord) => (r.credential_refs ?? []).join(", "), max: 48 },
   { title: "APPROVED BY", value: (r: LogRecord) => r.approved_by_name ?? "", max: 32 },
+  { title: "TOKENS", value: (r: LogRecord) => (r.llm ? `${r.llm.input_tokens}+${r.llm.output_tokens}` : "") },
+  { title: "COST", value: (r: LogRecord) => (r.llm ? (r.llm.cost === null ? "unpriced" : formatCost(r.llm.cost, r.llm.currency)) : "") },
   { title: "ERROR", value: (r: LogRecord) => r.error ?? "", max: 80 },
 ];
+
+/** Money as people read it: "0.0123 USD" (cost per call is often below a cent, so up to 6 decimals, trailing zeros cut). */
+function formatCost(amount: number, currency: string): string {
+  return `${amount.toFixed(6).replace(/\.?0+$/, "")} ${currency}`;
+}
 
 export default defineCommand({
   meta: { name: "logs", description: "Show the vault's audit log of proxied requests (--follow to keep watching)" },
@@ -43,8 +50,11 @@ export default defineCommand({
     const filter = (args.host ? `&host=${encodeURIComponent(args.host)}` : "") + (args.who ? `&principal=${encodeURIComponent(args.who)}` : "");
     const first = await ctx.client.request<AuditPageAnswerBody>("GET", `${vaultPath(vault, "logs")}?limit=${limit}${filter}`, { vault });
     const shown = first.logs.reverse();
-    // The REFS column only when the first page has a credential by reference: most vaults have none, and it is wide.
-    const columns = shown.some((r) => (r.credential_refs ?? []).length > 0) ? COLUMNS : COLUMNS.filter((c) => c.title !== "REFS");
+    // The REFS column only when the first page has a credential by reference, TOKENS and COST only when it has an LLM
+    // call: most vaults have neither, and they are wide.
+    const refs = shown.some((r) => (r.credential_refs ?? []).length > 0);
+    const llm = shown.some((r) => r.llm);
+    const columns = COLUMNS.filter((c) => (c.title !== "REFS" || refs) && ((c.title !== "TOKENS" && c.title !== "COST") || llm));
     const print = (rows: LogRecord[], header: boolean) => {
       if (args.json) return rows.forEach((r) => printLine(JSON.stringify(r)));
       const table = formatTable(rows, columns).split("\n");

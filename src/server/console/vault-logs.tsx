@@ -48,10 +48,18 @@ export function viaText(ingress: string, contained = false): string {
   return contained ? `${via}, contained` : via;
 }
 
-/** How a request went: its ingress, and who approved it when a rule held it for a person. */
+/** How a request went: its ingress, who approved it when a rule held it for a person, and what its LLM call used. */
 function howText(r: AuditRecord): string {
   const via = viaText(r.ingress, r.contained);
-  return r.approved_by ? `${via}, approved by ${r.approved_by_name ?? r.approved_by}` : via;
+  const how = r.approved_by ? `${via}, approved by ${r.approved_by_name ?? r.approved_by}` : via;
+  return r.llm ? `${how} · ${llmText(r.llm)}` : how;
+}
+
+/** "gpt-4o-mini: 1,200 in + 340 out tokens, 0.000384 USD" (cost per call is often below a cent). */
+export function llmText(u: NonNullable<AuditRecord["llm"]>): string {
+  const n = (v: number) => v.toLocaleString("en-US");
+  const cost = u.cost === null ? "unpriced" : `${u.cost.toFixed(6).replace(/\.?0+$/, "")} ${u.currency}`;
+  return `${u.model ?? "unknown model"}: ${n(u.input_tokens)} in + ${n(u.output_tokens)} out tokens, ${cost}`;
 }
 
 export function statusTone(status: number): BadgeTone {
