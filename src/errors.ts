@@ -214,6 +214,13 @@ export class ApprovalRequired extends BrokerError {
   override extra() {
     return { ...this.links };
   }
+  /**
+   * The approval's id and link in headers too: SDKs that surface only part of an error body (the OpenAI SDK keeps
+   * the body's `error` field) still show every header, so the agent can find where a person decides.
+   */
+  override headers(): Record<string, string> {
+    return { "x-broker-approval-id": this.links.approval_id, "x-broker-approval-url": this.links.approval_url };
+  }
 }
 
 /** The request was held and a human said no, or nobody decided before the approval expired. */

@@ -9,7 +9,7 @@ import type { BudgetGate, BudgetTicket, RequestApprovalGate } from "../workflows
 import { auditEntry, type AuditLog } from "./audit.ts";
 import type { Minter } from "./minter.ts";
 import type { NetPolicy, Resolver } from "./netguard.ts";
-import type { CallUsage } from "./llm-metering.ts";
+import type { CallUsage } from "./llm-usage.ts";
 import type { PriceTable } from "./llm-prices.ts";
 import type { EgressPlan, PlanCache } from "./plan.ts";
 import type { Upstream } from "./upstream.ts";

@@ -31,4 +31,4 @@ export { createSessionActivity, type SessionActivity, type SessionActivityLog, t
 export type { ReferenceValues } from "./reference-values.ts";
 export type { AuditExport, RequestSpan, RequestTracing, TracedRequest, TraceRef } from "./telemetry.ts";
 export { parsePriceTable, SHIPPED_PRICES, type PriceTable } from "./llm-prices.ts";
-export type { CallUsage } from "./llm-metering.ts";
+export type { CallUsage } from "./llm-usage.ts";

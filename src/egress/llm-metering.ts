@@ -3,23 +3,14 @@
 // filter that takes it out again (llm-stream-usage.ts). At the end the usage is priced (llm-prices.ts) and its model
 // name checked like any upstream text: a name that holds a stored value, or is not a plain model name, is not kept.
 
-import { headerOf, withHeader, type Answer } from "./answer.ts";
+import { headerOf, joinedHeader, withHeader, type Answer } from "./answer.ts";
+import { decodeWhole, parseCodings, type Coding } from "./content-coding.ts";
 import type { MeterPlan } from "./llm-request.ts";
 import { costMicros, type PriceTable } from "./llm-prices.ts";
 import { stripAskedUsage, stripAskedUsageWhole } from "./llm-stream-usage.ts";
-import { createUsageMeter, type LlmUsage } from "./llm-usage.ts";
+import { createUsageMeter, MAX_METERED_JSON_BYTES, type CallUsage, type LlmUsage, type UsageMeter } from "./llm-usage.ts";
 import type { Needles } from "./redact.ts";
 import { redactText } from "./redact-headers.ts";
-
-/** What a metered call used, as the audit record, the metrics and budgets keep it. */
-export interface CallUsage {
-  readonly model: string | null;
-  readonly inputTokens: number;
-  readonly outputTokens: number;
-  readonly totalTokens: number;
-  /** Micro-units of the price table's currency; undefined: the table does not price the model. */
-  readonly costMicros: number | undefined;
-}
 
 export interface MeteredAnswer {
   readonly answer: Answer;
@@ -31,11 +22,17 @@ export interface MeteredAnswer {
 const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,99}$/;
 
 export function meterAnswer(answer: Answer, plan: MeterPlan, needles: Needles, prices: PriceTable): MeteredAnswer {
-  const coded = (headerOf(answer.headers, "content-encoding") ?? "identity").toLowerCase() !== "identity";
-  const meter = coded ? undefined : createUsageMeter(plan.provider, headerOf(answer.headers, "content-type") ?? null);
-  const events = /^text\/event-stream/i.test(headerOf(answer.headers, "content-type") ?? "");
-  const strip = plan.stripUsage && events && !coded;
-  if (!meter || !answer.body) return { answer, finish: () => undefined };
+  const type = headerOf(answer.headers, "content-type") ?? null;
+  let codings: Coding[];
+  try {
+    codings = parseCodings(joinedHeader(answer.headers, "content-encoding"));
+  } catch {
+    return { answer, finish: () => undefined }; // a coding the broker cannot read: unmetered (the scan refuses it where it must)
+  }
+  const plain = createUsageMeter(plan.provider, type);
+  if (!plain || !answer.body) return { answer, finish: () => undefined };
+  const meter = codings.length ? decodingMeter(plain, codings) : plain;
+  const strip = plan.stripUsage && codings.length === 0 && /^text\/event-stream/i.test(type ?? "");
   const priced = (usage: LlmUsage | undefined) => usage && priceUsage(usage, needles, prices);
   if (answer.body instanceof Uint8Array) {
     meter.push(answer.body);
@@ -57,6 +54,30 @@ export function meterAnswer(answer: Answer, plan: MeterPlan, needles: Needles, p
     headers = withHeader(headers, "content-length", undefined);
   }
   return { answer: { ...answer, headers, body }, finish: () => priced(meter.finish()) };
+}
+
+/**
+ * A meter for an answer in a content coding (the agent asked for one: Accept-Encoding goes upstream unchanged, D3):
+ * the coded bytes are copied aside up to the metering bound and decoded at the end. The stream itself is not held.
+ */
+function decodingMeter(inner: UsageMeter, codings: readonly Coding[]): UsageMeter {
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  return {
+    push(chunk) {
+      size += chunk.byteLength;
+      if (size <= MAX_METERED_JSON_BYTES) parts.push(chunk.slice());
+    },
+    finish() {
+      if (size > MAX_METERED_JSON_BYTES) return undefined;
+      try {
+        inner.push(decodeWhole(Buffer.concat(parts), codings).plain);
+      } catch {
+        return undefined;
+      }
+      return inner.finish();
+    },
+  };
 }
 
 /** The usage priced, its model name kept only when it is a plain name holding no stored value. */

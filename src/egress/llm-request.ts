@@ -1,8 +1,9 @@
 // Which requests are metered LLM calls, and the one change the broker makes to such a request (issue 38): a streamed
 // OpenAI chat completion reports its usage only when asked (`stream_options.include_usage`), so where the agent did
 // not ask, the broker asks for it and takes the extra usage out of the answer again (llm-stream-usage.ts), so the
-// agent receives what it would have without the broker. The answer is asked for without a content coding, so its
-// usage can be read as it passes. Nothing else about the request changes.
+// agent receives what it would have without the broker; that answer is asked for in no content coding (Accept-Encoding:
+// identity), the one place the broker changes Accept-Encoding (D3), since the usage is cut out of it as it passes.
+// Nothing else about any request changes.
 
 import { PayloadTooLarge } from "../errors.ts";
 import { headerValues } from "../http/index.ts";
@@ -30,17 +31,17 @@ export async function planMetering(x: Exchange, ruled: Ruled): Promise<{ ruled: 
   const { input } = x;
   const provider = llmRouteOf(input.method, ruled.target);
   if (!provider) return { ruled };
-  const headers = withoutContentCoding(ruled.headers ?? input.headers);
-  const plain: Ruled = { ...ruled, headers };
   const path = ruled.target.split("?")[0]!;
   const asksUsage = provider === "openai" && /\/(chat\/)?completions$/.test(path) && x.approvedBy === null;
   if (!asksUsage || !/json/i.test(headerValues(input.headers, "content-type")[0] ?? "") || headerValues(input.headers, "content-encoding").length) {
-    return { ruled: plain, meter: { provider, stripUsage: false } };
+    return { ruled, meter: { provider, stripUsage: false } };
   }
   const body = ruled.body ?? (await readUpTo(x, MAX_REWRITTEN_BODY));
-  if (!(body instanceof Uint8Array)) return { ruled: { ...plain, stream: body }, meter: { provider, stripUsage: false } };
+  if (!(body instanceof Uint8Array)) return { ruled: { ...ruled, stream: body }, meter: { provider, stripUsage: false } };
   const asked = askForUsage(body);
-  return { ruled: { ...plain, body: asked ?? body }, meter: { provider, stripUsage: asked !== undefined } };
+  if (!asked) return { ruled: { ...ruled, body }, meter: { provider, stripUsage: false } };
+  // The usage asked for is taken out of the stream as it passes, which it can only be in no content coding.
+  return { ruled: { ...ruled, body: asked, headers: withoutContentCoding(ruled.headers ?? input.headers) }, meter: { provider, stripUsage: true } };
 }
 
 /** The agent's headers with Accept-Encoding set to identity: an answer in a content coding could not be read as it passes. */

@@ -16,6 +16,16 @@ export interface LlmUsage {
 
 export type LlmProvider = "openai" | "anthropic" | "gemini";
 
+/** What a metered call used, as the audit record, the metrics and budgets keep it. */
+export interface CallUsage {
+  readonly model: string | null;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly totalTokens: number;
+  /** Micro-units of the price table's currency; undefined: the table does not price the model. */
+  readonly costMicros: number | undefined;
+}
+
 /** Which provider's shape a request's path has, or undefined for any other request (not metered). */
 export function llmRouteOf(method: string, path: string): LlmProvider | undefined {
   if (method !== "POST") return undefined;

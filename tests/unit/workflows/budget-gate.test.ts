@@ -76,7 +76,12 @@ describe("counting requests", () => {
   test("a budget without a period has no Retry-After", async () => {
     await put("ever", { scope: "vault", period: "none", limits: { requests: 1 } });
     await gate.admit(charge());
-    const e = await gate.admit(charge()).catch((err) => err as BudgetExceeded);
+    const e = await gate.admit(charge()).then(
+      () => {
+        throw new Error("not refused");
+      },
+      (err: unknown) => err as BudgetExceeded,
+    );
     expect(e).toBeInstanceOf(BudgetExceeded);
     expect(e.headers()["retry-after"]).toBeUndefined();
     expect(e.extra()).toMatchObject({ resets_at: null });
@@ -90,7 +95,12 @@ describe("counting tokens and money", () => {
     t.settle({ model: "gpt-4o", inputTokens: 60, outputTokens: 50, totalTokens: 110, costMicros: 1234 });
     await settled();
     expect(await used("tokens")).toMatchObject({ requests: 1, input_tokens: 60, output_tokens: 50, total_tokens: 110, cost: 0.001234, unpriced_calls: 0 });
-    const e = await gate.admit(charge()).catch((err) => err as BudgetExceeded);
+    const e = await gate.admit(charge()).then(
+      () => {
+        throw new Error("not refused");
+      },
+      (err: unknown) => err as BudgetExceeded,
+    );
     expect(e).toBeInstanceOf(BudgetExceeded);
     expect(e.extra()).toMatchObject({ measure: "total_tokens", limit: 100, used: 110 });
     expect(e.message).toContain("100 tokens");
@@ -102,7 +112,12 @@ describe("counting tokens and money", () => {
     (await gate.admit(charge()))!.settle({ model: "gpt-4o", inputTokens: 1, outputTokens: 1, totalTokens: 2, costMicros: 600_000 });
     await settled();
     expect(await used("money")).toMatchObject({ total_tokens: 12, cost: 0.6, unpriced_calls: 1 });
-    const e = await gate.admit(charge()).catch((err) => err as BudgetExceeded);
+    const e = await gate.admit(charge()).then(
+      () => {
+        throw new Error("not refused");
+      },
+      (err: unknown) => err as BudgetExceeded,
+    );
     expect(e.extra()).toMatchObject({ measure: "cost", limit: 0.5, used: 0.6 });
     expect(e.message).toContain("0.5 USD");
   });
@@ -165,7 +180,12 @@ describe("what each budget counts", () => {
     await expect(gate.admit(charge({ principal: "user:1", service: "anthropic", host: "llm.local", port: 8443 }))).rejects.toBeInstanceOf(BudgetExceeded);
     expect(await gate.admit(charge({ principal: "user:1", service: "anthropic", host: "llm.local", port: 9443 }))).toBeUndefined();
     await gate.admit(charge({ principal: "user:1" }));
-    const e = await gate.admit(charge({ principal: "user:1" })).catch((err) => err as BudgetExceeded);
+    const e = await gate.admit(charge({ principal: "user:1" })).then(
+      () => {
+        throw new Error("not refused");
+      },
+      (err: unknown) => err as BudgetExceeded,
+    );
     expect(e.extra()).toMatchObject({ budget: "openai" });
   });
 
