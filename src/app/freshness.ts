@@ -7,6 +7,7 @@ import { DatabaseUnavailable } from "../errors.ts";
 import type { PlanCache } from "../egress/index.ts";
 import { restoreRateLimits, type Domain, type VaultAccessCache } from "../identity/index.ts";
 import type { Logger } from "../log.ts";
+import { restorePrices } from "../workflows/index.ts";
 import { REVALIDATE_MS, type ChangeHandlers } from "../store/index.ts";
 
 export interface Cached {
@@ -40,6 +41,7 @@ export function changeHandlers({ plans, vaultAccess, domain, reloadCa, log, secr
         void reloadCa().catch((err) => log.error("ca_reload_failed", { err }));
       } else {
         void restoreRateLimits(domain).catch((err) => log.error("settings_reload_failed", { err }));
+        void restorePrices(domain).catch((err) => log.error("settings_reload_failed", { err }));
       }
     },
     resync() {
@@ -50,6 +52,7 @@ export function changeHandlers({ plans, vaultAccess, domain, reloadCa, log, secr
       domain.auth.forget();
       void reloadCa().catch((err) => log.error("ca_reload_failed", { err }));
       void restoreRateLimits(domain).catch((err) => log.error("settings_reload_failed", { err }));
+      void restorePrices(domain).catch((err) => log.error("settings_reload_failed", { err }));
     },
   };
 }
@@ -64,6 +67,7 @@ export function revalidateWhileUnannounced(feed: { readonly listening: boolean }
     if (feed.listening) return;
     void reloadCa().catch(quiet("ca_reload_failed"));
     void restoreRateLimits(domain).catch(quiet("settings_reload_failed"));
+    void restorePrices(domain).catch(quiet("settings_reload_failed"));
   }, REVALIDATE_MS);
   timer.unref?.();
   return () => clearInterval(timer);

@@ -3,7 +3,7 @@
 
 import { readFileSync } from "node:fs";
 import type { Config } from "../config.ts";
-import { parsePriceTable, SHIPPED_PRICES, type PriceTable } from "../egress/index.ts";
+import { parsePriceTable, SHIPPED_PRICES, type PriceTable } from "../policy/index.ts";
 
 export function loadPriceTable(config: Config): PriceTable {
   if (!config.pricesFile) return SHIPPED_PRICES;

@@ -4,6 +4,7 @@
 
 import { describeStore, type Config } from "../config.ts";
 import { loadPriceTable } from "./price-table.ts";
+import { createPriceBook } from "../policy/index.ts";
 import {
   buildProposalHint,
   checkAddress,
@@ -26,7 +27,7 @@ import { createAuthenticator, createVaultAccessCache, type Domain } from "../ide
 import { createHashGate, createLeafCache, loadRootCa, mintLeaf, rotateRootCa, unlockKeyring, type CaHolder, type KdfParams } from "../crypto/index.ts";
 import { createChangeFeed, type Freshness } from "../store/index.ts";
 import { createLoginThrottle, createRateLimiter, resolveSettings } from "../ratelimit/index.ts";
-import { createBudgetGate, createRequestApprovalGate, replaceRotatedCredential } from "../workflows/index.ts";
+import { createBudgetGate, createRequestApprovalGate, replaceRotatedCredential, restorePrices } from "../workflows/index.ts";
 import { CONNECT_CALLBACK_PATH, connectWarnings, operatorClient, type ConnectDeps } from "../workflows/index.ts";
 import { restoreRateLimits } from "../identity/index.ts";
 import { createOidcClient } from "../identity/index.ts";
@@ -99,7 +100,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
   });
   const now = opts.now ?? Date.now;
   const upstreamCa = upstreamRoots(config);
-  const prices = loadPriceTable(config);
+  const prices = createPriceBook(loadPriceTable(config), config.pricesFile ? "file" : "shipped");
   // Large reads (log pages, service lists, counts) go to a worker thread on SQLite: their time is their caller's, not every request's.
   const store = await openStore(config, { readWorker: { onFault: (reason) => log.warn("read_worker_failed", { reason }) } });
   // What a failed start must undo, newest first: a bound API port must not outlive a busy proxy port.
@@ -144,19 +145,16 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     // Read at scrape time, after the start (the API answers only then): the audit log and the tunnel are bound below.
     const metrics: Metrics | undefined =
       config.metrics &&
-      createMetrics(
-        {
-          auditQueued: () => audit.queued,
-          auditDropped: () => audit.droppedTotal ?? 0,
-          proposalsPending: async () => Number((await store.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM proposals WHERE status = 'pending'"))?.n ?? 0),
-          requestApprovalsPending: async () =>
-            Number(
-              (await store.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM request_approvals WHERE state = 'pending' AND expires_at > ?", [now()]))?.n ?? 0,
-            ),
-          tunnel: () => tunnel?.stats?.(),
-        },
-        prices.currency,
-      );
+      createMetrics({
+        auditQueued: () => audit.queued,
+        auditDropped: () => audit.droppedTotal ?? 0,
+        proposalsPending: async () => Number((await store.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM proposals WHERE status = 'pending'"))?.n ?? 0),
+        requestApprovalsPending: async () =>
+          Number(
+            (await store.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM request_approvals WHERE state = 'pending' AND expires_at > ?", [now()]))?.n ?? 0,
+          ),
+        tunnel: () => tunnel?.stats?.(),
+      });
     const leaves = createLeafCache((host) => mintLeaf(rootCa, host, now()), { max: 10_000, now, onLookup: metrics && ((o) => metrics.leaf(o)) });
     const ca: CaHolder = {
       get current() {
@@ -287,10 +285,10 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       webhooks,
       secretStores,
       secretStoreTokenFiles: config.secretStoreTokenFiles,
-      priceCurrency: prices.currency,
+      prices,
       ...auditTrust.domain,
     };
-    const budgets = createBudgetGate(domain, { trustMs: (normal) => freshness.trustMs(normal), log }, prices.currency);
+    const budgets = createBudgetGate(domain, { trustMs: (normal) => freshness.trustMs(normal), log });
     const minter = createMinter({
       upstream,
       policy,
@@ -327,6 +325,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       maxResponseBytes: config.maxResponseBytes,
     };
     await restoreRateLimits(domain).catch((err) => log.warn("saved_rate_limits_ignored", { err }));
+    await restorePrices(domain).catch((err) => log.warn("saved_llm_prices_ignored", { err }));
     const reloadCa = () =>
       loadRootCa(store, keyring.dataKey, now()).then((fresh) => {
         if (fresh.certPem === rootCa.certPem) return;

@@ -36,6 +36,16 @@ export const AuditExportRecord = z.object({
   error: z.string().nullable(),
   contained: z.boolean(),
   approved_by: z.string().nullable(),
+  // The LLM usage (issue 38): optional, so an export made before it still reads (as null).
+  llm_model: z.string().nullable().optional().describe("the model an LLM call named; null when not an LLM call"),
+  input_tokens: z.number().nullable().optional().describe("input tokens the provider reported; null when not an LLM call"),
+  output_tokens: z.number().nullable().optional().describe("output tokens the provider reported"),
+  total_tokens: z.number().nullable().optional().describe("total tokens the provider reported"),
+  cost_micros: z
+    .number()
+    .nullable()
+    .optional()
+    .describe("the call's cost in integer micro-units of the price table's currency; null when unpriced or not an LLM call"),
 });
 
 export const AuditExportAnswer = z.object({

@@ -12,3 +12,4 @@ export * from "./secret-stores.ts";
 export * from "./audit-checkpoints.ts";
 export * from "./audit.ts";
 export * from "./budgets.ts";
+export * from "./llm-prices.ts";

@@ -25,6 +25,15 @@ export interface ExportedAuditRecord {
   readonly error: string | null;
   readonly contained: boolean;
   readonly approved_by: string | null;
+  /**
+   * The LLM usage (issue 38; null on records that are not LLM calls). Absent from exports made before usage existed:
+   * read as null. A record with any of them set is hashed with the v2 encoding (docs/audit-chain.md).
+   */
+  readonly llm_model?: string | null;
+  readonly input_tokens?: number | null;
+  readonly output_tokens?: number | null;
+  readonly total_tokens?: number | null;
+  readonly cost_micros?: number | null;
 }
 
 export interface ExportedCheckpointHead {

@@ -364,5 +364,10 @@ function chainedRecord(vaultId: number, r: ExportedAuditRecord, place: { seq: nu
     error: r.error,
     contained: r.contained,
     approvedBy: r.approved_by,
+    llmModel: r.llm_model ?? null,
+    inputTokens: r.input_tokens ?? null,
+    outputTokens: r.output_tokens ?? null,
+    totalTokens: r.total_tokens ?? null,
+    costMicros: r.cost_micros ?? null,
   };
 }

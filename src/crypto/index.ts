@@ -25,6 +25,7 @@ export { PASSWORDLESS_PARAMS } from "./passwords.ts";
 export { openStoreSecrets, sealStoreSecrets } from "./store-secrets.ts";
 export {
   AUDIT_CHAIN_ENCODING,
+  AUDIT_CHAIN_ENCODING_USAGE,
   AUDIT_CHAIN_GENESIS,
   AUDIT_CHECKPOINT_ENCODING,
   auditRecordHash,

@@ -231,11 +231,14 @@ function parseRecords(lines: readonly string[], torn: boolean): { records: Journ
 
 const TEXT_FIELDS = ["principal", "vault", "ingress", "method", "host", "path", "credentialKeys"] as const;
 const NUMBER_FIELDS = ["at", "vaultId", "status", "bytesIn", "bytesOut", "durationMs"] as const;
-const NULLABLE_TEXT_FIELDS = ["service", "error", "approvedBy"] as const;
+const NULLABLE_TEXT_FIELDS = ["service", "error", "approvedBy", "llmModel"] as const;
+/** BIGINT columns (the LLM usage, issue 38): a fraction or a string there would fail the batch on PostgreSQL. */
+const NULLABLE_COUNT_FIELDS = ["inputTokens", "outputTokens", "totalTokens", "costMicros"] as const;
 
 /**
  * A record the database will take: one that is not (a hand-edited line) would fail its whole batch.
- * `credentialRefs` (issue 36) is absent from lines written before references: such a line is still a record.
+ * `credentialRefs` (issue 36) is absent from lines written before references, the usage fields (issue 38) from lines
+ * written before usage and from every unmetered record: such a line is still a record.
  */
 function isEntry(v: unknown): v is AuditEntry {
   if (!v || typeof v !== "object") return false;
@@ -244,6 +247,7 @@ function isEntry(v: unknown): v is AuditEntry {
     TEXT_FIELDS.every((f) => typeof e[f] === "string") &&
     NUMBER_FIELDS.every((f) => typeof e[f] === "number" && Number.isFinite(e[f])) &&
     NULLABLE_TEXT_FIELDS.every((f) => e[f] === null || e[f] === undefined || typeof e[f] === "string") &&
+    NULLABLE_COUNT_FIELDS.every((f) => e[f] === null || e[f] === undefined || Number.isSafeInteger(e[f])) &&
     (e.credentialRefs === null || e.credentialRefs === undefined || isRefsText(e.credentialRefs)) &&
     typeof e.contained === "boolean"
   );

@@ -244,6 +244,7 @@ async function chained(tx: Repos, entries: readonly AuditEntry[]): Promise<Audit
   const out = entries.map((e) => {
     const head = heads.get(e.vaultId)!;
     const record = { ...e, chainSeq: head.seq + 1, chainPrev: head.hash };
+    // The entry's usage fields, when it has them, go in too and select the v2 encoding (store/audit-chain-encoding.ts).
     const hash = auditRecordHash({ ...record, seq: record.chainSeq, prev: record.chainPrev, contained: Boolean(e.contained) });
     heads.set(e.vaultId, { seq: record.chainSeq, hash });
     return { ...record, chainHash: hash };

@@ -11,7 +11,7 @@ import { auditExchange, observeExchange, openExchange, type EgressDeps, type Egr
 import { redactText } from "./redact-headers.ts";
 import { shapeResponse } from "./shape-response.ts";
 import { meterAnswer } from "./llm-metering.ts";
-import { SHIPPED_PRICES } from "./llm-prices.ts";
+import { SHIPPED_PRICES } from "../policy/index.ts";
 import { planMetering } from "./llm-request.ts";
 import { chargeBudgets } from "./stage-budget.ts";
 import { applyRules } from "./stage-rules.ts";
@@ -31,7 +31,7 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
     const charged = await chargeBudgets(x, plan, metering.ruled);
     const sent = await sendUpstream(x, plan, charged);
     const { needles, ranged } = sent;
-    const metered = metering.meter && meterAnswer(sent.answer, metering.meter, needles, deps.prices ?? SHIPPED_PRICES);
+    const metered = metering.meter && meterAnswer(sent.answer, metering.meter, needles, deps.prices?.current() ?? SHIPPED_PRICES);
     const answer = metered ? metered.answer : sent.answer;
     const ended = (bytesOut: number, error: string | null) => {
       if (metered && error === null) x.call = metered.finish();

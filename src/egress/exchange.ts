@@ -10,7 +10,7 @@ import { auditEntry, type AuditLog } from "./audit.ts";
 import type { Minter } from "./minter.ts";
 import type { NetPolicy, Resolver } from "./netguard.ts";
 import type { CallUsage } from "./llm-usage.ts";
-import type { PriceTable } from "./llm-prices.ts";
+import type { PriceBook } from "../policy/index.ts";
 import type { EgressPlan, PlanCache } from "./plan.ts";
 import type { Upstream } from "./upstream.ts";
 import type { SessionActivityLog } from "./session-activity.ts";
@@ -68,7 +68,7 @@ export interface EgressDeps {
   /** The vaults' budgets (issue 38); absent: nothing is counted against a budget. */
   readonly budgets?: BudgetGate;
   /** The LLM price table calls are priced by (absent: the shipped one). */
-  readonly prices?: PriceTable;
+  readonly prices?: PriceBook;
 }
 
 /** What one exchange tells the metrics: names and numbers only, never a path, query or value. */

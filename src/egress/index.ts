@@ -30,5 +30,4 @@ export { decideConnect, type ConnectDecision } from "./connect-decision.ts";
 export { createSessionActivity, type SessionActivity, type SessionActivityLog, type UnmatchedHost } from "./session-activity.ts";
 export type { ReferenceValues } from "./reference-values.ts";
 export type { AuditExport, RequestSpan, RequestTracing, TracedRequest, TraceRef } from "./telemetry.ts";
-export { parsePriceTable, SHIPPED_PRICES, type PriceTable } from "./llm-prices.ts";
 export type { CallUsage } from "./llm-usage.ts";

@@ -1,12 +1,12 @@
 // Metering an LLM call's answer as it passes (issue 38): the upstream's body goes through the usage meter
 // (llm-usage.ts) chunk by chunk on its way to the scan, and, where the broker asked for a stream's usage, through the
-// filter that takes it out again (llm-stream-usage.ts). At the end the usage is priced (llm-prices.ts) and its model
+// filter that takes it out again (llm-stream-usage.ts). At the end the usage is priced (policy/llm-prices.ts) and its model
 // name checked like any upstream text: a name that holds a stored value, or is not a plain model name, is not kept.
 
 import { headerOf, joinedHeader, withHeader, type Answer } from "./answer.ts";
 import { decodeWhole, parseCodings, type Coding } from "./content-coding.ts";
 import type { MeterPlan } from "./llm-request.ts";
-import { costMicros, type PriceTable } from "./llm-prices.ts";
+import { costMicros, type PriceTable } from "../policy/index.ts";
 import { stripAskedUsage, stripAskedUsageWhole } from "./llm-stream-usage.ts";
 import { createUsageMeter, MAX_METERED_JSON_BYTES, type CallUsage, type LlmUsage, type UsageMeter } from "./llm-usage.ts";
 import type { Needles } from "./redact.ts";
@@ -90,5 +90,6 @@ export function priceUsage(usage: LlmUsage, needles: Needles, prices: PriceTable
     outputTokens: usage.outputTokens,
     totalTokens: usage.totalTokens,
     costMicros: model === "[redacted]" ? undefined : costMicros(prices, model, usage.inputTokens, usage.outputTokens),
+    currency: prices.currency,
   };
 }

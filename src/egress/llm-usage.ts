@@ -24,6 +24,8 @@ export interface CallUsage {
   readonly totalTokens: number;
   /** Micro-units of the price table's currency; undefined: the table does not price the model. */
   readonly costMicros: number | undefined;
+  /** The price table's currency. */
+  readonly currency: string;
 }
 
 /** Which provider's shape a request's path has, or undefined for any other request (not metered). */

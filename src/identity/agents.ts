@@ -83,6 +83,16 @@ export async function listVaultAgents(d: Domain, open: OpenVault, q: { limit: nu
   return viewAgentPage(d, await d.store.agents.page({ kind: "granted_in", vaultId: open.vault.id }, q.after ?? "", q.limit + 1), q.limit);
 }
 
+/** One agent holding a role in the open vault, for its admins (the console's agent page); any other name is not found. */
+export async function viewVaultAgent(d: Domain, open: OpenVault, name: string): Promise<AgentView> {
+  requireInVault(open, "manage");
+  const agent = await d.store.agents.byName(name);
+  const granted = agent && (await d.store.access.grantsOfAgent(agent.id)).some((g) => g.vaultId === open.vault.id);
+  if (!agent || !granted) throw new NotFound(`vault ${open.vault.name} has no agent named ${name}`);
+  const [view] = (await viewAgentPage(d, [agent], 1)).agents;
+  return view!;
+}
+
 /** The page's agents with their grants and session counts, each read for the whole page in one statement (by the page's name range). */
 async function viewAgentPage(d: Domain, rows: AgentRow[], limit: number): Promise<{ agents: AgentView[]; next_cursor: string | null }> {
   const page = cutPage(rows, limit, (a) => a.name);

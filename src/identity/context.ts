@@ -1,7 +1,7 @@
 // What every domain operation needs, passed in one object (no module-level singletons).
 
 import type { LoginThrottle, RateLimiter } from "../ratelimit/index.ts";
-import type { SecretReference } from "../policy/index.ts";
+import type { PriceBook, SecretReference } from "../policy/index.ts";
 import type { AuditCheckpointRow, Store } from "../store/index.ts";
 import type { HashGate } from "../crypto/index.ts";
 import type { KdfParams } from "../crypto/index.ts";
@@ -62,8 +62,8 @@ export interface Domain {
     /** The highest seq of the vault every record up to which must be signed by now (app/audit-head-history.ts). */
     signedThrough(vaultId: number): number | undefined;
   };
-  /** The currency of the LLM price table in use (issue 38): budgets' money is counted in it (absent: USD). */
-  readonly priceCurrency?: string;
+  /** The LLM price table in use (issue 38): budgets' money is counted in its currency (absent: the shipped one, USD). */
+  readonly prices?: PriceBook;
   /** The external secret stores' live side (absent: references are stored but never read, as in most unit tests). */
   readonly secretStores?: SecretStoreRuntime;
 }

@@ -20,3 +20,4 @@ export { readPathTemplate, readQueryParam, splitPathTemplate, VALUE_PLACEHOLDER 
 export { formatReference, parseReference, pathAllowed, type CredentialSource, type SecretReference } from "./secret-reference.ts";
 export { budgetApplies, judgeBudgets, limitReached, softCrossed, type BudgetSubject, type BudgetVerdict } from "./budget-decision.ts";
 export { periodEnd, periodStart } from "./budget-periods.ts";
+export * from "./llm-prices.ts";

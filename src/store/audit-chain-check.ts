@@ -8,7 +8,7 @@
 import { verify } from "node:crypto";
 import { anchorKeyObjects, anchorSignedBy, movedAnchorParams, type AnchorKey, type AnchorSigning } from "./audit-anchors.ts";
 import { AUDIT_CHAIN_GENESIS } from "./audit-chain-genesis.ts";
-import { auditRecordHash, checkpointMessage } from "./audit-chain-encoding.ts";
+import { auditRecordHash, checkpointMessage, type ChainedRecord } from "./audit-chain-encoding.ts";
 import type { SqlValue } from "./db.ts";
 
 /** Reads rows: the store's async Sql, or the SQLite worker's synchronous connection. */
@@ -18,7 +18,8 @@ export type RunStatement = (sql: string, params: readonly SqlValue[]) => unknown
 
 const SEGMENT = `SELECT id, at, principal, vault, ingress, method, host, path, service, credential_keys AS "credentialKeys",
   credential_refs AS "credentialRefs", status, bytes_in AS "bytesIn", bytes_out AS "bytesOut", duration_ms AS "durationMs", error,
-  contained, approved_by AS "approvedBy", chain_seq AS seq, chain_prev AS prev, chain_hash AS hash FROM audit_logs`;
+  contained, approved_by AS "approvedBy", chain_seq AS seq, chain_prev AS prev, chain_hash AS hash, llm_model AS "llmModel",
+  input_tokens AS "inputTokens", output_tokens AS "outputTokens", total_tokens AS "totalTokens", cost_micros AS "costMicros" FROM audit_logs`;
 
 /** The statements of the checks (by the primary key or the (vault_id, chain_seq) index). */
 export const CHAIN_CHECK_STATEMENTS = {
@@ -62,33 +63,47 @@ export function walkSegment(
     if (seq <= at.seq) return { reason: `${named} is a second record at seq ${seq}, or lies at or below the anchor (seq ${start.seq})` };
     if (seq > at.seq + 1) return { reason: `records seq ${at.seq + 1} to ${seq - 1} are missing` };
     if (r.prev !== at.hash) return { reason: `${named} does not link to the record before it` };
-    const hash = auditRecordHash({
-      vaultId,
-      seq,
-      prev: at.hash,
-      at: Number(r.at),
-      principal: String(r.principal),
-      vault: String(r.vault),
-      ingress: String(r.ingress),
-      method: String(r.method),
-      host: String(r.host),
-      path: String(r.path),
-      service: r.service == null ? null : String(r.service),
-      credentialKeys: String(r.credentialKeys),
-      credentialRefs: r.credentialRefs == null ? null : String(r.credentialRefs),
-      status: Number(r.status),
-      bytesIn: Number(r.bytesIn),
-      bytesOut: Number(r.bytesOut),
-      durationMs: Number(r.durationMs),
-      error: r.error == null ? null : String(r.error),
-      contained: Boolean(Number(r.contained)),
-      approvedBy: r.approvedBy == null ? null : String(r.approvedBy),
-    });
+    const hash = auditRecordHash(chainedRow(vaultId, seq, at.hash, r));
     if (hash !== r.hash) return { reason: `${named}: its hash does not match its contents` };
     at = { seq, hash };
     seen?.(at);
   }
   return { end: at };
+}
+
+const textOrNull = (v: unknown) => (v == null ? null : String(v));
+/** A BIGINT count: text from PostgreSQL, a bigint from the SQLite worker; the hash takes the number the writer hashed. */
+const countOrNull = (v: unknown) => (v == null ? null : Number(v));
+
+/** A SEGMENT row as the encoding takes it, at `seq` after `prev`. */
+function chainedRow(vaultId: number, seq: number, prev: string, r: Record<string, unknown>): ChainedRecord {
+  return {
+    vaultId,
+    seq,
+    prev,
+    at: Number(r.at),
+    principal: String(r.principal),
+    vault: String(r.vault),
+    ingress: String(r.ingress),
+    method: String(r.method),
+    host: String(r.host),
+    path: String(r.path),
+    service: textOrNull(r.service),
+    credentialKeys: String(r.credentialKeys),
+    credentialRefs: textOrNull(r.credentialRefs),
+    status: Number(r.status),
+    bytesIn: Number(r.bytesIn),
+    bytesOut: Number(r.bytesOut),
+    durationMs: Number(r.durationMs),
+    error: textOrNull(r.error),
+    contained: Boolean(Number(r.contained)),
+    approvedBy: textOrNull(r.approvedBy),
+    llmModel: textOrNull(r.llmModel),
+    inputTokens: countOrNull(r.inputTokens),
+    outputTokens: countOrNull(r.outputTokens),
+    totalTokens: countOrNull(r.totalTokens),
+    costMicros: countOrNull(r.costMicros),
+  };
 }
 
 /** Whether a stored checkpoint row (checkpointsIn, lastCheckpoints) is `key`'s signature over heads that include (vault, seq, hash). */

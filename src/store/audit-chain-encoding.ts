@@ -6,6 +6,11 @@
 // signs the anchor; nothing here but JSON and SHA-256.
 /** The encoding's name, its first element: a later encoding gets another. */
 export const AUDIT_CHAIN_ENCODING = "broker-audit-v1";
+/**
+ * A record with LLM usage (issue 38): v1's elements under this name, then the five usage fields. v1 stays for every
+ * record without usage, so hashes written before usage existed (and every unmetered record since) keep verifying.
+ */
+export const AUDIT_CHAIN_ENCODING_USAGE = "broker-audit-v2";
 
 /** A record's fields as the chain covers them, in the encoding's order (docs/audit-chain.md). */
 export interface ChainedRecord {
@@ -31,12 +36,28 @@ export interface ChainedRecord {
   readonly error: string | null;
   readonly contained: boolean;
   readonly approvedBy: string | null;
+  /** The LLM usage (issue 38); absent or null on records that are not LLM calls (and on every record made before). */
+  readonly llmModel?: string | null;
+  readonly inputTokens?: number | null;
+  readonly outputTokens?: number | null;
+  readonly totalTokens?: number | null;
+  readonly costMicros?: number | null;
+}
+
+/**
+ * Whether the record takes the usage encoding (v2). The broker meters a record with all three token counts, but any
+ * usage field set selects v2: a rule on input tokens alone would leave a model or cost added to an unmetered record
+ * outside every hash.
+ */
+function carriesUsage(r: ChainedRecord): boolean {
+  return [r.llmModel, r.inputTokens, r.outputTokens, r.totalTokens, r.costMicros].some((v) => v !== null && v !== undefined);
 }
 
 /** The canonical encoding: a JSON array (no spaces, strings as JSON escapes them, integers, null, true/false). */
 export function canonicalAuditRecord(r: ChainedRecord): string {
-  return JSON.stringify([
-    AUDIT_CHAIN_ENCODING,
+  const usage = carriesUsage(r);
+  const base = [
+    usage ? AUDIT_CHAIN_ENCODING_USAGE : AUDIT_CHAIN_ENCODING,
     r.vaultId,
     r.seq,
     r.prev,
@@ -57,7 +78,9 @@ export function canonicalAuditRecord(r: ChainedRecord): string {
     r.error,
     r.contained,
     r.approvedBy,
-  ]);
+  ];
+  if (!usage) return JSON.stringify(base);
+  return JSON.stringify([...base, r.llmModel ?? null, r.inputTokens ?? null, r.outputTokens ?? null, r.totalTokens ?? null, r.costMicros ?? null]);
 }
 
 /** The record's hash: lower-case hex SHA-256 of its canonical encoding's UTF-8 bytes. */

@@ -40,6 +40,17 @@ export interface AuditRow {
   chainSeq?: number | null;
   chainPrev?: string | null;
   chainHash?: string | null;
+  /**
+   * What an LLM call used (migration 27, issue 38): the model and token counts the provider reported, and the cost in
+   * integer micro-units of the price table's currency (null: the price table does not know the model). Null on records
+   * that are not LLM calls; absent in rows and journal lines made before; list() always sets them. A record with usage
+   * is hashed with the chain's v2 encoding (docs/audit-chain.md).
+   */
+  llmModel?: string | null;
+  inputTokens?: number | null;
+  outputTokens?: number | null;
+  totalTokens?: number | null;
+  costMicros?: number | null;
 }
 
 export interface AuditFilter {
@@ -54,7 +65,8 @@ export interface AuditFilter {
 
 const COLUMNS = `id, at, principal, vault_id AS "vaultId", vault, ingress, method, host, path, service, credential_keys AS "credentialKeys",
   credential_refs AS "credentialRefs", status, bytes_in AS "bytesIn", bytes_out AS "bytesOut", duration_ms AS "durationMs", error, contained, approved_by AS "approvedBy",
-  chain_seq AS "chainSeq", chain_prev AS "chainPrev", chain_hash AS "chainHash"`;
+  chain_seq AS "chainSeq", chain_prev AS "chainPrev", chain_hash AS "chainHash",
+  llm_model AS "llmModel", input_tokens AS "inputTokens", output_tokens AS "outputTokens", total_tokens AS "totalTokens", cost_micros AS "costMicros"`;
 
 // One fixed statement per filter shape, so each is an index range scan in id order, stopped at LIMIT
 // (migration 19: audit_logs (vault_id, host | status | principal, id); unfiltered: (vault_id, id)). An
@@ -131,6 +143,12 @@ function normaliseRow(r: AuditRow): AuditRow {
     chainSeq: n(r.chainSeq),
     chainPrev: r.chainPrev ?? null,
     chainHash: r.chainHash ?? null,
+    // BIGINT columns: PostgreSQL's driver may answer text; the hash needs the numbers the writer hashed.
+    llmModel: r.llmModel ?? null,
+    inputTokens: n(r.inputTokens),
+    outputTokens: n(r.outputTokens),
+    totalTokens: n(r.totalTokens),
+    costMicros: n(r.costMicros),
   };
 }
 
@@ -160,9 +178,10 @@ export const RETENTION_STATEMENTS = {
   deleteRange: DELETE_RANGE,
 } as const;
 
-const INSERT_HEAD = `INSERT INTO audit_logs (at, principal, vault_id, vault, ingress, method, host, path, service, credential_keys, credential_refs, status, bytes_in, bytes_out, duration_ms, error, contained, approved_by, chain_seq, chain_prev, chain_hash) VALUES`;
-const AUDIT_COLUMNS = 21;
-/** Rows per INSERT: 21 parameters each stays far below SQLite's and PostgreSQL's parameter limits. */
+const INSERT_HEAD = `INSERT INTO audit_logs (at, principal, vault_id, vault, ingress, method, host, path, service, credential_keys, credential_refs, status, bytes_in, bytes_out, duration_ms, error, contained, approved_by, chain_seq, chain_prev, chain_hash,
+  llm_model, input_tokens, output_tokens, total_tokens, cost_micros) VALUES`;
+const AUDIT_COLUMNS = 26;
+/** Rows per INSERT: 26 parameters each (1,664 a group) stays far below SQLite's and PostgreSQL's parameter limits. */
 const INSERT_GROUP = 64;
 
 export function auditRepo(sql: Sql) {
@@ -196,6 +215,11 @@ export function auditRepo(sql: Sql) {
             r.chainSeq ?? null,
             r.chainPrev ?? null,
             r.chainHash ?? null,
+            r.llmModel ?? null,
+            r.inputTokens ?? null,
+            r.outputTokens ?? null,
+            r.totalTokens ?? null,
+            r.costMicros ?? null,
           );
         }
         await sql.run(`${INSERT_HEAD} ${placeholderRows(group.length, AUDIT_COLUMNS)}`, params);

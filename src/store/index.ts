@@ -68,6 +68,7 @@ export { AUDIT_CHAIN_GENESIS } from "./audit-chain-genesis.ts";
 export { NO_USAGE, type BudgetLimits, type BudgetPeriod, type BudgetRow, type BudgetScope, type BudgetUsage, type SoftAction } from "./budgets.ts";
 export {
   AUDIT_CHAIN_ENCODING,
+  AUDIT_CHAIN_ENCODING_USAGE,
   AUDIT_CHECKPOINT_ENCODING,
   auditRecordHash,
   canonicalAuditRecord,

@@ -1,6 +1,7 @@
 // Migrations 8 to 22: what the second round added (service rules, URL credentials, webhooks, minted credentials,
 // contained sessions, held requests, session clients, list indexes, secret store connections). Later migrations
-// live with their concern (schema-audit-chain.ts, schema-budgets.ts); store/schema.ts lists them all in order.
+// live with their concern (schema-audit-chain.ts, schema-budgets.ts, schema-audit-usage.ts); store/schema.ts lists
+// them all in order.
 
 import type { Migration } from "./migration.ts";
 

@@ -5,6 +5,7 @@
 
 import { ADDITIONS } from "./schema-additions.ts";
 import { AUDIT_CHAIN_MIGRATIONS } from "./schema-audit-chain.ts";
+import { AUDIT_USAGE_MIGRATIONS } from "./schema-audit-usage.ts";
 import { BUDGET_MIGRATIONS } from "./schema-budgets.ts";
 import { FOUNDATION } from "./schema-foundation.ts";
 import type { Migration } from "./migration.ts";
@@ -14,4 +15,4 @@ export type { Migration };
 /** The channel on which PostgreSQL announces committed changes to every instance (see store/changes.ts). */
 export const CHANGES_CHANNEL = "broker_changes";
 
-export const MIGRATIONS: readonly Migration[] = [...FOUNDATION, ...ADDITIONS, ...AUDIT_CHAIN_MIGRATIONS, ...BUDGET_MIGRATIONS];
+export const MIGRATIONS: readonly Migration[] = [...FOUNDATION, ...ADDITIONS, ...AUDIT_CHAIN_MIGRATIONS, ...BUDGET_MIGRATIONS, ...AUDIT_USAGE_MIGRATIONS];

@@ -80,6 +80,11 @@ export function exportedRecord(r: AuditRow): ExportedAuditRecord {
     error: r.error,
     contained: r.contained,
     approved_by: r.approvedBy,
+    llm_model: r.llmModel ?? null,
+    input_tokens: r.inputTokens ?? null,
+    output_tokens: r.outputTokens ?? null,
+    total_tokens: r.totalTokens ?? null,
+    cost_micros: r.costMicros ?? null,
   };
 }
 

@@ -97,7 +97,7 @@ export async function listAuditLog(d: Domain, open: OpenVault, q: AuditQuery): P
   });
   const names = createPrincipalNamer(d);
   const logs: AuditRecord[] = [];
-  for (const r of rows) logs.push(await viewAuditRow(r, names, d.priceCurrency ?? BUDGET_CURRENCY));
+  for (const r of rows) logs.push(await viewAuditRow(r, names, d.prices?.current().currency ?? BUDGET_CURRENCY));
   const last = rows.at(-1);
   return { logs, next_cursor: rows.length === q.limit && last ? String(last.id) : null };
 }

@@ -17,6 +17,7 @@ import type { Logger } from "../log.ts";
 import { budgetApplies, judgeBudgets, periodStart } from "../policy/index.ts";
 import { NO_USAGE, type BudgetRow, type BudgetUsage } from "../store/index.ts";
 import { budgetEvent } from "./budget-event.ts";
+import { BUDGET_CURRENCY } from "./budgets.ts";
 
 /** A request as budgets see it. */
 export interface BudgetCharge {
@@ -83,7 +84,8 @@ const MEASURE_NAMES = {
   costMicros: ["cost", ""],
 } as const;
 
-export function createBudgetGate(d: Domain, opts: BudgetGateOptions, currency: string): CachingBudgetGate {
+export function createBudgetGate(d: Domain, opts: BudgetGateOptions): CachingBudgetGate {
+  const currency = () => d.prices?.current().currency ?? BUDGET_CURRENCY;
   const cache = new Map<number, { readonly at: number; readonly budgets: readonly BudgetRow[] }>();
   /** Bumped by every invalidation: a read that began before one is not cached (it may predate the change). */
   let generation = 0;
@@ -110,7 +112,7 @@ export function createBudgetGate(d: Domain, opts: BudgetGateOptions, currency: s
       if (!(await d.store.budgets.markSoftNotified(c.budget.id, c.start, d.now()))) return;
       opts.log.info("budget_soft_threshold", { vault, budget: c.budget.name, soft_action: c.budget.softAction });
       if (!d.webhooks || (await d.store.webhooks.count(c.budget.vaultId)) === 0) return;
-      d.webhooks.notify(c.budget.vaultId, await budgetEvent(d, vault, c.budget, currency));
+      d.webhooks.notify(c.budget.vaultId, await budgetEvent(d, vault, c.budget, currency()));
     })().catch((err: unknown) => opts.log.error("budget_notice_failed", { err, budget: c.budget.name }));
   }
 
@@ -160,7 +162,7 @@ export function createBudgetGate(d: Domain, opts: BudgetGateOptions, currency: s
           name,
           money ? verdict.limit / 1e6 : verdict.limit,
           money ? verdict.used / 1e6 : verdict.used,
-          money ? currency : unit,
+          money ? currency() : unit,
           verdict.resetsAt,
           now,
         );

@@ -82,7 +82,7 @@ export async function viewBudget(d: Domain, b: BudgetRow): Promise<BudgetView> {
     service: b.scope === "service" ? b.scopeRef : null,
     hosts: b.scope === "hosts" ? (JSON.parse(b.scopeRef ?? "[]") as string[]) : null,
     period: b.period,
-    currency: d.priceCurrency ?? BUDGET_CURRENCY,
+    currency: d.prices?.current().currency ?? BUDGET_CURRENCY,
     limits: {
       requests: b.limits.requests,
       input_tokens: b.limits.inputTokens,
@@ -117,7 +117,9 @@ export async function setBudget(d: Domain, open: OpenVault, name: string, body: 
   let scopeRef: string | null = null;
   if (body.scope === "agent") {
     const agent = await d.store.agents.byName(body.agent!);
-    if (!agent) throw new InvalidRequest(`no agent is named ${body.agent}`, "agent");
+    // Only an agent of this vault: another vault's agent is not named here (nor told apart from one that does not exist).
+    const granted = agent && (await d.store.access.grantsOfAgent(agent.id)).some((g) => g.vaultId === open.vault.id);
+    if (!agent || !granted) throw new InvalidRequest(`vault ${open.vault.name} has no agent named ${body.agent}`, "agent");
     scopeRef = String(agent.id);
   } else if (body.scope === "service") scopeRef = body.service!.toLowerCase();
   else if (body.scope === "hosts") scopeRef = JSON.stringify([...new Set(body.hosts!.map((h) => h.toLowerCase()))]);

@@ -29,3 +29,4 @@ export {
 } from "./connect-plan.ts";
 export * from "./secret-stores.ts";
 export * from "./budget-gate.ts";
+export * from "./llm-prices.ts";

@@ -88,6 +88,12 @@ export function ocsfApiActivity(r: ExportedAuditRecord, vaultId: number, names: 
       contained: r.contained,
       approved_by: r.approved_by,
       ...(r.approved_by ? { approved_by_name: names[r.approved_by] ?? r.approved_by } : {}),
+      // OCSF 1.6.0 API Activity has no place for an LLM call's usage; null on records that are not LLM calls.
+      llm_model: r.llm_model ?? null,
+      input_tokens: r.input_tokens ?? null,
+      output_tokens: r.output_tokens ?? null,
+      total_tokens: r.total_tokens ?? null,
+      cost_micros: r.cost_micros ?? null,
     },
   };
 }

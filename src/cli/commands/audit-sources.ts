@@ -103,6 +103,11 @@ export function recordLine(r: ExportedAuditRecord): string {
     error: r.error,
     contained: r.contained,
     approved_by: r.approved_by,
+    llm_model: r.llm_model ?? null,
+    input_tokens: r.input_tokens ?? null,
+    output_tokens: r.output_tokens ?? null,
+    total_tokens: r.total_tokens ?? null,
+    cost_micros: r.cost_micros ?? null,
   });
 }
 

@@ -2,7 +2,8 @@
 // `/settings` (the instance owner only; getOwnerSettings refuses anyone else): allowed signup
 // domains and rate limits (updateOwnerSettings, as PATCH /v1/owner/settings; read-only with the
 // reason under BROKER_RATELIMIT_LOCK), audit retention (environment only, shown read-only), the audit
-// log's signing key (its id and public half, with a Copy button), and the root CA (instance-ca.tsx).
+// log's signing key (its id and public half, with a Copy button), the LLM price table (instance-prices.tsx), and the
+// root CA (instance-ca.tsx).
 // Every refusal is the API's (the domain's, or its OwnerSettingsInput reading what is typed), so the
 // page and the API agree.
 
@@ -19,7 +20,8 @@ import { formOf, renderPage, requireConfirmation, requireSignedIn, runAction, si
 import { CaSection, fingerprintOf, ROTATE_PHRASE } from "./instance-ca.tsx";
 import { COPY_SCRIPT_NAME } from "./one-time-link.tsx";
 import type { AuditPublicKey } from "../../crypto/index.ts";
-import { auditPublicKey, type AuditPublicKeyView } from "../../workflows/index.ts";
+import { auditPublicKey, viewPrices, type AuditPublicKeyView } from "../../workflows/index.ts";
+import { PricesSection, priceRoutes } from "./instance-prices.tsx";
 
 /** Audit retention comes from the environment only (BROKER_AUDIT_RETENTION_DAYS, BROKER_AUDIT_MAX_ROWS). */
 export interface AuditRetention {
@@ -288,6 +290,7 @@ async function renderInstanceSettings(c: ConsoleContext, opts: InstanceSettingsO
       <RateLimitSection s={settings.rate_limits} />
       <RetentionSection retention={opts.auditRetention} />
       <AuditKeySection auditKey={auditKey} />
+      <PricesSection prices={c.get("kit").d.prices ? viewPrices(c.get("kit").d) : undefined} />
       <CaSection ca={ca} fingerprint={ca ? await fingerprintOf(ca) : undefined} publicUrl={c.get("kit").d.publicUrl} />
     </>
   );
@@ -351,6 +354,8 @@ export function instanceSettingsRoutes(opts: InstanceSettingsOptions = {}) {
       redirect: "/settings",
     });
   });
+
+  priceRoutes(r);
 
   r.post("/settings/ca/rotate", requireSignedIn, (c) =>
     runAction(c, {

@@ -3,7 +3,7 @@
 // redeem command), the vault's agents with role and active sessions, revoke one, and the pending
 // agent invites. Every action is the API's domain function (createAgentInvite, listVaultAgents,
 // revokeAgent, listInvites, revokeInvite) on a vault opened for "manage", as the API opens it; the
-// invite form is read by the API's AgentInviteInput.
+// invite form is read by the API's AgentInviteInput. An agent's name opens its own page (vault-agent.tsx).
 
 import { Hono } from "hono";
 import { AgentInviteInput, PageAfterName, parseWith } from "../../contract/index.ts";
@@ -29,6 +29,7 @@ import {
 } from "./context.tsx";
 import { vaultPath } from "./layout.tsx";
 import { COPY_SCRIPT_NAME, CopyField, RoleSelect, SubmitRow } from "./one-time-link.tsx";
+import { agentPath, agentPageRoutes } from "./vault-agent.tsx";
 
 const TOKEN_LIFETIMES: readonly [string, string][] = [
   ["", "No expiry (revoke it here when done)"],
@@ -113,7 +114,14 @@ function AgentTable(props: { vault: string; agents: readonly AgentItem[]; later:
         )
       }
       columns={[
-        { label: "Agent", cell: (a) => <Name>{a.name}</Name> },
+        {
+          label: "Agent",
+          cell: (a) => (
+            <a class="strong-link" href={agentPath(props.vault, a.name)}>
+              <Name>{a.name}</Name>
+            </a>
+          ),
+        },
         { label: `Role in ${props.vault}`, cell: (a) => <Badge tone={toneOf(roleHere(a))}>{roleHere(a)}</Badge> },
         { label: "Active sessions", class: "num", cell: (a) => String(a.sessions) },
         {
@@ -224,6 +232,7 @@ export function agentPages() {
   const r = new Hono<ConsoleEnv>();
   r.use("/vaults/:vault/agents/*", requireSignedIn);
   r.get("/vaults/:vault/agents", requireSignedIn, renderAgents);
+  r.route("/", agentPageRoutes()); // /vaults/:vault/agents/:name, one agent with its budgets
 
   // The invite link is the agent's way in: it is shown once, in this answer only (no flash, no URL, no log).
   r.post("/vaults/:vault/agents/invite", async (c) => {

@@ -2,7 +2,8 @@
 // `/vaults/:vault/settings`: what the tunnel does with hosts no service matches (updateVault, as
 // PATCH /v1/vaults/:vault) and deleting the vault behind a typed confirmation (deleteVault, as
 // DELETE /v1/vaults/:vault; human admins only, decided by the domain); its Notifications section
-// (proposal webhooks) lives in vault-webhooks.tsx, its "Secret stores" section in secret-stores.tsx.
+// (proposal webhooks) lives in vault-webhooks.tsx, its "Budgets" section in vault-budgets.tsx, its "Secret
+// stores" section in secret-stores.tsx.
 
 import { Hono } from "hono";
 import { parseWith, VaultUpdateInput } from "../../contract/index.ts";
@@ -12,6 +13,7 @@ import { formOf, openConsoleVault, renderPage, requireConfirmation, requireSigne
 import { vaultPath } from "./layout.tsx";
 import { renderNotifications, vaultWebhookRoutes } from "./vault-webhooks.tsx";
 import { renderVaultStores } from "./secret-stores.tsx";
+import { draftOf, renderBudgets, saveBudget, vaultBudgetRoutes, type BudgetDraft } from "./vault-budgets.tsx";
 
 const CHOICES = [
   {
@@ -61,12 +63,14 @@ function UnmatchedHostsForm(props: { action: string; current: string }) {
   );
 }
 
-async function renderSettings(c: ConsoleContext, open: OpenVault) {
+/** The page; `refused` is a budget form the domain refused, shown again as typed (the flash says why). */
+async function renderSettings(c: ConsoleContext, open: OpenVault, refused?: { draft: BudgetDraft; status: 400 | 403 | 404 }) {
   const view = describeVault(open);
   const name = open.vault.name;
   const manage = mayInVault(open.principal, open.role, "manage");
   const remove = mayInVault(open.principal, open.role, "delete_vault");
   const current = CHOICES.find((ch) => ch.value === view.unmatched_hosts) ?? CHOICES[0];
+  const budgets = await renderBudgets({ c, open, draft: refused?.draft });
   const notifications = await renderNotifications({ c, open });
   const stores = await renderVaultStores({ c, open });
   const body = (
@@ -87,6 +91,7 @@ async function renderSettings(c: ConsoleContext, open: OpenVault) {
           </>
         )}
       </Section>
+      {budgets}
       {notifications}
       {stores}
       <Section
@@ -110,6 +115,7 @@ async function renderSettings(c: ConsoleContext, open: OpenVault) {
     c,
     {
       title: "Vault settings",
+      status: refused?.status,
       nav: "vaults",
       vault,
       lead: (
@@ -125,6 +131,7 @@ async function renderSettings(c: ConsoleContext, open: OpenVault) {
 export function vaultSettingsRoutes() {
   const r = new Hono<ConsoleEnv>();
   r.route("/", vaultWebhookRoutes());
+  r.route("/", vaultBudgetRoutes());
 
   r.get("/vaults/:vault/settings", requireSignedIn, async (c) => renderSettings(c, await openConsoleVault(c, "read")));
 
@@ -140,6 +147,15 @@ export function vaultSettingsRoutes() {
           ? "Saved: hosts that match no service are now refused."
           : "Saved: agents reach hosts that match no service directly, through a blind tunnel.",
       redirect: back,
+    });
+  });
+
+  r.post("/vaults/:vault/settings/budgets", requireSignedIn, (c) => {
+    const draft = draftOf(formOf(c));
+    return saveBudget(c, {
+      draft,
+      redirect: `${vaultPath(c.req.param("vault"), "settings")}#budgets`,
+      rerender: async (status) => renderSettings(c, await openConsoleVault(c, "read"), { draft, status }),
     });
   });
 

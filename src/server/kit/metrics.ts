@@ -48,7 +48,7 @@ const MAX_MODEL_LABELS = 200;
  * LLM usage (issue 38): tokens by direction and money, by vault, agent, service and model. The model label comes from
  * upstream answers (already reduced to a plain name by llm-metering.ts), so its distinct values are bounded.
  */
-function llmUsageMetrics(registers: Registry[], currency: string): (o: UsageObservation) => void {
+function llmUsageMetrics(registers: Registry[]): (o: UsageObservation) => void {
   const labelNames = ["vault", "agent", "service", "model"] as const;
   const tokens = new Counter({
     name: "broker_llm_tokens_total",
@@ -64,7 +64,7 @@ function llmUsageMetrics(registers: Registry[], currency: string): (o: UsageObse
   });
   const cost = new Counter({
     name: "broker_llm_cost_total",
-    help: `What metered LLM calls cost by the price table, in ${currency}`,
+    help: "What metered LLM calls cost by the price table in use, in its currency",
     labelNames: [...labelNames, "currency"] as const,
     registers,
   });
@@ -79,11 +79,11 @@ function llmUsageMetrics(registers: Registry[], currency: string): (o: UsageObse
     tokens.inc({ ...l, direction: "input" }, o.call.inputTokens);
     tokens.inc({ ...l, direction: "output" }, o.call.outputTokens);
     calls.inc({ ...l, priced: o.call.costMicros === undefined ? "false" : "true" });
-    if (o.call.costMicros !== undefined) cost.inc({ ...l, currency }, o.call.costMicros / 1e6);
+    if (o.call.costMicros !== undefined) cost.inc({ ...l, currency: o.call.currency }, o.call.costMicros / 1e6);
   };
 }
 
-export function createMetrics(sources: MetricSources, currency = "USD"): Metrics {
+export function createMetrics(sources: MetricSources): Metrics {
   const registry = new Registry();
   const registers = [registry];
   const requests = new Counter({
@@ -179,7 +179,7 @@ export function createMetrics(sources: MetricSources, currency = "USD"): Metrics
     registers,
   });
 
-  const usage = llmUsageMetrics(registers, currency);
+  const usage = llmUsageMetrics(registers);
 
   const egress: EgressMetrics = {
     now: () => performance.now(),

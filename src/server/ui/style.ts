@@ -305,6 +305,42 @@ button.deny { background: var(--surface); }
 .form-grid.ref-grid { grid-template-columns: repeat(auto-fit, minmax(min(100%, 13rem), 1fr)); }
 .slot-or { margin: .75rem 0 .25rem; font-weight: 600; }
 
+/* Budgets: each limit's use in words over a bar (a <progress>, so no inline style), coloured by how close it is;
+   the scope's own field shows under its choice while it is chosen (where :has works; elsewhere all show). */
+.budget-usage { list-style: none; margin: 0; padding: 0; min-width: 10rem; }
+.budget-measure + .budget-measure { margin-top: .5rem; }
+.budget-measure-line { display: flex; justify-content: space-between; gap: 0 .75rem; flex-wrap: wrap; font-size: .875rem; }
+.budget-measure-label { font-weight: 600; }
+.budget-measure-n { font-variant-numeric: tabular-nums; white-space: nowrap; }
+.budget-bar { display: block; width: 100%; height: .5rem; margin: .2rem 0 0; -webkit-appearance: none; appearance: none; border: 0; border-radius: 999px; background: var(--surface-2); color: var(--success); overflow: hidden; }
+.budget-bar::-webkit-progress-bar { background: var(--surface-2); border-radius: 999px; box-shadow: inset 0 0 0 1px var(--border); }
+.budget-bar::-webkit-progress-value { background: currentColor; border-radius: 999px; }
+.budget-bar::-moz-progress-bar { background: currentColor; border-radius: 999px; }
+.budget-bar-soft { color: var(--warning); }
+.budget-bar-exceeded { color: var(--danger); }
+.budget-unpriced { margin: .4rem 0 0; }
+.budget-nowrap { white-space: nowrap; }
+.budget-period { display: inline-flex; flex-direction: column; gap: .15rem; }
+.budget-state { display: inline-flex; flex-direction: column; align-items: flex-start; gap: .25rem; }
+.budget-actions { display: inline-flex; flex-direction: column; align-items: stretch; gap: .4rem; }
+.budget-actions .inline-form { display: flex; }
+.budget-actions .inline-form .btn { flex: 1 1 auto; }
+.remove-box { border: 1px solid var(--danger); border-left-width: 4px; border-radius: var(--radius-small); padding: .75rem 1.25rem .5rem; margin: 1rem 0 1.25rem; background: var(--surface); }
+.remove-box > h3 { margin-top: 0; color: var(--danger); }
+.scope-choice + .scope-choice { margin-top: .4rem; }
+.scope-extra { margin: .5rem 0 .5rem 1.6rem; max-width: 30rem; }
+.scope-extra label { margin-top: 0; }
+.scope-choice:has(> .choice input:not(:checked)) .scope-extra { display: none; }
+.field-label { font-weight: 600; font-size: .9375rem; margin: 0 0 .3rem; }
+@media (max-width: 40rem) {
+  .table td.budget-used-cell { flex-direction: column; align-items: stretch; text-align: left; }
+  .table td.budget-used-cell > .cell { width: 100%; }
+  .budget-usage { min-width: 0; }
+  .budget-state, .budget-period { align-items: flex-end; }
+  .budget-actions { flex-direction: row; flex-wrap: wrap; justify-content: flex-end; }
+  .scope-extra { margin-left: 0; }
+}
+
 /* Tables */
 .table-wrap { overflow-x: auto; margin: 0 -.25rem; }
 table { border-collapse: collapse; width: 100%; margin: .5rem 0 1rem; font-size: .9375rem; }

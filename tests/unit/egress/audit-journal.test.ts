@@ -11,7 +11,7 @@ import { createAuditLog, type AuditEntry } from "../../../src/egress/audit.ts";
 import { JOURNAL_FILE, openAuditJournal } from "../../../src/egress/audit-journal.ts";
 import { DatabaseUnavailable } from "../../../src/errors.ts";
 import { createMemoryLogger } from "../../../src/log.ts";
-import { openMemoryStore, type Store } from "../../../src/store/index.ts";
+import { auditRecordHash, openMemoryStore, type Store } from "../../../src/store/index.ts";
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -238,5 +238,38 @@ test("credential references (issue 36) survive the journal; a line written befor
     ["/v1/things/1", refs],
     ["/v1/things/2", null],
   ]);
+  await second.stop();
+});
+
+test("LLM usage (issue 38) survives the journal with the record's hash; a line with a count that is no integer is not a record", async () => {
+  const dir = dataDir();
+  const store = await openMemoryStore();
+  const usage = { llmModel: "gpt-4o", inputTokens: 1200, outputTokens: 345, totalTokens: 1545, costMicros: null };
+  const first = createAuditLog(store, { now: Date.now, log: createMemoryLogger(), journal: openAuditJournal(dir, () => {}), flushIntervalMs: 60_000 });
+  await first.resume();
+  first.record({ ...entry(1), ...usage });
+  first.record(entry(2)); // unmetered: a line as an earlier release wrote it
+  await tick(); // killed before the flush
+  const file = join(dir, JOURNAL_FILE);
+  const bad = [
+    { ...entry(3), inputTokens: "1200" },
+    { ...entry(4), costMicros: 1.5 },
+    { ...entry(5), llmModel: 4 },
+  ];
+  writeFileSync(file, `${readFileSync(file, "utf8")}${bad.map((e, i) => `${JSON.stringify({ seq: 3 + i, entry: e })}\n`).join("")}`);
+  const journal = openAuditJournal(dir, () => {});
+  expect(journal.opened.unreadableLines).toBe(3);
+  const second = createAuditLog(store, { now: Date.now, log: createMemoryLogger(), journal });
+  expect(await second.resume()).toBe(2);
+  const rows = await store.audit.chained(1, 0, 10);
+  expect(rows.map((r) => [r.path, r.llmModel, r.inputTokens, r.outputTokens, r.totalTokens, r.costMicros])).toEqual([
+    ["/v1/things/1", "gpt-4o", 1200, 345, 1545, null],
+    ["/v1/things/2", null, null, null, null, null],
+  ]);
+  // Replayed, the metered record is hashed with its usage (v2): the stored hash is the one its contents give.
+  const r = rows[0]!;
+  expect(r.chainHash).toBe(auditRecordHash({ ...r, seq: r.chainSeq!, prev: r.chainPrev! }));
+  const unmetered = { llmModel: null, inputTokens: null, outputTokens: null, totalTokens: null };
+  expect(r.chainHash).not.toBe(auditRecordHash({ ...r, ...unmetered, seq: r.chainSeq!, prev: r.chainPrev! }));
   await second.stop();
 });

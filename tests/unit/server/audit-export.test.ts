@@ -103,6 +103,11 @@ describe("GET /v1/vaults/{vault}/audit/export", () => {
       "error",
       "contained",
       "approved_by",
+      "llm_model",
+      "input_tokens",
+      "output_tokens",
+      "total_tokens",
+      "cost_micros",
     ]);
     expect(records[0]).toMatchObject({
       principal: "user:1",

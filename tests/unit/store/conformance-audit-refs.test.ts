@@ -44,7 +44,8 @@ forEachBackend((backend) => {
       [12, "", null],
       [13, "K", null],
     ]);
-    expect(back[0]).toEqual({ ...withRefs, id: back[0]!.id, chainSeq: null, chainPrev: null, chainHash: null });
+    const noUsage = { llmModel: null, inputTokens: null, outputTokens: null, totalTokens: null, costMicros: null };
+    expect(back[0]).toEqual({ ...withRefs, id: back[0]!.id, chainSeq: null, chainPrev: null, chainHash: null, ...noUsage });
     // In the column: the JSON text, names only.
     const raw = await store.db.all<{ refs: string | null }>("SELECT credential_refs AS refs FROM audit_logs WHERE vault_id = ? ORDER BY id", [1]);
     expect(raw.map((r) => r.refs)).toEqual([JSON.stringify(REFS), null, null, null]);

@@ -49,6 +49,11 @@ export function auditRow(over: Partial<Omit<AuditRow, "id">> = {}): Omit<AuditRo
     chainSeq: null, // written without the audit writer: outside any chain
     chainPrev: null,
     chainHash: null,
+    llmModel: null, // not an LLM call, as list() returns a row without usage
+    inputTokens: null,
+    outputTokens: null,
+    totalTokens: null,
+    costMicros: null,
     status: 200,
     bytesIn: 10,
     bytesOut: 20,

@@ -19,7 +19,7 @@ beforeEach(async () => {
   owner = (await register(h, "owner@example.com")).token;
   await createVault(h, owner, "team");
   vault = { id: (await h.store.vaults.byName("team"))!.id, name: "team" };
-  gate = createBudgetGate(h.domain, { trustMs: (n) => n, log: createMemoryLogger() }, "USD");
+  gate = createBudgetGate(h.domain, { trustMs: (n) => n, log: createMemoryLogger() });
 });
 
 const put = async (name: string, body: unknown) => {
@@ -150,7 +150,7 @@ describe("the soft threshold", () => {
       webhooks: { notify: (_: number, e: unknown) => events.push(e) },
       store: { ...h.store, webhooks: { ...h.store.webhooks, count: async () => 1 } },
     };
-    const told = createBudgetGate(d as never, { trustMs: (n) => n, log }, "USD");
+    const told = createBudgetGate(d as never, { trustMs: (n) => n, log });
     await put("soft", { scope: "vault", period: "week", limits: { requests: 4, total_tokens: 1000 }, soft_percent: 50, soft_action: "notify" });
     for (let i = 0; i < 4; i++) await told.admit(charge());
     await settled();

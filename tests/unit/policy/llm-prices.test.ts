@@ -1,9 +1,9 @@
-// What an LLM call cost (src/egress/llm-prices.ts): a model's price by its exact name or the family a dated name
+// What an LLM call cost (src/policy/llm-prices.ts): a model's price by its exact name or the family a dated name
 // extends (the longest match, so gpt-4o-mini is not gpt-4o), the cost in integer micro-units rounded up, unpriced
 // models left unpriced, and an operator's table read strictly.
 
 import { describe, expect, test } from "bun:test";
-import { costMicros, parsePriceTable, priceOf, SHIPPED_PRICES } from "../../../src/egress/llm-prices.ts";
+import { costMicros, parsePriceTable, priceOf, SHIPPED_PRICES } from "../../../src/policy/llm-prices.ts";
 
 describe("prices", () => {
   test("exact names, dated and versioned names, the longest family first, Gemini's models/ prefix", () => {

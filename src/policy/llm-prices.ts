@@ -93,3 +93,31 @@ export function parsePriceTable(text: string): PriceTable {
   }
   return { currency: o.currency, written: o.written, models };
 }
+
+/** Where the table in use came from: a person on the console (or the API), the operator's file, or the binary. */
+export type PriceSource = "console" | "file" | "shipped";
+
+/**
+ * The price table in use, changeable while the broker runs: the operator's file (or the shipped table) underneath,
+ * and a table an owner set on the console over it, until they go back.
+ */
+export interface PriceBook {
+  current(): PriceTable;
+  source(): PriceSource;
+  /** A table set on the console, or undefined to go back to the file's (or the shipped one). */
+  use(table: PriceTable | undefined): void;
+}
+
+export function createPriceBook(base: PriceTable, baseSource: Exclude<PriceSource, "console">): PriceBook {
+  let set: PriceTable | undefined;
+  return {
+    current: () => set ?? base,
+    source: () => (set ? "console" : baseSource),
+    use(table) {
+      set = table;
+    },
+  };
+}
+
+/** The setting the console's table is kept under (the settings table; changes are announced to every instance). */
+export const PRICE_SETTING = "llm_prices";
