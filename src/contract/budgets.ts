@@ -25,7 +25,13 @@ export const BudgetInput = z
         .min(1, says("{field} must name at least one host"))
         .max(100, says("{field} may name at most 100 hosts"))
         .optional()
-        .describe('with scope "hosts": the hosts (a template\'s set)'),
+        .describe('with scope "hosts": the hosts'),
+      template: z
+        .string(says("{field} must be a template's id"))
+        .min(1)
+        .max(100)
+        .optional()
+        .describe('with scope "hosts", instead of hosts: a catalogue template\'s hosts (GET /v1/templates)'),
       period: z.enum(["hour", "day", "week", "month", "none"], says('{field} must be "hour", "day", "week", "month" or "none"')).describe("UTC periods"),
       limits: z
         .strictObject({
@@ -60,11 +66,16 @@ export const BudgetInput = z
     const l = b.limits;
     if ([l.requests, l.input_tokens, l.output_tokens, l.total_tokens, l.cost].every((v) => v === undefined || v === null))
       ctx.addIssue({ code: "custom", path: ["limits"], message: "{field} must set at least one limit" });
-    const needs = { agent: "agent", service: "service", hosts: "hosts" } as const;
+    const needs = { agent: "agent", service: "service" } as const;
     for (const [scope, field] of Object.entries(needs))
       if (b.scope === scope && b[field] === undefined) ctx.addIssue({ code: "custom", path: [field], message: `{field} is required with scope "${scope}"` });
+    if (b.scope === "hosts" && b.hosts === undefined && b.template === undefined)
+      ctx.addIssue({ code: "custom", path: ["hosts"], message: '{field} is required with scope "hosts" (or a template)' });
+    if (b.hosts !== undefined && b.template !== undefined)
+      ctx.addIssue({ code: "custom", path: ["template"], message: "{field} is instead of hosts: give one of them, not both" });
     for (const field of ["agent", "service", "hosts"] as const)
       if (b[field] !== undefined && b.scope !== field) ctx.addIssue({ code: "custom", path: [field], message: `{field} is only for scope "${field}"` });
+    if (b.template !== undefined && b.scope !== "hosts") ctx.addIssue({ code: "custom", path: ["template"], message: '{field} is only for scope "hosts"' });
     if (b.soft_action === "approve" && (b.soft_percent === undefined || b.soft_percent === null))
       ctx.addIssue({ code: "custom", path: ["soft_percent"], message: '{field} is required with soft_action "approve"' });
   });

@@ -6,6 +6,7 @@ import { InvalidRequest, NotFound, PermissionDenied } from "../errors.ts";
 import type { Domain, OpenVault } from "../identity/index.ts";
 import { iso, requireInVault } from "../identity/index.ts";
 import { limitReached, periodEnd, periodStart, softCrossed } from "../policy/index.ts";
+import { templateById } from "../templates/index.ts";
 import type { BudgetPeriod, BudgetRow, BudgetScope, BudgetUsage, SoftAction } from "../store/index.ts";
 
 /** A budget as a person sets it (contract/budgets.ts reads the body into this). */
@@ -14,6 +15,8 @@ export interface BudgetRequest {
   readonly agent?: string | undefined;
   readonly service?: string | undefined;
   readonly hosts?: readonly string[] | undefined;
+  /** With scope "hosts", instead of hosts: a catalogue template's hosts. */
+  readonly template?: string | undefined;
   readonly period: BudgetPeriod;
   readonly limits: {
     readonly requests?: number | null | undefined;
@@ -110,6 +113,14 @@ function viewUsage(u: BudgetUsage): BudgetView["used"] {
   };
 }
 
+/** The hosts a "hosts" budget counts: as listed, or a catalogue template's. */
+function hostsOf(body: BudgetRequest): readonly string[] {
+  if (body.template === undefined) return body.hosts!;
+  const t = templateById(body.template);
+  if (!t) throw new InvalidRequest(`there is no template ${body.template}; see GET /v1/templates`, "template");
+  return t.hosts;
+}
+
 /** Sets (creates or replaces) the vault's budget `name`; its usage this period stays. Human admins. */
 export async function setBudget(d: Domain, open: OpenVault, name: string, body: BudgetRequest): Promise<BudgetView> {
   requireBudgetAdmin(open);
@@ -122,7 +133,7 @@ export async function setBudget(d: Domain, open: OpenVault, name: string, body: 
     if (!agent || !granted) throw new InvalidRequest(`vault ${open.vault.name} has no agent named ${body.agent}`, "agent");
     scopeRef = String(agent.id);
   } else if (body.scope === "service") scopeRef = body.service!.toLowerCase();
-  else if (body.scope === "hosts") scopeRef = JSON.stringify([...new Set(body.hosts!.map((h) => h.toLowerCase()))]);
+  else if (body.scope === "hosts") scopeRef = JSON.stringify([...new Set(hostsOf(body).map((h) => h.toLowerCase()))]);
   const l = body.limits;
   const row = await d.store.budgets.put(
     {

@@ -56,7 +56,7 @@ test("bad flags exit 2 naming the flag; help on every subcommand", async () => {
     [["budget", "set", "x"], "give at least one limit"],
     [["budget", "set", "x", "--tokens", "lots"], "--tokens must be a whole number"],
     [["budget", "set", "x", "--cost", "-3"], "--cost must be an amount above 0"],
-    [["budget", "set", "x", "--requests", "1", "--agent", "a", "--service", "s"], "at most one of --agent, --service and --hosts"],
+    [["budget", "set", "x", "--requests", "1", "--agent", "a", "--service", "s"], "at most one of --agent, --service, --hosts and --template"],
   ] as const) {
     const r = await cli([...args]);
     expect({ args, code: r.code, says: r.stderr.includes(says) }).toEqual({ args, code: 2, says: true });

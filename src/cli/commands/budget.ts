@@ -40,6 +40,7 @@ const set = defineCommand({
     agent: { type: "string", description: "Count only this agent's requests (its sessions too)" },
     service: { type: "string", description: "Count only this service's requests (its host pattern)" },
     hosts: { type: "string", description: "Count only requests to these hosts (comma-separated)" },
+    template: { type: "string", description: "Count only requests to a catalogue template's hosts (see broker template list)" },
     requests: { type: "string", description: "At most this many requests" },
     tokens: { type: "string", description: "At most this many LLM tokens (input and output)" },
     "input-tokens": { type: "string", description: "At most this many input tokens" },
@@ -51,8 +52,9 @@ const set = defineCommand({
     ...jsonArg,
   },
   async run({ args }) {
-    const scopes = [args.agent && "agent", args.service && "service", args.hosts && "hosts"].filter(Boolean) as string[];
-    if (scopes.length > 1) throw new CliFailure("give at most one of --agent, --service and --hosts", undefined, 2);
+    const scopes = [args.agent && "agent", args.service && "service", (args.hosts || args.template) && "hosts"].filter(Boolean) as string[];
+    if (scopes.length > 1 || (args.hosts && args.template))
+      throw new CliFailure("give at most one of --agent, --service, --hosts and --template", undefined, 2);
     const cost = args.cost === undefined ? undefined : Number(args.cost);
     if (cost !== undefined && !(Number.isFinite(cost) && cost > 0)) throw new CliFailure("--cost must be an amount above 0, e.g. 20 or 12.50", undefined, 2);
     const body = {
@@ -65,6 +67,7 @@ const set = defineCommand({
           .map((h: string) => h.trim())
           .filter(Boolean),
       }),
+      ...(args.template && { template: args.template }),
       period: args.period ?? "day",
       limits: {
         requests: whole("requests", args.requests),

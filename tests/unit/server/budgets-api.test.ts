@@ -102,3 +102,19 @@ describe("who may", () => {
     expect((await h.call("POST", "/v1/vaults/team/budgets/b/reset", { token: owner })).status).toBe(404);
   });
 });
+
+describe("a template's host set", () => {
+  test("scope hosts from a catalogue template: its hosts; an unknown template or both hosts and a template are refused", async () => {
+    const r = await put("anthropic", { scope: "hosts", template: "anthropic", period: "day", limits: { total_tokens: 1000 } });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ scope: "hosts", hosts: ["api.anthropic.com"] });
+    const unknown = await put("x", { scope: "hosts", template: "no-such-template", period: "day", limits: { requests: 1 } });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body).toMatchObject({ field: "template" });
+    const both = await put("x", { scope: "hosts", template: "anthropic", hosts: ["a.example"], period: "day", limits: { requests: 1 } });
+    expect(both.status).toBe(400);
+    const wrongScope = await put("x", { scope: "vault", template: "anthropic", period: "day", limits: { requests: 1 } });
+    expect(wrongScope.status).toBe(400);
+    expect(wrongScope.body).toMatchObject({ field: "template" });
+  });
+});
