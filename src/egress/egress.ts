@@ -33,9 +33,14 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
     const { needles, ranged } = sent;
     const metered = metering.meter && meterAnswer(sent.answer, metering.meter, needles, deps.prices?.current() ?? SHIPPED_PRICES);
     const answer = metered ? metered.answer : sent.answer;
+    // A metered answer is audited (and its budgets settled) once its usage is known, however the body ended: an
+    // agent that hangs up or an upstream cut off is charged what the answer reported (llm-metering.ts).
     const ended = (bytesOut: number, error: string | null) => {
-      if (metered && error === null) x.call = metered.finish();
-      auditExchange(x, answer.status, bytesOut, error);
+      if (!metered) return auditExchange(x, answer.status, bytesOut, error);
+      void metered.settled().then((call) => {
+        x.call = call;
+        auditExchange(x, answer.status, bytesOut, error);
+      });
     };
     const res = await shapeResponse(answer, needles, input.ingress, deps, ended, ranged);
     observeExchange(x, res.status);

@@ -6,16 +6,19 @@
 import { headerOf, joinedHeader, withHeader, type Answer } from "./answer.ts";
 import { decodeWhole, parseCodings, type Coding } from "./content-coding.ts";
 import type { MeterPlan } from "./llm-request.ts";
-import { costMicros, type PriceTable } from "../policy/index.ts";
+import { chargedMicros, costMicros, type PriceTable } from "../policy/index.ts";
 import { stripAskedUsage, stripAskedUsageWhole } from "./llm-stream-usage.ts";
-import { createUsageMeter, MAX_METERED_JSON_BYTES, type CallUsage, type LlmUsage, type UsageMeter } from "./llm-usage.ts";
+import { createUsageMeter, DRAIN_BYTES, DRAIN_MS, MAX_METERED_JSON_BYTES, type CallUsage, type LlmUsage, type UsageMeter } from "./llm-usage.ts";
 import type { Needles } from "./redact.ts";
 import { redactText } from "./redact-headers.ts";
 
 export interface MeteredAnswer {
   readonly answer: Answer;
-  /** At the body's end: the call's usage, or undefined when the answer carried none. */
-  finish(): CallUsage | undefined;
+  /**
+   * Once the body ended, however it ended (the agent gone, the upstream cut): the call's usage as far as the answer
+   * reported it, or undefined when it reported none.
+   */
+  settled(): Promise<CallUsage | undefined>;
 }
 
 /** A model name as kept: letters, digits and the punctuation model names use, at most 100 characters. */
@@ -27,33 +30,81 @@ export function meterAnswer(answer: Answer, plan: MeterPlan, needles: Needles, p
   try {
     codings = parseCodings(joinedHeader(answer.headers, "content-encoding"));
   } catch {
-    return { answer, finish: () => undefined }; // a coding the broker cannot read: unmetered (the scan refuses it where it must)
+    return { answer, settled: none }; // a coding the broker cannot read: unmetered (the scan refuses it where it must)
   }
   const plain = createUsageMeter(plan.provider, type);
-  if (!plain || !answer.body) return { answer, finish: () => undefined };
+  if (!plain || !answer.body) return { answer, settled: none };
   const meter = codings.length ? decodingMeter(plain, codings) : plain;
   const strip = plan.stripUsage && codings.length === 0 && /^text\/event-stream/i.test(type ?? "");
   const priced = (usage: LlmUsage | undefined) => usage && priceUsage(usage, needles, prices);
   if (answer.body instanceof Uint8Array) {
     meter.push(answer.body);
     const usage = priced(meter.finish());
-    if (!strip) return { answer, finish: () => usage };
+    const settled = () => Promise.resolve(usage);
+    if (!strip) return { answer, settled };
     const body = stripAskedUsageWhole(answer.body);
-    return { answer: { ...answer, body, headers: withHeader(answer.headers, "content-length", String(body.byteLength)) }, finish: () => usage };
+    return { answer: { ...answer, body, headers: withHeader(answer.headers, "content-length", String(body.byteLength)) }, settled };
   }
-  const tap = new TransformStream<Uint8Array, Uint8Array>({
-    transform(chunk, ctrl) {
-      meter.push(chunk);
-      ctrl.enqueue(chunk);
+  const reader = answer.body.getReader();
+  // Resolved once the upstream's body is over for the meter: read to its end, failed, or drained after a cancel (which
+  // reaches this stream a moment after whoever reads it has heard of it).
+  const over = Promise.withResolvers<void>();
+  const tapped = new ReadableStream<Uint8Array>({
+    async pull(ctrl) {
+      let next: Awaited<ReturnType<typeof reader.read>>;
+      try {
+        next = await reader.read();
+      } catch (err) {
+        over.resolve();
+        throw err;
+      }
+      if (next.done) {
+        over.resolve();
+        return ctrl.close();
+      }
+      meter.push(next.value);
+      ctrl.enqueue(next.value);
+    },
+    cancel(reason) {
+      void drain(reader, meter, reason).finally(over.resolve);
     },
   });
-  let body = answer.body.pipeThrough(tap);
+  let body = tapped;
   let headers = answer.headers;
   if (strip) {
     body = body.pipeThrough(stripAskedUsage());
     headers = withHeader(headers, "content-length", undefined);
   }
-  return { answer: { ...answer, headers, body }, finish: () => priced(meter.finish()) };
+  const settled = async () => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([over.promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, DRAIN_MS + 1000)))]);
+    clearTimeout(timer);
+    return priced(meter.finish());
+  };
+  return { answer: { ...answer, headers, body }, settled };
+}
+
+const none = () => Promise.resolve(undefined);
+
+/** Reads what the upstream still sends into the meter, within the drain's bounds, then lets the upstream go. */
+async function drain(reader: ReadableStreamDefaultReader<Uint8Array>, meter: UsageMeter, reason: unknown): Promise<void> {
+  const deadline = Date.now() + DRAIN_MS;
+  let bytes = 0;
+  try {
+    while (bytes < DRAIN_BYTES) {
+      const left = deadline - Date.now();
+      if (left <= 0) break;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), left)));
+      const next = await Promise.race([reader.read(), late]).finally(() => clearTimeout(timer));
+      if (next === "late" || next.done) break;
+      bytes += next.value.byteLength;
+      meter.push(next.value);
+    }
+  } catch {
+    // the upstream failed too: what was read counts
+  }
+  await reader.cancel(reason).catch(() => {});
 }
 
 /**
@@ -84,12 +135,14 @@ function decodingMeter(inner: UsageMeter, codings: readonly Coding[]): UsageMete
 export function priceUsage(usage: LlmUsage, needles: Needles, prices: PriceTable): CallUsage {
   const name = usage.model;
   const model = name !== null && MODEL_NAME.test(name) && redactText(name, needles) === name ? name : name === null ? null : "[redacted]";
+  const cost = model === "[redacted]" ? undefined : costMicros(prices, model, usage.inputTokens, usage.outputTokens);
   return {
     model,
     inputTokens: usage.inputTokens,
     outputTokens: usage.outputTokens,
     totalTokens: usage.totalTokens,
-    costMicros: model === "[redacted]" ? undefined : costMicros(prices, model, usage.inputTokens, usage.outputTokens),
+    costMicros: cost,
+    chargedMicros: chargedMicros(prices, cost, usage.inputTokens, usage.outputTokens),
     currency: prices.currency,
   };
 }

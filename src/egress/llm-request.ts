@@ -8,7 +8,7 @@
 import { PayloadTooLarge } from "../errors.ts";
 import { headerValues } from "../http/index.ts";
 import type { Exchange } from "./exchange.ts";
-import { llmRouteOf, type LlmProvider } from "./llm-usage.ts";
+import { DRAIN_MS, llmRouteOf, type LlmProvider } from "./llm-usage.ts";
 import type { Ruled } from "./stage-rules.ts";
 
 /** How an answer is metered. */
@@ -31,6 +31,7 @@ export async function planMetering(x: Exchange, ruled: Ruled): Promise<{ ruled: 
   const { input } = x;
   const provider = llmRouteOf(input.method, ruled.target);
   if (!provider) return { ruled };
+  ruled = { ...ruled, ...(input.signal && { signal: afterDrain(input.signal) }) };
   const path = ruled.target.split("?")[0]!;
   const asksUsage = provider === "openai" && /\/(chat\/)?completions$/.test(path) && x.approvedBy === null;
   if (!asksUsage || !/json/i.test(headerValues(input.headers, "content-type")[0] ?? "") || headerValues(input.headers, "content-encoding").length) {
@@ -42,6 +43,18 @@ export async function planMetering(x: Exchange, ruled: Ruled): Promise<{ ruled: 
   if (!asked) return { ruled: { ...ruled, body }, meter: { provider, stripUsage: false } };
   // The usage asked for is taken out of the stream as it passes, which it can only be in no content coding.
   return { ruled: { ...ruled, body: asked, headers: withoutContentCoding(ruled.headers ?? input.headers) }, meter: { provider, stripUsage: true } };
+}
+
+/**
+ * The agent's signal, fired only once the metering's drain is over (llm-metering.ts): an agent that hangs up once it
+ * has the text must not cut off the usage that follows it.
+ */
+function afterDrain(signal: AbortSignal): AbortSignal {
+  const later = new AbortController();
+  const fire = () => setTimeout(() => later.abort(signal.reason), DRAIN_MS + 100).unref?.();
+  if (signal.aborted) fire();
+  else signal.addEventListener("abort", fire, { once: true });
+  return later.signal;
 }
 
 /** The agent's headers with Accept-Encoding set to identity: an answer in a content coding could not be read as it passes. */

@@ -34,11 +34,21 @@ export function usageStripper(): { push(text: string): string; end(): string } {
   /** The last line was dropped: the blank line that ends its event goes too. */
   let dropBlank = false;
   const push = (text: string): string => {
+    // Only the new text can hold the next line end: the pending line was searched when it came.
+    let nl = text.indexOf("\n");
+    if (nl < 0) {
+      pending += text;
+      if (pending.length <= MAX_HELD_LINE) return "";
+      const long = pending; // longer than any usage chunk: passed on as it comes, never held
+      pending = "";
+      return long;
+    }
+    nl += pending.length;
     pending += text;
     let out = "";
     let from = 0;
     for (;;) {
-      const nl = pending.indexOf("\n", from);
+      if (from > 0) nl = pending.indexOf("\n", from);
       if (nl < 0) break;
       const raw = pending.slice(from, nl + 1);
       from = nl + 1;

@@ -5,6 +5,8 @@
 // read a line at a time, a JSON answer is copied aside up to a bound and read at its end. Only answers to a known LLM
 // route are metered, so no other response pays for it.
 
+import { canonicalPath } from "../policy/index.ts";
+
 /** Tokens as the provider reported them; absent where it did not say. */
 export interface LlmUsage {
   readonly provider: LlmProvider;
@@ -24,6 +26,8 @@ export interface CallUsage {
   readonly totalTokens: number;
   /** Micro-units of the price table's currency; undefined: the table does not price the model. */
   readonly costMicros: number | undefined;
+  /** What budgets' money limits count: the cost, or for an unpriced model its tokens at the table's dearest prices. */
+  readonly chargedMicros: number;
   /** The price table's currency. */
   readonly currency: string;
 }
@@ -31,12 +35,24 @@ export interface CallUsage {
 /** Which provider's shape a request's path has, or undefined for any other request (not metered). */
 export function llmRouteOf(method: string, path: string): LlmProvider | undefined {
   if (method !== "POST") return undefined;
-  const p = path.split("?")[0]!;
+  // As servers route it: percent-escapes decoded (`/v1/chat/%63ompletions` is chat completions), so a spelling the
+  // upstream serves is not one the meter misses.
+  const raw = path.split("?")[0]!;
+  const canonical = canonicalPath(raw);
+  const p = canonical.ok ? `/${canonical.segments.join("/")}` : raw;
   if (/\/(chat\/completions|completions|responses|embeddings)$/.test(p)) return "openai";
   if (/\/v1\/messages$/.test(p)) return "anthropic";
   if (/\/models\/[^/]+:(generateContent|streamGenerateContent)$/.test(p)) return "gemini";
   return undefined;
 }
+
+/**
+ * When the agent stops reading a metered stream (it hung up, perhaps once it had the text and before the usage came),
+ * the broker reads on for at most this long and this much, so the usage that follows the text is still counted;
+ * the upstream may go on generating for that long.
+ */
+export const DRAIN_MS = 2000;
+export const DRAIN_BYTES = 1024 * 1024;
 
 /** A JSON answer is read for its usage only up to this size (larger ones are left unmetered, and say so). */
 export const MAX_METERED_JSON_BYTES = 8 * 1024 * 1024;

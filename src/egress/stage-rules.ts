@@ -19,6 +19,8 @@ export interface Ruled {
   readonly stream?: ReadableStream<Uint8Array> | null;
   /** The agent's headers as a later stage changed them (metering asks for no content coding); else the agent's own. */
   readonly headers?: readonly [string, string][];
+  /** What cancels the upstream exchange, when not the agent's own signal (metering lets the usage through first). */
+  readonly signal?: AbortSignal;
 }
 
 export async function applyRules(x: Exchange, plan: EgressPlan): Promise<Ruled> {

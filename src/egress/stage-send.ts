@@ -58,8 +58,8 @@ export async function sendUpstream(x: Exchange, plan: EgressPlan, ruled: Ruled):
   let traced: readonly [string, string][] | undefined;
   // (An HTTP/1.1 agent's request can go out over HTTP/2 too, to an origin that speaks nothing else.)
   const how: SendOptions = input.http2
-    ? { ...http2Options(input, injection, inPath), signal: input.signal }
-    : { sensitive: sensitiveFields(injection, inPath), signal: input.signal };
+    ? { ...http2Options(input, injection, inPath), signal: ruled.signal ?? input.signal }
+    : { sensitive: sensitiveFields(injection, inPath), signal: ruled.signal ?? input.signal };
   const outbound = async (): Promise<OutboundRequest> => {
     const again = kept ? new Blob([kept as Uint8Array<ArrayBuffer>]).stream() : body;
     // SigV4 replaces the agent's own Authorization (its placeholder signature) on every ingress.

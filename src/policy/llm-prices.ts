@@ -70,6 +70,21 @@ export function costMicros(table: PriceTable, model: string | null, inputTokens:
   return Math.ceil(p.input * inputTokens + p.output * outputTokens);
 }
 
+/**
+ * What a money limit counts for a call: its cost, or, for a model the table does not price, its tokens at the table's
+ * dearest input and output prices (a model missing from the table, a fine-tune, a new one, must not spend freely).
+ */
+export function chargedMicros(table: PriceTable, cost: number | undefined, inputTokens: number, outputTokens: number): number {
+  if (cost !== undefined) return cost;
+  let input = 0;
+  let output = 0;
+  for (const p of Object.values(table.models)) {
+    input = Math.max(input, p.input);
+    output = Math.max(output, p.output);
+  }
+  return Math.ceil(input * inputTokens + output * outputTokens);
+}
+
 /** Reads an operator's table (JSON: {"currency", "written", "models": {name: {"input", "output"}}}); throws why not. */
 export function parsePriceTable(text: string): PriceTable {
   let v: unknown;

@@ -159,9 +159,13 @@ export function budgetRepo(sql: Sql) {
       );
       return readUsage(row as Record<string, unknown>);
     },
-    /** Starts the period again from nothing (`broker budget reset`). */
-    async reset(budgetId: number, periodStart: number): Promise<void> {
+    /**
+     * Starts the period again from nothing (`broker budget reset`). The budget's row is touched too: every instance
+     * hears of it (a change to budgets is announced) and forgets that the budget was spent.
+     */
+    async reset(budgetId: number, periodStart: number, now: number): Promise<void> {
       await sql.run("DELETE FROM budget_usage WHERE budget_id = ? AND period_start = ?", [budgetId, periodStart]);
+      await sql.run("UPDATE budgets SET updated_at = ? WHERE id = ?", [now, budgetId]);
     },
     /**
      * Marks the period's soft threshold as told, once: true for the one caller that marked it (the one that sends the

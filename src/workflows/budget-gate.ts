@@ -14,7 +14,7 @@
 import { BudgetExceeded } from "../errors.ts";
 import type { Domain } from "../identity/index.ts";
 import type { Logger } from "../log.ts";
-import { budgetApplies, judgeBudgets, periodStart } from "../policy/index.ts";
+import { budgetApplies, judgeBudgets, periodStart, softCrossed, type BudgetVerdict } from "../policy/index.ts";
 import { NO_USAGE, type BudgetRow, type BudgetUsage } from "../store/index.ts";
 import { budgetEvent } from "./budget-event.ts";
 import { BUDGET_CURRENCY } from "./budgets.ts";
@@ -37,6 +37,8 @@ export interface MeteredCall {
   readonly outputTokens: number;
   readonly totalTokens: number;
   readonly costMicros: number | undefined;
+  /** What money limits count: the cost, or for an unpriced model its tokens at the table's dearest prices. */
+  readonly chargedMicros: number;
 }
 
 /** One admitted request's place in its budgets. */
@@ -100,10 +102,34 @@ export function createBudgetGate(d: Domain, opts: BudgetGateOptions): CachingBud
   }
 
   /** Adds `delta` to each counted budget's period; failures are logged (the request is long answered). */
-  function addLater(counted: readonly Counted[], delta: BudgetUsage, what: string): void {
-    for (const c of counted) {
-      d.store.budgets.add(c.budget.id, c.start, delta).catch((err: unknown) => opts.log.error("budget_count_failed", { err, budget: c.budget.name, what }));
-    }
+  function addLater(counted: readonly Counted[], delta: BudgetUsage, what: string): Promise<void> {
+    return Promise.all(
+      counted.map((c) =>
+        d.store.budgets.add(c.budget.id, c.start, delta).catch((err: unknown) => opts.log.error("budget_count_failed", { err, budget: c.budget.name, what })),
+      ),
+    ).then(() => {});
+  }
+
+  /**
+   * Budgets found at their limit this period, by id: a request that one of them would refuse is refused without
+   * counting it anywhere, so an agent hammering a spent budget never uses up another budget's room (a count taken
+   * back arrives a moment later). Dropped with the vault's budget list (a change, a reset: announced).
+   */
+  const spent = new Map<number, { readonly vaultId: number; readonly start: number; readonly refusal: () => BudgetExceeded }>();
+
+  function refusalOf(verdict: Extract<BudgetVerdict, { kind: "exceeded" }>, now: number): () => BudgetExceeded {
+    const [name, unit] = MEASURE_NAMES[verdict.measure];
+    const money = verdict.measure === "costMicros";
+    return () =>
+      new BudgetExceeded(
+        verdict.budget.name,
+        name,
+        money ? verdict.limit / 1e6 : verdict.limit,
+        money ? verdict.used / 1e6 : verdict.used,
+        money ? currency() : unit,
+        verdict.resetsAt,
+        d.now() > now ? d.now() : now,
+      );
   }
 
   /** Tells the vault's webhooks, once per budget and period, that its soft threshold is crossed. */
@@ -120,10 +146,12 @@ export function createBudgetGate(d: Domain, opts: BudgetGateOptions): CachingBud
     invalidate(vaultId) {
       generation++;
       cache.delete(vaultId);
+      for (const [id, s] of spent) if (s.vaultId === vaultId) spent.delete(id);
     },
     clear() {
       generation++;
       cache.clear();
+      spent.clear();
     },
     async admit(charge: BudgetCharge): Promise<BudgetTicket | undefined> {
       const all = await budgetsOf(charge.vault.id);
@@ -137,57 +165,56 @@ export function createBudgetGate(d: Domain, opts: BudgetGateOptions): CachingBud
       const applying = all.filter((b) => budgetApplies(b, subject));
       if (applying.length === 0) return undefined;
       const now = d.now();
+      for (const b of applying) {
+        const s = spent.get(b.id);
+        if (s && s.start === periodStart(b.period, now)) throw s.refusal();
+      }
+      // The tightest request limits first, each judged as it is counted: a request one refuses stops there, so a burst
+      // at a spent narrow budget never passes through (and briefly fills) a wider one.
+      const order = [...applying].sort((a, b) => (a.limits.requests ?? Infinity) - (b.limits.requests ?? Infinity));
       const counted: Counted[] = [];
       try {
-        for (const budget of applying) {
+        for (const budget of order) {
           const start = periodStart(budget.period, now);
           const after = await d.store.budgets.add(budget.id, start, ONE_REQUEST);
           // What was used before this request: the request limit is judged on it, so exactly `limit` requests go.
-          counted.push({ budget, start, before: { ...after, requests: after.requests - 1 } });
+          const c = { budget, start, before: { ...after, requests: after.requests - 1 } };
+          counted.push(c);
+          const verdict = judgeBudgets([{ budget, used: c.before }], now);
+          if (verdict.kind === "exceeded") {
+            const refusal = refusalOf(verdict, now);
+            spent.set(budget.id, { vaultId: budget.vaultId, start, refusal });
+            // Taken back before the answer: the next request is judged on what truly went.
+            await addLater(counted, TAKE_BACK, "take back");
+            throw refusal();
+          }
         }
       } catch (err) {
-        addLater(counted, TAKE_BACK, "take back");
+        if (!(err instanceof BudgetExceeded)) void addLater(counted, TAKE_BACK, "take back");
         throw err;
       }
-      const verdict = judgeBudgets(
-        counted.map((c) => ({ budget: c.budget, used: c.before })),
-        now,
-      );
-      if (verdict.kind === "exceeded") {
-        addLater(counted, TAKE_BACK, "take back");
-        const [name, unit] = MEASURE_NAMES[verdict.measure];
-        const money = verdict.measure === "costMicros";
-        throw new BudgetExceeded(
-          verdict.budget.name,
-          name,
-          money ? verdict.limit / 1e6 : verdict.limit,
-          money ? verdict.used / 1e6 : verdict.used,
-          money ? currency() : unit,
-          verdict.resetsAt,
-          now,
-        );
-      }
-      for (const b of verdict.soft) announceSoft(counted.find((c) => c.budget === b)!, charge.vault.name);
+      const soft = counted.filter((c) => softCrossed(c.budget, c.before));
+      for (const c of soft) announceSoft(c, charge.vault.name);
       let done = false;
       return {
-        holdFor: verdict.soft.find((b) => b.softAction === "approve")?.name,
+        holdFor: soft.find((c) => c.budget.softAction === "approve")?.budget.name,
         release() {
           if (done) return;
           done = true;
-          addLater(counted, TAKE_BACK, "take back");
+          void addLater(counted, TAKE_BACK, "take back");
         },
         settle(call: MeteredCall | undefined) {
           if (done) return;
           done = true;
           if (!call) return;
-          addLater(
+          void addLater(
             counted,
             {
               requests: 0,
               inputTokens: call.inputTokens,
               outputTokens: call.outputTokens,
               totalTokens: call.totalTokens,
-              costMicros: call.costMicros ?? 0,
+              costMicros: call.chargedMicros,
               unpricedCalls: call.costMicros === undefined ? 1 : 0,
             },
             "usage",

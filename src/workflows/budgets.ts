@@ -174,7 +174,8 @@ async function budgetNamed(d: Domain, open: OpenVault, name: string): Promise<Bu
 export async function resetBudget(d: Domain, open: OpenVault, name: string): Promise<BudgetView> {
   requireBudgetAdmin(open);
   const b = await budgetNamed(d, open, name);
-  await d.store.budgets.reset(b.id, periodStart(b.period, d.now()));
+  await d.store.budgets.reset(b.id, periodStart(b.period, d.now()), d.now());
+  d.onVaultChange?.(open.vault.id); // the budget gate forgets that it was spent
   return viewBudget(d, b);
 }
 

@@ -157,6 +157,8 @@ export interface LlmFakeOptions extends Partial<LlmFakeConfig> {
   /** certificate names (HTTPS), as startUpstream takes them */
   names?: { dns?: string[]; ips?: string[] };
   keepAliveTimeoutMs?: number;
+  /** Further paths, each answered as the endpoint path it names (a bench's route that the broker does not meter). */
+  aliases?: Record<string, string>;
 }
 
 export const DEFAULT_TEXT = "This is a deterministic reply from the fake model.";
@@ -414,7 +416,7 @@ function embeddingOf(input: unknown, index: number, dims: number): number[] {
 // --- the server ---
 
 export async function startLlmFake(opts: LlmFakeOptions = {}): Promise<LlmFake> {
-  const { tls = true, host = "127.0.0.1", port: listenPort, names, keepAliveTimeoutMs, ...given } = opts;
+  const { tls = true, host = "127.0.0.1", port: listenPort, names, keepAliveTimeoutMs, aliases = {}, ...given } = opts;
   const config: LlmFakeConfig = {
     text: DEFAULT_TEXT,
     chunks: 3,
@@ -432,7 +434,7 @@ export async function startLlmFake(opts: LlmFakeOptions = {}): Promise<LlmFake> 
   const handler = (req: IncomingMessage, res: ServerResponse, raw: Buffer) => {
     const url = new URL(req.url ?? "/", "http://fake");
     const method = req.method ?? "";
-    const { provider, endpoint, model: pathModel } = route(method, url.pathname);
+    const { provider, endpoint, model: pathModel } = route(method, Object.hasOwn(aliases, url.pathname) ? aliases[url.pathname]! : url.pathname);
     const rawHeaders: [string, string][] = [];
     for (let i = 0; i < req.rawHeaders.length; i += 2) rawHeaders.push([req.rawHeaders[i]!, req.rawHeaders[i + 1]!]);
     const rawBody = raw.toString("utf8");

@@ -3,7 +3,7 @@
 // models left unpriced, and an operator's table read strictly.
 
 import { describe, expect, test } from "bun:test";
-import { costMicros, parsePriceTable, priceOf, SHIPPED_PRICES } from "../../../src/policy/llm-prices.ts";
+import { chargedMicros, costMicros, parsePriceTable, priceOf, SHIPPED_PRICES } from "../../../src/policy/llm-prices.ts";
 
 describe("prices", () => {
   test("exact names, dated and versioned names, the longest family first, Gemini's models/ prefix", () => {
@@ -40,4 +40,10 @@ describe("prices", () => {
     ] as const)
       expect(() => parsePriceTable(bad)).toThrow(why);
   });
+});
+
+test("an unpriced model is charged its tokens at the table's dearest prices; a priced one its cost", () => {
+  const table = { currency: "USD", written: "2026-01-01", models: { a: { input: 1, output: 2 }, b: { input: 3, output: 0.5 } } };
+  expect(chargedMicros(table, undefined, 10, 10)).toBe(3 * 10 + 2 * 10);
+  expect(chargedMicros(table, 7, 10, 10)).toBe(7);
 });

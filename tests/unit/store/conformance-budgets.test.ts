@@ -88,7 +88,7 @@ forEachBackend((backend) => {
     expect(await store.budgets.usage(budget.id, 2000)).toEqual(NO_USAGE);
     await store.budgets.add(budget.id, 1000, { ...NO_USAGE, unpricedCalls: 1, inputTokens: 3 });
     expect((await store.budgets.usage(budget.id, 1000)).unpricedCalls).toBe(1);
-    await store.budgets.reset(budget.id, 1000);
+    await store.budgets.reset(budget.id, 1000, 2000);
     expect(await store.budgets.usage(budget.id, 1000)).toEqual(NO_USAGE);
   });
 

@@ -92,7 +92,7 @@ describe("counting tokens and money", () => {
   test("tokens count when the answer ends; the next request past the limit is refused", async () => {
     await put("tokens", { scope: "vault", period: "day", limits: { total_tokens: 100, cost: 1 } });
     const t = (await gate.admit(charge()))!;
-    t.settle({ model: "gpt-4o", inputTokens: 60, outputTokens: 50, totalTokens: 110, costMicros: 1234 });
+    t.settle({ model: "gpt-4o", inputTokens: 60, outputTokens: 50, totalTokens: 110, costMicros: 1234, chargedMicros: 1234 });
     await settled();
     expect(await used("tokens")).toMatchObject({ requests: 1, input_tokens: 60, output_tokens: 50, total_tokens: 110, cost: 0.001234, unpriced_calls: 0 });
     const e = await gate.admit(charge()).then(
@@ -106,28 +106,29 @@ describe("counting tokens and money", () => {
     expect(e.message).toContain("100 tokens");
   });
 
-  test("money is judged in the currency; an unpriced call counts its tokens and says so", async () => {
+  test("money is judged in the currency; an unpriced call counts its tokens, says so, and is charged what the pipeline charged", async () => {
     await put("money", { scope: "vault", period: "month", limits: { cost: 0.5 } });
-    (await gate.admit(charge()))!.settle({ model: "mystery", inputTokens: 5, outputTokens: 5, totalTokens: 10, costMicros: undefined });
-    (await gate.admit(charge()))!.settle({ model: "gpt-4o", inputTokens: 1, outputTokens: 1, totalTokens: 2, costMicros: 600_000 });
+    (await gate.admit(charge()))!.settle({ model: "mystery", inputTokens: 5, outputTokens: 5, totalTokens: 10, costMicros: undefined, chargedMicros: 100 });
+    (await gate.admit(charge()))!.settle({ model: "gpt-4o", inputTokens: 1, outputTokens: 1, totalTokens: 2, costMicros: 600_000, chargedMicros: 600_000 });
     await settled();
-    expect(await used("money")).toMatchObject({ total_tokens: 12, cost: 0.6, unpriced_calls: 1 });
+    // The unpriced call is charged at the table's dearest prices (the charge the pipeline computes): 100 micro-units.
+    expect(await used("money")).toMatchObject({ total_tokens: 12, cost: 0.6001, unpriced_calls: 1 });
     const e = await gate.admit(charge()).then(
       () => {
         throw new Error("not refused");
       },
       (err: unknown) => err as BudgetExceeded,
     );
-    expect(e.extra()).toMatchObject({ measure: "cost", limit: 0.5, used: 0.6 });
+    expect(e.extra()).toMatchObject({ measure: "cost", limit: 0.5, used: 0.6001 });
     expect(e.message).toContain("0.5 USD");
   });
 
   test("settle and release count once between them", async () => {
     await put("once", { scope: "vault", period: "day", limits: { requests: 10 } });
     const t = (await gate.admit(charge()))!;
-    t.settle({ model: "m", inputTokens: 1, outputTokens: 1, totalTokens: 2, costMicros: 1 });
+    t.settle({ model: "m", inputTokens: 1, outputTokens: 1, totalTokens: 2, costMicros: 1, chargedMicros: 1 });
     t.release();
-    t.settle({ model: "m", inputTokens: 1, outputTokens: 1, totalTokens: 2, costMicros: 1 });
+    t.settle({ model: "m", inputTokens: 1, outputTokens: 1, totalTokens: 2, costMicros: 1, chargedMicros: 1 });
     await settled();
     expect(await used("once")).toMatchObject({ requests: 1, total_tokens: 2 });
   });
