@@ -295,7 +295,9 @@ async function micro(n: number, f: () => unknown): Promise<number> {
 async function inProcess(): Promise<string> {
   // The bytes the fake sends for the call once the broker asked for the usage.
   const fake = await startLlmFake({ text: REPLY, chunks: SETTINGS[0].chunks });
-  const asked = askForUsage(new TextEncoder().encode(BODY))!;
+  const askedFor = askForUsage(new TextEncoder().encode(BODY));
+  if (askedFor.kind !== "asked") throw new Error("in-process: the bench's body was not asked for its usage");
+  const asked = askedFor.body;
   const res = await fake.fetch(`${fake.url}${CHAT}`, { method: "POST", headers: { "content-type": "application/json" }, body: Buffer.from(asked) });
   const sse = await res.text();
   await fake.close();

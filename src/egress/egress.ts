@@ -26,9 +26,10 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
   try {
     refuseUpfront(x);
     const plan = (x.plan = await deps.plans.plan(input.vault, input.host, input.port));
-    const ruled = await applyRules(x, plan);
-    const metering = await planMetering(x, ruled);
-    const charged = await chargeBudgets(x, plan, metering.ruled);
+    // Metering first: a chat body it asks for its usage is the body a rule's hold shows a person and sends.
+    const metering = await planMetering(x, { target: input.target });
+    const ruled = await applyRules(x, plan, metering.ruled);
+    const charged = await chargeBudgets(x, plan, ruled, metering.meter);
     const sent = await sendUpstream(x, plan, charged);
     const { needles, ranged } = sent;
     const metered = metering.meter && meterAnswer(sent.answer, metering.meter, needles, deps.prices?.current() ?? SHIPPED_PRICES);

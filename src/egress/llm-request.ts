@@ -8,7 +8,8 @@
 import { PayloadTooLarge } from "../errors.ts";
 import { headerValues } from "../http/index.ts";
 import type { Exchange } from "./exchange.ts";
-import { DRAIN_MS, llmRouteOf, type LlmProvider } from "./llm-usage.ts";
+import { topLevelMembers } from "./json-members.ts";
+import { DRAIN_MS, llmPathOf, llmRouteOf, type LlmProvider } from "./llm-usage.ts";
 import type { Ruled } from "./stage-rules.ts";
 
 /** How an answer is metered. */
@@ -16,33 +17,40 @@ export interface MeterPlan {
   readonly provider: LlmProvider;
   /** The broker asked for the stream's usage: the usage chunk and the `"usage":null` fields are taken out again. */
   readonly stripUsage: boolean;
+  /**
+   * A chat completion the broker could not ask for its usage (a body over MAX_REWRITTEN_BODY, in a content coding, or
+   * not a JSON object): if it streams, its usage will not come. A token or money budget refuses it (stage-budget.ts).
+   */
+  readonly unasked?: "too-large" | "coded" | "unreadable";
 }
 
-/** A chat request larger than this is sent as it is (unasked for usage; its stream is then counted as unmetered). */
+/** A chat request larger than this is not read to be asked for its usage (under a token or money budget: refused). */
 export const MAX_REWRITTEN_BODY = 4 * 1024 * 1024;
 
 const ASK_FOR_USAGE = '"stream_options":{"include_usage":true},';
+const REQUEST_FIELDS: ReadonlySet<string> = new Set(["stream", "stream_options"]);
 
 /**
- * The metering plan for a request (undefined: not an LLM call), and the request as it is to be sent. A request a
- * person approved is sent exactly as approved.
+ * The metering plan for a request (undefined: not an LLM call), and the request as it is to be sent. It runs before the
+ * rules, so a request a rule holds for a person is shown, approved and sent as changed here.
  */
 export async function planMetering(x: Exchange, ruled: Ruled): Promise<{ ruled: Ruled; meter?: MeterPlan }> {
   const { input } = x;
   const provider = llmRouteOf(input.method, ruled.target);
   if (!provider) return { ruled };
   ruled = { ...ruled, ...(input.signal && { signal: afterDrain(input.signal) }) };
-  const path = ruled.target.split("?")[0]!;
-  const asksUsage = provider === "openai" && /\/(chat\/)?completions$/.test(path) && x.approvedBy === null;
-  if (!asksUsage || !/json/i.test(headerValues(input.headers, "content-type")[0] ?? "") || headerValues(input.headers, "content-encoding").length) {
-    return { ruled, meter: { provider, stripUsage: false } };
-  }
+  const asksUsage = provider === "openai" && /\/(chat\/)?completions$/.test(llmPathOf(ruled.target));
+  if (!asksUsage) return { ruled, meter: { provider, stripUsage: false } };
+  // The route decides, not the Content-Type: an upstream that reads any body as JSON streams whatever it says.
+  const unasked = (why: NonNullable<MeterPlan["unasked"]>): MeterPlan => ({ provider, stripUsage: false, unasked: why });
+  if (headerValues(input.headers, "content-encoding").some((v) => v.trim().toLowerCase() !== "identity")) return { ruled, meter: unasked("coded") };
   const body = ruled.body ?? (await readUpTo(x, MAX_REWRITTEN_BODY));
-  if (!(body instanceof Uint8Array)) return { ruled: { ...ruled, stream: body }, meter: { provider, stripUsage: false } };
+  if (!(body instanceof Uint8Array)) return { ruled: { ...ruled, stream: body }, meter: unasked("too-large") };
   const asked = askForUsage(body);
-  if (!asked) return { ruled: { ...ruled, body }, meter: { provider, stripUsage: false } };
+  if (asked.kind === "unreadable") return { ruled: { ...ruled, body }, meter: unasked("unreadable") };
+  if (asked.kind === "as-is") return { ruled: { ...ruled, body }, meter: { provider, stripUsage: false } };
   // The usage asked for is taken out of the stream as it passes, which it can only be in no content coding.
-  return { ruled: { ...ruled, body: asked, headers: withoutContentCoding(ruled.headers ?? input.headers) }, meter: { provider, stripUsage: true } };
+  return { ruled: { ...ruled, body: asked.body, headers: withoutContentCoding(ruled.headers ?? input.headers) }, meter: { provider, stripUsage: true } };
 }
 
 /**
@@ -62,30 +70,47 @@ function withoutContentCoding(headers: readonly [string, string][]): [string, st
   return [...headers.filter(([n]) => n.toLowerCase() !== "accept-encoding"), ["accept-encoding", "identity"]];
 }
 
+/** What asking a chat body for its usage found. */
+export type Asked =
+  /** It asks for a stream without its usage: the body that does. */
+  | { readonly kind: "asked"; readonly body: Uint8Array }
+  /** Nothing to change: not streamed, or the usage already asked for. */
+  | { readonly kind: "as-is" }
+  /** Not a JSON object the broker can read: whether it streams is unknown. */
+  | { readonly kind: "unreadable" };
+
 /**
- * The body with `stream_options.include_usage` set, when it asks for a stream without it; undefined when nothing
- * needs changing (not streamed, already asked, or not a JSON object). Added as a field at the start where the body has
- * no `stream_options` (the rest of the agent's bytes stay as they were); otherwise the object is written anew.
+ * The body with `stream_options.include_usage` set where it asks for a stream without it. Only its top-level members
+ * are looked at (json-members.ts), each key's last occurrence as JSON parsers read it; the field is added at the start
+ * where the body has no `stream_options`, or that member alone is rewritten, so the rest of the agent's bytes stay.
  */
-export function askForUsage(body: Uint8Array): Uint8Array | undefined {
-  const text = new TextDecoder().decode(body);
-  let doc: unknown;
+export function askForUsage(body: Uint8Array): Asked {
+  let text: string;
   try {
-    doc = JSON.parse(text);
+    text = new TextDecoder("utf-8", { fatal: true }).decode(body);
   } catch {
-    return undefined;
+    return { kind: "unreadable" };
   }
-  if (!doc || typeof doc !== "object" || Array.isArray(doc)) return undefined;
-  const o = doc as Record<string, unknown>;
-  if (o.stream !== true) return undefined;
-  const options = o.stream_options;
-  if (options && typeof options === "object" && (options as Record<string, unknown>).include_usage === true) return undefined;
-  if (options === undefined && !/"stream_options"/.test(text)) {
+  const members = topLevelMembers(text, REQUEST_FIELDS);
+  if (!members) return { kind: "unreadable" };
+  const last = (key: string) => members.findLast((m) => m.key === key);
+  const stream = last("stream");
+  if (!stream || text.slice(stream.start, stream.end) !== "true") return { kind: "as-is" };
+  const options = last("stream_options");
+  if (!options) {
     const open = text.indexOf("{");
-    return new TextEncoder().encode(text.slice(0, open + 1) + ASK_FOR_USAGE + text.slice(open + 1));
+    return { kind: "asked", body: new TextEncoder().encode(text.slice(0, open + 1) + ASK_FOR_USAGE + text.slice(open + 1)) };
   }
-  const merged = options && typeof options === "object" && !Array.isArray(options) ? { ...options, include_usage: true } : { include_usage: true };
-  return new TextEncoder().encode(JSON.stringify({ ...o, stream_options: merged }));
+  let value: unknown;
+  try {
+    value = JSON.parse(text.slice(options.start, options.end));
+  } catch {
+    return { kind: "unreadable" };
+  }
+  const given = value && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  if (given.include_usage === true) return { kind: "as-is" };
+  const merged = JSON.stringify({ ...given, include_usage: true });
+  return { kind: "asked", body: new TextEncoder().encode(text.slice(0, options.start) + merged + text.slice(options.end)) };
 }
 
 /**

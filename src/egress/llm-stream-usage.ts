@@ -7,9 +7,21 @@ const USAGE_NULL = /,\s*"usage"\s*:\s*null(?=\s*[,}])|"usage"\s*:\s*null\s*,/g;
 
 const MAX_HELD_LINE = 1024 * 1024;
 
-/** Rewrites one complete line (without its end): the line to send, or null to drop it. */
+/** The extra chunk's marks: a usage object, and an empty choices list. */
+const USAGE_OBJECT = /"usage"\s*:\s*\{/;
+const NO_CHOICES = /"choices"\s*:\s*\[\s*\]/;
+
+/**
+ * Rewrites one complete line (without its end): the line to send, or null to drop it. Most lines are passed or cut
+ * with string operations alone (a `"usage":null` with unescaped quotes is a key, never text inside a JSON string);
+ * only a line that looks like the extra usage chunk is parsed, to be sure before it is dropped.
+ */
 export function withoutAskedUsage(line: string): string | null {
   if (!line.startsWith("data:") || !line.includes('"usage"')) return line;
+  const nulls = line.match(USAGE_NULL);
+  // Only where the text holds the field exactly once can it be cut without touching anything else.
+  if (nulls) return nulls.length === 1 ? line.replace(USAGE_NULL, "") : line;
+  if (!USAGE_OBJECT.test(line) || !NO_CHOICES.test(line)) return line;
   let doc: unknown;
   try {
     doc = JSON.parse(line.slice(5));
@@ -18,14 +30,9 @@ export function withoutAskedUsage(line: string): string | null {
   }
   if (!doc || typeof doc !== "object" || Array.isArray(doc)) return line;
   const o = doc as Record<string, unknown>;
-  if (!("usage" in o)) return line;
   // The extra chunk: the usage and no choices. It goes, with the blank line that ends its event (the caller's).
-  if (o.usage !== null && Array.isArray(o.choices) && o.choices.length === 0) return null;
-  if (o.usage !== null) return line;
-  // Only where the text holds the field exactly once can it be cut without touching anything else.
-  const found = line.match(USAGE_NULL);
-  if (!found || found.length !== 1) return line;
-  return line.replace(USAGE_NULL, "");
+  const usage = o.usage;
+  return usage && typeof usage === "object" && Array.isArray(o.choices) && o.choices.length === 0 ? null : line;
 }
 
 /** The line filter over an event stream's text: each call returns what can be sent on now. */

@@ -32,14 +32,20 @@ export interface CallUsage {
   readonly currency: string;
 }
 
+/**
+ * A target's path as servers route it: without its query, percent-escapes decoded (`/v1/chat/%63ompletions` is chat
+ * completions), so a spelling the upstream serves is not one the meter misses.
+ */
+export function llmPathOf(target: string): string {
+  const raw = target.split("?")[0]!;
+  const canonical = canonicalPath(raw);
+  return canonical.ok ? `/${canonical.segments.join("/")}` : raw;
+}
+
 /** Which provider's shape a request's path has, or undefined for any other request (not metered). */
 export function llmRouteOf(method: string, path: string): LlmProvider | undefined {
   if (method !== "POST") return undefined;
-  // As servers route it: percent-escapes decoded (`/v1/chat/%63ompletions` is chat completions), so a spelling the
-  // upstream serves is not one the meter misses.
-  const raw = path.split("?")[0]!;
-  const canonical = canonicalPath(raw);
-  const p = canonical.ok ? `/${canonical.segments.join("/")}` : raw;
+  const p = llmPathOf(path);
   if (/\/(chat\/completions|completions|responses|embeddings)$/.test(p)) return "openai";
   if (/\/v1\/messages$/.test(p)) return "anthropic";
   if (/\/models\/[^/]+:(generateContent|streamGenerateContent)$/.test(p)) return "gemini";
@@ -56,7 +62,7 @@ export const DRAIN_BYTES = 1024 * 1024;
 
 /** A JSON answer is read for its usage only up to this size (larger ones are left unmetered, and say so). */
 export const MAX_METERED_JSON_BYTES = 8 * 1024 * 1024;
-/** A line of an event stream longer than this is skipped (the usage events are small). */
+/** A line of an event stream longer than this is not held: its edges are read for the usage (foldEdges). */
 const MAX_EVENT_LINE = 1024 * 1024;
 
 export interface UsageMeter {
@@ -75,7 +81,7 @@ export function createUsageMeter(provider: LlmProvider, contentType: string | nu
 }
 
 /** The running totals a stream's events add up to. */
-interface Tally {
+export interface Tally {
   model: string | null;
   input?: number;
   output?: number;
@@ -136,27 +142,31 @@ export function foldUsage(provider: LlmProvider, doc: unknown, t: Tally): void {
 function jsonMeter(provider: LlmProvider): UsageMeter {
   const parts: Uint8Array[] = [];
   let size = 0;
-  let tooBig = false;
+  const edges = edgeKeeper();
   return {
     push(chunk) {
-      if (tooBig) return;
       size += chunk.byteLength;
+      edges.push(chunk);
       if (size > MAX_METERED_JSON_BYTES) {
-        tooBig = true;
         parts.length = 0;
         return;
       }
       parts.push(chunk.slice());
     },
     finish() {
-      if (tooBig || size === 0) return undefined;
+      if (size === 0) return undefined;
+      const t: Tally = { model: null };
+      // Larger than is read whole (embeddings of thousands of inputs): the usage and the model are near its edges.
+      if (size > MAX_METERED_JSON_BYTES) {
+        foldEdges(provider, edges.head(), edges.tail(), t);
+        return result(provider, t);
+      }
       let doc: unknown;
       try {
         doc = JSON.parse(Buffer.concat(parts).toString("utf8"));
       } catch {
         return undefined;
       }
-      const t: Tally = { model: null };
       // Gemini's non-streamed streamGenerateContent answers a JSON array of chunks.
       for (const d of Array.isArray(doc) ? doc : [doc]) foldUsage(provider, d, t);
       return result(provider, t);
@@ -164,21 +174,35 @@ function jsonMeter(provider: LlmProvider): UsageMeter {
   };
 }
 
+/** An event's data that can carry usage (an object, not `"usage":null`) or, until it is known, the model. */
+const USAGE_OBJECT = /"usage(?:Metadata)?"\s*:\s*\{/;
+
 function eventStreamMeter(provider: LlmProvider): UsageMeter {
   const decoder = new TextDecoder();
   const t: Tally = { model: null };
   let line = "";
-  let skipping = false;
+  /** The line is longer than is held: only its edges are kept, where an event's usage and model are. */
+  let long: ReturnType<typeof textEdges> | undefined;
   const take = (l: string) => {
     // Only `data:` lines that can hold usage or the model are parsed; the rest (the tokens themselves) are skipped.
     if (!l.startsWith("data:")) return;
     const data = l.slice(5).trim();
-    if (data === "[DONE]" || !(data.includes("usage") || data.includes('"model') || data.includes("modelVersion"))) return;
+    if (data === "[DONE]") return;
+    const model = t.model === null && (data.includes('"model') || data.includes("modelVersion"));
+    if (!model && !USAGE_OBJECT.test(data)) return;
     try {
       foldUsage(provider, JSON.parse(data), t);
     } catch {
       // not JSON: not an event that carries usage
     }
+  };
+  const endLine = (piece: string) => {
+    if (long) {
+      long.push(piece);
+      if (long.head.startsWith("data:")) foldEdges(provider, long.head, long.tail, t);
+      long = undefined;
+    } else take(line + piece);
+    line = "";
   };
   return {
     push(chunk) {
@@ -187,23 +211,102 @@ function eventStreamMeter(provider: LlmProvider): UsageMeter {
       for (;;) {
         const nl = s.indexOf("\n", from);
         if (nl < 0) break;
-        const piece = s.slice(from, nl).replace(/\r$/, "");
-        if (!skipping) take(line + piece);
-        line = "";
-        skipping = false;
+        endLine(s.slice(from, nl).replace(/\r$/, ""));
         from = nl + 1;
       }
-      if (!skipping) {
-        line += s.slice(from);
+      const rest = s.slice(from);
+      if (long) long.push(rest);
+      else {
+        line += rest;
         if (line.length > MAX_EVENT_LINE) {
+          long = textEdges(line);
           line = "";
-          skipping = true;
         }
       }
     },
     finish() {
-      if (!skipping && line) take(line.replace(/\r$/, ""));
+      if (long || line) endLine("");
       return result(provider, t);
     },
   };
+}
+
+/** How much of each edge of an oversized answer or event is kept: the usage object and the model fit well inside. */
+const EDGE = 64 * 1024;
+
+/** The first and last EDGE characters of a text that arrives in pieces. */
+function textEdges(first: string): { push(piece: string): void; readonly head: string; readonly tail: string } {
+  let head = first.slice(0, EDGE);
+  let tail = first.slice(-EDGE);
+  return {
+    push(piece) {
+      if (head.length < EDGE) head = (head + piece).slice(0, EDGE);
+      tail = (tail + piece).slice(-EDGE);
+    },
+    get head() {
+      return head;
+    },
+    get tail() {
+      return tail;
+    },
+  };
+}
+
+/** The first and last EDGE bytes of a body, as text. */
+function edgeKeeper(): { push(chunk: Uint8Array): void; head(): string; tail(): string } {
+  const head: Uint8Array[] = [];
+  let headSize = 0;
+  let tail: Uint8Array[] = [];
+  let tailSize = 0;
+  return {
+    push(chunk) {
+      if (headSize < EDGE) {
+        head.push(chunk.slice(0, EDGE - headSize));
+        headSize += Math.min(chunk.byteLength, EDGE - headSize);
+      }
+      tail.push(chunk.slice(-EDGE));
+      tailSize += Math.min(chunk.byteLength, EDGE);
+      while (tailSize - tail[0]!.byteLength >= EDGE) tailSize -= tail.shift()!.byteLength;
+    },
+    head: () => Buffer.concat(head).toString("utf8"),
+    tail: () => Buffer.concat(tail).toString("utf8"),
+  };
+}
+
+/**
+ * Folds the usage found at an oversized text's edges: the last usage object in its tail (its key outside any string:
+ * a quote inside a JSON string is escaped) and the model named in its head or tail.
+ */
+export function foldEdges(provider: LlmProvider, head: string, tail: string, t: Tally): void {
+  const key = provider === "gemini" ? "usageMetadata" : "usage";
+  const usage = lastObjectAfter(tail, new RegExp(`"${key}"\\s*:\\s*\\{`, "g"));
+  const modelKey = provider === "gemini" ? "modelVersion" : "model";
+  const named = new RegExp(`"${modelKey}"\\s*:\\s*"([^"\\\\]{1,200})"`);
+  const model = named.exec(head)?.[1] ?? named.exec(tail)?.[1];
+  foldUsage(provider, { [key]: usage, ...(model && { [modelKey]: model }) }, t);
+}
+
+/** The JSON object that starts at the last match of `opener` (ending in `{`), parsed; undefined when cut off. */
+function lastObjectAfter(text: string, opener: RegExp): unknown {
+  let at = -1;
+  for (const m of text.matchAll(opener)) at = m.index + m[0].length - 1;
+  if (at < 0) return undefined;
+  let depth = 0;
+  let inString = false;
+  for (let i = at; i < text.length; i++) {
+    const c = text[i];
+    if (inString) {
+      if (c === "\\") i++;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === "{") depth++;
+    else if (c === "}" && --depth === 0) {
+      try {
+        return JSON.parse(text.slice(at, i + 1));
+      } catch {
+        return undefined;
+      }
+    }
+  }
+  return undefined;
 }

@@ -1,18 +1,32 @@
 // The pipeline's budget stage (architecture.md §3, issue 38), after the rules and before the credential goes in: the
 // request is counted against the vault's budgets that apply (or refused, 429 budget_exceeded), and a budget past its
 // soft threshold that asks for a person holds it (428) until this exact request is approved, as a rule's hold does.
-// A request that is held or refused here is not counted.
+// A request that is held or refused here is not counted; nor is a chat completion a token or money budget must refuse
+// because the broker could not ask it for its usage (llm-request.ts).
 
+import { InvalidRequest, PayloadTooLarge } from "../errors.ts";
 import type { Exchange } from "./exchange.ts";
+import { MAX_REWRITTEN_BODY, type MeterPlan } from "./llm-request.ts";
 import { awaitApproval, readHeldBody } from "./held-request.ts";
 import type { EgressPlan } from "./plan.ts";
 import type { Ruled } from "./stage-rules.ts";
 
-export async function chargeBudgets(x: Exchange, plan: EgressPlan, ruled: Ruled): Promise<Ruled> {
+export async function chargeBudgets(x: Exchange, plan: EgressPlan, ruled: Ruled, meter?: MeterPlan): Promise<Ruled> {
   const { input, deps } = x;
   if (!deps.budgets) return ruled;
   const ticket = await deps.budgets.admit({ vault: input.vault, principal: input.principal, service: plan.service.host, host: input.host, port: input.port });
   if (!ticket) return ruled;
+  if (meter?.unasked && ticket.countsUsage) {
+    // A streamed chat completion the broker could not ask for its usage would spend tokens no budget sees.
+    ticket.release();
+    throw meter.unasked === "too-large"
+      ? new PayloadTooLarge(
+          `a chat completion under a token or money budget may carry at most ${MAX_REWRITTEN_BODY} bytes of body (the broker reads it to ask for its usage)`,
+        )
+      : new InvalidRequest(
+          "a chat completion under a token or money budget must be a JSON object without a Content-Encoding (the broker reads it to ask for its usage)",
+        );
+  }
   x.budget = ticket;
   // A request a person already approved (a rule's hold) is not asked about twice.
   if (ticket.holdFor === undefined || x.approvedBy !== null) return ruled;

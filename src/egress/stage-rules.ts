@@ -23,15 +23,21 @@ export interface Ruled {
   readonly signal?: AbortSignal;
 }
 
-export async function applyRules(x: Exchange, plan: EgressPlan): Promise<Ruled> {
+/**
+ * `pre`: the request as metering already shaped it (llm-request.ts: a chat body asked for its usage), so a person
+ * approves the request exactly as it will be sent.
+ */
+export async function applyRules(x: Exchange, plan: EgressPlan, pre: Omit<Ruled, "target"> = {}): Promise<Ruled> {
   const { input, deps } = x;
   const hint = (method: string, path: string) => widenRulesHint(deps.plans.hintFor(input.host, input.port), plan, method, path);
   const target = allowedTarget(plan, input.method, input.target, hint, input.headers);
-  let body: Uint8Array | undefined;
+  const source = pre.stream === undefined ? input.body : pre.stream;
+  const headers = pre.headers ?? input.headers;
+  let body = pre.body;
   let claims: string[] = [];
   if (bodyMayClaimHeld(plan, input.method, target)) {
-    body = await readHeldBody(
-      input.body,
+    body ??= await readHeldBody(
+      source,
       input.bodyLength,
       "a POST to a path where a rule holds other methods for a human (its body is read for a _method field)",
     );
@@ -39,10 +45,10 @@ export async function applyRules(x: Exchange, plan: EgressPlan): Promise<Ruled> 
     claims = claimedInBody(body, headerValues(input.headers, "content-type")[0]);
     allowClaimedMethods(plan, target, claims, hint);
   }
-  if (heldByRule(plan, input.method, target, input.headers, claims)) {
-    body ??= await readHeldBody(input.body, input.bodyLength);
+  if (heldByRule(plan, input.method, target, headers, claims)) {
+    body ??= await readHeldBody(source, input.bodyLength);
     x.bytesIn = body.byteLength;
-    x.approvedBy = await awaitApproval(deps.approvals, { ...input, target, body }, plan, plan.needles, input.signal);
+    x.approvedBy = await awaitApproval(deps.approvals, { ...input, headers, target, body }, plan, plan.needles, input.signal);
   }
-  return body ? { target, body } : { target };
+  return { ...pre, target, ...(body && { body }) };
 }

@@ -18,6 +18,7 @@ import { namesExtension, redactResponseHead, shapeRefusal, withoutExtensions } f
 import { allowedTarget, heldByRule, widenRulesHint } from "./rules.ts";
 import { awaitApproval } from "./held-request.ts";
 import { placeCredential } from "./url-credential.ts";
+import type { BudgetTicket } from "../workflows/index.ts";
 
 export type Upgraded = Switched | Refused;
 
@@ -96,6 +97,7 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
   let refs: readonly string[] = [];
   let service: string | null = null;
   let conn: Connection | undefined;
+  let budget: BudgetTicket | undefined;
   const timer = startTimer(deps.metrics);
   const observe = (status: number) => timer.observe({ ingress: input.ingress, vault: input.vault.name, service, status });
   try {
@@ -127,6 +129,27 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
         input.signal,
       );
     }
+    // Counted against the vault's budgets as one request (its frames are not metered), held for a person past an
+    // approve budget's soft threshold, refused (429) past a limit; a refused or held upgrade is not counted.
+    const ticket = await deps.budgets?.admit({
+      vault: input.vault,
+      principal: input.principal,
+      service: plan.service.host,
+      host: input.host,
+      port: input.port,
+    });
+    if (ticket) {
+      budget = ticket;
+      if (ticket.holdFor !== undefined && approvedBy === null) {
+        approvedBy = await awaitApproval(
+          deps.approvals,
+          { ...input, method: "GET", target: allowed, body: new Uint8Array(0), upgrade: true },
+          plan,
+          needles,
+          input.signal,
+        );
+      }
+    }
     // A URL credential goes in after the rules check, as in egress().
     const target = plan.placement ? placeCredential(allowed, plan.placement) : allowed;
     // No Range goes upstream on an upgrade, whatever the auth type: an upstream that ignores the
@@ -153,7 +176,9 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
     const head = redactResponseHead(rawHead, needles);
     const upstream = conn;
     if (head.status !== 101) {
-      const done = (bytesOut: number, error: string | null) => (upstream.close(), record(head.status, 0, bytesOut, error, keys, refs, service));
+      const done = (bytesOut: number, error: string | null) => (
+        upstream.close(), budget?.settle(undefined), record(head.status, 0, bytesOut, error, keys, refs, service)
+      );
       const response = shapeRefusal(head, upstream, needles, done);
       observe(head.status);
       return { kind: "refused", response };
@@ -166,10 +191,11 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
       head,
       conn,
       scanner: needles.empty ? undefined : createFrameScanner(needles),
-      finish: (bytesIn, bytesOut, error = null) => record(head.status, bytesIn, bytesOut, error, keys, refs, service),
+      finish: (bytesIn, bytesOut, error = null) => (budget?.settle(undefined), record(head.status, bytesIn, bytesOut, error, keys, refs, service)),
     };
   } catch (err) {
     conn?.close();
+    if (budget && !conn) budget.release(); // held, or refused before it was sent
     const e = err instanceof BrokerError ? err : new UpstreamUnreachable(`WebSocket upgrade to ${input.host} failed`);
     record(e.status, 0, 0, e.code, keys, refs, service);
     observe(e.status);

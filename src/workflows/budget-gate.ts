@@ -45,6 +45,8 @@ export interface MeteredCall {
 export interface BudgetTicket {
   /** The budget whose soft threshold asks a person to approve each request now, if any. */
   readonly holdFor: string | undefined;
+  /** A budget it was counted in limits tokens or money: an LLM call whose usage cannot be read must not go. */
+  readonly countsUsage: boolean;
   /** The request did not go (held, refused before it was sent): its count is taken back. */
   release(): void;
   /** The request's answer ended: what the call used is added (nothing for a call that was not metered). */
@@ -198,6 +200,9 @@ export function createBudgetGate(d: Domain, opts: BudgetGateOptions): CachingBud
       let done = false;
       return {
         holdFor: soft.find((c) => c.budget.softAction === "approve")?.budget.name,
+        countsUsage: counted.some(
+          ({ budget: { limits: l } }) => l.inputTokens !== null || l.outputTokens !== null || l.totalTokens !== null || l.costMicros !== null,
+        ),
         release() {
           if (done) return;
           done = true;

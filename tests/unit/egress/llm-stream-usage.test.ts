@@ -75,7 +75,7 @@ describe("taking the asked-for usage out", () => {
 describe("asking for the usage", () => {
   const ask = (body: string) => {
     const out = askForUsage(new TextEncoder().encode(body));
-    return out && new TextDecoder().decode(out);
+    return out.kind === "asked" ? new TextDecoder().decode(out.body) : out.kind;
   };
   test("added at the start, the agent's bytes otherwise unchanged", () => {
     expect(ask('{ "model": "gpt-4o", "stream": true, "messages": [] }')).toBe(
@@ -88,11 +88,34 @@ describe("asking for the usage", () => {
       stream_options: { include_usage: true, x: 1 },
     });
   });
-  test("nothing changes when not streamed, already asked, or not a JSON object", () => {
-    expect(ask('{"stream":false}')).toBeUndefined();
-    expect(ask('{"messages":[]}')).toBeUndefined();
-    expect(ask('{"stream":true,"stream_options":{"include_usage":true}}')).toBeUndefined();
-    expect(ask("[1]")).toBeUndefined();
-    expect(ask("not json")).toBeUndefined();
+  test("nothing changes when not streamed or already asked; a body that is no JSON object is unreadable", () => {
+    expect(ask('{"stream":false}')).toBe("as-is");
+    expect(ask('{"messages":[]}')).toBe("as-is");
+    expect(ask('{"stream":true,"stream_options":{"include_usage":true}}')).toBe("as-is");
+    expect(ask("[1]")).toBe("unreadable");
+    expect(ask("not json")).toBe("unreadable");
+    expect(ask('{"stream":true,')).toBe("unreadable");
+  });
+
+  test("only the members JSON parsers read count: a key's last occurrence, nested ones ignored", () => {
+    // The last `stream` wins, as JSON.parse and Python's json read it.
+    expect(ask('{"stream":false,"stream":true}')).toBe('{"stream_options":{"include_usage":true},"stream":false,"stream":true}');
+    expect(ask('{"stream":true,"stream":false}')).toBe("as-is");
+    // A `stream` inside a message is not the request's.
+    expect(ask('{"messages":[{"stream":true,"content":"\\"stream\\":true"}]}')).toBe("as-is");
+    // The last stream_options is the one rewritten, the rest of the bytes as they were.
+    expect(ask('{"stream_options":{"include_usage":true}, "stream": true, "stream_options": {"x": 1}}')).toBe(
+      '{"stream_options":{"include_usage":true}, "stream": true, "stream_options": {"x":1,"include_usage":true}}',
+    );
+    expect(ask('{"stream":true,"stream_options":null}')).toBe('{"stream":true,"stream_options":{"include_usage":true}}');
+    // A key spelled with an escape is the key it decodes to.
+    expect(ask('{"stre\\u0061m":true}')).toBe('{"stream_options":{"include_usage":true},"stre\\u0061m":true}');
+  });
+
+  test("a body of megabytes and hundreds of thousands of members is looked at without building it", () => {
+    const members = Array.from({ length: 200_000 }, (_, i) => `"k${i}":[${i},{"a":"b"}]`).join(",");
+    const body = `{${members},"stream":true}`;
+    const out = ask(body);
+    expect(typeof out === "string" && out.startsWith('{"stream_options":{"include_usage":true},"k0"')).toBe(true);
   });
 });
