@@ -54,7 +54,22 @@ export function auditAttributes(e: AuditEntry): Attributes {
   if (e.service !== null) out["broker.audit.service"] = e.service;
   if (e.error !== null) out["broker.audit.error"] = e.error;
   if (e.approvedBy !== null) out["broker.audit.approved_by"] = e.approvedBy;
+  Object.assign(out, llmAttributes(e));
   return out;
+}
+
+/**
+ * What a metered LLM call used (issue 38), under OpenTelemetry's GenAI names (`gen_ai.usage.*`,
+ * `gen_ai.response.model`) and the cost under the broker's; nothing for any other request.
+ */
+export function llmAttributes(e: Pick<AuditEntry, "llmModel" | "inputTokens" | "outputTokens" | "costMicros">): Record<string, string | number> {
+  if (e.inputTokens === null || e.inputTokens === undefined) return {};
+  return {
+    "gen_ai.usage.input_tokens": e.inputTokens,
+    "gen_ai.usage.output_tokens": e.outputTokens ?? 0,
+    ...(e.llmModel && { "gen_ai.response.model": e.llmModel }),
+    ...(e.costMicros !== null && e.costMicros !== undefined && { "broker.llm.cost_micros": e.costMicros }),
+  };
 }
 
 /** References as the record stores them: a JSON array of `conn:path#field` texts (never values), or null. */

@@ -21,6 +21,7 @@ import { ROOT_CONTEXT, TraceFlags, trace, type TextMapGetter } from "@openteleme
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { RandomIdGenerator } from "@opentelemetry/sdk-trace";
 import type { AuditEntry, RequestSpan, RequestTracing, TracedRequest } from "../egress/index.ts";
+import { llmAttributes } from "./audit-records.ts";
 import { SPAN_KIND, STATUS_CODE, type Attributes, type SpanData, type SpanStatus } from "./otlp-data.ts";
 
 type Headers = TracedRequest["headers"];
@@ -190,5 +191,6 @@ export function attributesOf(record: AuditEntry, req: TracedRequest, addedMs: nu
   if (req.principalName) out["broker.principal.name"] = req.principalName;
   if (record.approvedBy) out["broker.approved_by"] = record.approvedBy;
   if (record.error) out["error.type"] = record.error;
+  Object.assign(out, llmAttributes(record));
   return out;
 }
