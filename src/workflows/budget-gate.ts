@@ -94,13 +94,34 @@ export function createBudgetGate(d: Domain, opts: BudgetGateOptions): CachingBud
   /** Bumped by every invalidation: a read that began before one is not cached (it may predate the change). */
   let generation = 0;
 
+  /** Reads in flight, one per vault. */
+  const reading = new Map<number, Promise<readonly BudgetRow[]>>();
+
+  function read(vaultId: number): Promise<readonly BudgetRow[]> {
+    const under = reading.get(vaultId);
+    if (under) return under;
+    const began = generation;
+    const read = d.store.budgets
+      .list(vaultId)
+      .then((budgets) => {
+        if (began === generation) cache.set(vaultId, { at: d.now(), budgets });
+        return budgets;
+      })
+      .finally(() => reading.delete(vaultId));
+    reading.set(vaultId, read);
+    return read;
+  }
+
+  /**
+   * The vault's budgets. A list past its trust period is used while it is read again, not waited for: a database that
+   * has stopped answering must not hold every request of a vault without budgets (architecture.md D31); a change
+   * announced drops the list, and the next request waits for the new one.
+   */
   async function budgetsOf(vaultId: number): Promise<readonly BudgetRow[]> {
     const hit = cache.get(vaultId);
-    if (hit && d.now() - hit.at < opts.trustMs(TRUST_MS)) return hit.budgets;
-    const began = generation;
-    const budgets = await d.store.budgets.list(vaultId);
-    if (began === generation) cache.set(vaultId, { at: d.now(), budgets });
-    return budgets;
+    if (!hit) return read(vaultId);
+    if (d.now() - hit.at >= opts.trustMs(TRUST_MS)) read(vaultId).catch((err: unknown) => opts.log.debug("budget_list_stale", { err }));
+    return hit.budgets;
   }
 
   /** Adds `delta` to each counted budget's period; failures are logged (the request is long answered). */
@@ -151,8 +172,10 @@ export function createBudgetGate(d: Domain, opts: BudgetGateOptions): CachingBud
       for (const [id, s] of spent) if (s.vaultId === vaultId) spent.delete(id);
     },
     clear() {
+      // Announcements may have been missed (or the database was away): every list is read again, but used meanwhile,
+      // so requests of vaults without budgets do not wait on a database that is coming back.
       generation++;
-      cache.clear();
+      for (const [id, hit] of cache) cache.set(id, { ...hit, at: 0 });
       spent.clear();
     },
     async admit(charge: BudgetCharge): Promise<BudgetTicket | undefined> {

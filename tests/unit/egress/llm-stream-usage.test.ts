@@ -4,7 +4,7 @@
 
 import { describe, expect, test } from "bun:test";
 import { askForUsage } from "../../../src/egress/llm-request.ts";
-import { stripAskedUsage, stripAskedUsageWhole, withoutAskedUsage } from "../../../src/egress/llm-stream-usage.ts";
+import { stripAskedUsage, stripAskedUsageWhole, usageStripper, withoutAskedUsage } from "../../../src/egress/llm-stream-usage.ts";
 
 const chunk = (content: string, extra = "") =>
   `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":${JSON.stringify(content)}},"finish_reason":null}]${extra}}\n\n`;
@@ -66,6 +66,22 @@ describe("taking the asked-for usage out", () => {
     expect(withoutAskedUsage(": comment")).toBe(": comment");
   });
 
+  test("a line without an end, sent a byte at a time, is searched once (not its whole pending text per chunk)", () => {
+    const lines = usageStripper();
+    const indexOf = String.prototype.indexOf;
+    let searched = 0;
+    String.prototype.indexOf = function (this: string, what: string, from?: number) {
+      searched += this.length - (from ?? 0);
+      return indexOf.call(this, what, from);
+    };
+    try {
+      for (let i = 0; i < 50_000; i++) lines.push("a");
+    } finally {
+      String.prototype.indexOf = indexOf;
+    }
+    expect(searched).toBeLessThanOrEqual(50_000);
+  });
+
   test("a line longer than a usage chunk is passed on as it comes, not held", async () => {
     const long = `data: {"x":"${"a".repeat(2 * 1024 * 1024)}"}\n\n`;
     expect(await through(long, [100, 1024 * 1024 + 500])).toBe(long);
@@ -114,8 +130,18 @@ describe("asking for the usage", () => {
 
   test("a body of megabytes and hundreds of thousands of members is looked at without building it", () => {
     const members = Array.from({ length: 200_000 }, (_, i) => `"k${i}":[${i},{"a":"b"}]`).join(",");
-    const body = `{${members},"stream":true}`;
-    const out = ask(body);
-    expect(typeof out === "string" && out.startsWith('{"stream_options":{"include_usage":true},"k0"')).toBe(true);
+    const body = `{${members},"stream":true,"stream_options":{"x":1}}`;
+    // JSON.parse is asked only for the one small member it rewrites, never for the body or its other members.
+    const parse = JSON.parse;
+    const parsed: number[] = [];
+    JSON.parse = ((text: string, reviver?: never) => (parsed.push(text.length), parse(text, reviver))) as typeof JSON.parse;
+    let out: string;
+    try {
+      out = ask(body);
+    } finally {
+      JSON.parse = parse;
+    }
+    expect(parsed).toEqual(['{"x":1}'.length]);
+    expect(out.endsWith('"stream":true,"stream_options":{"x":1,"include_usage":true}}')).toBe(true);
   });
 });
