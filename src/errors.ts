@@ -69,6 +69,21 @@ export class Conflict extends BrokerError {
   readonly code = "conflict";
 }
 
+/** A write to a vault kept as code (issue 39) that did not come through `broker apply`. */
+export class VaultManaged extends BrokerError {
+  readonly status = 409;
+  readonly code = "vault_managed";
+  constructor(
+    readonly vault: string,
+    also = "",
+  ) {
+    super(`vault ${vault} is managed as code: change its file and run broker apply${also}`);
+  }
+  override extra() {
+    return { vault: this.vault };
+  }
+}
+
 export class PayloadTooLarge extends BrokerError {
   readonly status = 413;
   readonly code = "payload_too_large";

@@ -31,6 +31,8 @@ export const rootCommand = defineCommand({
     logs: () => import("./commands/logs.ts").then((m) => m.default),
     audit: () => import("./commands/audit.ts").then((m) => m.default),
     budget: () => import("./commands/budget.ts").then((m) => m.default),
+    export: () => import("./commands/vault-code.ts").then((m) => m.exportCommand),
+    apply: () => import("./commands/vault-code.ts").then((m) => m.applyCommand),
     ca: () => import("./commands/ca.ts").then((m) => m.default),
     proposal: () => import("./commands/proposal.ts").then((m) => m.default),
     request: () => import("./commands/request.ts").then((m) => m.default),

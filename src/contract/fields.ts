@@ -88,3 +88,6 @@ export function credentialValue(name: "{field}" | "{key}" = "{field}") {
     )
     .transform((v) => new Secret(v));
 }
+
+/** Report mode (architecture.md D33): a vault's policy mode, a service's own rules mode. */
+export const PolicyModeInput = z.enum(["enforce", "report"], says("{field} must be enforce or report"));

@@ -13,3 +13,4 @@ export * from "./audit-checkpoints.ts";
 export * from "./audit.ts";
 export * from "./budgets.ts";
 export * from "./llm-prices.ts";
+export * from "./vault-file.ts";

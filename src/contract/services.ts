@@ -7,6 +7,7 @@ import { NextCursor } from "./pages.ts";
 import { parseHostPattern, RulesList } from "../policy/index.ts";
 import { parsedBy, says } from "../schema-input.ts";
 import { ServiceAuthInput } from "./service-auth.ts";
+import { PolicyModeInput } from "./fields.ts";
 import { readStatedService, readTemplatePatch, TemplateFields } from "./template-input.ts";
 import { ServiceTemplate } from "./templates.ts";
 
@@ -21,6 +22,9 @@ export const ServiceHost = parsedBy((v, field) => parseHostPattern(v, { allowIp:
 const DESCRIPTION = "{field} must be text of at most 500 characters";
 const Description = z.string(says(DESCRIPTION)).max(500, says(DESCRIPTION)).nullable();
 const Enabled = z.boolean(says("{field} must be true or false"));
+// A proposal's services (proposals.ts) have no such field: only a person switches rules to report mode.
+const RULES_MODE =
+  '"report": a request the rules refuse goes through, its audit record marked would_refuse; "enforce": refused; null or absent: the vault\'s policy_mode (human admins only)';
 
 export const ServiceInput = z
   .strictObject({
@@ -29,11 +33,12 @@ export const ServiceInput = z
     auth: ServiceAuthInput.optional(),
     enabled: Enabled.optional().transform((e) => e ?? true),
     rules: RulesList.nullish().transform((r) => r ?? undefined),
+    rules_mode: PolicyModeInput.nullish().describe(RULES_MODE),
     ...TemplateFields,
   })
-  .transform(({ description, enabled, ...stated }, ctx) => {
+  .transform(({ description, enabled, rules_mode, ...stated }, ctx) => {
     const read = readStatedService(stated, ctx, true);
-    return read ? { ...read, description, enabled } : z.NEVER;
+    return read ? { ...read, description, enabled, ...(rules_mode && { rules_mode }) } : z.NEVER;
   });
 
 /**
@@ -46,6 +51,7 @@ export const ServiceUpdateInput = z
     auth: ServiceAuthInput.optional(),
     enabled: Enabled.optional(),
     rules: RulesList.nullable().optional().describe("allowed methods and paths; absent: keep them; null: remove them (everything allowed)"),
+    rules_mode: PolicyModeInput.nullable().optional().describe(`${RULES_MODE}; absent: keep it`),
     ...TemplateFields,
   })
   .transform(readTemplatePatch);
@@ -57,6 +63,7 @@ export const ServiceAnswer = z.object({
   auth: z.looseObject({ type: z.string() }),
   enabled: z.boolean(),
   rules: z.array(Rule).optional(),
+  rules_mode: z.enum(["enforce", "report"]).optional().describe("the service's own rules mode; absent: the vault's policy_mode"),
   template: ServiceTemplate.optional().describe("present when the service was made from a catalogue template"),
 });
 export const ServiceList = z.object({ services: z.array(ServiceAnswer), next_cursor: NextCursor.describe("`after` for the next page; null on the last") });

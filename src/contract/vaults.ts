@@ -10,6 +10,10 @@ import { credentialValue } from "./fields.ts";
 import { CredentialReferenceView, ReferenceInput, type CredentialSource } from "./secret-stores.ts";
 import { AgentName, Email, VaultName, VaultRoleInput } from "./people-fields.ts";
 import { WebhookInput } from "./webhook-input.ts";
+import { PolicyModeInput } from "./fields.ts";
+
+/** A vault's policy mode, a service's rules mode (report mode): read with parseWith(PolicyModeInput, raw, "rules_mode"). */
+export { PolicyModeInput };
 
 export { WebhookInput };
 /** A credential's key as a URL names it (`/credentials/:key`): read with parseWith(KeyName, raw, "key"). */
@@ -24,8 +28,17 @@ export const VaultUpdateInput = z.strictObject({
     .enum(["tunnel", "deny"], says("{field} must be tunnel or deny"))
     .optional()
     .describe('"tunnel" (blind tunnels to hosts that are no service) or "deny"'),
+  policy_mode: PolicyModeInput.optional().describe(
+    '"enforce" (the default) or "report": what the rules or unmatched_hosts would refuse goes through, its audit record marked would_refuse (human admins only)',
+  ),
 });
-export const VaultAnswer = z.object({ name: z.string(), role: Role, created_at: Time, unmatched_hosts: z.enum(["tunnel", "deny"]).optional() });
+export const VaultAnswer = z.object({
+  name: z.string(),
+  role: Role,
+  created_at: Time,
+  unmatched_hosts: z.enum(["tunnel", "deny"]).optional(),
+  policy_mode: z.enum(["enforce", "report"]).optional(),
+});
 export const VaultList = z.object({ vaults: z.array(z.object({ name: z.string(), role: Role, created_at: Time })) });
 export const MemberList = z.object({ members: z.array(z.object({ email: z.string(), role: Role })) });
 

@@ -11,6 +11,8 @@ import type { Minter } from "./minter.ts";
 import type { NetPolicy, Resolver } from "./netguard.ts";
 import type { CallUsage } from "./llm-usage.ts";
 import type { PriceBook } from "../policy/index.ts";
+import type { PolicyMode } from "../store/index.ts";
+import { recordedError, type WouldRefuseObservation } from "./report-mode.ts";
 import type { EgressPlan, PlanCache } from "./plan.ts";
 import type { Upstream } from "./upstream.ts";
 import type { SessionActivityLog } from "./session-activity.ts";
@@ -25,7 +27,8 @@ export interface EgressInput {
   readonly contained: boolean;
   /** A `vault run` session acting for whoever minted it (`principal` is the minter's id). */
   readonly scoped?: boolean;
-  readonly vault: { readonly id: number; readonly name: string };
+  /** `policyMode`: the vault's, as admitted (report mode, report-mode.ts); absent: enforce. */
+  readonly vault: { readonly id: number; readonly name: string; readonly policyMode?: PolicyMode };
   /** Canonical lower-case host (or IP literal) and port the agent addressed. */
   readonly host: string;
   readonly port: number;
@@ -90,6 +93,8 @@ export interface EgressMetrics {
   observe(o: ExchangeObservation): void;
   /** What a metered LLM call used (issue 38), by vault, agent, service and model. */
   observeUsage?(o: UsageObservation): void;
+  /** A refusal report mode let through (report-mode.ts). */
+  wouldRefuse?(o: WouldRefuseObservation): void;
 }
 
 /** One LLM call's usage for the metrics: names and numbers only. */
@@ -124,6 +129,8 @@ export interface Exchange {
   budget?: BudgetTicket;
   /** What the LLM call used, once its answer ended (llm-metering.ts). */
   call?: CallUsage;
+  /** The code of the refusal report mode let through (report-mode.ts), if any: the record says `would_refuse:<code>`. */
+  wouldRefuse?: string;
 }
 
 export function openExchange(input: EgressInput, deps: EgressDeps): Exchange {
@@ -139,7 +146,7 @@ export function auditExchange(x: Exchange, status: number, bytesOut: number, err
     status,
     bytesIn: x.bytesIn,
     bytesOut,
-    error,
+    error: recordedError(error, x.wouldRefuse),
     service: x.plan?.service.host ?? null,
     credentialKeys: x.plan?.credentialKeys ?? [],
     credentialRefs: x.plan?.credentialRefs ?? [],

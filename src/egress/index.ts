@@ -27,6 +27,7 @@ export { signAwsRequest } from "./sigv4.ts";
 export { Needles } from "./redact.ts";
 export type { Grant, MintedState, MintedToken, Minter } from "./minter.ts";
 export { decideConnect, type ConnectDecision } from "./connect-decision.ts";
+export { splitRecordedError } from "./report-mode.ts";
 export { createSessionActivity, type SessionActivity, type SessionActivityLog, type UnmatchedHost } from "./session-activity.ts";
 export type { ReferenceValues } from "./reference-values.ts";
 export type { AuditExport, RequestSpan, RequestTracing, TracedRequest, TraceRef } from "./telemetry.ts";

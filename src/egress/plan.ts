@@ -8,7 +8,7 @@
 
 import { CredentialNotFound, CredentialUnavailable, DatabaseUnavailable, HostNotAllowed, ServiceDisabled } from "../errors.ts";
 import { Secret } from "../secret.ts";
-import type { CredentialReference, MintedAuthType, ServiceRow, Store } from "../store/index.ts";
+import type { CredentialReference, MintedAuthType, PolicyMode, ServiceRow, Store } from "../store/index.ts";
 import { formatReference, isMintedAuthType, mintedAuthKeyFields, type MintedAuthFields, type Rules } from "../policy/index.ts";
 import type { ReferenceValues } from "./reference-values.ts";
 import { storedRules, viewService, type ServiceAuth } from "../workflows/index.ts";
@@ -27,6 +27,8 @@ export interface EgressPlan {
   readonly service: { readonly host: string; readonly authType: ServiceRow["authType"] };
   /** The service's allowed methods and paths; absent: everything (see rules.ts for the check). */
   readonly rules?: Rules;
+  /** The service's own rules mode (report-mode.ts); absent: its vault's policy mode. */
+  readonly rulesMode?: PolicyMode;
   /** How the service injects (names only), for a proposal hint that keeps it while widening the rules. */
   readonly auth: ServiceAuth;
   readonly injection: Injection | undefined;
@@ -177,7 +179,7 @@ export function createPlanCache(
   async function buildPlan(vaultId: number, row: ServiceRow, used: Used): Promise<EgressPlan> {
     const service = { host: row.host, authType: row.authType };
     const rules = storedRules(row);
-    const ruled = { auth: viewService(row).auth, ...(rules && { rules }) };
+    const ruled = { auth: viewService(row).auth, ...(rules && { rules }), ...(row.rulesMode && { rulesMode: row.rulesMode }) };
     if (isMintedAuthType(row.authType)) return mintedPlan(vaultId, row, service, ruled, used);
     if (row.authType === "passthrough" || !row.authKey) return { service, ...ruled, injection: undefined, credentialKeys: [], needles: NO_NEEDLES };
     const key = row.authKey;
@@ -212,7 +214,7 @@ export function createPlanCache(
     vaultId: number,
     row: ServiceRow,
     service: EgressPlan["service"],
-    ruled: Pick<EgressPlan, "auth" | "rules">,
+    ruled: Pick<EgressPlan, "auth" | "rules" | "rulesMode">,
     used: Used,
   ): Promise<EgressPlan> {
     const type = row.authType as MintedAuthType;
@@ -275,6 +277,9 @@ export function createPlanCache(
   return {
     async plan(vault, host, port) {
       const svc = await lookup.service(vault.id, host, port);
+      // Never passed in report mode (report-mode.ts): with no service there is no credential to add and no host the
+      // broker was told to send to, so /proxy (and a request sent to the proxy without CONNECT) would only make it an
+      // open relay. The tunnel's unmatched-host policy is decided at CONNECT (connect-decision.ts).
       if (!svc) throw new HostNotAllowed(port === 443 ? host : `${host}:${port}`, vault.name, proposalHint(host, port));
       if (!svc.row.enabled) throw new ServiceDisabled(svc.row.host);
       return planFor(vault.id, svc);

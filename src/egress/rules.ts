@@ -34,6 +34,14 @@ export function allowedTarget(
   return canon.path + (q < 0 ? "" : target.slice(q));
 }
 
+/** `target` as allowedTarget passes it (its canonical path, then the query): what report mode sends on when a rule refused it. */
+export function canonicalTarget(target: string): string {
+  const q = target.indexOf("?");
+  const canon = canonicalPath(q < 0 ? target : target.slice(0, q));
+  if (!canon.ok) throw new Error("canonicalTarget: an ambiguous path is refused before any rule is matched");
+  return canon.path + (q < 0 ? "" : target.slice(q));
+}
+
 /**
  * The methods a POST's body claims (`_method`), checked against the rules for the target allowedTarget
  * already returned: only these, since the request's own and header-claimed methods passed there.

@@ -65,7 +65,7 @@ export function createSessionActivity(now: () => number, limits: ActivityLimits 
     note(session, target, decision) {
       const e = entryOf(session);
       e.connects++;
-      if (decision !== "blind" || e.unmatched.length >= maxHosts) return;
+      if ((decision !== "blind" && decision !== "report") || e.unmatched.length >= maxHosts) return;
       const name = target.port === 443 ? target.host : `${target.host}:${target.port}`;
       if (e.unmatched.some((u) => u.name === name)) return;
       e.unmatched.push({ host: target.host, port: target.port, name, at: now() });

@@ -1,14 +1,16 @@
 // The pipeline's rules stage (architecture.md §3, stage 3): the service's rules allow or refuse the
 // method and path, once; a POST whose body could claim (`_method`) a method a rule holds is read
 // first so its claims are checked too; a request a rule holds for a person waits (428) until this
-// exact request is approved, its body read whole so what goes out is what was approved.
+// exact request is approved, its body read whole so what goes out is what was approved. In report mode
+// (report-mode.ts) a method or path the rules refuse goes on, marked; a hold still holds.
 
 import { headerValues } from "../http/index.ts";
 import type { Exchange } from "./exchange.ts";
 import { awaitApproval, readHeldBody } from "./held-request.ts";
 import { claimedInBody } from "./method-override.ts";
 import type { EgressPlan } from "./plan.ts";
-import { allowClaimedMethods, allowedTarget, bodyMayClaimHeld, heldByRule, widenRulesHint } from "./rules.ts";
+import { reporterFor, rulesModeOf, unlessReported } from "./report-mode.ts";
+import { allowClaimedMethods, allowedTarget, bodyMayClaimHeld, canonicalTarget, heldByRule, widenRulesHint } from "./rules.ts";
 
 export interface Ruled {
   /** The target the rules allowed, in the canonical form they checked (what is sent and audited). */
@@ -30,7 +32,13 @@ export interface Ruled {
 export async function applyRules(x: Exchange, plan: EgressPlan, pre: Omit<Ruled, "target"> = {}): Promise<Ruled> {
   const { input, deps } = x;
   const hint = (method: string, path: string) => widenRulesHint(deps.plans.hintFor(input.host, input.port), plan, method, path);
-  const target = allowedTarget(plan, input.method, input.target, hint, input.headers);
+  const report =
+    rulesModeOf(plan, input.vault) !== "report" ? undefined : reporterFor(input.vault.name, plan.service.host, deps.metrics, (code) => (x.wouldRefuse = code));
+  const target = unlessReported(
+    report,
+    () => allowedTarget(plan, input.method, input.target, hint, input.headers),
+    () => canonicalTarget(input.target),
+  );
   const source = pre.stream === undefined ? input.body : pre.stream;
   const headers = pre.headers ?? input.headers;
   let body = pre.body;
@@ -43,7 +51,11 @@ export async function applyRules(x: Exchange, plan: EgressPlan, pre: Omit<Ruled,
     );
     x.bytesIn = body.byteLength;
     claims = claimedInBody(body, headerValues(input.headers, "content-type")[0]);
-    allowClaimedMethods(plan, target, claims, hint);
+    unlessReported(
+      report,
+      () => allowClaimedMethods(plan, target, claims, hint),
+      () => undefined,
+    );
   }
   if (heldByRule(plan, input.method, target, headers, claims)) {
     body ??= await readHeldBody(source, input.bodyLength);

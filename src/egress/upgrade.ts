@@ -15,7 +15,8 @@ import { RANGE_HEADERS } from "./ranges.ts";
 import { ClosedBeforeHead, readResponseHead } from "./upstream-head.ts";
 import { createFrameScanner, type FrameScanner } from "./websocket-frames.ts";
 import { namesExtension, redactResponseHead, shapeRefusal, withoutExtensions } from "./websocket-head.ts";
-import { allowedTarget, heldByRule, widenRulesHint } from "./rules.ts";
+import { allowedTarget, canonicalTarget, heldByRule, widenRulesHint } from "./rules.ts";
+import { recordedError, reporterFor, rulesModeOf, unlessReported } from "./report-mode.ts";
 import { awaitApproval } from "./held-request.ts";
 import { placeCredential } from "./url-credential.ts";
 import type { BudgetTicket } from "../workflows/index.ts";
@@ -72,6 +73,7 @@ export function isWebSocketUpgrade(method: string, headers: Iterable<[string, st
 export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promise<Upgraded> {
   const started = deps.now();
   let approvedBy: string | null = null;
+  let wouldRefuse: string | undefined; // a refusal of the rules report mode let through (report-mode.ts)
   const record = (
     status: number,
     bytesIn: number,
@@ -86,7 +88,7 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
         status,
         bytesIn,
         bytesOut,
-        error,
+        error: recordedError(error, wouldRefuse),
         service,
         credentialKeys: keys,
         credentialRefs: refs,
@@ -111,13 +113,13 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
     const grant = plan.minted ? await deps.minter!.grant(input.vault, plan) : undefined;
     // Every value any vault sends this host is looked for, not only this upgrade's (architecture.md D22).
     const needles = await deps.plans.responseNeedles(plan, grant);
-    // A WebSocket upgrade is a GET on the wire: the service's rules decide on that.
-    const allowed = allowedTarget(
-      plan,
-      "GET",
-      input.target,
-      (m, path) => widenRulesHint(deps.plans.hintFor(input.host, input.port), plan, m, path),
-      input.headers,
+    // A WebSocket upgrade is a GET on the wire: the service's rules decide on that (or, in report mode, mark it).
+    const report =
+      rulesModeOf(plan, input.vault) !== "report" ? undefined : reporterFor(input.vault.name, plan.service.host, deps.metrics, (code) => (wouldRefuse = code));
+    const allowed = unlessReported(
+      report,
+      () => allowedTarget(plan, "GET", input.target, (m, path) => widenRulesHint(deps.plans.hintFor(input.host, input.port), plan, m, path), input.headers),
+      () => canonicalTarget(input.target),
     );
     // A rule asking a human for each request holds the upgrade as egress() holds a request (no body).
     if (heldByRule(plan, "GET", allowed, input.headers)) {

@@ -13,7 +13,7 @@ import { mintPublicId, mintToken, hashToken } from "../crypto/index.ts";
 import { assertEmailDomainAllowed } from "./settings.ts";
 import { type Credentials, iso, publicUser, registerUser } from "./users.ts";
 import type { SessionClient } from "./sessions.ts";
-import { requireInVault, type OpenVault } from "./vaults.ts";
+import { requireInVault, requireUnmanaged, type OpenVault } from "./vaults.ts";
 
 /** An invite for a person: only `email` may accept it (any address when null); `role` defaults to member. */
 export interface VaultInviteRequest {
@@ -27,6 +27,8 @@ export interface AgentInviteRequest {
   role?: VaultRole | null;
   token_ttl_seconds?: number | null;
 }
+
+const MANAGED_INVITE = " (an invite is taken only for an agent or a person its file names, with the role the file gives them)";
 
 /** The role an invite grants: `fallback` when none is asked for, never above the inviter's own. */
 function grantedRole(asked: VaultRole | null | undefined, fallback: VaultRole, ceiling: VaultRole): VaultRole {
@@ -50,6 +52,8 @@ export async function createVaultInvite(d: Domain, p: Principal, open: OpenVault
   requireInVault(open, "invite_people");
   const email = input.email ?? null;
   const role = grantedRole(input.role, "member", open.role);
+  // A vault kept as code takes only the people its file names, with the role it gives them (they join by invite).
+  await requireUnmanaged(d, open, { member: email, role }, MANAGED_INVITE);
   const minted = mintToken("vaultInvite");
   const row = await d.store.transaction(async (tx) => {
     const now = d.now();
@@ -82,6 +86,8 @@ export async function createAgentInvite(d: Domain, p: Principal, open: OpenVault
       .slice(0, 8)
       .toLowerCase()
       .replace(/[^a-z0-9]/g, "x")}`;
+  // A vault kept as code takes only the agents its file names, with the role it gives them.
+  await requireUnmanaged(d, open, { agent: name, role }, MANAGED_INVITE);
 
   const minted = mintToken("agentInvite");
   const row = await d.store.transaction(async (tx) => {

@@ -77,6 +77,7 @@ export type VaultAction =
   | "approve" // approve or reject proposals
   | "manage" // agent invites, invite lists, members, agents, vault settings
   | "invite_people" // invite a person: accepting creates or joins a human login
+  | "policy_mode" // report mode: a vault's policy mode, a service's rules mode (refusals let through, marked)
   | "delete_vault"; // delete the vault, and with it every credential and service
 
 /**
@@ -104,6 +105,9 @@ export function mayInVault(principal: Principal, role: VaultRole, action: VaultA
       // An agent able to invite a person could accept the invite itself with a new email and
       // password, and so hold a human login with every secret right the rule above denies it.
       return human && role === "admin";
+    case "policy_mode":
+      // Report mode lets through what the rules refuse: for an agent, a way round rules only a person may widen (D18).
+      return human && role === "admin";
   }
 }
 
@@ -123,6 +127,8 @@ export function explainRefusal(principal: Principal, role: VaultRole, action: Va
         return "agents never delete a vault (it holds credentials and services), whatever their role: ask a human admin of the vault";
       case "invite_people":
         return "agents never invite people, whatever their role (an invite makes a human login, which may read and change secrets): ask a human admin of the vault; agent invites are allowed";
+      case "policy_mode":
+        return "agents never switch a vault or a service to report mode or back, whatever their role (it decides whether the rules refuse): ask a human admin of the vault";
       case "manage":
         if (principal.kind === "scoped") return "a scoped session cannot manage the vault (invites, members, settings); use the token that minted it";
     }

@@ -2,8 +2,8 @@
 // it resolves the principal's effective role (owner → admin; members; agent grants, which need
 // X-Vault; scoped sessions, bound to one vault and never above their minter's current role).
 
-import { Conflict, DatabaseUnavailable, InvalidRequest, NotFound, PermissionDenied } from "../errors.ts";
-import type { Repos, UnmatchedHosts, VaultRole, VaultRow } from "../store/index.ts";
+import { Conflict, DatabaseUnavailable, InvalidRequest, NotFound, PermissionDenied, VaultManaged } from "../errors.ts";
+import type { PolicyMode, Repos, UnmatchedHosts, VaultRole, VaultRow } from "../store/index.ts";
 import type { Domain } from "./context.ts";
 import { explainRefusal, lowerRole, mayInVault, type Principal, type VaultAction } from "./principal.ts";
 import { iso } from "./users.ts";
@@ -12,6 +12,8 @@ import type { VaultGrant } from "./vault-access.ts";
 /** A vault opened by `openVault`: domain operations re-check their own action against `principal`. */
 export interface OpenVault extends VaultGrant {
   readonly principal: Principal;
+  /** Opened by `broker apply` (workflows/vault-apply.ts): the one writer a vault kept as code accepts. */
+  readonly asCode?: true;
 }
 
 const NO_VAULT = "vault not found (or you have no access to it)";
@@ -67,6 +69,34 @@ export function requireInVault(open: OpenVault, action: VaultAction): void {
   if (!mayInVault(open.principal, open.role, action)) throw new PermissionDenied(explainRefusal(open.principal, open.role, action));
 }
 
+/**
+ * What a vault kept as code still takes from people, because its file cannot hold it: a value for a credential key
+ * the file lists, an invite of an agent or a person the file names, with the role it gives them.
+ */
+export type DeclaredWrite =
+  | { readonly value: string }
+  | { readonly agent: string; readonly role: VaultRole }
+  | { readonly member: string | null; readonly role: VaultRole };
+
+/**
+ * Refuses a write to a vault kept as code (issue 39, architecture.md D27) unless it comes through `broker apply`
+ * or is one of the few its file declares (`allowed`). Every domain write to a vault's services, credentials,
+ * grants, members, webhooks, budgets and settings calls this after its role check, so the API, the console and
+ * the CLI are refused alike. Read from the store on each write: another instance's apply counts at once.
+ */
+export async function requireUnmanaged(d: Domain, open: OpenVault, allowed?: DeclaredWrite, also = ""): Promise<void> {
+  if (open.asCode) return;
+  const state = await d.store.vaultCode.state(open.vault.id);
+  if (!state.managed) return;
+  const declared = state.declared;
+  if (allowed && declared) {
+    if ("value" in allowed && declared.values.includes(allowed.value)) return;
+    if ("agent" in allowed && declared.agents[allowed.agent] === allowed.role) return;
+    if ("member" in allowed && allowed.member !== null && declared.members[allowed.member] === allowed.role) return;
+  }
+  throw new VaultManaged(open.vault.name, also);
+}
+
 async function resolveAccess(d: Domain, p: Principal, name: string): Promise<VaultGrant> {
   const vault = await d.store.vaults.byName(name);
   if (!vault) throw new NotFound(NO_VAULT);
@@ -113,18 +143,31 @@ export async function listVaults(d: Domain, p: Principal) {
 }
 
 export function describeVault(open: VaultGrant) {
-  return { name: open.vault.name, role: open.role, created_at: iso(open.vault.createdAt), unmatched_hosts: open.vault.unmatchedHosts };
+  return {
+    name: open.vault.name,
+    role: open.role,
+    created_at: iso(open.vault.createdAt),
+    unmatched_hosts: open.vault.unmatchedHosts,
+    policy_mode: open.vault.policyMode,
+  };
 }
 
 /** A change to a vault's settings: an absent field keeps what the vault has. */
 export interface VaultChange {
   unmatched_hosts?: UnmatchedHosts;
+  /** Report mode (architecture.md D33): refusals of the rules and the unmatched-host policy let through, marked. */
+  policy_mode?: PolicyMode;
 }
 
 export async function updateVault(d: Domain, open: OpenVault, change: VaultChange) {
   requireInVault(open, "manage"); // whether unknown hosts tunnel is the vault's policy: admins only
-  if (change.unmatched_hosts !== undefined) {
-    await d.store.vaults.setUnmatchedHosts(open.vault.id, change.unmatched_hosts);
+  await requireUnmanaged(d, open);
+  if (change.policy_mode !== undefined) requireInVault(open, "policy_mode"); // and whether anything is refused: human admins
+  if (change.unmatched_hosts !== undefined || change.policy_mode !== undefined) {
+    await d.store.transaction(async (tx) => {
+      if (change.unmatched_hosts !== undefined) await tx.vaults.setUnmatchedHosts(open.vault.id, change.unmatched_hosts);
+      if (change.policy_mode !== undefined) await tx.policyModes.setVaultMode(open.vault.id, change.policy_mode);
+    });
     d.onVaultChange?.(open.vault.id);
   }
   const vault = (await d.store.vaults.byId(open.vault.id))!;
@@ -133,6 +176,7 @@ export async function updateVault(d: Domain, open: OpenVault, change: VaultChang
 
 export async function deleteVault(d: Domain, open: OpenVault): Promise<void> {
   requireInVault(open, "delete_vault"); // it deletes every credential and service: humans only
+  await requireUnmanaged(d, open, undefined, " (with managed: false first, to delete it)");
   // Foreign-key cascades remove credentials, services, invites, grants, memberships and scoped sessions.
   await d.store.vaults.remove(open.vault.id);
   d.auth.forget();

@@ -42,6 +42,7 @@ import { vaultRoutes } from "./routes/index.ts";
 import { webhookRoutes } from "./routes/index.ts";
 import { budgetRoutes } from "./routes/index.ts";
 import { secretStoreRoutes } from "./routes/index.ts";
+import { vaultCodeRoutes } from "./routes/index.ts";
 
 export interface ApiDeps {
   readonly domain: Domain;
@@ -146,6 +147,7 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
   api.route("/v1/vaults", webhookRoutes(d));
   api.route("/v1/vaults", budgetRoutes(d));
   api.route("/v1/secret-stores", secretStoreRoutes(d));
+  api.route("/v1", vaultCodeRoutes(d)); // /v1/export and /v1/apply
   api.route("/v1/vaults", requestApprovalRoutes(d));
   api.route("/", discoverRoutes(d));
   api.route("/v1/proposals", proposalRoutes(d));

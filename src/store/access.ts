@@ -76,6 +76,21 @@ export function accessRepo(sql: Sql) {
       );
       return rows.map((r) => ({ ...r, agentId: Number(r.agentId), vaultId: Number(r.vaultId) }));
     },
+    /** The agents holding a role in the vault, in name order (a vault kept as code compares them with its file). */
+    async grantsInVault(vaultId: number): Promise<GrantRow[]> {
+      const rows = await sql.all<GrantRow>(
+        `SELECT g.agent_id AS "agentId", a.name AS "agentName", g.vault_id AS "vaultId", v.name AS "vaultName", g.role
+         FROM agent_grants g JOIN agents a ON a.id = g.agent_id JOIN vaults v ON v.id = g.vault_id WHERE g.vault_id = ? ORDER BY a.name`,
+        [vaultId],
+      );
+      return rows.map((r) => ({ ...r, agentId: Number(r.agentId), vaultId: Number(r.vaultId) }));
+    },
+    async removeGrant(vaultId: number, agentId: number): Promise<boolean> {
+      return (await sql.run("DELETE FROM agent_grants WHERE vault_id = ? AND agent_id = ?", [vaultId, agentId])) === 1;
+    },
+    async removeMember(vaultId: number, userId: number): Promise<boolean> {
+      return (await sql.run("DELETE FROM vault_members WHERE vault_id = ? AND user_id = ?", [vaultId, userId])) === 1;
+    },
     async allGrants(): Promise<GrantRow[]> {
       const rows = await sql.all<GrantRow>(
         `SELECT g.agent_id AS "agentId", a.name AS "agentName", g.vault_id AS "vaultId", v.name AS "vaultName", g.role

@@ -4,6 +4,7 @@
 import type { AnchorSigning } from "./audit-anchors.ts";
 import { removePrefix, type PrefixRemoval } from "./audit-prune-batch.ts";
 import { placeholderRows, type Sql, type SqlValue } from "./db.ts";
+import { WOULD_REFUSE_PREDICATE } from "./policy-modes.ts";
 
 export interface AuditRow {
   id: number;
@@ -60,6 +61,8 @@ export interface AuditFilter {
   host?: string;
   status?: number;
   principal?: string;
+  /** Only records report mode let through (`error` beginning `would_refuse:`). */
+  wouldRefuse?: boolean;
   limit: number;
 }
 
@@ -83,30 +86,21 @@ const OLDEST = "ORDER BY id ASC LIMIT ?";
 /** At or above every id: ids are rowids / BIGINT identities from 1 and stay below 2^53 (read as numbers). */
 const NO_UPPER_ID = Number.MAX_SAFE_INTEGER;
 
-/** Indexed by filterShape(): bit 1 host, bit 2 status, bit 4 principal. */
-const LIST_NEWEST: readonly string[] = [
-  `SELECT ${COLUMNS} ${FROM} ${NEWEST}`,
-  `SELECT ${COLUMNS} ${FROM} ${HOST} ${NEWEST}`,
-  `SELECT ${COLUMNS} ${FROM} ${STATUS} ${NEWEST}`,
-  `SELECT ${COLUMNS} ${FROM} ${HOST} ${STATUS} ${NEWEST}`,
-  `SELECT ${COLUMNS} ${FROM} ${PRINCIPAL} ${NEWEST}`,
-  `SELECT ${COLUMNS} ${FROM} ${HOST} ${PRINCIPAL} ${NEWEST}`,
-  `SELECT ${COLUMNS} ${FROM} ${STATUS} ${PRINCIPAL} ${NEWEST}`,
-  `SELECT ${COLUMNS} ${FROM} ${HOST} ${STATUS} ${PRINCIPAL} ${NEWEST}`,
-];
-const LIST_OLDEST: readonly string[] = [
-  `SELECT ${COLUMNS} ${FROM} ${OLDEST}`,
-  `SELECT ${COLUMNS} ${FROM} ${HOST} ${OLDEST}`,
-  `SELECT ${COLUMNS} ${FROM} ${STATUS} ${OLDEST}`,
-  `SELECT ${COLUMNS} ${FROM} ${HOST} ${STATUS} ${OLDEST}`,
-  `SELECT ${COLUMNS} ${FROM} ${PRINCIPAL} ${OLDEST}`,
-  `SELECT ${COLUMNS} ${FROM} ${HOST} ${PRINCIPAL} ${OLDEST}`,
-  `SELECT ${COLUMNS} ${FROM} ${STATUS} ${PRINCIPAL} ${OLDEST}`,
-  `SELECT ${COLUMNS} ${FROM} ${HOST} ${STATUS} ${PRINCIPAL} ${OLDEST}`,
-];
+// Report mode's marked records (migration 28): a partial index of (vault_id, id) over them alone.
+const WOULD_REFUSE_ONLY = `AND ${WOULD_REFUSE_PREDICATE}`;
+
+/** The statement of each shape (filterShape(): bit 1 host, bit 2 status, bit 4 principal, bit 8 would_refuse), written once. */
+function statements(order: string): readonly string[] {
+  return Array.from({ length: 16 }, (_, bits) => {
+    const terms = [bits & 1 ? HOST : "", bits & 2 ? STATUS : "", bits & 4 ? PRINCIPAL : "", bits & 8 ? WOULD_REFUSE_ONLY : ""].filter(Boolean);
+    return [`SELECT ${COLUMNS} ${FROM}`, ...terms, order].join(" ");
+  });
+}
+const LIST_NEWEST = statements(NEWEST);
+const LIST_OLDEST = statements(OLDEST);
 
 function filterShape(f: AuditFilter): number {
-  return (f.host !== undefined ? 1 : 0) | (f.status !== undefined ? 2 : 0) | (f.principal !== undefined ? 4 : 0);
+  return (f.host !== undefined ? 1 : 0) | (f.status !== undefined ? 2 : 0) | (f.principal !== undefined ? 4 : 0) | (f.wouldRefuse ? 8 : 0);
 }
 
 /** The statement and parameters list() runs for `f` (exported for the query-plan tests). */

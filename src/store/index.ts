@@ -28,9 +28,11 @@ import { userRepo } from "./users.ts";
 import { vaultRepo } from "./vaults.ts";
 import { vaultCountRepo } from "./vault-counts.ts";
 import { webhookRepo } from "./webhooks.ts";
+import { vaultCodeRepo } from "./vault-code.ts";
 import { secretStoreRepo } from "./secret-store-connections.ts";
 import { auditChainRepo } from "./audit-chains.ts";
 import { auditCheckpointRepo } from "./audit-checkpoints.ts";
+import { policyModeRepo } from "./policy-modes.ts";
 
 export type { Db, Sql, SqlValue, Dialect } from "./db.ts";
 export type { CredentialReference, CredentialRow } from "./credentials.ts";
@@ -46,6 +48,7 @@ export type { SessionChannel, SessionKind, SessionMinter, SessionOrigin, Session
 export type { PendingCounts, VaultCounts } from "./vault-counts.ts";
 export type { UserRow, InstanceRole } from "./users.ts";
 export type { VaultRow, UnmatchedHosts } from "./vaults.ts";
+export type { DeclaredAccess, VaultCodeState } from "./vault-code.ts";
 export type { AgentRow, AgentScope } from "./agents.ts";
 export type { AccessRow, GrantRow, MemberRow, VaultRole } from "./access.ts";
 export type { InviteKind, InviteRow } from "./invites.ts";
@@ -53,6 +56,7 @@ export type { IdentityRow, OidcCliCodeRow, OidcPurpose, OidcStateRow } from "./i
 export type { ConnectStateRow } from "./connect-states.ts";
 export type { AuthType, MintedAuthType, ServiceRow, ServiceWithCredential } from "./services.ts";
 export type { AuditFilter, AuditRow } from "./audit.ts";
+export { WOULD_REFUSE, type PolicyMode } from "./policy-modes.ts";
 export type { AuditChainRow } from "./audit-chains.ts";
 export {
   CHECKPOINT_LOCK,
@@ -129,6 +133,8 @@ function createRepos(sql: Sql, dialect: Dialect) {
     connectStates: connectStateRepo(sql),
     budgets: budgetRepo(sql),
     vaultCounts: vaultCountRepo(sql),
+    policyModes: policyModeRepo(sql),
+    vaultCode: vaultCodeRepo(sql),
   };
 }
 
@@ -152,6 +158,7 @@ const OFF_LOOP_READS = {
   sessions: ["activeForUser", "activeScopedForVault"],
   access: ["members"],
   vaultCounts: ["of", "pendingByVault"],
+  policyModes: ["wouldRefuseSince"],
 } as const satisfies { readonly [R in keyof Repos]?: readonly (keyof Repos[R])[] };
 
 function routeReads(repos: Repos, reader: Repos): Repos {

@@ -8,6 +8,8 @@ import { AUDIT_CHAIN_MIGRATIONS } from "./schema-audit-chain.ts";
 import { AUDIT_USAGE_MIGRATIONS } from "./schema-audit-usage.ts";
 import { BUDGET_MIGRATIONS } from "./schema-budgets.ts";
 import { FOUNDATION } from "./schema-foundation.ts";
+import { VAULT_CODE_MIGRATIONS } from "./schema-vault-code.ts";
+import { POLICY_MODE_MIGRATIONS } from "./schema-policy-mode.ts";
 import type { Migration } from "./migration.ts";
 
 export type { Migration };
@@ -15,4 +17,12 @@ export type { Migration };
 /** The channel on which PostgreSQL announces committed changes to every instance (see store/changes.ts). */
 export const CHANGES_CHANNEL = "broker_changes";
 
-export const MIGRATIONS: readonly Migration[] = [...FOUNDATION, ...ADDITIONS, ...AUDIT_CHAIN_MIGRATIONS, ...BUDGET_MIGRATIONS, ...AUDIT_USAGE_MIGRATIONS];
+export const MIGRATIONS: readonly Migration[] = [
+  ...FOUNDATION,
+  ...ADDITIONS,
+  ...AUDIT_CHAIN_MIGRATIONS,
+  ...BUDGET_MIGRATIONS,
+  ...AUDIT_USAGE_MIGRATIONS,
+  ...POLICY_MODE_MIGRATIONS,
+  ...VAULT_CODE_MIGRATIONS,
+];

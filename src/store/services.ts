@@ -1,6 +1,7 @@
 // Service rows: which hosts a vault serves and how the credential is injected.
 
 import type { Sql } from "./db.ts";
+import type { PolicyMode } from "./policy-modes.ts";
 import { fail, isTextList, parseStoredJson } from "./stored-json.ts";
 
 /** Static types inject a stored value; the minted ones (issue 18) make or sign a credential from stored ones. */
@@ -29,14 +30,19 @@ export interface ServiceRow {
   template: string | null;
   /** The template's operations chosen ("read", "write", …), or null; read from a JSON list. */
   operations: readonly string[] | null;
+  /**
+   * The service's own rules mode (migration 28), or null: its vault's policy mode. Set apart (policy-modes.ts), so a
+   * put (a proposal applied, an edit) keeps it; absent in rows built to be put.
+   */
+  rulesMode?: PolicyMode | null;
   updatedAt: number;
 }
 
 /** Columns added after the first release: a put without them stores NULL. */
-type OptionalColumns = "rules" | "authParam" | "authTemplate" | "authConfig" | "template" | "operations";
+type OptionalColumns = "rules" | "authParam" | "authTemplate" | "authConfig" | "template" | "operations" | "rulesMode";
 
 const COLUMNS = `vault_id AS "vaultId", host, description, auth_type AS "authType", auth_key AS "authKey", auth_header AS "authHeader",
-  auth_prefix AS "authPrefix", auth_username AS "authUsername", auth_param AS "authParam", auth_template AS "authTemplate", auth_config AS "authConfig", enabled, rules, template, operations, updated_at AS "updatedAt"`;
+  auth_prefix AS "authPrefix", auth_username AS "authUsername", auth_param AS "authParam", auth_template AS "authTemplate", auth_config AS "authConfig", enabled, rules, template, operations, rules_mode AS "rulesMode", updated_at AS "updatedAt"`;
 
 /** How a service sends (no description, rules or template): the columns of ServiceWithCredential. */
 const SENDING_COLUMNS = `vault_id AS "vaultId", host, auth_type AS "authType", auth_key AS "authKey", auth_header AS "authHeader",
@@ -172,7 +178,8 @@ export interface ServiceWithCredential
 function normalise(r: ServiceRow): ServiceRow {
   const raw = r as unknown as { operations: unknown; vaultId: unknown };
   const operations = raw.operations === null ? null : parseStoredJson("services", Number(raw.vaultId), "operations", raw.operations, assertOperations);
-  return { ...r, vaultId: Number(r.vaultId), enabled: Boolean(Number(r.enabled)), updatedAt: Number(r.updatedAt), operations };
+  const rulesMode = r.rulesMode === "report" || r.rulesMode === "enforce" ? r.rulesMode : null;
+  return { ...r, vaultId: Number(r.vaultId), enabled: Boolean(Number(r.enabled)), updatedAt: Number(r.updatedAt), operations, rulesMode };
 }
 
 function assertOperations(v: unknown, at: string): asserts v is string[] {

@@ -1,6 +1,7 @@
 // Vault rows. Deleting a vault cascades (foreign keys) to everything that belongs to it.
 
 import type { Dialect, Sql } from "./db.ts";
+import type { PolicyMode } from "./policy-modes.ts";
 
 export type UnmatchedHosts = "tunnel" | "deny";
 
@@ -8,10 +9,12 @@ export interface VaultRow {
   id: number;
   name: string;
   unmatchedHosts: UnmatchedHosts;
+  /** Report mode (migration 28, policy-modes.ts): refusals of the rules and the unmatched-host policy let through, marked. */
+  policyMode: PolicyMode;
   createdAt: number;
 }
 
-const COLUMNS = `id, name, unmatched_hosts AS "unmatchedHosts", created_at AS "createdAt"`;
+const COLUMNS = `id, name, unmatched_hosts AS "unmatchedHosts", policy_mode AS "policyMode", created_at AS "createdAt"`;
 
 // A vault's id names its audit records and hash chain, which outlive it: an id is never given twice.
 // PostgreSQL's identity never reuses one; SQLite's rowid would reuse a deleted highest id, so there the
@@ -50,5 +53,11 @@ export function vaultRepo(sql: Sql, dialect: Dialect) {
 export type VaultRepo = ReturnType<typeof vaultRepo>;
 
 function normalise(r: VaultRow): VaultRow {
-  return { id: Number(r.id), name: r.name, unmatchedHosts: r.unmatchedHosts, createdAt: Number(r.createdAt) };
+  return {
+    id: Number(r.id),
+    name: r.name,
+    unmatchedHosts: r.unmatchedHosts,
+    policyMode: r.policyMode === "report" ? "report" : "enforce",
+    createdAt: Number(r.createdAt),
+  };
 }

@@ -20,7 +20,7 @@
 import { ROOT_CONTEXT, TraceFlags, trace, type TextMapGetter } from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { RandomIdGenerator } from "@opentelemetry/sdk-trace";
-import type { AuditEntry, RequestSpan, RequestTracing, TracedRequest } from "../egress/index.ts";
+import { splitRecordedError, type AuditEntry, type RequestSpan, type RequestTracing, type TracedRequest } from "../egress/index.ts";
 import { llmAttributes } from "./audit-records.ts";
 import { SPAN_KIND, STATUS_CODE, type Attributes, type SpanData, type SpanStatus } from "./otlp-data.ts";
 
@@ -190,7 +190,10 @@ export function attributesOf(record: AuditEntry, req: TracedRequest, addedMs: nu
   if (record.service) out["broker.service"] = record.service;
   if (req.principalName) out["broker.principal.name"] = req.principalName;
   if (record.approvedBy) out["broker.approved_by"] = record.approvedBy;
-  if (record.error) out["error.type"] = record.error;
+  // A request report mode let through did not fail: its refusal is an attribute of its own, not an error.type.
+  const { wouldRefuse, error } = splitRecordedError(record.error);
+  if (error) out["error.type"] = error;
+  if (wouldRefuse) out["broker.would_refuse"] = wouldRefuse;
   Object.assign(out, llmAttributes(record));
   return out;
 }

@@ -9,12 +9,23 @@ import { isContained } from "../identity/index.ts";
 import type { Authority, TunnelDeps, TunnelSession } from "./context.ts";
 import { createChunkReader, writeAll } from "./reader.ts";
 
-/** Dials through the egress core, answers 200, and relays bytes both ways until either side ends. */
-export async function openBlindTunnel(client: Duplex, leftover: Uint8Array[], target: Authority, session: TunnelSession, deps: TunnelDeps): Promise<void> {
+/**
+ * Dials through the egress core, answers 200, and relays bytes both ways until either side ends. `wouldRefuse`: the
+ * refusal report mode lets through (the vault's unmatched_hosts is deny), for the record.
+ */
+export async function openBlindTunnel(
+  client: Duplex,
+  leftover: Uint8Array[],
+  target: Authority,
+  session: TunnelSession,
+  deps: TunnelDeps,
+  wouldRefuse?: string,
+): Promise<void> {
   const vault = { id: session.open.vault.id, name: session.open.vault.name };
   const { conn, finish } = await egressBlind(
     { principal: session.principal.id, contained: isContained(session.principal), vault, host: target.host, port: target.port },
     deps.egress,
+    wouldRefuse,
   );
   let bytesIn = 0;
   let bytesOut = 0;

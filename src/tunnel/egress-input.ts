@@ -21,7 +21,7 @@ export function tunnelEgressInput(
     principalName: principalName(session.principal),
     contained: isContained(session.principal),
     scoped: session.principal.kind === "scoped",
-    vault: { id: session.open.vault.id, name: session.open.vault.name },
+    vault: { id: session.open.vault.id, name: session.open.vault.name, policyMode: session.open.vault.policyMode },
     host: target.host,
     port: target.port,
     method: head.method,

@@ -238,9 +238,10 @@ async function handleConnect(stream: Duplex, reader: ChunkReader, head: RequestH
     return void stream.end();
   }
   deps.egress.activity?.note(session.principal.sessionPublicId, target, decision);
-  if (decision === "blind") {
+  if (decision === "blind" || decision === "report") {
     try {
-      return await openBlindTunnel(stream, reader.detach(), target, session, deps);
+      // "report": unmatched_hosts is deny, but the vault is in report mode: the tunnel `tunnel` would open, marked.
+      return await openBlindTunnel(stream, reader.detach(), target, session, deps, decision === "report" ? "forbidden" : undefined);
     } catch (err) {
       await writeResponse(stream, errorResponse(err, deps.log), { close: true }).catch(() => {});
       return void stream.end();

@@ -19,6 +19,8 @@ export interface AuditQuery {
   readonly status?: number;
   /** `agent:3`, `user:1`, an agent's name or a person's email. */
   readonly principal?: string;
+  /** Only records report mode let through (architecture.md D33). */
+  readonly wouldRefuse?: boolean;
   readonly limit: number;
 }
 
@@ -93,6 +95,7 @@ export async function listAuditLog(d: Domain, open: OpenVault, q: AuditQuery): P
     host: q.host || undefined,
     status: q.status,
     principal,
+    ...(q.wouldRefuse && { wouldRefuse: true }),
     limit: q.limit,
   });
   const names = createPrincipalNamer(d);
@@ -156,6 +159,12 @@ async function viewAuditRow(r: AuditRow, names: Namer, currency: string): Promis
     approved_by_name: r.approvedBy === null ? null : (await names(r.approvedBy)).name,
     llm: llmUseOf(r, currency),
   };
+}
+
+/** Records report mode let through since `since` (ms), up to `cap` (the console's "in the last 24 h"). */
+export async function countWouldRefuse(d: Domain, open: OpenVault, since: number, cap: number): Promise<number> {
+  requireInVault(open, "read_logs");
+  return d.store.policyModes.wouldRefuseSince(open.vault.id, since, cap);
 }
 
 function llmUseOf(r: AuditRow, currency: string): LlmUse | null {

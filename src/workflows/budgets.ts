@@ -4,7 +4,7 @@
 
 import { InvalidRequest, NotFound, PermissionDenied } from "../errors.ts";
 import type { Domain, OpenVault } from "../identity/index.ts";
-import { iso, requireInVault } from "../identity/index.ts";
+import { iso, requireInVault, requireUnmanaged } from "../identity/index.ts";
 import { limitReached, periodEnd, periodStart, softCrossed } from "../policy/index.ts";
 import { templateById } from "../templates/index.ts";
 import type { BudgetPeriod, BudgetRow, BudgetScope, BudgetUsage, SoftAction } from "../store/index.ts";
@@ -121,39 +121,47 @@ function hostsOf(body: BudgetRequest): readonly string[] {
   return t.hosts;
 }
 
-/** Sets (creates or replaces) the vault's budget `name`; its usage this period stays. Human admins. */
-export async function setBudget(d: Domain, open: OpenVault, name: string, body: BudgetRequest): Promise<BudgetView> {
-  requireBudgetAdmin(open);
+/** What a budget row stores for `body`: its scope's reference looked up (an agent of this vault), money in micro-units. */
+export async function budgetRowFor(
+  d: Domain,
+  vault: { id: number; name: string },
+  name: string,
+  body: BudgetRequest,
+): Promise<Omit<BudgetRow, "id" | "createdAt" | "updatedAt">> {
   checkName(name);
   let scopeRef: string | null = null;
   if (body.scope === "agent") {
     const agent = await d.store.agents.byName(body.agent!);
     // Only an agent of this vault: another vault's agent is not named here (nor told apart from one that does not exist).
-    const granted = agent && (await d.store.access.grantsOfAgent(agent.id)).some((g) => g.vaultId === open.vault.id);
-    if (!agent || !granted) throw new InvalidRequest(`vault ${open.vault.name} has no agent named ${body.agent}`, "agent");
+    const granted = agent && (await d.store.access.grantsOfAgent(agent.id)).some((g) => g.vaultId === vault.id);
+    if (!agent || !granted) throw new InvalidRequest(`vault ${vault.name} has no agent named ${body.agent}`, "agent");
     scopeRef = String(agent.id);
   } else if (body.scope === "service") scopeRef = body.service!.toLowerCase();
   else if (body.scope === "hosts") scopeRef = JSON.stringify([...new Set(hostsOf(body).map((h) => h.toLowerCase()))]);
   const l = body.limits;
-  const row = await d.store.budgets.put(
-    {
-      vaultId: open.vault.id,
-      name,
-      scope: body.scope,
-      scopeRef,
-      period: body.period,
-      limits: {
-        requests: l.requests ?? null,
-        inputTokens: l.input_tokens ?? null,
-        outputTokens: l.output_tokens ?? null,
-        totalTokens: l.total_tokens ?? null,
-        costMicros: l.cost === undefined || l.cost === null ? null : Math.round(l.cost * MICROS),
-      },
-      softPercent: body.soft_percent ?? null,
-      softAction: body.soft_action ?? "notify",
+  return {
+    vaultId: vault.id,
+    name,
+    scope: body.scope,
+    scopeRef,
+    period: body.period,
+    limits: {
+      requests: l.requests ?? null,
+      inputTokens: l.input_tokens ?? null,
+      outputTokens: l.output_tokens ?? null,
+      totalTokens: l.total_tokens ?? null,
+      costMicros: l.cost === undefined || l.cost === null ? null : Math.round(l.cost * MICROS),
     },
-    d.now(),
-  );
+    softPercent: body.soft_percent ?? null,
+    softAction: body.soft_action ?? "notify",
+  };
+}
+
+/** Sets (creates or replaces) the vault's budget `name`; its usage this period stays. Human admins. */
+export async function setBudget(d: Domain, open: OpenVault, name: string, body: BudgetRequest): Promise<BudgetView> {
+  requireBudgetAdmin(open);
+  await requireUnmanaged(d, open);
+  const row = await d.store.budgets.put(await budgetRowFor(d, open.vault, name, body), d.now());
   d.onVaultChange?.(open.vault.id); // the budget gate's cached list
   return viewBudget(d, row);
 }
@@ -181,6 +189,7 @@ export async function resetBudget(d: Domain, open: OpenVault, name: string): Pro
 
 export async function removeBudget(d: Domain, open: OpenVault, name: string): Promise<void> {
   requireBudgetAdmin(open);
+  await requireUnmanaged(d, open);
   await budgetNamed(d, open, name);
   await d.store.budgets.remove(open.vault.id, name);
   d.onVaultChange?.(open.vault.id); // the budget gate's cached list

@@ -10,7 +10,7 @@
 import { BrokerError, NotFound, PermissionDenied } from "../errors.ts";
 import { Secret } from "../secret.ts";
 import type { Domain, OpenVault } from "../identity/index.ts";
-import { liveUserSession, openVault, requireInVault, vaultNameById } from "../identity/index.ts";
+import { liveUserSession, openVault, requireInVault, requireUnmanaged, vaultNameById } from "../identity/index.ts";
 import { encryptCredential } from "../crypto/index.ts";
 import { OPERATION_NAMES, rulesFor, templateById, type OperationName, type Template } from "../templates/index.ts";
 import { toRow, type ServiceAuth } from "./services.ts";
@@ -139,6 +139,7 @@ async function storeConnection(
   refreshToken: Secret,
 ): Promise<void> {
   requireInVault(open, "write_secrets");
+  await requireUnmanaged(d, open); // made managed while the person was at the provider
   const vaultId = open.vault.id;
   const key = plan.keys.refreshToken;
   const sealed = { key, ...(await encryptCredential(d.dataKey, vaultId, key, refreshToken)) };

@@ -7,7 +7,7 @@
 import { createHash } from "node:crypto";
 import { InvalidRequest, PermissionDenied } from "../errors.ts";
 import type { Domain, OpenVault } from "../identity/index.ts";
-import { requireInVault } from "../identity/index.ts";
+import { requireInVault, requireUnmanaged } from "../identity/index.ts";
 import { randomBytes } from "../crypto/index.ts";
 import { OPERATION_NAMES, operationsOf, type OperationName, type Template } from "../templates/index.ts";
 import { CONNECT_STATE_TTL_MS, requirePlan, sha256, type ConnectDeps, type ConnectKeys } from "./connect-plan.ts";
@@ -97,6 +97,7 @@ export async function beginConnect(
   confirmedKeyHosts = false,
 ): Promise<{ url: string; state: string }> {
   requireInVault(open, "write_secrets");
+  await requireUnmanaged(d, open); // connecting writes a service and a credential
   const p = open.principal;
   if (p.kind !== "user") throw new PermissionDenied("only a person connects an account"); // requireInVault says so already
   const plan = requirePlan(connect, templateId);

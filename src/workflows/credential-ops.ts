@@ -11,8 +11,10 @@ import { formatReference, type CredentialSource, type SecretReference } from "..
 import type { Domain } from "../identity/index.ts";
 import { decryptCredential, encryptCredential } from "../crypto/index.ts";
 import { iso } from "../identity/index.ts";
-import { requireInVault, type OpenVault } from "../identity/index.ts";
+import { requireInVault, requireUnmanaged, type OpenVault } from "../identity/index.ts";
 import { requireUsableConnection, viewReference, type ReferenceView } from "./secret-stores.ts";
+
+const MANAGED_VALUES = " (a value for a key its file lists can still be set)";
 
 /** A first read of a reference just set is waited for at most this long: the answer then says how it went. */
 const FIRST_READ_WAIT_MS = 5_000;
@@ -29,6 +31,8 @@ export async function storedForm(d: Domain, vaultId: number, key: string, source
 /** `key` and the source arrive read by the contract (a key name; a value of at most 64 KiB in its Secret, or a parsed reference). */
 export async function setCredential(d: Domain, open: OpenVault, key: string, source: CredentialSource) {
   requireInVault(open, "write_secrets");
+  // A vault kept as code: its file lists keys, never values, so a value for a key it lists is set here still.
+  await requireUnmanaged(d, open, "value" in source ? { value: key } : undefined, MANAGED_VALUES);
   const row = await storedForm(d, open.vault.id, key, source);
   const now = d.now();
   await d.store.credentials.put(row, now);
@@ -98,6 +102,7 @@ export async function revealCredential(d: Domain, open: OpenVault, key: string):
 
 export async function deleteCredential(d: Domain, open: OpenVault, key: string): Promise<void> {
   requireInVault(open, "write_secrets");
+  await requireUnmanaged(d, open, undefined, MANAGED_VALUES);
   if (!(await d.store.credentials.remove(open.vault.id, key))) throw new NotFound(`no credential ${key} in this vault`);
   d.onVaultChange?.(open.vault.id);
 }

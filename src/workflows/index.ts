@@ -1,5 +1,5 @@
 // What people and agents do in a vault: credentials, services, proposals and their review, held
-// requests and their approval, webhook settings, the audit log's queries, connected accounts.
+// requests and their approval, webhook settings, the audit log's queries, connected accounts, vaults kept as code.
 
 export * from "./audit-log.ts";
 export * from "./audit-export.ts";
@@ -30,3 +30,6 @@ export {
 export * from "./secret-stores.ts";
 export * from "./budget-gate.ts";
 export * from "./llm-prices.ts";
+export { exportVaults, type ExportedFile, type FileWebhook, type VaultCodeFile, type VaultCodeSpec } from "./vault-file.ts";
+export { applyVaultFile } from "./vault-apply.ts";
+export type { ApplyResult, PendingForPerson, PlannedChange, VaultPlan } from "./vault-plan.ts";

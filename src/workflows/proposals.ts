@@ -15,7 +15,7 @@ import { isIpName, parseHostPattern, type Rules } from "../policy/index.ts";
 import { newHostWarning, replacedServiceWarning, rulesRemovedWarning } from "../words/index.ts";
 import { hashToken, mintToken } from "../crypto/index.ts";
 import { checkPageLimit, cutPage, iso } from "../identity/index.ts";
-import { openVault, requireInVault, type OpenVault, type UserPrincipal } from "../identity/index.ts";
+import { openVault, requireInVault, requireUnmanaged, type OpenVault, type UserPrincipal } from "../identity/index.ts";
 import { announceProposal } from "./webhooks.ts";
 import { storedForm } from "./credential-ops.ts";
 import type { TemplateChoice } from "../templates/index.ts";
@@ -187,6 +187,8 @@ export async function approveProposal(
   decided: ApprovalChoices = {},
 ): Promise<void> {
   const p = mayDecide(open, row);
+  // A proposal changes services and credentials: in a vault kept as code, its file takes them (rejecting stays open).
+  await requireUnmanaged(d, open, undefined, " (add what the proposal asks for to the file, then reject the proposal)");
   const slots = row.credentials;
   const services = withChosenRules(row.services, decided.rules);
   // A value for a key the proposal does not ask for would be dropped unseen (a typo keeps the old value).

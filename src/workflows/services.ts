@@ -4,10 +4,10 @@
 // human admins and members only.
 
 import { Conflict, InvalidRequest, NotFound } from "../errors.ts";
-import type { AuthType, ServiceRow } from "../store/index.ts";
+import type { AuthType, PolicyMode, ServiceRow } from "../store/index.ts";
 import type { Domain } from "../identity/index.ts";
 import { parseHostPattern } from "../policy/index.ts";
-import { checkPageLimit, cutPage, requireInVault, type OpenVault } from "../identity/index.ts";
+import { checkPageLimit, cutPage, requireInVault, requireUnmanaged, type OpenVault } from "../identity/index.ts";
 import { RulesList, type Rules } from "../policy/index.ts";
 import { isMintedAuthType, mintedAuthConfig, mintedAuthKeyFields, parseMintedAuthConfig, type MintedAuthFields } from "../policy/index.ts";
 import { OPERATION_NAMES, rulesFor, servesHost, templateById, type TemplateChoice } from "../templates/index.ts";
@@ -34,6 +34,8 @@ export interface ServiceSpec {
   rules?: Rules;
   /** Made from a catalogue template: which one and the operations chosen (auth and rules are their expansion). */
   from?: TemplateChoice;
+  /** The service's own rules mode (architecture.md D33); absent: its vault's policy mode. Human admins only. */
+  rules_mode?: PolicyMode;
 }
 
 /**
@@ -47,6 +49,8 @@ export interface ServicePatch {
   enabled?: boolean;
   rules?: Rules | null;
   from?: TemplateChoice;
+  /** The service's own rules mode; null: its vault's again. Human admins only. */
+  rules_mode?: PolicyMode | null;
 }
 
 /** A template-made service as shown: its template and operations, and what today's catalogue would change. */
@@ -68,6 +72,8 @@ export interface ServiceView {
   /** Allowed methods and paths; absent: everything on the host. */
   rules?: Rules;
   template?: ServiceTemplateView;
+  /** The service's own rules mode (architecture.md D33); absent: its vault's policy mode. */
+  rules_mode?: PolicyMode;
 }
 
 /** Every credential key a service's auth uses (none for passthrough). */
@@ -91,7 +97,15 @@ export function viewService(r: ServiceRow): ServiceView {
   if (r.authTemplate) auth.template = r.authTemplate;
   const rules = storedRules(r);
   const template = templateView(r, rules);
-  return { host: r.host, description: r.description, auth, enabled: r.enabled, ...(rules && { rules }), ...(template && { template }) };
+  return {
+    host: r.host,
+    description: r.description,
+    auth,
+    enabled: r.enabled,
+    ...(rules && { rules }),
+    ...(template && { template }),
+    ...(r.rulesMode && { rules_mode: r.rulesMode }),
+  };
 }
 
 /** The template a row was made from, and the catalogue's rules for its operations when they differ (a person applies them). */
@@ -190,18 +204,23 @@ export async function servicesOfHosts(d: Domain, vaultId: number, hosts: Iterabl
 
 export async function addService(d: Domain, open: OpenVault, spec: ServiceSpec): Promise<ServiceView> {
   requireInVault(open, "write_secrets");
+  await requireUnmanaged(d, open);
+  if (spec.rules_mode !== undefined) requireInVault(open, "policy_mode");
   const host = spec.host;
   const row = toRow(open.vault.id, host, spec.description, spec.auth, spec.enabled, spec.rules, spec.from);
   await d.store.transaction(async (tx) => {
     if (await tx.services.get(open.vault.id, host)) throw new Conflict(`a service for ${host} already exists; update it instead`);
     await tx.services.put(row, d.now());
+    if (spec.rules_mode !== undefined) await tx.policyModes.setServiceMode(open.vault.id, host, spec.rules_mode);
   });
   d.onVaultChange?.(open.vault.id);
-  return viewService({ ...row, updatedAt: d.now() });
+  return viewService({ ...row, rulesMode: spec.rules_mode ?? null, updatedAt: d.now() });
 }
 
 export async function updateService(d: Domain, open: OpenVault, rawHost: string, patch: ServicePatch): Promise<ServiceView> {
   requireInVault(open, "write_secrets");
+  await requireUnmanaged(d, open);
+  if (patch.rules_mode !== undefined) requireInVault(open, "policy_mode");
   const host = parseHostPattern(rawHost, { allowIp: true }).text;
   const updated = await d.store.transaction(async (tx) => {
     const current = await tx.services.get(open.vault.id, host);
@@ -223,7 +242,9 @@ export async function updateService(d: Domain, open: OpenVault, rawHost: string,
       patch.from ?? (handEdited ? undefined : (kept as TemplateChoice | undefined)),
     );
     await tx.services.put(row, d.now());
-    return row;
+    // The put keeps the rules mode; only a change that names it sets it (null: the vault's again).
+    if (patch.rules_mode !== undefined) await tx.policyModes.setServiceMode(open.vault.id, host, patch.rules_mode);
+    return { ...row, rulesMode: patch.rules_mode === undefined ? (current.rulesMode ?? null) : patch.rules_mode };
   });
   d.onVaultChange?.(open.vault.id);
   return viewService({ ...updated, updatedAt: d.now() });
@@ -244,6 +265,7 @@ export function patchedAuth(current: ServiceView, patch: Pick<ServicePatch, "aut
 
 export async function removeService(d: Domain, open: OpenVault, rawHost: string): Promise<void> {
   requireInVault(open, "write_secrets");
+  await requireUnmanaged(d, open);
   // A wildcard over a public suffix stored before that rule existed must stay removable.
   const host = parseHostPattern(rawHost, { allowIp: true, acceptPublicSuffixWildcard: true }).text;
   if (!(await d.store.services.remove(open.vault.id, host))) throw new NotFound(`no service for ${host} in this vault`);

@@ -10,7 +10,7 @@ import { encodeAad, open, randomBytes, seal } from "../crypto/index.ts";
 import type { Domain } from "../identity/index.ts";
 import { nameRequester, type RequesterKind } from "../identity/index.ts";
 import { iso } from "../identity/index.ts";
-import { requireInVault, type OpenVault } from "../identity/index.ts";
+import { requireInVault, requireUnmanaged, type OpenVault } from "../identity/index.ts";
 import type { AuditCheckpointEvent, BrokerEvent, ProposalEventType, RequestApprovalEvent, RequestApprovalEventType } from "../identity/index.ts";
 import type { CheckpointHead } from "../crypto/index.ts";
 import { maskWebhookReceiver } from "./webhook-url.ts";
@@ -87,6 +87,7 @@ export async function openWebhookSecret(dataKey: CryptoKey, row: WebhookRow): Pr
 /** Adds a webhook; the secret is in the answer once and never again. */
 export async function addWebhook(d: Domain, open: OpenVault, input: WebhookRequest): Promise<{ webhook: WebhookView; secret: Secret }> {
   requireWebhookAdmin(open);
+  await requireUnmanaged(d, open);
   const secret = new Secret(WEBHOOK_SECRET_PREFIX + Buffer.from(randomBytes(32)).toString("base64url"));
   const sealed = await seal(d.dataKey, new TextEncoder().encode(secret.reveal()), secretAad(open.vault.id, input.url)); // reveal: straight into AES-GCM
   const row = await d.store.transaction(async (tx) => {
@@ -115,6 +116,7 @@ export async function listWebhooks(d: Domain, open: OpenVault): Promise<WebhookV
 
 export async function removeWebhook(d: Domain, open: OpenVault, rawId: string): Promise<void> {
   requireWebhookAdmin(open);
+  await requireUnmanaged(d, open);
   if (!/^\d{1,15}$/.test(rawId) || !(await d.store.webhooks.remove(open.vault.id, Number(rawId)))) throw new NotFound("no such webhook in this vault");
 }
 

@@ -39,6 +39,7 @@ export default defineCommand({
     limit: { type: "string", description: "How many recent records to show first (default 50, at most 1000)" },
     host: { type: "string", description: "Only records for this host (as in the REQUEST column, without the path)" },
     who: { type: "string", description: "Only records made by this agent (its name) or person (their email)" },
+    "would-refuse": { type: "boolean", description: "Only requests report mode let through that the policy would refuse (error would_refuse:…)" },
     ...vaultArg,
     ...jsonArg,
   },
@@ -47,7 +48,10 @@ export default defineCommand({
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new CliFailure("--limit must be a whole number from 1 to 1000", undefined, 2);
     const ctx = openContext();
     const vault = await pickVaultOrOnly(ctx, args.vault);
-    const filter = (args.host ? `&host=${encodeURIComponent(args.host)}` : "") + (args.who ? `&principal=${encodeURIComponent(args.who)}` : "");
+    const filter =
+      (args.host ? `&host=${encodeURIComponent(args.host)}` : "") +
+      (args.who ? `&principal=${encodeURIComponent(args.who)}` : "") +
+      (args["would-refuse"] ? "&would_refuse=true" : "");
     const first = await ctx.client.request<AuditPageAnswerBody>("GET", `${vaultPath(vault, "logs")}?limit=${limit}${filter}`, { vault });
     const shown = first.logs.reverse();
     // The REFS column only when the first page has a credential by reference, TOKENS and COST only when it has an LLM

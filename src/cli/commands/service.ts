@@ -25,6 +25,8 @@ import {
   describeAllowed,
   parseRuleFlags,
   rulesFromFlags,
+  rulesModeArg,
+  rulesModeLine,
   warnIfNoKeys,
   UPDATE_EXAMPLES,
 } from "../kit/index.ts";
@@ -124,6 +126,7 @@ const update = defineCommand({
     ...allowArg,
     ...approveArg,
     "no-rules": { type: "boolean", description: "Remove the rules: every method and path allowed again, none held for approval" },
+    ...rulesModeArg,
     description: { type: "string", description: "New description" },
     ...vaultArg,
     ...jsonArg,
@@ -154,10 +157,11 @@ const update = defineCommand({
         `give the whole auth again: broker service update ${args.host} --auth <type> --${detail} …`,
         2,
       );
-    if (!fromTemplate && !clear && !ruleFlags.length && args.description === undefined && args.auth === undefined) {
+    const mode = args["rules-mode"];
+    if (!fromTemplate && !clear && !ruleFlags.length && args.description === undefined && args.auth === undefined && mode === undefined) {
       throw new CliFailure(
         "nothing to change",
-        `give --auth with its flags, --allow or --approve to replace the rules (${ALLOW_EXAMPLE}), --no-rules to remove them, or --description`,
+        `give --auth with its flags, --allow or --approve to replace the rules (${ALLOW_EXAMPLE}), --no-rules to remove them, --rules-mode, or --description`,
         2,
       );
     }
@@ -166,6 +170,7 @@ const update = defineCommand({
     if (auth) body.auth = auth;
     if (clear) body.rules = null;
     if (args.description !== undefined) body.description = args.description;
+    if (mode !== undefined) body.rules_mode = mode === "vault" ? null : mode;
     const typedRules = ruleFlags.length ? parseRuleFlags(ruleFlags) : undefined; // a usage error before any request
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
@@ -175,6 +180,7 @@ const update = defineCommand({
     if (auth) await warnIfNoKeys(ctx.client, vault, authKeyNames(auth));
     if (args.json) return printJson(svc);
     printLine(`Updated ${svc.host} in vault ${vault}${auth ? ` (${describeAuth(auth)})` : ""}: agents may use ${describeAllowed(svc.rules)}.`);
+    if (mode !== undefined) printLine(rulesModeLine(svc.rules_mode));
   },
 });
 addHelpFooter(update, () => UPDATE_EXAMPLES);
@@ -199,9 +205,9 @@ const list = defineCommand({
         {
           title: "ALLOWS",
           value: (s) =>
-            s.template
+            (s.template
               ? `${s.template.said}${s.template.catalogue_rules ? " (the catalogue's rules changed: see service update --help)" : ""}`
-              : describeAllowed(s.rules),
+              : describeAllowed(s.rules)) + (s.rules_mode ? ` [rules: ${s.rules_mode}]` : ""),
         },
       ],
       `No services in vault ${vault}. Add one with: broker service add <host> --auth bearer --token <KEY>`,

@@ -1,9 +1,9 @@
 // Who can reach a vault, and how it treats unknown hosts: `broker vault members`,
 // `broker vault invites list|revoke`, `broker vault agent-invites list|revoke`, and
-// `broker vault set --unmatched-hosts tunnel|deny` (admin).
+// `broker vault set --unmatched-hosts tunnel|deny` (admin) `--policy-mode enforce|report` (human admin).
 
 import { defineCommand } from "citty";
-import { jsonArg, vaultArg } from "../kit/index.ts";
+import { CliFailure, jsonArg, vaultArg } from "../kit/index.ts";
 import { vaultPath } from "../kit/index.ts";
 import { openContext, pickVault } from "../kit/index.ts";
 import { formatTime, printJson, printLine, printTable } from "../kit/index.ts";
@@ -70,23 +70,40 @@ function inviteCommands(path: "invites" | "agent-invites", who: string) {
 }
 
 const set = defineCommand({
-  meta: { name: "set", description: "Change vault settings (admin)" },
+  meta: { name: "set", description: "Change vault settings (admin; --policy-mode: human admins)" },
   args: {
     "unmatched-hosts": {
       type: "enum",
       options: ["tunnel", "deny"],
-      required: true,
       description: "Hosts without a service: tunnel (relay blind, no credential; the default) or deny (403 with a proposal hint)",
+    },
+    "policy-mode": {
+      type: "enum",
+      options: ["enforce", "report"],
+      description:
+        "enforce (the default) refuses what the rules and --unmatched-hosts deny refuse; report lets it through and marks its audit record would_refuse",
     },
     ...vaultArg,
   },
   async run({ args }) {
+    const unmatched = args["unmatched-hosts"];
+    const mode = args["policy-mode"];
+    if (unmatched === undefined && mode === undefined)
+      throw new CliFailure("nothing to change", "give --unmatched-hosts tunnel|deny, --policy-mode enforce|report, or both", 2);
     const ctx = openContext();
     const vault = pickVault(ctx, args.vault);
-    const res = await ctx.client.request<VaultAnswerBody>("PATCH", vaultPath(vault), { body: { unmatched_hosts: args["unmatched-hosts"] }, vault });
-    printLine(
-      `Vault ${vault}: hosts without a service are now ${res.unmatched_hosts === "deny" ? "refused (403 with a proposal hint)" : "relayed as blind tunnels"}.`,
-    );
+    const body = { ...(unmatched !== undefined && { unmatched_hosts: unmatched }), ...(mode !== undefined && { policy_mode: mode }) };
+    const res = await ctx.client.request<VaultAnswerBody>("PATCH", vaultPath(vault), { body, vault });
+    if (unmatched !== undefined)
+      printLine(
+        `Vault ${vault}: hosts without a service are now ${res.unmatched_hosts === "deny" ? "refused (403 with a proposal hint)" : "relayed as blind tunnels"}.`,
+      );
+    if (mode !== undefined)
+      printLine(
+        res.policy_mode === "report"
+          ? `Vault ${vault} is in report mode: requests its rules or unmatched-host policy would refuse go through, marked would_refuse in the log (broker logs --would-refuse).`
+          : `Vault ${vault} enforces its rules and unmatched-host policy again.`,
+      );
   },
 });
 

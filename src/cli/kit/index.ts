@@ -64,6 +64,7 @@ export { collectFlagValues, collectRuleFlags } from "./service-rules.ts";
 export { describeAllowed } from "./service-rules.ts";
 export { parseRuleFlags } from "./service-rules.ts";
 export { rulesFromFlags } from "./service-rules.ts";
+export { rulesModeArg, rulesModeLine } from "./service-rules.ts";
 export { UPDATE_EXAMPLES } from "./service-rules.ts";
 export { updateCliState } from "./state.ts";
 export { statePath } from "./state.ts";
@@ -116,3 +117,4 @@ export {
   storeWhere,
 } from "./secret-store-words.ts";
 export { checkSecretStores } from "./doctor-secret-stores.ts";
+export { readVaultFile, writeVaultFile } from "./vault-file.ts";

@@ -33,6 +33,23 @@ export const approveArg = {
   },
 } as const;
 
+/** `--rules-mode` of `service update` (report mode, human admins): `vault` sends null, the vault's policy mode again. */
+export const rulesModeArg = {
+  "rules-mode": {
+    type: "enum" as const,
+    options: ["enforce", "report", "vault"],
+    description:
+      "report: requests outside the rules go through, marked would_refuse in the log; enforce: refused; vault: as the vault's --policy-mode (human admins)",
+  },
+};
+
+/** What a service's rules mode now means, in one line. */
+export function rulesModeLine(mode: ServiceListBody["services"][number]["rules_mode"]): string {
+  if (mode === "report") return "Its rules are in report mode: a request they refuse goes through, marked would_refuse in the log.";
+  if (mode === "enforce") return "Its rules are enforced, whatever the vault's policy mode.";
+  return "Its rules follow the vault's policy mode.";
+}
+
 /** The `service add` example with rules, and what --allow does (the help puts the auth examples first). */
 export const ADD_RULES_EXAMPLE = `  broker service add api.github.com --auth bearer --token GITHUB_TOKEN \\
     --allow "GET HEAD /repos/*/issues/**" --allow "POST /repos/*/issues"

@@ -44,6 +44,10 @@ export const LOG_TAIL_SCRIPT = `(function () {
     tr.appendChild(cell("Request", request));
     var outcome = document.createDocumentFragment();
     outcome.appendChild(el("span", "badge badge-" + r.status_tone, String(r.status)));
+    if (r.would_refuse) {
+      outcome.appendChild(document.createTextNode(" "));
+      outcome.appendChild(el("span", "badge badge-warning", "would be refused"));
+    }
     if (r.error) outcome.appendChild(el("span", "small", " " + r.error));
     tr.appendChild(cell("Status", outcome));
     tr.appendChild(cell("Took", document.createTextNode(r.duration_ms + " ms"), "num"));

@@ -13,6 +13,7 @@ import { Badge, Button, EmptyState, formatTime, FormField, LinkButton, Name, Sec
 import { openConsoleVault, renderPage, requireSignedIn, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
 import { vaultPath } from "./layout.tsx";
 import { LOG_TAIL_SCRIPT } from "./log-tail-script.ts";
+import { ErrorNote, wouldRefuseOf } from "./vault-policy-mode.tsx";
 
 const PAGE_SIZE = 50;
 /** How long the page waits for the chain's verification (kept per vault while its head stays; a long one finishes later). */
@@ -22,6 +23,8 @@ interface LogFilter {
   host?: string;
   status?: number;
   principal?: string;
+  /** Only what report mode let through (`?would_refuse=1`). */
+  wouldRefuse?: boolean;
 }
 
 /** The filter of the query string; a malformed status is a 400 the page explains. */
@@ -29,7 +32,8 @@ function readFilter(c: ConsoleContext): LogFilter {
   const host = c.req.query("host")?.trim() || undefined;
   const principal = c.req.query("who")?.trim() || undefined;
   const status = readInt(c.req.query("status")?.trim(), "status", 999);
-  return { host, principal, status };
+  const marked = c.req.query("would_refuse");
+  return { host, principal, status, ...(marked !== undefined && marked !== "" && marked !== "0" && { wouldRefuse: true }) };
 }
 
 function query(filter: LogFilter, extra: Record<string, string | number | undefined> = {}): string {
@@ -37,6 +41,7 @@ function query(filter: LogFilter, extra: Record<string, string | number | undefi
   if (filter.host) q.set("host", filter.host);
   if (filter.status !== undefined) q.set("status", String(filter.status));
   if (filter.principal) q.set("who", filter.principal);
+  if (filter.wouldRefuse) q.set("would_refuse", "1");
   for (const [k, v] of Object.entries(extra)) if (v !== undefined) q.set(k, String(v));
   const s = q.toString();
   return s ? `?${s}` : "";
@@ -135,8 +140,15 @@ function feedRow(r: AuditRecord) {
     duration_ms: r.duration_ms,
     keys: r.credential_keys.join(", "),
     refs: r.credential_refs.join(", "),
-    error: r.error ?? "",
+    ...feedError(r.error),
   };
+}
+
+/** The error as the tail shows it: a record report mode let through gets its badge and words, as in the table. */
+function feedError(error: string | null): { error: string; would_refuse?: string } {
+  const marked = wouldRefuseOf(error);
+  if (!marked) return { error: error ?? "" };
+  return { error: `${marked.words} (report mode let it through)${marked.rest ? `; ${marked.rest}` : ""}`, would_refuse: marked.code };
 }
 
 function LogFilterForm(props: { filter: LogFilter; action: string }) {
@@ -161,9 +173,15 @@ function LogFilterForm(props: { filter: LogFilter; action: string }) {
         placeholder="e.g. 403"
         hint="An HTTP status code."
       />
+      <div class="field">
+        <label class="choice" for="f-would-refuse">
+          <input type="checkbox" name="would_refuse" id="f-would-refuse" value="1" checked={f.wouldRefuse === true} />
+          <span>Only requests that would be refused (let through in report mode)</span>
+        </label>
+      </div>
       <div class="actions">
         <Button variant="primary">Filter</Button>
-        {f.host || f.principal || f.status !== undefined ? <LinkButton href={props.action}>Clear</LinkButton> : null}
+        {f.host || f.principal || f.status !== undefined || f.wouldRefuse ? <LinkButton href={props.action}>Clear</LinkButton> : null}
       </div>
     </form>
   );
@@ -197,7 +215,7 @@ function LogTable(props: { rows: readonly AuditRecord[] }) {
           cell: (r) => (
             <>
               <Badge tone={statusTone(r.status)}>{String(r.status)}</Badge>
-              {r.error ? <span class="small"> {r.error}</span> : null}
+              <ErrorNote error={r.error} />
             </>
           ),
         },
@@ -237,7 +255,7 @@ async function renderLogs(c: ConsoleContext, open: OpenVault) {
   const hasNewer = before !== undefined || (after !== undefined && more);
   const live = before === undefined && after === undefined; // the tail prepends only on the newest page
   const newest = shown[0]?.id ?? 0;
-  const filtered = Boolean(filter.host || filter.principal || filter.status !== undefined);
+  const filtered = Boolean(filter.host || filter.principal || filter.status !== undefined || filter.wouldRefuse);
 
   const empty = filtered ? (
     <EmptyState title="No records match this filter" action={<LinkButton href={base}>Show every record</LinkButton>}>

@@ -9,6 +9,7 @@ import type { ServiceView } from "../../workflows/index.ts";
 import { authCell, AUTH_TYPE_LABELS, describeRulesInWords } from "../../words/index.ts";
 import { Badge, Button, Name, PostForm, Table, Time } from "../ui/index.ts";
 import { servicePath } from "./vault-service-paths.ts";
+import { ReportBadge } from "./vault-policy-mode.tsx";
 
 /** The keys a service's auth uses, then in words where they go (words/'s authCell); names set as code. */
 function AuthSummary(props: { s: ServiceView }) {
@@ -63,11 +64,17 @@ function ServiceCell(props: { s: ServiceView }) {
 }
 
 /** The rules in words, and the catalogue's where they differ (with the button that applies them). */
-function RulesCell(props: { vault: string; s: ServiceView; canWrite: boolean }) {
+function RulesCell(props: { vault: string; vaultMode: string; s: ServiceView; canWrite: boolean }) {
   const { s } = props;
-  const words = s.rules ? describeRulesInWords(s.rules) : <span class="muted">{describeRulesInWords(undefined)}</span>;
+  const described = s.rules ? describeRulesInWords(s.rules) : <span class="muted">{describeRulesInWords(undefined)}</span>;
+  const words = (
+    <>
+      {described}
+      <ReportBadge service={s} vaultMode={props.vaultMode} />
+    </>
+  );
   const newer = s.template?.catalogue_rules;
-  if (!newer) return <>{words}</>;
+  if (!newer) return words;
   const host = s.host;
   return (
     <>
@@ -90,6 +97,8 @@ function RulesCell(props: { vault: string; s: ServiceView; canWrite: boolean }) 
 
 export function ServicesTable(props: {
   vault: string;
+  /** The vault's policy mode: a service without its own rules mode follows it (report mode). */
+  vaultMode: string;
   rows: ServiceView[];
   canWrite: boolean;
   empty: any;
@@ -98,7 +107,7 @@ export function ServicesTable(props: {
   const columns = [
     { label: "Host", cell: (s: ServiceView) => <Name>{s.host}</Name> },
     { label: "Service", cell: (s: ServiceView) => <ServiceCell s={s} /> },
-    { label: "Allowed requests", cell: (s: ServiceView) => <RulesCell vault={props.vault} s={s} canWrite={props.canWrite} /> },
+    { label: "Allowed requests", cell: (s: ServiceView) => <RulesCell vault={props.vault} vaultMode={props.vaultMode} s={s} canWrite={props.canWrite} /> },
     { label: "Description", cell: (s: ServiceView) => (s.description ? s.description : <span class="muted">none</span>) },
     {
       label: "Status",

@@ -24,6 +24,7 @@ import { ServicesTable } from "./vault-service-list.tsx";
 import { findService, newServicePath, servicePath, vaultOf } from "./vault-service-paths.ts";
 import { renderPicker, renderTypeChoice, type ConnectConfigured } from "./vault-service-picker.tsx";
 import type { RefusedStatus } from "./vault-service-save.tsx";
+import { RulesModeSection } from "./vault-policy-mode.tsx";
 import { cataloguePatch, renderTemplateEdit, renderTemplateNew, requireTemplate, saveTemplate } from "./vault-service-template.tsx";
 
 type MintedStateOf = (vaultId: number, host: string) => MintedState | undefined;
@@ -64,7 +65,14 @@ async function renderList(c: ConsoleContext, mintedState?: MintedStateOf) {
           {add}
         </div>
       ) : null}
-      <ServicesTable vault={open.vault.name} rows={rows} canWrite={canWrite} empty={empty} minted={(host) => mintedState?.(open.vault.id, host)} />
+      <ServicesTable
+        vault={open.vault.name}
+        vaultMode={open.vault.policyMode}
+        rows={rows}
+        canWrite={canWrite}
+        empty={empty}
+        minted={(host) => mintedState?.(open.vault.id, host)}
+      />
       <PageLinks
         id="service-pages"
         label="Service pages"
@@ -102,7 +110,12 @@ async function renderEdit(c: ConsoleContext, state: EditState = {}) {
   const current = await findService(c, open, c.req.param("host") ?? "");
   const asked = c.req.query("type");
   if (asked === "choose" && !state.values && !state.form) return renderTypeChoice(c, current.host);
-  const after: Child = <RemoveSection vault={open.vault.name} host={current.host} />;
+  const after: Child = (
+    <>
+      <RulesModeSection open={open} service={current} />
+      <RemoveSection vault={open.vault.name} host={current.host} />
+    </>
+  );
   const t = current.template && templateById(current.template.id);
   if (t && (state.form || (!asked && !state.values))) return renderTemplateEdit(c, open, t, current, after, state.form, state.status);
   return renderCustomEdit(c, open, current, after, state.values, state.status);

@@ -3,7 +3,7 @@
 // PATCH /v1/vaults/:vault) and deleting the vault behind a typed confirmation (deleteVault, as
 // DELETE /v1/vaults/:vault; human admins only, decided by the domain); its Notifications section
 // (proposal webhooks) lives in vault-webhooks.tsx, its "Budgets" section in vault-budgets.tsx, its "Secret
-// stores" section in secret-stores.tsx.
+// stores" section in secret-stores.tsx, its "Report mode" section in vault-policy-mode.tsx.
 
 import { Hono } from "hono";
 import { parseWith, VaultUpdateInput } from "../../contract/index.ts";
@@ -14,6 +14,7 @@ import { vaultPath } from "./layout.tsx";
 import { renderNotifications, vaultWebhookRoutes } from "./vault-webhooks.tsx";
 import { renderVaultStores } from "./secret-stores.tsx";
 import { draftOf, renderBudgets, saveBudget, vaultBudgetRoutes, type BudgetDraft } from "./vault-budgets.tsx";
+import { policyModeRoutes, renderPolicyMode } from "./vault-policy-mode.tsx";
 
 const CHOICES = [
   {
@@ -70,6 +71,7 @@ async function renderSettings(c: ConsoleContext, open: OpenVault, refused?: { dr
   const manage = mayInVault(open.principal, open.role, "manage");
   const remove = mayInVault(open.principal, open.role, "delete_vault");
   const current = CHOICES.find((ch) => ch.value === view.unmatched_hosts) ?? CHOICES[0];
+  const policyMode = await renderPolicyMode({ c, open });
   const budgets = await renderBudgets({ c, open, draft: refused?.draft });
   const notifications = await renderNotifications({ c, open });
   const stores = await renderVaultStores({ c, open });
@@ -91,6 +93,7 @@ async function renderSettings(c: ConsoleContext, open: OpenVault, refused?: { dr
           </>
         )}
       </Section>
+      {policyMode}
       {budgets}
       {notifications}
       {stores}
@@ -132,6 +135,7 @@ export function vaultSettingsRoutes() {
   const r = new Hono<ConsoleEnv>();
   r.route("/", vaultWebhookRoutes());
   r.route("/", vaultBudgetRoutes());
+  r.route("/", policyModeRoutes());
 
   r.get("/vaults/:vault/settings", requireSignedIn, async (c) => renderSettings(c, await openConsoleVault(c, "read")));
 

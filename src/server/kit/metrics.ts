@@ -180,6 +180,12 @@ export function createMetrics(sources: MetricSources): Metrics {
   });
 
   const usage = llmUsageMetrics(registers);
+  const wouldRefuse = new Counter({
+    name: "broker_policy_would_refuse_total",
+    help: 'Requests report mode let through that the rules or the unmatched-host policy would refuse, by vault, service ("none": no service matched) and refusal code',
+    labelNames: ["vault", "service", "code"] as const,
+    registers,
+  });
 
   const egress: EgressMetrics = {
     now: () => performance.now(),
@@ -189,6 +195,7 @@ export function createMetrics(sources: MetricSources): Metrics {
       if (o.upstreamSeconds !== null) upstreamTime.observe({ ingress: o.ingress }, o.upstreamSeconds);
     },
     observeUsage: usage,
+    wouldRefuse: (o) => wouldRefuse.inc({ vault: o.vault, service: o.service, code: o.code }),
   };
   return {
     registry,

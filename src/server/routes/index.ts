@@ -26,3 +26,4 @@ export { budgetRoutes } from "./budgets.ts";
 export { templateRoutes, viewTemplate } from "./templates.ts";
 export { readInt } from "./logs.ts";
 export { secretStoreRoutes } from "./secret-stores.ts";
+export { vaultCodeRoutes } from "./vault-code.ts";

@@ -18,6 +18,13 @@ export function readInt(v: string | undefined, field: string, max = Number.MAX_S
   return Number(v);
 }
 
+/** A yes/no query parameter: `true` or `false` (absent or empty: false). */
+export function readFlag(v: string | undefined, field: string): boolean {
+  if (v === undefined || v === "" || v === "false") return false;
+  if (v === "true") return true;
+  throw new InvalidRequest(`${field} must be true or false`, field);
+}
+
 export function logRoutes(d: Domain) {
   const r = new Hono<ApiEnv>();
   r.use("/:vault/logs", requirePrincipal(d));
@@ -35,6 +42,7 @@ export function logRoutes(d: Domain) {
         host: "only this host",
         status: "only this HTTP status",
         principal: "an id (agent:3), an agent's name or a person's email",
+        would_refuse: "true: only requests report mode let through (error beginning would_refuse:)",
       },
       success: { status: 200, schema: AuditPageAnswer },
     }),
@@ -46,6 +54,7 @@ export function logRoutes(d: Domain) {
         host: c.req.query("host") || undefined,
         status: readInt(c.req.query("status"), "status", 999),
         principal: c.req.query("principal") || undefined,
+        wouldRefuse: readFlag(c.req.query("would_refuse"), "would_refuse"),
         limit: readInt(c.req.query("limit"), "limit", AUDIT_PAGE_MAX) ?? 100,
       });
       return c.json(page);

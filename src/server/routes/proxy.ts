@@ -44,7 +44,7 @@ export function proxyRoutes(d: Domain, deps: EgressDeps) {
           principalName: principalName(p),
           contained: isContained(p),
           scoped: p.kind === "scoped",
-          vault: { id: open.vault.id, name: open.vault.name },
+          vault: { id: open.vault.id, name: open.vault.name, policyMode: open.vault.policyMode },
           host: pattern.name,
           port: pattern.port,
           method: req.method,

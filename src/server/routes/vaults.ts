@@ -47,10 +47,10 @@ export function vaultRoutes(d: Domain) {
   r.patch(
     "/:vault",
     describe({
-      summary: "Change a vault's settings (unmatched_hosts)",
+      summary: "Change a vault's settings (unmatched_hosts, policy_mode)",
       tags,
       auth: "bearer",
-      who: "admins (agent tokens too; not scoped sessions)",
+      who: "admins (agent tokens too; not scoped sessions); policy_mode: human admins only",
       success: { status: 200, schema: S.VaultAnswer },
     }),
     jsonBody(S.VaultUpdateInput),
@@ -216,7 +216,7 @@ export function vaultRoutes(d: Domain) {
   r.patch(
     "/:vault/services/:host",
     describe({
-      summary: "Change a service (fields left out keep their value; rules: null removes them)",
+      summary: "Change a service (fields left out keep their value; rules: null removes them; rules_mode: human admins only)",
       tags: services,
       auth: "bearer",
       who: HUMANS_WRITE,

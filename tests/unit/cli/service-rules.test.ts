@@ -132,7 +132,7 @@ describe("broker service add|update refuse bad rule flags before any request", (
       'error: --allow "DELETE": no path given',
       "hint:",
     ],
-    [["service", "update", "api.example.com", "--rules"], "error: unknown option --rules", "--help"],
+    [["service", "update", "api.example.com", "--rules"], "error: unknown option --rules", "did you mean: --rules-mode?"],
     [
       ["service", "update", "api.example.com", "--approve", "POST /v1/refunds", "--no-rules"],
       "error: --approve and --no-rules contradict each other",

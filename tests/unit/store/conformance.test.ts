@@ -23,7 +23,7 @@ forEachBackend((backend) => {
     await open();
     const b = await store.vaults.create("bravo", 10);
     const a = await store.vaults.create("alpha", 11);
-    expect(b).toEqual({ id: expect.any(Number), name: "bravo", unmatchedHosts: "tunnel", createdAt: 10 });
+    expect(b).toEqual({ id: expect.any(Number), name: "bravo", unmatchedHosts: "tunnel", policyMode: "enforce", createdAt: 10 });
     expect(a.id).not.toBe(b.id);
     expect(await store.vaults.byName("bravo")).toEqual(b);
     expect(await store.vaults.byId(a.id)).toEqual(a);
@@ -331,6 +331,7 @@ forEachBackend((backend) => {
       rules: null,
       template: null,
       operations: null,
+      rulesMode: null,
     } as const;
     await store.services.put({ ...base, host: "b.example.com", authType: "bearer", authKey: "K" }, 10);
     await store.services.put(
