@@ -53,11 +53,14 @@ export interface ShutdownParts {
   readonly upstream: { close(): void };
   readonly secretStores: { stop(): void };
   readonly audit: { readonly queued: number; stop(graceMs: number): Promise<void> };
+  /** Exchanges answered whose records wait for their usage (a metered stream the agent left: egress/llm-metering.ts). */
+  readonly settling?: { whenSettled(limitMs: number): Promise<void> };
   readonly telemetry: { stop(graceMs: number): Promise<void> } | undefined;
   readonly store: { close(): void };
 }
 
 export async function shutDown(p: ShutdownParts, { graceMs = 0, reason }: { graceMs?: number; reason?: string } = {}): Promise<void> {
+  const started = Date.now();
   p.stopJobs();
   const retentionStopped = p.auditJobs.stopRetention();
   // No delivery starts from here on; those in flight get the same grace as requests, in parallel with them.
@@ -76,9 +79,11 @@ export async function shutDown(p: ShutdownParts, { graceMs = 0, reason }: { grac
   p.upstream.close();
   p.secretStores.stop(); // its pools' idle connections to the stores must not hold the process
   await retentionStopped;
+  // Answers already sent whose records wait for their usage (at most the metering's drain) are made first.
+  await p.settling?.whenSettled(Math.max(0, graceMs - drained.waitedMs));
   // The records queued wait for the database within what is left of the grace; the rest stay in the journal.
   // The collector gets the same time, alongside: what it has not taken by then is dropped and counted.
-  const left = Math.max(0, graceMs - drained.waitedMs);
+  const left = Math.max(0, graceMs - (Date.now() - started));
   await Promise.all([p.audit.stop(left), p.telemetry?.stop(left)]);
   // Then the records written until now get a signature (stored; webhook delivery has stopped by now).
   await p.auditJobs.stopCheckpointer({ final: true });

@@ -12,6 +12,7 @@ import {
   createAuditLog,
   createPlanCache,
   createSessionActivity,
+  createSettling,
   createUpstream,
   systemResolver,
   type EgressDeps,
@@ -306,11 +307,13 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       redeem: (r) => redeemAuthorizationCode({ upstream, policy, resolver, noteSent: (values) => plans.noteSent(values) }, r),
     };
     for (const detail of connectWarnings(config.connect)) log.warn("connect_settings_unused", { detail });
+    const settling = createSettling();
     const egress: EgressDeps = {
       minter,
       approvals: createRequestApprovalGate(domain),
       budgets,
       prices,
+      settling,
       plans,
       policy,
       resolver,
@@ -409,6 +412,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
             upstream,
             secretStores,
             audit,
+            settling,
             telemetry: telemetry || undefined,
             store,
           },

@@ -17,7 +17,8 @@ import { chargeBudgets } from "./stage-budget.ts";
 import { applyRules } from "./stage-rules.ts";
 import { sendUpstream } from "./stage-send.ts";
 
-export type { EgressDeps, EgressInput, EgressMetrics, ExchangeObservation, UsageObservation } from "./exchange.ts";
+export type { EgressDeps, EgressInput, EgressMetrics, ExchangeObservation, Settling, UsageObservation } from "./exchange.ts";
+export { createSettling } from "./exchange.ts";
 
 const REFUSED_METHODS = new Set(["TRACE", "TRACK", "CONNECT"]);
 
@@ -38,10 +39,13 @@ export async function egress(input: EgressInput, deps: EgressDeps): Promise<Answ
     // agent that hangs up or an upstream cut off is charged what the answer reported (llm-metering.ts).
     const ended = (bytesOut: number, error: string | null) => {
       if (!metered) return auditExchange(x, answer.status, bytesOut, error);
-      void metered.settled().then((call) => {
+      const recorded = metered.settled().then((call) => {
         x.call = call;
+        // A call that went (2xx) and never said what it used is charged an estimate; the record says nothing.
+        if (!call && answer.status >= 200 && answer.status < 300) x.estimate = metered.estimate(x.bytesIn);
         auditExchange(x, answer.status, bytesOut, error);
       });
+      deps.settling?.track(recorded);
     };
     const res = await shapeResponse(answer, needles, input.ingress, deps, ended, ranged);
     observeExchange(x, res.status);

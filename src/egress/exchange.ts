@@ -72,6 +72,31 @@ export interface EgressDeps {
   readonly budgets?: BudgetGate;
   /** The LLM price table calls are priced by (absent: the shipped one). */
   readonly prices?: PriceBook;
+  /** Where an exchange whose record waits for its usage says so, for a graceful shutdown to wait for it. */
+  readonly settling?: Settling;
+}
+
+/** Exchanges already answered whose audit record waits for their usage (a metered stream's drain). */
+export interface Settling {
+  track(p: Promise<void>): void;
+  /** Resolves once every tracked one has settled, or after `limitMs`. */
+  whenSettled(limitMs: number): Promise<void>;
+}
+
+export function createSettling(): Settling {
+  const pending = new Set<Promise<void>>();
+  return {
+    track(p) {
+      pending.add(p);
+      void p.finally(() => pending.delete(p));
+    },
+    async whenSettled(limitMs) {
+      if (pending.size === 0) return;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([Promise.allSettled([...pending]), new Promise<void>((resolve) => (timer = setTimeout(resolve, limitMs)))]);
+      clearTimeout(timer);
+    },
+  };
 }
 
 /** What one exchange tells the metrics: names and numbers only, never a path, query or value. */
@@ -129,6 +154,8 @@ export interface Exchange {
   budget?: BudgetTicket;
   /** What the LLM call used, once its answer ended (llm-metering.ts). */
   call?: CallUsage;
+  /** What its budgets are charged instead when the answer never said (llm-metering.ts estimate). */
+  estimate?: CallUsage;
   /** The code of the refusal report mode let through (report-mode.ts), if any: the record says `would_refuse:<code>`. */
   wouldRefuse?: string;
 }
@@ -169,7 +196,9 @@ export function auditExchange(x: Exchange, status: number, bytesOut: number, err
 
 /** The request's budgets learn what its call used (nothing more, for a call that was not metered), once. */
 export function settleBudget(x: Exchange): void {
-  x.budget?.settle(x.call);
+  x.budget?.settle(x.call ?? x.estimate);
+  if (!x.call && x.estimate && x.budget)
+    x.deps.log.info("llm_usage_estimated", { vault: x.input.vault.name, host: x.input.host, tokens: x.estimate.totalTokens });
   const m = x.deps.metrics;
   if (x.call && m?.observeUsage) {
     const { input } = x;

@@ -1,7 +1,16 @@
 // The egress core: both ingress paths (/proxy and the tunnel) call `egress` with a request and
 // who is asking. Never imports Hono or listens on sockets.
 
-export { egress, type EgressDeps, type EgressInput, type EgressMetrics, type ExchangeObservation, type UsageObservation } from "./egress.ts";
+export {
+  createSettling,
+  egress,
+  type EgressDeps,
+  type EgressInput,
+  type EgressMetrics,
+  type ExchangeObservation,
+  type Settling,
+  type UsageObservation,
+} from "./egress.ts";
 export { answerOf, headerOf, toWebResponse, wholeBody, type Answer } from "./answer.ts";
 export { createAuditLog, type AuditEntry, type AuditLog } from "./audit.ts";
 export { openAuditJournal, JOURNAL_FILE, type AuditJournal } from "./audit-journal.ts";

@@ -10,8 +10,10 @@ export interface Member {
 }
 
 /**
- * The object's members named in `wanted`, in order (a key given twice appears twice), or undefined when the text is
- * not one JSON object. Other keys are compared as they are written (decoded only when they hold an escape).
+ * The object's members whose key folds to one in `wanted` (lower case), in order (a key given twice appears twice), as
+ * written: servers differ in how they read keys (Go's encoding/json matches them case-insensitively, folding ſ to s
+ * and the Kelvin sign to k), so a caller sees every spelling one of them might take for the key. Undefined when the
+ * text is not one JSON object. Other keys are compared by length first (decoded only when they hold an escape).
  */
 export function topLevelMembers(text: string, wanted: ReadonlySet<string>): Member[] | undefined {
   const lengths = new Set([...wanted].map((k) => k.length));
@@ -40,7 +42,7 @@ export function topLevelMembers(text: string, wanted: ReadonlySet<string>): Memb
     const start = skipSpace(text, i + 1);
     const end = endOfValue(text, start);
     if (end < 0) return undefined;
-    if (key !== undefined && wanted.has(key)) members.push({ key, start, end });
+    if (key !== undefined && wanted.has(foldKey(key))) members.push({ key, start, end });
     i = skipSpace(text, end);
     if (text[i] === ",") {
       i = skipSpace(text, i + 1);
@@ -49,6 +51,14 @@ export function topLevelMembers(text: string, wanted: ReadonlySet<string>): Memb
     if (text[i] !== "}") return undefined;
     return skipSpace(text, i + 1) === text.length ? members : undefined;
   }
+}
+
+/** A key as a case-insensitive reader matches it. */
+export function foldKey(key: string): string {
+  return key
+    .replace(/\u017f/g, "s")
+    .replace(/\u212a/g, "k")
+    .toLowerCase();
 }
 
 /** Whether text[from, to) holds a backslash (an escaped key may decode to a wanted one of another length). */

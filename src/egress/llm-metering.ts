@@ -8,7 +8,7 @@ import { decodeWhole, parseCodings, type Coding } from "./content-coding.ts";
 import type { MeterPlan } from "./llm-request.ts";
 import { chargedMicros, costMicros, type PriceTable } from "../policy/index.ts";
 import { stripAskedUsage, stripAskedUsageWhole } from "./llm-stream-usage.ts";
-import { createUsageMeter, DRAIN_BYTES, DRAIN_MS, MAX_METERED_JSON_BYTES, type CallUsage, type LlmUsage, type UsageMeter } from "./llm-usage.ts";
+import { createUsageMeter, DRAIN_BYTES, DRAIN_MS, GrowingBytes, MAX_METERED_JSON_BYTES, type CallUsage, type LlmUsage, type UsageMeter } from "./llm-usage.ts";
 import type { Needles } from "./redact.ts";
 import { redactText } from "./redact-headers.ts";
 
@@ -19,6 +19,12 @@ export interface MeteredAnswer {
    * reported it, or undefined when it reported none.
    */
   settled(): Promise<CallUsage | undefined>;
+  /**
+   * What budgets are charged for an answer that ended without its usage (the agent left before it came, the upstream
+   * was cut, or never reports it): input a token per 4 bytes of the request, output an event per token of a stream (a
+   * token per 4 bytes of another answer), money at the table's dearest prices. The audit record keeps no estimate.
+   */
+  estimate(requestBytes: number): CallUsage;
 }
 
 /** A model name as kept: letters, digits and the punctuation model names use, at most 100 characters. */
@@ -30,22 +36,38 @@ export function meterAnswer(answer: Answer, plan: MeterPlan, needles: Needles, p
   try {
     codings = parseCodings(joinedHeader(answer.headers, "content-encoding"));
   } catch {
-    return { answer, settled: none }; // a coding the broker cannot read: unmetered (the scan refuses it where it must)
+    return { answer, settled: none, estimate: (n) => estimated(n, 0, prices) }; // a coding the broker cannot read: unmetered (the scan refuses it where it must)
   }
   const plain = createUsageMeter(plan.provider, type);
-  if (!plain || !answer.body) return { answer, settled: none };
-  const meter = codings.length ? decodingMeter(plain, codings) : plain;
+  if (!plain || !answer.body) return { answer, settled: none, estimate: (n) => estimated(n, 0, prices) };
   const strip = plan.stripUsage && codings.length === 0 && /^text\/event-stream/i.test(type ?? "");
   const priced = (usage: LlmUsage | undefined) => usage && priceUsage(usage, needles, prices);
   if (answer.body instanceof Uint8Array) {
+    const meter = codings.length ? decodingMeter(plain, codings) : plain;
     meter.push(answer.body);
     const usage = priced(meter.finish());
     const settled = () => Promise.resolve(usage);
-    if (!strip) return { answer, settled };
+    const size = answer.body.byteLength;
+    const estimate = (n: number) => estimated(n, Math.ceil(size / 4), prices);
+    if (!strip) return { answer, settled, estimate };
     const body = stripAskedUsageWhole(answer.body);
-    return { answer: { ...answer, body, headers: withHeader(answer.headers, "content-length", String(body.byteLength)) }, settled };
+    return { answer: { ...answer, body, headers: withHeader(answer.headers, "content-length", String(body.byteLength)) }, settled, estimate };
   }
+  // A streamed answer in a content coding is decoded as it passes (a copy, into the meter), so one cut off or left
+  // by the agent still yields the usage it carried so far.
+  const meter = codings.length ? (streamingDecodeMeter(plain, codings) ?? asyncMeter(decodingMeter(plain, codings))) : asyncMeter(plain);
   const reader = answer.body.getReader();
+  // What passed, for an estimate when the usage never comes: bytes, and a stream's data events.
+  let bytes = 0;
+  let events = 0;
+  const events_ = /^text\/event-stream/i.test(type ?? "") && codings.length === 0;
+  const seen = {
+    push(chunk: Uint8Array) {
+      bytes += chunk.byteLength;
+      if (events_) for (let at = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).indexOf(DATA); at >= 0; at = nextData(chunk, at)) events++;
+      meter.push(chunk);
+    },
+  };
   // Resolved once the upstream's body is over for the meter: read to its end, failed, or drained after a cancel (which
   // reaches this stream a moment after whoever reads it has heard of it).
   const over = Promise.withResolvers<void>();
@@ -62,11 +84,11 @@ export function meterAnswer(answer: Answer, plan: MeterPlan, needles: Needles, p
         over.resolve();
         return ctrl.close();
       }
-      meter.push(next.value);
+      seen.push(next.value);
       ctrl.enqueue(next.value);
     },
     cancel(reason) {
-      void drain(reader, meter, reason).finally(over.resolve);
+      void drain(reader, seen, reason).finally(over.resolve);
     },
   });
   let body = tapped;
@@ -79,15 +101,33 @@ export function meterAnswer(answer: Answer, plan: MeterPlan, needles: Needles, p
     let timer: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([over.promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, DRAIN_MS + 1000)))]);
     clearTimeout(timer);
-    return priced(meter.finish());
+    return priced(await meter.finish());
   };
-  return { answer: { ...answer, headers, body }, settled };
+  const estimate = (requestBytes: number) => estimated(requestBytes, events_ ? Math.max(events, 1) : Math.ceil(bytes / 4), prices);
+  return { answer: { ...answer, headers, body }, settled, estimate };
 }
 
 const none = () => Promise.resolve(undefined);
+const DATA = Buffer.from("data:");
+function nextData(chunk: Uint8Array, at: number): number {
+  return Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).indexOf(DATA, at + DATA.byteLength);
+}
+
+function estimated(requestBytes: number, outputTokens: number, prices: PriceTable): CallUsage {
+  const inputTokens = Math.ceil(requestBytes / 4);
+  return {
+    model: null,
+    inputTokens,
+    outputTokens,
+    totalTokens: inputTokens + outputTokens,
+    costMicros: undefined,
+    chargedMicros: chargedMicros(prices, undefined, inputTokens, outputTokens),
+    currency: prices.currency,
+  };
+}
 
 /** Reads what the upstream still sends into the meter, within the drain's bounds, then lets the upstream go. */
-async function drain(reader: ReadableStreamDefaultReader<Uint8Array>, meter: UsageMeter, reason: unknown): Promise<void> {
+async function drain(reader: ReadableStreamDefaultReader<Uint8Array>, meter: Pick<UsageMeter, "push">, reason: unknown): Promise<void> {
   const deadline = Date.now() + DRAIN_MS;
   let bytes = 0;
   try {
@@ -112,20 +152,76 @@ async function drain(reader: ReadableStreamDefaultReader<Uint8Array>, meter: Usa
  * the coded bytes are copied aside up to the metering bound and decoded at the end. The stream itself is not held.
  */
 function decodingMeter(inner: UsageMeter, codings: readonly Coding[]): UsageMeter {
-  const parts: Uint8Array[] = [];
+  const copy = new GrowingBytes(MAX_METERED_JSON_BYTES);
   let size = 0;
   return {
     push(chunk) {
       size += chunk.byteLength;
-      if (size <= MAX_METERED_JSON_BYTES) parts.push(chunk.slice());
+      if (size <= MAX_METERED_JSON_BYTES) copy.push(chunk);
     },
     finish() {
       if (size > MAX_METERED_JSON_BYTES) return undefined;
       try {
-        inner.push(decodeWhole(Buffer.concat(parts), codings).plain);
+        inner.push(decodeWhole(copy.bytes(), codings).plain);
       } catch {
         return undefined;
       }
+      return inner.finish();
+    },
+  };
+}
+
+/** A meter whose end is awaited (a streaming decoder's is). */
+interface AsyncMeter {
+  push(chunk: Uint8Array): void;
+  finish(): Promise<LlmUsage | undefined>;
+}
+
+function asyncMeter(m: UsageMeter): AsyncMeter {
+  return { push: (c) => m.push(c), finish: async () => m.finish() };
+}
+
+/** Decoded bytes a metered answer may yield; past it the rest is not decoded (a decompression bomb costs no more). */
+const MAX_DECODED_BYTES = 256 * 1024 * 1024;
+
+/**
+ * The body's codings undone as it passes (DecompressionStream: gzip, deflate, brotli), into the meter: a truncated
+ * body yields what it decoded, and an answer of any size is read at the meter's own bounds. Undefined for a coding
+ * it does not stream (zstd): that one is decoded whole at the end.
+ */
+function streamingDecodeMeter(inner: UsageMeter, codings: readonly Coding[]): AsyncMeter | undefined {
+  const formats: string[] = [];
+  for (const c of codings) {
+    if (c === "zstd") return undefined;
+    formats.push(c === "br" ? "brotli" : c);
+  }
+  const source = new TransformStream<Uint8Array, Uint8Array>();
+  let decoded = source.readable;
+  for (const f of formats.reverse())
+    decoded = decoded.pipeThrough(new DecompressionStream(f as CompressionFormat) as unknown as TransformStream<Uint8Array, Uint8Array>);
+  const writer = source.writable.getWriter();
+  const reader = decoded.getReader();
+  const pump = (async () => {
+    let size = 0;
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        size += value.byteLength;
+        if (size > MAX_DECODED_BYTES) return void reader.cancel().catch(() => {});
+        inner.push(value);
+      }
+    } catch {
+      // truncated or not what it said it was: what was decoded counts
+    }
+  })();
+  return {
+    push(chunk) {
+      writer.write(chunk.slice()).catch(() => {});
+    },
+    async finish() {
+      await writer.close().catch(() => {});
+      await pump;
       return inner.finish();
     },
   };

@@ -8,8 +8,8 @@
 import { PayloadTooLarge } from "../errors.ts";
 import { headerValues } from "../http/index.ts";
 import type { Exchange } from "./exchange.ts";
-import { topLevelMembers } from "./json-members.ts";
-import { DRAIN_MS, llmPathOf, llmRouteOf, type LlmProvider } from "./llm-usage.ts";
+import { foldKey, topLevelMembers } from "./json-members.ts";
+import { DRAIN_MS, llmPathOf, llmRouteOf, unmeteredLlmRoute, type LlmProvider } from "./llm-usage.ts";
 import type { Ruled } from "./stage-rules.ts";
 
 /** How an answer is metered. */
@@ -21,7 +21,7 @@ export interface MeterPlan {
    * A chat completion the broker could not ask for its usage (a body over MAX_REWRITTEN_BODY, in a content coding, or
    * not a JSON object): if it streams, its usage will not come. A token or money budget refuses it (stage-budget.ts).
    */
-  readonly unasked?: "too-large" | "coded" | "unreadable";
+  readonly unasked?: "too-large" | "coded" | "unreadable" | "background" | "batch" | "websocket";
 }
 
 /** A chat request larger than this is not read to be asked for its usage (under a token or money budget: refused). */
@@ -29,6 +29,7 @@ export const MAX_REWRITTEN_BODY = 4 * 1024 * 1024;
 
 const ASK_FOR_USAGE = '"stream_options":{"include_usage":true},';
 const REQUEST_FIELDS: ReadonlySet<string> = new Set(["stream", "stream_options"]);
+const BACKGROUND_FIELD: ReadonlySet<string> = new Set(["background"]);
 
 /**
  * The metering plan for a request (undefined: not an LLM call), and the request as it is to be sent. It runs before the
@@ -36,16 +37,27 @@ const REQUEST_FIELDS: ReadonlySet<string> = new Set(["stream", "stream_options"]
  */
 export async function planMetering(x: Exchange, ruled: Ruled): Promise<{ ruled: Ruled; meter?: MeterPlan }> {
   const { input } = x;
+  if (unmeteredLlmRoute(input.method, ruled.target)) return { ruled, meter: { provider: "openai", stripUsage: false, unasked: "batch" } };
   const provider = llmRouteOf(input.method, ruled.target);
   if (!provider) return { ruled };
   ruled = { ...ruled, ...(input.signal && { signal: afterDrain(input.signal) }) };
-  const asksUsage = provider === "openai" && /\/(chat\/)?completions$/.test(llmPathOf(ruled.target));
-  if (!asksUsage) return { ruled, meter: { provider, stripUsage: false } };
+  const path = llmPathOf(ruled.target);
+  const chat = provider === "openai" && /\/(chat\/)?completions$/.test(path);
+  const responses = provider === "openai" && /\/responses$/.test(path);
+  if (!chat && !responses) return { ruled, meter: { provider, stripUsage: false } };
   // The route decides, not the Content-Type: an upstream that reads any body as JSON streams whatever it says.
   const unasked = (why: NonNullable<MeterPlan["unasked"]>): MeterPlan => ({ provider, stripUsage: false, unasked: why });
   if (headerValues(input.headers, "content-encoding").some((v) => v.trim().toLowerCase() !== "identity")) return { ruled, meter: unasked("coded") };
   const body = ruled.body ?? (await readUpTo(x, MAX_REWRITTEN_BODY));
   if (!(body instanceof Uint8Array)) return { ruled: { ...ruled, stream: body }, meter: unasked("too-large") };
+  if (responses) {
+    // A background response answers "queued" and is read later by a GET no meter sees.
+    const background = inBackground(body);
+    return {
+      ruled: { ...ruled, body },
+      meter: background === false ? { provider, stripUsage: false } : unasked(background === true ? "background" : "unreadable"),
+    };
+  }
   const asked = askForUsage(body);
   if (asked.kind === "unreadable") return { ruled: { ...ruled, body }, meter: unasked("unreadable") };
   if (asked.kind === "as-is") return { ruled: { ...ruled, body }, meter: { provider, stripUsage: false } };
@@ -93,9 +105,15 @@ export function askForUsage(body: Uint8Array): Asked {
   }
   const members = topLevelMembers(text, REQUEST_FIELDS);
   if (!members) return { kind: "unreadable" };
+  // A key another server might read as one of these, spelled otherwise (`Stream`, `STREAM_OPTIONS`): whether it
+  // streams, and with what options, depends on the server. Not guessed.
+  if (members.some((m) => !REQUEST_FIELDS.has(m.key))) return { kind: "unreadable" };
   const last = (key: string) => members.findLast((m) => m.key === key);
   const stream = last("stream");
-  if (!stream || text.slice(stream.start, stream.end) !== "true") return { kind: "as-is" };
+  const streams = stream && text.slice(stream.start, stream.end);
+  if (!streams || streams === "false" || streams === "null") return { kind: "as-is" };
+  // Lax servers (pydantic) stream for 1, "true" or "yes": anything but a plain boolean is not guessed either.
+  if (streams !== "true") return { kind: "unreadable" };
   const options = last("stream_options");
   if (!options) {
     const open = text.indexOf("{");
@@ -108,9 +126,25 @@ export function askForUsage(body: Uint8Array): Asked {
     return { kind: "unreadable" };
   }
   const given = value && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  if (Object.keys(given).some((k) => foldKey(k) === "include_usage" && k !== "include_usage")) return { kind: "unreadable" };
   if (given.include_usage === true) return { kind: "as-is" };
   const merged = JSON.stringify({ ...given, include_usage: true });
   return { kind: "asked", body: new TextEncoder().encode(text.slice(0, options.start) + merged + text.slice(options.end)) };
+}
+
+/** Whether a Responses request runs in the background (`"background": true`), or "unreadable" when that cannot be told. */
+export function inBackground(body: Uint8Array): boolean | "unreadable" {
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(body);
+  } catch {
+    return "unreadable";
+  }
+  const members = topLevelMembers(text, BACKGROUND_FIELD);
+  if (!members) return "unreadable";
+  if (members.some((m) => m.key !== "background")) return "unreadable";
+  const value = members.at(-1) && text.slice(members.at(-1)!.start, members.at(-1)!.end);
+  return value === undefined || value === "false" || value === "null" ? false : value === "true" ? true : "unreadable";
 }
 
 /**

@@ -39,7 +39,23 @@ export interface CallUsage {
 export function llmPathOf(target: string): string {
   const raw = target.split("?")[0]!;
   const canonical = canonicalPath(raw);
-  return canonical.ok ? `/${canonical.segments.join("/")}` : raw;
+  if (canonical.ok) return `/${canonical.segments.join("/")}`.replace(/\/+$/, "").toLowerCase();
+  // A spelling rules would refuse, read as the loosest server would: every escape decoded (%2F too), `;params`
+  // dropped, slashes collapsed, case ignored. Metering a path that is not an LLM call costs little; missing one is a
+  // call no budget sees.
+  let loose = raw;
+  try {
+    loose = decodeURIComponent(raw);
+  } catch {
+    // a bad escape: as written
+  }
+  return loose
+    .replace(/\\/g, "/")
+    .split("/")
+    .map((s) => s.split(";")[0]!)
+    .filter(Boolean)
+    .reduce((p, s) => `${p}/${s}`, "")
+    .toLowerCase();
 }
 
 /** Which provider's shape a request's path has, or undefined for any other request (not metered). */
@@ -48,8 +64,16 @@ export function llmRouteOf(method: string, path: string): LlmProvider | undefine
   const p = llmPathOf(path);
   if (/\/(chat\/completions|completions|responses|embeddings)$/.test(p)) return "openai";
   if (/\/v1\/messages$/.test(p)) return "anthropic";
-  if (/\/models\/[^/]+:(generateContent|streamGenerateContent)$/.test(p)) return "gemini";
+  if (/\/models\/[^/]+:(generatecontent|streamgeneratecontent)$/.test(p)) return "gemini";
   return undefined;
+}
+
+/**
+ * LLM calls whose usage never passes the broker in their answer: batches (the work is done later, read elsewhere).
+ * Under a token or money budget they are refused (stage-budget.ts).
+ */
+export function unmeteredLlmRoute(method: string, path: string): boolean {
+  return method === "POST" && /\/(batches|messages\/batches)$/.test(llmPathOf(path));
 }
 
 /**
@@ -140,18 +164,22 @@ export function foldUsage(provider: LlmProvider, doc: unknown, t: Tally): void {
 }
 
 function jsonMeter(provider: LlmProvider): UsageMeter {
-  const parts: Uint8Array[] = [];
+  const copy = new GrowingBytes(MAX_METERED_JSON_BYTES);
   let size = 0;
   const edges = edgeKeeper();
   return {
     push(chunk) {
       size += chunk.byteLength;
-      edges.push(chunk);
       if (size > MAX_METERED_JSON_BYTES) {
-        parts.length = 0;
+        // Past what is read whole: only the edges are kept from here on.
+        if (copy.length) {
+          edges.push(copy.bytes());
+          copy.clear();
+        }
+        edges.push(chunk);
         return;
       }
-      parts.push(chunk.slice());
+      copy.push(chunk);
     },
     finish() {
       if (size === 0) return undefined;
@@ -163,7 +191,7 @@ function jsonMeter(provider: LlmProvider): UsageMeter {
       }
       let doc: unknown;
       try {
-        doc = JSON.parse(Buffer.concat(parts).toString("utf8"));
+        doc = JSON.parse(Buffer.from(copy.bytes()).toString("utf8"));
       } catch {
         return undefined;
       }
@@ -252,24 +280,52 @@ function textEdges(first: string): { push(piece: string): void; readonly head: s
   };
 }
 
-/** The first and last EDGE bytes of a body, as text. */
+/**
+ * Bytes copied into one buffer that doubles as it fills (never past `max`): a hostile upstream's one-byte chunks cost
+ * one copy each, not an object each.
+ */
+export class GrowingBytes {
+  private buf = new Uint8Array(0);
+  length = 0;
+  constructor(private readonly max: number) {}
+  push(chunk: Uint8Array): void {
+    const need = this.length + chunk.byteLength;
+    if (need > this.buf.byteLength) {
+      const next = new Uint8Array(Math.min(this.max, Math.max(need, this.buf.byteLength * 2, 4096)));
+      next.set(this.buf.subarray(0, this.length));
+      this.buf = next;
+    }
+    this.buf.set(chunk, this.length);
+    this.length = need;
+  }
+  bytes(): Uint8Array {
+    return this.buf.subarray(0, this.length);
+  }
+  clear(): void {
+    this.buf = new Uint8Array(0);
+    this.length = 0;
+  }
+}
+
+/** The first and last EDGE bytes of a body, as text: two fixed buffers, however the body is cut. */
 function edgeKeeper(): { push(chunk: Uint8Array): void; head(): string; tail(): string } {
-  const head: Uint8Array[] = [];
-  let headSize = 0;
-  let tail: Uint8Array[] = [];
-  let tailSize = 0;
+  const head = new GrowingBytes(EDGE);
+  // The tail is a ring of EDGE bytes: `end` is where the next byte goes, `filled` whether it has wrapped.
+  const ring = new Uint8Array(EDGE);
+  let end = 0;
+  let filled = false;
   return {
     push(chunk) {
-      if (headSize < EDGE) {
-        head.push(chunk.slice(0, EDGE - headSize));
-        headSize += Math.min(chunk.byteLength, EDGE - headSize);
-      }
-      tail.push(chunk.slice(-EDGE));
-      tailSize += Math.min(chunk.byteLength, EDGE);
-      while (tailSize - tail[0]!.byteLength >= EDGE) tailSize -= tail.shift()!.byteLength;
+      if (head.length < EDGE) head.push(chunk.subarray(0, EDGE - head.length));
+      const last = chunk.byteLength > EDGE ? chunk.subarray(chunk.byteLength - EDGE) : chunk;
+      const first = Math.min(last.byteLength, EDGE - end);
+      ring.set(last.subarray(0, first), end);
+      ring.set(last.subarray(first), 0);
+      if (end + last.byteLength >= EDGE) filled = true;
+      end = (end + last.byteLength) % EDGE;
     },
-    head: () => Buffer.concat(head).toString("utf8"),
-    tail: () => Buffer.concat(tail).toString("utf8"),
+    head: () => Buffer.from(head.bytes()).toString("utf8"),
+    tail: () => Buffer.concat(filled ? [ring.subarray(end), ring.subarray(0, end)] : [ring.subarray(0, end)]).toString("utf8"),
   };
 }
 

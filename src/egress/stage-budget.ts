@@ -11,6 +11,30 @@ import { awaitApproval, readHeldBody } from "./held-request.ts";
 import type { EgressPlan } from "./plan.ts";
 import type { Ruled } from "./stage-rules.ts";
 
+/** Why an LLM call whose usage the broker could not see must not go under a token or money budget, in words. */
+export function unmeteredRefusal(why: NonNullable<MeterPlan["unasked"]>): PayloadTooLarge | InvalidRequest {
+  switch (why) {
+    case "too-large":
+      return new PayloadTooLarge(
+        `an LLM request under a token or money budget may carry at most ${MAX_REWRITTEN_BODY} bytes of body (the broker reads it to see how it will be answered)`,
+      );
+    case "background":
+      return new InvalidRequest(
+        "a background response under a token or money budget is not allowed: its usage is read later, where the broker does not see it",
+      );
+    case "batch":
+      return new InvalidRequest("a batch under a token or money budget is not allowed: its usage is never in an answer the broker sees");
+    case "websocket":
+      return new InvalidRequest(
+        "a WebSocket under a token or money budget is not allowed: the broker does not read usage from its frames (use HTTP, or a request budget)",
+      );
+    default:
+      return new InvalidRequest(
+        "an LLM request under a token or money budget must be a JSON object without a Content-Encoding, its `stream` a plain boolean and its keys spelled as the API names them (the broker reads it to see how it will be answered)",
+      );
+  }
+}
+
 export async function chargeBudgets(x: Exchange, plan: EgressPlan, ruled: Ruled, meter?: MeterPlan): Promise<Ruled> {
   const { input, deps } = x;
   if (!deps.budgets) return ruled;
@@ -19,13 +43,7 @@ export async function chargeBudgets(x: Exchange, plan: EgressPlan, ruled: Ruled,
   if (meter?.unasked && ticket.countsUsage) {
     // A streamed chat completion the broker could not ask for its usage would spend tokens no budget sees.
     ticket.release();
-    throw meter.unasked === "too-large"
-      ? new PayloadTooLarge(
-          `a chat completion under a token or money budget may carry at most ${MAX_REWRITTEN_BODY} bytes of body (the broker reads it to ask for its usage)`,
-        )
-      : new InvalidRequest(
-          "a chat completion under a token or money budget must be a JSON object without a Content-Encoding (the broker reads it to ask for its usage)",
-        );
+    throw unmeteredRefusal(meter.unasked);
   }
   x.budget = ticket;
   // A request a person already approved (a rule's hold) is not asked about twice.

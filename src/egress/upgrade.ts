@@ -20,6 +20,7 @@ import { recordedError, reporterFor, rulesModeOf, unlessReported } from "./repor
 import { awaitApproval } from "./held-request.ts";
 import { placeCredential } from "./url-credential.ts";
 import type { BudgetTicket } from "../workflows/index.ts";
+import { unmeteredRefusal } from "./stage-budget.ts";
 
 export type Upgraded = Switched | Refused;
 
@@ -142,6 +143,8 @@ export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promi
     });
     if (ticket) {
       budget = ticket;
+      // Its frames' usage is not read (the Realtime API's): under a token or money budget it must not go at all.
+      if (ticket.countsUsage) throw unmeteredRefusal("websocket");
       if (ticket.holdFor !== undefined && approvedBy === null) {
         approvedBy = await awaitApproval(
           deps.approvals,

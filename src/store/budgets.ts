@@ -160,6 +160,13 @@ export function budgetRepo(sql: Sql) {
       return readUsage(row as Record<string, unknown>);
     },
     /**
+     * Takes one request's count back (it was refused or held), never below nothing: a reset may have come between the
+     * count and its taking back, and then there is nothing to take.
+     */
+    async takeBack(budgetId: number, periodStart: number): Promise<void> {
+      await sql.run("UPDATE budget_usage SET requests = requests - 1 WHERE budget_id = ? AND period_start = ? AND requests > 0", [budgetId, periodStart]);
+    },
+    /**
      * Starts the period again from nothing (`broker budget reset`). The budget's row is touched too: every instance
      * hears of it (a change to budgets is announced) and forgets that the budget was spent.
      */

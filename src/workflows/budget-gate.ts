@@ -77,7 +77,8 @@ export interface CachingBudgetGate extends BudgetGate {
 }
 
 const ONE_REQUEST: BudgetUsage = { ...NO_USAGE, requests: 1 };
-const TAKE_BACK: BudgetUsage = { ...NO_USAGE, requests: -1 };
+/** A refused or held request's count, taken back. */
+const TAKE_BACK = Symbol("take back");
 
 /** The money and token measures as the envelope names them, and what their numbers count. */
 const MEASURE_NAMES = {
@@ -124,11 +125,13 @@ export function createBudgetGate(d: Domain, opts: BudgetGateOptions): CachingBud
     return hit.budgets;
   }
 
-  /** Adds `delta` to each counted budget's period; failures are logged (the request is long answered). */
-  function addLater(counted: readonly Counted[], delta: BudgetUsage, what: string): Promise<void> {
+  /** Adds `delta` to each counted budget's period (TAKE_BACK: takes its count back); failures are logged. */
+  function addLater(counted: readonly Counted[], delta: BudgetUsage | typeof TAKE_BACK, what: string): Promise<void> {
     return Promise.all(
       counted.map((c) =>
-        d.store.budgets.add(c.budget.id, c.start, delta).catch((err: unknown) => opts.log.error("budget_count_failed", { err, budget: c.budget.name, what })),
+        (delta === TAKE_BACK ? d.store.budgets.takeBack(c.budget.id, c.start) : d.store.budgets.add(c.budget.id, c.start, delta)).catch((err: unknown) =>
+          opts.log.error("budget_count_failed", { err, budget: c.budget.name, what }),
+        ),
       ),
     ).then(() => {});
   }
@@ -190,6 +193,9 @@ export function createBudgetGate(d: Domain, opts: BudgetGateOptions): CachingBud
       const applying = all.filter((b) => budgetApplies(b, subject));
       if (applying.length === 0) return undefined;
       const now = d.now();
+      // A change or reset announced while this request is judged must not be undone by its verdict (a budget
+      // remembered as spent on the old limit): only a judgement that no change overtook is remembered.
+      const began = generation;
       for (const b of applying) {
         const s = spent.get(b.id);
         if (s && s.start === periodStart(b.period, now)) throw s.refusal();
@@ -208,7 +214,7 @@ export function createBudgetGate(d: Domain, opts: BudgetGateOptions): CachingBud
           const verdict = judgeBudgets([{ budget, used: c.before }], now);
           if (verdict.kind === "exceeded") {
             const refusal = refusalOf(verdict, now);
-            spent.set(budget.id, { vaultId: budget.vaultId, start, refusal });
+            if (began === generation) spent.set(budget.id, { vaultId: budget.vaultId, start, refusal });
             // Taken back before the answer: the next request is judged on what truly went.
             await addLater(counted, TAKE_BACK, "take back");
             throw refusal();

@@ -805,7 +805,7 @@ describe("defended: metering reads what passed, and changes nothing else", () =>
     expect(metrics.split("\n").every((l) => l.length < 2000)).toBe(true);
   }, 30_000);
 
-  test("absurd usage numbers (negative, fractional, 1e308, strings) count nothing", async () => {
+  test("absurd usage numbers (negative, fractional, 1e308, strings) are not believed: each call is charged an estimate", async () => {
     await withBudget("absurd", { limits: { total_tokens: 1_000_000 } }, async () => {
       for (const usage of [
         { prompt_tokens: -1000, completion_tokens: -5, total_tokens: -1005 },
@@ -817,8 +817,13 @@ describe("defended: metering reads what passed, and changes nothing else", () =>
         expect(res.status).toBe(200);
         await res.text();
       }
-      const u = await used("absurd", (x) => x.requests === 4);
-      expect(u).toMatchObject({ requests: 4, input_tokens: 0, output_tokens: 0, total_tokens: 0, cost: 0 });
+      const u = await used("absurd", (x) => x.requests === 4 && x.unpriced_calls === 4);
+      // Nothing the upstream claimed is taken: each call is charged the estimate of a call that never said what it
+      // used (a token per 4 bytes each way, money at the table's dearest prices), a few hundred tokens in all.
+      expect(u).toMatchObject({ requests: 4, unpriced_calls: 4 });
+      expect(u.total_tokens).toBeGreaterThan(0);
+      expect(u.total_tokens).toBeLessThan(10_000);
+      expect(u.total_tokens).toBe(u.input_tokens + u.output_tokens);
       // And the budget still admits: nothing negative or infinite was stored.
       const next = await chat("/v1/chat/completions", { model: "gpt-4o-mini", messages: [] });
       expect(next.status).toBe(200);
