@@ -41,7 +41,7 @@ export const BudgetInput = z
           total_tokens: Count("tokens"),
           cost: z
             .number(says("{field} must be an amount in the price table's currency"))
-            .positive(says("{field} must be above 0"))
+            .min(0.000001, says("{field} must be at least 0.000001 (money is counted in millionths)"))
             .max(1e9, says("{field} is too large"))
             .nullable()
             .optional()

@@ -5,7 +5,7 @@ import { NotFound, PermissionDenied } from "../errors.ts";
 import type { Domain } from "./context.ts";
 import type { Principal } from "./principal.ts";
 import { mintAgentSession, type SessionClient } from "./sessions.ts";
-import { findLiveInvite } from "./invites.ts";
+import { findLiveInvite, requireDeclaredJoin } from "./invites.ts";
 import { requireInVault, roleIn, type OpenVault } from "./vaults.ts";
 import { iso } from "./users.ts";
 import { checkPageLimit, cutPage } from "./page.ts";
@@ -19,6 +19,7 @@ export async function redeemAgentInvite(d: Domain, rawToken: string, client?: Se
   const result = await d.store.transaction(async (tx) => {
     const now = d.now();
     const invite = await findLiveInvite(tx, rawToken, "agent", now);
+    await requireDeclaredJoin(tx, invite.vaultId, { agent: invite.agentName ?? "" }, invite.role);
     // Burn first: the conditional update is what makes concurrent redemptions take turns. On PostgreSQL
     // it locks the invite row, so a second redemption waits here and then finds it used, instead of
     // racing on to create the same agent (a unique-key error). Any failure below rolls the burn back too.

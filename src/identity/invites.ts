@@ -4,7 +4,7 @@
 // people invite people: an agent could accept its own invite and hold a human login. Requests arrive
 // read by the contract's schemas; the role ceiling (never above your own) is decided here.
 
-import { Conflict, InvalidRequest, NotFound, PermissionDenied } from "../errors.ts";
+import { Conflict, InvalidRequest, NotFound, PermissionDenied, VaultManaged } from "../errors.ts";
 import type { InviteKind, InviteRow, Repos, VaultRole } from "../store/index.ts";
 import type { Domain } from "./context.ts";
 import { LIMITS } from "../policy/index.ts";
@@ -127,6 +127,19 @@ export async function revokeInvite(d: Domain, open: OpenVault, kind: InviteKind,
   if (!(await d.store.invites.remove(open.vault.id, kind, publicId))) throw new NotFound("no such pending invite");
 }
 
+/**
+ * An invite redeemed in a vault that is managed as code joins only whom its file names, with the role it gives: an
+ * invite made before the vault was managed must not add an admin the repository does not know of.
+ */
+export async function requireDeclaredJoin(tx: Repos, vaultId: number, who: { agent: string } | { member: string }, role: VaultRole): Promise<void> {
+  const state = await tx.vaultCode.state(vaultId);
+  if (!state.managed) return;
+  const d = state.declared;
+  if (d && ("agent" in who ? d.agents[who.agent] === role : d.members[who.member] === role)) return;
+  const name = (await tx.vaults.byId(vaultId))?.name ?? "this vault";
+  throw new VaultManaged(name, "; an invite made before it was managed cannot add whom its file does not name");
+}
+
 /** Finds a live invite of `kind` by raw token, or throws the same NotFound for unknown, used and expired. */
 export async function findLiveInvite(repos: Repos, rawToken: string, kind: InviteKind, now: number): Promise<InviteRow> {
   const row = await repos.invites.byTokenHash(hashToken(rawToken));
@@ -141,6 +154,7 @@ export async function acceptVaultInvite(d: Domain, rawToken: string, p: Principa
   const vault = (await d.store.vaults.byId(invite.vaultId))!;
   let role = invite.role;
   const join = async (tx: Repos, userId: number) => {
+    await requireDeclaredJoin(tx, invite.vaultId, { member: (await tx.users.byId(userId))?.email ?? "" }, invite.role);
     if (!(await tx.invites.burn(invite.id, d.now()))) throw new NotFound("invite not found, already used or expired");
     const existing = await tx.access.memberRole(invite.vaultId, userId);
     // An invite never lowers a role someone already holds; report the role they end up with.

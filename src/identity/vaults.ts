@@ -163,6 +163,8 @@ export async function updateVault(d: Domain, open: OpenVault, change: VaultChang
   requireInVault(open, "manage"); // whether unknown hosts tunnel is the vault's policy: admins only
   await requireUnmanaged(d, open);
   if (change.policy_mode !== undefined) requireInVault(open, "policy_mode"); // and whether anything is refused: human admins
+  // Letting unknown hosts through is a widening, as report mode is: a person decides it (an agent may still tighten).
+  if (change.unmatched_hosts === "tunnel" && open.vault.unmatchedHosts !== "tunnel") requireInVault(open, "policy_mode");
   if (change.unmatched_hosts !== undefined || change.policy_mode !== undefined) {
     await d.store.transaction(async (tx) => {
       if (change.unmatched_hosts !== undefined) await tx.vaults.setUnmatchedHosts(open.vault.id, change.unmatched_hosts);

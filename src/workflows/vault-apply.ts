@@ -156,7 +156,10 @@ async function applyAgents(a: Applying): Promise<void> {
       continue;
     }
     const agent = await tx.agents.byName(want.name);
-    if (agent) {
+    // Only an agent the applier already answers for (it holds a role in a vault they administer; any, for the
+    // owner): otherwise a stranger's vault could take in another team's agent (and block its revocation by them),
+    // and the plan would tell whether an agent of that name exists.
+    if (agent && (await answersFor(a, agent.id))) {
       await tx.access.setGrant(vault.id, agent.id, want.role, a.now);
       a.change("add", "agent", want.name, `give agent ${want.name} the role ${want.role}`);
     } else
@@ -170,6 +173,14 @@ async function applyAgents(a: Applying): Promise<void> {
     await tx.access.removeGrant(vault.id, cur.agentId);
     a.change("remove", "agent", name, `remove agent ${name}'s role ${cur.role} (the agent itself stays)`);
   }
+}
+
+/** Whether the applier is the owner, or an admin of a vault where the agent already holds a role. */
+async function answersFor(a: Applying, agentId: number): Promise<boolean> {
+  const p = a.open.principal as UserPrincipal;
+  if (p.instanceRole === "owner") return true;
+  for (const g of await a.tx.access.grantsOfAgent(agentId)) if ((await a.tx.access.memberRole(g.vaultId, p.userId)) === "admin") return true;
+  return false;
 }
 
 async function applyMembers(a: Applying): Promise<void> {

@@ -20,7 +20,13 @@ export function readVaultFile(text: string, env: Record<string, string | undefin
   const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: false });
   const at = (offset: number | undefined) => (offset === undefined ? undefined : lines.linePos(offset).line);
   if (doc.errors.length) fail(doc.errors.map((e) => ({ line: e.linePos?.[0].line ?? at(e.pos[0]), text: firstLine(e.message) })));
-  const data = doc.toJS({ maxAliasCount: 100 }) as unknown;
+  let data: unknown;
+  try {
+    data = doc.toJS({ maxAliasCount: 100 });
+  } catch (err) {
+    // Too many aliases (a "billion laughs" file) or another structure the library will not build: the file's problem.
+    fail([{ line: undefined, text: firstLine(err instanceof Error ? err.message : String(err)) }]);
+  }
   const problems: Problem[] = [];
   fillFromEnvironment(data, env, (path, text) => problems.push({ line: at(nodeAt(doc, path)?.range?.[0]), text: `${fieldPath(path)}: ${text}` }));
   if (problems.length) fail(problems);
