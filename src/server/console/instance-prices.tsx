@@ -39,15 +39,21 @@ export function PricesSection(props: { prices: PriceTableView | undefined }) {
         <dt>Currency</dt>
         <dd>{p.currency}</dd>
       </dl>
-      <Table
-        id="llm-price-table"
-        rows={rows}
-        columns={[
-          { label: "Model", cell: (r) => <Name>{r.model}</Name> },
-          { label: `Input per million tokens`, class: "num", cell: (r) => `${r.input} ${p.currency}` },
-          { label: `Output per million tokens`, class: "num", cell: (r) => `${r.output} ${p.currency}` },
-        ]}
-      />
+      <details class="disclosure" id="llm-price-models">
+        <summary>
+          The {rows.length} {rows.length === 1 ? "model" : "models"} it prices
+        </summary>
+        <Table
+          id="llm-price-table"
+          rows={rows}
+          columns={[
+            { label: "Model", cell: (r) => <Name>{r.model}</Name> },
+            { label: `Input per million tokens`, class: "num", cell: (r) => `${r.input} ${p.currency}` },
+            { label: `Output per million tokens`, class: "num", cell: (r) => `${r.output} ${p.currency}` },
+          ]}
+        />
+      </details>
+      <h3>Set your own table</h3>
       <PostForm action="/settings/llm-prices" id="llm-prices-form">
         <div class="field">
           <label for="llm-prices-json">Price table (JSON)</label>
