@@ -6,33 +6,17 @@
 // and the chain/no-chain ratios (medians of the per-repetition ratios). The chain is written by the audit
 // writer off the request path, so what it costs shows as CPU, and as throughput only where CPU is the limit.
 
-import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { ensureBinary, startBroker, type BrokerProc } from "./broker.ts";
+import { buildBaseline, ensureBinary, startBroker, type BrokerProc } from "./broker.ts";
 import { createBenchPki } from "./pki.ts";
 import { abMedian, abRatio, runAbRows, type AbRow } from "./ab-rows.ts";
 import { warmUp, type Env } from "./scenarios.ts";
 import { startUpstream } from "./upstream.ts";
 
-const ROOT = join(import.meta.dir, "..");
 const quick = process.argv.includes("--quick");
 const at = process.argv.indexOf("--baseline");
 const baselineRev = at >= 0 ? process.argv[at + 1]! : "da0f75e^";
 const size = quick ? { requests: 1000, reps: 3, warm: 2000 } : { requests: 4000, reps: 5, warm: 20_000 };
 const log = (s: string) => console.error(`[chain-bench] ${s}`);
-
-/** The broker as it was at `rev`, built in a temporary directory (the repository's node_modules lent to it). */
-function buildBaseline(rev: string): { bin: string; cleanup: () => void } {
-  const dir = mkdtempSync(join(tmpdir(), "broker-baseline-"));
-  const archive = Bun.spawnSync(["sh", "-c", `git archive ${JSON.stringify(rev)} | tar -x -C ${JSON.stringify(dir)}`], { cwd: ROOT, stderr: "pipe" });
-  if (archive.exitCode !== 0) throw new Error(`git archive ${rev} failed: ${archive.stderr.toString()}`);
-  symlinkSync(join(ROOT, "node_modules"), join(dir, "node_modules"));
-  const bin = join(dir, "broker");
-  const built = Bun.spawnSync([process.execPath, "build.ts", bin], { cwd: dir, stdout: "ignore", stderr: "pipe" });
-  if (built.exitCode !== 0) throw new Error(`building ${rev} failed: ${built.stderr.toString()}`);
-  return { bin, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
-}
 
 log(`building the baseline (${baselineRev})…`);
 const baseline = buildBaseline(baselineRev);

@@ -2,7 +2,7 @@
 // (owner, vault, credential, bearer service for the upstream, scoped session), and reads its CPU
 // time and memory from /proc so the bench measures the broker from outside.
 
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -201,4 +201,16 @@ export function sampleRss(pid: number, intervalMs = 50): { stop(): { start: numb
       return { start, peak: Math.max(peak, end), end };
     },
   };
+}
+
+/** The broker as it was at `rev`, built in a temporary directory (the repository's node_modules lent to it). */
+export function buildBaseline(rev: string): { bin: string; cleanup: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), "broker-baseline-"));
+  const archive = Bun.spawnSync(["sh", "-c", `git archive ${JSON.stringify(rev)} | tar -x -C ${JSON.stringify(dir)}`], { cwd: ROOT, stderr: "pipe" });
+  if (archive.exitCode !== 0) throw new Error(`git archive ${rev} failed: ${archive.stderr.toString()}`);
+  symlinkSync(join(ROOT, "node_modules"), join(dir, "node_modules"));
+  const bin = join(dir, "broker");
+  const built = Bun.spawnSync([process.execPath, "build.ts", bin], { cwd: dir, stdout: "ignore", stderr: "pipe" });
+  if (built.exitCode !== 0) throw new Error(`building ${rev} failed: ${built.stderr.toString()}`);
+  return { bin, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }

@@ -22,11 +22,9 @@
 // 3. The tokens `now` and `budget` counted (the logs API; the budget's usage) against what the fake reported.
 // Then, in this process, the metering's own work on one streamed answer (meterAnswer: the meter and the usage filter).
 
-import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { abMedian, abRatio, runAbRows, type AbRow } from "./ab-rows.ts";
-import { ensureBinary, startBroker, type BrokerProc } from "./broker.ts";
+import { buildBaseline, ensureBinary, startBroker, type BrokerProc } from "./broker.ts";
 import { median } from "./load.ts";
 import { createBenchPki } from "./pki.ts";
 import { warmUp, type Env } from "./scenarios.ts";
@@ -40,7 +38,6 @@ import { SHIPPED_PRICES } from "../src/policy/index.ts";
 import { createLogger } from "../src/log.ts";
 import { createBudgetGate } from "../src/workflows/budget-gate.ts";
 
-const ROOT = join(import.meta.dir, "..");
 const args = process.argv.slice(2);
 const quick = args.includes("--quick");
 const flag = (name: string) => {
@@ -70,18 +67,6 @@ const SETTINGS = [
   { name: "answered at once", chunks: 24, firstChunkDelayMs: 0, chunkDelayMs: 0, calls: () => size.calls },
   { name: "paced: 10 ms to the first token, 1 ms between 16 tokens", chunks: 16, firstChunkDelayMs: 10, chunkDelayMs: 1, calls: () => size.pacedCalls },
 ] as const;
-
-/** The broker as it was at `rev`, built in a temporary directory (the repository's node_modules lent to it). */
-function buildBaseline(rev: string): { bin: string; cleanup: () => void } {
-  const dir = mkdtempSync(join(tmpdir(), "broker-baseline-"));
-  const archive = Bun.spawnSync(["sh", "-c", `git archive ${JSON.stringify(rev)} | tar -x -C ${JSON.stringify(dir)}`], { cwd: ROOT, stderr: "pipe" });
-  if (archive.exitCode !== 0) throw new Error(`git archive ${rev} failed: ${archive.stderr.toString()}`);
-  symlinkSync(join(ROOT, "node_modules"), join(dir, "node_modules"));
-  const bin = join(dir, "broker");
-  const built = Bun.spawnSync([process.execPath, "build.ts", bin], { cwd: dir, stdout: "ignore", stderr: "pipe" });
-  if (built.exitCode !== 0) throw new Error(`building ${rev} failed: ${built.stderr.toString()}`);
-  return { bin, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
-}
 
 async function api(b: BrokerProc, method: string, path: string, body?: unknown): Promise<any> {
   const res = await fetch(`${b.apiUrl}${path}`, {
