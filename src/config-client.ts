@@ -14,6 +14,8 @@ export interface ClientConfig {
   readonly sessionToken: Secret | undefined;
   /** BROKER_VAULT: the vault used when neither --vault nor `broker vault use` names one. */
   readonly vault: string | undefined;
+  /** BROKER_IDENTITY_TOKEN_FILE: a platform token to exchange for a session (`vault run`, issue 39). */
+  readonly identityTokenFile: string | undefined;
 }
 
 export const DEFAULT_CLIENT_ADDR = "http://127.0.0.1:14321";
@@ -27,7 +29,8 @@ export function loadClientConfig(env: Env, opts: LoadOptions = {}): ClientConfig
   const token = env.BROKER_SESSION_TOKEN?.trim();
   const vault = env.BROKER_VAULT?.trim() || undefined;
   if (problems.length) throw new ConfigError(problems);
-  return Object.freeze({ configDir, addr, sessionToken: token ? new Secret(token) : undefined, vault });
+  const identityTokenFile = env.BROKER_IDENTITY_TOKEN_FILE?.trim() || undefined;
+  return Object.freeze({ configDir, addr, sessionToken: token ? new Secret(token) : undefined, vault, identityTokenFile });
 }
 
 /** Validates a broker address (http or https, no credentials, query or fragment) and drops trailing slashes. */

@@ -130,6 +130,11 @@ export const SETTINGS: readonly SettingDoc[] = [
     default: "300000",
     description: "Connect and response-head timeout for upstreams; also the idle limit while a body streams",
   },
+  {
+    name: "BROKER_WORKLOAD_JWKS_COOLDOWN_MS",
+    default: "30000",
+    description: "After fetching a workload issuer's keys, how long before a token naming an unknown kid may fetch them again",
+  },
   { name: "BROKER_AUDIT_RETENTION_DAYS", default: "30", description: "Audit records older than this are pruned" },
   { name: "BROKER_AUDIT_MAX_ROWS", default: "1000000", description: "Audit records beyond this count are pruned, oldest first" },
   {

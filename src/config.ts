@@ -48,6 +48,8 @@ export interface Config {
   readonly maxRequestBytes: number;
   readonly maxResponseBytes: number;
   readonly upstreamTimeoutMs: number;
+  /** How soon after fetching a workload issuer's keys an unknown `kid` may fetch them again (issue 39, D27). */
+  readonly workloadJwksCooldownMs: number;
   /** Open tunnels one principal may hold at once. */
   readonly maxTunnelsPerPrincipal: number;
   readonly auditRetentionDays: number;
@@ -85,7 +87,7 @@ export interface DatabaseConfig {
 export { SETTINGS, type SettingDoc } from "./config-settings.ts";
 
 /** BROKER_* names that belong to the CLI or to `broker vault run` children, not to the server. */
-const CLIENT_SETTINGS = ["BROKER_ADDR", "BROKER_SESSION_TOKEN", "BROKER_VAULT", "BROKER_CONFIG_DIR"];
+const CLIENT_SETTINGS = ["BROKER_ADDR", "BROKER_SESSION_TOKEN", "BROKER_VAULT", "BROKER_CONFIG_DIR", "BROKER_IDENTITY_TOKEN_FILE"];
 
 export class ConfigError extends Error {
   constructor(readonly problems: readonly string[]) {
@@ -132,6 +134,7 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): Config {
     // Generous by default: a model API can think for minutes before its first byte.
     maxTunnelsPerPrincipal: readInt("BROKER_MAX_TUNNELS_PER_PRINCIPAL", env.BROKER_MAX_TUNNELS_PER_PRINCIPAL, 2000, 1, 20_000, problems),
     upstreamTimeoutMs: readInt("BROKER_UPSTREAM_TIMEOUT_MS", env.BROKER_UPSTREAM_TIMEOUT_MS, 300_000, 100, 3_600_000, problems),
+    workloadJwksCooldownMs: readInt("BROKER_WORKLOAD_JWKS_COOLDOWN_MS", env.BROKER_WORKLOAD_JWKS_COOLDOWN_MS, 30_000, 0, 3_600_000, problems),
     auditRetentionDays: readInt("BROKER_AUDIT_RETENTION_DAYS", env.BROKER_AUDIT_RETENTION_DAYS, 30, 1, 3650, problems),
     auditMaxRows: readInt("BROKER_AUDIT_MAX_ROWS", env.BROKER_AUDIT_MAX_ROWS, 1_000_000, 1000, 1_000_000_000, problems),
     auditCheckpointRecords: readInt("BROKER_AUDIT_CHECKPOINT_RECORDS", env.BROKER_AUDIT_CHECKPOINT_RECORDS, 1000, 1, 100_000_000, problems),

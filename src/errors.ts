@@ -438,3 +438,12 @@ export function toErrorResponse(err: unknown, log?: ErrorSink): Response {
     },
   });
 }
+
+/**
+ * A workload's platform token was refused at POST /v1/sessions/exchange (RFC 6749 §5.2's code, which RFC 8693 uses):
+ * the message says which check failed, never the token or its claims' values beyond the names a person configured.
+ */
+export class InvalidGrant extends BrokerError {
+  readonly status = 400;
+  readonly code = "invalid_grant";
+}

@@ -31,7 +31,7 @@ import { createLoginThrottle, createRateLimiter, resolveSettings } from "../rate
 import { createBudgetGate, createRequestApprovalGate, replaceRotatedCredential, restorePrices } from "../workflows/index.ts";
 import { CONNECT_CALLBACK_PATH, connectWarnings, operatorClient, type ConnectDeps } from "../workflows/index.ts";
 import { restoreRateLimits } from "../identity/index.ts";
-import { createOidcClient } from "../identity/index.ts";
+import { createOidcClient, createTrustingFetch, createWorkloadKeys } from "../identity/index.ts";
 import { createApi } from "../server/index.ts";
 import { isWildcardBind, listApiHosts } from "../server/index.ts";
 import { listenOrExplain } from "./listen-error.ts";
@@ -278,6 +278,8 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       }),
       rateLimiter,
       oidc,
+      // Trusted workload issuers' keys come over HTTPS verified against the same roots as every upstream (D27).
+      workloadKeys: createWorkloadKeys({ fetch: createTrustingFetch(upstreamCa), cooldownMs: config.workloadJwksCooldownMs }),
       onVaultChange: (id) => {
         plans.invalidate(id);
         vaultAccess.clear();

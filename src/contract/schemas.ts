@@ -14,3 +14,4 @@ export * from "./audit.ts";
 export * from "./budgets.ts";
 export * from "./llm-prices.ts";
 export * from "./vault-file.ts";
+export * from "./workload.ts";

@@ -53,6 +53,7 @@ export const ScopedSessionList = z.object({
   sessions: z.array(ScopedSessionView),
   next_cursor: NextCursor.describe("`after` for the next page; null on the last"),
 });
+export type ScopedSessionListBody = z.infer<typeof ScopedSessionList>;
 
 /** GET /v1/sessions/{id}/activity: what the session met at the transparent proxy (host names and counts only). */
 export const SessionActivityAnswer = z.object({

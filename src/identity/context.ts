@@ -9,6 +9,7 @@ import type { OidcClient } from "./oidc-client.ts";
 import type { Authenticator } from "./sessions.ts";
 import type { VaultAccessCache } from "./vault-access.ts";
 import type { WebhookNotifier } from "./webhook-event.ts";
+import type { WorkloadKeys } from "./workload-token.ts";
 
 export interface Domain {
   readonly store: Store;
@@ -64,6 +65,8 @@ export interface Domain {
   };
   /** The LLM price table in use (issue 38): budgets' money is counted in its currency (absent: the shipped one, USD). */
   readonly prices?: PriceBook;
+  /** Trusted workload issuers' key sets (issue 39; absent: POST /v1/sessions/exchange refuses every token). */
+  readonly workloadKeys?: WorkloadKeys;
   /** The external secret stores' live side (absent: references are stored but never read, as in most unit tests). */
   readonly secretStores?: SecretStoreRuntime;
 }

@@ -25,3 +25,5 @@ export { type RequestApprovalEventType } from "./webhook-event.ts";
 export { type ProposalEvent } from "./webhook-event.ts";
 export { type WebhookNotifier } from "./webhook-event.ts";
 export { admitToVault } from "./admission.ts";
+export * from "./workload.ts";
+export { createWorkloadKeys, WORKLOAD_ALGORITHMS, type WorkloadKeys, type WorkloadKeysOptions } from "./workload-token.ts";

@@ -64,6 +64,23 @@ export async function mintScopedSession(
   return insertSession(repos, { kind: "scoped", ...owner, vaultId, role, expiresAt: now + ttlMs, contained, ...originOf(client) }, now);
 }
 
+/**
+ * A scoped session a workload's platform token was exchanged for: minted for the binding's agent, naming the
+ * token's subject. Bounded per agent more loosely than an agent's own (many jobs of one pipeline run at once).
+ */
+export async function mintWorkloadSession(
+  repos: Repos,
+  w: { agentId: number; vaultId: number; role: VaultRole; expiresAt: number; subject: string },
+  now: number,
+  client?: SessionClient,
+): Promise<MintedSession> {
+  if ((await repos.sessions.countActiveForAgent(w.agentId, now)) >= LIMITS.activeSessionsPerWorkload) {
+    throw new Conflict(`the binding already has ${LIMITS.activeSessionsPerWorkload} active sessions; wait for some to expire`);
+  }
+  const s = { kind: "scoped" as const, userId: null, agentId: w.agentId, vaultId: w.vaultId, role: w.role, expiresAt: w.expiresAt, ...originOf(client) };
+  return insertSession(repos, { ...s, workloadSubject: w.subject }, now);
+}
+
 async function assertAgentSessionRoom(repos: Repos, agentId: number, now: number) {
   if ((await repos.sessions.countActiveForAgent(agentId, now)) >= LIMITS.activeSessionsPerAgent) {
     throw new Conflict(`the agent already has ${LIMITS.activeSessionsPerAgent} active sessions; revoke one first`);
@@ -72,7 +89,9 @@ async function assertAgentSessionRoom(repos: Repos, agentId: number, now: number
 
 async function insertSession(
   repos: Repos,
-  s: Pick<SessionRow, "kind" | "userId" | "agentId" | "vaultId" | "role" | "expiresAt" | "channel" | "clientAgent" | "clientAddress"> & { contained?: boolean },
+  s: Pick<SessionRow, "kind" | "userId" | "agentId" | "vaultId" | "role" | "expiresAt" | "channel" | "clientAgent" | "clientAddress" | "workloadSubject"> & {
+    contained?: boolean;
+  },
   now: number,
 ) {
   const minted = mintToken(s.kind === "agent" ? "agent" : "session");

@@ -21,3 +21,13 @@ export { formatReference, parseReference, pathAllowed, type CredentialSource, ty
 export { budgetApplies, judgeBudgets, limitReached, softCrossed, type BudgetSubject, type BudgetVerdict } from "./budget-decision.ts";
 export { periodEnd, periodStart } from "./budget-periods.ts";
 export * from "./llm-prices.ts";
+export {
+  ACCESS_TOKEN_TYPE,
+  CLAIM_LIMITS,
+  claimValues,
+  JWT_TOKEN_TYPES,
+  TOKEN_EXCHANGE_GRANT,
+  conditionHolds,
+  conditionsHold,
+  globMatches,
+} from "./workload-claims.ts";

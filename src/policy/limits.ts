@@ -18,6 +18,8 @@ export const LIMITS = {
   pendingAgentInvitesPerVault: 10,
   pendingVaultInvitesPerVault: 50,
   activeSessionsPerAgent: 10,
+  /** Sessions live at once for one workload binding's agent (issue 39: every job of a pipeline exchanges its own token). */
+  activeSessionsPerWorkload: 1000,
   pendingProposalsPerVault: 20,
   servicesPerProposal: 10,
   credentialsPerProposal: 10,

@@ -37,6 +37,7 @@ import type { Metrics } from "./kit/index.ts";
 import type { Secret } from "../secret.ts";
 import type { ConnectDeps } from "../workflows/index.ts";
 import { sessionRoutes } from "./routes/index.ts";
+import { workloadExchangeRoutes, workloadIssuerRoutes } from "./routes/index.ts";
 import { vaultInviteRoutes } from "./routes/index.ts";
 import { vaultRoutes } from "./routes/index.ts";
 import { webhookRoutes } from "./routes/index.ts";
@@ -110,7 +111,8 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
 
   // GLOBAL covers everything; AUTH (per client IP) covers the anonymous, expensive or token-guessable endpoints.
   api.use("*", globalGate(d.rateLimiter));
-  for (const path of ["/v1/auth/register", "/v1/auth/login", "/v1/vault-invites/*", "/invite/*", "/approve/*"]) api.use(path, authTier(d.rateLimiter));
+  for (const path of ["/v1/auth/register", "/v1/auth/login", "/v1/vault-invites/*", "/invite/*", "/approve/*", "/v1/sessions/exchange"])
+    api.use(path, authTier(d.rateLimiter));
 
   // 200 while the process serves: during a database outage it still proxies for cached sessions, and a
   // liveness probe that restarted it would throw those caches (and queued audit records) away.
@@ -137,7 +139,9 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
   api.route("/v1/vaults", vaultRoutes(d));
   api.route("/v1/vault-invites", vaultInviteRoutes(d));
   api.route("/v1/agents", agentRoutes(d));
+  api.route("/v1/sessions/exchange", workloadExchangeRoutes(d, deps.log)); // anonymous: before /v1/sessions' principal check
   api.route("/v1/sessions", sessionRoutes(d, deps.egress?.activity));
+  api.route("/v1/workload-issuers", workloadIssuerRoutes(d));
   api.route("/v1/owner", ownerRoutes(d, deps.effectiveSettings));
   api.route("/invite", inviteRedemptionRoutes(d));
   api.route("/v1/vaults", logRoutes(d));

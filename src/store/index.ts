@@ -8,6 +8,7 @@ import { auditMarkRepo } from "./audit-marks.ts";
 import { caRepo } from "./ca.ts";
 import { connectStateRepo } from "./connect-states.ts";
 import { budgetRepo } from "./budgets.ts";
+import { workloadRepo } from "./workload.ts";
 import { credentialRepo } from "./credentials.ts";
 import { identityRepo } from "./identities.ts";
 import { inviteRepo } from "./invites.ts";
@@ -69,6 +70,7 @@ export {
   type MovedHead,
 } from "./audit-checkpoints.ts";
 export { AUDIT_CHAIN_GENESIS } from "./audit-chain-genesis.ts";
+export type { ClaimCondition, WorkloadBindingRow, WorkloadIssuerRow } from "./workload.ts";
 export { NO_USAGE, type BudgetLimits, type BudgetPeriod, type BudgetRow, type BudgetScope, type BudgetUsage, type SoftAction } from "./budgets.ts";
 export {
   AUDIT_CHAIN_ENCODING,
@@ -135,6 +137,7 @@ function createRepos(sql: Sql, dialect: Dialect) {
     vaultCounts: vaultCountRepo(sql),
     policyModes: policyModeRepo(sql),
     vaultCode: vaultCodeRepo(sql),
+    workload: workloadRepo(sql),
   };
 }
 

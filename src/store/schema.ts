@@ -10,6 +10,7 @@ import { BUDGET_MIGRATIONS } from "./schema-budgets.ts";
 import { FOUNDATION } from "./schema-foundation.ts";
 import { VAULT_CODE_MIGRATIONS } from "./schema-vault-code.ts";
 import { POLICY_MODE_MIGRATIONS } from "./schema-policy-mode.ts";
+import { WORKLOAD_MIGRATIONS } from "./schema-workload.ts";
 import type { Migration } from "./migration.ts";
 
 export type { Migration };
@@ -25,4 +26,5 @@ export const MIGRATIONS: readonly Migration[] = [
   ...AUDIT_USAGE_MIGRATIONS,
   ...POLICY_MODE_MIGRATIONS,
   ...VAULT_CODE_MIGRATIONS,
+  ...WORKLOAD_MIGRATIONS,
 ];

@@ -37,11 +37,13 @@ export interface SessionRow extends SessionOrigin {
   revokedAt: number | null;
   /** Minted by `vault run --contain` (the minter's statement): every request on it is marked in the audit log. */
   contained: boolean;
+  /** For a session a workload's token was exchanged for (migration 30): the token's `sub`; else null or absent. */
+  workloadSubject?: string | null;
 }
 
 const COLUMNS = `id, public_id AS "publicId", token_hash AS "tokenHash", kind, user_id AS "userId", agent_id AS "agentId", vault_id AS "vaultId",
   role, created_at AS "createdAt", expires_at AS "expiresAt", last_seen_at AS "lastSeenAt", revoked_at AS "revokedAt", contained,
-  channel, client_agent AS "clientAgent", client_address AS "clientAddress"`;
+  channel, client_agent AS "clientAgent", client_address AS "clientAddress", workload_subject AS "workloadSubject"`;
 
 const ACTIVE = "revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)";
 
@@ -64,8 +66,8 @@ export function sessionRepo(sql: Sql) {
       s: Omit<SessionRow, "id" | "revokedAt" | "contained" | keyof SessionOrigin> & { contained?: boolean } & Partial<SessionOrigin>,
     ): Promise<SessionRow> {
       const row = await sql.get<SessionRow>(
-        `INSERT INTO sessions (public_id, token_hash, kind, user_id, agent_id, vault_id, role, created_at, expires_at, last_seen_at, contained, channel, client_agent, client_address)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
+        `INSERT INTO sessions (public_id, token_hash, kind, user_id, agent_id, vault_id, role, created_at, expires_at, last_seen_at, contained, channel, client_agent, client_address, workload_subject)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
         [
           s.publicId,
           s.tokenHash,
@@ -81,6 +83,7 @@ export function sessionRepo(sql: Sql) {
           s.channel ?? null,
           cut(s.clientAgent, CLIENT_AGENT_MAX),
           cut(s.clientAddress, CLIENT_ADDRESS_MAX),
+          s.workloadSubject ?? null,
         ],
       );
       return normalise(row!);
@@ -123,6 +126,24 @@ export function sessionRepo(sql: Sql) {
     async touch(id: number, at: number): Promise<void> {
       await sql.run("UPDATE sessions SET last_seen_at = ? WHERE id = ? AND last_seen_at < ?", [at, id, at]);
     },
+    /**
+     * Moves a live workload session's expiry later (never earlier) when the same workload exchanged a fresh platform
+     * token; false when it is not that workload's live session.
+     */
+    async renewWorkload(id: number, w: { agentId: number; subject: string; expiresAt: number }, now: number): Promise<boolean> {
+      const changed = await sql.run(
+        `UPDATE sessions SET expires_at = ? WHERE id = ? AND agent_id = ? AND workload_subject = ? AND revoked_at IS NULL
+           AND expires_at > ? AND expires_at < ?`,
+        [w.expiresAt, id, w.agentId, w.subject, now, w.expiresAt],
+      );
+      if (changed > 0) return true;
+      // Already as late as asked: still this workload's live session.
+      const row = await sql.get<{ id: number }>(
+        "SELECT id FROM sessions WHERE id = ? AND agent_id = ? AND workload_subject = ? AND revoked_at IS NULL AND expires_at > ?",
+        [id, w.agentId, w.subject, now],
+      );
+      return row !== undefined;
+    },
     async revoke(id: number, at: number): Promise<boolean> {
       return (await sql.run("UPDATE sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", [at, id])) === 1;
     },
@@ -157,6 +178,7 @@ function normalise(r: SessionRow): SessionRow {
     channel: r.channel ?? null,
     clientAgent: r.clientAgent ?? null,
     clientAddress: r.clientAddress ?? null,
+    workloadSubject: r.workloadSubject ?? null,
   };
 }
 

@@ -6,7 +6,7 @@ import { createMemoryLogger } from "../../src/log.ts";
 import { openMemoryStore, type Store } from "../../src/store/index.ts";
 import { createLoginThrottle, type LoginThrottle, type RateLimiter } from "../../src/ratelimit/index.ts";
 import type { KdfParams } from "../../src/crypto/kdf.ts";
-import { createAuthenticator, type Domain, type OidcClient } from "../../src/identity/index.ts";
+import { createAuthenticator, type Domain, type OidcClient, type WorkloadKeys } from "../../src/identity/index.ts";
 import { createHashGate, unlockKeyring } from "../../src/crypto/index.ts";
 
 /** Cheap Argon2id for tests that are not about hashing; tests of the real parameters live in tests/unit/vault. */
@@ -46,6 +46,8 @@ export interface TestApiOptions {
   readonly trustedProxies?: readonly string[];
   /** Identity-provider sign-in (absent: off, as without BROKER_OIDC_ISSUER). */
   readonly oidc?: OidcClient;
+  /** Trusted workload issuers' key sets (absent: the token exchange refuses every token). */
+  readonly workloadKeys?: WorkloadKeys;
 }
 
 export async function createTestApi(opts: TestApiOptions = {}): Promise<TestApi> {
@@ -65,6 +67,7 @@ export async function createTestApi(opts: TestApiOptions = {}): Promise<TestApi>
     rateLimiter: opts.rateLimiter?.(clock.now),
     loginThrottle: opts.loginThrottle?.(clock.now) ?? createLoginThrottle({ now: clock.now }),
     oidc: opts.oidc,
+    workloadKeys: opts.workloadKeys,
   };
   const api = createApi({ domain, log, trustedProxies: opts.trustedProxies });
   return {

@@ -3,7 +3,8 @@
 // blind-tunnelled hosts still verify) to a 0600 file, sets exactly the contract's variables
 // (replacing inherited copies; never HTTP_PROXY; NO_PROXY never names a service's host), supervises
 // the child (stdio inherited, signals forwarded, exit code passed back; blind-tunnelled hosts and a TLS
-// failure explained on stderr, kit/run-activity.ts) and revokes the session when the child exits.
+// failure explained on stderr, kit/run-activity.ts) and revokes the session when the child exits. With
+// --identity-token-file (or BROKER_IDENTITY_TOKEN_FILE) the session is exchanged for the platform's token instead.
 
 import { defineCommand } from "citty";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -18,6 +19,7 @@ import { nodeProxyWarning } from "../kit/index.ts";
 import { printNote } from "../kit/index.ts";
 import { addUsageTail } from "../kit/index.ts";
 import { runSupervised, watchRunActivity } from "../kit/index.ts";
+import { exchangeIdentityToken, watchIdentityToken } from "../kit/index.ts";
 import { assertContainable, CONTAIN_ENV, containedArgv, startBridges, type ContainSpec } from "../kit/index.ts";
 import type { DiscoveryBody, ScopedSessionCreatedBody } from "../../contract/index.ts";
 
@@ -120,6 +122,10 @@ const command = defineCommand({
     role: { type: "string", description: "Role of the session: proxy (default), member or admin; never above your own" },
     "proxy-tls": { type: "boolean", description: "Use https:// to reach the proxy itself (HTTPS_PROXY=https://…)" },
     contain: { type: "boolean", description: "Run the command in its own network namespace: it can reach only the broker (Linux, no root needed)" },
+    "identity-token-file": {
+      type: "string",
+      description: "Sign in with the platform's token in this file (CI OIDC, Kubernetes, SPIFFE) instead of a broker token (or BROKER_IDENTITY_TOKEN_FILE)",
+    },
   },
   async run({ rawArgs, args }) {
     const dash = rawArgs.indexOf("--");
@@ -129,12 +135,32 @@ const command = defineCommand({
     if (warning && !args.contain) printNote(warning); // contained, its connections are redirected to the proxy anyway
     if (args.contain) assertContainable();
     const ctx = openContext();
-    const vault = await pickVaultOrOnly(ctx, args.vault);
-    // A contained run says so: the audit log marks every request made with its session.
-    const body = { vault, role: args.role ?? "proxy", ttl_seconds: parseTtl(args.ttl), ...(args.contain ? { contained: true } : {}) };
-    const session = await ctx.client.request<ScopedSessionCreatedBody>("POST", apiPath("v1", "sessions"), { body, vault });
+    const identityFile = args["identity-token-file"] ?? ctx.config.identityTokenFile;
+    if (identityFile && (args.role || args.ttl || args.contain)) {
+      throw new CliFailure("--role, --ttl and --contain do not apply to an identity token", "the binding decides the role and the session's lifetime", 2);
+    }
+    let vault: string;
+    let session: { id: string; token: string; proxy_port: number | null };
+    let revoke: () => Promise<unknown>;
+    if (identityFile) {
+      const exchanged = await exchangeIdentityToken(ctx.client, identityFile, args.vault);
+      vault = exchanged.vault;
+      session = exchanged;
+      // The platform rotates its token while the command runs: each new one renews this session.
+      const watch = watchIdentityToken(exchanged, identityFile, { note: printNote });
+      revoke = () => {
+        watch.stop();
+        return exchanged.client.request("DELETE", apiPath("v1", "sessions", exchanged.id)).catch(() => undefined);
+      };
+    } else {
+      vault = await pickVaultOrOnly(ctx, args.vault);
+      // A contained run says so: the audit log marks every request made with its session.
+      const body = { vault, role: args.role ?? "proxy", ttl_seconds: parseTtl(args.ttl), ...(args.contain ? { contained: true } : {}) };
+      const minted = await ctx.client.request<ScopedSessionCreatedBody>("POST", apiPath("v1", "sessions"), { body, vault });
+      session = minted;
+      revoke = () => ctx.client.request("DELETE", apiPath("v1", "sessions", minted.id)).catch(() => undefined);
+    }
     const dir = mkdtempSync(join(tmpdir(), "broker-run-")); // 0700
-    const revoke = () => ctx.client.request("DELETE", apiPath("v1", "sessions", session.id)).catch(() => undefined);
     let onExit: (() => void) | undefined;
     try {
       const ca = await fetch(`${ctx.addr}/v1/ca.pem`).then((r) => (r.ok ? r.text() : Promise.reject(new Error(`HTTP ${r.status}`))));

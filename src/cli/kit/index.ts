@@ -118,3 +118,4 @@ export {
 } from "./secret-store-words.ts";
 export { checkSecretStores } from "./doctor-secret-stores.ts";
 export { readVaultFile, writeVaultFile } from "./vault-file.ts";
+export { exchangeIdentityToken, watchIdentityToken, type ExchangedSession } from "./identity-token.ts";

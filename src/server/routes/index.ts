@@ -27,3 +27,4 @@ export { templateRoutes, viewTemplate } from "./templates.ts";
 export { readInt } from "./logs.ts";
 export { secretStoreRoutes } from "./secret-stores.ts";
 export { vaultCodeRoutes } from "./vault-code.ts";
+export { workloadExchangeRoutes, workloadIssuerRoutes } from "./workload.ts";

@@ -90,6 +90,19 @@ describe("AUTH tier (per client IP) on /v1/auth/login", () => {
     });
   }
 
+  test("the workload token exchange (anonymous, like sign-in) shares the IP's AUTH budget", async () => {
+    const api = await apiWith({ BROKER_RATELIMIT_AUTH_BURST: "2", BROKER_RATELIMIT_AUTH_RPS: "1" });
+    const body = {
+      grant_type: "urn:ietf:params:oauth:grant-type:token-exchange",
+      subject_token: "a.b.c",
+      subject_token_type: "urn:ietf:params:oauth:token-type:jwt",
+    };
+    const exchange = () => api.call("POST", "/v1/sessions/exchange", { body, ip: "203.0.113.9" });
+    expect((await exchange()).status).toBe(400);
+    expect((await badLogin(api, "203.0.113.9")).status).toBe(401);
+    expectLimited(await exchange(), 2);
+  });
+
   test("registration shares the IP's AUTH budget with login", async () => {
     const api = await apiWith({ BROKER_RATELIMIT_AUTH_BURST: "3", BROKER_RATELIMIT_AUTH_RPS: "1" });
     await register(api, "owner@example.com", "203.0.113.7");

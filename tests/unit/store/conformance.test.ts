@@ -135,6 +135,7 @@ forEachBackend((backend) => {
       channel: null,
       clientAgent: null,
       clientAddress: null,
+      workloadSubject: null,
     });
     expect(await store.sessions.byTokenHash("hash-live")).toEqual(live);
     expect(await store.sessions.byPublicId("ses_live")).toEqual(live);

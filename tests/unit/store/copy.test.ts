@@ -307,6 +307,27 @@ async function seed(store: Store): Promise<void> {
     T0,
   );
   await store.budgets.add(budget.id, T0, { requests: 3, inputTokens: 30, outputTokens: 20, totalTokens: 50, costMicros: 12, unpricedCalls: 0 });
+  // A trusted workload issuer, a binding with its agent, and a token id already exchanged (migration 30).
+  const issuer = await store.workload.addIssuer({
+    name: "github",
+    issuer: "https://token.actions.githubusercontent.com",
+    jwksUrl: null,
+    audiences: ["https://broker.example"],
+    clockSkewSeconds: 60,
+    createdAt: T0,
+  });
+  const wl = await store.agents.create({ name: "wl-github-deploy", role: "member", createdBy: null, createdAt: T0 });
+  await store.workload.addBinding({
+    issuerId: issuer.id,
+    name: "deploy",
+    conditions: { repository: "org/repo", ref: ["refs/heads/main", "refs/tags/v*"] },
+    vaultId: vault.id,
+    role: "proxy",
+    maxSessionSeconds: 900,
+    agentId: wl.id,
+    createdAt: T0,
+  });
+  expect(await store.workload.claimJti(issuer.id, "run-1", T0 + 600_000, T0)).toBe(true);
 }
 
 async function seededFileStore(): Promise<{ dir: string; store: Store }> {
