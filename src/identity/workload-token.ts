@@ -36,10 +36,37 @@ export function createWorkloadKeys(opts: WorkloadKeysOptions): WorkloadKeys {
   const timeout = opts.timeoutMs ?? 5_000;
   const httpFetch = opts.fetch;
 
-  async function jwksUrlOf(issuer: WorkloadIssuerRow): Promise<string> {
-    if (issuer.jwksUrl) return issuer.jwksUrl;
+  /** Discoveries under way (concurrent exchanges share one), and failures remembered for the cooldown. */
+  const discovering = new Map<string, Promise<string>>();
+  const failed = new Map<string, { at: number; error: InvalidGrant }>();
+  const cooldownMs = opts.cooldownMs ?? 30_000;
+
+  /**
+   * The issuer's JWKS address. Discovery runs before any signature is checked, for anyone who names a trusted `iss`:
+   * so one fetch at a time per issuer, and a failure is answered from memory for the cooldown, like an unknown `kid`.
+   */
+  function jwksUrlOf(issuer: WorkloadIssuerRow): Promise<string> {
+    if (issuer.jwksUrl) return Promise.resolve(issuer.jwksUrl);
     const hit = discovered.get(issuer.issuer);
-    if (hit && Date.now() - hit.at < cacheMs) return hit.jwksUrl;
+    if (hit && Date.now() - hit.at < cacheMs) return Promise.resolve(hit.jwksUrl);
+    const recent = failed.get(issuer.issuer);
+    if (recent && Date.now() - recent.at < cooldownMs) return Promise.reject(recent.error);
+    const under = discovering.get(issuer.issuer);
+    if (under) return under;
+    const found = discover(issuer)
+      .catch((err: unknown) => {
+        const error = err instanceof InvalidGrant ? err : new InvalidGrant("the issuer's discovery document could not be read");
+        failed.set(issuer.issuer, { at: Date.now(), error });
+        // The last good address goes on serving while a refresh fails.
+        if (hit) return hit.jwksUrl;
+        throw error;
+      })
+      .finally(() => discovering.delete(issuer.issuer));
+    discovering.set(issuer.issuer, found);
+    return found;
+  }
+
+  async function discover(issuer: WorkloadIssuerRow): Promise<string> {
     const url = `${issuer.issuer.replace(/\/+$/, "")}/.well-known/openid-configuration`;
     const res = await httpFetch(url, { signal: AbortSignal.timeout(timeout), headers: { accept: "application/json" } });
     if (!res.ok) throw new InvalidGrant(`the issuer's discovery document could not be read (HTTP ${res.status})`);
@@ -120,7 +147,7 @@ export async function verifyWorkloadToken(token: string, issuer: WorkloadIssuerR
     issuer,
     claims: payload,
     subject: payload.sub,
-    expiresAt: payload.exp! * 1000,
+    expiresAt: Math.floor(payload.exp! * 1000), // a fractional exp: whole milliseconds, as the store keeps them
     jti: typeof payload.jti === "string" && payload.jti !== "" ? payload.jti : undefined,
   };
 }
