@@ -10,7 +10,10 @@ import { listBudgets } from "../../workflows/index.ts";
 import { Badge, Name, Section, Time, toneOf } from "../ui/index.ts";
 import { formOf, openConsoleVault, renderPage, requireSignedIn, type ConsoleContext, type ConsoleEnv } from "./context.tsx";
 import { vaultPath } from "./layout.tsx";
-import { BudgetForm, BudgetTable, budgetDraftOf, budgetRights, draftOf, EMPTY_DRAFT, RemoveBudget, saveBudget, type BudgetDraft } from "./vault-budgets.tsx";
+import { budgetDraftOf, draftOf, EMPTY_DRAFT, type BudgetDraft } from "./vault-budget-draft.ts";
+import { BudgetForm } from "./vault-budget-form.tsx";
+import { BudgetTable, RemoveBudget } from "./vault-budget-table.tsx";
+import { budgetRights, saveBudget } from "./vault-budgets.tsx";
 
 export const agentPath = (vault: string, agent: string) => `${vaultPath(vault, "agents")}/${encodeURIComponent(agent)}`;
 

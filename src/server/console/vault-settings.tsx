@@ -13,7 +13,8 @@ import { formOf, openConsoleVault, renderPage, requireConfirmation, requireSigne
 import { vaultPath } from "./layout.tsx";
 import { renderNotifications, vaultWebhookRoutes } from "./vault-webhooks.tsx";
 import { renderVaultStores } from "./secret-stores.tsx";
-import { draftOf, renderBudgets, saveBudget, vaultBudgetRoutes, type BudgetDraft } from "./vault-budgets.tsx";
+import { draftOf, type BudgetDraft } from "./vault-budget-draft.ts";
+import { renderBudgets, saveBudget, vaultBudgetRoutes } from "./vault-budgets.tsx";
 import { policyModeRoutes, renderPolicyMode } from "./vault-policy-mode.tsx";
 
 const CHOICES = [
