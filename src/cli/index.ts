@@ -37,8 +37,8 @@ export const rootCommand = defineCommand({
     proposal: () => import("./commands/proposal.ts").then((m) => m.default),
     request: () => import("./commands/request.ts").then((m) => m.default),
     mcp: () => import("./commands/mcp.ts").then((m) => m.default),
-    "workload-issuer": () => import("./commands/workload.ts").then((m) => m.workloadIssuerCommand),
-    "workload-binding": () => import("./commands/workload.ts").then((m) => m.workloadBindingCommand),
+    "workload-issuer": () => import("./commands/workload-issuer.ts").then((m) => m.workloadIssuerCommand),
+    "workload-binding": () => import("./commands/workload-binding.ts").then((m) => m.workloadBindingCommand),
     completion: () => import("./commands/completion.ts").then((m) => m.createCompletionCommand(getRoot)),
   },
 });

@@ -46,6 +46,9 @@ export const AuditExportRecord = z.object({
     .nullable()
     .optional()
     .describe("the call's cost in integer micro-units of the price table's currency; null when unpriced or not an LLM call"),
+  // The workload (issue 39): optional, so an export made before it still reads (as null).
+  workload_issuer: z.string().nullable().optional().describe("the platform token's iss of a workload's session; null for anyone else"),
+  workload_subject: z.string().nullable().optional().describe("the platform token's sub of a workload's session; null for anyone else"),
 });
 
 export const AuditExportAnswer = z.object({

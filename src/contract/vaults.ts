@@ -163,6 +163,11 @@ export const AuditPageAnswer = z.object({
         .nullable()
         .optional()
         .describe("what the request's LLM call used, when the broker metered it (issue 38); null for any other request"),
+      workload: z
+        .object({ issuer: z.string().nullable(), subject: z.string() })
+        .nullable()
+        .optional()
+        .describe("the workload that asked, by its platform token's iss and sub (issue 39); null for people, agents and their sessions"),
     }),
   ),
   next_cursor: z.string().nullable(),

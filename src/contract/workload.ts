@@ -3,7 +3,7 @@
 // back, logged or echoed.
 
 import { z } from "zod";
-import { ACCESS_TOKEN_TYPE, CLAIM_LIMITS, JWT_TOKEN_TYPES, NAME_PATTERN, TOKEN_EXCHANGE_GRANT } from "../policy/index.ts";
+import { ACCESS_TOKEN_TYPE, CLAIM_LIMITS, JWKS_MAX_CHARS, JWT_TOKEN_TYPES, NAME_PATTERN, TOKEN_EXCHANGE_GRANT } from "../policy/index.ts";
 import { says } from "../schema-input.ts";
 
 export { ACCESS_TOKEN_TYPE, JWT_TOKEN_TYPES, TOKEN_EXCHANGE_GRANT };
@@ -22,17 +22,28 @@ const HttpsUrl = z
   .max(2000, says("{field} is too long"))
   .refine((v) => URL.canParse(v) && new URL(v).protocol === "https:" && !new URL(v).username && !new URL(v).password, says("{field} must be an https:// URL"));
 
-export const WorkloadIssuerInput = z.strictObject({
-  name: IssuerName.describe("how bindings, the CLI and the agents made for them name the issuer"),
-  issuer: HttpsUrl.describe("the `iss` its tokens carry, exactly (https://token.actions.githubusercontent.com)"),
-  jwks_url: HttpsUrl.optional().describe("where its keys are; absent: found by OIDC discovery from the issuer"),
-  audiences: z
-    .array(z.string(says("{field} must be audience strings")).min(1).max(500), says("{field} must be a list of audiences"))
-    .min(1, says("{field} must name at least one audience"))
-    .max(20, says("{field} may name at most 20 audiences"))
-    .describe("a token's aud must contain one of them"),
-  clock_skew_seconds: z.number().int().min(0).max(300, says("{field} must be 0 to 300")).default(60).describe("tolerance for exp, nbf and iat"),
-});
+export const WorkloadIssuerInput = z
+  .strictObject({
+    name: IssuerName.describe("how bindings, the CLI and the agents made for them name the issuer"),
+    issuer: HttpsUrl.describe("the `iss` its tokens carry, exactly (https://token.actions.githubusercontent.com)"),
+    jwks_url: HttpsUrl.optional().describe("where its keys are; absent (and no `jwks`): found by OIDC discovery from the issuer"),
+    jwks: z
+      .string(says("{field} must be a JWKS document (JSON text)"))
+      .max(JWKS_MAX_CHARS, says(`{field} must be at most ${JWKS_MAX_CHARS} characters`))
+      .optional()
+      .describe("the issuer's public keys as a JWKS document (a file's text), for an issuer the broker cannot reach; instead of jwks_url"),
+    audiences: z
+      .array(z.string(says("{field} must be audience strings")).min(1).max(500), says("{field} must be a list of audiences"))
+      .min(1, says("{field} must name at least one audience"))
+      .max(20, says("{field} may name at most 20 audiences"))
+      .describe("a token's aud must contain one of them"),
+    clock_skew_seconds: z.number().int().min(0).max(300, says("{field} must be 0 to 300")).default(60).describe("tolerance for exp, nbf and iat"),
+    require_jti: z.boolean(says("{field} must be true or false")).default(false).describe("refuse a token without a jti (so every token is exchanged once)"),
+  })
+  .superRefine((i, ctx) => {
+    if (i.jwks_url !== undefined && i.jwks !== undefined)
+      ctx.addIssue({ code: "custom", path: ["jwks"], message: "{field} is instead of jwks_url: give one of them, not both" });
+  });
 export type WorkloadIssuerInput = z.infer<typeof WorkloadIssuerInput>;
 
 const Pattern = z
@@ -62,8 +73,11 @@ export const WorkloadIssuerView = z.object({
   name: z.string(),
   issuer: z.string(),
   jwks_url: z.string().nullable(),
+  jwks: z.string().nullable().describe("the public key set given as a document, as stored; null when keys are fetched"),
+  jwks_kids: z.array(z.string()).nullable().describe("the key ids of that key set; null when keys are fetched"),
   audiences: z.array(z.string()),
   clock_skew_seconds: z.number(),
+  require_jti: z.boolean(),
   created_at: z.string(),
 });
 export const WorkloadIssuerList = z.object({ issuers: z.array(WorkloadIssuerView) });

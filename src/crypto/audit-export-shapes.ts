@@ -34,6 +34,12 @@ export interface ExportedAuditRecord {
   readonly output_tokens?: number | null;
   readonly total_tokens?: number | null;
   readonly cost_micros?: number | null;
+  /**
+   * The workload that asked (issue 39): its platform token's issuer and subject; null on every other record, absent
+   * from exports made before. A record with either set is hashed with the v3 encoding.
+   */
+  readonly workload_issuer?: string | null;
+  readonly workload_subject?: string | null;
 }
 
 export interface ExportedCheckpointHead {

@@ -369,5 +369,7 @@ function chainedRecord(vaultId: number, r: ExportedAuditRecord, place: { seq: nu
     outputTokens: r.output_tokens ?? null,
     totalTokens: r.total_tokens ?? null,
     costMicros: r.cost_micros ?? null,
+    workloadIssuer: r.workload_issuer ?? null,
+    workloadSubject: r.workload_subject ?? null,
   };
 }

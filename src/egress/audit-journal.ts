@@ -231,7 +231,7 @@ function parseRecords(lines: readonly string[], torn: boolean): { records: Journ
 
 const TEXT_FIELDS = ["principal", "vault", "ingress", "method", "host", "path", "credentialKeys"] as const;
 const NUMBER_FIELDS = ["at", "vaultId", "status", "bytesIn", "bytesOut", "durationMs"] as const;
-const NULLABLE_TEXT_FIELDS = ["service", "error", "approvedBy", "llmModel"] as const;
+const NULLABLE_TEXT_FIELDS = ["service", "error", "approvedBy", "llmModel", "workloadIssuer", "workloadSubject"] as const;
 /** BIGINT columns (the LLM usage, issue 38): a fraction or a string there would fail the batch on PostgreSQL. */
 const NULLABLE_COUNT_FIELDS = ["inputTokens", "outputTokens", "totalTokens", "costMicros"] as const;
 

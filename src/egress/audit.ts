@@ -196,9 +196,16 @@ export interface AuditOutcome {
   readonly approvedBy?: string | null;
 }
 
+/** The workload behind a session exchanged for its platform token (issue 39): the token's `iss` and `sub`. */
+export interface AuditedWorkload {
+  readonly issuer: string | null;
+  readonly subject: string;
+}
+
 export interface AuditedRequest {
   readonly principal: string;
   readonly contained: boolean;
+  readonly workload?: AuditedWorkload;
   readonly vault: { readonly id: number; readonly name: string };
   readonly ingress: string;
   readonly method: string;
@@ -229,6 +236,7 @@ export function auditEntry(req: AuditedRequest, startedAt: number, now: number, 
     error: o.error,
     contained: req.contained,
     approvedBy: o.approvedBy ?? null,
+    ...(req.workload && { workloadIssuer: req.workload.issuer, workloadSubject: req.workload.subject }),
   };
 }
 

@@ -11,7 +11,7 @@ import type { EgressDeps, EgressInput } from "./exchange.ts";
 import { resolveChecked } from "./netguard.ts";
 import { recordedError } from "./report-mode.ts";
 
-export type BlindInput = Pick<EgressInput, "principal" | "contained" | "vault" | "host" | "port">;
+export type BlindInput = Pick<EgressInput, "principal" | "contained" | "workload" | "vault" | "host" | "port">;
 
 export interface BlindTunnel {
   /** The upstream connection: the caller relays bytes both ways, unread and unchanged. */

@@ -6,7 +6,7 @@
 
 import type { Logger } from "../log.ts";
 import type { BudgetGate, BudgetTicket, RequestApprovalGate } from "../workflows/index.ts";
-import { auditEntry, type AuditLog } from "./audit.ts";
+import { auditEntry, type AuditedWorkload, type AuditLog } from "./audit.ts";
 import type { Minter } from "./minter.ts";
 import type { NetPolicy, Resolver } from "./netguard.ts";
 import type { CallUsage } from "./llm-usage.ts";
@@ -27,6 +27,8 @@ export interface EgressInput {
   readonly contained: boolean;
   /** A `vault run` session acting for whoever minted it (`principal` is the minter's id). */
   readonly scoped?: boolean;
+  /** A session exchanged for a workload's platform token: its issuer and subject, named in the audit record. */
+  readonly workload?: AuditedWorkload;
   /** `policyMode`: the vault's, as admitted (report mode, report-mode.ts); absent: enforce. */
   readonly vault: { readonly id: number; readonly name: string; readonly policyMode?: PolicyMode };
   /** Canonical lower-case host (or IP literal) and port the agent addressed. */

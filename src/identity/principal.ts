@@ -40,6 +40,14 @@ export interface ScopedPrincipal extends SessionRef {
   readonly agentId: number | null;
   /** Minted by `vault run --contain`: its minter says the command runs in a network namespace. */
   readonly contained: boolean;
+  /** Exchanged for a workload's platform token (issue 39): the token's `iss` and `sub`, named in every audit record. */
+  readonly workload?: WorkloadName;
+}
+
+/** The workload a session was exchanged for: its platform token's issuer (null before migration 31) and subject. */
+export interface WorkloadName {
+  readonly issuer: string | null;
+  readonly subject: string;
 }
 
 export type Principal = UserPrincipal | AgentPrincipal | ScopedPrincipal;
@@ -47,6 +55,11 @@ export type Principal = UserPrincipal | AgentPrincipal | ScopedPrincipal;
 /** The name people read for a principal (an agent's name, a person's email); a `vault run` session carries none of its own. */
 export function principalName(p: Principal): string | undefined {
   return p.kind === "user" ? p.email : p.kind === "agent" ? p.agentName : undefined;
+}
+
+/** The workload behind a principal as a request's field, for its audit records; none for people and agents. */
+export function withWorkload(p: Principal): { workload?: WorkloadName } {
+  return p.kind === "scoped" && p.workload ? { workload: p.workload } : {};
 }
 
 /** Whether requests made with this principal are marked contained in the audit log. */

@@ -70,7 +70,7 @@ export async function mintScopedSession(
  */
 export async function mintWorkloadSession(
   repos: Repos,
-  w: { agentId: number; vaultId: number; role: VaultRole; expiresAt: number; subject: string },
+  w: { agentId: number; vaultId: number; role: VaultRole; expiresAt: number; subject: string; issuer: string },
   now: number,
   client?: SessionClient,
 ): Promise<MintedSession> {
@@ -78,7 +78,7 @@ export async function mintWorkloadSession(
     throw new Conflict(`the binding already has ${LIMITS.activeSessionsPerWorkload} active sessions; wait for some to expire`);
   }
   const s = { kind: "scoped" as const, userId: null, agentId: w.agentId, vaultId: w.vaultId, role: w.role, expiresAt: w.expiresAt, ...originOf(client) };
-  return insertSession(repos, { ...s, workloadSubject: w.subject }, now);
+  return insertSession(repos, { ...s, workloadSubject: w.subject, workloadIssuer: w.issuer }, now);
 }
 
 async function assertAgentSessionRoom(repos: Repos, agentId: number, now: number) {
@@ -89,7 +89,10 @@ async function assertAgentSessionRoom(repos: Repos, agentId: number, now: number
 
 async function insertSession(
   repos: Repos,
-  s: Pick<SessionRow, "kind" | "userId" | "agentId" | "vaultId" | "role" | "expiresAt" | "channel" | "clientAgent" | "clientAddress" | "workloadSubject"> & {
+  s: Pick<
+    SessionRow,
+    "kind" | "userId" | "agentId" | "vaultId" | "role" | "expiresAt" | "channel" | "clientAgent" | "clientAddress" | "workloadSubject" | "workloadIssuer"
+  > & {
     contained?: boolean;
   },
   now: number,
@@ -244,6 +247,7 @@ async function toPrincipal(store: Store, row: SessionRow): Promise<Principal> {
       userId: row.userId,
       agentId: row.agentId,
       contained: row.contained,
+      ...(row.workloadSubject ? { workload: { issuer: row.workloadIssuer ?? null, subject: row.workloadSubject } } : {}),
       ...base,
     };
   }

@@ -4,7 +4,7 @@
 // the Agents page name the workload's binding, and revoking the agent stops it; each session keeps the token's
 // subject. Never logs, stores or echoes a platform token.
 
-import { Conflict, InvalidGrant, NotFound } from "../errors.ts";
+import { Conflict, InvalidGrant, InvalidRequest, NotFound } from "../errors.ts";
 import { ACCESS_TOKEN_TYPE, conditionsHold } from "../policy/index.ts";
 import type { ClaimCondition, VaultRole, WorkloadBindingRow, WorkloadIssuerRow } from "../store/index.ts";
 import type { Domain } from "./context.ts";
@@ -13,7 +13,7 @@ import { mintWorkloadSession, type SessionClient } from "./sessions.ts";
 import { hashToken } from "../crypto/index.ts";
 import { requireOwner } from "./settings.ts";
 import { iso } from "./users.ts";
-import { readTokenIssuer, verifyWorkloadToken, type VerifiedWorkload } from "./workload-token.ts";
+import { readKeySetDocument, readTokenIssuer, verifyWorkloadToken, type VerifiedWorkload } from "./workload-token.ts";
 
 /** The agent standing for a binding's workloads. */
 export const workloadAgentName = (issuer: string, binding: string) => `wl-${issuer}-${binding}`;
@@ -23,8 +23,10 @@ export interface WorkloadIssuerSpec {
   readonly name: string;
   readonly issuer: string;
   readonly jwks_url?: string;
+  readonly jwks?: string;
   readonly audiences: readonly string[];
   readonly clock_skew_seconds: number;
+  readonly require_jti: boolean;
 }
 
 /** A binding as the owner adds it (read by the contract's WorkloadBindingInput). */
@@ -44,23 +46,55 @@ function viewIssuer(i: WorkloadIssuerRow) {
     name: i.name,
     issuer: i.issuer,
     jwks_url: i.jwksUrl,
+    jwks: i.jwks,
+    jwks_kids: i.jwks === null ? null : documentKids(i.jwks),
     audiences: [...i.audiences],
     clock_skew_seconds: i.clockSkewSeconds,
+    require_jti: i.requireJti,
     created_at: iso(i.createdAt),
+  };
+}
+
+/** The key ids of a stored key set (checked when it was given, so it parses). */
+function documentKids(jwks: string): string[] {
+  const keys = (JSON.parse(jwks) as { keys: { kid?: unknown }[] }).keys;
+  return keys.flatMap((k) => (typeof k.kid === "string" ? [k.kid] : []));
+}
+
+/** The stored form of an issuer as given: a key set document is checked and kept compact. */
+async function issuerFields(input: WorkloadIssuerSpec) {
+  let jwks: string | null = null;
+  if (input.jwks !== undefined) {
+    await readKeySetDocument(input.jwks);
+    jwks = JSON.stringify(JSON.parse(input.jwks));
+  }
+  return {
+    issuer: input.issuer,
+    jwksUrl: input.jwks_url ?? null,
+    jwks,
+    audiences: input.audiences,
+    clockSkewSeconds: input.clock_skew_seconds,
+    requireJti: input.require_jti,
   };
 }
 
 export async function addWorkloadIssuer(d: Domain, p: Principal, input: WorkloadIssuerSpec) {
   requireOwner(p);
   if (await d.store.workload.issuerByName(input.name)) throw new Conflict(`an issuer named ${input.name} exists already`);
-  const row = await d.store.workload.addIssuer({
-    name: input.name,
-    issuer: input.issuer,
-    jwksUrl: input.jwks_url ?? null,
-    audiences: input.audiences,
-    clockSkewSeconds: input.clock_skew_seconds,
-    createdAt: d.now(),
-  });
+  const row = await d.store.workload.addIssuer({ name: input.name, ...(await issuerFields(input)), createdAt: d.now() });
+  return viewIssuer(row);
+}
+
+/**
+ * Changes a trusted issuer in place (new keys, audiences, skew, the jti rule), keeping its bindings and their agents;
+ * sessions already exchanged stay until they expire. The name in the path wins over one in the body.
+ */
+export async function updateWorkloadIssuer(d: Domain, p: Principal, name: string, input: WorkloadIssuerSpec) {
+  requireOwner(p);
+  const current = await issuerNamed(d, name);
+  if (input.name !== name) throw new InvalidRequest(`the body names issuer ${input.name}, the path ${name}: an issuer cannot be renamed`);
+  const row = await d.store.workload.updateIssuer(current.id, await issuerFields(input));
+  if (!row) throw new NotFound(`no workload issuer named ${name}`);
   return viewIssuer(row);
 }
 
@@ -206,7 +240,12 @@ export async function exchangeWorkloadToken(
       }
       return { publicId: (await tx.sessions.byTokenHash(hashToken(renewing!.token)))?.publicId ?? "", token: renewing!.token };
     }
-    const m = await mintWorkloadSession(tx, { agentId, vaultId: binding.vaultId, role, expiresAt, subject: verified.subject }, now, client);
+    const m = await mintWorkloadSession(
+      tx,
+      { agentId, vaultId: binding.vaultId, role, expiresAt, subject: verified.subject, issuer: issuer.issuer },
+      now,
+      client,
+    );
     return { publicId: m.row.publicId, token: m.token.reveal() }; // reveal: the new session's token, returned once to the workload
   });
   if (renewed !== undefined) d.auth.forget([hashToken(renewing!.token)]);

@@ -25,6 +25,8 @@ export {
   ACCESS_TOKEN_TYPE,
   CLAIM_LIMITS,
   claimValues,
+  JWKS_MAX_CHARS,
+  JWKS_MAX_KEYS,
   JWT_TOKEN_TYPES,
   TOKEN_EXCHANGE_GRANT,
   conditionHolds,

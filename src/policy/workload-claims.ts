@@ -12,6 +12,10 @@ export const ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
 /** At most this many conditions per binding, patterns per condition, and characters per path or pattern. */
 export const CLAIM_LIMITS = { conditions: 20, patterns: 50, pathChars: 200, patternChars: 500 } as const;
 
+/** A key set given as a document (an issuer the broker cannot reach): at most this many characters and keys. */
+export const JWKS_MAX_CHARS = 65_536;
+export const JWKS_MAX_KEYS = 20;
+
 /**
  * The values a claim path names. A path is claim names joined by `/`; since claim names may hold `/` themselves
  * (Kubernetes' legacy flat `kubernetes.io/serviceaccount/namespace`), each step tries the longest run of segments

@@ -19,7 +19,8 @@ export type RunStatement = (sql: string, params: readonly SqlValue[]) => unknown
 const SEGMENT = `SELECT id, at, principal, vault, ingress, method, host, path, service, credential_keys AS "credentialKeys",
   credential_refs AS "credentialRefs", status, bytes_in AS "bytesIn", bytes_out AS "bytesOut", duration_ms AS "durationMs", error,
   contained, approved_by AS "approvedBy", chain_seq AS seq, chain_prev AS prev, chain_hash AS hash, llm_model AS "llmModel",
-  input_tokens AS "inputTokens", output_tokens AS "outputTokens", total_tokens AS "totalTokens", cost_micros AS "costMicros" FROM audit_logs`;
+  input_tokens AS "inputTokens", output_tokens AS "outputTokens", total_tokens AS "totalTokens", cost_micros AS "costMicros",
+  workload_issuer AS "workloadIssuer", workload_subject AS "workloadSubject" FROM audit_logs`;
 
 /** The statements of the checks (by the primary key or the (vault_id, chain_seq) index). */
 export const CHAIN_CHECK_STATEMENTS = {
@@ -103,6 +104,8 @@ function chainedRow(vaultId: number, seq: number, prev: string, r: Record<string
     outputTokens: countOrNull(r.outputTokens),
     totalTokens: countOrNull(r.totalTokens),
     costMicros: countOrNull(r.costMicros),
+    workloadIssuer: textOrNull(r.workloadIssuer),
+    workloadSubject: textOrNull(r.workloadSubject),
   };
 }
 

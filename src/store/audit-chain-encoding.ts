@@ -11,6 +11,11 @@ export const AUDIT_CHAIN_ENCODING = "broker-audit-v1";
  * record without usage, so hashes written before usage existed (and every unmetered record since) keep verifying.
  */
 export const AUDIT_CHAIN_ENCODING_USAGE = "broker-audit-v2";
+/**
+ * A record made by a workload (issue 39): v2's elements (usage fields null when it has none), then the workload's
+ * issuer and subject. Records without a workload keep v1 or v2.
+ */
+export const AUDIT_CHAIN_ENCODING_WORKLOAD = "broker-audit-v3";
 
 /** A record's fields as the chain covers them, in the encoding's order (docs/audit-chain.md). */
 export interface ChainedRecord {
@@ -42,6 +47,9 @@ export interface ChainedRecord {
   readonly outputTokens?: number | null;
   readonly totalTokens?: number | null;
   readonly costMicros?: number | null;
+  /** The workload's token issuer and subject (issue 39); absent or null on every other record. */
+  readonly workloadIssuer?: string | null;
+  readonly workloadSubject?: string | null;
 }
 
 /**
@@ -53,11 +61,17 @@ function carriesUsage(r: ChainedRecord): boolean {
   return [r.llmModel, r.inputTokens, r.outputTokens, r.totalTokens, r.costMicros].some((v) => v !== null && v !== undefined);
 }
 
+/** Whether the record takes the workload encoding (v3): either workload field set (so neither is left unhashed). */
+function carriesWorkload(r: ChainedRecord): boolean {
+  return [r.workloadIssuer, r.workloadSubject].some((v) => v !== null && v !== undefined);
+}
+
 /** The canonical encoding: a JSON array (no spaces, strings as JSON escapes them, integers, null, true/false). */
 export function canonicalAuditRecord(r: ChainedRecord): string {
-  const usage = carriesUsage(r);
+  const workload = carriesWorkload(r);
+  const usage = workload || carriesUsage(r);
   const base = [
-    usage ? AUDIT_CHAIN_ENCODING_USAGE : AUDIT_CHAIN_ENCODING,
+    workload ? AUDIT_CHAIN_ENCODING_WORKLOAD : usage ? AUDIT_CHAIN_ENCODING_USAGE : AUDIT_CHAIN_ENCODING,
     r.vaultId,
     r.seq,
     r.prev,
@@ -80,7 +94,9 @@ export function canonicalAuditRecord(r: ChainedRecord): string {
     r.approvedBy,
   ];
   if (!usage) return JSON.stringify(base);
-  return JSON.stringify([...base, r.llmModel ?? null, r.inputTokens ?? null, r.outputTokens ?? null, r.totalTokens ?? null, r.costMicros ?? null]);
+  const withUsage = [...base, r.llmModel ?? null, r.inputTokens ?? null, r.outputTokens ?? null, r.totalTokens ?? null, r.costMicros ?? null];
+  if (!workload) return JSON.stringify(withUsage);
+  return JSON.stringify([...withUsage, r.workloadIssuer ?? null, r.workloadSubject ?? null]);
 }
 
 /** The record's hash: lower-case hex SHA-256 of its canonical encoding's UTF-8 bytes. */

@@ -52,6 +52,13 @@ export interface AuditRow {
   outputTokens?: number | null;
   totalTokens?: number | null;
   costMicros?: number | null;
+  /**
+   * The workload that asked (migration 31, issue 39): the platform token's `iss` and `sub` of a session exchanged for
+   * one. Null otherwise; absent in rows and journal lines made before. A record with a workload is hashed with the
+   * chain's v3 encoding.
+   */
+  workloadIssuer?: string | null;
+  workloadSubject?: string | null;
 }
 
 export interface AuditFilter {
@@ -69,7 +76,8 @@ export interface AuditFilter {
 const COLUMNS = `id, at, principal, vault_id AS "vaultId", vault, ingress, method, host, path, service, credential_keys AS "credentialKeys",
   credential_refs AS "credentialRefs", status, bytes_in AS "bytesIn", bytes_out AS "bytesOut", duration_ms AS "durationMs", error, contained, approved_by AS "approvedBy",
   chain_seq AS "chainSeq", chain_prev AS "chainPrev", chain_hash AS "chainHash",
-  llm_model AS "llmModel", input_tokens AS "inputTokens", output_tokens AS "outputTokens", total_tokens AS "totalTokens", cost_micros AS "costMicros"`;
+  llm_model AS "llmModel", input_tokens AS "inputTokens", output_tokens AS "outputTokens", total_tokens AS "totalTokens", cost_micros AS "costMicros",
+  workload_issuer AS "workloadIssuer", workload_subject AS "workloadSubject"`;
 
 // One fixed statement per filter shape, so each is an index range scan in id order, stopped at LIMIT
 // (migration 19: audit_logs (vault_id, host | status | principal, id); unfiltered: (vault_id, id)). An
@@ -143,6 +151,8 @@ function normaliseRow(r: AuditRow): AuditRow {
     outputTokens: n(r.outputTokens),
     totalTokens: n(r.totalTokens),
     costMicros: n(r.costMicros),
+    workloadIssuer: r.workloadIssuer ?? null,
+    workloadSubject: r.workloadSubject ?? null,
   };
 }
 
@@ -173,9 +183,9 @@ export const RETENTION_STATEMENTS = {
 } as const;
 
 const INSERT_HEAD = `INSERT INTO audit_logs (at, principal, vault_id, vault, ingress, method, host, path, service, credential_keys, credential_refs, status, bytes_in, bytes_out, duration_ms, error, contained, approved_by, chain_seq, chain_prev, chain_hash,
-  llm_model, input_tokens, output_tokens, total_tokens, cost_micros) VALUES`;
-const AUDIT_COLUMNS = 26;
-/** Rows per INSERT: 26 parameters each (1,664 a group) stays far below SQLite's and PostgreSQL's parameter limits. */
+  llm_model, input_tokens, output_tokens, total_tokens, cost_micros, workload_issuer, workload_subject) VALUES`;
+const AUDIT_COLUMNS = 28;
+/** Rows per INSERT: 28 parameters each (1,792 a group) stays far below SQLite's and PostgreSQL's parameter limits. */
 const INSERT_GROUP = 64;
 
 export function auditRepo(sql: Sql) {
@@ -214,6 +224,8 @@ export function auditRepo(sql: Sql) {
             r.outputTokens ?? null,
             r.totalTokens ?? null,
             r.costMicros ?? null,
+            r.workloadIssuer ?? null,
+            r.workloadSubject ?? null,
           );
         }
         await sql.run(`${INSERT_HEAD} ${placeholderRows(group.length, AUDIT_COLUMNS)}`, params);

@@ -45,7 +45,7 @@ export type {
   SecretStoreSettings,
 } from "./secret-store-connections.ts";
 export type { KeyringRow } from "./keyring.ts";
-export type { SessionChannel, SessionKind, SessionMinter, SessionOrigin, SessionRow } from "./sessions.ts";
+export type { SessionChannel, SessionKind, SessionMinter, SessionOrigin, SessionRow, WorkloadSeenRow } from "./sessions.ts";
 export type { PendingCounts, VaultCounts } from "./vault-counts.ts";
 export type { UserRow, InstanceRole } from "./users.ts";
 export type { VaultRow, UnmatchedHosts } from "./vaults.ts";

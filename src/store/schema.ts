@@ -11,6 +11,7 @@ import { FOUNDATION } from "./schema-foundation.ts";
 import { VAULT_CODE_MIGRATIONS } from "./schema-vault-code.ts";
 import { POLICY_MODE_MIGRATIONS } from "./schema-policy-mode.ts";
 import { WORKLOAD_MIGRATIONS } from "./schema-workload.ts";
+import { WORKLOAD_KEYS_MIGRATIONS } from "./schema-workload-keys.ts";
 import type { Migration } from "./migration.ts";
 
 export type { Migration };
@@ -27,4 +28,5 @@ export const MIGRATIONS: readonly Migration[] = [
   ...POLICY_MODE_MIGRATIONS,
   ...VAULT_CODE_MIGRATIONS,
   ...WORKLOAD_MIGRATIONS,
+  ...WORKLOAD_KEYS_MIGRATIONS,
 ];

@@ -39,11 +39,26 @@ export interface SessionRow extends SessionOrigin {
   contained: boolean;
   /** For a session a workload's token was exchanged for (migration 30): the token's `sub`; else null or absent. */
   workloadSubject?: string | null;
+  /** Beside it, the token's `iss` (migration 31; null on sessions exchanged before it). */
+  workloadIssuer?: string | null;
+}
+
+/** One workload seen in a vault: an issuer and subject whose token some session was exchanged for. */
+export interface WorkloadSeenRow {
+  readonly agentId: number;
+  readonly issuer: string | null;
+  readonly subject: string;
+  readonly sessions: number;
+  readonly active: number;
+  readonly firstAt: number;
+  readonly lastAt: number;
+  readonly lastSeenAt: number;
 }
 
 const COLUMNS = `id, public_id AS "publicId", token_hash AS "tokenHash", kind, user_id AS "userId", agent_id AS "agentId", vault_id AS "vaultId",
   role, created_at AS "createdAt", expires_at AS "expiresAt", last_seen_at AS "lastSeenAt", revoked_at AS "revokedAt", contained,
-  channel, client_agent AS "clientAgent", client_address AS "clientAddress", workload_subject AS "workloadSubject"`;
+  channel, client_agent AS "clientAgent", client_address AS "clientAddress", workload_subject AS "workloadSubject",
+  workload_issuer AS "workloadIssuer"`;
 
 const ACTIVE = "revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)";
 
@@ -66,8 +81,8 @@ export function sessionRepo(sql: Sql) {
       s: Omit<SessionRow, "id" | "revokedAt" | "contained" | keyof SessionOrigin> & { contained?: boolean } & Partial<SessionOrigin>,
     ): Promise<SessionRow> {
       const row = await sql.get<SessionRow>(
-        `INSERT INTO sessions (public_id, token_hash, kind, user_id, agent_id, vault_id, role, created_at, expires_at, last_seen_at, contained, channel, client_agent, client_address, workload_subject)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
+        `INSERT INTO sessions (public_id, token_hash, kind, user_id, agent_id, vault_id, role, created_at, expires_at, last_seen_at, contained, channel, client_agent, client_address, workload_subject, workload_issuer)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
         [
           s.publicId,
           s.tokenHash,
@@ -84,6 +99,7 @@ export function sessionRepo(sql: Sql) {
           cut(s.clientAgent, CLIENT_AGENT_MAX),
           cut(s.clientAddress, CLIENT_ADDRESS_MAX),
           s.workloadSubject ?? null,
+          s.workloadIssuer ?? null,
         ],
       );
       return normalise(row!);
@@ -153,6 +169,30 @@ export function sessionRepo(sql: Sql) {
       await sql.run("UPDATE sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", [at, userId]);
       return rows.map((r) => r.tokenHash);
     },
+    /**
+     * The workloads whose tokens were exchanged for sessions of this vault, while those sessions are kept (30 days
+     * after they end): one row per agent, issuer and subject, most recently exchanged first.
+     */
+    async workloadsSeen(vaultId: number, now: number, limit: number): Promise<WorkloadSeenRow[]> {
+      const rows = await sql.all<Record<keyof WorkloadSeenRow, number | string | null>>(
+        `SELECT agent_id AS "agentId", workload_issuer AS "issuer", workload_subject AS "subject", COUNT(*) AS "sessions",
+           SUM(CASE WHEN ${ACTIVE} THEN 1 ELSE 0 END) AS "active", MIN(created_at) AS "firstAt", MAX(created_at) AS "lastAt",
+           MAX(last_seen_at) AS "lastSeenAt"
+         FROM sessions WHERE vault_id = ? AND kind = 'scoped' AND workload_subject IS NOT NULL AND agent_id IS NOT NULL
+         GROUP BY agent_id, workload_issuer, workload_subject ORDER BY MAX(created_at) DESC LIMIT ?`,
+        [now, vaultId, limit],
+      );
+      return rows.map((r) => ({
+        agentId: Number(r.agentId),
+        issuer: r.issuer === null ? null : String(r.issuer),
+        subject: String(r.subject),
+        sessions: Number(r.sessions),
+        active: Number(r.active),
+        firstAt: Number(r.firstAt),
+        lastAt: Number(r.lastAt),
+        lastSeenAt: Number(r.lastSeenAt),
+      }));
+    },
     /** Removes sessions long past expiry or revocation, so the table does not grow without bound. */
     async prune(before: number): Promise<number> {
       return sql.run("DELETE FROM sessions WHERE (revoked_at IS NOT NULL AND revoked_at < ?) OR (expires_at IS NOT NULL AND expires_at < ?)", [before, before]);
@@ -179,6 +219,7 @@ function normalise(r: SessionRow): SessionRow {
     clientAgent: r.clientAgent ?? null,
     clientAddress: r.clientAddress ?? null,
     workloadSubject: r.workloadSubject ?? null,
+    workloadIssuer: r.workloadIssuer ?? null,
   };
 }
 

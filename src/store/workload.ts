@@ -10,8 +10,12 @@ export interface WorkloadIssuerRow {
   readonly issuer: string;
   /** Where its keys are; null: found by OIDC discovery from `issuer`. */
   readonly jwksUrl: string | null;
+  /** Its public keys as a JWKS document (migration 31), instead of `jwksUrl` or discovery; else null. */
+  readonly jwks: string | null;
   readonly audiences: readonly string[];
   readonly clockSkewSeconds: number;
+  /** Tokens without a `jti` are refused (each token is exchanged at most once). */
+  readonly requireJti: boolean;
   readonly createdAt: number;
 }
 
@@ -31,7 +35,8 @@ export interface WorkloadBindingRow {
   readonly createdAt: number;
 }
 
-const ISSUER = `id, name, issuer, jwks_url AS "jwksUrl", audiences, clock_skew_seconds AS "clockSkewSeconds", created_at AS "createdAt"`;
+const ISSUER = `id, name, issuer, jwks_url AS "jwksUrl", jwks, audiences, clock_skew_seconds AS "clockSkewSeconds", require_jti AS "requireJti",
+  created_at AS "createdAt"`;
 const BINDING = `id, issuer_id AS "issuerId", name, conditions, vault_id AS "vaultId", role, max_session_seconds AS "maxSessionSeconds",
   agent_id AS "agentId", created_at AS "createdAt"`;
 
@@ -42,8 +47,10 @@ function readIssuer(r: Stored<WorkloadIssuerRow, "audiences">): WorkloadIssuerRo
     ...r,
     id: Number(r.id),
     jwksUrl: r.jwksUrl ?? null,
+    jwks: r.jwks ?? null,
     audiences: JSON.parse(r.audiences) as string[],
     clockSkewSeconds: Number(r.clockSkewSeconds),
+    requireJti: Number(r.requireJti) === 1,
     createdAt: Number(r.createdAt),
   };
 }
@@ -65,10 +72,19 @@ export function workloadRepo(sql: Sql) {
   return {
     async addIssuer(i: Omit<WorkloadIssuerRow, "id">): Promise<WorkloadIssuerRow> {
       const row = await sql.get<Stored<WorkloadIssuerRow, "audiences">>(
-        `INSERT INTO workload_issuers (name, issuer, jwks_url, audiences, clock_skew_seconds, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING ${ISSUER}`,
-        [i.name, i.issuer, i.jwksUrl, JSON.stringify(i.audiences), i.clockSkewSeconds, i.createdAt],
+        `INSERT INTO workload_issuers (name, issuer, jwks_url, jwks, audiences, clock_skew_seconds, require_jti, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${ISSUER}`,
+        [i.name, i.issuer, i.jwksUrl, i.jwks, JSON.stringify(i.audiences), i.clockSkewSeconds, i.requireJti ? 1 : 0, i.createdAt],
       );
       return readIssuer(row!);
+    },
+    /** Changes an issuer in place: its bindings (and their agents and sessions) stay. */
+    async updateIssuer(id: number, i: Omit<WorkloadIssuerRow, "id" | "name" | "createdAt">): Promise<WorkloadIssuerRow | undefined> {
+      const row = await sql.get<Stored<WorkloadIssuerRow, "audiences">>(
+        `UPDATE workload_issuers SET issuer = ?, jwks_url = ?, jwks = ?, audiences = ?, clock_skew_seconds = ?, require_jti = ? WHERE id = ? RETURNING ${ISSUER}`,
+        [i.issuer, i.jwksUrl, i.jwks, JSON.stringify(i.audiences), i.clockSkewSeconds, i.requireJti ? 1 : 0, id],
+      );
+      return row && readIssuer(row);
     },
     async issuers(): Promise<WorkloadIssuerRow[]> {
       return (await sql.all<Stored<WorkloadIssuerRow, "audiences">>(`SELECT ${ISSUER} FROM workload_issuers ORDER BY name`)).map(readIssuer);

@@ -54,6 +54,8 @@ export function auditAttributes(e: AuditEntry): Attributes {
   if (e.service !== null) out["broker.audit.service"] = e.service;
   if (e.error !== null) out["broker.audit.error"] = e.error;
   if (e.approvedBy !== null) out["broker.audit.approved_by"] = e.approvedBy;
+  if (e.workloadSubject) out["broker.audit.workload.subject"] = e.workloadSubject;
+  if (e.workloadIssuer) out["broker.audit.workload.issuer"] = e.workloadIssuer;
   Object.assign(out, llmAttributes(e));
   return out;
 }

@@ -5,7 +5,7 @@
 
 import type { Duplex } from "node:stream";
 import { egressBlind } from "../egress/index.ts";
-import { isContained } from "../identity/index.ts";
+import { isContained, withWorkload } from "../identity/index.ts";
 import type { Authority, TunnelDeps, TunnelSession } from "./context.ts";
 import { createChunkReader, writeAll } from "./reader.ts";
 
@@ -23,7 +23,14 @@ export async function openBlindTunnel(
 ): Promise<void> {
   const vault = { id: session.open.vault.id, name: session.open.vault.name };
   const { conn, finish } = await egressBlind(
-    { principal: session.principal.id, contained: isContained(session.principal), vault, host: target.host, port: target.port },
+    {
+      principal: session.principal.id,
+      contained: isContained(session.principal),
+      ...withWorkload(session.principal),
+      vault,
+      host: target.host,
+      port: target.port,
+    },
     deps.egress,
     wouldRefuse,
   );

@@ -4,7 +4,7 @@
 import type { RequestHead } from "../http/index.ts";
 import type { EgressInput } from "../egress/index.ts";
 import { InvalidRequest } from "../errors.ts";
-import { isContained, principalName } from "../identity/index.ts";
+import { isContained, principalName, withWorkload } from "../identity/index.ts";
 import type { Authority, TunnelSession } from "./context.ts";
 
 /** `http2`: the request is an HTTP/2 stream (the upstream is asked for HTTP/2, trailers pass). */
@@ -20,6 +20,7 @@ export function tunnelEgressInput(
     principal: session.principal.id,
     principalName: principalName(session.principal),
     contained: isContained(session.principal),
+    ...withWorkload(session.principal),
     scoped: session.principal.kind === "scoped",
     vault: { id: session.open.vault.id, name: session.open.vault.name, policyMode: session.open.vault.policyMode },
     host: target.host,

@@ -85,6 +85,8 @@ export function exportedRecord(r: AuditRow): ExportedAuditRecord {
     output_tokens: r.outputTokens ?? null,
     total_tokens: r.totalTokens ?? null,
     cost_micros: r.costMicros ?? null,
+    workload_issuer: r.workloadIssuer ?? null,
+    workload_subject: r.workloadSubject ?? null,
   };
 }
 

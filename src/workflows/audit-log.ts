@@ -53,6 +53,8 @@ export interface AuditRecord {
   approved_by_name: string | null;
   /** What the request's LLM call used (issue 38), when the broker metered it; null for any other request. */
   llm: LlmUse | null;
+  /** The workload that asked (issue 39): its platform token's issuer and subject; null for anyone else. */
+  workload: { issuer: string | null; subject: string } | null;
 }
 
 export interface LlmUse {
@@ -158,6 +160,7 @@ async function viewAuditRow(r: AuditRow, names: Namer, currency: string): Promis
     approved_by: r.approvedBy,
     approved_by_name: r.approvedBy === null ? null : (await names(r.approvedBy)).name,
     llm: llmUseOf(r, currency),
+    workload: r.workloadSubject ? { issuer: r.workloadIssuer ?? null, subject: r.workloadSubject } : null,
   };
 }
 

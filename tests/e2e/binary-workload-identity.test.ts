@@ -202,4 +202,103 @@ describe("the compiled broker with workload identity", () => {
     expect(refused.exitCode).not.toBe(0);
     expect(refused.stderr).toContain("already");
   });
+
+  test.skipIf(!hasCurl)(
+    "audit records name the workload (issuer and subject), the chain verifies, and the Agents page lists the workloads seen",
+    async () => {
+      const sub = "repo:org/repo:environment:production";
+      const curl = ["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", `https://${service}/audited`];
+      const run = await cli(agentEnv, ["vault", "run", "--identity-token-file", tokenFile("gh-audit.jwt", await gh.sign(github())), "--", ...curl]);
+      expect({ code: run.exitCode, stdout: run.stdout }).toEqual({ code: 0, stdout: "200" });
+      // The audit writer batches: wait for the record.
+      let records: any[] = [];
+      for (let i = 0; i < 50 && !records.some((r) => r.path === "/audited"); i++) {
+        if (i) await Bun.sleep(100);
+        const logs = await cli(owner, ["logs", "--vault", "deploy", "--json", "--host", service]);
+        expectOk(logs);
+        records = JSON.parse(logs.stdout);
+      }
+      const audited = records.find((r) => r.path === "/audited");
+      expect(audited).toMatchObject({ principal_name: "wl-github-ci", workload: { issuer: gh.url, subject: sub } });
+      const table = await cli(owner, ["logs", "--vault", "deploy", "--host", service]);
+      expect(table.stdout).toContain("WORKLOAD");
+      expect(table.stdout).toContain(sub);
+      // The hash chain covers the workload: export and verify offline.
+      const file = join(tempDir(), "audit.jsonl");
+      expectOk(await cli(owner, ["audit", "export", "--vault", "deploy", "--output", file]));
+      const exported = (await Bun.file(file).text()).split("\n").filter((l) => l.includes('"type":"record"'));
+      expect(exported.some((l) => l.includes(`"workload_subject":"${sub}"`) && l.includes(`"workload_issuer":"${gh.url}"`))).toBe(true);
+      const verified = await cli(owner, ["audit", "verify", "--from-export", file]);
+      expect({ code: verified.exitCode, err: verified.stderr }).toEqual({ code: 0, err: "" });
+      const online = await cli(owner, ["audit", "verify", "--vault", "deploy"]);
+      expect({ code: online.exitCode, err: online.stderr }).toEqual({ code: 0, err: "" });
+      // The console's Agents page lists the workload under its binding's agent.
+      const page = await fetch(`${server.url}/vaults/deploy/agents`, { headers: { cookie: `broker_session=${owner.BROKER_SESSION_TOKEN}` } });
+      const html = await page.text();
+      outputs.push(html);
+      expect(page.status).toBe(200);
+      expect(html).toContain("Workloads seen");
+      expect(html).toContain(sub);
+      expect(html).toContain("wl-github-ci");
+    },
+    60_000,
+  );
+
+  test("an issuer whose keys are given as a file, requiring a jti; its keys replaced with workload-issuer update", async () => {
+    // An issuer the broker cannot reach: its keys come from a file, its server is gone before any exchange.
+    const offline = await startTestIssuer({ pki: upstream.pki, alg: "ES256" });
+    const keys = join(tempDir(), "cluster-jwks.json");
+    writeFileSync(keys, JSON.stringify(offline.keySet()));
+    await offline.close();
+    const added = await cli(owner, [
+      "workload-issuer",
+      "add",
+      "cluster",
+      "--issuer",
+      offline.url,
+      "--jwks-file",
+      keys,
+      "--audience",
+      "broker",
+      "--require-jti",
+      "--json",
+    ]);
+    expectOk(added);
+    expect(JSON.parse(added.stdout)).toMatchObject({ name: "cluster", jwks_url: null, require_jti: true, jwks_kids: [expect.any(String)] });
+    expectOk(await cli(owner, ["workload-binding", "add", "cluster", "jobs", "--vault", "deploy", "--claim", "sub=system:serviceaccount:jobs:*"]));
+    const claims = { aud: "broker", sub: "system:serviceaccount:jobs:runner" };
+    const withJti = await offline.sign({ ...claims, jti: crypto.randomUUID() });
+    tokenFile("cluster-1.jwt", withJti);
+    const ok = await exchange(withJti);
+    expect(ok.status).toBe(200);
+    secrets.push(ok.body.access_token);
+    const noJti = await offline.sign(claims);
+    tokenFile("cluster-2.jwt", noJti);
+    expectEnvelope(await exchange(noJti), /requires a token id \(jti\)/);
+
+    // A private key in the file is refused by name, before anything is stored.
+    const { privateKey } = await import("jose").then((j) => j.generateKeyPair("ES256", { extractable: true }));
+    const leaked = join(tempDir(), "private-jwks.json");
+    writeFileSync(leaked, JSON.stringify({ keys: [await (await import("jose")).exportJWK(privateKey)] }));
+    const refused = await cli(owner, ["workload-issuer", "update", "cluster", "--jwks-file", leaked]);
+    expect(refused.exitCode).not.toBe(0);
+    expect(refused.stderr).toContain("private part");
+
+    // Rotated: the new file replaces the keys; the binding stays; a token under the old key no longer verifies.
+    await offline.rotate();
+    writeFileSync(keys, JSON.stringify(offline.keySet()));
+    const updated = await cli(owner, ["workload-issuer", "update", "cluster", "--jwks-file", keys, "--no-require-jti", "--json"]);
+    expectOk(updated);
+    expect(JSON.parse(updated.stdout)).toMatchObject({ require_jti: false, audiences: ["broker"] });
+    const fresh = await offline.sign(claims);
+    tokenFile("cluster-3.jwt", fresh);
+    const again = await exchange(fresh);
+    expect(again.status).toBe(200);
+    secrets.push(again.body.access_token);
+    const stale = await offline.sign({ ...claims, jti: crypto.randomUUID() }, { kid: JSON.parse(added.stdout).jwks_kids[0] });
+    tokenFile("cluster-4.jwt", stale);
+    expectEnvelope(await exchange(stale), /key id|signature/);
+    const bindings = await cli(owner, ["workload-binding", "list", "cluster", "--json"]);
+    expect(JSON.parse(bindings.stdout).map((b: { name: string }) => b.name)).toEqual(["jobs"]);
+  });
 });

@@ -12,6 +12,8 @@ export interface TestIssuer {
   readonly pki: TestPki;
   /** How many times the JWKS was fetched. */
   jwksFetches(): number;
+  /** The JWKS document it serves now (public keys only), as an owner would save it to a file. */
+  keySet(): jose.JSONWebKeySet;
   /** Signs `claims` (iss added) with the current key; `now` in ms sets iat/exp (default: now, 10 minutes). */
   sign(claims: Record<string, unknown>, opts?: { now?: number; ttlSec?: number; kid?: string; noExp?: boolean; alg?: string }): Promise<string>;
   /** A new key: tokens are signed with it from now on; `keepOld` serves the previous one too. */
@@ -75,6 +77,7 @@ export async function startTestIssuer(opts: { alg?: string; pki?: TestPki } = {}
     jwksUrl: `${url}/jwks`,
     pki,
     jwksFetches: () => fetches,
+    keySet: () => ({ keys: served.map((k) => k.jwk) }),
     async sign(claims, o = {}) {
       const t = times(o.now, o.ttlSec ?? 600);
       const body = { iss: url, iat: t.iat, ...(o.noExp ? {} : { exp: t.exp }), ...claims };

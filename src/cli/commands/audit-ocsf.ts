@@ -94,6 +94,8 @@ export function ocsfApiActivity(r: ExportedAuditRecord, vaultId: number, names: 
       output_tokens: r.output_tokens ?? null,
       total_tokens: r.total_tokens ?? null,
       cost_micros: r.cost_micros ?? null,
+      workload_issuer: r.workload_issuer ?? null,
+      workload_subject: r.workload_subject ?? null,
     },
   };
 }

@@ -108,6 +108,8 @@ export function recordLine(r: ExportedAuditRecord): string {
     output_tokens: r.output_tokens ?? null,
     total_tokens: r.total_tokens ?? null,
     cost_micros: r.cost_micros ?? null,
+    workload_issuer: r.workload_issuer ?? null,
+    workload_subject: r.workload_subject ?? null,
   });
 }
 

@@ -15,6 +15,7 @@ type LogRecord = AuditPageAnswerBody["logs"][number];
 const COLUMNS = [
   { title: "TIME", value: (r: LogRecord) => r.time },
   { title: "WHO", value: (r: LogRecord) => r.principal_name ?? r.principal, max: 32 },
+  { title: "WORKLOAD", value: (r: LogRecord) => r.workload?.subject ?? "", max: 48 },
   { title: "VIA", value: (r: LogRecord) => (r.contained ? `${r.ingress},contained` : r.ingress) },
   { title: "REQUEST", value: (r: LogRecord) => `${r.method} ${r.host}${r.path}`, max: 60 },
   { title: "STATUS", value: (r: LogRecord) => String(r.status) },
@@ -55,10 +56,13 @@ export default defineCommand({
     const first = await ctx.client.request<AuditPageAnswerBody>("GET", `${vaultPath(vault, "logs")}?limit=${limit}${filter}`, { vault });
     const shown = first.logs.reverse();
     // The REFS column only when the first page has a credential by reference, TOKENS and COST only when it has an LLM
-    // call: most vaults have neither, and they are wide.
+    // call, WORKLOAD only when it has a workload's request: most vaults have none of them, and they are wide.
     const refs = shown.some((r) => (r.credential_refs ?? []).length > 0);
     const llm = shown.some((r) => r.llm);
-    const columns = COLUMNS.filter((c) => (c.title !== "REFS" || refs) && ((c.title !== "TOKENS" && c.title !== "COST") || llm));
+    const workload = shown.some((r) => r.workload);
+    const columns = COLUMNS.filter(
+      (c) => (c.title !== "REFS" || refs) && ((c.title !== "TOKENS" && c.title !== "COST") || llm) && (c.title !== "WORKLOAD" || workload),
+    );
     const print = (rows: LogRecord[], header: boolean) => {
       if (args.json) return rows.forEach((r) => printLine(JSON.stringify(r)));
       const table = formatTable(rows, columns).split("\n");

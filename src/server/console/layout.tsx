@@ -11,7 +11,7 @@ import { Badge, Button, PageContext, PostForm } from "../ui/index.ts";
 import type { PendingSummary } from "../../workflows/index.ts";
 import type { Flash } from "./flash.ts";
 
-export type NavItem = "vaults" | "account" | "settings" | "secret-stores";
+export type NavItem = "vaults" | "account" | "settings" | "secret-stores" | "workload-identity";
 
 export interface LayoutUser {
   readonly email: string;
@@ -84,6 +84,7 @@ function Header(props: { user?: LayoutUser; nav?: NavItem }) {
               {link("account", "/account", "Account")}
               {props.user.owner ? link("settings", "/settings", "Settings") : null}
               {props.user.owner ? link("secret-stores", "/settings/secret-stores", "Secret stores") : null}
+              {props.user.owner ? link("workload-identity", "/settings/workload-identity", "Workload identity") : null}
             </ul>
             <div class="site-user">
               <span class="site-email" title={props.user.email}>

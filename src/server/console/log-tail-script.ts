@@ -36,6 +36,12 @@ export const LOG_TAIL_SCRIPT = `(function () {
     var who = document.createDocumentFragment();
     who.appendChild(document.createTextNode(r.who + " "));
     who.appendChild(el("span", "muted small", r.who_kind === "user" ? "person" : r.who_kind === "agent" ? "agent" : ""));
+    if (r.workload) {
+      var line = el("div", "muted small", "workload ");
+      if (r.workload_issuer) line.setAttribute("title", r.workload_issuer);
+      line.appendChild(el("code", "name", r.workload));
+      who.appendChild(line);
+    }
     tr.appendChild(cell("Who", who));
     var request = document.createDocumentFragment();
     request.appendChild(el("code", "name", r.request));

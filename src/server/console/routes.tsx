@@ -24,6 +24,7 @@ import { memberPages } from "./vault-members.tsx";
 import { proposalPages } from "./vault-proposals.tsx";
 import { heldRequestPages } from "./vault-held.tsx";
 import { secretStoreRoutes } from "./secret-stores.tsx";
+import { workloadIdentityRoutes } from "./workload-identity.tsx";
 
 /** Every path the console answers (`/x/*` also matches `/x`). A new top-level page adds its prefix here. */
 export const CONSOLE_PATHS = ["/", "/login", "/register", "/logout", "/account/*", "/vaults/*", "/settings/*", "/connect/*"] as const;
@@ -52,6 +53,7 @@ export function consoleRoutes(d: Domain, log: Logger, opts: ConsoleOptions = {})
   r.route("/", memberPages());
   r.route("/", vaultLogRoutes());
   r.route("/", secretStoreRoutes()); // /settings/secret-stores and /vaults/:vault/settings/secret-stores
+  r.route("/", workloadIdentityRoutes()); // /settings/workload-identity
   r.route("/", vaultSettingsRoutes());
   r.route("/", instanceSettingsRoutes(opts));
   r.route("/assets", logTailAsset()); // /assets/log-tail.js, beside the stylesheet

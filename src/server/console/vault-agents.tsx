@@ -8,7 +8,16 @@
 import { Hono } from "hono";
 import { AgentInviteInput, PageAfterName, parseWith } from "../../contract/index.ts";
 import { BrokerError } from "../../errors.ts";
-import { createAgentInvite, listInvites, listVaultAgents, mayInVault, revokeAgent, revokeInvite, type AgentView } from "../../identity/index.ts";
+import {
+  createAgentInvite,
+  listInvites,
+  listVaultAgents,
+  listWorkloadsSeen,
+  mayInVault,
+  revokeAgent,
+  revokeInvite,
+  type AgentView,
+} from "../../identity/index.ts";
 import { readPageQuery } from "../kit/index.ts";
 import { CONSOLE_PAGE_SIZE, PageLinks } from "./page-links.tsx";
 import type { OpenVault, VaultRole } from "../../identity/index.ts";
@@ -30,6 +39,7 @@ import {
 import { vaultPath } from "./layout.tsx";
 import { COPY_SCRIPT_NAME, CopyField, RoleSelect, SubmitRow } from "./one-time-link.tsx";
 import { agentPath, agentPageRoutes } from "./vault-agent.tsx";
+import { WorkloadsSeenSection } from "./vault-workloads-seen.tsx";
 
 const TOKEN_LIFETIMES: readonly [string, string][] = [
   ["", "No expiry (revoke it here when done)"],
@@ -200,12 +210,14 @@ async function renderAgents(c: ConsoleContext) {
   const page = await listVaultAgents(d, manage, { limit: CONSOLE_PAGE_SIZE, after });
   const { agents: count } = await d.store.vaultCounts.of(open.vault.id, d.now());
   const invites = await listInvites(d, manage, "agent");
+  const workloads = await listWorkloadsSeen(d, manage);
   const body = (
     <>
       <Section title={`Agents (${count})`} id="agent-list">
         <AgentTable vault={open.vault.name} agents={page.agents} later={after !== undefined} />
         <PageLinks id="agent-pages" label="Agent pages" base={agentsPath(open.vault.name)} param="after" next={page.next_cursor} later={after !== undefined} />
       </Section>
+      <WorkloadsSeenSection vault={open.vault.name} workloads={workloads} />
       <Section
         title="Invite an agent"
         id="invite"

@@ -132,6 +132,8 @@ function feedRow(r: AuditRecord) {
     time: r.time,
     time_text: formatTime(r.time),
     who: r.principal_name,
+    workload: r.workload?.subject ?? null,
+    workload_issuer: r.workload?.issuer ?? null,
     who_kind: r.principal_kind,
     request: `${r.method} ${r.host}${r.path}`,
     via: howText(r),
@@ -199,6 +201,11 @@ function LogTable(props: { rows: readonly AuditRecord[] }) {
           cell: (r) => (
             <>
               {r.principal_name} <span class="muted small">{r.principal_kind === "unknown" ? "" : r.principal_kind === "user" ? "person" : "agent"}</span>
+              {r.workload && (
+                <div class="muted small" title={r.workload.issuer ?? undefined}>
+                  workload <Name>{r.workload.subject}</Name>
+                </div>
+              )}
             </>
           ),
         },

@@ -8,7 +8,7 @@ import { Hono } from "hono";
 import { InvalidRequest } from "../../errors.ts";
 import { egress, toWebResponse, type EgressDeps } from "../../egress/index.ts";
 import type { Domain } from "../../identity/index.ts";
-import { admitToVault, isContained, principalName } from "../../identity/index.ts";
+import { admitToVault, isContained, principalName, withWorkload } from "../../identity/index.ts";
 import { parseHostPattern, type HostPattern } from "../../policy/index.ts";
 import { requirePrincipal } from "../kit/index.ts";
 import type { ApiEnv } from "../kit/index.ts";
@@ -43,6 +43,7 @@ export function proxyRoutes(d: Domain, deps: EgressDeps) {
           principal: p.id,
           principalName: principalName(p),
           contained: isContained(p),
+          ...withWorkload(p),
           scoped: p.kind === "scoped",
           vault: { id: open.vault.id, name: open.vault.name, policyMode: open.vault.policyMode },
           host: pattern.name,

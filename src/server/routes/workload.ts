@@ -12,6 +12,7 @@ import {
   listWorkloadIssuers,
   removeWorkloadBinding,
   removeWorkloadIssuer,
+  updateWorkloadIssuer,
 } from "../../identity/index.ts";
 import {
   parseWith,
@@ -47,6 +48,18 @@ export function workloadIssuerRoutes(d: Domain) {
     describe({ summary: "Trust a workload issuer", tags, auth: "bearer", who: owner, success: { status: 201, schema: WorkloadIssuerView }, errors: [409] }),
     jsonBody(WorkloadIssuerInput),
     async (c) => c.json(await addWorkloadIssuer(d, c.get("principal"), c.req.valid("json")), 201),
+  );
+  r.put(
+    "/:issuer",
+    describe({
+      summary: "Change a trusted issuer (new keys, audiences, skew, the jti rule); its bindings stay",
+      tags,
+      auth: "bearer",
+      who: owner,
+      success: { status: 200, schema: WorkloadIssuerView },
+    }),
+    jsonBody(WorkloadIssuerInput),
+    async (c) => c.json(await updateWorkloadIssuer(d, c.get("principal"), c.req.param("issuer"), c.req.valid("json"))),
   );
   r.delete(
     "/:issuer",

@@ -108,6 +108,8 @@ describe("GET /v1/vaults/{vault}/audit/export", () => {
       "output_tokens",
       "total_tokens",
       "cost_micros",
+      "workload_issuer",
+      "workload_subject",
     ]);
     expect(records[0]).toMatchObject({
       principal: "user:1",

@@ -44,7 +44,7 @@ forEachBackend((backend) => {
       [12, "", null],
       [13, "K", null],
     ]);
-    const noUsage = { llmModel: null, inputTokens: null, outputTokens: null, totalTokens: null, costMicros: null };
+    const noUsage = { llmModel: null, inputTokens: null, outputTokens: null, totalTokens: null, costMicros: null, workloadIssuer: null, workloadSubject: null };
     expect(back[0]).toEqual({ ...withRefs, id: back[0]!.id, chainSeq: null, chainPrev: null, chainHash: null, ...noUsage });
     // In the column: the JSON text, names only.
     const raw = await store.db.all<{ refs: string | null }>("SELECT credential_refs AS refs FROM audit_logs WHERE vault_id = ? ORDER BY id", [1]);

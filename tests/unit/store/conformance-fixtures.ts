@@ -54,6 +54,8 @@ export function auditRow(over: Partial<Omit<AuditRow, "id">> = {}): Omit<AuditRo
     outputTokens: null,
     totalTokens: null,
     costMicros: null,
+    workloadIssuer: null, // not a workload's request
+    workloadSubject: null,
     status: 200,
     bytesIn: 10,
     bytesOut: 20,

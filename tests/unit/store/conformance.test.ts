@@ -136,6 +136,7 @@ forEachBackend((backend) => {
       clientAgent: null,
       clientAddress: null,
       workloadSubject: null,
+      workloadIssuer: null,
     });
     expect(await store.sessions.byTokenHash("hash-live")).toEqual(live);
     expect(await store.sessions.byPublicId("ses_live")).toEqual(live);

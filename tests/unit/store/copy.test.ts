@@ -312,6 +312,8 @@ async function seed(store: Store): Promise<void> {
     name: "github",
     issuer: "https://token.actions.githubusercontent.com",
     jwksUrl: null,
+    jwks: null,
+    requireJti: false,
     audiences: ["https://broker.example"],
     clockSkewSeconds: 60,
     createdAt: T0,

@@ -1,84 +1,12 @@
-// `broker workload-issuer add|list|remove` and `broker workload-binding add|list|remove` (issue 39; docs/api.md,
-// Workload identity): the issuers whose tokens the broker trusts and the bindings from claim conditions to a vault
-// and a role. The instance owner only. Agents then sign in with `broker vault run --identity-token-file`.
+// `broker workload-binding add|list|remove` (issue 39; docs/api.md, Workload identity): the bindings from a trusted
+// issuer's claim conditions to a vault and a role (the issuers themselves: workload-issuer.ts). The instance owner
+// only. Agents then sign in with `broker vault run --identity-token-file`.
 
 import { defineCommand } from "citty";
-import type { WorkloadBindingListBody, WorkloadBindingViewBody, WorkloadIssuerListBody, WorkloadIssuerViewBody } from "../../contract/index.ts";
-import { apiPath, CliFailure, formatTime, jsonArg, openContext, printJson, printLine, printTable } from "../kit/index.ts";
+import type { WorkloadBindingListBody, WorkloadBindingViewBody, WorkloadIssuerListBody } from "../../contract/index.ts";
+import { apiPath, CliFailure, jsonArg, openContext, printJson, printLine, printTable } from "../kit/index.ts";
 
-const OWNER_HINT = "only the instance owner manages workload issuers and bindings";
-
-const issuerAdd = defineCommand({
-  meta: {
-    name: "add",
-    description:
-      "Trust a workload issuer (owner). Example: broker workload-issuer add github --issuer https://token.actions.githubusercontent.com --audience https://broker.example.com",
-  },
-  args: {
-    name: { type: "positional", description: "The issuer's name (1-24 lower-case letters, digits, -)", required: true },
-    issuer: { type: "string", description: "The iss its tokens carry (https://…); its keys are found by OIDC discovery", required: true },
-    "jwks-url": { type: "string", description: "Where its keys are, when it has no discovery document (https://…)" },
-    audience: { type: "string", description: "Audiences a token must name, comma-separated", required: true },
-    "clock-skew": { type: "string", description: "Seconds of clock skew tolerated (0-300, default 60)" },
-    ...jsonArg,
-  },
-  async run({ args }) {
-    const skew = args["clock-skew"] === undefined ? undefined : Number(args["clock-skew"]);
-    if (skew !== undefined && !Number.isInteger(skew)) throw new CliFailure("--clock-skew must be a whole number of seconds", undefined, 2);
-    const body = {
-      name: args.name,
-      issuer: args.issuer,
-      ...(args["jwks-url"] ? { jwks_url: args["jwks-url"] } : {}),
-      audiences: args.audience
-        .split(",")
-        .map((a) => a.trim())
-        .filter(Boolean),
-      ...(skew !== undefined ? { clock_skew_seconds: skew } : {}),
-    };
-    const ctx = openContext();
-    const issuer = await ctx.client.request<WorkloadIssuerViewBody>("POST", apiPath("v1", "workload-issuers"), { body, hints: { 403: OWNER_HINT } });
-    if (args.json) return printJson(issuer);
-    printLine(
-      `Trusting ${issuer.name} (${issuer.issuer}). Bind its tokens to a vault with: broker workload-binding add ${issuer.name} <name> --vault V --claim sub=…`,
-    );
-  },
-});
-
-const issuerList = defineCommand({
-  meta: { name: "list", description: "List the trusted workload issuers (owner)" },
-  args: jsonArg,
-  async run({ args }) {
-    const ctx = openContext();
-    const { issuers } = await ctx.client.request<WorkloadIssuerListBody>("GET", apiPath("v1", "workload-issuers"), { hints: { 403: OWNER_HINT } });
-    if (args.json) return printJson(issuers);
-    printTable(
-      issuers,
-      [
-        { title: "NAME", value: (i) => i.name },
-        { title: "ISSUER", value: (i) => i.issuer, max: 60 },
-        { title: "KEYS", value: (i) => i.jwks_url ?? "discovery", max: 60 },
-        { title: "AUDIENCES", value: (i) => i.audiences.join(","), max: 40 },
-        { title: "CREATED", value: (i) => formatTime(i.created_at) },
-      ],
-      "No workload issuers. Add one with: broker workload-issuer add <name> --issuer https://… --audience …",
-    );
-  },
-});
-
-const issuerRemove = defineCommand({
-  meta: { name: "remove", description: "Stop trusting an issuer: its bindings, their agents and sessions go too (owner)" },
-  args: { name: { type: "positional", description: "The issuer's name", required: true } },
-  async run({ args }) {
-    const ctx = openContext();
-    await ctx.client.request("DELETE", apiPath("v1", "workload-issuers", args.name), { hints: { 403: OWNER_HINT } });
-    printLine(`Removed issuer ${args.name}, its bindings and their sessions.`);
-  },
-});
-
-export const workloadIssuerCommand = defineCommand({
-  meta: { name: "workload-issuer", description: "Issuers whose tokens workloads sign in with (CI OIDC, Kubernetes, SPIFFE)" },
-  subCommands: { add: issuerAdd, list: issuerList, remove: issuerRemove },
-});
+export const OWNER_HINT = "only the instance owner manages workload issuers and bindings";
 
 /** `--claim path=pattern`, repeatable: a path named twice becomes a list (any of its patterns matches). */
 export function readClaims(rawArgs: readonly string[]): Record<string, string | string[]> {
