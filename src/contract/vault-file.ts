@@ -11,6 +11,7 @@ import { AgentName, Email, VaultName, VaultRoleInput } from "./people-fields.ts"
 import { ReferenceInput } from "./secret-stores.ts";
 import { ServiceInput } from "./services.ts";
 import { WebhookInput } from "./webhook-input.ts";
+import { WorkloadBindingInput } from "./workload.ts";
 
 /** What the export writes in place of a receiver URL's secret part (webhook-url.ts); such a URL is matched, never sent to. */
 export const HIDDEN_URL_PART = "…";
@@ -54,6 +55,11 @@ const FileWebhook = z
     return read.data;
   });
 
+/** A workload binding to this vault (its vault is the one it is listed under): POST …/workload-issuers/{issuer}/bindings' body. */
+const FileBinding = WorkloadBindingInput.omit({ vault: true }).extend({
+  issuer: z.string(says("{field} must name a trusted workload issuer")).describe("the trusted workload issuer whose tokens it admits"),
+});
+
 const BUDGET_NAME = "{key}: a budget's name is 1 to 64 lower-case letters, digits, '.', '_' or '-'";
 const BudgetName = z.string(says(BUDGET_NAME)).regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, says(BUDGET_NAME));
 const list = <T extends z.ZodType>(item: T, what: string) => z.array(item, says(`{field} must be a list of ${what}`));
@@ -79,12 +85,16 @@ export const VaultCodeInput = z
     members: list(z.strictObject({ email: Email, role: VaultRoleInput }), "members (email and role)").optional(),
     webhooks: list(FileWebhook, "webhooks (url and format)").optional(),
     budgets: z.record(BudgetName, BudgetInput, says("{field} must map budget names to budgets")).optional(),
+    workload_bindings: list(FileBinding, "workload bindings (issuer, name, conditions, role, max_session_seconds)")
+      .optional()
+      .describe("the workload bindings to this vault; changing them takes the instance owner"),
   })
   .superRefine((v, ctx) => {
     once(v.services, (s) => s.host, "host", "the service for", ctx, ["services"]);
     once(v.credentials, (c) => c.key, "key", "the credential", ctx, ["credentials"]);
     once(v.agents, (a) => a.name, "name", "the agent", ctx, ["agents"]);
     once(v.members, (m) => m.email, "email", "the member", ctx, ["members"]);
+    once(v.workload_bindings, (b) => `${b.issuer}/${b.name}`, "name", "the binding", ctx, ["workload_bindings"]);
   });
 
 export const VaultFile = z.strictObject(
@@ -95,7 +105,11 @@ export const VaultFile = z.strictObject(
   { error: (iss) => (iss.code === "invalid_type" ? "expected a vault file: version: 1 and vaults" : undefined) },
 );
 
-const Said = z.object({ kind: z.enum(["vault", "service", "credential", "agent", "member", "webhook", "budget"]), name: z.string(), said: z.string() });
+const Said = z.object({
+  kind: z.enum(["vault", "service", "credential", "agent", "member", "webhook", "budget", "binding"]),
+  name: z.string(),
+  said: z.string(),
+});
 
 export const ApplyAnswer = z.object({
   dry_run: z.boolean().describe("true: nothing was changed"),

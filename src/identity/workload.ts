@@ -4,9 +4,9 @@
 // the Agents page name the workload's binding, and revoking the agent stops it; each session keeps the token's
 // subject. Never logs, stores or echoes a platform token.
 
-import { Conflict, InvalidGrant, InvalidRequest, NotFound } from "../errors.ts";
+import { Conflict, InvalidGrant, InvalidRequest, NotFound, VaultManaged } from "../errors.ts";
 import { ACCESS_TOKEN_TYPE, conditionsHold } from "../policy/index.ts";
-import type { ClaimCondition, VaultRole, WorkloadBindingRow, WorkloadIssuerRow } from "../store/index.ts";
+import type { ClaimCondition, Repos, VaultRole, VaultRow, WorkloadBindingRow, WorkloadIssuerRow } from "../store/index.ts";
 import type { Domain } from "./context.ts";
 import type { Principal } from "./principal.ts";
 import { mintWorkloadSession, type SessionClient } from "./sessions.ts";
@@ -140,28 +140,58 @@ export async function addWorkloadBinding(d: Domain, p: Principal, issuerName: st
   const issuer = await issuerNamed(d, issuerName);
   const vault = await d.store.vaults.byName(input.vault);
   if (!vault) throw new NotFound(`no vault named ${input.vault}`);
-  const agentName = workloadAgentName(issuer.name, input.name);
-  const now = d.now();
+  await requireBindingsUnmanaged(d, vault);
   const row = await d.store.transaction(async (tx) => {
     if ((await tx.workload.bindings(issuer.id)).some((b) => b.name === input.name)) {
       throw new Conflict(`issuer ${issuer.name} has a binding named ${input.name} already`);
     }
-    if (await tx.agents.byName(agentName)) throw new Conflict(`an agent named ${agentName} exists already: name the binding otherwise`);
-    const agent = await tx.agents.create({ name: agentName, role: "member", createdBy: p.kind === "user" ? p.userId : null, createdAt: now });
-    await tx.access.setGrant(vault.id, agent.id, input.role, now);
-    return tx.workload.addBinding({
-      issuerId: issuer.id,
-      name: input.name,
-      conditions: input.conditions,
-      vaultId: vault.id,
-      role: input.role,
-      maxSessionSeconds: input.max_session_seconds,
-      agentId: agent.id,
-      createdAt: now,
-    });
+    return createBinding(tx, issuer, vault.id, input, p.kind === "user" ? p.userId : null, d.now());
   });
   d.onVaultChange?.(vault.id);
   return viewBinding(d, issuer, row);
+}
+
+/** A binding's fields, as a vault file or the API gives them (its vault apart). */
+export type BindingFields = Pick<WorkloadBindingSpec, "name" | "conditions" | "role" | "max_session_seconds">;
+
+/**
+ * The agent standing for a binding's workloads, made and granted the binding's role in its vault, inside the caller's
+ * transaction. Refused when an agent of that name exists (it would be another's, or a revoked binding's leftover).
+ */
+export async function createBindingAgent(
+  tx: Repos,
+  issuer: WorkloadIssuerRow,
+  binding: string,
+  vaultId: number,
+  role: VaultRole,
+  createdBy: number | null,
+  now: number,
+) {
+  const agentName = workloadAgentName(issuer.name, binding);
+  if (await tx.agents.byName(agentName)) throw new Conflict(`an agent named ${agentName} exists already: name the binding otherwise`);
+  const agent = await tx.agents.create({ name: agentName, role: "member", createdBy, createdAt: now });
+  await tx.access.setGrant(vaultId, agent.id, role, now);
+  return agent;
+}
+
+/** Adds a binding and its agent inside the caller's transaction (the API's add and `broker apply` alike). */
+export async function createBinding(tx: Repos, issuer: WorkloadIssuerRow, vaultId: number, input: BindingFields, createdBy: number | null, now: number) {
+  const agent = await createBindingAgent(tx, issuer, input.name, vaultId, input.role, createdBy, now);
+  return tx.workload.addBinding({
+    issuerId: issuer.id,
+    name: input.name,
+    conditions: input.conditions,
+    vaultId,
+    role: input.role,
+    maxSessionSeconds: input.max_session_seconds,
+    agentId: agent.id,
+    createdAt: now,
+  });
+}
+
+/** A managed vault's bindings are in its file: added, changed and removed only by `broker apply`. */
+async function requireBindingsUnmanaged(d: Domain, vault: VaultRow): Promise<void> {
+  if ((await d.store.vaultCode.state(vault.id)).managed) throw new VaultManaged(vault.name, " (its workload bindings are in the file)");
 }
 
 export async function listWorkloadBindings(d: Domain, p: Principal, issuerName: string) {
@@ -175,6 +205,9 @@ export async function listWorkloadBindings(d: Domain, p: Principal, issuerName: 
 export async function removeWorkloadBinding(d: Domain, p: Principal, issuerName: string, name: string): Promise<void> {
   requireOwner(p);
   const issuer = await issuerNamed(d, issuerName);
+  const target = (await d.store.workload.bindings(issuer.id)).find((b) => b.name === name);
+  const vault = target && (await d.store.vaults.byId(target.vaultId));
+  if (vault) await requireBindingsUnmanaged(d, vault);
   const removed = await d.store.transaction(async (tx) => {
     const row = await tx.workload.removeBinding(issuer.id, name);
     if (row?.agentId != null) await tx.agents.remove(row.agentId);

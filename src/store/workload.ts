@@ -37,8 +37,11 @@ export interface WorkloadBindingRow {
 
 const ISSUER = `id, name, issuer, jwks_url AS "jwksUrl", jwks, audiences, clock_skew_seconds AS "clockSkewSeconds", require_jti AS "requireJti",
   created_at AS "createdAt"`;
-const BINDING = `id, issuer_id AS "issuerId", name, conditions, vault_id AS "vaultId", role, max_session_seconds AS "maxSessionSeconds",
-  agent_id AS "agentId", created_at AS "createdAt"`;
+/** A binding's columns, qualified by `t` (a join), or not (`RETURNING` names its own table's columns bare). */
+const BINDING_OF = (t: string) =>
+  `${t}id, ${t}issuer_id AS "issuerId", ${t}name, ${t}conditions, ${t}vault_id AS "vaultId", ${t}role, ${t}max_session_seconds AS "maxSessionSeconds",
+  ${t}agent_id AS "agentId", ${t}created_at AS "createdAt"`;
+const BINDING = BINDING_OF("");
 
 type Stored<T, K extends keyof T> = Omit<T, K> & Record<K, string>;
 
@@ -115,6 +118,26 @@ export function workloadRepo(sql: Sql) {
       return (
         await sql.all<Stored<WorkloadBindingRow, "conditions">>(`SELECT ${BINDING} FROM workload_bindings WHERE issuer_id = ? ORDER BY id`, [issuerId])
       ).map(readBinding);
+    },
+    /** Every binding to a vault, with its issuer's name, by issuer and then in the order they are tried. */
+    async bindingsOfVault(vaultId: number): Promise<(WorkloadBindingRow & { readonly issuerName: string })[]> {
+      const rows = await sql.all<Stored<WorkloadBindingRow, "conditions"> & { issuerName: string }>(
+        `SELECT ${BINDING_OF("b.")}, i.name AS "issuerName" FROM workload_bindings b JOIN workload_issuers i ON i.id = b.issuer_id
+         WHERE b.vault_id = ? ORDER BY i.name, b.id`,
+        [vaultId],
+      );
+      return rows.map((r) => ({ ...readBinding(r), issuerName: String(r.issuerName) }));
+    },
+    /** Changes a binding's conditions, role, session cap or agent in place (vaults as code). */
+    async updateBinding(
+      id: number,
+      b: Pick<WorkloadBindingRow, "conditions" | "role" | "maxSessionSeconds" | "agentId">,
+    ): Promise<WorkloadBindingRow | undefined> {
+      const row = await sql.get<Stored<WorkloadBindingRow, "conditions">>(
+        `UPDATE workload_bindings SET conditions = ?, role = ?, max_session_seconds = ?, agent_id = ? WHERE id = ? RETURNING ${BINDING}`,
+        [JSON.stringify(b.conditions), b.role, b.maxSessionSeconds, b.agentId, id],
+      );
+      return row && readBinding(row);
     },
     async removeBinding(issuerId: number, name: string): Promise<WorkloadBindingRow | undefined> {
       const row = await sql.get<Stored<WorkloadBindingRow, "conditions">>(

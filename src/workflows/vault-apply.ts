@@ -10,6 +10,7 @@ import { createVault, openVault } from "../identity/index.ts";
 import { formatReference } from "../policy/index.ts";
 import type { Secret } from "../secret.ts";
 import type { DeclaredAccess, Repos, Store, VaultRow } from "../store/index.ts";
+import { applyBindings } from "./vault-apply-bindings.ts";
 import { applyBudgets, applyServices, applyWebhooks } from "./vault-apply-sections.ts";
 import type { Applying, ApplyResult, Section, VaultPlan } from "./vault-plan.ts";
 import { NOT_A_PERSON, requireFileAdmin, type VaultCodeFile, type VaultCodeSpec } from "./vault-file.ts";
@@ -145,8 +146,15 @@ async function applyCredentials(a: Applying): Promise<void> {
 async function applyAgents(a: Applying): Promise<void> {
   const { spec, vault, tx } = a;
   if (!spec.agents) return;
-  const current = new Map((await tx.access.grantsInVault(vault.id)).map((g) => [g.agentName, g]));
+  // A binding's agent is the binding's (workload_bindings): never invited, granted or removed as an agent.
+  const bindingAgents = new Set((await tx.workload.bindingsOfVault(vault.id)).flatMap((b) => (b.agentId === null ? [] : [b.agentId])));
+  const current = new Map((await tx.access.grantsInVault(vault.id)).filter((g) => !bindingAgents.has(g.agentId)).map((g) => [g.agentName, g]));
+  const bindingAgentNames = new Set((await tx.access.grantsInVault(vault.id)).filter((g) => bindingAgents.has(g.agentId)).map((g) => g.agentName));
   for (const want of spec.agents) {
+    if (bindingAgentNames.has(want.name)) {
+      a.pend("agent", want.name, `agent ${want.name} stands for a workload binding: its role is the binding's (workload_bindings), not listed under agents`);
+      continue;
+    }
     const cur = current.get(want.name);
     current.delete(want.name);
     if (cur) {
@@ -203,14 +211,17 @@ async function applyMembers(a: Applying): Promise<void> {
       continue;
     }
     const user = await tx.users.byEmail(want.email);
-    if (user) {
+    // Only a person the applier already works with (a member of a vault they administer; anyone, for the owner) is
+    // added without an invite: otherwise a file would grant a stranger's account a role they never accepted, and the
+    // plan would tell whether an account exists for an email. Every other person is invited, in the same words.
+    if (user && (await knowsPerson(a, user.id))) {
       await tx.access.setMember(vault.id, user.id, want.role, a.now);
       a.change("add", "member", want.email, `add member ${want.email} (${want.role})`);
     } else
       a.pend(
         "member",
         want.email,
-        `no account for ${want.email} on this instance: invite them (broker vault invite --email ${want.email} --role ${want.role} --vault ${vault.name}; allowed in a managed vault because the file names them; the broker sends no email)`,
+        `${want.email} is not a member of vault ${vault.name}: invite them (broker vault invite --email ${want.email} --role ${want.role} --vault ${vault.name}; allowed in a managed vault because the file names them; the broker sends no email)`,
       );
   }
   for (const [email, cur] of current) {
@@ -218,6 +229,14 @@ async function applyMembers(a: Applying): Promise<void> {
     await tx.access.removeMember(vault.id, cur.userId);
     a.change("remove", "member", email, `remove member ${email} (${cur.role})`);
   }
+}
+
+/** Whether the applier is the owner, or an admin of a vault where the person is already a member. */
+async function knowsPerson(a: Applying, userId: number): Promise<boolean> {
+  const p = a.open.principal as UserPrincipal;
+  if (p.instanceRole === "owner") return true;
+  for (const m of await a.tx.access.vaultsOfUser(userId)) if ((await a.tx.access.memberRole(m.vaultId, p.userId)) === "admin") return true;
+  return false;
 }
 
 /** Managed or not, last: what the file declares for the writes a managed vault still takes from people. */
@@ -242,4 +261,5 @@ async function applyManaged(a: Applying): Promise<void> {
   if (managed !== state.managed || JSON.stringify(declared) !== JSON.stringify(state.declared)) await tx.vaultCode.set(vault.id, { managed, declared });
 }
 
-const SECTIONS: readonly Section[] = [applySettings, applyServices, applyCredentials, applyAgents, applyMembers, applyWebhooks, applyBudgets];
+// Bindings before budgets: a budget may name a binding's agent, which the binding makes.
+const SECTIONS: readonly Section[] = [applySettings, applyServices, applyCredentials, applyAgents, applyMembers, applyBindings, applyWebhooks, applyBudgets];

@@ -1,14 +1,14 @@
 // Vaults as code (issue 39), the document: what `broker export` writes and `broker apply` reads, as the domain sees
 // it. A vault in the file is its settings, services, credential keys (a reference's address, never a value), the
-// agents and people who hold a role in it, its webhooks (a receiver's URL hidden unless the file writes it) and its
-// budgets. contract/vault-file.ts reads a file into `VaultCodeFile` with the schemas every body is read with; the
+// agents and people who hold a role in it, its webhooks (a receiver's URL hidden unless the file writes it), its
+// budgets and the workload bindings that admit platform tokens to it. contract/vault-file.ts reads a file into `VaultCodeFile` with the schemas every body is read with; the
 // export is the same document before reading, as a person keeps it in a repository.
 
 import { PermissionDenied } from "../errors.ts";
 import type { Domain, OpenVault, Principal } from "../identity/index.ts";
 import { listVaults, openVault } from "../identity/index.ts";
 import type { Rules, SecretReference } from "../policy/index.ts";
-import type { BudgetRow, PolicyMode, ServiceRow, UnmatchedHosts, VaultRole, WebhookFormat } from "../store/index.ts";
+import type { BudgetRow, ClaimCondition, PolicyMode, ServiceRow, UnmatchedHosts, VaultRole, WebhookFormat } from "../store/index.ts";
 import { templateById, templateKeyFields, templateSettings } from "../templates/index.ts";
 import type { BudgetRequest } from "./budgets.ts";
 import { viewService, type ServiceAuth, type ServiceSpec } from "./services.ts";
@@ -28,6 +28,16 @@ export interface VaultCodeSpec {
   readonly members?: readonly { readonly email: string; readonly role: VaultRole }[] | undefined;
   readonly webhooks?: readonly FileWebhook[] | undefined;
   readonly budgets?: Readonly<Record<string, BudgetRequest>> | undefined;
+  readonly workload_bindings?: readonly FileBinding[] | undefined;
+}
+
+/** A workload binding to the vault as a file gives it (read): its issuer by name, the rest as the API takes it. */
+export interface FileBinding {
+  readonly issuer: string;
+  readonly name: string;
+  readonly conditions: Readonly<Record<string, ClaimCondition>>;
+  readonly role: VaultRole;
+  readonly max_session_seconds: number;
 }
 
 /** A vault file as read: version 1, one or more vaults by name. */
@@ -70,6 +80,7 @@ export interface ExportedVault {
   members: { email: string; role: VaultRole }[];
   webhooks: { url: string; format: WebhookFormat }[];
   budgets: Record<string, ExportedBudget>;
+  workload_bindings: FileBinding[];
 }
 
 /** What `broker export` writes (as YAML) and `broker apply` reads back. */
@@ -111,6 +122,8 @@ async function exportVault(d: Domain, open: OpenVault): Promise<ExportedVault> {
   const id = open.vault.id;
   const vault = (await d.store.vaults.byId(id)) ?? open.vault;
   const state = await d.store.vaultCode.state(id);
+  const bindings = await d.store.workload.bindingsOfVault(id);
+  const bindingAgents = new Set(bindings.flatMap((b) => (b.agentId === null ? [] : [b.agentId])));
   const budgets: Record<string, ExportedBudget> = {};
   for (const b of await d.store.budgets.list(id)) {
     const exported = await exportBudget(d, b);
@@ -126,10 +139,18 @@ async function exportVault(d: Domain, open: OpenVault): Promise<ExportedVault> {
         ? { key: c.key, ref: referenceText(c.reference), ...(c.reference.version !== undefined && { version: c.reference.version }) }
         : { key: c.key },
     ),
-    agents: (await d.store.access.grantsInVault(id)).map((g) => ({ name: g.agentName, role: g.role })),
+    // A binding's agent is written as its binding (it is made with it, never invited).
+    agents: (await d.store.access.grantsInVault(id)).filter((g) => !bindingAgents.has(g.agentId)).map((g) => ({ name: g.agentName, role: g.role })),
     members: (await d.store.access.members(id)).map((m) => ({ email: m.email, role: m.role })),
     webhooks: (await d.store.webhooks.list(id)).map((w) => ({ url: maskWebhookReceiver(w.url), format: w.format })),
     budgets,
+    workload_bindings: bindings.map((b) => ({
+      issuer: b.issuerName,
+      name: b.name,
+      conditions: b.conditions,
+      role: b.role as VaultRole,
+      max_session_seconds: b.maxSessionSeconds,
+    })),
   };
 }
 

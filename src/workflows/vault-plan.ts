@@ -5,7 +5,7 @@ import type { Secret } from "../secret.ts";
 import type { Repos, VaultRow } from "../store/index.ts";
 import type { VaultCodeSpec } from "./vault-file.ts";
 
-export type ChangeKind = "vault" | "service" | "credential" | "agent" | "member" | "webhook" | "budget";
+export type ChangeKind = "vault" | "service" | "credential" | "agent" | "member" | "webhook" | "budget" | "binding";
 
 /** One change the file makes, in words ("add service api.stripe.com (template stripe, operations read, write)"). */
 export interface PlannedChange {

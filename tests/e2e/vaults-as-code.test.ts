@@ -14,6 +14,7 @@ const SECRET = "sk-live-vault-as-code-e2e-Zq9";
 const HOOK = "https://hooks.example.com/services/T000/B000/XXXXsecretpart";
 const PASSWORD = "owner password 123";
 const MANAGED = "vault pay is managed as code: change its file and run broker apply";
+const GITHUB = "https://token.actions.githubusercontent.com";
 
 let a: ServerProcess;
 let b: ServerProcess;
@@ -56,6 +57,11 @@ beforeAll(async () => {
   expectOk(await cli(envA, ["budget", "set", "daily-llm", "--tokens", "100000", "--cost", "20"]));
   expectOk(await cli(envA, ["vault", "webhook", "add", HOOK, "--slack"]));
   await inviteAgent(envA, "ci-bot", "proxy");
+  // A workload binding to the vault (its issuer is instance configuration, added by the owner on each broker).
+  expectOk(await cli(envA, ["workload-issuer", "add", "github", "--issuer", GITHUB, "--audience", "https://broker.example"]));
+  expectOk(
+    await cli(envA, ["workload-binding", "add", "github", "deploy", "--vault", "pay", "--claim", "repository=org/pay", "--claim", "ref=refs/heads/main"]),
+  );
 }, 90_000);
 
 afterAll(async () => {
@@ -71,6 +77,9 @@ test("export, then apply on a fresh instance, reproduces the vault; a second app
   expect(yaml).toContain("url: https://hooks.example.com/services/…\n");
   expect(yaml).not.toContain(SECRET);
   expect(yaml).not.toContain("XXXXsecretpart");
+  // The binding is written as a binding; its agent is not listed among the agents (it is made with the binding).
+  expect(yaml).toContain("workload_bindings:\n      - issuer: github\n        name: deploy\n");
+  expect(yaml).not.toContain("wl-github-deploy");
 
   // The team's file: managed, the receiver's URL read from the environment.
   const file = join(work, "pay.yaml");
@@ -102,6 +111,7 @@ test("export, then apply on a fresh instance, reproduces the vault; a second app
     "  ! left for you: credential STRIPE_LIVE has no value here: set its value with broker credential set STRIPE_LIVE --vault pay",
   );
   expect(first.stdout).toContain("  ! left for you: agent ci-bot is not on this instance: an agent joins by invite");
+  expect(first.stdout).toContain("  ! left for you: workload issuer github is not trusted on this instance: the owner adds it");
   expect(first.stdout).toMatch(/Webhook https:\/\/hooks\.example\.com\/services\/… of vault pay: signing secret whsec_\S+ \(shown once/);
   expect(first.stdout).toMatch(/Applied \d+ changes\.\n$/);
 
@@ -109,6 +119,12 @@ test("export, then apply on a fresh instance, reproduces the vault; a second app
   expectOk(await cli(envB, ["vault", "use", "pay"]));
   expectOk(await cli(envB, ["credential", "set", "STRIPE_LIVE"], `${SECRET}\n`));
   await inviteAgent(envB, "ci-bot", "proxy");
+  // The owner trusts the issuer on B; the next apply adds the binding (and its agent).
+  expectOk(await cli(envB, ["workload-issuer", "add", "github", "--issuer", GITHUB, "--audience", "https://broker.example"]));
+  const bound = expectOk(await cli(withHook(envB), ["apply", "-f", file, "--yes"]));
+  expect(bound.stdout).toBe(
+    "vault pay:\n  + add workload binding github/deploy: repository=org/pay, ref=refs/heads/main → proxy, sessions up to 3600s (its workloads act as agent wl-github-deploy)\nApplied 1 change.\n",
+  );
 
   const again = expectOk(await cli(withHook(envB), ["apply", "-f", file, "--yes"]));
   expect(again.stdout).toBe("No changes: the broker already matches the file.\n");
@@ -135,6 +151,14 @@ test("a managed vault refuses CLI and API edits with the clear message, and take
     });
   }
   expectOk(await cli(envB, ["credential", "set", "STRIPE_LIVE"], "rotated-value\n"));
+  // Its workload bindings are in the file too: neither added nor removed by hand.
+  for (const args of [
+    ["workload-binding", "add", "github", "other", "--vault", "pay", "--claim", "repository=org/other"],
+    ["workload-binding", "remove", "github", "deploy"],
+  ]) {
+    const r = await cli(envB, args);
+    expect({ args, code: r.exitCode, said: r.stderr.includes(`${MANAGED} (its workload bindings are in the file)`) }).toEqual({ args, code: 1, said: true });
+  }
   const login = JSON.parse(readFileSync(join(envB.BROKER_CONFIG_DIR!, "cli.json"), "utf8")) as { token: string };
   const res = await fetch(`${b.url}/v1/vaults/pay`, {
     method: "PATCH",
