@@ -3,11 +3,11 @@
 // "signed" with an issuer's public key is refused), `iss` exact, `aud` one the issuer allows, `exp` required,
 // `nbf` and `iat` honoured within the issuer's clock skew, a `jti` where the issuer requires one. Keys come over HTTPS
 // through the broker's trusting fetch and are fetched again on an unknown `kid` (rotation), at most once per
-// cooldown, or from a key set the owner gave as a document. Never logs or echoes a token.
+// cooldown, or from a key set the owner gave as a document (read by workload-key-set.ts). The subject must be one the
+// audit can keep and show as it is. Never logs or echoes a token.
 
 import * as jose from "jose";
-import { InvalidGrant, InvalidRequest } from "../errors.ts";
-import { JWKS_MAX_KEYS } from "../policy/index.ts";
+import { InvalidGrant } from "../errors.ts";
 import type { WorkloadIssuerRow } from "../store/index.ts";
 
 export const WORKLOAD_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA"] as const;
@@ -30,52 +30,6 @@ export interface WorkloadKeys {
 }
 
 const MAX_KEY_SETS = 200;
-
-/** Members that only a private or symmetric key has: a key set holding one is refused (it is not a public key). */
-const PRIVATE_MEMBERS = ["d", "p", "q", "dp", "dq", "qi", "oth", "k"] as const;
-const PUBLIC_KEY_TYPES = new Set(["RSA", "EC", "OKP"]);
-
-/**
- * Reads a key set given as a document (an issuer's JWKS file): JSON with `keys`, each a public RSA, EC or OKP key,
- * at most JWKS_MAX_KEYS of them, every one importable. Returns the key ids. Refuses a private or symmetric key by
- * name: pasting a signing key here would be a leak, and an `oct` key would let HMAC in.
- */
-export async function readKeySetDocument(text: string): Promise<{ kids: string[] }> {
-  let doc: unknown;
-  try {
-    doc = JSON.parse(text);
-  } catch {
-    throw new InvalidRequest('jwks must be a JWKS document: JSON such as {"keys": [...]}');
-  }
-  const keys = (doc as { keys?: unknown } | null)?.keys;
-  if (!Array.isArray(keys) || keys.length === 0) throw new InvalidRequest('jwks must hold a non-empty list of keys ({"keys": [...]})');
-  if (keys.length > JWKS_MAX_KEYS) throw new InvalidRequest(`jwks may hold at most ${JWKS_MAX_KEYS} keys`);
-  const kids: string[] = [];
-  for (const [i, key] of keys.entries()) {
-    if (typeof key !== "object" || key === null || Array.isArray(key)) throw new InvalidRequest(`jwks key ${i + 1} is not a JSON object`);
-    const jwk = key as jose.JWK;
-    if (!PUBLIC_KEY_TYPES.has(String(jwk.kty))) throw new InvalidRequest(`jwks key ${i + 1} must be a public RSA, EC or OKP key (kty), never a shared secret`);
-    const secret = PRIVATE_MEMBERS.find((m) => m in jwk);
-    if (secret) throw new InvalidRequest(`jwks key ${i + 1} holds a private part (${secret}): give the issuer's public keys only`);
-    if (jwk.alg !== undefined && !(WORKLOAD_ALGORITHMS as readonly string[]).includes(jwk.alg)) {
-      throw new InvalidRequest(`jwks key ${i + 1} names an algorithm not accepted (${WORKLOAD_ALGORITHMS.join(", ")})`);
-    }
-    try {
-      await jose.importJWK(jwk, jwk.alg ?? defaultAlgorithm(jwk));
-    } catch {
-      throw new InvalidRequest(`jwks key ${i + 1} is not a valid public key`);
-    }
-    if (typeof jwk.kid === "string") kids.push(jwk.kid);
-  }
-  return { kids };
-}
-
-/** An algorithm a key without `alg` can be imported for, only to check that it is a key. */
-function defaultAlgorithm(jwk: jose.JWK): string {
-  if (jwk.kty === "RSA") return "RS256";
-  if (jwk.kty === "OKP") return "EdDSA";
-  return jwk.crv === "P-384" ? "ES384" : jwk.crv === "P-521" ? "ES512" : "ES256";
-}
 
 export function createWorkloadKeys(opts: WorkloadKeysOptions): WorkloadKeys {
   const sets = new Map<string, jose.JWTVerifyGetKey>();
@@ -203,6 +157,7 @@ export async function verifyWorkloadToken(token: string, issuer: WorkloadIssuerR
   const skewMs = issuer.clockSkewSeconds * 1000;
   if (typeof payload.iat === "number" && payload.iat * 1000 > now + skewMs) throw new InvalidGrant("the token was issued in the future (iat)");
   if (typeof payload.sub !== "string" || payload.sub === "") throw new InvalidGrant("the token names no subject (sub)");
+  checkSubject(payload.sub);
   const jti = typeof payload.jti === "string" && payload.jti !== "" ? payload.jti : undefined;
   if (issuer.requireJti && jti === undefined) throw new InvalidGrant("this issuer requires a token id (jti), and the token has none");
   return {
@@ -212,6 +167,27 @@ export async function verifyWorkloadToken(token: string, issuer: WorkloadIssuerR
     expiresAt: Math.floor(payload.exp! * 1000), // a fractional exp: whole milliseconds, as the store keeps them
     jti,
   };
+}
+
+/** The longest subject kept: a SPIFFE ID's limit (2048 bytes); CI and Kubernetes subjects are far shorter. */
+const WORKLOAD_SUBJECT_MAX_CHARS = 2048;
+
+/**
+ * C0 and C1 controls and DEL (terminal escapes, NUL, forged line breaks) and the bidirectional controls that reorder
+ * how the text around them is shown (an RTL override makes `…/nur-yolped` read as `…/deploy-run`).
+ */
+const UNSHOWABLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+
+/**
+ * The subject is kept in the session and named in every audit record its session makes, and shown in the console,
+ * `broker logs` and exports: so it must be stored exactly as the token says (a lone surrogate is stored as U+FFFD, so
+ * two subjects would read as one; PostgreSQL refuses NUL, which failed the exchange with a 500) and shown as it reads.
+ * No platform issues other subjects.
+ */
+function checkSubject(sub: string): void {
+  if (sub.length > WORKLOAD_SUBJECT_MAX_CHARS) throw new InvalidGrant(`the token's subject (sub) is longer than ${WORKLOAD_SUBJECT_MAX_CHARS} characters`);
+  if (!sub.isWellFormed()) throw new InvalidGrant("the token's subject (sub) is not well-formed Unicode (a lone surrogate)");
+  if (UNSHOWABLE.test(sub)) throw new InvalidGrant("the token's subject (sub) holds control or bidirectional formatting characters");
 }
 
 /** A jose failure in words that name the check, never the token. */

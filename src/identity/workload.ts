@@ -13,7 +13,8 @@ import { mintWorkloadSession, type SessionClient } from "./sessions.ts";
 import { hashToken } from "../crypto/index.ts";
 import { requireOwner } from "./settings.ts";
 import { iso } from "./users.ts";
-import { readKeySetDocument, readTokenIssuer, verifyWorkloadToken, type VerifiedWorkload } from "./workload-token.ts";
+import { readKeySetDocument } from "./workload-key-set.ts";
+import { readTokenIssuer, verifyWorkloadToken, type VerifiedWorkload } from "./workload-token.ts";
 
 /** The agent standing for a binding's workloads. */
 export const workloadAgentName = (issuer: string, binding: string) => `wl-${issuer}-${binding}`;
@@ -61,13 +62,9 @@ function documentKids(jwks: string): string[] {
   return keys.flatMap((k) => (typeof k.kid === "string" ? [k.kid] : []));
 }
 
-/** The stored form of an issuer as given: a key set document is checked and kept compact. */
+/** The stored form of an issuer as given: a key set document is checked and kept as its keys' public members only. */
 async function issuerFields(input: WorkloadIssuerSpec) {
-  let jwks: string | null = null;
-  if (input.jwks !== undefined) {
-    await readKeySetDocument(input.jwks);
-    jwks = JSON.stringify(JSON.parse(input.jwks));
-  }
+  const jwks = input.jwks === undefined ? null : (await readKeySetDocument(input.jwks)).document;
   return {
     issuer: input.issuer,
     jwksUrl: input.jwks_url ?? null,
@@ -263,12 +260,13 @@ export async function exchangeWorkloadToken(
     // In the minting transaction: two instances exchanging one token at once cannot both succeed.
     if (verified.jti !== undefined) {
       const until = verified.expiresAt + issuer.clockSkewSeconds * 1000;
-      if (!(await tx.workload.claimJti(issuer.id, verified.jti, until, now))) throw new InvalidGrant("this token was exchanged already (its jti is used)");
+      if (!(await tx.workload.claimJti(issuer.issuer, verified.jti, until, now))) throw new InvalidGrant("this token was exchanged already (its jti is used)");
     }
     await tx.workload.pruneJtis(now);
     if (renewed !== undefined) {
-      // The same workload with a rotated platform token: its running session lives on (its holder cannot swap tokens).
-      if (!(await tx.sessions.renewWorkload(renewed, { agentId, subject: verified.subject, expiresAt }, now))) {
+      // The same workload (agent, iss and sub) with a rotated platform token: its running session lives on (its holder
+      // cannot swap tokens).
+      if (!(await tx.sessions.renewWorkload(renewed, { agentId, issuer: issuer.issuer, subject: verified.subject, expiresAt }, now))) {
         throw new InvalidGrant("the session presented is not this workload's live session; exchange without it");
       }
       return { publicId: (await tx.sessions.byTokenHash(hashToken(renewing!.token)))?.publicId ?? "", token: renewing!.token };

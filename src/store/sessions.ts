@@ -144,19 +144,21 @@ export function sessionRepo(sql: Sql) {
     },
     /**
      * Moves a live workload session's expiry later (never earlier) when the same workload exchanged a fresh platform
-     * token; false when it is not that workload's live session.
+     * token; false when it is not that workload's live session. The same workload: the binding's agent, and the `sub`
+     * under the `iss` the session names (an issuer changed in place keeps its agent, so the agent alone would let a
+     * subject of its new `iss` carry on a session every audit record of which names the old one).
      */
-    async renewWorkload(id: number, w: { agentId: number; subject: string; expiresAt: number }, now: number): Promise<boolean> {
+    async renewWorkload(id: number, w: { agentId: number; issuer: string; subject: string; expiresAt: number }, now: number): Promise<boolean> {
       const changed = await sql.run(
-        `UPDATE sessions SET expires_at = ? WHERE id = ? AND agent_id = ? AND workload_subject = ? AND revoked_at IS NULL
+        `UPDATE sessions SET expires_at = ? WHERE id = ? AND agent_id = ? AND workload_issuer = ? AND workload_subject = ? AND revoked_at IS NULL
            AND expires_at > ? AND expires_at < ?`,
-        [w.expiresAt, id, w.agentId, w.subject, now, w.expiresAt],
+        [w.expiresAt, id, w.agentId, w.issuer, w.subject, now, w.expiresAt],
       );
       if (changed > 0) return true;
       // Already as late as asked: still this workload's live session.
       const row = await sql.get<{ id: number }>(
-        "SELECT id FROM sessions WHERE id = ? AND agent_id = ? AND workload_subject = ? AND revoked_at IS NULL AND expires_at > ?",
-        [id, w.agentId, w.subject, now],
+        "SELECT id FROM sessions WHERE id = ? AND agent_id = ? AND workload_issuer = ? AND workload_subject = ? AND revoked_at IS NULL AND expires_at > ?",
+        [id, w.agentId, w.issuer, w.subject, now],
       );
       return row !== undefined;
     },

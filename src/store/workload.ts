@@ -37,11 +37,11 @@ export interface WorkloadBindingRow {
 
 const ISSUER = `id, name, issuer, jwks_url AS "jwksUrl", jwks, audiences, clock_skew_seconds AS "clockSkewSeconds", require_jti AS "requireJti",
   created_at AS "createdAt"`;
-/** A binding's columns, qualified by `t` (a join), or not (`RETURNING` names its own table's columns bare). */
-const BINDING_OF = (t: string) =>
-  `${t}id, ${t}issuer_id AS "issuerId", ${t}name, ${t}conditions, ${t}vault_id AS "vaultId", ${t}role, ${t}max_session_seconds AS "maxSessionSeconds",
-  ${t}agent_id AS "agentId", ${t}created_at AS "createdAt"`;
-const BINDING = BINDING_OF("");
+const BINDING = `id, issuer_id AS "issuerId", name, conditions, vault_id AS "vaultId", role, max_session_seconds AS "maxSessionSeconds",
+  agent_id AS "agentId", created_at AS "createdAt"`;
+/** The same columns of `b`, in a join (`RETURNING` names its own table's columns bare, so BINDING stays unqualified). */
+const BINDING_B = `b.id, b.issuer_id AS "issuerId", b.name, b.conditions, b.vault_id AS "vaultId", b.role, b.max_session_seconds AS "maxSessionSeconds",
+  b.agent_id AS "agentId", b.created_at AS "createdAt"`;
 
 type Stored<T, K extends keyof T> = Omit<T, K> & Record<K, string>;
 
@@ -122,7 +122,7 @@ export function workloadRepo(sql: Sql) {
     /** Every binding to a vault, with its issuer's name, by issuer and then in the order they are tried. */
     async bindingsOfVault(vaultId: number): Promise<(WorkloadBindingRow & { readonly issuerName: string })[]> {
       const rows = await sql.all<Stored<WorkloadBindingRow, "conditions"> & { issuerName: string }>(
-        `SELECT ${BINDING_OF("b.")}, i.name AS "issuerName" FROM workload_bindings b JOIN workload_issuers i ON i.id = b.issuer_id
+        `SELECT ${BINDING_B}, i.name AS "issuerName" FROM workload_bindings b JOIN workload_issuers i ON i.id = b.issuer_id
          WHERE b.vault_id = ? ORDER BY i.name, b.id`,
         [vaultId],
       );
@@ -147,20 +147,21 @@ export function workloadRepo(sql: Sql) {
       return row && readBinding(row);
     },
     /**
-     * Records a token id as used until `expiresAt`; false when it is recorded and not yet expired (a replay).
-     * One statement, so two instances exchanging the same token at once cannot both succeed.
+     * Records a token id of issuer URL `iss` as used until `expiresAt`; false when it is recorded and not yet expired
+     * (a replay). Kept per `iss`, not per issuer row (migration 33): removing, re-adding or changing a row forgets
+     * nothing. One statement, so two instances exchanging the same token at once cannot both succeed.
      */
-    async claimJti(issuerId: number, jti: string, expiresAt: number, now: number): Promise<boolean> {
+    async claimJti(iss: string, jti: string, expiresAt: number, now: number): Promise<boolean> {
       const row = await sql.get<{ jti: string }>(
-        `INSERT INTO workload_jtis (issuer_id, jti, expires_at) VALUES (?, ?, ?)
-         ON CONFLICT (issuer_id, jti) DO UPDATE SET expires_at = excluded.expires_at WHERE workload_jtis.expires_at <= ?
+        `INSERT INTO workload_token_ids (issuer, jti, expires_at) VALUES (?, ?, ?)
+         ON CONFLICT (issuer, jti) DO UPDATE SET expires_at = excluded.expires_at WHERE workload_token_ids.expires_at <= ?
          RETURNING jti`,
-        [issuerId, jti, expiresAt, now],
+        [iss, jti, expiresAt, now],
       );
       return row !== undefined;
     },
     async pruneJtis(now: number): Promise<number> {
-      return sql.run("DELETE FROM workload_jtis WHERE expires_at <= ?", [now]);
+      return sql.run("DELETE FROM workload_token_ids WHERE expires_at <= ?", [now]);
     },
   };
 }

@@ -6,9 +6,10 @@
 // - a private key hidden in a key set document (under `__proto__`, in a nested or a top-level member) was stored and
 //   shown back: only a key's public members are kept now;
 // - keys that can never verify a token (use "enc", P-521, RSA under 2048 bits, a shared kid) were accepted;
-// - a `sub` with a lone surrogate broke the audit hash chain (the store keeps U+FFFD), and one with control or bidi
-//   characters reached the terminal through `broker logs`: such a subject, or one over 2048 characters, is refused,
-//   and the CLI's tables show control characters as escapes;
+// - a `sub` with NUL failed the exchange with a 500 on PostgreSQL, one with a lone surrogate was kept as U+FFFD (two
+//   subjects reading as one in the audit), and one with control or bidi characters reached the terminal through
+//   `broker logs`: such a subject, or one over 2048 characters, is refused, and the CLI's tables show control
+//   characters as escapes;
 // - the jti ledger was kept per issuer row: removing and re-adding an issuer (or moving its `iss` to another row)
 //   let an exchanged token in again; it is kept per `iss` now;
 // - a renewal by the same binding's agent and subject under another `iss` (an issuer changed by PUT) kept the old
@@ -24,6 +25,7 @@ import { main } from "../../src/cli/index.ts";
 import { formatTable } from "../../src/cli/kit/output.ts";
 import { ocsfApiActivity } from "../../src/cli/commands/audit-ocsf.ts";
 import { LOG_TAIL_SCRIPT } from "../../src/server/console/log-tail-script.ts";
+import { pgMissing, sharedPgCluster } from "../helpers/postgres.ts";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
 import { browserTestFor, openBrowser } from "./browser.ts";
 import { startBroker, type Broker } from "./proxy-fixture.ts";
@@ -179,24 +181,29 @@ describe("key sets given as documents", () => {
       JSON.stringify({ keys: [k.jwk], private: { keys: [k.privJwk] } }),
       `{"__proto__":{"d":"${d}"},"keys":[{${pub}}]}`,
     ];
-    for (const [i, jwks] of documents.entries()) {
-      const name = `hide-${i}`;
-      const added = await api("POST", "/v1/workload-issuers", { name, issuer: `https://hide${i}.example`, jwks, audiences: [AUD] });
-      const changed = await api("PUT", "/v1/workload-issuers/ci", { name: "ci", issuer: ISS, jwks, audiences: [AUD], clock_skew_seconds: 0 });
-      for (const r of [added, changed]) {
-        expect(r.status === 201 || r.status === 200 || r.status === 400).toBe(true);
-        expect(JSON.stringify(r.body)).not.toContain(d);
+    const restore = () =>
+      api("PUT", "/v1/workload-issuers/ci", { name: "ci", issuer: ISS, jwks: JSON.stringify({ keys: [key.jwk] }), audiences: [AUD], clock_skew_seconds: 0 });
+    try {
+      for (const [i, jwks] of documents.entries()) {
+        const name = `hide-${i}`;
+        const added = await api("POST", "/v1/workload-issuers", { name, issuer: `https://hide${i}.example`, jwks, audiences: [AUD] });
+        const changed = await api("PUT", "/v1/workload-issuers/ci", { name: "ci", issuer: ISS, jwks, audiences: [AUD], clock_skew_seconds: 0 });
+        for (const r of [added, changed]) {
+          expect(r.status === 201 || r.status === 200 || r.status === 400).toBe(true);
+          expect(JSON.stringify(r.body)).not.toContain(d);
+        }
+        expect(JSON.stringify((await api("GET", "/v1/workload-issuers")).body)).not.toContain(d);
+        expect((await page("/settings/workload-identity")).text).not.toContain(d);
+        const row = await broker.server.store.workload.issuerByName("ci");
+        expect(row!.jwks).not.toContain(d);
+        if (added.status === 201) await api("DELETE", `/v1/workload-issuers/${name}`);
       }
-      expect(JSON.stringify((await api("GET", "/v1/workload-issuers")).body)).not.toContain(d);
-      expect((await page("/settings/workload-identity")).text).not.toContain(d);
-      const row = await broker.server.store.workload.issuerByName("ci");
-      expect(row!.jwks).not.toContain(d);
-      if (added.status === 201) await api("DELETE", `/v1/workload-issuers/${name}`);
+    } finally {
+      // The fixture's issuer as it was: a public key's members are kept as given.
+      const back = await restore();
+      expect(back.status).toBe(200);
+      expect(JSON.parse(back.body.jwks)).toEqual({ keys: [key.jwk] });
     }
-    // Put the fixture's issuer back as it was.
-    const back = await api("PUT", "/v1/workload-issuers/ci", { name: "ci", issuer: ISS, jwks: JSON.stringify({ keys: [key.jwk] }), audiences: [AUD], clock_skew_seconds: 0 });
-    expect(back.status).toBe(200);
-    expect(JSON.parse(back.body.jwks)).toEqual({ keys: [key.jwk] });
   });
 
   test("keys that could never verify a token are refused: use enc, key_ops without verify, P-521, RSA under 2048 bits, a shared or non-string kid", async () => {
@@ -258,8 +265,11 @@ describe("key sets given as documents", () => {
     try {
       // The control: named kid, declared alg.
       expect((await exchange(await sign({ sub: "ok" }, { key: rsa, iss: "https://algs.example" }))).status).toBe(200);
-      await refused(await sign({ sub: "ps" }, { key: rsa, iss: "https://algs.example", alg: "PS256" }));
-      await refused(await sign({ sub: "rs512" }, { key: rsa, iss: "https://algs.example", alg: "RS512" }));
+      // The same private key, used for PS256 and RS512: the key set says RS256.
+      for (const alg of ["PS256", "RS512"]) {
+        const same = { ...rsa, alg, priv: (await jose.importJWK(rsa.privJwk, alg)) as CryptoKey };
+        await refused(await sign({ sub: alg }, { key: same, iss: "https://algs.example" }));
+      }
       await refused(await sign({ sub: "nokid" }, { key: rsa, iss: "https://algs.example", kid: null }), /kid/);
       // The kid of one key with the signature of the other.
       await refused(await sign({ sub: "swap" }, { key: rsa2, iss: "https://algs.example", kid: "rsa-1" }), /signature/);
@@ -294,7 +304,13 @@ describe("require_jti", () => {
     });
     expect(changed.status).toBe(200);
     await refused(t, /jti/);
-    await api("PUT", "/v1/workload-issuers/ci", { name: "ci", issuer: ISS, jwks: JSON.stringify({ keys: [key.jwk] }), audiences: [AUD], clock_skew_seconds: 0 });
+    await api("PUT", "/v1/workload-issuers/ci", {
+      name: "ci",
+      issuer: ISS,
+      jwks: JSON.stringify({ keys: [key.jwk] }),
+      audiences: [AUD],
+      clock_skew_seconds: 0,
+    });
   });
 
   test("removing and re-adding an issuer under the same name does not let an exchanged token in again", async () => {
@@ -319,7 +335,12 @@ describe("require_jti", () => {
     const t = await sign({ sub: "moved", jti: crypto.randomUUID() }, { key: k, iss });
     expect((await exchange(t)).status).toBe(200);
     // The first row now trusts another iss; a second row takes over the first iss with the same keys.
-    const moved = await api("PUT", "/v1/workload-issuers/first", { name: "first", issuer: "https://elsewhere.example", jwks: JSON.stringify({ keys: [k.jwk] }), audiences: [AUD] });
+    const moved = await api("PUT", "/v1/workload-issuers/first", {
+      name: "first",
+      issuer: "https://elsewhere.example",
+      jwks: JSON.stringify({ keys: [k.jwk] }),
+      audiences: [AUD],
+    });
     expect(moved.status).toBe(200);
     await trust("second", iss, [k.jwk]);
     try {
@@ -375,14 +396,24 @@ describe("the workload named in the audit", () => {
     }
   });
 
-  test("a subject with a lone surrogate is refused: stored as U+FFFD it would break the audit hash chain", async () => {
+  test("a subject with a lone surrogate is refused: stored as U+FFFD, two subjects would read as one in the audit", async () => {
     await refused(await sign({ sub: "repo:org/x\ud800:ref:main" }), /sub/);
     await refused(await sign({ sub: "\udfff" }), /sub/);
     expect(await verifyChain()).toMatchObject({ ok: true, breaks: [] });
   });
 
   test("a subject with control or bidi characters is refused (terminal escapes, NUL, newlines, RTL override)", async () => {
-    for (const sub of ["repo:x\u001b[2J\u001b]0;pwned\u0007", "a\u0000b", "line\nforged 200 GET", "cr\rx", "del\u007f", "csi\u009b31m", "repo:org/\u202enur-yolped", "\u2066iso\u2069", "lrm\u200e"]) {
+    for (const sub of [
+      "repo:x\u001b[2J\u001b]0;pwned\u0007",
+      "a\u0000b",
+      "line\nforged 200 GET",
+      "cr\rx",
+      "del\u007f",
+      "csi\u009b31m",
+      "repo:org/\u202enur-yolped",
+      "\u2066iso\u2069",
+      "lrm\u200e",
+    ]) {
       await refused(await sign({ sub }), /sub/);
     }
   });
@@ -399,7 +430,7 @@ describe("the workload named in the audit", () => {
     // A session exchanged before subjects were checked: its subject as an older broker stored it.
     const evil = "old\u001b[31mRED\u001b]8;;https://evil.example\u0007link\u202egnp.exe\u009bX";
     await broker.server.store.db.run("UPDATE sessions SET workload_subject = ? WHERE workload_subject = ?", [evil, "plain"]);
-    broker.server.store; // (the session was never authenticated: no cached principal holds the old subject)
+    // (the session was never used before: no cached principal holds the subject it was minted with)
     const record = await proxied(s, "/escaped-subject");
     expect(record.workload.subject).toBe(evil);
     const out = await cliOut(["logs", "--vault", broker.vault, "--host", hp]);
@@ -431,7 +462,7 @@ describe("who may put a workload in the audit", () => {
       [broker.sessionToken, "/scoped-forge"],
       [owner, "/owner-forge"],
     ] as const) {
-      const res = await fetch(`${broker.apiUrl}/proxy/${hp}${path}`, { headers: { authorization: `Bearer ${token}`, ...headers } });
+      const res = await fetch(`${broker.apiUrl}/proxy/${hp}${path}`, { headers: { authorization: `Bearer ${token}`, "x-vault": broker.vault, ...headers } });
       responses.push(await res.text());
       expect(res.status).toBe(200);
     }
@@ -458,7 +489,12 @@ describe("who may put a workload in the audit", () => {
     await trust("mover", "https://mover-a.example", [k.jwk]);
     try {
       const s = await session({ sub: "same-sub" }, { key: k, iss: "https://mover-a.example" });
-      const moved = await api("PUT", "/v1/workload-issuers/mover", { name: "mover", issuer: "https://mover-b.example", jwks: JSON.stringify({ keys: [k.jwk] }), audiences: [AUD] });
+      const moved = await api("PUT", "/v1/workload-issuers/mover", {
+        name: "mover",
+        issuer: "https://mover-b.example",
+        jwks: JSON.stringify({ keys: [k.jwk] }),
+        audiences: [AUD],
+      });
       expect(moved.status).toBe(200);
       const r = await exchange(await sign({ sub: "same-sub" }, { key: k, iss: "https://mover-b.example" }), s);
       expect(r.status).toBe(400);
@@ -489,7 +525,12 @@ describe("PUT /v1/workload-issuers/{name}", () => {
       const disc = await api("PUT", "/v1/workload-issuers/switch", { name: "switch", issuer: "https://127.0.0.1:1", audiences: [AUD] });
       expect(disc.body).toMatchObject({ jwks: null, jwks_kids: null, jwks_url: null });
       await refused(await sign({ sub: "s" }, { key: k, iss: "https://switch.example" }), /not trusted/);
-      const back = await api("PUT", "/v1/workload-issuers/switch", { name: "switch", issuer: "https://switch.example", jwks: JSON.stringify({ keys: [k.jwk] }), audiences: [AUD] });
+      const back = await api("PUT", "/v1/workload-issuers/switch", {
+        name: "switch",
+        issuer: "https://switch.example",
+        jwks: JSON.stringify({ keys: [k.jwk] }),
+        audiences: [AUD],
+      });
       expect(back.status).toBe(200);
       expect((await api("GET", "/v1/workload-issuers/switch/bindings")).body.bindings.map((b: any) => b.name)).toEqual(["any"]);
       expect((await exchange(await sign({ sub: "s" }, { key: k, iss: "https://switch.example" }))).status).toBe(200);
@@ -504,9 +545,16 @@ describe("PUT /v1/workload-issuers/{name}", () => {
     await trust("race", "https://race.example", [k1.jwk]);
     try {
       const puts = Array.from({ length: 10 }, (_, i) =>
-        api("PUT", "/v1/workload-issuers/race", { name: "race", issuer: "https://race.example", jwks: JSON.stringify({ keys: [i % 2 ? k1.jwk : k2.jwk] }), audiences: [AUD] }),
+        api("PUT", "/v1/workload-issuers/race", {
+          name: "race",
+          issuer: "https://race.example",
+          jwks: JSON.stringify({ keys: [i % 2 ? k1.jwk : k2.jwk] }),
+          audiences: [AUD],
+        }),
       );
-      const exchanges = Array.from({ length: 20 }, async (_, i) => exchange(await sign({ sub: `race-${i}` }, { key: i % 2 ? k1 : k2, iss: "https://race.example" })));
+      const exchanges = Array.from({ length: 20 }, async (_, i) =>
+        exchange(await sign({ sub: `race-${i}` }, { key: i % 2 ? k1 : k2, iss: "https://race.example" })),
+      );
       const all = await Promise.all([...puts, ...exchanges]);
       for (const r of all) expect([200, 400]).toContain(r.status);
     } finally {
@@ -515,10 +563,45 @@ describe("PUT /v1/workload-issuers/{name}", () => {
   });
 });
 
+describe.skipIf(pgMissing)("on PostgreSQL", () => {
+  test("a subject with NUL is a 400 naming the sub, not a 500 from the session's insert", async () => {
+    const cluster = await sharedPgCluster();
+    const pg = await startBroker({ caPem: upstream.pki.caPem, env: { BROKER_DATABASE_URL: await cluster.createDatabase() } });
+    try {
+      const k = await makeKey();
+      const iss = "https://pg.example";
+      const add = await pg.api(
+        "POST",
+        "/v1/workload-issuers",
+        { name: "pg", issuer: iss, jwks: JSON.stringify({ keys: [k.jwk] }), audiences: [AUD] },
+        pg.userToken,
+      );
+      expect(add.status).toBe(201);
+      expect((await pg.api("POST", "/v1/workload-issuers/pg/bindings", { name: "any", vault: pg.vault, conditions: { sub: "*" } }, pg.userToken)).status).toBe(
+        201,
+      );
+      const exchangeOn = async (sub: string) =>
+        pg.api("POST", "/v1/sessions/exchange", { grant_type: GRANT, subject_token: await sign({ sub }, { key: k, iss }), subject_token_type: JWT_TYPE });
+      const nul = await exchangeOn("repo:x\u0000y");
+      responses.push(JSON.stringify(nul.body));
+      expect(nul.status).toBe(400);
+      expect(nul.body.message).toMatch(/sub/);
+      const ok = await exchangeOn("repo:x");
+      expect(ok.status).toBe(200);
+      secrets.push(ok.body.access_token);
+      for (const l of pg.logLines) for (const s of secrets) expect(l.includes(s)).toBe(false);
+    } finally {
+      await pg.stop();
+      await cluster.release();
+    }
+  }, 60_000);
+});
+
 describe("workloads seen and the console", () => {
   let member = "";
   beforeAll(async () => {
-    const reg = await api("POST", "/v1/auth/register", { email: "member@example.com", password: "another horse battery" }, "");
+    // (its answer hands out the member's session by design: not one of the responses checked for tokens)
+    const reg = await broker.api("POST", "/v1/auth/register", { email: "member@example.com", password: "another horse battery" });
     expect(reg.status).toBe(201);
     member = reg.body.token;
     secrets.push(member);
@@ -600,7 +683,11 @@ describe("workloads seen and the console", () => {
       audiences: [`<img src=x onerror=alert(2)>`],
     });
     expect(r.status, JSON.stringify(r.body)).toBe(201);
-    const b = await api("POST", "/v1/workload-issuers/xss/bindings", { name: "b", vault: broker.vault, conditions: { "<b>claim</b>": `"><svg onload=alert(4)>` } });
+    const b = await api("POST", "/v1/workload-issuers/xss/bindings", {
+      name: "b",
+      vault: broker.vault,
+      conditions: { "<b>claim</b>": `"><svg onload=alert(4)>` },
+    });
     expect(b.status, JSON.stringify(b.body)).toBe(201);
     try {
       const { status, text } = await page("/settings/workload-identity");
@@ -623,21 +710,29 @@ async function cliOut(args: string[]): Promise<string> {
   process.env.BROKER_CONFIG_DIR = mkdtempSync(join(tmpdir(), "wl2-cli-"));
   let out = "";
   let err = "";
+  let notes = "";
   const write = process.stdout.write.bind(process.stdout);
+  const writeErr = process.stderr.write.bind(process.stderr);
+  const text = (chunk: string | Uint8Array) => (typeof chunk === "string" ? chunk : Buffer.from(chunk).toString("utf8"));
   process.stdout.write = ((chunk: string | Uint8Array) => {
-    out += typeof chunk === "string" ? chunk : Buffer.from(chunk).toString("utf8");
+    out += text(chunk);
     return true;
   }) as typeof process.stdout.write;
+  process.stderr.write = ((chunk: string | Uint8Array) => {
+    notes += text(chunk); // the CLI's notes (a cut cell's hint)
+    return true;
+  }) as typeof process.stderr.write;
   try {
     const code = await main(args, { out: (t) => void (out += t), err: (t) => void (err += t) });
     expect({ code, err }).toEqual({ code: 0, err: "" });
   } finally {
     process.stdout.write = write;
+    process.stderr.write = writeErr;
     for (const [k, v] of Object.entries({ BROKER_ADDR: saved.addr, BROKER_SESSION_TOKEN: saved.token, BROKER_CONFIG_DIR: saved.dir })) {
       if (v === undefined) delete process.env[k];
       else process.env[k] = v;
     }
   }
-  responses.push(out);
+  responses.push(out, notes);
   return out;
 }

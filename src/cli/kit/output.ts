@@ -63,7 +63,17 @@ export function hasCutCells<T>(rows: readonly T[], columns: readonly Column<T>[]
   return rows.some((r) => columns.some((c) => c.max !== undefined && oneLine(c.value(r)).length > c.max));
 }
 
-// A value with a newline (a multi-line secret shown with --reveal) must not break the table's rows.
+/**
+ * Control characters (ESC and C1 CSI start terminal escapes: colours, cleared screens, a window title, hyperlinks;
+ * CR and NUL hide what comes before) and the bidirectional controls that reorder a line as it is shown.
+ */
+const UNPRINTABLE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+// A value with a newline (a multi-line secret shown with --reveal) must not break the table's rows, and a value from
+// elsewhere (a workload's subject, an upstream's words) must not drive the terminal: each is shown as its escape.
 function oneLine(s: string): string {
-  return s.replace(/\r?\n/g, "\\n");
+  return s
+    .replace(/\r?\n/g, "\\n")
+    .replace(/\t/g, "\\t")
+    .replace(UNPRINTABLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }

@@ -18,6 +18,10 @@ describe("formatTable", () => {
   test("a multi-line cell cannot break the table into extra rows", () => {
     expect(formatTable([{ v: "a\nb" }], [{ title: "V", value: (r) => r.v }])).toBe("V\na\\nb");
   });
+  test("a cell cannot drive the terminal: control characters and bidi overrides are shown as escapes", () => {
+    const v = "x\u001b[2J\u001b]0;t\u0007\r\u0000\t\u009b1m\u202eyz";
+    expect(formatTable([{ v }], [{ title: "V", value: (r) => r.v }])).toBe("V\nx\\u001b[2J\\u001b]0;t\\u0007\\u000d\\u0000\\t\\u009b1m\\u202eyz");
+  });
   test("a column with max cuts long cells with …, so one long path does not pad every row", () => {
     const rows = [
       { p: `GET api.example.com/${"x".repeat(100)}`, s: "200" },

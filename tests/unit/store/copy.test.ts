@@ -329,7 +329,7 @@ async function seed(store: Store): Promise<void> {
     agentId: wl.id,
     createdAt: T0,
   });
-  expect(await store.workload.claimJti(issuer.id, "run-1", T0 + 600_000, T0)).toBe(true);
+  expect(await store.workload.claimJti(issuer.issuer, "run-1", T0 + 600_000, T0)).toBe(true);
 }
 
 async function seededFileStore(): Promise<{ dir: string; store: Store }> {
@@ -366,8 +366,10 @@ describe("the catalog", () => {
   test("lists every table the migrations create (but not schema_migrations), each with a primary key", async () => {
     using store = await openMemoryStore();
     const created = MIGRATIONS.flatMap((m) => [...m.sql.matchAll(/CREATE TABLE (?:IF NOT EXISTS )?(\w+)/g)].map((x) => x[1]!));
+    // A table a later migration replaced and dropped (workload_jtis, migration 33) is not in the catalog.
+    const dropped = new Set(MIGRATIONS.flatMap((m) => [...m.sql.matchAll(/DROP TABLE (?:IF EXISTS )?(\w+)/g)].map((x) => x[1]!)));
     const catalog = await readCatalog(store.db, "sqlite");
-    expect(catalog.map((t) => t.name).sort()).toEqual([...new Set(created)].sort());
+    expect(catalog.map((t) => t.name).sort()).toEqual([...new Set(created)].filter((t) => !dropped.has(t)).sort());
     for (const t of catalog) expect({ table: t.name, pk: t.primaryKey.length > 0 }).toEqual({ table: t.name, pk: true });
   });
 
