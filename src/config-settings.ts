@@ -31,6 +31,11 @@ export const SETTINGS: readonly SettingDoc[] = [
   { name: "BROKER_HOST", default: "127.0.0.1", description: "Address both listeners bind to" },
   { name: "BROKER_PORT", default: "14321", description: "API port (REST API, /proxy, /discover, /approve)" },
   { name: "BROKER_PROXY_PORT", default: "14322", description: "Transparent proxy (CONNECT) port" },
+  {
+    name: "BROKER_WORKERS",
+    default: "1",
+    description: "Processes serving both ports together (SO_REUSEPORT), sharing state through the store; auto: one per core (same as --workers)",
+  },
   { name: "BROKER_PUBLIC_URL", default: "http://<BROKER_HOST>:<BROKER_PORT>", description: "Base URL written into invite and approval links" },
   {
     name: "BROKER_ALLOWED_HOSTS",

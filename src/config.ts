@@ -11,6 +11,7 @@ import { readMasterPassword } from "./config-master-password.ts";
 import { normaliseHostName, readHostMappings, type HostMapping } from "./config-host.ts";
 import { CONNECT_PREFIX, readConnectApps, type ConnectApp } from "./config-connect.ts";
 import { readOtelConfig, type OtelConfig } from "./config-otel.ts";
+import { readWorkerRole, readWorkers, WORKER_ENV, type WorkerRole } from "./config-workers.ts";
 
 export type Env = Record<string, string | undefined>;
 import { RATE_PROFILES, type RateProfile } from "./ratelimit/index.ts";
@@ -18,6 +19,7 @@ import { SETTINGS } from "./config-settings.ts";
 
 export { RATE_PROFILES, type RateProfile };
 export type { OidcConfig } from "./config-oidc.ts";
+export { MAX_WORKERS, WORKER_ENV, type WorkerRole } from "./config-workers.ts";
 export type { OtelConfig, OtlpProtocol, OtlpSignalConfig } from "./config-otel.ts";
 export { normaliseHostName, type HostMapping } from "./config-host.ts";
 export { connectEnvId, type ClientAuthMethod, type ConnectApp } from "./config-connect.ts";
@@ -72,6 +74,10 @@ export interface Config {
   readonly otel?: OtelConfig;
   /** Unknown BROKER_* names: likely typos, shown as warnings rather than ignored silently. */
   readonly warnings: readonly string[];
+  /** BROKER_WORKERS (issue 40): processes serving both ports together; 1 serves alone. */
+  readonly workers: number;
+  /** Inside a worker the supervisor started: which one, of how many (ports shared with SO_REUSEPORT). */
+  readonly worker?: WorkerRole;
 }
 
 export interface DatabaseConfig {
@@ -146,6 +152,8 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): Config {
     otel: readOtelConfig(env, problems),
     ...(env.BROKER_LLM_PRICES_FILE ? { pricesFile: readOptionalPath("BROKER_LLM_PRICES_FILE", env.BROKER_LLM_PRICES_FILE, problems) } : {}),
     warnings: Object.freeze(findUnknownSettings(env)),
+    workers: readWorkers(env.BROKER_WORKERS, problems),
+    ...(env[WORKER_ENV] ? { worker: readWorkerRole(env[WORKER_ENV], problems) } : {}),
   };
   if (problems.length) throw new ConfigError(problems);
   return Object.freeze(config);
@@ -168,7 +176,7 @@ export function takeMasterPassword(env: Env = process.env): Secret | undefined {
 }
 
 function findUnknownSettings(env: Env): string[] {
-  const known = new Set([...SETTINGS.map((s) => s.name), ...RATE_LIMIT_SETTINGS.map((s) => s.name), ...CLIENT_SETTINGS]);
+  const known = new Set([...SETTINGS.map((s) => s.name), ...RATE_LIMIT_SETTINGS.map((s) => s.name), ...CLIENT_SETTINGS, WORKER_ENV]);
   // BROKER_CONNECT_<ID>_* names are read (and a wrong one refused) by config-connect.ts.
   return Object.keys(env)
     .filter((k) => k.startsWith("BROKER_") && !k.startsWith(CONNECT_PREFIX) && !known.has(k))

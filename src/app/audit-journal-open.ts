@@ -4,19 +4,28 @@
 
 import { JOURNAL_FILE, openAuditJournal, type AuditJournal } from "../egress/index.ts";
 import type { Logger } from "../log.ts";
+import type { WorkerRole } from "../config.ts";
+
+/**
+ * The journal file of a worker: worker 1 keeps the broker's own (a single process's), each other worker one of its own
+ * (`audit-journal-2.jsonl`…), so two processes never append to one file. Each names itself in audit_journal_marks.
+ */
+export function journalFileOf(worker: WorkerRole | undefined): string {
+  return !worker || worker.id === 1 ? JOURNAL_FILE : JOURNAL_FILE.replace(/\.jsonl$/, `-${worker.id}.jsonl`);
+}
 
 /**
  * The audit journal, or none when its file cannot be used (a directory, a device or a pipe in its place, a
  * read-only or full disk): the broker then serves with records held in memory until written, as before the
  * journal existed, and says so in one line. A file that is not a journal is moved aside, also said in one line.
  */
-export function openJournal(dataDir: string, log: Logger): AuditJournal | undefined {
+export function openJournal(dataDir: string, log: Logger, file = JOURNAL_FILE): AuditJournal | undefined {
   let journal: AuditJournal;
   try {
-    journal = openAuditJournal(dataDir, (err) => log.error("audit_journal_write_failed", { err }));
+    journal = openAuditJournal(dataDir, (err) => log.error("audit_journal_write_failed", { err }), file);
   } catch (err) {
     log.error("audit_journal_unavailable", {
-      file: JOURNAL_FILE,
+      file,
       err,
       detail: "audit records are written to the database from memory only and are lost if the process dies first; fix or remove the file and restart",
     });
@@ -25,13 +34,13 @@ export function openJournal(dataDir: string, log: Logger): AuditJournal | undefi
   const { setAside, unreadableLines } = journal.opened;
   if (setAside) {
     log.warn("audit_journal_set_aside", {
-      file: JOURNAL_FILE,
+      file,
       moved_to: setAside,
       detail: "it is not an audit journal, so nothing in it could be replayed; a new one was started",
     });
   } else if (unreadableLines > 0) {
     log.warn("audit_journal_unreadable_lines", {
-      file: JOURNAL_FILE,
+      file,
       lines: unreadableLines,
       detail: "lines that are not audit records were skipped; the records around them are replayed",
     });

@@ -20,8 +20,11 @@ export interface AuditTrust {
   onWritten(heads: ReadonlyMap<number, number>): void;
   /** One retention batch as the broker runs it, anchors signed (RunningServer.pruneAudit). */
   pruneAudit(limits: { olderThan: number; keepRows: number; waitForCheckpoints?: boolean }, limit: number): Promise<PruneBatch>;
-  /** Starts retention and the checkpointer, whose checkpoints go to the vaults' webhooks. */
-  start(webhooks: WebhookNotifier, publicUrl: string): AuditTrustJobs;
+  /**
+   * Starts retention and the checkpointer, whose checkpoints go to the vaults' webhooks. `lead: false` (a worker but
+   * the first of `broker server --workers N`): the checkpointer only, retention being worker 1's.
+   */
+  start(webhooks: WebhookNotifier, publicUrl: string, opts?: { lead?: boolean }): AuditTrustJobs;
 }
 
 export interface AuditTrustJobs {
@@ -58,16 +61,19 @@ export async function prepareAuditTrust(
       const signed = { ...limits, signing: { key: signer.anchorKey, at: now() } };
       return store.offLoopPrune ? store.offLoopPrune(signed, limit) : pruneAuditBatch(store.db, signed, limit);
     },
-    start(webhooks, publicUrl) {
-      const retention = startAuditRetention(store.db, {
-        maxAgeMs: config.auditRetentionDays * 86_400_000,
-        maxRows: config.auditMaxRows,
-        now,
-        log,
-        anchorKey: signer.anchorKey,
-        waitLimitMs: 2 * everyMs + UNSIGNED_GRACE_MS,
-        ...(store.offLoopPrune && { prune: store.offLoopPrune }),
-      });
+    start(webhooks, publicUrl, opts) {
+      const retention =
+        opts?.lead === false
+          ? { stop: async () => {} }
+          : startAuditRetention(store.db, {
+              maxAgeMs: config.auditRetentionDays * 86_400_000,
+              maxRows: config.auditMaxRows,
+              now,
+              log,
+              anchorKey: signer.anchorKey,
+              waitLimitMs: 2 * everyMs + UNSIGNED_GRACE_MS,
+              ...(store.offLoopPrune && { prune: store.offLoopPrune }),
+            });
       const checkpointer = startAuditCheckpointer(store, {
         signer,
         everyRecords: config.auditCheckpointRecords,

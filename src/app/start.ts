@@ -27,7 +27,7 @@ import { ensurePrivateDir, openStore, type PruneBatch, type Store } from "../sto
 import { createAuthenticator, createVaultAccessCache, type Domain } from "../identity/index.ts";
 import { createHashGate, createLeafCache, loadRootCa, mintLeaf, rotateRootCa, unlockKeyring, type CaHolder, type KdfParams } from "../crypto/index.ts";
 import { createChangeFeed, type Freshness } from "../store/index.ts";
-import { createLoginThrottle, createRateLimiter, resolveSettings } from "../ratelimit/index.ts";
+import { createLoginThrottle, createRateLimiter, LOGIN_THROTTLE_DEFAULTS, resolveSettings } from "../ratelimit/index.ts";
 import { createBudgetGate, createRequestApprovalGate, replaceRotatedCredential, restorePrices } from "../workflows/index.ts";
 import { CONNECT_CALLBACK_PATH, connectWarnings, operatorClient, type ConnectDeps } from "../workflows/index.ts";
 import { restoreRateLimits } from "../identity/index.ts";
@@ -42,7 +42,7 @@ import { prepareAuditTrust } from "./audit-trust.ts";
 import { effectiveSettings } from "./effective-settings.ts";
 import { shutDown } from "./shutdown.ts";
 import { databaseHealth } from "./database-health.ts";
-import { openJournal } from "./audit-journal-open.ts";
+import { journalFileOf, openJournal } from "./audit-journal-open.ts";
 import { upstreamRoots } from "./upstream-roots.ts";
 import { createSecretStoreRegistry } from "./secret-store-registry.ts";
 import { countRefusals, createMetrics, type Metrics } from "../server/index.ts";
@@ -103,7 +103,15 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
   const upstreamCa = upstreamRoots(config);
   const prices = createPriceBook(loadPriceTable(config), config.pricesFile ? "file" : "shipped");
   // Large reads (log pages, service lists, counts) go to a worker thread on SQLite: their time is their caller's, not every request's.
-  const store = await openStore(config, { readWorker: { onFault: (reason) => log.warn("read_worker_failed", { reason }) } });
+  const store = await openStore(config, {
+    readWorker: { onFault: (reason) => log.warn("read_worker_failed", { reason }) },
+    // Workers on one SQLite file announce changes to each other through its change log, as instances on PostgreSQL do.
+    sharedFile: config.worker !== undefined,
+  });
+  // One worker of several (`broker server --workers N`): both ports shared with the others; the instance-wide jobs
+  // (sweeps, retention, checkpoints) run in worker 1 only.
+  const reusePort = config.worker !== undefined;
+  const leads = (config.worker?.id ?? 1) === 1;
   // What a failed start must undo, newest first: a bound API port must not outlive a busy proxy port.
   const undo: (() => unknown)[] = [];
   try {
@@ -123,6 +131,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
         port: config.apiPort,
         maxRequestBodySize: Number.MAX_SAFE_INTEGER,
         idleTimeout: 255, // Bun's maximum: a model API may think for minutes before its first byte
+        reusePort,
         fetch: (req, srv) => (ready ? ready.fetch(req, srv) : app.promise.then((api) => api.fetch(req, srv))),
         error: (err) => toErrorResponse(err, log),
       }),
@@ -132,7 +141,9 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       () => app.reject(new Unavailable("the broker could not start")),
     );
     const boundTunnel = opts.tunnel
-      ? await listenOrExplain("BROKER_PROXY_PORT", config.bindHost, config.proxyPort, () => bindTunnelListener(config.bindHost, config.proxyPort))
+      ? await listenOrExplain("BROKER_PROXY_PORT", config.bindHost, config.proxyPort, () =>
+          bindTunnelListener(config.bindHost, config.proxyPort, { reusePort }),
+        )
       : undefined;
     if (boundTunnel) undo.push(() => boundTunnel.close());
     const hostPart = config.bindHost.includes(":") ? `[${config.bindHost}]` : config.bindHost;
@@ -181,7 +192,9 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     undo.push(() => feed.stop());
     const freshness: Freshness = feed;
     const vaultAccess = createVaultAccessCache({ now, freshness, outageGraceMs });
-    const limiter = createRateLimiter(resolveSettings(config.rateLimit.profile, config.rateLimit.overrides, config.rateLimit.locked), now);
+    // Workers share the limits: each enforces its share (ratelimit/limiter.ts), so together they allow what the settings say.
+    const shares = config.worker?.count ?? 1;
+    const limiter = createRateLimiter(resolveSettings(config.rateLimit.profile, config.rateLimit.overrides, config.rateLimit.locked), now, { shares });
     const rateLimiter = metrics ? countRefusals(limiter, metrics) : limiter;
     // Credentials by reference (issue 36): read through their connections off the request path. The guard and
     // DNS are read when a store is dialled (both are set up below, once the listeners are bound).
@@ -217,7 +230,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     // The journal is the records' first stop (egress/audit-journal.ts): what a killed run or an outage left
     // unwritten is written now, before this run's first record.
     ensurePrivateDir(config.dataDir);
-    const journal = openJournal(config.dataDir, log);
+    const journal = openJournal(config.dataDir, log, journalFileOf(config.worker));
     // Live export to the operator's collector (off, and no request holds a span, without its endpoint).
     const telemetry = config.otel && createTelemetry(config.otel, { log, roots: upstreamCa });
     if (telemetry) {
@@ -273,6 +286,11 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       // Not part of the rate-limit profile: password guessing is throttled even with BROKER_RATELIMIT_PROFILE=off.
       loginThrottle: createLoginThrottle({
         now,
+        // A worker's share of the failures before a lock: together the workers lock about when one process would.
+        ...(shares > 1 && {
+          accountFailures: Math.ceil(LOGIN_THROTTLE_DEFAULTS.accountFailures / shares),
+          addressFailures: Math.ceil(LOGIN_THROTTLE_DEFAULTS.addressFailures / shares),
+        }),
         onLock: (e) =>
           log.warn("login_throttled", { scope: e.scope, [e.scope === "account" ? "email" : "address"]: e.key, failures: e.failures, lock_s: e.lockSec }),
       }),
@@ -386,9 +404,9 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     ready = api;
     app.resolve(api);
     // Pending proposals expire by time, not when someone happens to read them.
-    const sweeper = startSweeps(periodicJobs(log), domain);
+    const sweeper = leads ? startSweeps(periodicJobs(log), domain) : undefined;
     // Retention and signed checkpoints (sent to the vaults' JSON webhooks; a last one at graceful shutdown).
-    const auditJobs = auditTrust.start(webhooks, publicUrl);
+    const auditJobs = auditTrust.start(webhooks, publicUrl, { lead: leads });
     undo.push(() => auditJobs.stopCheckpointer());
     const proxyAddress = tunnel ? `${hostPart}:${tunnel.port}` : undefined;
     log.info("listening", { api: apiUrl, proxy: proxyAddress ?? null, data_dir: config.dataDir, store: describeStore(config), keyring: keyring.mode });

@@ -63,8 +63,9 @@ interface Header {
  * Throws when the journal cannot be used at all (its path is a directory, a device or a pipe, or cannot be
  * opened or written): the caller runs without one and says so. A file that is not a journal is moved aside.
  */
-export function openAuditJournal(dataDir: string, onError: (err: unknown) => void): AuditJournal {
-  const path = join(dataDir, JOURNAL_FILE);
+/** `file`: the journal's name in the data directory (each worker of `broker server --workers N` keeps its own). */
+export function openAuditJournal(dataDir: string, onError: (err: unknown) => void, file = JOURNAL_FILE): AuditJournal {
+  const path = join(dataDir, file);
   // Never read anything but a regular file: a pipe blocks the read forever, a device (/dev/zero) never ends.
   refuseIrregular(statSync(path, { throwIfNoEntry: false }), path);
   let fd = openSync(path, "a+", 0o600);

@@ -5,7 +5,7 @@
 import { createKeyedBucket, DEFAULT_MAX_KEYS, UNLIMITED, type RateDecision, type RateDenied } from "./bucket.ts";
 import { RateLimitsLocked } from "./errors.ts";
 import { createGate } from "./gate.ts";
-import { applyPatch, type RateLimitPatch, type RateLimitSettings } from "./settings.ts";
+import { applyPatch, type RateLimitPatch, type RateLimitSettings, type TierLimit } from "./settings.ts";
 
 /** Tiers keyed by a caller-supplied string. PROXY has its own method so its key cannot be labelled by ingress. */
 export type KeyedTier = "AUTH" | "AUTHED";
@@ -34,6 +34,18 @@ export interface RateLimiter {
 export interface RateLimiterOptions {
   /** Bound on remembered keys per tier (default 10,000). */
   readonly maxKeys?: number;
+  /**
+   * Processes sharing the limits (`broker server --workers N`): each enforces its share, 1/N of every rate, burst and
+   * in-flight ceiling (rounded up), so together they never allow more than the settings say. The kernel spreads
+   * connections evenly, so a client on several connections gets about the whole limit; one on a single connection,
+   * its worker's share. `settings()` still reports the whole limits.
+   */
+  readonly shares?: number;
+}
+
+/** One process's share of a bucket among `n`: the rate divided, the burst divided and rounded up (never below 1). */
+function share(limits: TierLimit, n: number): TierLimit {
+  return n <= 1 ? limits : { rps: limits.rps / n, burst: Math.max(1, Math.ceil(limits.burst / n)) };
 }
 
 /** Unambiguous even if an id contains the separator: "a|b" + "c" and "a" + "b|c" stay distinct. */
@@ -44,13 +56,16 @@ export function proxyKey(principalId: string, vaultId: string | number): string 
 export function createRateLimiter(initial: RateLimitSettings, now: () => number, opts: RateLimiterOptions = {}): RateLimiter {
   let current = initial;
   const maxKeys = opts.maxKeys ?? DEFAULT_MAX_KEYS;
-  const auth = createKeyedBucket({ limits: current.auth, now, maxKeys });
-  const authed = createKeyedBucket({ limits: current.authed, now, maxKeys });
-  const proxy = createKeyedBucket({ limits: current.proxy, now, maxKeys });
+  const n = opts.shares ?? 1;
+  const mine = (l: TierLimit) => share(l, n);
+  const auth = createKeyedBucket({ limits: mine(current.auth), now, maxKeys });
+  const authed = createKeyedBucket({ limits: mine(current.authed), now, maxKeys });
+  const proxy = createKeyedBucket({ limits: mine(current.proxy), now, maxKeys });
   // The backstop holds one second of traffic: a burst above that would defeat a per-second ceiling.
-  const globalLimits = (s: RateLimitSettings) => ({ rps: s.global.rps, burst: Math.max(1, Math.floor(s.global.rps)) });
+  const globalLimits = (s: RateLimitSettings) => mine({ rps: s.global.rps, burst: Math.max(1, Math.floor(s.global.rps)) });
   const global = createKeyedBucket({ limits: globalLimits(current), now, maxKeys: 1 });
-  const gate = createGate(current.global.inflight);
+  const inflightOf = (s: RateLimitSettings) => Math.max(1, Math.ceil(s.global.inflight / n));
+  const gate = createGate(inflightOf(current));
   const enabled = () => current.profile !== "off";
 
   function check(tier: KeyedTier, key: string, cost = 1): RateDecision {
@@ -67,7 +82,7 @@ export function createRateLimiter(initial: RateLimitSettings, now: () => number,
     if (!enabled()) return { ok: true, decision: UNLIMITED, release: () => {} };
     const release = gate.acquire();
     if (!release) {
-      const ceiling = current.global.inflight;
+      const ceiling = inflightOf(current);
       return { ok: false, limit: ceiling, remaining: 0, resetSec: 1, retryAfterSec: 1, reason: "inflight" };
     }
     const decision = global.take("*");
@@ -81,11 +96,11 @@ export function createRateLimiter(initial: RateLimitSettings, now: () => number,
   function update(patch: RateLimitPatch): RateLimitSettings {
     if (current.locked) throw new RateLimitsLocked();
     const next = applyPatch(current, patch);
-    auth.setLimits(next.auth);
-    authed.setLimits(next.authed);
-    proxy.setLimits(next.proxy);
+    auth.setLimits(mine(next.auth));
+    authed.setLimits(mine(next.authed));
+    proxy.setLimits(mine(next.proxy));
     global.setLimits(globalLimits(next));
-    gate.setCeiling(next.global.inflight);
+    gate.setCeiling(inflightOf(next));
     current = next;
     return current;
   }

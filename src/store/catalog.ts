@@ -28,8 +28,9 @@ export async function readCatalog(sql: Sql, dialect: Dialect): Promise<TableInfo
 
 async function readSqliteCatalog(sql: Sql): Promise<TableInfo[]> {
   const tables = await sql.all<{ name: string }>(
-    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name <> ? ORDER BY name",
-    [BOOKKEEPING_TABLE],
+    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name <> ? AND name <> ? ORDER BY name",
+    // The change log is SQLite's announcements between processes (migration 32): PostgreSQL announces with NOTIFY.
+    [BOOKKEEPING_TABLE, "change_log"],
   );
   const out: TableInfo[] = [];
   for (const { name } of tables) {

@@ -9,6 +9,7 @@ import { caRepo } from "./ca.ts";
 import { connectStateRepo } from "./connect-states.ts";
 import { budgetRepo } from "./budgets.ts";
 import { workloadRepo } from "./workload.ts";
+import { changeLogRepo, sqliteChangeLog } from "./sqlite-change-log.ts";
 import { credentialRepo } from "./credentials.ts";
 import { identityRepo } from "./identities.ts";
 import { inviteRepo } from "./invites.ts";
@@ -138,6 +139,7 @@ function createRepos(sql: Sql, dialect: Dialect) {
     policyModes: policyModeRepo(sql),
     vaultCode: vaultCodeRepo(sql),
     workload: workloadRepo(sql),
+    changeLog: changeLogRepo(sql, dialect),
   };
 }
 
@@ -224,6 +226,11 @@ export interface OpenOptions {
    * has nobody to stall). Opening fails if the worker cannot open the file. PostgreSQL's pool is async already.
    */
   readonly readWorker?: Pick<SqliteReaderOptions, "onFault" | "timeoutMs">;
+  /**
+   * Other processes serve from the same SQLite file (`broker server --workers N`): changes are announced through the
+   * change log (migration 32, sqlite-change-log.ts) as PostgreSQL announces them with NOTIFY.
+   */
+  readonly sharedFile?: boolean;
 }
 
 /** How long the server's main SQLite connection waits for another process's lock (see openStore). */
@@ -253,7 +260,7 @@ export async function openStore(where: StoreLocation, opts: OpenOptions = {}): P
       db.close();
       throw err;
     }
-    return createStore(db, reader);
+    return createStore(opts.sharedFile ? Object.assign(db, sqliteChangeLog(db)) : db, reader);
   }
   // The one place the database URL (and its password) leaves its wrapper: to open the pool.
   const db = openPostgres(where.database.url.reveal(), {

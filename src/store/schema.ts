@@ -12,6 +12,8 @@ import { VAULT_CODE_MIGRATIONS } from "./schema-vault-code.ts";
 import { POLICY_MODE_MIGRATIONS } from "./schema-policy-mode.ts";
 import { WORKLOAD_MIGRATIONS } from "./schema-workload.ts";
 import { WORKLOAD_KEYS_MIGRATIONS } from "./schema-workload-keys.ts";
+import { CHANGE_LOG_MIGRATIONS } from "./schema-change-log.ts";
+import { WORKLOAD_TOKEN_ID_MIGRATIONS } from "./schema-workload-token-ids.ts";
 import type { Migration } from "./migration.ts";
 
 export type { Migration };
@@ -29,4 +31,6 @@ export const MIGRATIONS: readonly Migration[] = [
   ...VAULT_CODE_MIGRATIONS,
   ...WORKLOAD_MIGRATIONS,
   ...WORKLOAD_KEYS_MIGRATIONS,
+  ...CHANGE_LOG_MIGRATIONS,
+  ...WORKLOAD_TOKEN_ID_MIGRATIONS,
 ];

@@ -70,7 +70,8 @@ export async function startTunnelListener(base: TunnelDeps, host: string, port: 
   return (await bindTunnelListener(host, port)).serve(base);
 }
 
-export async function bindTunnelListener(host: string, port: number): Promise<BoundTunnelListener> {
+/** `reusePort`: other worker processes listen on the same port (SO_REUSEPORT), the kernel spreading connections among them. */
+export async function bindTunnelListener(host: string, port: number, opts: { reusePort?: boolean } = {}): Promise<BoundTunnelListener> {
   const drain = { draining: false, idle: new Set<Duplex>() };
   const sockets = new Set<Socket>();
   // Held until serve(): a paused socket keeps its first bytes buffered for acceptConnection.
@@ -93,7 +94,7 @@ export async function bindTunnelListener(host: string, port: number): Promise<Bo
   server.maxConnections = MAX_CONNECTIONS;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(port, host, () => resolve());
+    server.listen({ port, host, ...(opts.reusePort && { reusePort: true }) }, () => resolve());
   });
   const boundPort = (server.address() as AddressInfo).port;
   const closeNow = async () => {

@@ -297,7 +297,7 @@ const KEEP_DEAD_ROWS_MS = 30 * 86_400_000;
  */
 export async function pruneEndedRows(d: Domain): Promise<number> {
   const before = d.now() - KEEP_DEAD_ROWS_MS;
-  return (await d.store.sessions.prune(before)) + (await d.store.invites.prune(before));
+  return (await d.store.sessions.prune(before)) + (await d.store.invites.prune(before)) + (await d.store.changeLog.prune());
 }
 
 export function readProposalId(raw: string): number {

@@ -68,6 +68,7 @@ const LEAVES = [
   "config-oidc",
   "config-secret-file",
   "config-otel",
+  "config-workers",
   "config-settings",
   "version",
 ];

@@ -6,18 +6,26 @@ import { RATE_LIMIT_SETTINGS } from "../../ratelimit/index.ts";
 import { KeyringError } from "../../errors.ts";
 import { createLogger } from "../../log.ts";
 import { openStore } from "../../store/index.ts";
-import { ListenFailed, startServer } from "../../app/index.ts";
+import { ListenFailed, serverCommand, startServer, superviseWorkers } from "../../app/index.ts";
+import { Secret } from "../../secret.ts";
 import { keyringMode } from "../../crypto/index.ts";
 import { CliFailure } from "../kit/index.ts";
 import { addHelpFooter } from "../kit/index.ts";
 import { promptHidden, stdinIsTerminal } from "../kit/index.ts";
 
-const serverCommand = defineCommand({
+const serverCli = defineCommand({
   meta: { name: "server", description: "Run the broker server (API, web console and proxy) in the foreground" },
-  async run() {
+  args: {
+    workers: {
+      type: "string",
+      description: "Processes serving both ports together, sharing state through the store: a number, or auto (one per core); default 1 (BROKER_WORKERS)",
+    },
+  },
+  async run({ args }) {
+    if (args.workers !== undefined) process.env.BROKER_WORKERS = args.workers;
     const masterPassword = takeMasterPassword(process.env); // first: no later child may inherit it
     const config = loadConfig(process.env);
-    const log = createLogger({ level: config.logLevel });
+    const log = createLogger({ level: config.logLevel }, config.worker ? { worker: config.worker.id } : {});
     // The runtime prints a few warnings of its own (bun:sql retrying its LISTEN connection while the
     // database is away): keep the log one JSON object per line, as log collectors expect.
     console.warn = (...args: unknown[]) => log.warn("runtime_warning", { detail: args.map(String).join(" ").slice(0, 500) });
@@ -30,9 +38,26 @@ const serverCommand = defineCommand({
     }
 
     let password = masterPassword;
-    if (!password && stdinIsTerminal()) {
+    if (config.worker) {
+      // A worker of `--workers N`: the supervisor writes the master password (or nothing) on its standard input.
+      const given = (await Bun.stdin.text()).replace(/\r?\n$/, "");
+      if (given) password = new Secret(given);
+    } else if (!password && stdinIsTerminal()) {
       using store = await openStore(config);
       if ((await keyringMode(store)) === "password") password = await promptHidden("Master password: ");
+    }
+    if (config.workers > 1 && !config.worker) {
+      const code = await superviseWorkers({
+        config,
+        log,
+        masterPassword: password,
+        command: serverCommand(),
+        onReady: ({ apiUrl, proxyAddress }) =>
+          process.stderr.write(
+            `broker ready with ${config.workers} workers: console at ${config.publicUrl ?? apiUrl}/${proxyAddress ? `, HTTPS_PROXY on ${proxyAddress}` : ""}\n`,
+          ),
+      });
+      process.exit(code);
     }
     const server = await startServer({ config, log, masterPassword: password, tunnel: true }).catch((err) => {
       if (err instanceof KeyringError) throw new CliFailure(`cannot start: ${err.message}`, err.hint);
@@ -40,14 +65,15 @@ const serverCommand = defineCommand({
       if (err instanceof ListenFailed) throw new CliFailure(`cannot start: ${err.message}`);
       throw err;
     });
-    // One line for the person at the terminal, beside the JSON log lines: where to go next.
+    // One line for the person at the terminal, beside the JSON log lines: where to go next (the supervisor's, for workers).
     const fresh = (await server.store.users.count()) === 0;
     const consoleUrl = `${config.publicUrl ?? server.apiUrl}/`;
-    process.stderr.write(
-      fresh
-        ? `broker ready: open ${consoleUrl} to create the owner account (or: broker auth register --email you@example.com)\n`
-        : `broker ready: console at ${consoleUrl}${server.proxyAddress ? `, HTTPS_PROXY on ${server.proxyAddress}` : ""}\n`,
-    );
+    if (!config.worker)
+      process.stderr.write(
+        fresh
+          ? `broker ready: open ${consoleUrl} to create the owner account (or: broker auth register --email you@example.com)\n`
+          : `broker ready: console at ${consoleUrl}${server.proxyAddress ? `, HTTPS_PROXY on ${server.proxyAddress}` : ""}\n`,
+      );
     await new Promise<void>((resolve, reject) => {
       let stopping = false;
       const shutdown = (signal: "SIGINT" | "SIGTERM") => {
@@ -69,11 +95,11 @@ function isLoopback(host: string): boolean {
   return host === "localhost" || host === "::1" || /^127\./.test(host);
 }
 
-addHelpFooter(serverCommand, () => {
+addHelpFooter(serverCli, () => {
   const all = [...SETTINGS, ...RATE_LIMIT_SETTINGS];
   const width = Math.max(...all.map((s) => s.name.length));
   const lines = all.map((s) => `  ${s.name.padEnd(width)}  ${s.description} (default: ${s.default})`);
   return `ENVIRONMENT\n\n${lines.join("\n")}`;
 });
 
-export default serverCommand;
+export default serverCli;

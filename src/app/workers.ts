@@ -1,0 +1,164 @@
+// `broker server --workers N` (issue 40): a supervisor that runs N copies of the server sharing both ports. Each worker
+// is a whole broker process (its own event loop, caches and TLS); the kernel spreads connections among them
+// (SO_REUSEPORT) and they share state through the store: PostgreSQL as several instances do, SQLite through its change
+// log (store/sqlite-change-log.ts). The supervisor holds no store and serves nothing: it starts worker 1 alone (it
+// migrates, creates the keyring and the CA on a fresh data directory, and binds the ports, which may be ephemeral),
+// then the others on the ports worker 1 bound; relays their log lines; restarts one that dies; and on SIGTERM or SIGINT
+// stops them all, each with the shutdown grace.
+
+import type { Subprocess } from "bun";
+import { WORKER_ENV, type Config } from "../config.ts";
+import type { Logger } from "../log.ts";
+import type { Secret } from "../secret.ts";
+
+/** A worker that dies this many times within RESTART_WINDOW_MS is not restarted again: the supervisor stops. */
+const MAX_RESTARTS = 5;
+const RESTART_WINDOW_MS = 60_000;
+const RESTART_DELAY_MS = 1000;
+
+export interface SupervisorOptions {
+  readonly config: Config;
+  readonly log: Logger;
+  /** Given to each worker on its standard input, never in its environment. */
+  readonly masterPassword: Secret | undefined;
+  /** The command that runs `broker server` again (the binary, or Bun and the entry script). */
+  readonly command: readonly string[];
+  /** Called once every worker listens: where the broker is. */
+  readonly onReady?: (where: { apiUrl: string; proxyAddress: string | null }) => void;
+}
+
+interface Worker {
+  readonly id: number;
+  proc: Subprocess<"pipe", "inherit", "pipe">;
+  /** Resolves with the worker's `listening` line, rejects if it exits first. */
+  listening: Promise<Listening>;
+}
+
+interface Listening {
+  readonly api: string;
+  readonly proxy: string | null;
+}
+
+/** The command that runs this program's `server` again: the compiled binary alone, or Bun with the entry script. */
+export function serverCommand(): string[] {
+  const script = process.argv[1] ?? "";
+  // A compiled binary's script lives in Bun's embedded file system; run from source, it is the entry file.
+  const compiled = script.startsWith("/$bunfs/") || script === "" || script === process.execPath;
+  return compiled ? [process.execPath, "server"] : [process.execPath, script, "server"];
+}
+
+/** Runs the workers until a signal stops them; resolves with the exit code the supervisor should end with. */
+export async function superviseWorkers(opts: SupervisorOptions): Promise<number> {
+  const { config, log } = opts;
+  const count = config.workers;
+  const workers: Worker[] = [];
+  const deaths: number[] = [];
+  let stopping = false;
+  let ports: { api: number; proxy: number } | undefined;
+  let fatal: ((code: number) => void) | undefined;
+  const failed = new Promise<number>((resolve) => (fatal = resolve));
+
+  const spawnWorker = (id: number): Worker => {
+    const env: Record<string, string | undefined> = { ...process.env, [WORKER_ENV]: `${id}/${count}`, BROKER_WORKERS: undefined };
+    if (ports) Object.assign(env, { BROKER_PORT: String(ports.api), BROKER_PROXY_PORT: String(ports.proxy) });
+    if (opts.masterPassword) env.BROKER_MASTER_PASSWORD_FILE = undefined; // given on stdin instead
+    const proc = Bun.spawn([...opts.command], { env, stdin: "pipe", stdout: "inherit", stderr: "pipe" });
+    proc.stdin.write(opts.masterPassword ? `${opts.masterPassword.reveal()}\n` : ""); // reveal: to the worker's stdin only
+    void proc.stdin.end();
+    const seen = Promise.withResolvers<Listening>();
+    void relay(proc.stderr, (line) => {
+      if (line.includes('"event":"listening"')) {
+        try {
+          const l = JSON.parse(line) as { api?: string; proxy?: string | null };
+          if (l.api) seen.resolve({ api: l.api, proxy: l.proxy ?? null });
+        } catch {}
+      }
+      process.stderr.write(`${line}\n`);
+    });
+    void proc.exited.then((code) => {
+      seen.reject(new Error(`worker ${id} exited with ${code} before it listened`));
+      if (!stopping) onDeath(id, code);
+    });
+    seen.promise.catch(() => {});
+    return { id, proc, listening: seen.promise };
+  };
+
+  const onDeath = (id: number, code: number | null) => {
+    const now = Date.now();
+    deaths.push(now);
+    while (deaths.length && now - deaths[0]! > RESTART_WINDOW_MS) deaths.shift();
+    if (deaths.length > MAX_RESTARTS) {
+      log.error("workers_failing", { detail: `workers died ${deaths.length} times within a minute; stopping`, worker: id, exit_code: code });
+      fatal?.(1);
+      return;
+    }
+    log.warn("worker_exited", { worker: id, exit_code: code, detail: "restarting it" });
+    setTimeout(() => {
+      if (stopping) return;
+      const w = spawnWorker(id);
+      workers[id - 1] = w;
+      w.listening.then(() => log.info("worker_restarted", { worker: id })).catch(() => {});
+    }, RESTART_DELAY_MS);
+  };
+
+  const stopAll = async (signal: NodeJS.Signals) => {
+    stopping = true;
+    for (const w of workers) w.proc.kill(signal);
+    await Promise.all(workers.map((w) => w.proc.exited));
+  };
+
+  // Worker 1 first, alone: a fresh data directory is set up once, and ephemeral ports are chosen once.
+  const first = spawnWorker(1);
+  workers.push(first);
+  let where: Listening;
+  try {
+    where = await Promise.race([first.listening, failed.then(() => Promise.reject(new Error("worker 1 failed")))]);
+  } catch {
+    stopping = true;
+    return (await first.proc.exited) || 1;
+  }
+  ports = { api: Number(new URL(where.api).port), proxy: where.proxy ? Number(where.proxy.split(":").at(-1)) : config.proxyPort };
+  for (let id = 2; id <= count; id++) workers.push(spawnWorker(id));
+  try {
+    await Promise.all(workers.slice(1).map((w) => w.listening));
+  } catch (err) {
+    log.error("workers_failed_to_start", { err });
+    await stopAll("SIGTERM");
+    return 1;
+  }
+  log.info("workers_listening", { workers: count, api: where.api, proxy: where.proxy });
+  opts.onReady?.({ apiUrl: where.api, proxyAddress: where.proxy });
+
+  return new Promise<number>((resolve) => {
+    let signalled = false;
+    const shutdown = (signal: NodeJS.Signals) => {
+      if (signalled) {
+        // The second signal: whoever sent it does not want to wait for the grace time.
+        for (const w of workers) w.proc.kill("SIGKILL");
+        resolve(signal === "SIGINT" ? 130 : 143);
+        return;
+      }
+      signalled = true;
+      void stopAll(signal).then(() => resolve(0));
+    };
+    process.on("SIGINT", () => shutdown("SIGINT"));
+    process.on("SIGTERM", () => shutdown("SIGTERM"));
+    void failed.then((code) => stopAll("SIGTERM").then(() => resolve(code)));
+  });
+}
+
+/** Hands on each line the stream carries (a worker's JSON log lines), the last one even without its newline. */
+async function relay(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void): Promise<void> {
+  const decoder = new TextDecoder();
+  let rest = "";
+  for await (const chunk of stream) {
+    rest += decoder.decode(chunk, { stream: true });
+    let nl = rest.indexOf("\n");
+    while (nl >= 0) {
+      onLine(rest.slice(0, nl));
+      rest = rest.slice(nl + 1);
+      nl = rest.indexOf("\n");
+    }
+  }
+  if (rest) onLine(rest);
+}
