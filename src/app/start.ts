@@ -383,7 +383,9 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       hosts,
       trustedProxies: config.trustedProxies,
       auditRetention,
-      databaseHealth: databaseHealth({ db: store.db, feed: config.database ? feed : undefined, auditQueued: () => audit.queued }),
+      // Announcements are there to lose on PostgreSQL, and between workers on one SQLite file.
+      databaseHealth: databaseHealth({ db: store.db, feed: config.database || config.worker ? feed : undefined, auditQueued: () => audit.queued }),
+      ...(config.worker && { worker: config.worker }),
       connect,
       effectiveSettings: effectiveSettings(config, Number(server.port), boundTunnel?.port ?? null, store.db.dialect),
       auditKey: auditTrust.signer,

@@ -92,6 +92,10 @@ export const HealthView = z.object({
       audit_queued: z.number(),
     })
     .optional(),
+  worker: z
+    .object({ id: z.number(), of: z.number() })
+    .optional()
+    .describe("with `broker server --workers N`: which worker answered (its connection stays with it), of how many"),
 });
 
 // What an agent may ask for (architecture.md D14: hosts without IP literals); every text has a limit,

@@ -60,6 +60,8 @@ export interface ApiDeps {
   readonly trustedProxies?: readonly string[];
   /** What /health reports about the database; absent: a bare check that the store answers. */
   readonly databaseHealth?: () => Promise<DatabaseHealth>;
+  /** With `broker server --workers N`: this worker's number and the count, said by /health. */
+  readonly worker?: { readonly id: number; readonly count: number };
   /** GET /metrics (BROKER_METRICS / BROKER_METRICS_TOKEN); absent: metrics are off and /metrics is 404. */
   readonly metrics?: { readonly registry: Metrics; readonly token: Secret | undefined };
   /** Connecting accounts at templates' providers (BROKER_CONNECT_<ID>_*); absent: no template offers it. */
@@ -126,7 +128,8 @@ export function createApi(deps: ApiDeps): Hono<ApiEnv> {
       }
       const database = await deps.databaseHealth();
       const ok = database.reachable && database.announcements !== "lost";
-      return c.json({ status: ok ? "ok" : "degraded", version: VERSION, database });
+      const worker = deps.worker && { id: deps.worker.id, of: deps.worker.count };
+      return c.json({ status: ok ? "ok" : "degraded", version: VERSION, database, ...(worker && { worker }) });
     },
   );
 
