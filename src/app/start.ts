@@ -47,6 +47,7 @@ import { upstreamRoots } from "./upstream-roots.ts";
 import { createSecretStoreRegistry } from "./secret-store-registry.ts";
 import { countRefusals, createMetrics, type Metrics } from "../server/index.ts";
 import { createTelemetry } from "../telemetry/index.ts";
+import { shareWorkerMetrics } from "./worker-metrics.ts";
 
 export interface RunningServer {
   readonly apiUrl: string;
@@ -375,6 +376,10 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       });
     }
     const auditRetention = { days: config.auditRetentionDays, maxRows: config.auditMaxRows };
+    // Workers: whichever worker a scrape reaches answers for all of them (app/worker-metrics.ts).
+    const shared = metrics && config.worker && shareWorkerMetrics(metrics, { dataDir: config.dataDir, worker: config.worker, log });
+    if (shared) undo.push(() => shared.stop());
+    const served = shared ? shared.metrics : undefined;
     const api = createApi({
       domain,
       log,
@@ -389,7 +394,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       connect,
       effectiveSettings: effectiveSettings(config, Number(server.port), boundTunnel?.port ?? null, store.db.dialect),
       auditKey: auditTrust.signer,
-      ...(metrics && { metrics: { registry: metrics, token: config.metrics?.token } }),
+      ...(metrics && { metrics: { registry: served ?? metrics, token: config.metrics?.token } }),
     });
     const listenerName = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? "127.0.0.1" : config.bindHost;
     const tunnel = boundTunnel?.serve({
@@ -426,6 +431,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
             tunnel,
             stopJobs: () => {
               clearInterval(sweeper);
+              if (shared) shared.stop();
               stopRevalidating();
             },
             auditJobs,

@@ -56,6 +56,7 @@ async function startWorkers(extra: Record<string, string>): Promise<Running> {
     BROKER_NETWORK_ALLOWLIST: "127.0.0.1",
     BROKER_UPSTREAM_CA_FILE: caFile,
     BROKER_RATELIMIT_PROFILE: "off",
+    BROKER_METRICS: "true",
     ...extra,
   });
   const proc = Bun.spawn([builtBinary(), "server", "--workers", "2"], { env, cwd: dir, stdin: "ignore", stdout: "pipe", stderr: "pipe" });

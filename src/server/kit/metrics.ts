@@ -155,6 +155,7 @@ export function createMetrics(sources: MetricSources): Metrics {
   });
   new Gauge({
     name: "broker_proposals_pending",
+    aggregator: "max", // read from the store: every worker of `--workers N` sees the same number
     help: "Proposals waiting for a human decision",
     registers,
     async collect() {
@@ -163,6 +164,7 @@ export function createMetrics(sources: MetricSources): Metrics {
   });
   new Gauge({
     name: "broker_request_approvals_pending",
+    aggregator: "max", // read from the store: every worker of `--workers N` sees the same number
     help: "Held requests waiting for a human's approval",
     registers,
     async collect() {
