@@ -2,7 +2,9 @@
 // be used: a journal that cannot be opened at all leaves the broker serving without one (records go to the
 // database from memory, as before the journal existed); a file that is not a journal is moved aside.
 
-import { JOURNAL_FILE, openAuditJournal, type AuditJournal } from "../egress/index.ts";
+import { readdirSync } from "node:fs";
+import { createAuditLog, JOURNAL_FILE, openAuditJournal, type AuditJournal } from "../egress/index.ts";
+import type { Store } from "../store/index.ts";
 import type { Logger } from "../log.ts";
 import type { WorkerRole } from "../config.ts";
 
@@ -46,4 +48,34 @@ export function openJournal(dataDir: string, log: Logger, file = JOURNAL_FILE): 
     });
   }
   return journal;
+}
+
+const WORKER_JOURNAL = /^audit-journal-(\d+)\.jsonl$/;
+
+/**
+ * The journals of workers that no longer run (a broker started with fewer workers than before, or alone): written to
+ * the database now, each through a writer of its own (its own mark, so nothing is written twice), before this run's
+ * first record. The first worker (or the only process) does this while it starts alone.
+ */
+export async function adoptOrphanJournals(dataDir: string, workers: number, store: Store, deps: { now: () => number; log: Logger }): Promise<number> {
+  let adopted = 0;
+  let names: string[];
+  try {
+    names = readdirSync(dataDir);
+  } catch {
+    return 0;
+  }
+  for (const name of names) {
+    const id = Number(WORKER_JOURNAL.exec(name)?.[1]);
+    if (!id || id <= workers) continue;
+    const journal = openJournal(dataDir, deps.log, name);
+    if (!journal) continue;
+    const writer = createAuditLog(store, { now: deps.now, log: deps.log, journal });
+    try {
+      adopted += await writer.resume();
+    } finally {
+      await writer.stop();
+    }
+  }
+  return adopted;
 }

@@ -42,7 +42,7 @@ import { prepareAuditTrust } from "./audit-trust.ts";
 import { effectiveSettings } from "./effective-settings.ts";
 import { shutDown } from "./shutdown.ts";
 import { databaseHealth } from "./database-health.ts";
-import { journalFileOf, openJournal } from "./audit-journal-open.ts";
+import { adoptOrphanJournals, journalFileOf, openJournal } from "./audit-journal-open.ts";
 import { upstreamRoots } from "./upstream-roots.ts";
 import { createSecretStoreRegistry } from "./secret-store-registry.ts";
 import { countRefusals, createMetrics, type Metrics } from "../server/index.ts";
@@ -247,6 +247,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     });
     undo.push(() => audit.stop());
     await audit.resume();
+    if (leads) await adoptOrphanJournals(config.dataDir, config.worker?.count ?? 1, store, { now, log });
     const upstream = createUpstream({
       ca: upstreamCa,
       connectTimeoutMs: Math.min(10_000, config.upstreamTimeoutMs),

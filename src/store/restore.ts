@@ -4,7 +4,7 @@
 // and puts a 0600 copy of the backup in place. Never reads a secret out of either file.
 
 import { Database } from "bun:sqlite";
-import { chmodSync, constants, copyFileSync, existsSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import { chmodSync, constants, copyFileSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { MIGRATIONS } from "./schema.ts";
 import { AUDIT_JOURNAL_FILE } from "./audit-marks.ts";
@@ -98,12 +98,14 @@ export function restoreSqlite(dataDir: string, backup: string, stamp: string): R
     copyFileSync(backup, temp, constants.COPYFILE_EXCL);
     chmodSync(temp, 0o600);
     checkBackup(temp);
-    // The audit journal goes too: its records were counted against the store being replaced, and replaying
-    // them onto the backup would serve other than exactly the backup's state.
-    const journal = join(dataDir, AUDIT_JOURNAL_FILE);
+    // The audit journals go too (the broker's and each worker's of `--workers N`): their records were counted
+    // against the store being replaced, and replaying them onto the backup would serve other than exactly its state.
+    const journals = readdirSync(dataDir)
+      .filter((f) => f === AUDIT_JOURNAL_FILE || /^audit-journal-\d+\.jsonl$/.test(f))
+      .map((f) => join(dataDir, f));
     const movedAside = [
       ...SIDECARS.map((suffix) => ({ from: target + suffix, to: `${target}.before-restore-${stamp}${suffix}` })),
-      { from: journal, to: `${journal}.before-restore-${stamp}` },
+      ...journals.map((journal) => ({ from: journal, to: `${journal}.before-restore-${stamp}` })),
     ].filter((m) => existsSync(m.from));
     const taken = movedAside.find((m) => existsSync(m.to));
     if (taken) throw new Error(`${taken.to} already exists`);

@@ -10,7 +10,7 @@ import { CliExit } from "../kit/index.ts";
 import { checkGuard, checkOidc, checkPorts, checkPublicUrl, type Finding } from "../kit/index.ts";
 import { checkCa, checkDataDir, checkDatabase, checkKeyring } from "../kit/index.ts";
 import { printJson, printLine } from "../kit/index.ts";
-import { checkSecretStores, settingsToCheck } from "../kit/index.ts";
+import { checkSecretStores, checkWorkers, settingsToCheck } from "../kit/index.ts";
 
 const doctorCommand = defineCommand({
   meta: { name: "doctor", description: "Check the server's configuration, files, database, CA and secret store connections, and say how to fix what is wrong" },
@@ -52,6 +52,7 @@ async function runChecks(env: Record<string, string | undefined>): Promise<Findi
         },
   ];
   findings.push(...(await checkPorts(config)));
+  findings.push(...checkWorkers(config));
   findings.push(...checkDataDir(config));
   const db = await checkDatabase(config);
   findings.push(...db.findings);

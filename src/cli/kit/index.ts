@@ -119,3 +119,4 @@ export {
 export { checkSecretStores } from "./doctor-secret-stores.ts";
 export { readVaultFile, writeVaultFile } from "./vault-file.ts";
 export { exchangeIdentityToken, watchIdentityToken, type ExchangedSession } from "./identity-token.ts";
+export { checkWorkers } from "./doctor-workers.ts";
