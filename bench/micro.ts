@@ -8,7 +8,9 @@ import { buildUpstreamHeaders } from "../src/egress/headers.ts";
 import { createAuditLog, createPlanCache } from "../src/egress/index.ts";
 import { checkAddress, compileNetPolicy } from "../src/egress/netguard.ts";
 import type { EgressPlan } from "../src/egress/plan.ts";
-import { redactWhole, type Needles } from "../src/egress/redact.ts";
+import { Needles, redactWhole } from "../src/egress/redact.ts";
+import { redactHeaders } from "../src/egress/redact-headers.ts";
+import { parseRequestHead } from "../src/http/index.ts";
 import { allowedTarget, heldByRule } from "../src/egress/rules.ts";
 import { createLogger } from "../src/log.ts";
 import { Secret } from "../src/secret.ts";
@@ -84,6 +86,17 @@ const reqHeaders: [string, string][] = [
 ];
 const injection = { header: "authorization", value: new Secret("Bearer sk-live-123") };
 await bench("header rewriting (10 headers)", 500_000, () => buildUpstreamHeaders(reqHeaders, injection, true));
+
+// the keep-alive path's per-request head work: an agent's head parsed, an answer's head lines scanned for echoes
+const agentHead = Buffer.from(`GET /v1/items HTTP/1.1\r\n${reqHeaders.map(([k, v]) => `${k}: ${v}\r\n`).join("")}\r\n`, "latin1");
+await bench("request head parse (10 headers)", 500_000, () => parseRequestHead(agentHead));
+const answerHeaders: [string, string][] = [
+  ["content-type", "application/json"],
+  ["date", "Sat, 29 Nov 2025 05:00:00 GMT"],
+  ["content-length", "83"],
+];
+const echoNeedles = new Needles(["Bearer sk-live-123", "sk-live-1234567890abcdef"]);
+await bench("response header scan (3 headers)", 500_000, () => redactHeaders(answerHeaders, echoNeedles));
 
 // the guard
 const policy = compileNetPolicy({ allowPrivateRanges: false, allowlist: ["127.0.0.1/32"], ownListeners: [{ host: "127.0.0.1", port: 14322 }] });

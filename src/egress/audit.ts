@@ -224,7 +224,7 @@ export function auditEntry(req: AuditedRequest, startedAt: number, now: number, 
     ingress: req.ingress,
     method: req.method,
     host: req.port === 443 ? req.host : `${req.host}:${req.port}`,
-    path: req.target.split(/[?#]/)[0] ?? "/",
+    path: pathOf(req.target),
     service: o.service,
     credentialKeys: o.credentialKeys.join(","),
     // JSON, not joined: a reference may hold a comma.
@@ -238,6 +238,14 @@ export function auditEntry(req: AuditedRequest, startedAt: number, now: number, 
     approvedBy: o.approvedBy ?? null,
     ...(req.workload && { workloadIssuer: req.workload.issuer, workloadSubject: req.workload.subject }),
   };
+}
+
+/** The target without its query and fragment. */
+function pathOf(target: string): string {
+  const q = target.indexOf("?");
+  const h = target.indexOf("#");
+  const end = q < 0 ? h : h < 0 ? q : Math.min(q, h);
+  return end < 0 ? target : target.slice(0, end);
 }
 
 /**

@@ -58,19 +58,23 @@ export function withTraceContext(headers: HeaderList, trace: readonly (readonly 
 }
 
 export function buildUpstreamHeaders(src: Iterable<[string, string]>, injection: Injection | undefined, stripAuthorization: boolean): HeaderList {
-  const list = [...src];
-  const drop = new Set<string>();
-  for (const [k, v] of list) {
-    if (k.toLowerCase() !== "connection") continue;
-    for (const token of v.split(",")) if (token.trim()) drop.add(token.trim().toLowerCase());
-  }
-  if (stripAuthorization) drop.add("authorization");
-  if (injection) drop.add(injection.header);
+  const list = Array.isArray(src) ? (src as [string, string][]) : [...src];
+  // Each name lower-cased once; the names a Connection header lists gathered only when there is one.
+  const lower = list.map(([k]) => k.toLowerCase());
+  let named: Set<string> | undefined;
+  lower.forEach((name, i) => {
+    if (name !== "connection") return;
+    for (const token of list[i]![1].split(",")) {
+      const t = token.trim();
+      if (t) (named ??= new Set()).add(t.toLowerCase());
+    }
+  });
   const out: HeaderList = [];
-  for (const [k, v] of list) {
-    const lower = k.toLowerCase();
-    if (HOP_BY_HOP.has(lower) || BROKER_SCOPED.has(lower) || drop.has(lower)) continue;
-    out.push([k, v]);
+  for (let i = 0; i < list.length; i++) {
+    const name = lower[i]!;
+    if (HOP_BY_HOP.has(name) || BROKER_SCOPED.has(name) || named?.has(name)) continue;
+    if ((stripAuthorization && name === "authorization") || name === injection?.header) continue;
+    out.push([list[i]![0], list[i]![1]]);
   }
   // Injection always wins: any client value for the slot was dropped above, so exactly one remains.
   if (injection) out.push([injection.header, injection.value.reveal()]); // reveal: into the upstream request only

@@ -74,6 +74,7 @@ export interface RangedRequest {
 /** Range headers the broker drops: Request-Range is the pre-standard name older Apache servers still honour. */
 /** The request headers that ask for part of a body (Request-Range: an old name some servers still read). */
 export const RANGE_HEADERS: ReadonlySet<string> = new Set(["range", "if-range", "request-range"]);
+const RANGE_NAME_LENGTHS: ReadonlySet<number> = new Set([...RANGE_HEADERS].map((n) => n.length));
 const MAX_DIGITS = 15; // below 2^53: offsets stay exact numbers
 const EMPTY = new Uint8Array(0);
 
@@ -96,13 +97,22 @@ const WIDENED = new Set(["aws_sigv4", "passthrough"]);
 
 export function planRanges(authType: string, agentHeaders: readonly (readonly [string, string])[], target = ""): RangedRequest {
   const partNumber = /[?&]partNumber=/i.test(target);
-  const values = agentHeaders.filter(([k]) => k.toLowerCase() === "range").map(([, v]) => v);
-  const others = agentHeaders.some(([k]) => k.toLowerCase() === "if-range" || k.toLowerCase() === "request-range");
+  // One pass over the names: every request comes here, and almost none has a range header.
+  const values: string[] = [];
+  let others = false;
+  let requestRange = false;
+  for (const [k, v] of agentHeaders) {
+    if (!RANGE_NAME_LENGTHS.has(k.length)) continue;
+    const name = k.toLowerCase();
+    if (name === "range") values.push(v);
+    else if (name === "if-range") others = true;
+    else if (name === "request-range") others = requestRange = true;
+  }
   const asSent = partNumber ? AS_SENT_PART : AS_SENT;
   // No Range at all: nothing to drop or widen.
   if (!values.length && !others) return asSent;
   // Ranges in another unit (PostgREST's rows) go as they are, with their If-Range.
-  if (values.length && !values.some(isByteRange) && !agentHeaders.some(([k]) => k.toLowerCase() === "request-range")) return asSent;
+  if (values.length && !values.some(isByteRange) && !requestRange) return asSent;
   const single = WIDENED.has(authType) && values.length === 1 ? parseSingleRange(values[0]!) : undefined;
   if (!single || !masksInPlace()) return { partNumber, upstreamHeaders: dropAll };
   const widened = formatRange(widenRange(single, CONTEXT_BYTES));

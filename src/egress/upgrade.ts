@@ -47,9 +47,11 @@ export interface Refused {
 }
 
 export function isWebSocketUpgrade(method: string, headers: Iterable<[string, string]>): boolean {
+  if (method !== "GET") return false;
   let upgrade = false;
   let connection = false;
   for (const [k, v] of headers) {
+    if (k.length !== 7 && k.length !== 10) continue; // neither "upgrade" nor "connection"
     const name = k.toLowerCase();
     if (
       name === "upgrade" &&
@@ -68,7 +70,7 @@ export function isWebSocketUpgrade(method: string, headers: Iterable<[string, st
     )
       connection = true;
   }
-  return method === "GET" && upgrade && connection;
+  return upgrade && connection;
 }
 
 export async function egressUpgrade(input: EgressInput, deps: EgressDeps): Promise<Upgraded> {

@@ -50,28 +50,50 @@ function decodeLatin1(bytes: Uint8Array): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1");
 }
 
-/** Parses header lines (after the start line); rejects obsolete folding and malformed names. */
-export function parseHeaderLines(lines: string[]): HeaderList {
+/**
+ * The header lines of a head's text from `from` (just past its start line's CRLF), in one pass: one slice
+ * per name and value. Rejects obsolete folding and malformed names and values.
+ */
+function parseHeaderText(text: string, from: number): HeaderList {
   const headers: HeaderList = [];
-  for (const line of lines) {
-    if (line === "") continue;
-    if (line[0] === " " || line[0] === "\t") throw new WireError("obsolete header line folding");
-    const colon = line.indexOf(":");
-    if (colon <= 0) throw new WireError("malformed header line");
-    const name = line.slice(0, colon);
-    if (!TOKEN.test(name)) throw new WireError("malformed header name");
-    const value = trimOws(line.slice(colon + 1));
-    if (!FIELD_VALUE.test(value)) throw new WireError("malformed header value");
-    headers.push([name, value]);
+  for (let at = from; at < text.length; ) {
+    let end = text.indexOf("\r\n", at);
+    if (end < 0) end = text.length;
+    if (end > at) headers.push(parseHeaderLine(text, at, end));
+    at = end + 2;
   }
   return headers;
 }
 
+/** The line text[start, end) (no CRLF in it) as a header field. */
+function parseHeaderLine(text: string, start: number, end: number): [string, string] {
+  const first = text.charCodeAt(start);
+  if (isOws(first)) throw new WireError("obsolete header line folding");
+  const colon = text.indexOf(":", start);
+  if (colon <= start || colon >= end) throw new WireError("malformed header line");
+  const name = text.slice(start, colon);
+  if (!TOKEN.test(name)) throw new WireError("malformed header name");
+  let a = colon + 1;
+  let b = end;
+  while (a < b && isOws(text.charCodeAt(a))) a++;
+  while (b > a && isOws(text.charCodeAt(b - 1))) b--;
+  const value = text.slice(a, b);
+  if (!FIELD_VALUE.test(value)) throw new WireError("malformed header value");
+  return [name, value];
+}
+
+/** A head's text split at its start line: the line, and where the header lines begin. */
+function startLineOf(text: string): { line: string; rest: number } {
+  const end = text.indexOf("\r\n");
+  return end < 0 ? { line: text, rest: text.length } : { line: text.slice(0, end), rest: end + 2 };
+}
+
 export function parseResponseHead(head: Uint8Array): ResponseHead {
-  const lines = decodeLatin1(head).split("\r\n");
-  const m = STATUS_LINE.exec(lines[0] ?? "");
+  const text = decodeLatin1(head);
+  const { line, rest } = startLineOf(text);
+  const m = STATUS_LINE.exec(line);
   if (!m) throw new WireError("malformed status line");
-  return { version: m[1] === "1" ? "1.1" : "1.0", status: Number(m[2]), statusText: m[3] ?? "", headers: parseHeaderLines(lines.slice(1)) };
+  return { version: m[1] === "1" ? "1.1" : "1.0", status: Number(m[2]), statusText: m[3] ?? "", headers: parseHeaderText(text, rest) };
 }
 
 /** What no head may carry: CR, LF, NUL, or a character latin1 cannot hold (its low byte could be any of those). */
@@ -98,7 +120,9 @@ export function hostHeader(host: string, port: number): string {
 
 export function headerValues(headers: readonly (readonly [string, string])[], name: string): string[] {
   const lower = name.toLowerCase();
-  return headers.filter(([n]) => n.toLowerCase() === lower).map(([, v]) => v);
+  const out: string[] = [];
+  for (const [n, v] of headers) if (n.length === lower.length && (n === lower || n.toLowerCase() === lower)) out.push(v);
+  return out;
 }
 
 export type BodyFraming = { kind: "none" } | { kind: "length"; length: number } | { kind: "chunked" } | { kind: "close" };
@@ -207,10 +231,11 @@ export interface RequestHead {
 }
 
 export function parseRequestHead(head: Uint8Array): RequestHead {
-  const lines = decodeLatin1(head).split("\r\n");
-  const m = REQUEST_LINE.exec(lines[0] ?? "");
+  const text = decodeLatin1(head);
+  const { line, rest } = startLineOf(text);
+  const m = REQUEST_LINE.exec(line);
   if (!m) throw new WireError("malformed request line");
-  return { method: m[1]!, target: m[2]!, version: m[3] === "1" ? "1.1" : "1.0", headers: parseHeaderLines(lines.slice(1)) };
+  return { method: m[1]!, target: m[2]!, version: m[3] === "1" ? "1.1" : "1.0", headers: parseHeaderText(text, rest) };
 }
 
 /**

@@ -6,11 +6,20 @@
 import { enforce } from "../ratelimit/index.ts";
 import type { Domain } from "./context.ts";
 import type { Principal } from "./principal.ts";
-import { openVault, type OpenVault } from "./vaults.ts";
+import { openCachedVault, openVault, type OpenVault } from "./vaults.ts";
 
 /** `xVault`: what the request named as X-Vault (agent tokens must name the vault they address). */
 export async function admitToVault(d: Domain, p: Principal, vaultName: string, xVault: string | undefined): Promise<OpenVault> {
-  const open = await openVault(d, p, vaultName, "read", xVault);
+  return charged(d, p, await openVault(d, p, vaultName, "read", xVault));
+}
+
+/** admitToVault without a wait, when the vault's grant is cached; undefined when it is not (then call admitToVault). */
+export function admitCached(d: Domain, p: Principal, vaultName: string, xVault: string | undefined): OpenVault | undefined {
+  const open = openCachedVault(d, p, vaultName, "read", xVault);
+  return open && charged(d, p, open);
+}
+
+function charged(d: Domain, p: Principal, open: OpenVault): OpenVault {
   if (d.rateLimiter) enforce(d.rateLimiter.checkProxy(p.id, open.vault.id));
   return open;
 }

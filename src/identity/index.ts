@@ -24,7 +24,7 @@ export { type RequestApprovalEvent } from "./webhook-event.ts";
 export { type RequestApprovalEventType } from "./webhook-event.ts";
 export { type ProposalEvent } from "./webhook-event.ts";
 export { type WebhookNotifier } from "./webhook-event.ts";
-export { admitToVault } from "./admission.ts";
+export { admitCached, admitToVault } from "./admission.ts";
 export * from "./workload.ts";
 export { listWorkloadsSeen, type WorkloadSeen } from "./workload-seen.ts";
 export { createWorkloadKeys, WORKLOAD_ALGORITHMS, type WorkloadKeys, type WorkloadKeysOptions } from "./workload-token.ts";

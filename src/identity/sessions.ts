@@ -115,6 +115,11 @@ export interface Authenticator {
   authenticate(rawToken: string): Promise<Principal>;
   /** The same for a token already hashed with hashToken (a tunnel hashes its token once, not per request). */
   authenticateHash(tokenHash: string): Promise<Principal>;
+  /**
+   * authenticateHash without a wait, for a look-up already cached, trusted and live with nothing to write (its
+   * last-seen time not due); undefined otherwise (then call authenticateHash, which refuses or reloads).
+   */
+  cachedHash?(tokenHash: string): Principal | undefined;
   /** Forgets cached look-ups so a revocation takes effect on the very next request. */
   forget(tokenHashes?: readonly string[]): void;
 }
@@ -193,9 +198,19 @@ export function createAuthenticator(store: Store, opts: AuthenticatorOptions): A
     return entry.principal;
   }
 
+  function cachedHash(hash: string): Principal | undefined {
+    const now = opts.now();
+    const entry = cache.get(hash);
+    if (!entry || now - entry.loadedAt >= freshness.trustMs(ttl)) return undefined;
+    if (!isLive(entry.row, entry.lastSeen, now) || now - entry.storedLastSeen >= LIMITS.lastSeenWriteIntervalMs) return undefined;
+    entry.lastSeen = now;
+    return entry.principal;
+  }
+
   return {
     authenticate: (rawToken) => authenticateHash(hashToken(rawToken)),
     authenticateHash,
+    cachedHash,
     forget(hashes) {
       forgotten++;
       loading.clear();

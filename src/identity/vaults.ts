@@ -44,10 +44,7 @@ async function userRole(repos: Repos, userId: number, vaultId: number): Promise<
  * (contract: instance-level agent tokens send X-Vault on every vault-scoped call).
  */
 export async function openVault(d: Domain, p: Principal, name: string, action: VaultAction, xVault?: string): Promise<OpenVault> {
-  if (p.kind === "agent") {
-    if (!xVault) throw new InvalidRequest("agent tokens must send the X-Vault header naming the vault", "x-vault");
-    if (xVault !== name) throw new InvalidRequest("X-Vault does not match the vault being addressed", "x-vault");
-  }
+  requireXVault(p, name, xVault);
   const grant =
     d.vaultAccess?.get(p.sessionId, name) ??
     (await (d.vaultAccess ? d.vaultAccess.load(p.sessionId, name, () => resolveAccess(d, p, name)) : resolveAccess(d, p, name)).catch((err) => {
@@ -56,6 +53,26 @@ export async function openVault(d: Domain, p: Principal, name: string, action: V
       if (recent) return recent;
       throw err;
     }));
+  return openedFor(p, grant, action);
+}
+
+/**
+ * openVault without a wait, when the grant is in the access cache (the proxy's hot path); undefined when it is
+ * not (then call openVault). The same checks, in the same order.
+ */
+export function openCachedVault(d: Domain, p: Principal, name: string, action: VaultAction, xVault?: string): OpenVault | undefined {
+  requireXVault(p, name, xVault);
+  const grant = d.vaultAccess?.get(p.sessionId, name);
+  return grant && openedFor(p, grant, action);
+}
+
+function requireXVault(p: Principal, name: string, xVault: string | undefined): void {
+  if (p.kind !== "agent") return;
+  if (!xVault) throw new InvalidRequest("agent tokens must send the X-Vault header naming the vault", "x-vault");
+  if (xVault !== name) throw new InvalidRequest("X-Vault does not match the vault being addressed", "x-vault");
+}
+
+function openedFor(p: Principal, grant: VaultGrant, action: VaultAction): OpenVault {
   const open = { vault: grant.vault, role: grant.role, principal: p };
   requireInVault(open, action);
   return open;

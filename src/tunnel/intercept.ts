@@ -34,6 +34,7 @@ export async function serveIntercepted(
   opts: { once?: boolean } = {},
 ): Promise<void> {
   const reader = createChunkReader(stream);
+  const inFlight = watchInFlight(stream);
   for (;;) {
     let head: RequestHead;
     let framing: BodyFraming;
@@ -50,7 +51,7 @@ export async function serveIntercepted(
     }
     if (isWebSocketUpgrade(head.method, head.headers)) return relayWebSocket(stream, reader, head, target, session, deps);
     const keepAlive = !opts.once && head.version === "1.1" && !headerValues(head.headers, "connection").some((v) => /\bclose\b/i.test(v));
-    const { response, complete } = await forwardRequest(stream, reader, head, framing, target, session, deps);
+    const { response, complete } = await forwardRequest(stream, reader, head, framing, target, session, deps, inFlight);
     try {
       await writeResponse(stream, response, { headOnly: head.method === "HEAD", close: !keepAlive || !complete });
     } catch {
@@ -80,9 +81,24 @@ export function headLimits(deps: TunnelDeps) {
   return { idleMs: deps.keepAliveTimeoutMs ?? 60_000, headMs: deps.headerTimeoutMs ?? 10_000, maxBytes: deps.maxHeadBytes };
 }
 
+/** The request in flight on a connection: its controller is aborted when the connection closes. */
+interface InFlight {
+  gone?: AbortController;
+  /** Removes the listener of a watch kept for one request. */
+  readonly release?: () => void;
+}
+
+/** One close listener for the connection's life, instead of one added and removed per request. */
+function watchInFlight(stream: Duplex): InFlight {
+  const inFlight: InFlight = {};
+  stream.once("close", () => inFlight.gone?.abort());
+  return inFlight;
+}
+
 /**
  * Sends one request (head already parsed, body still on the reader) through the egress core.
  * `complete` says whether the body was read to its end, so the next request can be parsed.
+ * `inFlight`: the connection's watch (serveIntercepted); without it, one is kept for this request alone.
  */
 export async function forwardRequest(
   stream: Duplex,
@@ -92,14 +108,15 @@ export async function forwardRequest(
   target: Authority,
   session: TunnelSession,
   deps: TunnelDeps,
+  inFlight?: InFlight,
 ): Promise<{ response: Answer | Response; complete: boolean }> {
   const body = bodyStream(reader, framing);
   // The body is asked for only once the request is admitted: a refused one never uploads it.
   const expectsContinue = body !== null && headerValues(head.headers, "expect").some((v) => v.toLowerCase() === "100-continue");
   // An agent that drops the connection while the upstream thinks cancels the upstream exchange too.
   const gone = new AbortController();
-  const abort = () => gone.abort();
-  stream.once("close", abort);
+  const watch = inFlight ?? watchInFlightOnce(stream);
+  watch.gone = gone;
   try {
     const input = () => ({
       ...tunnelEgressInput(head, target, session, body?.stream ?? null, framing.kind === "length" ? framing.length : null),
@@ -109,8 +126,17 @@ export async function forwardRequest(
     const response = await egressForSession(input, session, deps, admitted);
     return { response, complete: body ? await body.drained() : true };
   } finally {
-    stream.off("close", abort);
+    watch.gone = undefined;
+    watch.release?.();
   }
+}
+
+/** A watch for one request: its listener is removed once the request is answered. */
+function watchInFlightOnce(stream: Duplex): InFlight {
+  const abort = () => watch.gone?.abort();
+  const watch: InFlight = { release: () => void stream.off("close", abort) };
+  stream.once("close", abort);
+  return watch;
 }
 
 /**
@@ -128,7 +154,8 @@ export async function egressForSession(
   const entry = limiter?.enterGlobal();
   try {
     if (entry && !entry.ok) throw refusal(entry);
-    await refreshSession(deps, session); // admission: the session re-checked, the PROXY tier charged
+    const refreshing = refreshSession(deps, session); // admission: the session re-checked, the PROXY tier charged
+    if (refreshing) await refreshing;
     await admitted?.();
     return await egress(input(), deps.egress);
   } catch (err) {

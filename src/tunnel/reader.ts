@@ -11,13 +11,19 @@ export interface ChunkReader {
   /** Stops reading and hands back unread bytes (before another layer, such as TLS, takes over the stream). */
   detach(): Uint8Array[];
   readonly ended: boolean;
+  /**
+   * `work`, with the stream destroyed if it takes longer than `ms` (as withDeadline), on one timer kept for the
+   * stream's life: a kept-alive connection re-arms it per request without making and clearing a timer each time.
+   */
+  within<T>(work: Promise<T>, ms: number): Promise<T>;
 }
 
 /** The egress core's pull queue (also behind every upstream connection) over a Node stream. */
 export function createChunkReader(stream: Duplex): ChunkReader {
   const incoming = createPullQueue({ pause: () => stream.pause(), resume: () => stream.resume() });
+  const watch = createWatchdog(stream);
   const onData = (chunk: Buffer) => incoming.push(chunk);
-  const onEnd = () => incoming.end();
+  const onEnd = () => (incoming.end(), watch.stop());
   const onError = (err: Error) => incoming.fail(err);
   stream.on("data", onData);
   stream.on("end", onEnd);
@@ -27,7 +33,9 @@ export function createChunkReader(stream: Duplex): ChunkReader {
   return {
     read: () => incoming.read(),
     unread: (chunk) => incoming.unread(chunk),
+    within: watch.within,
     detach() {
+      watch.stop();
       stream.pause();
       stream.off("data", onData);
       stream.off("end", onEnd);
@@ -37,6 +45,45 @@ export function createChunkReader(stream: Duplex): ChunkReader {
     },
     get ended() {
       return incoming.ended && incoming.buffered === 0;
+    },
+  };
+}
+
+/**
+ * Deadlines on one stream, one at a time, over a single timer: arming sets when the stream is cut, and the
+ * timer, when it fires, cuts it only if the deadline armed then has passed (else it waits for that one).
+ */
+function createWatchdog(stream: Duplex) {
+  let deadline = 0; // performance.now() past which the stream is destroyed; 0: none armed
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let firesAt = 0;
+  const fire = () => {
+    timer = undefined;
+    if (deadline === 0) return;
+    const left = deadline - performance.now();
+    if (left <= 0) return void stream.destroy();
+    schedule(left);
+  };
+  const schedule = (ms: number) => {
+    firesAt = performance.now() + ms;
+    timer = setTimeout(fire, ms);
+  };
+  return {
+    async within<T>(work: Promise<T>, ms: number): Promise<T> {
+      deadline = performance.now() + ms;
+      // A timer already set to fire by then will find this deadline; one set for later is replaced.
+      if (timer !== undefined && firesAt > deadline) clearTimeout(timer), (timer = undefined);
+      if (timer === undefined) schedule(ms);
+      try {
+        return await work;
+      } finally {
+        deadline = 0;
+      }
+    },
+    stop() {
+      deadline = 0;
+      clearTimeout(timer);
+      timer = undefined;
     },
   };
 }
@@ -128,8 +175,15 @@ export async function readNextHead(
   opts: { idleMs: number; headMs: number; maxBytes: number },
   findEnd: (b: Uint8Array, from: number) => number,
 ): Promise<Uint8Array | null> {
-  const first = await withDeadline(reader.read(), opts.idleMs, stream);
+  const first = await reader.within(reader.read(), opts.idleMs);
   if (first === null) return null;
+  // The usual case: the whole head came in its first chunk, within every bound (readHead's checks, then
+  // met at once), so no second deadline is armed for it.
+  const end = findEnd(first, 0);
+  if (end >= 0 && end <= opts.maxBytes && first.indexOf(10) <= MAX_REQUEST_LINE) {
+    reader.unread(first.subarray(end));
+    return first.subarray(0, end);
+  }
   reader.unread(first);
-  return withDeadline(readHead(reader, opts.maxBytes, findEnd), opts.headMs, stream);
+  return reader.within(readHead(reader, opts.maxBytes, findEnd), opts.headMs);
 }

@@ -4,7 +4,7 @@
 
 import { InvalidRequest, Unauthorized } from "../errors.ts";
 import { hashToken } from "../crypto/index.ts";
-import { admitToVault, vaultNameById } from "../identity/index.ts";
+import { admitCached, admitToVault, vaultNameById } from "../identity/index.ts";
 import type { TunnelDeps, TunnelSession } from "./context.ts";
 import { parseProxyAuthorization } from "./proxy-auth.ts";
 import { ProxyAuthRequired } from "./respond.ts";
@@ -26,7 +26,26 @@ export function proxySession(header: string | undefined): TunnelSession {
   return { tokenHash: hashToken(creds.token), vaultName: creds.vault } as TunnelSession;
 }
 
-export async function refreshSession(deps: TunnelDeps, session: TunnelSession): Promise<void> {
+/**
+ * Re-checks the session and re-admits it to its vault (the PROXY tier charged). The usual case needs no wait:
+ * the token's look-up and the vault's grant are both in their caches, which whatever revokes either clears, and
+ * the same checks run on them; anything else (a first request, a cache dropped or past its trust, a last-seen
+ * time due) takes the full path. Returns undefined when done without a wait.
+ */
+export function refreshSession(deps: TunnelDeps, session: TunnelSession): Promise<void> | undefined {
+  const d = deps.domain;
+  const principal = d.auth.cachedHash?.(session.tokenHash);
+  if (!principal) return recheckSession(deps, session);
+  const vaultName = session.vaultName ?? (principal.kind === "scoped" ? d.vaultAccess?.nameOf(principal.vaultId) : undefined);
+  if (!vaultName) return recheckSession(deps, session);
+  session.principal = principal;
+  const open = admitCached(d, principal, vaultName, principal.kind === "agent" ? vaultName : undefined);
+  if (!open) return recheckSession(deps, session);
+  session.open = open;
+  return undefined;
+}
+
+async function recheckSession(deps: TunnelDeps, session: TunnelSession): Promise<void> {
   const d = deps.domain;
   const principal = await d.auth.authenticateHash(session.tokenHash).catch((err) => {
     throw err instanceof Unauthorized ? new ProxyAuthRequired(err.message) : err;
