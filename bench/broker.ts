@@ -107,6 +107,18 @@ export async function startBroker(
     if (up && (await proxyAccepts(proxyPort))) break;
     await Bun.sleep(25);
   }
+  // With --workers N, every worker must listen before the load opens its kept-alive connections (each stays with the
+  // worker that took it): fresh connections ask /health until every worker has answered.
+  const seen = new Set<number>();
+  for (;;) {
+    const h = (await fetch(`${apiUrl}/health`, { headers: { connection: "close" } }).then((r) => r.json())) as { worker?: { id: number; of: number } };
+    if (!h.worker || (seen.add(h.worker.id), seen.size === h.worker.of)) break;
+    if (Date.now() > deadline) {
+      proc.kill("SIGKILL"); // the supervisor and the workers it started go with it, not left running
+      throw new Error(`not every worker answered:\n${logs}`);
+    }
+    await Bun.sleep(10);
+  }
   const stop = async () => {
     proc.kill("SIGTERM");
     await proc.exited;
@@ -176,17 +188,49 @@ export async function setUp(
 export const CLK_TCK = Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString().trim()) || 100;
 
 /** utime + stime of the process, in milliseconds. */
+/** CPU of the process and its descendants (a `--workers N` supervisor and its workers), in ms. */
 export function cpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  // after "pid (comm) ": state is field 3, so utime (14) and stime (15) are at indexes 11 and 12
-  return ((Number(f[11]) + Number(f[12])) * 1000) / CLK_TCK;
+  return processTree(pid).reduce((sum, p) => sum + ownCpuMs(p), 0);
 }
 
-/** VmRSS in bytes. */
+function ownCpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // after "pid (comm) ": state is field 3, so utime (14) and stime (15) are at indexes 11 and 12
+    return ((Number(f[11]) + Number(f[12])) * 1000) / CLK_TCK;
+  } catch {
+    return 0; // gone between listing and reading
+  }
+}
+
+/** The pid and its descendants (/proc/<pid>/task/<tid>/children). */
+export function processTree(pid: number): number[] {
+  const out = [pid];
+  for (let i = 0; i < out.length; i++) {
+    let tasks: string[] = [];
+    try {
+      tasks = readdirSync(`/proc/${out[i]}/task`);
+    } catch {}
+    for (const t of tasks) {
+      try {
+        for (const c of readFileSync(`/proc/${out[i]}/task/${t}/children`, "utf8").trim().split(/\s+/)) if (c) out.push(Number(c));
+      } catch {}
+    }
+  }
+  return out;
+}
+
+/** VmRSS in bytes, of the process and its descendants. */
 export function rssBytes(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return m ? Number(m[1]) * 1024 : 0;
+  return processTree(pid).reduce((sum, p) => {
+    try {
+      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, "utf8"));
+      return sum + (m ? Number(m[1]) * 1024 : 0);
+    } catch {
+      return sum;
+    }
+  }, 0);
 }
 
 /** Samples VmRSS every `intervalMs` until stopped; returns the start and the peak. */

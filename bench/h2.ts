@@ -4,12 +4,16 @@
 // (`bun bench/h2.ts --upstream`, certificate and key in the environment, port on stdout), offering h2
 // only: whatever the broker forwards reaches it over HTTP/2. It counts the Authorization values it
 // receives, so each broker repetition checks that every stream carried the injected credential.
+// With --peers, the same load runs through mitmproxy (bench/mitmproxy.ts, HTTP/2 on both legs, the
+// broker's header set by modify_headers) in the same repetitions, checked the same way.
 
 import { connect as http2Connect, createSecureServer, type ClientHttp2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
+import { cpuMs } from "./broker.ts";
 import type { LoadResult } from "./load.ts";
 import { statsOf } from "./load.ts";
 import { basicAuth, openTls, type Hop } from "./raw.ts";
 import { metered, summarise, type Env, type Rep, type Row } from "./scenarios.ts";
+import type { MitmproxyProc } from "./mitmproxy.ts";
 import type { BenchPki } from "./pki.ts";
 import { SMALL } from "./upstream.ts";
 
@@ -224,11 +228,23 @@ async function oneConnection(
   }
 }
 
+/** What the upstream saw between two /__seen answers: streams carrying `value`, without Authorization, and with any other value. */
+function seenDelta(before: Record<string, number>, after: Record<string, number>, value: string): { injected: number; bare: number; other: number } {
+  const delta = (k: string) => (after[k] ?? 0) - (before[k] ?? 0);
+  const other = Object.keys(after)
+    .filter((k) => k !== value && k !== "")
+    .reduce((a, k) => a + delta(k), 0);
+  return { injected: delta(value), bare: delta(""), other };
+}
+
 /**
  * The h2 row: one connection with `streams` streams in flight for `requests` GET /small, direct then
- * through the broker, `reps` times. Every failure counts in the row: a connection that cannot be opened,
- * or whose ALPN is not h2, fails all its requests; so does a stream the upstream saw without the
- * injected credential.
+ * through the broker (then through mitmproxy, with --peers), `reps` times. Every failure counts in the
+ * row: a connection that cannot be opened, or whose ALPN is not h2, fails all its requests; so does a
+ * stream the upstream saw without the injected credential. mitmproxy is left out of the timed
+ * repetitions (and the note says why) when its warm-up connection cannot be opened or does not
+ * negotiate h2; once it runs, a stream it answered that reached the upstream without the header stops
+ * the bench, as with Squid.
  */
 export async function h2Scenario(env: Env, h2: H2Upstream, o: { requests: number; streams: number; reps: number; warm: number }): Promise<Row> {
   const { broker, upstreamCa } = env;
@@ -240,51 +256,95 @@ export async function h2Scenario(env: Env, h2: H2Upstream, o: { requests: number
     servername: "localhost",
     ca: broker.caPem,
   };
+  const mitm = env.peers?.mitmproxy;
   const name = `h2, 1 connection × ${o.streams} streams, /small`;
   // Warm-up, as warmUp gives each path other than the main one: the broker's HTTP/2 code is compiled by its JIT before the timed runs.
   const warmD = await oneConnection(direct, authority, { requests: o.warm, streams: o.streams });
   const warmB = await oneConnection(viaBroker, authority, { requests: o.warm, streams: o.streams });
-  const warmErrors = warmD.errors + warmD.non2xx + warmB.errors + warmB.non2xx;
+  let warmErrors = warmD.errors + warmD.non2xx + warmB.errors + warmB.non2xx;
+  let warmError = warmB.firstError ?? warmD.firstError;
+
+  /** The load through mitmproxy with its CPU metered; throws unless every stream it answered reached the upstream with the broker's header, and nothing without it. */
+  const viaMitmproxy = async (mp: MitmproxyProc, requests: number) => {
+    const hop: Hop = { port: mp.port, connect: { authority, proxyAuth: "" }, servername: "localhost", ca: mp.caPem };
+    const before = await seenByUpstream(direct, authority);
+    const c0 = cpuMs(mp.pid);
+    const value = await oneConnection(hop, authority, { requests, streams: o.streams });
+    const cpu = cpuMs(mp.pid) - c0;
+    const seen = seenDelta(before, await seenByUpstream(direct, authority), broker.authorization);
+    const ok = requests - value.errors - value.non2xx;
+    if (seen.injected < ok || seen.bare || seen.other)
+      throw new Error(
+        `mitmproxy did not inject the Authorization header: the upstream saw it on ${seen.injected} of ${ok} answered streams (${seen.bare} without Authorization, ${seen.other} with another value)\n${mp.logs().slice(-2000)}`,
+      );
+    return { value, cpu, injected: seen.injected, ok };
+  };
+  /** mitmproxy in the timed repetitions: unless its warm-up connection failed. */
+  let timedMitm = mitm;
+  let mitmSkipped: string | undefined;
+  if (mitm) {
+    const w = await viaMitmproxy(mitm, o.warm);
+    if (w.value.alpn !== "h2") {
+      timedMitm = undefined;
+      mitmSkipped = `mitmproxy ${mitm.version} not measured: its warm-up connection failed (${w.value.firstError})`;
+    } else {
+      warmErrors += w.value.errors + w.value.non2xx;
+      warmError ??= w.value.firstError && `mitmproxy: ${w.value.firstError}`;
+    }
+  }
   const reps: Rep[] = [];
   const injectedNotes: string[] = [];
+  const mitmInjected: string[] = [];
   let peerStreams: number | undefined;
+  let mitmStreams: number | undefined;
   for (let i = 0; i < o.reps; i++) {
     const d = await oneConnection(direct, authority, o);
     const before = await seenByUpstream(direct, authority);
     const b = await metered(broker.pid, () => oneConnection(viaBroker, authority, o));
-    const after = await seenByUpstream(direct, authority);
+    const seen = seenDelta(before, await seenByUpstream(direct, authority), broker.authorization);
     peerStreams ??= b.value.peerStreams;
     // Every 2xx stream through the broker must have reached the upstream with the injected credential, and nothing else may have.
-    const delta = (k: string) => (after[k] ?? 0) - (before[k] ?? 0);
-    const injected = delta(broker.authorization);
-    const others = Object.keys(after).filter((k) => k !== broker.authorization && k !== "" && delta(k) > 0);
-    const bare = delta("");
     const ok = o.requests - b.value.errors - b.value.non2xx;
     let extra = 0;
     let why: string | undefined;
-    if (injected < ok || others.length || bare) {
-      extra = Math.max(ok - injected, 0) + bare + others.reduce((a, k) => a + delta(k), 0);
-      why = `the upstream saw the injected Authorization on ${injected} of ${ok} answered streams (${bare} without Authorization, ${others.length} other values)`;
+    if (seen.injected < ok || seen.bare || seen.other) {
+      extra = Math.max(ok - seen.injected, 0) + seen.bare + seen.other;
+      why = `the upstream saw the injected Authorization on ${seen.injected} of ${ok} answered streams (${seen.bare} without Authorization, ${seen.other} with another value)`;
     }
-    injectedNotes.push(`${injected}/${ok}`);
+    injectedNotes.push(`${seen.injected}/${ok}`);
+    const m = timedMitm ? await viaMitmproxy(timedMitm, o.requests) : undefined;
+    if (m) {
+      mitmStreams ??= m.value.peerStreams;
+      mitmInjected.push(`${m.injected}/${m.ok}`);
+    }
     reps.push({
       direct: statsOf(d),
       broker: statsOf(b.value),
-      errors: d.errors + b.value.errors + extra,
-      non2xx: d.non2xx + b.value.non2xx,
+      errors: d.errors + b.value.errors + extra + (m?.value.errors ?? 0),
+      non2xx: d.non2xx + b.value.non2xx + (m?.value.non2xx ?? 0),
       requests: o.requests,
       cpuMs: b.cpu,
       peakRss: b.peak,
       growth: b.growth,
-      firstError: b.value.firstError ?? why ?? (d.firstError ? `direct: ${d.firstError}` : undefined),
+      firstError:
+        b.value.firstError ??
+        why ??
+        (d.firstError ? `direct: ${d.firstError}` : undefined) ??
+        (m?.value.firstError ? `mitmproxy: ${m.value.firstError}` : undefined),
+      mitmproxy: m ? { ...statsOf(m.value), cpuMs: m.cpu } : undefined,
     });
   }
-  if (warmErrors)
-    reps[0] = { ...reps[0]!, errors: reps[0]!.errors + warmErrors, firstError: reps[0]!.firstError ?? `warm-up: ${warmB.firstError ?? warmD.firstError}` };
+  if (warmErrors) reps[0] = { ...reps[0]!, errors: reps[0]!.errors + warmErrors, firstError: reps[0]!.firstError ?? `warm-up: ${warmError}` };
   const note = [
     `client node:http2 on one TLS connection each way, ALPN h2 (the broker speaks h2 to the upstream, which offers only h2); connection setup not timed`,
     `upstream saw the injected Authorization on ${injectedNotes.join(", ")} streams`,
     `broker's SETTINGS_MAX_CONCURRENT_STREAMS ${peerStreams ?? "–"}`,
+    ...(timedMitm
+      ? [
+          `mitmproxy ${timedMitm.version} in the same repetitions (h2 on both legs, the header set by modify_headers): the upstream saw it on ${mitmInjected.join(", ")} streams; its SETTINGS_MAX_CONCURRENT_STREAMS ${mitmStreams ?? "–"}`,
+        ]
+      : []),
+    ...(mitmSkipped ? [mitmSkipped] : []),
     `warm-up ${o.warm} streams each way first${warmErrors ? `, with ${warmErrors} errors or non-2xx (counted here)` : ""}`,
   ].join("; ");
   return summarise(name, reps, note);

@@ -3,7 +3,7 @@
 
 import { cpus, release } from "node:os";
 import type { DbReads, ReadCount } from "./db-reads.ts";
-import type { Row } from "./scenarios.ts";
+import type { PeerStats, Row } from "./scenarios.ts";
 
 const f = (x: number | undefined, d = 2) => (x === undefined || !Number.isFinite(x) ? "–" : x.toFixed(d));
 const pct = (x: number) => (Number.isFinite(x) ? `${(x * 100).toFixed(0)}%` : "–");
@@ -27,7 +27,7 @@ export function table(rows: Row[]): string {
       ...(peers ? [r.squid ? f(r.squid.rps, 0) : "–"] : []),
       f(r.brokerRps, 0),
       pct(r.ratio),
-      ...(peers ? [r.squid ? `${f(r.squid.brokerVsSquid, 2)}×` : "–"] : []),
+      ...(peers ? [r.squid ? `${f(r.squid.brokerVsPeer, 2)}×` : "–"] : []),
       f(r.addedP50, 3),
       f(r.addedP99, 3),
       Number.isFinite(r.brokerP50) ? `${f(r.brokerP50, 3)} / ${f(r.brokerP99, 3)}` : "–",
@@ -39,17 +39,15 @@ export function table(rows: Row[]): string {
   return [head, sep, ...lines.map((l) => `| ${l} |`)].join("\n");
 }
 
-/** --peers: direct, Squid and broker side by side for the rows Squid ran. */
+/** --peers: direct, the peer proxy and the broker side by side for every row a peer ran (Squid; mitmproxy in the h2 row). */
 export function peersTable(rows: Row[]): string {
   const head =
-    "| scenario | direct req/s | squid req/s | broker req/s | squid/direct | broker/direct | broker/squid | squid p50 / p99 (ms) | broker p50 / p99 (ms) | squid CPU ms/req | broker CPU ms/req |";
-  const sep = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|";
-  const lines = rows
-    .filter((r) => r.squid)
-    .map((r) => {
-      const s = r.squid!;
-      return `| ${[r.name, f(r.directRps, 0), f(s.rps, 0), f(r.brokerRps, 0), pct(s.ratio), pct(r.ratio), `${f(s.brokerVsSquid, 2)}×`, `${f(s.p50, 3)} / ${f(s.p99, 3)}`, `${f(r.brokerP50, 3)} / ${f(r.brokerP99, 3)}`, f(s.cpuMsPerReq, 3), f(r.cpuMsPerReq, 3)].join(" | ")} |`;
-    });
+    "| scenario | peer | direct req/s | peer req/s | broker req/s | peer/direct | broker/direct | broker/peer [range] | peer p50 / p99 (ms) | broker p50 / p99 (ms) | peer CPU ms/req | broker CPU ms/req | broker CPU / peer CPU [range] |";
+  const sep = "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|";
+  const span = (x: number, r: readonly [number, number]) => `${f(x, 2)}× [${f(r[0], 2)}–${f(r[1], 2)}]`;
+  const line = (r: Row, peer: string, p: PeerStats) =>
+    `| ${[r.name, peer, f(r.directRps, 0), f(p.rps, 0), f(r.brokerRps, 0), pct(p.ratio), pct(r.ratio), span(p.brokerVsPeer, p.brokerVsPeerRange), `${f(p.p50, 3)} / ${f(p.p99, 3)}`, `${f(r.brokerP50, 3)} / ${f(r.brokerP99, 3)}`, f(p.cpuMsPerReq, 3), f(r.cpuMsPerReq, 3), span(p.cpuVsPeer, p.cpuVsPeerRange)].join(" | ")} |`;
+  const lines = rows.flatMap((r) => [...(r.squid ? [line(r, "Squid", r.squid)] : []), ...(r.mitmproxy ? [line(r, "mitmproxy", r.mitmproxy)] : [])]);
   return [head, sep, ...lines].join("\n");
 }
 
@@ -78,7 +76,7 @@ export function checkTargets(rows: Row[], micro: Record<string, number>, db: DbR
   // Issue 17's targets: ratios within one run (direct and Squid measured in the same repetitions).
   add(
     "tunnel 16 keep-alive ≥ 1.2× Squid",
-    t16?.squid?.brokerVsSquid,
+    t16?.squid?.brokerVsPeer,
     (v) => `${f(v, 2)}×`,
     (v) => v >= 1.2,
   );
@@ -91,7 +89,7 @@ export function checkTargets(rows: Row[], micro: Record<string, number>, db: DbR
   );
   add(
     "tunnel 1 keep-alive ≥ 1.2× Squid",
-    t1?.squid?.brokerVsSquid,
+    t1?.squid?.brokerVsPeer,
     (v) => `${f(v, 2)}×`,
     (v) => v >= 1.2,
   );
@@ -103,7 +101,7 @@ export function checkTargets(rows: Row[], micro: Record<string, number>, db: DbR
   );
   add(
     "new connection per request ≥ 5× Squid",
-    cold?.squid?.brokerVsSquid,
+    cold?.squid?.brokerVsPeer,
     (v) => `${f(v, 2)}×`,
     (v) => v >= 5,
   );
@@ -118,6 +116,30 @@ export function checkTargets(rows: Row[], micro: Record<string, number>, db: DbR
     micro["leaf mint (first)"] === undefined ? undefined : micro["leaf mint (first)"]! / 1e6,
     (v) => `${f(v, 2)} ms`,
     (v) => v <= 5,
+  );
+  // Issue 40's: CPU per request against Squid's in the same repetitions, and new connections at ≥ 4×.
+  for (const [label, row] of [
+    ["tunnel 16 keep-alive", t16],
+    ["tunnel 1 keep-alive", t1],
+  ] as const)
+    add(
+      `${label} broker CPU/request ≤ 0.8× Squid's`,
+      row?.squid?.cpuVsPeer,
+      (v) => `${f(v, 2)}× [${f(row!.squid!.cpuVsPeerRange[0], 2)}–${f(row!.squid!.cpuVsPeerRange[1], 2)}]`,
+      (v) => v <= 0.8,
+    );
+  add(
+    "new connection per request ≥ 4× Squid",
+    cold?.squid?.brokerVsPeer,
+    (v) => `${f(v, 2)}×`,
+    (v) => v >= 4,
+  );
+  const workers = rows.find((r) => r.workers);
+  add(
+    "--workers 2 / 1 process, tunnel 16 keep-alive (measured; no target on a machine whose cores the load generator shares)",
+    workers?.workers?.ratio,
+    (v) => `${pct(v)} [${pct(workers!.workers!.min)}–${pct(workers!.workers!.max)}]`,
+    () => true,
   );
   add("/proxy 16 keep-alive ≥ 50% of direct", proxy?.ratio, pct, (v) => v >= 0.5);
   add("blind tunnel 16 keep-alive ≥ 80% of direct", blind?.ratio, pct, (v) => v >= 0.8);

@@ -8,7 +8,9 @@
 // --quick: a smoke run that fails on errors, never on timing.
 // --peers: Squid ssl-bump (bench/squid.ts; squid-openssl installed when missing) injecting the same
 // header runs the tunnel 1 and 16 keep-alive and cold-connection scenarios in the same repetitions;
-// the report gets Squid columns and a direct / Squid / broker table.
+// the report gets Squid columns and a direct / Squid / broker table. mitmproxy (bench/mitmproxy.ts;
+// installed when missing), setting the same header, runs the h2 row's HTTP/2 load the same way and has
+// its line in that table.
 
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -21,8 +23,11 @@ import { serverCpuMs, startBenchCluster, type PgCluster } from "./postgres.ts";
 import { chart, checkTargets, dbSection, machine, peersTable, table, targetTable } from "./report.ts";
 import { referenceScenario } from "./secret-store-ref.ts";
 import { bulkScenario, coldScenario, fetchScenario, FULL, idleScenario, QUICK, storeScenario, targets, warmUp, type Env, type Row } from "./scenarios.ts";
+import { startMitmproxy, type MitmproxyProc } from "./mitmproxy.ts";
 import { startSquid, type SquidProc } from "./squid.ts";
 import { startUpstream } from "./upstream.ts";
+import { runLoad } from "./load.ts";
+import { workersScenario } from "./workers.ts";
 
 const args = new Set(process.argv.slice(2));
 const quick = args.has("--quick");
@@ -33,6 +38,8 @@ const size = quick ? QUICK : FULL;
 /** The PostgreSQL/SQLite ratio is what the row is for: a few more repetitions than the other rows. */
 const pgReps = quick ? 1 : Math.max(size.reps, 7);
 const log = (s: string) => console.error(`[bench] ${s}`);
+/** Streams in flight on the h2 row's one connection. */
+const H2_STREAMS = 64;
 const started = performance.now();
 
 /** Runs a bench script in its own process (in-process broker or micro-benchmarks); returns its JSON. */
@@ -68,6 +75,7 @@ const h2Upstream = await startH2Upstream(pki);
 const bin = ensureBinary(log);
 const broker = await startBroker(bin, pki.caPem, [upstream.port, h2Upstream.port]);
 let squid: SquidProc | undefined;
+let mitmproxy: MitmproxyProc | undefined;
 if (withPeers) {
   log("starting Squid (ssl-bump, request_header_add)…");
   try {
@@ -78,8 +86,23 @@ if (withPeers) {
     throw err;
   }
   log(`Squid ${squid.version} on 127.0.0.1:${squid.port}`);
+  log("starting mitmproxy (mitmdump, modify_headers; the h2 row's peer)…");
+  try {
+    mitmproxy = await startMitmproxy({ upstreamCaPem: pki.caPem, authorization: broker.authorization, log });
+  } catch (err) {
+    await squid.stop();
+    await broker.stop();
+    upstream.stop();
+    throw err;
+  }
+  log(`mitmproxy ${mitmproxy.version} on 127.0.0.1:${mitmproxy.port}`);
 }
-const env: Env = { broker, upstreamPort: upstream.port, upstreamCa: pki.caPem, peers: squid ? { squid, authCount: upstream.authCount } : undefined };
+const env: Env = {
+  broker,
+  upstreamPort: upstream.port,
+  upstreamCa: pki.caPem,
+  peers: squid ? { squid, authCount: upstream.authCount, mitmproxy } : undefined,
+};
 const rows: Row[] = [];
 const notes: string[] = [];
 const t = targets(env);
@@ -117,6 +140,12 @@ try {
   // first, while the broker's heap is small: the RSS the idle tunnels add is then easy to read
   await step("idle tunnels", () => idleScenario(env, size.idle));
   log(`JIT warm-up: ${await warmUp(env, size.warm)} requests`);
+  if (squid) {
+    // Squid is native code, but its caches (certificates minted for the host, connections) fill as the broker's do.
+    const warmed = await runLoad(t.viaSquid!("/small"), { requests: size.warm, concurrency: 16 });
+    if (warmed.errors) throw new Error(`Squid warm-up failed: ${warmed.firstError}`);
+    log(`Squid warm-up: ${size.warm} requests`);
+  }
   await step("tunnel 1 keep-alive", () =>
     fetchScenario(
       env,
@@ -133,6 +162,14 @@ try {
       { requests: size.conc, concurrency: 16, reps },
     ),
   );
+  await step("tunnel 16 keep-alive, --workers 2", async () => {
+    const two = await startBroker(bin, pki.caPem, [upstream.port, h2Upstream.port], { BROKER_WORKERS: "2" });
+    try {
+      return await workersScenario(env, two, { requests: size.conc, concurrency: 16, reps, warm: size.warm });
+    } finally {
+      await two.stop();
+    }
+  });
   if (withPostgres) await step("tunnel 16 keep-alive, PostgreSQL store", () => postgresStep(env, pgReps));
   await step("tunnel 1 MiB", () =>
     fetchScenario(
@@ -210,7 +247,9 @@ try {
     ),
   );
   // One HTTP/2 connection through the tunnel, 64 streams in flight; warmed like warmUp's other paths.
-  await step("h2 1 connection × 64 streams", () => h2Scenario(env, h2Upstream, { requests: size.h2, streams: 64, reps, warm: Math.ceil(size.warm / 4) }));
+  await step(`h2 1 connection × ${H2_STREAMS} streams`, () =>
+    h2Scenario(env, h2Upstream, { requests: size.h2, streams: H2_STREAMS, reps, warm: Math.ceil(size.warm / 4) }),
+  );
   await step("hey", () => heyScenario(env, size.conc, reps));
   await step("bulk upload", () => bulkScenario(env, "upload", size.bulkBytes, reps));
   await step("bulk download", () => bulkScenario(env, "download", size.bulkBytes, reps));
@@ -219,6 +258,7 @@ try {
   throw err;
 } finally {
   await squid?.stop();
+  await mitmproxy?.stop();
   await broker.stop();
   upstream.stop();
   await h2Upstream.stop();
@@ -250,7 +290,7 @@ JIT warm-up: after the idle-tunnel row, ${size.warm} requests through the tunnel
 "added" = broker percentile − direct percentile in the same repetition; CPU = broker utime+stime (/proc/<pid>/stat) / requests; peak RSS sampled every 50 ms (bulk and idle rows: growth in parentheses).
 
 ${table(rows)}
-${squid ? `\n## Against Squid (--peers)\n\nSquid ${squid.version} (squid-openssl), \`ssl-bump\` with \`peek\` at step 1 then \`bump\`, the broker's header added with \`request_header_add\` (the upstream counted it on every request), no cache, no access log, one worker; the same clients trust its bump CA. Same repetitions as the broker: direct, broker, Squid in turn; medians. Squid CPU: the squid process's utime+stime / requests.\n\n${peersTable(rows)}\n` : ""}${notes.length ? `\n${notes.map((n) => `- ${n}`).join("\n")}\n` : ""}
+${squid ? `\n## Against Squid and mitmproxy (--peers)\n\nSquid ${squid.version} (squid-openssl), \`ssl-bump\` with \`peek\` at step 1 then \`bump\`, the broker's header added with \`request_header_add\` (the upstream counted it on every request), no cache, no access log, one worker; the same clients trust its bump CA. Same repetitions as the broker: direct, broker, Squid in turn; medians. Squid CPU: the squid process's utime+stime / requests.${mitmproxy ? `\n\nmitmproxy ${mitmproxy.version} (mitmdump, Debian's package) for the h2 row, which Squid cannot serve (it does not speak HTTP/2): regular mode, its own CA in a fresh confdir, HTTP/2 on both legs, the broker's header set with \`modify_headers\` (the h2 upstream counted it on every stream), no flow file, warnings only; the same HTTP/2 client, one connection and ${H2_STREAMS} streams in flight, after direct and broker in each repetition. mitmproxy CPU: the mitmdump process's utime+stime / requests.` : ""}\n\n${peersTable(rows)}\n` : ""}${notes.length ? `\n${notes.map((n) => `- ${n}`).join("\n")}\n` : ""}
 ## Targets (issue 17)
 
 ${targetTable(ts)}

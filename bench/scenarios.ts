@@ -6,14 +6,18 @@ import type { BrokerProc } from "./broker.ts";
 import { cpuMs, rssBytes, sampleRss } from "./broker.ts";
 import { download, median, runLoad, statsOf, upload, type Target } from "./load.ts";
 import { basicAuth, coldGet, openIdle, type Hop } from "./raw.ts";
+import type { MitmproxyProc } from "./mitmproxy.ts";
 import type { SquidProc } from "./squid.ts";
 
 export interface Env {
   readonly broker: BrokerProc;
   readonly upstreamPort: number;
   readonly upstreamCa: string;
-  /** --peers: Squid ssl-bump, and the upstream's count of requests carrying a given Authorization value. */
-  readonly peers?: { readonly squid: SquidProc; authCount(value: string): number };
+  /**
+   * --peers: Squid ssl-bump, and the upstream's count of requests carrying a given Authorization value;
+   * mitmproxy for the h2 row (its upstream keeps its own count).
+   */
+  readonly peers?: { readonly squid: SquidProc; authCount(value: string): number; readonly mitmproxy?: MitmproxyProc };
 }
 
 export interface Size {
@@ -32,6 +36,22 @@ export interface Size {
 
 export const FULL: Size = { seq: 1000, conc: 4000, big: 400, cold: 300, idle: 10_000, bulkBytes: 1 << 30, warm: 30_000, h2: 10_000, reps: 3 };
 export const QUICK: Size = { seq: 200, conc: 500, big: 40, cold: 50, idle: 100, bulkBytes: 64 << 20, warm: 500, h2: 1000, reps: 1 };
+
+/** A peer proxy's medians for a scenario, against the broker's in the same repetitions (--peers). */
+export interface PeerStats {
+  readonly rps: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly cpuMsPerReq: number;
+  /** peer throughput / direct throughput */
+  readonly ratio: number;
+  /** broker throughput / peer throughput: median, and lowest and highest of the repetitions. */
+  readonly brokerVsPeer: number;
+  readonly brokerVsPeerRange: readonly [number, number];
+  /** broker CPU per request / peer CPU per request: median, lowest and highest of the repetitions. */
+  readonly cpuVsPeer: number;
+  readonly cpuVsPeerRange: readonly [number, number];
+}
 
 export interface Row {
   readonly name: string;
@@ -53,14 +73,13 @@ export interface Row {
   readonly note?: string;
   readonly firstError?: string;
   /** --peers: the same scenario through Squid ssl-bump in the same repetitions. */
-  readonly squid?: {
-    readonly rps: number;
-    readonly p50: number;
-    readonly p99: number;
-    readonly cpuMsPerReq: number;
-    readonly ratio: number;
-    readonly brokerVsSquid: number;
-  };
+  readonly squid?: PeerStats;
+  /** --peers, the h2 row: the same HTTP/2 load through mitmproxy in the same repetitions. */
+  readonly mitmproxy?: PeerStats;
+  /** broker/direct throughput per repetition: lowest and highest. */
+  readonly ratioRange?: readonly [number, number];
+  /** The workers row: 2 workers' throughput against one process's in the same repetitions. */
+  readonly workers?: { readonly ratio: number; readonly min: number; readonly max: number };
   /** A PostgreSQL-store row: its throughput against the SQLite-store broker in the same repetitions. */
   readonly vsSqlite?: { readonly ratio: number; readonly min: number; readonly max: number; readonly sqliteSpread: number };
 }
@@ -75,7 +94,16 @@ export interface Rep {
   peakRss: number;
   growth: number;
   firstError?: string;
-  squid?: { rps: number; p50: number; p99: number; cpuMs: number };
+  squid?: PeerRep;
+  mitmproxy?: PeerRep;
+}
+
+/** One repetition through a peer proxy: its client-side stats and its process's CPU. */
+export interface PeerRep {
+  rps: number;
+  p50: number;
+  p99: number;
+  cpuMs: number;
 }
 
 const MB = 1024 * 1024;
@@ -91,6 +119,7 @@ export async function metered<T>(pid: number, fn: () => Promise<T>): Promise<{ v
 
 export function summarise(name: string, reps: Rep[], note?: string): Row {
   const m = (f: (r: Rep) => number) => median(reps.map(f));
+  const range = (f: (r: Rep) => number): [number, number] => [Math.min(...reps.map(f)), Math.max(...reps.map(f))];
   const requests = reps.reduce((a, r) => a + r.requests, 0);
   return {
     name,
@@ -100,6 +129,7 @@ export function summarise(name: string, reps: Rep[], note?: string): Row {
     directRps: m((r) => r.direct.rps),
     brokerRps: m((r) => r.broker.rps),
     ratio: m((r) => r.broker.rps / r.direct.rps),
+    ratioRange: range((r) => r.broker.rps / r.direct.rps),
     addedP50: m((r) => r.broker.p50 - r.direct.p50),
     addedP99: m((r) => r.broker.p99 - r.direct.p99),
     brokerP50: m((r) => r.broker.p50),
@@ -108,18 +138,24 @@ export function summarise(name: string, reps: Rep[], note?: string): Row {
     peakRssMb: m((r) => r.peakRss) / MB,
     note,
     firstError: reps.find((r) => r.firstError)?.firstError,
-    ...(reps.every((r) => r.squid)
-      ? {
-          squid: {
-            rps: m((r) => r.squid!.rps),
-            p50: m((r) => r.squid!.p50),
-            p99: m((r) => r.squid!.p99),
-            cpuMsPerReq: m((r) => r.squid!.cpuMs / r.requests),
-            ratio: m((r) => r.squid!.rps / r.direct.rps),
-            brokerVsSquid: m((r) => r.broker.rps / r.squid!.rps),
-          },
-        }
-      : {}),
+    ...(reps.every((r) => r.squid) ? { squid: peerStats(reps, (r) => r.squid!) } : {}),
+    ...(reps.every((r) => r.mitmproxy) ? { mitmproxy: peerStats(reps, (r) => r.mitmproxy!) } : {}),
+  };
+}
+
+function peerStats(reps: Rep[], peer: (r: Rep) => PeerRep): PeerStats {
+  const m = (f: (r: Rep) => number) => median(reps.map(f));
+  const range = (f: (r: Rep) => number): [number, number] => [Math.min(...reps.map(f)), Math.max(...reps.map(f))];
+  return {
+    rps: m((r) => peer(r).rps),
+    p50: m((r) => peer(r).p50),
+    p99: m((r) => peer(r).p99),
+    cpuMsPerReq: m((r) => peer(r).cpuMs / r.requests),
+    ratio: m((r) => peer(r).rps / r.direct.rps),
+    brokerVsPeer: m((r) => r.broker.rps / peer(r).rps),
+    brokerVsPeerRange: range((r) => r.broker.rps / peer(r).rps),
+    cpuVsPeer: m((r) => r.cpuMs / peer(r).cpuMs),
+    cpuVsPeerRange: range((r) => r.cpuMs / peer(r).cpuMs),
   };
 }
 
