@@ -5,3 +5,4 @@
 export { startServer, type RunningServer, type StartOptions } from "./start.ts";
 export { ListenFailed, type ListenSetting } from "./listen-error.ts";
 export { serverCommand, superviseWorkers, type SupervisorOptions } from "./workers.ts";
+export { joinSupervisor, NotAWorker, type SupervisorLink } from "./worker-link.ts";

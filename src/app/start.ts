@@ -27,7 +27,7 @@ import { ensurePrivateDir, openStore, type PruneBatch, type Store } from "../sto
 import { createAuthenticator, createVaultAccessCache, type Domain } from "../identity/index.ts";
 import { createHashGate, createLeafCache, loadRootCa, mintLeaf, rotateRootCa, unlockKeyring, type CaHolder, type KdfParams } from "../crypto/index.ts";
 import { createChangeFeed, type Freshness } from "../store/index.ts";
-import { createLoginThrottle, createRateLimiter, LOGIN_THROTTLE_DEFAULTS, resolveSettings } from "../ratelimit/index.ts";
+import { createLoginThrottle, createRateLimiter, LOGIN_THROTTLE_DEFAULTS, resolveSettings, shareOf } from "../ratelimit/index.ts";
 import { createBudgetGate, createRequestApprovalGate, replaceRotatedCredential, restorePrices } from "../workflows/index.ts";
 import { CONNECT_CALLBACK_PATH, connectWarnings, operatorClient, type ConnectDeps } from "../workflows/index.ts";
 import { restoreRateLimits } from "../identity/index.ts";
@@ -194,8 +194,8 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     const freshness: Freshness = feed;
     const vaultAccess = createVaultAccessCache({ now, freshness, outageGraceMs });
     // Workers share the limits: each enforces its share (ratelimit/limiter.ts), so together they allow what the settings say.
-    const shares = config.worker?.count ?? 1;
-    const limiter = createRateLimiter(resolveSettings(config.rateLimit.profile, config.rateLimit.overrides, config.rateLimit.locked), now, { shares });
+    const share = config.worker;
+    const limiter = createRateLimiter(resolveSettings(config.rateLimit.profile, config.rateLimit.overrides, config.rateLimit.locked), now, { share });
     const rateLimiter = metrics ? countRefusals(limiter, metrics) : limiter;
     // Credentials by reference (issue 36): read through their connections off the request path. The guard and
     // DNS are read when a store is dialled (both are set up below, once the listeners are bound).
@@ -288,10 +288,10 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       // Not part of the rate-limit profile: password guessing is throttled even with BROKER_RATELIMIT_PROFILE=off.
       loginThrottle: createLoginThrottle({
         now,
-        // A worker's share of the failures before a lock: together the workers lock about when one process would.
-        ...(shares > 1 && {
-          accountFailures: Math.ceil(LOGIN_THROTTLE_DEFAULTS.accountFailures / shares),
-          addressFailures: Math.ceil(LOGIN_THROTTLE_DEFAULTS.addressFailures / shares),
+        // A worker's share of the failures before a lock (ratelimit/share.ts): together the workers lock when one process would.
+        ...(share && {
+          accountFailures: shareOf(LOGIN_THROTTLE_DEFAULTS.accountFailures, share),
+          addressFailures: shareOf(LOGIN_THROTTLE_DEFAULTS.addressFailures, share),
         }),
         onLock: (e) =>
           log.warn("login_throttled", { scope: e.scope, [e.scope === "account" ? "email" : "address"]: e.key, failures: e.failures, lock_s: e.lockSec }),

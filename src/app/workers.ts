@@ -3,13 +3,15 @@
 // (SO_REUSEPORT) and they share state through the store: PostgreSQL as several instances do, SQLite through its change
 // log (store/sqlite-change-log.ts). The supervisor holds no store and serves nothing: it starts worker 1 alone (it
 // migrates, creates the keyring and the CA on a fresh data directory, and binds the ports, which may be ephemeral),
-// then the others on the ports worker 1 bound; relays their log lines; restarts one that dies; and on SIGTERM or SIGINT
+// then the others on the ports worker 1 bound (each says where it listens over IPC); restarts one that dies; and on SIGTERM or SIGINT
 // stops them all, each with the shutdown grace.
 
 import type { Subprocess } from "bun";
 import { WORKER_ENV, type Config } from "../config.ts";
 import type { Logger } from "../log.ts";
 import type { Secret } from "../secret.ts";
+import { workerHello } from "./worker-link.ts";
+import { probePortsFree } from "./port-probe.ts";
 
 /** A worker that dies this many times within RESTART_WINDOW_MS is not restarted again: the supervisor stops. */
 const MAX_RESTARTS = 5;
@@ -29,7 +31,7 @@ export interface SupervisorOptions {
 
 interface Worker {
   readonly id: number;
-  proc: Subprocess<"pipe", "inherit", "pipe">;
+  proc: Subprocess<"pipe", "inherit", "inherit">;
   /** Resolves with the worker's `listening` line, rejects if it exits first. */
   listening: Promise<Listening>;
 }
@@ -47,7 +49,10 @@ export function serverCommand(): string[] {
   return compiled ? [process.execPath, "server"] : [process.execPath, script, "server"];
 }
 
-/** Runs the workers until a signal stops them; resolves with the exit code the supervisor should end with. */
+/**
+ * Runs the workers until a signal stops them; resolves with the exit code the supervisor should end with. Throws
+ * ListenFailed, before starting any, when a fixed port is already taken.
+ */
 export async function superviseWorkers(opts: SupervisorOptions): Promise<number> {
   const { config, log } = opts;
   const count = config.workers;
@@ -62,19 +67,21 @@ export async function superviseWorkers(opts: SupervisorOptions): Promise<number>
     const env: Record<string, string | undefined> = { ...process.env, [WORKER_ENV]: `${id}/${count}`, BROKER_WORKERS: undefined };
     if (ports) Object.assign(env, { BROKER_PORT: String(ports.api), BROKER_PROXY_PORT: String(ports.proxy) });
     if (opts.masterPassword) env.BROKER_MASTER_PASSWORD_FILE = undefined; // given on stdin instead
-    const proc = Bun.spawn([...opts.command], { env, stdin: "pipe", stdout: "inherit", stderr: "pipe" });
-    proc.stdin.write(opts.masterPassword ? `${opts.masterPassword.reveal()}\n` : ""); // reveal: to the worker's stdin only
-    void proc.stdin.end();
     const seen = Promise.withResolvers<Listening>();
-    void relay(proc.stderr, (line) => {
-      if (line.includes('"event":"listening"')) {
-        try {
-          const l = JSON.parse(line) as { api?: string; proxy?: string | null };
-          if (l.api) seen.resolve({ api: l.api, proxy: l.proxy ?? null });
-        } catch {}
-      }
-      process.stderr.write(`${line}\n`);
+    // The worker says where it listens over IPC (its log level may hide its `listening` line).
+    const proc = Bun.spawn([...opts.command], {
+      env,
+      stdin: "pipe",
+      stdout: "inherit",
+      stderr: "inherit", // each log line is one write: workers' lines interleave whole
+      ipc(message: unknown) {
+        const m = message as { type?: string; api?: string; proxy?: string | null };
+        if (m?.type === "listening" && typeof m.api === "string") seen.resolve({ api: m.api, proxy: m.proxy ?? null });
+      },
     });
+    // Its standard input stays open while this process lives: the worker stops when it closes (app/worker-link.ts).
+    proc.stdin.write(workerHello({ id, count }, opts.masterPassword));
+    void proc.stdin.flush();
     void proc.exited.then((code) => {
       seen.reject(new Error(`worker ${id} exited with ${code} before it listened`));
       if (!stopping) onDeath(id, code);
@@ -107,6 +114,11 @@ export async function superviseWorkers(opts: SupervisorOptions): Promise<number>
     await Promise.all(workers.map((w) => w.proc.exited));
   };
 
+  // Fixed ports already taken (another broker, perhaps with workers of its own): refused, not shared (port-probe.ts).
+  await probePortsFree(config.bindHost, [
+    { setting: "BROKER_PORT", port: config.apiPort },
+    { setting: "BROKER_PROXY_PORT", port: config.proxyPort },
+  ]);
   // Worker 1 first, alone: a fresh data directory is set up once, and ephemeral ports are chosen once.
   const first = spawnWorker(1);
   workers.push(first);
@@ -145,20 +157,4 @@ export async function superviseWorkers(opts: SupervisorOptions): Promise<number>
     process.on("SIGTERM", () => shutdown("SIGTERM"));
     void failed.then((code) => stopAll("SIGTERM").then(() => resolve(code)));
   });
-}
-
-/** Hands on each line the stream carries (a worker's JSON log lines), the last one even without its newline. */
-async function relay(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void): Promise<void> {
-  const decoder = new TextDecoder();
-  let rest = "";
-  for await (const chunk of stream) {
-    rest += decoder.decode(chunk, { stream: true });
-    let nl = rest.indexOf("\n");
-    while (nl >= 0) {
-      onLine(rest.slice(0, nl));
-      rest = rest.slice(nl + 1);
-      nl = rest.indexOf("\n");
-    }
-  }
-  if (rest) onLine(rest);
 }

@@ -9,6 +9,7 @@
 export { createKeyedBucket, DEFAULT_MAX_KEYS, UNLIMITED } from "./bucket.ts";
 export type { BucketLimits, KeyedBucket, KeyedBucketOptions, RateAllowed, RateDecision, RateDenied } from "./bucket.ts";
 export { createGate, type Gate } from "./gate.ts";
+export { shareOf, type LimitShare } from "./share.ts";
 export { createRateLimiter, proxyKey } from "./limiter.ts";
 export type { GlobalEntry, KeyedTier, RateLimiter, RateLimiterOptions } from "./limiter.ts";
 export { applyPatch, checkKnob, checkRateLimitPatch, profileNumbers, RATE_LIMIT_BOUNDS, RATE_PROFILES, resolveSettings } from "./settings.ts";

@@ -5,6 +5,7 @@
 import { createKeyedBucket, DEFAULT_MAX_KEYS, UNLIMITED, type RateDecision, type RateDenied } from "./bucket.ts";
 import { RateLimitsLocked } from "./errors.ts";
 import { createGate } from "./gate.ts";
+import { shareOf, type LimitShare } from "./share.ts";
 import { applyPatch, type RateLimitPatch, type RateLimitSettings, type TierLimit } from "./settings.ts";
 
 /** Tiers keyed by a caller-supplied string. PROXY has its own method so its key cannot be labelled by ingress. */
@@ -35,17 +36,18 @@ export interface RateLimiterOptions {
   /** Bound on remembered keys per tier (default 10,000). */
   readonly maxKeys?: number;
   /**
-   * Processes sharing the limits (`broker server --workers N`): each enforces its share, 1/N of every rate, burst and
-   * in-flight ceiling (rounded up), so together they never allow more than the settings say. The kernel spreads
-   * connections evenly, so a client on several connections gets about the whole limit; one on a single connection,
-   * its worker's share. `settings()` still reports the whole limits.
+   * This process among those sharing the limits (`broker server --workers N`): each enforces its share, 1/N of every
+   * rate, and of every burst and in-flight ceiling its whole-number part (share.ts), so together they never allow more
+   * than the settings say (a setting below N excepted: each worker allows at least 1). The kernel spreads connections
+   * evenly, so a client on several connections gets about the whole limit; one on a single connection, its worker's
+   * share. `settings()` still reports the whole limits.
    */
-  readonly shares?: number;
+  readonly share?: LimitShare;
 }
 
-/** One process's share of a bucket among `n`: the rate divided, the burst divided and rounded up (never below 1). */
-function share(limits: TierLimit, n: number): TierLimit {
-  return n <= 1 ? limits : { rps: limits.rps / n, burst: Math.max(1, Math.ceil(limits.burst / n)) };
+/** One process's share of a bucket: the rate divided, the burst shared out (share.ts). */
+function shareLimits(limits: TierLimit, s: LimitShare | undefined): TierLimit {
+  return !s || s.count <= 1 ? limits : { rps: limits.rps / s.count, burst: shareOf(limits.burst, s) };
 }
 
 /** Unambiguous even if an id contains the separator: "a|b" + "c" and "a" + "b|c" stay distinct. */
@@ -56,15 +58,14 @@ export function proxyKey(principalId: string, vaultId: string | number): string 
 export function createRateLimiter(initial: RateLimitSettings, now: () => number, opts: RateLimiterOptions = {}): RateLimiter {
   let current = initial;
   const maxKeys = opts.maxKeys ?? DEFAULT_MAX_KEYS;
-  const n = opts.shares ?? 1;
-  const mine = (l: TierLimit) => share(l, n);
+  const mine = (l: TierLimit) => shareLimits(l, opts.share);
   const auth = createKeyedBucket({ limits: mine(current.auth), now, maxKeys });
   const authed = createKeyedBucket({ limits: mine(current.authed), now, maxKeys });
   const proxy = createKeyedBucket({ limits: mine(current.proxy), now, maxKeys });
   // The backstop holds one second of traffic: a burst above that would defeat a per-second ceiling.
   const globalLimits = (s: RateLimitSettings) => mine({ rps: s.global.rps, burst: Math.max(1, Math.floor(s.global.rps)) });
   const global = createKeyedBucket({ limits: globalLimits(current), now, maxKeys: 1 });
-  const inflightOf = (s: RateLimitSettings) => Math.max(1, Math.ceil(s.global.inflight / n));
+  const inflightOf = (s: RateLimitSettings) => shareOf(s.global.inflight, opts.share);
   const gate = createGate(inflightOf(current));
   const enabled = () => current.profile !== "off";
 

@@ -6,8 +6,7 @@ import { RATE_LIMIT_SETTINGS } from "../../ratelimit/index.ts";
 import { KeyringError } from "../../errors.ts";
 import { createLogger } from "../../log.ts";
 import { openStore } from "../../store/index.ts";
-import { ListenFailed, serverCommand, startServer, superviseWorkers } from "../../app/index.ts";
-import { Secret } from "../../secret.ts";
+import { joinSupervisor, ListenFailed, NotAWorker, serverCommand, startServer, superviseWorkers, type SupervisorLink } from "../../app/index.ts";
 import { keyringMode } from "../../crypto/index.ts";
 import { CliFailure } from "../kit/index.ts";
 import { addHelpFooter } from "../kit/index.ts";
@@ -38,10 +37,13 @@ const serverCli = defineCommand({
     }
 
     let password = masterPassword;
+    let supervisor: SupervisorLink | undefined;
     if (config.worker) {
-      // A worker of `--workers N`: the supervisor writes the master password (or nothing) on its standard input.
-      const given = (await Bun.stdin.text()).replace(/\r?\n$/, "");
-      if (given) password = new Secret(given);
+      // A worker of `--workers N`: the supervisor says so (and gives the master password) on its standard input.
+      supervisor = await joinSupervisor(config.worker).catch((err) => {
+        throw err instanceof NotAWorker ? new CliFailure(`cannot start: ${err.message}`) : err;
+      });
+      password = supervisor.masterPassword ?? password;
     } else if (!password && stdinIsTerminal()) {
       using store = await openStore(config);
       if ((await keyringMode(store)) === "password") password = await promptHidden("Master password: ");
@@ -56,6 +58,10 @@ const serverCli = defineCommand({
           process.stderr.write(
             `broker ready with ${config.workers} workers: console at ${config.publicUrl ?? apiUrl}/${proxyAddress ? `, HTTPS_PROXY on ${proxyAddress}` : ""}\n`,
           ),
+      }).catch((err) => {
+        // A fixed port another process holds (perhaps another broker's workers): stop as a lone broker would.
+        if (err instanceof ListenFailed) throw new CliFailure(`cannot start: ${err.message}`);
+        throw err;
       });
       process.exit(code);
     }
@@ -65,6 +71,8 @@ const serverCli = defineCommand({
       if (err instanceof ListenFailed) throw new CliFailure(`cannot start: ${err.message}`);
       throw err;
     });
+    // A worker tells its supervisor where it listens (app/workers.ts), whatever its log level prints.
+    if (config.worker) process.send?.({ type: "listening", api: server.apiUrl, proxy: server.proxyAddress ?? null });
     // One line for the person at the terminal, beside the JSON log lines: where to go next (the supervisor's, for workers).
     const fresh = (await server.store.users.count()) === 0;
     const consoleUrl = `${config.publicUrl ?? server.apiUrl}/`;
@@ -77,16 +85,28 @@ const serverCli = defineCommand({
     await new Promise<void>((resolve, reject) => {
       let stopping = false;
       const shutdown = (signal: "SIGINT" | "SIGTERM") => {
+        if (stopping && config.worker) {
+          // A worker gets a signal twice when it was sent to the whole group (Ctrl-C, systemd's stop of the cgroup) and
+          // the supervisor passes it on: the second is not a person's "now". The supervisor forces with SIGKILL.
+          return;
+        }
         if (stopping) {
           // The second signal: whoever sent it does not want to wait for the grace time.
           log.warn("shutdown_forced", { signal });
           process.exit(signal === "SIGINT" ? 130 : 143);
         }
         stopping = true;
+        supervisor?.close();
         void server.stop({ graceMs: config.shutdownGraceMs, reason: signal }).then(resolve, reject);
       };
       process.on("SIGINT", () => shutdown("SIGINT"));
       process.on("SIGTERM", () => shutdown("SIGTERM"));
+      // Its supervisor gone (killed outright), a worker stops as on SIGTERM rather than hold the ports as an orphan.
+      void supervisor?.gone.then(() => {
+        if (stopping) return;
+        log.warn("supervisor_gone", { detail: "the supervisor of the workers is gone; this worker stops" });
+        shutdown("SIGTERM");
+      });
     });
   },
 });
