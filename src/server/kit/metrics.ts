@@ -189,12 +189,35 @@ export function createMetrics(sources: MetricSources): Metrics {
     registers,
   });
 
+  // The per-request series, each looked up once and then reached through nested maps keyed by the label values: the
+  // hot path builds no label object and hashes no label string (prom-client's inc({labels}) does both every call).
+  const requestSeries = new Map<string, Map<string, Map<string, Map<number, Counter.Internal>>>>();
+  const requestCounter = (ingress: string, vault: string, service: string, status: number) => {
+    const cls = Math.floor(status / 100);
+    let byVault = requestSeries.get(ingress);
+    if (!byVault) requestSeries.set(ingress, (byVault = new Map()));
+    let byService = byVault.get(vault);
+    if (!byService) byVault.set(vault, (byService = new Map()));
+    let byClass = byService.get(service);
+    if (!byClass) byService.set(service, (byClass = new Map()));
+    let child = byClass.get(cls);
+    if (!child) byClass.set(cls, (child = requests.labels({ ingress, vault, service, status_class: statusClass(status) })));
+    return child;
+  };
+  const timeSeries = new Map<string, { broker: Histogram.Internal<string>; upstream: Histogram.Internal<string> }>();
+  const timers = (ingress: string) => {
+    let t = timeSeries.get(ingress);
+    if (!t) timeSeries.set(ingress, (t = { broker: brokerTime.labels({ ingress }), upstream: upstreamTime.labels({ ingress }) }));
+    return t;
+  };
+
   const egress: EgressMetrics = {
     now: () => performance.now(),
     observe(o: ExchangeObservation) {
-      requests.inc({ ingress: o.ingress, vault: o.vault, service: o.service ?? "none", status_class: statusClass(o.status) });
-      brokerTime.observe({ ingress: o.ingress }, o.brokerSeconds);
-      if (o.upstreamSeconds !== null) upstreamTime.observe({ ingress: o.ingress }, o.upstreamSeconds);
+      requestCounter(o.ingress, o.vault, o.service ?? "none", o.status).inc();
+      const t = timers(o.ingress);
+      t.broker.observe(o.brokerSeconds);
+      if (o.upstreamSeconds !== null) t.upstream.observe(o.upstreamSeconds);
     },
     observeUsage: usage,
     wouldRefuse: (o) => wouldRefuse.inc({ vault: o.vault, service: o.service, code: o.code }),
