@@ -4,7 +4,7 @@
 
 import { DatabaseUnavailable } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import type { AuditRow, Repos, Store } from "../store/index.ts";
+import type { AuditRow, ChainedRecord, Repos, Store } from "../store/index.ts";
 import { auditRecordHash } from "../crypto/index.ts";
 import { JOURNAL_FILE, type AuditJournal, type JournalRecord } from "./audit-journal.ts";
 import type { AuditExport, TraceRef } from "./telemetry.ts";
@@ -216,7 +216,7 @@ export interface AuditedRequest {
 }
 
 export function auditEntry(req: AuditedRequest, startedAt: number, now: number, o: AuditOutcome): AuditEntry {
-  return {
+  const entry: AuditEntry = {
     at: startedAt,
     principal: req.principal,
     vaultId: req.vault.id,
@@ -236,8 +236,13 @@ export function auditEntry(req: AuditedRequest, startedAt: number, now: number, 
     error: o.error,
     contained: req.contained,
     approvedBy: o.approvedBy ?? null,
-    ...(req.workload && { workloadIssuer: req.workload.issuer, workloadSubject: req.workload.subject }),
   };
+  // Set, not spread in: every request builds one of these, and few have a workload.
+  if (req.workload) {
+    entry.workloadIssuer = req.workload.issuer;
+    entry.workloadSubject = req.workload.subject;
+  }
+  return entry;
 }
 
 /** The target without its query and fragment. */
@@ -259,11 +264,12 @@ async function chained(tx: Repos, entries: readonly AuditEntry[]): Promise<Audit
   for (const v of vaults) heads.set(v, await tx.auditChains.lockHead(v));
   const out = entries.map((e) => {
     const head = heads.get(e.vaultId)!;
-    const record = { ...e, chainSeq: head.seq + 1, chainPrev: head.hash };
+    const seq = head.seq + 1;
     // The entry's usage fields, when it has them, go in too and select the v2 encoding (store/audit-chain-encoding.ts).
-    const hash = auditRecordHash({ ...record, seq: record.chainSeq, prev: record.chainPrev, contained: Boolean(e.contained) });
-    heads.set(e.vaultId, { seq: record.chainSeq, hash });
-    return { ...record, chainHash: hash };
+    const record: ChainedRecord = { ...e, seq, prev: head.hash, contained: Boolean(e.contained) };
+    const hash = auditRecordHash(record);
+    heads.set(e.vaultId, { seq, hash });
+    return { ...e, chainSeq: seq, chainPrev: head.hash, chainHash: hash };
   });
   for (const [v, head] of heads) await tx.auditChains.setHead(v, head.seq, head.hash);
   return out;

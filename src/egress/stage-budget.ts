@@ -10,6 +10,7 @@ import { MAX_REWRITTEN_BODY, type MeterPlan } from "./llm-request.ts";
 import { awaitApproval, readHeldBody } from "./held-request.ts";
 import type { EgressPlan } from "./plan.ts";
 import type { Ruled } from "./stage-rules.ts";
+import type { BudgetGate } from "../workflows/index.ts";
 
 /** Why an LLM call whose usage the broker could not see must not go under a token or money budget, in words. */
 export function unmeteredRefusal(why: NonNullable<MeterPlan["unasked"]>): PayloadTooLarge | InvalidRequest {
@@ -35,10 +36,16 @@ export function unmeteredRefusal(why: NonNullable<MeterPlan["unasked"]>): Payloa
   }
 }
 
-export async function chargeBudgets(x: Exchange, plan: EgressPlan, ruled: Ruled, meter?: MeterPlan): Promise<Ruled> {
+export function chargeBudgets(x: Exchange, plan: EgressPlan, ruled: Ruled, meter?: MeterPlan): Ruled | Promise<Ruled> {
+  const budgets = x.deps.budgets;
+  // Most vaults have no budgets: known from the gate's cache, the request goes on without a promise made for it.
+  if (!budgets || budgets.knownWithout?.(x.input.vault.id)) return ruled;
+  return charge(x, budgets, plan, ruled, meter);
+}
+
+async function charge(x: Exchange, budgets: BudgetGate, plan: EgressPlan, ruled: Ruled, meter?: MeterPlan): Promise<Ruled> {
   const { input, deps } = x;
-  if (!deps.budgets) return ruled;
-  const ticket = await deps.budgets.admit({ vault: input.vault, principal: input.principal, service: plan.service.host, host: input.host, port: input.port });
+  const ticket = await budgets.admit({ vault: input.vault, principal: input.principal, service: plan.service.host, host: input.host, port: input.port });
   if (!ticket) return ruled;
   if (meter?.unasked && ticket.countsUsage) {
     // A streamed chat completion the broker could not ask for its usage would spend tokens no budget sees.

@@ -59,6 +59,11 @@ export interface BudgetGate {
    * when one has reached its limit. Undefined when no budget applies.
    */
   admit(charge: BudgetCharge): Promise<BudgetTicket | undefined>;
+  /**
+   * The vault is known to have no budgets (admit would answer undefined): the request path then skips admit and the
+   * promises it makes, for the many vaults without budgets. False when not known without a read.
+   */
+  knownWithout?(vaultId: number): boolean;
 }
 
 /** How long a vault's budget list is trusted while change announcements arrive. */
@@ -119,8 +124,13 @@ export function createBudgetGate(d: Domain, opts: BudgetGateOptions): CachingBud
    * announced drops the list, and the next request waits for the new one.
    */
   async function budgetsOf(vaultId: number): Promise<readonly BudgetRow[]> {
+    return cachedBudgets(vaultId) ?? read(vaultId);
+  }
+
+  /** The vault's cached list (read again in the background once past its trust period), or undefined when none is. */
+  function cachedBudgets(vaultId: number): readonly BudgetRow[] | undefined {
     const hit = cache.get(vaultId);
-    if (!hit) return read(vaultId);
+    if (!hit) return undefined;
     if (d.now() - hit.at >= opts.trustMs(TRUST_MS)) read(vaultId).catch((err: unknown) => opts.log.debug("budget_list_stale", { err }));
     return hit.budgets;
   }
@@ -180,6 +190,9 @@ export function createBudgetGate(d: Domain, opts: BudgetGateOptions): CachingBud
       generation++;
       for (const [id, hit] of cache) cache.set(id, { ...hit, at: 0 });
       spent.clear();
+    },
+    knownWithout(vaultId) {
+      return cachedBudgets(vaultId)?.length === 0;
     },
     async admit(charge: BudgetCharge): Promise<BudgetTicket | undefined> {
       const all = await budgetsOf(charge.vault.id);
