@@ -8,9 +8,8 @@
 // Which records the database lacks is exact, not guessed: each line carries a sequence number, and
 // the writer moves this journal's mark (store/audit-marks.ts) in the same transaction as the records.
 //
-// Durability: a record is handed to the kernel within the event-loop turn that made it (one write for all the
-// records of a turn: under load, several requests finish in one turn, and a write per record was a tenth of a
-// small request's CPU), which a killed process cannot take back; the writer fsyncs the file before each
+// Durability: a record is handed to the kernel within the tick that made it (one write for all the
+// records of a tick), which a killed process cannot take back; the writer fsyncs the file before each
 // batch it sends to the database, so a power loss costs at most one flush interval.
 
 import { closeSync, fchmodSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, renameSync, statSync, writeSync } from "node:fs";
@@ -165,7 +164,7 @@ export function openAuditJournal(dataDir: string, onError: (err: unknown) => voi
       pending += `${JSON.stringify({ seq, entry })}\n`;
       if (!scheduled) {
         scheduled = true;
-        setImmediate(writeOut);
+        queueMicrotask(writeOut);
       }
       return seq;
     },
