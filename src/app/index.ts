@@ -2,7 +2,8 @@
 // binds its listeners and owns its lifecycle (start, undo of a failed start, graceful stop). The only
 // module that knows every other; the CLI's `server` command calls it.
 
-export { startServer, type RunningServer, type StartOptions } from "./start.ts";
+export { startServer } from "./start.ts";
+export type { RunningServer, StartOptions } from "./start-types.ts";
 export { ListenFailed, type ListenSetting } from "./listen-error.ts";
 export { serverCommand, superviseWorkers, type SupervisorOptions } from "./workers.ts";
 export { joinSupervisor, NotAWorker, type SupervisorLink } from "./worker-link.ts";

@@ -9,7 +9,6 @@ import {
   buildProposalHint,
   checkAddress,
   compileNetPolicy,
-  createAuditLog,
   createPlanCache,
   createSessionActivity,
   createSettling,
@@ -23,11 +22,11 @@ import { createWebhookSender } from "../webhooks/index.ts";
 import { toErrorResponse, Unavailable } from "../errors.ts";
 import type { LiveSecrets, Logger } from "../log.ts";
 import type { Secret } from "../secret.ts";
-import { ensurePrivateDir, openStore, type PruneBatch, type Store } from "../store/index.ts";
+import { openStore, type PruneBatch, type Store } from "../store/index.ts";
 import { createAuthenticator, createVaultAccessCache, type Domain } from "../identity/index.ts";
-import { createHashGate, createLeafCache, loadRootCa, mintLeaf, rotateRootCa, unlockKeyring, type CaHolder, type KdfParams } from "../crypto/index.ts";
+import { createHashGate, unlockKeyring, type KdfParams } from "../crypto/index.ts";
 import { createChangeFeed, type Freshness } from "../store/index.ts";
-import { createLoginThrottle, createRateLimiter, LOGIN_THROTTLE_DEFAULTS, resolveSettings, shareOf } from "../ratelimit/index.ts";
+import { createRateLimiter, resolveSettings } from "../ratelimit/index.ts";
 import { createBudgetGate, createRequestApprovalGate, replaceRotatedCredential, restorePrices } from "../workflows/index.ts";
 import { CONNECT_CALLBACK_PATH, connectWarnings, operatorClient, type ConnectDeps } from "../workflows/index.ts";
 import { restoreRateLimits } from "../identity/index.ts";
@@ -42,29 +41,19 @@ import { prepareAuditTrust } from "./audit-trust.ts";
 import { effectiveSettings } from "./effective-settings.ts";
 import { shutDown } from "./shutdown.ts";
 import { databaseHealth } from "./database-health.ts";
-import { adoptOrphanJournals, journalFileOf, openJournal } from "./audit-journal-open.ts";
+import { startAuditWriter } from "./audit-start.ts";
+import { brokerLoginThrottle } from "./login-throttle.ts";
 import { upstreamRoots } from "./upstream-roots.ts";
 import { createSecretStoreRegistry } from "./secret-store-registry.ts";
 import { countRefusals, createMetrics, type Metrics } from "../server/index.ts";
 import { createTelemetry } from "../telemetry/index.ts";
 import { shareWorkerMetrics } from "./worker-metrics.ts";
+import type { RunningServer, StartOptions } from "./start-types.ts";
 
-export interface RunningServer {
-  readonly apiUrl: string;
-  /** host:port of the transparent proxy, when it runs. */
-  readonly proxyAddress: string | undefined;
-  readonly store: Store;
-  /**
-   * One audit retention batch with these limits, as the broker's own retention runs it (off the event loop on
-   * SQLite, each anchor it moves signed): for tests and benches that need retention now rather than on its clock.
-   */
-  pruneAudit(limits: { olderThan: number; keepRows: number; waitForCheckpoints?: boolean }, limit: number): Promise<PruneBatch>;
-  /**
-   * Stops accepting on both listeners; in-flight requests and open tunnels get up to graceMs
-   * (default 0: cut at once) to finish; then the audit queue is flushed and the store closed.
-   */
-  stop(opts?: { graceMs?: number; reason?: string }): Promise<void>;
-}
+export type { RunningServer, StartOptions };
+import { openRootCa } from "./root-ca.ts";
+import { warnAboutExposure } from "./exposure-warnings.ts";
+import { metricSources } from "./metric-sources.ts";
 
 /**
  * A silent tunnel is closed after 10 minutes: longer than the default upstream timeout (a model API
@@ -73,22 +62,6 @@ export interface RunningServer {
  */
 const TUNNEL_IDLE_MS = 10 * 60_000;
 const TUNNEL_MAX_HEAD_BYTES = 64 * 1024;
-
-export interface StartOptions {
-  readonly config: Config;
-  readonly log: Logger;
-  readonly masterPassword: Secret | undefined;
-  readonly now?: () => number;
-  /** Tests replay DNS answers (rebinding) through this; production uses the system resolver. */
-  readonly resolver?: Resolver;
-  /**
-   * Also runs the transparent proxy (tunnel/), as the binary always does; off, only the API runs.
-   * Tests may replace the listener's production limits.
-   */
-  readonly tunnel?: boolean | TunnelLimits;
-  /** Argon2id parameters for user passwords, for in-process test fixtures only; the binary never sets it, so it hashes with KDF_DEFAULTS. */
-  readonly passwordKdf?: KdfParams;
-}
 
 export async function startServer(opts: StartOptions): Promise<RunningServer> {
   const { config } = opts;
@@ -152,33 +125,12 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     const publicUrl = config.publicUrl ?? apiUrl; // the bound port, so BROKER_PORT=0 still yields working links
     // Identity-provider sign-in: an unreachable or invalid provider stops the start (message names BROKER_OIDC_ISSUER).
     const oidc = config.oidc && (await createOidcClient({ ...config.oidc, redirectUri: `${publicUrl}/v1/auth/oidc/callback`, ca: upstreamCa }));
-    let rootCa = await loadRootCa(store, keyring.dataKey, now());
     // The audit log's signing key, and this instance's memory of what it signed and saw (app/audit-trust.ts).
     const auditTrust = await prepareAuditTrust(store, keyring.dataKey, { config, now, log });
     // Read at scrape time, after the start (the API answers only then): the audit log and the tunnel are bound below.
-    const metrics: Metrics | undefined =
-      config.metrics &&
-      createMetrics({
-        auditQueued: () => audit.queued,
-        auditDropped: () => audit.droppedTotal ?? 0,
-        proposalsPending: async () => Number((await store.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM proposals WHERE status = 'pending'"))?.n ?? 0),
-        requestApprovalsPending: async () =>
-          Number(
-            (await store.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM request_approvals WHERE state = 'pending' AND expires_at > ?", [now()]))?.n ?? 0,
-          ),
-        tunnel: () => tunnel?.stats?.(),
-      });
-    const leaves = createLeafCache((host) => mintLeaf(rootCa, host, now()), { max: 10_000, now, onLookup: metrics && ((o) => metrics.leaf(o)) });
-    const ca: CaHolder = {
-      get current() {
-        return rootCa;
-      },
-      async rotate() {
-        rootCa = await rotateRootCa(store, keyring.dataKey, now());
-        leaves.clear();
-        return rootCa;
-      },
-    };
+    const metrics: Metrics | undefined = config.metrics && createMetrics(metricSources(store, now, { audit: () => audit, tunnel: () => tunnel?.stats?.() }));
+    const rootCa = await openRootCa(store, keyring.dataKey, { now, log, ...(metrics && { onLookup: (o: "hit" | "mint") => metrics.leaf(o) }) });
+    const { ca, leaves } = rootCa;
     // Several instances on PostgreSQL: caches are dropped when another instance announces a change,
     // and re-validated every second while announcements may be missed (store/changes.ts).
     const outageGraceMs = config.database?.outageGraceMs ?? 0;
@@ -230,24 +182,19 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     });
     // The journal is the records' first stop (egress/audit-journal.ts): what a killed run or an outage left
     // unwritten is written now, before this run's first record.
-    ensurePrivateDir(config.dataDir);
-    const journal = openJournal(config.dataDir, log, journalFileOf(config.worker));
     // Live export to the operator's collector (off, and no request holds a span, without its endpoint).
     const telemetry = config.otel && createTelemetry(config.otel, { log, roots: upstreamCa });
     if (telemetry) {
       cached.push(telemetry.secrets);
       undo.push(() => telemetry.stop(0));
     }
-    const audit = createAuditLog(store, {
+    const audit = await startAuditWriter(config, store, {
       now,
       log,
-      ...(journal && { journal }),
       ...(telemetry && { export: telemetry.audit }),
       onWritten: (heads) => auditTrust.onWritten(heads),
+      undo,
     });
-    undo.push(() => audit.stop());
-    await audit.resume();
-    if (leads) await adoptOrphanJournals(config.dataDir, config.worker?.count ?? 1, store, { now, log });
     const upstream = createUpstream({
       ca: upstreamCa,
       connectTimeoutMs: Math.min(10_000, config.upstreamTimeoutMs),
@@ -285,17 +232,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
         const verdict = checkAddress(ip, port, policy);
         return verdict.allowed ? undefined : verdict.reason;
       },
-      // Not part of the rate-limit profile: password guessing is throttled even with BROKER_RATELIMIT_PROFILE=off.
-      loginThrottle: createLoginThrottle({
-        now,
-        // A worker's share of the failures before a lock (ratelimit/share.ts): together the workers lock when one process would.
-        ...(share && {
-          accountFailures: shareOf(LOGIN_THROTTLE_DEFAULTS.accountFailures, share),
-          addressFailures: shareOf(LOGIN_THROTTLE_DEFAULTS.addressFailures, share),
-        }),
-        onLock: (e) =>
-          log.warn("login_throttled", { scope: e.scope, [e.scope === "account" ? "email" : "address"]: e.key, failures: e.failures, lock_s: e.lockSec }),
-      }),
+      loginThrottle: brokerLoginThrottle(now, share, log),
       rateLimiter,
       oidc,
       // Trusted workload issuers' keys come over HTTPS verified against the same roots as every upstream (D27).
@@ -351,31 +288,13 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     };
     await restoreRateLimits(domain).catch((err) => log.warn("saved_rate_limits_ignored", { err }));
     await restorePrices(domain).catch((err) => log.warn("saved_llm_prices_ignored", { err }));
-    const reloadCa = () =>
-      loadRootCa(store, keyring.dataKey, now()).then((fresh) => {
-        if (fresh.certPem === rootCa.certPem) return;
-        rootCa = fresh;
-        leaves.clear();
-        log.info("ca_reloaded", { not_after: new Date(fresh.notAfter).toISOString() });
-      });
+    const reloadCa = rootCa.reload;
     const fresh = { plans, vaultAccess, domain, reloadCa, log, secretStores, budgets };
     await feed.start(changeHandlers(fresh));
     const stopRevalidating = revalidateWhileUnannounced(feed, fresh);
     undo.push(stopRevalidating);
     const hosts = { hosts: listApiHosts(config.bindHost, publicUrl, config.allowedHosts), anyIpLiteral: isWildcardBind(config.bindHost) };
-    if (hosts.anyIpLiteral && !config.publicUrl && config.allowedHosts.length === 0) {
-      // Binding every interface usually means "reachable by name from elsewhere": say what that needs.
-      log.warn("api_host_names_unset", {
-        detail: `the API listens on every interface (${config.bindHost}) but answers only to localhost and IP addresses; a request naming it by a DNS name gets 421 misdirected_request. Set BROKER_PUBLIC_URL to the address clients use, or list the names in BROKER_ALLOWED_HOSTS`,
-      });
-    }
-    if (config.publicUrl?.startsWith("https://") && config.trustedProxies.length === 0) {
-      // An https:// public URL in front of a plain-HTTP listener means a TLS-terminating proxy is the peer of every request.
-      log.warn("trusted_proxies_unset", {
-        detail:
-          "BROKER_PUBLIC_URL is https:// but BROKER_TRUSTED_PROXIES is empty: if a reverse proxy connects to the API, every client shares its address for the sign-in throttle and the AUTH rate-limit tier, so one client's failed sign-ins lock out everyone; set BROKER_TRUSTED_PROXIES to the proxy's address",
-      });
-    }
+    warnAboutExposure(config, hosts.anyIpLiteral, log);
     const auditRetention = { days: config.auditRetentionDays, maxRows: config.auditMaxRows };
     // Workers: whichever worker a scrape reaches answers for all of them (app/worker-metrics.ts).
     const shared = metrics && config.worker && shareWorkerMetrics(metrics, { dataDir: config.dataDir, worker: config.worker, log });

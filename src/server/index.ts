@@ -5,5 +5,5 @@ export { type DatabaseHealth } from "./app.ts";
 export { isWildcardBind } from "./kit/index.ts";
 export { listApiHosts } from "./kit/index.ts";
 export { countRefusals } from "./kit/index.ts";
-export { createMetrics } from "./kit/index.ts";
+export { createMetrics, type MetricSources } from "./kit/index.ts";
 export { type Metrics } from "./kit/index.ts";

@@ -69,6 +69,8 @@ const LEAVES = [
   "config-secret-file",
   "config-otel",
   "config-workers",
+  "errors-base",
+  "errors-proxy",
   "config-settings",
   "version",
 ];

@@ -4,7 +4,7 @@
 export { isWildcardBind } from "./host-check.ts";
 export { listApiHosts } from "./host-check.ts";
 export { countRefusals } from "./metrics.ts";
-export { createMetrics } from "./metrics.ts";
+export { createMetrics, type MetricSources } from "./metrics.ts";
 export { type Metrics } from "./metrics.ts";
 export { type ApiEnv } from "./env.ts";
 export { hostCheck } from "./host-check.ts";
