@@ -4,8 +4,7 @@
 
 import { DatabaseUnavailable } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import type { AuditRow, ChainedRecord, Repos, Store } from "../store/index.ts";
-import { auditRecordHash } from "../crypto/index.ts";
+import { writeAuditBatch, type AuditRow, type Store } from "../store/index.ts";
 import { JOURNAL_FILE, type AuditJournal, type JournalRecord } from "./audit-journal.ts";
 import type { AuditExport, TraceRef } from "./telemetry.ts";
 
@@ -58,29 +57,26 @@ export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
   const maxBatch = opts.maxBatch ?? 500;
 
   /**
-   * One batch in one transaction, with the journal's mark (a batch retried after a lost answer is not written
-   * twice) and each vault's hash chain moved on by its records (chained(): the same transaction, so a record
-   * and its place in the chain are written together or not at all).
+   * One batch in one transaction (store/audit-batch.ts: the journal's mark and each vault's hash chain moved with
+   * the records). On a SQLite file, the store's worker thread writes it on a connection of its own, so inserting
+   * and hashing a busy second's records never holds the event loop; elsewhere, the main connection does.
+   * Returns each vault's head after the batch (seq), once committed.
    */
-  /** Returns each vault's head after the batch (seq), once committed. */
   function insert(batch: readonly JournalRecord[]): Promise<Map<number, number>> {
-    return store.transaction(async (tx) => {
-      const heads = new Map<number, number>();
-      const write = async (entries: AuditEntry[]) => {
-        const rows = await chained(tx, entries);
-        for (const r of rows) heads.set(r.vaultId, r.chainSeq!);
-        await tx.audit.insert(rows);
-      };
-      if (!journal) {
-        await write(batch.map((r) => r.entry));
-        return heads;
-      }
-      const mark = await tx.auditMarks.lock(journal.id);
-      const missing = batch.filter((r) => r.seq > mark);
-      if (missing.length) await write(missing.map((r) => r.entry));
-      await tx.auditMarks.set(journal.id, batch[batch.length - 1]!.seq);
-      return heads;
-    });
+    if (store.offLoopAudit) return store.offLoopAudit(journal?.id, batch);
+    return store.transaction((tx) =>
+      writeAuditBatch(
+        {
+          lockMark: (id) => tx.auditMarks.lock(id),
+          setMark: (id, seq) => tx.auditMarks.set(id, seq),
+          lockHead: (vaultId) => tx.auditChains.lockHead(vaultId),
+          setHead: (vaultId, seq, hash) => tx.auditChains.setHead(vaultId, seq, hash),
+          insert: (rows) => tx.audit.insert(rows),
+        },
+        journal?.id,
+        batch,
+      ),
+    );
   }
 
   async function write(): Promise<void> {
@@ -251,26 +247,4 @@ function pathOf(target: string): string {
   const h = target.indexOf("#");
   const end = q < 0 ? h : h < 0 ? q : Math.min(q, h);
   return end < 0 ? target : target.slice(0, end);
-}
-
-/**
- * The entries with their chain fields (docs/audit-chain.md): per vault, in the batch's order, each record's
- * seq follows its vault's head, its prev is the head's hash, and the head moves to it. Heads are locked in
- * vault order, so two instances writing batches that share vaults never wait on each other in a circle.
- */
-async function chained(tx: Repos, entries: readonly AuditEntry[]): Promise<AuditEntry[]> {
-  const vaults = [...new Set(entries.map((e) => e.vaultId))].sort((a, b) => a - b);
-  const heads = new Map<number, { seq: number; hash: string }>();
-  for (const v of vaults) heads.set(v, await tx.auditChains.lockHead(v));
-  const out = entries.map((e) => {
-    const head = heads.get(e.vaultId)!;
-    const seq = head.seq + 1;
-    // The entry's usage fields, when it has them, go in too and select the v2 encoding (store/audit-chain-encoding.ts).
-    const record: ChainedRecord = { ...e, seq, prev: head.hash, contained: Boolean(e.contained) };
-    const hash = auditRecordHash(record);
-    heads.set(e.vaultId, { seq, hash });
-    return { ...e, chainSeq: seq, chainPrev: head.hash, chainHash: hash };
-  });
-  for (const [v, head] of heads) await tx.auditChains.setHead(v, head.seq, head.hash);
-  return out;
 }

@@ -2,7 +2,7 @@
 // (locked by the writer for its transaction, so two instances writing the same vault at once take turns
 // and never fork the chain), and its anchor, the last record retention removed (where verification starts).
 
-import { AUDIT_CHAIN_GENESIS } from "./audit-chain-genesis.ts";
+import { HEAD_SET, lockHead } from "./audit-batch.ts";
 import type { Sql } from "./db.ts";
 
 export interface AuditChainRow {
@@ -27,15 +27,10 @@ export function auditChainRepo(sql: Sql) {
      * take turns anyway.
      */
     async lockHead(vaultId: number): Promise<{ seq: number; hash: string }> {
-      const row = await sql.get<{ seq: number; hash: string }>(
-        `INSERT INTO audit_chains (vault_id, head_seq, head_hash, anchor_seq, anchor_hash) VALUES (?, 0, ?, 0, ?)
-         ON CONFLICT (vault_id) DO UPDATE SET head_seq = audit_chains.head_seq RETURNING head_seq AS seq, head_hash AS hash`,
-        [vaultId, AUDIT_CHAIN_GENESIS, AUDIT_CHAIN_GENESIS],
-      );
-      return { seq: Number(row!.seq), hash: row!.hash };
+      return lockHead(sql, vaultId);
     },
     async setHead(vaultId: number, seq: number, hash: string): Promise<void> {
-      await sql.run("UPDATE audit_chains SET head_seq = ?, head_hash = ? WHERE vault_id = ?", [seq, hash, vaultId]);
+      await sql.run(HEAD_SET, [seq, hash, vaultId]);
     },
     async get(vaultId: number): Promise<AuditChainRow | undefined> {
       const row = await sql.get<AuditChainRow>(`SELECT ${COLUMNS} FROM audit_chains WHERE vault_id = ?`, [vaultId]);

@@ -1,6 +1,7 @@
 // How far each instance's audit journal has reached the database (migration 20): the last journal
 // sequence number written to audit_logs, moved in the same transaction as the records it covers.
 
+import { lockMark, MARK_SET } from "./audit-batch.ts";
 import type { Sql } from "./db.ts";
 
 /**
@@ -17,11 +18,7 @@ export function auditMarkRepo(sql: Sql) {
      * holds the second until the first ends; SQLite's writers take turns anyway).
      */
     async lock(journal: string): Promise<number> {
-      const row = await sql.get<{ seq: number }>(
-        "INSERT INTO audit_journal_marks (journal, seq) VALUES (?, 0) ON CONFLICT (journal) DO UPDATE SET seq = audit_journal_marks.seq RETURNING seq",
-        [journal],
-      );
-      return row ? Number(row.seq) : 0;
+      return lockMark(sql, journal);
     },
     /** The last sequence number of `journal` already in audit_logs (0: none). */
     async get(journal: string): Promise<number> {
@@ -30,7 +27,7 @@ export function auditMarkRepo(sql: Sql) {
     },
     /** Moves the mark forward (never back). */
     async set(journal: string, seq: number): Promise<void> {
-      await sql.run("UPDATE audit_journal_marks SET seq = ? WHERE journal = ? AND seq < ?", [seq, journal, seq]);
+      await sql.run(MARK_SET, [seq, journal, seq]);
     },
   };
 }

@@ -3,63 +3,12 @@
 
 import type { AnchorSigning } from "./audit-anchors.ts";
 import { removePrefix, type PrefixRemoval } from "./audit-prune-batch.ts";
-import { placeholderRows, type Sql, type SqlValue } from "./db.ts";
+import { insertAuditRows, type AuditRow } from "./audit-batch.ts";
+import type { Sql, SqlValue } from "./db.ts";
 import { WOULD_REFUSE_PREDICATE } from "./policy-modes.ts";
 
-export interface AuditRow {
-  id: number;
-  at: number;
-  principal: string;
-  vaultId: number;
-  vault: string;
-  ingress: string;
-  method: string;
-  host: string;
-  path: string;
-  service: string | null;
-  credentialKeys: string;
-  /**
-   * The credentials by reference among them, as people write them (`conn:path#field`, and a pinned version), as a
-   * JSON array (a reference may hold a comma); null when there were none. Never a value. Absent (none) in rows
-   * made before references (migration 22), such as old audit journal lines; list() always sets it.
-   */
-  credentialRefs?: string | null;
-  status: number;
-  bytesIn: number;
-  bytesOut: number;
-  durationMs: number;
-  error: string | null;
-  /** Made on a session minted by `vault run --contain`. */
-  contained: boolean;
-  /** `user:<id>` of the human who approved this exact request (rules with "approve": "each"), else null. */
-  approvedBy: string | null;
-  /**
-   * The hash chain (migration 23, docs/audit-chain.md): the record's place in its vault's chain, the previous
-   * record's hash and its own. Set by the audit writer in the transaction that writes the record; null on rows
-   * written before the chain began; absent on entries not yet written.
-   */
-  chainSeq?: number | null;
-  chainPrev?: string | null;
-  chainHash?: string | null;
-  /**
-   * What an LLM call used (migration 27, issue 38): the model and token counts the provider reported, and the cost in
-   * integer micro-units of the price table's currency (null: the price table does not know the model). Null on records
-   * that are not LLM calls; absent in rows and journal lines made before; list() always sets them. A record with usage
-   * is hashed with the chain's v2 encoding (docs/audit-chain.md).
-   */
-  llmModel?: string | null;
-  inputTokens?: number | null;
-  outputTokens?: number | null;
-  totalTokens?: number | null;
-  costMicros?: number | null;
-  /**
-   * The workload that asked (migration 31, issue 39): the platform token's `iss` and `sub` of a session exchanged for
-   * one. Null otherwise; absent in rows and journal lines made before. A record with a workload is hashed with the
-   * chain's v3 encoding.
-   */
-  workloadIssuer?: string | null;
-  workloadSubject?: string | null;
-}
+/** A row of audit_logs: its shape is the writer's batches' (audit-batch.ts). */
+export type { AuditRow };
 
 export interface AuditFilter {
   vaultId: number;
@@ -182,54 +131,11 @@ export const RETENTION_STATEMENTS = {
   deleteRange: DELETE_RANGE,
 } as const;
 
-const INSERT_HEAD = `INSERT INTO audit_logs (at, principal, vault_id, vault, ingress, method, host, path, service, credential_keys, credential_refs, status, bytes_in, bytes_out, duration_ms, error, contained, approved_by, chain_seq, chain_prev, chain_hash,
-  llm_model, input_tokens, output_tokens, total_tokens, cost_micros, workload_issuer, workload_subject) VALUES`;
-const AUDIT_COLUMNS = 28;
-/** Rows per INSERT: 28 parameters each (1,792 a group) stays far below SQLite's and PostgreSQL's parameter limits. */
-const INSERT_GROUP = 64;
-
 export function auditRepo(sql: Sql) {
   return {
+    /** Rows as the writer makes them (chain fields included when it set them), many to a statement (audit-batch.ts). */
     async insert(rows: readonly Omit<AuditRow, "id">[]): Promise<void> {
-      // Many rows per statement: one statement per proxied request was a measurable share of its
-      // cost. At most INSERT_GROUP statement shapes (a full group and each remainder), each prepared once.
-      for (let at = 0; at < rows.length; at += INSERT_GROUP) {
-        const group = rows.slice(at, at + INSERT_GROUP);
-        const params: SqlValue[] = [];
-        for (const r of group) {
-          params.push(
-            r.at,
-            r.principal,
-            r.vaultId,
-            r.vault,
-            r.ingress,
-            r.method,
-            r.host,
-            r.path,
-            r.service,
-            r.credentialKeys,
-            r.credentialRefs ?? null,
-            r.status,
-            r.bytesIn,
-            r.bytesOut,
-            r.durationMs,
-            r.error,
-            r.contained ? 1 : 0,
-            r.approvedBy,
-            r.chainSeq ?? null,
-            r.chainPrev ?? null,
-            r.chainHash ?? null,
-            r.llmModel ?? null,
-            r.inputTokens ?? null,
-            r.outputTokens ?? null,
-            r.totalTokens ?? null,
-            r.costMicros ?? null,
-            r.workloadIssuer ?? null,
-            r.workloadSubject ?? null,
-          );
-        }
-        await sql.run(`${INSERT_HEAD} ${placeholderRows(group.length, AUDIT_COLUMNS)}`, params);
-      }
+      await insertAuditRows((statement, params) => sql.run(statement, params), rows);
     },
     /** Newest first below `before`, or oldest first above `after` (for following); each filter shape its own fixed, indexed SQL. */
     async list(f: AuditFilter): Promise<AuditRow[]> {

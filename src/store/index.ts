@@ -71,6 +71,8 @@ export {
   type MovedHead,
 } from "./audit-checkpoints.ts";
 export { AUDIT_CHAIN_GENESIS } from "./audit-chain-genesis.ts";
+export { writeAuditBatch, type AuditEntry, type BatchRecord } from "./audit-batch.ts";
+import type { BatchRecord } from "./audit-batch.ts";
 export type { ClaimCondition, WorkloadBindingRow, WorkloadIssuerRow } from "./workload.ts";
 export { NO_USAGE, type BudgetLimits, type BudgetPeriod, type BudgetRow, type BudgetScope, type BudgetUsage, type SoftAction } from "./budgets.ts";
 export {
@@ -176,7 +178,14 @@ function routeReads(repos: Repos, reader: Repos): Repos {
 }
 
 /** Where the large reads (and audit retention's deletes) go instead of the main connection (sqlite-reader.ts). */
-export type OffLoopReader = Sql & { close(): void; pruneAudit?: (limits: AuditLimits, limit: number) => Promise<PruneBatch> };
+export type OffLoopReader = Sql & {
+  close(): void;
+  pruneAudit?: (limits: AuditLimits, limit: number) => Promise<PruneBatch>;
+  writeAudit?: OffLoopAuditWrite;
+};
+
+/** One batch of audit records written by the worker thread (audit-batch.ts), resolving to each vault's new head seq. */
+export type OffLoopAuditWrite = (journal: string | undefined, batch: readonly BatchRecord[]) => Promise<Map<number, number>>;
 
 export interface Store extends Repos {
   readonly db: Db;
@@ -184,6 +193,8 @@ export interface Store extends Repos {
   transaction<T>(fn: (tx: Repos) => Promise<T>): Promise<T>;
   /** Audit retention's batches off the event loop, where the store has a worker thread (a SQLite file). */
   readonly offLoopPrune?: (limits: AuditLimits, limit: number) => Promise<PruneBatch>;
+  /** The audit writer's batches off the event loop, where the store has a worker thread (a SQLite file). */
+  readonly offLoopAudit?: OffLoopAuditWrite;
   close(): void;
   [Symbol.dispose](): void;
 }
@@ -199,6 +210,7 @@ export function createStore(db: Db, reader?: OffLoopReader): Store {
     ...(reader ? routeReads(repos, createRepos(reader, db.dialect)) : repos),
     transaction: (fn) => db.transaction((tx) => fn(createRepos(tx, db.dialect))),
     ...(reader?.pruneAudit && { offLoopPrune: reader.pruneAudit }),
+    ...(reader?.writeAudit && { offLoopAudit: reader.writeAudit }),
     close,
     [Symbol.dispose]: close,
   };

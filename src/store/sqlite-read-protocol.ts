@@ -31,6 +31,11 @@ export type ReadRequest =
       readonly signing?: AnchorSigning;
       readonly waitForCheckpoints: boolean;
     }
+  /**
+   * One batch of the audit writer's records on the worker's writable connection (store/audit-batch.ts), as JSON
+   * text: the journal's lines are JSON already, and every value a record holds is one JSON carries exactly.
+   */
+  | { readonly kind: "audit"; readonly id: number; readonly journal?: string; readonly records: string }
   /** `done[0]` becomes 1 once the worker's connections are closed. */
   | { readonly kind: "close"; readonly done: Int32Array };
 
@@ -50,5 +55,7 @@ export type ReadReply =
       readonly unsignedAnchors?: readonly UnsignedAnchor[];
       readonly waiting?: boolean;
     }
+  /** Each vault's head seq after the audit batch, committed. */
+  | { readonly kind: "audited"; readonly id: number; readonly heads: readonly (readonly [number, number])[] }
   | { readonly kind: "failed"; readonly id: number; readonly message: string; readonly code?: string }
   | { readonly kind: "closed" };

@@ -1,14 +1,16 @@
 // The read worker's thread (a Bun Worker, architecture.md D32): its own read-only connection to the store's
 // WAL file, answering one (sql, params) at a time, so a long read costs its caller's time and not the
-// event loop's. Reads never write (that connection is read-only and query_only); the one write it makes,
-// audit retention's batches, goes through a second connection of its own, opened on the first batch, so
-// deleting old rows (and the checkpoints that follow) holds this thread, not the event loop. Imports
-// nothing but bun:sqlite: in the compiled binary it is an entry point of its own (build.ts). The protocol
-// is sqlite-reader.ts's.
+// event loop's. Reads never write (that connection is read-only and query_only); the writes it makes,
+// audit retention's batches and the audit writer's, go through a second connection of its own, opened on
+// first use, so deleting old rows (and the checkpoints that follow) and inserting and chaining new ones hold
+// this thread, not the event loop. Imports nothing but bun:sqlite and the store's pure audit modules: in the
+// compiled binary it is an entry point of its own (build.ts). The protocol is sqlite-reader.ts's.
 
 import { Database } from "bun:sqlite";
 import type { UnsignedAnchor } from "./audit-chain-check.ts";
+import { batchOps, writeAuditBatch, type BatchRecord, type BatchSql } from "./audit-batch.ts";
 import { removePrefix } from "./audit-prune-batch.ts";
+import type { SqlValue } from "./db.ts";
 import type { ReadReply, ReadRequest } from "./sqlite-read-protocol.ts";
 
 let db: Database | undefined;
@@ -53,6 +55,11 @@ function answer(req: ReadRequest): ReadReply | Promise<ReadReply> {
         (r): ReadReply => ({ kind: "pruned", id: req.id, ...r }),
         (err): ReadReply => ({ kind: "failed", id: req.id, ...describe(err) }),
       );
+    case "audit":
+      return writeAudit(req).then(
+        (heads): ReadReply => ({ kind: "audited", id: req.id, heads }),
+        (err): ReadReply => ({ kind: "failed", id: req.id, ...describe(err) }),
+      );
     case "close":
       db?.close();
       db = undefined;
@@ -66,6 +73,37 @@ function answer(req: ReadRequest): ReadReply | Promise<ReadReply> {
   }
 }
 
+/** The thread's one writable connection (retention's batches and the audit writer's), opened on first use. */
+function writerConnection(): Database {
+  if (!writer) {
+    writer = new Database(path, { readwrite: true, strict: true });
+    writer.run(`PRAGMA busy_timeout = ${Math.trunc(busyTimeoutMs)}`);
+    writer.run("PRAGMA synchronous = NORMAL");
+  }
+  return writer;
+}
+
+/**
+ * One batch of the audit writer's records (audit-batch.ts, the code the main connection runs for other stores) in
+ * one transaction. Async only in form, as prune() is: the batch runs to its end before the next message is taken.
+ */
+async function writeAudit(req: Extract<ReadRequest, { kind: "audit" }>): Promise<[number, number][]> {
+  const conn = writerConnection();
+  const sql: BatchSql = {
+    get: async <T>(statement: string, params: readonly SqlValue[]) => (conn.query(statement).get(...(params as never[])) ?? undefined) as T | undefined,
+    run: async (statement: string, params: readonly SqlValue[]) => conn.query(statement).run(...(params as never[])).changes,
+  };
+  conn.run("BEGIN IMMEDIATE");
+  try {
+    const heads = await writeAuditBatch(batchOps(sql), req.journal, JSON.parse(req.records) as BatchRecord[]);
+    conn.run("COMMIT");
+    return [...heads];
+  } catch (err) {
+    conn.run("ROLLBACK");
+    throw err;
+  }
+}
+
 /**
  * Among the `limit` lowest ids, deletes the rows past the row cap or the age limit, in one transaction
  * (store/audit-prune-batch.ts, as for PostgreSQL and memory stores). Async only in form: every read is this
@@ -75,12 +113,7 @@ function answer(req: ReadRequest): ReadReply | Promise<ReadReply> {
 async function prune(
   req: Extract<ReadRequest, { kind: "prune" }>,
 ): Promise<{ removed: number; more: boolean; ms: number; unsignedAnchors?: UnsignedAnchor[]; waiting?: boolean }> {
-  if (!writer) {
-    writer = new Database(path, { readwrite: true, strict: true });
-    writer.run(`PRAGMA busy_timeout = ${Math.trunc(busyTimeoutMs)}`);
-    writer.run("PRAGMA synchronous = NORMAL");
-  }
-  const conn = writer;
+  const conn = writerConnection();
   const started = performance.now();
   conn.run("BEGIN IMMEDIATE");
   try {

@@ -1,14 +1,16 @@
 // Large reads of a SQLite file store, off the event loop (architecture.md D32): bun:sqlite is synchronous,
 // so a read the main connection runs stalls every request for its whole length. This sends (sql, params)
 // to a worker thread with its own read-only connection (sqlite-read-worker.ts) and awaits the rows.
-// Never writes; a read the worker does not answer in time fails with DatabaseUnavailable and the worker
-// is replaced at the next read. Memory stores have no file to share: they keep reading in-thread.
+// Reads never write (the audit's retention and writer batches go to a writable connection of the worker's
+// own); a request the worker does not answer in time fails with DatabaseUnavailable and the worker is
+// replaced at the next one. Memory stores have no file to share: they keep reading (and writing) in-thread.
 
 import { DatabaseUnavailable } from "../errors.ts";
 import type { Sql, SqlValue } from "./db.ts";
 import type { ReadReply, ReadRequest } from "./sqlite-read-protocol.ts";
 import { RETENTION_STATEMENTS } from "./audit.ts";
 import type { AuditLimits, PruneBatch } from "./audit-retention.ts";
+import type { BatchRecord } from "./audit-batch.ts";
 
 /** A read (queue wait included) or the worker's start not answered within this counts as a hung worker. */
 export const READ_TIMEOUT_MS = 10_000;
@@ -34,6 +36,8 @@ export interface SqliteReaderOptions {
 export interface SqliteReader extends Sql {
   /** One batch of audit retention, run by the worker on a connection of its own (store/audit-retention.ts). */
   pruneAudit(limits: AuditLimits, limit: number): Promise<PruneBatch>;
+  /** One batch of the audit writer's records, written by the worker on that connection (store/audit-batch.ts). */
+  writeAudit(journal: string | undefined, batch: readonly BatchRecord[]): Promise<Map<number, number>>;
   /** Settles once the first worker has opened its connection: rejects with DatabaseUnavailable if it cannot. */
   readonly ready: Promise<void>;
   /** Synchronous, as Store.close() is: waits (bounded) for the worker to close its connection. */
@@ -124,6 +128,7 @@ export function createSqliteReader(path: string, opts: SqliteReaderOptions = {})
         ...(reply.waiting && { waiting: true }),
       });
     else if (reply.kind === "json") p.resolve(JSON.parse(reply.json));
+    else if (reply.kind === "audited") p.resolve(new Map(reply.heads));
     else if (reply.kind === "row") p.resolve(reply.row);
     else p.reject(toError(reply.message, reply.code));
   };
@@ -165,6 +170,10 @@ export function createSqliteReader(path: string, opts: SqliteReaderOptions = {})
         ...(limits.signing && { signing: { key: { keyId: limits.signing.key.keyId, pkcs8: limits.signing.key.pkcs8 }, at: limits.signing.at } }),
         waitForCheckpoints: limits.waitForCheckpoints !== false,
       }))) as PruneBatch;
+    },
+    async writeAudit(journal, batch) {
+      const records = JSON.stringify(batch);
+      return (await ask((id) => ({ kind: "audit", id, ...(journal !== undefined && { journal }), records }))) as Map<number, number>;
     },
     async all<T>(sql: string, params: readonly SqlValue[] = []) {
       return (await read("all", sql, params)) as T[];

@@ -204,8 +204,9 @@ test("the CLI reads every API answer by the contract's type, never one it declar
 
 // A Worker's entry is bundled on its own in the binary: whatever it imported would be a second copy, with
 // its own module state, in another thread. The store's read worker keeps to bun:sqlite and, for retention (which
-// checks the records it removes and signs the anchor it moves), the store's pure chain modules: they hold no state
-// but a per-thread key cache and import nothing else but node:crypto (types aside). build.ts must list the entry, or
+// checks the records it removes and signs the anchor it moves) and the audit writer's batches (which chain the
+// records they insert), the store's pure chain modules and db.ts's placeholders: they hold no state but a
+// per-thread key cache and import nothing else but node:crypto (types aside). build.ts must list the entry, or
 // the compiled binary cannot start its store (tests/e2e/binary-read-worker.test.ts).
 const WORKER_ENTRIES = ["store/sqlite-read-worker.ts"];
 const WORKER_MAY_REACH = new Set([
@@ -216,6 +217,8 @@ const WORKER_MAY_REACH = new Set([
   "store/audit-anchors.ts",
   "store/audit-chain-encoding.ts",
   "store/audit-chain-genesis.ts",
+  "store/audit-batch.ts",
+  "store/db.ts",
 ]);
 
 test("worker entry points reach only bun:sqlite and the store's pure chain modules, and are entry points of the build", () => {

@@ -197,7 +197,7 @@ describe("routed reads", () => {
 });
 
 /** A stand-in worker: answers the open, then each request as `answer` says (undefined: never). */
-function fakeThread(answer: (req: Extract<ReadRequest, { kind: "all" | "get" | "prune" }>) => ReadReply | undefined) {
+function fakeThread(answer: (req: Extract<ReadRequest, { kind: "all" | "get" | "prune" | "audit" }>) => ReadReply | undefined) {
   const events = new EventTarget();
   const thread = {
     terminated: false,
