@@ -7,6 +7,7 @@ import { createAuditLog, JOURNAL_FILE, openAuditJournal, type AuditJournal } fro
 import type { Store } from "../store/index.ts";
 import type { Logger } from "../log.ts";
 import type { WorkerRole } from "../config.ts";
+import { DataDirBusy, lockJournal, type JournalLock } from "./journal-lock.ts";
 
 /**
  * The journal file of a worker: worker 1 keeps the broker's own (a single process's), each other worker one of its own
@@ -68,13 +69,27 @@ export async function adoptOrphanJournals(dataDir: string, workers: number, stor
   for (const name of names) {
     const id = Number(WORKER_JOURNAL.exec(name)?.[1]);
     if (!id || id <= workers) continue;
-    const journal = openJournal(dataDir, deps.log, name);
-    if (!journal) continue;
-    const writer = createAuditLog(store, { now: deps.now, log: deps.log, journal });
+    // Its lock too (journal-lock.ts): a worker of another broker on this data directory may still write it.
+    let lock: JournalLock;
     try {
-      adopted += await writer.resume();
+      lock = lockJournal(dataDir, name);
+    } catch (err) {
+      if (err instanceof DataDirBusy)
+        deps.log.warn("audit_journal_in_use", { file: name, pid: err.pid, detail: "another process writes it; left to that process" });
+      else deps.log.error("audit_journal_unavailable", { file: `${name}.lock`, err, detail: "its records are written at a later start" });
+      continue;
+    }
+    try {
+      const journal = openJournal(dataDir, deps.log, name);
+      if (!journal) continue;
+      const writer = createAuditLog(store, { now: deps.now, log: deps.log, journal });
+      try {
+        adopted += await writer.resume();
+      } finally {
+        await writer.stop();
+      }
     } finally {
-      await writer.stop();
+      lock.release();
     }
   }
   return adopted;

@@ -7,3 +7,4 @@ export type { RunningServer, StartOptions } from "./start-types.ts";
 export { ListenFailed, type ListenSetting } from "./listen-error.ts";
 export { serverCommand, superviseWorkers, type SupervisorOptions } from "./workers.ts";
 export { joinSupervisor, NotAWorker, type SupervisorLink } from "./worker-link.ts";
+export { DataDirBusy } from "./journal-lock.ts";

@@ -41,7 +41,7 @@ import { prepareAuditTrust } from "./audit-trust.ts";
 import { effectiveSettings } from "./effective-settings.ts";
 import { shutDown } from "./shutdown.ts";
 import { databaseHealth } from "./database-health.ts";
-import { startAuditWriter } from "./audit-start.ts";
+import { claimJournal, startAuditWriter } from "./audit-start.ts";
 import { brokerLoginThrottle } from "./login-throttle.ts";
 import { upstreamRoots } from "./upstream-roots.ts";
 import { createSecretStoreRegistry } from "./secret-store-registry.ts";
@@ -76,11 +76,17 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
   const now = opts.now ?? Date.now;
   const upstreamCa = upstreamRoots(config);
   const prices = createPriceBook(loadPriceTable(config), config.pricesFile ? "file" : "shipped");
+  // One process per audit journal (app/journal-lock.ts): a second broker on this data directory stops here, having
+  // touched nothing. Released last, once the journal is closed.
+  const journalLock = claimJournal(config, log);
   // Large reads (log pages, service lists, counts) go to a worker thread on SQLite: their time is their caller's, not every request's.
   const store = await openStore(config, {
     readWorker: { onFault: (reason) => log.warn("read_worker_failed", { reason }) },
     // Workers on one SQLite file announce changes to each other through its change log, as instances on PostgreSQL do.
     sharedFile: config.worker !== undefined,
+  }).catch((err: unknown) => {
+    journalLock?.release();
+    throw err;
   });
   // One worker of several (`broker server --workers N`): both ports shared with the others; the instance-wide jobs
   // (sweeps, retention, checkpoints) run in worker 1 only.
@@ -194,6 +200,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       ...(telemetry && { export: telemetry.audit }),
       onWritten: (heads) => auditTrust.onWritten(heads),
       undo,
+      locked: journalLock !== undefined,
     });
     const upstream = createUpstream({
       ca: upstreamCa,
@@ -365,7 +372,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
             store,
           },
           o,
-        ),
+        ).finally(() => journalLock?.release()),
     };
   } catch (err) {
     // Best effort: every step runs and a failed one is logged, but the first error is the one to report.
@@ -374,6 +381,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
         .then(step)
         .catch((undoErr: unknown) => log.warn("start_undo_failed", { err: undoErr }));
     store.close();
+    journalLock?.release();
     throw err;
   }
 }

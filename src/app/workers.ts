@@ -11,7 +11,7 @@ import { WORKER_ENV, type Config } from "../config.ts";
 import type { Logger } from "../log.ts";
 import type { Secret } from "../secret.ts";
 import { workerHello } from "./worker-link.ts";
-import { probePortsFree } from "./port-probe.ts";
+import { claimPorts } from "./port-probe.ts";
 
 /** A worker that dies this many times within RESTART_WINDOW_MS is not restarted again: the supervisor stops. */
 const MAX_RESTARTS = 5;
@@ -51,9 +51,24 @@ export function serverCommand(): string[] {
 
 /**
  * Runs the workers until a signal stops them; resolves with the exit code the supervisor should end with. Throws
- * ListenFailed, before starting any, when a fixed port is already taken.
+ * ListenFailed, before starting any, when a fixed port is already taken or claimed by another supervisor.
  */
 export async function superviseWorkers(opts: SupervisorOptions): Promise<number> {
+  const { config } = opts;
+  // Fixed ports another broker holds or is starting on (perhaps with workers of its own, perhaps in this same instant):
+  // refused, not shared (port-probe.ts). Held until every worker has stopped.
+  const claim = await claimPorts(config.bindHost, [
+    { setting: "BROKER_PORT", port: config.apiPort },
+    { setting: "BROKER_PROXY_PORT", port: config.proxyPort },
+  ]);
+  try {
+    return await runWorkers(opts);
+  } finally {
+    claim.release();
+  }
+}
+
+async function runWorkers(opts: SupervisorOptions): Promise<number> {
   const { config, log } = opts;
   const count = config.workers;
   const workers: Worker[] = [];
@@ -84,7 +99,8 @@ export async function superviseWorkers(opts: SupervisorOptions): Promise<number>
     void proc.stdin.flush();
     void proc.exited.then((code) => {
       seen.reject(new Error(`worker ${id} exited with ${code} before it listened`));
-      if (!stopping) onDeath(id, code);
+      // Worker 1 failing its first start (its error is on stderr) stops the supervisor below: not a death to restart.
+      if (!stopping && ports) onDeath(id, code);
     });
     seen.promise.catch(() => {});
     return { id, proc, listening: seen.promise };
@@ -114,11 +130,6 @@ export async function superviseWorkers(opts: SupervisorOptions): Promise<number>
     await Promise.all(workers.map((w) => w.proc.exited));
   };
 
-  // Fixed ports already taken (another broker, perhaps with workers of its own): refused, not shared (port-probe.ts).
-  await probePortsFree(config.bindHost, [
-    { setting: "BROKER_PORT", port: config.apiPort },
-    { setting: "BROKER_PROXY_PORT", port: config.proxyPort },
-  ]);
   // Worker 1 first, alone: a fresh data directory is set up once, and ephemeral ports are chosen once.
   const first = spawnWorker(1);
   workers.push(first);

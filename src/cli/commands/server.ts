@@ -6,7 +6,7 @@ import { RATE_LIMIT_SETTINGS } from "../../ratelimit/index.ts";
 import { KeyringError } from "../../errors.ts";
 import { createLogger } from "../../log.ts";
 import { openStore } from "../../store/index.ts";
-import { joinSupervisor, ListenFailed, NotAWorker, serverCommand, startServer, superviseWorkers, type SupervisorLink } from "../../app/index.ts";
+import { DataDirBusy, joinSupervisor, ListenFailed, NotAWorker, serverCommand, startServer, superviseWorkers, type SupervisorLink } from "../../app/index.ts";
 import { keyringMode } from "../../crypto/index.ts";
 import { CliFailure } from "../kit/index.ts";
 import { addHelpFooter } from "../kit/index.ts";
@@ -66,9 +66,11 @@ const serverCli = defineCommand({
       process.exit(code);
     }
     const server = await startServer({ config, log, masterPassword: password, tunnel: true }).catch((err) => {
+      // A worker that cannot start lets go of its supervisor's pipe, or the read watching it would keep it running.
+      supervisor?.close();
       if (err instanceof KeyringError) throw new CliFailure(`cannot start: ${err.message}`, err.hint);
       // Nothing is left listening (startServer undid its start): the process can exit non-zero.
-      if (err instanceof ListenFailed) throw new CliFailure(`cannot start: ${err.message}`);
+      if (err instanceof ListenFailed || err instanceof DataDirBusy) throw new CliFailure(`cannot start: ${err.message}`);
       throw err;
     });
     // A worker tells its supervisor where it listens (app/workers.ts), whatever its log level prints.

@@ -1,12 +1,13 @@
 // Journals of workers that no longer run (issue 40): a broker started with fewer workers than before (or alone)
 // writes what worker 3's journal holds before it serves, exactly once, chained like every record; its own journal and
-// those of workers still counted are left to their workers.
+// those of workers still counted are left to their workers, and so is one whose lock a live process holds.
 
 import { afterEach, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { adoptOrphanJournals } from "../../../src/app/audit-journal-open.ts";
+import { lockJournal } from "../../../src/app/journal-lock.ts";
 import type { AuditEntry } from "../../../src/egress/audit.ts";
 import { openAuditJournal } from "../../../src/egress/audit-journal.ts";
 import { createMemoryLogger } from "../../../src/log.ts";
@@ -66,5 +67,26 @@ test("worker 3's journal is written once by a broker of 2 workers; worker 2's is
   // Alone (1 worker), worker 2's journal is an orphan too.
   expect(await adoptOrphanJournals(dataDir, 1, store, { now: () => 7, log })).toBe(1);
   expect((await store.audit.list({ vaultId: vault.id, after: 0, limit: 10 })).map((r) => r.path)).toContain("/v1/things/10");
+  store.close();
+});
+
+test("a worker journal whose lock a live process holds (another broker's worker on this data directory) is left to it", async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), "broker-orphans-"));
+  dirs.push(dataDir);
+  const store = await openStore({ dataDir });
+  const vault = await store.vaults.create("main", 1);
+  leftBehind(dataDir, "audit-journal-3.jsonl", [1, 2], vault.id);
+  const held = lockJournal(dataDir, "audit-journal-3.jsonl"); // this process stands in for that worker
+  const log = createMemoryLogger();
+  try {
+    expect(await adoptOrphanJournals(dataDir, 2, store, { now: () => 5, log })).toBe(0);
+    expect(await store.audit.list({ vaultId: vault.id, after: 0, limit: 10 })).toEqual([]);
+    expect(log.lines.some((l) => l.includes('"event":"audit_journal_in_use"') && l.includes(`"pid":${process.pid}`))).toBe(true);
+  } finally {
+    held.release();
+  }
+  // Once its holder is gone, it is adopted (and its lock let go again).
+  expect(await adoptOrphanJournals(dataDir, 2, store, { now: () => 6, log })).toBe(2);
+  expect(existsSync(join(dataDir, "audit-journal-3.jsonl.lock"))).toBe(false);
   store.close();
 });
