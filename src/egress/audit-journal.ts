@@ -27,6 +27,8 @@ const COMPACT_BYTES = 4 * 1024 * 1024;
 export interface JournalRecord {
   readonly seq: number;
   readonly entry: AuditEntry;
+  /** Its line in the file (`{"seq":…,"entry":…}`, JSON), when this process appended it: sent on as it is. */
+  readonly line?: string;
 }
 
 export interface AuditJournal {
@@ -39,6 +41,8 @@ export interface AuditJournal {
   readonly opened: { readonly setAside?: string; readonly unreadableLines: number };
   /** Appends a record (written to the file within this tick) and returns its sequence number. */
   append(entry: AuditEntry): number;
+  /** As append, returning the record with its line (what the SQLite worker is sent, not serialized twice). */
+  appendRecord(entry: AuditEntry): JournalRecord;
   /**
    * The records after `mark` (the database's mark for this journal), in order: what the database lacks.
    * Numbering continues after both, since an emptied file no longer shows how far it had counted.
@@ -125,7 +129,7 @@ export function openAuditJournal(dataDir: string, onError: (err: unknown) => voi
       // Under steady load the queue may never be empty when a batch ends: without this the file would only grow.
       // Written aside and renamed over, so a crash leaves either file whole, never neither.
       const next = `${path}.compact`;
-      const text = `${JSON.stringify(header)}\n${unwritten.map((r) => `${JSON.stringify(r)}\n`).join("")}`;
+      const text = `${JSON.stringify(header)}\n${unwritten.map((r) => `${r.line ?? JSON.stringify({ seq: r.seq, entry: r.entry })}\n`).join("")}`;
       const tmp = openSync(next, "w", 0o600);
       try {
         writeSync(tmp, text);
@@ -155,19 +159,23 @@ export function openAuditJournal(dataDir: string, onError: (err: unknown) => voi
     }
   }
 
+  function appendRecord(entry: AuditEntry): JournalRecord {
+    seq += 1;
+    lines += 1;
+    const line = JSON.stringify({ seq, entry });
+    pending += `${line}\n`;
+    if (!scheduled) {
+      scheduled = true;
+      queueMicrotask(writeOut);
+    }
+    return { seq, entry, line };
+  }
+
   return {
     id: header.journal,
     opened: { ...(setAside && { setAside }), unreadableLines: unreadable },
-    append(entry) {
-      seq += 1;
-      lines += 1;
-      pending += `${JSON.stringify({ seq, entry })}\n`;
-      if (!scheduled) {
-        scheduled = true;
-        queueMicrotask(writeOut);
-      }
-      return seq;
-    },
+    append: (entry) => appendRecord(entry).seq,
+    appendRecord,
     resume(mark) {
       seq = Math.max(seq, mark);
       return records.filter((r) => r.seq > mark);

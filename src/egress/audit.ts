@@ -135,7 +135,7 @@ export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
         droppedTotal++;
         return;
       }
-      queue.push({ seq: journal ? journal.append(entry) : 0, entry });
+      queue.push(journal ? journal.appendRecord(entry) : { seq: 0, entry });
       schedule();
     },
     async resume() {

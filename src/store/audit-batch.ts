@@ -71,6 +71,8 @@ export type AuditEntry = Omit<AuditRow, "id">;
 export interface BatchRecord {
   readonly seq: number;
   readonly entry: AuditEntry;
+  /** `{"seq":…,"entry":…}` as JSON, when the journal made it already (the worker is sent it rather than a second encoding). */
+  readonly line?: string;
 }
 
 /** What a batch needs of a connection inside its transaction. */

@@ -172,7 +172,8 @@ export function createSqliteReader(path: string, opts: SqliteReaderOptions = {})
       }))) as PruneBatch;
     },
     async writeAudit(journal, batch) {
-      const records = JSON.stringify(batch);
+      // The journal's lines are these records' JSON already: joined, not encoded again.
+      const records = `[${batch.map((r) => r.line ?? JSON.stringify({ seq: r.seq, entry: r.entry })).join(",")}]`;
       return (await ask((id) => ({ kind: "audit", id, ...(journal !== undefined && { journal }), records }))) as Map<number, number>;
     },
     async all<T>(sql: string, params: readonly SqlValue[] = []) {
