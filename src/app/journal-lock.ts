@@ -7,11 +7,19 @@
 // the start. A clean stop removes it. *Why a file, not a kernel lock:* Bun has no flock, and the pid check is what
 // lets the refusal name the broker to stop.
 //
-// Taking a stale lock over is itself a race (two brokers restarted together after a crash): each moves the stale file
-// aside under a name of its own, and only the one that moved what it judged stale deletes it; one that moved a lock
-// another broker has just made puts it back (a hard link, which fails rather than overwrite), then looks again.
+// Taking a stale lock over is itself a race (brokers restarted together after a crash): a stale lock is removed by one
+// process at a time, the one that made `<lock>.breaking` (O_EXCL, naming it as a lock does), and only while it still
+// reads what that process judged stale; the others wait for it, then look again. So a lock one broker has just made is
+// never moved or removed by another that judged the one before it stale. (Moving the stale file aside under a name of
+// one's own and putting back one that turned out to be new left, with three brokers or more, a moment in which the
+// new lock was gone and a third could make its own: two held it.) A `.breaking` whose maker died in that moment is
+// stale in turn, and moved aside the old way.
+//
+// Only a regular file is read: a pipe in the lock's place would block the start forever, and a link to a device
+// (/dev/zero) never ends; anything else there fails the lock, which leaves the broker without a journal (said in one
+// line), as a directory there does.
 
-import { closeSync, existsSync, linkSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, constants, existsSync, fstatSync, linkSync, lstatSync, openSync, readFileSync, readSync, renameSync, unlinkSync, writeSync } from "node:fs";
 import { join } from "node:path";
 
 /** Another live process holds the journal: this one must not start. */
@@ -45,7 +53,8 @@ export function lockJournal(dataDir: string, journalFile: string): JournalLock {
   const path = join(dataDir, `${journalFile}.lock`);
   const mine = `${JSON.stringify({ pid: process.pid, start: startTimeOf(process.pid) } satisfies Holder)}\n`;
   let tookOverFrom: number | undefined;
-  for (let attempt = 0; attempt < 8; attempt++) {
+  const deadline = Date.now() + TAKEOVER_PATIENCE_MS;
+  for (let attempt = 0; attempt < 8 || Date.now() < deadline; attempt++) {
     if (create(path, mine)) {
       let held = true;
       return {
@@ -63,22 +72,61 @@ export function lockJournal(dataDir: string, journalFile: string): JournalLock {
     if (found === undefined) continue; // removed meanwhile
     const holder = parse(found);
     if (holder && alive(holder)) throw new DataDirBusy(holder.pid, dataDir);
-    const aside = `${path}.stale-${process.pid}`;
-    try {
-      renameSync(path, aside);
-    } catch {
-      continue; // someone else moved it first
-    }
-    if (readText(aside) === found) {
-      if (holder) tookOverFrom = holder.pid;
-    } else {
-      try {
-        linkSync(aside, path); // a lock made meanwhile, put back
-      } catch {}
-    }
-    unlinkSync(aside);
+    const broke = removeStale(path, found, mine);
+    if (broke === "removed" && holder) tookOverFrom = holder.pid;
+    if (broke === "wait") Bun.sleepSync(2); // another process is removing it this moment
   }
   throw new Error(`cannot lock ${path}: it keeps changing; is another broker starting on data directory ${dataDir}?`);
+}
+
+/** How long a start keeps trying while other processes take a stale lock over (each does so in microseconds). */
+const TAKEOVER_PATIENCE_MS = 5000;
+
+/**
+ * Removes the stale lock `found` at `path` if this process gets `<lock>.breaking` and the lock still reads `found`:
+ * "removed"; "wait" while another live process holds `.breaking`; "again" when something changed meanwhile.
+ */
+function removeStale(path: string, found: string, mine: string): "removed" | "wait" | "again" {
+  const breaking = `${path}.breaking`;
+  if (!create(breaking, mine)) {
+    const other = readSettled(breaking);
+    if (other === undefined) return "again";
+    const holder = parse(other);
+    if (holder && alive(holder)) return "wait";
+    moveAsideIfStill(breaking, other); // its maker died while removing a stale lock
+    return "again";
+  }
+  try {
+    // While this process holds `.breaking` nobody else removes a lock, and the process that made `found` is gone: the
+    // lock still reading `found` now is the very file judged stale, still there when it is removed.
+    if (readText(path) !== found) return "again";
+    unlinkSync(path);
+    return "removed";
+  } finally {
+    try {
+      unlinkSync(breaking);
+    } catch {}
+  }
+}
+
+/**
+ * Removes `path` if it still reads `found` (a stale `.breaking`, rare: its maker died in the microseconds it held
+ * it): moved aside under this process's own name, deleted if it was what was judged stale, put back otherwise (a hard
+ * link, which fails rather than overwrite).
+ */
+function moveAsideIfStill(path: string, found: string): void {
+  const aside = `${path}.stale-${process.pid}`;
+  try {
+    renameSync(path, aside);
+  } catch {
+    return; // someone else moved it first
+  }
+  try {
+    if (readText(aside) !== found) linkSync(aside, path);
+  } catch {}
+  try {
+    unlinkSync(aside);
+  } catch {}
 }
 
 /** Creates the lock holding `text`, or false when one exists. */
@@ -101,13 +149,31 @@ function create(path: string, text: string): boolean {
   return true;
 }
 
-/** The file's text; undefined when it is not there (any other failure throws: a directory in its place). */
+/** A lock is a line of some 60 bytes: anything longer is not one, and is read no further. */
+const MAX_LOCK_BYTES = 4096;
+
+/**
+ * The file's text (its first MAX_LOCK_BYTES); undefined when it is not there. Anything but a regular file throws (a
+ * directory, a pipe, a socket, a device, a symbolic link): never followed, never opened so that it blocks.
+ */
 function readText(path: string): string | undefined {
+  let fd: number;
   try {
-    return readFileSync(path, "utf8");
+    if (!lstatSync(path).isFile()) throw new Error(`${path} is not a regular file`);
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (err) {
     if ((err as { code?: unknown }).code === "ENOENT") return undefined;
+    if ((err as { code?: unknown }).code === "ELOOP") throw new Error(`${path} is not a regular file`);
     throw err;
+  }
+  try {
+    if (!fstatSync(fd).isFile()) throw new Error(`${path} is not a regular file`);
+    const buf = Buffer.alloc(MAX_LOCK_BYTES);
+    let n = 0;
+    for (let r = -1; r !== 0 && n < buf.length; n += r) r = readSync(fd, buf, n, buf.length - n, n);
+    return buf.toString("utf8", 0, n);
+  } finally {
+    closeSync(fd);
   }
 }
 
