@@ -3,6 +3,7 @@
 // served it close, the audit records queued get what is left of the grace, the last ones are signed, and the store
 // closes last.
 
+import { USAGE_SETTLED_WITHIN_MS } from "../egress/index.ts";
 import type { Logger } from "../log.ts";
 
 /** The part of Bun's server a drain needs. */
@@ -79,8 +80,9 @@ export async function shutDown(p: ShutdownParts, { graceMs = 0, reason }: { grac
   p.upstream.close();
   p.secretStores.stop(); // its pools' idle connections to the stores must not hold the process
   await retentionStopped;
-  // Answers already sent whose records wait for their usage (at most the metering's drain) are made first.
-  await p.settling?.whenSettled(Math.max(0, graceMs - drained.waitedMs));
+  // Answers already sent whose records wait for their usage are made first: for what is left of the grace, but at
+  // least as long as the metering waits (a stream cut above gets its usage that long after the cut; each waits no longer).
+  await p.settling?.whenSettled(Math.max(USAGE_SETTLED_WITHIN_MS, graceMs - drained.waitedMs));
   // The records queued wait for the database within what is left of the grace; the rest stay in the journal.
   // The collector gets the same time, alongside: what it has not taken by then is dropped and counted.
   const left = Math.max(0, graceMs - (Date.now() - started));

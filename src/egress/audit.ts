@@ -54,6 +54,8 @@ export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
   let timer: ReturnType<typeof setTimeout> | undefined;
   let writing: Promise<void> = Promise.resolve();
   let retryMs = 0;
+  /** stop() has run: the journal is closed and the store closes next, so nothing is tried again or scheduled. */
+  let stopped = false;
   const maxBatch = opts.maxBatch ?? 500;
 
   /**
@@ -94,7 +96,9 @@ export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
           // Kept, in order, and written when the database answers again (the queue bound still holds).
           if (retryMs === 0) opts.log.warn("audit_write_deferred", { reason: "database unreachable", queued: queue.length });
           retryMs = Math.min(Math.max(retryMs * 2, 250), 5000);
-          timer ??= setTimeout(writeNext, retryMs);
+          // Once stopped, a closed store answers DatabaseUnavailable for ever (a SQLite file's worker): a retry
+          // scheduled then would keep the process from exiting.
+          if (!stopped) timer ??= setTimeout(writeNext, retryMs);
           break;
         }
         queue = queue.slice(batch.length);
@@ -130,6 +134,13 @@ export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
   return {
     record(entry, trace) {
       opts.export?.add(entry, trace);
+      if (stopped) {
+        // Made after the writer stopped (an exchange whose usage came in after the shutdown's wait for it): its journal
+        // is closed and the store closing, so nothing could write it, and a write retried against the closed store
+        // would keep the process from exiting. Said, not kept.
+        opts.log.error("audit_records_lost", { count: 1, reason: "made after the audit writer stopped at shutdown" });
+        return;
+      }
       if (queue.length >= (opts.maxQueued ?? 100_000)) {
         dropped++;
         droppedTotal++;
@@ -156,6 +167,7 @@ export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
         await Bun.sleep(Math.min(250, Math.max(0, deadline - Date.now())));
         await flush();
       }
+      stopped = true;
       if (timer) clearTimeout(timer);
       timer = undefined;
       if (queue.length && journal) {

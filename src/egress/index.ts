@@ -13,6 +13,7 @@ export {
 } from "./egress.ts";
 export { answerOf, headerOf, toWebResponse, wholeBody, type Answer } from "./answer.ts";
 export { createAuditLog, type AuditEntry, type AuditLog } from "./audit.ts";
+export { USAGE_SETTLED_WITHIN_MS } from "./llm-metering.ts";
 export { openAuditJournal, JOURNAL_FILE, type AuditJournal } from "./audit-journal.ts";
 export { createPlanCache, type PlanCache } from "./plan.ts";
 export { createUpstream, type ConnectFailure, type Upstream } from "./upstream.ts";

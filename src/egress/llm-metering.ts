@@ -12,6 +12,9 @@ import { createUsageMeter, DRAIN_BYTES, DRAIN_MS, GrowingBytes, MAX_METERED_JSON
 import type { Needles } from "./redact.ts";
 import { redactText } from "./redact-headers.ts";
 
+/** The longest a cut metered answer waits for its usage before its record is made (the drain, then a margin). */
+export const USAGE_SETTLED_WITHIN_MS = DRAIN_MS + 1000;
+
 export interface MeteredAnswer {
   readonly answer: Answer;
   /**
@@ -99,7 +102,7 @@ export function meterAnswer(answer: Answer, plan: MeterPlan, needles: Needles, p
   }
   const settled = async () => {
     let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([over.promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, DRAIN_MS + 1000)))]);
+    await Promise.race([over.promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, USAGE_SETTLED_WITHIN_MS)))]);
     clearTimeout(timer);
     return priced(await meter.finish());
   };

@@ -99,7 +99,7 @@ async function writeAudit(req: Extract<ReadRequest, { kind: "audit" }>): Promise
     conn.run("COMMIT");
     return [...heads];
   } catch (err) {
-    conn.run("ROLLBACK");
+    rollBack(conn);
     throw err;
   }
 }
@@ -139,9 +139,18 @@ async function prune(
     conn.run("COMMIT");
     return { ...result, ms: performance.now() - started };
   } catch (err) {
-    conn.run("ROLLBACK");
+    rollBack(conn);
     throw err;
   }
+}
+
+/**
+ * Ends the failed transaction, if SQLite has not already: a full disk or an I/O error (at COMMIT, say) rolls it back
+ * itself, and a ROLLBACK then would throw "no transaction is active" in place of the error that says what happened
+ * (its code is how the reader tells a disk that refuses writes from a batch that is wrong).
+ */
+function rollBack(conn: Database): void {
+  if (conn.inTransaction) conn.run("ROLLBACK");
 }
 
 /** Only strings, finite numbers (never -0) and nulls: what JSON carries back exactly as it was. */

@@ -174,7 +174,15 @@ export function createSqliteReader(path: string, opts: SqliteReaderOptions = {})
     async writeAudit(journal, batch) {
       // The journal's lines are these records' JSON already: joined, not encoded again.
       const records = `[${batch.map((r) => r.line ?? JSON.stringify({ seq: r.seq, entry: r.entry })).join(",")}]`;
-      return (await ask((id) => ({ kind: "audit", id, ...(journal !== undefined && { journal }), records }))) as Map<number, number>;
+      try {
+        return (await ask((id) => ({ kind: "audit", id, ...(journal !== undefined && { journal }), records }))) as Map<number, number>;
+      } catch (err) {
+        // A disk that refuses writes for now is an outage, not a wrong batch: the writer keeps the records (memory
+        // and journal) and tries again, where a failed batch is dropped and the journal emptied of it.
+        const code = (err as { code?: unknown } | null)?.code;
+        if (typeof code === "string" && STORAGE_REFUSED.test(code)) throw new DatabaseUnavailable(`${code}: ${(err as Error).message}`);
+        throw err;
+      }
     },
     async all<T>(sql: string, params: readonly SqlValue[] = []) {
       return (await read("all", sql, params)) as T[];
@@ -216,6 +224,13 @@ function retire(thread: Thread, err: DatabaseUnavailable): void {
   }
   thread.pending.clear();
 }
+
+/**
+ * SQLite's codes for a file that cannot be written for now, whatever the batch: a full disk (SQLITE_FULL), a failing
+ * or read-only one (SQLITE_IOERR_*, SQLITE_READONLY_*), a writable connection the thread cannot open (SQLITE_CANTOPEN:
+ * out of file descriptors; it opens on first use), memory (SQLITE_NOMEM). An audit batch refused so waits, as in an outage.
+ */
+const STORAGE_REFUSED = /^SQLITE_(FULL|IOERR|READONLY|CANTOPEN|NOMEM|PROTOCOL|NOLFS)(_|$)/;
 
 /** As on the main connection: a lock held past the busy timeout means the store is away for now (503). */
 function toError(message: string, code: string | undefined): Error {
