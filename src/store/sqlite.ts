@@ -135,7 +135,9 @@ function wrapDatabase(db: Database, afterWrite?: () => void): Db {
           db.run("COMMIT");
           return result;
         } catch (err) {
-          db.run("ROLLBACK");
+          // A full disk or an I/O error (at COMMIT, say) has rolled it back already: a ROLLBACK then would throw "no
+          // transaction is active" in place of the error that says what happened.
+          if (db.inTransaction) db.run("ROLLBACK");
           throw err;
         }
       } finally {
