@@ -132,7 +132,8 @@ export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
   }
 
   return {
-    record(entry, trace) {
+    record(made, trace) {
+      const entry = wellFormed(made);
       opts.export?.add(entry, trace);
       if (stopped) {
         // Made after the writer stopped (an exchange whose usage came in after the shutdown's wait for it): its journal
@@ -259,4 +260,18 @@ function pathOf(target: string): string {
   const h = target.indexOf("#");
   const end = q < 0 ? h : h < 0 ? q : Math.min(q, h);
   return end < 0 ? target : target.slice(0, end);
+}
+
+/**
+ * The entry with every text field well-formed UTF-16: a lone surrogate (a hostile upstream's model name, say) becomes
+ * U+FFFD, as both databases store it, so the chain's hash covers what is stored and the record verifies. Unchanged
+ * (and not copied) in the usual case.
+ */
+function wellFormed(entry: AuditEntry): AuditEntry {
+  let out: Record<string, unknown> | undefined;
+  for (const key in entry) {
+    const value = (entry as unknown as Record<string, unknown>)[key];
+    if (typeof value === "string" && !value.isWellFormed()) (out ??= { ...entry })[key] = value.toWellFormed();
+  }
+  return (out as AuditEntry | undefined) ?? entry;
 }

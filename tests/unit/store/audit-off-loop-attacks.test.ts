@@ -304,10 +304,10 @@ test("1,300 awkward records over 150 vaults in batches of 500: the worker's chai
   await audit.stop();
 });
 
-// Pre-existing, not this change's: a lone surrogate (possible only in text that came through JSON) is stored as U+FFFD
-// while the hash covered its JSON escape, so such a record never verifies whoever writes it. The change's guarantee is
-// that the worker hashes it as the main connection does.
-test("lone surrogates: the worker hashes them exactly as the main connection does", async () => {
+// A lone surrogate (text that came through JSON: a hostile upstream's model name) is stored as U+FFFD by both
+// databases; the writer makes it U+FFFD before the record is journaled and hashed (egress/audit.ts wellFormed), so the
+// hash covers what is stored and the record verifies. It hashed the JSON escape before: such records never verified.
+test("lone surrogates: the worker hashes them exactly as the main connection does, and the chain verifies from the file", async () => {
   const dir = dataDir();
   const { store } = await fileStore(dir);
   const journal = openAuditJournal(dir, () => {});
@@ -328,6 +328,7 @@ test("lone surrogates: the worker hashes them exactly as the main connection doe
     await memory.db.all<Record<string, unknown>>("SELECT vault_id, chain_seq, chain_prev, chain_hash FROM audit_logs ORDER BY vault_id, chain_seq, id")
   ).map((r) => Object.values(r).map((v) => (typeof v === "bigint" ? Number(v) : v)));
   expect(chainsOf(join(dir, DB_FILE)).map((r) => r.slice(0, 4))).toEqual(fromMemory);
+  expect(verifyFile(join(dir, DB_FILE))).toEqual({ vaults: 2, records: entries.length, problems: [] });
   await audit.stop();
 });
 
