@@ -75,7 +75,12 @@ export async function adoptOrphanJournals(dataDir: string, workers: number, stor
       lock = lockJournal(dataDir, name);
     } catch (err) {
       if (err instanceof DataDirBusy)
-        deps.log.warn("audit_journal_in_use", { file: name, pid: err.pid, detail: "another process writes it; left to that process" });
+        deps.log.warn("audit_journal_in_use", {
+          file: name,
+          ...(err.pid !== undefined && { pid: err.pid }),
+          ...(err.host !== undefined && { host: err.host }),
+          detail: "another process writes it; left to that process",
+        });
       else deps.log.error("audit_journal_unavailable", { file: `${name}.lock`, err, detail: "its records are written at a later start" });
       continue;
     }

@@ -1,41 +1,70 @@
 // One process per audit journal. A journal is emptied once everything in it has reached the database (as its writer
 // knows it), so two processes appending to one file (two brokers started on one data directory) could each empty
 // records the other has not written yet. Each journal (the broker's, or a worker's of `--workers N`: each its own)
-// therefore has a lock file beside it, `<journal>.lock`, created with O_EXCL and naming its holder: the pid and that
-// process's start time (so a pid the system has since given to another process is not taken for the broker). A lock
-// whose holder is gone (a `kill -9`, a crash, a power loss) is stale and taken over; one whose holder lives refuses
-// the start. A clean stop removes it. *Why a file, not a kernel lock:* Bun has no flock, and the pid check is what
-// lets the refusal name the broker to stop.
+// therefore has a lock beside it, `<journal>.lock`: a small SQLite file its holder keeps open with an exclusive lock
+// (`locking_mode = EXCLUSIVE`, then `BEGIN EXCLUSIVE`) for as long as it runs. *Why a kernel lock, not a pid file:*
+// it is a POSIX advisory lock the kernel keeps on the file's inode, so a broker in another pid namespace (two
+// containers sharing one data-directory volume on one host) sees it, where a pid names nobody there (each took the
+// other's live lock for stale); and the kernel lets go of it however its holder ends (`kill -9`, a crash): no stale
+// locks, no takeovers to race, no pid given since to another process. *Why SQLite:* Bun has no flock; bun:sqlite
+// holds such a lock. It holds across containers on one host, not across hosts: a network file system's locks are
+// its own. Processes starting in one instant can each refuse the other (each holding the shared lock SQLite takes on
+// the way to the exclusive one): a refused one lets go and tries again a few times, milliseconds apart, so one gets it.
 //
-// Taking a stale lock over is itself a race (brokers restarted together after a crash): a stale lock is removed by one
-// process at a time, the one that made `<lock>.breaking` (O_EXCL, naming it as a lock does), and only while it still
-// reads what that process judged stale; the others wait for it, then look again. So a lock one broker has just made is
-// never moved or removed by another that judged the one before it stale. (Moving the stale file aside under a name of
-// one's own and putting back one that turned out to be new left, with three brokers or more, a moment in which the
-// new lock was gone and a third could make its own: two held it.) A `.breaking` whose maker died in that moment is
-// stale in turn, and moved aside the old way.
+// `<journal>.holder` beside it names the holder (its pid, /proc start time and host name), written once the lock is
+// taken and removed by a clean stop. It is for people only, never a decision: a busy lock is busy whatever it says.
+// A refusal names the pid in it when that is plausible; a start that finds one naming another process (left by one
+// that did not stop cleanly) says whose lock it took (`tookOverFrom`). It is replaced by a rename, never written
+// through whatever is at its path, and read only when a regular file (at most 4 KiB).
 //
-// Only a regular file is read: a pipe in the lock's place would block the start forever, and a link to a device
-// (/dev/zero) never ends; anything else there fails the lock, which leaves the broker without a journal (said in one
-// line), as a directory there does.
+// The lock file is never removed (a file another process may be about to lock) nor moved. One that is not a SQLite
+// database (garbage, a pid lock of an earlier build, one torn by a power loss as it was made) is emptied in place, so
+// the kernel lock on that inode still decides between processes doing so at once (moved aside, a second process could
+// move aside the new lock a first had just taken). Only a regular file of its own (no other hard link) is used: a
+// pipe in the lock's place would block the start forever, and a link to a device (/dev/zero) never ends; anything
+// else there fails the lock, which leaves the broker without a journal (said in one line), as a directory there does.
+//
+// Two things the kernel lock asks of this process: the Database must stay referenced while the lock is held (one
+// collected is closed, and its lock gone), and no other descriptor of the lock file may be opened and closed here
+// while it is held (closing any descriptor of a file drops every POSIX lock the process has on it): a second lock of
+// a file this process holds is refused from memory, touching nothing.
 
-import { closeSync, constants, existsSync, fstatSync, linkSync, lstatSync, openSync, readFileSync, readSync, renameSync, unlinkSync, writeSync } from "node:fs";
+import { Database, constants as sqlite } from "bun:sqlite";
+import {
+  closeSync,
+  constants,
+  fchmodSync,
+  fstatSync,
+  ftruncateSync,
+  lstatSync,
+  openSync,
+  readFileSync,
+  readSync,
+  realpathSync,
+  renameSync,
+  type Stats,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
+import { hostname } from "node:os";
 import { join } from "node:path";
 
-/** Another live process holds the journal: this one must not start. */
+/** Another process holds the journal: this one must not start. `pid` (and `host`, when not this one) as its holder file says. */
 export class DataDirBusy extends Error {
   constructor(
-    readonly pid: number,
+    readonly pid: number | undefined,
     readonly dataDir: string,
+    readonly host?: string,
   ) {
-    super(`another broker (pid ${pid}) is serving data directory ${dataDir}; stop it or use another data directory (BROKER_DATA_DIR)`);
+    const who = pid === undefined ? "another broker" : `another broker (pid ${pid}${host ? ` on host ${host}` : ""})`;
+    super(`${who} is serving data directory ${dataDir}; stop it or use another data directory (BROKER_DATA_DIR)`);
   }
 }
 
 export interface JournalLock {
-  /** The pid named by a stale lock this one replaced (a broker that did not stop cleanly), if any. */
+  /** The pid named by the holder file of a broker that did not stop cleanly, if any. */
   readonly tookOverFrom?: number;
-  /** Removes the lock (only while it is still this process's). */
+  /** Lets go of the lock (and removes the holder file while it is still this process's). */
   release(): void;
 }
 
@@ -43,117 +72,228 @@ interface Holder {
   readonly pid: number;
   /** /proc's start time of the process, in clock ticks since boot; null where there is no /proc. */
   readonly start: string | null;
+  readonly host: string;
 }
 
+/** Locks this process holds, by the lock file's device and inode: each Database referenced here until released. */
+const heldHere = new Map<string, Database>();
+
 /**
- * Takes the lock of `journalFile` in `dataDir` (which exists); throws DataDirBusy when a live process holds it, and the
- * file system's error when the lock cannot be made (a full disk).
+ * Takes the lock of `journalFile` in `dataDir` (which exists); throws DataDirBusy when another process (or this one)
+ * holds it, and the file system's error when the lock cannot be taken (a full disk, a pipe in its place).
  */
 export function lockJournal(dataDir: string, journalFile: string): JournalLock {
-  const path = join(dataDir, `${journalFile}.lock`);
-  const mine = `${JSON.stringify({ pid: process.pid, start: startTimeOf(process.pid) } satisfies Holder)}\n`;
-  let tookOverFrom: number | undefined;
-  const deadline = Date.now() + TAKEOVER_PATIENCE_MS;
-  for (let attempt = 0; attempt < 8 || Date.now() < deadline; attempt++) {
-    if (create(path, mine)) {
-      let held = true;
-      return {
-        ...(tookOverFrom !== undefined && { tookOverFrom }),
-        release() {
-          if (!held) return;
-          held = false;
-          try {
-            if (readText(path) === mine) unlinkSync(path);
-          } catch {} // gone or unreadable: not this process's to remove
-        },
-      };
+  // SQLite opens with NOFOLLOW, which refuses a link anywhere in the path: a data directory reached through a link (a
+  // person's own layout) is resolved first; the lock's own name is never followed.
+  const dir = realpathSync(dataDir);
+  const path = join(dir, `${journalFile}.lock`);
+  const holderPath = join(dir, `${journalFile}.holder`);
+  for (let attempt = 0; ; attempt++) {
+    if (attempt > MAX_ATTEMPTS) throw new Error(`cannot lock ${path}: it keeps changing; is another broker starting on data directory ${dataDir}?`);
+    const found = ownFile(path);
+    if (found && heldHere.has(keyOf(found))) throw busy(holderPath, dataDir);
+    if (!found) {
+      if (!create(path)) continue; // another process made it this moment
+    } else if ((found.mode & 0o777) !== 0o600) fixMode(path, found);
+    const st = ownFile(path);
+    if (!st) continue; // removed meanwhile (not by a broker: none removes it)
+    for (const side of ["-journal", "-wal", "-shm"]) ownFile(`${path}${side}`); // SQLite opens these when present
+    const db = new Database(path, sqlite.SQLITE_OPEN_READWRITE | sqlite.SQLITE_OPEN_NOFOLLOW);
+    try {
+      db.exec("PRAGMA busy_timeout = 0");
+      db.exec("PRAGMA locking_mode = EXCLUSIVE");
+      db.exec("PRAGMA journal_mode = MEMORY"); // no `-journal` beside it
+      db.exec("BEGIN EXCLUSIVE; CREATE TABLE IF NOT EXISTS holder(pid INTEGER); COMMIT");
+    } catch (err) {
+      db.close();
+      const code = (err as { code?: unknown }).code;
+      if (typeof code === "string" && code.startsWith("SQLITE_BUSY")) {
+        // Processes starting in one instant can each hold the shared lock SQLite takes on the way to the exclusive one
+        // and so each refuse the other: each lets go and tries again after a moment of its own, and one gets it. A
+        // holder keeps it through every try.
+        if (attempt >= BUSY_TRIES) throw busy(holderPath, dataDir);
+        Bun.sleepSync(1 + Math.random() * 9);
+        continue;
+      }
+      if (code === "SQLITE_NOTADB" || (typeof code === "string" && code.startsWith("SQLITE_CORRUPT"))) {
+        empty(path); // not a lock of this build, or one torn by a power loss as it was made: made anew in place
+        continue;
+      }
+      throw err;
     }
-    const found = readSettled(path);
-    if (found === undefined) continue; // removed meanwhile
-    const holder = parse(found);
-    if (holder && alive(holder)) throw new DataDirBusy(holder.pid, dataDir);
-    const broke = removeStale(path, found, mine);
-    if (broke === "removed" && holder) tookOverFrom = holder.pid;
-    if (broke === "wait") Bun.sleepSync(2); // another process is removing it this moment
+    // The file locked is the one at the path still (nothing moved another in between): else let go and look again.
+    let now: Stats | undefined;
+    try {
+      now = ownFile(path);
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+    if (!now || keyOf(now) !== keyOf(st)) {
+      db.close();
+      continue;
+    }
+    return held(db, keyOf(st), holderPath);
   }
-  throw new Error(`cannot lock ${path}: it keeps changing; is another broker starting on data directory ${dataDir}?`);
 }
 
-/** How long a start keeps trying while other processes take a stale lock over (each does so in microseconds). */
-const TAKEOVER_PATIENCE_MS = 5000;
+/** Tries while processes starting together contend (each a few milliseconds apart), and for anything else that changes. */
+const BUSY_TRIES = 10;
+const MAX_ATTEMPTS = 20;
+
+/** The lock just taken: the previous holder read, this one's written. */
+function held(db: Database, key: string, holderPath: string): JournalLock {
+  heldHere.set(key, db);
+  const me = self();
+  const before = readHolder(holderPath);
+  const mine = `${JSON.stringify(me)}\n`;
+  writeHolder(holderPath, mine);
+  const tookOverFrom = before && !(before.pid === me.pid && before.start === me.start && before.host === me.host) ? before.pid : undefined;
+  let holding = true;
+  return {
+    ...(tookOverFrom !== undefined && { tookOverFrom }),
+    release() {
+      if (!holding) return;
+      holding = false;
+      // Under the lock still: no other broker writes the holder file now, so what reads as this one's is.
+      try {
+        if (readText(holderPath) === mine) unlinkSync(holderPath);
+      } catch {} // gone or not a regular file: not this process's to remove
+      heldHere.delete(key);
+      db.close();
+    },
+  };
+}
 
 /**
- * Removes the stale lock `found` at `path` if this process gets `<lock>.breaking` and the lock still reads `found`:
- * "removed"; "wait" while another live process holds `.breaking`; "again" when something changed meanwhile.
+ * The refusal: the pid as the holder file names it. The holder writes that file just after it takes the lock, so a
+ * file naming nobody, or a process of this host that is gone, is looked at again for a moment; still so, the refusal
+ * names no pid (a busy lock is busy whatever the file says).
  */
-function removeStale(path: string, found: string, mine: string): "removed" | "wait" | "again" {
-  const breaking = `${path}.breaking`;
-  if (!create(breaking, mine)) {
-    const other = readSettled(breaking);
-    if (other === undefined) return "again";
-    const holder = parse(other);
-    if (holder && alive(holder)) return "wait";
-    moveAsideIfStill(breaking, other); // its maker died while removing a stale lock
-    return "again";
+function busy(holderPath: string, dataDir: string): DataDirBusy {
+  const host = hostname();
+  for (let i = 0; ; i++) {
+    const h = readHolder(holderPath);
+    if (h && (h.host !== host || alive(h))) return new DataDirBusy(h.pid, dataDir, h.host === host ? undefined : h.host);
+    if (i >= 50) return new DataDirBusy(undefined, dataDir);
+    Bun.sleepSync(20);
   }
+}
+
+/** A holder file is a line of some 80 bytes: anything longer is not one, and is read no further. */
+const MAX_HOLDER_BYTES = 4096;
+const PID_MAX_LIMIT = 2 ** 22;
+
+function self(): Holder {
+  // /proc/self, not /proc/<pid>: in a pid namespace of its own without a /proc of its own, <pid> is another process.
+  return { pid: process.pid, start: procStat("self")?.start ?? null, host: hostname() };
+}
+
+function readHolder(path: string): Holder | undefined {
+  let text: string | undefined;
   try {
-    // While this process holds `.breaking` nobody else removes a lock, and the process that made `found` is gone: the
-    // lock still reading `found` now is the very file judged stale, still there when it is removed.
-    if (readText(path) !== found) return "again";
-    unlinkSync(path);
-    return "removed";
-  } finally {
+    text = readText(path);
+  } catch {
+    return undefined; // not a regular file: names nobody
+  }
+  if (text === undefined || !text.endsWith("\n")) return undefined;
+  try {
+    const h = JSON.parse(text) as Partial<Holder>;
+    if (typeof h.pid !== "number" || !Number.isInteger(h.pid) || h.pid < 1 || h.pid > PID_MAX_LIMIT) return undefined;
+    if (typeof h.host !== "string" || !/^[A-Za-z0-9._-]{1,253}$/.test(h.host)) return undefined;
+    return { pid: h.pid, start: typeof h.start === "string" && /^\d{1,20}$/.test(h.start) ? h.start : null, host: h.host };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Writes the holder file through a file of this process's own, renamed over it: whatever was at the path (a link, a
+ * pipe) is replaced, never followed or opened. Information only: a failure (a directory there, a full disk) is not
+ * the lock's.
+ */
+function writeHolder(path: string, text: string): void {
+  const temp = `${path}.${process.pid}.tmp`;
+  try {
     try {
-      unlinkSync(breaking);
+      unlinkSync(temp); // left by a process that had this pid
+    } catch {}
+    const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    try {
+      fchmodSync(fd, 0o600);
+      writeSync(fd, text);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(temp, path);
+  } catch {
+    try {
+      unlinkSync(temp);
     } catch {}
   }
 }
 
 /**
- * Removes `path` if it still reads `found` (a stale `.breaking`, rare: its maker died in the microseconds it held
- * it): moved aside under this process's own name, deleted if it was what was judged stale, put back otherwise (a hard
- * link, which fails rather than overwrite).
+ * The lock file's stat when it is there, undefined when not; anything but a regular file with no other name (a
+ * directory, a pipe, a socket, a device, a symbolic link, a hard link to a file elsewhere) throws, never followed.
  */
-function moveAsideIfStill(path: string, found: string): void {
-  const aside = `${path}.stale-${process.pid}`;
+function ownFile(path: string): Stats | undefined {
+  let st: Stats;
   try {
-    renameSync(path, aside);
-  } catch {
-    return; // someone else moved it first
+    st = lstatSync(path);
+  } catch (err) {
+    if ((err as { code?: unknown }).code === "ENOENT") return undefined;
+    throw err;
   }
-  try {
-    if (readText(aside) !== found) linkSync(aside, path);
-  } catch {}
-  try {
-    unlinkSync(aside);
-  } catch {}
+  if (!st.isFile()) throw new Error(`${path} is not a regular file`);
+  if (st.nlink > 1) throw new Error(`${path} is not a regular file of its own (it has ${st.nlink} names)`);
+  return st;
 }
 
-/** Creates the lock holding `text`, or false when one exists. */
-function create(path: string, text: string): boolean {
+const keyOf = (st: Stats) => `${st.dev}:${st.ino}`;
+
+/** Creates the lock file, empty, 0600 whatever the umask; false when one exists. */
+function create(path: string): boolean {
   let fd: number;
   try {
-    fd = openSync(path, "wx", 0o600);
+    fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
   } catch (err) {
     if ((err as { code?: unknown }).code === "EEXIST") return false;
     throw err;
   }
   try {
-    writeSync(fd, text);
-  } catch (err) {
-    unlinkSync(path); // an empty lock would only delay the next start
-    throw err;
+    fchmodSync(fd, 0o600);
   } finally {
     closeSync(fd);
   }
   return true;
 }
 
-/** A lock is a line of some 60 bytes: anything longer is not one, and is read no further. */
-const MAX_LOCK_BYTES = 4096;
+/** Opens the regular file `found` was (never a link, never blocking on a pipe) for `use`. */
+function withOwnFd(path: string, found: Stats, flags: number, use: (fd: number) => void): void {
+  const fd = openSync(path, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile() || keyOf(st) !== keyOf(found) || st.nlink > 1) throw new Error(`${path} is not a regular file`);
+    use(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** A lock file of an earlier build (0666 under umask 000): 0600 before it is used. */
+function fixMode(path: string, found: Stats): void {
+  withOwnFd(path, found, constants.O_RDONLY, (fd) => fchmodSync(fd, 0o600));
+}
+
+/** Empties a lock file that is not a SQLite database, in place (its inode, and so its kernel lock, stays). */
+function empty(path: string): void {
+  const found = ownFile(path);
+  if (found) withOwnFd(path, found, constants.O_WRONLY, (fd) => ftruncateSync(fd, 0));
+}
 
 /**
- * The file's text (its first MAX_LOCK_BYTES); undefined when it is not there. Anything but a regular file throws (a
+ * The file's text (its first MAX_HOLDER_BYTES); undefined when it is not there. Anything but a regular file throws (a
  * directory, a pipe, a socket, a device, a symbolic link): never followed, never opened so that it blocks.
  */
 function readText(path: string): string | undefined {
@@ -168,7 +308,7 @@ function readText(path: string): string | undefined {
   }
   try {
     if (!fstatSync(fd).isFile()) throw new Error(`${path} is not a regular file`);
-    const buf = Buffer.alloc(MAX_LOCK_BYTES);
+    const buf = Buffer.alloc(MAX_HOLDER_BYTES);
     let n = 0;
     for (let r = -1; r !== 0 && n < buf.length; n += r) r = readSync(fd, buf, n, buf.length - n, n);
     return buf.toString("utf8", 0, n);
@@ -177,31 +317,14 @@ function readText(path: string): string | undefined {
   }
 }
 
-/** The lock's text; one being written (created, not yet filled) gets a moment to be complete. */
-function readSettled(path: string): string | undefined {
-  let text = readText(path);
-  for (let i = 0; i < 10 && text !== undefined && !text.endsWith("\n"); i++) {
-    Bun.sleepSync(5);
-    text = readText(path);
-  }
-  return text;
-}
-
-function parse(text: string): Holder | undefined {
-  try {
-    const h = JSON.parse(text) as Partial<Holder>;
-    if (typeof h.pid !== "number" || !Number.isInteger(h.pid) || h.pid < 1) return undefined;
-    return { pid: h.pid, start: typeof h.start === "string" ? h.start : null };
-  } catch {
-    return undefined;
-  }
-}
-
-/** Whether the lock's holder still runs: its pid lives (not a zombie) and, where /proc says, started when the lock says. */
+/** Whether a holder of this host still runs: its pid lives (not a zombie) and, where /proc says, started when it says. */
 function alive(holder: Holder): boolean {
   const stat = procStat(holder.pid);
   if (stat) return stat.state !== "Z" && stat.state !== "X" && (holder.start === null || stat.start === holder.start);
-  if (existsSync("/proc/self/stat")) return false; // /proc lists every process: this one is gone
+  try {
+    readFileSync("/proc/self/stat");
+    return false; // /proc lists every process of this pid namespace: this one is not in it
+  } catch {}
   try {
     process.kill(holder.pid, 0);
     return true;
@@ -210,12 +333,8 @@ function alive(holder: Holder): boolean {
   }
 }
 
-function startTimeOf(pid: number): string | null {
-  return procStat(pid)?.start ?? null;
-}
-
 /** Fields of /proc/<pid>/stat: the state (3rd) and the start time (22nd), read after the command name's ")". */
-function procStat(pid: number): { state: string; start: string } | undefined {
+function procStat(pid: number | "self"): { state: string; start: string } | undefined {
   let text: string;
   try {
     text = readFileSync(`/proc/${pid}/stat`, "utf8");

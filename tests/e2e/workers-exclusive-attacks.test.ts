@@ -3,12 +3,12 @@
 // people using the broker as they should:
 // - something other than a lock file in the lock's place (a symbolic link to a file outside, to /dev/zero, a pipe):
 //   the broker still starts (without a journal, said in one line), never following, blocking on or emptying it;
-// - the lock is 0600 under umask 000 and names the server;
+// - the lock and its holder file are 0600 under umask 000, and the holder file names the server;
 // - restarted at once after SIGTERM or kill -9: it starts each time, never a false "busy";
-// - backup, doctor and restore beside a running server, or beside a stale lock: never refused because of the lock,
-//   never touching it;
-// - two lone brokers started in the same instant on one data directory (fresh, or over a stale lock, three then):
-//   exactly one serves;
+// - backup, doctor and restore beside a running server, or beside what a killed one left: never refused because of the
+//   lock, never touching it;
+// - two lone brokers started in the same instant on one data directory (fresh, or over an earlier build's pid lock
+//   left by a killed broker, three then): exactly one serves;
 // - --workers with ports 0: groups on their own data directories both serve; a second on the same one is refused;
 // - a UDP port something else holds: --workers refused naming the setting and the port; a lone broker serves there;
 // - on ::1, two --workers supervisors started together on the same fixed ports: exactly one serves;
@@ -22,7 +22,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { request } from "node:http";
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { builtBinary, cleanEnv, collectOutput, freePort, runBinary } from "../helpers/binary.ts";
 import { loadConfig } from "../../src/config.ts";
@@ -124,7 +124,10 @@ function startOf(pid: number): string {
 }
 
 const lockOf = (dataDir: string, journal = "audit-journal.jsonl") => join(dataDir, `${journal}.lock`);
-const readLock = (dataDir: string, journal?: string) => JSON.parse(readFileSync(lockOf(dataDir, journal), "utf8")) as { pid: number; start: string };
+/** Who holds a journal's lock, as its holder file says (app/journal-lock.ts: for people; the kernel lock decides). */
+const holderOf = (dataDir: string, journal = "audit-journal.jsonl") => join(dataDir, `${journal}.holder`);
+const readHolder = (dataDir: string, journal?: string) =>
+  JSON.parse(readFileSync(holderOf(dataDir, journal), "utf8")) as { pid: number; start: string; host: string };
 
 /** Listeners on a TCP port (lines of `ss`). */
 function listeners(port: number): string[] {
@@ -169,18 +172,19 @@ describe("what is in the lock's place", () => {
     }
   }, 120_000);
 
-  test("the lock is 0600 under umask 000 and names the server, its pid and start time", async () => {
+  test("the lock and its holder file are 0600 under umask 000; the holder file names the server, its pid, start time and host", async () => {
     const dataDir = join(home(), "data");
     const broker = spawnServer([], dataDir, {}, ["sh", "-c", `umask 000; exec ${builtBinary()} server`]);
     try {
       await serving(broker);
       expect(statSync(lockOf(dataDir)).mode & 0o777).toBe(0o600);
+      expect(statSync(holderOf(dataDir)).mode & 0o777).toBe(0o600);
       expect(statSync(dataDir).mode & 0o777).toBe(0o700);
-      expect(readLock(dataDir)).toEqual({ pid: broker.pid, start: startOf(broker.pid) });
+      expect(readHolder(dataDir)).toEqual({ pid: broker.pid, start: startOf(broker.pid), host: hostname() });
     } finally {
       expect(await broker.stop()).toBe(0);
     }
-    expect(existsSync(lockOf(dataDir))).toBe(false);
+    expect(existsSync(holderOf(dataDir))).toBe(false);
   }, 60_000);
 });
 
@@ -190,10 +194,10 @@ describe("restarts and the other commands", () => {
     for (const signal of ["SIGTERM", "SIGTERM", "SIGTERM", "SIGKILL", "SIGKILL", "SIGKILL"] as const) {
       const broker = spawnServer([], dataDir);
       await serving(broker);
-      const before = readLock(dataDir);
+      const before = readHolder(dataDir);
       expect(before.pid).toBe(broker.pid);
       await broker.stop(signal);
-      expect(existsSync(lockOf(dataDir))).toBe(signal === "SIGKILL");
+      expect(existsSync(holderOf(dataDir))).toBe(signal === "SIGKILL");
       const next = spawnServer([], dataDir);
       try {
         await serving(next);
@@ -202,7 +206,7 @@ describe("restarts and the other commands", () => {
           takenOver: signal === "SIGKILL",
         });
         expect(next.logs()).not.toContain("another broker");
-        expect(readLock(dataDir).pid).toBe(next.pid);
+        expect(readHolder(dataDir).pid).toBe(next.pid);
       } finally {
         // Stopped the way the next round starts over from.
         await next.stop(signal);
@@ -210,12 +214,13 @@ describe("restarts and the other commands", () => {
     }
   }, 180_000);
 
-  test("backup and doctor beside a running server work and leave its lock be; restore is refused; beside a stale lock all three work and a start takes it over", async () => {
+  test("backup and doctor beside a running server work and leave its lock be; restore is refused; after its kill -9 all three work and a start takes the lock", async () => {
     const dataDir = join(home(), "data");
     const env = envFor(dataDir);
     const broker = spawnServer([], dataDir);
     await serving(broker);
-    const lock = readFileSync(lockOf(dataDir), "utf8");
+    const lock = readFileSync(lockOf(dataDir));
+    const holder = readFileSync(holderOf(dataDir), "utf8");
     const backup = join(home(), "broker.db");
     const b = await runBinary(builtBinary(), ["backup", backup], { env });
     expect(b.exitCode).toBe(0);
@@ -225,10 +230,12 @@ describe("restarts and the other commands", () => {
     const r = await runBinary(builtBinary(), ["restore", backup], { env });
     expect(r.exitCode).not.toBe(0);
     expect(r.stderr).toContain("nothing was changed");
-    expect(readFileSync(lockOf(dataDir), "utf8")).toBe(lock);
+    expect(readFileSync(lockOf(dataDir)).equals(lock)).toBe(true);
+    expect(readFileSync(holderOf(dataDir), "utf8")).toBe(holder);
     expect(broker.exitCode()).toBeNull();
 
-    // Killed outright: its lock stays, stale. The commands neither refuse because of it nor touch it.
+    // Killed outright: the kernel let go of its lock, its holder file stays. The commands neither refuse because of
+    // them nor touch them.
     await broker.stop("SIGKILL");
     const backup2 = join(home(), "broker.db");
     expect((await runBinary(builtBinary(), ["backup", backup2], { env })).exitCode).toBe(0);
@@ -236,7 +243,8 @@ describe("restarts and the other commands", () => {
     expect(d2.stdout + d2.stderr).not.toContain("another broker");
     const r2 = await runBinary(builtBinary(), ["restore", backup], { env });
     expect(r2.exitCode).toBe(0);
-    expect(readFileSync(lockOf(dataDir), "utf8")).toBe(lock);
+    expect(readFileSync(lockOf(dataDir)).equals(lock)).toBe(true);
+    expect(readFileSync(holderOf(dataDir), "utf8")).toBe(holder);
     const again = spawnServer([], dataDir);
     try {
       await serving(again);
@@ -244,12 +252,12 @@ describe("restarts and the other commands", () => {
     } finally {
       expect(await again.stop()).toBe(0);
     }
-    expect(existsSync(lockOf(dataDir))).toBe(false);
+    expect(existsSync(holderOf(dataDir))).toBe(false);
   }, 120_000);
 });
 
 describe("brokers started in the same instant on one data directory", () => {
-  test("two lone brokers on a fresh data directory (3 rounds), then three over a stale lock (3 rounds): exactly one serves", async () => {
+  test("two lone brokers on a fresh data directory (3 rounds), then three over an earlier build's pid lock (3 rounds): exactly one serves", async () => {
     for (const [round, count, stale] of [
       [0, 2, false],
       [1, 2, false],
@@ -263,6 +271,7 @@ describe("brokers started in the same instant on one data directory", () => {
         mkdirSync(dataDir, { mode: 0o700 });
         const dead = Bun.spawn(["true"]);
         await dead.exited;
+        // What a broker of an earlier build, killed, left: a lock file that is not a kernel lock's (made anew in place).
         writeFileSync(lockOf(dataDir), `${JSON.stringify({ pid: dead.pid, start: "1" })}\n`, { mode: 0o600 });
       }
       const brokers = Array.from({ length: count }, () => spawnServer([], dataDir));
@@ -276,9 +285,9 @@ describe("brokers started in the same instant on one data directory", () => {
           expect(loser.logs()).toContain(`cannot start: another broker (pid ${survivor.pid}) is serving data directory ${dataDir}`);
           expect(loser.logs()).not.toContain('"event":"listening"');
         }
-        expect(readLock(dataDir).pid).toBe(survivor.pid);
+        expect(readHolder(dataDir).pid).toBe(survivor.pid);
         expect(await survivor.stop()).toBe(0);
-        expect(existsSync(lockOf(dataDir))).toBe(false);
+        expect(existsSync(holderOf(dataDir))).toBe(false);
       } finally {
         for (const b of brokers) await b.stop("SIGKILL");
       }
@@ -294,21 +303,21 @@ describe("--workers", () => {
     try {
       expect(await eventually(() => [a, b].every((g) => groupListening(g, 2) || g.exitCode() !== null))).toBe(true);
       expect([a.exitCode(), b.exitCode()]).toEqual([null, null]);
-      const worker1 = readLock(dirA).pid;
+      const worker1 = readHolder(dirA).pid;
       expect(alive(worker1)).toBe(true);
-      expect(readLock(dirA, "audit-journal-2.jsonl").pid).not.toBe(worker1);
+      expect(readHolder(dirA, "audit-journal-2.jsonl").pid).not.toBe(worker1);
       const c = await runBinary(builtBinary(), ["server", "--workers", "2"], { env: envFor(dirA) });
       expect(c.exitCode).not.toBe(0);
       expect(c.stderr).toContain(`cannot start: another broker (pid ${worker1}) is serving data directory ${dirA}`);
       expect(c.stderr).not.toContain('"event":"workers_listening"');
-      expect(readLock(dirA).pid).toBe(worker1);
+      expect(readHolder(dirA).pid).toBe(worker1);
     } finally {
       expect(await a.stop()).toBe(0);
       expect(await b.stop()).toBe(0);
     }
     for (const d of [dirA, dirB]) {
-      expect(existsSync(lockOf(d))).toBe(false);
-      expect(existsSync(lockOf(d, "audit-journal-2.jsonl"))).toBe(false);
+      expect(existsSync(holderOf(d))).toBe(false);
+      expect(existsSync(holderOf(d, "audit-journal-2.jsonl"))).toBe(false);
     }
   }, 120_000);
 
@@ -370,7 +379,7 @@ describe("--workers", () => {
     const env = { BROKER_PORT: String(api), BROKER_PROXY_PORT: String(proxy), BROKER_SHUTDOWN_GRACE_S: "2" };
     const first = spawnServer(["--workers", "2"], dataDir, env);
     expect(await eventually(() => groupListening(first, 2) || first.exitCode() !== null)).toBe(true);
-    const oldWorkers = [readLock(dataDir).pid, readLock(dataDir, "audit-journal-2.jsonl").pid];
+    const oldWorkers = [readHolder(dataDir).pid, readHolder(dataDir, "audit-journal-2.jsonl").pid];
     // Its workers frozen as it dies (as if slow to notice): they still listen and hold their journals.
     for (const pid of oldWorkers) process.kill(pid, "SIGSTOP");
     await first.stop("SIGKILL");
@@ -381,8 +390,8 @@ describe("--workers", () => {
       expect(await early.exited).not.toBe(0);
       expect(early.logs()).toContain(`cannot start: BROKER_PORT ${api} is already in use`);
       expect(early.logs()).not.toContain('"event":"workers_listening"');
-      // Their locks untouched: a stopped process lives.
-      expect([readLock(dataDir).pid, readLock(dataDir, "audit-journal-2.jsonl").pid]).toEqual(oldWorkers);
+      // Their locks still theirs: a stopped process holds its kernel lock.
+      expect([readHolder(dataDir).pid, readHolder(dataDir, "audit-journal-2.jsonl").pid]).toEqual(oldWorkers);
     } finally {
       for (const pid of oldWorkers) process.kill(pid, "SIGCONT");
     }
@@ -410,7 +419,7 @@ describe("--workers", () => {
       for (const pid of oldWorkers) expect(await eventually(() => !alive(pid), 20_000)).toBe(true);
       expect(listeners(api)).toHaveLength(2);
       expect(listeners(proxy)).toHaveLength(2);
-      const newWorkers = [readLock(dataDir).pid, readLock(dataDir, "audit-journal-2.jsonl").pid];
+      const newWorkers = [readHolder(dataDir).pid, readHolder(dataDir, "audit-journal-2.jsonl").pid];
       for (const pid of newWorkers) expect(oldWorkers).not.toContain(pid);
       // Every answer is the new group's (a worker's change feed may still be starting: "degraded" for a moment, so the
       // status is not what is checked here).
@@ -431,13 +440,13 @@ describe("--workers", () => {
         ["audit-journal-2.jsonl", 2],
         ["audit-journal.jsonl", 1],
       ] as const) {
-        const old = readLock(dataDir, journal).pid;
+        const old = readHolder(dataDir, journal).pid;
         process.kill(old, "SIGKILL");
-        // Its successor holds the lock (taken over from the dead one), and says so.
+        // Its successor holds the lock (the kernel let go of the dead one's), and says whose it was.
         expect(
           await eventually(() => {
             try {
-              const now = readLock(dataDir, journal).pid;
+              const now = readHolder(dataDir, journal).pid;
               return now !== old && alive(now) && new RegExp(`"event":"data_dir_lock_taken_over","worker":${id},"pid":${old}\\b`).test(group.logs());
             } catch {
               return false;
@@ -453,8 +462,8 @@ describe("--workers", () => {
     } finally {
       expect(await group.stop()).toBe(0);
     }
-    expect(existsSync(lockOf(dataDir))).toBe(false);
-    expect(existsSync(lockOf(dataDir, "audit-journal-2.jsonl"))).toBe(false);
+    expect(existsSync(holderOf(dataDir))).toBe(false);
+    expect(existsSync(holderOf(dataDir, "audit-journal-2.jsonl"))).toBe(false);
   }, 120_000);
 
   test("a worker slow to start (stopped for longer than the hello deadline before it reads) still joins: the line already waits in its pipe", async () => {
@@ -497,14 +506,14 @@ describe("in process", () => {
       expect(err).toBeInstanceOf(DataDirBusy);
       expect((err as DataDirBusy).pid).toBe(process.pid);
       expect((await fetch(`${first.apiUrl}/health`)).status).toBe(200);
-      expect(readLock(dataDir).pid).toBe(process.pid);
+      expect(readHolder(dataDir).pid).toBe(process.pid);
     } finally {
       await first.stop();
     }
-    expect(existsSync(lockOf(dataDir))).toBe(false);
+    expect(existsSync(holderOf(dataDir))).toBe(false);
     const again = await startServer({ config, log: createMemoryLogger(), masterPassword: undefined, tunnel: true });
     expect((await fetch(`${again.apiUrl}/health`)).status).toBe(200);
     await again.stop();
-    expect(existsSync(lockOf(dataDir))).toBe(false);
+    expect(existsSync(holderOf(dataDir))).toBe(false);
   }, 60_000);
 });

@@ -6,7 +6,8 @@
 // - a lone broker is refused either port a `--workers` group holds;
 // - two lone brokers on one data directory: the second is refused naming the first's pid (app/journal-lock.ts), the
 //   first serves on; so is a `--workers` group on it; after the first is killed with `kill -9`, a broker starts there
-//   again (the stale lock is taken over) and a clean stop removes the lock.
+//   again (the kernel let go of the lock; the start names the pid that held it) and a clean stop removes the holder
+//   file.
 
 import { afterAll, describe, expect, test } from "bun:test";
 import { request } from "node:http";
@@ -200,8 +201,9 @@ describe("one broker per port and per data directory", () => {
       // The first serves on, its lock in place.
       expect((await fetch(`${url}/health`)).status).toBe(200);
       expect(existsSync(join(dataDir, "audit-journal.jsonl.lock"))).toBe(true);
+      expect(existsSync(join(dataDir, "audit-journal.jsonl.holder"))).toBe(true);
 
-      // Killed outright: its lock stays behind, stale; the next broker takes it over and says whose it was.
+      // Killed outright: the kernel lets go of its lock; the next broker gets it and says whose it was.
       await first.stop("SIGKILL");
       const again = spawnServer([], dataDir);
       try {
@@ -211,8 +213,8 @@ describe("one broker per port and per data directory", () => {
       } finally {
         expect(await again.stop()).toBe(0);
       }
-      // A clean stop removes it.
-      expect(existsSync(join(dataDir, "audit-journal.jsonl.lock"))).toBe(false);
+      // A clean stop removes the holder file (the lock file stays, locked by nobody).
+      expect(existsSync(join(dataDir, "audit-journal.jsonl.holder"))).toBe(false);
     } finally {
       await first.stop("SIGKILL");
     }

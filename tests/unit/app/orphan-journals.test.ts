@@ -87,6 +87,6 @@ test("a worker journal whose lock a live process holds (another broker's worker 
   }
   // Once its holder is gone, it is adopted (and its lock let go again).
   expect(await adoptOrphanJournals(dataDir, 2, store, { now: () => 6, log })).toBe(2);
-  expect(existsSync(join(dataDir, "audit-journal-3.jsonl.lock"))).toBe(false);
+  expect(existsSync(join(dataDir, "audit-journal-3.jsonl.holder"))).toBe(false);
   store.close();
 });
