@@ -20,11 +20,11 @@
 //   serving on; after its stop, a start there works.
 
 import { afterAll, describe, expect, test } from "bun:test";
-import { request } from "node:http";
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { builtBinary, cleanEnv, collectOutput, freePort, runBinary } from "../helpers/binary.ts";
+import { eventually, freshHealth, LISTENING, serverEnv as envFor, spawnServer as spawnProcess, type ServerProcess } from "../helpers/server-process.ts";
 import { loadConfig } from "../../src/config.ts";
 import { createMemoryLogger } from "../../src/log.ts";
 import { DataDirBusy, startServer } from "../../src/app/index.ts";
@@ -42,71 +42,20 @@ function home(): string {
   return dir;
 }
 
-interface Started {
-  readonly pid: number;
-  readonly exited: Promise<number>;
-  exitCode(): number | null;
-  logs(): string;
-  stop(signal?: NodeJS.Signals): Promise<number>;
-}
-
-function envFor(dataDir: string, env: Record<string, string> = {}): Record<string, string> {
-  return cleanEnv({ HOME: join(dataDir, ".."), BROKER_DATA_DIR: dataDir, BROKER_PORT: "0", BROKER_PROXY_PORT: "0", ...env });
-}
-
-/** `broker server <args>` on `dataDir` (or `argv` as given), not waited for. */
-function spawnServer(args: string[], dataDir: string, env: Record<string, string> = {}, argv?: string[]): Started {
-  const proc = Bun.spawn(argv ?? [builtBinary(), "server", ...args], { env: envFor(dataDir, env), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-  const output = collectOutput(proc);
-  const exited = proc.exited.then(async (code) => {
-    await Bun.sleep(50); // the output read to its end
-    return code;
-  });
-  const started: Started = {
-    pid: proc.pid,
-    exited,
-    exitCode: () => proc.exitCode,
-    logs: output.text,
-    stop: (signal = "SIGTERM") => {
-      if (proc.exitCode === null) proc.kill(signal);
-      return exited;
-    },
-  };
+/** A server process, killed at the end whatever the test left running. */
+function spawnServer(args: string[], dataDir: string, env: Record<string, string> = {}, argv?: string[]): ServerProcess {
+  const started = spawnProcess(args, dataDir, env, argv);
   killers.push(() => started.stop("SIGKILL"));
   return started;
 }
 
-/** Polls until `check` holds (a deadline for the test, not a timing claim). */
-async function eventually(check: () => boolean, ms = 40_000): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (check()) return true;
-    await Bun.sleep(25);
-  }
-  return check();
-}
+const listening = (s: ServerProcess) => LISTENING.test(s.logs());
+const groupListening = (s: ServerProcess, n: number) => s.logs().includes(`"event":"workers_listening","workers":${n}`);
 
-const LISTENING = /"event":"listening","api":"(http:\/\/[^"]+)"/;
-const listening = (s: Started) => LISTENING.test(s.logs());
-const groupListening = (s: Started, n: number) => s.logs().includes(`"event":"workers_listening","workers":${n}`);
-
-async function serving(s: Started): Promise<string> {
+async function serving(s: ServerProcess): Promise<string> {
   expect(await eventually(() => listening(s) || s.exitCode() !== null)).toBe(true);
   if (s.exitCode() !== null) throw new Error(`exited ${s.exitCode()}:\n${s.logs()}`);
   return LISTENING.exec(s.logs())![1]!;
-}
-
-function freshHealth(url: string): Promise<any> {
-  return new Promise((resolve, reject) => {
-    const req = request(`${url}/health`, { agent: false, headers: { connection: "close" } }, (res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (c: string) => (text += c));
-      res.on("end", () => resolve(JSON.parse(text)));
-    });
-    req.on("error", reject);
-    req.end();
-  });
 }
 
 function alive(pid: number): boolean {
@@ -383,7 +332,7 @@ describe("--workers", () => {
     // Its workers frozen as it dies (as if slow to notice): they still listen and hold their journals.
     for (const pid of oldWorkers) process.kill(pid, "SIGSTOP");
     await first.stop("SIGKILL");
-    let next: Started | undefined;
+    let next: ServerProcess | undefined;
     const refusals: string[] = [];
     try {
       const early = spawnServer(["--workers", "2"], dataDir, env);

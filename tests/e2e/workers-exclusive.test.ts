@@ -10,11 +10,11 @@
 //   file.
 
 import { afterAll, describe, expect, test } from "bun:test";
-import { request } from "node:http";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { builtBinary, cleanEnv, collectOutput, freePort, runBinary } from "../helpers/binary.ts";
+import { eventually, freshHealth, LISTENING, spawnServer, type ServerProcess } from "../helpers/server-process.ts";
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -25,66 +25,6 @@ function home(): string {
   const dir = mkdtempSync(join(tmpdir(), "broker-exclusive-"));
   dirs.push(dir);
   return dir;
-}
-
-interface Started {
-  readonly pid: number;
-  readonly exited: Promise<number>;
-  exitCode(): number | null;
-  logs(): string;
-  stop(signal?: NodeJS.Signals): Promise<number>;
-}
-
-/** `broker server <args>` on `dataDir`, not waited for. */
-function spawnServer(args: string[], dataDir: string, env: Record<string, string> = {}): Started {
-  const proc = Bun.spawn([builtBinary(), "server", ...args], {
-    env: cleanEnv({ HOME: join(dataDir, ".."), BROKER_DATA_DIR: dataDir, BROKER_PORT: "0", BROKER_PROXY_PORT: "0", ...env }),
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const output = collectOutput(proc);
-  // The output is read to its end before the exit counts (the last line may come with it).
-  const exited = proc.exited.then(async (code) => {
-    await Bun.sleep(50);
-    return code;
-  });
-  return {
-    pid: proc.pid,
-    exited,
-    exitCode: () => proc.exitCode,
-    logs: output.text,
-    stop: (signal = "SIGTERM") => {
-      if (proc.exitCode === null) proc.kill(signal);
-      return exited;
-    },
-  };
-}
-
-/** Polls until `check` holds (a deadline for the test, not a timing claim). */
-async function eventually(check: () => boolean, ms = 40_000): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (check()) return true;
-    await Bun.sleep(25);
-  }
-  return check();
-}
-
-const LISTENING = /"event":"listening","api":"(http:\/\/[^"]+)"/;
-
-/** /health over a connection of its own (no keep-alive): whichever listener the kernel picks answers. */
-function freshHealth(url: string): Promise<any> {
-  return new Promise((resolve, reject) => {
-    const req = request(`${url}/health`, { agent: false, headers: { connection: "close" } }, (res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (c: string) => (text += c));
-      res.on("end", () => resolve(JSON.parse(text)));
-    });
-    req.on("error", reject);
-    req.end();
-  });
 }
 
 describe("one broker per port and per data directory", () => {
