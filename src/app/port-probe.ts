@@ -56,7 +56,7 @@ async function claim(setting: ListenSetting, host: string, port: number): Promis
       host,
       port,
       code,
-      `${setting} ${port} is already in use on ${host}: another broker server --workers is running or starting on it (it holds UDP port ${port} there while it runs); stop it or choose another port`,
+      `${setting} ${port} is already in use on ${host}: UDP port ${port} there is taken, which a broker server --workers running or starting on that port holds while it runs (so may another program: ss -lunp 'sport = :${port}' names it); stop it or choose another port`,
     );
   }
 }
