@@ -35,7 +35,9 @@ test("a second claim on a claimed port is refused naming it; after release it su
   const err = await refusal(claimPorts("127.0.0.1", ports));
   expect(err).toBeInstanceOf(ListenFailed);
   expect(err).toMatchObject({ setting: "BROKER_PORT", port: api, code: "EADDRINUSE" });
-  expect((err as Error).message).toContain(`BROKER_PORT ${api} is already in use on 127.0.0.1: UDP port ${api} there is taken, which a broker server --workers`);
+  expect((err as Error).message).toContain(
+    `BROKER_PORT ${api} is already in use on 127.0.0.1: UDP port ${api} there is taken, which a broker server --workers`,
+  );
   // Only the proxy port in common: refused on that one.
   const other = await refusal(claimPorts("127.0.0.1", [{ setting: "BROKER_PORT", port: 0 }, ports[1]!]));
   expect(other).toMatchObject({ setting: "BROKER_PROXY_PORT", port: proxy });
