@@ -48,6 +48,10 @@ export interface AuditOptions {
 
 export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
   const journal = opts.journal;
+  // The mark that keeps a batch whose answer was lost from being written twice: the journal's, or (a broker running
+  // without one, its file unusable) this process's own, numbering its records in memory.
+  const markId = journal?.id ?? `memory-${crypto.randomUUID()}`;
+  let memorySeq = 0;
   let queue: JournalRecord[] = [];
   let dropped = 0;
   let droppedTotal = 0;
@@ -65,7 +69,7 @@ export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
    * Returns each vault's head after the batch (seq), once committed.
    */
   function insert(batch: readonly JournalRecord[]): Promise<Map<number, number>> {
-    if (store.offLoopAudit) return store.offLoopAudit(journal?.id, batch);
+    if (store.offLoopAudit) return store.offLoopAudit(markId, batch);
     return store.transaction((tx) =>
       writeAuditBatch(
         {
@@ -75,7 +79,7 @@ export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
           setHead: (vaultId, seq, hash) => tx.auditChains.setHead(vaultId, seq, hash),
           insert: (rows) => tx.audit.insert(rows),
         },
-        journal?.id,
+        markId,
         batch,
       ),
     );
@@ -147,7 +151,7 @@ export function createAuditLog(store: Store, opts: AuditOptions): AuditLog {
         droppedTotal++;
         return;
       }
-      queue.push(journal ? journal.appendRecord(entry) : { seq: 0, entry });
+      queue.push(journal ? journal.appendRecord(entry) : { seq: ++memorySeq, entry });
       schedule();
     },
     async resume() {

@@ -67,7 +67,7 @@ export interface AuditRow {
 /** An audit record as the writer queues it: the row without its id (and, until this batch, its chain fields). */
 export type AuditEntry = Omit<AuditRow, "id">;
 
-/** A queued record: its journal sequence number (0 without a journal) and the entry. */
+/** A queued record: its sequence number under its mark (the journal's line number, or the process's own count) and the entry. */
 export interface BatchRecord {
   readonly seq: number;
   readonly entry: AuditEntry;
@@ -175,13 +175,13 @@ export function batchOps(sql: BatchSql): BatchOps {
 }
 
 /**
- * Writes the batch's records the database lacks (those after the journal's mark; all of them without a journal),
- * chained, and moves the mark. Call inside one transaction. Returns each vault's head seq after the batch.
+ * Writes the batch's records the database lacks (those after `mark`'s seq: the journal's, or a process's own without
+ * one), chained, and moves the mark. Call inside one transaction. Returns each vault's head seq after the batch.
  */
-export async function writeAuditBatch(ops: BatchOps, journal: string | undefined, batch: readonly BatchRecord[]): Promise<Map<number, number>> {
+export async function writeAuditBatch(ops: BatchOps, mark: string, batch: readonly BatchRecord[]): Promise<Map<number, number>> {
   const heads = new Map<number, number>();
-  const mark = journal === undefined ? 0 : await ops.lockMark(journal);
-  const missing = journal === undefined ? batch : batch.filter((r) => r.seq > mark);
+  const written = await ops.lockMark(mark);
+  const missing = batch.filter((r) => r.seq > written);
   if (missing.length) {
     const rows = await chained(
       ops,
@@ -190,7 +190,7 @@ export async function writeAuditBatch(ops: BatchOps, journal: string | undefined
     for (const r of rows) heads.set(r.vaultId, r.chainSeq!);
     await ops.insert(rows);
   }
-  if (journal !== undefined && batch.length) await ops.setMark(journal, batch[batch.length - 1]!.seq);
+  if (batch.length) await ops.setMark(mark, batch[batch.length - 1]!.seq);
   return heads;
 }
 

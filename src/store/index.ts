@@ -185,7 +185,7 @@ export type OffLoopReader = Sql & {
 };
 
 /** One batch of audit records written by the worker thread (audit-batch.ts), resolving to each vault's new head seq. */
-export type OffLoopAuditWrite = (journal: string | undefined, batch: readonly BatchRecord[]) => Promise<Map<number, number>>;
+export type OffLoopAuditWrite = (mark: string, batch: readonly BatchRecord[]) => Promise<Map<number, number>>;
 
 export interface Store extends Repos {
   readonly db: Db;

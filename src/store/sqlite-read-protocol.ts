@@ -35,7 +35,7 @@ export type ReadRequest =
    * One batch of the audit writer's records on the worker's writable connection (store/audit-batch.ts), as JSON
    * text: the journal's lines are JSON already, and every value a record holds is one JSON carries exactly.
    */
-  | { readonly kind: "audit"; readonly id: number; readonly journal?: string; readonly records: string }
+  | { readonly kind: "audit"; readonly id: number; readonly mark: string; readonly records: string }
   /** `done[0]` becomes 1 once the worker's connections are closed. */
   | { readonly kind: "close"; readonly done: Int32Array };
 

@@ -95,7 +95,7 @@ async function writeAudit(req: Extract<ReadRequest, { kind: "audit" }>): Promise
   };
   conn.run("BEGIN IMMEDIATE");
   try {
-    const heads = await writeAuditBatch(batchOps(sql), req.journal, JSON.parse(req.records) as BatchRecord[]);
+    const heads = await writeAuditBatch(batchOps(sql), req.mark, JSON.parse(req.records) as BatchRecord[]);
     conn.run("COMMIT");
     return [...heads];
   } catch (err) {

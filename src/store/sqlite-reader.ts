@@ -37,7 +37,7 @@ export interface SqliteReader extends Sql {
   /** One batch of audit retention, run by the worker on a connection of its own (store/audit-retention.ts). */
   pruneAudit(limits: AuditLimits, limit: number): Promise<PruneBatch>;
   /** One batch of the audit writer's records, written by the worker on that connection (store/audit-batch.ts). */
-  writeAudit(journal: string | undefined, batch: readonly BatchRecord[]): Promise<Map<number, number>>;
+  writeAudit(mark: string, batch: readonly BatchRecord[]): Promise<Map<number, number>>;
   /** Settles once the first worker has opened its connection: rejects with DatabaseUnavailable if it cannot. */
   readonly ready: Promise<void>;
   /** Synchronous, as Store.close() is: waits (bounded) for the worker to close its connection. */
@@ -171,11 +171,11 @@ export function createSqliteReader(path: string, opts: SqliteReaderOptions = {})
         waitForCheckpoints: limits.waitForCheckpoints !== false,
       }))) as PruneBatch;
     },
-    async writeAudit(journal, batch) {
+    async writeAudit(mark, batch) {
       // The journal's lines are these records' JSON already: joined, not encoded again.
       const records = `[${batch.map((r) => r.line ?? JSON.stringify({ seq: r.seq, entry: r.entry })).join(",")}]`;
       try {
-        return (await ask((id) => ({ kind: "audit", id, ...(journal !== undefined && { journal }), records }))) as Map<number, number>;
+        return (await ask((id) => ({ kind: "audit", id, mark, records }))) as Map<number, number>;
       } catch (err) {
         // A disk that refuses writes for now is an outage, not a wrong batch: the writer keeps the records (memory
         // and journal) and tries again, where a failed batch is dropped and the journal emptied of it.

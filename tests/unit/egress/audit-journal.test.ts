@@ -119,6 +119,21 @@ test("a batch committed whose answer was lost is not written twice when retried"
   await audit.stop();
 });
 
+test("without a journal (its file unusable), a batch whose answer was lost is not written twice either: the process keeps a mark of its own", async () => {
+  const store = await openMemoryStore();
+  const outage = withOutage(store);
+  const audit = createAuditLog(store, { now: Date.now, log: createMemoryLogger(), flushIntervalMs: 60_000 });
+  for (let i = 0; i < 3; i++) audit.record(entry(i));
+  outage.loseNextAnswer = true;
+  await audit.flush();
+  expect(audit.queued).toBe(3);
+  audit.record(entry(3));
+  await audit.flush();
+  expect(audit.queued).toBe(0);
+  expect(await paths(store)).toEqual(["/v1/things/0", "/v1/things/1", "/v1/things/2", "/v1/things/3"]);
+  await audit.stop();
+});
+
 test("the file is 0600, emptied once everything is written, and numbering continues after an emptied file", async () => {
   const dir = dataDir();
   const store = await openMemoryStore();

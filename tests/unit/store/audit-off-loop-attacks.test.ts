@@ -282,7 +282,7 @@ test("1,300 awkward records over 150 vaults in batches of 500: the worker's chai
   expect(sent.map((r) => r.records).join("")).toBe(
     [journalLines.slice(0, 500), journalLines.slice(500, 1000), journalLines.slice(1000)].map((l) => `[${l.join(",")}]`).join(""),
   );
-  expect(sent.every((r) => r.journal === journal.id)).toBe(true);
+  expect(sent.every((r) => r.mark === journal.id)).toBe(true);
 
   // The same records through a memory store's main connection: the same chains.
   const memory = await openMemoryStore();
@@ -543,7 +543,7 @@ test("a record made after the writer stopped and the store closed: said lost, ne
   const { store } = await fileStore(dir);
   const worker = store.offLoopAudit!;
   let asked = 0;
-  Object.assign(store, { offLoopAudit: (journal: string | undefined, batch: never[]) => (asked++, worker(journal, batch)) });
+  Object.assign(store, { offLoopAudit: (mark: string, batch: never[]) => (asked++, worker(mark, batch)) });
   const log = createMemoryLogger();
   const audit = createAuditLog(store, { now: Date.now, log, journal: openAuditJournal(dir, () => {}), flushIntervalMs: 5 });
   await audit.resume();

@@ -70,7 +70,7 @@ test("on a SQLite file the worker writes each batch: the same rows, chain and ma
     const original = store.transaction.bind(store);
     store.transaction = (fn) => (inThread++, original(fn));
     const worker = store.offLoopAudit!;
-    Object.assign(store, { offLoopAudit: (journal: string | undefined, batch: never[]) => (offLoop++, worker(journal, batch)) });
+    Object.assign(store, { offLoopAudit: (mark: string, batch: never[]) => (offLoop++, worker(mark, batch)) });
     const journal = openAuditJournal(dir, () => {});
     const heads: Map<number, number>[] = [];
     const audit = createAuditLog(store, {
@@ -117,8 +117,8 @@ test("a batch the worker committed but whose answer was lost is not written twic
     const worker = store.offLoopAudit!;
     let lose = true;
     Object.assign(store, {
-      offLoopAudit: async (journal: string | undefined, batch: never[]) => {
-        const heads = await worker(journal, batch);
+      offLoopAudit: async (mark: string, batch: never[]) => {
+        const heads = await worker(mark, batch);
         if (lose) {
           lose = false;
           throw new DatabaseUnavailable("a read got no answer within 10000 ms");
