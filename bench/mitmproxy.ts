@@ -11,6 +11,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort, proxyAccepts as accepts } from "./broker.ts";
+import { keepOutput, stopProcess } from "./child-process.ts";
 
 export interface MitmproxyProc {
   readonly pid: number;
@@ -89,34 +90,23 @@ export async function startMitmproxy(o: { upstreamCaPem: string; authorization: 
     // HOME too: nothing of ours under the real ~/.mitmproxy.
     { stdin: "ignore", stdout: "pipe", stderr: "pipe", env: { ...process.env, HOME: dir } },
   );
-  let out = "";
-  const decoder = new TextDecoder();
-  const collect = async (s: ReadableStream<Uint8Array>) => {
-    for await (const c of s) out += decoder.decode(c, { stream: true });
-  };
-  void collect(proc.stdout);
-  void collect(proc.stderr);
+  const output = keepOutput(proc);
   const stop = async () => {
-    if (proc.exitCode === null) {
-      proc.kill("SIGTERM");
-      const t = setTimeout(() => proc.kill("SIGKILL"), 5000);
-      await proc.exited;
-      clearTimeout(t);
-    }
+    await stopProcess(proc);
     rmSync(dir, { recursive: true, force: true });
   };
   const deadline = Date.now() + 30_000;
   for (;;) {
     if (proc.exitCode !== null) {
       await stop();
-      throw new Error(`mitmdump exited with ${proc.exitCode}:\n${out.slice(-3000)}`);
+      throw new Error(`mitmdump exited with ${proc.exitCode}:\n${output().slice(-3000)}`);
     }
     if (Date.now() > deadline) {
       await stop();
-      throw new Error(`mitmdump did not start listening on ${port}:\n${out.slice(-3000)}`);
+      throw new Error(`mitmdump did not start listening on ${port}:\n${output().slice(-3000)}`);
     }
     if (existsSync(ca) && (await accepts(port))) break;
     await Bun.sleep(50);
   }
-  return { pid: proc.pid, port, proxyUrl: `http://127.0.0.1:${port}`, caPem: readFileSync(ca, "utf8"), version, logs: () => out, stop };
+  return { pid: proc.pid, port, proxyUrl: `http://127.0.0.1:${port}`, caPem: readFileSync(ca, "utf8"), version, logs: output, stop };
 }

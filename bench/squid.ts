@@ -9,6 +9,7 @@ import { chownSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort, proxyAccepts as accepts } from "./broker.ts";
+import { keepOutput, stopProcess } from "./child-process.ts";
 
 export interface SquidProc {
   readonly pid: number;
@@ -117,27 +118,16 @@ workers 1
   sh(["squid", "-k", "parse", "-f", conf], "squid -k parse");
   const version = /Version ([\d.]+)/.exec(sh(["squid", "-v"], "squid -v"))?.[1] ?? "?";
   const proc = Bun.spawn(["squid", "-N", "-f", conf], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-  let out = "";
-  const decoder = new TextDecoder();
-  const collect = async (s: ReadableStream<Uint8Array>) => {
-    for await (const c of s) out += decoder.decode(c, { stream: true });
-  };
-  void collect(proc.stdout);
-  void collect(proc.stderr);
+  const output = keepOutput(proc);
   const logs = () => {
     let cache = "";
     try {
       cache = readFileSync(join(dir, "cache.log"), "utf8");
     } catch {}
-    return `${out}${cache}`;
+    return `${output()}${cache}`;
   };
   const stop = async () => {
-    if (proc.exitCode === null) {
-      proc.kill("SIGTERM");
-      const t = setTimeout(() => proc.kill("SIGKILL"), 5000);
-      await proc.exited;
-      clearTimeout(t);
-    }
+    await stopProcess(proc);
     rmSync(dir, { recursive: true, force: true });
   };
   const deadline = Date.now() + 20_000;

@@ -7,7 +7,6 @@
 // setting; the CLI's --workers values. No output carries the credential or the master password.
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { Agent, request } from "node:http";
 import { Database } from "bun:sqlite";
 import { connect as netConnect, createServer as netServer } from "node:net";
 import { connect as tlsConnect, type TLSSocket } from "node:tls";
@@ -16,6 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { builtBinary, cleanEnv, collectOutput, freePort, runBinary } from "../helpers/binary.ts";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
+import { oneConnectionPerWorker as pinnedPerWorker, pinned as pinnedConnection, type Pinned, type Reply } from "../helpers/pinned-connection.ts";
 
 const FIRST = `sk-workers-attack-first-${crypto.randomUUID()}`;
 const SECOND = `sk-workers-attack-second-${crypto.randomUUID()}`;
@@ -152,56 +152,8 @@ async function eventually(check: () => boolean | Promise<boolean>, ms = 15_000):
   return check();
 }
 
-type Reply = { status: number; body: any; text: string; headers: Record<string, string | string[] | undefined> };
-
-/** One keep-alive connection: every call on it reaches the same worker. */
-function pinned(base: string) {
-  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  const call = (method: string, path: string, opts: { token?: string; body?: unknown; vault?: string } = {}) =>
-    new Promise<Reply>((resolve, reject) => {
-      const headers: Record<string, string> = { "content-type": "application/json" };
-      if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-      if (opts.vault) headers["x-vault"] = opts.vault;
-      const req = request(`${base}${path}`, { method, agent, headers }, (res) => {
-        let text = "";
-        res.setEncoding("utf8");
-        res.on("data", (c: string) => (text += c));
-        res.on("end", () => {
-          outputs.push(text);
-          let body: any;
-          try {
-            body = text ? JSON.parse(text) : undefined;
-          } catch {}
-          resolve({ status: res.statusCode ?? 0, body, text, headers: res.headers });
-        });
-      });
-      req.on("error", reject);
-      req.end(opts.body === undefined ? undefined : JSON.stringify(opts.body));
-    });
-  /** The local port of the one socket (a request is made first if none is open). */
-  const localPort = async (): Promise<number> => {
-    const sockets = Object.values(agent.freeSockets).flat();
-    if (sockets[0]?.localPort) return sockets[0].localPort;
-    await call("GET", "/health");
-    return Object.values(agent.freeSockets).flat()[0]!.localPort!;
-  };
-  return { call, localPort, close: () => agent.destroy() };
-}
-type Pinned = ReturnType<typeof pinned>;
-
-/** A pinned connection to each worker: connections are opened until both workers have answered /health. */
-async function oneConnectionPerWorker(base: string) {
-  const found = new Map<number, Pinned>();
-  for (let i = 0; i < 64 && found.size < 2; i++) {
-    const conn = pinned(base);
-    const health = await conn.call("GET", "/health");
-    const id = health.body?.worker?.id as number;
-    if (found.has(id)) conn.close();
-    else found.set(id, conn);
-  }
-  expect([...found.keys()].sort()).toEqual([1, 2]);
-  return { one: found.get(1)!, two: found.get(2)! };
-}
+const oneConnectionPerWorker = (base: string) => pinnedPerWorker(base, outputs);
+const pinned = (base: string) => pinnedConnection(base, outputs);
 
 const HOST = () => `127.0.0.1:${upstream.port}`;
 

@@ -6,13 +6,13 @@
 // No output carries the credential.
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { Agent, request } from "node:http";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { builtBinary, cleanEnv, collectOutput } from "../helpers/binary.ts";
 import { pgMissing, sharedPgCluster, type SharedPgCluster } from "../helpers/postgres.ts";
 import { startUpstream, type TestUpstream } from "../helpers/upstream.ts";
+import { oneConnectionPerWorker as pinnedPerWorker, type Pinned } from "../helpers/pinned-connection.ts";
 
 const FIRST = `sk-workers-first-${crypto.randomUUID()}`;
 const SECOND = `sk-workers-second-${crypto.randomUUID()}`;
@@ -78,47 +78,8 @@ async function startWorkers(extra: Record<string, string>): Promise<Running> {
   throw new Error(`the workers did not start in time:\n${output.text()}`);
 }
 
-/** One keep-alive connection: every call on it reaches the same worker. */
-function pinned(base: string) {
-  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  const call = (method: string, path: string, opts: { token?: string; body?: unknown; vault?: string } = {}) =>
-    new Promise<{ status: number; body: any; text: string }>((resolve, reject) => {
-      const headers: Record<string, string> = { "content-type": "application/json" };
-      if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-      if (opts.vault) headers["x-vault"] = opts.vault;
-      const req = request(`${base}${path}`, { method, agent, headers }, (res) => {
-        let text = "";
-        res.setEncoding("utf8");
-        res.on("data", (c: string) => (text += c));
-        res.on("end", () => {
-          outputs.push(text);
-          let body: any;
-          try {
-            body = text ? JSON.parse(text) : undefined;
-          } catch {}
-          resolve({ status: res.statusCode ?? 0, body, text });
-        });
-      });
-      req.on("error", reject);
-      req.end(opts.body === undefined ? undefined : JSON.stringify(opts.body));
-    });
-  return { call, close: () => agent.destroy() };
-}
-
-/** A pinned connection to each worker: connections are opened until both workers have answered /health. */
-async function oneConnectionPerWorker(base: string) {
-  const found = new Map<number, ReturnType<typeof pinned>>();
-  for (let i = 0; i < 64 && found.size < 2; i++) {
-    const conn = pinned(base);
-    const health = await conn.call("GET", "/health");
-    const id = health.body?.worker?.id as number;
-    expect(health.body?.worker?.of).toBe(2);
-    if (found.has(id)) conn.close();
-    else found.set(id, conn);
-  }
-  expect([...found.keys()].sort()).toEqual([1, 2]);
-  return { one: found.get(1)!, two: found.get(2)! };
-}
+/** A pinned connection to each worker, each /health saying there are two. */
+const oneConnectionPerWorker = (base: string) => pinnedPerWorker(base, outputs, (of) => expect(of).toBe(2));
 
 const injected = () => upstream.received.at(-1)?.rawHeaders.find(([k]) => k.toLowerCase() === "authorization")?.[1];
 
@@ -139,7 +100,7 @@ async function scenario(extra: Record<string, string>) {
     const agent = ((await redeemed.json()) as { token: string }).token;
 
     // Worker 2 caches the plan (and the agent's session) with the first value.
-    const through = (conn: ReturnType<typeof pinned>) => conn.call("GET", `/proxy/${host}/whoami`, { token: agent, vault: "ops" });
+    const through = (conn: Pinned) => conn.call("GET", `/proxy/${host}/whoami`, { token: agent, vault: "ops" });
     expect((await through(two)).status).toBe(200);
     expect(injected()).toBe(`Bearer ${FIRST}`);
 
