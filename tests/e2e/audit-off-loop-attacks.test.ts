@@ -209,7 +209,11 @@ let counter = 0;
  * Requests from `fetchers` Bun fetch loops on /proxy and `curls` curl loops through the tunnel listener, alternating
  * vaults, each path unique, until stopped or the broker is gone. `limit`: stop once this many are answered.
  */
-function runLoad(b: Broker, s: Setup, tag: string, opts: { fetchers: number; curls: number; limit?: number }): Load {
+/**
+ * `fresh`: every request on a connection of its own, so `--workers N` spreads them over every worker (kept-alive
+ * connections stay with the worker that took them, and a few can all land on one).
+ */
+function runLoad(b: Broker, s: Setup, tag: string, opts: { fetchers: number; curls: number; limit?: number; fresh?: boolean }): Load {
   const answered = new Set<string>();
   const sent = new Set<string>();
   const odd: string[] = [];
@@ -227,8 +231,13 @@ function runLoad(b: Broker, s: Setup, tag: string, opts: { fetchers: number; cur
       sent.add(path);
       try {
         const res = await fetch(`${b.url}/proxy/127.0.0.1:${upstream.port}${path}?token=${s.sessions[vault]}`, {
-          headers: { authorization: `Bearer ${s.sessions[vault]}`, "x-agent-header": `agent-header-${SECRET}` },
+          headers: {
+            authorization: `Bearer ${s.sessions[vault]}`,
+            "x-agent-header": `agent-header-${SECRET}`,
+            ...(opts.fresh && { connection: "close" }),
+          },
           signal: AbortSignal.timeout(30_000),
+          ...(opts.fresh && { keepalive: false }),
         });
         const text = await res.text();
         if (res.status === 200 && text.includes(`"url":"${path}`)) answered.add(path);
@@ -537,7 +546,7 @@ describe("single broker", () => {
       const b = newBroker({ BROKER_AUDIT_MAX_ROWS: "1000", BROKER_AUDIT_CHECKPOINT_RECORDS: "50" });
       await start(b, args);
       const s = await setUp(b);
-      const load = runLoad(b, s, "cap", { fetchers: 8, curls: 0 });
+      const load = runLoad(b, s, "cap", { fetchers: 8, curls: 0, fresh: args.length > 0 });
       // Retention must delete while the writer still writes: the load goes on until the lowest id has moved (rows
       // were deleted) and for 1,000 answers more, 6,000 at least.
       let removedAt: number | undefined;
